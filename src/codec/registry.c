@@ -1,0 +1,7 @@
+/* registry.c -- the list of compression methods, in display order. */
+#include "codec/codec.h"
+
+const vq_codec_ops *const vq_codec_registry[] = {
+    &vq_codec_fp16_ops,
+    NULL,
+};

@@ -1,0 +1,153 @@
+/* test_core.c -- core utilities: fp16/bf16, CRC-32, spec grammar, FWHT, RNG,
+ * atomic file writes, status strings. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/crc32.h"
+#include "core/error.h"
+#include "core/file.h"
+#include "core/fp16.h"
+#include "core/hadamard.h"
+#include "core/rng.h"
+#include "core/spec.h"
+#include "test.h"
+
+static void test_fp16_exhaustive_roundtrip(void)
+{
+    /* every finite half converts to float and back to itself */
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu))
+            continue; /* NaN payloads are not preserved bit-exactly */
+        float f = vq_fp16_to_fp32((vq_fp16)h);
+        if (vq_fp32_to_fp16(f) != h)
+            bad++;
+    }
+    CHECKF(bad == 0, "%d halves do not round-trip", bad);
+    CHECK(vq_fp16_to_fp32(0x3c00) == 1.0f);
+    CHECK(vq_fp16_to_fp32(0xc000) == -2.0f);
+    CHECK(vq_fp16_to_fp32(0x0001) == 5.9604644775390625e-08f);
+    CHECK(vq_fp32_to_fp16(65504.0f) == 0x7bff);
+    CHECK(vq_fp32_to_fp16(70000.0f) == 0x7c00);
+    CHECK(vq_fp32_to_fp16(1.0f + 1.0f / 2048.0f) == 0x3c00); /* tie to even */
+    CHECK(vq_fp32_to_fp16(1.0f + 3.0f / 2048.0f) == 0x3c02);
+    CHECK(vq_bf16_to_fp32(vq_fp32_to_bf16(3.0f)) == 3.0f);
+}
+
+static void test_crc32_vector(void)
+{
+    CHECK(vq_crc32(0, "123456789", 9) == 0xCBF43926u);
+    uint32_t a = vq_crc32(0, "1234", 4);
+    CHECK(vq_crc32(a, "56789", 5) == 0xCBF43926u);
+}
+
+static void test_spec_grammar(void)
+{
+    vq_spec s;
+    char err[VQ_ERRLEN];
+    long v;
+    CHECK_OK(vq_spec_parse("kivi:bits=2,group=32", &s, err));
+    CHECK(strcmp(s.name, "kivi") == 0 && s.n == 2);
+    CHECK_OK(vq_spec_int(&s, "bits", 4, 2, 4, &v, err));
+    CHECK(v == 2);
+    CHECK(vq_spec_check_unused(&s, err) == VQ_ERR_INVALID_ARG);
+    CHECK(strstr(err, "group") != NULL);
+    CHECK(vq_spec_int(&s, "group", 32, 64, 128, &v, err) == VQ_ERR_INVALID_ARG);
+    CHECK(strstr(err, "group") && strstr(err, "range"));
+    CHECK_OK(vq_spec_parse("fp16", &s, err));
+    CHECK(s.n == 0);
+    const char *bad[] = { "", ":bits=1", "kivi:", "kivi:bits", "kivi:bits=", "kivi:bits=1,",
+                          "kivi:bits=1,bits=2", "Kivi", "kivi bits=1", "kivi:=3" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECKF(vq_spec_parse(bad[i], &s, err) == VQ_ERR_INVALID_ARG, "'%s' accepted", bad[i]);
+    CHECK_OK(vq_spec_parse("kivi:bits=x", &s, err));
+    CHECK(vq_spec_int(&s, "bits", 2, 2, 4, &v, err) == VQ_ERR_INVALID_ARG);
+    CHECK(vq_spec_parse(NULL, &s, err) == VQ_ERR_INVALID_ARG);
+}
+
+static void test_fwht_orthonormal(void)
+{
+    size_t sizes[] = { 32, 64, 96, 128, 192, 256 };
+    vq_rng r;
+    vq_rng_seed(&r, 7);
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        size_t n = sizes[k];
+        float x[256], y[256];
+        double e0 = 0, e1 = 0, err = 0;
+        for (size_t i = 0; i < n; i++) {
+            x[i] = y[i] = vq_rng_normal(&r);
+            e0 += (double)x[i] * x[i];
+        }
+        CHECK(vq_fwht_supported(n));
+        vq_fwht(y, n);
+        for (size_t i = 0; i < n; i++)
+            e1 += (double)y[i] * y[i];
+        vq_fwht(y, n);
+        for (size_t i = 0; i < n; i++)
+            err = fmax(err, fabs(y[i] - x[i]));
+        CHECK_NEAR(e1 / e0, 1.0, 1e-5);
+        CHECK(err < 1e-5);
+    }
+    CHECK(!vq_fwht_supported(160));
+}
+
+static void test_rng_deterministic(void)
+{
+    vq_rng a, b, c;
+    vq_rng_seed(&a, 42);
+    vq_rng_seed(&b, 42);
+    vq_rng_seed(&c, 43);
+    int same = 1, diff = 0;
+    for (int i = 0; i < 100; i++) {
+        uint64_t x = vq_rng_next(&a), y = vq_rng_next(&b), z = vq_rng_next(&c);
+        same &= x == y;
+        diff |= x != z;
+    }
+    CHECK(same && diff);
+    double m = 0, v = 0;
+    for (int i = 0; i < 100000; i++) {
+        double g = vq_rng_normal(&a);
+        m += g;
+        v += g * g;
+    }
+    CHECK_NEAR(m / 100000, 0.0, 0.02);
+    CHECK_NEAR(v / 100000, 1.0, 0.02);
+}
+
+static void test_atomic_write(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/atomic.bin", vq_test_tmpdir());
+    CHECK_OK(vq_file_write_buffer(path, "hello", 5, NULL));
+    uint8_t *buf;
+    size_t n;
+    CHECK_OK(vq_file_read_all(path, 100, &buf, &n, NULL));
+    CHECK(n == 5 && memcmp(buf, "hello", 5) == 0);
+    free(buf);
+    CHECK(vq_file_read_all(path, 4, &buf, &n, NULL) == VQ_ERR_FORMAT);
+    CHECK(vq_file_read_all("/nonexistent/x", 4, &buf, &n, NULL) == VQ_ERR_IO);
+    CHECK(strstr(vq_last_error(), "/nonexistent/x") != NULL);
+    /* a write into a missing directory fails cleanly */
+    CHECK(vq_file_write_buffer("/nonexistent/dir/f", "x", 1, NULL) == VQ_ERR_IO);
+    unlink(path);
+}
+
+static void test_status_strings(void)
+{
+    for (int s = VQ_OK; s <= VQ_ERR_STATE; s++)
+        CHECK(strlen(vq_status_str((vq_status)s)) > 0);
+    CHECK(strcmp(vq_status_str(VQ_ERR_NEEDS_CALIBRATION), "needs calibration") == 0);
+}
+
+int main(void)
+{
+    RUN(test_fp16_exhaustive_roundtrip);
+    RUN(test_crc32_vector);
+    RUN(test_spec_grammar);
+    RUN(test_fwht_orthonormal);
+    RUN(test_rng_deterministic);
+    RUN(test_atomic_write);
+    RUN(test_status_strings);
+    return vq_test_summary("test_core");
+}
