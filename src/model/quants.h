@@ -1,0 +1,40 @@
+/* quants.h -- weight formats of GGUF files: block layouts, dequantization
+ * and dot products with activations.
+ *
+ * Types use ggml's numbering. For each supported type there is:
+ *   - vq_dequantize: blocks -> floats (scalar reference);
+ *   - vq_act_prepare + vq_dot: the fast path. Activations are prepared once
+ *     per input vector into the format the weight type's kernel wants
+ *     (e.g. int8 blocks for the integer dot products of the q-types, floats
+ *     for F32/F16/BF16), then dotted with many weight rows;
+ *   - vq_dot_ref: float reference = sum(dequantize(w) * x), in double.
+ * Tests compare vq_dot (every dispatched variant) with vq_dot_ref on random
+ * blocks. n must be a multiple of vq_wtype_block_elems(t). */
+#ifndef VQ_MODEL_QUANTS_H
+#define VQ_MODEL_QUANTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    VQ_W_F32 = 0, VQ_W_F16 = 1, VQ_W_Q4_0 = 2, VQ_W_Q4_1 = 3, VQ_W_Q5_0 = 6,
+    VQ_W_Q5_1 = 7, VQ_W_Q8_0 = 8, VQ_W_Q8_1 = 9, VQ_W_Q2_K = 10, VQ_W_Q3_K = 11,
+    VQ_W_Q4_K = 12, VQ_W_Q5_K = 13, VQ_W_Q6_K = 14, VQ_W_Q8_K = 15, VQ_W_BF16 = 30
+} vq_wtype;
+
+/* 1 if the runtime can use weights of this type. */
+int vq_wtype_supported(uint32_t t);
+const char *vq_wtype_name(uint32_t t);       /* "Q4_K", "?" if unknown */
+size_t vq_wtype_block_elems(uint32_t t);     /* 0 if unknown */
+size_t vq_wtype_block_bytes(uint32_t t);     /* 0 if unknown */
+/* bytes of a row of n elements (n a multiple of block_elems); 0 if unknown */
+size_t vq_wtype_row_bytes(uint32_t t, uint64_t n);
+
+void vq_dequantize(vq_wtype t, const void *src, float *dst, size_t n);
+
+size_t vq_act_bytes(vq_wtype t, size_t n);
+void vq_act_prepare(vq_wtype t, const float *x, size_t n, void *act);
+float vq_dot(vq_wtype t, const void *wrow, const void *act, size_t n);
+double vq_dot_ref(vq_wtype t, const void *wrow, const float *x, size_t n);
+
+#endif

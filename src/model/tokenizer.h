@@ -1,0 +1,48 @@
+/* tokenizer.h -- tokenizers read from GGUF metadata (tokenizer.ggml.*):
+ * SentencePiece-style ("llama": scores + byte fallback; gemma) and
+ * byte-level BPE ("gpt2": merges, with the pre-tokenizer the model names in
+ * tokenizer.ggml.pre: gpt2, llama3 / llama-bpe, qwen2, smollm, ...).
+ *
+ * Ownership: the tokenizer copies what it needs; the gguf may be closed
+ * after vq_tokenizer_from_gguf returns. */
+#ifndef VQ_MODEL_TOKENIZER_H
+#define VQ_MODEL_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/gguf.h"
+
+typedef struct vq_tokenizer vq_tokenizer;
+
+vq_status vq_tokenizer_from_gguf(const vq_gguf *g, vq_tokenizer **out, char *err);
+void vq_tokenizer_free(vq_tokenizer *t);
+
+/* Encode len bytes of UTF-8 text. add_bos: prepend BOS if the model wants
+ * it (tokenizer.ggml.add_bos_token); parse_special: recognise special /
+ * control tokens written in the text (e.g. "<|im_start|>"). *tokens is a new
+ * malloc'd array (caller frees) of *n ids. */
+vq_status vq_tokenizer_encode(const vq_tokenizer *t, const char *text, size_t len,
+                              int add_bos, int parse_special, int32_t **tokens,
+                              size_t *n, char *err);
+
+/* The bytes of one token as text (byte-level BPE mapped back to bytes,
+ * SentencePiece's U+2581 to a space, <0xNN> byte tokens to the byte).
+ * Writes at most cap bytes, returns the full length. Control tokens give
+ * "" unless render_special. */
+size_t vq_tokenizer_piece(const vq_tokenizer *t, int32_t id, int render_special,
+                          char *buf, size_t cap);
+
+int32_t vq_tokenizer_n_vocab(const vq_tokenizer *t);
+int32_t vq_tokenizer_bos(const vq_tokenizer *t);  /* -1 if none */
+int32_t vq_tokenizer_eos(const vq_tokenizer *t);  /* -1 if none */
+/* 1 if generation should stop at this token (eos, eot, <end_of_turn>, ...) */
+int vq_tokenizer_is_eog(const vq_tokenizer *t, int32_t id);
+
+/* Wrap one user message in the model's chat template (built in per
+ * architecture / template family), ending where the assistant speaks.
+ * *out is malloc'd (caller frees). */
+vq_status vq_tokenizer_chat(const vq_tokenizer *t, const char *arch,
+                            const char *user, char **out, char *err);
+
+#endif
