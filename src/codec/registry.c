@@ -3,5 +3,7 @@
 
 const vq_codec_ops *const vq_codec_registry[] = {
     &vq_codec_fp16_ops,
+    &vq_codec_q8_0_ops,
+    &vq_codec_q4_0_ops,
     NULL,
 };
