@@ -92,6 +92,22 @@ static const expect EXPECT[] = {
      * 1-bit sketch (as independent implementers reported; see docs) */
     { "turboquant_prod:bits=3", 0.3, 0.75, 2e-5, 1 },  /* measured 0.17, 0.46 */
     { "turboquant_prod:bits=4", 0.09, 0.4, 2e-5, 1 },  /* measured 0.046, 0.25 */
+    /* QJL is unbiased but high-variance: E||k_hat - k||^2 / ||k||^2 =
+     * pi*D/(2m) - 1/m (1.56 at m = D), so its decode is worse than zero in
+     * MSE; the score error is of the same order. It needs m >> D. */
+    { "qjl", 2.0, 2.2, 2e-5, 1 },                      /* measured 1.3-1.56, 0.9-1.6 */
+    { "qjl:dim=512", 1.0, 1.2, 2e-5, 1 },              /* pi*D/(2m): 0.2, 0.39, 0.79 */
+    /* RaBitQ 1 bit: MSE 1/corr^2 - 1 with corr = <x_bar, y> (0.57 on
+     * isotropic data, lower here). Default qbits=4: the fused score uses the
+     * 4-bit query, so it differs from <q, decode(k)> by the query rounding,
+     * ~0.12/sqrt(D) |q||k_hat| rms (max over 4096 pairs ~4 sigma); the
+     * float reference (qbits=0) must match to rounding. */
+    { "rabitq:bits=1", 0.4, 0.8, 0.12, 1 },            /* measured 0.20-0.23, 0.52; fused 0.035-0.062 */
+    { "rabitq:bits=1,qbits=0", 0.4, 0.8, 2e-5, 1 },
+    { "rabitq:bits=1,qbits=8", 0.4, 0.8, 0.01, 1 },
+    /* extended RaBitQ: each extra bit roughly halves the error (MSE / 4) */
+    { "rabitq:bits=2", 0.12, 0.4, 2e-5, 1 },
+    { "rabitq:bits=4", 0.01, 0.12, 2e-5, 1 },
 };
 
 static const expect *find_expect(const char *spec)

@@ -80,5 +80,7 @@ extern const vq_codec_ops vq_codec_q4_0_ops;
 extern const vq_codec_ops vq_codec_turboquant_rvq_ops;
 extern const vq_codec_ops vq_codec_turboquant_mse_ops;
 extern const vq_codec_ops vq_codec_turboquant_prod_ops;
+extern const vq_codec_ops vq_codec_qjl_ops;
+extern const vq_codec_ops vq_codec_rabitq_ops;
 
 #endif
