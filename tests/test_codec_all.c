@@ -288,6 +288,26 @@ static void check_spec(const char *spec)
     }
 }
 
+/* the other head_dims (32 and the non-power-of-two sizes, whose rotation
+ * mixes chunks with a DCT): everything works, fused = unfused, and the
+ * quality stays within twice the table bound (fewer coordinates to average
+ * over at D=32) */
+static void check_other_dims(const char *spec)
+{
+    const expect *e = find_expect(spec);
+    const int dims[] = { 32, 96, 160, 224 };
+    for (int k = 0; k < 4; k++) {
+        measured m;
+        if (!run_codec(spec, dims[k], &m))
+            continue;
+        double max_mse = 2 * (e ? e->max_rel_mse : 1.0);
+        CHECKF(m.rel_mse < max_mse, "%s D=%d: relative MSE %.3e >= %.3e", spec, dims[k], m.rel_mse, max_mse);
+        CHECKF(m.fused_score < (e ? e->fused_tol * 2 : 2e-5), "%s D=%d: fused score off by %.3e", spec, dims[k],
+               m.fused_score);
+        CHECKF(m.fused_accum < 2e-5, "%s D=%d: fused accumulate off by %.3e", spec, dims[k], m.fused_accum);
+    }
+}
+
 static void test_every_method_default(void)
 {
     int count = 0;
@@ -298,6 +318,7 @@ static void test_every_method_default(void)
             break;
         CHECK(def && strncmp(def, name, strlen(name)) == 0);
         check_spec(def);
+        check_other_dims(def);
         count++;
     }
     CHECK(count >= 3);
