@@ -74,5 +74,6 @@ extern const vq_codec_ops *const vq_codec_registry[];
 
 /* The methods (one file each). */
 extern const vq_codec_ops vq_codec_fp16_ops;
+extern const vq_codec_ops vq_codec_kivi_ops;
 
 #endif
