@@ -82,5 +82,7 @@ extern const vq_codec_ops vq_codec_turboquant_mse_ops;
 extern const vq_codec_ops vq_codec_turboquant_prod_ops;
 extern const vq_codec_ops vq_codec_qjl_ops;
 extern const vq_codec_ops vq_codec_rabitq_ops;
+extern const vq_codec_ops vq_codec_kivi_ops;
+extern const vq_codec_ops vq_codec_vecinfer_ops;
 
 #endif
