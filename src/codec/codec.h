@@ -76,5 +76,6 @@ extern const vq_codec_ops *const vq_codec_registry[];
 extern const vq_codec_ops vq_codec_fp16_ops;
 extern const vq_codec_ops vq_codec_kivi_ops;
 extern const vq_codec_ops vq_codec_vecinfer_ops;
+extern const vq_codec_ops vq_codec_spectral_ops;
 
 #endif
