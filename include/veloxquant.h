@@ -215,7 +215,8 @@ vq_status vq_model_info_get(const vq_model *m, vq_model_info *out);
 vq_status vq_model_layer_info(const vq_model *m, int layer, vq_layer_info *out);
 
 /* Tensor listing (for `inspect`): tensor i of vq_model_n_tensors(m).
- * *name and *type_name are owned by the model (*name is NUL-terminated). */
+ * *type_name is a constant string; *name is NUL-terminated and valid until
+ * the next vq_model_tensor call on this thread. Any output may be NULL. */
 int vq_model_n_tensors(const vq_model *m);
 vq_status vq_model_tensor(const vq_model *m, int i, const char **name,
                           const char **type_name, int64_t dims[4], int *n_dims,
