@@ -271,12 +271,18 @@ size_t vq_ctx_kv_bytes_per_token(const vq_ctx *c);
 enum { VQ_LOGITS_LAST = 0, VQ_LOGITS_ALL = 1 };
 vq_status vq_ctx_forward(vq_ctx *c, const int32_t *tokens, int n, float *logits, int which);
 
-/* Sampling. temperature <= 0 means greedy (argmax; ties to the lowest id).
- * Otherwise, in order: repetition penalty (over the last repeat_last_n
- * tokens: positive logits divided by it, negative multiplied, CTRL-style;
- * 1 = off), temperature, top-k (0 = off), top-p (nucleus; 1 = off),
- * min-p (keep tokens whose probability >= min_p * max probability; 0 = off),
- * then a draw from the renormalised distribution with the seeded RNG. */
+/* Sampling. Steps, in llama.cpp's default order:
+ *   1. repetition penalty over the distinct tokens among the last
+ *      repeat_last_n of history (CTRL-style: a positive logit is divided by
+ *      repeat_penalty, a negative one multiplied; 1 = off);
+ *   2. temperature <= 0: greedy, the argmax (ties: lowest id); stop here;
+ *   3. top-k: keep the k largest logits (0 = off);
+ *   4. top-p (nucleus): keep the smallest set of most likely tokens whose
+ *      probability sums to >= top_p (1 = off; always >= 1 token);
+ *   5. min-p: keep tokens with probability >= min_p * the top probability
+ *      (0 = off); probabilities in 4-5 are those at temperature 1;
+ *   6. draw from softmax(logit / temperature) over the kept tokens with the
+ *      seeded RNG (same seed and inputs: same tokens). */
 typedef struct {
     float temperature;
     int top_k;
