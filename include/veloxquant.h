@@ -271,6 +271,13 @@ size_t vq_ctx_kv_bytes_per_token(const vq_ctx *c);
 enum { VQ_LOGITS_LAST = 0, VQ_LOGITS_ALL = 1 };
 vq_status vq_ctx_forward(vq_ctx *c, const int32_t *tokens, int n, float *logits, int which);
 
+/* Teacher-forced scoring (perplexity): run tokens[0..n) from the
+ * context's current position and add -ln p(tokens[i+1] | tokens[..i]) for
+ * i in [0, n-1) to *nll_sum (natural log), and n-1 to *n_scored. A logits
+ * buffer of one batch is allocated per call. Perplexity over chunks is
+ * exp(total nll / total scored). Errors as vq_ctx_forward. */
+vq_status vq_ctx_score(vq_ctx *c, const int32_t *tokens, int n, double *nll_sum, int *n_scored);
+
 /* Sampling. Steps, in llama.cpp's default order:
  *   1. repetition penalty over the distinct tokens among the last
  *      repeat_last_n of history (CTRL-style: a positive logit is divided by
