@@ -302,6 +302,7 @@ typedef struct {
                                  residual tokens * head_dim * 2 */
     uint64_t resident_bytes;  /* pages in use * page bytes + residual_bytes */
     uint64_t residual_bytes;  /* residual window buffers (capacity) */
+    uint64_t residual_tokens; /* tokens in the residual window (fp16) */
     uint64_t shared_bytes;    /* codec shared state (rotations, codebooks) */
 } vq_cache_role_stats;
 

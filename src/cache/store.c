@@ -580,6 +580,7 @@ static void layer_stats(const vq_cache *c, const vq_cache_layer *L, vq_cache_usa
             rs[r]->fp16_bytes += live * 2 * D;
             rs[r]->accounted_bytes += (uint64_t)H->n_packed * bpt(cd[r]) + (uint64_t)H->n_res * 2 * D;
             rs[r]->residual_bytes += (uint64_t)L->res_cap * 2 * D;
+            rs[r]->residual_tokens += H->n_res;
             rs[r]->resident_bytes += (uint64_t)H->n_pages * pb[r] + (uint64_t)L->res_cap * 2 * D;
         }
     }
