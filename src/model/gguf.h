@@ -9,7 +9,22 @@
  * vq_gguf_close. Strings are views (ptr, len), not NUL-terminated.
  *
  * Format reference: ggml's docs/gguf.md (magic "GGUF", version, tensor
- * count, kv count, kvs, tensor infos, alignment padding, tensor data). */
+ * count, kv count, kvs, tensor infos, alignment padding, tensor data).
+ *
+ * Policy choices (all give VQ_ERR_FORMAT with a message):
+ *   - version 1 (32-bit counts) and versions > 3 are refused;
+ *   - arrays of arrays are refused (no GGUF producer writes them);
+ *   - duplicate keys and duplicate tensor names are refused;
+ *   - general.alignment must be a UINT32 power of two in [1, 2^24];
+ *   - tensors: n_dims in 1..4, every ne > 0, element count <= 2^62,
+ *     ne[0] a multiple of the type's block size, offset a multiple of the
+ *     alignment, data inside the file, no two tensors' data overlapping;
+ *   - a tensor type number unknown to ggml is refused (message names the
+ *     tensor and number); a type ggml knows but this runtime cannot compute
+ *     with (IQ*, I8, ...) is accepted and sized: the model loader refuses it
+ *     via vq_wtype_supported() when it actually needs that tensor.
+ * Numeric array data and scalar values are little-endian and may be
+ * unaligned: read them with memcpy. The host must be little-endian. */
 #ifndef VQ_MODEL_GGUF_H
 #define VQ_MODEL_GGUF_H
 
@@ -69,8 +84,18 @@ uint64_t vq_gguf_n_tensors(const vq_gguf *g);
 const vq_gguf_tensor *vq_gguf_tensor_at(const vq_gguf *g, uint64_t i);
 const vq_gguf_tensor *vq_gguf_find_tensor(const vq_gguf *g, const char *name);
 
-/* Number of key/values and key i's name (for `inspect`). */
+/* Number of key/values and key i's name (for `inspect`); {NULL,0} if i is
+ * out of range. */
 uint64_t vq_gguf_n_kv(const vq_gguf *g);
 vq_gguf_str vq_gguf_kv_key(const vq_gguf *g, uint64_t i);
+/* Key i's value type (vq_gguf_vtype), and for arrays the element type and
+ * count (either pointer may be NULL). Returns 0 if i is out of range. */
+int vq_gguf_kv_type(const vq_gguf *g, uint64_t i, uint32_t *type,
+                    uint32_t *arr_type, uint64_t *arr_n);
+
+/* general.alignment in effect (32 when absent) and the byte offset of the
+ * tensor data section from the start of the file. */
+uint32_t vq_gguf_alignment(const vq_gguf *g);
+uint64_t vq_gguf_data_offset(const vq_gguf *g);
 
 #endif
