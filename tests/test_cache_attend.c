@@ -171,6 +171,37 @@ static void check_bytes(vq_cache *c, long residual, long page, const char *what)
     CHECK(tot.keys.tokens > 0 && tot.index_bytes > 0);
 }
 
+/* Does the key codec of this spec score exactly <q, decode(k)>? Codecs
+ * that quantize the query (rabitq's popcount kernel, qbits > 0) compute an
+ * estimate instead; for them the cache can only match the reference up to
+ * the codec's own estimator error. Measured here on random data. */
+static double codec_score_dev(const char *spec)
+{
+    vq_codec *cd = NULL;
+    if (vq_codec_create(spec, 64, VQ_ROLE_KEY, 3, &cd) != VQ_OK)
+        return 0;
+    size_t B = vq_codec_block_tokens(cd), n = 2 * B * (B < 16 ? 16 : 1);
+    float *x = malloc(n * 64 * sizeof *x), *xd = malloc(n * 64 * sizeof *xd), q[64], sc[1024];
+    uint8_t *codes = malloc(n * vq_codec_bytes_per_token(cd)), *qb = malloc(vq_codec_query_bytes(cd));
+    vq_rng g;
+    vq_rng_seed(&g, 5);
+    tc_fill(&g, x, n * 64, 1.0f);
+    tc_fill(&g, q, 64, 1.0f);
+    double dev = 0, mag = 0;
+    if (vq_codec_is_ready(cd) && vq_codec_encode(cd, x, n, codes) == VQ_OK && vq_codec_decode(cd, codes, n, xd) == VQ_OK &&
+        vq_codec_prepare_query(cd, q, qb) == VQ_OK && vq_codec_score(cd, qb, 1, codes, n, sc) == VQ_OK)
+        for (size_t i = 0; i < n; i++) {
+            double d = 0;
+            for (int e = 0; e < 64; e++)
+                d += (double)q[e] * xd[i * 64 + e];
+            dev += (sc[i] - d) * (sc[i] - d);
+            mag += d * d;
+        }
+    free(x), free(xd), free(codes), free(qb);
+    vq_codec_free(cd);
+    return sqrt(dev / (mag > 0 ? mag : 1));
+}
+
 /* one config: prefill + decode, reference check each step and bytes */
 static void run_config(const char *cfgtext, long residual, long page, size_t prefill, size_t decode)
 {
@@ -190,9 +221,22 @@ static void run_config(const char *cfgtext, long residual, long page, size_t pre
         double e = step(&r, t, 1, NULL);
         worst = e > worst ? e : worst;
     }
-    CHECKF(worst <= FUSED_VS_DECODED_TOL, "%s: fused vs decoded reference rel err %.3g > %g", cfgtext, worst,
-           FUSED_VS_DECODED_TOL);
-    printf("  %-70s fused-vs-decoded %.2e\n", cfgtext, worst);
+    double sdev = codec_score_dev(vq_cache_codec_spec(r.c, 0, VQ_ROLE_KEY));
+    if (sdev > 1e-5) {
+        /* an estimator codec: the fused path cannot equal the decoded
+         * reference; the strict check runs on its exact-query variant
+         * (test_every_codec adds qbits=0 where the codec has it). Here only
+         * a sanity bound: attention error of the same order as the
+         * codec's own score error. */
+        printf("  %-70s fused-vs-decoded %.2e (key scores are an estimate: %.2e off <q,decode(k)>)\n", cfgtext,
+               worst, sdev);
+        CHECKF(worst <= 4 * sdev + FUSED_VS_DECODED_TOL, "%s: rel err %.3g vs score deviation %.3g", cfgtext, worst,
+               sdev);
+    } else {
+        CHECKF(worst <= FUSED_VS_DECODED_TOL, "%s: fused vs decoded reference rel err %.3g > %g", cfgtext, worst,
+               FUSED_VS_DECODED_TOL);
+        printf("  %-70s fused-vs-decoded %.2e\n", cfgtext, worst);
+    }
     check_bytes(r.c, residual, page, cfgtext);
     vq_cache_free(r.c);
     free_inputs(&r);
@@ -214,6 +258,15 @@ static void test_every_codec(void)
         }
         snprintf(buf, sizeof buf, "keys=%s values=%s residual=8 page=32", spec, spec);
         run_config(buf, 8, 32, prefill, decode);
+        /* exact-query variant of estimator codecs */
+        char ex[512];
+        snprintf(ex, sizeof ex, "%s%cqbits=0", spec, strchr(spec, ':') ? ',' : ':');
+        vq_codec *cd = NULL;
+        if (codec_score_dev(spec) > 1e-5 && vq_codec_create(ex, 64, VQ_ROLE_KEY, 1, &cd) == VQ_OK) {
+            vq_codec_free(cd);
+            snprintf(buf, sizeof buf, "keys=%s values=fp16 residual=0 page=64", ex);
+            run_config(buf, 0, 64, prefill, decode);
+        }
     }
     CHECK(methods >= 1);
 }
