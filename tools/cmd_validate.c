@@ -89,7 +89,7 @@ typedef struct {
 typedef struct {
     const char *model;
     int max_tokens, prompt_repeat, threads, chat, no_fork;
-    const char *prompt, *out_dir, *calib;
+    const char *prompt, *out_dir, *calib, *calib_text;
     char *prompt_text; /* prompt repeated */
     arm_def arms[MAX_ARMS];
     int n_arms;
@@ -117,6 +117,8 @@ static void usage(FILE *f)
             "  --arms A,B,...      run only these default arms\n"
             "  --calib FILE        VecInfer calibration file (default: made automatically\n"
             "                      into OUT/MODEL/calib-vecinfer.vqc)\n"
+            "  --calib-text FILE   text for that calibration (default ../shared/data/\n"
+            "                      wikitext-2-test.txt or $VQ_SHARED_DATA; its first quarter)\n"
             "  --out DIR           results directory (default figures/validation)\n"
             "  --no-chat           use the prompt as plain text (default: chat template)\n"
             "  --threads N         threads per arm (default: all cores)\n"
@@ -467,6 +469,115 @@ done:
     eval_ctx_close(ctx, cache);
     vq_model_free(m);
     return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/*  VecInfer calibration (when no file is given)                            */
+/* ------------------------------------------------------------------------ */
+
+#define CALIB_TOKENS 2048
+
+static void calib_progress(const char *stage, size_t done, size_t total, void *user)
+{
+    eval_progress *p = user;
+    p->label = stage;
+    eval_progress_update(p, (double)done, (double)total);
+}
+
+/* Calibrate the codecs of `cfg_text` on the model's real keys/values for
+ * the first CALIB_TOKENS tokens of the calibration text (the first quarter
+ * of WikiText-2 by default; the evaluation commands skip that quarter) and
+ * write the whole-model calibration file to `path`. */
+static int make_calibration(const opts *o, const char *cfg_text, const char *path, char *err, size_t cap)
+{
+#ifdef VQ_HAVE_CACHED_CTX
+    const char *txt_path = o->calib_text;
+    char def[1024];
+    if (!txt_path) {
+        const char *d = getenv("VQ_SHARED_DATA");
+        snprintf(def, sizeof def, "%s/wikitext-2-test.txt", d ? d : "../shared/data");
+        txt_path = def;
+    }
+    size_t len = 0;
+    char *text = eval_read_text(txt_path, &len);
+    if (!text) {
+        snprintf(err, cap, "cannot read calibration text %.300s (--calib-text FILE)", txt_path);
+        return 1;
+    }
+    vq_model *m = NULL;
+    vq_cache_config *cfg = NULL;
+    vq_cache *cache = NULL;
+    int32_t *toks = NULL;
+    size_t n = 0;
+    int rc = 1;
+    /* first quarter of the file, at most 16 bytes per wanted token */
+    size_t use = len / 4 < (size_t)CALIB_TOKENS * 16 ? len / 4 : (size_t)CALIB_TOKENS * 16;
+    if (vq_model_load(o->model, &m) != VQ_OK || vq_model_tokenize(m, text, use, 1, 0, &toks, &n) != VQ_OK ||
+        vq_cache_config_parse(cfg_text, &cfg) != VQ_OK || vq_cache_create_for_calibration(m, cfg, &cache) != VQ_OK) {
+        snprintf(err, cap, "%s", vq_last_error());
+        goto out;
+    }
+    if (n > CALIB_TOKENS)
+        n = CALIB_TOKENS;
+    eval_progress pr;
+    eval_progress_start(&pr, "calibrate", "tok");
+    if (vq_cache_calibrate_model(cache, m, toks, n, o->threads, calib_progress, &pr) != VQ_OK ||
+        vq_cache_save_calibration(cache, path) != VQ_OK) {
+        snprintf(err, cap, "%s", vq_last_error());
+        goto out;
+    }
+    rc = 0;
+out:
+    vq_cache_free(cache);
+    vq_cache_config_free(cfg);
+    free(toks);
+    vq_model_free(m);
+    free(text);
+    return rc;
+#else
+    (void)o;
+    (void)cfg_text;
+    (void)path;
+    (void)calib_progress;
+    snprintf(err, cap, "this build cannot calibrate; give --calib FILE");
+    return 1;
+#endif
+}
+
+/* Run make_calibration in a child process (its memory is not the arms'). */
+static int make_calibration_isolated(const opts *o, const char *cfg_text, const char *path, char *err, size_t cap)
+{
+    int fds[2];
+    if (o->no_fork || pipe(fds) != 0)
+        return make_calibration(o, cfg_text, path, err, cap);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return make_calibration(o, cfg_text, path, err, cap);
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        char e[512] = "";
+        int rc = make_calibration(o, cfg_text, path, e, sizeof e);
+        ssize_t w = write(fds[1], e, sizeof e);
+        (void)w;
+        close(fds[1]);
+        _exit(rc);
+    }
+    close(fds[1]);
+    char e[512] = "";
+    ssize_t got = read(fds[0], e, sizeof e);
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    e[sizeof e - 1] = 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    snprintf(err, cap, "%s", got > 0 && e[0] ? e : "calibration process failed");
+    return 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -829,6 +940,8 @@ int cmd_validate(int argc, char **argv)
             o.out_dir = v;
         else if (strcmp(a, "--calib") == 0)
             o.calib = v;
+        else if (strcmp(a, "--calib-text") == 0)
+            o.calib_text = v;
         else if (strcmp(a, "--arms") == 0)
             only = v;
         else if (strcmp(a, "--arm") == 0) {
@@ -899,6 +1012,21 @@ int cmd_validate(int argc, char **argv)
             snprintf(o.arms[i].cache, sizeof o.arms[i].cache, "%s", buf);
         }
     }
+    /* the calibration file for arms that use the default one */
+    char calib_err[512] = "";
+    int calib_failed = 0;
+    for (int i = 0; i < o.n_arms && !o.calib; i++) {
+        if (strstr(o.arms[i].cache, calib_path) && access(calib_path, R_OK) != 0) {
+            fprintf(stderr, "validate: calibrating vecinfer on the model's keys -> %s\n", calib_path);
+            if (make_calibration_isolated(&o, "keys=vecinfer:sub_dim=8,bits=8 values=fp16", calib_path, calib_err,
+                                          sizeof calib_err)) {
+                fprintf(stderr, "validate: calibration failed: %s\n", calib_err);
+                calib_failed = 1;
+            }
+            break;
+        }
+    }
+    (void)calib_failed;
     /* prompt, repeated */
     size_t pl = strlen(o.prompt);
     o.prompt_text = malloc((pl + 1) * (size_t)o.prompt_repeat + 1);
