@@ -46,6 +46,10 @@ typedef struct {
     /* bytes */
     double bpe_k, bpe_v;     /* bits per element incl. per-token metadata */
     double kv_bytes_8k;      /* K+V bytes the cache holds at 8192 tokens */
+    double bpt_full;         /* K+V bytes per token, full-attention layers */
+    double bpt_window;       /* K+V bytes per token, sliding-window layers */
+    double window;           /* their window (tokens), 0 if none */
+    double fixed_bytes;      /* shared state + extra bytes of the fp16 residual window */
     double shared_bytes;     /* codec shared state (codebooks, rotations) */
     int have_bytes;
 } ppl_arm;
@@ -93,12 +97,20 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
         double held = li.sliding_window > 0 && li.sliding_window < 8192 ? li.sliding_window : 8192;
         double res = residual < held ? residual : held;
         total += H * ((held - res) * (bpt[0] + bpt[1]) + res * 4 * D);
+        if (li.sliding_window > 0) {
+            a->bpt_window += H * (bpt[0] + bpt[1]);
+            a->window = li.sliding_window;
+        } else {
+            a->bpt_full += H * (bpt[0] + bpt[1]);
+        }
+        a->fixed_bytes += H * (double)residual * (4 * D - bpt[0] - bpt[1]);
         bits_k += 8 * bpt[0] * H;
         bits_v += 8 * bpt[1] * H;
         elems += D * H;
     }
     a->shared_bytes = (double)(all.keys.shared_bytes + all.values.shared_bytes);
     a->kv_bytes_8k = total + a->shared_bytes;
+    a->fixed_bytes += a->shared_bytes;
     a->bpe_k = bits_k / elems;
     a->bpe_v = bits_v / elems;
     a->have_bytes = 1;
@@ -331,8 +343,11 @@ int cmd_ppl(int argc, char **argv)
                        p, p - ppl, A->kl / (double)A->n, A->kl_max, (double)A->same / (double)A->n, A->n);
                 if (A->have_bytes)
                     printf(", \"bits_per_element_k\": %.4f, \"bits_per_element_v\": %.4f, "
-                           "\"bits_per_element\": %.4f, \"kv_bytes_8k\": %.0f, \"shared_bytes\": %.0f",
-                           A->bpe_k, A->bpe_v, (A->bpe_k + A->bpe_v) / 2, A->kv_bytes_8k, A->shared_bytes);
+                           "\"bits_per_element\": %.4f, \"kv_bytes_8k\": %.0f, \"shared_bytes\": %.0f, "
+                           "\"kv_bytes_per_token_full\": %.2f, \"kv_bytes_per_token_window\": %.2f, "
+                           "\"window\": %.0f, \"kv_fixed_bytes\": %.0f",
+                           A->bpe_k, A->bpe_v, (A->bpe_k + A->bpe_v) / 2, A->kv_bytes_8k, A->shared_bytes,
+                           A->bpt_full, A->bpt_window, A->window, A->fixed_bytes);
                 printf("}");
             }
             printf("]");
