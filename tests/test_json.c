@@ -1,10 +1,11 @@
-/* test_json.c -- the streaming JSON writer: exact output for nesting,
+/* test_json.c -- the streaming JSON writer and the JSON reader: exact output for nesting,
  * escaping (quotes, backslashes, control characters, invalid UTF-8),
  * numbers, misuse detection, and the machine-facts helper. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/json.h"
+#include "core/json_parse.h"
 #include "core/sysinfo.h"
 #include "test.h"
 
@@ -161,8 +162,82 @@ static void test_sysinfo(void)
     CHECKF(strlen(d) == 20 && d[4] == '-' && d[10] == 'T' && d[19] == 'Z', "date %s", d);
 }
 
+
+static void test_parse_roundtrip(void)
+{
+    /* what the writer writes, the reader reads back */
+    vq_json_buf b = { 0 };
+    vq_json j;
+    vq_json_init(&j, vq_json_sink_buf, &b, 1);
+    vq_json_begin_object(&j);
+    vq_json_kstr(&j, "s", "a\"b\\c\n\x01\xC3\xA9");
+    vq_json_knum(&j, "x", -1.25e-3);
+    vq_json_key(&j, "arr");
+    vq_json_begin_array(&j);
+    vq_json_int(&j, 7);
+    vq_json_bool(&j, 0);
+    vq_json_null(&j);
+    vq_json_end_array(&j);
+    vq_json_end_object(&j);
+    CHECK(vq_json_finish(&j) == VQ_OK);
+    vq_json_node *root = NULL;
+    CHECK_OK(vq_json_parse(b.data, b.len, &root, NULL));
+    CHECK(root && root->type == VQ_JSON_OBJECT && root->n == 3);
+    CHECK(strcmp(vq_json_get_str(root, "s", ""), "a\"b\\c\n\x01\xC3\xA9") == 0);
+    CHECK_NEAR(vq_json_get_num(root, "x", 0), -1.25e-3, 1e-15);
+    const vq_json_node *arr = vq_json_get(root, "arr");
+    CHECK(arr && arr->type == VQ_JSON_ARRAY && arr->n == 3 && arr->children[0].num == 7 &&
+          arr->children[1].type == VQ_JSON_BOOL && arr->children[2].type == VQ_JSON_NULL);
+    CHECK(vq_json_get(root, "missing") == NULL && vq_json_get_num(root, "s", 5) == 5);
+    vq_json_node_free(root);
+    free(b.data);
+}
+
+static void test_parse_escapes(void)
+{
+    const char *t = "[\"\\u00e9\\u20ac\\ud83d\\ude00\\/\"]";
+    vq_json_node *r = NULL;
+    CHECK_OK(vq_json_parse(t, strlen(t), &r, NULL));
+    CHECK(r && r->n == 1 && strcmp(r->children[0].str, "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80/") == 0);
+    vq_json_node_free(r);
+}
+
+static void test_parse_hostile(void)
+{
+    /* each must be refused with VQ_ERR_FORMAT, none may crash */
+    static const char *const bad[] = {
+        "", "   ", "{", "[1,]", "{\"a\" 1}", "{\"a\":}", "[1 2]", "\"abc", "\"a\\qb\"", "\"\\u12\"",
+        "\"\\ud800\"", "\"\\udc00x\"", "\"\\ud800\\u0041\"", "01", "1.", "1e", "-", "+1", "nul", "truex",
+        "[1] x", "{\"a\":1,}", "\"tab\there\"", "1e999", "[[[[",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        vq_json_node *r = (vq_json_node *)1;
+        vq_status st = vq_json_parse(bad[i], strlen(bad[i]), &r, NULL);
+        CHECKF(st == VQ_ERR_FORMAT && r == NULL, "input %zu '%s' gave %s", i, bad[i], vq_status_str(st));
+    }
+    /* nesting: the limit is accepted, one more refused */
+    char deep[2 * VQ_JSON_PARSE_MAX_DEPTH + 4];
+    int d = VQ_JSON_PARSE_MAX_DEPTH;
+    for (int k = 0; k < 2; k++, d++) {
+        memset(deep, '[', (size_t)d);
+        memset(deep + d, ']', (size_t)d);
+        vq_json_node *r = NULL;
+        vq_status st = vq_json_parse(deep, 2 * (size_t)d, &r, NULL);
+        CHECKF(k == 0 ? st == VQ_OK : st == VQ_ERR_FORMAT, "depth %d gave %s", d, vq_status_str(st));
+        vq_json_node_free(r);
+    }
+    /* not NUL-terminated: only len bytes are read */
+    const char buf[3] = { '[', '1', ']' };
+    vq_json_node *r = NULL;
+    CHECK_OK(vq_json_parse(buf, 3, &r, NULL));
+    vq_json_node_free(r);
+}
+
 int main(void)
 {
+    RUN(test_parse_roundtrip);
+    RUN(test_parse_escapes);
+    RUN(test_parse_hostile);
     RUN(test_nesting_compact);
     RUN(test_pretty);
     RUN(test_escaping);
