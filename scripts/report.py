@@ -215,6 +215,29 @@ def quality_table(q):
     return table(head, rows) + note
 
 
+def verdict(quals):
+    """Plain statements per method: class by relative dPPL (good <= 2 %,
+    fair <= 10 %, poor otherwise -- the thresholds of `recommend`)."""
+    if not quals:
+        return "_no quality measurements yet._"
+    lines = []
+    for q in quals:
+        lines.append(f'**{q["model"]}** (fp16 PPL {q["ppl_fp16"]:.3f}; {q["quality_source"]}):\n')
+        ms = [m for m in q["methods"] if m["name"] != "fp16"]
+        ms.sort(key=lambda m: m["dppl"])
+        for m in ms:
+            rel = 100.0 * m["dppl"] / q["ppl_fp16"]
+            cls = "good" if rel <= 2 else "fair" if rel <= 10 else "POOR"
+            extra = ""
+            if m.get("needle") is not None:
+                extra = f', passkey {100 * m["needle"]:.0f}%'
+            lines.append(f'- {m["name"]} ({m["bits_per_element"]:.2f} bits/element): PPL {m["ppl"]:.3f}, '
+                         f'dPPL {m["dppl"]:+.3f} ({rel:+.1f}%, {cls}), KL {m["kl"]:.3g} nats, '
+                         f'top-1 {100 * m["top1"]:.1f}%{extra}')
+        lines.append("")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -238,6 +261,7 @@ def main():
         blocks[f"quality-{m}"] = quality_table(q)
         if q:
             qual["models"].append(q)
+    blocks["verdict"] = verdict(qual["models"])
     os.makedirs(os.path.join(ROOT, "figures/quality"), exist_ok=True)
     qp = os.path.join(ROOT, "figures/quality/quality.json")
     with open(qp + ".tmp", "w", encoding="utf-8") as f:
