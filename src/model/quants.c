@@ -4,7 +4,9 @@
  * Dispatch: the kernel for each type is chosen once (first use) from
  * vq_cpu_features(): the AVX2 kernel where one exists and the CPU has AVX2
  * (unless VQ_FORCE_ISA=scalar), else the scalar reference. The choice is a
- * table of function pointers; a racing first use writes the same values. */
+ * table of function pointers filled under pthread_once, so concurrent first
+ * calls from several threads are safe. */
+#include <pthread.h>
 #include <string.h>
 
 #include "core/cpu.h"
@@ -13,7 +15,7 @@
 #define N_WTYPES 40
 
 static vq_dot_kernel dot_table[N_WTYPES];
-static volatile int dot_table_ready;
+static pthread_once_t dot_table_once = PTHREAD_ONCE_INIT;
 
 static void init_table(void)
 {
@@ -26,7 +28,6 @@ static void init_table(void)
             k = vq_dot_scalar_kernel((vq_wtype)t);
         dot_table[t] = k;
     }
-    __atomic_store_n(&dot_table_ready, 1, __ATOMIC_RELEASE);
 }
 
 vq_dot_fn vq_dot_variant(vq_wtype t, unsigned isa)
@@ -62,8 +63,7 @@ void vq_act_prepare(vq_wtype t, const float *x, size_t n, void *act)
 
 float vq_dot(vq_wtype t, const void *wrow, const void *act, size_t n)
 {
-    if (!__atomic_load_n(&dot_table_ready, __ATOMIC_ACQUIRE))
-        init_table();
+    pthread_once(&dot_table_once, init_table);
     if ((unsigned)t >= N_WTYPES || !dot_table[t])
         return 0.0f;
     return dot_table[t](wrow, act, n);

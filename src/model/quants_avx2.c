@@ -115,19 +115,33 @@ static inline float dot_q45_K(const void *w, const void *act, size_t n, int has_
     const size_t bb = has_qh ? sizeof(vq_blk_q5_K) : sizeof(vq_blk_q4_K);
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
-    float extra = 0.0f;
+    __m128 acc_min = _mm_setzero_ps();
     for (size_t b = 0; b < n / 256; b++, p += bb) {
         uint16_t dh, mh;
         memcpy(&dh, p, 2);
         memcpy(&mh, p + 2, 2);
-        const uint8_t *scales = p + 4;
         const uint8_t *qh = p + 16;
         const uint8_t *qs = p + (has_qh ? 48 : 16);
-        int sc[8], mn[8], msum = 0;
-        for (int j = 0; j < 8; j++) {
-            vq_k4_scale_min(scales, j, &sc[j], &mn[j]);
-            msum += mn[j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
-        }
+        /* the 12 scale bytes as words A, B, C: scales 0..3 = A & 63,
+         * mins 0..3 = B & 63, scales 4..7 = low nibbles of C with A's top
+         * two bits, mins 4..7 = high nibbles of C with B's top two bits
+         * (same layout as vq_k4_scale_min, four at a time) */
+        uint32_t w3[3], sc4[2], mn4[2];
+        memcpy(w3, p + 4, 12);
+        sc4[0] = w3[0] & 0x3f3f3f3fu;
+        mn4[0] = w3[1] & 0x3f3f3f3fu;
+        sc4[1] = (w3[2] & 0x0f0f0f0fu) | (((w3[0] >> 6) & 0x03030303u) << 4);
+        mn4[1] = ((w3[2] >> 4) & 0x0f0f0f0fu) | (((w3[1] >> 6) & 0x03030303u) << 4);
+        uint8_t sc[8];
+        memcpy(sc, sc4, 8);
+        float dx = a[b].d;
+        /* mins: sum_j min_j * (bsums[2j] + bsums[2j+1]) */
+        __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)a[b].bsums),
+                                    _mm_loadu_si128((const __m128i *)(a[b].bsums + 8)));
+        __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)mn4));
+        __m128i msum = _mm_madd_epi16(mins, bs);
+        acc_min = _mm_fmadd_ps(_mm_set1_ps(-h2f(mh) * dx), _mm_cvtepi32_ps(msum), acc_min);
+
         __m256i hbits = has_qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
         __m256i isum = _mm256_setzero_si256();
         for (int c = 0; c < 4; c++) {
@@ -148,11 +162,11 @@ static inline float dot_q45_K(const void *w, const void *act, size_t n, int has_
             p1 = _mm256_madd_epi16(p1, _mm256_set1_epi16((short)sc[2 * c + 1]));
             isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
         }
-        float dx = a[b].d;
         acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(dh) * dx), _mm256_cvtepi32_ps(isum), acc);
-        extra -= h2f(mh) * dx * (float)msum;
     }
-    return hsum_ps(acc) + extra;
+    __m128 m = _mm_add_ps(acc_min, _mm_movehl_ps(acc_min, acc_min));
+    m = _mm_add_ss(m, _mm_movehdup_ps(m));
+    return hsum_ps(acc) + _mm_cvtss_f32(m);
 }
 
 static float dot_q4_K(const void *w, const void *a, size_t n) { return dot_q45_K(w, a, n, 0); }
@@ -167,13 +181,12 @@ static float dot_q6_K(const void *w, const void *act, size_t n)
     const vq_blk_q6_K *x = w;
     const vq_act256 *a = act;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
-    __m256 acc = _mm256_setzero_ps();
-    float extra = 0.0f;
+    __m256 acc = _mm256_setzero_ps(), acc_off = _mm256_setzero_ps();
     for (size_t b = 0; b < n / 256; b++) {
         const int8_t *sc = x[b].scales;
-        int osum = 0;
-        for (int g = 0; g < 16; g++)
-            osum += sc[g] * a[b].bsums[g];
+        /* sum_g scale_g * bsums_g, for the -32 offset */
+        __m256i osum = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)),
+                                         _mm256_loadu_si256((const __m256i *)a[b].bsums));
         __m256i isum = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             __m256i l0 = _mm256_loadu_si256((const __m256i *)(x[b].ql + 64 * h));
@@ -198,9 +211,9 @@ static float dot_q6_K(const void *w, const void *act, size_t n)
         }
         float dd = h2f(x[b].d) * a[b].d;
         acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc);
-        extra -= dd * 32.0f * (float)osum;
+        acc_off = _mm256_fmadd_ps(_mm256_set1_ps(-32.0f * dd), _mm256_cvtepi32_ps(osum), acc_off);
     }
-    return hsum_ps(acc) + extra;
+    return hsum_ps(_mm256_add_ps(acc, acc_off));
 }
 
 /* ---- float weights ---------------------------------------------------------------- */
