@@ -253,9 +253,14 @@ static float quantize_int8(const float *x, int n, int8_t *q)
         amax = fmaxf(amax, fabsf(x[i]));
     float d = amax / 127.0f;
     float id = d > 0.0f ? 1.0f / d : 0.0f;
+    /* round to nearest even by adding and subtracting 1.5*2^23 (exact for
+     * |v| < 2^22; here |v| <= 127): the same result as nearbyintf in the
+     * default rounding mode, without a libm call, and vectorizable */
+    const float magic = 12582912.0f;
     for (int i = 0; i < n; i++) {
-        float v = nearbyintf(x[i] * id);
-        q[i] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
+        float v = (x[i] * id + magic) - magic;
+        /* clamp; NaN (from NaN/Inf inputs) becomes 0 rather than an undefined cast */
+        q[i] = (int8_t)(v >= 127.0f ? 127 : v <= -127.0f ? -127 : v == v ? (int)v : 0);
     }
     return d;
 }
