@@ -8,6 +8,9 @@
  * and `rows` calls of the kernel (one matvec, single thread). Reported:
  * weight GB/s (weight bytes / time), that as a fraction of the measured read
  * bandwidth, and ns per row. Median of REPS repetitions, with min and max.
+ * A last line per type ("multi4") times vq_dot_multi with 4 activation
+ * vectors (batched prefill): ns per row and vector, and its speed-up over
+ * 4 vq_dot calls of the dispatched kernel.
  *
  * Usage: bench_quants [MB]   (default 64; VQ_FORCE_ISA limits the variants) */
 #include <stdio.h>
@@ -131,6 +134,33 @@ int main(int argc, char **argv)
             printf("%-5s %-7s %9.2f %9.2f %9.2f %6.0f%% %9.0f\n", vq_wtype_name(t), isa_names[v],
                    gbs[REPS / 2], gbs[0], gbs[REPS - 1], 100.0 * gbs[REPS / 2] / bw, ns[REPS / 2]);
         }
+        /* 4 activation vectors at once (dispatched kernels) */
+        size_t ab = vq_act_bytes(t, N_ELEMS);
+        uint8_t *act4 = malloc(4 * ab);
+        for (int j = 0; j < 4; j++)
+            vq_act_prepare(t, x, N_ELEMS, act4 + j * ab);
+        double single[REPS], multi[REPS];
+        volatile float sink = 0;
+        for (int rep = 0; rep < REPS; rep++) {
+            float out[4];
+            double t0 = vq_now_seconds();
+            for (size_t i = 0; i < rows; i++)
+                for (int j = 0; j < 4; j++)
+                    out[j] = vq_dot(t, w + i * row_bytes, act4 + j * ab, N_ELEMS);
+            double t1 = vq_now_seconds();
+            for (size_t i = 0; i < rows; i++)
+                vq_dot_multi(t, w + i * row_bytes, act4, ab, 4, N_ELEMS, out);
+            double t2 = vq_now_seconds();
+            sink += out[0];
+            single[rep] = (t1 - t0) / (double)rows / 4 * 1e9;
+            multi[rep] = (t2 - t1) / (double)rows / 4 * 1e9;
+        }
+        (void)sink;
+        qsort(single, REPS, sizeof *single, cmp_double);
+        qsort(multi, REPS, sizeof *multi, cmp_double);
+        printf("%-5s %-7s %9s %9s %9s %6.2fx %9.0f\n", vq_wtype_name(t), "multi4", "", "", "",
+               single[REPS / 2] / multi[REPS / 2], multi[REPS / 2]);
+        free(act4);
         free(w);
         free(act);
     }

@@ -15,6 +15,7 @@
 #define N_WTYPES 40
 
 static vq_dot_kernel dot_table[N_WTYPES];
+static vq_dot4_kernel dot4_table[N_WTYPES]; /* NULL: loop over vq_dot */
 static pthread_once_t dot_table_once = PTHREAD_ONCE_INIT;
 
 static void init_table(void)
@@ -27,6 +28,7 @@ static void init_table(void)
         if (!k)
             k = vq_dot_scalar_kernel((vq_wtype)t);
         dot_table[t] = k;
+        dot4_table[t] = (f & VQ_CPU_AVX2) ? vq_dot4_avx2_kernel((vq_wtype)t) : NULL;
     }
 }
 
@@ -85,4 +87,22 @@ double vq_dot_ref(vq_wtype t, const void *wrow, const float *x, size_t n)
             acc += (double)buf[j] * (double)x[i + j];
     }
     return acc;
+}
+
+void vq_dot_multi(vq_wtype t, const void *wrow, const void *act, size_t act_stride, size_t m,
+                  size_t n, float *out)
+{
+    pthread_once(&dot_table_once, init_table);
+    if ((unsigned)t >= N_WTYPES || !dot_table[t]) {
+        for (size_t j = 0; j < m; j++)
+            out[j] = 0.0f;
+        return;
+    }
+    const uint8_t *a = act;
+    size_t j = 0;
+    if (dot4_table[t])
+        for (; j + VQ_DOT_MULTI_MAX <= m; j += VQ_DOT_MULTI_MAX)
+            dot4_table[t](wrow, a + j * act_stride, act_stride, n, out + j);
+    for (; j < m; j++)
+        out[j] = dot_table[t](wrow, a + j * act_stride, n);
 }
