@@ -1,7 +1,7 @@
 /* quants_avx2.c -- AVX2 dot kernels for the weight types the default models
  * use (smollm2: Q4_1, Q8_0, F32; gemma3: Q5_0, Q8_0, Q4_K, Q6_K, F32), plus
- * Q4_0, Q5_1, Q5_K, F16 and BF16 which share their code. Q2_K/Q3_K use the
- * scalar reference. Compiled with -mavx2 -mfma -mf16c; reached only through
+ * Q4_0, Q5_1, Q2_K, Q3_K, Q5_K, F16 and BF16 (every supported type has an
+ * AVX2 kernel). Compiled with -mavx2 -mfma -mf16c; reached only through
  * vq_dot_avx2_kernel() after the CPU reported AVX2 (quants.c).
  *
  * Integer core: _mm256_maddubs_epi16(u, s) multiplies unsigned weight codes
@@ -259,6 +259,83 @@ dot_q6_K_m(const void *w, const void *act, size_t stride, int m, size_t n, float
         out[j] = hsum_ps(acc[j]);
 }
 
+/* Q2_K and Q3_K: per 128-element half h, 32 bytes of qs give 4 runs of 32
+ * codes (bit pairs at shift 2k); run k spans groups 8h+2k and 8h+2k+1 with
+ * their own scales. Q2_K: unsigned codes 0..3, x = d*scale*q - dmin*min.
+ * Q3_K: the third bit of run (h, k) is bit 4h+k of hmask[l]; codes are
+ * used unsigned (lo + 4*bit, 0..7) and the -4 goes through bsums. */
+static inline __attribute__((always_inline)) void
+dot_q23_K_m(const void *w, const void *act, size_t stride, int m, size_t n, float *out, int is_q3)
+{
+    const uint8_t *p = w;
+    const size_t bb = is_q3 ? sizeof(vq_blk_q3_K) : sizeof(vq_blk_q2_K);
+    const __m256i m2 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
+    const vq_act256 *a[VQ_DOT_MULTI_MAX];
+    __m256 acc[VQ_DOT_MULTI_MAX];
+    for (int j = 0; j < m; j++) {
+        a[j] = (const vq_act256 *)(const void *)((const uint8_t *)act + (size_t)j * stride);
+        acc[j] = _mm256_setzero_ps();
+    }
+    for (size_t b = 0; b < n / 256; b++, p += bb) {
+        int8_t sc[16];
+        __m256i offs16; /* per-group term multiplying bsums: -min (Q2_K) or -4*scale (Q3_K) */
+        float d, dm;    /* isum scale, and the offset term's scale */
+        const uint8_t *qs;
+        if (is_q3) {
+            const vq_blk_q3_K *x = (const vq_blk_q3_K *)(const void *)p;
+            /* scale g: low 4 bits from scales[g] (g < 8) or scales[g-8] >> 4,
+             * high 2 bits from scales[8 + g%4] >> 2*(g/4); stored + 32 */
+            uint32_t w3[3], s4[4];
+            memcpy(w3, x->scales, 12);
+            s4[0] = (w3[0] & 0x0f0f0f0fu) | ((w3[2] & 0x03030303u) << 4);
+            s4[1] = (w3[1] & 0x0f0f0f0fu) | (((w3[2] >> 2) & 0x03030303u) << 4);
+            s4[2] = ((w3[0] >> 4) & 0x0f0f0f0fu) | (((w3[2] >> 4) & 0x03030303u) << 4);
+            s4[3] = ((w3[1] >> 4) & 0x0f0f0f0fu) | (((w3[2] >> 6) & 0x03030303u) << 4);
+            __m128i s = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)s4), _mm_set1_epi8(32));
+            _mm_storeu_si128((__m128i *)(void *)sc, s);
+            offs16 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(s), 2); /* 4*scale, subtracted */
+            d = dm = h2f(x->d);
+            qs = x->qs;
+        } else {
+            const vq_blk_q2_K *x = (const vq_blk_q2_K *)(const void *)p;
+            __m128i s = _mm_loadu_si128((const __m128i *)x->scales);
+            _mm_storeu_si128((__m128i *)(void *)sc, _mm_and_si128(s, _mm_set1_epi8(0x0f)));
+            offs16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
+            d = h2f(x->d);
+            dm = h2f(x->dmin);
+            qs = x->qs;
+        }
+        __m256i isum[VQ_DOT_MULTI_MAX];
+        for (int j = 0; j < m; j++) {
+            __m256i o = _mm256_madd_epi16(offs16, _mm256_loadu_si256((const __m256i *)a[j][b].bsums));
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(-dm * a[j][b].d), _mm256_cvtepi32_ps(o), acc[j]);
+            isum[j] = _mm256_setzero_si256();
+        }
+        __m256i hm = is_q3 ? _mm256_loadu_si256((const __m256i *)(const void *)p) : _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i q2 = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+            for (int k = 0; k < 4; k++) {
+                __m256i q = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * k), m2);
+                if (is_q3) {
+                    __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one);
+                    q = _mm256_or_si256(q, _mm256_slli_epi16(hb, 2));
+                }
+                int g = 8 * h + 2 * k;
+                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+                for (int j = 0; j < m; j++) {
+                    const int8_t *s = a[j][b].qs + 128 * h + 32 * k;
+                    __m256i pr = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)s));
+                    isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(pr, scv));
+                }
+            }
+        }
+        for (int j = 0; j < m; j++)
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[j][b].d), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+    }
+    for (int j = 0; j < m; j++)
+        out[j] = hsum_ps(acc[j]);
+}
+
 /* Single-row kernels (m = 1) and 4-vector kernels (m = 4) from each body. */
 #define KERNELS(name, body_call)                                                       \
     static float dot_##name(const void *w, const void *act, size_t n)                 \
@@ -283,6 +360,8 @@ KERNELS(q8_0, dot_q8_0_m(w, act, stride, m, n, out))
 KERNELS(q4_K, dot_q45_K_m(w, act, stride, m, n, out, 0))
 KERNELS(q5_K, dot_q45_K_m(w, act, stride, m, n, out, 1))
 KERNELS(q6_K, dot_q6_K_m(w, act, stride, m, n, out))
+KERNELS(q2_K, dot_q23_K_m(w, act, stride, m, n, out, 0))
+KERNELS(q3_K, dot_q23_K_m(w, act, stride, m, n, out, 1))
 
 /* ---- float weights ---------------------------------------------------------------- */
 
@@ -345,6 +424,8 @@ vq_dot_kernel vq_dot_avx2_kernel(vq_wtype t)
     case VQ_W_Q4_K: return dot_q4_K;
     case VQ_W_Q5_K: return dot_q5_K;
     case VQ_W_Q6_K: return dot_q6_K;
+    case VQ_W_Q2_K: return dot_q2_K;
+    case VQ_W_Q3_K: return dot_q3_K;
     default: return NULL;
     }
 }
@@ -360,6 +441,8 @@ vq_dot4_kernel vq_dot4_avx2_kernel(vq_wtype t)
     case VQ_W_Q4_K: return dot4_q4_K;
     case VQ_W_Q5_K: return dot4_q5_K;
     case VQ_W_Q6_K: return dot4_q6_K;
+    case VQ_W_Q2_K: return dot4_q2_K;
+    case VQ_W_Q3_K: return dot4_q3_K;
     default: return NULL;
     }
 }
