@@ -35,6 +35,8 @@ SHARED := $(BUILD)/libveloxquant.so
 CLI    := $(BUILD)/veloxquant
 
 .PHONY: all lib cli tests bench test test-quick sanitize models clean format
+# keep intermediate objects (test and bench objects are otherwise deleted)
+.SECONDARY:
 
 all: lib cli
 

@@ -74,5 +74,16 @@ extern const vq_codec_ops *const vq_codec_registry[];
 
 /* The methods (one file each). */
 extern const vq_codec_ops vq_codec_fp16_ops;
+/* codec-a: non-calibrated methods (quant_blocks.c, turboquant.c, qjl.c, rabitq.c) */
+extern const vq_codec_ops vq_codec_q8_0_ops;
+extern const vq_codec_ops vq_codec_q4_0_ops;
+extern const vq_codec_ops vq_codec_turboquant_rvq_ops;
+extern const vq_codec_ops vq_codec_turboquant_mse_ops;
+extern const vq_codec_ops vq_codec_turboquant_prod_ops;
+extern const vq_codec_ops vq_codec_qjl_ops;
+extern const vq_codec_ops vq_codec_rabitq_ops;
+extern const vq_codec_ops vq_codec_kivi_ops;
+extern const vq_codec_ops vq_codec_vecinfer_ops;
+extern const vq_codec_ops vq_codec_spectral_ops;
 
 #endif

@@ -1,0 +1,371 @@
+/* kivi.c -- KIVI: asymmetric min/max integer quantization, keys per channel,
+ * values per token (Liu et al., "KIVI: A Tuning-Free Asymmetric 2bit
+ * Quantization for KV Cache", 2024).
+ *
+ * Parameters: bits in {2, 4} (default 2), group in {16, 32, 64, 128}
+ * (default 32). Canonical spec "kivi:bits=B,group=G".
+ *
+ * For a set of values x with min m and max M: scale s = (M - m)/(2^b - 1),
+ * code = round((x - m)/s) in [0, 2^b - 1], x^ = s*code + m. s and m are
+ * stored as fp16 and the codes are computed against the rounded fp16 s and
+ * m, so decode reproduces exactly what encode aimed at. Inputs beyond the
+ * fp16 range saturate (s and m are clamped to +-65504); NaN inputs give
+ * code 0 (no undefined float->int conversion).
+ *
+ * Role VQ_ROLE_KEY: per channel over a group of G consecutive tokens.
+ *   block_tokens = G, block layout (block_bytes = 4*D + G*b*D/8):
+ *     [0, 2D)        fp16 scale of channel c at 2c
+ *     [2D, 4D)       fp16 min of channel c at 2D + 2c
+ *     [4D, ...)      codes, token-major: token t's row of b*D/8 bytes at
+ *                    4D + t*b*D/8; channel c at bit c*b of the row (LSB
+ *                    first within each byte)
+ *   bytes/token = b*D/8 + 4*D/G.
+ * Role VQ_ROLE_VALUE: per token over groups of G consecutive channels.
+ *   block_tokens = 1, block layout (block_bytes = 4*D/G + b*D/8):
+ *     [0, 2D/G)      fp16 scale of channel group g at 2g
+ *     [2D/G, 4D/G)   fp16 min of group g
+ *     [4D/G, ...)    codes, channel c at bit c*b (LSB first)
+ *   bytes/token = b*D/8 + 4*D/G (same formula).
+ *
+ * Fused kernels. Keys: per block and query, the per-channel scale is folded
+ * into the query (qs_c = q_c*s_c) and the mins into one constant
+ * (sum_c q_c*m_c), so score_t = const + sum_c qs_c*code_tc reads each code
+ * once. Values: per group, score = s_g*sum q_c code_c + m_g*sum_{c in g} q_c
+ * with the group sums of q precomputed by prepare_query. Accumulate works
+ * in the channel domain (accum_size = D, finish is a copy).
+ *
+ * The fp16 residual window for unfinished key groups (METHODS.md
+ * `residual`) is the cache's job, not the codec's: the codec only ever sees
+ * whole groups. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "core/fp16.h"
+
+typedef struct {
+    int bits;
+    int group;
+    float *scratch; /* D floats: folded query (score) or code sums (accumulate) */
+} kivi_state;
+
+#define KIVI_FP16_MAX 65504.0f
+
+static vq_status kivi_init(vq_codec *c, vq_spec *spec)
+{
+    long bits, group;
+    VQ_TRY(vq_spec_int(spec, "bits", 2, 2, 4, &bits, c->err));
+    if (bits == 3)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivi: parameter bits=3 unsupported (bits is 2 or 4)");
+    VQ_TRY(vq_spec_int(spec, "group", 32, 16, 128, &group, c->err));
+    if (group != 16 && group != 32 && group != 64 && group != 128)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivi: parameter group=%ld unsupported (16, 32, 64 or 128)", group);
+    const size_t D = (size_t)c->head_dim;
+    if (c->role == VQ_ROLE_VALUE && D % (size_t)group != 0)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivi: parameter group=%ld does not divide head_dim %zu (value groups are channels)",
+                       group, D);
+    kivi_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "kivi: out of memory");
+    st->scratch = calloc(D, sizeof(float));
+    if (!st->scratch) {
+        free(st);
+        return vq_fail(c->err, VQ_ERR_NOMEM, "kivi: out of memory");
+    }
+    st->bits = (int)bits;
+    st->group = (int)group;
+    c->impl = st;
+    const size_t row = (size_t)bits * D / 8;
+    if (c->role == VQ_ROLE_KEY) {
+        c->block_tokens = (size_t)group;
+        c->block_bytes = 4 * D + (size_t)group * row;
+    } else {
+        c->block_tokens = 1;
+        c->block_bytes = 4 * D / (size_t)group + row;
+    }
+    c->shared_bytes = 0;
+    c->query_bytes = sizeof(float) * (D + D / 16); /* q, then group sums (values) */
+    c->accum_size = D;
+    snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d", st->bits, st->group);
+    return VQ_OK;
+}
+
+static void kivi_destroy(vq_codec *c)
+{
+    kivi_state *st = c->impl;
+    if (st)
+        free(st->scratch);
+    free(st);
+    c->impl = NULL;
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32((vq_fp16)(p[0] | p[1] << 8)); }
+static inline void st16(uint8_t *p, float f)
+{
+    vq_fp16 h = vq_fp32_to_fp16(f);
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
+}
+static inline float clamp16(float f)
+{
+    return f > KIVI_FP16_MAX ? KIVI_FP16_MAX : (f < -KIVI_FP16_MAX ? -KIVI_FP16_MAX : f);
+}
+
+/* code of x for fp16-rounded scale s and min m; NaN-safe */
+static inline unsigned kivi_code(float x, float s, float m, unsigned maxc)
+{
+    if (!(s > 0.0f))
+        return 0;
+    float t = (x - m) / s + 0.5f;
+    if (t >= (float)maxc)
+        return maxc;
+    return t > 0.0f ? (unsigned)t : 0u;
+}
+
+/* code of element c in a row of b-bit codes (b = 2 or 4) */
+static inline unsigned kivi_get(const uint8_t *row, int b, size_t c)
+{
+    size_t bit = c * (size_t)b;
+    return (row[bit >> 3] >> (bit & 7)) & ((1u << b) - 1);
+}
+
+/* computes fp16 scale/min of n values at stride; returns them rounded */
+static void kivi_range(const float *x, size_t n, size_t stride, int bits, float *s, float *m)
+{
+    float lo = x[0], hi = x[0];
+    for (size_t i = 1; i < n; i++) {
+        float v = x[i * stride];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    lo = clamp16(lo);
+    hi = clamp16(hi);
+    float m16 = vq_fp16_to_fp32(vq_fp32_to_fp16(lo));
+    float scale = (hi - m16) / (float)((1 << bits) - 1);
+    if (!(scale > 0.0f)) /* constant group, or NaN */
+        scale = 0.0f;
+    *s = vq_fp16_to_fp32(vq_fp32_to_fp16(clamp16(scale)));
+    *m = m16;
+}
+
+/* ---- encode / decode ---------------------------------------------------- */
+
+static void kivi_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
+{
+    kivi_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    const int b = st->bits;
+    const unsigned maxc = (1u << b) - 1;
+    const size_t row = (size_t)b * D / 8;
+    memset(dst, 0, n / c->block_tokens * c->block_bytes);
+    if (c->role == VQ_ROLE_KEY) {
+        for (size_t blk = 0; blk < n / G; blk++) {
+            const float *xb = x + blk * G * D;
+            uint8_t *out = dst + blk * c->block_bytes;
+            uint8_t *codes = out + 4 * D;
+            for (size_t ch = 0; ch < D; ch++) {
+                float s, m;
+                kivi_range(xb + ch, G, D, b, &s, &m);
+                st16(out + 2 * ch, s);
+                st16(out + 2 * D + 2 * ch, m);
+                for (size_t t = 0; t < G; t++) {
+                    unsigned q = kivi_code(xb[t * D + ch], s, m, maxc);
+                    size_t bit = ch * (size_t)b;
+                    codes[t * row + (bit >> 3)] |= (uint8_t)(q << (bit & 7));
+                }
+            }
+        }
+    } else {
+        const size_t ng = D / G;
+        for (size_t i = 0; i < n; i++) {
+            const float *xi = x + i * D;
+            uint8_t *out = dst + i * c->block_bytes;
+            uint8_t *codes = out + 4 * ng;
+            for (size_t g = 0; g < ng; g++) {
+                float s, m;
+                kivi_range(xi + g * G, G, 1, b, &s, &m);
+                st16(out + 2 * g, s);
+                st16(out + 2 * ng + 2 * g, m);
+                for (size_t ch = g * G; ch < (g + 1) * G; ch++) {
+                    size_t bit = ch * (size_t)b;
+                    codes[bit >> 3] |= (uint8_t)(kivi_code(xi[ch], s, m, maxc) << (bit & 7));
+                }
+            }
+        }
+    }
+}
+
+static void kivi_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+{
+    kivi_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    const int b = st->bits;
+    const size_t row = (size_t)b * D / 8;
+    if (c->role == VQ_ROLE_KEY) {
+        for (size_t blk = 0; blk < n / G; blk++) {
+            const uint8_t *in = src + blk * c->block_bytes;
+            const uint8_t *codes = in + 4 * D;
+            for (size_t t = 0; t < G; t++)
+                for (size_t ch = 0; ch < D; ch++)
+                    x[(blk * G + t) * D + ch] =
+                        ld16(in + 2 * ch) * (float)kivi_get(codes + t * row, b, ch) + ld16(in + 2 * D + 2 * ch);
+        }
+    } else {
+        const size_t ng = D / G;
+        for (size_t i = 0; i < n; i++) {
+            const uint8_t *in = src + i * c->block_bytes;
+            for (size_t ch = 0; ch < D; ch++) {
+                size_t g = ch / G;
+                x[i * D + ch] = ld16(in + 2 * g) * (float)kivi_get(in + 4 * ng, b, ch) + ld16(in + 2 * ng + 2 * g);
+            }
+        }
+    }
+}
+
+/* ---- fused kernels ------------------------------------------------------ */
+
+/* qbuf: D floats q, then D/G floats of per-group sums of q (value role) */
+static void kivi_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
+{
+    kivi_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    float *f = (float *)(void *)qbuf;
+    memcpy(f, q, D * sizeof(float));
+    memset(f + D, 0, D / 16 * sizeof(float));
+    if (c->role == VQ_ROLE_VALUE)
+        for (size_t ch = 0; ch < D; ch++)
+            f[D + ch / G] += q[ch];
+}
+
+/* dot of weights w[0..D) with one row of b-bit codes */
+static inline float kivi_row_dot(const float *w, const uint8_t *row, int b, size_t D)
+{
+    float s = 0.0f;
+    if (b == 2) {
+        for (size_t ch = 0; ch < D; ch += 4) {
+            unsigned v = row[ch >> 2];
+            s += w[ch] * (float)(v & 3) + w[ch + 1] * (float)((v >> 2) & 3) +
+                 w[ch + 2] * (float)((v >> 4) & 3) + w[ch + 3] * (float)(v >> 6);
+        }
+    } else {
+        for (size_t ch = 0; ch < D; ch += 2) {
+            unsigned v = row[ch >> 1];
+            s += w[ch] * (float)(v & 15) + w[ch + 1] * (float)(v >> 4);
+        }
+    }
+    return s;
+}
+
+static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q,
+                       const uint8_t *codes, size_t n, float *scores)
+{
+    kivi_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    const int b = st->bits;
+    const size_t row = (size_t)b * D / 8;
+    const size_t qstride = c->query_bytes / sizeof(float);
+    const float *qall = (const float *)(const void *)qbuf;
+    float *qs = st->scratch;
+    if (c->role == VQ_ROLE_KEY) {
+        for (size_t blk = 0; blk < n / G; blk++) {
+            const uint8_t *in = codes + blk * c->block_bytes;
+            for (int j = 0; j < n_q; j++) {
+                const float *q = qall + (size_t)j * qstride;
+                float base = 0.0f;
+                for (size_t ch = 0; ch < D; ch++) {
+                    qs[ch] = q[ch] * ld16(in + 2 * ch);
+                    base += q[ch] * ld16(in + 2 * D + 2 * ch);
+                }
+                for (size_t t = 0; t < G; t++)
+                    scores[(size_t)j * n + blk * G + t] = base + kivi_row_dot(qs, in + 4 * D + t * row, b, D);
+            }
+        }
+    } else {
+        const size_t ng = D / G;
+        for (size_t i = 0; i < n; i++) {
+            const uint8_t *in = codes + i * c->block_bytes;
+            const uint8_t *cr = in + 4 * ng;
+            for (int j = 0; j < n_q; j++) {
+                const float *q = qall + (size_t)j * qstride;
+                float s = 0.0f;
+                for (size_t g = 0; g < ng; g++) {
+                    /* a group of G channels is G*b/8 whole bytes of the row */
+                    float d = kivi_row_dot(q + g * G, cr + g * G * (size_t)b / 8, b, G);
+                    s += ld16(in + 2 * g) * d + ld16(in + 2 * ng + 2 * g) * q[D + g];
+                }
+                scores[(size_t)j * n + i] = s;
+            }
+        }
+    }
+}
+
+/* acc[ch] += w * code_ch over one row */
+static inline void kivi_row_axpy(float w, const uint8_t *row, int b, size_t D, float *acc)
+{
+    for (size_t ch = 0; ch < D; ch++)
+        acc[ch] += w * (float)kivi_get(row, b, ch);
+}
+
+static void kivi_accumulate(vq_codec *c, const float *w, int n_q,
+                            const uint8_t *codes, size_t n, float *acc)
+{
+    kivi_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    const int b = st->bits;
+    const size_t row = (size_t)b * D / 8;
+    float *sum = st->scratch;
+    if (c->role == VQ_ROLE_KEY) {
+        for (size_t blk = 0; blk < n / G; blk++) {
+            const uint8_t *in = codes + blk * c->block_bytes;
+            for (int j = 0; j < n_q; j++) {
+                const float *wj = w + (size_t)j * n + blk * G;
+                float *a = acc + (size_t)j * D;
+                float wsum = 0.0f;
+                memset(sum, 0, D * sizeof(float));
+                for (size_t t = 0; t < G; t++) {
+                    wsum += wj[t];
+                    kivi_row_axpy(wj[t], in + 4 * D + t * row, b, D, sum);
+                }
+                for (size_t ch = 0; ch < D; ch++)
+                    a[ch] += ld16(in + 2 * ch) * sum[ch] + ld16(in + 2 * D + 2 * ch) * wsum;
+            }
+        }
+    } else {
+        const size_t ng = D / G;
+        for (size_t i = 0; i < n; i++) {
+            const uint8_t *in = codes + i * c->block_bytes;
+            const uint8_t *cr = in + 4 * ng;
+            for (int j = 0; j < n_q; j++) {
+                float wi = w[(size_t)j * n + i];
+                float *a = acc + (size_t)j * D;
+                for (size_t g = 0; g < ng; g++) {
+                    float ws = wi * ld16(in + 2 * g), wm = wi * ld16(in + 2 * ng + 2 * g);
+                    for (size_t ch = g * G; ch < (g + 1) * G; ch++)
+                        a[ch] += ws * (float)kivi_get(cr, b, ch) + wm;
+                }
+            }
+        }
+    }
+}
+
+static void kivi_finish(vq_codec *c, const float *acc, float *out)
+{
+    memcpy(out, acc, sizeof(float) * (size_t)c->head_dim);
+}
+
+const vq_codec_ops vq_codec_kivi_ops = {
+    .name = "kivi",
+    .default_spec = "kivi:bits=2,group=32",
+    .needs_calibration = 0,
+    .init = kivi_init,
+    .destroy = kivi_destroy,
+    .encode = kivi_encode,
+    .decode = kivi_decode,
+    .prepare_query = kivi_prepare_query,
+    .score = kivi_score,
+    .accumulate = kivi_accumulate,
+    .accum_finish = kivi_finish,
+};

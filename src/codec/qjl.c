@@ -1,0 +1,190 @@
+/* qjl.c -- `qjl`: the 1-bit quantized Johnson-Lindenstrauss sketch of keys
+ * (Zandieh, Daliri, Han, "QJL: 1-Bit Quantized JL Transform for KV Cache
+ * Quantization with Zero Overhead", 2024).
+ *
+ * Parameters: dim = m, the sketch size (multiple of 32 in 32..1024,
+ * default D).
+ * Encode k: S is a seeded m x D matrix of i.i.d. N(0,1) entries; store
+ * ||k|| as fp16 and z = sign(S k) as m bits (bit set = +1).
+ *   layout: fp16 ||k|| | m/8 bytes of sign bits, LSB first
+ *                                                  bytes = 2 + m/8
+ *   (D=128, m=128: 18 B, 14.2x vs fp16)
+ * The query is projected but not quantized (prepare_query: S q, m floats);
+ * score = sqrt(pi/2)/m * ||k|| * <S q, z>, which is an unbiased estimate of
+ * <q, k> (QJL Lemma 3.2: E[<s,q> sign(<s,k>)] = sqrt(2/pi) <q,k>/||k|| for
+ * s ~ N(0, I)). decode returns the vector whose dot products are exactly
+ * that estimator, k_hat = sqrt(pi/2)/m * ||k|| * S^T z, so score equals
+ * <q, decode(k)> to rounding; accumulate sums w * sqrt(pi/2)/m * ||k|| * z
+ * in the m-dimensional sketch domain and accum_finish applies S^T.
+ * This is the plain estimator: the paper's outlier-channel handling is not
+ * implemented. Shared state: S as fp32, 4*m*D bytes. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "core/fp16.h"
+#include "core/io.h"
+#include "core/rng.h"
+
+typedef struct {
+    int m;
+    float scale; /* sqrt(pi/2)/m */
+    float *S;    /* m x D, row-major */
+    float *tmp;  /* m floats */
+} qjl;
+
+static vq_status qjl_init(vq_codec *c, vq_spec *spec)
+{
+    const int D = c->head_dim;
+    long m;
+    VQ_TRY(vq_spec_int(spec, "dim", D, 32, 1024, &m, c->err));
+    if (m % 32 != 0)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "qjl: parameter dim=%ld is not a multiple of 32", m);
+    qjl *j = calloc(1, sizeof *j);
+    if (!j)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "qjl: out of memory");
+    c->impl = j;
+    j->m = (int)m;
+    j->scale = sqrtf((float)M_PI / 2.0f) / (float)m;
+    j->S = malloc(sizeof(float) * (size_t)m * D);
+    j->tmp = malloc(sizeof(float) * (size_t)m);
+    if (!j->S || !j->tmp)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "qjl: out of memory");
+    vq_rng g;
+    vq_rng_seed(&g, vq_seed_mix(c->seed, 0x716a6c70u /* "qjlp" */));
+    for (size_t i = 0; i < (size_t)m * D; i++)
+        j->S[i] = vq_rng_normal(&g);
+    c->block_tokens = 1;
+    c->block_bytes = 2 + (size_t)m / 8;
+    c->shared_bytes = sizeof(float) * (size_t)m * D;
+    c->query_bytes = sizeof(float) * (size_t)m;
+    c->accum_size = (size_t)m;
+    snprintf(c->canon, sizeof c->canon, "qjl:dim=%d", j->m);
+    return VQ_OK;
+}
+
+static void qjl_destroy(vq_codec *c)
+{
+    qjl *j = c->impl;
+    if (j) {
+        free(j->S);
+        free(j->tmp);
+    }
+    free(j);
+    c->impl = NULL;
+}
+
+/* y (m) <- S x (D) */
+static void project(const qjl *j, const float *x, int D, float *y)
+{
+    for (int i = 0; i < j->m; i++) {
+        const float *row = j->S + (size_t)i * D;
+        float s = 0.0f;
+        for (int d = 0; d < D; d++)
+            s += row[d] * x[d];
+        y[i] = s;
+    }
+}
+
+static inline float zsign(const uint8_t *z, int i) { return (z[i >> 3] >> (i & 7) & 1) ? 1.0f : -1.0f; }
+
+static void qjl_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
+{
+    qjl *j = c->impl;
+    const int D = c->head_dim;
+    for (size_t t = 0; t < n; t++) {
+        const float *k = x + t * (size_t)D;
+        uint8_t *blk = dst + t * c->block_bytes;
+        memset(blk, 0, c->block_bytes);
+        double nn = 0.0;
+        for (int d = 0; d < D; d++)
+            nn += (double)k[d] * k[d];
+        vq_put_u16(blk, vq_fp32_to_fp16((float)sqrt(nn)));
+        project(j, k, D, j->tmp);
+        for (int i = 0; i < j->m; i++)
+            if (j->tmp[i] >= 0.0f)
+                blk[2 + (i >> 3)] |= (uint8_t)(1u << (i & 7));
+    }
+}
+
+static void qjl_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+{
+    qjl *j = c->impl;
+    const int D = c->head_dim;
+    for (size_t t = 0; t < n; t++) {
+        const uint8_t *blk = src + t * c->block_bytes;
+        float *k = x + t * (size_t)D;
+        float g = j->scale * vq_fp16_to_fp32(vq_get_u16(blk));
+        memset(k, 0, sizeof(float) * (size_t)D);
+        for (int i = 0; i < j->m; i++) {
+            float zi = g * zsign(blk + 2, i);
+            const float *row = j->S + (size_t)i * D;
+            for (int d = 0; d < D; d++)
+                k[d] += zi * row[d];
+        }
+    }
+}
+
+static void qjl_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
+{
+    project(c->impl, q, c->head_dim, (float *)(void *)qbuf);
+}
+
+static void qjl_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
+{
+    qjl *j = c->impl;
+    const float *qs = (const float *)(const void *)qbuf;
+    for (size_t t = 0; t < n; t++) {
+        const uint8_t *blk = codes + t * c->block_bytes;
+        float g = j->scale * vq_fp16_to_fp32(vq_get_u16(blk));
+        for (int a = 0; a < n_q; a++) {
+            const float *sq = qs + (size_t)a * j->m;
+            float s = 0.0f;
+            for (int i = 0; i < j->m; i++)
+                s += zsign(blk + 2, i) * sq[i];
+            scores[(size_t)a * n + t] = g * s;
+        }
+    }
+}
+
+static void qjl_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
+{
+    qjl *j = c->impl;
+    for (size_t t = 0; t < n; t++) {
+        const uint8_t *blk = codes + t * c->block_bytes;
+        float g = j->scale * vq_fp16_to_fp32(vq_get_u16(blk));
+        for (int a = 0; a < n_q; a++) {
+            float wg = w[(size_t)a * n + t] * g;
+            float *ac = acc + (size_t)a * j->m;
+            for (int i = 0; i < j->m; i++)
+                ac[i] += wg * zsign(blk + 2, i);
+        }
+    }
+}
+
+static void qjl_finish(vq_codec *c, const float *acc, float *out)
+{
+    qjl *j = c->impl;
+    const int D = c->head_dim;
+    memset(out, 0, sizeof(float) * (size_t)D);
+    for (int i = 0; i < j->m; i++) {
+        const float *row = j->S + (size_t)i * D;
+        for (int d = 0; d < D; d++)
+            out[d] += acc[i] * row[d];
+    }
+}
+
+const vq_codec_ops vq_codec_qjl_ops = {
+    .name = "qjl",
+    .default_spec = "qjl",
+    .init = qjl_init,
+    .destroy = qjl_destroy,
+    .encode = qjl_encode,
+    .decode = qjl_decode,
+    .prepare_query = qjl_prepare_query,
+    .score = qjl_score,
+    .accumulate = qjl_accumulate,
+    .accum_finish = qjl_finish,
+};

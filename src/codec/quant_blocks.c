@@ -1,0 +1,261 @@
+/* quant_blocks.c -- `q8_0` and `q4_0`: llama.cpp's KV-cache block formats
+ * (ggml-common.h: block_q8_0, block_q4_0), optionally after a randomized
+ * Hadamard rotation (`rot=1`, rotation.h).
+ *
+ * Parameters: rot in {0,1} (default 0).
+ * Each token's D values (D a multiple of 32) are split into D/32 blocks of
+ * 32 consecutive values, stored back to back:
+ *   q8_0 (34 B per block): fp16 d = amax/127, then 32 int8 q = round(x/d);
+ *        x ~= d*q.                               -> D/32*34 B per token
+ *   q4_0 (18 B per block): fp16 d = vmax/-8 with vmax the value of largest
+ *        magnitude (sign kept), then 16 bytes: byte j holds value j in its
+ *        low nibble and value j+16 in its high nibble, each as
+ *        q = clamp(round(x/d) + 8, 0, 15); x ~= d*(q-8).
+ *                                                  -> D/32*18 B per token
+ * With rot=1 the values quantized are those of R*x; the query is rotated
+ * the same way in prepare_query, so scores are <R q, code> = <q, decode>;
+ * accumulate sums w*code in the rotated domain and accum_finish applies
+ * R^T. Shared state: the sign diagonal, D/8 bytes (0 without rotation). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "codec/rotation.h"
+#include "core/fp16.h"
+#include "core/io.h"
+
+#define QB 32
+
+typedef struct {
+    int bits;   /* 8 or 4 */
+    int rot;
+    vq_rotation r;
+    float *tmp; /* D floats of scratch */
+} qblocks;
+
+static size_t block_size(int bits) { return bits == 8 ? 2 + QB : 2 + QB / 2; }
+
+static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
+{
+    long rot;
+    VQ_TRY(vq_spec_int(spec, "rot", 0, 0, 1, &rot, c->err));
+    qblocks *q = calloc(1, sizeof *q);
+    if (!q)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
+    c->impl = q;
+    q->bits = bits;
+    q->rot = (int)rot;
+    q->tmp = calloc((size_t)c->head_dim, sizeof(float));
+    if (!q->tmp)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
+    if (rot && vq_rot_init(&q->r, c->head_dim, c->seed) != 0)
+        return vq_fail(c->err, VQ_ERR_UNSUPPORTED, "%s: rot=1 unsupported for head_dim %d", c->ops->name, c->head_dim);
+    c->block_tokens = 1;
+    c->block_bytes = (size_t)c->head_dim / QB * block_size(bits);
+    c->shared_bytes = rot ? vq_rot_shared_bytes(&q->r) : 0;
+    c->query_bytes = sizeof(float) * (size_t)c->head_dim;
+    c->accum_size = (size_t)c->head_dim;
+    snprintf(c->canon, sizeof c->canon, "%s:rot=%d", c->ops->name, q->rot);
+    return VQ_OK;
+}
+
+static vq_status q8_init(vq_codec *c, vq_spec *spec) { return qb_init_bits(c, spec, 8); }
+static vq_status q4_init(vq_codec *c, vq_spec *spec) { return qb_init_bits(c, spec, 4); }
+
+static void qb_destroy(vq_codec *c)
+{
+    qblocks *q = c->impl;
+    if (q)
+        free(q->tmp);
+    free(q);
+    c->impl = NULL;
+}
+
+/* ---- one block of 32 values: quantize / dequantize ---------------------- */
+
+static void q8_block_encode(const float *x, uint8_t *dst)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < QB; i++)
+        amax = fmaxf(amax, fabsf(x[i]));
+    vq_fp16 dh = vq_fp32_to_fp16(amax / 127.0f);
+    float d = vq_fp16_to_fp32(dh); /* quantize with the stored scale */
+    float id = d > 0.0f ? 1.0f / d : 0.0f;
+    vq_put_u16(dst, dh);
+    for (int i = 0; i < QB; i++) {
+        float v = roundf(x[i] * id);
+        v = fminf(127.0f, fmaxf(-127.0f, v));
+        dst[2 + i] = (uint8_t)(int8_t)v;
+    }
+}
+
+static void q4_block_encode(const float *x, uint8_t *dst)
+{
+    float amax = 0.0f, vmax = 0.0f;
+    for (int i = 0; i < QB; i++)
+        if (fabsf(x[i]) > amax) {
+            amax = fabsf(x[i]);
+            vmax = x[i];
+        }
+    vq_fp16 dh = vq_fp32_to_fp16(vmax / -8.0f);
+    float d = vq_fp16_to_fp32(dh);
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    vq_put_u16(dst, dh);
+    for (int j = 0; j < QB / 2; j++) {
+        float a = fminf(15.0f, fmaxf(0.0f, roundf(x[j] * id) + 8.0f));
+        float b = fminf(15.0f, fmaxf(0.0f, roundf(x[j + QB / 2] * id) + 8.0f));
+        dst[2 + j] = (uint8_t)((unsigned)a | (unsigned)b << 4);
+    }
+}
+
+/* values of one block (scale applied) into out[32] */
+static void block_values(int bits, const uint8_t *b, float *out)
+{
+    float d = vq_fp16_to_fp32(vq_get_u16(b));
+    if (bits == 8) {
+        for (int i = 0; i < QB; i++)
+            out[i] = d * (float)(int8_t)b[2 + i];
+    } else {
+        for (int j = 0; j < QB / 2; j++) {
+            out[j] = d * (float)((b[2 + j] & 15) - 8);
+            out[j + QB / 2] = d * (float)((b[2 + j] >> 4) - 8);
+        }
+    }
+}
+
+/* <y, block> for 32 query values y, from the integer codes */
+static float block_dot(int bits, const uint8_t *b, const float *y)
+{
+    float d = vq_fp16_to_fp32(vq_get_u16(b));
+    float s = 0.0f;
+    if (bits == 8) {
+        for (int i = 0; i < QB; i++)
+            s += y[i] * (float)(int8_t)b[2 + i];
+    } else {
+        for (int j = 0; j < QB / 2; j++)
+            s += y[j] * (float)((b[2 + j] & 15) - 8) + y[j + QB / 2] * (float)((b[2 + j] >> 4) - 8);
+    }
+    return d * s;
+}
+
+/* ---- codec ops ----------------------------------------------------------- */
+
+static void qb_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
+{
+    qblocks *q = c->impl;
+    const int D = c->head_dim;
+    const size_t bs = block_size(q->bits);
+    for (size_t t = 0; t < n; t++) {
+        const float *v = x + t * (size_t)D;
+        if (q->rot) {
+            memcpy(q->tmp, v, sizeof(float) * (size_t)D);
+            vq_rot_forward(&q->r, q->tmp);
+            v = q->tmp;
+        }
+        uint8_t *o = dst + t * c->block_bytes;
+        for (int b = 0; b < D / QB; b++) {
+            if (q->bits == 8)
+                q8_block_encode(v + b * QB, o + (size_t)b * bs);
+            else
+                q4_block_encode(v + b * QB, o + (size_t)b * bs);
+        }
+    }
+}
+
+static void qb_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+{
+    qblocks *q = c->impl;
+    const int D = c->head_dim;
+    const size_t bs = block_size(q->bits);
+    for (size_t t = 0; t < n; t++) {
+        float *v = x + t * (size_t)D;
+        const uint8_t *s = src + t * c->block_bytes;
+        for (int b = 0; b < D / QB; b++)
+            block_values(q->bits, s + (size_t)b * bs, v + b * QB);
+        if (q->rot)
+            vq_rot_inverse(&q->r, v);
+    }
+}
+
+static void qb_prepare_query(vq_codec *c, const float *qv, uint8_t *qbuf)
+{
+    qblocks *q = c->impl;
+    float *y = (float *)(void *)qbuf;
+    memcpy(y, qv, sizeof(float) * (size_t)c->head_dim);
+    if (q->rot)
+        vq_rot_forward(&q->r, y);
+}
+
+static void qb_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
+{
+    qblocks *q = c->impl;
+    const int D = c->head_dim;
+    const size_t bs = block_size(q->bits);
+    const float *y = (const float *)(const void *)qbuf;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *k = codes + i * c->block_bytes;
+        for (int j = 0; j < n_q; j++) {
+            const float *yj = y + (size_t)j * D;
+            float s = 0.0f;
+            for (int b = 0; b < D / QB; b++)
+                s += block_dot(q->bits, k + (size_t)b * bs, yj + b * QB);
+            scores[(size_t)j * n + i] = s;
+        }
+    }
+}
+
+static void qb_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
+{
+    qblocks *q = c->impl;
+    const int D = c->head_dim;
+    const size_t bs = block_size(q->bits);
+    float vals[QB];
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *v = codes + i * c->block_bytes;
+        for (int b = 0; b < D / QB; b++) {
+            block_values(q->bits, v + (size_t)b * bs, vals);
+            for (int j = 0; j < n_q; j++) {
+                float wj = w[(size_t)j * n + i];
+                float *a = acc + (size_t)j * D + b * QB;
+                for (int e = 0; e < QB; e++)
+                    a[e] += wj * vals[e];
+            }
+        }
+    }
+}
+
+static void qb_finish(vq_codec *c, const float *acc, float *out)
+{
+    qblocks *q = c->impl;
+    memcpy(out, acc, sizeof(float) * (size_t)c->head_dim);
+    if (q->rot)
+        vq_rot_inverse(&q->r, out);
+}
+
+const vq_codec_ops vq_codec_q8_0_ops = {
+    .name = "q8_0",
+    .default_spec = "q8_0",
+    .init = q8_init,
+    .destroy = qb_destroy,
+    .encode = qb_encode,
+    .decode = qb_decode,
+    .prepare_query = qb_prepare_query,
+    .score = qb_score,
+    .accumulate = qb_accumulate,
+    .accum_finish = qb_finish,
+};
+
+const vq_codec_ops vq_codec_q4_0_ops = {
+    .name = "q4_0",
+    .default_spec = "q4_0",
+    .init = q4_init,
+    .destroy = qb_destroy,
+    .encode = qb_encode,
+    .decode = qb_decode,
+    .prepare_query = qb_prepare_query,
+    .score = qb_score,
+    .accumulate = qb_accumulate,
+    .accum_finish = qb_finish,
+};

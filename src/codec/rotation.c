@@ -1,0 +1,86 @@
+/* rotation.c -- randomized Hadamard rotation for any head_dim multiple of
+ * 32 (see rotation.h for the construction). Scalar reference. */
+#include "codec/rotation.h"
+
+#include <math.h>
+
+#include "core/hadamard.h"
+#include "core/rng.h"
+
+int vq_rot_supported(int dim)
+{
+    if (dim < 32 || dim > VQ_ROT_MAX_DIM || dim % 32 != 0)
+        return 0;
+    int m = dim;
+    while (m % 2 == 0)
+        m /= 2;
+    return m <= 7;
+}
+
+int vq_rot_init(vq_rotation *r, int dim, uint64_t seed)
+{
+    if (!vq_rot_supported(dim))
+        return -1;
+    r->dim = dim;
+    r->m = dim;
+    while (r->m % 2 == 0)
+        r->m /= 2;
+    r->p = dim / r->m;
+    vq_rng g;
+    vq_rng_seed(&g, vq_seed_mix(seed, 0x726f7461u /* "rota" */));
+    for (int i = 0; i < VQ_ROT_MAX_DIM / 8; i++)
+        r->sign[i] = 0;
+    for (int i = 0; i < dim; i++)
+        if (vq_rng_sign(&g) < 0)
+            r->sign[i >> 3] |= (uint8_t)(1u << (i & 7));
+    const double pi = 3.14159265358979323846;
+    for (int j = 0; j < r->m; j++)
+        for (int l = 0; l < r->m; l++)
+            r->dct[j * r->m + l] = (float)(sqrt((j == 0 ? 1.0 : 2.0) / r->m) *
+                                           cos(pi * (2 * l + 1) * j / (2.0 * r->m)));
+    return 0;
+}
+
+static void apply_signs(const vq_rotation *r, float *x)
+{
+    for (int i = 0; i < r->dim; i++)
+        if (r->sign[i >> 3] >> (i & 7) & 1)
+            x[i] = -x[i];
+}
+
+/* mix position i of the m chunks with the DCT (transpose if inverse) */
+static void mix_chunks(const vq_rotation *r, float *x, int transpose)
+{
+    const int m = r->m, p = r->p;
+    float t[7];
+    for (int i = 0; i < p; i++) {
+        for (int j = 0; j < m; j++) {
+            float s = 0.0f;
+            for (int l = 0; l < m; l++)
+                s += (transpose ? r->dct[l * m + j] : r->dct[j * m + l]) * x[l * p + i];
+            t[j] = s;
+        }
+        for (int j = 0; j < m; j++)
+            x[j * p + i] = t[j];
+    }
+}
+
+void vq_rot_forward(const vq_rotation *r, float *x)
+{
+    apply_signs(r, x);
+    for (int j = 0; j < r->m; j++)
+        vq_fwht(x + (size_t)j * r->p, (size_t)r->p);
+    if (r->m > 1)
+        mix_chunks(r, x, 0);
+}
+
+void vq_rot_inverse(const vq_rotation *r, float *x)
+{
+    if (r->m > 1)
+        mix_chunks(r, x, 1);
+    for (int j = 0; j < r->m; j++)
+        vq_fwht(x + (size_t)j * r->p, (size_t)r->p);
+    apply_signs(r, x);
+}
+
+size_t vq_rot_shared_bytes(const vq_rotation *r) { return (size_t)r->dim / 8; }

@@ -1,0 +1,419 @@
+/* vecinfer.c -- VecInfer: smoothing + randomized Hadamard + product
+ * quantization with calibrated k-means codebooks (Yao et al., "VecInfer:
+ * Efficient LLM Inference with Low-Bit KV Cache via Outlier-Suppressed
+ * Vector Quantization", 2025; METHODS.md).
+ *
+ * Parameters: sub_dim in {4, 8} (default 8), bits in [1, 12] (default 8)
+ * bits per piece code. Canonical spec "vecinfer:sub_dim=S,bits=B".
+ * M = D/sub_dim pieces, K = 2^bits centroids per piece position.
+ *
+ * Transform T (keys): y = H(sigma * (x / lambda)), lambda_c =
+ * sqrt(max_t |K_tc|) over the calibration samples (1 where that is 0),
+ * sigma a seeded random +-1 diagonal, H the orthonormal Walsh-Hadamard
+ * transform (block-diagonal on 32-wide blocks for head_dim 160 and 224,
+ * which vq_fwht does not cover). The query gets q~ = H(sigma * (q *
+ * lambda)), so <q~, y> = <q, x>.
+ * Values: the same without smoothing (lambda = 1). We keep the rotation for
+ * values: it spreads per-channel energy evenly over the pieces, so each
+ * piece's codebook sees similar statistics, and it costs one FWHT per
+ * accumulate_finish only.
+ *
+ * Packed layout (block_tokens = 1, block_bytes = ceil(M*bits/8)): piece m's
+ * code at bits [m*bits, (m+1)*bits) of the block, LSB-first little-endian
+ * bit stream; unused high bits of the last byte are zero.
+ *
+ * Calibration: lambda from the samples, then per piece position a k-means
+ * (k-means++ init, VQ_VECINFER_ITERS Lloyd iterations, seeded from the codec
+ * seed and the piece index) on the transformed samples, at most
+ * VQ_VECINFER_MAX_TRAIN of them (an even stride through the set). Without
+ * calibration the codec refuses to encode (VQ_ERR_NEEDS_CALIBRATION); there
+ * is no random-codebook fallback. Calibration time is O(n K D iters): with
+ * 12-bit codes (K = 4096) expect minutes.
+ *
+ * Query: query_bytes = M*K floats, the table LUT[m][k] = <q~_m, C_m,k>;
+ * score = sum_m LUT[m][code_m].
+ * Accumulate: for K <= 256 (bits <= 8) a histogram of weights per piece
+ * and code (accum_size = M*K; finish forms sum_k hist[m][k]*C_m,k then
+ * inverts T): the per-token cost is M adds. For bits > 8 the centroids
+ * are added directly in the rotated domain (accum_size = D).
+ *
+ * Shared state (shared_bytes): codebooks M*K*sub_dim fp32 plus lambda D
+ * fp32. State payload: docs/FORMATS.md, "vecinfer". */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "codec/kmeans.h"
+#include "core/hadamard.h"
+#include "core/io.h"
+#include "core/rng.h"
+
+#define VQ_VECINFER_ITERS 10
+#define VQ_VECINFER_MAX_TRAIN 8192
+
+typedef struct {
+    int sub_dim, bits, M, K;
+    int smooth;         /* 1 for keys */
+    int hist;           /* accumulate by histograms (K <= 256) */
+    uint64_t rot_seed;  /* seed of the +-1 diagonal */
+    float *sign;        /* D */
+    float *lambda;      /* D */
+    float *cb;          /* M*K*sub_dim */
+    float *tmp;         /* D scratch */
+} vecinfer_state;
+
+/* ---- transform ---------------------------------------------------------- */
+
+static void vi_fwht(float *y, size_t D)
+{
+    if (vq_fwht_supported(D)) {
+        vq_fwht(y, D);
+        return;
+    }
+    for (size_t o = 0; o < D; o += 32)
+        vq_fwht(y + o, 32);
+}
+
+static void vi_make_signs(vecinfer_state *st, int D)
+{
+    vq_rng r;
+    vq_rng_seed(&r, st->rot_seed);
+    for (int i = 0; i < D; i++)
+        st->sign[i] = vq_rng_sign(&r);
+}
+
+/* y = H(sigma * x * f), f = 1/lambda (keys) or lambda (queries) or 1 */
+static void vi_forward(const vecinfer_state *st, int D, const float *x, int mode, float *y)
+{
+    for (int i = 0; i < D; i++) {
+        float v = x[i];
+        if (mode < 0)
+            v /= st->lambda[i];
+        else if (mode > 0)
+            v *= st->lambda[i];
+        y[i] = st->sign[i] * v;
+    }
+    vi_fwht(y, (size_t)D);
+}
+
+/* inverse of vi_forward(mode = -1) in place: x = lambda * sigma * H(y) */
+static void vi_inverse(const vecinfer_state *st, int D, float *y)
+{
+    vi_fwht(y, (size_t)D);
+    for (int i = 0; i < D; i++)
+        y[i] *= st->sign[i] * st->lambda[i];
+}
+
+/* ---- bit stream --------------------------------------------------------- */
+
+static inline void vi_put(uint8_t *row, size_t nbytes, size_t pos, unsigned v)
+{
+    uint32_t w = (uint32_t)v << (pos & 7);
+    for (size_t b = pos >> 3; w && b < nbytes; b++, w >>= 8)
+        row[b] |= (uint8_t)w;
+}
+
+static inline unsigned vi_get(const uint8_t *row, size_t nbytes, size_t pos, int bits)
+{
+    uint32_t w = 0;
+    size_t b0 = pos >> 3;
+    for (size_t k = 0; k < 3 && b0 + k < nbytes; k++)
+        w |= (uint32_t)row[b0 + k] << (8 * k);
+    return (w >> (pos & 7)) & ((1u << bits) - 1);
+}
+
+/* ---- init --------------------------------------------------------------- */
+
+static void vecinfer_destroy(vq_codec *c)
+{
+    vecinfer_state *st = c->impl;
+    if (st) {
+        free(st->sign);
+        free(st->lambda);
+        free(st->cb);
+        free(st->tmp);
+    }
+    free(st);
+    c->impl = NULL;
+}
+
+static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
+{
+    long sub, bits;
+    VQ_TRY(vq_spec_int(spec, "sub_dim", 8, 1, 256, &sub, c->err));
+    if (sub != 4 && sub != 8)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vecinfer: parameter sub_dim=%ld unsupported (4 or 8)", sub);
+    VQ_TRY(vq_spec_int(spec, "bits", 8, 1, 12, &bits, c->err));
+    const int D = c->head_dim;
+    vecinfer_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
+    c->impl = st;
+    st->sub_dim = (int)sub;
+    st->bits = (int)bits;
+    st->M = D / st->sub_dim;
+    st->K = 1 << st->bits;
+    st->smooth = c->role == VQ_ROLE_KEY;
+    st->hist = st->K <= 256;
+    st->rot_seed = vq_seed_mix(c->seed, 0x7665633031ull); /* "vec01" */
+    st->sign = malloc((size_t)D * sizeof(float));
+    st->lambda = malloc((size_t)D * sizeof(float));
+    st->cb = calloc((size_t)st->K * D, sizeof(float));
+    st->tmp = malloc((size_t)D * sizeof(float));
+    if (!st->sign || !st->lambda || !st->cb || !st->tmp)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "vecinfer: out of memory (codebooks of %d x %d)", st->K, D);
+    vi_make_signs(st, D);
+    for (int i = 0; i < D; i++)
+        st->lambda[i] = 1.0f;
+    c->block_tokens = 1;
+    c->block_bytes = ((size_t)st->M * (size_t)st->bits + 7) / 8;
+    c->shared_bytes = sizeof(float) * ((size_t)st->K * D + (size_t)D);
+    c->query_bytes = sizeof(float) * (size_t)st->M * st->K;
+    c->accum_size = st->hist ? (size_t)st->M * st->K : (size_t)D;
+    snprintf(c->canon, sizeof c->canon, "vecinfer:sub_dim=%d,bits=%d", st->sub_dim, st->bits);
+    return VQ_OK;
+}
+
+/* ---- encode / decode ---------------------------------------------------- */
+
+static void vecinfer_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
+{
+    vecinfer_state *st = c->impl;
+    const int D = c->head_dim, sd = st->sub_dim;
+    const size_t bb = c->block_bytes;
+    memset(dst, 0, n * bb);
+    for (size_t i = 0; i < n; i++) {
+        vi_forward(st, D, x + i * (size_t)D, st->smooth ? -1 : 0, st->tmp);
+        for (int m = 0; m < st->M; m++) {
+            int code = vq_kmeans_nearest(st->cb + (size_t)m * st->K * sd, st->K, sd, st->tmp + m * sd);
+            vi_put(dst + i * bb, bb, (size_t)m * st->bits, (unsigned)code);
+        }
+    }
+}
+
+static void vecinfer_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+{
+    vecinfer_state *st = c->impl;
+    const int D = c->head_dim, sd = st->sub_dim;
+    const size_t bb = c->block_bytes;
+    for (size_t i = 0; i < n; i++) {
+        float *y = x + i * (size_t)D;
+        for (int m = 0; m < st->M; m++) {
+            unsigned code = vi_get(src + i * bb, bb, (size_t)m * st->bits, st->bits);
+            memcpy(y + m * sd, st->cb + ((size_t)m * st->K + code) * sd, (size_t)sd * sizeof(float));
+        }
+        vi_inverse(st, D, y);
+    }
+}
+
+/* ---- fused kernels ------------------------------------------------------ */
+
+static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
+{
+    vecinfer_state *st = c->impl;
+    const int D = c->head_dim, sd = st->sub_dim;
+    float *lut = (float *)(void *)qbuf;
+    vi_forward(st, D, q, st->smooth ? 1 : 0, st->tmp);
+    for (int m = 0; m < st->M; m++)
+        for (int k = 0; k < st->K; k++) {
+            const float *cent = st->cb + ((size_t)m * st->K + k) * sd;
+            float s = 0.0f;
+            for (int d = 0; d < sd; d++)
+                s += st->tmp[m * sd + d] * cent[d];
+            lut[(size_t)m * st->K + k] = s;
+        }
+}
+
+static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
+                           const uint8_t *codes, size_t n, float *scores)
+{
+    vecinfer_state *st = c->impl;
+    const size_t bb = c->block_bytes, lsz = (size_t)st->M * st->K;
+    const float *lut = (const float *)(const void *)qbuf;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *row = codes + i * bb;
+        for (int j = 0; j < n_q; j++) {
+            const float *l = lut + (size_t)j * lsz;
+            float s = 0.0f;
+            for (int m = 0; m < st->M; m++)
+                s += l[(size_t)m * st->K + vi_get(row, bb, (size_t)m * st->bits, st->bits)];
+            scores[(size_t)j * n + i] = s;
+        }
+    }
+}
+
+static void vecinfer_accumulate(vq_codec *c, const float *w, int n_q,
+                                const uint8_t *codes, size_t n, float *acc)
+{
+    vecinfer_state *st = c->impl;
+    const int sd = st->sub_dim;
+    const size_t bb = c->block_bytes;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *row = codes + i * bb;
+        for (int j = 0; j < n_q; j++) {
+            float wi = w[(size_t)j * n + i];
+            float *a = acc + (size_t)j * c->accum_size;
+            for (int m = 0; m < st->M; m++) {
+                unsigned code = vi_get(row, bb, (size_t)m * st->bits, st->bits);
+                if (st->hist) {
+                    a[(size_t)m * st->K + code] += wi;
+                } else {
+                    const float *cent = st->cb + ((size_t)m * st->K + code) * sd;
+                    for (int d = 0; d < sd; d++)
+                        a[m * sd + d] += wi * cent[d];
+                }
+            }
+        }
+    }
+}
+
+static void vecinfer_finish(vq_codec *c, const float *acc, float *out)
+{
+    vecinfer_state *st = c->impl;
+    const int D = c->head_dim, sd = st->sub_dim;
+    if (st->hist) {
+        memset(out, 0, (size_t)D * sizeof(float));
+        for (int m = 0; m < st->M; m++)
+            for (int k = 0; k < st->K; k++) {
+                float h = acc[(size_t)m * st->K + k];
+                if (h == 0.0f)
+                    continue;
+                const float *cent = st->cb + ((size_t)m * st->K + k) * sd;
+                for (int d = 0; d < sd; d++)
+                    out[m * sd + d] += h * cent[d];
+            }
+    } else {
+        memcpy(out, acc, (size_t)D * sizeof(float));
+    }
+    vi_inverse(st, D, out);
+}
+
+/* ---- calibration -------------------------------------------------------- */
+
+static vq_status vecinfer_calibrate(vq_codec *c, const float *x, size_t n)
+{
+    vecinfer_state *st = c->impl;
+    const int D = c->head_dim, sd = st->sub_dim;
+    for (size_t i = 0; i < n * (size_t)D; i++)
+        if (!isfinite(x[i]))
+            return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vecinfer: calibration sample %zu has a non-finite value",
+                           i / (size_t)D);
+    size_t nt = n < VQ_VECINFER_MAX_TRAIN ? n : VQ_VECINFER_MAX_TRAIN;
+    float *y = malloc(nt * (size_t)D * sizeof(float));
+    float *lambda = malloc((size_t)D * sizeof(float));
+    float *cb = malloc((size_t)st->K * D * sizeof(float));
+    if (!y || !lambda || !cb) {
+        free(y); free(lambda); free(cb);
+        return vq_fail(c->err, VQ_ERR_NOMEM, "vecinfer: out of memory for %zu calibration samples", nt);
+    }
+    for (int d = 0; d < D; d++) {
+        float mx = 0.0f;
+        if (st->smooth)
+            for (size_t i = 0; i < n; i++)
+                mx = fmaxf(mx, fabsf(x[i * (size_t)D + d]));
+        lambda[d] = mx > 0.0f ? sqrtf(mx) : 1.0f;
+    }
+    float *keep = st->lambda; /* vi_forward reads st->lambda */
+    st->lambda = lambda;
+    for (size_t t = 0; t < nt; t++) {
+        size_t i = (size_t)((double)t * (double)n / (double)nt); /* even stride */
+        vi_forward(st, D, x + i * (size_t)D, st->smooth ? -1 : 0, y + t * (size_t)D);
+    }
+    st->lambda = keep;
+    vq_status s = VQ_OK;
+    for (int m = 0; m < st->M && s == VQ_OK; m++)
+        s = vq_kmeans(y + m * sd, nt, (size_t)D, sd, st->K, VQ_VECINFER_ITERS,
+                      vq_seed_mix(c->seed, 0x6b6d00ull + (uint64_t)m), cb + (size_t)m * st->K * sd, c->err);
+    if (s == VQ_OK) {
+        memcpy(st->lambda, lambda, (size_t)D * sizeof(float));
+        memcpy(st->cb, cb, (size_t)st->K * D * sizeof(float));
+    }
+    free(y); free(lambda); free(cb);
+    return s;
+}
+
+/* payload v1: u32 D, u32 sub_dim, u32 bits, u32 smooth, u64 rot_seed,
+ * f32 lambda[D], f32 codebooks[M][K][sub_dim] (docs/FORMATS.md) */
+#define VI_HDR 24
+
+static size_t vi_payload_size(const vq_codec *c)
+{
+    const vecinfer_state *st = c->impl;
+    return VI_HDR + 4 * (size_t)c->head_dim + 4 * (size_t)st->K * (size_t)c->head_dim;
+}
+
+static vq_status vecinfer_state_write(const vq_codec *c, uint8_t *dst, size_t cap, size_t *len)
+{
+    const vecinfer_state *st = c->impl;
+    const int D = c->head_dim;
+    size_t need = vi_payload_size(c);
+    *len = need;
+    if (!dst)
+        return VQ_OK;
+    if (cap < need)
+        return vq_fail(((vq_codec *)c)->err, VQ_ERR_INVALID_ARG, "vecinfer: state buffer %zu < %zu bytes", cap, need);
+    vq_put_u32(dst, (uint32_t)D);
+    vq_put_u32(dst + 4, (uint32_t)st->sub_dim);
+    vq_put_u32(dst + 8, (uint32_t)st->bits);
+    vq_put_u32(dst + 12, (uint32_t)st->smooth);
+    vq_put_u64(dst + 16, st->rot_seed);
+    uint8_t *p = dst + VI_HDR;
+    for (int i = 0; i < D; i++, p += 4)
+        vq_put_f32(p, st->lambda[i]);
+    for (size_t i = 0; i < (size_t)st->K * D; i++, p += 4)
+        vq_put_f32(p, st->cb[i]);
+    return VQ_OK;
+}
+
+static vq_status vecinfer_state_read(vq_codec *c, const uint8_t *src, size_t len)
+{
+    vecinfer_state *st = c->impl;
+    const int D = c->head_dim;
+    if (len < VI_HDR)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "vecinfer state: %zu bytes, shorter than its %d-byte header", len, VI_HDR);
+    uint32_t d = vq_get_u32(src), sd = vq_get_u32(src + 4), bits = vq_get_u32(src + 8), sm = vq_get_u32(src + 12);
+    if (d != (uint32_t)D || sd != (uint32_t)st->sub_dim || bits != (uint32_t)st->bits || sm != (uint32_t)st->smooth)
+        return vq_fail(c->err, VQ_ERR_FORMAT,
+                       "vecinfer state: head_dim %u sub_dim %u bits %u smoothing %u, codec has %d %d %d %d", d, sd,
+                       bits, sm, D, st->sub_dim, st->bits, st->smooth);
+    size_t need = vi_payload_size(c);
+    if (len != need)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "vecinfer state: payload of %zu bytes, expected %zu", len, need);
+    const uint8_t *p = src + VI_HDR;
+    for (int i = 0; i < D; i++, p += 4) {
+        float l = vq_get_f32(p);
+        if (!isfinite(l) || !(l > 0.0f))
+            return vq_fail(c->err, VQ_ERR_FORMAT, "vecinfer state: smoothing factor %d is %g", i, (double)l);
+    }
+    for (size_t i = 0; i < (size_t)st->K * D; i++, p += 4)
+        if (!isfinite(vq_get_f32(p)))
+            return vq_fail(c->err, VQ_ERR_FORMAT, "vecinfer state: codebook value %zu is not finite", i);
+    /* all checked: commit */
+    st->rot_seed = vq_get_u64(src + 16);
+    vi_make_signs(st, D);
+    p = src + VI_HDR;
+    for (int i = 0; i < D; i++, p += 4)
+        st->lambda[i] = vq_get_f32(p);
+    for (size_t i = 0; i < (size_t)st->K * D; i++, p += 4)
+        st->cb[i] = vq_get_f32(p);
+    return VQ_OK;
+}
+
+const vq_codec_ops vq_codec_vecinfer_ops = {
+    .name = "vecinfer",
+    .default_spec = "vecinfer:sub_dim=8,bits=8",
+    .needs_calibration = 1,
+    .init = vecinfer_init,
+    .destroy = vecinfer_destroy,
+    .encode = vecinfer_encode,
+    .decode = vecinfer_decode,
+    .prepare_query = vecinfer_prepare_query,
+    .score = vecinfer_score,
+    .accumulate = vecinfer_accumulate,
+    .accum_finish = vecinfer_finish,
+    .calibrate = vecinfer_calibrate,
+    .state_write = vecinfer_state_write,
+    .state_read = vecinfer_state_read,
+};

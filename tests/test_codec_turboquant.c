@@ -1,0 +1,218 @@
+/* test_codec_turboquant.c -- the theory behind turboquant_{mse,rvq,prod}:
+ * Lloyd-Max tables against Max (1960), MSE on isotropic data against the
+ * Lloyd-Max distortion (after a random rotation each coordinate of a unit
+ * vector is ~N(0, 1/D), so the relative MSE of turboquant_mse at b bits
+ * must be the b-bit Lloyd-Max MSE of N(0,1)), the 4^-b slope, and the
+ * unbiasedness of turboquant_prod's inner products (TurboQuant Thm. 2)
+ * compared with the shrinkage bias of the MSE quantizer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/lloyd_max.h"
+#include "codec/rotation.h"
+#include "core/rng.h"
+#include "test.h"
+#include "veloxquant.h"
+
+static void test_lloyd_max_tables(void)
+{
+    /* Max (1960), Table I (normal density): MSE and positive centroids */
+    const double mse[4] = { 0.3634, 0.1175, 0.03454, 0.009497 };
+    const double c2[2] = { 0.4528, 1.510 }, c3[4] = { 0.2451, 0.7560, 1.344, 2.152 };
+    for (int b = 1; b <= 4; b++) {
+        vq_lloyd_max_q q;
+        CHECK(vq_lloyd_max(VQ_LM_GAUSSIAN, b, &q) == 0);
+        CHECK(q.levels == 1 << b);
+        CHECKF(fabs(q.mse / mse[b - 1] - 1.0) < 5e-3, /* the table has 4 digits */ "b=%d mse %.5f vs %.5f", b, q.mse,
+               mse[b - 1]);
+        for (int i = 0; i + 1 < q.levels; i++)
+            CHECK(q.centroid[i] < q.centroid[i + 1] && q.threshold[i] > q.centroid[i]);
+        if (b == 1)
+            CHECK_NEAR(q.centroid[1], sqrt(2.0 / M_PI), 1e-5);
+        if (b == 2)
+            for (int i = 0; i < 2; i++)
+                CHECK_NEAR(q.centroid[2 + i], c2[i], 1e-3);
+        if (b == 3)
+            for (int i = 0; i < 4; i++)
+                CHECK_NEAR(q.centroid[4 + i], c3[i], 1e-3);
+    }
+    vq_lloyd_max_q l;
+    CHECK(vq_lloyd_max(VQ_LM_LAPLACIAN, 1, &l) == 0);
+    CHECK_NEAR(l.centroid[1], 1.0, 1e-6); /* mean of Exp(1) */
+    CHECK_NEAR(l.mse, 1.0, 1e-3);         /* variance 2 minus 1 */
+    /* Laplacian b=2 (unit variance, Paez & Glisson 1972): 0.4198, 1.8340 */
+    CHECK(vq_lloyd_max(VQ_LM_LAPLACIAN, 2, &l) == 0);
+    CHECK_NEAR(l.centroid[2] / sqrt(2.0), 0.4198, 2e-3);
+    CHECK_NEAR(l.centroid[3] / sqrt(2.0), 1.8340, 2e-3);
+    CHECK(vq_lloyd_max(VQ_LM_GAUSSIAN, 0, &l) == -1);
+    CHECK(vq_lloyd_max(VQ_LM_GAUSSIAN, 5, &l) == -1);
+}
+
+static void test_rotation_orthonormal(void)
+{
+    const int dims[] = { 32, 64, 96, 128, 160, 192, 224, 256 };
+    vq_rng g;
+    vq_rng_seed(&g, 1);
+    for (int k = 0; k < 8; k++) {
+        int D = dims[k];
+        vq_rotation r;
+        CHECK(vq_rot_init(&r, D, 5) == 0);
+        float a[256], b[256], ra[256], rb[256];
+        for (int d = 0; d < D; d++) {
+            a[d] = ra[d] = vq_rng_normal(&g);
+            b[d] = rb[d] = vq_rng_normal(&g);
+        }
+        vq_rot_forward(&r, ra);
+        vq_rot_forward(&r, rb);
+        double ab = 0, rab = 0, err = 0;
+        for (int d = 0; d < D; d++) {
+            ab += a[d] * b[d];
+            rab += ra[d] * rb[d];
+        }
+        CHECKF(fabs(ab - rab) < 1e-4 * D, "D=%d <a,b>=%g <Ra,Rb>=%g", D, ab, rab);
+        vq_rot_inverse(&r, ra);
+        for (int d = 0; d < D; d++)
+            err = fmax(err, fabs(ra[d] - a[d]));
+        CHECKF(err < 1e-5, "D=%d inverse error %g", D, err);
+        /* a basis vector is spread: no coordinate keeps more than half */
+        float e[256] = { 0 };
+        e[0] = 1.0f;
+        vq_rot_forward(&r, e);
+        float mx = 0;
+        for (int d = 0; d < D; d++)
+            mx = fmaxf(mx, fabsf(e[d]));
+        CHECKF(mx < 0.5f, "D=%d: rotated basis vector keeps %.2f", D, mx);
+    }
+    vq_rotation r;
+    CHECK(vq_rot_init(&r, 48, 1) == -1);
+    CHECK(vq_rot_init(&r, 288, 1) == -1);
+}
+
+/* relative MSE of a spec on isotropic N(0,1) vectors */
+static double iso_rel_mse(const char *spec, int D, size_t n)
+{
+    vq_codec *c = NULL;
+    CHECK_OK(vq_codec_create(spec, D, VQ_ROLE_KEY, 7, &c));
+    if (!c)
+        return NAN;
+    float *x = malloc(n * D * sizeof(float)), *y = malloc(n * D * sizeof(float));
+    uint8_t *codes = malloc(n * vq_codec_bytes_per_token(c));
+    vq_rng g;
+    vq_rng_seed(&g, 99);
+    for (size_t i = 0; i < n * D; i++)
+        x[i] = vq_rng_normal(&g);
+    CHECK_OK(vq_codec_encode(c, x, n, codes));
+    CHECK_OK(vq_codec_decode(c, codes, n, y));
+    double e = 0, r = 0;
+    for (size_t i = 0; i < n * D; i++) {
+        e += (double)(x[i] - y[i]) * (x[i] - y[i]);
+        r += (double)x[i] * x[i];
+    }
+    free(x);
+    free(y);
+    free(codes);
+    vq_codec_free(c);
+    return e / r;
+}
+
+static void test_mse_matches_lloyd_max(void)
+{
+    const size_t n = vq_test_quick() ? 64 : 512;
+    const int dims[] = { 64, 128, 256 };
+    for (int k = 0; k < 3; k++) {
+        double prev = 1.0;
+        for (int b = 1; b <= 4; b++) {
+            char spec[64];
+            snprintf(spec, sizeof spec, "turboquant_mse:bits=%d", b);
+            vq_lloyd_max_q q;
+            vq_lloyd_max(VQ_LM_GAUSSIAN, b, &q);
+            double m = iso_rel_mse(spec, dims[k], n);
+            /* the rotated coordinates are only approximately Gaussian at
+             * finite D (Beta-distributed): allow 10% either way */
+            CHECKF(fabs(m / q.mse - 1.0) < 0.10, "%s D=%d: rel MSE %.4f, Lloyd-Max %.4f", spec, dims[k], m, q.mse);
+            /* slope: Lloyd-Max MSE ~ 4^-b (times a slowly varying factor):
+             * every extra bit must cut the MSE by at least 2.5x */
+            CHECKF(prev / m >= 2.5, "%s D=%d: MSE %.4f only %.2fx below the previous bit", spec, dims[k], m, prev / m);
+            prev = m;
+        }
+    }
+}
+
+static void test_rvq_slope(void)
+{
+    const size_t n = vq_test_quick() ? 64 : 512;
+    double prev = 1.0;
+    for (int b = 1; b <= 4; b++) {
+        char spec[64], mspec[64];
+        snprintf(spec, sizeof spec, "turboquant_rvq:bits=%d", b);
+        snprintf(mspec, sizeof mspec, "turboquant_mse:bits=%d", b);
+        double m = iso_rel_mse(spec, 128, n), m1 = iso_rel_mse(mspec, 128, n);
+        /* stage 2 must improve on stage 1 alone */
+        CHECKF(m < m1, "%s: %.4f not below its stage 1 (%.4f)", spec, m, m1);
+        /* each bit adds 2 bits per coordinate (one per stage); we require
+         * the same >= 2.5x per bit as a single Lloyd-Max stage */
+        CHECKF(prev / m >= 2.5, "%s: MSE %.4f only %.2fx below bits=%d", spec, m, prev / m, b - 1);
+        if (getenv("VQ_TEST_VERBOSE"))
+            printf("%s rel MSE %.5f (stage 1 alone %.5f)\n", spec, m, m1);
+        prev = m;
+    }
+}
+
+/* estimated <q,k> averaged over independent seeds: prod must be unbiased,
+ * mse at the same stage-1 bits is biased low (its reconstruction shrinks
+ * toward the centroids: E<q,k_hat> ~ (1 - mse) <q,k>) */
+static void test_prod_unbiased(void)
+{
+    const int D = 128, seeds = vq_test_quick() ? 48 : 200;
+    float k[128], q[128];
+    vq_rng g;
+    vq_rng_seed(&g, 5);
+    double truth = 0, qq = 0, kk = 0;
+    for (int d = 0; d < D; d++) {
+        k[d] = vq_rng_normal(&g);
+        q[d] = k[d] + 0.5f * vq_rng_normal(&g); /* correlated: large <q,k> */
+        truth += (double)q[d] * k[d];
+        qq += (double)q[d] * q[d];
+        kk += (double)k[d] * k[d];
+    }
+    const char *specs[2] = { "turboquant_prod:bits=2", "turboquant_mse:bits=1" };
+    double mean[2], se[2];
+    for (int s = 0; s < 2; s++) {
+        double sum = 0, sum2 = 0;
+        for (int i = 0; i < seeds; i++) {
+            vq_codec *c = NULL;
+            CHECK_OK(vq_codec_create(specs[s], D, VQ_ROLE_KEY, 1000 + (uint64_t)i, &c));
+            if (!c)
+                return;
+            uint8_t code[128], qb[1024];
+            float est;
+            CHECK_OK(vq_codec_encode(c, k, 1, code));
+            CHECK_OK(vq_codec_prepare_query(c, q, qb));
+            CHECK_OK(vq_codec_score(c, qb, 1, code, 1, &est));
+            sum += est;
+            sum2 += (double)est * est;
+            vq_codec_free(c);
+        }
+        mean[s] = sum / seeds;
+        se[s] = sqrt((sum2 / seeds - mean[s] * mean[s]) / seeds);
+    }
+    double scale = sqrt(qq * kk);
+    if (getenv("VQ_TEST_VERBOSE"))
+        printf("<q,k>=%.3f prod mean %.3f (se %.3f), mse:1 mean %.3f (se %.3f)\n", truth, mean[0], se[0], mean[1],
+               se[1]);
+    /* unbiased: within 4 standard errors (+ fp16 rounding of norms) */
+    CHECKF(fabs(mean[0] - truth) < 4 * se[0] + 1e-3 * scale, "prod mean %.4f vs <q,k> %.4f (se %.4f)", mean[0], truth,
+           se[0]);
+    /* the 1-bit MSE quantizer shrinks by ~2/pi: clearly biased */
+    CHECKF(mean[1] < truth * 0.8, "mse:bits=1 mean %.4f not shrunk vs %.4f", mean[1], truth);
+}
+
+int main(void)
+{
+    RUN(test_lloyd_max_tables);
+    RUN(test_rotation_orthonormal);
+    RUN(test_mse_matches_lloyd_max);
+    RUN(test_rvq_slope);
+    RUN(test_prod_unbiased);
+    return vq_test_summary("test_codec_turboquant");
+}
