@@ -571,6 +571,241 @@ static void test_malformed_metadata(void)
     CHECK(vq_tokenizer_encode(NULL, "a", 1, 0, 0, &ids, &n, err) == VQ_ERR_INVALID_ARG);
 }
 
+/* ---- the default models ---------------------------------------------------- */
+
+typedef struct {
+    const char *name;     /* models/NAME.gguf */
+    const char *arch;
+    const char *bos_text; /* BOS token text */
+    int add_bos;          /* tokenizer.ggml.add_bos_token */
+    const char *turn;     /* a control token of its chat template */
+    const char *chat;     /* the exact chat string for the message "Hi there" */
+    size_t n_unrepresentable; /* byte values missing from the vocabulary, counted
+                                 with an independent GGUF reader (Python) */
+} model_case;
+
+static const model_case k_models[] = {
+    { "smollm2-135m", "llama", "<|im_start|>", 0, "<|im_start|>",
+      "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+      "Face<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n", 21 },
+    { "gemma3-270m", "gemma3", "<bos>", 1, "<start_of_turn>",
+      "<start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\n", 0 },
+};
+
+/* The first n_lines lines of WikiText-2 test. */
+static char *wikitext(size_t n_lines, size_t *len)
+{
+    const char *path = vq_test_data("wikitext-2-test.txt");
+    size_t n;
+    char *all = path ? read_all(path, &n) : NULL;
+    if (!all)
+        return NULL;
+    size_t pos = 0;
+    for (size_t l = 0; l < n_lines && pos < n; l++) {
+        const char *nl = memchr(all + pos, '\n', n - pos);
+        pos = nl ? (size_t)(nl - all) + 1 : n;
+    }
+    all[pos] = 0;
+    *len = pos;
+    return all;
+}
+
+/* Bytes the vocabulary cannot express at all (byte-level BPE vocabularies
+ * may lack byte values that never occur in UTF-8 text): those for which
+ * decode(encode(b)) != b. The tokenizer drops them, as llama.cpp does. */
+static uint8_t g_drop[256];
+
+static void find_unrepresentable(const vq_tokenizer *t)
+{
+    for (int b = 0; b < 256; b++) {
+        char c = (char)b, *back = NULL;
+        int32_t *ids = NULL;
+        size_t n = 0, blen = 0;
+        char err[VQ_ERRLEN];
+        g_drop[b] = 1;
+        if (vq_tokenizer_encode(t, &c, 1, 0, 0, &ids, &n, err) == VQ_OK &&
+            vq_tokenizer_decode(t, ids, n, 0, &back, &blen, err) == VQ_OK)
+            g_drop[b] = !(blen == 1 && back[0] == c);
+        free(ids);
+        free(back);
+    }
+}
+
+/* decode(encode(text)) == text minus the g_drop bytes, no BOS, no special
+ * parsing. Returns the token count. */
+static size_t check_roundtrip(const vq_tokenizer *t, const char *text_in, size_t len_in,
+                              const char *what)
+{
+    char *text = malloc(len_in + 1);
+    size_t len = 0;
+    for (size_t i = 0; i < len_in; i++)
+        if (!g_drop[(unsigned char)text_in[i]])
+            text[len++] = text_in[i];
+    int32_t *ids = NULL;
+    size_t n = 0;
+    char err[VQ_ERRLEN] = "";
+    vq_status st = vq_tokenizer_encode(t, text_in, len_in, 0, 0, &ids, &n, err);
+    CHECKF(st == VQ_OK, "%s: encode: %s", what, err);
+    char *back = NULL;
+    size_t blen = 0;
+    st = vq_tokenizer_decode(t, ids, n, 0, &back, &blen, err);
+    CHECKF(st == VQ_OK, "%s: decode: %s", what, err);
+    int same = back && blen == len && memcmp(back, text, len) == 0;
+    if (!same && back) {
+        size_t k = 0;
+        while (k < len && k < blen && back[k] == text[k])
+            k++;
+        fprintf(stderr, "%s: first difference at byte %zu of %zu (decoded %zu): '%.20s' vs '%.20s'\n",
+                what, k, len, blen, text + k, back + k);
+    }
+    CHECKF(same, "%s: decode(encode(text)) != text", what);
+    free(text);
+    free(ids);
+    free(back);
+    return n;
+}
+
+static void model_checks(const model_case *mc)
+{
+    const char *path = vq_test_model(mc->name);
+    if (!path)
+        return;
+    double t0 = vq_now_seconds();
+    vq_tokenizer *t = load_tok(path, NULL);
+    if (!t)
+        return;
+    printf("%s: tokenizer loaded in %.3f s, %d tokens\n", mc->name, vq_now_seconds() - t0,
+           (int)vq_tokenizer_n_vocab(t));
+    char err[VQ_ERRLEN] = "";
+
+    /* BOS per add_bos_token */
+    int32_t ids[64];
+    int32_t bos = vq_tokenizer_bos(t);
+    CHECK(bos >= 0 && id_of(t, mc->bos_text) == bos);
+    size_t n = encode(t, "Hello", 5, 1, 0, ids, 64);
+    CHECKF((n > 0 && ids[0] == bos) == mc->add_bos, "%s: BOS added = %d, model says %d",
+           mc->name, n > 0 && ids[0] == bos, mc->add_bos);
+    CHECK(encode(t, "", 0, 1, 0, ids, 64) == (size_t)mc->add_bos);
+    CHECK(encode(t, "", 0, 0, 0, ids, 64) == 0);
+
+    /* a control token is one id with parse_special, plain text without */
+    int32_t turn = id_of(t, mc->turn);
+    CHECKF(turn >= 0, "%s: %s is not a single token", mc->name, mc->turn);
+    n = encode(t, mc->turn, strlen(mc->turn), 0, 0, ids, 64);
+    int found = 0;
+    for (size_t i = 0; i < n && i < 64; i++)
+        found |= ids[i] == turn;
+    CHECKF(n > 1 && !found, "%s: %s recognised without parse_special", mc->name, mc->turn);
+    CHECK(vq_tokenizer_is_eog(t, vq_tokenizer_eos(t)));
+
+    /* chat template: exact string, and it encodes with the turn tokens */
+    char *chat = NULL;
+    CHECK_OK(vq_tokenizer_chat(t, mc->arch, "Hi there", &chat, err));
+    CHECKF(chat && strcmp(chat, mc->chat) == 0, "%s: chat string '%s'", mc->name,
+           chat ? chat : "(null)");
+    if (chat) {
+        n = encode(t, chat, strlen(chat), 1, 1, ids, 64);
+        size_t n_turn = 0;
+        for (size_t i = 0; i < n && i < 64; i++)
+            n_turn += ids[i] == turn;
+        CHECKF(n_turn >= 2, "%s: chat encodes with %zu turn tokens", mc->name, n_turn);
+    }
+    free(chat);
+
+    /* round trips: WikiText, hostile bytes, empty text */
+    find_unrepresentable(t);
+    size_t n_drop = 0;
+    for (int b = 0; b < 256; b++)
+        n_drop += g_drop[b];
+    printf("%s: %zu byte values cannot be expressed by the vocabulary\n", mc->name, n_drop);
+    CHECKF(n_drop == mc->n_unrepresentable, "%s: %zu unrepresentable bytes, expected %zu",
+           mc->name, n_drop, mc->n_unrepresentable);
+    for (int b = 0; b < 128; b++) /* ASCII is always there */
+        CHECKF(!g_drop[b] || mc->n_unrepresentable, "%s: byte %d dropped", mc->name, b);
+    size_t lines = vq_test_quick() ? 40 : 200, len;
+    char *wt = wikitext(lines, &len);
+    if (wt) {
+        double t1 = vq_now_seconds();
+        size_t nt = check_roundtrip(t, wt, len, mc->name);
+        double dt = vq_now_seconds() - t1;
+        printf("%s: WikiText first %zu lines: %zu bytes -> %zu tokens, round trip in %.3f s\n",
+               mc->name, lines, len, nt, dt);
+        /* sanity of the compression: English BPE/SPM gives 3-6 bytes per token */
+        CHECKF(nt * 3 < len && nt * 7 > len, "%s: %zu bytes gave %zu tokens", mc->name, len, nt);
+    }
+    free(wt);
+    static const char hostile[] = "ok \xff\xfe bad \xc3 cut \xe2\x82 \xed\xa0\x80 sur \xf4\x90\x80\x80"
+                                  " big \x80 cont \xc0\xaf over <|im_start|> <start_of_turn> \x01\x02\t\r\n";
+    check_roundtrip(t, hostile, sizeof hostile - 1, "hostile bytes");
+    char all_bytes[256];
+    for (int b = 0; b < 256; b++)
+        all_bytes[b] = (char)(255 - b);
+    check_roundtrip(t, all_bytes, 256, "all 256 byte values");
+    check_roundtrip(t, "", 0, "empty");
+
+    /* speed: the WikiText slice the perplexity test uses (about 4096 tokens)
+     * must tokenize well under a second; 1 MB texts near-linearly */
+    wt = wikitext(vq_test_quick() ? 400 : 1000000, &len);
+    if (wt) {
+        size_t slice = len < 20000 ? len : 20000; /* ~4.5k tokens of WikiText */
+        double t1 = vq_now_seconds();
+        int32_t *all;
+        size_t na;
+        CHECK_OK(vq_tokenizer_encode(t, wt, slice, 1, 0, &all, &na, err));
+        double dt = vq_now_seconds() - t1;
+        free(all);
+        printf("%s: %zu bytes -> %zu tokens in %.4f s\n", mc->name, slice, na, dt);
+        /* 1 s is the stated budget; sanitizer builds run ~10x slower */
+        CHECKF(dt < (vq_test_quick() ? 5.0 : 1.0), "%s: %zu tokens took %.3f s", mc->name, na, dt);
+
+        size_t big = vq_test_quick() ? ((size_t)1 << 18) : ((size_t)1 << 20);
+        if (big > len)
+            big = len;
+        t1 = vq_now_seconds();
+        CHECK_OK(vq_tokenizer_encode(t, wt, big, 0, 0, &all, &na, err));
+        double dt_big = vq_now_seconds() - t1;
+        free(all);
+        printf("%s: %zu bytes -> %zu tokens in %.3f s (%.2f MB/s)\n", mc->name, big, na, dt_big,
+               (double)big / 1e6 / (dt_big > 0 ? dt_big : 1e-9));
+        /* near-linear: at most 3x the per-byte cost of the small slice
+         * (plus a 0.2 s allowance for timer noise on a shared machine) */
+        CHECKF(dt_big < 3.0 * dt * (double)big / (double)slice + 0.2,
+               "%s: %zu bytes took %.3f s vs %.4f s for %zu", mc->name, big, dt_big, dt, slice);
+    }
+    free(wt);
+
+    /* pathological texts: one long run of spaces, of newlines, of one letter,
+     * and of random bytes; all must round-trip in bounded time */
+    size_t big = vq_test_quick() ? ((size_t)1 << 16) : ((size_t)1 << 20);
+    char *p = malloc(big);
+    const char fills[] = { ' ', '\n', 'a' };
+    for (int k = 0; k < 4; k++) {
+        if (k < 3) {
+            memset(p, fills[k], big);
+        } else {
+            uint64_t x = 88172645463325252ULL;
+            for (size_t i = 0; i < big; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                p[i] = (char)(x >> 56);
+            }
+        }
+        double t1 = vq_now_seconds();
+        char what[64];
+        snprintf(what, sizeof what, "%s: %zu bytes of fill %d", mc->name, big, k);
+        size_t nt = check_roundtrip(t, p, big, what);
+        double dt = vq_now_seconds() - t1;
+        printf("%s -> %zu tokens, encode+decode %.3f s\n", what, nt, dt);
+        /* 1 MB in under 10 s even for the worst case: the generous bound
+         * catches quadratic behaviour (which would take minutes) */
+        CHECKF(dt < 10.0, "%s took %.3f s", what, dt);
+    }
+    free(p);
+    vq_tokenizer_free(t);
+}
+
+static void test_model_smollm2(void) { model_checks(&k_models[0]); }
+static void test_model_gemma3(void) { model_checks(&k_models[1]); }
+
 int main(void)
 {
     RUN(test_vectors_llama_spm);
@@ -581,6 +816,7 @@ int main(void)
     RUN(test_spm_tiny);
     RUN(test_bpe_tiny);
     RUN(test_malformed_metadata);
-    (void)id_of;
+    RUN(test_model_smollm2);
+    RUN(test_model_gemma3);
     return vq_test_summary("tokenizer");
 }
