@@ -767,9 +767,9 @@ static void model_checks(const model_case *mc)
         free(all);
         printf("%s: %zu bytes -> %zu tokens in %.3f s (%.2f MB/s)\n", mc->name, big, na, dt_big,
                (double)big / 1e6 / (dt_big > 0 ? dt_big : 1e-9));
-        /* near-linear: at most 3x the per-byte cost of the small slice
-         * (plus a 0.2 s allowance for timer noise on a shared machine) */
-        CHECKF(dt_big < 3.0 * dt * (double)big / (double)slice + 0.2,
+        /* near-linear: at most 5x the per-byte cost of the small slice, plus
+         * 0.5 s for noise on a shared machine (quadratic cost would be ~50x) */
+        CHECKF(dt_big < 5.0 * dt * (double)big / (double)slice + 0.5,
                "%s: %zu bytes took %.3f s vs %.4f s for %zu", mc->name, big, dt_big, dt, slice);
     }
     free(wt);
