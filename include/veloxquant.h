@@ -160,7 +160,194 @@ const char *vq_codec_method(int index, const char **default_spec);
  *  Model runtime: GGUF models, tokenizers, generation                      *
  * ======================================================================== */
 
-/* (model section: maintained with src/model/) */
+/* A loaded model: weights (memory-mapped GGUF, read-only), hyperparameters
+ * and tokenizer. Immutable after load, so one model may serve several
+ * contexts (one thread per context). */
+typedef struct vq_model vq_model;
+
+/* Load a model. `path_or_name` is a GGUF file path, or an installed model
+ * name ("smollm2-135m"), which resolves to $VQ_MODELS/NAME.gguf when
+ * VQ_MODELS is set, else models/NAME.gguf relative to the working
+ * directory. Every hyperparameter is read from the GGUF metadata.
+ * Supported architectures: llama, qwen2, qwen3, gemma3.
+ * Errors: VQ_ERR_INVALID_ARG (NULL), VQ_ERR_IO (file missing/unreadable),
+ * VQ_ERR_FORMAT (malformed GGUF, missing/mis-shaped tensor or key),
+ * VQ_ERR_UNSUPPORTED (architecture, weight type or rope scaling we do not
+ * run), VQ_ERR_NOMEM. The message (vq_last_error) names the problem. */
+vq_status vq_model_load(const char *path_or_name, vq_model **out);
+void vq_model_free(vq_model *m);
+/* Message of the last failure on this model, "" if none. */
+const char *vq_model_error(const vq_model *m);
+
+/* Model hyperparameters. Where layers differ (Gemma 3: sliding-window
+ * layers use another RoPE base; other models may vary heads per layer),
+ * the per-layer values come from vq_model_layer_info; the fields here are
+ * those of layer 0 (head_dim, n_kv_heads) or the global value. */
+typedef struct {
+    const char *arch;      /* "llama", "qwen2", "qwen3", "gemma3" (owned by the model) */
+    const char *name;      /* general.name or "" (owned by the model) */
+    int n_layers;
+    int n_embd;            /* residual width */
+    int n_q_heads;
+    int n_kv_heads;
+    int head_dim;          /* key/value width per head */
+    int n_ff;              /* feed-forward hidden width */
+    int n_vocab;
+    int n_ctx_train;       /* context length the model was trained for */
+    float rope_base;       /* RoPE base of full-attention layers */
+    float rope_base_local; /* RoPE base of sliding-window layers (= rope_base if none) */
+    float rms_eps;
+    int sliding_window;    /* window of sliding-window layers, 0 if none */
+    int n_swa_layers;      /* how many layers use the sliding window */
+    size_t weight_bytes;   /* bytes of all tensors in the file */
+    size_t n_params;       /* elements of all tensors */
+} vq_model_info;
+
+typedef struct {
+    int n_q_heads;
+    int n_kv_heads;
+    int head_dim;
+    int sliding_window;    /* 0: full causal attention */
+    float rope_base;
+} vq_layer_info;
+
+vq_status vq_model_info_get(const vq_model *m, vq_model_info *out);
+vq_status vq_model_layer_info(const vq_model *m, int layer, vq_layer_info *out);
+
+/* Tensor listing (for `inspect`): tensor i of vq_model_n_tensors(m).
+ * *type_name is a constant string; *name is NUL-terminated and valid until
+ * the next vq_model_tensor call on this thread. Any output may be NULL. */
+int vq_model_n_tensors(const vq_model *m);
+vq_status vq_model_tensor(const vq_model *m, int i, const char **name,
+                          const char **type_name, int64_t dims[4], int *n_dims,
+                          size_t *nbytes);
+
+/* Tokenization (the tokenizer described in the GGUF; VQ_ERR_UNSUPPORTED if
+ * the file has none). vq_model_tokenize: *tokens is a new malloc'd array of
+ * *n ids (caller frees with free()). add_bos: prepend BOS when the model
+ * asks for it; parse_special: recognise special tokens written in text. */
+vq_status vq_model_tokenize(const vq_model *m, const char *text, size_t len, int add_bos,
+                            int parse_special, int32_t **tokens, size_t *n);
+/* Text of one token; writes at most cap bytes (no NUL added) and returns
+ * the full length. Control tokens give "" unless render_special. */
+size_t vq_model_token_piece(const vq_model *m, int32_t token, int render_special,
+                            char *buf, size_t cap);
+/* Text of n tokens as a new NUL-terminated malloc'd string (caller frees). */
+vq_status vq_model_detokenize(const vq_model *m, const int32_t *tokens, size_t n,
+                              char **text);
+int32_t vq_model_bos(const vq_model *m);  /* -1 if none */
+int32_t vq_model_eos(const vq_model *m);  /* -1 if none */
+int vq_model_is_eog(const vq_model *m, int32_t token);
+/* One user message in the model's chat template, ending where the
+ * assistant speaks. *out malloc'd (caller frees). */
+vq_status vq_model_chat(const vq_model *m, const char *user, char **out);
+
+/* An inference context: the KV state of one sequence, scratch buffers and
+ * a thread pool. Owned by the caller; uses (does not own) the model, which
+ * must outlive it. max_tokens: the longest sequence it will hold (prompt
+ * plus generated; 0 = the model's training context, capped at 8192);
+ * n_threads <= 0: all cores (or $VQ_THREADS). */
+typedef struct vq_ctx vq_ctx;
+
+vq_status vq_ctx_create(const vq_model *m, int max_tokens, int n_threads, vq_ctx **out);
+void vq_ctx_free(vq_ctx *c);
+const char *vq_ctx_error(const vq_ctx *c);
+/* Forget the sequence (positions restart at 0). */
+void vq_ctx_reset(vq_ctx *c);
+/* Tokens currently held (= position of the next token). */
+int vq_ctx_n_tokens(const vq_ctx *c);
+int vq_ctx_max_tokens(const vq_ctx *c);
+/* Bytes of K/V the context holds now (resident), and would hold per token. */
+size_t vq_ctx_kv_bytes(const vq_ctx *c);
+size_t vq_ctx_kv_bytes_per_token(const vq_ctx *c);
+
+/* Run n tokens at positions n_tokens(c) .. n_tokens(c)+n-1 through the
+ * model, appending their K/V. Long inputs are processed in batches
+ * (matrix-matrix). Logits, if `logits` is not NULL:
+ *   VQ_LOGITS_LAST: n_vocab floats for the last token;
+ *   VQ_LOGITS_ALL:  n * n_vocab floats, token-major (for perplexity).
+ * Errors: VQ_ERR_INVALID_ARG (token id out of range, n < 1),
+ * VQ_ERR_STATE (the context would exceed max_tokens; nothing is changed). */
+enum { VQ_LOGITS_LAST = 0, VQ_LOGITS_ALL = 1 };
+vq_status vq_ctx_forward(vq_ctx *c, const int32_t *tokens, int n, float *logits, int which);
+
+/* Teacher-forced scoring (perplexity): run tokens[0..n) from the
+ * context's current position and add -ln p(tokens[i+1] | tokens[..i]) for
+ * i in [0, n-1) to *nll_sum (natural log), and n-1 to *n_scored. A logits
+ * buffer of one batch is allocated per call. Perplexity over chunks is
+ * exp(total nll / total scored). Errors as vq_ctx_forward. */
+vq_status vq_ctx_score(vq_ctx *c, const int32_t *tokens, int n, double *nll_sum, int *n_scored);
+
+/* Sampling. Steps, in llama.cpp's default order:
+ *   1. repetition penalty over the distinct tokens among the last
+ *      repeat_last_n of history (CTRL-style: a positive logit is divided by
+ *      repeat_penalty, a negative one multiplied; 1 = off);
+ *   2. temperature <= 0: greedy, the argmax (ties: lowest id); stop here;
+ *   3. top-k: keep the k largest logits (0 = off);
+ *   4. top-p (nucleus): keep the smallest set of most likely tokens whose
+ *      probability sums to >= top_p (1 = off; always >= 1 token);
+ *   5. min-p: keep tokens with probability >= min_p * the top probability
+ *      (0 = off); probabilities in 4-5 are those at temperature 1;
+ *   6. draw from softmax(logit / temperature) over the kept tokens with the
+ *      seeded RNG (same seed and inputs: same tokens). */
+typedef struct {
+    float temperature;
+    int top_k;
+    float top_p;
+    float min_p;
+    float repeat_penalty;
+    int repeat_last_n;
+    uint64_t seed;
+} vq_sampler_params;
+
+/* Defaults: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05,
+ * repeat_penalty 1.0, repeat_last_n 64, seed 42. */
+vq_sampler_params vq_sampler_defaults(void);
+
+typedef struct vq_sampler vq_sampler;
+/* Scratch for n_vocab candidates is allocated here, once. */
+vq_status vq_sampler_create(const vq_sampler_params *p, int n_vocab, vq_sampler **out);
+void vq_sampler_free(vq_sampler *s);
+/* Choose the next token from n_vocab logits (not modified), given the
+ * tokens so far (history, n_hist; may be NULL/0). Returns the token id. */
+int32_t vq_sampler_sample(vq_sampler *s, const float *logits, const int32_t *history,
+                          size_t n_hist);
+/* Restart the RNG stream from the seed. */
+void vq_sampler_reseed(vq_sampler *s, uint64_t seed);
+
+/* Streaming generation. on_token gets each new token and its text; return
+ * nonzero to stop. */
+typedef int (*vq_token_cb)(int32_t token, const char *piece, size_t len, void *user);
+
+typedef struct {
+    int max_tokens;          /* tokens to generate (default 128) */
+    vq_sampler_params sampler;
+    int chat;                /* wrap the prompt in the chat template */
+    int stop_at_eog;         /* stop at end-of-generation tokens (default 1) */
+    int prefill_batch;       /* tokens per prefill batch; 0 = default (64) */
+} vq_gen_params;
+
+vq_gen_params vq_gen_defaults(void);
+
+typedef struct {
+    int n_prompt;            /* prompt tokens (after templating and BOS) */
+    int n_generated;
+    double prefill_seconds;
+    double decode_seconds;
+    double prefill_tok_s;
+    double decode_tok_s;
+    size_t kv_bytes;         /* K/V held at the end */
+    size_t peak_rss;         /* process high-water mark, bytes */
+} vq_gen_stats;
+
+/* Tokenize `prompt` (BOS added when the context is empty and the model
+ * wants one), prefill it, then sample and decode up to max_tokens tokens,
+ * calling on_token (may be NULL) for each. Generation continues the
+ * context's sequence; call vq_ctx_reset to start over. stats may be NULL.
+ * Errors as vq_ctx_forward, plus VQ_ERR_STATE when the prompt does not fit
+ * (generation stops quietly when the context fills). */
+vq_status vq_generate(vq_ctx *c, const char *prompt, const vq_gen_params *p,
+                      vq_token_cb on_token, void *user, vq_gen_stats *stats);
 
 /* ---- end of model section ---------------------------------------------- */
 
@@ -169,6 +356,162 @@ const char *vq_codec_method(int index, const char **default_spec);
  * ======================================================================== */
 
 /* (cache section: maintained with src/cache/) */
+
+/* A cache holds, per layer and KV head, the keys and values appended so far
+ * as packed codes of the configured codecs, in pages of P tokens taken from
+ * a per-cache pool; the newest `residual` tokens (and the tokens of an
+ * unfinished codec block) stay fp16 in a residual window. Attention is
+ * computed straight from the packed codes (docs/cache.md).
+ *
+ * Usage per layer and step:  vq_cache_append(new K/V at positions pos0..)
+ * then vq_cache_attend(queries of those same tokens). Prefill (n tokens)
+ * and decode (1 token) take the same path. A cache is not safe for
+ * concurrent calls. */
+
+typedef struct vq_cache_config vq_cache_config;
+typedef struct vq_cache vq_cache;
+
+/* ---- configuration ------------------------------------------------------ *
+ * Text form: space-separated FIELD=VALUE, each field at most once:
+ *   keys=SPEC       codec of keys   (default fp16)
+ *   values=SPEC     codec of values (default fp16)
+ *   residual=N      newest N tokens kept fp16 (default 0, max 1048576)
+ *   evict=SPEC      none (default) | streaming_llm:sinks=4,window=W |
+ *                   h2o:budget=B,sinks=S,recent=R | snapkv:budget=B,window=32 |
+ *                   tova:budget=B | pyramidkv:budget=B,window=32,min_ratio=0.5
+ *   cross=SPEC      none (default) | minicache:... | xkv:... | xquant:...
+ *                   (cross-layer sharing: parsed, not implemented yet --
+ *                   vq_cache_create answers VQ_ERR_UNSUPPORTED)
+ *   page=N          tokens per page (default 256; rounded up to a multiple
+ *                   of the codecs' block tokens)
+ *   bits=B0,B1,...  one entry per layer, written as the `bits` parameter of
+ *                   the key and value codecs of that layer (those whose
+ *                   method has one)
+ *   keep_first=N keep_last=N keep_spec=SPEC
+ *                   the first/last N layers use keep_spec (default fp16)
+ *                   for keys and values, ignoring keys/values/bits
+ * SPEC is `METHOD[:key=value,...]` (no spaces). Errors name the field. */
+
+/* Parse text into a new config (*out; release with vq_cache_config_free).
+ * VQ_ERR_INVALID_ARG with a message naming the field on any error. */
+vq_status vq_cache_config_parse(const char *text, vq_cache_config **out);
+void vq_cache_config_free(vq_cache_config *cfg);
+/* Canonical text (every field spelled out, fixed order); owned by cfg.
+ * Parsing it gives an equal config. */
+const char *vq_cache_config_str(const vq_cache_config *cfg);
+
+/* ---- shape -------------------------------------------------------------- */
+
+typedef struct {
+    int n_kv_heads;  /* >= 1 */
+    int n_q_heads;   /* a multiple of n_kv_heads; q head j uses KV head
+                        j / (n_q_heads / n_kv_heads) */
+    int head_dim;    /* a multiple of 32 in 32..256 */
+    int window;      /* sliding window in tokens (a query at p sees keys at
+                        p-window < pos <= p); 0 = full attention */
+} vq_cache_layer_shape;
+
+typedef struct {
+    int n_layers;                        /* 1..4096 */
+    const vq_cache_layer_shape *layers;  /* n_layers entries (copied) */
+    uint64_t fingerprint;  /* caller's model identity: saved with the cache
+                              and compared by vq_cache_load */
+} vq_cache_shape;
+
+/* Build an empty cache for `shape` with `cfg` (both copied). seed fixes the
+ * codecs' random choices (per layer and role). Codecs that need calibration
+ * either get it from calib=FILE in their spec or must be calibrated with
+ * vq_cache_calibrate before the first append.
+ * Errors: VQ_ERR_INVALID_ARG (bad shape, bits list length != n_layers,
+ * codec spec refused -- message names layer and field), VQ_ERR_UNSUPPORTED
+ * (cross-layer methods), VQ_ERR_NOMEM, codec errors. */
+vq_status vq_cache_create(const vq_cache_config *cfg, const vq_cache_shape *shape,
+                          uint64_t seed, vq_cache **out);
+/* TODO(model section): vq_cache_for_model(const vq_model *m,
+ * const vq_cache_config *cfg, vq_cache **out) -- builds the shape
+ * (per-layer KV heads, head_dim, sliding windows) and fingerprint from the
+ * model; lands when the model API exists. */
+void vq_cache_free(vq_cache *c);
+const char *vq_cache_error(const vq_cache *c);
+/* The shape the cache was built with (layers owned by the cache). */
+vq_status vq_cache_get_shape(const vq_cache *c, vq_cache_shape *out);
+/* Canonical codec spec of a layer's keys (role KEY) or values. */
+const char *vq_cache_codec_spec(const vq_cache *c, int layer, vq_role role);
+
+/* Calibrate the codecs of `layer` that need it (others ignore the call)
+ * on n sample tokens: k, v are [n][n_kv_heads][head_dim] floats (all heads
+ * pooled). Either of k, v may be NULL to skip that role. */
+vq_status vq_cache_calibrate(vq_cache *c, int layer, const float *k, const float *v, size_t n);
+
+/* ---- data path ---------------------------------------------------------- */
+
+/* Append n tokens (k, v: [n][n_kv_heads][head_dim] floats, post-RoPE) at
+ * positions pos0..pos0+n-1. Positions must be >= 0 and increase strictly
+ * over the calls on one layer (the cache never renumbers; eviction leaves
+ * gaps). Before adding, the eviction policy and the sliding window are
+ * enforced on the tokens already held. Steady state allocates nothing
+ * (pages come from the pool).
+ * Errors: VQ_ERR_INVALID_ARG, VQ_ERR_NEEDS_CALIBRATION, VQ_ERR_NOMEM. */
+vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v,
+                          size_t n, int32_t pos0);
+
+/* Attention of the last n tokens appended to `layer` (n <= the last append's
+ * count; query t has position pos0 + (count - n) + t):
+ *   out[t][h] = sum_i softmax_i(scale * <q[t][h], k_i>) v_i
+ * over the held tokens i visible to it (pos_i <= its position, inside the
+ * layer's window). q and out: [n][n_q_heads][head_dim] floats; n_q_heads
+ * must equal the layer's. The query heads of one KV head are scored
+ * together (packed data read once per KV head and query tile); the softmax
+ * is online over pages, in float with a running max. Attention weights feed
+ * the eviction policy, which is enforced when the call ends. */
+vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
+                          int n_q_heads, float scale, float *out);
+
+/* Forget every token (pages go back to the pool; codecs and their
+ * calibration stay). */
+void vq_cache_reset(vq_cache *c);
+
+/* The tokens held by (layer, kv_head), oldest first: positions and, when
+ * k/v are not NULL, their vectors decoded to float ([i][head_dim]).
+ * cap is the capacity of each non-NULL array in tokens; *n gets the count
+ * (VQ_ERR_INVALID_ARG if it exceeds cap; call with cap 0 to size). */
+vq_status vq_cache_gather(vq_cache *c, int layer, int kv_head, size_t cap,
+                          int32_t *pos, float *k, float *v, size_t *n);
+
+/* ---- memory accounting -------------------------------------------------- */
+
+typedef struct {
+    uint64_t tokens;          /* live tokens held (summed over KV heads) */
+    uint64_t stored_slots;    /* packed slots stored incl. dead ones waiting
+                                 for compaction, plus residual tokens */
+    uint64_t fp16_bytes;      /* tokens * head_dim * 2 */
+    uint64_t accounted_bytes; /* packed slots * codec bytes/token +
+                                 residual tokens * head_dim * 2 */
+    uint64_t resident_bytes;  /* pages in use * page bytes + residual_bytes */
+    uint64_t residual_bytes;  /* residual window buffers (capacity) */
+    uint64_t residual_tokens; /* tokens in the residual window (fp16) */
+    uint64_t shared_bytes;    /* codec shared state (rotations, codebooks) */
+} vq_cache_role_stats;
+
+typedef struct {
+    vq_cache_role_stats keys, values;
+    uint64_t index_bytes;     /* per-slot positions, liveness, scores */
+    uint64_t pool_free_bytes; /* idle pages kept by the pool (total only) */
+} vq_cache_usage;
+
+/* Stats of one layer (layer >= 0) or of the whole cache (layer -1). */
+vq_status vq_cache_stats(const vq_cache *c, int layer, vq_cache_usage *out);
+
+/* ---- persistence (format: docs/cache-format.md) ------------------------- */
+
+/* Write the cache (config, shape, fingerprint, seed, codec calibration
+ * state, packed pages, residual windows, positions, policy scores) to path
+ * atomically: on any failure path is left as it was. */
+vq_status vq_cache_save(const vq_cache *c, const char *path);
+/* Load a saved cache. If expect is not NULL, the file's fingerprint and
+ * shape must equal it (VQ_ERR_FORMAT otherwise: another model's cache).
+ * Truncated, corrupted or inconsistent files: VQ_ERR_FORMAT and a message. */
+vq_status vq_cache_load(const char *path, const vq_cache_shape *expect, vq_cache **out);
 
 /* ---- end of cache section ---------------------------------------------- */
 
