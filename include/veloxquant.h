@@ -357,6 +357,162 @@ vq_status vq_generate(vq_ctx *c, const char *prompt, const vq_gen_params *p,
 
 /* (cache section: maintained with src/cache/) */
 
+/* A cache holds, per layer and KV head, the keys and values appended so far
+ * as packed codes of the configured codecs, in pages of P tokens taken from
+ * a per-cache pool; the newest `residual` tokens (and the tokens of an
+ * unfinished codec block) stay fp16 in a residual window. Attention is
+ * computed straight from the packed codes (docs/cache.md).
+ *
+ * Usage per layer and step:  vq_cache_append(new K/V at positions pos0..)
+ * then vq_cache_attend(queries of those same tokens). Prefill (n tokens)
+ * and decode (1 token) take the same path. A cache is not safe for
+ * concurrent calls. */
+
+typedef struct vq_cache_config vq_cache_config;
+typedef struct vq_cache vq_cache;
+
+/* ---- configuration ------------------------------------------------------ *
+ * Text form: space-separated FIELD=VALUE, each field at most once:
+ *   keys=SPEC       codec of keys   (default fp16)
+ *   values=SPEC     codec of values (default fp16)
+ *   residual=N      newest N tokens kept fp16 (default 0, max 1048576)
+ *   evict=SPEC      none (default) | streaming_llm:sinks=4,window=W |
+ *                   h2o:budget=B,sinks=S,recent=R | snapkv:budget=B,window=32 |
+ *                   tova:budget=B | pyramidkv:budget=B,window=32,min_ratio=0.5
+ *   cross=SPEC      none (default) | minicache:... | xkv:... | xquant:...
+ *                   (cross-layer sharing: parsed, not implemented yet --
+ *                   vq_cache_create answers VQ_ERR_UNSUPPORTED)
+ *   page=N          tokens per page (default 256; rounded up to a multiple
+ *                   of the codecs' block tokens)
+ *   bits=B0,B1,...  one entry per layer, written as the `bits` parameter of
+ *                   the key and value codecs of that layer (those whose
+ *                   method has one)
+ *   keep_first=N keep_last=N keep_spec=SPEC
+ *                   the first/last N layers use keep_spec (default fp16)
+ *                   for keys and values, ignoring keys/values/bits
+ * SPEC is `METHOD[:key=value,...]` (no spaces). Errors name the field. */
+
+/* Parse text into a new config (*out; release with vq_cache_config_free).
+ * VQ_ERR_INVALID_ARG with a message naming the field on any error. */
+vq_status vq_cache_config_parse(const char *text, vq_cache_config **out);
+void vq_cache_config_free(vq_cache_config *cfg);
+/* Canonical text (every field spelled out, fixed order); owned by cfg.
+ * Parsing it gives an equal config. */
+const char *vq_cache_config_str(const vq_cache_config *cfg);
+
+/* ---- shape -------------------------------------------------------------- */
+
+typedef struct {
+    int n_kv_heads;  /* >= 1 */
+    int n_q_heads;   /* a multiple of n_kv_heads; q head j uses KV head
+                        j / (n_q_heads / n_kv_heads) */
+    int head_dim;    /* a multiple of 32 in 32..256 */
+    int window;      /* sliding window in tokens (a query at p sees keys at
+                        p-window < pos <= p); 0 = full attention */
+} vq_cache_layer_shape;
+
+typedef struct {
+    int n_layers;                        /* 1..4096 */
+    const vq_cache_layer_shape *layers;  /* n_layers entries (copied) */
+    uint64_t fingerprint;  /* caller's model identity: saved with the cache
+                              and compared by vq_cache_load */
+} vq_cache_shape;
+
+/* Build an empty cache for `shape` with `cfg` (both copied). seed fixes the
+ * codecs' random choices (per layer and role). Codecs that need calibration
+ * either get it from calib=FILE in their spec or must be calibrated with
+ * vq_cache_calibrate before the first append.
+ * Errors: VQ_ERR_INVALID_ARG (bad shape, bits list length != n_layers,
+ * codec spec refused -- message names layer and field), VQ_ERR_UNSUPPORTED
+ * (cross-layer methods), VQ_ERR_NOMEM, codec errors. */
+vq_status vq_cache_create(const vq_cache_config *cfg, const vq_cache_shape *shape,
+                          uint64_t seed, vq_cache **out);
+/* TODO(model section): vq_cache_for_model(const vq_model *m,
+ * const vq_cache_config *cfg, vq_cache **out) -- builds the shape
+ * (per-layer KV heads, head_dim, sliding windows) and fingerprint from the
+ * model; lands when the model API exists. */
+void vq_cache_free(vq_cache *c);
+const char *vq_cache_error(const vq_cache *c);
+/* The shape the cache was built with (layers owned by the cache). */
+vq_status vq_cache_get_shape(const vq_cache *c, vq_cache_shape *out);
+/* Canonical codec spec of a layer's keys (role KEY) or values. */
+const char *vq_cache_codec_spec(const vq_cache *c, int layer, vq_role role);
+
+/* Calibrate the codecs of `layer` that need it (others ignore the call)
+ * on n sample tokens: k, v are [n][n_kv_heads][head_dim] floats (all heads
+ * pooled). Either of k, v may be NULL to skip that role. */
+vq_status vq_cache_calibrate(vq_cache *c, int layer, const float *k, const float *v, size_t n);
+
+/* ---- data path ---------------------------------------------------------- */
+
+/* Append n tokens (k, v: [n][n_kv_heads][head_dim] floats, post-RoPE) at
+ * positions pos0..pos0+n-1. Positions must be >= 0 and increase strictly
+ * over the calls on one layer (the cache never renumbers; eviction leaves
+ * gaps). Before adding, the eviction policy and the sliding window are
+ * enforced on the tokens already held. Steady state allocates nothing
+ * (pages come from the pool).
+ * Errors: VQ_ERR_INVALID_ARG, VQ_ERR_NEEDS_CALIBRATION, VQ_ERR_NOMEM. */
+vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v,
+                          size_t n, int32_t pos0);
+
+/* Attention of the last n tokens appended to `layer` (n <= the last append's
+ * count; query t has position pos0 + (count - n) + t):
+ *   out[t][h] = sum_i softmax_i(scale * <q[t][h], k_i>) v_i
+ * over the held tokens i visible to it (pos_i <= its position, inside the
+ * layer's window). q and out: [n][n_q_heads][head_dim] floats; n_q_heads
+ * must equal the layer's. The query heads of one KV head are scored
+ * together (packed data read once per KV head and query tile); the softmax
+ * is online over pages, in float with a running max. Attention weights feed
+ * the eviction policy, which is enforced when the call ends. */
+vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
+                          int n_q_heads, float scale, float *out);
+
+/* Forget every token (pages go back to the pool; codecs and their
+ * calibration stay). */
+void vq_cache_reset(vq_cache *c);
+
+/* The tokens held by (layer, kv_head), oldest first: positions and, when
+ * k/v are not NULL, their vectors decoded to float ([i][head_dim]).
+ * cap is the capacity of each non-NULL array in tokens; *n gets the count
+ * (VQ_ERR_INVALID_ARG if it exceeds cap; call with cap 0 to size). */
+vq_status vq_cache_gather(vq_cache *c, int layer, int kv_head, size_t cap,
+                          int32_t *pos, float *k, float *v, size_t *n);
+
+/* ---- memory accounting -------------------------------------------------- */
+
+typedef struct {
+    uint64_t tokens;          /* live tokens held (summed over KV heads) */
+    uint64_t stored_slots;    /* packed slots stored incl. dead ones waiting
+                                 for compaction, plus residual tokens */
+    uint64_t fp16_bytes;      /* tokens * head_dim * 2 */
+    uint64_t accounted_bytes; /* packed slots * codec bytes/token +
+                                 residual tokens * head_dim * 2 */
+    uint64_t resident_bytes;  /* pages in use * page bytes + residual_bytes */
+    uint64_t residual_bytes;  /* residual window buffers (capacity) */
+    uint64_t residual_tokens; /* tokens in the residual window (fp16) */
+    uint64_t shared_bytes;    /* codec shared state (rotations, codebooks) */
+} vq_cache_role_stats;
+
+typedef struct {
+    vq_cache_role_stats keys, values;
+    uint64_t index_bytes;     /* per-slot positions, liveness, scores */
+    uint64_t pool_free_bytes; /* idle pages kept by the pool (total only) */
+} vq_cache_usage;
+
+/* Stats of one layer (layer >= 0) or of the whole cache (layer -1). */
+vq_status vq_cache_stats(const vq_cache *c, int layer, vq_cache_usage *out);
+
+/* ---- persistence (format: docs/cache-format.md) ------------------------- */
+
+/* Write the cache (config, shape, fingerprint, seed, codec calibration
+ * state, packed pages, residual windows, positions, policy scores) to path
+ * atomically: on any failure path is left as it was. */
+vq_status vq_cache_save(const vq_cache *c, const char *path);
+/* Load a saved cache. If expect is not NULL, the file's fingerprint and
+ * shape must equal it (VQ_ERR_FORMAT otherwise: another model's cache).
+ * Truncated, corrupted or inconsistent files: VQ_ERR_FORMAT and a message. */
+vq_status vq_cache_load(const char *path, const vq_cache_shape *expect, vq_cache **out);
+
 /* ---- end of cache section ---------------------------------------------- */
 
 #ifdef __cplusplus

@@ -1,0 +1,203 @@
+/* cache_internal.h -- the structures behind vq_cache, shared by the files
+ * of src/cache/ (config, pool, store, attend, evict, persist).
+ *
+ * Storage model (docs/cache.md has the full picture):
+ *   - per layer: one key codec and one value codec (seeded per layer and
+ *     role), plus fp16 codecs used for the residual window;
+ *   - per (layer, KV head) a `vq_cache_head`: a packed region of n_packed
+ *     slots (slot order == position order) stored in pages of
+ *     page_tokens tokens (one K page and one V page per page index), and a
+ *     residual window of n_res fp16 tokens (newer than every packed slot);
+ *   - a "group" is lcm(key block_tokens, value block_tokens) tokens: the
+ *     unit moved from the residual window into packed pages and the unit
+ *     removed by compaction. Eviction marks single slots dead (alive=0,
+ *     masked out of attention); compaction drops groups whose slots are
+ *     all dead. For 1-token codecs this is exact per token; for block
+ *     codecs (KIVI keys) a partly dead block stays stored (and counted in
+ *     accounted bytes) until all its tokens are dead. */
+#ifndef VQ_CACHE_INTERNAL_H
+#define VQ_CACHE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec/codec.h"
+#include "core/error.h"
+#include "core/spec.h"
+#include "veloxquant.h"
+
+#define VQ_CACHE_MAX_LAYERS 4096
+#define VQ_CACHE_DEFAULT_PAGE 256
+#define VQ_CACHE_QUERY_TILE 8 /* query tokens scored together */
+
+/* ---- config ------------------------------------------------------------- */
+
+struct vq_cache_config {
+    char keys[VQ_SPEC_MAX_LEN];
+    char values[VQ_SPEC_MAX_LEN];
+    long residual;
+    long page;                    /* tokens per page before rounding */
+    char evict[VQ_SPEC_MAX_LEN];  /* "none" or a spec */
+    char cross[VQ_SPEC_MAX_LEN];  /* "none" or a spec */
+    int n_bits;                   /* 0: no per-layer bits list */
+    int *bits;
+    long keep_first, keep_last;
+    char keep_spec[VQ_SPEC_MAX_LEN];
+    char *text;                   /* canonical text */
+};
+
+/* Copy a config (deep). */
+vq_status vq_cache_config_copy(const vq_cache_config *src, vq_cache_config **out);
+/* The key or value codec spec of layer l of n (keep_first/last and bits
+ * applied) into buf. Errors name the field. */
+vq_status vq_cache_config_layer_spec(const vq_cache_config *cfg, int l, int n, vq_role role,
+                                     char *buf, size_t cap, char *err);
+
+/* ---- eviction policy ------------------------------------------------------ */
+
+typedef enum {
+    VQ_EVICT_NONE = 0,
+    VQ_EVICT_STREAMING,
+    VQ_EVICT_H2O,
+    VQ_EVICT_SNAPKV,
+    VQ_EVICT_TOVA,
+    VQ_EVICT_PYRAMIDKV
+} vq_evict_kind;
+
+typedef struct {
+    vq_evict_kind kind;
+    long sinks, window, budget, recent;
+    double min_ratio;
+} vq_evict_params;
+
+/* Parse "none" or an eviction spec; errors name the parameter. */
+vq_status vq_cache_evict_parse(const char *text, vq_evict_params *ev, char *err);
+/* Canonical form into buf. */
+void vq_cache_evict_str(const vq_evict_params *ev, char *buf, size_t cap);
+/* Validate a cross-layer spec ("none" or minicache/xkv/xquant). */
+vq_status vq_cache_cross_parse(const char *text, char *canon, size_t cap, char *err);
+
+typedef struct vq_evict_cand {
+    float score;
+    size_t slot;
+} vq_evict_cand;
+
+/* ---- page pool ------------------------------------------------------------ */
+
+typedef struct {
+    size_t bytes;     /* page size of this class */
+    void **free;      /* idle pages */
+    size_t n_free, cap_free;
+    size_t n_out;     /* pages handed out */
+} vq_pool_class;
+
+typedef struct {
+    vq_pool_class *cls;
+    size_t n_cls;
+} vq_pool;
+
+/* A page of `bytes` bytes (contents undefined); NULL when out of memory. */
+void *vq_pool_get(vq_pool *p, size_t bytes);
+/* Return a page of `bytes` bytes obtained from vq_pool_get. Never fails
+ * (if the free list cannot grow, the page is freed). */
+void vq_pool_put(vq_pool *p, void *page, size_t bytes);
+size_t vq_pool_free_bytes(const vq_pool *p);
+void vq_pool_destroy(vq_pool *p);
+
+/* ---- cache ---------------------------------------------------------------- */
+
+typedef struct {
+    /* packed region: slot i lives in page i / page_tokens */
+    uint8_t **kpages, **vpages;
+    size_t n_pages, cap_pages;
+    int32_t *pos;      /* [cap_slots] positions, increasing */
+    uint8_t *alive;    /* [cap_slots] 1 live, 0 evicted (masked) */
+    float *score;      /* [cap_slots] policy score (h2o sum, tova, votes) */
+    size_t n_packed, cap_slots, n_dead;
+    size_t dead_floor; /* dead slots left by the last compaction (partly
+                          dead groups); compaction reruns when n_dead has
+                          grown by a threshold over this */
+    /* residual window: n_res fp16 tokens, oldest first */
+    uint8_t *rk, *rv;  /* [res_cap][2*head_dim] */
+    int32_t *rpos;
+    float *rscore;
+    size_t n_res;
+} vq_cache_head;
+
+typedef struct {
+    vq_cache_layer_shape shape;
+    vq_codec *kc, *vc;   /* packed codecs */
+    vq_codec *fk, *fv;   /* fp16 codecs of the residual window */
+    size_t group;        /* lcm of the codecs' block tokens */
+    size_t page_tokens;  /* multiple of group */
+    size_t kpage_bytes, vpage_bytes;
+    size_t res_cap;      /* residual + group tokens */
+    long budget;         /* token budget of the policy at this layer (0 none) */
+    int32_t last_pos;    /* newest appended position, -1 if none */
+    int32_t app_pos0;    /* the last append: positions app_pos0.. */
+    size_t app_n;
+    vq_cache_head *heads;
+} vq_cache_layer;
+
+struct vq_cache {
+    vq_cache_config *cfg;
+    vq_evict_params ev;
+    int n_layers;
+    vq_cache_layer *layers;
+    vq_cache_layer_shape *shapes; /* copy handed out by get_shape */
+    uint64_t seed, fingerprint;
+    vq_pool pool;
+    /* attention scratch, sized at create for the largest layer */
+    size_t nq_max;
+    uint8_t *qbuf;    /* nq_max * max key query_bytes */
+    float *qf;        /* nq_max * max head_dim (fp16 residual queries) */
+    float *sc;        /* nq_max * max(page_tokens, res_cap) scores */
+    float *acc;       /* nq_max * max value accum_size */
+    float *accr;      /* nq_max * max head_dim (residual accumulators) */
+    float *m, *l;     /* nq_max running max and sum */
+    float *tmp;       /* max(head_dim, group*head_dim) floats */
+    uint8_t *tmpb;    /* group * max(bytes) scratch for encoding */
+    /* per-slot raw scores for policies that need attention weights
+     * (grows geometrically; bounded by the budget in steady state) */
+    float *wbuf;
+    size_t wbuf_cap;
+    /* eviction scratch (candidates) */
+    struct vq_evict_cand *ebuf;
+    size_t ebuf_cap;
+    char err[VQ_ERRLEN];
+};
+
+/* create with an option to drop calib= from codec specs (load) */
+vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *shape,
+                             uint64_t seed, int strip_calib, vq_cache **out);
+
+/* store.c */
+vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, size_t keep);
+void vq_cache_compact(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, int force);
+/* ensure packed capacity for `n` slots (slot arrays and page table) */
+vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, size_t n);
+vq_status vq_cache_grow_wbuf(vq_cache *c, size_t n);
+
+/* Slot access in the combined index space: [0, n_packed) packed,
+ * [n_packed, n_packed + n_res) residual. */
+static inline size_t vq_head_slots(const vq_cache_head *h) { return h->n_packed + h->n_res; }
+static inline int32_t vq_head_pos(const vq_cache_head *h, size_t i)
+{
+    return i < h->n_packed ? h->pos[i] : h->rpos[i - h->n_packed];
+}
+static inline int vq_head_alive(const vq_cache_head *h, size_t i)
+{
+    return i < h->n_packed ? h->alive[i] : 1;
+}
+static inline float *vq_head_score(vq_cache_head *h, size_t i)
+{
+    return i < h->n_packed ? &h->score[i] : &h->rscore[i - h->n_packed];
+}
+
+/* evict.c: enforce the sliding window (drop pos <= ref - window) and the
+ * policy on layer l; `after_attend` says whether weights were just added. */
+vq_status vq_cache_enforce(vq_cache *c, int l, int32_t ref_pos, int after_attend);
+/* Remove one slot (packed: mark dead; residual: shift out). */
+void vq_cache_kill_slot(vq_cache_head *h, size_t i, size_t head_dim);
+
+#endif

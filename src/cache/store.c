@@ -1,0 +1,609 @@
+/* store.c -- cache creation, paged storage of packed codes, the fp16
+ * residual window, compaction, gather and byte accounting.
+ * (Structures and the storage model: cache_internal.h, docs/cache.md.) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache_internal.h"
+#include "core/rng.h"
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static size_t gcd_sz(size_t a, size_t b)
+{
+    while (b) {
+        size_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static size_t bpt(const vq_codec *c) { return vq_codec_bytes_per_token(c); }
+
+/* drop a `calib=...` parameter from a spec (the saved state replaces it) */
+static void strip_calib(char *spec)
+{
+    vq_spec sp;
+    if (vq_spec_parse(spec, &sp, NULL) != VQ_OK)
+        return;
+    size_t cap = VQ_SPEC_MAX_LEN;
+    size_t o = (size_t)snprintf(spec, cap, "%s", sp.name);
+    int first = 1;
+    for (int i = 0; i < sp.n && o < cap; i++) {
+        if (strcmp(sp.kv[i].key, "calib") == 0)
+            continue;
+        o += (size_t)snprintf(spec + o, cap - o, "%c%s=%s", first ? ':' : ',', sp.kv[i].key, sp.kv[i].val);
+        first = 0;
+    }
+}
+
+static vq_status check_shape(const vq_cache_shape *s, char *err)
+{
+    if (!s || !s->layers)
+        return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: NULL");
+    if (s->n_layers < 1 || s->n_layers > VQ_CACHE_MAX_LAYERS)
+        return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: n_layers=%d out of range [1, %d]", s->n_layers,
+                       VQ_CACHE_MAX_LAYERS);
+    for (int l = 0; l < s->n_layers; l++) {
+        const vq_cache_layer_shape *ls = &s->layers[l];
+        if (ls->n_kv_heads < 1 || ls->n_kv_heads > 1024)
+            return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: layer %d: n_kv_heads=%d out of range [1, 1024]", l,
+                           ls->n_kv_heads);
+        if (ls->n_q_heads < ls->n_kv_heads || ls->n_q_heads % ls->n_kv_heads != 0 ||
+            ls->n_q_heads / ls->n_kv_heads > 64)
+            return vq_fail(err, VQ_ERR_INVALID_ARG,
+                           "cache shape: layer %d: n_q_heads=%d is not a multiple (<= 64x) of n_kv_heads=%d", l,
+                           ls->n_q_heads, ls->n_kv_heads);
+        if (ls->head_dim < 32 || ls->head_dim > 256 || ls->head_dim % 32)
+            return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: layer %d: head_dim=%d unsupported", l, ls->head_dim);
+        if (ls->window < 0)
+            return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: layer %d: window=%d is negative", l, ls->window);
+    }
+    return VQ_OK;
+}
+
+/* ---- create / free ------------------------------------------------------ */
+
+static vq_status make_codec(vq_cache *c, int l, vq_role role, int strip, vq_codec **out)
+{
+    char spec[VQ_SPEC_MAX_LEN];
+    VQ_TRY(vq_cache_config_layer_spec(c->cfg, l, c->n_layers, role, spec, sizeof spec, c->err));
+    if (strip)
+        strip_calib(spec);
+    int D = c->layers[l].shape.head_dim;
+    vq_status st = vq_codec_create(spec, D, role, vq_seed_mix(c->seed, (uint64_t)l * 2 + (uint64_t)role), out);
+    if (st != VQ_OK)
+        return vq_fail(c->err, st, "cache layer %d %s (%s): %s", l, role == VQ_ROLE_KEY ? "keys" : "values", spec,
+                       vq_last_error());
+    return VQ_OK;
+}
+
+static vq_status setup_layer(vq_cache *c, int l, int strip)
+{
+    vq_cache_layer *L = &c->layers[l];
+    int D = L->shape.head_dim;
+    VQ_TRY(make_codec(c, l, VQ_ROLE_KEY, strip, &L->kc));
+    VQ_TRY(make_codec(c, l, VQ_ROLE_VALUE, strip, &L->vc));
+    if (vq_codec_create("fp16", D, VQ_ROLE_KEY, 0, &L->fk) != VQ_OK ||
+        vq_codec_create("fp16", D, VQ_ROLE_VALUE, 0, &L->fv) != VQ_OK)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "cache layer %d: cannot create the residual fp16 codecs", l);
+    size_t bk = vq_codec_block_tokens(L->kc), bv = vq_codec_block_tokens(L->vc);
+    L->group = bk / gcd_sz(bk, bv) * bv;
+    size_t page = (size_t)c->cfg->page;
+    L->page_tokens = (page + L->group - 1) / L->group * L->group;
+    L->kpage_bytes = L->page_tokens * bpt(L->kc);
+    L->vpage_bytes = L->page_tokens * bpt(L->vc);
+    L->res_cap = (size_t)c->cfg->residual + L->group;
+    L->last_pos = -1;
+    L->budget = c->ev.budget;
+    if (c->ev.kind == VQ_EVICT_PYRAMIDKV) {
+        /* PyramidKV: budgets fall linearly with depth from b_max to
+         * b_min = min_ratio * budget, b_max + b_min = 2 * budget (so the
+         * mean over layers is `budget`); never below the observation
+         * window + 1. */
+        double bmin = c->ev.min_ratio * (double)c->ev.budget, bmax = 2.0 * (double)c->ev.budget - bmin;
+        double t = c->n_layers > 1 ? (double)l / (double)(c->n_layers - 1) : 0.0;
+        long b = lround(bmax + (bmin - bmax) * t);
+        L->budget = b < c->ev.window + 1 ? c->ev.window + 1 : b;
+    }
+    L->heads = calloc((size_t)L->shape.n_kv_heads, sizeof *L->heads);
+    if (!L->heads)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory");
+    for (int h = 0; h < L->shape.n_kv_heads; h++) {
+        vq_cache_head *H = &L->heads[h];
+        H->rk = malloc(L->res_cap * 2 * (size_t)D);
+        H->rv = malloc(L->res_cap * 2 * (size_t)D);
+        H->rpos = malloc(L->res_cap * sizeof *H->rpos);
+        H->rscore = malloc(L->res_cap * sizeof *H->rscore);
+        if (!H->rk || !H->rv || !H->rpos || !H->rscore)
+            return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for the residual window");
+    }
+    return VQ_OK;
+}
+
+static vq_status alloc_scratch(vq_cache *c)
+{
+    size_t nq = 0, qb = 0, D = 0, acc = 0, sc = 0, grp = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        vq_cache_layer *L = &c->layers[l];
+        size_t g = (size_t)(L->shape.n_q_heads / L->shape.n_kv_heads);
+        if (g * VQ_CACHE_QUERY_TILE > nq)
+            nq = g * VQ_CACHE_QUERY_TILE;
+        size_t x = vq_codec_query_bytes(L->kc);
+        qb = x > qb ? x : qb;
+        D = (size_t)L->shape.head_dim > D ? (size_t)L->shape.head_dim : D;
+        x = vq_codec_accum_size(L->vc);
+        acc = x > acc ? x : acc;
+        x = L->page_tokens > L->res_cap ? L->page_tokens : L->res_cap;
+        sc = x > sc ? x : sc;
+        grp = L->group > grp ? L->group : grp;
+    }
+    c->nq_max = nq;
+    c->qbuf = malloc(nq * qb + 64);
+    c->qf = malloc(nq * D * sizeof(float));
+    c->sc = malloc(nq * sc * sizeof(float));
+    c->acc = malloc(nq * acc * sizeof(float));
+    c->accr = malloc(nq * D * sizeof(float));
+    c->m = malloc(nq * sizeof(float));
+    c->l = malloc(nq * sizeof(float));
+    c->tmp = malloc(grp * D * sizeof(float));
+    if (!c->qbuf || !c->qf || !c->sc || !c->acc || !c->accr || !c->m || !c->l || !c->tmp)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
+    return VQ_OK;
+}
+
+vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *shape,
+                             uint64_t seed, int strip, vq_cache **out)
+{
+    if (!out)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_create: out is NULL");
+    *out = NULL;
+    if (!cfg)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_create: config is NULL");
+    VQ_TRY(check_shape(shape, NULL));
+    if (strcmp(cfg->cross, "none") != 0)
+        return vq_fail(NULL, VQ_ERR_UNSUPPORTED, "cache config: cross: '%s' is not implemented yet", cfg->cross);
+    vq_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return vq_fail(NULL, VQ_ERR_NOMEM, "vq_cache_create: out of memory");
+    c->seed = seed;
+    c->fingerprint = shape->fingerprint;
+    c->n_layers = shape->n_layers;
+    vq_status st = vq_cache_config_copy(cfg, &c->cfg);
+    if (st == VQ_OK)
+        st = vq_cache_evict_parse(c->cfg->evict, &c->ev, c->err);
+    if (st == VQ_OK) {
+        c->layers = calloc((size_t)c->n_layers, sizeof *c->layers);
+        c->shapes = calloc((size_t)c->n_layers, sizeof *c->shapes);
+        if (!c->layers || !c->shapes)
+            st = vq_fail(c->err, VQ_ERR_NOMEM, "vq_cache_create: out of memory");
+    }
+    for (int l = 0; st == VQ_OK && l < c->n_layers; l++) {
+        c->layers[l].shape = c->shapes[l] = shape->layers[l];
+        st = setup_layer(c, l, strip);
+    }
+    if (st == VQ_OK)
+        st = alloc_scratch(c);
+    if (st != VQ_OK) {
+        vq_fail(NULL, st, "%s", c->err[0] ? c->err : vq_last_error());
+        vq_cache_free(c);
+        return st;
+    }
+    *out = c;
+    return VQ_OK;
+}
+
+vq_status vq_cache_create(const vq_cache_config *cfg, const vq_cache_shape *shape,
+                          uint64_t seed, vq_cache **out)
+{
+    return vq_cache_create_ex(cfg, shape, seed, 0, out);
+}
+
+static void release_pages(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size_t keep)
+{
+    while (H->n_pages > keep) {
+        H->n_pages--;
+        vq_pool_put(&c->pool, H->kpages[H->n_pages], L->kpage_bytes);
+        vq_pool_put(&c->pool, H->vpages[H->n_pages], L->vpage_bytes);
+        H->kpages[H->n_pages] = H->vpages[H->n_pages] = NULL;
+    }
+}
+
+void vq_cache_reset(vq_cache *c)
+{
+    if (!c || !c->layers)
+        return;
+    for (int l = 0; l < c->n_layers; l++) {
+        vq_cache_layer *L = &c->layers[l];
+        for (int h = 0; L->heads && h < L->shape.n_kv_heads; h++) {
+            vq_cache_head *H = &L->heads[h];
+            release_pages(c, L, H, 0);
+            H->n_packed = H->n_res = H->n_dead = H->dead_floor = 0;
+        }
+        L->last_pos = -1;
+        L->app_n = 0;
+    }
+}
+
+void vq_cache_free(vq_cache *c)
+{
+    if (!c)
+        return;
+    vq_cache_reset(c);
+    for (int l = 0; c->layers && l < c->n_layers; l++) {
+        vq_cache_layer *L = &c->layers[l];
+        for (int h = 0; L->heads && h < L->shape.n_kv_heads; h++) {
+            vq_cache_head *H = &L->heads[h];
+            free(H->kpages);
+            free(H->vpages);
+            free(H->pos);
+            free(H->alive);
+            free(H->score);
+            free(H->rk);
+            free(H->rv);
+            free(H->rpos);
+            free(H->rscore);
+        }
+        free(L->heads);
+        vq_codec_free(L->kc);
+        vq_codec_free(L->vc);
+        vq_codec_free(L->fk);
+        vq_codec_free(L->fv);
+    }
+    vq_pool_destroy(&c->pool);
+    free(c->layers);
+    free(c->shapes);
+    vq_cache_config_free(c->cfg);
+    free(c->qbuf);
+    free(c->qf);
+    free(c->sc);
+    free(c->acc);
+    free(c->accr);
+    free(c->m);
+    free(c->l);
+    free(c->tmp);
+    free(c->wbuf);
+    free(c->ebuf);
+    free(c);
+}
+
+const char *vq_cache_error(const vq_cache *c) { return c ? c->err : "cache is NULL"; }
+
+vq_status vq_cache_get_shape(const vq_cache *c, vq_cache_shape *out)
+{
+    if (!c || !out)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_get_shape: NULL argument");
+    out->n_layers = c->n_layers;
+    out->layers = c->shapes;
+    out->fingerprint = c->fingerprint;
+    return VQ_OK;
+}
+
+const char *vq_cache_codec_spec(const vq_cache *c, int layer, vq_role role)
+{
+    if (!c || layer < 0 || layer >= c->n_layers)
+        return "";
+    return vq_codec_spec(role == VQ_ROLE_KEY ? c->layers[layer].kc : c->layers[layer].vc);
+}
+
+vq_status vq_cache_calibrate(vq_cache *c, int layer, const float *k, const float *v, size_t n)
+{
+    if (!c)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_calibrate: cache is NULL");
+    if (layer < 0 || layer >= c->n_layers)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_calibrate: layer %d out of range", layer);
+    vq_cache_layer *L = &c->layers[layer];
+    size_t rows = n * (size_t)L->shape.n_kv_heads;
+    vq_codec *codecs[2] = { L->kc, L->vc };
+    const float *x[2] = { k, v };
+    for (int r = 0; r < 2; r++) {
+        if (!x[r] || !vq_codec_needs_calibration(codecs[r]))
+            continue;
+        vq_status st = vq_codec_calibrate(codecs[r], x[r], rows);
+        if (st != VQ_OK)
+            return vq_fail(c->err, st, "cache layer %d %s: %s", layer, r ? "values" : "keys",
+                           vq_codec_error(codecs[r]));
+    }
+    return VQ_OK;
+}
+
+/* ---- packed storage ----------------------------------------------------- */
+
+vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size_t n)
+{
+    if (n > H->cap_slots) {
+        size_t nc = H->cap_slots ? H->cap_slots : L->page_tokens;
+        while (nc < n)
+            nc *= 2;
+        int32_t *p = realloc(H->pos, nc * sizeof *p);
+        if (p)
+            H->pos = p;
+        uint8_t *a = realloc(H->alive, nc);
+        if (a)
+            H->alive = a;
+        float *s = realloc(H->score, nc * sizeof *s);
+        if (s)
+            H->score = s;
+        if (!p || !a || !s)
+            return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for slot tables");
+        H->cap_slots = nc;
+    }
+    size_t pages = (n + L->page_tokens - 1) / L->page_tokens;
+    if (pages > H->cap_pages) {
+        size_t nc = H->cap_pages ? 2 * H->cap_pages : 4;
+        while (nc < pages)
+            nc *= 2;
+        uint8_t **kp = realloc(H->kpages, nc * sizeof *kp);
+        if (kp)
+            H->kpages = kp;
+        uint8_t **vp = realloc(H->vpages, nc * sizeof *vp);
+        if (vp)
+            H->vpages = vp;
+        if (!kp || !vp)
+            return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for page tables");
+        H->cap_pages = nc;
+    }
+    while (H->n_pages < pages) {
+        uint8_t *k = vq_pool_get(&c->pool, L->kpage_bytes);
+        uint8_t *v = k ? vq_pool_get(&c->pool, L->vpage_bytes) : NULL;
+        if (!v) {
+            vq_pool_put(&c->pool, k, L->kpage_bytes);
+            return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for a page");
+        }
+        H->kpages[H->n_pages] = k;
+        H->vpages[H->n_pages] = v;
+        H->n_pages++;
+    }
+    return VQ_OK;
+}
+
+static uint8_t *kslot(const vq_cache_layer *L, const vq_cache_head *H, size_t i)
+{
+    return H->kpages[i / L->page_tokens] + (i % L->page_tokens) * bpt(L->kc);
+}
+
+static uint8_t *vslot(const vq_cache_layer *L, const vq_cache_head *H, size_t i)
+{
+    return H->vpages[i / L->page_tokens] + (i % L->page_tokens) * bpt(L->vc);
+}
+
+/* Move the oldest groups of the residual window into packed pages until at
+ * most keep + group - 1 tokens remain. Each group is decoded from fp16 and
+ * encoded with the layer's codecs in one call per role. */
+vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size_t keep)
+{
+    const size_t G = L->group, D = (size_t)L->shape.head_dim, rb = 2 * D;
+    while (H->n_res >= keep + G) {
+        size_t s = H->n_packed;
+        VQ_TRY(vq_cache_reserve_slots(c, L, H, s + G));
+        VQ_TRY(vq_codec_decode(L->fk, H->rk, G, c->tmp));
+        vq_status st = vq_codec_encode(L->kc, c->tmp, G, kslot(L, H, s));
+        if (st != VQ_OK)
+            return vq_fail(c->err, st, "cache: keys: %s", vq_codec_error(L->kc));
+        VQ_TRY(vq_codec_decode(L->fv, H->rv, G, c->tmp));
+        st = vq_codec_encode(L->vc, c->tmp, G, vslot(L, H, s));
+        if (st != VQ_OK)
+            return vq_fail(c->err, st, "cache: values: %s", vq_codec_error(L->vc));
+        for (size_t i = 0; i < G; i++) {
+            H->pos[s + i] = H->rpos[i];
+            H->score[s + i] = H->rscore[i];
+            H->alive[s + i] = 1;
+        }
+        H->n_packed += G;
+        size_t rest = H->n_res - G;
+        memmove(H->rk, H->rk + G * rb, rest * rb);
+        memmove(H->rv, H->rv + G * rb, rest * rb);
+        memmove(H->rpos, H->rpos + G, rest * sizeof *H->rpos);
+        memmove(H->rscore, H->rscore + G, rest * sizeof *H->rscore);
+        H->n_res = rest;
+    }
+    return VQ_OK;
+}
+
+/* Drop the groups whose slots are all dead, moving later groups down, and
+ * return emptied pages to the pool. Unless forced, runs only once the dead
+ * slots have grown by max(group, page_tokens/4) since the last run, so the
+ * cost of moving codes is amortized over many evictions. */
+void vq_cache_compact(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, int force)
+{
+    const size_t G = L->group;
+    size_t thresh = L->page_tokens / 4 > G ? L->page_tokens / 4 : G;
+    if (H->n_dead == 0 || (!force && H->n_dead < H->dead_floor + thresh))
+        return;
+    size_t kb = G * bpt(L->kc), vb = G * bpt(L->vc), w = 0, dead = 0;
+    for (size_t s = 0; s < H->n_packed; s += G) {
+        size_t live = 0;
+        for (size_t i = 0; i < G; i++)
+            live += H->alive[s + i];
+        if (live == 0)
+            continue;
+        dead += G - live;
+        if (w != s) {
+            memmove(kslot(L, H, w), kslot(L, H, s), kb);
+            memmove(vslot(L, H, w), vslot(L, H, s), vb);
+            memmove(H->pos + w, H->pos + s, G * sizeof *H->pos);
+            memmove(H->alive + w, H->alive + s, G);
+            memmove(H->score + w, H->score + s, G * sizeof *H->score);
+        }
+        w += G;
+    }
+    H->n_packed = w;
+    H->n_dead = H->dead_floor = dead;
+    release_pages(c, L, H, (w + L->page_tokens - 1) / L->page_tokens);
+}
+
+void vq_cache_kill_slot(vq_cache_head *H, size_t i, size_t head_dim)
+{
+    if (i < H->n_packed) {
+        if (H->alive[i]) {
+            H->alive[i] = 0;
+            H->n_dead++;
+        }
+        return;
+    }
+    size_t r = i - H->n_packed, rest = H->n_res - r - 1, rb = 2 * head_dim;
+    memmove(H->rk + r * rb, H->rk + (r + 1) * rb, rest * rb);
+    memmove(H->rv + r * rb, H->rv + (r + 1) * rb, rest * rb);
+    memmove(H->rpos + r, H->rpos + r + 1, rest * sizeof *H->rpos);
+    memmove(H->rscore + r, H->rscore + r + 1, rest * sizeof *H->rscore);
+    H->n_res--;
+}
+
+vq_status vq_cache_grow_wbuf(vq_cache *c, size_t n)
+{
+    if (n <= c->wbuf_cap)
+        return VQ_OK;
+    size_t nc = c->wbuf_cap ? c->wbuf_cap : 4096;
+    while (nc < n)
+        nc *= 2;
+    float *w = realloc(c->wbuf, nc * sizeof *w);
+    if (!w)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention weights");
+    c->wbuf = w;
+    c->wbuf_cap = nc;
+    return VQ_OK;
+}
+
+/* ---- append --------------------------------------------------------------- */
+
+vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v,
+                          size_t n, int32_t pos0)
+{
+    if (!c)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_append: cache is NULL");
+    if (layer < 0 || layer >= c->n_layers)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_append: layer %d out of range [0, %d)", layer,
+                       c->n_layers);
+    if (n == 0)
+        return VQ_OK;
+    if (!k || !v)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_append: k or v is NULL");
+    vq_cache_layer *L = &c->layers[layer];
+    if (pos0 < 0 || pos0 <= L->last_pos || n > (size_t)(INT32_MAX - pos0))
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG,
+                       "vq_cache_append: layer %d: pos0=%d must be >= 0 and after the last position %d", layer,
+                       (int)pos0, (int)L->last_pos);
+    if (!vq_codec_is_ready(L->kc) || !vq_codec_is_ready(L->vc))
+        return vq_fail(c->err, VQ_ERR_NEEDS_CALIBRATION,
+                       "cache layer %d: the %s codec needs calibration (vq_cache_calibrate or calib=FILE)", layer,
+                       vq_codec_is_ready(L->kc) ? "values" : "keys");
+    VQ_TRY(vq_cache_enforce(c, layer, pos0, 0));
+    const size_t D = (size_t)L->shape.head_dim, nh = (size_t)L->shape.n_kv_heads, rb = 2 * D;
+    const size_t keep = (size_t)c->cfg->residual;
+    for (size_t t = 0; t < n; t++) {
+        for (size_t h = 0; h < nh; h++) {
+            vq_cache_head *H = &L->heads[h];
+            const float *kt = k + (t * nh + h) * D, *vt = v + (t * nh + h) * D;
+            VQ_TRY(vq_codec_encode(L->fk, kt, 1, H->rk + H->n_res * rb));
+            VQ_TRY(vq_codec_encode(L->fv, vt, 1, H->rv + H->n_res * rb));
+            H->rpos[H->n_res] = pos0 + (int32_t)t;
+            H->rscore[H->n_res] = 0.0f;
+            H->n_res++;
+            if (H->n_res == L->res_cap)
+                VQ_TRY(vq_cache_flush_residual(c, L, H, keep));
+        }
+    }
+    L->last_pos = pos0 + (int32_t)(n - 1);
+    L->app_pos0 = pos0;
+    L->app_n = n;
+    return VQ_OK;
+}
+
+/* ---- gather ------------------------------------------------------------- */
+
+vq_status vq_cache_gather(vq_cache *c, int layer, int kv_head, size_t cap,
+                          int32_t *pos, float *k, float *v, size_t *n)
+{
+    if (!c || !n)
+        return vq_fail(c ? c->err : NULL, VQ_ERR_INVALID_ARG, "vq_cache_gather: NULL argument");
+    if (layer < 0 || layer >= c->n_layers || kv_head < 0 || kv_head >= c->layers[layer].shape.n_kv_heads)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_gather: layer %d head %d out of range", layer, kv_head);
+    vq_cache_layer *L = &c->layers[layer];
+    vq_cache_head *H = &L->heads[kv_head];
+    const size_t D = (size_t)L->shape.head_dim, G = L->group;
+    size_t live = H->n_packed - H->n_dead + H->n_res;
+    *n = live;
+    if (!pos && !k && !v)
+        return VQ_OK;
+    if (live > cap)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_gather: %zu tokens held, capacity %zu", live, cap);
+    size_t o = 0;
+    for (size_t s = 0; s < H->n_packed; s += G) {
+        if (k)
+            VQ_TRY(vq_codec_decode(L->kc, kslot(L, H, s), G, c->tmp));
+        for (size_t i = 0, oo = o; i < G; i++)
+            if (H->alive[s + i]) {
+                if (k)
+                    memcpy(k + oo * D, c->tmp + i * D, D * sizeof(float));
+                if (pos)
+                    pos[oo] = H->pos[s + i];
+                oo++;
+            }
+        if (v)
+            VQ_TRY(vq_codec_decode(L->vc, vslot(L, H, s), G, c->tmp));
+        for (size_t i = 0; i < G; i++)
+            if (H->alive[s + i]) {
+                if (v)
+                    memcpy(v + o * D, c->tmp + i * D, D * sizeof(float));
+                o++;
+            }
+    }
+    for (size_t r = 0; r < H->n_res; r++, o++) {
+        if (pos)
+            pos[o] = H->rpos[r];
+        if (k)
+            VQ_TRY(vq_codec_decode(L->fk, H->rk + r * 2 * D, 1, k + o * D));
+        if (v)
+            VQ_TRY(vq_codec_decode(L->fv, H->rv + r * 2 * D, 1, v + o * D));
+    }
+    return VQ_OK;
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+static void layer_stats(const vq_cache *c, const vq_cache_layer *L, vq_cache_usage *u)
+{
+    const uint64_t D = (uint64_t)L->shape.head_dim;
+    vq_cache_role_stats *rs[2] = { &u->keys, &u->values };
+    const vq_codec *cd[2] = { L->kc, L->vc };
+    const size_t pb[2] = { L->kpage_bytes, L->vpage_bytes };
+    for (int r = 0; r < 2; r++) {
+        rs[r]->shared_bytes += vq_codec_shared_bytes(cd[r]);
+        for (int h = 0; h < L->shape.n_kv_heads; h++) {
+            const vq_cache_head *H = &L->heads[h];
+            uint64_t live = H->n_packed - H->n_dead + H->n_res;
+            rs[r]->tokens += live;
+            rs[r]->stored_slots += H->n_packed + H->n_res;
+            rs[r]->fp16_bytes += live * 2 * D;
+            rs[r]->accounted_bytes += (uint64_t)H->n_packed * bpt(cd[r]) + (uint64_t)H->n_res * 2 * D;
+            rs[r]->residual_bytes += (uint64_t)L->res_cap * 2 * D;
+            rs[r]->residual_tokens += H->n_res;
+            rs[r]->resident_bytes += (uint64_t)H->n_pages * pb[r] + (uint64_t)L->res_cap * 2 * D;
+        }
+    }
+    for (int h = 0; h < L->shape.n_kv_heads; h++) {
+        const vq_cache_head *H = &L->heads[h];
+        u->index_bytes += (uint64_t)H->cap_slots * (sizeof(int32_t) + 1 + sizeof(float)) +
+                          (uint64_t)L->res_cap * (sizeof(int32_t) + sizeof(float)) +
+                          (uint64_t)H->cap_pages * 2 * sizeof(void *);
+    }
+    (void)c;
+}
+
+vq_status vq_cache_stats(const vq_cache *c, int layer, vq_cache_usage *out)
+{
+    if (!c || !out)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_stats: NULL argument");
+    if (layer < -1 || layer >= c->n_layers)
+        return vq_fail((char *)c->err, VQ_ERR_INVALID_ARG, "vq_cache_stats: layer %d out of range", layer);
+    memset(out, 0, sizeof *out);
+    for (int l = 0; l < c->n_layers; l++)
+        if (layer == -1 || layer == l)
+            layer_stats(c, &c->layers[l], out);
+    if (layer == -1)
+        out->pool_free_bytes = vq_pool_free_bytes(&c->pool);
+    return VQ_OK;
+}

@@ -1,0 +1,267 @@
+/* test_cache_persist.c -- vq_cache_save / vq_cache_load: a round trip
+ * continues with bit-identical attention; truncated and corrupted files
+ * and another model's file are refused with VQ_ERR_FORMAT and a message;
+ * a failed save leaves no file and keeps an existing one intact. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/file.h"
+#include "test.h"
+#include "test_cache_util.h"
+
+static const vq_cache_layer_shape SH[2] = { { 2, 4, 64, 0 }, { 1, 2, 32, 24 } };
+static const vq_cache_shape SHAPE = { 2, SH, 0xfeedbeefcafe1234ull };
+
+static vq_cache *build(const char *text)
+{
+    vq_cache_config *cfg = NULL;
+    vq_cache *c = NULL;
+    CHECK_OK(vq_cache_config_parse(text, &cfg));
+    if (cfg)
+        CHECK_OK(vq_cache_create(cfg, &SHAPE, 77, &c));
+    vq_cache_config_free(cfg);
+    return c;
+}
+
+/* append + attend tokens [t0, t0+n) with data from seed; outputs of both
+ * layers into out (may be NULL) */
+static void drive(vq_cache *c, size_t t0, size_t n, uint64_t seed, float *out)
+{
+    vq_rng g;
+    vq_rng_seed(&g, seed + t0);
+    size_t o = 0;
+    for (int l = 0; l < 2; l++) {
+        size_t kvf = (size_t)SH[l].n_kv_heads * (size_t)SH[l].head_dim;
+        size_t qf = (size_t)SH[l].n_q_heads * (size_t)SH[l].head_dim;
+        float *k = malloc(n * kvf * 4), *v = malloc(n * kvf * 4), *q = malloc(n * qf * 4), *y = malloc(n * qf * 4);
+        tc_fill(&g, k, n * kvf, 1.0f);
+        tc_fill(&g, v, n * kvf, 1.0f);
+        tc_fill(&g, q, n * qf, 1.5f);
+        CHECK_OK(vq_cache_append(c, l, k, v, n, (int32_t)t0));
+        CHECK_OK(vq_cache_attend(c, l, q, n, SH[l].n_q_heads, 1.0f / sqrtf((float)SH[l].head_dim), y));
+        if (out)
+            memcpy(out + o, y, n * qf * 4);
+        o += n * qf;
+        free(k), free(v), free(q), free(y);
+    }
+}
+
+static size_t out_floats(size_t n)
+{
+    return n * ((size_t)SH[0].n_q_heads * SH[0].head_dim + (size_t)SH[1].n_q_heads * SH[1].head_dim);
+}
+
+static char *tmp_path(const char *name)
+{
+    static char buf[4][512];
+    static int i;
+    char *b = buf[i++ % 4];
+    snprintf(b, 512, "%s/%s", vq_test_tmpdir(), name);
+    return b;
+}
+
+static void roundtrip(const char *cfgtext)
+{
+    vq_cache *a = build(cfgtext);
+    if (!a)
+        return;
+    drive(a, 0, 70, 1, NULL);
+    for (size_t t = 70; t < 90; t++)
+        drive(a, t, 1, 1, NULL);
+    const char *path = tmp_path("rt.vqkc");
+    CHECK_OK(vq_cache_save(a, path));
+    vq_cache *b = NULL;
+    CHECK_OK(vq_cache_load(path, &SHAPE, &b));
+    if (!b) {
+        vq_cache_free(a);
+        return;
+    }
+    CHECK(strcmp(vq_cache_codec_spec(a, 0, VQ_ROLE_KEY), vq_cache_codec_spec(b, 0, VQ_ROLE_KEY)) == 0);
+    vq_cache_usage ua, ub;
+    CHECK_OK(vq_cache_stats(a, -1, &ua));
+    CHECK_OK(vq_cache_stats(b, -1, &ub));
+    CHECK(ua.keys.tokens == ub.keys.tokens && ua.values.accounted_bytes == ub.values.accounted_bytes);
+    size_t nf = out_floats(1);
+    float *ya = malloc(nf * 4), *yb = malloc(nf * 4);
+    int same = 1;
+    for (size_t t = 90; t < 120; t++) {
+        drive(a, t, 1, 2, ya);
+        drive(b, t, 1, 2, yb);
+        same &= memcmp(ya, yb, nf * 4) == 0;
+    }
+    CHECKF(same, "%s: loaded cache gives different attention outputs", cfgtext);
+    /* the held tokens are the same after continued decoding (eviction
+     * state, e.g. h2o scores, was saved too) */
+    for (int h = 0; h < SH[0].n_kv_heads; h++) {
+        size_t na = 0, nb = 0;
+        int32_t pa[256], pb[256];
+        CHECK_OK(vq_cache_gather(a, 0, h, 256, pa, NULL, NULL, &na));
+        CHECK_OK(vq_cache_gather(b, 0, h, 256, pb, NULL, NULL, &nb));
+        CHECK(na == nb && memcmp(pa, pb, na * 4) == 0);
+    }
+    printf("  round trip ok: %s\n", cfgtext);
+    free(ya), free(yb);
+    vq_cache_free(a), vq_cache_free(b);
+}
+
+static void test_roundtrip(void)
+{
+    roundtrip("keys=fp16 values=fp16");
+    roundtrip("keys=fp16 values=fp16 residual=16 page=32 evict=h2o:budget=48,sinks=2,recent=8");
+    const char *spec;
+    for (int i = 0; vq_codec_method(i, &spec); i++) {
+        if (strcmp(spec, "fp16") == 0)
+            continue;
+        char buf[1200];
+        snprintf(buf, sizeof buf, "keys=%s values=%s residual=4 evict=streaming_llm:sinks=4,window=40", spec, spec);
+        vq_cache *probe = build(buf);
+        if (!probe)
+            continue;
+        vq_cache_free(probe);
+        vq_codec *cd = NULL;
+        if (vq_codec_create(spec, 64, VQ_ROLE_KEY, 1, &cd) == VQ_OK && vq_codec_needs_calibration(cd)) {
+            vq_codec_free(cd);
+            /* calibrate, then the state travels with the file */
+            vq_cache *a = build(buf);
+            vq_rng g;
+            vq_rng_seed(&g, 3);
+            for (int l = 0; l < 2; l++) {
+                size_t n = 256 * (size_t)SH[l].n_kv_heads * (size_t)SH[l].head_dim;
+                float *x = malloc(n * 4);
+                tc_fill(&g, x, n, 1.0f);
+                CHECK_OK(vq_cache_calibrate(a, l, x, x, 256));
+                free(x);
+            }
+            drive(a, 0, 40, 1, NULL);
+            const char *path = tmp_path("cal.vqkc");
+            CHECK_OK(vq_cache_save(a, path));
+            vq_cache *b = NULL;
+            CHECK_OK(vq_cache_load(path, &SHAPE, &b));
+            size_t nf = out_floats(1);
+            float *ya = malloc(nf * 4), *yb = malloc(nf * 4);
+            if (b) {
+                drive(a, 40, 1, 2, ya);
+                drive(b, 40, 1, 2, yb);
+                CHECKF(memcmp(ya, yb, nf * 4) == 0, "%s: calibrated cache differs after load", spec);
+                printf("  round trip ok (calibration state saved): %s\n", buf);
+            }
+            free(ya), free(yb);
+            vq_cache_free(a), vq_cache_free(b);
+            continue;
+        }
+        vq_codec_free(cd);
+        roundtrip(buf);
+    }
+}
+
+/* plain write (no fsync: thousands of test files) */
+static int write_plain(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(p, 1, n, f);
+    return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+static void test_refuse_bad_files(void)
+{
+    vq_cache *a = build("keys=fp16 values=fp16 residual=4");
+    if (!a)
+        return;
+    drive(a, 0, 30, 1, NULL);
+    const char *path = tmp_path("good.vqkc");
+    CHECK_OK(vq_cache_save(a, path));
+    vq_cache_free(a);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK_OK(vq_file_read_all(path, 1u << 30, &buf, &len, NULL));
+    if (!buf)
+        return;
+    const char *bad = tmp_path("bad.vqkc");
+    vq_cache *b = NULL;
+    /* every truncation refused (quick mode: a sample of lengths) */
+    size_t stepn = vq_test_quick() ? 97 : 7, refused = 0, tried = 0;
+    for (size_t n = 0; n < len; n += stepn, tried++) {
+        CHECK(write_plain(bad, buf, n) == 0);
+        vq_status st = vq_cache_load(bad, NULL, &b);
+        refused += st == VQ_ERR_FORMAT && b == NULL && strlen(vq_last_error()) > 0;
+        vq_cache_free(b);
+        b = NULL;
+    }
+    CHECKF(refused == tried, "%zu of %zu truncations refused with VQ_ERR_FORMAT", refused, tried);
+    /* single-byte corruption anywhere */
+    refused = tried = 0;
+    for (size_t off = 0; off < len; off += stepn * 3, tried++) {
+        buf[off] ^= 0x5a;
+        CHECK(write_plain(bad, buf, len) == 0);
+        buf[off] ^= 0x5a;
+        vq_status st = vq_cache_load(bad, NULL, &b);
+        refused += st == VQ_ERR_FORMAT && b == NULL;
+        vq_cache_free(b);
+        b = NULL;
+    }
+    CHECKF(refused == tried, "%zu of %zu corruptions refused", refused, tried);
+    CHECK(vq_cache_load(bad, NULL, &b) == VQ_ERR_FORMAT && strstr(vq_last_error(), "checksum") != NULL);
+    CHECK(vq_cache_load(tmp_path("missing.vqkc"), NULL, &b) == VQ_ERR_IO);
+    /* another model */
+    vq_cache_shape other = SHAPE;
+    other.fingerprint ^= 1;
+    CHECK(vq_cache_load(path, &other, &b) == VQ_ERR_FORMAT && b == NULL);
+    CHECK(strstr(vq_last_error(), "another model") != NULL);
+    vq_cache_layer_shape sh2[2] = { SH[0], SH[1] };
+    sh2[1].window = 0;
+    vq_cache_shape other2 = { 2, sh2, SHAPE.fingerprint };
+    CHECK(vq_cache_load(path, &other2, &b) == VQ_ERR_FORMAT);
+    CHECK_OK(vq_cache_load(path, &SHAPE, &b));
+    vq_cache_free(b);
+    free(buf);
+}
+
+static void test_failed_save(void)
+{
+    vq_cache *a = build("keys=fp16 values=fp16");
+    if (!a)
+        return;
+    drive(a, 0, 10, 1, NULL);
+    /* unwritable location: the parent is a regular file */
+    const char *blocker = tmp_path("afile");
+    CHECK_OK(vq_file_write_buffer(blocker, "x", 1, NULL));
+    char path[600];
+    snprintf(path, sizeof path, "%s/cache.vqkc", blocker);
+    CHECK(vq_cache_save(a, path) == VQ_ERR_IO);
+    CHECK(strstr(vq_cache_error(a), "cache save") != NULL);
+    struct stat sb;
+    CHECK(stat(path, &sb) != 0);
+    /* an existing file stays intact when a save fails: block the
+     * temporary file's name with a directory */
+    const char *keep = tmp_path("keep.vqkc");
+    CHECK_OK(vq_cache_save(a, keep));
+    uint8_t *before = NULL, *after = NULL;
+    size_t nb = 0, na = 0;
+    CHECK_OK(vq_file_read_all(keep, 1u << 30, &before, &nb, NULL));
+    char tmpname[700];
+    snprintf(tmpname, sizeof tmpname, "%s.tmp.%ld", keep, (long)getpid());
+    CHECK(mkdir(tmpname, 0700) == 0);
+    drive(a, 10, 5, 1, NULL);
+    CHECK(vq_cache_save(a, keep) == VQ_ERR_IO);
+    CHECK_OK(vq_file_read_all(keep, 1u << 30, &after, &na, NULL));
+    CHECK(before && after && na == nb && memcmp(before, after, nb) == 0);
+    vq_cache *b = NULL;
+    CHECK_OK(vq_cache_load(keep, &SHAPE, &b));
+    vq_cache_free(b);
+    rmdir(tmpname);
+    free(before), free(after);
+    vq_cache_free(a);
+}
+
+int main(void)
+{
+    RUN(test_roundtrip);
+    RUN(test_refuse_bad_files);
+    RUN(test_failed_save);
+    return vq_test_summary("cache_persist");
+}
