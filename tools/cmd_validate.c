@@ -381,10 +381,20 @@ static int run_arm(const opts *o, const arm_def *a, int is_ref, arm_result *r, i
         }
     }
     /* prefill */
+    /* in pieces of 256 tokens so long prompts show progress (the context
+     * batches each piece itself; positions simply continue) */
+    eval_progress pp;
+    char plabel[96];
+    snprintf(plabel, sizeof plabel, "  %s prefill", a->name);
+    eval_progress_start(&pp, plabel, "tok");
     double t0 = vq_now_seconds();
-    if (vq_ctx_forward(ctx, prompt, (int)n_prompt, logits, VQ_LOGITS_LAST) != VQ_OK) {
-        on_fail(r, "prefill", vq_ctx_error(ctx));
-        goto done;
+    for (size_t p0 = 0; p0 < n_prompt; p0 += 256) {
+        int cnt = (int)(n_prompt - p0 < 256 ? n_prompt - p0 : 256);
+        if (vq_ctx_forward(ctx, prompt + p0, cnt, logits, VQ_LOGITS_LAST) != VQ_OK) {
+            on_fail(r, "prefill", vq_ctx_error(ctx));
+            goto done;
+        }
+        eval_progress_update(&pp, (double)(p0 + (size_t)cnt), (double)n_prompt);
     }
     r->prefill_s = vq_now_seconds() - t0;
     /* greedy decode, exactly max_tokens tokens */
