@@ -12,7 +12,9 @@
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
 # VQ_BIN overrides the binary (default ./build/veloxquant). The machine the
-# committed numbers come from has 2 shared cores, hence 1 chunk per model.
+# committed numbers come from has 2 cores shared with other jobs, hence one
+# chunk per model, gemma3 (262k vocabulary, slow logits) at ctx 512 instead
+# of 2048, and short passkey prompts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${VQ_BIN:-./build/veloxquant}
@@ -67,12 +69,12 @@ step() {
     short-gemma3)  run "$BIN" validate --model gemma3-270m --max-tokens 64 ;;
     long-smollm2)  run "$BIN" validate --model smollm2-135m --prompt-repeat 32 --max-tokens 16 --no-quality --out figures/validation-long \
                      --calib figures/validation/smollm2-135m/calib-vecinfer.vqc ;;
-    long-gemma3)   run "$BIN" validate --model gemma3-270m --prompt-repeat 24 --max-tokens 16 --no-quality --out figures/validation-long \
+    long-gemma3)   run "$BIN" validate --model gemma3-270m --prompt-repeat 16 --max-tokens 16 --no-quality --out figures/validation-long \
                      --calib figures/validation/gemma3-270m/calib-vecinfer.vqc ;;
     ppl-smollm2)   ppl smollm2-135m 2048 1 ;;
-    ppl-gemma3)    ppl gemma3-270m 1024 1 ;;
+    ppl-gemma3)    ppl gemma3-270m 512 1 ;;
     needle-smollm2) needle smollm2-135m 512 ;;
-    needle-gemma3)  needle gemma3-270m 512 ;;
+    needle-gemma3)  needle gemma3-270m 384 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
   esac
