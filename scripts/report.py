@@ -133,8 +133,31 @@ def needle_command(n):
     return " ".join(shlex.quote(a) for a in args + ["--json"])
 
 
+def load_ppl(m):
+    """MODEL-ppl.json plus any MODEL-ppl-*.json (configs measured in a later
+    run on the same chunks, e.g. VecInfer once its calibration file exists):
+    the configs are concatenated; each run's dPPL/KL are against its own fp16
+    reference, which is the same text and the same fp16 cache."""
+    d = os.path.join(ROOT, "figures/quality")
+    main = load(f"figures/quality/{m}-ppl.json")
+    if main is None:
+        return None, []
+    runs = [main]
+    for fn in sorted(os.listdir(d)):
+        if fn.startswith(f"{m}-ppl-") and fn.endswith(".json"):
+            extra = load(f"figures/quality/{fn}")
+            same = all(extra.get(k) == main.get(k) for k in ("ctx", "chunks", "skip", "file"))
+            if not same:
+                print(f"report.py: {fn} measured on other chunks than {m}-ppl.json (skipped)", file=sys.stderr)
+                continue
+            runs.append(extra)
+    merged = dict(main)
+    merged["configs"] = [c for r in runs for c in r.get("configs", [])]
+    return merged, runs
+
+
 def quality_model(m):
-    p = load(f"figures/quality/{m}-ppl.json")
+    p, runs = load_ppl(m)
     n = load(f"figures/quality/{m}-needle.json")
     v = load(f"figures/validation/{m}/results.json")
     if p is None:
@@ -190,7 +213,7 @@ def quality_model(m):
         "model": m, "arch": p["arch"], "n_layers": p.get("n_layers"), "n_kv_heads": p.get("n_kv_heads"),
         "head_dim": p.get("head_dim"), "ctx": p["ctx"], "chunks": p["chunks"], "tokens_scored": p["tokens_scored"],
         "ppl_fp16": p["ppl"], "base_mb": base_mb, "quality_source": src,
-        "ppl_command": ppl_command(p), "needle_command": needle_command(n) if n else None,
+        "ppl_commands": [ppl_command(r) for r in runs], "needle_command": needle_command(n) if n else None,
         "needle_ctx": n["ctx"] if n else None, "methods": methods,
     }
 
@@ -209,7 +232,7 @@ def quality_table(q):
     head = ["Method", "Cache config", "bits/element (K / V)", "K+V MB at 8k", "PPL", "dPPL vs fp16",
             "KL (nats)", "top-1", "passkey"]
     note = (f'\n\n{q["model"]}: {q["quality_source"]}; fp16 PPL {q["ppl_fp16"]:.3f}. '
-            f'Passkey at ~{q["needle_ctx"]} tokens.\n\nCommands:\n\n    {q["ppl_command"]}\n')
+            f'Passkey at ~{q["needle_ctx"]} tokens.\n\nCommands:\n\n' + "".join(f"    {c}\n" for c in q["ppl_commands"]))
     if q["needle_command"]:
         note += f'\n    {q["needle_command"]}\n'
     return table(head, rows) + note
