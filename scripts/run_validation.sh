@@ -7,6 +7,8 @@
 # before it runs, and the same command is written beside its numbers in the
 # report):
 #   ppl-smollm2 ppl-gemma3        quality: PPL/dPPL/KL/top-1 per method
+#   ppl-vecinfer-MODEL            VecInfer alone (when ppl-MODEL ran before its
+#                                 calibration file existed; same chunks)
 #   needle-smollm2 needle-gemma3  passkey retrieval per method
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
@@ -55,6 +57,14 @@ ppl() {  # model ctx chunks
   mv "figures/quality/$m-ppl.json.tmp" "figures/quality/$m-ppl.json"
 }
 
+ppl_vecinfer() {  # model ctx chunks: VecInfer alone, once validate made its calibration file
+  local m=$1 ctx=$2 chunks=$3
+  run "$BIN" ppl --model "$m" --file "$WIKI" --skip 0.25 --ctx "$ctx" --chunks "$chunks" \
+    --cache "keys=vecinfer:sub_dim=8,bits=8,calib=figures/validation/$m/calib-vecinfer.vqc values=fp16" --json \
+    > "figures/quality/$m-ppl-vecinfer.json.tmp"
+  mv "figures/quality/$m-ppl-vecinfer.json.tmp" "figures/quality/$m-ppl-vecinfer.json"
+}
+
 needle() {  # model ctx
   local m=$1 ctx=$2; local -a a=()
   while IFS= read -r -d '' x; do a+=("$x"); done < <(cache_args "$m")
@@ -73,6 +83,8 @@ step() {
                      --calib figures/validation/gemma3-270m/calib-vecinfer.vqc ;;
     ppl-smollm2)   ppl smollm2-135m 2048 1 ;;
     ppl-gemma3)    ppl gemma3-270m 512 1 ;;
+    ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 1 ;;
+    ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 512 1 ;;
     needle-smollm2) needle smollm2-135m 512 ;;
     needle-gemma3)  needle gemma3-270m 384 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_flags.h"
 #include "cli.h"
 #include "eval_common.h"
 #include "veloxquant.h"
@@ -43,7 +44,9 @@ static void usage(FILE *f)
                "  --depths LIST    relative depths of the key, e.g. 0,0.5,1 (default 0,0.25,0.5,0.75,1)\n"
                "  --seeds S        trials per depth, each with another key (default 2)\n"
                "  --threads N      (default: all cores)\n"
-               "  --json           one JSON object on stdout\n");
+               "  --json           one JSON object on stdout\n"
+               "  (the single cache flags below describe one more config)\n");
+    cli_cache_usage(f);
 }
 
 static uint64_t splitmix(uint64_t *s)
@@ -83,6 +86,8 @@ int cmd_needle(int argc, char **argv)
     int n_depths = 5;
     const char *cfgs[MAX_CONFIGS + 1] = { "keys=fp16 values=fp16" };
     int n_cfg = 1;
+    cli_cache_flags cf = { 0 };
+    char flags_cfg[1024];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -113,6 +118,8 @@ int cmd_needle(int argc, char **argv)
         else if (strcmp(a, "--cache") == 0 && n_cfg <= MAX_CONFIGS) {
             if (strcmp(v, "keys=fp16 values=fp16") != 0)
                 cfgs[n_cfg++] = v;
+        } else if (strcmp(a, "--cache") != 0 && cli_cache_flag(&cf, a, v)) {
+            continue;
         } else if (strcmp(a, "--depths") == 0) {
             n_depths = 0;
             const char *p = v;
@@ -134,6 +141,13 @@ int cmd_needle(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+    }
+    if (cf.any) {
+        if (n_cfg > MAX_CONFIGS || !cli_cache_text(&cf, flags_cfg, sizeof flags_cfg)) {
+            cli_error("needle", "too many configs, or cache flags too long");
+            return 2;
+        }
+        cfgs[n_cfg++] = flags_cfg;
     }
     if (!model || !ctx) {
         cli_error("needle", "--model and --ctx are required");
@@ -184,11 +198,7 @@ int cmd_needle(int argc, char **argv)
     for (int c = 0; c < n_cfg; c++) {
         vq_ctx *cx = NULL;
         vq_cache *cache = NULL;
-#ifdef VQ_HAVE_CACHED_CTX
         vq_status st = eval_ctx_open(m, cfgs[c], (int)ctx + 64, (int)threads, &cx, &cache);
-#else
-        vq_status st = eval_ctx_open(m, c == 0 ? NULL : cfgs[c], (int)ctx + 64, (int)threads, &cx, &cache);
-#endif
         if (st != VQ_OK) {
             cli_error("needle", "cache config '%s': %s", cfgs[c], vq_last_error());
             goto out;

@@ -7,13 +7,34 @@
  * chunk starts from an empty context and is scored teacher-forced: every
  * token but the chunk's first input is predicted from the tokens before it
  * in the chunk. PPL = exp(mean negative log-likelihood over all scored
- * tokens). At most K chunks (default: as many as the file holds). */
+ * tokens). At most K chunks (default: as many as the file holds).
+ *
+ * --skip F drops the first fraction F of the file's bytes (cut at the next
+ * line start) before tokenizing. The report uses --skip 0.25 on WikiText-2:
+ * `veloxquant calibrate` (and validate's automatic calibration) read the
+ * first quarter of that file, so evaluation never overlaps calibration.
+ *
+ * Configs: each --cache CONFIG (repeatable), and the config the single
+ * cache flags describe (--keys/--values/--residual/--evict/--cross,
+ * tools/cache_flags.h). With any config, each chunk runs through the fp16
+ * packed cache ("keys=fp16 values=fp16", the reference) and through one
+ * context per config on the same tokens, in batches of 32 positions; at
+ * every scored position the two next-token distributions are compared:
+ * KL(p_fp16 || p_config) in nats (mean and max over positions) and top-1
+ * agreement (same argmax); each config's own PPL gives dPPL in the same
+ * run. With --json, "configs" holds one object per config: cache, ppl,
+ * dppl, kl, kl_max, top1, positions, bits_per_element(_k/_v) (per-token
+ * metadata included, from the cache's own counters), kv_bytes_8k (K+V held
+ * at 8192 tokens, sliding-window layers at their window, shared state
+ * included), kv_bytes_per_token_full/_window, window and kv_fixed_bytes
+ * (bytes(C) = full*C + window_bpt*min(C, window) + fixed). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_flags.h"
 #include "cli.h"
 #include "eval_common.h"
 #include "veloxquant.h"
@@ -27,9 +48,11 @@ static void usage(FILE *f)
                "  --skip F        skip the first fraction F (0..0.9) of the file (default 0;\n"
                "                  0.25 = WikiText evaluation part, after the calibration part)\n"
                "  --cache CONFIG  also score this KV-cache config against fp16: ppl, dPPL, KL,\n"
-               "                  top-1 agreement (repeatable, up to 8)\n"
+               "                  top-1 agreement (repeatable, up to 8); the single cache\n"
+               "                  flags below describe one more config\n"
                "  --threads N     (default: all cores)\n"
                "  --json          one JSON object on stdout\n");
+    cli_cache_usage(f);
 }
 
 #define MAX_CONFIGS 8
@@ -140,6 +163,8 @@ int cmd_ppl(int argc, char **argv)
     ppl_arm arms[MAX_CONFIGS];
     int n_arms = 0;
     memset(arms, 0, sizeof arms);
+    cli_cache_flags cf = { 0 };
+    char flags_cfg[1024];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -175,11 +200,20 @@ int cmd_ppl(int argc, char **argv)
             skip = d;
         else if (strcmp(a, "--cache") == 0 && n_arms < MAX_CONFIGS)
             arms[n_arms++].text = val;
+        else if (strcmp(a, "--cache") != 0 && cli_cache_flag(&cf, a, val))
+            continue;
         else {
             cli_error("ppl", "bad option or value: %s %s", a, val);
             usage(stderr);
             return 2;
         }
+    }
+    if (cf.any) {
+        if (n_arms >= MAX_CONFIGS || !cli_cache_text(&cf, flags_cfg, sizeof flags_cfg)) {
+            cli_error("ppl", "too many configs, or cache flags too long");
+            return 2;
+        }
+        arms[n_arms++].text = flags_cfg;
     }
     if (!model || !file || !ctx) {
         cli_error("ppl", "--model, --file and --ctx are required");
@@ -205,11 +239,7 @@ int cmd_ppl(int argc, char **argv)
     }
     /* the reference: plain context without configs (the original
      * behaviour), fp16 packed cache when comparing */
-#ifdef VQ_HAVE_CACHED_CTX
     if (eval_ctx_open(m, n_arms ? "keys=fp16 values=fp16" : NULL, (int)ctx, (int)threads, &c, &c_cache) != VQ_OK) {
-#else
-    if (eval_ctx_open(m, NULL, (int)ctx, (int)threads, &c, &c_cache) != VQ_OK) {
-#endif
         cli_error("ppl", "%s", vq_last_error());
         goto out;
     }

@@ -357,11 +357,7 @@ static int run_arm(const opts *o, const arm_def *a, int is_ref, arm_result *r, i
     r->n_prompt = (int)n_prompt;
     int cap = (int)n_prompt + o->max_tokens;
     vq_status st;
-#ifdef VQ_HAVE_CACHED_CTX
     st = eval_ctx_open(m, a->cache, cap, o->threads, &ctx, &cache);
-#else
-    st = eval_ctx_open(m, strcmp(a->name, "fp16") == 0 ? NULL : a->cache, cap, o->threads, &ctx, &cache);
-#endif
     if (st != VQ_OK) {
         on_fail(r, "context", vq_last_error());
         goto done;
@@ -502,7 +498,6 @@ static void calib_progress(const char *stage, size_t done, size_t total, void *u
  * write the whole-model calibration file to `path`. */
 static int make_calibration(const opts *o, const char *cfg_text, const char *path, char *err, size_t cap)
 {
-#ifdef VQ_HAVE_CACHED_CTX
     const char *txt_path = o->calib_text;
     char def[1024];
     if (!txt_path) {
@@ -546,14 +541,6 @@ out:
     vq_model_free(m);
     free(text);
     return rc;
-#else
-    (void)o;
-    (void)cfg_text;
-    (void)path;
-    (void)calib_progress;
-    snprintf(err, cap, "this build cannot calibrate; give --calib FILE");
-    return 1;
-#endif
 }
 
 /* Run make_calibration in a child process (its memory is not the arms'). */

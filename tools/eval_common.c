@@ -19,9 +19,10 @@ vq_status eval_ctx_open(const vq_model *m, const char *cfg_text, int max_tokens,
 {
     *ctx = NULL;
     *cache = NULL;
-#ifdef VQ_HAVE_CACHED_CTX
+if (!cfg_text)
+        return vq_ctx_create(m, max_tokens, n_threads, ctx);
     vq_cache_config *cfg = NULL;
-    vq_status st = vq_cache_config_parse(cfg_text ? cfg_text : "keys=fp16 values=fp16", &cfg);
+    vq_status st = vq_cache_config_parse(cfg_text, &cfg);
     if (st != VQ_OK)
         return st;
     st = vq_cache_for_model(m, cfg, cache);
@@ -34,19 +35,6 @@ vq_status eval_ctx_open(const vq_model *m, const char *cfg_text, int max_tokens,
         *cache = NULL;
     }
     return st;
-#else
-    if (cfg_text) {
-        /* validate the text so errors surface, then refuse */
-        vq_cache_config *cfg = NULL;
-        vq_status st = vq_cache_config_parse(cfg_text, &cfg);
-        vq_cache_config_free(cfg);
-        if (st != VQ_OK)
-            return st;
-        fprintf(stderr, "note: this build has no cached contexts\n");
-        return VQ_ERR_UNSUPPORTED;
-    }
-    return vq_ctx_create(m, max_tokens, n_threads, ctx);
-#endif
 }
 
 void eval_ctx_close(vq_ctx *ctx, vq_cache *cache)

@@ -10,11 +10,11 @@
 #include "veloxquant.h"
 
 /* A context for `model` whose K/V is held by a packed cache built from the
- * cache config text `cfg_text` (see vq_cache_config_parse). *cache gets the
- * cache (for vq_cache_stats) or NULL when the build has no cached
- * contexts and cfg_text is NULL (then a plain float context is made).
- * Free with eval_ctx_close. On failure returns the status and a message in
- * vq_last_error(). */
+ * cache config text `cfg_text` (vq_cache_config_parse, vq_cache_for_model,
+ * vq_ctx_create_cached); *cache gets the cache (for vq_cache_stats). With
+ * cfg_text NULL: the plain float K/V context and *cache = NULL. Free with
+ * eval_ctx_close (context first, then the cache it borrows). On failure
+ * returns the status and a message in vq_last_error(). */
 vq_status eval_ctx_open(const vq_model *m, const char *cfg_text, int max_tokens, int n_threads,
                         vq_ctx **ctx, vq_cache **cache);
 void eval_ctx_close(vq_ctx *ctx, vq_cache *cache);
