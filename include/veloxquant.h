@@ -160,7 +160,194 @@ const char *vq_codec_method(int index, const char **default_spec);
  *  Model runtime: GGUF models, tokenizers, generation                      *
  * ======================================================================== */
 
-/* (model section: maintained with src/model/) */
+/* A loaded model: weights (memory-mapped GGUF, read-only), hyperparameters
+ * and tokenizer. Immutable after load, so one model may serve several
+ * contexts (one thread per context). */
+typedef struct vq_model vq_model;
+
+/* Load a model. `path_or_name` is a GGUF file path, or an installed model
+ * name ("smollm2-135m"), which resolves to $VQ_MODELS/NAME.gguf when
+ * VQ_MODELS is set, else models/NAME.gguf relative to the working
+ * directory. Every hyperparameter is read from the GGUF metadata.
+ * Supported architectures: llama, qwen2, qwen3, gemma3.
+ * Errors: VQ_ERR_INVALID_ARG (NULL), VQ_ERR_IO (file missing/unreadable),
+ * VQ_ERR_FORMAT (malformed GGUF, missing/mis-shaped tensor or key),
+ * VQ_ERR_UNSUPPORTED (architecture, weight type or rope scaling we do not
+ * run), VQ_ERR_NOMEM. The message (vq_last_error) names the problem. */
+vq_status vq_model_load(const char *path_or_name, vq_model **out);
+void vq_model_free(vq_model *m);
+/* Message of the last failure on this model, "" if none. */
+const char *vq_model_error(const vq_model *m);
+
+/* Model hyperparameters. Where layers differ (Gemma 3: sliding-window
+ * layers use another RoPE base; other models may vary heads per layer),
+ * the per-layer values come from vq_model_layer_info; the fields here are
+ * those of layer 0 (head_dim, n_kv_heads) or the global value. */
+typedef struct {
+    const char *arch;      /* "llama", "qwen2", "qwen3", "gemma3" (owned by the model) */
+    const char *name;      /* general.name or "" (owned by the model) */
+    int n_layers;
+    int n_embd;            /* residual width */
+    int n_q_heads;
+    int n_kv_heads;
+    int head_dim;          /* key/value width per head */
+    int n_ff;              /* feed-forward hidden width */
+    int n_vocab;
+    int n_ctx_train;       /* context length the model was trained for */
+    float rope_base;       /* RoPE base of full-attention layers */
+    float rope_base_local; /* RoPE base of sliding-window layers (= rope_base if none) */
+    float rms_eps;
+    int sliding_window;    /* window of sliding-window layers, 0 if none */
+    int n_swa_layers;      /* how many layers use the sliding window */
+    size_t weight_bytes;   /* bytes of all tensors in the file */
+    size_t n_params;       /* elements of all tensors */
+} vq_model_info;
+
+typedef struct {
+    int n_q_heads;
+    int n_kv_heads;
+    int head_dim;
+    int sliding_window;    /* 0: full causal attention */
+    float rope_base;
+} vq_layer_info;
+
+vq_status vq_model_info_get(const vq_model *m, vq_model_info *out);
+vq_status vq_model_layer_info(const vq_model *m, int layer, vq_layer_info *out);
+
+/* Tensor listing (for `inspect`): tensor i of vq_model_n_tensors(m).
+ * *type_name is a constant string; *name is NUL-terminated and valid until
+ * the next vq_model_tensor call on this thread. Any output may be NULL. */
+int vq_model_n_tensors(const vq_model *m);
+vq_status vq_model_tensor(const vq_model *m, int i, const char **name,
+                          const char **type_name, int64_t dims[4], int *n_dims,
+                          size_t *nbytes);
+
+/* Tokenization (the tokenizer described in the GGUF; VQ_ERR_UNSUPPORTED if
+ * the file has none). vq_model_tokenize: *tokens is a new malloc'd array of
+ * *n ids (caller frees with free()). add_bos: prepend BOS when the model
+ * asks for it; parse_special: recognise special tokens written in text. */
+vq_status vq_model_tokenize(const vq_model *m, const char *text, size_t len, int add_bos,
+                            int parse_special, int32_t **tokens, size_t *n);
+/* Text of one token; writes at most cap bytes (no NUL added) and returns
+ * the full length. Control tokens give "" unless render_special. */
+size_t vq_model_token_piece(const vq_model *m, int32_t token, int render_special,
+                            char *buf, size_t cap);
+/* Text of n tokens as a new NUL-terminated malloc'd string (caller frees). */
+vq_status vq_model_detokenize(const vq_model *m, const int32_t *tokens, size_t n,
+                              char **text);
+int32_t vq_model_bos(const vq_model *m);  /* -1 if none */
+int32_t vq_model_eos(const vq_model *m);  /* -1 if none */
+int vq_model_is_eog(const vq_model *m, int32_t token);
+/* One user message in the model's chat template, ending where the
+ * assistant speaks. *out malloc'd (caller frees). */
+vq_status vq_model_chat(const vq_model *m, const char *user, char **out);
+
+/* An inference context: the KV state of one sequence, scratch buffers and
+ * a thread pool. Owned by the caller; uses (does not own) the model, which
+ * must outlive it. max_tokens: the longest sequence it will hold (prompt
+ * plus generated; 0 = the model's training context, capped at 8192);
+ * n_threads <= 0: all cores (or $VQ_THREADS). */
+typedef struct vq_ctx vq_ctx;
+
+vq_status vq_ctx_create(const vq_model *m, int max_tokens, int n_threads, vq_ctx **out);
+void vq_ctx_free(vq_ctx *c);
+const char *vq_ctx_error(const vq_ctx *c);
+/* Forget the sequence (positions restart at 0). */
+void vq_ctx_reset(vq_ctx *c);
+/* Tokens currently held (= position of the next token). */
+int vq_ctx_n_tokens(const vq_ctx *c);
+int vq_ctx_max_tokens(const vq_ctx *c);
+/* Bytes of K/V the context holds now (resident), and would hold per token. */
+size_t vq_ctx_kv_bytes(const vq_ctx *c);
+size_t vq_ctx_kv_bytes_per_token(const vq_ctx *c);
+
+/* Run n tokens at positions n_tokens(c) .. n_tokens(c)+n-1 through the
+ * model, appending their K/V. Long inputs are processed in batches
+ * (matrix-matrix). Logits, if `logits` is not NULL:
+ *   VQ_LOGITS_LAST: n_vocab floats for the last token;
+ *   VQ_LOGITS_ALL:  n * n_vocab floats, token-major (for perplexity).
+ * Errors: VQ_ERR_INVALID_ARG (token id out of range, n < 1),
+ * VQ_ERR_STATE (the context would exceed max_tokens; nothing is changed). */
+enum { VQ_LOGITS_LAST = 0, VQ_LOGITS_ALL = 1 };
+vq_status vq_ctx_forward(vq_ctx *c, const int32_t *tokens, int n, float *logits, int which);
+
+/* Teacher-forced scoring (perplexity): run tokens[0..n) from the
+ * context's current position and add -ln p(tokens[i+1] | tokens[..i]) for
+ * i in [0, n-1) to *nll_sum (natural log), and n-1 to *n_scored. A logits
+ * buffer of one batch is allocated per call. Perplexity over chunks is
+ * exp(total nll / total scored). Errors as vq_ctx_forward. */
+vq_status vq_ctx_score(vq_ctx *c, const int32_t *tokens, int n, double *nll_sum, int *n_scored);
+
+/* Sampling. Steps, in llama.cpp's default order:
+ *   1. repetition penalty over the distinct tokens among the last
+ *      repeat_last_n of history (CTRL-style: a positive logit is divided by
+ *      repeat_penalty, a negative one multiplied; 1 = off);
+ *   2. temperature <= 0: greedy, the argmax (ties: lowest id); stop here;
+ *   3. top-k: keep the k largest logits (0 = off);
+ *   4. top-p (nucleus): keep the smallest set of most likely tokens whose
+ *      probability sums to >= top_p (1 = off; always >= 1 token);
+ *   5. min-p: keep tokens with probability >= min_p * the top probability
+ *      (0 = off); probabilities in 4-5 are those at temperature 1;
+ *   6. draw from softmax(logit / temperature) over the kept tokens with the
+ *      seeded RNG (same seed and inputs: same tokens). */
+typedef struct {
+    float temperature;
+    int top_k;
+    float top_p;
+    float min_p;
+    float repeat_penalty;
+    int repeat_last_n;
+    uint64_t seed;
+} vq_sampler_params;
+
+/* Defaults: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05,
+ * repeat_penalty 1.0, repeat_last_n 64, seed 42. */
+vq_sampler_params vq_sampler_defaults(void);
+
+typedef struct vq_sampler vq_sampler;
+/* Scratch for n_vocab candidates is allocated here, once. */
+vq_status vq_sampler_create(const vq_sampler_params *p, int n_vocab, vq_sampler **out);
+void vq_sampler_free(vq_sampler *s);
+/* Choose the next token from n_vocab logits (not modified), given the
+ * tokens so far (history, n_hist; may be NULL/0). Returns the token id. */
+int32_t vq_sampler_sample(vq_sampler *s, const float *logits, const int32_t *history,
+                          size_t n_hist);
+/* Restart the RNG stream from the seed. */
+void vq_sampler_reseed(vq_sampler *s, uint64_t seed);
+
+/* Streaming generation. on_token gets each new token and its text; return
+ * nonzero to stop. */
+typedef int (*vq_token_cb)(int32_t token, const char *piece, size_t len, void *user);
+
+typedef struct {
+    int max_tokens;          /* tokens to generate (default 128) */
+    vq_sampler_params sampler;
+    int chat;                /* wrap the prompt in the chat template */
+    int stop_at_eog;         /* stop at end-of-generation tokens (default 1) */
+    int prefill_batch;       /* tokens per prefill batch; 0 = default (64) */
+} vq_gen_params;
+
+vq_gen_params vq_gen_defaults(void);
+
+typedef struct {
+    int n_prompt;            /* prompt tokens (after templating and BOS) */
+    int n_generated;
+    double prefill_seconds;
+    double decode_seconds;
+    double prefill_tok_s;
+    double decode_tok_s;
+    size_t kv_bytes;         /* K/V held at the end */
+    size_t peak_rss;         /* process high-water mark, bytes */
+} vq_gen_stats;
+
+/* Tokenize `prompt` (BOS added when the context is empty and the model
+ * wants one), prefill it, then sample and decode up to max_tokens tokens,
+ * calling on_token (may be NULL) for each. Generation continues the
+ * context's sequence; call vq_ctx_reset to start over. stats may be NULL.
+ * Errors as vq_ctx_forward, plus VQ_ERR_STATE when the prompt does not fit
+ * (generation stops quietly when the context fills). */
+vq_status vq_generate(vq_ctx *c, const char *prompt, const vq_gen_params *p,
+                      vq_token_cb on_token, void *user, vq_gen_stats *stats);
 
 /* ---- end of model section ---------------------------------------------- */
 

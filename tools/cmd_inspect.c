@@ -1,10 +1,118 @@
-/* cmd_inspect.c -- `veloxquant inspect`: not built yet (see the open issues). */
+/* cmd_inspect.c -- `veloxquant inspect MODEL`: architecture, shapes,
+ * tensor types with counts, vocabulary size, KV-cache bytes per token. */
+#include <stdio.h>
+#include <string.h>
+
 #include "cli.h"
+#include "veloxquant.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: veloxquant inspect MODEL [--tensors]\n"
+               "  MODEL      GGUF path or installed name\n"
+               "  --tensors  also list every tensor\n");
+}
 
 int cmd_inspect(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    cli_error("inspect", "not implemented yet");
-    return 2;
+    const char *model = NULL;
+    int list = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--tensors") == 0) {
+            list = 1;
+        } else if (!model && argv[i][0] != '-') {
+            model = argv[i];
+        } else {
+            cli_error("inspect", "unexpected argument '%s'", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!model) {
+        usage(stderr);
+        return 2;
+    }
+    vq_model *m = NULL;
+    if (vq_model_load(model, &m) != VQ_OK) {
+        cli_error("inspect", "%s", vq_last_error());
+        return 1;
+    }
+    vq_model_info in;
+    vq_model_info_get(m, &in);
+    printf("model:          %s\n", in.name[0] ? in.name : "(unnamed)");
+    printf("architecture:   %s\n", in.arch);
+    printf("layers:         %d\n", in.n_layers);
+    printf("embedding:      %d\n", in.n_embd);
+    printf("heads:          %d query, %d key/value (GQA group %d), head dim %d\n", in.n_q_heads,
+           in.n_kv_heads, in.n_q_heads / in.n_kv_heads, in.head_dim);
+    printf("feed-forward:   %d\n", in.n_ff);
+    printf("vocabulary:     %d\n", in.n_vocab);
+    printf("train context:  %d\n", in.n_ctx_train);
+    printf("rope base:      %g", in.rope_base);
+    if (in.n_swa_layers)
+        printf(" (sliding-window layers: %g)", in.rope_base_local);
+    printf("\nrms epsilon:    %g\n", in.rms_eps);
+    if (in.n_swa_layers) {
+        printf("sliding window: %d tokens on %d of %d layers (full:", in.sliding_window,
+               in.n_swa_layers, in.n_layers);
+        for (int l = 0; l < in.n_layers; l++) {
+            vq_layer_info li;
+            if (vq_model_layer_info(m, l, &li) == VQ_OK && li.sliding_window == 0)
+                printf(" %d", l);
+        }
+        printf(")\n");
+    }
+    size_t kv16 = 0;
+    for (int l = 0; l < in.n_layers; l++) {
+        vq_layer_info li;
+        if (vq_model_layer_info(m, l, &li) == VQ_OK)
+            kv16 += 2u * (size_t)li.n_kv_heads * (size_t)li.head_dim * 2u;
+    }
+    printf("KV cache:       %zu bytes per token at fp16 (K and V, all layers)\n", kv16);
+    printf("parameters:     %zu (%.1f MiB of tensors)\n", in.n_params,
+           (double)in.weight_bytes / (1024.0 * 1024.0));
+
+    /* tensor types with counts */
+    enum { MAXT = 32 };
+    const char *tname[MAXT];
+    int tcount[MAXT];
+    size_t tbytes[MAXT];
+    int nt = 0;
+    int n = vq_model_n_tensors(m);
+    for (int i = 0; i < n; i++) {
+        const char *name, *type;
+        int64_t dims[4];
+        int nd;
+        size_t nb;
+        if (vq_model_tensor(m, i, &name, &type, dims, &nd, &nb) != VQ_OK)
+            continue;
+        if (list) {
+            printf("  %-40s %-6s [", name, type);
+            for (int d = 0; d < nd; d++)
+                printf("%s%lld", d ? ", " : "", (long long)dims[d]);
+            printf("] %zu bytes\n", nb);
+        }
+        int k = 0;
+        while (k < nt && strcmp(tname[k], type) != 0)
+            k++;
+        if (k == nt && nt < MAXT) {
+            tname[nt] = type;
+            tcount[nt] = 0;
+            tbytes[nt] = 0;
+            nt++;
+        }
+        if (k < nt) {
+            tcount[k]++;
+            tbytes[k] += nb;
+        }
+    }
+    printf("tensors:        %d\n", n);
+    for (int k = 0; k < nt; k++)
+        printf("  %-6s %4d tensors, %.1f MiB\n", tname[k], tcount[k],
+               (double)tbytes[k] / (1024.0 * 1024.0));
+    vq_model_free(m);
+    return 0;
 }

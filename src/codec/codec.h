@@ -84,5 +84,6 @@ extern const vq_codec_ops vq_codec_qjl_ops;
 extern const vq_codec_ops vq_codec_rabitq_ops;
 extern const vq_codec_ops vq_codec_kivi_ops;
 extern const vq_codec_ops vq_codec_vecinfer_ops;
+extern const vq_codec_ops vq_codec_spectral_ops;
 
 #endif

@@ -37,4 +37,24 @@ void vq_act_prepare(vq_wtype t, const float *x, size_t n, void *act);
 float vq_dot(vq_wtype t, const void *wrow, const void *act, size_t n);
 double vq_dot_ref(vq_wtype t, const void *wrow, const float *x, size_t n);
 
+/* Contracts of the functions above, in detail:
+ *   vq_dequantize: n elements (whole blocks) from src to dst. Unsupported
+ *     types write nothing.
+ *   vq_act_bytes: size of the prepared activations for n elements; act
+ *     buffers must be 4-byte aligned. Formats (quants_impl.h): floats for
+ *     F32/F16/BF16; int8 blocks of 32 with a float scale and sum for
+ *     Q4_0/Q4_1/Q5_0/Q5_1/Q8_0; int8 blocks of 256 with a float scale and
+ *     16-element sums for the K types. Each block's scale is max|x|/127, so
+ *     the activation error per element is at most max|x of its block|/254.
+ *   vq_dot: returns sum_i w_i * x_i computed from the prepared activations
+ *     (integer products per block, float accumulation); 0 for unsupported
+ *     types. Uses the best kernel of this CPU (chosen once; VQ_FORCE_ISA).
+ *   vq_dot_ref: dequantize + float64 accumulation with the unquantized x. */
+
+/* Test hook: the dot kernel of one variant (isa 0 = scalar reference,
+ * VQ_CPU_AVX2 = AVX2), NULL if that variant does not exist for t or the CPU
+ * (after VQ_FORCE_ISA) lacks it. Lets tests run every path in one process. */
+typedef float (*vq_dot_fn)(const void *wrow, const void *act, size_t n);
+vq_dot_fn vq_dot_variant(vq_wtype t, unsigned isa);
+
 #endif

@@ -33,6 +33,15 @@ vq_status vq_tokenizer_encode(const vq_tokenizer *t, const char *text, size_t le
 size_t vq_tokenizer_piece(const vq_tokenizer *t, int32_t id, int render_special,
                           char *buf, size_t cap);
 
+/* Decode n ids to text: the pieces concatenated; for SentencePiece models
+ * with add_space_prefix, the one space the encoder put in front of the text
+ * is removed from the first non-empty piece. So decode(encode(x)) == x for
+ * any bytes x that do not start with a special token (invalid UTF-8 too).
+ * *out is malloc'd and NUL-terminated (caller frees); *len (may be NULL)
+ * gets its length. */
+vq_status vq_tokenizer_decode(const vq_tokenizer *t, const int32_t *ids, size_t n,
+                              int render_special, char **out, size_t *len, char *err);
+
 int32_t vq_tokenizer_n_vocab(const vq_tokenizer *t);
 int32_t vq_tokenizer_bos(const vq_tokenizer *t);  /* -1 if none */
 int32_t vq_tokenizer_eos(const vq_tokenizer *t);  /* -1 if none */
@@ -41,7 +50,11 @@ int vq_tokenizer_is_eog(const vq_tokenizer *t, int32_t id);
 
 /* Wrap one user message in the model's chat template (built in per
  * architecture / template family), ending where the assistant speaks.
- * *out is malloc'd (caller frees). */
+ * *out is malloc'd (caller frees). The family comes from the GGUF's
+ * tokenizer.chat_template when it has one (ChatML, Gemma, Llama 3), else
+ * from arch (gemma*, qwen2/qwen3, llama). BOS is not written: encode the
+ * result with add_bos = 1 and parse_special = 1. VQ_ERR_UNSUPPORTED when no
+ * template fits or the vocabulary lacks the template's special tokens. */
 vq_status vq_tokenizer_chat(const vq_tokenizer *t, const char *arch,
                             const char *user, char **out, char *err);
 

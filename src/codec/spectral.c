@@ -1,0 +1,503 @@
+/* spectral.c -- calibrated eigenbasis with separate signal / noise scalar
+ * codebooks (METHODS.md "spectral").
+ *
+ * Parameters: bits in [1, 8] (default 2) for the noise coordinates;
+ * signal_bits in [bits, 8] (default bits) for the signal coordinates;
+ * signal in [1, D-1] (default D/8): when signal_bits > bits, the number of
+ * leading eigen-coordinates that get signal_bits-wide slots (the layout must
+ * be fixed before calibration). Canonical spec "spectral:bits=B,
+ * signal_bits=S" (plus ",signal=N" when S > B).
+ *
+ * Calibration (n sample vectors): mean mu, covariance C = (1/n) sum (x-mu)
+ * (x-mu)^T in double, eigen-decomposition C = U diag(l) U^T (cyclic Jacobi,
+ * eigen.c), l descending. d_eff = (sum l)^2 / sum l^2; the signal part is the
+ * first d_sig = clamp(ceil(d_eff), 1, D-1) coordinates (and at most `signal`
+ * when signal_bits > bits). Per coordinate std s_i = sqrt(max(l_i,
+ * 1e-6*l_1)) (a floor so that a rank-deficient calibration set cannot blow
+ * up a coordinate). We centre (keys have large channel means, which would
+ * otherwise eat the quantizer's range) and whiten (every coordinate then has
+ * unit variance, so one codebook fits a whole group).
+ *
+ * Encode: z_i = (U^T (x - mu))_i / s_i; r = sqrt(mean_i z_i^2) (the
+ * per-vector 32-bit scale); u_i = z_i / r; code_i = nearest level of the
+ * signal codebook (2^signal_bits levels, i < d_sig) or the noise codebook
+ * (2^bits levels). The codebooks are Lloyd-Max quantizers fitted to the
+ * calibration samples' u values of their group (scalar_codebook.c).
+ * Decode: x^ = mu + U (s * r * level(code)).
+ *
+ * Packed layout (block_tokens = 1): fp32 r (little-endian) at offset 0,
+ * then the codes as an LSB-first bit stream, coordinate i (eigen order)
+ * w_i bits wide, w_i = signal_bits for i < S_slots, bits otherwise, where
+ * S_slots = signal if signal_bits > bits, else 0. Coordinates in
+ * [d_sig, S_slots) use the noise codebook inside a wider slot (wasted bits
+ * when the calibrated d_eff is below `signal`).
+ *   bytes/token = 4 + ceil((S_slots*signal_bits + (D - S_slots)*bits)/8),
+ *   = (D*bits + 32)/8 with the default signal_bits = bits.
+ *
+ * Query: q' = (U^T q) * s (D floats) and <q, mu> (1 float):
+ *   score = <q, mu> + r * sum_i q'_i level(code_i).
+ * Accumulate (accum_size D+1): acc_i += w r level(code_i), acc_D += w;
+ *   finish: out = U (s * acc) + acc_D mu.
+ * Shared state: U (D*D), mu, s (D each) and both codebooks, fp32. State
+ * payload: docs/FORMATS.md, "spectral". */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "codec/eigen.h"
+#include "codec/scalar_codebook.h"
+#include "core/io.h"
+
+#define VQ_SPECTRAL_ITERS 100
+#define VQ_SPECTRAL_MAX_VALUES 262144 /* samples per codebook fit */
+
+typedef struct {
+    int bits, sbits, slots; /* slots = S_slots (0 when sbits == bits) */
+    int signal_param;
+    int d_sig;
+    float d_eff;
+    float *basis; /* D*D, row j = eigenvector j */
+    float *mean, *std; /* D each */
+    float *lv_sig, *lv_noise; /* 2^sbits, 2^bits */
+    float *tmp;   /* D scratch */
+} spectral_state;
+
+static inline int sp_width(const spectral_state *st, int i) { return i < st->slots ? st->sbits : st->bits; }
+static inline size_t sp_pos(const spectral_state *st, int i)
+{
+    return i < st->slots ? (size_t)i * st->sbits
+                         : (size_t)st->slots * st->sbits + (size_t)(i - st->slots) * st->bits;
+}
+
+static inline void sp_put(uint8_t *row, size_t nbytes, size_t pos, unsigned v)
+{
+    uint32_t w = (uint32_t)v << (pos & 7);
+    for (size_t b = pos >> 3; w && b < nbytes; b++, w >>= 8)
+        row[b] |= (uint8_t)w;
+}
+
+static inline unsigned sp_get(const uint8_t *row, size_t nbytes, size_t pos, int bits)
+{
+    uint32_t w = 0;
+    size_t b0 = pos >> 3;
+    for (size_t k = 0; k < 2 && b0 + k < nbytes; k++)
+        w |= (uint32_t)row[b0 + k] << (8 * k);
+    return (w >> (pos & 7)) & ((1u << bits) - 1);
+}
+
+static void spectral_destroy(vq_codec *c)
+{
+    spectral_state *st = c->impl;
+    if (st) {
+        free(st->basis);
+        free(st->mean);
+        free(st->std);
+        free(st->lv_sig);
+        free(st->lv_noise);
+        free(st->tmp);
+    }
+    free(st);
+    c->impl = NULL;
+}
+
+static vq_status spectral_init(vq_codec *c, vq_spec *spec)
+{
+    const int D = c->head_dim;
+    long bits, sbits, sig;
+    VQ_TRY(vq_spec_int(spec, "bits", 2, 1, 8, &bits, c->err));
+    VQ_TRY(vq_spec_int(spec, "signal_bits", bits, bits, 8, &sbits, c->err));
+    VQ_TRY(vq_spec_int(spec, "signal", D / 8, 1, D - 1, &sig, c->err));
+    spectral_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "spectral: out of memory");
+    c->impl = st;
+    st->bits = (int)bits;
+    st->sbits = (int)sbits;
+    st->signal_param = (int)sig;
+    st->slots = sbits > bits ? (int)sig : 0;
+    st->basis = calloc((size_t)D * D, sizeof(float));
+    st->mean = calloc((size_t)D, sizeof(float));
+    st->std = calloc((size_t)D, sizeof(float));
+    st->lv_sig = calloc((size_t)1 << sbits, sizeof(float));
+    st->lv_noise = calloc((size_t)1 << bits, sizeof(float));
+    st->tmp = calloc((size_t)D, sizeof(float));
+    if (!st->basis || !st->mean || !st->std || !st->lv_sig || !st->lv_noise || !st->tmp)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "spectral: out of memory");
+    size_t code_bits = (size_t)st->slots * st->sbits + (size_t)(D - st->slots) * st->bits;
+    c->block_tokens = 1;
+    c->block_bytes = 4 + (code_bits + 7) / 8;
+    c->shared_bytes = sizeof(float) * ((size_t)D * D + 2 * (size_t)D + ((size_t)1 << sbits) + ((size_t)1 << bits));
+    c->query_bytes = sizeof(float) * ((size_t)D + 1);
+    c->accum_size = (size_t)D + 1;
+    if (st->slots)
+        snprintf(c->canon, sizeof c->canon, "spectral:bits=%d,signal_bits=%d,signal=%d", st->bits, st->sbits,
+                 st->slots);
+    else
+        snprintf(c->canon, sizeof c->canon, "spectral:bits=%d,signal_bits=%d", st->bits, st->sbits);
+    return VQ_OK;
+}
+
+/* z = (U^T (x - mu)) / s ; returns r = rms(z) */
+static float sp_project(const spectral_state *st, int D, const float *x, float *z)
+{
+    double ss = 0;
+    for (int j = 0; j < D; j++) {
+        const float *u = st->basis + (size_t)j * D;
+        float s = 0.0f;
+        for (int i = 0; i < D; i++)
+            s += u[i] * (x[i] - st->mean[i]);
+        z[j] = s / st->std[j];
+        ss += (double)z[j] * z[j];
+    }
+    return (float)sqrt(ss / D);
+}
+
+static inline const float *sp_levels(const spectral_state *st, int i, int *k)
+{
+    if (i < st->d_sig) {
+        *k = 1 << st->sbits;
+        return st->lv_sig;
+    }
+    *k = 1 << st->bits;
+    return st->lv_noise;
+}
+
+static void spectral_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
+{
+    spectral_state *st = c->impl;
+    const int D = c->head_dim;
+    const size_t bb = c->block_bytes;
+    memset(dst, 0, n * bb);
+    for (size_t t = 0; t < n; t++) {
+        uint8_t *out = dst + t * bb;
+        float r = sp_project(st, D, x + t * (size_t)D, st->tmp);
+        if (!isfinite(r))
+            r = 0.0f; /* garbage in: store a zero vector (the mean) */
+        vq_put_f32(out, r);
+        float inv = r > 0.0f ? 1.0f / r : 0.0f;
+        for (int i = 0; i < D; i++) {
+            int k;
+            const float *lv = sp_levels(st, i, &k);
+            int code = vq_scalar_codebook_nearest(lv, k, st->tmp[i] * inv);
+            sp_put(out + 4, bb - 4, sp_pos(st, i), (unsigned)code);
+        }
+    }
+}
+
+/* y_i = r * level(code_i) for one token */
+static void sp_unpack(const spectral_state *st, int D, const uint8_t *in, size_t bb, float *y)
+{
+    float r = vq_get_f32(in);
+    for (int i = 0; i < D; i++) {
+        int k;
+        const float *lv = sp_levels(st, i, &k);
+        unsigned code = sp_get(in + 4, bb - 4, sp_pos(st, i), sp_width(st, i));
+        y[i] = r * lv[code < (unsigned)k ? code : (unsigned)k - 1];
+    }
+}
+
+/* out = U (s * y) + w * mu */
+static void sp_unproject(const spectral_state *st, int D, const float *y, float w, float *out)
+{
+    for (int i = 0; i < D; i++)
+        out[i] = w * st->mean[i];
+    for (int j = 0; j < D; j++) {
+        float a = y[j] * st->std[j];
+        const float *u = st->basis + (size_t)j * D;
+        for (int i = 0; i < D; i++)
+            out[i] += a * u[i];
+    }
+}
+
+static void spectral_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+{
+    spectral_state *st = c->impl;
+    const int D = c->head_dim;
+    for (size_t t = 0; t < n; t++) {
+        sp_unpack(st, D, src + t * c->block_bytes, c->block_bytes, st->tmp);
+        sp_unproject(st, D, st->tmp, 1.0f, x + t * (size_t)D);
+    }
+}
+
+static void spectral_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
+{
+    spectral_state *st = c->impl;
+    const int D = c->head_dim;
+    float *f = (float *)(void *)qbuf;
+    float qm = 0.0f;
+    for (int i = 0; i < D; i++)
+        qm += q[i] * st->mean[i];
+    for (int j = 0; j < D; j++) {
+        const float *u = st->basis + (size_t)j * D;
+        float s = 0.0f;
+        for (int i = 0; i < D; i++)
+            s += u[i] * q[i];
+        f[j] = s * st->std[j];
+    }
+    f[D] = qm;
+}
+
+static void spectral_score(vq_codec *c, const uint8_t *qbuf, int n_q,
+                           const uint8_t *codes, size_t n, float *scores)
+{
+    spectral_state *st = c->impl;
+    const int D = c->head_dim;
+    const float *qall = (const float *)(const void *)qbuf;
+    for (size_t t = 0; t < n; t++) {
+        sp_unpack(st, D, codes + t * c->block_bytes, c->block_bytes, st->tmp); /* r * level */
+        for (int j = 0; j < n_q; j++) {
+            const float *q = qall + (size_t)j * (D + 1);
+            float s = 0.0f;
+            for (int i = 0; i < D; i++)
+                s += q[i] * st->tmp[i];
+            scores[(size_t)j * n + t] = q[D] + s;
+        }
+    }
+}
+
+static void spectral_accumulate(vq_codec *c, const float *w, int n_q,
+                                const uint8_t *codes, size_t n, float *acc)
+{
+    spectral_state *st = c->impl;
+    const int D = c->head_dim;
+    for (size_t t = 0; t < n; t++) {
+        sp_unpack(st, D, codes + t * c->block_bytes, c->block_bytes, st->tmp);
+        for (int j = 0; j < n_q; j++) {
+            float wt = w[(size_t)j * n + t];
+            float *a = acc + (size_t)j * (D + 1);
+            for (int i = 0; i < D; i++)
+                a[i] += wt * st->tmp[i];
+            a[D] += wt;
+        }
+    }
+}
+
+static void spectral_finish(vq_codec *c, const float *acc, float *out)
+{
+    spectral_state *st = c->impl;
+    sp_unproject(st, c->head_dim, acc, acc[c->head_dim], out);
+}
+
+/* ---- calibration -------------------------------------------------------- */
+
+/* gather u values of coordinates [i0, i1) of the projected samples z (n x D,
+ * already divided by their r) into out, at most cap values, even stride */
+static size_t sp_gather(const float *z, size_t n, int D, int i0, int i1, float *out, size_t cap)
+{
+    size_t total = n * (size_t)(i1 - i0), m = total < cap ? total : cap;
+    for (size_t k = 0; k < m; k++) {
+        size_t idx = (size_t)((double)k * (double)total / (double)m);
+        size_t t = idx / (size_t)(i1 - i0), i = (size_t)i0 + idx % (size_t)(i1 - i0);
+        out[k] = z[t * (size_t)D + i];
+    }
+    return m;
+}
+
+static vq_status spectral_calibrate(vq_codec *c, const float *x, size_t n)
+{
+    spectral_state *st = c->impl;
+    const int D = c->head_dim;
+    if (n < 2)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "spectral: calibration needs at least 2 samples, got %zu", n);
+    for (size_t i = 0; i < n * (size_t)D; i++)
+        if (!isfinite(x[i]))
+            return vq_fail(c->err, VQ_ERR_INVALID_ARG, "spectral: calibration sample %zu has a non-finite value",
+                           i / (size_t)D);
+    double *mu = calloc((size_t)D, sizeof(double));
+    double *cov = calloc((size_t)D * D, sizeof(double));
+    double *w = malloc((size_t)D * sizeof(double));
+    double *v = malloc((size_t)D * D * sizeof(double));
+    double *dx = malloc((size_t)D * sizeof(double));
+    float *z = malloc(n * (size_t)D * sizeof(float));
+    float *vals = malloc((size_t)VQ_SPECTRAL_MAX_VALUES * sizeof(float));
+    spectral_state nw = *st; /* new state, committed on success */
+    nw.basis = malloc((size_t)D * D * sizeof(float));
+    nw.mean = malloc((size_t)D * sizeof(float));
+    nw.std = malloc((size_t)D * sizeof(float));
+    nw.lv_sig = malloc(((size_t)1 << st->sbits) * sizeof(float));
+    nw.lv_noise = malloc(((size_t)1 << st->bits) * sizeof(float));
+    vq_status s = VQ_OK;
+    if (!mu || !cov || !w || !v || !dx || !z || !vals || !nw.basis || !nw.mean || !nw.std || !nw.lv_sig ||
+        !nw.lv_noise) {
+        s = vq_fail(c->err, VQ_ERR_NOMEM, "spectral: out of memory for %zu calibration samples", n);
+        goto done;
+    }
+    for (size_t t = 0; t < n; t++)
+        for (int i = 0; i < D; i++)
+            mu[i] += x[t * (size_t)D + i];
+    for (int i = 0; i < D; i++)
+        mu[i] /= (double)n;
+    for (size_t t = 0; t < n; t++) {
+        for (int i = 0; i < D; i++)
+            dx[i] = x[t * (size_t)D + i] - mu[i];
+        for (int i = 0; i < D; i++)
+            for (int j = i; j < D; j++)
+                cov[(size_t)i * D + j] += dx[i] * dx[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = i; j < D; j++)
+            cov[(size_t)j * D + i] = cov[(size_t)i * D + j] /= (double)n;
+    if ((s = vq_eigen_sym(cov, D, w, v, c->err)) != VQ_OK)
+        goto done;
+    double sum = 0, sum2 = 0;
+    for (int j = 0; j < D; j++) {
+        double l = w[j] > 0 ? w[j] : 0;
+        sum += l;
+        sum2 += l * l;
+    }
+    if (!(sum > 0)) {
+        s = vq_fail(c->err, VQ_ERR_INVALID_ARG, "spectral: calibration samples have zero variance");
+        goto done;
+    }
+    double deff = sum * sum / sum2;
+    int dsig = (int)ceil(deff - 1e-9);
+    dsig = dsig < 1 ? 1 : dsig > D - 1 ? D - 1 : dsig;
+    if (st->slots && dsig > st->slots)
+        dsig = st->slots;
+    nw.d_sig = dsig;
+    nw.d_eff = (float)deff;
+    double floor_l = 1e-6 * (w[0] > 0 ? w[0] : 0) + 1e-30;
+    for (int i = 0; i < D; i++) {
+        nw.mean[i] = (float)mu[i];
+        nw.std[i] = (float)sqrt(w[i] > floor_l ? w[i] : floor_l);
+        for (int j = 0; j < D; j++)
+            nw.basis[(size_t)i * D + j] = (float)v[(size_t)j * D + i]; /* row i = eigenvector i */
+    }
+    for (size_t t = 0; t < n; t++) {
+        float *zt = z + t * (size_t)D;
+        float r = sp_project(&nw, D, x + t * (size_t)D, zt);
+        float inv = r > 0.0f ? 1.0f / r : 0.0f;
+        for (int i = 0; i < D; i++)
+            zt[i] *= inv;
+    }
+    size_t m = sp_gather(z, n, D, 0, dsig, vals, VQ_SPECTRAL_MAX_VALUES);
+    if ((s = vq_scalar_codebook_fit(vals, m, 1 << st->sbits, VQ_SPECTRAL_ITERS, nw.lv_sig, c->err)) != VQ_OK)
+        goto done;
+    m = sp_gather(z, n, D, dsig, D, vals, VQ_SPECTRAL_MAX_VALUES);
+    if ((s = vq_scalar_codebook_fit(vals, m, 1 << st->bits, VQ_SPECTRAL_ITERS, nw.lv_noise, c->err)) != VQ_OK)
+        goto done;
+    /* commit: swap the arrays so the old ones are freed below */
+    {
+        spectral_state old = *st;
+        *st = nw;
+        st->tmp = old.tmp;
+        nw = old;
+    }
+done:
+    free(nw.basis); free(nw.mean); free(nw.std); free(nw.lv_sig); free(nw.lv_noise);
+    free(mu); free(cov); free(w); free(v); free(dx); free(z); free(vals);
+    return s;
+}
+
+/* payload v1 (docs/FORMATS.md): u32 D, u32 bits, u32 signal_bits,
+ * u32 slots, u32 d_sig, f32 d_eff, f32 mean[D], f32 std[D],
+ * f32 basis[D][D] (row j = eigenvector j), f32 signal levels[2^signal_bits],
+ * f32 noise levels[2^bits] */
+#define SP_HDR 24
+
+static size_t sp_payload_size(const vq_codec *c)
+{
+    const spectral_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim;
+    return SP_HDR + 4 * (2 * D + D * D + ((size_t)1 << st->sbits) + ((size_t)1 << st->bits));
+}
+
+static vq_status spectral_state_write(const vq_codec *c, uint8_t *dst, size_t cap, size_t *len)
+{
+    const spectral_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim;
+    size_t need = sp_payload_size(c);
+    *len = need;
+    if (!dst)
+        return VQ_OK;
+    if (cap < need)
+        return vq_fail(((vq_codec *)c)->err, VQ_ERR_INVALID_ARG, "spectral: state buffer %zu < %zu bytes", cap, need);
+    vq_put_u32(dst, (uint32_t)D);
+    vq_put_u32(dst + 4, (uint32_t)st->bits);
+    vq_put_u32(dst + 8, (uint32_t)st->sbits);
+    vq_put_u32(dst + 12, (uint32_t)st->slots);
+    vq_put_u32(dst + 16, (uint32_t)st->d_sig);
+    vq_put_f32(dst + 20, st->d_eff);
+    uint8_t *p = dst + SP_HDR;
+    for (size_t i = 0; i < D; i++, p += 4)
+        vq_put_f32(p, st->mean[i]);
+    for (size_t i = 0; i < D; i++, p += 4)
+        vq_put_f32(p, st->std[i]);
+    for (size_t i = 0; i < D * D; i++, p += 4)
+        vq_put_f32(p, st->basis[i]);
+    for (size_t i = 0; i < ((size_t)1 << st->sbits); i++, p += 4)
+        vq_put_f32(p, st->lv_sig[i]);
+    for (size_t i = 0; i < ((size_t)1 << st->bits); i++, p += 4)
+        vq_put_f32(p, st->lv_noise[i]);
+    return VQ_OK;
+}
+
+static vq_status spectral_state_read(vq_codec *c, const uint8_t *src, size_t len)
+{
+    spectral_state *st = c->impl;
+    const int D = c->head_dim;
+    if (len < SP_HDR)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "spectral state: %zu bytes, shorter than its %d-byte header", len, SP_HDR);
+    uint32_t d = vq_get_u32(src), b = vq_get_u32(src + 4), sb = vq_get_u32(src + 8), sl = vq_get_u32(src + 12);
+    uint32_t dsig = vq_get_u32(src + 16);
+    float deff = vq_get_f32(src + 20);
+    if (d != (uint32_t)D || b != (uint32_t)st->bits || sb != (uint32_t)st->sbits || sl != (uint32_t)st->slots)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "spectral state: head_dim %u bits %u signal_bits %u slots %u, codec has %d %d %d %d",
+                       d, b, sb, sl, D, st->bits, st->sbits, st->slots);
+    if (dsig < 1 || dsig > (uint32_t)(D - 1) || (st->slots && dsig > (uint32_t)st->slots))
+        return vq_fail(c->err, VQ_ERR_FORMAT, "spectral state: %u signal coordinates out of range", dsig);
+    if (!isfinite(deff) || deff < 0.0f || deff > (float)D + 0.5f)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "spectral state: effective dimension %g out of range", (double)deff);
+    size_t need = sp_payload_size(c);
+    if (len != need)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "spectral state: payload of %zu bytes, expected %zu", len, need);
+    size_t nf = (len - SP_HDR) / 4;
+    const uint8_t *p = src + SP_HDR;
+    for (size_t i = 0; i < nf; i++)
+        if (!isfinite(vq_get_f32(p + 4 * i)))
+            return vq_fail(c->err, VQ_ERR_FORMAT, "spectral state: value %zu is not finite", i);
+    for (int i = 0; i < D; i++)
+        if (!(vq_get_f32(p + 4 * ((size_t)D + i)) > 0.0f))
+            return vq_fail(c->err, VQ_ERR_FORMAT, "spectral state: coordinate scale %d is not positive", i);
+    const uint8_t *ls = p + 4 * (2 * (size_t)D + (size_t)D * D);
+    const uint8_t *ln = ls + 4 * ((size_t)1 << st->sbits);
+    for (size_t i = 1; i < ((size_t)1 << st->sbits); i++)
+        if (vq_get_f32(ls + 4 * i) < vq_get_f32(ls + 4 * (i - 1)))
+            return vq_fail(c->err, VQ_ERR_FORMAT, "spectral state: signal levels not sorted");
+    for (size_t i = 1; i < ((size_t)1 << st->bits); i++)
+        if (vq_get_f32(ln + 4 * i) < vq_get_f32(ln + 4 * (i - 1)))
+            return vq_fail(c->err, VQ_ERR_FORMAT, "spectral state: noise levels not sorted");
+    /* all checked: commit */
+    st->d_sig = (int)dsig;
+    st->d_eff = deff;
+    for (int i = 0; i < D; i++, p += 4)
+        st->mean[i] = vq_get_f32(p);
+    for (int i = 0; i < D; i++, p += 4)
+        st->std[i] = vq_get_f32(p);
+    for (size_t i = 0; i < (size_t)D * D; i++, p += 4)
+        st->basis[i] = vq_get_f32(p);
+    for (size_t i = 0; i < ((size_t)1 << st->sbits); i++, p += 4)
+        st->lv_sig[i] = vq_get_f32(p);
+    for (size_t i = 0; i < ((size_t)1 << st->bits); i++, p += 4)
+        st->lv_noise[i] = vq_get_f32(p);
+    return VQ_OK;
+}
+
+const vq_codec_ops vq_codec_spectral_ops = {
+    .name = "spectral",
+    .default_spec = "spectral:bits=2,signal_bits=2",
+    .needs_calibration = 1,
+    .init = spectral_init,
+    .destroy = spectral_destroy,
+    .encode = spectral_encode,
+    .decode = spectral_decode,
+    .prepare_query = spectral_prepare_query,
+    .score = spectral_score,
+    .accumulate = spectral_accumulate,
+    .accum_finish = spectral_finish,
+    .calibrate = spectral_calibrate,
+    .state_write = spectral_state_write,
+    .state_read = spectral_state_read,
+};

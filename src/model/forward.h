@@ -1,0 +1,46 @@
+/* forward.h -- the inference context and the forward pass.
+ *
+ * struct vq_ctx holds everything one sequence needs besides the model: the
+ * KV cache (behind the kv_iface.h seam), the thread pool, and scratch
+ * buffers sized at creation for a batch of up to `batch` tokens (so the
+ * forward pass never allocates). model_ctx.c creates it; forward.c runs
+ * batches through the model. */
+#ifndef VQ_MODEL_FORWARD_H
+#define VQ_MODEL_FORWARD_H
+
+#include "core/pool.h"
+#include "model/kv_iface.h"
+#include "model/model_internal.h"
+
+#define VQ_FWD_BATCH 64 /* tokens per prefill batch (matrix-matrix) */
+
+struct vq_ctx {
+    const vq_model *m;
+    vq_pool *pool;
+    vq_kv *kv;
+    int max_tokens;
+    int n_tokens;       /* positions held */
+    int batch;          /* max tokens per forward batch */
+    int broken;         /* a failed forward left the cache inconsistent */
+    /* scratch, sized for `batch` tokens */
+    float *x;           /* [batch][n_embd] residual stream */
+    float *xn;          /* [batch][n_embd] normed input of a matmul */
+    float *tmp;         /* [batch][n_embd] */
+    float *q, *k, *v;   /* [batch][nq*hd], [batch][nkv*hd] x2 */
+    float *att;         /* [batch][nq*hd] attention output */
+    float *gate, *up;   /* [batch][n_ff] */
+    uint8_t *act;       /* [batch][act_stride] prepared activations */
+    size_t act_stride;
+    const float *act_src; /* what `act` holds now (NULL: nothing) */
+    uint32_t act_type;
+    int act_n;
+    char err[VQ_ERRLEN];
+};
+
+/* Run n <= c->batch tokens at positions c->n_tokens.. through the model and
+ * append their K/V. logits: NULL, or n_vocab floats for the last token
+ * (all = 0), or n * n_vocab floats (all = 1). Tokens are trusted (checked
+ * by the caller). */
+vq_status vq_forward_batch(vq_ctx *c, const int32_t *tokens, int n, float *logits, int all);
+
+#endif

@@ -1,0 +1,208 @@
+/* kv_float.c -- the plain float32 K/V buffer behind the kv_iface.h seam.
+ *
+ * Storage per layer: K and V as [n_kv_heads][max_tokens][head_dim] floats
+ * (head-major, so one head's keys are contiguous for the score loop). The
+ * buffers are reserved at creation with calloc (large blocks come from
+ * mmap and are only made resident when written), so held memory grows with
+ * the tokens appended; bytes() reports tokens held x bytes per token.
+ * Sliding-window layers keep all positions too (attention only reads the
+ * window); the compressed cache is where memory is saved.
+ *
+ * Attention: one work item per (query token, query head), split over the
+ * pool; each thread has a score row of max_tokens floats allocated at
+ * creation (no allocation per call). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/kv_iface.h"
+#include "model/ops.h"
+
+typedef struct {
+    float *k[VQ_KV_MAX_LAYERS];
+    float *v[VQ_KV_MAX_LAYERS];
+    int n_tok[VQ_KV_MAX_LAYERS];
+    float *scores; /* [n_threads][max_tokens] */
+    int n_threads;
+} kv_float;
+
+static size_t layer_token_floats(const vq_kv_layer_shape *ls)
+{
+    return (size_t)ls->n_kv_heads * (size_t)ls->head_dim;
+}
+
+static vq_status kvf_append(vq_kv *kv, int layer, const float *k, const float *v, int n, int pos0)
+{
+    kv_float *f = kv->impl;
+    const vq_kv_layer_shape *ls = &kv->shape.layer[layer];
+    if (pos0 != f->n_tok[layer])
+        return vq_fail(kv->err, VQ_ERR_STATE, "kv float: layer %d append at %d, holds %d",
+                       layer, pos0, f->n_tok[layer]);
+    if (n < 0 || n > kv->shape.max_tokens - pos0)
+        return vq_fail(kv->err, VQ_ERR_STATE, "kv float: %d tokens at %d exceed capacity %d",
+                       n, pos0, kv->shape.max_tokens);
+    size_t hd = (size_t)ls->head_dim, mt = (size_t)kv->shape.max_tokens;
+    for (int t = 0; t < n; t++)
+        for (int g = 0; g < ls->n_kv_heads; g++) {
+            size_t src = ((size_t)t * (size_t)ls->n_kv_heads + (size_t)g) * hd;
+            size_t dst = ((size_t)g * mt + (size_t)(pos0 + t)) * hd;
+            memcpy(f->k[layer] + dst, k + src, hd * sizeof(float));
+            memcpy(f->v[layer] + dst, v + src, hd * sizeof(float));
+        }
+    f->n_tok[layer] = pos0 + n;
+    return VQ_OK;
+}
+
+typedef struct {
+    vq_kv *kv;
+    int layer, n, pos0;
+    const float *q;
+    float *out;
+} attend_job;
+
+static void attend_items(void *arg, int ti, int nt)
+{
+    attend_job *j = arg;
+    vq_kv *kv = j->kv;
+    kv_float *f = kv->impl;
+    const vq_kv_layer_shape *ls = &kv->shape.layer[j->layer];
+    size_t hd = (size_t)ls->head_dim, mt = (size_t)kv->shape.max_tokens;
+    int nq = ls->n_q_heads, group = ls->n_q_heads / ls->n_kv_heads;
+    float *s = f->scores + (size_t)ti * mt;
+    size_t b, e;
+    vq_pool_split((size_t)j->n * (size_t)nq, ti, nt, &b, &e);
+    for (size_t it = b; it < e; it++) {
+        int t = (int)(it / (size_t)nq), h = (int)(it % (size_t)nq), g = h / group;
+        int p = j->pos0 + t;
+        int lo = (ls->window > 0 && p - ls->window + 1 > 0) ? p - ls->window + 1 : 0;
+        const float *q = j->q + it * hd;
+        const float *K = f->k[j->layer] + (size_t)g * mt * hd;
+        const float *V = f->v[j->layer] + (size_t)g * mt * hd;
+        float m = -INFINITY;
+        for (int pj = lo; pj <= p; pj++) {
+            float x = ls->scale * vq_vdot(q, K + (size_t)pj * hd, hd);
+            if (ls->softcap > 0)
+                x = ls->softcap * tanhf(x / ls->softcap);
+            s[pj - lo] = x;
+            if (x > m)
+                m = x;
+        }
+        float sum = 0;
+        for (int pj = 0; pj <= p - lo; pj++) {
+            s[pj] = expf(s[pj] - m);
+            sum += s[pj];
+        }
+        float inv = 1.0f / sum;
+        float *o = j->out + it * hd;
+        memset(o, 0, hd * sizeof(float));
+        for (int pj = lo; pj <= p; pj++)
+            vq_vaxpy(o, s[pj - lo] * inv, V + (size_t)pj * hd, hd);
+    }
+}
+
+static vq_status kvf_attend(vq_kv *kv, int layer, const float *q, int n, int pos0, float *out)
+{
+    kv_float *f = kv->impl;
+    if (pos0 < 0 || n < 1 || pos0 + n > f->n_tok[layer])
+        return vq_fail(kv->err, VQ_ERR_STATE,
+                       "kv float: attend to positions %d..%d but layer %d holds %d", pos0,
+                       pos0 + n - 1, layer, f->n_tok[layer]);
+    attend_job j = { kv, layer, n, pos0, q, out };
+    if (f->n_threads > 1 && (size_t)n * (size_t)kv->shape.layer[layer].n_q_heads > 1)
+        vq_pool_run(kv->pool, attend_items, &j);
+    else
+        attend_items(&j, 0, 1);
+    return VQ_OK;
+}
+
+static void kvf_reset(vq_kv *kv)
+{
+    kv_float *f = kv->impl;
+    for (int l = 0; l < kv->shape.n_layers; l++)
+        f->n_tok[l] = 0;
+}
+
+static size_t kvf_bytes_per_token(const vq_kv *kv)
+{
+    size_t b = 0;
+    for (int l = 0; l < kv->shape.n_layers; l++)
+        b += 2 * layer_token_floats(&kv->shape.layer[l]) * sizeof(float);
+    return b;
+}
+
+static size_t kvf_bytes(const vq_kv *kv)
+{
+    const kv_float *f = kv->impl;
+    size_t b = 0;
+    for (int l = 0; l < kv->shape.n_layers; l++)
+        b += (size_t)f->n_tok[l] * 2 * layer_token_floats(&kv->shape.layer[l]) * sizeof(float);
+    return b;
+}
+
+static void kvf_destroy(vq_kv *kv)
+{
+    kv_float *f = kv->impl;
+    if (f) {
+        for (int l = 0; l < kv->shape.n_layers; l++) {
+            free(f->k[l]);
+            free(f->v[l]);
+        }
+        free(f->scores);
+        free(f);
+    }
+    free(kv);
+}
+
+static const vq_kv_ops kv_float_ops = {
+    .name = "float32",
+    .append = kvf_append,
+    .attend = kvf_attend,
+    .reset = kvf_reset,
+    .bytes = kvf_bytes,
+    .bytes_per_token = kvf_bytes_per_token,
+    .destroy = kvf_destroy,
+};
+
+vq_status vq_kv_float_create(const vq_kv_shape *shape, vq_pool *pool, vq_kv **out)
+{
+    if (!shape || !out)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "kv float: NULL argument");
+    *out = NULL;
+    if (shape->n_layers < 1 || shape->n_layers > VQ_KV_MAX_LAYERS || shape->max_tokens < 1)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "kv float: bad shape (%d layers, %d tokens)",
+                       shape->n_layers, shape->max_tokens);
+    for (int l = 0; l < shape->n_layers; l++) {
+        const vq_kv_layer_shape *ls = &shape->layer[l];
+        if (ls->n_kv_heads < 1 || ls->head_dim < 1 || ls->n_q_heads < ls->n_kv_heads ||
+            ls->n_q_heads % ls->n_kv_heads != 0 || ls->window < 0)
+            return vq_fail(NULL, VQ_ERR_INVALID_ARG,
+                           "kv float: layer %d: bad heads (q %d, kv %d, dim %d, window %d)", l,
+                           ls->n_q_heads, ls->n_kv_heads, ls->head_dim, ls->window);
+    }
+    vq_kv *kv = calloc(1, sizeof *kv);
+    kv_float *f = calloc(1, sizeof *f);
+    if (!kv || !f) {
+        free(kv);
+        free(f);
+        return vq_fail(NULL, VQ_ERR_NOMEM, "kv float: out of memory");
+    }
+    kv->ops = &kv_float_ops;
+    kv->shape = *shape;
+    kv->pool = pool;
+    kv->impl = f;
+    f->n_threads = vq_pool_size(pool);
+    size_t mt = (size_t)shape->max_tokens;
+    int ok = (f->scores = calloc((size_t)f->n_threads * mt, sizeof(float))) != NULL;
+    for (int l = 0; ok && l < shape->n_layers; l++) {
+        size_t nf = layer_token_floats(&shape->layer[l]) * mt;
+        f->k[l] = calloc(nf, sizeof(float));
+        f->v[l] = calloc(nf, sizeof(float));
+        ok = f->k[l] && f->v[l];
+    }
+    if (!ok) {
+        kvf_destroy(kv);
+        return vq_fail(NULL, VQ_ERR_NOMEM, "kv float: cannot reserve %d tokens", shape->max_tokens);
+    }
+    *out = kv;
+    return VQ_OK;
+}

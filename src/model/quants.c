@@ -1,0 +1,88 @@
+/* quants.c -- public entry points of the weight formats: activation
+ * preparation, dot-product dispatch and the float64 reference (quants.h).
+ *
+ * Dispatch: the kernel for each type is chosen once (first use) from
+ * vq_cpu_features(): the AVX2 kernel where one exists and the CPU has AVX2
+ * (unless VQ_FORCE_ISA=scalar), else the scalar reference. The choice is a
+ * table of function pointers; a racing first use writes the same values. */
+#include <string.h>
+
+#include "core/cpu.h"
+#include "model/quants_impl.h"
+
+#define N_WTYPES 40
+
+static vq_dot_kernel dot_table[N_WTYPES];
+static volatile int dot_table_ready;
+
+static void init_table(void)
+{
+    unsigned f = vq_cpu_features();
+    for (int t = 0; t < N_WTYPES; t++) {
+        vq_dot_kernel k = NULL;
+        if (f & VQ_CPU_AVX2)
+            k = vq_dot_avx2_kernel((vq_wtype)t);
+        if (!k)
+            k = vq_dot_scalar_kernel((vq_wtype)t);
+        dot_table[t] = k;
+    }
+    __atomic_store_n(&dot_table_ready, 1, __ATOMIC_RELEASE);
+}
+
+vq_dot_fn vq_dot_variant(vq_wtype t, unsigned isa)
+{
+    if ((unsigned)t >= N_WTYPES)
+        return NULL;
+    if (isa == 0)
+        return vq_dot_scalar_kernel(t);
+    if (isa == VQ_CPU_AVX2 && (vq_cpu_features() & VQ_CPU_AVX2))
+        return vq_dot_avx2_kernel(t);
+    return NULL;
+}
+
+size_t vq_act_bytes(vq_wtype t, size_t n)
+{
+    switch (vq_act_kind_of(t)) {
+    case VQ_ACT_F32: return n * sizeof(float);
+    case VQ_ACT_Q32: return n / 32 * sizeof(vq_act32);
+    case VQ_ACT_Q256: return n / 256 * sizeof(vq_act256);
+    default: return 0;
+    }
+}
+
+void vq_act_prepare(vq_wtype t, const float *x, size_t n, void *act)
+{
+    switch (vq_act_kind_of(t)) {
+    case VQ_ACT_F32: memcpy(act, x, n * sizeof(float)); return;
+    case VQ_ACT_Q32: vq_act_quantize32(x, n, act); return;
+    case VQ_ACT_Q256: vq_act_quantize256(x, n, act); return;
+    default: return;
+    }
+}
+
+float vq_dot(vq_wtype t, const void *wrow, const void *act, size_t n)
+{
+    if (!__atomic_load_n(&dot_table_ready, __ATOMIC_ACQUIRE))
+        init_table();
+    if ((unsigned)t >= N_WTYPES || !dot_table[t])
+        return 0.0f;
+    return dot_table[t](wrow, act, n);
+}
+
+double vq_dot_ref(vq_wtype t, const void *wrow, const float *x, size_t n)
+{
+    size_t be = vq_wtype_block_elems(t), bb = vq_wtype_block_bytes(t);
+    if (!be || !vq_wtype_supported(t))
+        return 0.0;
+    const uint8_t *p = wrow;
+    float buf[256];
+    double acc = 0.0;
+    /* dequantize 256 elements at a time (a multiple of every block size) */
+    for (size_t i = 0; i < n; i += 256) {
+        size_t m = n - i < 256 ? n - i : 256;
+        vq_dequantize(t, p + i / be * bb, buf, m);
+        for (size_t j = 0; j < m; j++)
+            acc += (double)buf[j] * (double)x[i + j];
+    }
+    return acc;
+}

@@ -1,0 +1,269 @@
+/* quants_avx2.c -- AVX2 dot kernels for the weight types the default models
+ * use (smollm2: Q4_1, Q8_0, F32; gemma3: Q5_0, Q8_0, Q4_K, Q6_K, F32), plus
+ * Q4_0, Q5_1, Q5_K, F16 and BF16 which share their code. Q2_K/Q3_K use the
+ * scalar reference. Compiled with -mavx2 -mfma -mf16c; reached only through
+ * vq_dot_avx2_kernel() after the CPU reported AVX2 (quants.c).
+ *
+ * Integer core: _mm256_maddubs_epi16(u, s) multiplies unsigned weight codes
+ * u (0..63) with signed int8 activations s (|s| <= 127) and adds pairs into
+ * int16: at most 2*63*127 = 16002, no saturation. Signed Q8_0 codes go
+ * through the sign trick (|w| as unsigned, sign moved onto s): 2*128*127 =
+ * 32512 still fits. Offsets of the codes (Q4_0's -8, Q6_K's -32, ...) and
+ * mins are applied once per block from the activation sums (s, bsums), as in
+ * the scalar reference (quants_ref.c), which these kernels are tested against. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "core/fp16.h"
+#include "model/quants_impl.h"
+
+static inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+static inline float hsum_ps(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* 16 bytes of nibbles -> 32 codes: lanes 0..15 low nibbles, 16..31 high. */
+static inline __m256i nibbles32(const uint8_t *qs)
+{
+    __m128i b = _mm_loadu_si128((const __m128i *)qs);
+    __m256i v = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+}
+
+/* 32 bits -> 32 bytes, byte i = 0x10 if bit i is set, else 0. */
+static inline __m256i bits_to_0x10(const uint8_t *qh4)
+{
+    uint32_t bits;
+    memcpy(&bits, qh4, 4);
+    const __m256i pick = _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
+                                           0x0101010101010101ll, 0x0000000000000000ll);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), pick);
+    const __m256i mask = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, mask), mask);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* sum of u*s over 32 bytes as 8 int32 lanes */
+static inline __m256i dot_u8s8(__m256i u, __m256i s)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+/* ---- 32-element types ------------------------------------------------------ */
+
+/* kind: 0 = Q4_0, 1 = Q4_1, 2 = Q5_0, 3 = Q5_1 (compile-time constant after
+ * inlining: one kernel body, four specializations). */
+static inline float dot_q4q5(const void *w, const void *act, size_t n, int kind)
+{
+    const uint8_t *p = w;
+    const vq_act32 *a = act;
+    const size_t bb = kind == 0 ? 18 : kind == 1 ? 20 : kind == 2 ? 22 : 24;
+    const float off = kind == 0 ? -8.0f : kind == 2 ? -16.0f : 0.0f;
+    __m256 acc = _mm256_setzero_ps();
+    float extra = 0.0f;
+    for (size_t b = 0; b < n / 32; b++, p += bb) {
+        uint16_t dh, mh = 0;
+        memcpy(&dh, p, 2);
+        if (kind == 1 || kind == 3)
+            memcpy(&mh, p + 2, 2);
+        const uint8_t *qs = p + (kind == 0 ? 2 : kind == 1 ? 4 : kind == 2 ? 6 : 8);
+        __m256i u = nibbles32(qs);
+        if (kind >= 2)
+            u = _mm256_or_si256(u, bits_to_0x10(p + (kind == 2 ? 2 : 4)));
+        __m256i s = _mm256_loadu_si256((const __m256i *)a[b].qs);
+        float dw = h2f(dh);
+        __m256 prod = _mm256_cvtepi32_ps(dot_u8s8(u, s));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dw * a[b].d), prod, acc);
+        extra += (kind == 1 || kind == 3 ? h2f(mh) : off * dw) * a[b].s;
+    }
+    return hsum_ps(acc) + extra;
+}
+
+static float dot_q4_0(const void *w, const void *a, size_t n) { return dot_q4q5(w, a, n, 0); }
+static float dot_q4_1(const void *w, const void *a, size_t n) { return dot_q4q5(w, a, n, 1); }
+static float dot_q5_0(const void *w, const void *a, size_t n) { return dot_q4q5(w, a, n, 2); }
+static float dot_q5_1(const void *w, const void *a, size_t n) { return dot_q4q5(w, a, n, 3); }
+
+static float dot_q8_0(const void *w, const void *act, size_t n)
+{
+    const vq_blk_q8_0 *x = w;
+    const vq_act32 *a = act;
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t b = 0; b < n / 32; b++) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)x[b].qs);
+        __m256i s = _mm256_loadu_si256((const __m256i *)a[b].qs);
+        __m256i prod = dot_u8s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(s, q));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[b].d) * a[b].d), _mm256_cvtepi32_ps(prod), acc);
+    }
+    return hsum_ps(acc);
+}
+
+/* ---- K types ------------------------------------------------------------------ */
+
+/* Q4_K and Q5_K (qh != NULL through has_qh): per 64-element chunk c the
+ * low nibbles are sub-block 2c and the high nibbles 2c+1; Q5_K's fifth bits
+ * are bits 2c and 2c+1 of qh[0..32). */
+static inline float dot_q45_K(const void *w, const void *act, size_t n, int has_qh)
+{
+    const uint8_t *p = w;
+    const vq_act256 *a = act;
+    const size_t bb = has_qh ? sizeof(vq_blk_q5_K) : sizeof(vq_blk_q4_K);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
+    float extra = 0.0f;
+    for (size_t b = 0; b < n / 256; b++, p += bb) {
+        uint16_t dh, mh;
+        memcpy(&dh, p, 2);
+        memcpy(&mh, p + 2, 2);
+        const uint8_t *scales = p + 4;
+        const uint8_t *qh = p + 16;
+        const uint8_t *qs = p + (has_qh ? 48 : 16);
+        int sc[8], mn[8], msum = 0;
+        for (int j = 0; j < 8; j++) {
+            vq_k4_scale_min(scales, j, &sc[j], &mn[j]);
+            msum += mn[j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
+        }
+        __m256i hbits = has_qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+            __m256i lo = _mm256_and_si256(q, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (has_qh) {
+                __m256i h0 = _mm256_and_si256(hbits, one);
+                __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hbits, 1), one);
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(h0, 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(h1, 4));
+                hbits = _mm256_srli_epi16(hbits, 2);
+            }
+            const int8_t *s = a[b].qs + 64 * c;
+            __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)s));
+            __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(s + 32)));
+            p0 = _mm256_madd_epi16(p0, _mm256_set1_epi16((short)sc[2 * c]));
+            p1 = _mm256_madd_epi16(p1, _mm256_set1_epi16((short)sc[2 * c + 1]));
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
+        }
+        float dx = a[b].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(dh) * dx), _mm256_cvtepi32_ps(isum), acc);
+        extra -= h2f(mh) * dx * (float)msum;
+    }
+    return hsum_ps(acc) + extra;
+}
+
+static float dot_q4_K(const void *w, const void *a, size_t n) { return dot_q45_K(w, a, n, 0); }
+static float dot_q5_K(const void *w, const void *a, size_t n) { return dot_q45_K(w, a, n, 1); }
+
+/* Q6_K: per 128-element half, code run k (32 elements) takes its low 4 bits
+ * from ql[32*(k&1) ..] (high nibble for k >= 2) and its high 2 bits from
+ * qh >> 2k; each run spans two 16-element groups with their own scale. The
+ * codes are used unsigned (0..63) and the -32 is applied through bsums. */
+static float dot_q6_K(const void *w, const void *act, size_t n)
+{
+    const vq_blk_q6_K *x = w;
+    const vq_act256 *a = act;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+    __m256 acc = _mm256_setzero_ps();
+    float extra = 0.0f;
+    for (size_t b = 0; b < n / 256; b++) {
+        const int8_t *sc = x[b].scales;
+        int osum = 0;
+        for (int g = 0; g < 16; g++)
+            osum += sc[g] * a[b].bsums[g];
+        __m256i isum = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)(x[b].ql + 64 * h));
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(x[b].ql + 64 * h + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(x[b].qh + 32 * h));
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+            for (int k = 0; k < 4; k++) {
+                const int8_t *s = a[b].qs + 128 * h + 32 * k;
+                __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)s));
+                int g = 8 * h + 2 * k;
+                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, scv));
+            }
+        }
+        float dd = h2f(x[b].d) * a[b].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc);
+        extra -= dd * 32.0f * (float)osum;
+    }
+    return hsum_ps(acc) + extra;
+}
+
+/* ---- float weights ---------------------------------------------------------------- */
+
+/* kind: 0 = F32, 1 = F16, 2 = BF16 */
+static inline __m256 load8(const uint8_t *p, size_t i, int kind)
+{
+    if (kind == 0)
+        return _mm256_loadu_ps((const float *)(const void *)(p + 4 * i));
+    __m128i h = _mm_loadu_si128((const __m128i *)(p + 2 * i));
+    if (kind == 1)
+        return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline float dot_float(const void *w, const void *act, size_t n, int kind)
+{
+    const uint8_t *p = w;
+    const float *x = act;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(load8(p, i, kind), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(load8(p, i + 8, kind), _mm256_loadu_ps(x + i + 8), a1);
+        a2 = _mm256_fmadd_ps(load8(p, i + 16, kind), _mm256_loadu_ps(x + i + 16), a2);
+        a3 = _mm256_fmadd_ps(load8(p, i + 24, kind), _mm256_loadu_ps(x + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(load8(p, i, kind), _mm256_loadu_ps(x + i), a0);
+    float acc = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++) {
+        uint16_t h;
+        float v;
+        if (kind == 0) {
+            memcpy(&v, p + 4 * i, 4);
+        } else {
+            memcpy(&h, p + 2 * i, 2);
+            v = kind == 1 ? _cvtsh_ss(h) : vq_bf16_to_fp32(h);
+        }
+        acc += v * x[i];
+    }
+    return acc;
+}
+
+static float dot_f32(const void *w, const void *a, size_t n) { return dot_float(w, a, n, 0); }
+static float dot_f16(const void *w, const void *a, size_t n) { return dot_float(w, a, n, 1); }
+static float dot_bf16(const void *w, const void *a, size_t n) { return dot_float(w, a, n, 2); }
+
+vq_dot_kernel vq_dot_avx2_kernel(vq_wtype t)
+{
+    switch (t) {
+    case VQ_W_F32: return dot_f32;
+    case VQ_W_F16: return dot_f16;
+    case VQ_W_BF16: return dot_bf16;
+    case VQ_W_Q4_0: return dot_q4_0;
+    case VQ_W_Q4_1: return dot_q4_1;
+    case VQ_W_Q5_0: return dot_q5_0;
+    case VQ_W_Q5_1: return dot_q5_1;
+    case VQ_W_Q8_0: return dot_q8_0;
+    case VQ_W_Q4_K: return dot_q4_K;
+    case VQ_W_Q5_K: return dot_q5_K;
+    case VQ_W_Q6_K: return dot_q6_K;
+    default: return NULL;
+    }
+}

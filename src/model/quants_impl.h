@@ -1,0 +1,87 @@
+/* quants_impl.h -- internal to src/model/quants*.c: block layouts of the
+ * weight types and of the activation formats, and the kernel signatures.
+ *
+ * Weight blocks follow ggml's ggml-common.h (the GGUF on-disk layout); fp16
+ * fields are raw IEEE half bits. Every struct has only byte and 16-bit
+ * members, so blocks need 2-byte alignment, which rows inside a GGUF tensor
+ * always have (all block sizes are even, tensor data is 32-byte aligned).
+ *
+ * Activation formats (ours, in memory only, never stored):
+ *   vq_act32: for the 32-element types: float d (scale), float s (d * sum of
+ *             qs), int8 qs[32] with x ~= d * qs, |qs| <= 127.
+ *   vq_act256: for the K types: float d, int8 qs[256], int16 bsums[16]
+ *             (sum of each 16 consecutive qs), |qs| <= 127.
+ *   F32/F16/BF16 weights take the activations as plain floats.
+ * act buffers must be 4-byte aligned (any malloc'd buffer is). */
+#ifndef VQ_MODEL_QUANTS_IMPL_H
+#define VQ_MODEL_QUANTS_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/quants.h"
+
+#define VQ_QK 32   /* elements per block of the 32-element types */
+#define VQ_QK_K 256 /* elements per super-block of the K types */
+
+typedef struct { uint16_t d; uint8_t qs[16]; } vq_blk_q4_0;
+typedef struct { uint16_t d, m; uint8_t qs[16]; } vq_blk_q4_1;
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } vq_blk_q5_0;
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } vq_blk_q5_1;
+typedef struct { uint16_t d; int8_t qs[32]; } vq_blk_q8_0;
+/* Q2_K: per 16 elements a byte of scale (low 4 bits) and min (high 4 bits);
+ * 2-bit codes; x = d*scale*q - dmin*min */
+typedef struct { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; } vq_blk_q2_K;
+/* Q3_K: 2 low bits in qs, the third bit in hmask (set = no -4 offset),
+ * sixteen 6-bit scales (minus 32) packed in 12 bytes; x = d*scale*q */
+typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; } vq_blk_q3_K;
+/* Q4_K/Q5_K: eight 6-bit (scale, min) pairs per 32 elements in 12 bytes;
+ * x = d*scale*q - dmin*min */
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } vq_blk_q4_K;
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } vq_blk_q5_K;
+/* Q6_K: 4 low bits in ql, 2 high bits in qh, int8 scale per 16; x = d*scale*(q-32) */
+typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } vq_blk_q6_K;
+
+_Static_assert(sizeof(vq_blk_q4_0) == 18, "Q4_0 block");
+_Static_assert(sizeof(vq_blk_q4_1) == 20, "Q4_1 block");
+_Static_assert(sizeof(vq_blk_q5_0) == 22, "Q5_0 block");
+_Static_assert(sizeof(vq_blk_q5_1) == 24, "Q5_1 block");
+_Static_assert(sizeof(vq_blk_q8_0) == 34, "Q8_0 block");
+_Static_assert(sizeof(vq_blk_q2_K) == 84, "Q2_K block");
+_Static_assert(sizeof(vq_blk_q3_K) == 110, "Q3_K block");
+_Static_assert(sizeof(vq_blk_q4_K) == 144, "Q4_K block");
+_Static_assert(sizeof(vq_blk_q5_K) == 176, "Q5_K block");
+_Static_assert(sizeof(vq_blk_q6_K) == 210, "Q6_K block");
+
+typedef struct { float d, s; int8_t qs[32]; } vq_act32;
+typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } vq_act256;
+_Static_assert(sizeof(vq_act32) == 40, "act32 block");
+_Static_assert(sizeof(vq_act256) == 292, "act256 block");
+
+/* Which activation format a weight type uses. */
+typedef enum { VQ_ACT_NONE, VQ_ACT_F32, VQ_ACT_Q32, VQ_ACT_Q256 } vq_act_kind;
+vq_act_kind vq_act_kind_of(vq_wtype t);
+
+/* Unpacked integer codes of one block, in element order.
+ * 32-element types: x_i = d * q[i] + m.
+ * K types: x_i = d * scale[i/16] * q[i] - dmin * min[i/16]. */
+typedef struct { int8_t q[32]; float d, m; } vq_unpacked32;
+typedef struct { int8_t q[256]; int16_t scale[16], min[16]; float d, dmin; } vq_unpacked256;
+void vq_unpack32(vq_wtype t, const void *blk, vq_unpacked32 *u);
+void vq_unpack256(vq_wtype t, const void *blk, vq_unpacked256 *u);
+/* Q4_K/Q5_K packed 6-bit (scale, min) pair j (0..7). */
+void vq_k4_scale_min(const uint8_t *scales12, int j, int *scale, int *min);
+
+/* Scalar activation quantizers (quants_ref.c). */
+void vq_act_quantize32(const float *x, size_t n, vq_act32 *a);
+void vq_act_quantize256(const float *x, size_t n, vq_act256 *a);
+
+/* A dot kernel: weight row (n elements) with prepared activations. */
+typedef float (*vq_dot_kernel)(const void *wrow, const void *act, size_t n);
+/* Scalar kernels, indexed by type; NULL where unsupported. */
+vq_dot_kernel vq_dot_scalar_kernel(vq_wtype t);
+/* AVX2 kernels (quants_avx2.c); NULL where no AVX2 variant exists. Only
+ * call what it returns after vq_cpu_features() reported AVX2. */
+vq_dot_kernel vq_dot_avx2_kernel(vq_wtype t);
+
+#endif

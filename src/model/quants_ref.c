@@ -1,0 +1,404 @@
+/* quants_ref.c -- scalar reference kernels for the weight formats: block
+ * unpacking to integer codes, dequantization, activation quantization and
+ * integer dot products (layouts in quants_impl.h).
+ *
+ * Every quantized type is first unpacked to its integer codes and per-group
+ * scales (vq_unpack32 / vq_unpack256); dequantization and the scalar dot
+ * products are then one generic loop each, so the bit layouts live in one
+ * place. The AVX2 kernels (quants_avx2.c) are checked against these. */
+#include <math.h>
+#include <string.h>
+
+#include "core/fp16.h"
+#include "model/quants_impl.h"
+
+static float h2f(uint16_t h) { return vq_fp16_to_fp32(h); }
+
+vq_act_kind vq_act_kind_of(vq_wtype t)
+{
+    switch (t) {
+    case VQ_W_F32: case VQ_W_F16: case VQ_W_BF16: return VQ_ACT_F32;
+    case VQ_W_Q4_0: case VQ_W_Q4_1: case VQ_W_Q5_0: case VQ_W_Q5_1: case VQ_W_Q8_0:
+        return VQ_ACT_Q32;
+    case VQ_W_Q2_K: case VQ_W_Q3_K: case VQ_W_Q4_K: case VQ_W_Q5_K: case VQ_W_Q6_K:
+        return VQ_ACT_Q256;
+    default: return VQ_ACT_NONE;
+    }
+}
+
+/* ---- unpacking ------------------------------------------------------------- */
+
+/* 32-element types: element j (0..15) is the low nibble of qs[j], element
+ * j+16 the high nibble; for Q5 bit i of qh (little-endian u32) is element
+ * i's fifth bit. */
+void vq_unpack32(vq_wtype t, const void *blk, vq_unpacked32 *u)
+{
+    uint32_t qh;
+    switch (t) {
+    case VQ_W_Q4_0: {
+        const vq_blk_q4_0 *b = blk;
+        for (int j = 0; j < 16; j++) {
+            u->q[j] = (int8_t)((b->qs[j] & 0xf) - 8);
+            u->q[j + 16] = (int8_t)((b->qs[j] >> 4) - 8);
+        }
+        u->d = h2f(b->d);
+        u->m = 0.0f;
+        return;
+    }
+    case VQ_W_Q4_1: {
+        const vq_blk_q4_1 *b = blk;
+        for (int j = 0; j < 16; j++) {
+            u->q[j] = (int8_t)(b->qs[j] & 0xf);
+            u->q[j + 16] = (int8_t)(b->qs[j] >> 4);
+        }
+        u->d = h2f(b->d);
+        u->m = h2f(b->m);
+        return;
+    }
+    case VQ_W_Q5_0: {
+        const vq_blk_q5_0 *b = blk;
+        memcpy(&qh, b->qh, 4);
+        for (int j = 0; j < 16; j++) {
+            u->q[j] = (int8_t)(((b->qs[j] & 0xf) | (((qh >> j) & 1) << 4)) - 16);
+            u->q[j + 16] = (int8_t)(((b->qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16);
+        }
+        u->d = h2f(b->d);
+        u->m = 0.0f;
+        return;
+    }
+    case VQ_W_Q5_1: {
+        const vq_blk_q5_1 *b = blk;
+        memcpy(&qh, b->qh, 4);
+        for (int j = 0; j < 16; j++) {
+            u->q[j] = (int8_t)((b->qs[j] & 0xf) | (((qh >> j) & 1) << 4));
+            u->q[j + 16] = (int8_t)((b->qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+        }
+        u->d = h2f(b->d);
+        u->m = h2f(b->m);
+        return;
+    }
+    case VQ_W_Q8_0: {
+        const vq_blk_q8_0 *b = blk;
+        memcpy(u->q, b->qs, 32);
+        u->d = h2f(b->d);
+        u->m = 0.0f;
+        return;
+    }
+    default:
+        memset(u, 0, sizeof *u);
+        return;
+    }
+}
+
+void vq_k4_scale_min(const uint8_t *s, int j, int *scale, int *min)
+{
+    if (j < 4) {
+        *scale = s[j] & 63;
+        *min = s[j + 4] & 63;
+    } else {
+        *scale = (s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4);
+        *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+static void unpack_q2_K(const vq_blk_q2_K *b, vq_unpacked256 *u)
+{
+    /* each 128-element half uses 32 bytes of qs; its 4 bit-pairs (shift
+     * 0,2,4,6) give 4 runs of 32 elements; group g (16 elements) has
+     * scale byte scales[g] */
+    for (int i = 0; i < 256; i++) {
+        int half = i / 128, shift = 2 * ((i % 128) / 32), l = i % 32;
+        u->q[i] = (int8_t)((b->qs[32 * half + l] >> shift) & 3);
+    }
+    for (int g = 0; g < 16; g++) {
+        u->scale[g] = b->scales[g] & 0xf;
+        u->min[g] = b->scales[g] >> 4;
+    }
+    u->d = h2f(b->d);
+    u->dmin = h2f(b->dmin);
+}
+
+static void unpack_q3_K(const vq_blk_q3_K *b, vq_unpacked256 *u)
+{
+    /* like Q2_K for the low bits; element i's high bit is bit (i/32) of
+     * hmask[i%32]; a clear high bit subtracts 4 */
+    for (int i = 0; i < 256; i++) {
+        int half = i / 128, shift = 2 * ((i % 128) / 32), l = i % 32;
+        int lo = (b->qs[32 * half + l] >> shift) & 3;
+        int hi = (b->hmask[l] >> (i / 32)) & 1;
+        u->q[i] = (int8_t)(lo - (hi ? 0 : 4));
+    }
+    /* scale g: low 4 bits from scales[g] (g<8) or scales[g-8]>>4, high 2
+     * bits from scales[8 + g%4] at bit 2*(g/4); stored +32 */
+    for (int g = 0; g < 16; g++) {
+        int lo = g < 8 ? (b->scales[g] & 0xf) : (b->scales[g - 8] >> 4);
+        int hi = (b->scales[8 + g % 4] >> (2 * (g / 4))) & 3;
+        u->scale[g] = (int16_t)((lo | (hi << 4)) - 32);
+        u->min[g] = 0;
+    }
+    u->d = h2f(b->d);
+    u->dmin = 0.0f;
+}
+
+/* Q4_K/Q5_K: each 64-element chunk c uses qs[32c .. 32c+32): low nibbles
+ * are sub-block 2c, high nibbles sub-block 2c+1; Q5_K's fifth bit of
+ * element i is bit (i/32) of qh[i%32]. */
+static void unpack_q45_K(const uint8_t *scales12, const uint8_t *qs, const uint8_t *qh,
+                         uint16_t d, uint16_t dmin, vq_unpacked256 *u)
+{
+    for (int i = 0; i < 256; i++) {
+        int c = i / 64, l = i % 32, high = (i % 64) >= 32;
+        int q = high ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 0xf;
+        if (qh)
+            q |= ((qh[l] >> (i / 32)) & 1) << 4;
+        u->q[i] = (int8_t)q;
+    }
+    for (int j = 0; j < 8; j++) {
+        int sc, mn;
+        vq_k4_scale_min(scales12, j, &sc, &mn);
+        u->scale[2 * j] = u->scale[2 * j + 1] = (int16_t)sc;
+        u->min[2 * j] = u->min[2 * j + 1] = (int16_t)mn;
+    }
+    u->d = h2f(d);
+    u->dmin = h2f(dmin);
+}
+
+static void unpack_q6_K(const vq_blk_q6_K *b, vq_unpacked256 *u)
+{
+    /* per 128-element half h: ql[64h ..], qh[32h ..]; element 32k+l of the
+     * half (k = 0..3, l = 0..31): low 4 bits from ql[64h + l + 32*(k&1)]
+     * (high nibble when k >= 2), high 2 bits from qh[32h + l] >> 2k */
+    for (int i = 0; i < 256; i++) {
+        int h = i / 128, k = (i % 128) / 32, l = i % 32;
+        uint8_t lb = b->ql[64 * h + l + 32 * (k & 1)];
+        int lo = k >= 2 ? lb >> 4 : lb & 0xf;
+        int hi = (b->qh[32 * h + l] >> (2 * k)) & 3;
+        u->q[i] = (int8_t)((lo | (hi << 4)) - 32);
+    }
+    for (int g = 0; g < 16; g++) {
+        u->scale[g] = b->scales[g];
+        u->min[g] = 0;
+    }
+    u->d = h2f(b->d);
+    u->dmin = 0.0f;
+}
+
+void vq_unpack256(vq_wtype t, const void *blk, vq_unpacked256 *u)
+{
+    switch (t) {
+    case VQ_W_Q2_K: unpack_q2_K(blk, u); return;
+    case VQ_W_Q3_K: unpack_q3_K(blk, u); return;
+    case VQ_W_Q4_K: {
+        const vq_blk_q4_K *b = blk;
+        unpack_q45_K(b->scales, b->qs, NULL, b->d, b->dmin, u);
+        return;
+    }
+    case VQ_W_Q5_K: {
+        const vq_blk_q5_K *b = blk;
+        unpack_q45_K(b->scales, b->qs, b->qh, b->d, b->dmin, u);
+        return;
+    }
+    case VQ_W_Q6_K: unpack_q6_K(blk, u); return;
+    default: memset(u, 0, sizeof *u); return;
+    }
+}
+
+/* ---- dequantization ------------------------------------------------------------ */
+
+void vq_dequantize(vq_wtype t, const void *src, float *dst, size_t n)
+{
+    const uint8_t *p = src;
+    size_t bb = vq_wtype_block_bytes(t);
+    switch (vq_act_kind_of(t)) {
+    case VQ_ACT_F32:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            if (t == VQ_W_F32) {
+                memcpy(&dst[i], p + 4 * i, 4);
+                continue;
+            }
+            memcpy(&h, p + 2 * i, 2);
+            dst[i] = t == VQ_W_F16 ? vq_fp16_to_fp32(h) : vq_bf16_to_fp32(h);
+        }
+        return;
+    case VQ_ACT_Q32:
+        for (size_t b = 0; b < n / VQ_QK; b++) {
+            vq_unpacked32 u;
+            vq_unpack32(t, p + b * bb, &u);
+            for (int i = 0; i < VQ_QK; i++)
+                dst[b * VQ_QK + i] = u.d * (float)u.q[i] + u.m;
+        }
+        return;
+    case VQ_ACT_Q256:
+        for (size_t b = 0; b < n / VQ_QK_K; b++) {
+            vq_unpacked256 u;
+            vq_unpack256(t, p + b * bb, &u);
+            for (int i = 0; i < VQ_QK_K; i++)
+                dst[b * VQ_QK_K + i] =
+                    u.d * (float)u.scale[i / 16] * (float)u.q[i] - u.dmin * (float)u.min[i / 16];
+        }
+        return;
+    case VQ_ACT_NONE:
+        return;
+    }
+}
+
+/* ---- activation quantization ------------------------------------------------- */
+
+/* Symmetric int8: d = amax/127, q = round(x/d); an all-zero block has d = 0. */
+static float quantize_int8(const float *x, int n, int8_t *q)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < n; i++)
+        amax = fmaxf(amax, fabsf(x[i]));
+    float d = amax / 127.0f;
+    float id = d > 0.0f ? 1.0f / d : 0.0f;
+    for (int i = 0; i < n; i++) {
+        float v = nearbyintf(x[i] * id);
+        q[i] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
+    }
+    return d;
+}
+
+void vq_act_quantize32(const float *x, size_t n, vq_act32 *a)
+{
+    for (size_t b = 0; b < n / VQ_QK; b++) {
+        vq_act32 *o = &a[b];
+        o->d = quantize_int8(x + b * VQ_QK, VQ_QK, o->qs);
+        int sum = 0;
+        for (int i = 0; i < VQ_QK; i++)
+            sum += o->qs[i];
+        o->s = o->d * (float)sum;
+    }
+}
+
+void vq_act_quantize256(const float *x, size_t n, vq_act256 *a)
+{
+    for (size_t b = 0; b < n / VQ_QK_K; b++) {
+        vq_act256 *o = &a[b];
+        o->d = quantize_int8(x + b * VQ_QK_K, VQ_QK_K, o->qs);
+        for (int g = 0; g < 16; g++) {
+            int sum = 0;
+            for (int i = 0; i < 16; i++)
+                sum += o->qs[16 * g + i];
+            o->bsums[g] = (int16_t)sum;
+        }
+    }
+}
+
+/* ---- scalar dot products -------------------------------------------------------- */
+
+/* sum_b d_w*d_x*sum(q_w*q_x) + m_w*s_x (s_x = d_x * sum q_x) */
+static float dot_q32_generic(vq_wtype t, const void *w, const void *act, size_t n)
+{
+    const uint8_t *p = w;
+    const vq_act32 *a = act;
+    size_t bb = vq_wtype_block_bytes(t);
+    float acc = 0.0f;
+    for (size_t b = 0; b < n / VQ_QK; b++) {
+        vq_unpacked32 u;
+        vq_unpack32(t, p + b * bb, &u);
+        int32_t s = 0;
+        for (int i = 0; i < VQ_QK; i++)
+            s += (int32_t)u.q[i] * a[b].qs[i];
+        acc += u.d * a[b].d * (float)s + u.m * a[b].s;
+    }
+    return acc;
+}
+
+/* sum_b d_x * (d_w * sum_g scale_g * sum(q*q_x) - dmin_w * sum_g min_g * bsum_g) */
+static float dot_q256_generic(vq_wtype t, const void *w, const void *act, size_t n)
+{
+    const uint8_t *p = w;
+    const vq_act256 *a = act;
+    size_t bb = vq_wtype_block_bytes(t);
+    float acc = 0.0f;
+    for (size_t b = 0; b < n / VQ_QK_K; b++) {
+        vq_unpacked256 u;
+        vq_unpack256(t, p + b * bb, &u);
+        int32_t s = 0, m = 0;
+        for (int g = 0; g < 16; g++) {
+            int32_t sg = 0;
+            for (int i = 16 * g; i < 16 * g + 16; i++)
+                sg += (int32_t)u.q[i] * a[b].qs[i];
+            s += sg * u.scale[g];
+            m += (int32_t)u.min[g] * a[b].bsums[g];
+        }
+        acc += a[b].d * (u.d * (float)s - u.dmin * (float)m);
+    }
+    return acc;
+}
+
+#define DOT32(name, type) \
+    static float name(const void *w, const void *a, size_t n) { return dot_q32_generic(type, w, a, n); }
+#define DOT256(name, type) \
+    static float name(const void *w, const void *a, size_t n) { return dot_q256_generic(type, w, a, n); }
+DOT32(dot_q4_0, VQ_W_Q4_0)
+DOT32(dot_q4_1, VQ_W_Q4_1)
+DOT32(dot_q5_0, VQ_W_Q5_0)
+DOT32(dot_q5_1, VQ_W_Q5_1)
+DOT32(dot_q8_0, VQ_W_Q8_0)
+DOT256(dot_q2_K, VQ_W_Q2_K)
+DOT256(dot_q3_K, VQ_W_Q3_K)
+DOT256(dot_q4_K, VQ_W_Q4_K)
+DOT256(dot_q5_K, VQ_W_Q5_K)
+DOT256(dot_q6_K, VQ_W_Q6_K)
+
+static float dot_f32(const void *w, const void *act, size_t n)
+{
+    const float *x = act;
+    const uint8_t *p = w;
+    float acc = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float v;
+        memcpy(&v, p + 4 * i, 4);
+        acc += v * x[i];
+    }
+    return acc;
+}
+
+static float dot_f16(const void *w, const void *act, size_t n)
+{
+    const float *x = act;
+    const uint8_t *p = w;
+    float acc = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        acc += vq_fp16_to_fp32(h) * x[i];
+    }
+    return acc;
+}
+
+static float dot_bf16(const void *w, const void *act, size_t n)
+{
+    const float *x = act;
+    const uint8_t *p = w;
+    float acc = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        acc += vq_bf16_to_fp32(h) * x[i];
+    }
+    return acc;
+}
+
+vq_dot_kernel vq_dot_scalar_kernel(vq_wtype t)
+{
+    switch (t) {
+    case VQ_W_F32: return dot_f32;
+    case VQ_W_F16: return dot_f16;
+    case VQ_W_BF16: return dot_bf16;
+    case VQ_W_Q4_0: return dot_q4_0;
+    case VQ_W_Q4_1: return dot_q4_1;
+    case VQ_W_Q5_0: return dot_q5_0;
+    case VQ_W_Q5_1: return dot_q5_1;
+    case VQ_W_Q8_0: return dot_q8_0;
+    case VQ_W_Q2_K: return dot_q2_K;
+    case VQ_W_Q3_K: return dot_q3_K;
+    case VQ_W_Q4_K: return dot_q4_K;
+    case VQ_W_Q5_K: return dot_q5_K;
+    case VQ_W_Q6_K: return dot_q6_K;
+    default: return NULL;
+    }
+}
