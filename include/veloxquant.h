@@ -409,6 +409,8 @@ typedef struct {
     int head_dim;    /* a multiple of 32 in 32..256 */
     int window;      /* sliding window in tokens (a query at p sees keys at
                         p-window < pos <= p); 0 = full attention */
+    float softcap;   /* attention logit soft-capping: s = softcap *
+                        tanh(s / softcap) after scaling; 0 = none */
 } vq_cache_layer_shape;
 
 typedef struct {
@@ -457,7 +459,8 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
 
 /* Attention of the last n tokens appended to `layer` (n <= the last append's
  * count; query t has position pos0 + (count - n) + t):
- *   out[t][h] = sum_i softmax_i(scale * <q[t][h], k_i>) v_i
+ *   out[t][h] = sum_i softmax_i(cap(scale * <q[t][h], k_i>)) v_i
+ * (cap: the layer's softcap, identity when 0)
  * over the held tokens i visible to it (pos_i <= its position, inside the
  * layer's window). q and out: [n][n_q_heads][head_dim] floats; n_q_heads
  * must equal the layer's. The query heads of one KV head are scored

@@ -12,7 +12,7 @@
 
 /* two layers: GQA 6/2 at D=64 full attention, 4/1 at D=128 with a sliding
  * window of 48 tokens */
-static const vq_cache_layer_shape SHAPE2[2] = { { 2, 6, 64, 0 }, { 1, 4, 128, 48 } };
+static const vq_cache_layer_shape SHAPE2[2] = { { 2, 6, 64, 0, 0 }, { 1, 4, 128, 48, 0 } };
 
 /* Float rounding only (sums in float over <= a few hundred terms, expf):
  * the fused path reads the same numbers as the reference decode, so the
@@ -397,6 +397,42 @@ static void test_block_codecs_residual(void)
     }
 }
 
+/* attention logit soft-capping (s = cap * tanh(s / cap)) with large
+ * queries so that the cap bites */
+static void test_softcap(void)
+{
+    vq_cache_layer_shape ls = { 2, 4, 64, 0, 5.0f };
+    vq_cache_shape sh = { 1, &ls, 0 };
+    vq_cache_config *cfg = NULL;
+    vq_cache *c = NULL;
+    CHECK_OK(vq_cache_config_parse("keys=q8_0 values=fp16 residual=4", &cfg));
+    if (!cfg || vq_cache_create(cfg, &sh, 1, &c) != VQ_OK) {
+        CHECKF(0, "create: %s", vq_last_error());
+        vq_cache_config_free(cfg);
+        return;
+    }
+    vq_cache_config_free(cfg);
+    vq_rng g;
+    vq_rng_seed(&g, 1);
+    size_t n = 40;
+    float *k = malloc(n * 128 * 4), *v = malloc(n * 128 * 4), *q = malloc(n * 256 * 4), *out = malloc(n * 256 * 4);
+    double *ref = malloc(n * 256 * sizeof *ref);
+    tc_fill(&g, k, n * 128, 1.0f);
+    tc_fill(&g, v, n * 128, 1.0f);
+    tc_fill(&g, q, n * 256, 4.0f);
+    CHECK_OK(vq_cache_append(c, 0, k, v, n, 0));
+    CHECK(tc_ref_from_cache(c, 0, &ls, q, n, 0, 0.125, ref) == 0);
+    CHECK_OK(vq_cache_attend(c, 0, q, n, 4, 0.125f, out));
+    double e = tc_rel_err(out, ref, n * 256);
+    CHECKF(e <= FUSED_VS_DECODED_TOL, "softcap: rel err %.3g", e);
+    /* and it differs from uncapped attention (the cap really bit) */
+    ls.softcap = 0;
+    CHECK(tc_ref_from_cache(c, 0, &ls, q, n, 0, 0.125, ref) == 0);
+    CHECKF(tc_rel_err(out, ref, n * 256) > 10 * FUSED_VS_DECODED_TOL, "softcap had no effect");
+    free(k), free(v), free(q), free(out), free(ref);
+    vq_cache_free(c);
+}
+
 static void test_bad_arguments(void)
 {
     vq_cache *c = NULL;
@@ -421,7 +457,7 @@ static void test_bad_arguments(void)
 
     vq_cache_config *cfg = NULL;
     CHECK_OK(vq_cache_config_parse("", &cfg));
-    vq_cache_layer_shape bad = { 2, 5, 64, 0 };
+    vq_cache_layer_shape bad = { 2, 5, 64, 0, 0 };
     vq_cache_shape sh = { 1, &bad, 0 };
     CHECK(vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_INVALID_ARG && c == NULL);
     CHECK(strstr(vq_last_error(), "n_q_heads") != NULL);
@@ -440,6 +476,7 @@ int main(void)
     RUN(test_every_codec);
     RUN(test_prefill_equals_decode);
     RUN(test_block_codecs_residual);
+    RUN(test_softcap);
     RUN(test_bad_arguments);
     return vq_test_summary("cache_attend");
 }

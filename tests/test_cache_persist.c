@@ -12,7 +12,7 @@
 #include "test.h"
 #include "test_cache_util.h"
 
-static const vq_cache_layer_shape SH[2] = { { 2, 4, 64, 0 }, { 1, 2, 32, 24 } };
+static const vq_cache_layer_shape SH[2] = { { 2, 4, 64, 0, 0 }, { 1, 2, 32, 24, 0 } };
 static const vq_cache_shape SHAPE = { 2, SH, 0xfeedbeefcafe1234ull };
 
 static vq_cache *build(const char *text)

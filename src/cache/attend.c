@@ -65,6 +65,7 @@ typedef struct {
     size_t g, nt;
     int32_t window;
     float scale;
+    float softcap; /* 0 = none */
 } mask_ctx;
 
 /* scale and mask raw scores of n slots with positions pos[] and liveness
@@ -77,7 +78,10 @@ static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *p
         float *row = s + j * n;
         for (size_t i = 0; i < n; i++) {
             int vis = (!alive || alive[i]) && pos[i] <= p && (mc->window == 0 || pos[i] > p - mc->window);
-            row[i] = vis ? row[i] * mc->scale : -INFINITY;
+            float x = row[i] * mc->scale;
+            if (mc->softcap > 0.0f)
+                x = mc->softcap * tanhf(x / mc->softcap);
+            row[i] = vis ? x : -INFINITY;
         }
         if (wrow)
             memcpy(wrow + j * wstride, row, n * sizeof *row);
@@ -162,7 +166,7 @@ static vq_status attend_head(vq_cache *c, vq_cache_layer *L, int h, const float 
             for (size_t i = 0; i < nq * ns; i++)
                 wb[i] = -INFINITY;
         }
-        mask_ctx mc = { qpos, g, nt, L->shape.window, scale };
+        mask_ctx mc = { qpos, g, nt, L->shape.window, scale, L->shape.softcap };
         int32_t qmin = qpos[0], qmax = qpos[nt - 1];
 
         /* packed pages */

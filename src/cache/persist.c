@@ -3,7 +3,8 @@
  *
  *   "VQKC" | u32 version=1 | u64 fingerprint | u64 seed
  *   u32 C | C bytes canonical config text
- *   u32 n_layers | n_layers x (u32 n_kv_heads, n_q_heads, head_dim, window)
+ *   u32 n_layers | n_layers x (u32 n_kv_heads, n_q_heads, head_dim, window,
+ *                              f32 softcap)
  *   per layer:
  *     i32 last_pos | i32 app_pos0 | u32 app_n
  *     2 x (u32 S | S bytes codec calibration state, 0 = none)   keys, values
@@ -126,6 +127,9 @@ static vq_status fill(vq_file_writer *w, void *user)
         VQ_TRY(put_u32(s, (uint32_t)ls->n_q_heads));
         VQ_TRY(put_u32(s, (uint32_t)ls->head_dim));
         VQ_TRY(put_u32(s, (uint32_t)ls->window));
+        uint8_t b[4];
+        vq_put_f32(b, ls->softcap);
+        VQ_TRY(put(s, b, 4));
     }
     for (int l = 0; l < c->n_layers; l++) {
         const vq_cache_layer *L = &c->layers[l];
@@ -305,25 +309,29 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     if (st != VQ_OK)
         return vq_fail(err, VQ_ERR_FORMAT, "cache file: stored config: %s", vq_last_error());
     st = get_u32(&r, &nl, "shape");
-    if (st == VQ_OK && (nl < 1 || nl > VQ_CACHE_MAX_LAYERS || (size_t)nl * 16 > r.len - r.off))
+    if (st == VQ_OK && (nl < 1 || nl > VQ_CACHE_MAX_LAYERS || (size_t)nl * 20 > r.len - r.off))
         st = vq_fail(err, VQ_ERR_FORMAT, "cache file: %u layers", nl);
     vq_cache_layer_shape *ls = st == VQ_OK ? calloc(nl, sizeof *ls) : NULL;
     if (st == VQ_OK && !ls)
         st = vq_fail(err, VQ_ERR_NOMEM, "cache load: out of memory");
     for (uint32_t l = 0; st == VQ_OK && l < nl; l++) {
-        uint32_t f[4];
-        for (int i = 0; i < 4; i++)
+        uint32_t f[5];
+        for (int i = 0; i < 5; i++)
             get_u32(&r, &f[i], "shape");
         for (int i = 0; i < 4; i++)
             if (f[i] > 1u << 20)
                 st = vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %u shape field out of range", l);
-        ls[l] = (vq_cache_layer_shape){ (int)f[0], (int)f[1], (int)f[2], (int)f[3] };
+        float cap;
+        memcpy(&cap, &f[4], 4);
+        ls[l] = (vq_cache_layer_shape){ (int)f[0], (int)f[1], (int)f[2], (int)f[3], cap };
     }
     vq_cache_shape sh = { (int)nl, ls, fp };
     if (st == VQ_OK && expect) {
         int same = expect->fingerprint == fp && expect->n_layers == (int)nl && expect->layers;
         for (uint32_t l = 0; same && l < nl; l++)
-            same = memcmp(&expect->layers[l], &ls[l], sizeof *ls) == 0;
+            same = expect->layers[l].n_kv_heads == ls[l].n_kv_heads && expect->layers[l].n_q_heads == ls[l].n_q_heads &&
+                   expect->layers[l].head_dim == ls[l].head_dim && expect->layers[l].window == ls[l].window &&
+                   expect->layers[l].softcap == ls[l].softcap;
         if (!same)
             st = vq_fail(err, VQ_ERR_FORMAT,
                          "cache file belongs to another model (fingerprint %016llx, %u layers; expected %016llx, %d layers)",

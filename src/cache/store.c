@@ -59,6 +59,8 @@ static vq_status check_shape(const vq_cache_shape *s, char *err)
                            ls->n_q_heads, ls->n_kv_heads);
         if (ls->head_dim < 32 || ls->head_dim > 256 || ls->head_dim % 32)
             return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: layer %d: head_dim=%d unsupported", l, ls->head_dim);
+        if (!(ls->softcap >= 0.0f && ls->softcap < 1e30f))
+            return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: layer %d: softcap=%g invalid", l, (double)ls->softcap);
         if (ls->window < 0)
             return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: layer %d: window=%d is negative", l, ls->window);
     }
