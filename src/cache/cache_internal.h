@@ -89,20 +89,20 @@ typedef struct {
     void **free;      /* idle pages */
     size_t n_free, cap_free;
     size_t n_out;     /* pages handed out */
-} vq_pool_class;
+} vq_page_class;
 
 typedef struct {
-    vq_pool_class *cls;
+    vq_page_class *cls;
     size_t n_cls;
-} vq_pool;
+} vq_page_pool;
 
 /* A page of `bytes` bytes (contents undefined); NULL when out of memory. */
-void *vq_pool_get(vq_pool *p, size_t bytes);
-/* Return a page of `bytes` bytes obtained from vq_pool_get. Never fails
+void *vq_page_get(vq_page_pool *p, size_t bytes);
+/* Return a page of `bytes` bytes obtained from vq_page_get. Never fails
  * (if the free list cannot grow, the page is freed). */
-void vq_pool_put(vq_pool *p, void *page, size_t bytes);
-size_t vq_pool_free_bytes(const vq_pool *p);
-void vq_pool_destroy(vq_pool *p);
+void vq_page_put(vq_page_pool *p, void *page, size_t bytes);
+size_t vq_page_pool_free_bytes(const vq_page_pool *p);
+void vq_page_pool_destroy(vq_page_pool *p);
 
 /* ---- cache ---------------------------------------------------------------- */
 
@@ -146,7 +146,7 @@ struct vq_cache {
     vq_cache_layer *layers;
     vq_cache_layer_shape *shapes; /* copy handed out by get_shape */
     uint64_t seed, fingerprint;
-    vq_pool pool;
+    vq_page_pool pool;
     /* attention scratch, sized at create for the largest layer */
     size_t nq_max;
     uint8_t *qbuf;    /* nq_max * max key query_bytes */

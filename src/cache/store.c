@@ -208,8 +208,8 @@ static void release_pages(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size
 {
     while (H->n_pages > keep) {
         H->n_pages--;
-        vq_pool_put(&c->pool, H->kpages[H->n_pages], L->kpage_bytes);
-        vq_pool_put(&c->pool, H->vpages[H->n_pages], L->vpage_bytes);
+        vq_page_put(&c->pool, H->kpages[H->n_pages], L->kpage_bytes);
+        vq_page_put(&c->pool, H->vpages[H->n_pages], L->vpage_bytes);
         H->kpages[H->n_pages] = H->vpages[H->n_pages] = NULL;
     }
 }
@@ -255,7 +255,7 @@ void vq_cache_free(vq_cache *c)
         vq_codec_free(L->fk);
         vq_codec_free(L->fv);
     }
-    vq_pool_destroy(&c->pool);
+    vq_page_pool_destroy(&c->pool);
     free(c->layers);
     free(c->shapes);
     vq_cache_config_free(c->cfg);
@@ -349,10 +349,10 @@ vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *
         H->cap_pages = nc;
     }
     while (H->n_pages < pages) {
-        uint8_t *k = vq_pool_get(&c->pool, L->kpage_bytes);
-        uint8_t *v = k ? vq_pool_get(&c->pool, L->vpage_bytes) : NULL;
+        uint8_t *k = vq_page_get(&c->pool, L->kpage_bytes);
+        uint8_t *v = k ? vq_page_get(&c->pool, L->vpage_bytes) : NULL;
         if (!v) {
-            vq_pool_put(&c->pool, k, L->kpage_bytes);
+            vq_page_put(&c->pool, k, L->kpage_bytes);
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for a page");
         }
         H->kpages[H->n_pages] = k;
@@ -606,6 +606,6 @@ vq_status vq_cache_stats(const vq_cache *c, int layer, vq_cache_usage *out)
         if (layer == -1 || layer == l)
             layer_stats(c, &c->layers[l], out);
     if (layer == -1)
-        out->pool_free_bytes = vq_pool_free_bytes(&c->pool);
+        out->pool_free_bytes = vq_page_pool_free_bytes(&c->pool);
     return VQ_OK;
 }
