@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache_internal.h"
+#include "core/pool.h"
 #include "test.h"
 #include "test_cache_util.h"
 
@@ -433,6 +435,66 @@ static void test_softcap(void)
     vq_cache_free(c);
 }
 
+/* worker threads (split over KV heads and context chunks, partials merged)
+ * give the serial result up to float rounding of the merge (1e-5), for
+ * every codec, with an eviction policy that needs attention weights */
+static void test_threads_match_serial(void)
+{
+    vq_pool *pool = NULL;
+    CHECK_OK(vq_pool_create(3, &pool));
+    if (!pool)
+        return;
+    const char *spec;
+    for (int i = 0; vq_codec_method(i, &spec); i++) {
+        char buf[1200];
+        snprintf(buf, sizeof buf, "keys=%s values=%s residual=8 page=32 evict=h2o:budget=120,sinks=2,recent=16", spec,
+                 spec);
+        run_ctx a = { 0 }, b = { 0 };
+        if (make_cache(buf, &a.c) != VQ_OK || make_cache(buf, &b.c) != VQ_OK) {
+            vq_cache_free(a.c), vq_cache_free(b.c);
+            continue;
+        }
+        CHECK_OK(vq_cache_set_threads(b.c, pool)); /* before calibration: clones must follow it */
+        calibrate_if_needed(a.c, 4);
+        calibrate_if_needed(b.c, 4);
+        size_t n = vq_test_quick() ? 100 : 200;
+        gen_inputs(&a, n, 13);
+        double worst = 0;
+        int held_same = 1;
+        for (size_t t0 = 0; t0 < n;) {
+            size_t cnt = t0 == 0 ? 90 : 1;
+            for (int l = 0; l < 2; l++) {
+                const vq_cache_layer_shape *ls = &SHAPE2[l];
+                size_t kvf = layer_floats(ls, 1), qf = layer_floats(ls, 0);
+                float *oa = malloc(cnt * qf * 4), *ob = malloc(cnt * qf * 4);
+                double *ra = malloc(cnt * qf * sizeof *ra);
+                CHECK_OK(vq_cache_append(a.c, l, a.k[l] + t0 * kvf, a.v[l] + t0 * kvf, cnt, (int32_t)t0));
+                CHECK_OK(vq_cache_append(b.c, l, a.k[l] + t0 * kvf, a.v[l] + t0 * kvf, cnt, (int32_t)t0));
+                CHECK_OK(vq_cache_attend(a.c, l, a.q[l] + t0 * qf, cnt, ls->n_q_heads, 0.1f, oa));
+                CHECK_OK(vq_cache_attend(b.c, l, a.q[l] + t0 * qf, cnt, ls->n_q_heads, 0.1f, ob));
+                for (size_t x = 0; x < cnt * qf; x++)
+                    ra[x] = oa[x];
+                double e = tc_rel_err(ob, ra, cnt * qf);
+                worst = e > worst ? e : worst;
+                for (int h = 0; h < ls->n_kv_heads; h++) {
+                    int32_t pa[512], pb[512];
+                    size_t na = 0, nb = 0;
+                    vq_cache_gather(a.c, l, h, 512, pa, NULL, NULL, &na);
+                    vq_cache_gather(b.c, l, h, 512, pb, NULL, NULL, &nb);
+                    held_same &= na == nb && memcmp(pa, pb, na * 4) == 0;
+                }
+                free(oa), free(ob), free(ra);
+            }
+            t0 += cnt;
+        }
+        CHECKF(worst <= 1e-5, "%s: 3 threads vs serial rel diff %.3g", spec, worst);
+        CHECKF(held_same, "%s: threads changed the evicted set", spec);
+        vq_cache_free(a.c), vq_cache_free(b.c);
+        free_inputs(&a);
+    }
+    vq_pool_free(pool);
+}
+
 static void test_bad_arguments(void)
 {
     vq_cache *c = NULL;
@@ -477,6 +539,7 @@ int main(void)
     RUN(test_prefill_equals_decode);
     RUN(test_block_codecs_residual);
     RUN(test_softcap);
+    RUN(test_threads_match_serial);
     RUN(test_bad_arguments);
     return vq_test_summary("cache_attend");
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "codec/codec.h"
+#include "core/pool.h"
 #include "core/error.h"
 #include "core/spec.h"
 #include "veloxquant.h"
@@ -106,6 +107,14 @@ void vq_page_pool_destroy(vq_page_pool *p);
 
 /* ---- cache ---------------------------------------------------------------- */
 
+/* per-worker attention scratch */
+typedef struct {
+    uint8_t *qbuf; /* nq_max * max key query_bytes */
+    float *qf;     /* nq_max * max head_dim (fp16 residual queries) */
+    float *sc;     /* nq_max * max(page_tokens, res_cap) scores */
+    vq_status st;  /* first failure of this worker in a job */
+} vq_attn_worker;
+
 typedef struct {
     /* packed region: slot i lives in page i / page_tokens */
     uint8_t **kpages, **vpages;
@@ -128,6 +137,10 @@ typedef struct {
     vq_cache_layer_shape shape;
     vq_codec *kc, *vc;   /* packed codecs */
     vq_codec *fk, *fv;   /* fp16 codecs of the residual window */
+    /* per-worker codec handles ([0] = kc/vc/fk/fv; the others are clones
+     * with the same spec, seed and calibration state, since a codec
+     * handle's scratch is not safe for concurrent calls) */
+    vq_codec **kcw, **vcw, **fkw, **fvw;
     size_t group;        /* lcm of the codecs' block tokens */
     size_t page_tokens;  /* multiple of group */
     size_t kpage_bytes, vpage_bytes;
@@ -147,16 +160,17 @@ struct vq_cache {
     vq_cache_layer_shape *shapes; /* copy handed out by get_shape */
     uint64_t seed, fingerprint;
     vq_page_pool pool;
-    /* attention scratch, sized at create for the largest layer */
-    size_t nq_max;
-    uint8_t *qbuf;    /* nq_max * max key query_bytes */
-    float *qf;        /* nq_max * max head_dim (fp16 residual queries) */
-    float *sc;        /* nq_max * max(page_tokens, res_cap) scores */
-    float *acc;       /* nq_max * max value accum_size */
-    float *accr;      /* nq_max * max head_dim (residual accumulators) */
-    float *m, *l;     /* nq_max running max and sum */
-    float *tmp;       /* max(head_dim, group*head_dim) floats */
-    uint8_t *tmpb;    /* group * max(bytes) scratch for encoding */
+    /* attention: one scratch per worker (worker 0 = the calling thread)
+     * and partial results per work item (KV head x context chunk), sized
+     * for the largest layer (threads.c) */
+    struct vq_pool *threads;      /* borrowed thread pool, NULL = serial */
+    int n_workers;
+    vq_attn_worker *workers;      /* [n_workers] */
+    float *part;                  /* [part_items][part_stride] */
+    size_t part_items, part_stride;
+    size_t nq_max, asz_max, d_max;
+    float *tmp;       /* group * max head_dim floats (encode staging,
+                         gather, accum_finish) */
     /* per-slot raw scores for policies that need attention weights
      * (grows geometrically; bounded by the budget in steady state) */
     float *wbuf;
@@ -170,6 +184,13 @@ struct vq_cache {
 /* create with an option to drop calib= from codec specs (load) */
 vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *shape,
                              uint64_t seed, int strip_calib, vq_cache **out);
+
+/* threads.c: (re)build the per-worker scratch and codec clones for
+ * `pool` (NULL or size 1 = serial). Called by create with NULL. */
+vq_status vq_cache_set_threads(vq_cache *c, struct vq_pool *pool);
+void vq_cache_free_workers(vq_cache *c);
+/* drop calib= from a codec spec in place */
+void vq_cache_strip_calib(char *spec);
 
 /* store.c */
 vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, size_t keep);

@@ -24,7 +24,7 @@ static size_t gcd_sz(size_t a, size_t b)
 static size_t bpt(const vq_codec *c) { return vq_codec_bytes_per_token(c); }
 
 /* drop a `calib=...` parameter from a spec (the saved state replaces it) */
-static void strip_calib(char *spec)
+void vq_cache_strip_calib(char *spec)
 {
     vq_spec sp;
     if (vq_spec_parse(spec, &sp, NULL) != VQ_OK)
@@ -74,7 +74,7 @@ static vq_status make_codec(vq_cache *c, int l, vq_role role, int strip, vq_code
     char spec[VQ_SPEC_MAX_LEN];
     VQ_TRY(vq_cache_config_layer_spec(c->cfg, l, c->n_layers, role, spec, sizeof spec, c->err));
     if (strip)
-        strip_calib(spec);
+        vq_cache_strip_calib(spec);
     int D = c->layers[l].shape.head_dim;
     vq_status st = vq_codec_create(spec, D, role, vq_seed_mix(c->seed, (uint64_t)l * 2 + (uint64_t)role), out);
     if (st != VQ_OK)
@@ -126,37 +126,6 @@ static vq_status setup_layer(vq_cache *c, int l, int strip)
     return VQ_OK;
 }
 
-static vq_status alloc_scratch(vq_cache *c)
-{
-    size_t nq = 0, qb = 0, D = 0, acc = 0, sc = 0, grp = 0;
-    for (int l = 0; l < c->n_layers; l++) {
-        vq_cache_layer *L = &c->layers[l];
-        size_t g = (size_t)(L->shape.n_q_heads / L->shape.n_kv_heads);
-        if (g * VQ_CACHE_QUERY_TILE > nq)
-            nq = g * VQ_CACHE_QUERY_TILE;
-        size_t x = vq_codec_query_bytes(L->kc);
-        qb = x > qb ? x : qb;
-        D = (size_t)L->shape.head_dim > D ? (size_t)L->shape.head_dim : D;
-        x = vq_codec_accum_size(L->vc);
-        acc = x > acc ? x : acc;
-        x = L->page_tokens > L->res_cap ? L->page_tokens : L->res_cap;
-        sc = x > sc ? x : sc;
-        grp = L->group > grp ? L->group : grp;
-    }
-    c->nq_max = nq;
-    c->qbuf = malloc(nq * qb + 64);
-    c->qf = malloc(nq * D * sizeof(float));
-    c->sc = malloc(nq * sc * sizeof(float));
-    c->acc = malloc(nq * acc * sizeof(float));
-    c->accr = malloc(nq * D * sizeof(float));
-    c->m = malloc(nq * sizeof(float));
-    c->l = malloc(nq * sizeof(float));
-    c->tmp = malloc(grp * D * sizeof(float));
-    if (!c->qbuf || !c->qf || !c->sc || !c->acc || !c->accr || !c->m || !c->l || !c->tmp)
-        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
-    return VQ_OK;
-}
-
 vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *shape,
                              uint64_t seed, int strip, vq_cache **out)
 {
@@ -188,7 +157,7 @@ vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *s
         st = setup_layer(c, l, strip);
     }
     if (st == VQ_OK)
-        st = alloc_scratch(c);
+        st = vq_cache_set_threads(c, NULL);
     if (st != VQ_OK) {
         vq_fail(NULL, st, "%s", c->err[0] ? c->err : vq_last_error());
         vq_cache_free(c);
@@ -235,6 +204,7 @@ void vq_cache_free(vq_cache *c)
     if (!c)
         return;
     vq_cache_reset(c);
+    vq_cache_free_workers(c);
     for (int l = 0; c->layers && l < c->n_layers; l++) {
         vq_cache_layer *L = &c->layers[l];
         for (int h = 0; L->heads && h < L->shape.n_kv_heads; h++) {
@@ -259,13 +229,6 @@ void vq_cache_free(vq_cache *c)
     free(c->layers);
     free(c->shapes);
     vq_cache_config_free(c->cfg);
-    free(c->qbuf);
-    free(c->qf);
-    free(c->sc);
-    free(c->acc);
-    free(c->accr);
-    free(c->m);
-    free(c->l);
     free(c->tmp);
     free(c->wbuf);
     free(c->ebuf);
@@ -309,7 +272,8 @@ vq_status vq_cache_calibrate(vq_cache *c, int layer, const float *k, const float
             return vq_fail(c->err, st, "cache layer %d %s: %s", layer, r ? "values" : "keys",
                            vq_codec_error(codecs[r]));
     }
-    return VQ_OK;
+    /* the workers' codec clones must carry the new calibration */
+    return c->n_workers > 1 ? vq_cache_set_threads(c, c->threads) : VQ_OK;
 }
 
 /* ---- packed storage ----------------------------------------------------- */
