@@ -20,7 +20,9 @@
  * The file is written through vq_file_write_atomic (temporary + fsync +
  * rename). Loading reads the whole file (bounded), checks magic, version
  * and CRC first, then every count against the bytes left and every value
- * against the cache built from the stored config and shape. */
+ * against the cache built from the stored config and shape; every stored
+ * vector is decoded once and must be finite. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +206,42 @@ static vq_status get_u64(rd *r, uint64_t *v, const char *what)
     return VQ_OK;
 }
 
+/* Every stored vector must decode to finite numbers and every score be
+ * finite: a file with NaN/Inf scales would otherwise poison attention. */
+static vq_status check_finite(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, char *err, int l, int h)
+{
+    const size_t D = (size_t)L->shape.head_dim, G = L->group;
+    for (size_t i = 0; i < H->n_packed; i++)
+        if (!isfinite(H->score[i]))
+            return vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %d head %d: non-finite score", l, h);
+    for (size_t i = 0; i < H->n_res; i++)
+        if (!isfinite(H->rscore[i]))
+            return vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %d head %d: non-finite score", l, h);
+    vq_codec *cd[2] = { L->kc, L->vc };
+    uint8_t **pages[2] = { H->kpages, H->vpages };
+    for (int r = 0; r < 2; r++) {
+        if (!vq_codec_is_ready(cd[r]))
+            continue; /* no calibration state: it cannot decode (append refuses too) */
+        size_t bpt = vq_codec_bytes_per_token(cd[r]);
+        for (size_t s0 = 0; s0 < H->n_packed; s0 += G) {
+            const uint8_t *src = pages[r][s0 / L->page_tokens] + (s0 % L->page_tokens) * bpt;
+            VQ_TRY(vq_codec_decode(cd[r], src, G, c->tmp));
+            for (size_t x = 0; x < G * D; x++)
+                if (!isfinite(c->tmp[x]))
+                    return vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %d head %d %s slot %zu: non-finite value", l,
+                                   h, r ? "value" : "key", s0);
+        }
+    }
+    const uint8_t *res[2] = { H->rk, H->rv };
+    for (int r = 0; r < 2; r++)
+        for (size_t x = 0; x < H->n_res * D; x++) {
+            uint16_t hv = vq_get_u16(res[r] + 2 * x);
+            if ((hv & 0x7c00u) == 0x7c00u)
+                return vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %d head %d: non-finite residual value", l, h);
+        }
+    return VQ_OK;
+}
+
 static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd *r, int l, int h)
 {
     const size_t D2 = 2 * (size_t)L->shape.head_dim;
@@ -261,6 +299,7 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
     H->n_res = nr;
     if (prev > L->last_pos)
         return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: position after the last one", l, h);
+    VQ_TRY(check_finite(c, L, H, r->err, l, h));
     r->off = (size_t)(p - r->p);
     return VQ_OK;
 }
