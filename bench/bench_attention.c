@@ -4,7 +4,9 @@
  * compared with a plain streaming read measured in the same run
  * (docs/PERF.md: ratios within one run are what holds on a shared machine).
  *
- * usage: bench_attention [N_TOKENS [REPEATS]]   (default 8192 tokens, 7)
+ * usage: bench_attention [N_TOKENS [REPEATS [THREADS]]]
+ *        (default 8192 tokens, 7 repeats, 1 thread; THREADS > 1 runs the
+ *        attention on a thread pool through vq_cache_set_threads)
  * Shape: 1 layer, 4 KV heads, 16 query heads (GQA 4), head_dim 128.
  * Reported per codec: bytes/token/head (K+V), cache MB, median ms per
  * decode step (min..max over repeats), GB/s over the cache bytes, that as a
@@ -14,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache_internal.h"
+#include "core/pool.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "veloxquant.h"
@@ -62,6 +66,8 @@ typedef struct {
     int ok;
 } result;
 
+static vq_pool *g_threads;
+
 static void bench_one(const char *spec, size_t ntok, int reps, result *res)
 {
     memset(res, 0, sizeof *res);
@@ -78,6 +84,8 @@ static void bench_one(const char *spec, size_t ntok, int reps, result *res)
         return;
     }
     vq_cache_config_free(cfg);
+    if (g_threads && vq_cache_set_threads(c, g_threads) != VQ_OK)
+        fprintf(stderr, "%s: threads: %s\n", spec, vq_last_error());
     vq_rng g;
     vq_rng_seed(&g, 9);
     size_t chunk = 256;
@@ -129,12 +137,18 @@ int main(int argc, char **argv)
 {
     size_t ntok = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 8192;
     int reps = argc > 2 ? atoi(argv[2]) : 7;
+    int threads = argc > 3 ? atoi(argv[3]) : 1;
+    if (threads > 1 && vq_pool_create(threads, &g_threads) != VQ_OK) {
+        fprintf(stderr, "thread pool: %s\n", vq_last_error());
+        return 1;
+    }
     if (ntok < 256 || reps < 1) {
         fprintf(stderr, "usage: bench_attention [N_TOKENS>=256 [REPEATS>=1]]\n");
         return 2;
     }
     double bw = stream_bw();
-    printf("decode attention over %zu cached tokens, 1 layer, %d KV heads, %d q heads, D=%d\n", ntok, NKV, NQ, D);
+    printf("decode attention over %zu cached tokens, 1 layer, %d KV heads, %d q heads, D=%d, %d thread(s)\n", ntok,
+           NKV, NQ, D, threads > 1 ? threads : 1);
     printf("streaming read bandwidth (this run): %.1f GB/s\n\n", bw);
     printf("%-34s %9s %9s %21s %8s %7s %8s\n", "codec (keys = values)", "B/tok/hd", "cache MB", "ms/token (min..max)",
            "GB/s", "of BW", "vs fp16");
@@ -164,5 +178,6 @@ int main(int argc, char **argv)
                fp16_ms > 0 ? r.ms / fp16_ms : 0.0);
         fflush(stdout);
     }
+    vq_pool_free(g_threads);
     return 0;
 }
