@@ -379,9 +379,11 @@ typedef struct vq_cache vq_cache;
  *   evict=SPEC      none (default) | streaming_llm:sinks=4,window=W |
  *                   h2o:budget=B,sinks=S,recent=R | snapkv:budget=B,window=32 |
  *                   tova:budget=B | pyramidkv:budget=B,window=32,min_ratio=0.5
- *   cross=SPEC      none (default) | minicache:... | xkv:... | xquant:...
- *                   (cross-layer sharing: parsed, not implemented yet --
- *                   vq_cache_create answers VQ_ERR_UNSUPPORTED)
+ *   cross=SPEC      none (default) | minicache:start=0.5,threshold=0.9
+ *                   (MiniCache: docs/cache.md; not with evict) |
+ *                   xkv:group=2,energy=0.95 | xquant:bits=4 (parsed, not
+ *                   implemented yet: vq_cache_create answers
+ *                   VQ_ERR_UNSUPPORTED)
  *   page=N          tokens per page (default 256; rounded up to a multiple
  *                   of the codecs' block tokens)
  *   bits=B0,B1,...  one entry per layer, written as the `bits` parameter of
@@ -426,7 +428,9 @@ typedef struct {
  * vq_cache_calibrate before the first append.
  * Errors: VQ_ERR_INVALID_ARG (bad shape, bits list length != n_layers,
  * codec spec refused -- message names layer and field), VQ_ERR_UNSUPPORTED
- * (cross-layer methods), VQ_ERR_NOMEM, codec errors. */
+ * (xkv/xquant, minicache with eviction), VQ_ERR_NOMEM, codec errors.
+ * With cross=minicache, a follower layer must be appended right after its
+ * anchor with the same positions (VQ_ERR_STATE otherwise). */
 vq_status vq_cache_create(const vq_cache_config *cfg, const vq_cache_shape *shape,
                           uint64_t seed, vq_cache **out);
 /* TODO(model section): vq_cache_for_model(const vq_model *m,

@@ -31,12 +31,13 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
+#include "core/fp16.h"
 
 /* Turn masked scaled scores s[j*n + i] (-inf = invisible) into softmax
- * numerators in place, updating m, l and rescaling acc rows (asz floats)
- * and accr rows (D floats). Scalar reference. */
+ * numerators in place, updating m, l and rescaling acc and acc2 (may be
+ * NULL) rows (asz floats) and accr rows (D floats). Scalar reference. */
 static void online_update(float *s, size_t nq, size_t n, float *m, float *l, float *acc, size_t asz,
-                          float *accr, size_t D)
+                          float *acc2, float *accr, size_t D)
 {
     for (size_t j = 0; j < nq; j++) {
         float *row = s + j * n;
@@ -52,6 +53,8 @@ static void online_update(float *s, size_t nq, size_t n, float *m, float *l, flo
             if (f != 1.0f) {
                 for (size_t d = 0; d < asz; d++)
                     acc[j * asz + d] *= f;
+                for (size_t d = 0; acc2 && d < asz; d++)
+                    acc2[j * asz + d] *= f;
                 for (size_t d = 0; d < D; d++)
                     accr[j * D + d] *= f;
                 l[j] *= f;
@@ -152,6 +155,68 @@ typedef struct {
 /* partial results of item it: m[nq], l[nq], acc[nq*asz], accr[nq*D] */
 static float *part_m(const vq_cache *c, size_t it) { return c->part + it * c->part_stride; }
 
+/* scale raw anchor scores by the follower's key ratios and drop the
+ * anchor slots that are not merged; after the mask, -inf stays -inf */
+static void apply_ratios_k(float *s, size_t nq, size_t n, const vq_xslot *x)
+{
+    for (size_t j = 0; j < nq; j++)
+        for (size_t i = 0; i < n; i++)
+            s[j * n + i] = x[i].merged ? s[j * n + i] * vq_fp16_to_fp32(x[i].rk) : 0.0f;
+}
+
+static void mask_unmerged(float *s, size_t nq, size_t n, const vq_xslot *x)
+{
+    for (size_t j = 0; j < nq; j++)
+        for (size_t i = 0; i < n; i++)
+            if (!x[i].merged)
+                s[j * n + i] = -INFINITY;
+}
+
+static void apply_ratios_v(float *w, size_t nq, size_t n, const vq_xslot *x)
+{
+    for (size_t j = 0; j < nq; j++)
+        for (size_t i = 0; i < n; i++)
+            w[j * n + i] *= vq_fp16_to_fp32(x[i].rv);
+}
+
+/* MiniCache follower: the anchor's merged slots of head h, chunk s */
+static vq_status anchor_pass(tile_job *J, vq_cache_layer *A, size_t h, size_t s, int w, float *m, float *l,
+                             float *acc, float *acc2, float *accr)
+{
+    vq_cache *c = J->c;
+    vq_attn_worker *W = &c->workers[w];
+    vq_cache_head *H = &A->heads[h];
+    vq_codec *kc = A->kcw[w], *vc = A->vcw[w], *fk = A->fkw[w], *fv = A->fvw[w];
+    const size_t D = (size_t)A->shape.head_dim, nq = J->nq, P = A->page_tokens, asz = vq_codec_accum_size(vc);
+    mask_ctx mc = { J->qpos, J->g, J->nt, A->shape.window, J->scale, A->shape.softcap };
+    int32_t qmax = J->qpos[J->nt - 1];
+    size_t np = (H->n_packed + P - 1) / P;
+    size_t pb = np * s / J->chunks, pe = np * (s + 1) / J->chunks;
+    for (size_t pg = pb; pg < pe; pg++) {
+        size_t s0 = pg * P, n = H->n_packed - s0 < P ? H->n_packed - s0 : P;
+        if (H->pos[s0] > qmax)
+            break;
+        VQ_TRY(vq_codec_score(kc, W->qbuf2, (int)nq, H->kpages[pg], n, W->sc));
+        apply_ratios_k(W->sc, nq, n, H->x + s0);
+        mask_scores(&mc, W->sc, n, H->pos + s0, H->alive + s0, NULL, 0);
+        mask_unmerged(W->sc, nq, n, H->x + s0);
+        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        apply_ratios_v(W->sc, nq, n, H->x + s0);
+        VQ_TRY(vq_codec_accumulate(vc, W->sc, (int)nq, H->vpages[pg], n, acc2));
+    }
+    if (s == J->chunks - 1 && H->n_res > 0) {
+        size_t n = H->n_res;
+        VQ_TRY(vq_codec_score(fk, W->qf, (int)nq, H->rk, n, W->sc));
+        apply_ratios_k(W->sc, nq, n, H->rx);
+        mask_scores(&mc, W->sc, n, H->rpos, NULL, NULL, 0);
+        mask_unmerged(W->sc, nq, n, H->rx);
+        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        apply_ratios_v(W->sc, nq, n, H->rx);
+        VQ_TRY(vq_codec_accumulate(fv, W->sc, (int)nq, H->rv, n, accr));
+    }
+    return VQ_OK;
+}
+
 static vq_status run_item(tile_job *J, size_t it, int w)
 {
     vq_cache *c = J->c;
@@ -162,7 +227,12 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     vq_codec *kc = L->kcw[w], *vc = L->vcw[w], *fk = L->fkw[w], *fv = L->fvw[w];
     const size_t D = (size_t)L->shape.head_dim, g = J->g, nq = J->nq, P = L->page_tokens;
     const size_t kqb = vq_codec_query_bytes(kc), fqb = vq_codec_query_bytes(fk), asz = vq_codec_accum_size(vc);
-    float *m = part_m(c, it), *l = m + nq, *acc = l + nq, *accr = acc + nq * asz;
+    float *m = part_m(c, it), *l = m + nq, *acc = l + nq, *accr = acc + nq * asz, *acc2 = NULL;
+    vq_cache_layer *A = L->cross_role == 2 ? &c->layers[L->partner] : NULL;
+    if (A) {
+        acc2 = accr + nq * D;
+        memset(acc2, 0, nq * asz * sizeof(float));
+    }
 
     for (size_t tt = 0; tt < J->nt; tt++)
         for (size_t gi = 0; gi < g; gi++) {
@@ -170,6 +240,8 @@ static vq_status run_item(tile_job *J, size_t it, int w)
             size_t j = tt * g + gi;
             VQ_TRY(vq_codec_prepare_query(kc, qv, W->qbuf + j * kqb));
             VQ_TRY(vq_codec_prepare_query(fk, qv, (uint8_t *)W->qf + j * fqb));
+            if (A)
+                VQ_TRY(vq_codec_prepare_query(A->kcw[w], qv, W->qbuf2 + j * kqb));
         }
     for (size_t j = 0; j < nq; j++) {
         m[j] = -INFINITY;
@@ -193,7 +265,7 @@ static vq_status run_item(tile_job *J, size_t it, int w)
             continue;
         VQ_TRY(vq_codec_score(kc, W->qbuf, (int)nq, H->kpages[pg], n, W->sc));
         mask_scores(&mc, W->sc, n, H->pos + s0, H->alive + s0, wb ? wb + s0 : NULL, ns);
-        online_update(W->sc, nq, n, m, l, acc, asz, accr, D);
+        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
         VQ_TRY(vq_codec_accumulate(vc, W->sc, (int)nq, H->vpages[pg], n, acc));
     }
     /* the fp16 residual window, with the last chunk */
@@ -201,9 +273,11 @@ static vq_status run_item(tile_job *J, size_t it, int w)
         size_t n = H->n_res;
         VQ_TRY(vq_codec_score(fk, W->qf, (int)nq, H->rk, n, W->sc));
         mask_scores(&mc, W->sc, n, H->rpos, NULL, wb ? wb + H->n_packed : NULL, ns);
-        online_update(W->sc, nq, n, m, l, acc, asz, accr, D);
+        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
         VQ_TRY(vq_codec_accumulate(fv, W->sc, (int)nq, H->rv, n, accr));
     }
+    if (A)
+        VQ_TRY(anchor_pass(J, A, h, s, w, m, l, acc, acc2, accr));
     return VQ_OK;
 }
 
@@ -226,9 +300,11 @@ static vq_status merge_head(tile_job *J, size_t h, float *out)
     vq_cache_layer *L = J->L;
     const size_t D = (size_t)L->shape.head_dim, nq = J->nq, asz = vq_codec_accum_size(L->vc);
     size_t it0 = h * J->chunks;
-    float *m = part_m(c, it0), *l = m + nq, *acc = l + nq, *accr = acc + nq * asz;
+    vq_cache_layer *A = L->cross_role == 2 ? &c->layers[L->partner] : NULL;
+    float *m = part_m(c, it0), *l = m + nq, *acc = l + nq, *accr = acc + nq * asz, *acca = accr + nq * D;
     for (size_t s = 1; s < J->chunks; s++) {
-        float *m2 = part_m(c, it0 + s), *l2 = m2 + nq, *acc2 = l2 + nq, *accr2 = acc2 + nq * asz;
+        float *m2 = part_m(c, it0 + s), *l2 = m2 + nq, *acc2 = l2 + nq, *accr2 = acc2 + nq * asz,
+              *acca2 = accr2 + nq * D;
         for (size_t j = 0; j < nq; j++) {
             if (m2[j] == -INFINITY)
                 continue;
@@ -238,6 +314,8 @@ static vq_status merge_head(tile_job *J, size_t h, float *out)
                 acc[j * asz + d] = acc[j * asz + d] * f1 + acc2[j * asz + d] * f2;
             for (size_t d = 0; d < D; d++)
                 accr[j * D + d] = accr[j * D + d] * f1 + accr2[j * D + d] * f2;
+            for (size_t d = 0; A && d < asz; d++)
+                acca[j * asz + d] = acca[j * asz + d] * f1 + acca2[j * asz + d] * f2;
             l[j] = l[j] * f1 + l2[j] * f2;
             m[j] = M;
         }
@@ -247,6 +325,11 @@ static vq_status merge_head(tile_job *J, size_t h, float *out)
             size_t j = tt * J->g + gi;
             float *o = out + ((J->t0 + tt) * (size_t)J->nqh + h * J->g + gi) * D;
             VQ_TRY(vq_codec_accum_finish(L->vc, acc + j * asz, c->tmp));
+            if (A) {
+                VQ_TRY(vq_codec_accum_finish(A->vc, acca + j * asz, c->tmp + D));
+                for (size_t d = 0; d < D; d++)
+                    c->tmp[d] += c->tmp[D + d];
+            }
             float inv = l[j] > 0.0f ? 1.0f / l[j] : 0.0f;
             for (size_t d = 0; d < D; d++)
                 o[d] = (c->tmp[d] + accr[j * D + d]) * inv;

@@ -107,9 +107,18 @@ void vq_page_pool_destroy(vq_page_pool *p);
 
 /* ---- cache ---------------------------------------------------------------- */
 
+/* MiniCache: per anchor slot, whether the follower layer's token of the
+ * same position was merged into it, and the follower's norm ratios
+ * |x_follower| / |x_anchor| for keys and values (fp16). */
+typedef struct {
+    uint16_t rk, rv;
+    uint8_t merged;
+} vq_xslot;
+
 /* per-worker attention scratch */
 typedef struct {
     uint8_t *qbuf; /* nq_max * max key query_bytes */
+    uint8_t *qbuf2;/* same, prepared for a MiniCache anchor's key codec */
     float *qf;     /* nq_max * max head_dim (fp16 residual queries) */
     float *sc;     /* nq_max * max(page_tokens, res_cap) scores */
     vq_status st;  /* first failure of this worker in a job */
@@ -131,6 +140,8 @@ typedef struct {
     int32_t *rpos;
     float *rscore;
     size_t n_res;
+    /* MiniCache anchor layers only (else NULL): [cap_slots] and [res_cap] */
+    vq_xslot *x, *rx;
 } vq_cache_head;
 
 typedef struct {
@@ -150,11 +161,19 @@ typedef struct {
     int32_t app_pos0;    /* the last append: positions app_pos0.. */
     size_t app_n;
     vq_cache_head *heads;
+    /* MiniCache (cross=minicache): role 1 = anchor of layer partner,
+     * 2 = follower of layer partner, 0 = unpaired. The anchor keeps the
+     * floats of its last append until the follower has merged them. */
+    int cross_role, partner;
+    float *stage_k, *stage_v; /* [stage_n][n_kv_heads][head_dim] */
+    size_t stage_n, stage_cap;
+    int stage_valid;
 } vq_cache_layer;
 
 struct vq_cache {
     vq_cache_config *cfg;
     vq_evict_params ev;
+    double mc_start, mc_threshold; /* minicache parameters */
     int n_layers;
     vq_cache_layer *layers;
     vq_cache_layer_shape *shapes; /* copy handed out by get_shape */
@@ -214,6 +233,14 @@ static inline float *vq_head_score(vq_cache_head *h, size_t i)
 {
     return i < h->n_packed ? &h->score[i] : &h->rscore[i - h->n_packed];
 }
+
+/* minicache.c */
+vq_status vq_cache_minicache_setup(vq_cache *c, char *err);
+/* anchor: keep the floats of this append; follower: merge and store */
+vq_status vq_cache_minicache_stage(vq_cache *c, vq_cache_layer *L, const float *k, const float *v, size_t n);
+vq_status vq_cache_minicache_append(vq_cache *c, int layer, const float *k, const float *v, size_t n, int32_t pos0);
+/* slot index of position p in head H (combined index space), or SIZE_MAX */
+size_t vq_head_find_pos(const vq_cache_head *H, int32_t p);
 
 /* evict.c: enforce the sliding window (drop pos <= ref - window) and the
  * policy on layer l; `after_attend` says whether weights were just added. */

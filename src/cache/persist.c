@@ -15,6 +15,8 @@
  *       n_packed x value bytes/token
  *       n_res x i32 position | n_res x f32 score
  *       n_res x 2*head_dim fp16 keys | n_res x 2*head_dim fp16 values
+ *       (MiniCache anchor layers only) (n_packed + n_res) x
+ *         (u16 key ratio fp16 | u16 value ratio fp16 | u8 merged)
  *   u32 CRC-32 (IEEE) of every preceding byte
  *
  * The file is written through vq_file_write_atomic (temporary + fsync +
@@ -30,6 +32,7 @@
 #include "cache/cache_internal.h"
 #include "core/crc32.h"
 #include "core/file.h"
+#include "core/fp16.h"
 #include "core/io.h"
 
 #define CACHE_MAGIC "VQKC"
@@ -155,6 +158,15 @@ static vq_status fill(vq_file_writer *w, void *user)
             VQ_TRY(put_f32s(s, H->rscore, H->n_res));
             VQ_TRY(put(s, H->rk, H->n_res * D2));
             VQ_TRY(put(s, H->rv, H->n_res * D2));
+            if (L->cross_role == 1) /* MiniCache anchor: merge flags and ratios */
+                for (size_t i = 0; i < H->n_packed + H->n_res; i++) {
+                    const vq_xslot *x = i < H->n_packed ? &H->x[i] : &H->rx[i - H->n_packed];
+                    uint8_t b[5];
+                    vq_put_u16(b, x->rk);
+                    vq_put_u16(b + 2, x->rv);
+                    b[4] = x->merged;
+                    VQ_TRY(put(s, b, 5));
+                }
         }
     }
     uint8_t b[4];
@@ -299,8 +311,23 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
     H->n_res = nr;
     if (prev > L->last_pos)
         return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: position after the last one", l, h);
-    VQ_TRY(check_finite(c, L, H, r->err, l, h));
     r->off = (size_t)(p - r->p);
+    if (L->cross_role == 1) {
+        size_t nx = (size_t)np + (size_t)nr;
+        VQ_TRY(need(r, nx * 5, "minicache ratios"));
+        for (size_t i = 0; i < nx; i++) {
+            const uint8_t *b = r->p + r->off + 5 * i;
+            vq_xslot x = { vq_get_u16(b), vq_get_u16(b + 2), b[4] };
+            if (x.merged > 1 || (x.merged && (!isfinite(vq_fp16_to_fp32(x.rk)) || !isfinite(vq_fp16_to_fp32(x.rv)))))
+                return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: bad minicache entry %zu", l, h, i);
+            if (i < np)
+                H->x[i] = x;
+            else
+                H->rx[i - np] = x;
+        }
+        r->off += nx * 5;
+    }
+    VQ_TRY(check_finite(c, L, H, r->err, l, h));
     return VQ_OK;
 }
 

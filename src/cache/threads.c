@@ -26,6 +26,7 @@ void vq_cache_free_workers(vq_cache *c)
     }
     for (int w = 0; c->workers && w < c->n_workers; w++) {
         free(c->workers[w].qbuf);
+        free(c->workers[w].qbuf2);
         free(c->workers[w].qf);
         free(c->workers[w].sc);
     }
@@ -89,7 +90,7 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
     c->asz_max = asz;
     c->d_max = D;
     if (!c->tmp) {
-        c->tmp = malloc(grp * D * sizeof(float));
+        c->tmp = malloc((grp > 2 ? grp : 2) * D * sizeof(float));
         if (!c->tmp)
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for scratch");
     }
@@ -102,14 +103,15 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
     for (int w = 0; w < T; w++) {
         vq_attn_worker *W = &c->workers[w];
         W->qbuf = malloc(nq * qb + 64);
+        W->qbuf2 = malloc(nq * qb + 64);
         W->qf = malloc(nq * D * sizeof(float));
         W->sc = malloc(nq * sc * sizeof(float));
-        if (!W->qbuf || !W->qf || !W->sc)
+        if (!W->qbuf || !W->qbuf2 || !W->qf || !W->sc)
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
     }
     /* items per tile: n_kv heads x ceil(T / n_kv) chunks < n_kv + T */
     c->part_items = nkv + (size_t)T;
-    c->part_stride = nq * (asz + D + 2);
+    c->part_stride = nq * (2 * asz + D + 2); /* m, l, acc, acc_res, acc_anchor */
     c->part = malloc(c->part_items * c->part_stride * sizeof(float));
     if (!c->part)
         return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention partials");
