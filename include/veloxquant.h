@@ -429,6 +429,21 @@ vq_status vq_cache_create_for_calibration(const vq_model *m, const vq_cache_conf
  * own state. VQ_ERR_NEEDS_CALIBRATION if no codec is calibrated. */
 vq_status vq_cache_save_calibration(const vq_cache *c, const char *path);
 
+/* Prompt caches (`generate --save-cache F` / `--load-cache F`): the packed
+ * cache of a context that has run exactly tokens[0..n), saved with
+ * vq_cache_save at `path`, plus a sidecar `path`.prompt (docs/FORMATS.md
+ * "Prompt cache sidecar") holding the model fingerprint, the n tokens and
+ * the size and CRC of the cache file it belongs to. Both files are written
+ * atomically (cache first, then sidecar). Loading checks the sidecar, that
+ * it names this model, that its tokens equal tokens[0..n) and that it
+ * belongs to the cache file beside it, then loads the cache against the
+ * model: a cache of another model or another prompt, or a truncated or
+ * corrupted file, is refused (VQ_ERR_FORMAT, message says which). */
+vq_status vq_prompt_cache_save(const vq_model *m, const vq_cache *c, const int32_t *tokens, size_t n,
+                               const char *path);
+vq_status vq_prompt_cache_load(const vq_model *m, const char *path, const int32_t *tokens, size_t n,
+                               vq_cache **out);
+
 /* ---- end of model section ---------------------------------------------- */
 
 /* ======================================================================== *
