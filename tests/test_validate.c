@@ -15,7 +15,7 @@
  *   - ppl: the fp16 cache config against the fp16 reference gives KL 0,
  *     top-1 1, dPPL 0; a lossy config (q4_0 with rotation) gives KL > 0.
  * Sizes: normal 8 generated tokens / prompt repeated 12 times (~600
- * tokens, 3 pages); quick mode 3 tokens / 6 repeats (~330 tokens). */
+ * tokens, 2 pages); quick mode 3 tokens / 9 repeats (~330 tokens). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,7 +144,7 @@ static void test_validate_grown_prompt(void)
     snprintf(out, sizeof out, "%s/v2", vq_test_tmpdir());
     snprintf(cmd, sizeof cmd, "%s validate --model %s --max-tokens 2 --prompt-repeat %d --out %s "
                               "--arms fp16,RVQ-1bit >/dev/null 2>&1",
-             cli, model, vq_test_quick() ? 6 : 12, out);
+             cli, model, vq_test_quick() ? 9 : 12, out);
     snprintf(path, sizeof path, "%s/smollm2-135m/results.json", out);
     vq_json_node *root = run_json_file(cmd, path);
     if (!root)

@@ -489,6 +489,7 @@ static void calib_progress(const char *stage, size_t done, size_t total, void *u
 {
     eval_progress *p = user;
     p->label = stage;
+    p->unit = "steps";
     eval_progress_update(p, (double)done, (double)total);
 }
 
