@@ -79,7 +79,7 @@ step() {
     short-gemma3)  run "$BIN" validate --model gemma3-270m --max-tokens 64 ;;
     long-smollm2)  run "$BIN" validate --model smollm2-135m --prompt-repeat 32 --max-tokens 16 --no-quality --out figures/validation-long \
                      --calib figures/validation/smollm2-135m/calib-vecinfer.vqc ;;
-    long-gemma3)   run "$BIN" validate --model gemma3-270m --prompt-repeat 16 --max-tokens 16 --no-quality --out figures/validation-long \
+    long-gemma3)   run "$BIN" validate --model gemma3-270m --prompt-repeat 20 --max-tokens 16 --no-quality --out figures/validation-long \
                      --calib figures/validation/gemma3-270m/calib-vecinfer.vqc ;;
     ppl-smollm2)   ppl smollm2-135m 2048 1 ;;
     ppl-gemma3)    ppl gemma3-270m 512 1 ;;
