@@ -85,8 +85,8 @@ step() {
     ppl-gemma3)    ppl gemma3-270m 512 1 ;;
     ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 1 ;;
     ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 512 1 ;;
-    needle-smollm2) needle smollm2-135m 256 ;;
-    needle-gemma3)  needle gemma3-270m 256 ;;
+    needle-smollm2) needle smollm2-135m 160 ;;
+    needle-gemma3)  needle gemma3-270m 160 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
   esac
