@@ -232,7 +232,9 @@ def quality_table(q):
     head = ["Method", "Cache config", "bits/element (K / V)", "K+V MB at 8k", "PPL", "dPPL vs fp16",
             "KL (nats)", "top-1", "passkey"]
     note = (f'\n\n{q["model"]}: {q["quality_source"]}; fp16 PPL {q["ppl_fp16"]:.3f}. '
-            f'Passkey at ~{q["needle_ctx"]} tokens.\n\nCommands:\n\n' + "".join(f"    {c}\n" for c in q["ppl_commands"]))
+            + (f'Passkey at ~{q["needle_ctx"]} tokens (depths 0, 0.5, 1; one key each).' if q["needle_ctx"]
+               else "Passkey: not measured for this model (time on the shared machine).")
+            + '\n\nCommands:\n\n' + "".join(f"    {c}\n" for c in q["ppl_commands"]))
     if q["needle_command"]:
         note += f'\n    {q["needle_command"]}\n'
     return table(head, rows) + note
