@@ -197,13 +197,20 @@ def quality_model(m):
             s_ = re.search(r"sinks=(\d+)", ev.group(1))
             b = re.search(r"budget=(\d+)", ev.group(1))
             budget = int(w.group(1)) + (int(s_.group(1)) if s_ else 0) if w else (int(b.group(1)) if b else 0)
+        kv8k = c["kv_bytes_8k"]
+        if evicts and budget:
+            # ppl's figure assumes every token is held; an evicting cache holds its budget
+            held = min(8192, budget)
+            w = c["window"] or 0
+            kv8k = (c["kv_bytes_per_token_full"] * held + c["kv_bytes_per_token_window"] * (min(held, w) if w else held)
+                    + c["kv_fixed_bytes"])
         methods.append({
             "name": name_of(c["cache"]), "cache": c["cache"],
             "bits_per_element": c["bits_per_element"], "bits_per_element_k": c["bits_per_element_k"],
             "bits_per_element_v": c["bits_per_element_v"],
             "kv_bytes_per_token_full": c["kv_bytes_per_token_full"],
             "kv_bytes_per_token_window": c["kv_bytes_per_token_window"], "window": c["window"],
-            "kv_fixed_bytes": c["kv_fixed_bytes"], "kv_bytes_8k": c["kv_bytes_8k"],
+            "kv_fixed_bytes": c["kv_fixed_bytes"], "kv_bytes_8k": kv8k,
             "ppl": c["ppl"], "dppl": c["dppl"], "kl": c["kl"], "top1": c["top1"],
             "needle": needle.get(c["cache"]), "calibrated": "calib=" in c["cache"], "evicts": evicts,
             "evict_budget": budget,
