@@ -80,7 +80,7 @@ def validate_table(res, rel):
     rows = []
     for a in res["arms"]:
         if "error" in a:
-            rows.append([a["name"], "failed: " + a["error"]] + [""] * 10)
+            rows.append([a["name"], "failed: " + a["error"]] + [""] * 11)
             continue
         claim = f'{a["key_compression"]:.2f}x'
         kv_claim = f'{a["full_kv_compression"]:.2f}x'
@@ -91,13 +91,14 @@ def validate_table(res, rel):
         top1 = a.get("top1_agreement_vs_fp16")
         g = a.get("greedy_matches_fp16")
         rows.append([
-            a["name"], fmt(a["throughput_tok_s"], ".1f"), fmt(a["peak_mb"], ".0f"),
+            a["name"], fmt(a["throughput_tok_s"], ".2f"),
+            f'{fmt(a["prefill_tok_s"], ".1f")} / {fmt(a["decode_tok_s"], ".2f")}', fmt(a["peak_mb"], ".0f"),
             f'{a["fp16_key_mb"]:.3f} MB', f'{a["compressed_key_mb"]:.3f} MB', claim, kv_claim,
             f'{a["resident_kv_bytes"] / MB:.3f} MB', res_ratio,
             fmt(kl, ".3g"), fmt(top1, ".3f"),
             "n/a" if g is None else ("yes" if g else f'no ({a["greedy_prefix_match_tokens"]} tok)'),
         ])
-    head = ["Arm", "tok/s", "Peak MB", "Keys fp16 (acct)", "Keys compressed (acct)", "Claim (keys)",
+    head = ["Arm", "tok/s", "prefill / decode tok/s", "Peak MB", "Keys fp16 (acct)", "Keys compressed (acct)", "Claim (keys)",
             "K+V claim", "Resident K+V", "fp16/resident", "KL vs fp16", "top-1", "greedy = fp16"]
     t = table(head, rows)
     toks = max((a.get("tokens_in_cache_max", 0) for a in res["arms"] if "error" not in a), default=0)
