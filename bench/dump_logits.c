@@ -2,11 +2,12 @@
  * numpy reference check (scripts/reference_forward.py,
  * figures/reference-check.md). Public API only.
  *
- * Usage: dump_logits MODEL OUT.bin [--chat] [--gen N] [TEXT]
+ * Usage: dump_logits MODEL OUT.bin [--chat] [--gen N] [--batch B] [TEXT]
  *   TEXT (default: a fixed WikiText-2 sentence) is tokenized with the
  *   model's tokenizer (BOS when the model asks for it). --chat wraps TEXT in
  *   the model's chat template first (special tokens parsed). The prompt goes
- *   through vq_ctx_forward in one batch with VQ_LOGITS_ALL; then --gen N
+ *   through vq_ctx_forward with VQ_LOGITS_ALL in batches of B tokens
+ *   (default: all at once; --batch 1 checks the decode path); then --gen N
  *   (default 0) greedy tokens (argmax, ties: lowest id) are decoded one at a
  *   time and appended.
  *
@@ -42,10 +43,12 @@ static void put_u32(FILE *f, uint32_t v) { fwrite(&v, 4, 1, f); }
 int main(int argc, char **argv)
 {
     const char *model_path = NULL, *out_path = NULL, *text = default_text;
-    int chat = 0, n_gen = 0;
+    int chat = 0, n_gen = 0, batch = 1 << 20;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--chat") == 0)
             chat = 1;
+        else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+            batch = atoi(argv[++i]);
         else if (strcmp(argv[i], "--gen") == 0 && i + 1 < argc)
             n_gen = atoi(argv[++i]);
         else if (!model_path)
@@ -55,8 +58,8 @@ int main(int argc, char **argv)
         else
             text = argv[i];
     }
-    if (!model_path || !out_path || n_gen < 0 || n_gen > 4096) {
-        fprintf(stderr, "usage: dump_logits MODEL OUT.bin [--chat] [--gen N] [TEXT]\n");
+    if (!model_path || !out_path || n_gen < 0 || n_gen > 4096 || batch < 1) {
+        fprintf(stderr, "usage: dump_logits MODEL OUT.bin [--chat] [--gen N] [--batch B] [TEXT]\n");
         return 2;
     }
     vq_model *m = NULL;
@@ -88,9 +91,12 @@ int main(int argc, char **argv)
     int32_t *gen = malloc((size_t)(n_gen + 1) * sizeof *gen);
     if (!logits || !gen)
         return 1;
-    if (vq_ctx_forward(c, ids, n, logits, VQ_LOGITS_ALL) != VQ_OK) {
-        fprintf(stderr, "forward: %s\n", vq_ctx_error(c));
-        return 1;
+    for (int i = 0; i < n; i += batch) {
+        int nb = n - i < batch ? n - i : batch;
+        if (vq_ctx_forward(c, ids + i, nb, logits + (size_t)i * (size_t)V, VQ_LOGITS_ALL) != VQ_OK) {
+            fprintf(stderr, "forward: %s\n", vq_ctx_error(c));
+            return 1;
+        }
     }
     const float *last = logits + (size_t)(n - 1) * (size_t)V;
     for (int g = 0; g < n_gen; g++) {
