@@ -91,6 +91,8 @@ class Model:
             self.qtype[t.name] = t.tensor_type
         self.out_name = "output.weight" if "output.weight" in self.t else "token_embd.weight"
         self.act_q8 = False
+        self.act_noise = 0.0   # relative noise added before the int8 rounding
+        self.rng = np.random.default_rng(1)
 
     def W(self, name):
         return self.t[name]
@@ -111,6 +113,8 @@ class Model:
             if blk:
                 sh = x.shape
                 xb = x.reshape(-1, blk)
+                if self.act_noise:
+                    xb = xb * (1.0 + self.act_noise * self.rng.standard_normal(xb.shape))
                 d = np.abs(xb).max(axis=1, keepdims=True) / 127.0
                 d = d.astype(np.float32).astype(np.float64)
                 inv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1.0), 0.0)
@@ -226,6 +230,9 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--act-q8", action="store_true",
                     help="emulate int8 activation rounding before quantized-weight matmuls")
+    ap.add_argument("--sensitivity", action="store_true",
+                    help="also measure float-vs-int8 and int8-vs-perturbed-int8 reference "
+                         "differences (the noise floor of the comparison)")
     ap.add_argument("--no-greedy", action="store_true",
                     help="skip the reference's own greedy continuation")
     a = ap.parse_args()
@@ -254,6 +261,25 @@ def main():
         print(f"  row {i}: ref top1 {ref[i].argmax()} ({ref[i].max():.3f}), "
               f"ours {ours[i].argmax()} ({ours[i].max():.3f}); ref logit of ours' pick "
               f"{ref[i][ours[i].argmax()]:.3f}")
+    if a.sensitivity:
+        def stats(tag, x, y):
+            r, k, t = compare(x, y)
+            print(f"{tag}: max|diff|/max|logit| max {r.max():.4g} mean {r.mean():.4g}; "
+                  f"KL max {k.max():.4g} mean {k.mean():.4g}; top-1 {t.sum()}/{len(t)}")
+            res[tag] = {"max_rel_diff": float(r.max()), "mean_rel_diff": float(r.mean()),
+                        "max_kl": float(k.max()), "mean_kl": float(k.mean()),
+                        "top1_agree": float(t.mean())}
+        q8_before, m.act_q8 = m.act_q8, False
+        ref_f = ref if not q8_before else forward(m, seq)
+        m.act_q8 = True
+        ref_q = ref if q8_before else forward(m, seq)
+        m.act_noise = 1e-6
+        ref_qn = forward(m, seq)
+        m.act_noise, m.act_q8 = 0.0, q8_before
+        stats("ours_vs_float_ref", ref_f, ours)
+        stats("ours_vs_int8_ref", ref_q, ours)
+        stats("int8_ref_vs_float_ref", ref_f, ref_q)
+        stats("int8_ref_vs_int8_ref_perturbed_1e-6", ref_q, ref_qn)
     if gen and not a.no_greedy:
         # the reference's own greedy continuation of the prompt
         toks = list(prompt)
