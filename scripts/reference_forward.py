@@ -25,7 +25,7 @@ Computation in float64 (weights dequantized to float32 then widened).
 
 Usage:
   reference_forward.py MODEL.gguf OURS.bin [--json OUT.json]
-OURS.bin is written by build/bench/dump_logits (format VQLG v1, see
+OURS.bin is written by build/bench/dump_logits (format VQLG v2, see
 bench/dump_logits.c). The script reads the token ids from it, computes the
 reference logits for prompt ++ generated ids (teacher-forced), compares them
 row by row with ours, and (when ours generated greedily) also decodes the
@@ -44,17 +44,17 @@ from gguf.quants import dequantize
 def read_ours(path):
     with open(path, "rb") as f:
         buf = f.read()
-    magic, ver, n_prompt, n_vocab, n_gen = struct.unpack_from("<4sIIII", buf, 0)
-    if magic != b"VQLG" or ver != 1:
-        raise SystemExit(f"{path}: not a VQLG v1 file")
-    off = 20
+    magic, ver, n_prompt, n_vocab, n_gen, first = struct.unpack_from("<4sIIIII", buf, 0)
+    if magic != b"VQLG" or ver != 2:
+        raise SystemExit(f"{path}: not a VQLG v2 file")
+    off = 24
     prompt = np.frombuffer(buf, np.int32, n_prompt, off).tolist()
     off += 4 * n_prompt
     gen = np.frombuffer(buf, np.int32, n_gen, off).tolist()
     off += 4 * n_gen
-    rows = n_prompt + n_gen
+    rows = n_prompt + n_gen - first
     logits = np.frombuffer(buf, np.float32, rows * n_vocab, off).reshape(rows, n_vocab)
-    return prompt, gen, logits
+    return prompt, gen, logits, first
 
 
 class Model:
@@ -91,6 +91,7 @@ class Model:
             self.qtype[t.name] = t.tensor_type
         self.out_name = "output.weight" if "output.weight" in self.t else "token_embd.weight"
         self.act_q8 = False
+        self.no_window = False  # ablation: ignore the sliding window
         self.act_noise = 0.0   # relative noise added before the int8 rounding
         self.rng = np.random.default_rng(1)
 
@@ -151,8 +152,9 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
-def forward(m, tokens):
-    """Logits [T, n_vocab] (float64) for the token list, positions 0..T-1."""
+def forward(m, tokens, first=0):
+    """Logits [T - first, n_vocab] (float64) for rows first..T-1 of the token
+    list at positions 0..T-1."""
     gem = m.arch == "gemma3"
     if m.arch not in ("llama", "gemma3"):
         raise SystemExit(f"arch {m.arch} not in the reference")
@@ -168,7 +170,7 @@ def forward(m, tokens):
         swa_layer = gem and (il % 6) < 5
         base = 10000.0 if swa_layer else m.rope_base
         mask = causal
-        if swa_layer and m.swa > 0:
+        if swa_layer and m.swa > 0 and not m.no_window:
             mask = causal & (pos[:, None] - pos[None, :] < m.swa)
         h = rmsnorm(x, m.W(p + "attn_norm.weight"), m.eps)
         q = (m.mm(h, p + "attn_q.weight")).reshape(T, H, d)
@@ -201,7 +203,7 @@ def forward(m, tokens):
         if gem:
             o = rmsnorm(o, m.W(p + "post_ffw_norm.weight"), m.eps)
         x = x + o
-    x = rmsnorm(x, m.W("output_norm.weight"), m.eps)
+    x = rmsnorm(x[first:], m.W("output_norm.weight"), m.eps)
     logits = m.mm(x, m.out_name)
     if m.softcap:
         logits = m.softcap * np.tanh(logits / m.softcap)
@@ -233,17 +235,19 @@ def main():
     ap.add_argument("--sensitivity", action="store_true",
                     help="also measure float-vs-int8 and int8-vs-perturbed-int8 reference "
                          "differences (the noise floor of the comparison)")
+    ap.add_argument("--window-ablation", action="store_true",
+                    help="also compare with a reference that ignores the sliding window")
     ap.add_argument("--no-greedy", action="store_true",
                     help="skip the reference's own greedy continuation")
     a = ap.parse_args()
-    prompt, gen, ours = read_ours(a.ours)
+    prompt, gen, ours, first = read_ours(a.ours)
     m = Model(a.model)
     m.act_q8 = a.act_q8
     print(f"{a.model}: arch {m.arch}, {m.n_layer} layers, n_embd {m.n_embd}, heads {m.n_head}/"
           f"{m.n_kv} x {m.head_dim}, rope base {m.rope_base}, eps {m.eps}, swa {m.swa}, "
           f"softcap {m.softcap}")
     seq = prompt + gen
-    ref = forward(m, seq)
+    ref = forward(m, seq, first)
     if ref.shape != ours.shape:
         raise SystemExit(f"shape mismatch: ref {ref.shape} ours {ours.shape}")
     rel, kl, top1 = compare(ref, ours)
@@ -251,14 +255,14 @@ def main():
     res = {"model": a.model, "act_q8": a.act_q8, "n_prompt": n, "prompt_ids": prompt,
            "max_rel_diff": float(rel.max()), "mean_rel_diff": float(rel.mean()),
            "max_kl": float(kl.max()), "mean_kl": float(kl.mean()),
-           "top1_agree": float(top1.mean()), "rows": len(seq)}
-    print(f"rows {len(seq)} (prompt {n}, generated {len(gen)})")
+           "top1_agree": float(top1.mean()), "rows": len(seq) - first, "first_row": first}
+    print(f"rows {first}..{len(seq) - 1} (prompt {n}, generated {len(gen)})")
     print(f"max|diff|/max|logit|: max {rel.max():.4g} mean {rel.mean():.4g}")
     print(f"KL(ref||ours): max {kl.max():.4g} mean {kl.mean():.4g}")
     print(f"top-1 agreement: {top1.sum()}/{len(top1)} = {top1.mean():.3f}")
     bad = np.where(~top1)[0]
     for i in bad[:10]:
-        print(f"  row {i}: ref top1 {ref[i].argmax()} ({ref[i].max():.3f}), "
+        print(f"  row {first + i}: ref top1 {ref[i].argmax()} ({ref[i].max():.3f}), "
               f"ours {ours[i].argmax()} ({ours[i].max():.3f}); ref logit of ours' pick "
               f"{ref[i][ours[i].argmax()]:.3f}")
     if a.sensitivity:
@@ -270,21 +274,30 @@ def main():
                         "max_kl": float(k.max()), "mean_kl": float(k.mean()),
                         "top1_agree": float(t.mean())}
         q8_before, m.act_q8 = m.act_q8, False
-        ref_f = ref if not q8_before else forward(m, seq)
+        ref_f = ref if not q8_before else forward(m, seq, first)
         m.act_q8 = True
-        ref_q = ref if q8_before else forward(m, seq)
+        ref_q = ref if q8_before else forward(m, seq, first)
         m.act_noise = 1e-6
-        ref_qn = forward(m, seq)
+        ref_qn = forward(m, seq, first)
         m.act_noise, m.act_q8 = 0.0, q8_before
         stats("ours_vs_float_ref", ref_f, ours)
         stats("ours_vs_int8_ref", ref_q, ours)
         stats("int8_ref_vs_float_ref", ref_f, ref_q)
         stats("int8_ref_vs_int8_ref_perturbed_1e-6", ref_q, ref_qn)
+    if a.window_ablation:
+        m.no_window = True
+        r, k, t = compare(forward(m, seq, first), ours)
+        m.no_window = False
+        print(f"ours vs reference WITHOUT sliding window: max|diff|/max|logit| max {r.max():.4g} "
+              f"mean {r.mean():.4g}; KL max {k.max():.4g} mean {k.mean():.4g}; top-1 {t.sum()}/{len(t)}")
+        res["ours_vs_no_window_ref"] = {"max_rel_diff": float(r.max()), "mean_rel_diff": float(r.mean()),
+                                        "max_kl": float(k.max()), "mean_kl": float(k.mean()),
+                                        "top1_agree": float(t.mean())}
     if gen and not a.no_greedy:
         # the reference's own greedy continuation of the prompt
         toks = list(prompt)
         for _ in range(len(gen)):
-            toks.append(int(forward(m, toks)[-1].argmax()))
+            toks.append(int(forward(m, toks, len(toks) - 1)[-1].argmax()))
         ref_gen = toks[n:]
         print(f"greedy ours: {gen}")
         print(f"greedy ref : {ref_gen}")
