@@ -92,6 +92,7 @@ class Model:
         self.out_name = "output.weight" if "output.weight" in self.t else "token_embd.weight"
         self.act_q8 = False
         self.no_window = False  # ablation: ignore the sliding window
+        self.q8_only = []      # with act_q8: only tensors whose name contains one of these
         self.act_noise = 0.0   # relative noise added before the int8 rounding
         self.rng = np.random.default_rng(1)
 
@@ -103,7 +104,7 @@ class Model:
         activation kernel sees it (llama.cpp's q8_0/q8_1 for the 32-element
         types, q8_K for the K types: per block, scale max|x|/127, values
         round(x/scale)) -- to separate that known error from real bugs."""
-        if self.act_q8:
+        if self.act_q8 and (not self.q8_only or any(k in name for k in self.q8_only)):
             qt = self.qtype[name]
             Q = gguf.GGMLQuantizationType
             blk = 0
@@ -232,6 +233,9 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--act-q8", action="store_true",
                     help="emulate int8 activation rounding before quantized-weight matmuls")
+    ap.add_argument("--q8-only", default="",
+                    help="comma-separated name parts: int8 rounding only on those tensors "
+                         "(with --act-q8 / --sensitivity), e.g. attn_q.,attn_k.,attn_v.")
     ap.add_argument("--sensitivity", action="store_true",
                     help="also measure float-vs-int8 and int8-vs-perturbed-int8 reference "
                          "differences (the noise floor of the comparison)")
@@ -243,6 +247,7 @@ def main():
     prompt, gen, ours, first = read_ours(a.ours)
     m = Model(a.model)
     m.act_q8 = a.act_q8
+    m.q8_only = [k for k in a.q8_only.split(",") if k]
     print(f"{a.model}: arch {m.arch}, {m.n_layer} layers, n_embd {m.n_embd}, heads {m.n_head}/"
           f"{m.n_kv} x {m.head_dim}, rope base {m.rope_base}, eps {m.eps}, swa {m.swa}, "
           f"softcap {m.softcap}")
