@@ -3,10 +3,14 @@
  *
  * One batch of T tokens goes through every layer together. Every matrix
  * product is y[t][r] = dot(W row r, x[t]): the activations x[t] are
- * prepared once per (matrix type, input) with vq_act_prepare, then rows are
- * split over the thread pool, each thread looping rows outer and tokens
- * inner, so each weight row is read from memory once per batch. Attention
- * goes through the single seam vq_attn_layer (kv_iface.h). */
+ * prepared once per (input, activation format) with vq_act_prepare, then
+ * rows are claimed from the thread pool in chunks of ~16 KB of weights
+ * (vq_pool_for: a descheduled thread holds up at most its one chunk); per
+ * row the tokens go through vq_dot_multi (4 activation vectors per weight
+ * decode) or, for one token, vq_dot. Matrices that read the same input
+ * (Q/K/V, gate/up) share one pool job. Per-row and per-token computations
+ * never depend on the thread split, so logits are identical for any thread
+ * count. Attention goes through the single seam vq_attn_layer (kv_iface.h). */
 #include <math.h>
 #include <string.h>
 
@@ -63,6 +67,41 @@ static void matmul_chunk(void *arg, size_t b, size_t e, int tid)
     }
 }
 
+typedef struct {
+    const vq_wmat *w;
+    const float *x;
+    uint8_t *act;
+    size_t act_stride;
+} act_job;
+
+/* Prepared activations of tokens [b, e) (each token on its own). */
+static void act_tokens(void *arg, size_t b, size_t e, int tid)
+{
+    (void)tid;
+    const act_job *a = arg;
+    size_t cols = (size_t)a->w->cols;
+    for (size_t t = b; t < e; t++)
+        vq_act_prepare((vq_wtype)a->w->type, a->x + t * cols, cols, a->act + t * a->act_stride);
+}
+
+typedef struct {
+    float *gate;
+    const float *up;
+    size_t width;
+    int gelu;
+} glu_job;
+
+/* gate = act(gate) * up for tokens [b, e). */
+static void glu_tokens(void *arg, size_t b, size_t e, int tid)
+{
+    (void)tid;
+    const glu_job *g = arg;
+    for (size_t i = b * g->width; i < e * g->width; i++) {
+        float v = g->gate[i];
+        g->gate[i] = (g->gelu ? vq_gelu_tanh(v) : vq_silu(v)) * g->up[i];
+    }
+}
+
 static int act_kind(const vq_wmat *w) { return (int)vq_act_kind_of((vq_wtype)w->type); }
 
 /* y_i[t][r] = dot(W_i row r, x[t]) for t < n (n <= VQ_FWD_BATCH) and the
@@ -74,9 +113,11 @@ static void matmul_multi(vq_ctx *c, int n_mats, const vq_wmat *const *w, const f
 {
     const vq_wmat *w0 = w[0];
     if (c->act_src != x || (int)c->act_type != act_kind(w0) || c->act_n != n) {
-        for (int t = 0; t < n; t++)
-            vq_act_prepare((vq_wtype)w0->type, x + (size_t)t * (size_t)w0->cols,
-                           (size_t)w0->cols, c->act + (size_t)t * c->act_stride);
+        act_job aj = { w0, x, c->act, c->act_stride };
+        if (n >= 8)
+            vq_pool_for(c->pool, (size_t)n, 4, act_tokens, &aj);
+        else
+            act_tokens(&aj, 0, (size_t)n, 0);
         c->act_src = x;
         c->act_type = (uint32_t)act_kind(w0);
         c->act_n = n;
@@ -204,9 +245,12 @@ static vq_status layer_forward(vq_ctx *c, int il, int n, int pos0)
         size_t ss[2] = { F, F };
         matmul_group(c, 2, ws, c->xn, n, ys, ss);
     }
-    for (size_t i = 0; i < (size_t)n * F; i++) {
-        float g = c->gate[i];
-        c->gate[i] = (m->gelu_ffn ? vq_gelu_tanh(g) : vq_silu(g)) * c->up[i];
+    {
+        glu_job gj = { c->gate, c->up, F, m->gelu_ffn };
+        if (n >= 8)
+            vq_pool_for(c->pool, (size_t)n, 4, glu_tokens, &gj);
+        else
+            glu_tokens(&gj, 0, (size_t)n, 0);
     }
     c->act_src = NULL;
     matmul(c, &L->w_down, c->gate, n, c->tmp, E);
