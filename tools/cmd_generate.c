@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_flags.h"
 #include "cli.h"
 #include "veloxquant.h"
 
@@ -23,7 +24,12 @@ static void usage(FILE *f)
             "  --seed S              (default 42)\n"
             "  --ctx N               context capacity in tokens (default: prompt + max tokens)\n"
             "  --threads N           (default: all cores)\n"
-            "  --chat                wrap the prompt in the model's chat template\n");
+            "  --chat                wrap the prompt in the model's chat template\n"
+            "  --save-cache F        after the prompt (all but its last token), save the packed\n"
+            "                        prompt cache to F (+ F.prompt: its tokens), then generate\n"
+            "  --load-cache F        continue from a saved prompt cache without re-running the\n"
+            "                        prompt (same model and prompt required; its config is used)\n");
+    cli_cache_usage(f);
 }
 
 static int num(const char *s, double lo, double hi, double *out)
@@ -46,11 +52,93 @@ static int on_token(int32_t token, const char *piece, size_t len, void *user)
     return 0;
 }
 
+/* The prompt as generate would run it (chat template, BOS) in *toks. */
+static int tokenize_prompt(const vq_model *m, const char *prompt, int chat, int32_t **toks, size_t *n)
+{
+    char *templated = NULL;
+    if (chat && vq_model_chat(m, prompt, &templated) != VQ_OK)
+        return 0;
+    const char *text = templated ? templated : prompt;
+    vq_status st = vq_model_tokenize(m, text, strlen(text), 1, chat, toks, n);
+    free(templated);
+    return st == VQ_OK && *n > 0;
+}
+
+/* Generate with the float buffer (cfg NULL, no cache files) or a packed
+ * cache: fresh from cfg, saved after the prompt, or loaded. */
+static int run_generate(const vq_model *m, const vq_cache_config *cfg, const char *prompt, const vq_gen_params *gp,
+                        int ctx_tokens, int threads, const char *save_cache, const char *load_cache)
+{
+    vq_cache *cache = NULL;
+    vq_ctx *c = NULL;
+    int32_t *toks = NULL;
+    size_t n = 0;
+    int rc = 1;
+    vq_gen_stats st;
+    memset(&st, 0, sizeof st);
+    vq_status s = VQ_OK;
+    if ((save_cache || load_cache) && !tokenize_prompt(m, prompt, gp->chat, &toks, &n)) {
+        cli_error("generate", "cannot tokenize the prompt: %s", vq_last_error());
+        goto done;
+    }
+    if (load_cache)
+        s = vq_prompt_cache_load(m, load_cache, toks, n - 1, &cache);
+    else if (cfg)
+        s = vq_cache_for_model(m, cfg, &cache);
+    if (s == VQ_OK)
+        s = cache ? vq_ctx_create_cached(m, cache, ctx_tokens, threads, &c) : vq_ctx_create(m, ctx_tokens, threads, &c);
+    if (s != VQ_OK) {
+        cli_error("generate", "%s", vq_last_error());
+        goto done;
+    }
+    if (save_cache && n > 1 && vq_ctx_forward(c, toks, (int)(n - 1), NULL, VQ_LOGITS_LAST) != VQ_OK) {
+        cli_error("generate", "%s", vq_ctx_error(c));
+        goto done;
+    }
+    if (save_cache) {
+        if (vq_prompt_cache_save(m, cache, toks, n - 1, save_cache) != VQ_OK) {
+            cli_error("generate", "%s", vq_last_error());
+            goto done;
+        }
+        fprintf(stderr, "saved the prompt cache (%zu tokens) to %s\n", n - 1, save_cache);
+    }
+    if (toks) /* the last prompt token gives the first logits */
+        s = vq_generate_tokens(c, toks + n - 1, 1, gp, on_token, NULL, &st);
+    else
+        s = vq_generate(c, prompt, gp, on_token, NULL, &st);
+    printf("\n");
+    fflush(stdout);
+    if (s != VQ_OK) {
+        cli_error("generate", "%s", vq_ctx_error(c));
+        goto done;
+    }
+    if (toks)
+        st.n_prompt = (int)n;
+    fprintf(stderr,
+            "prompt tokens: %d, generated tokens: %d, prefill: %.1f tok/s, decode: %.1f tok/s, "
+            "KV bytes: %zu, peak RSS: %.1f MiB\n",
+            st.n_prompt, st.n_generated, st.prefill_tok_s, st.decode_tok_s, st.kv_bytes,
+            (double)st.peak_rss / (1024.0 * 1024.0));
+    if (cache) {
+        cli_cache_stats_line(stderr, cache);
+        fprintf(stderr, "\n");
+    }
+    rc = 0;
+done:
+    vq_ctx_free(c);
+    vq_cache_free(cache);
+    free(toks);
+    return rc;
+}
+
 int cmd_generate(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL;
     vq_gen_params gp = vq_gen_defaults();
     int ctx_tokens = 0, threads = 0;
+    cli_cache_flags cf;
+    memset(&cf, 0, sizeof cf);
+    const char *save_cache = NULL, *load_cache = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         double v;
@@ -90,6 +178,12 @@ int cmd_generate(int argc, char **argv)
             ctx_tokens = (int)v;
         else if (strcmp(a, "--threads") == 0 && num(val, 1, 64, &v))
             threads = (int)v;
+        else if (strcmp(a, "--save-cache") == 0)
+            save_cache = val;
+        else if (strcmp(a, "--load-cache") == 0)
+            load_cache = val;
+        else if (cli_cache_flag(&cf, a, val))
+            continue;
         else {
             cli_error("generate", "bad option or value: %s %s", a, val);
             usage(stderr);
@@ -101,9 +195,21 @@ int cmd_generate(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (load_cache && (cf.any || save_cache)) {
+        cli_error("generate", "--load-cache uses the saved cache's own config; drop the cache flags / --save-cache");
+        return 2;
+    }
+    vq_cache_config *cfg = NULL;
+    if (!cli_cache_config(&cf, "generate", &cfg))
+        return 2;
+    if (save_cache && !cfg && vq_cache_config_parse("keys=fp16 values=fp16", &cfg) != VQ_OK) {
+        cli_error("generate", "%s", vq_last_error());
+        return 1;
+    }
     vq_model *m = NULL;
     if (vq_model_load(model, &m) != VQ_OK) {
         cli_error("generate", "%s", vq_last_error());
+        vq_cache_config_free(cfg);
         return 1;
     }
     if (ctx_tokens == 0) {
@@ -112,28 +218,8 @@ int cmd_generate(int argc, char **argv)
         size_t need = strlen(prompt) + 256 + (size_t)gp.max_tokens;
         ctx_tokens = need > (1u << 22) ? (1 << 22) : (int)need;
     }
-    vq_ctx *c = NULL;
-    if (vq_ctx_create(m, ctx_tokens, threads, &c) != VQ_OK) {
-        cli_error("generate", "%s", vq_last_error());
-        vq_model_free(m);
-        return 1;
-    }
-    vq_gen_stats st;
-    vq_status s = vq_generate(c, prompt, &gp, on_token, NULL, &st);
-    printf("\n");
-    fflush(stdout);
-    int rc = 0;
-    if (s != VQ_OK) {
-        cli_error("generate", "%s", vq_ctx_error(c));
-        rc = 1;
-    } else {
-        fprintf(stderr,
-                "prompt tokens: %d, generated tokens: %d, prefill: %.1f tok/s, decode: %.1f tok/s, "
-                "KV bytes: %zu, peak RSS: %.1f MiB\n",
-                st.n_prompt, st.n_generated, st.prefill_tok_s, st.decode_tok_s, st.kv_bytes,
-                (double)st.peak_rss / (1024.0 * 1024.0));
-    }
-    vq_ctx_free(c);
+    int rc = run_generate(m, cfg, prompt, &gp, ctx_tokens, threads, save_cache, load_cache);
+    vq_cache_config_free(cfg);
     vq_model_free(m);
     return rc;
 }

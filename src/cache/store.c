@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
+#include "codec/calib_set.h"
 #include "core/fp16.h"
 #include "core/rng.h"
 
@@ -74,13 +75,21 @@ static vq_status make_codec(vq_cache *c, int l, vq_role role, int strip, vq_code
 {
     char spec[VQ_SPEC_MAX_LEN];
     VQ_TRY(vq_cache_config_layer_spec(c->cfg, l, c->n_layers, role, spec, sizeof spec, c->err));
-    if (strip)
+    /* calib=FILE naming a whole-model calibration file: each layer takes
+     * its own entry (codec/calib_set.h) */
+    char model_calib[VQ_SPEC_MAX_LEN];
+    int per_layer = !strip && vq_calib_set_in_spec(spec, model_calib, sizeof model_calib);
+    if (strip || per_layer)
         vq_cache_strip_calib(spec);
     int D = c->layers[l].shape.head_dim;
     vq_status st = vq_codec_create(spec, D, role, vq_seed_mix(c->seed, (uint64_t)l * 2 + (uint64_t)role), out);
     if (st != VQ_OK)
         return vq_fail(c->err, st, "cache layer %d %s (%s): %s", l, role == VQ_ROLE_KEY ? "keys" : "values", spec,
                        vq_last_error());
+    if (per_layer && (st = vq_calib_set_apply(model_calib, l, c->n_layers, c->fingerprint, *out, c->err)) != VQ_OK) {
+        vq_fail(NULL, st, "%s", c->err);
+        return st; /* *out is freed with the cache */
+    }
     return VQ_OK;
 }
 

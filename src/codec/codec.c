@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/calib_set.h"
 #include "codec/codec.h"
 #include "core/crc32.h"
 #include "core/file.h"
@@ -44,6 +45,11 @@ static const vq_codec_ops *find_method(const char *name)
 
 static vq_status load_calib_file(vq_codec *c, const char *path)
 {
+    if (vq_calib_set_sniff(path)) /* whole-model file: layers resolve it in the cache */
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG,
+                       "%s: calib=%s is a whole-model calibration file; use it in a cache config "
+                       "(keys=%s:...,calib=FILE), where each layer takes its own state",
+                       c->ops->name, path, c->ops->name);
     uint8_t *buf = NULL;
     size_t len = 0;
     vq_status st = vq_file_read_all(path, 1u << 30, &buf, &len, c->err);

@@ -28,10 +28,14 @@ const char *vq_version(void) { return "0.1.0"; }
 
 vq_status vq_fail(char *handle_err, vq_status st, const char *fmt, ...)
 {
+    /* format into a local buffer first: arguments may point into tls_err
+     * (callers wrap vq_last_error() with a prefix) */
+    char buf[VQ_ERRLEN];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tls_err, sizeof tls_err, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(tls_err, buf, VQ_ERRLEN);
     if (handle_err)
         memcpy(handle_err, tls_err, VQ_ERRLEN);
     return st;

@@ -19,7 +19,8 @@ struct vq_ctx {
     vq_pool *pool;
     vq_kv *kv;
     int max_tokens;
-    int n_tokens;       /* positions held */
+    int n_tokens;       /* next position = tokens run since reset (an evicting
+                           cache may hold fewer; RoPE keeps counting) */
     int batch;          /* max tokens per forward batch */
     int broken;         /* a failed forward left the cache inconsistent */
     /* scratch, sized for `batch` tokens */
@@ -42,5 +43,12 @@ struct vq_ctx {
  * (all = 0), or n * n_vocab floats (all = 1). Tokens are trusted (checked
  * by the caller). */
 vq_status vq_forward_batch(vq_ctx *c, const int32_t *tokens, int n, float *logits, int all);
+
+/* How a context gets its K/V store: make(shape, pool, arg, &kv) builds it
+ * (the float buffer when make is NULL). Used by vq_ctx_create (float) and
+ * vq_ctx_create_cached (the packed cache, ctx_cached.c). */
+typedef vq_status (*vq_kv_factory)(const vq_kv_shape *shape, vq_pool *pool, void *arg, vq_kv **out);
+vq_status vq_ctx_create_with_kv(const vq_model *m, int max_tokens, int n_threads, vq_kv_factory make,
+                                void *arg, vq_ctx **out);
 
 #endif

@@ -28,9 +28,15 @@
  * s_j = scale * <q, k_j>; when softcap > 0, s_j = softcap * tanh(s_j / softcap);
  * out = sum_j softmax(s)_j v_j.
  *
- * Positions: appends are contiguous: pos0 equals the number of tokens
- * already held for that layer (layers are filled in order 0..n_layers-1 for
- * each batch). `reset` forgets everything. `bytes` is the K/V memory the
+ * Positions: pos0 is the position of the first new token (RoPE already
+ * applied with it). Positions count up contiguously over the calls on a
+ * layer (layers are filled in order 0..n_layers-1 for each batch); the
+ * context tracks the next position itself (vq_ctx.n_tokens), because an
+ * implementation that evicts (the packed cache with an eviction policy or
+ * sliding-window layers) holds fewer tokens than positions seen, and new
+ * tokens keep counting from the last position. The float buffer never
+ * evicts, so for it pos0 also equals the tokens held. `reset` forgets
+ * everything (positions restart at 0). `bytes` is the K/V memory the
  * implementation holds for the tokens cached now (resident bytes, what a
  * user pays), bytes_per_token its steady-state cost per token, all layers.
  *

@@ -48,6 +48,12 @@ void vq_ctx_free(vq_ctx *c)
 
 vq_status vq_ctx_create(const vq_model *m, int max_tokens, int n_threads, vq_ctx **out)
 {
+    return vq_ctx_create_with_kv(m, max_tokens, n_threads, NULL, NULL, out);
+}
+
+vq_status vq_ctx_create_with_kv(const vq_model *m, int max_tokens, int n_threads, vq_kv_factory make,
+                                void *arg, vq_ctx **out)
+{
     if (!m || !out)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "ctx: NULL argument");
     *out = NULL;
@@ -85,7 +91,7 @@ vq_status vq_ctx_create(const vq_model *m, int max_tokens, int n_threads, vq_ctx
         qd = a > qd ? a : qd;
         kd = b > kd ? b : kd;
     }
-    st = vq_kv_float_create(&shape, c->pool, &c->kv);
+    st = make ? make(&shape, c->pool, arg, &c->kv) : vq_kv_float_create(&shape, c->pool, &c->kv);
     if (st != VQ_OK) {
         vq_ctx_free(c);
         return st;
