@@ -237,6 +237,7 @@ static vq_status check_finite(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, 
         size_t bpt = vq_codec_bytes_per_token(cd[r]);
         for (size_t s0 = 0; s0 < H->n_packed; s0 += G) {
             const uint8_t *src = pages[r][s0 / L->page_tokens] + (s0 % L->page_tokens) * bpt;
+            VQ_TRY(vq_cache_xquant_bind(c, L, (size_t)h, s0, L->kc, L->vc));
             VQ_TRY(vq_codec_decode(cd[r], src, G, c->tmp));
             for (size_t x = 0; x < G * D; x++)
                 if (!isfinite(c->tmp[x]))
