@@ -140,8 +140,8 @@ static void test_per_layer_specs(void)
     CHECK(cfg && vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_INVALID_ARG);
     CHECK(strstr(vq_last_error(), "nosuch") != NULL && strstr(vq_last_error(), "layer 0") != NULL);
     vq_cache_config_free(cfg);
-    /* cross-layer methods parse but are not implemented */
-    CHECK_OK(vq_cache_config_parse("cross=xquant:bits=4", &cfg)); /* minicache is in test_cache_cross */
+    /* cross-layer methods refuse eviction (the rest is in test_cache_cross) */
+    CHECK_OK(vq_cache_config_parse("cross=xquant:bits=4 evict=h2o:budget=8", &cfg));
     CHECK(cfg && vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_UNSUPPORTED);
     vq_cache_config_free(cfg);
 }
