@@ -325,13 +325,17 @@ static void make_corr(data *x, uint64_t seed, float noise)
     tc_fill(&g, &x->q[0][0][0][0], sizeof x->q / 4, 1.0f);
     for (int l = 0; l < NL; l += 2)
         for (int t = 0; t < NT; t++)
-            for (int h = 0; h < NKV; h++)
+            for (int h = 0; h < NKV; h++) {
+                float a[8];
+                for (int r = 0; r < 8; r++)
+                    a[r] = vq_rng_normal(&g) * (float)(8 - r) / 8.0f;
                 for (int d = 0; d < D; d++) {
                     float k = 0.5f + 0.1f * vq_rng_normal(&g); /* mean + isotropic floor */
                     for (int r = 0; r < 8; r++)
-                        k += basis[r][d] * vq_rng_normal(&g) * (float)(8 - r) / 8.0f;
+                        k += basis[r][d] * a[r];
                     x->k[l][t][h][d] = k;
                 }
+            }
     for (int l = 1; l < NL; l += 2)
         for (int t = 0; t < NT; t++)
             for (int h = 0; h < NKV; h++)
@@ -538,6 +542,120 @@ static void test_xquant_threads_refusals(void)
     }
 }
 
+static int xkv_rank(vq_cache *c, int l)
+{
+    int r = 0;
+    const char *spec = vq_cache_codec_spec(c, l, VQ_ROLE_KEY);
+    return sscanf(spec, "xkv:rank=%d", &r) == 1 ? r : 0;
+}
+
+static void test_xkv(void)
+{
+    static data x;
+    make_corr(&x, 13, 0.1f);
+    /* error and rank against energy (8-bit coordinates: the truncation
+     * dominates the quantization) */
+    const double energies[] = { 0.5, 0.8, 0.95, 0.99 };
+    double prev_err = 1e9;
+    int prev_rank = 0;
+    for (int i = 0; i < 4; i++) {
+        char cfg[128];
+        snprintf(cfg, sizeof cfg, "cross=xkv:group=2,energy=%g,bits=8,min=32", energies[i]);
+        vq_cache *c = make(cfg);
+        if (!c)
+            continue;
+        double e = drive_all(c, &x);
+        /* low-rank scoring (<q',c> s + z sum q' + <q,mean>) vs decode then
+         * dot: the same value summed in another order, float rounding */
+        CHECKF(e <= 1e-4, "%s: attention vs decoded reference rel err %.3g", cfg, e);
+        check_bytes(c, cfg);
+        int r = xkv_rank(c, 0);
+        CHECKF(r >= 1 && r == xkv_rank(c, 1), "%s: ranks %d %d", cfg, r, xkv_rank(c, 1));
+        double err = recon_err(c, &x, 0, 0) + recon_err(c, &x, 1, 0);
+        printf("  xkv energy %.2f: rank %d of %d, key rel err (layers 0+1) %.4f\n", energies[i], r, D, err);
+        CHECKF(r >= prev_rank && err < prev_err, "%s: rank %d err %.4f vs previous rank %d err %.4f", cfg, r, err,
+               prev_rank, prev_err);
+        prev_rank = r;
+        prev_err = err;
+        /* bytes: coordinates + scale/zero per token, basis once per group */
+        vq_cache_usage u, ut;
+        CHECK_OK(vq_cache_stats(c, 1, &u));
+        CHECK_OK(vq_cache_stats(c, -1, &ut));
+        uint64_t res = u.keys.residual_tokens, packed = (uint64_t)NT * NKV - res;
+        CHECK(u.keys.accounted_bytes == packed * (uint64_t)((r * 8 + 7) / 8 + 4) + res * 2 * D);
+        CHECK(u.keys.shared_bytes == 0);
+        CHECKF(ut.keys.shared_bytes == 2 * 4 * (uint64_t)(D + D * r) || xkv_rank(c, 2) != r,
+               "%s: shared %llu", cfg, (unsigned long long)ut.keys.shared_bytes);
+        if (i == 2)
+            check_roundtrip(c, cfg);
+        vq_cache_free(c);
+    }
+    /* a generous energy leaves the decaying 8 directions + the noise
+     * floor: rank must stay well below D */
+    CHECKF(prev_rank < D, "xkv: rank %d at energy 0.99", prev_rank);
+    /* error at 0.99 small: the data is rank 8 + a floor of 0.1 */
+    CHECKF(prev_err < 0.3, "xkv: error %.3f at energy 0.99", prev_err);
+
+    /* before the basis: every token fp16 (exact); fitted once the group's
+     * last layer holds min=50 tokens (prefill 40, then decode) */
+    vq_cache *c = make("cross=xkv:group=2,energy=0.95,bits=4,min=50");
+    if (c) {
+        float out[NQ * D];
+        for (int t0 = 0; t0 < 49;) {
+            int n = t0 == 0 ? 40 : 1;
+            for (int l = 0; l < NL; l++) {
+                CHECK_OK(vq_cache_append(c, l, &x.k[l][t0][0][0], &x.v[l][t0][0][0], (size_t)n, t0));
+                CHECK_OK(vq_cache_attend(c, l, &x.q[l][t0 + n - 1][0][0], 1, NQ, 0.125f, out));
+            }
+            t0 += n;
+        }
+        vq_cache_usage u;
+        CHECK_OK(vq_cache_stats(c, 0, &u));
+        CHECK(xkv_rank(c, 0) == 0 && u.keys.residual_tokens == 49 * NKV && u.keys.shared_bytes == 0);
+        check_bytes(c, "xkv before the basis");
+        check_roundtrip(c, "xkv before the basis"); /* appends 3 more: fitted at 52 >= 50 */
+        CHECK(xkv_rank(c, 0) > 0);
+        CHECK_OK(vq_cache_stats(c, 0, &u));
+        CHECK(u.keys.residual_tokens == 0 && u.keys.tokens == 52 * NKV);
+        check_bytes(c, "xkv after the basis");
+        vq_cache_free(c);
+    }
+    /* threads give the serial result */
+    vq_pool *pool = NULL;
+    CHECK_OK(vq_pool_create(3, &pool));
+    vq_cache *a = make("page=16 cross=xkv:min=32"), *b = make("page=16 cross=xkv:min=32");
+    if (a && b && pool) {
+        CHECK_OK(vq_cache_set_threads(b, pool));
+        float *oa = malloc(40 * NQ * D * 4), *ob = malloc(40 * NQ * D * 4);
+        double *ra = malloc(40 * NQ * D * sizeof *ra), worst = 0;
+        for (int t0 = 0; t0 < NT;) {
+            int n = t0 == 0 ? 40 : 1;
+            for (int l = 0; l < NL; l++) {
+                CHECK_OK(vq_cache_append(a, l, &x.k[l][t0][0][0], &x.v[l][t0][0][0], (size_t)n, t0));
+                CHECK_OK(vq_cache_append(b, l, &x.k[l][t0][0][0], &x.v[l][t0][0][0], (size_t)n, t0));
+                CHECK_OK(vq_cache_attend(a, l, &x.q[l][t0][0][0], (size_t)n, NQ, 0.125f, oa));
+                CHECK_OK(vq_cache_attend(b, l, &x.q[l][t0][0][0], (size_t)n, NQ, 0.125f, ob));
+                for (size_t i = 0; i < (size_t)n * NQ * D; i++)
+                    ra[i] = oa[i];
+                double e = tc_rel_err(ob, ra, (size_t)n * NQ * D);
+                worst = e > worst ? e : worst;
+            }
+            t0 += n;
+        }
+        CHECKF(worst <= 1e-5, "xkv: threads vs serial rel diff %.3g", worst);
+        free(oa), free(ob), free(ra);
+    }
+    vq_cache_free(a), vq_cache_free(b);
+    vq_pool_free(pool);
+    vq_cache_config *cfg = NULL;
+    vq_cache_shape sh = { NL, LS, 3 };
+    c = NULL;
+    CHECK_OK(vq_cache_config_parse("cross=xkv evict=streaming_llm:window=8", &cfg));
+    CHECK(cfg && vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_UNSUPPORTED && !c);
+    CHECK(strstr(vq_last_error(), "xkv") != NULL);
+    vq_cache_config_free(cfg);
+}
+
 int main(void)
 {
     RUN(test_minicache);
@@ -545,5 +663,6 @@ int main(void)
     RUN(test_minicache_refusals);
     RUN(test_xquant);
     RUN(test_xquant_threads_refusals);
+    RUN(test_xkv);
     return vq_test_summary("cache_cross");
 }
