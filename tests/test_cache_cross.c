@@ -533,6 +533,13 @@ static void test_xquant_threads_refusals(void)
     CHECK(cfg && vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_UNSUPPORTED && !c);
     CHECK(strstr(vq_last_error(), "xquant") != NULL);
     vq_cache_config_free(cfg);
+    /* no pair qualifies (every layer windowed): refused, not ignored */
+    static const vq_cache_layer_shape WS[2] = { { NKV, NQ, D, 16, 0 }, { NKV, NQ, D, 16, 0 } };
+    vq_cache_shape wsh = { 2, WS, 3 };
+    CHECK_OK(vq_cache_config_parse("cross=xquant:bits=4", &cfg));
+    CHECK(cfg && vq_cache_create(cfg, &wsh, 1, &c) == VQ_ERR_UNSUPPORTED && !c);
+    CHECK(strstr(vq_last_error(), "no pair") != NULL);
+    vq_cache_config_free(cfg);
     c = make("cross=xquant:bits=4");
     if (c) { /* the follower's packed tokens need the anchor's */
         float k[NKV * D] = { 0 };

@@ -310,6 +310,9 @@ vq_status vq_cache_xkv_parse(vq_cache *c, char *err)
         }
         S->n_groups++;
     }
+    if (S->n_groups == 0)
+        return vq_fail(err, VQ_ERR_UNSUPPORTED,
+                       "cache config: cross: xkv: no group of %ld consecutive layers with equal head_dim", group);
     return VQ_OK;
 }
 

@@ -6,7 +6,8 @@
  * `cross=xquant:bits=4,rbits=2`: layers form pairs (0,1), (2,3), ... when
  * their shapes are equal and they have no sliding window (a pair must hold
  * the same slots; windowed layers and an odd last layer stay plain layers
- * with the configured codecs). In a pair:
+ * with the configured codecs; a model where no pair qualifies -- gemma3,
+ * whose global layers are never adjacent -- is refused). In a pair:
  *   - the anchor (first layer) stores per token, per role, B-bit integer
  *     codes over groups of 32 channels with an fp16 scale and zero per
  *     group (asymmetric min/max, KIVI-value style):
@@ -310,6 +311,7 @@ vq_status vq_cache_xquant_parse(vq_cache *c, char *err)
                        c->cfg->evict);
     c->xq_bits = (int)bits;
     c->xq_rbits = (int)rbits;
+    int pairs = 0;
     for (int a = 0; a + 1 < c->n_layers; a += 2) {
         const vq_cache_layer_shape *x = &c->shapes[a], *y = &c->shapes[a + 1];
         if (x->n_kv_heads != y->n_kv_heads || x->n_q_heads != y->n_q_heads || x->head_dim != y->head_dim ||
@@ -319,7 +321,12 @@ vq_status vq_cache_xquant_parse(vq_cache *c, char *err)
         c->layers[a].xpartner = a + 1;
         c->layers[a + 1].xrole = VQ_XROLE_XQ_FOLLOWER;
         c->layers[a + 1].xpartner = a;
+        pairs++;
     }
+    if (pairs == 0)
+        return vq_fail(err, VQ_ERR_UNSUPPORTED,
+                       "cache config: cross: xquant: no pair of layers (0,1), (2,3), ... qualifies (equal shapes, "
+                       "no sliding window)");
     return VQ_OK;
 }
 
