@@ -474,9 +474,11 @@ typedef struct vq_cache vq_cache;
  *   evict=SPEC      none (default) | streaming_llm:sinks=4,window=W |
  *                   h2o:budget=B,sinks=S,recent=R | snapkv:budget=B,window=32 |
  *                   tova:budget=B | pyramidkv:budget=B,window=32,min_ratio=0.5
- *   cross=SPEC      none (default) | minicache:... | xkv:... | xquant:...
- *                   (cross-layer sharing: parsed, not implemented yet --
- *                   vq_cache_create answers VQ_ERR_UNSUPPORTED)
+ *   cross=SPEC      none (default) | minicache:start=0.5,threshold=0.9
+ *                   (MiniCache: docs/cache.md; not with evict) |
+ *                   xkv:group=2,energy=0.95 | xquant:bits=4 (parsed, not
+ *                   implemented yet: vq_cache_create answers
+ *                   VQ_ERR_UNSUPPORTED)
  *   page=N          tokens per page (default 256; rounded up to a multiple
  *                   of the codecs' block tokens)
  *   bits=B0,B1,...  one entry per layer, written as the `bits` parameter of
@@ -504,6 +506,8 @@ typedef struct {
     int head_dim;    /* a multiple of 32 in 32..256 */
     int window;      /* sliding window in tokens (a query at p sees keys at
                         p-window < pos <= p); 0 = full attention */
+    float softcap;   /* attention logit soft-capping: s = softcap *
+                        tanh(s / softcap) after scaling; 0 = none */
 } vq_cache_layer_shape;
 
 typedef struct {
@@ -519,7 +523,9 @@ typedef struct {
  * vq_cache_calibrate before the first append.
  * Errors: VQ_ERR_INVALID_ARG (bad shape, bits list length != n_layers,
  * codec spec refused -- message names layer and field), VQ_ERR_UNSUPPORTED
- * (cross-layer methods), VQ_ERR_NOMEM, codec errors. */
+ * (xkv/xquant, minicache with eviction), VQ_ERR_NOMEM, codec errors.
+ * With cross=minicache, a follower layer must be appended right after its
+ * anchor with the same positions (VQ_ERR_STATE otherwise). */
 vq_status vq_cache_create(const vq_cache_config *cfg, const vq_cache_shape *shape,
                           uint64_t seed, vq_cache **out);
 /* vq_cache_for_model (model section) builds the shape and fingerprint
@@ -550,7 +556,8 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
 
 /* Attention of the last n tokens appended to `layer` (n <= the last append's
  * count; query t has position pos0 + (count - n) + t):
- *   out[t][h] = sum_i softmax_i(scale * <q[t][h], k_i>) v_i
+ *   out[t][h] = sum_i softmax_i(cap(scale * <q[t][h], k_i>)) v_i
+ * (cap: the layer's softcap, identity when 0)
  * over the held tokens i visible to it (pos_i <= its position, inside the
  * layer's window). q and out: [n][n_q_heads][head_dim] floats; n_q_heads
  * must equal the layer's. The query heads of one KV head are scored

@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache_internal.h"
+#include "core/pool.h"
 #include "test.h"
 #include "test_cache_util.h"
 
 /* two layers: GQA 6/2 at D=64 full attention, 4/1 at D=128 with a sliding
  * window of 48 tokens */
-static const vq_cache_layer_shape SHAPE2[2] = { { 2, 6, 64, 0 }, { 1, 4, 128, 48 } };
+static const vq_cache_layer_shape SHAPE2[2] = { { 2, 6, 64, 0, 0 }, { 1, 4, 128, 48, 0 } };
 
 /* Float rounding only (sums in float over <= a few hundred terms, expf):
  * the fused path reads the same numbers as the reference decode, so the
@@ -397,6 +399,102 @@ static void test_block_codecs_residual(void)
     }
 }
 
+/* attention logit soft-capping (s = cap * tanh(s / cap)) with large
+ * queries so that the cap bites */
+static void test_softcap(void)
+{
+    vq_cache_layer_shape ls = { 2, 4, 64, 0, 5.0f };
+    vq_cache_shape sh = { 1, &ls, 0 };
+    vq_cache_config *cfg = NULL;
+    vq_cache *c = NULL;
+    CHECK_OK(vq_cache_config_parse("keys=q8_0 values=fp16 residual=4", &cfg));
+    if (!cfg || vq_cache_create(cfg, &sh, 1, &c) != VQ_OK) {
+        CHECKF(0, "create: %s", vq_last_error());
+        vq_cache_config_free(cfg);
+        return;
+    }
+    vq_cache_config_free(cfg);
+    vq_rng g;
+    vq_rng_seed(&g, 1);
+    size_t n = 40;
+    float *k = malloc(n * 128 * 4), *v = malloc(n * 128 * 4), *q = malloc(n * 256 * 4), *out = malloc(n * 256 * 4);
+    double *ref = malloc(n * 256 * sizeof *ref);
+    tc_fill(&g, k, n * 128, 1.0f);
+    tc_fill(&g, v, n * 128, 1.0f);
+    tc_fill(&g, q, n * 256, 4.0f);
+    CHECK_OK(vq_cache_append(c, 0, k, v, n, 0));
+    CHECK(tc_ref_from_cache(c, 0, &ls, q, n, 0, 0.125, ref) == 0);
+    CHECK_OK(vq_cache_attend(c, 0, q, n, 4, 0.125f, out));
+    double e = tc_rel_err(out, ref, n * 256);
+    CHECKF(e <= FUSED_VS_DECODED_TOL, "softcap: rel err %.3g", e);
+    /* and it differs from uncapped attention (the cap really bit) */
+    ls.softcap = 0;
+    CHECK(tc_ref_from_cache(c, 0, &ls, q, n, 0, 0.125, ref) == 0);
+    CHECKF(tc_rel_err(out, ref, n * 256) > 10 * FUSED_VS_DECODED_TOL, "softcap had no effect");
+    free(k), free(v), free(q), free(out), free(ref);
+    vq_cache_free(c);
+}
+
+/* worker threads (split over KV heads and context chunks, partials merged)
+ * give the serial result up to float rounding of the merge (1e-5), for
+ * every codec, with an eviction policy that needs attention weights */
+static void test_threads_match_serial(void)
+{
+    vq_pool *pool = NULL;
+    CHECK_OK(vq_pool_create(3, &pool));
+    if (!pool)
+        return;
+    const char *spec;
+    for (int i = 0; vq_codec_method(i, &spec); i++) {
+        char buf[1200];
+        snprintf(buf, sizeof buf, "keys=%s values=%s residual=8 page=32 evict=h2o:budget=120,sinks=2,recent=16", spec,
+                 spec);
+        run_ctx a = { 0 }, b = { 0 };
+        if (make_cache(buf, &a.c) != VQ_OK || make_cache(buf, &b.c) != VQ_OK) {
+            vq_cache_free(a.c), vq_cache_free(b.c);
+            continue;
+        }
+        CHECK_OK(vq_cache_set_threads(b.c, pool)); /* before calibration: clones must follow it */
+        calibrate_if_needed(a.c, 4);
+        calibrate_if_needed(b.c, 4);
+        size_t n = vq_test_quick() ? 100 : 200;
+        gen_inputs(&a, n, 13);
+        double worst = 0;
+        int held_same = 1;
+        for (size_t t0 = 0; t0 < n;) {
+            size_t cnt = t0 == 0 ? 90 : 1;
+            for (int l = 0; l < 2; l++) {
+                const vq_cache_layer_shape *ls = &SHAPE2[l];
+                size_t kvf = layer_floats(ls, 1), qf = layer_floats(ls, 0);
+                float *oa = malloc(cnt * qf * 4), *ob = malloc(cnt * qf * 4);
+                double *ra = malloc(cnt * qf * sizeof *ra);
+                CHECK_OK(vq_cache_append(a.c, l, a.k[l] + t0 * kvf, a.v[l] + t0 * kvf, cnt, (int32_t)t0));
+                CHECK_OK(vq_cache_append(b.c, l, a.k[l] + t0 * kvf, a.v[l] + t0 * kvf, cnt, (int32_t)t0));
+                CHECK_OK(vq_cache_attend(a.c, l, a.q[l] + t0 * qf, cnt, ls->n_q_heads, 0.1f, oa));
+                CHECK_OK(vq_cache_attend(b.c, l, a.q[l] + t0 * qf, cnt, ls->n_q_heads, 0.1f, ob));
+                for (size_t x = 0; x < cnt * qf; x++)
+                    ra[x] = oa[x];
+                double e = tc_rel_err(ob, ra, cnt * qf);
+                worst = e > worst ? e : worst;
+                for (int h = 0; h < ls->n_kv_heads; h++) {
+                    int32_t pa[512], pb[512];
+                    size_t na = 0, nb = 0;
+                    vq_cache_gather(a.c, l, h, 512, pa, NULL, NULL, &na);
+                    vq_cache_gather(b.c, l, h, 512, pb, NULL, NULL, &nb);
+                    held_same &= na == nb && memcmp(pa, pb, na * 4) == 0;
+                }
+                free(oa), free(ob), free(ra);
+            }
+            t0 += cnt;
+        }
+        CHECKF(worst <= 1e-5, "%s: 3 threads vs serial rel diff %.3g", spec, worst);
+        CHECKF(held_same, "%s: threads changed the evicted set", spec);
+        vq_cache_free(a.c), vq_cache_free(b.c);
+        free_inputs(&a);
+    }
+    vq_pool_free(pool);
+}
+
 static void test_bad_arguments(void)
 {
     vq_cache *c = NULL;
@@ -421,7 +519,7 @@ static void test_bad_arguments(void)
 
     vq_cache_config *cfg = NULL;
     CHECK_OK(vq_cache_config_parse("", &cfg));
-    vq_cache_layer_shape bad = { 2, 5, 64, 0 };
+    vq_cache_layer_shape bad = { 2, 5, 64, 0, 0 };
     vq_cache_shape sh = { 1, &bad, 0 };
     CHECK(vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_INVALID_ARG && c == NULL);
     CHECK(strstr(vq_last_error(), "n_q_heads") != NULL);
@@ -440,6 +538,8 @@ int main(void)
     RUN(test_every_codec);
     RUN(test_prefill_equals_decode);
     RUN(test_block_codecs_residual);
+    RUN(test_softcap);
+    RUN(test_threads_match_serial);
     RUN(test_bad_arguments);
     return vq_test_summary("cache_attend");
 }

@@ -8,11 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/crc32.h"
 #include "core/file.h"
+#include "core/io.h"
 #include "test.h"
 #include "test_cache_util.h"
 
-static const vq_cache_layer_shape SH[2] = { { 2, 4, 64, 0 }, { 1, 2, 32, 24 } };
+static const vq_cache_layer_shape SH[2] = { { 2, 4, 64, 0, 0 }, { 1, 2, 32, 24, 0 } };
 static const vq_cache_shape SHAPE = { 2, SH, 0xfeedbeefcafe1234ull };
 
 static vq_cache *build(const char *text)
@@ -221,6 +223,106 @@ static void test_refuse_bad_files(void)
     free(buf);
 }
 
+/* Mutations with the CRC recomputed, so that the field checks behind the
+ * checksum are exercised: every load either succeeds with a usable cache
+ * or fails with VQ_ERR_FORMAT; nothing crashes (ASan run) or hangs. Also
+ * targeted edits of counts and positions. */
+static void test_hostile_fields(void)
+{
+    vq_cache *a = build("keys=q8_0 values=fp16 residual=4 evict=h2o:budget=20,sinks=1,recent=4");
+    if (!a)
+        return;
+    drive(a, 0, 30, 1, NULL);
+    const char *path = tmp_path("h.vqkc");
+    CHECK_OK(vq_cache_save(a, path));
+    vq_cache_free(a);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK_OK(vq_file_read_all(path, 1u << 30, &buf, &len, NULL));
+    if (!buf)
+        return;
+    uint8_t *m = malloc(len);
+    vq_rng g;
+    vq_rng_seed(&g, 99);
+    int iters = vq_test_quick() ? 300 : 3000, ok = 0, fmt = 0, other = 0, usable = 1;
+    const char *bad = tmp_path("hm.vqkc");
+    for (int it = 0; it < iters; it++) {
+        memcpy(m, buf, len);
+        int edits = 1 + (int)(vq_rng_next(&g) % 4);
+        for (int e = 0; e < edits; e++) {
+            size_t off = (size_t)(vq_rng_next(&g) % (len - 4));
+            int kind = (int)(vq_rng_next(&g) % 3);
+            if (kind == 0)
+                m[off] ^= (uint8_t)(1u << (vq_rng_next(&g) % 8));
+            else if (kind == 1 && off + 4 <= len - 4)
+                vq_put_u32(m + off, (uint32_t)vq_rng_next(&g));
+            else if (off + 8 <= len - 4)
+                vq_put_u64(m + off, vq_rng_next(&g) % 2 ? ~0ull : (uint64_t)(vq_rng_next(&g) % 1000));
+        }
+        vq_put_u32(m + len - 4, vq_crc32(0, m, len - 4));
+        CHECK(write_plain(bad, m, len) == 0);
+        vq_cache *b = NULL;
+        vq_status st = vq_cache_load(bad, NULL, &b);
+        if (st == VQ_OK) {
+            ok++;
+            /* a loaded cache must work: one more step */
+            vq_cache_shape sh;
+            if (vq_cache_get_shape(b, &sh) == VQ_OK && sh.n_layers == 2 && sh.layers[0].n_kv_heads == SH[0].n_kv_heads &&
+                sh.layers[0].head_dim == SH[0].head_dim && sh.layers[1].head_dim == SH[1].head_dim &&
+                sh.layers[1].n_kv_heads == SH[1].n_kv_heads && sh.layers[0].n_q_heads == SH[0].n_q_heads &&
+                sh.layers[1].n_q_heads == SH[1].n_q_heads) {
+                float k[4 * 64] = { 0 }, q[4 * 64] = { 0 }, y[4 * 64];
+                int32_t next = 1 << 20;
+                if (vq_cache_append(b, 0, k, k, 1, next) == VQ_OK)
+                    usable &= vq_cache_attend(b, 0, q, 1, SH[0].n_q_heads, 0.1f, y) == VQ_OK;
+            }
+        } else if (st == VQ_ERR_FORMAT) {
+            fmt++;
+        } else {
+            other++;
+        }
+        vq_cache_free(b);
+    }
+    CHECKF(other == 0, "%d mutated files gave a status other than OK/FORMAT", other);
+    CHECK(usable);
+    printf("  %d CRC-fixed mutations: %d loaded (harmless edits, e.g. scores), %d refused\n", iters, ok, fmt);
+    /* targeted edits of the structure (offsets from docs/cache-format.md) */
+    size_t C = vq_get_u32(buf + 24), l0 = 28 + C + 4 + 2 * 20, h0 = l0 + 12 + 4 + 4;
+    struct {
+        size_t off;
+        int width;
+        uint64_t val;
+        const char *what;
+    } ed[] = {
+        { 28 + C, 4, 0, "n_layers=0" },
+        { 28 + C, 4, 3, "n_layers=3" },
+        { 28 + C + 12, 4, 48, "head_dim=48" },
+        { 28 + C + 12, 4, 32, "head_dim=32 (valid, data sizes disagree)" },
+        { h0, 8, 1ull << 40, "n_packed huge" },
+        { h0, 8, 3, "n_packed not matching" },
+        { h0 + 8, 8, 1000, "n_res beyond the window" },
+        { h0 + 16, 8, 7, "dead count" },
+        { h0 + 24, 4, 1000, "positions not increasing" },
+        { l0, 4, 5, "last_pos inconsistent" },
+        { l0 + 12, 4, 100, "state length" },
+    };
+    for (size_t i = 0; i < sizeof ed / sizeof *ed; i++) {
+        memcpy(m, buf, len);
+        if (ed[i].width == 4)
+            vq_put_u32(m + ed[i].off, (uint32_t)ed[i].val);
+        else
+            vq_put_u64(m + ed[i].off, ed[i].val);
+        vq_put_u32(m + len - 4, vq_crc32(0, m, len - 4));
+        CHECK(write_plain(bad, m, len) == 0);
+        vq_cache *b = NULL;
+        vq_status st = vq_cache_load(bad, NULL, &b);
+        CHECKF(st == VQ_ERR_FORMAT && !b, "edit '%s' not refused (%s)", ed[i].what, vq_status_str(st));
+        vq_cache_free(b);
+    }
+    free(m);
+    free(buf);
+}
+
 static void test_failed_save(void)
 {
     vq_cache *a = build("keys=fp16 values=fp16");
@@ -262,6 +364,7 @@ int main(void)
 {
     RUN(test_roundtrip);
     RUN(test_refuse_bad_files);
+    RUN(test_hostile_fields);
     RUN(test_failed_save);
     return vq_test_summary("cache_persist");
 }

@@ -21,8 +21,9 @@ static inline void tc_fill(vq_rng *r, float *x, size_t n, float sd)
  * with positions pos, keys k and values v ([n][D], row stride D), for a
  * query at position p with sliding window win (0 = none). Returns the
  * softmax weights in w (n doubles) if w != NULL. */
-static inline void tc_ref_attend(const float *q, size_t D, size_t n, const int32_t *pos, const float *k,
-                                 const float *v, int32_t p, int win, double scale, double *out, double *w)
+static inline void tc_ref_attend_cap(const float *q, size_t D, size_t n, const int32_t *pos, const float *k,
+                                     const float *v, int32_t p, int win, double scale, double softcap, double *out,
+                                     double *w)
 {
     double mx = -INFINITY, sum = 0;
     double *s = malloc((n ? n : 1) * sizeof *s);
@@ -31,7 +32,10 @@ static inline void tc_ref_attend(const float *q, size_t D, size_t n, const int32
         double d = 0;
         for (size_t e = 0; e < D; e++)
             d += (double)q[e] * k[i * D + e];
-        s[i] = vis ? d * scale : -INFINITY;
+        d *= scale;
+        if (softcap > 0)
+            d = softcap * tanh(d / softcap);
+        s[i] = vis ? d : -INFINITY;
         if (s[i] > mx)
             mx = s[i];
     }
@@ -50,6 +54,12 @@ static inline void tc_ref_attend(const float *q, size_t D, size_t n, const int32
             out[e] += wi * v[i * D + e];
     }
     free(s);
+}
+
+static inline void tc_ref_attend(const float *q, size_t D, size_t n, const int32_t *pos, const float *k,
+                                 const float *v, int32_t p, int win, double scale, double *out, double *w)
+{
+    tc_ref_attend_cap(q, D, n, pos, k, v, p, win, scale, 0.0, out, w);
 }
 
 /* ||a - b|| / ||b|| over n entries (b in double) */
@@ -83,8 +93,8 @@ static inline int tc_ref_from_cache(vq_cache *c, int layer, const vq_cache_layer
         for (size_t t = 0; t < n; t++)
             for (size_t gi = 0; gi < g; gi++) {
                 size_t qh = (size_t)h * g + gi;
-                tc_ref_attend(q + (t * (size_t)ls->n_q_heads + qh) * D, D, cnt, pos, k, v, qpos0 + (int32_t)t,
-                              ls->window, scale, out + (t * (size_t)ls->n_q_heads + qh) * D, NULL);
+                tc_ref_attend_cap(q + (t * (size_t)ls->n_q_heads + qh) * D, D, cnt, pos, k, v, qpos0 + (int32_t)t,
+                                  ls->window, scale, ls->softcap, out + (t * (size_t)ls->n_q_heads + qh) * D, NULL);
             }
         free(pos), free(k), free(v);
     }

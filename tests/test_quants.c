@@ -399,6 +399,46 @@ static void test_dot_all_variants(void)
     free(act);
 }
 
+/* vq_dot_multi against single vq_dot calls, for m = 1..9 (covers the
+ * 4-vector kernels and the remainder path). Tolerance: both compute the same
+ * integer sums; only float accumulation order may differ: ACC_REL_TOL of
+ * 2 * sum|w*x| (x' = int8-dequantized x is within amax/254 of x). */
+static void test_dot_multi(void)
+{
+    vq_rng r;
+    vq_rng_seed(&r, 16);
+    const size_t n = 1024, mmax = 9;
+    uint8_t *row = malloc(vq_wtype_row_bytes(VQ_W_F32, n));
+    float *x = malloc(n * mmax * sizeof *x), *w = malloc(n * sizeof *w);
+    size_t stride = vq_act_bytes(VQ_W_F32, n) + 12; /* not the packed size: stride is honoured */
+    uint8_t *act = malloc(stride * mmax);
+    for (size_t k = 0; k < N_TYPES; k++) {
+        vq_wtype t = all_types[k];
+        random_row(t, &r, row, n);
+        vq_dequantize(t, row, w, n);
+        random_x(&r, x, n * mmax);
+        for (size_t j = 0; j < mmax; j++)
+            vq_act_prepare(t, x + j * n, n, act + j * stride);
+        for (size_t m = 1; m <= mmax; m++) {
+            float out[9];
+            vq_dot_multi(t, row, act, stride, m, n, out);
+            for (size_t j = 0; j < m; j++) {
+                double single = vq_dot(t, row, act + j * stride, n);
+                double absprod = 0;
+                for (size_t i = 0; i < n; i++)
+                    absprod += fabs((double)w[i] * x[j * n + i]);
+                double tol = ACC_REL_TOL * 2 * absprod; /* 2x: act rounding can raise |x'| */
+                CHECKF(fabs(out[j] - single) <= tol, "%s m=%zu j=%zu: multi %.9g vs single %.9g",
+                       vq_wtype_name(t), m, j, out[j], single);
+            }
+        }
+    }
+    free(row);
+    free(x);
+    free(w);
+    free(act);
+}
+
 /* Real weights: every tensor type in the two default models dequantizes to
  * finite values with a plausible RMS, and every dot variant agrees with the
  * reference on real rows (real scale/code distributions, not just random).
@@ -480,6 +520,7 @@ int main(void)
     RUN(test_dequantize_vs_reference);
     RUN(test_act_quantization_bound);
     RUN(test_dot_all_variants);
+    RUN(test_dot_multi);
     RUN(test_real_weights);
     return vq_test_summary("quants");
 }

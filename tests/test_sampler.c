@@ -190,6 +190,36 @@ static void test_topk_large_vocab(void)
     vq_sampler_free(s);
 }
 
+static void test_topk_ties_and_small_k(void)
+{
+    /* Regression: top-k selection once looped forever on real logits
+     * (k = 40 over 49152 candidates). Exercise k = 1..64 over vocabularies
+     * with many exact ties (logits rounded to a coarse grid) and sorted
+     * runs; with top_k = 1 the draw must be the argmax (lowest id on ties). */
+    enum { V = 4099 };
+    static float l[V];
+    vq_rng r;
+    vq_rng_seed(&r, 11);
+    for (int trial = 0; trial < 6; trial++) {
+        for (int i = 0; i < V; i++) {
+            float g = vq_rng_normal(&r);
+            l[i] = trial % 3 == 0 ? floorf(g * 2.0f) : trial % 3 == 1 ? (float)(i % 7) : g;
+        }
+        int best = 0;
+        for (int i = 1; i < V; i++)
+            if (l[i] > l[best])
+                best = i;
+        for (int k = 1; k <= 64; k *= 2) {
+            vq_sampler *s = make(1.0f, k, 1, 0, 1, 0, (uint64_t)(trial * 100 + k), V);
+            int32_t t = vq_sampler_sample(s, l, NULL, 0);
+            CHECKF(t >= 0 && t < V, "trial %d k %d: token %d", trial, k, (int)t);
+            if (k == 1)
+                CHECKF(t == best, "trial %d: top_k=1 drew %d, argmax %d", trial, (int)t, best);
+            vq_sampler_free(s);
+        }
+    }
+}
+
 static void test_bad_params(void)
 {
     vq_sampler *s = NULL;
@@ -219,6 +249,7 @@ int main(void)
     RUN(test_temperature_distribution);
     RUN(test_seed_determinism);
     RUN(test_topk_large_vocab);
+    RUN(test_topk_ties_and_small_k);
     RUN(test_bad_params);
     return vq_test_summary("sampler");
 }

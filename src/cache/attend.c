@@ -1,34 +1,43 @@
 /* attend.c -- attention straight from the packed cache.
  *
- * Per layer and KV head, the query tokens are taken in tiles of
- * VQ_CACHE_QUERY_TILE; the g query heads of the KV head times the tile's
- * tokens form nq prepared queries that vq_codec_score scores together, so
- * every page of packed keys is read once per (KV head, tile). For each page:
- *   s = scale * score(q, k_i), masked to -inf where the slot is dead, later
- *       than the query or outside the layer's sliding window;
+ * Per layer, query tokens are taken in tiles of VQ_CACHE_QUERY_TILE. For a
+ * tile, the work is split into items (KV head h, context chunk s): the g
+ * query heads of h times the tile's tokens form nq prepared queries that
+ * vq_codec_score scores together, so each page of packed keys is read once
+ * per (KV head, tile). Chunks split a head's pages so that items run on the
+ * cache's worker threads when it has some (split-K, as FlashDecoding);
+ * without threads there is one chunk per head. For each page of a chunk:
+ *   s = scale * score(q, k_i) (soft-capped if the layer says so), masked to
+ *       -inf where the slot is dead, later than the query or outside the
+ *       layer's sliding window;
  *   online softmax (Milakov & Gimelshein 2018): running max m and sum l per
  *   query; when m grows, the accumulators are rescaled by exp(m_old-m_new);
  *   w_i = exp(s_i - m); vq_codec_accumulate adds sum_i w_i v_i in the value
  *   codec's domain.
- * The fp16 residual window is scored and accumulated the same way with the
- * layer's fp16 codecs, into a separate plain-float accumulator sharing the
- * same m and l. At the end out = (accum_finish(acc) + acc_residual) / l.
- * This relies on accum_finish being linear (true of every codec: it undoes
- * a rotation or applies scales), so rescaling acc before finish is exact.
+ * The last chunk also covers the fp16 residual window, scored and
+ * accumulated the same way with fp16 codecs into a separate plain-float
+ * accumulator sharing m and l. The chunks' partials (m, l, acc, acc_res)
+ * are merged by rescaling to the largest m, then
+ *   out = (accum_finish(acc) + acc_res) / l.
+ * This relies on accumulators being linear in the weights and accum_finish
+ * being linear (true of every codec: it undoes a rotation or applies
+ * scales), so rescaling acc before finish is exact.
  *
  * When the eviction policy needs attention weights (h2o, tova, snapkv,
- * pyramidkv), the masked scaled scores of each tile are kept per slot in
- * c->wbuf and turned into final weights exp(s - m)/l after the tile. */
+ * pyramidkv), the masked scaled scores are kept per slot in c->wbuf (one
+ * region per KV head) and turned into final weights exp(s - m)/l after the
+ * merge. */
 #include <math.h>
 #include <string.h>
 
 #include "cache/cache_internal.h"
+#include "core/fp16.h"
 
 /* Turn masked scaled scores s[j*n + i] (-inf = invisible) into softmax
- * numerators in place, updating m, l and rescaling acc rows (asz floats)
- * and accr rows (D floats). Scalar reference. */
+ * numerators in place, updating m, l and rescaling acc and acc2 (may be
+ * NULL) rows (asz floats) and accr rows (D floats). Scalar reference. */
 static void online_update(float *s, size_t nq, size_t n, float *m, float *l, float *acc, size_t asz,
-                          float *accr, size_t D)
+                          float *acc2, float *accr, size_t D)
 {
     for (size_t j = 0; j < nq; j++) {
         float *row = s + j * n;
@@ -44,6 +53,8 @@ static void online_update(float *s, size_t nq, size_t n, float *m, float *l, flo
             if (f != 1.0f) {
                 for (size_t d = 0; d < asz; d++)
                     acc[j * asz + d] *= f;
+                for (size_t d = 0; acc2 && d < asz; d++)
+                    acc2[j * asz + d] *= f;
                 for (size_t d = 0; d < D; d++)
                     accr[j * D + d] *= f;
                 l[j] *= f;
@@ -65,10 +76,12 @@ typedef struct {
     size_t g, nt;
     int32_t window;
     float scale;
+    float softcap; /* 0 = none */
 } mask_ctx;
 
-/* scale and mask raw scores of n slots with positions pos[] and liveness
- * alive[] (NULL = all live); keep a copy in wrow (stride wstride) if set */
+/* scale, cap and mask raw scores of n slots with positions pos[] and
+ * liveness alive[] (NULL = all live); keep a copy in wrow (stride wstride)
+ * if set */
 static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *pos, const uint8_t *alive,
                         float *wrow, size_t wstride)
 {
@@ -77,7 +90,10 @@ static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *p
         float *row = s + j * n;
         for (size_t i = 0; i < n; i++) {
             int vis = (!alive || alive[i]) && pos[i] <= p && (mc->window == 0 || pos[i] > p - mc->window);
-            row[i] = vis ? row[i] * mc->scale : -INFINITY;
+            float x = row[i] * mc->scale;
+            if (mc->softcap > 0.0f)
+                x = mc->softcap * tanhf(x / mc->softcap);
+            row[i] = vis ? x : -INFINITY;
         }
         if (wrow)
             memcpy(wrow + j * wstride, row, n * sizeof *row);
@@ -90,10 +106,11 @@ static int needs_weights(const vq_cache *c)
            c->ev.kind == VQ_EVICT_PYRAMIDKV;
 }
 
-/* Add the final weights of the tile's queries to the slot scores. qt0 is
- * the call-relative index of the tile's first token, n_call the call's
- * token count. */
-static void add_weights(vq_cache *c, vq_cache_head *H, size_t g, size_t nt, size_t qt0, size_t n_call)
+/* Add the final weights of the tile's queries (scores in wrow, merged m
+ * and l) to the slot scores of head H. qt0: call-relative index of the
+ * tile's first token; n_call: the call's token count. */
+static void add_weights(const vq_cache *c, vq_cache_head *H, const float *wrow, const float *m, const float *l,
+                        size_t g, size_t nt, size_t qt0, size_t n_call)
 {
     size_t ns = vq_head_slots(H);
     for (size_t tt = 0; tt < nt; tt++) {
@@ -114,8 +131,8 @@ static void add_weights(vq_cache *c, vq_cache_head *H, size_t g, size_t nt, size
             continue;
         for (size_t gi = 0; gi < g; gi++) {
             size_t j = tt * g + gi;
-            const float *row = c->wbuf + j * ns;
-            float mj = c->m[j], inv = c->l[j] > 0.0f ? 1.0f / c->l[j] : 0.0f;
+            const float *row = wrow + j * ns;
+            float mj = m[j], inv = l[j] > 0.0f ? 1.0f / l[j] : 0.0f;
             for (size_t i = 0; i < ns; i++)
                 if (row[i] != -INFINITY)
                     *vq_head_score(H, i) += expf(row[i] - mj) * inv;
@@ -123,81 +140,200 @@ static void add_weights(vq_cache *c, vq_cache_head *H, size_t g, size_t nt, size
     }
 }
 
-static vq_status attend_head(vq_cache *c, vq_cache_layer *L, int h, const float *q, size_t n, int nqh,
-                             float scale, float *out, int32_t qpos0)
-{
-    vq_cache_head *H = &L->heads[h];
-    const size_t D = (size_t)L->shape.head_dim, g = (size_t)(nqh / L->shape.n_kv_heads);
-    const size_t kqb = vq_codec_query_bytes(L->kc), fqb = vq_codec_query_bytes(L->fk);
-    const size_t asz = vq_codec_accum_size(L->vc), P = L->page_tokens;
-    const int want_w = needs_weights(c);
+/* one tile of one layer: everything the items and the merge share */
+typedef struct {
+    vq_cache *c;
+    vq_cache_layer *L;
+    const float *q;
+    int nqh;
+    size_t t0, nt, g, nq, chunks;
     int32_t qpos[VQ_CACHE_QUERY_TILE];
+    float scale;
+    size_t *woff; /* per head offset into c->wbuf, NULL = no weights */
+} tile_job;
 
-    if (want_w && (c->ev.kind == VQ_EVICT_TOVA || (n > 1 && c->ev.kind != VQ_EVICT_H2O)))
-        for (size_t i = 0; i < vq_head_slots(H); i++) /* scores of this call only */
-            *vq_head_score(H, i) = 0.0f;
+/* partial results of item it: m[nq], l[nq], acc[nq*asz], accr[nq*D] */
+static float *part_m(const vq_cache *c, size_t it) { return c->part + it * c->part_stride; }
 
-    for (size_t t0 = 0; t0 < n; t0 += VQ_CACHE_QUERY_TILE) {
-        size_t nt = n - t0 < VQ_CACHE_QUERY_TILE ? n - t0 : VQ_CACHE_QUERY_TILE, nq = nt * g;
-        for (size_t tt = 0; tt < nt; tt++) {
-            qpos[tt] = qpos0 + (int32_t)(t0 + tt);
-            for (size_t gi = 0; gi < g; gi++) {
-                const float *qv = q + ((t0 + tt) * (size_t)nqh + (size_t)h * g + gi) * D;
-                size_t j = tt * g + gi;
-                VQ_TRY(vq_codec_prepare_query(L->kc, qv, c->qbuf + j * kqb));
-                VQ_TRY(vq_codec_prepare_query(L->fk, qv, (uint8_t *)c->qf + j * fqb));
-            }
-        }
-        for (size_t j = 0; j < nq; j++) {
-            c->m[j] = -INFINITY;
-            c->l[j] = 0.0f;
-        }
-        memset(c->acc, 0, nq * asz * sizeof(float));
-        memset(c->accr, 0, nq * D * sizeof(float));
-        size_t ns = vq_head_slots(H);
-        float *wb = NULL;
-        if (want_w) {
-            VQ_TRY(vq_cache_grow_wbuf(c, nq * ns));
-            wb = c->wbuf;
-            for (size_t i = 0; i < nq * ns; i++)
-                wb[i] = -INFINITY;
-        }
-        mask_ctx mc = { qpos, g, nt, L->shape.window, scale };
-        int32_t qmin = qpos[0], qmax = qpos[nt - 1];
+/* scale raw anchor scores by the follower's key ratios and drop the
+ * anchor slots that are not merged; after the mask, -inf stays -inf */
+static void apply_ratios_k(float *s, size_t nq, size_t n, const vq_xslot *x)
+{
+    for (size_t j = 0; j < nq; j++)
+        for (size_t i = 0; i < n; i++)
+            s[j * n + i] = x[i].merged ? s[j * n + i] * vq_fp16_to_fp32(x[i].rk) : 0.0f;
+}
 
-        /* packed pages */
-        for (size_t s0 = 0; s0 < H->n_packed; s0 += P) {
-            size_t m = H->n_packed - s0 < P ? H->n_packed - s0 : P;
-            if (H->pos[s0] > qmax)
-                break; /* positions increase: nothing later is visible */
-            if (L->shape.window > 0 && H->pos[s0 + m - 1] <= qmin - L->shape.window)
-                continue;
-            const uint8_t *kp = H->kpages[s0 / P], *vp = H->vpages[s0 / P];
-            VQ_TRY(vq_codec_score(L->kc, c->qbuf, (int)nq, kp, m, c->sc));
-            mask_scores(&mc, c->sc, m, H->pos + s0, H->alive + s0, wb ? wb + s0 : NULL, ns);
-            online_update(c->sc, nq, m, c->m, c->l, c->acc, asz, c->accr, D);
-            VQ_TRY(vq_codec_accumulate(L->vc, c->sc, (int)nq, vp, m, c->acc));
-        }
-        /* fp16 residual window */
-        if (H->n_res > 0) {
-            size_t m = H->n_res;
-            VQ_TRY(vq_codec_score(L->fk, c->qf, (int)nq, H->rk, m, c->sc));
-            mask_scores(&mc, c->sc, m, H->rpos, NULL, wb ? wb + H->n_packed : NULL, ns);
-            online_update(c->sc, nq, m, c->m, c->l, c->acc, asz, c->accr, D);
-            VQ_TRY(vq_codec_accumulate(L->fv, c->sc, (int)nq, H->rv, m, c->accr));
-        }
-        for (size_t tt = 0; tt < nt; tt++)
-            for (size_t gi = 0; gi < g; gi++) {
-                size_t j = tt * g + gi;
-                float *o = out + ((t0 + tt) * (size_t)nqh + (size_t)h * g + gi) * D;
-                VQ_TRY(vq_codec_accum_finish(L->vc, c->acc + j * asz, c->tmp));
-                float inv = c->l[j] > 0.0f ? 1.0f / c->l[j] : 0.0f;
-                for (size_t d = 0; d < D; d++)
-                    o[d] = (c->tmp[d] + c->accr[j * D + d]) * inv;
-            }
-        if (want_w)
-            add_weights(c, H, g, nt, t0, n);
+static void mask_unmerged(float *s, size_t nq, size_t n, const vq_xslot *x)
+{
+    for (size_t j = 0; j < nq; j++)
+        for (size_t i = 0; i < n; i++)
+            if (!x[i].merged)
+                s[j * n + i] = -INFINITY;
+}
+
+static void apply_ratios_v(float *w, size_t nq, size_t n, const vq_xslot *x)
+{
+    for (size_t j = 0; j < nq; j++)
+        for (size_t i = 0; i < n; i++)
+            w[j * n + i] *= vq_fp16_to_fp32(x[i].rv);
+}
+
+/* MiniCache follower: the anchor's merged slots of head h, chunk s */
+static vq_status anchor_pass(tile_job *J, vq_cache_layer *A, size_t h, size_t s, int w, float *m, float *l,
+                             float *acc, float *acc2, float *accr)
+{
+    vq_cache *c = J->c;
+    vq_attn_worker *W = &c->workers[w];
+    vq_cache_head *H = &A->heads[h];
+    vq_codec *kc = A->kcw[w], *vc = A->vcw[w], *fk = A->fkw[w], *fv = A->fvw[w];
+    const size_t D = (size_t)A->shape.head_dim, nq = J->nq, P = A->page_tokens, asz = vq_codec_accum_size(vc);
+    mask_ctx mc = { J->qpos, J->g, J->nt, A->shape.window, J->scale, A->shape.softcap };
+    int32_t qmax = J->qpos[J->nt - 1];
+    size_t np = (H->n_packed + P - 1) / P;
+    size_t pb = np * s / J->chunks, pe = np * (s + 1) / J->chunks;
+    for (size_t pg = pb; pg < pe; pg++) {
+        size_t s0 = pg * P, n = H->n_packed - s0 < P ? H->n_packed - s0 : P;
+        if (H->pos[s0] > qmax)
+            break;
+        VQ_TRY(vq_codec_score(kc, W->qbuf2, (int)nq, H->kpages[pg], n, W->sc));
+        apply_ratios_k(W->sc, nq, n, H->x + s0);
+        mask_scores(&mc, W->sc, n, H->pos + s0, H->alive + s0, NULL, 0);
+        mask_unmerged(W->sc, nq, n, H->x + s0);
+        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        apply_ratios_v(W->sc, nq, n, H->x + s0);
+        VQ_TRY(vq_codec_accumulate(vc, W->sc, (int)nq, H->vpages[pg], n, acc2));
     }
+    if (s == J->chunks - 1 && H->n_res > 0) {
+        size_t n = H->n_res;
+        VQ_TRY(vq_codec_score(fk, W->qf, (int)nq, H->rk, n, W->sc));
+        apply_ratios_k(W->sc, nq, n, H->rx);
+        mask_scores(&mc, W->sc, n, H->rpos, NULL, NULL, 0);
+        mask_unmerged(W->sc, nq, n, H->rx);
+        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        apply_ratios_v(W->sc, nq, n, H->rx);
+        VQ_TRY(vq_codec_accumulate(fv, W->sc, (int)nq, H->rv, n, accr));
+    }
+    return VQ_OK;
+}
+
+static vq_status run_item(tile_job *J, size_t it, int w)
+{
+    vq_cache *c = J->c;
+    vq_cache_layer *L = J->L;
+    vq_attn_worker *W = &c->workers[w];
+    const size_t h = it / J->chunks, s = it % J->chunks;
+    vq_cache_head *H = &L->heads[h];
+    vq_codec *kc = L->kcw[w], *vc = L->vcw[w], *fk = L->fkw[w], *fv = L->fvw[w];
+    const size_t D = (size_t)L->shape.head_dim, g = J->g, nq = J->nq, P = L->page_tokens;
+    const size_t kqb = vq_codec_query_bytes(kc), fqb = vq_codec_query_bytes(fk), asz = vq_codec_accum_size(vc);
+    float *m = part_m(c, it), *l = m + nq, *acc = l + nq, *accr = acc + nq * asz, *acc2 = NULL;
+    vq_cache_layer *A = L->cross_role == 2 ? &c->layers[L->partner] : NULL;
+    if (A) {
+        acc2 = accr + nq * D;
+        memset(acc2, 0, nq * asz * sizeof(float));
+    }
+
+    for (size_t tt = 0; tt < J->nt; tt++)
+        for (size_t gi = 0; gi < g; gi++) {
+            const float *qv = J->q + ((J->t0 + tt) * (size_t)J->nqh + h * g + gi) * D;
+            size_t j = tt * g + gi;
+            VQ_TRY(vq_codec_prepare_query(kc, qv, W->qbuf + j * kqb));
+            VQ_TRY(vq_codec_prepare_query(fk, qv, (uint8_t *)W->qf + j * fqb));
+            if (A)
+                VQ_TRY(vq_codec_prepare_query(A->kcw[w], qv, W->qbuf2 + j * kqb));
+        }
+    for (size_t j = 0; j < nq; j++) {
+        m[j] = -INFINITY;
+        l[j] = 0.0f;
+    }
+    memset(acc, 0, nq * asz * sizeof(float));
+    memset(accr, 0, nq * D * sizeof(float));
+    size_t ns = vq_head_slots(H);
+    float *wb = J->woff ? c->wbuf + J->woff[h] : NULL;
+    mask_ctx mc = { J->qpos, g, J->nt, L->shape.window, J->scale, L->shape.softcap };
+    int32_t qmin = J->qpos[0], qmax = J->qpos[J->nt - 1];
+
+    /* this chunk's share of the packed pages */
+    size_t np = (H->n_packed + P - 1) / P;
+    size_t pb = np * s / J->chunks, pe = np * (s + 1) / J->chunks;
+    for (size_t pg = pb; pg < pe; pg++) {
+        size_t s0 = pg * P, n = H->n_packed - s0 < P ? H->n_packed - s0 : P;
+        if (H->pos[s0] > qmax)
+            break; /* positions increase: nothing later is visible */
+        if (L->shape.window > 0 && H->pos[s0 + n - 1] <= qmin - L->shape.window)
+            continue;
+        VQ_TRY(vq_codec_score(kc, W->qbuf, (int)nq, H->kpages[pg], n, W->sc));
+        mask_scores(&mc, W->sc, n, H->pos + s0, H->alive + s0, wb ? wb + s0 : NULL, ns);
+        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        VQ_TRY(vq_codec_accumulate(vc, W->sc, (int)nq, H->vpages[pg], n, acc));
+    }
+    /* the fp16 residual window, with the last chunk */
+    if (s == J->chunks - 1 && H->n_res > 0) {
+        size_t n = H->n_res;
+        VQ_TRY(vq_codec_score(fk, W->qf, (int)nq, H->rk, n, W->sc));
+        mask_scores(&mc, W->sc, n, H->rpos, NULL, wb ? wb + H->n_packed : NULL, ns);
+        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        VQ_TRY(vq_codec_accumulate(fv, W->sc, (int)nq, H->rv, n, accr));
+    }
+    if (A)
+        VQ_TRY(anchor_pass(J, A, h, s, w, m, l, acc, acc2, accr));
+    return VQ_OK;
+}
+
+static void items_fn(void *ctx, int w, int nw)
+{
+    tile_job *J = ctx;
+    size_t b, e;
+    vq_pool_split((size_t)J->L->shape.n_kv_heads * J->chunks, w, nw, &b, &e);
+    for (size_t it = b; it < e; it++) {
+        vq_status st = run_item(J, it, w);
+        if (st != VQ_OK && J->c->workers[w].st == VQ_OK)
+            J->c->workers[w].st = st;
+    }
+}
+
+/* merge the chunks of head h into chunk 0's partial, finish, write out */
+static vq_status merge_head(tile_job *J, size_t h, float *out)
+{
+    vq_cache *c = J->c;
+    vq_cache_layer *L = J->L;
+    const size_t D = (size_t)L->shape.head_dim, nq = J->nq, asz = vq_codec_accum_size(L->vc);
+    size_t it0 = h * J->chunks;
+    vq_cache_layer *A = L->cross_role == 2 ? &c->layers[L->partner] : NULL;
+    float *m = part_m(c, it0), *l = m + nq, *acc = l + nq, *accr = acc + nq * asz, *acca = accr + nq * D;
+    for (size_t s = 1; s < J->chunks; s++) {
+        float *m2 = part_m(c, it0 + s), *l2 = m2 + nq, *acc2 = l2 + nq, *accr2 = acc2 + nq * asz,
+              *acca2 = accr2 + nq * D;
+        for (size_t j = 0; j < nq; j++) {
+            if (m2[j] == -INFINITY)
+                continue;
+            float M = m[j] > m2[j] ? m[j] : m2[j];
+            float f1 = m[j] == -INFINITY ? 0.0f : expf(m[j] - M), f2 = expf(m2[j] - M);
+            for (size_t d = 0; d < asz; d++)
+                acc[j * asz + d] = acc[j * asz + d] * f1 + acc2[j * asz + d] * f2;
+            for (size_t d = 0; d < D; d++)
+                accr[j * D + d] = accr[j * D + d] * f1 + accr2[j * D + d] * f2;
+            for (size_t d = 0; A && d < asz; d++)
+                acca[j * asz + d] = acca[j * asz + d] * f1 + acca2[j * asz + d] * f2;
+            l[j] = l[j] * f1 + l2[j] * f2;
+            m[j] = M;
+        }
+    }
+    for (size_t tt = 0; tt < J->nt; tt++)
+        for (size_t gi = 0; gi < J->g; gi++) {
+            size_t j = tt * J->g + gi;
+            float *o = out + ((J->t0 + tt) * (size_t)J->nqh + h * J->g + gi) * D;
+            VQ_TRY(vq_codec_accum_finish(L->vc, acc + j * asz, c->tmp));
+            if (A) {
+                VQ_TRY(vq_codec_accum_finish(A->vc, acca + j * asz, c->tmp + D));
+                for (size_t d = 0; d < D; d++)
+                    c->tmp[d] += c->tmp[D + d];
+            }
+            float inv = l[j] > 0.0f ? 1.0f / l[j] : 0.0f;
+            for (size_t d = 0; d < D; d++)
+                o[d] = (c->tmp[d] + accr[j * D + d]) * inv;
+        }
     return VQ_OK;
 }
 
@@ -221,8 +357,62 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
     if (!(scale > 0.0f) || !isfinite(scale))
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_attend: scale %g is not a positive number",
                        (double)scale);
-    int32_t qpos0 = L->app_pos0 + (int32_t)(L->app_n - n);
-    for (int h = 0; h < L->shape.n_kv_heads; h++)
-        VQ_TRY(attend_head(c, L, h, q, n, n_q_heads, scale, out, qpos0));
+    if (c->n_workers < 1)
+        return vq_fail(c->err, VQ_ERR_STATE, "vq_cache_attend: no attention workers (out of memory earlier)");
+    const size_t nkv = (size_t)L->shape.n_kv_heads, g = (size_t)(n_q_heads / L->shape.n_kv_heads);
+    const int32_t qpos0 = L->app_pos0 + (int32_t)(L->app_n - n);
+    const int want_w = needs_weights(c);
+    size_t woff[1024];
+
+    if (want_w && (c->ev.kind == VQ_EVICT_TOVA || (n > 1 && c->ev.kind != VQ_EVICT_H2O)))
+        for (size_t h = 0; h < nkv; h++) /* scores of this call only */
+            for (size_t i = 0; i < vq_head_slots(&L->heads[h]); i++)
+                *vq_head_score(&L->heads[h], i) = 0.0f;
+
+    /* chunks per head: enough items for every worker, at most one per page */
+    size_t chunks = 1;
+    if (c->n_workers > 1) {
+        size_t maxp = 1;
+        for (size_t h = 0; h < nkv; h++) {
+            size_t np = (L->heads[h].n_packed + L->page_tokens - 1) / L->page_tokens;
+            maxp = np > maxp ? np : maxp;
+        }
+        chunks = ((size_t)c->n_workers + nkv - 1) / nkv;
+        chunks = chunks < maxp ? chunks : maxp;
+    }
+    for (size_t t0 = 0; t0 < n; t0 += VQ_CACHE_QUERY_TILE) {
+        tile_job J = { c, L, q, n_q_heads, t0, 0, g, 0, chunks, { 0 }, scale, NULL };
+        J.nt = n - t0 < VQ_CACHE_QUERY_TILE ? n - t0 : VQ_CACHE_QUERY_TILE;
+        J.nq = J.nt * g;
+        for (size_t tt = 0; tt < J.nt; tt++)
+            J.qpos[tt] = qpos0 + (int32_t)(t0 + tt);
+        if (want_w) {
+            size_t tot = 0;
+            for (size_t h = 0; h < nkv; h++) {
+                woff[h] = tot;
+                tot += J.nq * vq_head_slots(&L->heads[h]);
+            }
+            VQ_TRY(vq_cache_grow_wbuf(c, tot));
+            for (size_t i = 0; i < tot; i++)
+                c->wbuf[i] = -INFINITY;
+            J.woff = woff;
+        }
+        for (int w = 0; w < c->n_workers; w++)
+            c->workers[w].st = VQ_OK;
+        if (c->threads && nkv * chunks > 1)
+            vq_pool_run(c->threads, items_fn, &J);
+        else
+            items_fn(&J, 0, 1);
+        for (int w = 0; w < c->n_workers; w++)
+            if (c->workers[w].st != VQ_OK)
+                return c->workers[w].st;
+        for (size_t h = 0; h < nkv; h++) {
+            VQ_TRY(merge_head(&J, h, out));
+            if (want_w) {
+                float *m = part_m(c, h * chunks);
+                add_weights(c, &L->heads[h], c->wbuf + woff[h], m, m + J.nq, g, J.nt, t0, n);
+            }
+        }
+    }
     return vq_cache_enforce(c, layer, L->last_pos, n > 1 ? 2 : 1);
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "codec/codec.h"
+#include "core/pool.h"
 #include "core/error.h"
 #include "core/spec.h"
 #include "veloxquant.h"
@@ -89,22 +90,39 @@ typedef struct {
     void **free;      /* idle pages */
     size_t n_free, cap_free;
     size_t n_out;     /* pages handed out */
-} vq_pool_class;
+} vq_page_class;
 
 typedef struct {
-    vq_pool_class *cls;
+    vq_page_class *cls;
     size_t n_cls;
-} vq_pool;
+} vq_page_pool;
 
 /* A page of `bytes` bytes (contents undefined); NULL when out of memory. */
-void *vq_pool_get(vq_pool *p, size_t bytes);
-/* Return a page of `bytes` bytes obtained from vq_pool_get. Never fails
+void *vq_page_get(vq_page_pool *p, size_t bytes);
+/* Return a page of `bytes` bytes obtained from vq_page_get. Never fails
  * (if the free list cannot grow, the page is freed). */
-void vq_pool_put(vq_pool *p, void *page, size_t bytes);
-size_t vq_pool_free_bytes(const vq_pool *p);
-void vq_pool_destroy(vq_pool *p);
+void vq_page_put(vq_page_pool *p, void *page, size_t bytes);
+size_t vq_page_pool_free_bytes(const vq_page_pool *p);
+void vq_page_pool_destroy(vq_page_pool *p);
 
 /* ---- cache ---------------------------------------------------------------- */
+
+/* MiniCache: per anchor slot, whether the follower layer's token of the
+ * same position was merged into it, and the follower's norm ratios
+ * |x_follower| / |x_anchor| for keys and values (fp16). */
+typedef struct {
+    uint16_t rk, rv;
+    uint8_t merged;
+} vq_xslot;
+
+/* per-worker attention scratch */
+typedef struct {
+    uint8_t *qbuf; /* nq_max * max key query_bytes */
+    uint8_t *qbuf2;/* same, prepared for a MiniCache anchor's key codec */
+    float *qf;     /* nq_max * max head_dim (fp16 residual queries) */
+    float *sc;     /* nq_max * max(page_tokens, res_cap) scores */
+    vq_status st;  /* first failure of this worker in a job */
+} vq_attn_worker;
 
 typedef struct {
     /* packed region: slot i lives in page i / page_tokens */
@@ -122,12 +140,18 @@ typedef struct {
     int32_t *rpos;
     float *rscore;
     size_t n_res;
+    /* MiniCache anchor layers only (else NULL): [cap_slots] and [res_cap] */
+    vq_xslot *x, *rx;
 } vq_cache_head;
 
 typedef struct {
     vq_cache_layer_shape shape;
     vq_codec *kc, *vc;   /* packed codecs */
     vq_codec *fk, *fv;   /* fp16 codecs of the residual window */
+    /* per-worker codec handles ([0] = kc/vc/fk/fv; the others are clones
+     * with the same spec, seed and calibration state, since a codec
+     * handle's scratch is not safe for concurrent calls) */
+    vq_codec **kcw, **vcw, **fkw, **fvw;
     size_t group;        /* lcm of the codecs' block tokens */
     size_t page_tokens;  /* multiple of group */
     size_t kpage_bytes, vpage_bytes;
@@ -137,26 +161,35 @@ typedef struct {
     int32_t app_pos0;    /* the last append: positions app_pos0.. */
     size_t app_n;
     vq_cache_head *heads;
+    /* MiniCache (cross=minicache): role 1 = anchor of layer partner,
+     * 2 = follower of layer partner, 0 = unpaired. The anchor keeps the
+     * floats of its last append until the follower has merged them. */
+    int cross_role, partner;
+    float *stage_k, *stage_v; /* [stage_n][n_kv_heads][head_dim] */
+    size_t stage_n, stage_cap;
+    int stage_valid;
 } vq_cache_layer;
 
 struct vq_cache {
     vq_cache_config *cfg;
     vq_evict_params ev;
+    double mc_start, mc_threshold; /* minicache parameters */
     int n_layers;
     vq_cache_layer *layers;
     vq_cache_layer_shape *shapes; /* copy handed out by get_shape */
     uint64_t seed, fingerprint;
-    vq_pool pool;
-    /* attention scratch, sized at create for the largest layer */
-    size_t nq_max;
-    uint8_t *qbuf;    /* nq_max * max key query_bytes */
-    float *qf;        /* nq_max * max head_dim (fp16 residual queries) */
-    float *sc;        /* nq_max * max(page_tokens, res_cap) scores */
-    float *acc;       /* nq_max * max value accum_size */
-    float *accr;      /* nq_max * max head_dim (residual accumulators) */
-    float *m, *l;     /* nq_max running max and sum */
-    float *tmp;       /* max(head_dim, group*head_dim) floats */
-    uint8_t *tmpb;    /* group * max(bytes) scratch for encoding */
+    vq_page_pool pool;
+    /* attention: one scratch per worker (worker 0 = the calling thread)
+     * and partial results per work item (KV head x context chunk), sized
+     * for the largest layer (threads.c) */
+    struct vq_pool *threads;      /* borrowed thread pool, NULL = serial */
+    int n_workers;
+    vq_attn_worker *workers;      /* [n_workers] */
+    float *part;                  /* [part_items][part_stride] */
+    size_t part_items, part_stride;
+    size_t nq_max, asz_max, d_max;
+    float *tmp;       /* group * max head_dim floats (encode staging,
+                         gather, accum_finish) */
     /* per-slot raw scores for policies that need attention weights
      * (grows geometrically; bounded by the budget in steady state) */
     float *wbuf;
@@ -170,6 +203,13 @@ struct vq_cache {
 /* create with an option to drop calib= from codec specs (load) */
 vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *shape,
                              uint64_t seed, int strip_calib, vq_cache **out);
+
+/* threads.c: (re)build the per-worker scratch and codec clones for
+ * `pool` (NULL or size 1 = serial). Called by create with NULL. */
+vq_status vq_cache_set_threads(vq_cache *c, struct vq_pool *pool);
+void vq_cache_free_workers(vq_cache *c);
+/* drop calib= from a codec spec in place */
+void vq_cache_strip_calib(char *spec);
 
 /* store.c */
 vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, size_t keep);
@@ -193,6 +233,14 @@ static inline float *vq_head_score(vq_cache_head *h, size_t i)
 {
     return i < h->n_packed ? &h->score[i] : &h->rscore[i - h->n_packed];
 }
+
+/* minicache.c */
+vq_status vq_cache_minicache_setup(vq_cache *c, char *err);
+/* anchor: keep the floats of this append; follower: merge and store */
+vq_status vq_cache_minicache_stage(vq_cache *c, vq_cache_layer *L, const float *k, const float *v, size_t n);
+vq_status vq_cache_minicache_append(vq_cache *c, int layer, const float *k, const float *v, size_t n, int32_t pos0);
+/* slot index of position p in head H (combined index space), or SIZE_MAX */
+size_t vq_head_find_pos(const vq_cache_head *H, int32_t p);
 
 /* evict.c: enforce the sliding window (drop pos <= ref - window) and the
  * policy on layer l; `after_attend` says whether weights were just added. */

@@ -3,7 +3,8 @@
  *
  *   "VQKC" | u32 version=1 | u64 fingerprint | u64 seed
  *   u32 C | C bytes canonical config text
- *   u32 n_layers | n_layers x (u32 n_kv_heads, n_q_heads, head_dim, window)
+ *   u32 n_layers | n_layers x (u32 n_kv_heads, n_q_heads, head_dim, window,
+ *                              f32 softcap)
  *   per layer:
  *     i32 last_pos | i32 app_pos0 | u32 app_n
  *     2 x (u32 S | S bytes codec calibration state, 0 = none)   keys, values
@@ -14,12 +15,16 @@
  *       n_packed x value bytes/token
  *       n_res x i32 position | n_res x f32 score
  *       n_res x 2*head_dim fp16 keys | n_res x 2*head_dim fp16 values
+ *       (MiniCache anchor layers only) (n_packed + n_res) x
+ *         (u16 key ratio fp16 | u16 value ratio fp16 | u8 merged)
  *   u32 CRC-32 (IEEE) of every preceding byte
  *
  * The file is written through vq_file_write_atomic (temporary + fsync +
  * rename). Loading reads the whole file (bounded), checks magic, version
  * and CRC first, then every count against the bytes left and every value
- * against the cache built from the stored config and shape. */
+ * against the cache built from the stored config and shape; every stored
+ * vector is decoded once and must be finite. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +32,7 @@
 #include "cache/cache_internal.h"
 #include "core/crc32.h"
 #include "core/file.h"
+#include "core/fp16.h"
 #include "core/io.h"
 
 #define CACHE_MAGIC "VQKC"
@@ -126,6 +132,9 @@ static vq_status fill(vq_file_writer *w, void *user)
         VQ_TRY(put_u32(s, (uint32_t)ls->n_q_heads));
         VQ_TRY(put_u32(s, (uint32_t)ls->head_dim));
         VQ_TRY(put_u32(s, (uint32_t)ls->window));
+        uint8_t b[4];
+        vq_put_f32(b, ls->softcap);
+        VQ_TRY(put(s, b, 4));
     }
     for (int l = 0; l < c->n_layers; l++) {
         const vq_cache_layer *L = &c->layers[l];
@@ -149,6 +158,15 @@ static vq_status fill(vq_file_writer *w, void *user)
             VQ_TRY(put_f32s(s, H->rscore, H->n_res));
             VQ_TRY(put(s, H->rk, H->n_res * D2));
             VQ_TRY(put(s, H->rv, H->n_res * D2));
+            if (L->cross_role == 1) /* MiniCache anchor: merge flags and ratios */
+                for (size_t i = 0; i < H->n_packed + H->n_res; i++) {
+                    const vq_xslot *x = i < H->n_packed ? &H->x[i] : &H->rx[i - H->n_packed];
+                    uint8_t b[5];
+                    vq_put_u16(b, x->rk);
+                    vq_put_u16(b + 2, x->rv);
+                    b[4] = x->merged;
+                    VQ_TRY(put(s, b, 5));
+                }
         }
     }
     uint8_t b[4];
@@ -197,6 +215,42 @@ static vq_status get_u64(rd *r, uint64_t *v, const char *what)
     VQ_TRY(need(r, 8, what));
     *v = vq_get_u64(r->p + r->off);
     r->off += 8;
+    return VQ_OK;
+}
+
+/* Every stored vector must decode to finite numbers and every score be
+ * finite: a file with NaN/Inf scales would otherwise poison attention. */
+static vq_status check_finite(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, char *err, int l, int h)
+{
+    const size_t D = (size_t)L->shape.head_dim, G = L->group;
+    for (size_t i = 0; i < H->n_packed; i++)
+        if (!isfinite(H->score[i]))
+            return vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %d head %d: non-finite score", l, h);
+    for (size_t i = 0; i < H->n_res; i++)
+        if (!isfinite(H->rscore[i]))
+            return vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %d head %d: non-finite score", l, h);
+    vq_codec *cd[2] = { L->kc, L->vc };
+    uint8_t **pages[2] = { H->kpages, H->vpages };
+    for (int r = 0; r < 2; r++) {
+        if (!vq_codec_is_ready(cd[r]))
+            continue; /* no calibration state: it cannot decode (append refuses too) */
+        size_t bpt = vq_codec_bytes_per_token(cd[r]);
+        for (size_t s0 = 0; s0 < H->n_packed; s0 += G) {
+            const uint8_t *src = pages[r][s0 / L->page_tokens] + (s0 % L->page_tokens) * bpt;
+            VQ_TRY(vq_codec_decode(cd[r], src, G, c->tmp));
+            for (size_t x = 0; x < G * D; x++)
+                if (!isfinite(c->tmp[x]))
+                    return vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %d head %d %s slot %zu: non-finite value", l,
+                                   h, r ? "value" : "key", s0);
+        }
+    }
+    const uint8_t *res[2] = { H->rk, H->rv };
+    for (int r = 0; r < 2; r++)
+        for (size_t x = 0; x < H->n_res * D; x++) {
+            uint16_t hv = vq_get_u16(res[r] + 2 * x);
+            if ((hv & 0x7c00u) == 0x7c00u)
+                return vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %d head %d: non-finite residual value", l, h);
+        }
     return VQ_OK;
 }
 
@@ -258,6 +312,22 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
     if (prev > L->last_pos)
         return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: position after the last one", l, h);
     r->off = (size_t)(p - r->p);
+    if (L->cross_role == 1) {
+        size_t nx = (size_t)np + (size_t)nr;
+        VQ_TRY(need(r, nx * 5, "minicache ratios"));
+        for (size_t i = 0; i < nx; i++) {
+            const uint8_t *b = r->p + r->off + 5 * i;
+            vq_xslot x = { vq_get_u16(b), vq_get_u16(b + 2), b[4] };
+            if (x.merged > 1 || (x.merged && (!isfinite(vq_fp16_to_fp32(x.rk)) || !isfinite(vq_fp16_to_fp32(x.rv)))))
+                return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: bad minicache entry %zu", l, h, i);
+            if (i < np)
+                H->x[i] = x;
+            else
+                H->rx[i - np] = x;
+        }
+        r->off += nx * 5;
+    }
+    VQ_TRY(check_finite(c, L, H, r->err, l, h));
     return VQ_OK;
 }
 
@@ -305,25 +375,29 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     if (st != VQ_OK)
         return vq_fail(err, VQ_ERR_FORMAT, "cache file: stored config: %s", vq_last_error());
     st = get_u32(&r, &nl, "shape");
-    if (st == VQ_OK && (nl < 1 || nl > VQ_CACHE_MAX_LAYERS || (size_t)nl * 16 > r.len - r.off))
+    if (st == VQ_OK && (nl < 1 || nl > VQ_CACHE_MAX_LAYERS || (size_t)nl * 20 > r.len - r.off))
         st = vq_fail(err, VQ_ERR_FORMAT, "cache file: %u layers", nl);
     vq_cache_layer_shape *ls = st == VQ_OK ? calloc(nl, sizeof *ls) : NULL;
     if (st == VQ_OK && !ls)
         st = vq_fail(err, VQ_ERR_NOMEM, "cache load: out of memory");
     for (uint32_t l = 0; st == VQ_OK && l < nl; l++) {
-        uint32_t f[4];
-        for (int i = 0; i < 4; i++)
+        uint32_t f[5];
+        for (int i = 0; i < 5; i++)
             get_u32(&r, &f[i], "shape");
         for (int i = 0; i < 4; i++)
             if (f[i] > 1u << 20)
                 st = vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %u shape field out of range", l);
-        ls[l] = (vq_cache_layer_shape){ (int)f[0], (int)f[1], (int)f[2], (int)f[3] };
+        float cap;
+        memcpy(&cap, &f[4], 4);
+        ls[l] = (vq_cache_layer_shape){ (int)f[0], (int)f[1], (int)f[2], (int)f[3], cap };
     }
     vq_cache_shape sh = { (int)nl, ls, fp };
     if (st == VQ_OK && expect) {
         int same = expect->fingerprint == fp && expect->n_layers == (int)nl && expect->layers;
         for (uint32_t l = 0; same && l < nl; l++)
-            same = memcmp(&expect->layers[l], &ls[l], sizeof *ls) == 0;
+            same = expect->layers[l].n_kv_heads == ls[l].n_kv_heads && expect->layers[l].n_q_heads == ls[l].n_q_heads &&
+                   expect->layers[l].head_dim == ls[l].head_dim && expect->layers[l].window == ls[l].window &&
+                   expect->layers[l].softcap == ls[l].softcap;
         if (!same)
             st = vq_fail(err, VQ_ERR_FORMAT,
                          "cache file belongs to another model (fingerprint %016llx, %u layers; expected %016llx, %d layers)",

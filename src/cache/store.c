@@ -8,6 +8,7 @@
 
 #include "cache/cache_internal.h"
 #include "codec/calib_set.h"
+#include "core/fp16.h"
 #include "core/rng.h"
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -25,7 +26,7 @@ static size_t gcd_sz(size_t a, size_t b)
 static size_t bpt(const vq_codec *c) { return vq_codec_bytes_per_token(c); }
 
 /* drop a `calib=...` parameter from a spec (the saved state replaces it) */
-static void strip_calib(char *spec)
+void vq_cache_strip_calib(char *spec)
 {
     vq_spec sp;
     if (vq_spec_parse(spec, &sp, NULL) != VQ_OK)
@@ -60,6 +61,8 @@ static vq_status check_shape(const vq_cache_shape *s, char *err)
                            ls->n_q_heads, ls->n_kv_heads);
         if (ls->head_dim < 32 || ls->head_dim > 256 || ls->head_dim % 32)
             return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: layer %d: head_dim=%d unsupported", l, ls->head_dim);
+        if (!(ls->softcap >= 0.0f && ls->softcap < 1e30f))
+            return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: layer %d: softcap=%g invalid", l, (double)ls->softcap);
         if (ls->window < 0)
             return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: layer %d: window=%d is negative", l, ls->window);
     }
@@ -77,7 +80,7 @@ static vq_status make_codec(vq_cache *c, int l, vq_role role, int strip, vq_code
     char model_calib[VQ_SPEC_MAX_LEN];
     int per_layer = !strip && vq_calib_set_in_spec(spec, model_calib, sizeof model_calib);
     if (strip || per_layer)
-        strip_calib(spec);
+        vq_cache_strip_calib(spec);
     int D = c->layers[l].shape.head_dim;
     vq_status st = vq_codec_create(spec, D, role, vq_seed_mix(c->seed, (uint64_t)l * 2 + (uint64_t)role), out);
     if (st != VQ_OK)
@@ -133,37 +136,6 @@ static vq_status setup_layer(vq_cache *c, int l, int strip)
     return VQ_OK;
 }
 
-static vq_status alloc_scratch(vq_cache *c)
-{
-    size_t nq = 0, qb = 0, D = 0, acc = 0, sc = 0, grp = 0;
-    for (int l = 0; l < c->n_layers; l++) {
-        vq_cache_layer *L = &c->layers[l];
-        size_t g = (size_t)(L->shape.n_q_heads / L->shape.n_kv_heads);
-        if (g * VQ_CACHE_QUERY_TILE > nq)
-            nq = g * VQ_CACHE_QUERY_TILE;
-        size_t x = vq_codec_query_bytes(L->kc);
-        qb = x > qb ? x : qb;
-        D = (size_t)L->shape.head_dim > D ? (size_t)L->shape.head_dim : D;
-        x = vq_codec_accum_size(L->vc);
-        acc = x > acc ? x : acc;
-        x = L->page_tokens > L->res_cap ? L->page_tokens : L->res_cap;
-        sc = x > sc ? x : sc;
-        grp = L->group > grp ? L->group : grp;
-    }
-    c->nq_max = nq;
-    c->qbuf = malloc(nq * qb + 64);
-    c->qf = malloc(nq * D * sizeof(float));
-    c->sc = malloc(nq * sc * sizeof(float));
-    c->acc = malloc(nq * acc * sizeof(float));
-    c->accr = malloc(nq * D * sizeof(float));
-    c->m = malloc(nq * sizeof(float));
-    c->l = malloc(nq * sizeof(float));
-    c->tmp = malloc(grp * D * sizeof(float));
-    if (!c->qbuf || !c->qf || !c->sc || !c->acc || !c->accr || !c->m || !c->l || !c->tmp)
-        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
-    return VQ_OK;
-}
-
 vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *shape,
                              uint64_t seed, int strip, vq_cache **out)
 {
@@ -173,7 +145,7 @@ vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *s
     if (!cfg)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_create: config is NULL");
     VQ_TRY(check_shape(shape, NULL));
-    if (strcmp(cfg->cross, "none") != 0)
+    if (strcmp(cfg->cross, "none") != 0 && strncmp(cfg->cross, "minicache:", 10) != 0)
         return vq_fail(NULL, VQ_ERR_UNSUPPORTED, "cache config: cross: '%s' is not implemented yet", cfg->cross);
     vq_cache *c = calloc(1, sizeof *c);
     if (!c)
@@ -195,7 +167,9 @@ vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *s
         st = setup_layer(c, l, strip);
     }
     if (st == VQ_OK)
-        st = alloc_scratch(c);
+        st = vq_cache_minicache_setup(c, c->err);
+    if (st == VQ_OK)
+        st = vq_cache_set_threads(c, NULL);
     if (st != VQ_OK) {
         vq_fail(NULL, st, "%s", c->err[0] ? c->err : vq_last_error());
         vq_cache_free(c);
@@ -215,8 +189,8 @@ static void release_pages(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size
 {
     while (H->n_pages > keep) {
         H->n_pages--;
-        vq_pool_put(&c->pool, H->kpages[H->n_pages], L->kpage_bytes);
-        vq_pool_put(&c->pool, H->vpages[H->n_pages], L->vpage_bytes);
+        vq_page_put(&c->pool, H->kpages[H->n_pages], L->kpage_bytes);
+        vq_page_put(&c->pool, H->vpages[H->n_pages], L->vpage_bytes);
         H->kpages[H->n_pages] = H->vpages[H->n_pages] = NULL;
     }
 }
@@ -234,6 +208,7 @@ void vq_cache_reset(vq_cache *c)
         }
         L->last_pos = -1;
         L->app_n = 0;
+        L->stage_valid = 0;
     }
 }
 
@@ -242,6 +217,7 @@ void vq_cache_free(vq_cache *c)
     if (!c)
         return;
     vq_cache_reset(c);
+    vq_cache_free_workers(c);
     for (int l = 0; c->layers && l < c->n_layers; l++) {
         vq_cache_layer *L = &c->layers[l];
         for (int h = 0; L->heads && h < L->shape.n_kv_heads; h++) {
@@ -255,24 +231,21 @@ void vq_cache_free(vq_cache *c)
             free(H->rv);
             free(H->rpos);
             free(H->rscore);
+            free(H->x);
+            free(H->rx);
         }
         free(L->heads);
+        free(L->stage_k);
+        free(L->stage_v);
         vq_codec_free(L->kc);
         vq_codec_free(L->vc);
         vq_codec_free(L->fk);
         vq_codec_free(L->fv);
     }
-    vq_pool_destroy(&c->pool);
+    vq_page_pool_destroy(&c->pool);
     free(c->layers);
     free(c->shapes);
     vq_cache_config_free(c->cfg);
-    free(c->qbuf);
-    free(c->qf);
-    free(c->sc);
-    free(c->acc);
-    free(c->accr);
-    free(c->m);
-    free(c->l);
     free(c->tmp);
     free(c->wbuf);
     free(c->ebuf);
@@ -316,7 +289,8 @@ vq_status vq_cache_calibrate(vq_cache *c, int layer, const float *k, const float
             return vq_fail(c->err, st, "cache layer %d %s: %s", layer, r ? "values" : "keys",
                            vq_codec_error(codecs[r]));
     }
-    return VQ_OK;
+    /* the workers' codec clones must carry the new calibration */
+    return c->n_workers > 1 ? vq_cache_set_threads(c, c->threads) : VQ_OK;
 }
 
 /* ---- packed storage ----------------------------------------------------- */
@@ -338,6 +312,12 @@ vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *
             H->score = s;
         if (!p || !a || !s)
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for slot tables");
+        if (L->cross_role == 1) {
+            vq_xslot *x = realloc(H->x, nc * sizeof *x);
+            if (!x)
+                return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for slot tables");
+            H->x = x;
+        }
         H->cap_slots = nc;
     }
     size_t pages = (n + L->page_tokens - 1) / L->page_tokens;
@@ -356,10 +336,10 @@ vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *
         H->cap_pages = nc;
     }
     while (H->n_pages < pages) {
-        uint8_t *k = vq_pool_get(&c->pool, L->kpage_bytes);
-        uint8_t *v = k ? vq_pool_get(&c->pool, L->vpage_bytes) : NULL;
+        uint8_t *k = vq_page_get(&c->pool, L->kpage_bytes);
+        uint8_t *v = k ? vq_page_get(&c->pool, L->vpage_bytes) : NULL;
         if (!v) {
-            vq_pool_put(&c->pool, k, L->kpage_bytes);
+            vq_page_put(&c->pool, k, L->kpage_bytes);
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for a page");
         }
         H->kpages[H->n_pages] = k;
@@ -399,6 +379,8 @@ vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head 
         for (size_t i = 0; i < G; i++) {
             H->pos[s + i] = H->rpos[i];
             H->score[s + i] = H->rscore[i];
+            if (H->x)
+                H->x[s + i] = H->rx[i];
             H->alive[s + i] = 1;
         }
         H->n_packed += G;
@@ -407,6 +389,8 @@ vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head 
         memmove(H->rv, H->rv + G * rb, rest * rb);
         memmove(H->rpos, H->rpos + G, rest * sizeof *H->rpos);
         memmove(H->rscore, H->rscore + G, rest * sizeof *H->rscore);
+        if (H->rx)
+            memmove(H->rx, H->rx + G, rest * sizeof *H->rx);
         H->n_res = rest;
     }
     return VQ_OK;
@@ -436,6 +420,8 @@ void vq_cache_compact(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, int forc
             memmove(H->pos + w, H->pos + s, G * sizeof *H->pos);
             memmove(H->alive + w, H->alive + s, G);
             memmove(H->score + w, H->score + s, G * sizeof *H->score);
+            if (H->x)
+                memmove(H->x + w, H->x + s, G * sizeof *H->x);
         }
         w += G;
     }
@@ -458,6 +444,8 @@ void vq_cache_kill_slot(vq_cache_head *H, size_t i, size_t head_dim)
     memmove(H->rv + r * rb, H->rv + (r + 1) * rb, rest * rb);
     memmove(H->rpos + r, H->rpos + r + 1, rest * sizeof *H->rpos);
     memmove(H->rscore + r, H->rscore + r + 1, rest * sizeof *H->rscore);
+    if (H->rx)
+        memmove(H->rx + r, H->rx + r + 1, rest * sizeof *H->rx);
     H->n_res--;
 }
 
@@ -499,7 +487,11 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
         return vq_fail(c->err, VQ_ERR_NEEDS_CALIBRATION,
                        "cache layer %d: the %s codec needs calibration (vq_cache_calibrate or calib=FILE)", layer,
                        vq_codec_is_ready(L->kc) ? "values" : "keys");
+    if (L->cross_role == 2)
+        return vq_cache_minicache_append(c, layer, k, v, n, pos0);
     VQ_TRY(vq_cache_enforce(c, layer, pos0, 0));
+    if (L->cross_role == 1)
+        VQ_TRY(vq_cache_minicache_stage(c, L, k, v, n));
     const size_t D = (size_t)L->shape.head_dim, nh = (size_t)L->shape.n_kv_heads, rb = 2 * D;
     const size_t keep = (size_t)c->cfg->residual;
     for (size_t t = 0; t < n; t++) {
@@ -510,6 +502,8 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
             VQ_TRY(vq_codec_encode(L->fv, vt, 1, H->rv + H->n_res * rb));
             H->rpos[H->n_res] = pos0 + (int32_t)t;
             H->rscore[H->n_res] = 0.0f;
+            if (H->rx)
+                H->rx[H->n_res] = (vq_xslot){ 0, 0, 0 };
             H->n_res++;
             if (H->n_res == L->res_cap)
                 VQ_TRY(vq_cache_flush_residual(c, L, H, keep));
@@ -523,8 +517,8 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
 
 /* ---- gather ------------------------------------------------------------- */
 
-vq_status vq_cache_gather(vq_cache *c, int layer, int kv_head, size_t cap,
-                          int32_t *pos, float *k, float *v, size_t *n)
+static vq_status gather_own(vq_cache *c, int layer, int kv_head, size_t cap,
+                           int32_t *pos, float *k, float *v, size_t *n)
 {
     if (!c || !n)
         return vq_fail(c ? c->err : NULL, VQ_ERR_INVALID_ARG, "vq_cache_gather: NULL argument");
@@ -571,6 +565,81 @@ vq_status vq_cache_gather(vq_cache *c, int layer, int kv_head, size_t cap,
     return VQ_OK;
 }
 
+/* MiniCache follower: its own tokens and the anchor's merged ones (anchor
+ * vector x ratio), merged by position */
+static vq_status gather_follower(vq_cache *c, int layer, int h, size_t cap, int32_t *pos, float *k, float *v,
+                                 size_t *n)
+{
+    vq_cache_layer *F = &c->layers[layer], *A = &c->layers[F->partner];
+    vq_cache_head *HA = &A->heads[h];
+    const size_t D = (size_t)F->shape.head_dim;
+    size_t nown = 0, na = 0, nm = 0;
+    VQ_TRY(gather_own(c, layer, h, 0, NULL, NULL, NULL, &nown));
+    VQ_TRY(gather_own(c, F->partner, h, 0, NULL, NULL, NULL, &na));
+    for (size_t i = 0; i < vq_head_slots(HA); i++) {
+        const vq_xslot *x = i < HA->n_packed ? &HA->x[i] : &HA->rx[i - HA->n_packed];
+        nm += vq_head_alive(HA, i) && x->merged;
+    }
+    *n = nown + nm;
+    if (!pos && !k && !v)
+        return VQ_OK;
+    if (*n > cap)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_gather: %zu tokens held, capacity %zu", *n, cap);
+    size_t tot = nown + na + 1;
+    int32_t *p1 = malloc(tot * sizeof *p1);
+    float *k1 = malloc(tot * D * sizeof *k1), *v1 = malloc(tot * D * sizeof *v1);
+    vq_status st = p1 && k1 && v1 ? VQ_OK : vq_fail(c->err, VQ_ERR_NOMEM, "vq_cache_gather: out of memory");
+    if (st == VQ_OK)
+        st = gather_own(c, layer, h, nown, p1, k1, v1, &nown);
+    if (st == VQ_OK)
+        st = gather_own(c, F->partner, h, na, p1 + nown, k1 + nown * D, v1 + nown * D, &na);
+    if (st == VQ_OK) {
+        /* keep only the anchor's merged tokens, scaled by the ratios */
+        size_t live = 0, w = nown;
+        for (size_t i = 0; i < vq_head_slots(HA); i++) {
+            if (!vq_head_alive(HA, i))
+                continue;
+            const vq_xslot *x = i < HA->n_packed ? &HA->x[i] : &HA->rx[i - HA->n_packed];
+            size_t src = nown + live++;
+            if (!x->merged)
+                continue;
+            float rk = vq_fp16_to_fp32(x->rk), rv = vq_fp16_to_fp32(x->rv);
+            p1[w] = p1[src];
+            for (size_t d = 0; d < D; d++) {
+                k1[w * D + d] = k1[src * D + d] * rk;
+                v1[w * D + d] = v1[src * D + d] * rv;
+            }
+            w++;
+        }
+        /* merge the two position-sorted runs [0, nown) and [nown, w) */
+        size_t i = 0, j = nown, o = 0;
+        while (o < w) {
+            size_t pick = (j >= w || (i < nown && p1[i] < p1[j])) ? i++ : j++;
+            if (pos)
+                pos[o] = p1[pick];
+            if (k)
+                memcpy(k + o * D, k1 + pick * D, D * sizeof *k);
+            if (v)
+                memcpy(v + o * D, v1 + pick * D, D * sizeof *v);
+            o++;
+        }
+    }
+    free(p1), free(k1), free(v1);
+    return st;
+}
+
+vq_status vq_cache_gather(vq_cache *c, int layer, int kv_head, size_t cap,
+                          int32_t *pos, float *k, float *v, size_t *n)
+{
+    if (!c || !n)
+        return vq_fail(c ? c->err : NULL, VQ_ERR_INVALID_ARG, "vq_cache_gather: NULL argument");
+    if (layer < 0 || layer >= c->n_layers || kv_head < 0 || kv_head >= c->layers[layer].shape.n_kv_heads)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_gather: layer %d head %d out of range", layer, kv_head);
+    if (c->layers[layer].cross_role == 2)
+        return gather_follower(c, layer, kv_head, cap, pos, k, v, n);
+    return gather_own(c, layer, kv_head, cap, pos, k, v, n);
+}
+
 /* ---- stats -------------------------------------------------------------- */
 
 static void layer_stats(const vq_cache *c, const vq_cache_layer *L, vq_cache_usage *u)
@@ -593,6 +662,27 @@ static void layer_stats(const vq_cache *c, const vq_cache_layer *L, vq_cache_usa
             rs[r]->resident_bytes += (uint64_t)H->n_pages * pb[r] + (uint64_t)L->res_cap * 2 * D;
         }
     }
+    if (L->cross_role == 2) {
+        /* MiniCache: merged tokens cost the follower 2 bytes (fp16 norm
+         * ratio) per role; the ratio arrays live beside the anchor's slots */
+        const vq_cache_layer *A = &c->layers[L->partner];
+        for (int h = 0; h < A->shape.n_kv_heads; h++) {
+            const vq_cache_head *H = &A->heads[h];
+            uint64_t merged = 0;
+            for (size_t i = 0; i < vq_head_slots(H); i++) {
+                const vq_xslot *x = i < H->n_packed ? &H->x[i] : &H->rx[i - H->n_packed];
+                merged += vq_head_alive(H, i) && x->merged;
+            }
+            for (int r = 0; r < 2; r++) {
+                rs[r]->tokens += merged;
+                rs[r]->stored_slots += merged;
+                rs[r]->fp16_bytes += merged * 2 * D;
+                rs[r]->accounted_bytes += merged * 2;
+                rs[r]->resident_bytes += ((uint64_t)H->cap_slots + A->res_cap) * 2;
+            }
+            u->index_bytes += (uint64_t)H->cap_slots + A->res_cap; /* merged flags */
+        }
+    }
     for (int h = 0; h < L->shape.n_kv_heads; h++) {
         const vq_cache_head *H = &L->heads[h];
         u->index_bytes += (uint64_t)H->cap_slots * (sizeof(int32_t) + 1 + sizeof(float)) +
@@ -613,6 +703,6 @@ vq_status vq_cache_stats(const vq_cache *c, int layer, vq_cache_usage *out)
         if (layer == -1 || layer == l)
             layer_stats(c, &c->layers[l], out);
     if (layer == -1)
-        out->pool_free_bytes = vq_pool_free_bytes(&c->pool);
+        out->pool_free_bytes = vq_page_pool_free_bytes(&c->pool);
     return VQ_OK;
 }

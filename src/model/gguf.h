@@ -24,7 +24,11 @@
  *     with (IQ*, I8, ...) is accepted and sized: the model loader refuses it
  *     via vq_wtype_supported() when it actually needs that tensor.
  * Numeric array data and scalar values are little-endian and may be
- * unaligned: read them with memcpy. The host must be little-endian. */
+ * unaligned: read them with memcpy. The host must be little-endian.
+ * Tensor data sits at a multiple of the alignment from the start of the
+ * file; vq_gguf_open's mapping is page-aligned, so tensor data is aligned to
+ * general.alignment. With vq_gguf_open_memory it is aligned only as well as
+ * the caller's buffer is (the weight kernels need 2-byte alignment). */
 #ifndef VQ_MODEL_GGUF_H
 #define VQ_MODEL_GGUF_H
 

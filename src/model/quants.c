@@ -4,7 +4,9 @@
  * Dispatch: the kernel for each type is chosen once (first use) from
  * vq_cpu_features(): the AVX2 kernel where one exists and the CPU has AVX2
  * (unless VQ_FORCE_ISA=scalar), else the scalar reference. The choice is a
- * table of function pointers; a racing first use writes the same values. */
+ * table of function pointers filled under pthread_once, so concurrent first
+ * calls from several threads are safe. */
+#include <pthread.h>
 #include <string.h>
 
 #include "core/cpu.h"
@@ -13,7 +15,8 @@
 #define N_WTYPES 40
 
 static vq_dot_kernel dot_table[N_WTYPES];
-static volatile int dot_table_ready;
+static vq_dot4_kernel dot4_table[N_WTYPES]; /* NULL: loop over vq_dot */
+static pthread_once_t dot_table_once = PTHREAD_ONCE_INIT;
 
 static void init_table(void)
 {
@@ -25,8 +28,8 @@ static void init_table(void)
         if (!k)
             k = vq_dot_scalar_kernel((vq_wtype)t);
         dot_table[t] = k;
+        dot4_table[t] = (f & VQ_CPU_AVX2) ? vq_dot4_avx2_kernel((vq_wtype)t) : NULL;
     }
-    __atomic_store_n(&dot_table_ready, 1, __ATOMIC_RELEASE);
 }
 
 vq_dot_fn vq_dot_variant(vq_wtype t, unsigned isa)
@@ -62,8 +65,7 @@ void vq_act_prepare(vq_wtype t, const float *x, size_t n, void *act)
 
 float vq_dot(vq_wtype t, const void *wrow, const void *act, size_t n)
 {
-    if (!__atomic_load_n(&dot_table_ready, __ATOMIC_ACQUIRE))
-        init_table();
+    pthread_once(&dot_table_once, init_table);
     if ((unsigned)t >= N_WTYPES || !dot_table[t])
         return 0.0f;
     return dot_table[t](wrow, act, n);
@@ -85,4 +87,22 @@ double vq_dot_ref(vq_wtype t, const void *wrow, const float *x, size_t n)
             acc += (double)buf[j] * (double)x[i + j];
     }
     return acc;
+}
+
+void vq_dot_multi(vq_wtype t, const void *wrow, const void *act, size_t act_stride, size_t m,
+                  size_t n, float *out)
+{
+    pthread_once(&dot_table_once, init_table);
+    if ((unsigned)t >= N_WTYPES || !dot_table[t]) {
+        for (size_t j = 0; j < m; j++)
+            out[j] = 0.0f;
+        return;
+    }
+    const uint8_t *a = act;
+    size_t j = 0;
+    if (dot4_table[t])
+        for (; j + VQ_DOT_MULTI_MAX <= m; j += VQ_DOT_MULTI_MAX)
+            dot4_table[t](wrow, a + j * act_stride, act_stride, n, out + j);
+    for (; j < m; j++)
+        out[j] = dot_table[t](wrow, a + j * act_stride, n);
 }

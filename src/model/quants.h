@@ -51,6 +51,14 @@ double vq_dot_ref(vq_wtype t, const void *wrow, const float *x, size_t n);
  *     types. Uses the best kernel of this CPU (chosen once; VQ_FORCE_ISA).
  *   vq_dot_ref: dequantize + float64 accumulation with the unquantized x. */
 
+/* Dots of one weight row with m prepared activation vectors, the j-th at
+ * (const char *)act + j*act_stride (a multiple of 4), into out[j]. Same
+ * results as m vq_dot calls up to float rounding; where a multi-vector
+ * kernel exists (AVX2: the 32-element types, Q4_K, Q5_K, Q6_K) each weight
+ * block is decoded once per 4 vectors, which speeds up batched prefill. */
+void vq_dot_multi(vq_wtype t, const void *wrow, const void *act, size_t act_stride, size_t m,
+                  size_t n, float *out);
+
 /* Test hook: the dot kernel of one variant (isa 0 = scalar reference,
  * VQ_CPU_AVX2 = AVX2), NULL if that variant does not exist for t or the CPU
  * (after VQ_FORCE_ISA) lacks it. Lets tests run every path in one process. */

@@ -1,7 +1,7 @@
 /* quants_avx2.c -- AVX2 dot kernels for the weight types the default models
  * use (smollm2: Q4_1, Q8_0, F32; gemma3: Q5_0, Q8_0, Q4_K, Q6_K, F32), plus
- * Q4_0, Q5_1, Q5_K, F16 and BF16 which share their code. Q2_K/Q3_K use the
- * scalar reference. Compiled with -mavx2 -mfma -mf16c; reached only through
+ * Q4_0, Q5_1, Q2_K, Q3_K, Q5_K, F16 and BF16 (every supported type has an
+ * AVX2 kernel). Compiled with -mavx2 -mfma -mf16c; reached only through
  * vq_dot_avx2_kernel() after the CPU reported AVX2 (quants.c).
  *
  * Integer core: _mm256_maddubs_epi16(u, s) multiplies unsigned weight codes
@@ -56,16 +56,27 @@ static inline __m256i dot_u8s8(__m256i u, __m256i s)
 
 /* ---- 32-element types ------------------------------------------------------ */
 
-/* kind: 0 = Q4_0, 1 = Q4_1, 2 = Q5_0, 3 = Q5_1 (compile-time constant after
- * inlining: one kernel body, four specializations). */
-static inline float dot_q4q5(const void *w, const void *act, size_t n, int kind)
+/* Every quantized kernel body below computes the dots of one weight row with
+ * m (1..VQ_DOT_MULTI_MAX) activation vectors at act + j*stride, decoding each
+ * weight block once. It is always inlined with a constant m: m = 1 gives the
+ * single-row kernel, m = 4 the multi kernel (prefill), so there is one body
+ * per format. */
+
+/* kind: 0 = Q4_0, 1 = Q4_1, 2 = Q5_0, 3 = Q5_1 (a constant after inlining). */
+static inline __attribute__((always_inline)) void
+dot_q4q5_m(const void *w, const void *act, size_t stride, int m, size_t n, float *out, int kind)
 {
     const uint8_t *p = w;
-    const vq_act32 *a = act;
     const size_t bb = kind == 0 ? 18 : kind == 1 ? 20 : kind == 2 ? 22 : 24;
     const float off = kind == 0 ? -8.0f : kind == 2 ? -16.0f : 0.0f;
-    __m256 acc = _mm256_setzero_ps();
-    float extra = 0.0f;
+    const vq_act32 *a[VQ_DOT_MULTI_MAX];
+    __m256 acc[VQ_DOT_MULTI_MAX];
+    float extra[VQ_DOT_MULTI_MAX];
+    for (int j = 0; j < m; j++) {
+        a[j] = (const vq_act32 *)(const void *)((const uint8_t *)act + (size_t)j * stride);
+        acc[j] = _mm256_setzero_ps();
+        extra[j] = 0.0f;
+    }
     for (size_t b = 0; b < n / 32; b++, p += bb) {
         uint16_t dh, mh = 0;
         memcpy(&dh, p, 2);
@@ -75,61 +86,92 @@ static inline float dot_q4q5(const void *w, const void *act, size_t n, int kind)
         __m256i u = nibbles32(qs);
         if (kind >= 2)
             u = _mm256_or_si256(u, bits_to_0x10(p + (kind == 2 ? 2 : 4)));
-        __m256i s = _mm256_loadu_si256((const __m256i *)a[b].qs);
         float dw = h2f(dh);
-        __m256 prod = _mm256_cvtepi32_ps(dot_u8s8(u, s));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dw * a[b].d), prod, acc);
-        extra += (kind == 1 || kind == 3 ? h2f(mh) : off * dw) * a[b].s;
+        float mw = (kind == 1 || kind == 3) ? h2f(mh) : off * dw;
+        for (int j = 0; j < m; j++) {
+            __m256i s = _mm256_loadu_si256((const __m256i *)a[j][b].qs);
+            __m256 prod = _mm256_cvtepi32_ps(dot_u8s8(u, s));
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a[j][b].d), prod, acc[j]);
+            extra[j] += mw * a[j][b].s;
+        }
     }
-    return hsum_ps(acc) + extra;
+    for (int j = 0; j < m; j++)
+        out[j] = hsum_ps(acc[j]) + extra[j];
 }
 
-static float dot_q4_0(const void *w, const void *a, size_t n) { return dot_q4q5(w, a, n, 0); }
-static float dot_q4_1(const void *w, const void *a, size_t n) { return dot_q4q5(w, a, n, 1); }
-static float dot_q5_0(const void *w, const void *a, size_t n) { return dot_q4q5(w, a, n, 2); }
-static float dot_q5_1(const void *w, const void *a, size_t n) { return dot_q4q5(w, a, n, 3); }
-
-static float dot_q8_0(const void *w, const void *act, size_t n)
+static inline __attribute__((always_inline)) void
+dot_q8_0_m(const void *w, const void *act, size_t stride, int m, size_t n, float *out)
 {
     const vq_blk_q8_0 *x = w;
-    const vq_act32 *a = act;
-    __m256 acc = _mm256_setzero_ps();
+    const vq_act32 *a[VQ_DOT_MULTI_MAX];
+    __m256 acc[VQ_DOT_MULTI_MAX];
+    for (int j = 0; j < m; j++) {
+        a[j] = (const vq_act32 *)(const void *)((const uint8_t *)act + (size_t)j * stride);
+        acc[j] = _mm256_setzero_ps();
+    }
     for (size_t b = 0; b < n / 32; b++) {
         __m256i q = _mm256_loadu_si256((const __m256i *)x[b].qs);
-        __m256i s = _mm256_loadu_si256((const __m256i *)a[b].qs);
-        __m256i prod = dot_u8s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(s, q));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[b].d) * a[b].d), _mm256_cvtepi32_ps(prod), acc);
+        __m256i aq = _mm256_sign_epi8(q, q);
+        float dw = h2f(x[b].d);
+        for (int j = 0; j < m; j++) {
+            __m256i s = _mm256_loadu_si256((const __m256i *)a[j][b].qs);
+            __m256i prod = dot_u8s8(aq, _mm256_sign_epi8(s, q));
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a[j][b].d), _mm256_cvtepi32_ps(prod), acc[j]);
+        }
     }
-    return hsum_ps(acc);
+    for (int j = 0; j < m; j++)
+        out[j] = hsum_ps(acc[j]);
 }
 
 /* ---- K types ------------------------------------------------------------------ */
 
-/* Q4_K and Q5_K (qh != NULL through has_qh): per 64-element chunk c the
- * low nibbles are sub-block 2c and the high nibbles 2c+1; Q5_K's fifth bits
- * are bits 2c and 2c+1 of qh[0..32). */
-static inline float dot_q45_K(const void *w, const void *act, size_t n, int has_qh)
+/* Q4_K and Q5_K (has_qh): per 64-element chunk c the low nibbles are
+ * sub-block 2c and the high nibbles 2c+1; Q5_K's fifth bits are bits 2c and
+ * 2c+1 of qh[0..32). */
+static inline __attribute__((always_inline)) void
+dot_q45_K_m(const void *w, const void *act, size_t stride, int m, size_t n, float *out, int has_qh)
 {
     const uint8_t *p = w;
-    const vq_act256 *a = act;
     const size_t bb = has_qh ? sizeof(vq_blk_q5_K) : sizeof(vq_blk_q4_K);
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
-    __m256 acc = _mm256_setzero_ps();
-    float extra = 0.0f;
+    const vq_act256 *a[VQ_DOT_MULTI_MAX];
+    __m256 acc[VQ_DOT_MULTI_MAX];
+    __m128 acc_min[VQ_DOT_MULTI_MAX];
+    for (int j = 0; j < m; j++) {
+        a[j] = (const vq_act256 *)(const void *)((const uint8_t *)act + (size_t)j * stride);
+        acc[j] = _mm256_setzero_ps();
+        acc_min[j] = _mm_setzero_ps();
+    }
     for (size_t b = 0; b < n / 256; b++, p += bb) {
         uint16_t dh, mh;
         memcpy(&dh, p, 2);
         memcpy(&mh, p + 2, 2);
-        const uint8_t *scales = p + 4;
         const uint8_t *qh = p + 16;
         const uint8_t *qs = p + (has_qh ? 48 : 16);
-        int sc[8], mn[8], msum = 0;
-        for (int j = 0; j < 8; j++) {
-            vq_k4_scale_min(scales, j, &sc[j], &mn[j]);
-            msum += mn[j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
+        /* the 12 scale bytes as words A, B, C: scales 0..3 = A & 63,
+         * mins 0..3 = B & 63, scales 4..7 = low nibbles of C with A's top
+         * two bits, mins 4..7 = high nibbles of C with B's top two bits
+         * (the layout of vq_k4_scale_min, four at a time) */
+        uint32_t w3[3], sc4[2], mn4[2];
+        memcpy(w3, p + 4, 12);
+        sc4[0] = w3[0] & 0x3f3f3f3fu;
+        mn4[0] = w3[1] & 0x3f3f3f3fu;
+        sc4[1] = (w3[2] & 0x0f0f0f0fu) | (((w3[0] >> 6) & 0x03030303u) << 4);
+        mn4[1] = ((w3[2] >> 4) & 0x0f0f0f0fu) | (((w3[1] >> 6) & 0x03030303u) << 4);
+        uint8_t sc[8];
+        memcpy(sc, sc4, 8);
+        float d = h2f(dh), dmin = h2f(mh);
+        __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)mn4));
+        __m256i isum[VQ_DOT_MULTI_MAX];
+        for (int j = 0; j < m; j++) {
+            /* mins: sum_k min_k * (bsums[2k] + bsums[2k+1]) */
+            __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)a[j][b].bsums),
+                                        _mm_loadu_si128((const __m128i *)(a[j][b].bsums + 8)));
+            __m128i msum = _mm_madd_epi16(mins, bs);
+            acc_min[j] = _mm_fmadd_ps(_mm_set1_ps(-dmin * a[j][b].d), _mm_cvtepi32_ps(msum), acc_min[j]);
+            isum[j] = _mm256_setzero_si256();
         }
         __m256i hbits = has_qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-        __m256i isum = _mm256_setzero_si256();
         for (int c = 0; c < 4; c++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
             __m256i lo = _mm256_and_si256(q, m4);
@@ -141,40 +183,52 @@ static inline float dot_q45_K(const void *w, const void *act, size_t n, int has_
                 hi = _mm256_or_si256(hi, _mm256_slli_epi16(h1, 4));
                 hbits = _mm256_srli_epi16(hbits, 2);
             }
-            const int8_t *s = a[b].qs + 64 * c;
-            __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)s));
-            __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(s + 32)));
-            p0 = _mm256_madd_epi16(p0, _mm256_set1_epi16((short)sc[2 * c]));
-            p1 = _mm256_madd_epi16(p1, _mm256_set1_epi16((short)sc[2 * c + 1]));
-            isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
+            __m256i s0 = _mm256_set1_epi16((short)sc[2 * c]);
+            __m256i s1 = _mm256_set1_epi16((short)sc[2 * c + 1]);
+            for (int j = 0; j < m; j++) {
+                const int8_t *s = a[j][b].qs + 64 * c;
+                __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)s));
+                __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(s + 32)));
+                p0 = _mm256_madd_epi16(p0, s0);
+                p1 = _mm256_madd_epi16(p1, s1);
+                isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(p0, p1));
+            }
         }
-        float dx = a[b].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(dh) * dx), _mm256_cvtepi32_ps(isum), acc);
-        extra -= h2f(mh) * dx * (float)msum;
+        for (int j = 0; j < m; j++)
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[j][b].d), _mm256_cvtepi32_ps(isum[j]), acc[j]);
     }
-    return hsum_ps(acc) + extra;
+    for (int j = 0; j < m; j++) {
+        __m128 mm = _mm_add_ps(acc_min[j], _mm_movehl_ps(acc_min[j], acc_min[j]));
+        mm = _mm_add_ss(mm, _mm_movehdup_ps(mm));
+        out[j] = hsum_ps(acc[j]) + _mm_cvtss_f32(mm);
+    }
 }
-
-static float dot_q4_K(const void *w, const void *a, size_t n) { return dot_q45_K(w, a, n, 0); }
-static float dot_q5_K(const void *w, const void *a, size_t n) { return dot_q45_K(w, a, n, 1); }
 
 /* Q6_K: per 128-element half, code run k (32 elements) takes its low 4 bits
  * from ql[32*(k&1) ..] (high nibble for k >= 2) and its high 2 bits from
  * qh >> 2k; each run spans two 16-element groups with their own scale. The
  * codes are used unsigned (0..63) and the -32 is applied through bsums. */
-static float dot_q6_K(const void *w, const void *act, size_t n)
+static inline __attribute__((always_inline)) void
+dot_q6_K_m(const void *w, const void *act, size_t stride, int m, size_t n, float *out)
 {
     const vq_blk_q6_K *x = w;
-    const vq_act256 *a = act;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
-    __m256 acc = _mm256_setzero_ps();
-    float extra = 0.0f;
+    const vq_act256 *a[VQ_DOT_MULTI_MAX];
+    __m256 acc[VQ_DOT_MULTI_MAX];
+    for (int j = 0; j < m; j++) {
+        a[j] = (const vq_act256 *)(const void *)((const uint8_t *)act + (size_t)j * stride);
+        acc[j] = _mm256_setzero_ps();
+    }
     for (size_t b = 0; b < n / 256; b++) {
         const int8_t *sc = x[b].scales;
-        int osum = 0;
-        for (int g = 0; g < 16; g++)
-            osum += sc[g] * a[b].bsums[g];
-        __m256i isum = _mm256_setzero_si256();
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        float d = h2f(x[b].d);
+        __m256i isum[VQ_DOT_MULTI_MAX];
+        for (int j = 0; j < m; j++) {
+            /* the -32 offset: -32 * sum_g scale_g * bsums_g, folded into isum */
+            __m256i osum = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)a[j][b].bsums));
+            isum[j] = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), osum), 5);
+        }
         for (int h = 0; h < 2; h++) {
             __m256i l0 = _mm256_loadu_si256((const __m256i *)(x[b].ql + 64 * h));
             __m256i l1 = _mm256_loadu_si256((const __m256i *)(x[b].ql + 64 * h + 32));
@@ -189,19 +243,125 @@ static float dot_q6_K(const void *w, const void *act, size_t n)
             q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
             for (int k = 0; k < 4; k++) {
-                const int8_t *s = a[b].qs + 128 * h + 32 * k;
-                __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)s));
                 int g = 8 * h + 2 * k;
                 __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, scv));
+                for (int j = 0; j < m; j++) {
+                    const int8_t *s = a[j][b].qs + 128 * h + 32 * k;
+                    __m256i pr = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)s));
+                    isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(pr, scv));
+                }
             }
         }
-        float dd = h2f(x[b].d) * a[b].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc);
-        extra -= dd * 32.0f * (float)osum;
+        for (int j = 0; j < m; j++)
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[j][b].d), _mm256_cvtepi32_ps(isum[j]), acc[j]);
     }
-    return hsum_ps(acc) + extra;
+    for (int j = 0; j < m; j++)
+        out[j] = hsum_ps(acc[j]);
 }
+
+/* Q2_K and Q3_K: per 128-element half h, 32 bytes of qs give 4 runs of 32
+ * codes (bit pairs at shift 2k); run k spans groups 8h+2k and 8h+2k+1 with
+ * their own scales. Q2_K: unsigned codes 0..3, x = d*scale*q - dmin*min.
+ * Q3_K: the third bit of run (h, k) is bit 4h+k of hmask[l]; codes are
+ * used unsigned (lo + 4*bit, 0..7) and the -4 goes through bsums. */
+static inline __attribute__((always_inline)) void
+dot_q23_K_m(const void *w, const void *act, size_t stride, int m, size_t n, float *out, int is_q3)
+{
+    const uint8_t *p = w;
+    const size_t bb = is_q3 ? sizeof(vq_blk_q3_K) : sizeof(vq_blk_q2_K);
+    const __m256i m2 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
+    const vq_act256 *a[VQ_DOT_MULTI_MAX];
+    __m256 acc[VQ_DOT_MULTI_MAX];
+    for (int j = 0; j < m; j++) {
+        a[j] = (const vq_act256 *)(const void *)((const uint8_t *)act + (size_t)j * stride);
+        acc[j] = _mm256_setzero_ps();
+    }
+    for (size_t b = 0; b < n / 256; b++, p += bb) {
+        int8_t sc[16];
+        __m256i offs16; /* per-group term multiplying bsums: -min (Q2_K) or -4*scale (Q3_K) */
+        float d, dm;    /* isum scale, and the offset term's scale */
+        const uint8_t *qs;
+        if (is_q3) {
+            const vq_blk_q3_K *x = (const vq_blk_q3_K *)(const void *)p;
+            /* scale g: low 4 bits from scales[g] (g < 8) or scales[g-8] >> 4,
+             * high 2 bits from scales[8 + g%4] >> 2*(g/4); stored + 32 */
+            uint32_t w3[3], s4[4];
+            memcpy(w3, x->scales, 12);
+            s4[0] = (w3[0] & 0x0f0f0f0fu) | ((w3[2] & 0x03030303u) << 4);
+            s4[1] = (w3[1] & 0x0f0f0f0fu) | (((w3[2] >> 2) & 0x03030303u) << 4);
+            s4[2] = ((w3[0] >> 4) & 0x0f0f0f0fu) | (((w3[2] >> 4) & 0x03030303u) << 4);
+            s4[3] = ((w3[1] >> 4) & 0x0f0f0f0fu) | (((w3[2] >> 6) & 0x03030303u) << 4);
+            __m128i s = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)s4), _mm_set1_epi8(32));
+            _mm_storeu_si128((__m128i *)(void *)sc, s);
+            offs16 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(s), 2); /* 4*scale, subtracted */
+            d = dm = h2f(x->d);
+            qs = x->qs;
+        } else {
+            const vq_blk_q2_K *x = (const vq_blk_q2_K *)(const void *)p;
+            __m128i s = _mm_loadu_si128((const __m128i *)x->scales);
+            _mm_storeu_si128((__m128i *)(void *)sc, _mm_and_si128(s, _mm_set1_epi8(0x0f)));
+            offs16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
+            d = h2f(x->d);
+            dm = h2f(x->dmin);
+            qs = x->qs;
+        }
+        __m256i isum[VQ_DOT_MULTI_MAX];
+        for (int j = 0; j < m; j++) {
+            __m256i o = _mm256_madd_epi16(offs16, _mm256_loadu_si256((const __m256i *)a[j][b].bsums));
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(-dm * a[j][b].d), _mm256_cvtepi32_ps(o), acc[j]);
+            isum[j] = _mm256_setzero_si256();
+        }
+        __m256i hm = is_q3 ? _mm256_loadu_si256((const __m256i *)(const void *)p) : _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i q2 = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+            for (int k = 0; k < 4; k++) {
+                __m256i q = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * k), m2);
+                if (is_q3) {
+                    __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one);
+                    q = _mm256_or_si256(q, _mm256_slli_epi16(hb, 2));
+                }
+                int g = 8 * h + 2 * k;
+                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+                for (int j = 0; j < m; j++) {
+                    const int8_t *s = a[j][b].qs + 128 * h + 32 * k;
+                    __m256i pr = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)s));
+                    isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(pr, scv));
+                }
+            }
+        }
+        for (int j = 0; j < m; j++)
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[j][b].d), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+    }
+    for (int j = 0; j < m; j++)
+        out[j] = hsum_ps(acc[j]);
+}
+
+/* Single-row kernels (m = 1) and 4-vector kernels (m = 4) from each body. */
+#define KERNELS(name, body_call)                                                       \
+    static float dot_##name(const void *w, const void *act, size_t n)                 \
+    {                                                                                  \
+        float out[1];                                                                  \
+        const size_t stride = 0;                                                       \
+        const int m = 1;                                                               \
+        body_call;                                                                     \
+        return out[0];                                                                 \
+    }                                                                                  \
+    static void dot4_##name(const void *w, const void *act, size_t stride, size_t n,  \
+                            float *out)                                                \
+    {                                                                                  \
+        const int m = 4;                                                               \
+        body_call;                                                                     \
+    }
+KERNELS(q4_0, dot_q4q5_m(w, act, stride, m, n, out, 0))
+KERNELS(q4_1, dot_q4q5_m(w, act, stride, m, n, out, 1))
+KERNELS(q5_0, dot_q4q5_m(w, act, stride, m, n, out, 2))
+KERNELS(q5_1, dot_q4q5_m(w, act, stride, m, n, out, 3))
+KERNELS(q8_0, dot_q8_0_m(w, act, stride, m, n, out))
+KERNELS(q4_K, dot_q45_K_m(w, act, stride, m, n, out, 0))
+KERNELS(q5_K, dot_q45_K_m(w, act, stride, m, n, out, 1))
+KERNELS(q6_K, dot_q6_K_m(w, act, stride, m, n, out))
+KERNELS(q2_K, dot_q23_K_m(w, act, stride, m, n, out, 0))
+KERNELS(q3_K, dot_q23_K_m(w, act, stride, m, n, out, 1))
 
 /* ---- float weights ---------------------------------------------------------------- */
 
@@ -264,6 +424,25 @@ vq_dot_kernel vq_dot_avx2_kernel(vq_wtype t)
     case VQ_W_Q4_K: return dot_q4_K;
     case VQ_W_Q5_K: return dot_q5_K;
     case VQ_W_Q6_K: return dot_q6_K;
+    case VQ_W_Q2_K: return dot_q2_K;
+    case VQ_W_Q3_K: return dot_q3_K;
+    default: return NULL;
+    }
+}
+
+vq_dot4_kernel vq_dot4_avx2_kernel(vq_wtype t)
+{
+    switch (t) {
+    case VQ_W_Q4_0: return dot4_q4_0;
+    case VQ_W_Q4_1: return dot4_q4_1;
+    case VQ_W_Q5_0: return dot4_q5_0;
+    case VQ_W_Q5_1: return dot4_q5_1;
+    case VQ_W_Q8_0: return dot4_q8_0;
+    case VQ_W_Q4_K: return dot4_q4_K;
+    case VQ_W_Q5_K: return dot4_q5_K;
+    case VQ_W_Q6_K: return dot4_q6_K;
+    case VQ_W_Q2_K: return dot4_q2_K;
+    case VQ_W_Q3_K: return dot4_q3_K;
     default: return NULL;
     }
 }

@@ -80,6 +80,12 @@ void vq_act_quantize256(const float *x, size_t n, vq_act256 *a);
 typedef float (*vq_dot_kernel)(const void *wrow, const void *act, size_t n);
 /* Scalar kernels, indexed by type; NULL where unsupported. */
 vq_dot_kernel vq_dot_scalar_kernel(vq_wtype t);
+/* A 4-vector kernel: out[j] = dot(wrow, act + j*stride) for j = 0..3, the
+ * weight blocks decoded once. */
+#define VQ_DOT_MULTI_MAX 4
+typedef void (*vq_dot4_kernel)(const void *wrow, const void *act, size_t stride, size_t n,
+                               float *out);
+vq_dot4_kernel vq_dot4_avx2_kernel(vq_wtype t);
 /* AVX2 kernels (quants_avx2.c); NULL where no AVX2 variant exists. Only
  * call what it returns after vq_cpu_features() reported AVX2. */
 vq_dot_kernel vq_dot_avx2_kernel(vq_wtype t);

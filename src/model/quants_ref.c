@@ -103,13 +103,13 @@ void vq_k4_scale_min(const uint8_t *s, int j, int *scale, int *min)
 
 static void unpack_q2_K(const vq_blk_q2_K *b, vq_unpacked256 *u)
 {
-    /* each 128-element half uses 32 bytes of qs; its 4 bit-pairs (shift
-     * 0,2,4,6) give 4 runs of 32 elements; group g (16 elements) has
+    /* each 128-element half h uses qs[32h .. 32h+32); its 4 bit-pairs
+     * (shift 0,2,4,6) give 4 runs of 32 elements; group g (16 elements) has
      * scale byte scales[g] */
-    for (int i = 0; i < 256; i++) {
-        int half = i / 128, shift = 2 * ((i % 128) / 32), l = i % 32;
-        u->q[i] = (int8_t)((b->qs[32 * half + l] >> shift) & 3);
-    }
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++)
+            for (int l = 0; l < 32; l++)
+                u->q[128 * h + 32 * k + l] = (int8_t)((b->qs[32 * h + l] >> (2 * k)) & 3);
     for (int g = 0; g < 16; g++) {
         u->scale[g] = b->scales[g] & 0xf;
         u->min[g] = b->scales[g] >> 4;
@@ -122,12 +122,13 @@ static void unpack_q3_K(const vq_blk_q3_K *b, vq_unpacked256 *u)
 {
     /* like Q2_K for the low bits; element i's high bit is bit (i/32) of
      * hmask[i%32]; a clear high bit subtracts 4 */
-    for (int i = 0; i < 256; i++) {
-        int half = i / 128, shift = 2 * ((i % 128) / 32), l = i % 32;
-        int lo = (b->qs[32 * half + l] >> shift) & 3;
-        int hi = (b->hmask[l] >> (i / 32)) & 1;
-        u->q[i] = (int8_t)(lo - (hi ? 0 : 4));
-    }
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++)
+            for (int l = 0; l < 32; l++) {
+                int lo = (b->qs[32 * h + l] >> (2 * k)) & 3;
+                int hi = (b->hmask[l] >> (4 * h + k)) & 1;
+                u->q[128 * h + 32 * k + l] = (int8_t)(lo - 4 + 4 * hi);
+            }
     /* scale g: low 4 bits from scales[g] (g<8) or scales[g-8]>>4, high 2
      * bits from scales[8 + g%4] at bit 2*(g/4); stored +32 */
     for (int g = 0; g < 16; g++) {
@@ -146,13 +147,15 @@ static void unpack_q3_K(const vq_blk_q3_K *b, vq_unpacked256 *u)
 static void unpack_q45_K(const uint8_t *scales12, const uint8_t *qs, const uint8_t *qh,
                          uint16_t d, uint16_t dmin, vq_unpacked256 *u)
 {
-    for (int i = 0; i < 256; i++) {
-        int c = i / 64, l = i % 32, high = (i % 64) >= 32;
-        int q = high ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 0xf;
-        if (qh)
-            q |= ((qh[l] >> (i / 32)) & 1) << 4;
-        u->q[i] = (int8_t)q;
-    }
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++) {
+            u->q[64 * c + l] = (int8_t)(qs[32 * c + l] & 0xf);
+            u->q[64 * c + 32 + l] = (int8_t)(qs[32 * c + l] >> 4);
+        }
+    if (qh)
+        for (int s = 0; s < 8; s++) /* sub-block s = i/32 takes bit s of qh[i%32] */
+            for (int l = 0; l < 32; l++)
+                u->q[32 * s + l] = (int8_t)(u->q[32 * s + l] | (((qh[l] >> s) & 1) << 4));
     for (int j = 0; j < 8; j++) {
         int sc, mn;
         vq_k4_scale_min(scales12, j, &sc, &mn);
@@ -168,13 +171,16 @@ static void unpack_q6_K(const vq_blk_q6_K *b, vq_unpacked256 *u)
     /* per 128-element half h: ql[64h ..], qh[32h ..]; element 32k+l of the
      * half (k = 0..3, l = 0..31): low 4 bits from ql[64h + l + 32*(k&1)]
      * (high nibble when k >= 2), high 2 bits from qh[32h + l] >> 2k */
-    for (int i = 0; i < 256; i++) {
-        int h = i / 128, k = (i % 128) / 32, l = i % 32;
-        uint8_t lb = b->ql[64 * h + l + 32 * (k & 1)];
-        int lo = k >= 2 ? lb >> 4 : lb & 0xf;
-        int hi = (b->qh[32 * h + l] >> (2 * k)) & 3;
-        u->q[i] = (int8_t)((lo | (hi << 4)) - 32);
-    }
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l++) {
+            const uint8_t *ql = b->ql + 64 * h;
+            int hb = b->qh[32 * h + l];
+            int8_t *q = u->q + 128 * h;
+            q[l] = (int8_t)(((ql[l] & 0xf) | ((hb & 3) << 4)) - 32);
+            q[32 + l] = (int8_t)(((ql[32 + l] & 0xf) | (((hb >> 2) & 3) << 4)) - 32);
+            q[64 + l] = (int8_t)(((ql[l] >> 4) | (((hb >> 4) & 3) << 4)) - 32);
+            q[96 + l] = (int8_t)(((ql[32 + l] >> 4) | (((hb >> 6) & 3) << 4)) - 32);
+        }
     for (int g = 0; g < 16; g++) {
         u->scale[g] = b->scales[g];
         u->min[g] = 0;
@@ -253,9 +259,14 @@ static float quantize_int8(const float *x, int n, int8_t *q)
         amax = fmaxf(amax, fabsf(x[i]));
     float d = amax / 127.0f;
     float id = d > 0.0f ? 1.0f / d : 0.0f;
+    /* round to nearest even by adding and subtracting 1.5*2^23 (exact for
+     * |v| < 2^22; here |v| <= 127): the same result as nearbyintf in the
+     * default rounding mode, without a libm call, and vectorizable */
+    const float magic = 12582912.0f;
     for (int i = 0; i < n; i++) {
-        float v = nearbyintf(x[i] * id);
-        q[i] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
+        float v = (x[i] * id + magic) - magic;
+        /* clamp; NaN (from NaN/Inf inputs) becomes 0 rather than an undefined cast */
+        q[i] = (int8_t)(v >= 127.0f ? 127 : v <= -127.0f ? -127 : v == v ? (int)v : 0);
     }
     return d;
 }

@@ -95,37 +95,35 @@ static int cand_cmp(const void *x, const void *y)
     return cand_before(a, b) ? -1 : cand_before(b, a) ? 1 : 0;
 }
 
-/* Move the k best candidates of c[0..n) to c[0..k) (quickselect). */
+static void cand_swap(cand *a, cand *b)
+{
+    cand t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Move the k best candidates of c[0..n) to c[0..k), in any order
+ * (quickselect, Lomuto partition around the middle element). Every round
+ * shrinks [lo, hi) by at least the pivot, so it always terminates; the
+ * order is strict (ties broken by id), so duplicates cannot stall it. */
 static void select_top(cand *c, size_t n, size_t k)
 {
     size_t lo = 0, hi = n;
     while (hi - lo > 1) {
-        cand pivot = c[lo + (hi - lo) / 2];
-        size_t i = lo, j = hi - 1;
-        for (;;) {
-            while (cand_before(&c[i], &pivot))
-                i++;
-            while (cand_before(&pivot, &c[j]))
-                j--;
-            if (i >= j)
-                break;
-            cand t = c[i];
-            c[i] = c[j];
-            c[j] = t;
-            i++;
-            j--;
-        }
-        /* c[lo..j] are all not after pivot, c[j+1..hi) not before it */
-        if (k <= j + 1 - lo) {
-            if (j + 1 - lo == k)
-                return;
-            hi = j + 1;
-        } else {
-            k -= j + 1 - lo;
-            lo = j + 1;
-        }
-        if (k == 0)
+        cand_swap(&c[lo + (hi - lo) / 2], &c[hi - 1]);
+        const cand pivot = c[hi - 1];
+        size_t store = lo;
+        for (size_t i = lo; i < hi - 1; i++)
+            if (cand_before(&c[i], &pivot))
+                cand_swap(&c[i], &c[store++]);
+        cand_swap(&c[store], &c[hi - 1]);
+        /* c[lo..store) beat the pivot, c[store] is it, c(store..hi) lose */
+        if (k == store || k == store + 1)
             return;
+        if (k < store)
+            hi = store;
+        else
+            lo = store + 1;
     }
 }
 

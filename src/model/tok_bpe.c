@@ -141,8 +141,10 @@ static void try_pair(const vq_tokenizer *t, vq_tok_work *w, int32_t left, int32_
 
 static vq_status push_or_unk(const vq_tokenizer *t, int32_t id, vq_tok_vec *out, char *err)
 {
-    if (id < 0)
-        id = t->unk; /* a byte the vocabulary cannot express: <unk>, or dropped */
+    /* a byte the vocabulary cannot express (SmolLM2 lacks 21 of the 256):
+     * <unk> if the model has a real one, else dropped, as llama.cpp does */
+    if (id < 0 && t->unk >= 0 && t->type[t->unk] == VQ_TOKT_UNKNOWN)
+        id = t->unk;
     return id >= 0 ? vq_tok_vec_push(out, id, err) : VQ_OK;
 }
 

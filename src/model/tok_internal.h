@@ -32,6 +32,8 @@ enum {
 /* Open-addressing hash from token text to id. */
 typedef struct {
     int32_t *slot; /* id, or -1 when empty */
+    uint32_t *tag; /* high hash bits of the slot's text: most misses never
+                      touch the token texts */
     size_t mask;   /* capacity - 1 (power of two) */
 } vq_tok_strmap;
 

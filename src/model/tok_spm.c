@@ -1,6 +1,7 @@
 /* tok_spm.c -- SentencePiece-style encoding with scores and byte fallback
  * (the algorithm of llama.cpp's llm_tokenizer_spm, itself the BPE-with-
- * scores mode of SentencePiece): split the fragment into UTF-8 characters,
+ * scores mode of SentencePiece): split the fragment into UTF-8 characters
+ * (an invalid byte is a character of its own),
  * then repeatedly merge the adjacent pair whose concatenation is a vocabulary
  * token with the highest score (ties: the leftmost pair). Every final symbol
  * is its token, or, if the vocabulary lacks it (a single character only,
@@ -31,8 +32,8 @@ static vq_status emit_symbol(const vq_tokenizer *t, const char *s, size_t n, vq_
         return vq_tok_vec_push(out, id, err);
     for (size_t i = 0; i < n; i++) {
         int32_t b = t->byte_tok[(unsigned char)s[i]];
-        if (b < 0)
-            b = t->unk; /* no byte token: <unk> (dropped if there is none) */
+        if (b < 0 && t->unk >= 0 && t->type[t->unk] == VQ_TOKT_UNKNOWN)
+            b = t->unk; /* no byte token: <unk>; dropped if there is none */
         if (b >= 0)
             VQ_TRY(vq_tok_vec_push(out, b, err));
     }
@@ -47,7 +48,11 @@ vq_status vq_tok_spm_encode(const vq_tokenizer *t, vq_tok_work *w, const char *t
     VQ_TRY(vq_tok_work_reserve(w, len, 0, err));
     int32_t n = 0;
     for (size_t off = 0; off < len; n++) {
-        size_t k = vq_tok_utf8_lead_len(text + off, len - off);
+        /* one character, or one byte where the UTF-8 is invalid (llama.cpp
+         * goes by the lead byte alone and may swallow the next character's
+         * bytes into a byte-fallback run; same result for valid UTF-8) */
+        uint32_t cp;
+        size_t k = vq_tok_utf8_next(text + off, len - off, &cp);
         vq_tok_sym *s = &w->sym[n];
         s->id = -1;
         s->start = off;

@@ -76,14 +76,6 @@ size_t vq_tok_utf8_next(const char *s, size_t len, uint32_t *cp)
     return n;
 }
 
-size_t vq_tok_utf8_lead_len(const char *s, size_t len)
-{
-    static const unsigned char by_high_nibble[16] = { 1, 1, 1, 1, 1, 1, 1, 1,
-                                                      1, 1, 1, 1, 2, 2, 3, 4 };
-    size_t n = by_high_nibble[(unsigned char)s[0] >> 4];
-    return n < len ? n : len;
-}
-
 size_t vq_tok_utf8_put(uint32_t cp, char out[4])
 {
     if (cp < 0x80) {

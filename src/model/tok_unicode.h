@@ -42,10 +42,6 @@ uint8_t vq_tok_cp_class(uint32_t cp);
  * consumed (1..4). */
 size_t vq_tok_utf8_next(const char *s, size_t len, uint32_t *cp);
 
-/* SentencePiece-style character length: from the lead byte alone (as
- * llama.cpp's SPM tokenizer does), clipped to the bytes left. */
-size_t vq_tok_utf8_lead_len(const char *s, size_t len);
-
 /* Encode cp as UTF-8 into out[4]; returns the byte count (0 if cp is not a
  * valid scalar value). */
 size_t vq_tok_utf8_put(uint32_t cp, char out[4]);

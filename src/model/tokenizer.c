@@ -26,20 +26,26 @@ static uint64_t hash_bytes(const char *s, size_t n)
         h ^= (unsigned char)s[i];
         h *= 0x100000001b3ULL;
     }
-    return h ^ (h >> 29);
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    return h ^ (h >> 32);
 }
 
 int32_t vq_tok_lookup(const vq_tokenizer *t, const char *s, size_t len)
 {
-    size_t i = (size_t)hash_bytes(s, len) & t->map.mask;
+    uint64_t h = hash_bytes(s, len);
+    uint32_t tag = (uint32_t)(h >> 32);
+    size_t i = (size_t)h & t->map.mask;
     for (;;) {
         int32_t id = t->map.slot[i];
         if (id < 0)
             return -1;
-        size_t l;
-        const char *x = vq_tok_text(t, id, &l);
-        if (l == len && memcmp(x, s, len) == 0)
-            return id;
+        if (t->map.tag[i] == tag) {
+            size_t l;
+            const char *x = vq_tok_text(t, id, &l);
+            if (l == len && memcmp(x, s, len) == 0)
+                return id;
+        }
         i = (i + 1) & t->map.mask;
     }
 }
@@ -50,7 +56,8 @@ static vq_status build_map(vq_tokenizer *t, char *err)
     while (cap < 2 * (size_t)t->n_vocab)
         cap *= 2;
     t->map.slot = malloc(cap * sizeof *t->map.slot);
-    if (!t->map.slot)
+    t->map.tag = malloc(cap * sizeof *t->map.tag);
+    if (!t->map.slot || !t->map.tag)
         return vq_fail(err, VQ_ERR_NOMEM, "tokenizer: out of memory for the vocabulary map");
     memset(t->map.slot, 0xff, cap * sizeof *t->map.slot);
     t->map.mask = cap - 1;
@@ -59,11 +66,13 @@ static vq_status build_map(vq_tokenizer *t, char *err)
         const char *s = vq_tok_text(t, id, &len);
         if (len == 0)
             continue; /* an empty token can never be matched */
-        size_t i = (size_t)hash_bytes(s, len) & t->map.mask;
+        uint64_t h = hash_bytes(s, len);
+        size_t i = (size_t)h & t->map.mask;
         for (;;) {
             int32_t o = t->map.slot[i];
             if (o < 0) {
                 t->map.slot[i] = id;
+                t->map.tag[i] = (uint32_t)(h >> 32);
                 break;
             }
             size_t l;
@@ -371,6 +380,7 @@ void vq_tokenizer_free(vq_tokenizer *t)
     free(t->type);
     free(t->flags);
     free(t->map.slot);
+    free(t->map.tag);
     free(t->merges.key);
     free(t->merges.rank);
     free(t->merges.result);

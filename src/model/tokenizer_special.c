@@ -9,11 +9,13 @@
  * text not yet claimed. A token flagged LSTRIP / RSTRIP also swallows the
  * ASCII whitespace next to it. What is left are raw fragments.
  *
- * Implementation: a byte trie of the special texts; one pass per distinct
- * token length (longest first) finds the occurrences of that length in the
- * unclaimed text, which are then claimed in (priority, position) order. The
- * cost is O(text x distinct lengths) plus the trie walks, independent of
- * the number of special tokens (gemma has thousands). */
+ * Implementation: a byte trie of the special texts. One walk per position
+ * finds where special tokens start (candidates); then one pass per distinct
+ * token length (longest first) collects the occurrences of that length in
+ * the unclaimed text, claimed in (priority, position) order. The cost is
+ * O(text x longest special) for the walks plus O(candidates x distinct
+ * lengths), independent of the number of special tokens (gemma has
+ * thousands). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,8 +172,8 @@ vq_status vq_tok_partition(const vq_tokenizer *t, const char *text, size_t len, 
     uint8_t *state = calloc(len, 1);
     /* has_len[l]: some usable special token has l bytes */
     uint8_t *has_len = calloc(maxlen + 1, 1);
-    match *found = NULL, *taken = NULL;
-    size_t n_found = 0, cap_found = 0, n_taken = 0, cap_taken = 0;
+    match *found = NULL, *taken = NULL, *cand = NULL;
+    size_t n_found = 0, cap_found = 0, n_taken = 0, cap_taken = 0, n_cand = 0, cap_cand = 0;
     vq_status st = VQ_OK;
     if (!state || !has_len) {
         st = vq_fail(err, VQ_ERR_NOMEM, "tokenizer: out of memory");
@@ -182,12 +184,42 @@ vq_status vq_tok_partition(const vq_tokenizer *t, const char *text, size_t len, 
         if (parse_special || t->type[id] == VQ_TOKT_USER_DEFINED)
             has_len[t->off[id + 1] - t->off[id]] = 1;
     }
-    for (size_t L = maxlen; L >= 1; L--) {
+    /* candidates: positions where some usable special token starts, with
+     * the longest such length (one trie walk per position) */
+    for (size_t p = 0; p < len; p++) {
+        int32_t node = 0;
+        size_t longest = 0;
+        for (size_t d = 0; p + d < len && d < maxlen; d++) {
+            node = trie_child(&t->trie, node, u[p + d]);
+            if (node < 0)
+                break;
+            int32_t r = t->trie.term[node];
+            if (r >= 0 && (parse_special || t->type[t->special[r]] == VQ_TOKT_USER_DEFINED))
+                longest = d + 1;
+        }
+        if (longest) {
+            if (n_cand == cap_cand) {
+                size_t nc = cap_cand ? 2 * cap_cand : 64;
+                match *ncand = realloc(cand, nc * sizeof *ncand);
+                if (!ncand) {
+                    st = vq_fail(err, VQ_ERR_NOMEM, "tokenizer: out of memory");
+                    goto done;
+                }
+                cand = ncand;
+                cap_cand = nc;
+            }
+            cand[n_cand].pos = p;
+            cand[n_cand].rank = (int32_t)longest; /* here: the longest match length */
+            n_cand++;
+        }
+    }
+    for (size_t L = maxlen; L >= 1 && n_cand > 0; L--) {
         if (!has_len[L] || L > len)
             continue;
         n_found = 0;
-        for (size_t p = 0; p + L <= len; p++) {
-            if (state[p] != FREE)
+        for (size_t c = 0; c < n_cand; c++) {
+            size_t p = cand[c].pos;
+            if ((size_t)cand[c].rank < L || state[p] != FREE)
                 continue;
             int32_t node = 0;
             size_t d = 0;
@@ -215,8 +247,7 @@ vq_status vq_tok_partition(const vq_tokenizer *t, const char *text, size_t len, 
             found[n_found].pos = p;
             n_found++;
         }
-        if (n_found > 1)
-            qsort(found, n_found, sizeof *found, cmp_match);
+        qsort(found, n_found, sizeof *found, cmp_match);
         for (size_t i = 0; i < n_found; i++) {
             size_t p = found[i].pos, k;
             for (k = 0; k < L && state[p + k] == FREE; k++)
@@ -268,5 +299,6 @@ done:
     free(has_len);
     free(found);
     free(taken);
+    free(cand);
     return st;
 }

@@ -9,27 +9,27 @@
 
 #include "cache/cache_internal.h"
 
-static vq_pool_class *find_class(vq_pool *p, size_t bytes, int add)
+static vq_page_class *find_class(vq_page_pool *p, size_t bytes, int add)
 {
     for (size_t i = 0; i < p->n_cls; i++)
         if (p->cls[i].bytes == bytes)
             return &p->cls[i];
     if (!add)
         return NULL;
-    vq_pool_class *n = realloc(p->cls, (p->n_cls + 1) * sizeof *n);
+    vq_page_class *n = realloc(p->cls, (p->n_cls + 1) * sizeof *n);
     if (!n)
         return NULL;
     p->cls = n;
-    vq_pool_class *c = &p->cls[p->n_cls++];
+    vq_page_class *c = &p->cls[p->n_cls++];
     c->bytes = bytes;
     c->free = NULL;
     c->n_free = c->cap_free = c->n_out = 0;
     return c;
 }
 
-void *vq_pool_get(vq_pool *p, size_t bytes)
+void *vq_page_get(vq_page_pool *p, size_t bytes)
 {
-    vq_pool_class *c = find_class(p, bytes, 1);
+    vq_page_class *c = find_class(p, bytes, 1);
     if (!c)
         return NULL;
     void *page = c->n_free ? c->free[--c->n_free] : malloc(bytes);
@@ -38,11 +38,11 @@ void *vq_pool_get(vq_pool *p, size_t bytes)
     return page;
 }
 
-void vq_pool_put(vq_pool *p, void *page, size_t bytes)
+void vq_page_put(vq_page_pool *p, void *page, size_t bytes)
 {
     if (!page)
         return;
-    vq_pool_class *c = find_class(p, bytes, 0);
+    vq_page_class *c = find_class(p, bytes, 0);
     if (!c) { /* not from this pool: cannot happen; do not leak */
         free(page);
         return;
@@ -61,7 +61,7 @@ void vq_pool_put(vq_pool *p, void *page, size_t bytes)
     c->free[c->n_free++] = page;
 }
 
-size_t vq_pool_free_bytes(const vq_pool *p)
+size_t vq_page_pool_free_bytes(const vq_page_pool *p)
 {
     size_t t = 0;
     for (size_t i = 0; i < p->n_cls; i++)
@@ -69,7 +69,7 @@ size_t vq_pool_free_bytes(const vq_pool *p)
     return t;
 }
 
-void vq_pool_destroy(vq_pool *p)
+void vq_page_pool_destroy(vq_page_pool *p)
 {
     for (size_t i = 0; i < p->n_cls; i++) {
         for (size_t j = 0; j < p->cls[i].n_free; j++)

@@ -1,0 +1,152 @@
+/* threads.c -- per-worker attention scratch and codec clones.
+ *
+ * Attention work items (KV head x context chunk) run on a borrowed
+ * thread pool (core/pool.h). Each worker has its own scratch and its own
+ * codec handles: codec kernels keep scratch in their handle, so one handle
+ * must not be used by two threads. Clones are created from the codec's
+ * canonical spec (calib= dropped) with the same seed, and get the
+ * original's calibration state, so they encode/score identically. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache_internal.h"
+
+void vq_cache_free_workers(vq_cache *c)
+{
+    for (int l = 0; c->layers && l < c->n_layers; l++) {
+        vq_cache_layer *L = &c->layers[l];
+        vq_codec **sets[4] = { L->kcw, L->vcw, L->fkw, L->fvw };
+        for (int s = 0; s < 4; s++) {
+            for (int w = 1; sets[s] && w < c->n_workers; w++)
+                vq_codec_free(sets[s][w]);
+            free(sets[s]);
+        }
+        L->kcw = L->vcw = L->fkw = L->fvw = NULL;
+    }
+    for (int w = 0; c->workers && w < c->n_workers; w++) {
+        free(c->workers[w].qbuf);
+        free(c->workers[w].qbuf2);
+        free(c->workers[w].qf);
+        free(c->workers[w].sc);
+    }
+    free(c->workers);
+    free(c->part);
+    c->workers = NULL;
+    c->part = NULL;
+    c->n_workers = 0;
+}
+
+static vq_status clone_codec(vq_cache *c, vq_codec *src, vq_codec **out)
+{
+    char spec[VQ_SPEC_MAX_LEN];
+    snprintf(spec, sizeof spec, "%s", vq_codec_spec(src));
+    vq_cache_strip_calib(spec);
+    vq_status st = vq_codec_create(spec, vq_codec_head_dim(src), vq_codec_role(src), src->seed, out);
+    if (st != VQ_OK)
+        return vq_fail(c->err, st, "cache threads: cannot clone codec '%s': %s", spec, vq_last_error());
+    if (src->ops->state_write && vq_codec_is_ready(src) && vq_codec_needs_calibration(src)) {
+        size_t len = 0;
+        st = vq_codec_state_write(src, NULL, 0, &len);
+        uint8_t *buf = st == VQ_OK ? malloc(len) : NULL;
+        if (st == VQ_OK && !buf)
+            st = VQ_ERR_NOMEM;
+        if (st == VQ_OK)
+            st = vq_codec_state_write(src, buf, len, &len);
+        if (st == VQ_OK)
+            st = vq_codec_state_read(*out, buf, len);
+        free(buf);
+        if (st != VQ_OK)
+            return vq_fail(c->err, st, "cache threads: cannot copy calibration of '%s'", spec);
+    }
+    return VQ_OK;
+}
+
+static vq_status setup(vq_cache *c, struct vq_pool *pool)
+{
+    int T = pool ? vq_pool_size(pool) : 1;
+    if (T < 1)
+        T = 1;
+    vq_cache_free_workers(c);
+    c->threads = T > 1 ? pool : NULL;
+    size_t nq = 0, qb = 0, D = 0, asz = 0, sc = 0, grp = 0, nkv = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        vq_cache_layer *L = &c->layers[l];
+        size_t g = (size_t)(L->shape.n_q_heads / L->shape.n_kv_heads);
+        nq = g * VQ_CACHE_QUERY_TILE > nq ? g * VQ_CACHE_QUERY_TILE : nq;
+        size_t x = vq_codec_query_bytes(L->kc);
+        qb = x > qb ? x : qb;
+        x = vq_codec_query_bytes(L->fk);
+        qb = x > qb ? x : qb;
+        D = (size_t)L->shape.head_dim > D ? (size_t)L->shape.head_dim : D;
+        x = vq_codec_accum_size(L->vc);
+        asz = x > asz ? x : asz;
+        x = L->page_tokens > L->res_cap ? L->page_tokens : L->res_cap;
+        sc = x > sc ? x : sc;
+        grp = L->group > grp ? L->group : grp;
+        nkv = (size_t)L->shape.n_kv_heads > nkv ? (size_t)L->shape.n_kv_heads : nkv;
+    }
+    c->nq_max = nq;
+    c->asz_max = asz;
+    c->d_max = D;
+    if (!c->tmp) {
+        c->tmp = malloc((grp > 2 ? grp : 2) * D * sizeof(float));
+        if (!c->tmp)
+            return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for scratch");
+    }
+    c->workers = calloc((size_t)T, sizeof *c->workers);
+    c->n_workers = T;
+    if (!c->workers) {
+        c->n_workers = 0;
+        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for workers");
+    }
+    for (int w = 0; w < T; w++) {
+        vq_attn_worker *W = &c->workers[w];
+        W->qbuf = malloc(nq * qb + 64);
+        W->qbuf2 = malloc(nq * qb + 64);
+        W->qf = malloc(nq * D * sizeof(float));
+        W->sc = malloc(nq * sc * sizeof(float));
+        if (!W->qbuf || !W->qbuf2 || !W->qf || !W->sc)
+            return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
+    }
+    /* items per tile: n_kv heads x ceil(T / n_kv) chunks < n_kv + T */
+    c->part_items = nkv + (size_t)T;
+    c->part_stride = nq * (2 * asz + D + 2); /* m, l, acc, acc_res, acc_anchor */
+    c->part = malloc(c->part_items * c->part_stride * sizeof(float));
+    if (!c->part)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention partials");
+    for (int l = 0; l < c->n_layers; l++) {
+        vq_cache_layer *L = &c->layers[l];
+        L->kcw = calloc((size_t)T, sizeof *L->kcw);
+        L->vcw = calloc((size_t)T, sizeof *L->vcw);
+        L->fkw = calloc((size_t)T, sizeof *L->fkw);
+        L->fvw = calloc((size_t)T, sizeof *L->fvw);
+        if (!L->kcw || !L->vcw || !L->fkw || !L->fvw)
+            return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for worker codecs");
+        L->kcw[0] = L->kc;
+        L->vcw[0] = L->vc;
+        L->fkw[0] = L->fk;
+        L->fvw[0] = L->fv;
+        for (int w = 1; w < T; w++) {
+            VQ_TRY(clone_codec(c, L->kc, &L->kcw[w]));
+            VQ_TRY(clone_codec(c, L->vc, &L->vcw[w]));
+            VQ_TRY(clone_codec(c, L->fk, &L->fkw[w]));
+            VQ_TRY(clone_codec(c, L->fv, &L->fvw[w]));
+        }
+    }
+    return VQ_OK;
+}
+
+vq_status vq_cache_set_threads(vq_cache *c, struct vq_pool *pool)
+{
+    if (!c)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_set_threads: cache is NULL");
+    vq_status st = setup(c, pool);
+    if (st != VQ_OK && pool) {
+        /* fall back to serial attention so the cache stays usable */
+        vq_cache_free_workers(c);
+        if (setup(c, NULL) != VQ_OK)
+            vq_cache_free_workers(c);
+    }
+    return st;
+}
