@@ -240,11 +240,12 @@ static tok_list g_float_smol, g_float_gemma;
 
 static void test_fp16_tokens(void)
 {
-    /* smollm2: the fp16 config gives exactly the float runtime's tokens.
-     * gemma3-270m: it cannot in general -- storing K/V in half precision
-     * changes a near-tie about 15 tokens in (the float runtime with the
-     * same K/V rounded to fp16 reproduces the cache's tokens exactly, which
-     * is what we check); reported, not hidden. */
+    /* smollm2: the fp16 config gives exactly the float runtime's tokens
+     * (checked). gemma3-270m: it does not -- half-precision K/V storage
+     * moves its logits by up to a few tenths (KL ~0.006 nats, test_kl) and
+     * its greedy path flips at a near-tie a few tokens in (4 to 11,
+     * depending on the float kernels' summation order); reported with the
+     * first differing token, not asserted. */
     int n = vq_test_quick() ? 16 : 64;
     if (g_smol)
         fp16_tokens(g_smol, "smollm2-135m", n, &g_float_smol);
@@ -365,12 +366,17 @@ static void test_kl(void)
      * measurements (the printed values) with ~2-3x headroom for other
      * text and thread counts, and far below what a broken path gives
      * (a wrong position, window or scale gives > 1 nat):
-     *                               smollm2 (512 tok)   gemma3 (128 tok)
-     *   q8_0 (8.5 bits)             0.0041 -> < 0.01    0.0079 -> < 0.02
-     *   q4_0:rot=1 (4.5 bits)       0.052  -> < 0.15    0.098  -> < 0.25
-     *   turboquant_rvq:4 + kivi:4   0.041  -> < 0.15    0.100  -> < 0.25
-     * (gemma3 values measured over 256 tokens.) */
-    static const double lim_smol[4] = { 0.001, 0.01, 0.15, 0.15 }, lim_gemma[4] = { 0.005, 0.02, 0.25, 0.25 };
+     *                               smollm2             gemma3
+     *   fp16 (16 bits)              0.0048 (64 tok)     0.0057-0.0072 (64 tok)
+     *   q8_0 (8.5 bits)             0.0041 (512 tok)    0.0079 (256 tok)
+     *   q4_0:rot=1 (4.5 bits)       0.052              0.098
+     *   turboquant_rvq:4 + kivi:4   0.041              0.100
+     * fp16 K/V storage alone costs ~0.005 nats on both models (their keys
+     * have large-magnitude channels, so half-precision rounding moves
+     * scores by a few hundredths), which is why q8_0 is barely above it.
+     * Limits: fp16 and q8_0 < 0.015 (smollm2) / 0.02-0.025 (gemma3);
+     * the 4-bit configs < 0.15 / 0.25. */
+    static const double lim_smol[4] = { 0.015, 0.015, 0.15, 0.15 }, lim_gemma[4] = { 0.02, 0.025, 0.25, 0.25 };
     int quick = vq_test_quick();
     struct {
         vq_model *m;
