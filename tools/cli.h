@@ -11,6 +11,8 @@ int cmd_ppl(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_needle(int argc, char **argv);
+int cmd_recommend(int argc, char **argv);
 
 /* Print "veloxquant CMD: MSG" to stderr (printf-style). */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

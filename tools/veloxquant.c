@@ -18,6 +18,8 @@ static const struct {
     { "calibrate", cmd_calibrate, "collect real K/V and write a calibration file" },
     { "validate", cmd_validate, "run the validation harness, write results.json" },
     { "bench", cmd_bench, "benchmark codecs and attention" },
+    { "needle", cmd_needle, "passkey retrieval accuracy with a KV-cache config" },
+    { "recommend", cmd_recommend, "which cache config to use, from the measured quality table" },
 };
 
 void cli_error(const char *cmd, const char *fmt, ...)

@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""report.py -- tables of docs/validation-report.md from the committed JSON.
+
+Reads (all optional; a missing file leaves a note in its table):
+  figures/validation/MODEL/results.json        `veloxquant validate` (short context)
+  figures/validation-long/MODEL/results.json   `veloxquant validate --prompt-repeat R`
+  figures/quality/MODEL-ppl.json               `veloxquant ppl ... --cache ... --json`
+  figures/quality/MODEL-needle.json            `veloxquant needle ... --json`
+Writes:
+  figures/quality/quality.json   the quality table `veloxquant recommend` reads
+                                 (schema veloxquant.quality/1)
+  docs/validation-report.md      the text between <!-- BEGIN:NAME --> and
+                                 <!-- END:NAME --> markers is replaced by the
+                                 generated table NAME; the rest is left alone.
+Plain Python 3, standard library only.  Usage: python3 scripts/report.py
+"""
+import json
+import math
+import os
+import re
+import shlex
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+MODELS = ["smollm2-135m", "gemma3-270m"]
+MB = 1024.0 * 1024.0
+
+# display names of the cache configs of scripts/run_validation.sh
+NAMES = [
+    ("q8_0", r"^keys=q8_0 values=q8_0$"),
+    ("q4_0-rot", r"^keys=q4_0:rot=1 values=q4_0:rot=1$"),
+    ("KIVI-2", r"^keys=kivi:bits=2,group=32 values=kivi:bits=2,group=32 residual=32$"),
+    ("RVQ-1bit", r"^keys=turboquant_rvq:bits=1 values=fp16$"),
+    ("RaBitQ-1bit", r"^keys=rabitq:bits=1 values=q4_0:rot=1$"),
+    ("VecInfer-1bit", r"^keys=vecinfer:sub_dim=8,bits=8,calib=\S+ values=fp16$"),
+    ("StreamingLLM-512", r"^keys=q4_0:rot=1 values=q4_0:rot=1 evict=streaming_llm:sinks=4,window=512$"),
+    ("fp16", r"^keys=fp16 values=fp16$"),
+]
+
+
+def name_of(cache):
+    for n, rx in NAMES:
+        if re.match(rx, cache):
+            return n
+    return cache
+
+
+def load(rel):
+    p = os.path.join(ROOT, rel)
+    if not os.path.exists(p):
+        return None
+    with open(p, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def fmt(x, spec):
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "n/a"
+    return format(x, spec)
+
+
+def md_cell(s):
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(md_cell(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- validate
+
+
+def validate_table(res, rel):
+    if res is None:
+        return f"_not measured yet: `{rel}` is missing._"
+    fp16 = next((a for a in res["arms"] if a["name"] == "fp16" and "error" not in a), None)
+    rows = []
+    for a in res["arms"]:
+        if "error" in a:
+            rows.append([a["name"], "failed: " + a["error"]] + [""] * 10)
+            continue
+        claim = f'{a["key_compression"]:.2f}x'
+        kv_claim = f'{a["full_kv_compression"]:.2f}x'
+        res_ratio = ""
+        if fp16 and a["resident_kv_bytes"]:
+            res_ratio = f'{fp16["resident_kv_bytes"] / a["resident_kv_bytes"]:.2f}x'
+        kl = a.get("kl_vs_fp16")
+        top1 = a.get("top1_agreement_vs_fp16")
+        g = a.get("greedy_matches_fp16")
+        rows.append([
+            a["name"], fmt(a["throughput_tok_s"], ".1f"), fmt(a["peak_mb"], ".0f"),
+            f'{a["fp16_key_mb"]:.3f} MB', f'{a["compressed_key_mb"]:.3f} MB', claim, kv_claim,
+            f'{a["resident_kv_bytes"] / MB:.3f} MB', res_ratio,
+            fmt(kl, ".3g"), fmt(top1, ".3f"),
+            "n/a" if g is None else ("yes" if g else f'no ({a["greedy_prefix_match_tokens"]} tok)'),
+        ])
+    head = ["Arm", "tok/s", "Peak MB", "Keys fp16 (acct)", "Keys compressed (acct)", "Claim (keys)",
+            "K+V claim", "Resident K+V", "fp16/resident", "KL vs fp16", "top-1", "greedy = fp16"]
+    t = table(head, rows)
+    toks = max((a.get("tokens_in_cache_max", 0) for a in res["arms"] if "error" not in a), default=0)
+    hw = res["hardware"]
+    note = (f'\n\nFrom `{rel}`: {res["model"]} ({res["arch"]}, {res["n_layers"]} layers, '
+            f'{res["n_kv_heads"]} KV heads, head_dim {res["head_dim"]}), {res["prompt_tokens"]} prompt tokens, '
+            f'max_tokens={res["max_tokens"]}, prompt_repeat={res["prompt_repeat"]}, {toks} tokens in cache; '
+            f'{hw["cpu_model"]}, {hw["cores"]} cores, {hw["memory_mb"]:.0f} MB; commit `{res["git_commit"]}`, '
+            f'{res["date_utc"]}.\n\nCommand: `{res["command_line"]}`')
+    if fp16:
+        share = fp16.get("cache_share_of_rss_peak")
+        note += (f'\n\nThe fp16 arm\'s K/V is {fp16["resident_kv_bytes"] / MB:.1f} MB of its '
+                 f'{fp16["rss_peak_mb"]:.0f} MB peak ({100 * share:.0f}% incl. index).')
+    return t + note
+
+
+# ---------------------------------------------------------------- quality
+
+
+def ppl_command(p):
+    args = ["./build/veloxquant", "ppl", "--model", p["model"], "--file", p["file"], "--skip",
+            f'{p.get("skip", 0):g}', "--ctx", str(p["ctx"]), "--chunks", str(p["chunks"])]
+    for c in p.get("configs", []):
+        args += ["--cache", c["cache"]]
+    return " ".join(shlex.quote(a) for a in args + ["--json"])
+
+
+def needle_command(n):
+    args = ["./build/veloxquant", "needle", "--model", n["model"], "--ctx", str(n["ctx"]), "--depths",
+            ",".join(f"{d:g}" for d in n["depths"]), "--seeds", str(n["seeds"])]
+    for c in n["configs"][1:]:
+        args += ["--cache", c["cache"]]
+    return " ".join(shlex.quote(a) for a in args + ["--json"])
+
+
+def load_ppl(m):
+    """MODEL-ppl.json plus any MODEL-ppl-*.json (configs measured in a later
+    run on the same chunks, e.g. VecInfer once its calibration file exists):
+    the configs are concatenated; each run's dPPL/KL are against its own fp16
+    reference, which is the same text and the same fp16 cache."""
+    d = os.path.join(ROOT, "figures/quality")
+    main = load(f"figures/quality/{m}-ppl.json")
+    if main is None:
+        return None, []
+    runs = [main]
+    for fn in sorted(os.listdir(d)):
+        if fn.startswith(f"{m}-ppl-") and fn.endswith(".json"):
+            extra = load(f"figures/quality/{fn}")
+            same = all(extra.get(k) == main.get(k) for k in ("ctx", "chunks", "skip", "file"))
+            if not same:
+                print(f"report.py: {fn} measured on other chunks than {m}-ppl.json (skipped)", file=sys.stderr)
+                continue
+            runs.append(extra)
+    merged = dict(main)
+    merged["configs"] = [c for r in runs for c in r.get("configs", [])]
+    return merged, runs
+
+
+def quality_model(m):
+    p, runs = load_ppl(m)
+    n = load(f"figures/quality/{m}-needle.json")
+    v = load(f"figures/validation/{m}/results.json")
+    if p is None:
+        return None
+    needle = {}
+    if n:
+        for c in n["configs"]:
+            needle[c["cache"]] = c["accuracy"]
+    base_mb = None
+    if v:
+        f = next((a for a in v["arms"] if a["name"] == "fp16" and "error" not in a), None)
+        if f:
+            base_mb = f["rss_peak_mb"] - f["resident_kv_bytes"] / MB
+    methods = []
+    # fp16 from the shape of a uniform method (bits/element equal in every layer)
+    ref = next((c for c in p["configs"] if name_of(c["cache"]) == "q8_0" and "bits_per_element" in c), None)
+    if ref:
+        s = 16.0 / ref["bits_per_element"]
+        methods.append({
+            "name": "fp16", "cache": "keys=fp16 values=fp16", "bits_per_element": 16.0,
+            "bits_per_element_k": 16.0, "bits_per_element_v": 16.0,
+            "kv_bytes_per_token_full": ref["kv_bytes_per_token_full"] * s,
+            "kv_bytes_per_token_window": ref["kv_bytes_per_token_window"] * s,
+            "window": ref["window"], "kv_fixed_bytes": 0,
+            "kv_bytes_8k": (ref["kv_bytes_8k"] - ref["kv_fixed_bytes"]) * s,
+            "ppl": p["ppl"], "dppl": 0.0, "kl": 0.0, "top1": 1.0,
+            "needle": needle.get("keys=fp16 values=fp16"), "calibrated": False, "evicts": False,
+        })
+    for c in p["configs"]:
+        if "bits_per_element" not in c:
+            continue
+        ev = re.search(r"evict=(\S+)", c["cache"])
+        evicts = bool(ev) and ev.group(1) != "none"
+        budget = 0
+        if evicts:
+            w = re.search(r"window=(\d+)", ev.group(1))
+            s_ = re.search(r"sinks=(\d+)", ev.group(1))
+            b = re.search(r"budget=(\d+)", ev.group(1))
+            budget = int(w.group(1)) + (int(s_.group(1)) if s_ else 0) if w else (int(b.group(1)) if b else 0)
+        methods.append({
+            "name": name_of(c["cache"]), "cache": c["cache"],
+            "bits_per_element": c["bits_per_element"], "bits_per_element_k": c["bits_per_element_k"],
+            "bits_per_element_v": c["bits_per_element_v"],
+            "kv_bytes_per_token_full": c["kv_bytes_per_token_full"],
+            "kv_bytes_per_token_window": c["kv_bytes_per_token_window"], "window": c["window"],
+            "kv_fixed_bytes": c["kv_fixed_bytes"], "kv_bytes_8k": c["kv_bytes_8k"],
+            "ppl": c["ppl"], "dppl": c["dppl"], "kl": c["kl"], "top1": c["top1"],
+            "needle": needle.get(c["cache"]), "calibrated": "calib=" in c["cache"], "evicts": evicts,
+            "evict_budget": budget,
+        })
+    src = f'ppl --ctx {p["ctx"]} --chunks {p["chunks"]} ({p["tokens_scored"]} tokens) on WikiText-2 after --skip {p.get("skip", 0):g}'
+    return {
+        "model": m, "arch": p["arch"], "n_layers": p.get("n_layers"), "n_kv_heads": p.get("n_kv_heads"),
+        "head_dim": p.get("head_dim"), "ctx": p["ctx"], "chunks": p["chunks"], "tokens_scored": p["tokens_scored"],
+        "ppl_fp16": p["ppl"], "base_mb": base_mb, "quality_source": src,
+        "ppl_commands": [ppl_command(r) for r in runs], "needle_command": needle_command(n) if n else None,
+        "needle_ctx": n["ctx"] if n else None, "methods": methods,
+    }
+
+
+def quality_table(q):
+    if q is None:
+        return "_not measured yet._"
+    rows = []
+    for m in q["methods"]:
+        rel = 100.0 * m["dppl"] / q["ppl_fp16"]
+        rows.append([
+            m["name"], f'`{m["cache"]}`', f'{m["bits_per_element"]:.3f} ({m["bits_per_element_k"]:.2f} / {m["bits_per_element_v"]:.2f})',
+            f'{m["kv_bytes_8k"] / MB:.1f}', f'{m["ppl"]:.3f}', f'{m["dppl"]:+.3f} ({rel:+.1f}%)',
+            fmt(m["kl"], ".3g"), fmt(m["top1"], ".3f"), fmt(m["needle"], ".2f"),
+        ])
+    head = ["Method", "Cache config", "bits/element (K / V)", "K+V MB at 8k", "PPL", "dPPL vs fp16",
+            "KL (nats)", "top-1", "passkey"]
+    note = (f'\n\n{q["model"]}: {q["quality_source"]}; fp16 PPL {q["ppl_fp16"]:.3f}. '
+            f'Passkey at ~{q["needle_ctx"]} tokens.\n\nCommands:\n\n' + "".join(f"    {c}\n" for c in q["ppl_commands"]))
+    if q["needle_command"]:
+        note += f'\n    {q["needle_command"]}\n'
+    return table(head, rows) + note
+
+
+def verdict(quals):
+    """Plain statements per method: class by relative dPPL (good <= 2 %,
+    fair <= 10 %, poor otherwise -- the thresholds of `recommend`)."""
+    if not quals:
+        return "_no quality measurements yet._"
+    lines = []
+    for q in quals:
+        lines.append(f'**{q["model"]}** (fp16 PPL {q["ppl_fp16"]:.3f}; {q["quality_source"]}):\n')
+        ms = [m for m in q["methods"] if m["name"] != "fp16"]
+        ms.sort(key=lambda m: m["dppl"])
+        for m in ms:
+            rel = 100.0 * m["dppl"] / q["ppl_fp16"]
+            cls = "good" if rel <= 2 else "fair" if rel <= 10 else "POOR"
+            extra = ""
+            if m.get("needle") is not None:
+                extra = f', passkey {100 * m["needle"]:.0f}%'
+            lines.append(f'- {m["name"]} ({m["bits_per_element"]:.2f} bits/element): PPL {m["ppl"]:.3f}, '
+                         f'dPPL {m["dppl"]:+.3f} ({rel:+.1f}%, {cls}), KL {m["kl"]:.3g} nats, '
+                         f'top-1 {100 * m["top1"]:.1f}%{extra}')
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- main
+
+
+def replace_block(text, name, body):
+    pat = re.compile(r"(<!-- BEGIN:%s -->\n).*?(<!-- END:%s -->)" % (re.escape(name), re.escape(name)), re.S)
+    if not pat.search(text):
+        print(f"report.py: marker {name} not in the report (skipped)", file=sys.stderr)
+        return text
+    return pat.sub(lambda mo: mo.group(1) + body + "\n" + mo.group(2), text)
+
+
+def main():
+    blocks = {}
+    qual = {"schema": "veloxquant.quality/1", "models": []}
+    for m in MODELS:
+        blocks[f"short-{m}"] = validate_table(load(f"figures/validation/{m}/results.json"),
+                                              f"figures/validation/{m}/results.json")
+        blocks[f"long-{m}"] = validate_table(load(f"figures/validation-long/{m}/results.json"),
+                                             f"figures/validation-long/{m}/results.json")
+        q = quality_model(m)
+        blocks[f"quality-{m}"] = quality_table(q)
+        if q:
+            qual["models"].append(q)
+    blocks["verdict"] = verdict(qual["models"])
+    os.makedirs(os.path.join(ROOT, "figures/quality"), exist_ok=True)
+    qp = os.path.join(ROOT, "figures/quality/quality.json")
+    with open(qp + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(qual, f, indent=1)
+        f.write("\n")
+    os.replace(qp + ".tmp", qp)
+    rp = os.path.join(ROOT, "docs/validation-report.md")
+    if os.path.exists(rp):
+        with open(rp, encoding="utf-8") as f:
+            text = f.read()
+        for k, v in blocks.items():
+            text = replace_block(text, k, v)
+        with open(rp + ".tmp", "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(rp + ".tmp", rp)
+    print(f"report.py: wrote {os.path.relpath(qp, ROOT)} ({len(qual['models'])} models) and updated docs/validation-report.md")
+
+
+if __name__ == "__main__":
+    main()

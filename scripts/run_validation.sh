@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# run_validation.sh -- every measurement behind docs/validation-report.md.
+#
+#   bash scripts/run_validation.sh [STEP...]     (default: all steps, in order)
+#
+# Steps (each writes its JSON under figures/; a step's command is printed
+# before it runs, and the same command is written beside its numbers in the
+# report):
+#   ppl-smollm2 ppl-gemma3        quality: PPL/dPPL/KL/top-1 per method
+#   ppl-vecinfer-MODEL            VecInfer alone (when ppl-MODEL ran before its
+#                                 calibration file existed; same chunks)
+#   needle-smollm2 needle-gemma3  passkey retrieval per method
+#   short-smollm2 short-gemma3    validate, default prompt (short context)
+#   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
+#   report                        tables (scripts/report.py) and figures (scripts/plots.py)
+# VQ_BIN overrides the binary (default ./build/veloxquant). The machine the
+# committed numbers come from has 2 cores shared with other jobs, hence one
+# chunk per model, gemma3 (262k vocabulary, slow logits) at ctx 512 instead
+# of 2048, and short passkey prompts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${VQ_BIN:-./build/veloxquant}
+WIKI=${VQ_SHARED_DATA:-../shared/data}/wikitext-2-test.txt
+mkdir -p figures/quality
+
+# The methods of the quality table (name|cache config). VecInfer needs the
+# calibration file that `validate` makes (figures/validation/MODEL/calib-vecinfer.vqc).
+methods() {
+  local m=$1
+  cat <<LIST
+q8_0|keys=q8_0 values=q8_0
+q4_0-rot|keys=q4_0:rot=1 values=q4_0:rot=1
+KIVI-2|keys=kivi:bits=2,group=32 values=kivi:bits=2,group=32 residual=32
+RVQ-1bit|keys=turboquant_rvq:bits=1 values=fp16
+RaBitQ-1bit|keys=rabitq:bits=1 values=q4_0:rot=1
+VecInfer-1bit|keys=vecinfer:sub_dim=8,bits=8,calib=figures/validation/$m/calib-vecinfer.vqc values=fp16
+StreamingLLM-512|keys=q4_0:rot=1 values=q4_0:rot=1 evict=streaming_llm:sinks=4,window=512
+LIST
+}
+
+cache_args() {
+  local m=$1 args=()
+  while IFS='|' read -r name cfg; do
+    case "$cfg" in *calib=*) f=${cfg#*calib=}; f=${f%% *}; [ -f "$f" ] || continue ;; esac
+    args+=(--cache "$cfg")
+  done < <(methods "$m")
+  printf '%s\0' "${args[@]}"
+}
+
+run() { echo "+ $*" >&2; "$@"; }
+
+ppl() {  # model ctx chunks
+  local m=$1 ctx=$2 chunks=$3; local -a a=()
+  while IFS= read -r -d '' x; do a+=("$x"); done < <(cache_args "$m")
+  run "$BIN" ppl --model "$m" --file "$WIKI" --skip 0.25 --ctx "$ctx" --chunks "$chunks" "${a[@]}" --json \
+    > "figures/quality/$m-ppl.json.tmp"
+  mv "figures/quality/$m-ppl.json.tmp" "figures/quality/$m-ppl.json"
+}
+
+ppl_vecinfer() {  # model ctx chunks: VecInfer alone, once validate made its calibration file
+  local m=$1 ctx=$2 chunks=$3
+  run "$BIN" ppl --model "$m" --file "$WIKI" --skip 0.25 --ctx "$ctx" --chunks "$chunks" \
+    --cache "keys=vecinfer:sub_dim=8,bits=8,calib=figures/validation/$m/calib-vecinfer.vqc values=fp16" --json \
+    > "figures/quality/$m-ppl-vecinfer.json.tmp"
+  mv "figures/quality/$m-ppl-vecinfer.json.tmp" "figures/quality/$m-ppl-vecinfer.json"
+}
+
+needle() {  # model ctx
+  local m=$1 ctx=$2; local -a a=()
+  while IFS= read -r -d '' x; do a+=("$x"); done < <(cache_args "$m")
+  run "$BIN" needle --model "$m" --ctx "$ctx" --depths 0,0.5,1 --seeds 1 "${a[@]}" --json \
+    > "figures/quality/$m-needle.json.tmp"
+  mv "figures/quality/$m-needle.json.tmp" "figures/quality/$m-needle.json"
+}
+
+step() {
+  case $1 in
+    short-smollm2) run "$BIN" validate --model smollm2-135m ;;
+    short-gemma3)  run "$BIN" validate --model gemma3-270m --max-tokens 64 ;;
+    long-smollm2)  run "$BIN" validate --model smollm2-135m --prompt-repeat 32 --max-tokens 16 --no-quality --out figures/validation-long \
+                     --calib figures/validation/smollm2-135m/calib-vecinfer.vqc ;;
+    long-gemma3)   run "$BIN" validate --model gemma3-270m --prompt-repeat 16 --max-tokens 16 --no-quality --out figures/validation-long \
+                     --calib figures/validation/gemma3-270m/calib-vecinfer.vqc ;;
+    ppl-smollm2)   ppl smollm2-135m 2048 1 ;;
+    ppl-gemma3)    ppl gemma3-270m 512 1 ;;
+    ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 1 ;;
+    ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 512 1 ;;
+    needle-smollm2) needle smollm2-135m 256 ;;
+    needle-gemma3)  needle gemma3-270m 256 ;;
+    report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
+    *) echo "unknown step $1" >&2; exit 2 ;;
+  esac
+}
+
+if [ $# -eq 0 ]; then
+  set -- short-smollm2 short-gemma3 ppl-smollm2 ppl-gemma3 needle-smollm2 needle-gemma3 long-smollm2 long-gemma3 report
+fi
+for s in "$@"; do step "$s"; done

@@ -1,0 +1,108 @@
+/* test_validate_recommend.c -- `veloxquant recommend` on a synthetic quality
+ * table (so the expected choice is known): each goal picks the method its
+ * rule names, RAM limits are honoured, and bad tables are refused with a
+ * message instead of a crash. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+static char cli[512], table[600];
+
+/* Methods (bytes per token, all layers full attention):
+ *   fp16    2000 B/tok  dPPL 0     KL 0
+ *   q4      600         0.1 (1%)   0.01   good
+ *   tiny    150         0.8 (8%)   0.2    fair, calibrated
+ *   rvq     1100        5.0 (50%)  1.5    poor
+ *   stream  600, evicts, budget 516, KL 0.05
+ * fp16 PPL 10; base_mb 100. */
+static const char TABLE[] =
+    "{\"schema\":\"veloxquant.quality/1\",\"models\":[{\"model\":\"m\",\"ppl_fp16\":10,\"base_mb\":100,\"methods\":["
+    "{\"name\":\"fp16\",\"cache\":\"keys=fp16 values=fp16\",\"bits_per_element\":16,\"kv_bytes_per_token_full\":2000,"
+    "\"dppl\":0,\"kl\":0,\"top1\":1},"
+    "{\"name\":\"q4\",\"cache\":\"keys=q4_0:rot=1 values=q4_0:rot=1\",\"bits_per_element\":4.5,"
+    "\"kv_bytes_per_token_full\":600,\"dppl\":0.1,\"kl\":0.01,\"top1\":0.98},"
+    "{\"name\":\"tiny\",\"cache\":\"keys=vecinfer:calib=x\",\"bits_per_element\":1,\"kv_bytes_per_token_full\":150,"
+    "\"dppl\":0.8,\"kl\":0.2,\"top1\":0.9,\"calibrated\":true},"
+    "{\"name\":\"rvq\",\"cache\":\"keys=turboquant_rvq:bits=1\",\"bits_per_element\":9,\"kv_bytes_per_token_full\":1100,"
+    "\"dppl\":5,\"kl\":1.5,\"top1\":0.4},"
+    "{\"name\":\"stream\",\"cache\":\"keys=q4_0:rot=1 evict=streaming_llm:sinks=4,window=512\",\"bits_per_element\":4.5,"
+    "\"kv_bytes_per_token_full\":600,\"dppl\":0.5,\"kl\":0.05,\"top1\":0.95,\"evicts\":true,\"evict_budget\":516}"
+    "]}]}";
+
+/* Run recommend; return its exit status and the "use:" line in `use`. */
+static int rec(const char *args, char *use, size_t cap)
+{
+    char cmd[2048], out[700];
+    snprintf(out, sizeof out, "%s/rec.txt", vq_test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s recommend --table %s %s > %s 2>&1", cli, table, args, out);
+    int rc = system(cmd);
+    use[0] = 0;
+    FILE *f = fopen(out, "r");
+    if (f) {
+        char line[1024];
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "use: ", 5) == 0) {
+                snprintf(use, cap, "%.200s", line + 5);
+                use[strcspn(use, "\n")] = 0;
+            }
+        fclose(f);
+    }
+    return rc == -1 ? -1 : (rc >> 8) & 0xff;
+}
+
+static void test_goals(void)
+{
+    char use[256];
+    /* 1000 MB RAM -> 900 MB for K/V; ctx 1000 fits everything */
+    CHECK(rec("--model m --ram-mb 1000 --ctx 1000 --goal everyday", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "q4") == 0, "everyday: %s (tiny needs calibration, rvq is poor)", use);
+    CHECK(rec("--model m --ram-mb 1000 --ctx 1000 --goal max-compression", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "tiny") == 0, "max-compression: %s", use);
+    CHECK(rec("--model m --ram-mb 1000 --ctx 1000 --goal quality", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "q4") == 0, "quality: %s (fp16 does not compress)", use);
+    CHECK(rec("--model m --ram-mb 1000 --ctx 1000 --goal max-context", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "tiny") == 0, "max-context: %s", use);
+    CHECK(rec("--model m --ram-mb 1000 --ctx 1000 --goal constant-memory", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "stream") == 0, "constant-memory: %s", use);
+    /* 101 MB: 1 MB for K/V = 1048576 B; at 4000 tokens q4 needs 2.4 MB,
+     * tiny 0.6 MB -> everyday finds nothing (exit 3), max-compression tiny */
+    CHECK(rec("--model m --ram-mb 101 --ctx 4000 --goal everyday", use, sizeof use) == 3);
+    CHECK(rec("--model m --ram-mb 101 --ctx 4000 --goal max-compression", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "tiny") == 0, "tight RAM: %s", use);
+    /* the evicting method holds 516 tokens whatever the context: 0.3 MB */
+    CHECK(rec("--model m --ram-mb 101 --ctx 100000 --goal constant-memory", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "stream") == 0, "constant-memory at 100k: %s", use);
+}
+
+static void test_bad_input(void)
+{
+    char use[256];
+    CHECK(rec("--model nosuch --ram-mb 1000 --ctx 1000 --goal everyday", use, sizeof use) == 1);
+    CHECK(rec("--model m --ram-mb 1000 --ctx 1000 --goal fastest", use, sizeof use) == 2);
+    CHECK(rec("--model m --ram-mb -5 --ctx 1000 --goal everyday", use, sizeof use) == 2);
+    /* a truncated table is refused */
+    FILE *f = fopen(table, "w");
+    if (f) {
+        fwrite(TABLE, 1, sizeof TABLE / 2, f);
+        fclose(f);
+    }
+    CHECK(rec("--model m --ram-mb 1000 --ctx 1000 --goal everyday", use, sizeof use) == 1);
+}
+
+int main(void)
+{
+    const char *b = getenv("VQ_BUILD");
+    snprintf(cli, sizeof cli, "%s/veloxquant", b && *b ? b : "build");
+    snprintf(table, sizeof table, "%s/quality.json", vq_test_tmpdir());
+    FILE *f = fopen(table, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(TABLE, f);
+        fclose(f);
+        RUN(test_goals);
+        RUN(test_bad_input);
+    }
+    return vq_test_summary("validate_recommend");
+}

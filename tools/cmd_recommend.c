@@ -1,0 +1,277 @@
+/* cmd_recommend.c -- `veloxquant recommend --model MODEL --ram-mb N --ctx N
+ * --goal everyday|max-compression|quality|max-context|constant-memory`:
+ * which KV-cache config to use, and why, from the measured quality table.
+ *
+ * The table is figures/quality/quality.json (schema veloxquant.quality/1,
+ * written by scripts/report.py from the `ppl`, `needle` and `validate`
+ * results; --table FILE reads another). Per model it holds base_mb (the
+ * fp16 arm's peak RSS minus its K/V: weights and runtime) and, per method,
+ * the cache config, bytes (kv_bytes_per_token_full/_window, window,
+ * kv_fixed_bytes), ppl/dppl/kl/top1 against fp16 and needle accuracy.
+ *
+ * K/V bytes at context C: full * C + window_bpt * min(C, window) + fixed
+ * (evicting methods hold at most their budget). RAM for K/V = --ram-mb -
+ * base_mb. Quality classes (relative dPPL = dppl / ppl_fp16):
+ *   good  <= 2 %     (the published q4_0-with-rotation range is 0.2-1 %)
+ *   fair  <= 10 %
+ *   poor  otherwise (reported, never recommended except when asked for
+ *         the smallest cache, and then with a warning).
+ * Goals:
+ *   everyday         no calibration, no eviction, quality good or fair:
+ *                    the smallest cache (ties: lower KL)
+ *   max-compression  no eviction, quality good or fair: the smallest cache
+ *                    (calibrated methods allowed)
+ *   quality          the lowest KL among methods that compress >= 2x
+ *   max-context      no eviction, quality good or fair: the most tokens
+ *                    that fit in the RAM
+ *   constant-memory  an evicting method: memory stops growing
+ * Methods whose cache does not fit at --ctx are skipped (not for
+ * constant-memory, which fits by construction when its budget fits). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "core/json_parse.h"
+#include "eval_common.h"
+#include "veloxquant.h"
+
+#define MB (1024.0 * 1024.0)
+#define GOOD_REL_DPPL 0.02
+#define FAIR_REL_DPPL 0.10
+#define QUALITY_MIN_COMPRESSION 2.0
+
+typedef struct {
+    const vq_json_node *n;
+    const char *name, *cache;
+    double bpe, full, win, window, fixed, dppl, kl, top1, needle;
+    int calibrated, evicts;
+    double evict_budget; /* tokens held by an evicting method */
+    double kv_mb, max_ctx, rel;
+    int fits, cls; /* 0 good, 1 fair, 2 poor */
+} method;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: veloxquant recommend --model MODEL --ram-mb N --ctx N --goal GOAL [--table FILE]\n"
+               "  GOAL: everyday | max-compression | quality | max-context | constant-memory\n"
+               "  --table FILE  quality table (default figures/quality/quality.json)\n");
+}
+
+static double kv_bytes(const method *m, double ctx)
+{
+    double held = m->evicts && m->evict_budget > 0 && m->evict_budget < ctx ? m->evict_budget : ctx;
+    double wheld = m->window > 0 && m->window < held ? m->window : held;
+    return m->full * held + m->win * wheld + m->fixed;
+}
+
+static const char *cls_name(int c) { return c == 0 ? "good" : c == 1 ? "fair" : "poor"; }
+
+int cmd_recommend(int argc, char **argv)
+{
+    const char *model = NULL, *goal = NULL, *table = "figures/quality/quality.json";
+    double ram = 0, ctx = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            cli_error("recommend", "option %s needs a value (or is unknown)", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        char *end;
+        double d = strtod(v, &end);
+        int isnum = end != v && !*end;
+        if (strcmp(a, "--model") == 0)
+            model = v;
+        else if (strcmp(a, "--goal") == 0)
+            goal = v;
+        else if (strcmp(a, "--table") == 0)
+            table = v;
+        else if (strcmp(a, "--ram-mb") == 0 && isnum && d > 0 && d < 1e9)
+            ram = d;
+        else if (strcmp(a, "--ctx") == 0 && isnum && d >= 1 && d <= 1e8)
+            ctx = floor(d);
+        else {
+            cli_error("recommend", "bad option or value: %s %s", a, v);
+            usage(stderr);
+            return 2;
+        }
+    }
+    static const char *const goals[] = { "everyday", "max-compression", "quality", "max-context", "constant-memory" };
+    int g = -1;
+    for (int i = 0; goal && i < 5; i++)
+        if (strcmp(goal, goals[i]) == 0)
+            g = i;
+    if (!model || ram <= 0 || ctx <= 0 || g < 0) {
+        cli_error("recommend", "--model, --ram-mb, --ctx and --goal (one of everyday, max-compression, quality, "
+                               "max-context, constant-memory) are required");
+        usage(stderr);
+        return 2;
+    }
+    size_t len = 0;
+    char *text = eval_read_text(table, &len);
+    if (!text) {
+        cli_error("recommend", "cannot read %s (made by scripts/report.py from the quality runs)", table);
+        return 1;
+    }
+    vq_json_node *root = NULL;
+    method *ms = NULL;
+    int rc = 1;
+    if (vq_json_parse(text, len, &root, NULL) != VQ_OK) {
+        cli_error("recommend", "%s: %s", table, vq_last_error());
+        goto out;
+    }
+    /* the model: by name, basename without .gguf */
+    char want[128];
+    {
+        const char *b = strrchr(model, '/');
+        snprintf(want, sizeof want, "%s", b ? b + 1 : model);
+        size_t n = strlen(want);
+        if (n > 5 && strcmp(want + n - 5, ".gguf") == 0)
+            want[n - 5] = 0;
+    }
+    const vq_json_node *models = vq_json_get(root, "models"), *mod = NULL;
+    for (size_t i = 0; models && models->type == VQ_JSON_ARRAY && i < models->n; i++)
+        if (strcmp(vq_json_get_str(&models->children[i], "model", ""), want) == 0)
+            mod = &models->children[i];
+    if (!mod) {
+        cli_error("recommend", "%s has no measurements for '%s'; measured:", table, want);
+        for (size_t i = 0; models && models->type == VQ_JSON_ARRAY && i < models->n; i++)
+            fprintf(stderr, "  %s\n", vq_json_get_str(&models->children[i], "model", "?"));
+        goto out;
+    }
+    const vq_json_node *list = vq_json_get(mod, "methods");
+    double base_mb = vq_json_get_num(mod, "base_mb", NAN), ppl_fp16 = vq_json_get_num(mod, "ppl_fp16", NAN);
+    if (!list || list->type != VQ_JSON_ARRAY || list->n == 0 || !isfinite(base_mb) || !(ppl_fp16 > 0)) {
+        cli_error("recommend", "%s: model '%s' lacks methods, base_mb or ppl_fp16", table, want);
+        goto out;
+    }
+    size_t nm = list->n;
+    ms = calloc(nm, sizeof *ms);
+    if (!ms)
+        goto out;
+    double budget = (ram - base_mb) * MB;
+    double fp16_kv = 0;
+    for (size_t i = 0; i < nm; i++) {
+        method *m = &ms[i];
+        const vq_json_node *o = &list->children[i];
+        m->n = o;
+        m->name = vq_json_get_str(o, "name", "?");
+        m->cache = vq_json_get_str(o, "cache", "");
+        m->bpe = vq_json_get_num(o, "bits_per_element", NAN);
+        m->full = vq_json_get_num(o, "kv_bytes_per_token_full", NAN);
+        m->win = vq_json_get_num(o, "kv_bytes_per_token_window", 0);
+        m->window = vq_json_get_num(o, "window", 0);
+        m->fixed = vq_json_get_num(o, "kv_fixed_bytes", 0);
+        m->dppl = vq_json_get_num(o, "dppl", NAN);
+        m->kl = vq_json_get_num(o, "kl", NAN);
+        m->top1 = vq_json_get_num(o, "top1", NAN);
+        m->needle = vq_json_get_num(o, "needle", NAN);
+        m->calibrated = vq_json_get_num(o, "calibrated", 0) != 0;
+        m->evicts = vq_json_get_num(o, "evicts", 0) != 0;
+        m->evict_budget = vq_json_get_num(o, "evict_budget", 0);
+        if (!isfinite(m->full) || !isfinite(m->dppl) || m->full < 0) {
+            cli_error("recommend", "%s: method %zu of '%s' lacks kv_bytes_per_token_full or dppl", table, i, want);
+            goto out;
+        }
+        m->kv_mb = kv_bytes(m, ctx) / MB;
+        m->fits = kv_bytes(m, ctx) <= budget;
+        m->rel = m->dppl / ppl_fp16;
+        m->cls = m->rel <= GOOD_REL_DPPL ? 0 : m->rel <= FAIR_REL_DPPL ? 1 : 2;
+        double denom = m->evicts ? 0 : m->full;
+        double room = budget - m->fixed - m->win * m->window;
+        m->max_ctx = m->evicts ? INFINITY : denom > 0 && room > 0 ? room / denom : 0;
+        if (strstr(m->cache, "keys=fp16 values=fp16") && !m->evicts)
+            fp16_kv = kv_bytes(m, ctx);
+    }
+    /* choose */
+    int best = -1;
+    for (size_t i = 0; i < nm; i++) {
+        const method *m = &ms[i];
+        int ok;
+        switch (g) {
+        case 0: ok = !m->calibrated && !m->evicts && m->cls <= 1 && m->fits; break;
+        case 1: ok = !m->evicts && m->cls <= 1 && m->fits; break;
+        case 2: ok = !m->evicts && m->fits && (fp16_kv <= 0 || fp16_kv / kv_bytes(m, ctx) >= QUALITY_MIN_COMPRESSION); break;
+        case 3: ok = !m->evicts && m->cls <= 1 && m->max_ctx >= 1; break;
+        default: ok = m->evicts && m->fits; break;
+        }
+        if (!ok)
+            continue;
+        if (best < 0) {
+            best = (int)i;
+            continue;
+        }
+        const method *b = &ms[best];
+        int better;
+        switch (g) {
+        case 2: better = m->kl < b->kl; break;
+        case 3: better = m->max_ctx > b->max_ctx; break;
+        case 4: better = m->kl < b->kl; break;
+        default: better = m->kv_mb < b->kv_mb - 1e-9 || (fabs(m->kv_mb - b->kv_mb) <= 1e-9 && m->kl < b->kl); break;
+        }
+        if (better)
+            best = (int)i;
+    }
+    printf("model %s, %.0f MB RAM (%.0f MB for weights and runtime, measured: %.0f MB left for K/V), context %.0f, "
+           "goal %s\n\n",
+           want, ram, base_mb, budget / MB, ctx, goals[g]);
+    if (best < 0) {
+        printf("no measured method meets this goal within the RAM:\n");
+        if (budget <= 0)
+            printf("  the weights and runtime alone need %.0f MB\n", base_mb);
+        else if (g == 4)
+            printf("  no evicting method was measured, or its budget does not fit\n");
+        else
+            printf("  every method whose quality is good or fair needs more than %.0f MB at %.0f tokens; "
+                   "try --goal constant-memory or a shorter --ctx\n",
+                   budget / MB, ctx);
+        rc = 3;
+    } else {
+        const method *b = &ms[best];
+        printf("use: %s\n  config:  %s\n  command: veloxquant generate --model %s --cache \"%s\" ...\n", b->name,
+               b->cache, model, b->cache);
+        printf("why: %.2f bits/element; K/V %.1f MB at %.0f tokens (%s %.0f MB); measured dPPL %+.3f (%.1f%%, %s), "
+               "KL %.3g nats, top-1 agreement %.3f vs fp16",
+               b->bpe, b->kv_mb, ctx, b->fits ? "fits in" : "over", budget / MB, b->dppl, 100 * b->rel,
+               cls_name(b->cls), b->kl, b->top1);
+        if (isfinite(b->needle))
+            printf(", passkey %.0f%%", 100 * b->needle);
+        printf(".\n");
+        if (g == 3)
+            printf("     holds about %.0f tokens in %.0f MB.\n", b->max_ctx, budget / MB);
+        if (g == 4)
+            printf("     evicts: tokens beyond its budget are dropped, so recall of old context is lost.\n");
+        if (b->calibrated)
+            printf("     needs a calibration file for this model (veloxquant calibrate / validate makes one).\n");
+        rc = 0;
+    }
+    printf("\n%-18s %8s %10s %5s %12s %9s %6s %9s %6s %6s\n", "method", "bits/el", "K/V MB", "fits", "max tokens",
+           "dPPL", "class", "KL", "top-1", "needle");
+    for (size_t i = 0; i < nm; i++) {
+        const method *m = &ms[i];
+        char mx[32], nd[16] = "-";
+        if (isinf(m->max_ctx))
+            snprintf(mx, sizeof mx, "constant");
+        else
+            snprintf(mx, sizeof mx, "%.0f", m->max_ctx);
+        if (isfinite(m->needle))
+            snprintf(nd, sizeof nd, "%.2f", m->needle);
+        printf("%-18s %8.2f %10.1f %5s %12s %+9.3f %6s %9.3g %6.3f %6s%s\n", m->name, m->bpe, m->kv_mb,
+               m->fits ? "yes" : "no", mx, m->dppl, cls_name(m->cls), m->kl, m->top1, nd,
+               (int)i == best ? "  <-" : "");
+    }
+    printf("(dPPL, KL, top-1: %s; class: good <= %.0f%%, fair <= %.0f%% relative dPPL)\n",
+           vq_json_get_str(mod, "quality_source", "see the table's source"), 100 * GOOD_REL_DPPL, 100 * FAIR_REL_DPPL);
+out:
+    free(ms);
+    vq_json_node_free(root);
+    free(text);
+    return rc;
+}
