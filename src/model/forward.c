@@ -60,10 +60,15 @@ static void matmul_chunk(void *arg, size_t b, size_t e, int tid)
             *y = vq_dot((vq_wtype)w->type, row, j->act, (size_t)w->cols);
             continue;
         }
-        vq_dot_multi((vq_wtype)w->type, row, j->act, j->act_stride, (size_t)j->n, (size_t)w->cols,
-                     out);
-        for (int t = 0; t < j->n; t++)
-            y[(size_t)t * ys] = out[t];
+        /* groups of VQ_FWD_BATCH (a multiple of 4) keep `out` bounded
+         * whatever batch size the context uses */
+        for (int t0 = 0; t0 < j->n; t0 += VQ_FWD_BATCH) {
+            int m = j->n - t0 < VQ_FWD_BATCH ? j->n - t0 : VQ_FWD_BATCH;
+            vq_dot_multi((vq_wtype)w->type, row, j->act + (size_t)t0 * j->act_stride,
+                         j->act_stride, (size_t)m, (size_t)w->cols, out);
+            for (int t = 0; t < m; t++)
+                y[(size_t)(t0 + t) * ys] = out[t];
+        }
     }
 }
 
