@@ -376,8 +376,7 @@ uint64_t vq_model_fingerprint(const vq_model *m);
  * by `veloxquant calibrate` / vq_cache_save_calibration); without one the
  * call fails with VQ_ERR_NEEDS_CALIBRATION and says to run
  * `veloxquant calibrate`. Errors: VQ_ERR_INVALID_ARG (NULL, config refused
- * for this model: message names layer and field), VQ_ERR_UNSUPPORTED (the
- * model uses attention logit soft-capping, which the packed cache lacks),
+ * for this model: message names layer and field),
  * VQ_ERR_FORMAT/VQ_ERR_IO (calibration file), VQ_ERR_NOMEM. */
 vq_status vq_cache_for_model(const vq_model *m, const vq_cache_config *cfg, vq_cache **out);
 
@@ -395,7 +394,7 @@ vq_status vq_cache_load_for_model(const vq_model *m, const char *path, vq_cache 
  * held (with eviction positions keep counting past what is held; 0 = the
  * model's training context capped at 8192). vq_ctx_reset resets the cache.
  * Errors: VQ_ERR_INVALID_ARG (NULL, cache shaped for another model),
- * VQ_ERR_UNSUPPORTED (soft-capping), VQ_ERR_NOMEM. */
+ * VQ_ERR_NOMEM. */
 vq_status vq_ctx_create_cached(const vq_model *m, vq_cache *cache, int max_tokens, int n_threads,
                                vq_ctx **out);
 /* The cache behind a context made by vq_ctx_create_cached, else NULL (for

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "test.h"
 #include "veloxquant.h"
 
@@ -139,10 +140,50 @@ static void test_per_layer_specs(void)
     CHECK(cfg && vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_INVALID_ARG);
     CHECK(strstr(vq_last_error(), "nosuch") != NULL && strstr(vq_last_error(), "layer 0") != NULL);
     vq_cache_config_free(cfg);
-    /* cross-layer methods parse but are not implemented */
-    CHECK_OK(vq_cache_config_parse("cross=xquant:bits=4", &cfg)); /* minicache is in test_cache_cross */
+    /* cross-layer methods refuse eviction (the rest is in test_cache_cross) */
+    CHECK_OK(vq_cache_config_parse("cross=xquant:bits=4 evict=h2o:budget=8", &cfg));
     CHECK(cfg && vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_UNSUPPORTED);
     vq_cache_config_free(cfg);
+}
+
+/* random concatenations of grammar fragments: every result is either a
+ * config whose canonical text re-parses to itself, or INVALID_ARG with a
+ * non-empty message (the ASan run checks for memory errors) */
+static void test_random_texts(void)
+{
+    static const char *frag[] = { "keys=", "values=", "residual=", "evict=", "cross=", "page=", "bits=",
+                                  "keep_first=", "keep_last=", "keep_spec=", "fp16", "q4_0", "kivi:bits=2",
+                                  "h2o:budget=", "streaming_llm:sinks=", ",window=", "snapkv", "tova:budget=",
+                                  "minicache:start=0.5", "xquant:bits=", "4", "0", "-1", "99999999999", "32", ",",
+                                  ":", "=", " ", "  ", "\t", "x", "4,2,4", "1e3", "" };
+    vq_rng g;
+    vq_rng_seed(&g, 77);
+    int ok = 0, bad = 0, iters = vq_test_quick() ? 2000 : 20000;
+    for (int it = 0; it < iters; it++) {
+        char text[512] = "";
+        int nf = 1 + (int)(vq_rng_next(&g) % 8);
+        for (int f = 0; f < nf; f++) {
+            const char *fr = frag[vq_rng_next(&g) % (sizeof frag / sizeof *frag)];
+            if (strlen(text) + strlen(fr) < sizeof text)
+                strcat(text, fr);
+        }
+        vq_cache_config *c = NULL, *d = NULL;
+        vq_status st = vq_cache_config_parse(text, &c);
+        if (st == VQ_OK) {
+            ok++;
+            int stable = vq_cache_config_parse(vq_cache_config_str(c), &d) == VQ_OK &&
+                         strcmp(vq_cache_config_str(c), vq_cache_config_str(d)) == 0;
+            CHECKF(stable, "'%s' -> '%s' does not re-parse to itself", text, vq_cache_config_str(c));
+        } else {
+            bad++;
+            CHECKF(st == VQ_ERR_INVALID_ARG && c == NULL && vq_last_error()[0], "'%s': status %s", text,
+                   vq_status_str(st));
+        }
+        vq_cache_config_free(c);
+        vq_cache_config_free(d);
+    }
+    printf("  %d random texts: %d accepted, %d refused\n", iters, ok, bad);
+    CHECK(ok > 0 && bad > 0);
 }
 
 int main(void)
@@ -150,5 +191,6 @@ int main(void)
     RUN(test_defaults_and_canonical);
     RUN(test_errors_name_the_field);
     RUN(test_per_layer_specs);
+    RUN(test_random_texts);
     return vq_test_summary("cache_config");
 }

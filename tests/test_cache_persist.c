@@ -1,16 +1,21 @@
 /* test_cache_persist.c -- vq_cache_save / vq_cache_load: a round trip
  * continues with bit-identical attention; truncated and corrupted files
  * and another model's file are refused with VQ_ERR_FORMAT and a message;
- * a failed save leaves no file and keeps an existing one intact. */
+ * a failed save leaves no file and keeps an existing one intact; a writer
+ * killed (SIGKILL) mid-save leaves the previous file loadable. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/crc32.h"
 #include "core/file.h"
 #include "core/io.h"
+#include "core/timer.h"
 #include "test.h"
 #include "test_cache_util.h"
 
@@ -360,11 +365,70 @@ static void test_failed_save(void)
     vq_cache_free(a);
 }
 
+/* A process killed (SIGKILL) at a random moment while saving leaves the
+ * previous file intact: a child keeps re-saving a grown cache over `keep`
+ * until the parent kills it after 1..400 ms; every time, `keep` must still
+ * load and be either the old file or a complete new one (the write goes
+ * to a temporary name that is renamed over `keep` only when complete). */
+static void test_killed_save(void)
+{
+    vq_cache *a = build("keys=fp16 values=fp16");
+    if (!a)
+        return;
+    size_t n0 = vq_test_quick() ? 300 : 2000;
+    drive(a, 0, n0, 3, NULL);
+    const char *keep = tmp_path("killed.vqkc");
+    double t_save = vq_now_seconds();
+    CHECK_OK(vq_cache_save(a, keep));
+    t_save = vq_now_seconds() - t_save;
+    struct stat sb0;
+    CHECK(stat(keep, &sb0) == 0);
+    const int delays_ms[] = { 1, 7, 30, 90, 200, 400 };
+    int n_new = 0;
+    for (size_t r = 0; r < sizeof delays_ms / sizeof *delays_ms; r++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid < 0)
+            break;
+        if (pid == 0) {
+            drive(a, n0 + 100 * r, 20, 4, NULL); /* a different, larger file */
+            for (;;)
+                if (vq_cache_save(a, keep) != VQ_OK) {
+                    fprintf(stderr, "child save: %s\n", vq_cache_error(a));
+                    _exit(1);
+                }
+        }
+        struct timespec ts = { 0, delays_ms[r] * 1000000L };
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        int wst = 0;
+        waitpid(pid, &wst, 0);
+        CHECK(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL);
+        vq_cache *b = NULL;
+        vq_status st = vq_cache_load(keep, &SHAPE, &b);
+        CHECKF(st == VQ_OK, "after a kill at %d ms the saved cache does not load: %s", delays_ms[r],
+               vq_last_error());
+        struct stat sb;
+        CHECK(stat(keep, &sb) == 0);
+        n_new += sb.st_size != sb0.st_size;
+        vq_cache_free(b);
+        char tmpname[700];
+        snprintf(tmpname, sizeof tmpname, "%s.tmp.%ld", keep, (long)pid);
+        unlink(tmpname); /* the killed writer's temporary, never `keep` itself */
+    }
+    printf("  killed saves (one save of %lld bytes takes %.0f ms): %d of %zu kills left a complete new\n"
+           "  file, the rest the old one\n", (long long)sb0.st_size, 1e3 * t_save, n_new,
+           sizeof delays_ms / sizeof *delays_ms);
+    vq_cache_free(a);
+}
+
 int main(void)
 {
     RUN(test_roundtrip);
     RUN(test_refuse_bad_files);
     RUN(test_hostile_fields);
     RUN(test_failed_save);
+    RUN(test_killed_save);
     return vq_test_summary("cache_persist");
 }

@@ -263,6 +263,7 @@ static vq_status run_item(tile_job *J, size_t it, int w)
             break; /* positions increase: nothing later is visible */
         if (L->shape.window > 0 && H->pos[s0 + n - 1] <= qmin - L->shape.window)
             continue;
+        VQ_TRY(vq_cache_xquant_bind(c, L, h, s0, kc, vc));
         VQ_TRY(vq_codec_score(kc, W->qbuf, (int)nq, H->kpages[pg], n, W->sc));
         mask_scores(&mc, W->sc, n, H->pos + s0, H->alive + s0, wb ? wb + s0 : NULL, ns);
         online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);

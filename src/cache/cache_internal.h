@@ -168,12 +168,19 @@ typedef struct {
     float *stage_k, *stage_v; /* [stage_n][n_kv_heads][head_dim] */
     size_t stage_n, stage_cap;
     int stage_valid;
+    /* XQuant / xKV (xquant.c, xkv.c): role in a pair or group, partner =
+     * the pair's other layer (xquant) or the group's index (xkv) */
+    int xrole, xpartner;
 } vq_cache_layer;
+
+enum { VQ_XROLE_NONE = 0, VQ_XROLE_XQ_ANCHOR, VQ_XROLE_XQ_FOLLOWER, VQ_XROLE_XKV };
 
 struct vq_cache {
     vq_cache_config *cfg;
     vq_evict_params ev;
     double mc_start, mc_threshold; /* minicache parameters */
+    int xq_bits, xq_rbits;         /* xquant parameters */
+    struct vq_xkv_state *xkv;      /* xkv groups (xkv.c), NULL without */
     int n_layers;
     vq_cache_layer *layers;
     vq_cache_layer_shape *shapes; /* copy handed out by get_shape */
@@ -241,6 +248,39 @@ vq_status vq_cache_minicache_stage(vq_cache *c, vq_cache_layer *L, const float *
 vq_status vq_cache_minicache_append(vq_cache *c, int layer, const float *k, const float *v, size_t n, int32_t pos0);
 /* slot index of position p in head H (combined index space), or SIZE_MAX */
 size_t vq_head_find_pos(const vq_cache_head *H, int32_t p);
+
+/* xquant.c: pairs of layers sharing integer codes (docs/cache.md).
+ * parse: read cross=xquant and mark the pairs (needs c->shapes, c->ev);
+ * codec: if layer l is in a pair, build its codec for `role` into *out
+ * (status in *st) and answer 1, else 0; bind: point a follower's codecs
+ * (kc, vc: the layer's or a worker's) at the anchor's codes of `slot` of
+ * head h (no-op for other layers); is/clone: the internal codec. */
+vq_status vq_cache_xquant_parse(vq_cache *c, char *err);
+int vq_cache_xquant_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st);
+vq_status vq_cache_xquant_bind(vq_cache *c, const vq_cache_layer *L, size_t h, size_t slot, vq_codec *kc,
+                               vq_codec *vc);
+int vq_cache_xquant_is(const vq_codec *c);
+vq_status vq_cache_xquant_clone(const vq_codec *src, vq_codec **out);
+
+/* xkv.c: groups of layers sharing a low-rank key basis (docs/cache.md).
+ * parse/codec: as xquant's (codec: the fp16 placeholder key codec of a
+ * group's layer until its basis is fixed); pending: L is in a group whose
+ * basis is not fixed yet (its tokens stay in the fp16 window); grow: make
+ * the window of a pending layer hold `need` tokens; after_append: fit the
+ * basis when the group's last layer holds `min` tokens; free: the groups.
+ * Persistence: groups, group_info (borrowed pointers), load_group. */
+vq_status vq_cache_xkv_parse(vq_cache *c, char *err);
+int vq_cache_xkv_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st);
+int vq_cache_xkv_pending(const vq_cache *c, const vq_cache_layer *L);
+vq_status vq_cache_xkv_grow(vq_cache *c, vq_cache_layer *L, size_t need);
+vq_status vq_cache_xkv_after_append(vq_cache *c, int layer);
+void vq_cache_xkv_free(vq_cache *c);
+int vq_cache_xkv_is(const vq_codec *c);
+vq_status vq_cache_xkv_clone(const vq_codec *src, vq_codec **out);
+int vq_cache_xkv_groups(const vq_cache *c);
+void vq_cache_xkv_group_info(const vq_cache *c, int gi, int *fitted, int *rank, int *D, const float **mean,
+                             const float **basis);
+vq_status vq_cache_xkv_load_group(vq_cache *c, int gi, int rank, const float *mean, const float *basis, char *err);
 
 /* evict.c: enforce the sliding window (drop pos <= ref - window) and the
  * policy on layer l; `after_attend` says whether weights were just added. */

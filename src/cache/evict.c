@@ -109,15 +109,24 @@ vq_status vq_cache_cross_parse(const char *text, char *canon, size_t cap, char *
         VQ_TRY(vq_spec_float(&sp, "threshold", 0.9, -1.0, 1.0, &thr, err));
         snprintf(canon, cap, "minicache:start=%g,threshold=%g", start, thr);
     } else if (strcmp(sp.name, "xkv") == 0) {
-        long group;
+        long group, bits, minn;
         double energy;
         VQ_TRY(vq_spec_int(&sp, "group", 2, 2, 64, &group, err));
         VQ_TRY(vq_spec_float(&sp, "energy", 0.95, 0.01, 1.0, &energy, err));
-        snprintf(canon, cap, "xkv:group=%ld,energy=%g", group, energy);
-    } else if (strcmp(sp.name, "xquant") == 0) {
-        long bits;
         VQ_TRY(vq_spec_int(&sp, "bits", 4, 2, 8, &bits, err));
-        snprintf(canon, cap, "xquant:bits=%ld", bits);
+        VQ_TRY(vq_spec_int(&sp, "min", 64, 8, 1L << 20, &minn, err));
+        if (bits != 2 && bits != 4 && bits != 8)
+            return vq_fail(err, VQ_ERR_INVALID_ARG, "xkv: parameter bits=%ld must be 2, 4 or 8", bits);
+        snprintf(canon, cap, "xkv:group=%ld,energy=%g,bits=%ld,min=%ld", group, energy, bits, minn);
+    } else if (strcmp(sp.name, "xquant") == 0) {
+        long bits, rbits;
+        VQ_TRY(vq_spec_int(&sp, "bits", 4, 2, 8, &bits, err));
+        VQ_TRY(vq_spec_int(&sp, "rbits", 2, 0, 8, &rbits, err));
+        if (bits != 2 && bits != 4 && bits != 8)
+            return vq_fail(err, VQ_ERR_INVALID_ARG, "xquant: parameter bits=%ld must be 2, 4 or 8", bits);
+        if (rbits != 0 && rbits != 2 && rbits != 4 && rbits != 8)
+            return vq_fail(err, VQ_ERR_INVALID_ARG, "xquant: parameter rbits=%ld must be 0, 2, 4 or 8", rbits);
+        snprintf(canon, cap, "xquant:bits=%ld,rbits=%ld", bits, rbits);
     } else {
         return vq_fail(err, VQ_ERR_INVALID_ARG, "cross: unknown method '%s' (none, minicache, xkv, xquant)", sp.name);
     }

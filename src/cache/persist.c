@@ -5,6 +5,8 @@
  *   u32 C | C bytes canonical config text
  *   u32 n_layers | n_layers x (u32 n_kv_heads, n_q_heads, head_dim, window,
  *                              f32 softcap)
+ *   (version 2 only: cross=xkv) u32 n_groups | per group: u32 fitted |
+ *     if fitted: u32 rank | head_dim x f32 mean | head_dim x rank f32 basis
  *   per layer:
  *     i32 last_pos | i32 app_pos0 | u32 app_n
  *     2 x (u32 S | S bytes codec calibration state, 0 = none)   keys, values
@@ -36,7 +38,8 @@
 #include "core/io.h"
 
 #define CACHE_MAGIC "VQKC"
-#define CACHE_VERSION 1u
+#define CACHE_VERSION 1u     /* files without xkv groups */
+#define CACHE_VERSION_XKV 2u /* adds the xkv section after the shapes */
 #define CACHE_MAX_FILE ((size_t)1 << 40)
 
 /* ---- save ---------------------------------------------------------------- */
@@ -119,7 +122,7 @@ static vq_status fill(vq_file_writer *w, void *user)
     s->w = w;
     const vq_cache *c = s->c;
     VQ_TRY(put(s, CACHE_MAGIC, 4));
-    VQ_TRY(put_u32(s, CACHE_VERSION));
+    VQ_TRY(put_u32(s, c->xkv ? CACHE_VERSION_XKV : CACHE_VERSION));
     VQ_TRY(put_u64(s, c->fingerprint));
     VQ_TRY(put_u64(s, c->seed));
     const char *txt = vq_cache_config_str(c->cfg);
@@ -135,6 +138,20 @@ static vq_status fill(vq_file_writer *w, void *user)
         uint8_t b[4];
         vq_put_f32(b, ls->softcap);
         VQ_TRY(put(s, b, 4));
+    }
+    if (c->xkv) { /* shared bases before the layers: their codes need them */
+        VQ_TRY(put_u32(s, (uint32_t)vq_cache_xkv_groups(c)));
+        for (int g = 0; g < vq_cache_xkv_groups(c); g++) {
+            int fitted, rank, D;
+            const float *mean, *basis;
+            vq_cache_xkv_group_info(c, g, &fitted, &rank, &D, &mean, &basis);
+            VQ_TRY(put_u32(s, (uint32_t)fitted));
+            if (!fitted)
+                continue;
+            VQ_TRY(put_u32(s, (uint32_t)rank));
+            VQ_TRY(put_f32s(s, mean, (size_t)D));
+            VQ_TRY(put_f32s(s, basis, (size_t)D * (size_t)rank));
+        }
     }
     for (int l = 0; l < c->n_layers; l++) {
         const vq_cache_layer *L = &c->layers[l];
@@ -237,6 +254,7 @@ static vq_status check_finite(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, 
         size_t bpt = vq_codec_bytes_per_token(cd[r]);
         for (size_t s0 = 0; s0 < H->n_packed; s0 += G) {
             const uint8_t *src = pages[r][s0 / L->page_tokens] + (s0 % L->page_tokens) * bpt;
+            VQ_TRY(vq_cache_xquant_bind(c, L, (size_t)h, s0, L->kc, L->vc));
             VQ_TRY(vq_codec_decode(cd[r], src, G, c->tmp));
             for (size_t x = 0; x < G * D; x++)
                 if (!isfinite(c->tmp[x]))
@@ -266,9 +284,11 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
     if (np > left / per_slot || np % L->group != 0 || nd > np)
         return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: %llu packed slots (%llu dead) invalid", l,
                        h, (unsigned long long)np, (unsigned long long)nd);
-    if (nr >= L->res_cap || nr * (8 + 2 * D2) > left - np * per_slot)
+    if ((nr >= L->res_cap && !vq_cache_xkv_pending(c, L)) || nr * (8 + 2 * D2) > left - np * per_slot)
         return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: %llu residual tokens invalid", l, h,
                        (unsigned long long)nr);
+    if (nr >= L->res_cap) /* xkv before its basis: every token is in the window */
+        VQ_TRY(vq_cache_xkv_grow(c, L, (size_t)nr + 1));
     VQ_TRY(vq_cache_reserve_slots(c, L, H, (size_t)np));
     const uint8_t *p = r->p + r->off;
     size_t dead = 0;
@@ -345,13 +365,51 @@ static vq_status load_state(vq_codec *cd, rd *r, const char *what)
     return VQ_OK;
 }
 
+/* the xkv section (version 2): the shared bases, installed before the
+ * layers' codes are read */
+static vq_status load_xkv(vq_cache *c, rd *r)
+{
+    uint32_t ng;
+    VQ_TRY(get_u32(r, &ng, "xkv section"));
+    if ((int)ng != vq_cache_xkv_groups(c) || ng > VQ_CACHE_MAX_LAYERS)
+        return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: %u xkv groups, the config makes %d", ng,
+                       vq_cache_xkv_groups(c));
+    for (int g = 0; g < (int)ng; g++) {
+        uint32_t fitted, rank;
+        int f0, r0, D;
+        const float *m0, *b0;
+        vq_cache_xkv_group_info(c, g, &f0, &r0, &D, &m0, &b0);
+        VQ_TRY(get_u32(r, &fitted, "xkv section"));
+        if (fitted > 1)
+            return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: xkv group %d: bad flag", g);
+        if (!fitted)
+            continue;
+        VQ_TRY(get_u32(r, &rank, "xkv section"));
+        if (rank < 1 || rank > (uint32_t)D)
+            return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: xkv group %d: rank %u out of range [1, %d]", g, rank, D);
+        size_t nf = (size_t)D * (1 + (size_t)rank);
+        VQ_TRY(need(r, nf * 4, "xkv basis"));
+        float *x = malloc(nf * sizeof *x);
+        if (!x)
+            return vq_fail(r->err, VQ_ERR_NOMEM, "cache load: out of memory");
+        for (size_t i = 0; i < nf; i++)
+            x[i] = vq_get_f32(r->p + r->off + 4 * i);
+        r->off += nf * 4;
+        vq_status st = vq_cache_xkv_load_group(c, g, (int)rank, x, x + D, r->err);
+        free(x);
+        VQ_TRY(st);
+    }
+    return VQ_OK;
+}
+
 static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *expect, vq_cache **out, char *err)
 {
     if (len < 32 || memcmp(buf, CACHE_MAGIC, 4) != 0)
         return vq_fail(err, VQ_ERR_FORMAT, "cache file: bad magic or too short (%zu bytes)", len);
     uint32_t ver = vq_get_u32(buf + 4);
-    if (ver != CACHE_VERSION)
-        return vq_fail(err, VQ_ERR_FORMAT, "cache file: version %u, this build reads %u", ver, CACHE_VERSION);
+    if (ver != CACHE_VERSION && ver != CACHE_VERSION_XKV)
+        return vq_fail(err, VQ_ERR_FORMAT, "cache file: version %u, this build reads %u and %u", ver, CACHE_VERSION,
+                       CACHE_VERSION_XKV);
     if (vq_crc32(0, buf, len - 4) != vq_get_u32(buf + len - 4))
         return vq_fail(err, VQ_ERR_FORMAT, "cache file: checksum mismatch (truncated or corrupted)");
     rd r = { buf, len - 4, 8, err };
@@ -411,6 +469,11 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     }
     free(ls);
     vq_cache_config_free(cfg);
+    if (st == VQ_OK && (ver == CACHE_VERSION_XKV) != (c->xkv != NULL))
+        st = vq_fail(err, VQ_ERR_FORMAT, "cache file: version %u does not match its cross=%s config", ver,
+                     c->cfg->cross);
+    if (st == VQ_OK && c->xkv)
+        st = load_xkv(c, &r);
     for (int l = 0; st == VQ_OK && l < (int)nl; l++) {
         vq_cache_layer *L = &c->layers[l];
         uint32_t lp, a0, an;

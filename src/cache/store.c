@@ -82,7 +82,11 @@ static vq_status make_codec(vq_cache *c, int l, vq_role role, int strip, vq_code
     if (strip || per_layer)
         vq_cache_strip_calib(spec);
     int D = c->layers[l].shape.head_dim;
-    vq_status st = vq_codec_create(spec, D, role, vq_seed_mix(c->seed, (uint64_t)l * 2 + (uint64_t)role), out);
+    vq_status st = VQ_OK;
+    uint64_t seed = vq_seed_mix(c->seed, (uint64_t)l * 2 + (uint64_t)role);
+    if (vq_cache_xquant_codec(c, l, role, seed, out, &st) || vq_cache_xkv_codec(c, l, role, seed, out, &st))
+        return st;
+    st = vq_codec_create(spec, D, role, vq_seed_mix(c->seed, (uint64_t)l * 2 + (uint64_t)role), out);
     if (st != VQ_OK)
         return vq_fail(c->err, st, "cache layer %d %s (%s): %s", l, role == VQ_ROLE_KEY ? "keys" : "values", spec,
                        vq_last_error());
@@ -145,7 +149,8 @@ vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *s
     if (!cfg)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_create: config is NULL");
     VQ_TRY(check_shape(shape, NULL));
-    if (strcmp(cfg->cross, "none") != 0 && strncmp(cfg->cross, "minicache:", 10) != 0)
+    if (strcmp(cfg->cross, "none") != 0 && strncmp(cfg->cross, "minicache:", 10) != 0 &&
+        strncmp(cfg->cross, "xquant:", 7) != 0 && strncmp(cfg->cross, "xkv:", 4) != 0)
         return vq_fail(NULL, VQ_ERR_UNSUPPORTED, "cache config: cross: '%s' is not implemented yet", cfg->cross);
     vq_cache *c = calloc(1, sizeof *c);
     if (!c)
@@ -162,10 +167,14 @@ vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *s
         if (!c->layers || !c->shapes)
             st = vq_fail(c->err, VQ_ERR_NOMEM, "vq_cache_create: out of memory");
     }
-    for (int l = 0; st == VQ_OK && l < c->n_layers; l++) {
+    for (int l = 0; st == VQ_OK && l < c->n_layers; l++)
         c->layers[l].shape = c->shapes[l] = shape->layers[l];
+    if (st == VQ_OK)
+        st = vq_cache_xquant_parse(c, c->err);
+    if (st == VQ_OK)
+        st = vq_cache_xkv_parse(c, c->err);
+    for (int l = 0; st == VQ_OK && l < c->n_layers; l++)
         st = setup_layer(c, l, strip);
-    }
     if (st == VQ_OK)
         st = vq_cache_minicache_setup(c, c->err);
     if (st == VQ_OK)
@@ -243,6 +252,7 @@ void vq_cache_free(vq_cache *c)
         vq_codec_free(L->fv);
     }
     vq_page_pool_destroy(&c->pool);
+    vq_cache_xkv_free(c);
     free(c->layers);
     free(c->shapes);
     vq_cache_config_free(c->cfg);
@@ -368,6 +378,7 @@ vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head 
     while (H->n_res >= keep + G) {
         size_t s = H->n_packed;
         VQ_TRY(vq_cache_reserve_slots(c, L, H, s + G));
+        VQ_TRY(vq_cache_xquant_bind(c, L, (size_t)(H - L->heads), s, L->kc, L->vc));
         VQ_TRY(vq_codec_decode(L->fk, H->rk, G, c->tmp));
         vq_status st = vq_codec_encode(L->kc, c->tmp, G, kslot(L, H, s));
         if (st != VQ_OK)
@@ -505,14 +516,16 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
             if (H->rx)
                 H->rx[H->n_res] = (vq_xslot){ 0, 0, 0 };
             H->n_res++;
-            if (H->n_res == L->res_cap)
+            if (H->n_res == L->res_cap && vq_cache_xkv_pending(c, L))
+                VQ_TRY(vq_cache_xkv_grow(c, L, L->res_cap + 1)); /* no basis yet: stay fp16 */
+            else if (H->n_res == L->res_cap)
                 VQ_TRY(vq_cache_flush_residual(c, L, H, keep));
         }
     }
     L->last_pos = pos0 + (int32_t)(n - 1);
     L->app_pos0 = pos0;
     L->app_n = n;
-    return VQ_OK;
+    return vq_cache_xkv_after_append(c, layer);
 }
 
 /* ---- gather ------------------------------------------------------------- */
@@ -535,6 +548,7 @@ static vq_status gather_own(vq_cache *c, int layer, int kv_head, size_t cap,
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_gather: %zu tokens held, capacity %zu", live, cap);
     size_t o = 0;
     for (size_t s = 0; s < H->n_packed; s += G) {
+        VQ_TRY(vq_cache_xquant_bind(c, L, (size_t)kv_head, s, L->kc, L->vc));
         if (k)
             VQ_TRY(vq_codec_decode(L->kc, kslot(L, H, s), G, c->tmp));
         for (size_t i = 0, oo = o; i < G; i++)

@@ -1,37 +1,76 @@
-/* pool.c -- persistent pthread pool (see pool.h).
+/* pool.c -- persistent pthread pool with dynamically claimed chunks (see
+ * pool.h).
  *
- * Protocol: the caller publishes (fn, ctx), bumps `generation` and wakes the
- * sleepers; each worker that sees a new generation runs its share and
- * increments `done`; the caller runs share 0 and then waits (spinning, the
- * shares are short) until done == n - 1. Workers spin on `generation` for a
- * bounded number of polls before sleeping on the condition variable, so a
- * stream of small jobs (one per matrix of a decode step) avoids a futex
- * round trip per job while an idle pool sleeps. */
+ * Job protocol. `counter` packs (generation << 32) | next chunk index.
+ * To publish job g the caller (1) stores (g, CLOSED), (2) stores the job's
+ * fields (fn, ctx, sizes) and resets `done`, (3) stores (g, 0), (4) bumps
+ * the futex word `gen_word` and wakes sleeping workers. A worker that sees
+ * a new gen_word reads counter, then the fields, then claims chunk i by a
+ * compare-exchange (g, i) -> (g, i + 1); it runs the chunk and increments
+ * `done`. The compare-exchange can only succeed while the job it read the
+ * fields of is still open: the fields of job g + 1 are written after
+ * (g + 1, CLOSED) is stored (release/acquire on the fields), so a worker
+ * that read a newer field fails its claim. A worker that wakes late finds
+ * no chunk left and goes back to waiting; it never holds the job up.
+ *
+ * Completion: `done` counts finished chunks of the current job; the caller,
+ * after claiming until none is left, waits for done == n_chunks (spin, then
+ * futex on `caller_waiting`, which the worker finishing the last chunk
+ * clears and wakes). Every increment of `done` belongs to the current job,
+ * because the next job is published only after all its chunks are done.
+ *
+ * Waiting: both sides spin VQ_POOL_SPIN polls with `pause` (a few to ~100
+ * microseconds, depending on the CPU's pause latency) before sleeping, so a
+ * decode step's back-to-back jobs skip the futex while an idle pool (between
+ * tokens, or a program that stopped generating) sleeps. Without futexes
+ * (non-Linux) the sleep is a sched_yield loop. */
 #include "core/pool.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
 
 #include "core/error.h"
 
 #define VQ_POOL_MAX 64
-#define VQ_POOL_SPIN 20000 /* polls before a worker sleeps (~ tens of us) */
+#define VQ_POOL_SPIN 2000       /* pause polls before sleeping */
+#define CHUNK_CLOSED 0xFFFFFFFFu
+#define ADAPT_WINDOW 64       /* parallel jobs per verdict */
+#define ADAPT_SERIAL_S 0.1    /* seconds on the caller alone after a losing window */
+#define ADAPT_MARGIN 1.1      /* parallel must lose by 10% to be switched off */
+#define MAX_CHUNKS 0x7FFFFFFFu
 
 struct vq_pool {
     int n;
     pthread_t th[VQ_POOL_MAX];
     int n_started;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    vq_pool_fn fn;
-    void *ctx;
-    atomic_uint generation;
-    atomic_int done;
-    atomic_int quit;
+    unsigned gen; /* caller only */
+    /* adaptive fallback (caller only): see vq_pool_for */
+    int adapt_jobs;        /* parallel jobs in the current window */
+    double adapt_par_s;    /* their wall time */
+    double adapt_ser_s;    /* estimated time had the caller run them alone */
+    double serial_until;   /* run jobs on the caller alone until then */
+    int adapt_on;
+    _Alignas(64) _Atomic uint64_t counter;
+    _Alignas(64) atomic_uint done;
+    _Alignas(64) _Atomic(vq_pool_task) fn;
+    _Atomic(void *) ctx;
+    atomic_size_t n_items, grain;
+    atomic_uint n_chunks;
+    _Alignas(64) atomic_uint gen_word;
     atomic_int sleepers;
+    atomic_int quit;
+    _Alignas(64) atomic_uint caller_waiting;
 };
 
 static inline void cpu_relax(void)
@@ -39,6 +78,67 @@ static inline void cpu_relax(void)
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+}
+
+/* Sleep while *w == val (spurious returns allowed); wake sleepers on w. */
+static void futex_wait(atomic_uint *w, unsigned val)
+{
+#ifdef __linux__
+    syscall(SYS_futex, (unsigned *)w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+#else
+    if (atomic_load(w) == val)
+        sched_yield();
+#endif
+}
+
+static void futex_wake_all(atomic_uint *w)
+{
+#ifdef __linux__
+    syscall(SYS_futex, (unsigned *)w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+#else
+    (void)w;
+#endif
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void chunk_done(vq_pool *p, unsigned n_chunks)
+{
+    if (atomic_fetch_add(&p->done, 1u) + 1u == n_chunks && atomic_load(&p->caller_waiting)) {
+        atomic_store(&p->caller_waiting, 0u);
+        futex_wake_all(&p->caller_waiting);
+    }
+}
+
+/* Claim and run chunks of the open job, if any (workers). */
+static void worker_help(vq_pool *p, int tid)
+{
+    uint64_t v = atomic_load_explicit(&p->counter, memory_order_acquire);
+    uint32_t g = (uint32_t)(v >> 32);
+    if ((uint32_t)v == CHUNK_CLOSED)
+        return;
+    vq_pool_task fn = atomic_load_explicit(&p->fn, memory_order_acquire);
+    void *ctx = atomic_load_explicit(&p->ctx, memory_order_acquire);
+    size_t n_items = atomic_load_explicit(&p->n_items, memory_order_acquire);
+    size_t grain = atomic_load_explicit(&p->grain, memory_order_acquire);
+    unsigned n_chunks = atomic_load_explicit(&p->n_chunks, memory_order_acquire);
+    for (;;) {
+        if ((uint32_t)(v >> 32) != g || (uint32_t)v >= n_chunks)
+            return;
+        if (!atomic_compare_exchange_weak_explicit(&p->counter, &v, v + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        size_t b = (size_t)(uint32_t)v * grain;
+        size_t e = n_items - b < grain ? n_items : b + grain;
+        fn(ctx, b, e, tid);
+        chunk_done(p, n_chunks);
+        v = atomic_load_explicit(&p->counter, memory_order_acquire);
+    }
 }
 
 struct worker_start {
@@ -56,25 +156,22 @@ static void *worker_main(void *arg)
     for (;;) {
         unsigned g;
         int spins = 0;
-        while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
+        while ((g = atomic_load_explicit(&p->gen_word, memory_order_acquire)) == seen &&
                !atomic_load_explicit(&p->quit, memory_order_acquire)) {
             if (++spins < VQ_POOL_SPIN) {
                 cpu_relax();
                 continue;
             }
-            pthread_mutex_lock(&p->mu);
-            atomic_fetch_add(&p->sleepers, 1);
-            while (atomic_load(&p->generation) == seen && !atomic_load(&p->quit))
-                pthread_cond_wait(&p->cv, &p->mu);
+            atomic_fetch_add(&p->sleepers, 1); /* seq_cst: pairs with the caller's bump */
+            if (atomic_load(&p->gen_word) == seen && !atomic_load(&p->quit))
+                futex_wait(&p->gen_word, seen);
             atomic_fetch_sub(&p->sleepers, 1);
-            pthread_mutex_unlock(&p->mu);
             spins = 0;
         }
         if (atomic_load_explicit(&p->quit, memory_order_acquire))
             return NULL;
         seen = g;
-        p->fn(p->ctx, me, p->n);
-        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+        worker_help(p, me);
     }
 }
 
@@ -101,21 +198,35 @@ vq_status vq_pool_create(int n_threads, vq_pool **out)
         n_threads = default_threads();
     if (n_threads > VQ_POOL_MAX)
         n_threads = VQ_POOL_MAX;
-    vq_pool *p = calloc(1, sizeof *p);
+    vq_pool *p = aligned_alloc(64, (sizeof *p + 63) & ~(size_t)63);
     if (!p)
         return vq_fail(NULL, VQ_ERR_NOMEM, "pool: out of memory");
     p->n = n_threads;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
-    atomic_init(&p->generation, 0u);
-    atomic_init(&p->done, 0);
-    atomic_init(&p->quit, 0);
+    p->n_started = 0;
+    p->gen = 0;
+    p->adapt_jobs = 0;
+    p->adapt_par_s = p->adapt_ser_s = 0;
+    p->serial_until = 0;
+    {
+        const char *e = getenv("VQ_POOL_ADAPT");
+        p->adapt_on = !(e && *e == '0');
+    }
+    atomic_init(&p->counter, (uint64_t)CHUNK_CLOSED);
+    atomic_init(&p->done, 0u);
+    atomic_init(&p->fn, NULL);
+    atomic_init(&p->ctx, NULL);
+    atomic_init(&p->n_items, 0);
+    atomic_init(&p->grain, 1);
+    atomic_init(&p->n_chunks, 0u);
+    atomic_init(&p->gen_word, 0u);
     atomic_init(&p->sleepers, 0);
+    atomic_init(&p->quit, 0);
+    atomic_init(&p->caller_waiting, 0u);
     for (int i = 1; i < n_threads; i++) {
         struct worker_start *ws = malloc(sizeof *ws);
         if (!ws) {
-            vq_pool_free(p);
-            return vq_fail(NULL, VQ_ERR_NOMEM, "pool: out of memory");
+            p->n = i;
+            break;
         }
         ws->p = p;
         ws->i = i;
@@ -132,42 +243,134 @@ vq_status vq_pool_create(int n_threads, vq_pool **out)
 
 int vq_pool_size(const vq_pool *p) { return p ? p->n : 1; }
 
+/* Adaptive fallback. On a machine shared with other programs a worker can
+ * be descheduled while it holds a chunk; the caller then waits for it, and
+ * fork-join loses to one thread. Over each window of ADAPT_WINDOW parallel
+ * jobs we compare their wall time with an estimate of the caller alone:
+ * (time the caller spent on its own chunks) x n_chunks / (its chunks), and
+ * when parallel was slower (by ADAPT_MARGIN) the jobs of the next
+ * ADAPT_SERIAL_S seconds run on the caller alone (then parallel is tried
+ * again). VQ_POOL_ADAPT=0 turns this off. Results do not change:
+ * chunks never depend on which thread runs them. */
+static void adapt(vq_pool *p, double t0, double t_mine, double t_end, unsigned mine,
+                  unsigned n_chunks)
+{
+    if (!p->adapt_on)
+        return;
+    p->adapt_par_s += t_end - t0;
+    /* mine == 0: the worker ran every chunk; the caller alone would have
+     * needed about the same time as the job took */
+    p->adapt_ser_s += mine ? (t_mine - t0) * (double)n_chunks / (double)mine : t_end - t0;
+    if (++p->adapt_jobs < ADAPT_WINDOW)
+        return;
+    if (p->adapt_par_s > ADAPT_MARGIN * p->adapt_ser_s)
+        p->serial_until = t_end + ADAPT_SERIAL_S;
+    p->adapt_jobs = 0;
+    p->adapt_par_s = p->adapt_ser_s = 0;
+}
+
+void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void *ctx)
+{
+    if (n_items == 0)
+        return;
+    if (grain == 0)
+        grain = 1;
+    if (n_items / grain >= MAX_CHUNKS)
+        grain = n_items / (MAX_CHUNKS - 1) + 1;
+    size_t nc = (n_items - 1) / grain + 1;
+    if (!p || p->n <= 1 || nc == 1) {
+        fn(ctx, 0, n_items, 0);
+        return;
+    }
+    double t_start = now_s();
+    if (t_start < p->serial_until) {
+        fn(ctx, 0, n_items, 0);
+        return;
+    }
+    unsigned n_chunks = (unsigned)nc;
+    uint32_t g = ++p->gen;
+    atomic_store(&p->counter, ((uint64_t)g << 32) | CHUNK_CLOSED);
+    atomic_store_explicit(&p->fn, fn, memory_order_release);
+    atomic_store_explicit(&p->ctx, ctx, memory_order_release);
+    atomic_store_explicit(&p->n_items, n_items, memory_order_release);
+    atomic_store_explicit(&p->grain, grain, memory_order_release);
+    atomic_store_explicit(&p->n_chunks, n_chunks, memory_order_release);
+    atomic_store_explicit(&p->done, 0u, memory_order_relaxed);
+    atomic_store_explicit(&p->counter, (uint64_t)g << 32, memory_order_release);
+    atomic_store(&p->gen_word, g); /* seq_cst: pairs with the workers' `sleepers` */
+    if (atomic_load(&p->sleepers) > 0)
+        futex_wake_all(&p->gen_word);
+
+    /* the caller claims chunks like a worker (its fields are its own) */
+    uint64_t v = (uint64_t)g << 32;
+    unsigned mine = 0;
+    for (;;) {
+        uint32_t i = (uint32_t)v;
+        if (i >= n_chunks)
+            break;
+        if (!atomic_compare_exchange_weak_explicit(&p->counter, &v, v + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        size_t b = (size_t)i * grain;
+        size_t e = n_items - b < grain ? n_items : b + grain;
+        fn(ctx, b, e, 0);
+        mine++;
+        v = atomic_load_explicit(&p->counter, memory_order_acquire);
+    }
+    double t_mine = now_s();
+    int finished = 0;
+    if (mine) {
+        unsigned d = atomic_fetch_add(&p->done, mine) + mine;
+        finished = d == n_chunks;
+    }
+    int spins = 0;
+    while (!finished && atomic_load_explicit(&p->done, memory_order_acquire) < n_chunks) {
+        if (++spins < VQ_POOL_SPIN) {
+            cpu_relax();
+            continue;
+        }
+        atomic_store(&p->caller_waiting, 1u); /* seq_cst: pairs with chunk_done */
+        if (atomic_load(&p->done) < n_chunks)
+            futex_wait(&p->caller_waiting, 1u);
+        spins = 0;
+    }
+    atomic_store_explicit(&p->caller_waiting, 0u, memory_order_relaxed);
+    adapt(p, t_start, t_mine, now_s(), mine, n_chunks);
+}
+
+struct run_adapter {
+    vq_pool_fn fn;
+    void *ctx;
+    int n;
+};
+
+static void run_share(void *arg, size_t b, size_t e, int tid)
+{
+    (void)tid;
+    const struct run_adapter *a = arg;
+    for (size_t i = b; i < e; i++)
+        a->fn(a->ctx, (int)i, a->n);
+}
+
 void vq_pool_run(vq_pool *p, vq_pool_fn fn, void *ctx)
 {
-    if (!p || p->n <= 1) {
+    int n = vq_pool_size(p);
+    if (n <= 1) {
         fn(ctx, 0, 1);
         return;
     }
-    p->fn = fn;
-    p->ctx = ctx;
-    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-    atomic_fetch_add(&p->generation, 1u); /* seq_cst: pairs with `sleepers` */
-    if (atomic_load(&p->sleepers) > 0) {
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-    }
-    fn(ctx, 0, p->n);
-    int spins = 0;
-    while (atomic_load_explicit(&p->done, memory_order_acquire) < p->n - 1) {
-        if (++spins < VQ_POOL_SPIN)
-            cpu_relax();
-        else
-            sched_yield();
-    }
+    struct run_adapter a = { fn, ctx, n };
+    vq_pool_for(p, (size_t)n, 1, run_share, &a);
 }
 
 void vq_pool_free(vq_pool *p)
 {
     if (!p)
         return;
-    pthread_mutex_lock(&p->mu);
     atomic_store(&p->quit, 1);
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    atomic_fetch_add(&p->gen_word, 1u);
+    futex_wake_all(&p->gen_word);
     for (int i = 1; i <= p->n_started; i++)
         pthread_join(p->th[i], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->cv);
     free(p);
 }

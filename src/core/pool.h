@@ -1,19 +1,30 @@
 /* pool.h -- a small persistent thread pool for data-parallel kernels.
  *
- * vq_pool_run(p, fn, ctx) calls fn(ctx, i, n) once for every i in [0, n)
- * where n = vq_pool_size(p), the calling thread taking i = 0, and returns
- * when all calls have returned. Workers are created once (vq_pool_create)
- * and wait between jobs: they spin briefly (so back-to-back jobs of a
- * decode step start in microseconds) and then sleep on a condition
- * variable (so an idle pool costs no CPU).
+ * vq_pool_for(p, n_items, grain, fn, ctx) covers [0, n_items) with chunks
+ * of `grain` items (the last one shorter) and calls fn(ctx, begin, end, tid)
+ * once per chunk. Chunks are claimed one at a time from a shared atomic
+ * counter by the calling thread and by every worker that is awake, so the
+ * job finishes even when a worker is descheduled (the caller then runs the
+ * remaining chunks itself): a late thread delays a job by at most the one
+ * chunk it holds. tid in [0, vq_pool_size(p)) names the thread running the
+ * chunk (0: the caller), for per-thread scratch; no two chunks run on the
+ * same tid at once. Which thread runs which chunk varies from run to run,
+ * so a chunk's result must not depend on tid or on the other chunks.
  *
- * A pool of size 1 creates no thread: vq_pool_run then is a plain call.
- * One job at a time: vq_pool_run must not be called concurrently on one
- * pool, nor from inside a job. fn must not fail; it records any problem in
- * its ctx. vq_pool_free(NULL) is harmless.
+ * vq_pool_run(p, fn, ctx) is the older form: fn(ctx, i, n) for every i in
+ * [0, n), n = vq_pool_size(p); i is a share index (not a thread id), and
+ * shares are claimed like chunks above.
  *
- * vq_pool_split(total, i, n, &begin, &end) gives part i of n of [0, total)
- * in near-equal contiguous ranges (helper for row splitting). */
+ * Workers are created once (vq_pool_create). Between jobs they spin for a
+ * few microseconds (so back-to-back jobs of a decode step start at once)
+ * and then sleep on a futex (Linux) so an idle pool costs no CPU; the
+ * caller, once no chunk is left to claim, waits the same way for chunks
+ * still running on workers.
+ *
+ * A pool of size 1 creates no thread: jobs run on the caller. One job at a
+ * time: the pool must not be used concurrently, nor from inside a job. fn
+ * must not fail; it records any problem in its ctx. p == NULL acts as a
+ * pool of size 1; vq_pool_free(NULL) is harmless. */
 #ifndef VQ_CORE_POOL_H
 #define VQ_CORE_POOL_H
 
@@ -23,14 +34,19 @@
 
 typedef struct vq_pool vq_pool;
 typedef void (*vq_pool_fn)(void *ctx, int i, int n);
+typedef void (*vq_pool_task)(void *ctx, size_t begin, size_t end, int tid);
 
 /* n_threads <= 0: the number of online CPUs (capped at 64), or the value of
  * the environment variable VQ_THREADS when set. */
 vq_status vq_pool_create(int n_threads, vq_pool **out);
 void vq_pool_free(vq_pool *p);
 int vq_pool_size(const vq_pool *p);
+/* grain 0 is taken as 1; n_items 0 returns at once. */
+void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void *ctx);
 void vq_pool_run(vq_pool *p, vq_pool_fn fn, void *ctx);
 
+/* vq_pool_split(total, i, n, &begin, &end) gives part i of n of [0, total)
+ * in near-equal contiguous ranges. */
 static inline void vq_pool_split(size_t total, int i, int n, size_t *begin, size_t *end)
 {
     size_t base = total / (size_t)n, rem = total % (size_t)n, ui = (size_t)i;

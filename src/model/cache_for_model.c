@@ -71,6 +71,7 @@ static vq_status model_shape(const vq_model *m, vq_cache_shape *s, vq_cache_laye
         ls[l].n_kv_heads = L->n_kv_heads;
         ls[l].head_dim = L->head_dim;
         ls[l].window = L->window;
+        ls[l].softcap = m->attn_softcap;
     }
     s->n_layers = m->n_layers;
     s->layers = ls;
@@ -86,11 +87,6 @@ static vq_status create_for_model(const vq_model *m, const vq_cache_config *cfg,
     *out = NULL;
     if (!m || !cfg)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_for_model: NULL argument");
-    if (m->attn_softcap > 0)
-        return vq_fail(NULL, VQ_ERR_UNSUPPORTED,
-                       "vq_cache_for_model: the model uses attention logit soft-capping (%g), which the packed "
-                       "cache does not implement",
-                       (double)m->attn_softcap);
     vq_cache_shape s;
     vq_cache_layer_shape *ls = NULL;
     VQ_TRY(model_shape(m, &s, &ls));

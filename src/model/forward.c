@@ -3,55 +3,176 @@
  *
  * One batch of T tokens goes through every layer together. Every matrix
  * product is y[t][r] = dot(W row r, x[t]): the activations x[t] are
- * prepared once per (matrix type, input) with vq_act_prepare, then rows are
- * split over the thread pool, each thread looping rows outer and tokens
- * inner, so each weight row is read from memory once per batch. Attention
- * goes through the single seam vq_attn_layer (kv_iface.h). */
+ * prepared once per (input, activation format) with vq_act_prepare, then
+ * rows are claimed from the thread pool in chunks of ~16 KB of weights
+ * (vq_pool_for: a descheduled thread holds up at most its one chunk); per
+ * row the tokens go through vq_dot_multi (4 activation vectors per weight
+ * decode) or, for one token, vq_dot. Matrices that read the same input
+ * (Q/K/V, gate/up) share one pool job. Per-row and per-token computations
+ * never depend on the thread split, so logits are identical for any thread
+ * count. Attention goes through the single seam vq_attn_layer (kv_iface.h). */
 #include <math.h>
 #include <string.h>
 
 #include "model/forward.h"
 #include "model/ops.h"
 #include "model/quants.h"
+#include "model/quants_impl.h"
+
+/* One pool job multiplies up to MM_MAX matrices that read the same input
+ * (Q, K, V; gate, up) when their activation formats agree: their rows are
+ * numbered one after another and claimed in chunks, so the job is one
+ * fork-join instead of three. */
+#define MM_MAX 3
+#define MM_CHUNK_BYTES 16384 /* weight bytes per chunk: well inside L2 */
 
 typedef struct {
-    const vq_wmat *w;
+    int n_mats;
+    const vq_wmat *w[MM_MAX];
+    float *y[MM_MAX];      /* [n][y_stride[i]] */
+    size_t y_stride[MM_MAX];
+    size_t row0[MM_MAX + 1]; /* first global row of each matrix; row0[n_mats] = total */
     const uint8_t *act;
     size_t act_stride;
-    int n;            /* tokens */
-    float *y;         /* [n][y_stride] */
-    size_t y_stride;
+    int n;                 /* tokens */
 } matmul_job;
 
-static void matmul_rows(void *arg, int i, int nt)
+/* Rows [b, e) of the concatenated matrices. Per row, the tokens go through
+ * vq_dot_multi in groups of 4 in token order, so a row's result depends only
+ * on the batch, never on how rows were split over threads. */
+static void matmul_chunk(void *arg, size_t b, size_t e, int tid)
 {
+    (void)tid;
     const matmul_job *j = arg;
-    const vq_wmat *w = j->w;
-    size_t r0, r1;
-    vq_pool_split((size_t)w->rows, i, nt, &r0, &r1);
-    for (size_t r = r0; r < r1; r++) {
+    float out[VQ_FWD_BATCH];
+    int mi = 0;
+    while (j->row0[mi + 1] <= b)
+        mi++;
+    for (size_t g = b; g < e; g++) {
+        while (j->row0[mi + 1] <= g)
+            mi++;
+        const vq_wmat *w = j->w[mi];
+        size_t r = g - j->row0[mi];
         const uint8_t *row = w->data + r * w->row_bytes;
-        for (int t = 0; t < j->n; t++)
-            j->y[(size_t)t * j->y_stride + r] =
-                vq_dot((vq_wtype)w->type, row, j->act + (size_t)t * j->act_stride, (size_t)w->cols);
+        float *y = j->y[mi] + r;
+        size_t ys = j->y_stride[mi];
+        if (j->n == 1) {
+            *y = vq_dot((vq_wtype)w->type, row, j->act, (size_t)w->cols);
+            continue;
+        }
+        /* groups of VQ_FWD_BATCH (a multiple of 4) keep `out` bounded
+         * whatever batch size the context uses */
+        for (int t0 = 0; t0 < j->n; t0 += VQ_FWD_BATCH) {
+            int m = j->n - t0 < VQ_FWD_BATCH ? j->n - t0 : VQ_FWD_BATCH;
+            vq_dot_multi((vq_wtype)w->type, row, j->act + (size_t)t0 * j->act_stride,
+                         j->act_stride, (size_t)m, (size_t)w->cols, out);
+            for (int t = 0; t < m; t++)
+                y[(size_t)(t0 + t) * ys] = out[t];
+        }
     }
 }
 
-/* y[t][r] for t < n, rows of w; x is [n][w->cols]. Activations are reused
- * when the last product had the same input buffer and weight type (the
- * caller clears c->act_src whenever it rewrites an input buffer). */
-static void matmul(vq_ctx *c, const vq_wmat *w, const float *x, int n, float *y, size_t y_stride)
+typedef struct {
+    const vq_wmat *w;
+    const float *x;
+    uint8_t *act;
+    size_t act_stride;
+} act_job;
+
+/* Prepared activations of tokens [b, e) (each token on its own). */
+static void act_tokens(void *arg, size_t b, size_t e, int tid)
 {
-    if (c->act_src != x || c->act_type != w->type || c->act_n != n) {
-        for (int t = 0; t < n; t++)
-            vq_act_prepare((vq_wtype)w->type, x + (size_t)t * (size_t)w->cols, (size_t)w->cols,
-                           c->act + (size_t)t * c->act_stride);
+    (void)tid;
+    const act_job *a = arg;
+    size_t cols = (size_t)a->w->cols;
+    for (size_t t = b; t < e; t++)
+        vq_act_prepare((vq_wtype)a->w->type, a->x + t * cols, cols, a->act + t * a->act_stride);
+}
+
+typedef struct {
+    float *gate;
+    const float *up;
+    size_t width;
+    int gelu;
+} glu_job;
+
+/* gate = act(gate) * up for tokens [b, e). */
+static void glu_tokens(void *arg, size_t b, size_t e, int tid)
+{
+    (void)tid;
+    const glu_job *g = arg;
+    for (size_t i = b * g->width; i < e * g->width; i++) {
+        float v = g->gate[i];
+        g->gate[i] = (g->gelu ? vq_gelu_tanh(v) : vq_silu(v)) * g->up[i];
+    }
+}
+
+static int act_kind(const vq_wmat *w) { return (int)vq_act_kind_of((vq_wtype)w->type); }
+
+/* y_i[t][r] = dot(W_i row r, x[t]) for t < n (n <= VQ_FWD_BATCH) and the
+ * n_mats matrices in w (same cols, same activation format). Activations are
+ * reused when the last product had the same input buffer and format (the
+ * caller clears c->act_src whenever it rewrites an input buffer). */
+static void matmul_multi(vq_ctx *c, int n_mats, const vq_wmat *const *w, const float *x, int n,
+                         float *const *y, const size_t *y_stride)
+{
+    const vq_wmat *w0 = w[0];
+    if (c->act_src != x || (int)c->act_type != act_kind(w0) || c->act_n != n) {
+        act_job aj = { w0, x, c->act, c->act_stride };
+        if (n >= 8)
+            vq_pool_for(c->pool, (size_t)n, 4, act_tokens, &aj);
+        else
+            act_tokens(&aj, 0, (size_t)n, 0);
         c->act_src = x;
-        c->act_type = w->type;
+        c->act_type = (uint32_t)act_kind(w0);
         c->act_n = n;
     }
-    matmul_job j = { w, c->act, c->act_stride, n, y, y_stride };
-    vq_pool_run(c->pool, matmul_rows, &j);
+    matmul_job j;
+    j.n_mats = n_mats;
+    j.act = c->act;
+    j.act_stride = c->act_stride;
+    j.n = n;
+    size_t total = 0, bytes = 0;
+    for (int i = 0; i < n_mats; i++) {
+        j.w[i] = w[i];
+        j.y[i] = y[i];
+        j.y_stride[i] = y_stride[i];
+        j.row0[i] = total;
+        total += (size_t)w[i]->rows;
+        bytes += (size_t)w[i]->rows * w[i]->row_bytes;
+    }
+    j.row0[n_mats] = total;
+    /* chunks of about MM_CHUNK_BYTES of weights, and at least 4 per thread so
+     * a late thread costs little; never below 1 row */
+    size_t avg_row = bytes / total ? bytes / total : 1;
+    size_t grain = MM_CHUNK_BYTES / avg_row;
+    size_t nt = (size_t)vq_pool_size(c->pool);
+    size_t cap = (total + 4 * nt - 1) / (4 * nt);
+    if (grain > cap)
+        grain = cap;
+    if (grain < 1)
+        grain = 1;
+    vq_pool_for(c->pool, total, grain, matmul_chunk, &j);
+}
+
+static void matmul(vq_ctx *c, const vq_wmat *w, const float *x, int n, float *y, size_t y_stride)
+{
+    matmul_multi(c, 1, &w, x, n, &y, &y_stride);
+}
+
+/* Products of several matrices over one input: consecutive matrices with
+ * the same activation format share one pool job. */
+static void matmul_group(vq_ctx *c, int n_mats, const vq_wmat *const *w, const float *x, int n,
+                         float *const *y, const size_t *y_stride)
+{
+    int i = 0;
+    while (i < n_mats) {
+        int k = i + 1;
+        while (k < n_mats && act_kind(w[k]) == act_kind(w[i]) && w[k]->cols == w[i]->cols)
+            k++;
+        matmul_multi(c, k - i, w + i, x, n, y + i, y_stride + i);
+        i = k;
+    }
 }
 
 static void add_bias(float *y, const float *b, int n, size_t width)
@@ -64,17 +185,21 @@ static void add_bias(float *y, const float *b, int n, size_t width)
 }
 
 /* QK-norm (if w) and RoPE for n tokens x heads of one layer, in place. */
-static void qk_prepare(const vq_model *m, const vq_layer *L, float *x, int n, int heads,
+static void qk_prepare(vq_ctx *c, const vq_layer *L, float *x, int n, int heads,
                        const float *norm_w, int pos0)
 {
+    const vq_model *m = c->m;
     size_t hd = (size_t)L->head_dim;
-    for (int t = 0; t < n; t++)
+    float *cs = c->rope_cs;
+    for (int t = 0; t < n; t++) {
+        vq_rope_angles(cs, hd, pos0 + t, L->inv_freq); /* once per token, all heads */
         for (int h = 0; h < heads; h++) {
             float *v = x + ((size_t)t * (size_t)heads + (size_t)h) * hd;
             if (norm_w)
                 vq_rmsnorm(v, v, norm_w, hd, m->rms_eps);
-            vq_rope(v, hd, pos0 + t, L->inv_freq, m->rope_neox);
+            vq_rope_apply(v, hd, cs, m->rope_neox);
         }
+    }
 }
 
 static void norm_rows(const vq_model *m, float *y, const float *x, const float *w, int n)
@@ -95,14 +220,17 @@ static vq_status layer_forward(vq_ctx *c, int il, int n, int pos0)
     /* attention block */
     norm_rows(m, c->xn, c->x, L->attn_norm, n);
     c->act_src = NULL;
-    matmul(c, &L->wq, c->xn, n, c->q, QD);
-    matmul(c, &L->wk, c->xn, n, c->k, KD);
-    matmul(c, &L->wv, c->xn, n, c->v, KD);
+    {
+        const vq_wmat *ws[3] = { &L->wq, &L->wk, &L->wv };
+        float *ys[3] = { c->q, c->k, c->v };
+        size_t ss[3] = { QD, KD, KD };
+        matmul_group(c, 3, ws, c->xn, n, ys, ss);
+    }
     add_bias(c->q, L->bq, n, QD);
     add_bias(c->k, L->bk, n, KD);
     add_bias(c->v, L->bv, n, KD);
-    qk_prepare(m, L, c->q, n, L->n_q_heads, L->q_norm, pos0);
-    qk_prepare(m, L, c->k, n, L->n_kv_heads, L->k_norm, pos0);
+    qk_prepare(c, L, c->q, n, L->n_q_heads, L->q_norm, pos0);
+    qk_prepare(c, L, c->k, n, L->n_kv_heads, L->k_norm, pos0);
     vq_status st = vq_attn_layer(c->kv, il, c->q, c->k, c->v, n, pos0, c->att);
     if (st != VQ_OK)
         return vq_fail(c->err, st, "forward: layer %d attention: %s", il, c->kv->err);
@@ -116,11 +244,18 @@ static vq_status layer_forward(vq_ctx *c, int il, int n, int pos0)
     /* feed-forward block: down(act(gate(x)) * up(x)) */
     norm_rows(m, c->xn, c->x, L->ffn_norm, n);
     c->act_src = NULL;
-    matmul(c, &L->w_gate, c->xn, n, c->gate, F);
-    matmul(c, &L->w_up, c->xn, n, c->up, F);
-    for (size_t i = 0; i < (size_t)n * F; i++) {
-        float g = c->gate[i];
-        c->gate[i] = (m->gelu_ffn ? vq_gelu_tanh(g) : vq_silu(g)) * c->up[i];
+    {
+        const vq_wmat *ws[2] = { &L->w_gate, &L->w_up };
+        float *ys[2] = { c->gate, c->up };
+        size_t ss[2] = { F, F };
+        matmul_group(c, 2, ws, c->xn, n, ys, ss);
+    }
+    {
+        glu_job gj = { c->gate, c->up, F, m->gelu_ffn };
+        if (n >= 8)
+            vq_pool_for(c->pool, (size_t)n, 4, glu_tokens, &gj);
+        else
+            glu_tokens(&gj, 0, (size_t)n, 0);
     }
     c->act_src = NULL;
     matmul(c, &L->w_down, c->gate, n, c->tmp, E);

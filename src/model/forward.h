@@ -13,6 +13,7 @@
 #include "model/model_internal.h"
 
 #define VQ_FWD_BATCH 64 /* tokens per prefill batch (matrix-matrix) */
+#define VQ_FWD_MAX_HEAD_DIM 1024 /* = model.c's MAX_HEAD_DIM (checked at load) */
 
 struct vq_ctx {
     const vq_model *m;
@@ -33,8 +34,9 @@ struct vq_ctx {
     uint8_t *act;       /* [batch][act_stride] prepared activations */
     size_t act_stride;
     const float *act_src; /* what `act` holds now (NULL: nothing) */
-    uint32_t act_type;
+    uint32_t act_type;    /* its format (vq_act_kind, quants_impl.h) */
     int act_n;
+    float rope_cs[VQ_FWD_MAX_HEAD_DIM]; /* one position's RoPE cos/sin pairs */
     char err[VQ_ERRLEN];
 };
 

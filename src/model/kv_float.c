@@ -60,7 +60,9 @@ typedef struct {
     float *out;
 } attend_job;
 
-static void attend_items(void *arg, int ti, int nt)
+/* Work items [b, e) = (query token, query head) pairs; tid picks the score
+ * row. An item's result does not depend on which thread runs it. */
+static void attend_items(void *arg, size_t b, size_t e, int tid)
 {
     attend_job *j = arg;
     vq_kv *kv = j->kv;
@@ -68,9 +70,7 @@ static void attend_items(void *arg, int ti, int nt)
     const vq_kv_layer_shape *ls = &kv->shape.layer[j->layer];
     size_t hd = (size_t)ls->head_dim, mt = (size_t)kv->shape.max_tokens;
     int nq = ls->n_q_heads, group = ls->n_q_heads / ls->n_kv_heads;
-    float *s = f->scores + (size_t)ti * mt;
-    size_t b, e;
-    vq_pool_split((size_t)j->n * (size_t)nq, ti, nt, &b, &e);
+    float *s = f->scores + (size_t)tid * mt;
     for (size_t it = b; it < e; it++) {
         int t = (int)(it / (size_t)nq), h = (int)(it % (size_t)nq), g = h / group;
         int p = j->pos0 + t;
@@ -78,25 +78,25 @@ static void attend_items(void *arg, int ti, int nt)
         const float *q = j->q + it * hd;
         const float *K = f->k[j->layer] + (size_t)g * mt * hd;
         const float *V = f->v[j->layer] + (size_t)g * mt * hd;
+        size_t nk = (size_t)(p - lo + 1);
+        vq_vdot_rows(q, K + (size_t)lo * hd, nk, hd, ls->scale, s);
+        if (ls->softcap > 0)
+            for (size_t pj = 0; pj < nk; pj++)
+                s[pj] = ls->softcap * tanhf(s[pj] / ls->softcap);
         float m = -INFINITY;
-        for (int pj = lo; pj <= p; pj++) {
-            float x = ls->scale * vq_vdot(q, K + (size_t)pj * hd, hd);
-            if (ls->softcap > 0)
-                x = ls->softcap * tanhf(x / ls->softcap);
-            s[pj - lo] = x;
-            if (x > m)
-                m = x;
-        }
+        for (size_t pj = 0; pj < nk; pj++)
+            m = s[pj] > m ? s[pj] : m;
         float sum = 0;
-        for (int pj = 0; pj <= p - lo; pj++) {
+        for (size_t pj = 0; pj < nk; pj++) {
             s[pj] = expf(s[pj] - m);
             sum += s[pj];
         }
         float inv = 1.0f / sum;
+        for (size_t pj = 0; pj < nk; pj++)
+            s[pj] *= inv;
         float *o = j->out + it * hd;
         memset(o, 0, hd * sizeof(float));
-        for (int pj = lo; pj <= p; pj++)
-            vq_vaxpy(o, s[pj - lo] * inv, V + (size_t)pj * hd, hd);
+        vq_vaxpy_rows(o, s, V + (size_t)lo * hd, nk, hd);
     }
 }
 
@@ -108,10 +108,11 @@ static vq_status kvf_attend(vq_kv *kv, int layer, const float *q, int n, int pos
                        "kv float: attend to positions %d..%d but layer %d holds %d", pos0,
                        pos0 + n - 1, layer, f->n_tok[layer]);
     attend_job j = { kv, layer, n, pos0, q, out };
-    if (f->n_threads > 1 && (size_t)n * (size_t)kv->shape.layer[layer].n_q_heads > 1)
-        vq_pool_run(kv->pool, attend_items, &j);
+    size_t items = (size_t)n * (size_t)kv->shape.layer[layer].n_q_heads;
+    if (f->n_threads > 1 && items > 1)
+        vq_pool_for(kv->pool, items, 1, attend_items, &j);
     else
-        attend_items(&j, 0, 1);
+        attend_items(&j, 0, items, 0);
     return VQ_OK;
 }
 

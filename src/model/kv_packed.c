@@ -90,16 +90,12 @@ vq_status vq_kv_packed_create(const vq_kv_shape *shape, vq_cache *cache, vq_kv *
         const vq_kv_layer_shape *ls = &shape->layer[l];
         const vq_cache_layer_shape *cl = &cs.layers[l];
         if (ls->n_q_heads != cl->n_q_heads || ls->n_kv_heads != cl->n_kv_heads ||
-            ls->head_dim != cl->head_dim || ls->window != cl->window)
+            ls->head_dim != cl->head_dim || ls->window != cl->window || ls->softcap != cl->softcap)
             return vq_fail(NULL, VQ_ERR_INVALID_ARG,
                            "kv packed: layer %d: the cache has (q %d, kv %d, dim %d, window %d), "
                            "the model (q %d, kv %d, dim %d, window %d) -- build it with vq_cache_for_model",
                            l, cl->n_q_heads, cl->n_kv_heads, cl->head_dim, cl->window,
                            ls->n_q_heads, ls->n_kv_heads, ls->head_dim, ls->window);
-        if (ls->softcap > 0)
-            return vq_fail(NULL, VQ_ERR_UNSUPPORTED,
-                           "kv packed: layer %d uses attention logit soft-capping (%g), which the packed "
-                           "cache does not implement", l, (double)ls->softcap);
         bpt += (size_t)ls->n_kv_heads * (vq_codec_bytes_per_token(vq_cache_codec_of(cache, l, VQ_ROLE_KEY)) +
                                          vq_codec_bytes_per_token(vq_cache_codec_of(cache, l, VQ_ROLE_VALUE)));
     }

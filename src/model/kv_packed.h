@@ -4,10 +4,8 @@
  * vq_kv_packed_create wraps a caller-owned vq_cache (borrowed: it must
  * outlive the vq_kv; destroying the vq_kv does not free it). The cache's
  * shape must match the model's K/V shape layer by layer (heads, head_dim,
- * sliding window); attention logit soft-capping (softcap > 0) is refused
- * with VQ_ERR_UNSUPPORTED, because vq_cache_attend has no soft-capping
- * (none of the supported architectures -- llama, qwen2/3, gemma3 -- use it;
- * Gemma 2 did).
+ * sliding window, attention logit soft-capping -- the cache applies the
+ * same s = softcap * tanh(s / softcap) after scaling as kv_float.c).
  *
  * Semantics equal kv_float.c's (kv_iface.h): same GQA grouping, same
  * window rule (a query at p sees p - W < j <= p), scale applied to the raw

@@ -40,6 +40,34 @@ void vq_vaxpy(float *y, float a, const float *x, size_t n)
         vq_vaxpy_ref(y, a, x, n);
 }
 
+void vq_vdot_rows_ref(const float *q, const float *K, size_t n, size_t d, float scale, float *out)
+{
+    for (size_t j = 0; j < n; j++)
+        out[j] = scale * vq_vdot_ref(q, K + j * d, d);
+}
+
+void vq_vaxpy_rows_ref(float *y, const float *p, const float *V, size_t n, size_t d)
+{
+    for (size_t j = 0; j < n; j++)
+        vq_vaxpy_ref(y, p[j], V + j * d, d);
+}
+
+void vq_vdot_rows(const float *q, const float *K, size_t n, size_t d, float scale, float *out)
+{
+    if (vq_cpu_features() & VQ_CPU_AVX2)
+        vq_vdot_rows_avx2(q, K, n, d, scale, out);
+    else
+        vq_vdot_rows_ref(q, K, n, d, scale, out);
+}
+
+void vq_vaxpy_rows(float *y, const float *p, const float *V, size_t n, size_t d)
+{
+    if (vq_cpu_features() & VQ_CPU_AVX2)
+        vq_vaxpy_rows_avx2(y, p, V, n, d);
+    else
+        vq_vaxpy_rows_ref(y, p, V, n, d);
+}
+
 void vq_rmsnorm(float *y, const float *x, const float *w, size_t n, float eps)
 {
     double ss = 0;
@@ -52,6 +80,28 @@ void vq_rmsnorm(float *y, const float *x, const float *w, size_t n, float eps)
     else
         for (size_t i = 0; i < n; i++)
             y[i] = x[i] * r;
+}
+
+void vq_rope_angles(float *cs, size_t d, int pos, const float *inv_freq)
+{
+    for (size_t i = 0; i < d / 2; i++) {
+        double th = (double)pos * (double)inv_freq[i];
+        cs[2 * i] = (float)cos(th);
+        cs[2 * i + 1] = (float)sin(th);
+    }
+}
+
+void vq_rope_apply(float *x, size_t d, const float *cs, int neox)
+{
+    size_t half = d / 2;
+    for (size_t i = 0; i < half; i++) {
+        float c = cs[2 * i], s = cs[2 * i + 1];
+        size_t i0 = neox ? i : 2 * i;
+        size_t i1 = neox ? i + half : 2 * i + 1;
+        float a = x[i0], b = x[i1];
+        x[i0] = a * c - b * s;
+        x[i1] = a * s + b * c;
+    }
 }
 
 void vq_rope(float *x, size_t d, int pos, const float *inv_freq, int neox)

@@ -106,9 +106,70 @@ void vq_rt_check_golden(vq_model *m, const char *golden_path, const char *prompt
     int same = 0;
     while (same < CHECKED && same < nw && ids[same] == want[same])
         same++;
-    CHECKF(same == CHECKED, "golden mismatch at token %d: got %d, want %d", same,
-           same < N ? ids[same] : -1, same < nw ? want[same] : -1);
+    if (same < CHECKED && nw == N) {
+        /* The greedy path left the golden one. Decide whether that is a
+         * near-tie flip or a real change: teacher-force the golden tokens
+         * and look at the margin max_logit - logit[golden] at each of the
+         * CHECKED steps. Activations are rounded to int8 before every
+         * weight matmul (as llama.cpp does); scripts/reference_forward.py
+         * measured that this moves logits of these models by up to ~0.7
+         * (figures/reference-check.md), so a kernel change may flip a
+         * near-tie. Accepted: at most 3 of the CHECKED steps where the golden
+         * token is not the argmax, each with a margin below NEAR_TIE. A wrong forward
+         * pass gives margins of several logits (wrong RoPE pairing: KL up
+         * to 0.6), so this still fails on real bugs. */
+        const float NEAR_TIE = 0.5f;
+        int flips = 0;
+        float worst = 0;
+        vq_rt_golden_margins(m, prompt, want, CHECKED, &flips, &worst);
+        printf("  golden: greedy left the golden path at token %d (got %d, want %d); "
+               "teacher-forced: %d non-argmax steps, worst margin %.3f\n",
+               same, ids[same], want[same], flips, worst);
+        CHECKF(flips <= 3 && worst < NEAR_TIE,
+               "golden mismatch at token %d: got %d, want %d (teacher-forced: %d flips, worst margin %.3f >= %.2f)",
+               same, ids[same], want[same], flips, worst, NEAR_TIE);
+    } else {
+        CHECKF(same == CHECKED, "golden mismatch at token %d: got %d, want %d", same,
+               same < N ? ids[same] : -1, same < nw ? want[same] : -1);
+    }
     free(text);
+}
+
+void vq_rt_golden_margins(vq_model *m, const char *prompt, const int32_t *gold, int n,
+                          int *flips, float *worst)
+{
+    *flips = 0;
+    *worst = 1e30f;
+    int32_t *toks = NULL;
+    size_t nt = 0;
+    vq_ctx *c = NULL;
+    vq_model_info info;
+    float *lg = NULL;
+    if (vq_model_info_get(m, &info) != VQ_OK ||
+        vq_model_tokenize(m, prompt, strlen(prompt), 1, 0, &toks, &nt) != VQ_OK ||
+        vq_ctx_create(m, (int)nt + n + 16, 0, &c) != VQ_OK ||
+        !(lg = malloc(sizeof(float) * (size_t)info.n_vocab)) ||
+        vq_ctx_forward(c, toks, (int)nt, lg, VQ_LOGITS_LAST) != VQ_OK)
+        goto out;
+    *worst = 0;
+    for (int s = 0; s < n; s++) {
+        float mx = lg[0];
+        for (int i = 1; i < info.n_vocab; i++)
+            mx = lg[i] > mx ? lg[i] : mx;
+        float margin = mx - lg[gold[s]];
+        if (margin > 0)
+            (*flips)++;
+        if (margin > *worst)
+            *worst = margin;
+        if (vq_ctx_forward(c, &gold[s], 1, lg, VQ_LOGITS_LAST) != VQ_OK) {
+            *worst = 1e30f;
+            break;
+        }
+    }
+out:
+    free(lg);
+    free(toks);
+    vq_ctx_free(c);
 }
 
 double vq_rt_perplexity(vq_model *m, const char *path, int n_tokens, int ctx)

@@ -26,4 +26,10 @@ void vq_rt_check_golden(vq_model *m, const char *golden_path, const char *prompt
  * chunk when the model uses one), chunks of ctx tokens. <0 on failure. */
 double vq_rt_perplexity(vq_model *m, const char *path, int n_tokens, int ctx);
 
+/* Teacher-force gold[0..n) after the prompt; *flips counts steps where the
+ * golden token is not the argmax, *worst is the largest margin
+ * max_logit - logit[golden] (1e30 on failure). */
+void vq_rt_golden_margins(vq_model *m, const char *prompt, const int32_t *gold, int n,
+                          int *flips, float *worst);
+
 #endif

@@ -1,0 +1,360 @@
+/* xquant.c -- cross-layer reuse of quantized codes (XQuant, Tomar et al.
+ * 2025, "XQuant: Breaking the Memory Wall for LLM Inference with KV Cache
+ * Rematerialization", its cross-layer variant XQuant-CL), adapted to
+ * caching K/V directly (the paper caches the layer input X).
+ *
+ * `cross=xquant:bits=4,rbits=2`: layers form pairs (0,1), (2,3), ... when
+ * their shapes are equal and they have no sliding window (a pair must hold
+ * the same slots; windowed layers and an odd last layer stay plain layers
+ * with the configured codecs; a model where no pair qualifies -- gemma3,
+ * whose global layers are never adjacent -- is refused). In a pair:
+ *   - the anchor (first layer) stores per token, per role, B-bit integer
+ *     codes over groups of 32 channels with an fp16 scale and zero per
+ *     group (asymmetric min/max, KIVI-value style):
+ *       [D*B/8 code bytes][D/32 x (u16 scale, u16 zero)]
+ *   - the follower (second layer) reuses the anchor's codes of the same
+ *     slot and stores only its own per-group scale s' and zero z' fitted by
+ *     least squares to its own vector given those codes
+ *       (s', z') = argmin sum_i (s' c_i + z' - y_i)^2
+ *                = (cov(c, y) / var(c), mean(y) - s' mean(c))
+ *     (s' = 0, z' = mean(y) when every code of the group is equal), plus a
+ *     residual r = y - (s' c + z') quantized per group at `rbits` bits
+ *     (same asymmetric scheme):
+ *       [D/32 x (u16 s', u16 z')][D*rbits/8 residual codes][D/32 x (u16, u16)]
+ *     rbits=0 drops the residual (bytes: D/8 per token per role) -- the
+ *     reconstruction is then only as good as the anchor's codes fit the
+ *     follower, which for real layers is poor (the original reports
+ *     incoherent output without the residual).
+ * bits in {2, 4, 8}, rbits in {0, 2, 4, 8}.
+ *
+ * The methods are internal codecs (struct vq_codec with the ops below),
+ * placed as the pair's key and value codecs, so paging, the residual
+ * window, stats and save/load are the cache's usual ones. A follower codec
+ * decodes with the anchor's codes bound by vq_cache_xquant_bind (the
+ * anchor's slot of the same index: the pair holds the same positions in the
+ * same slots because eviction is refused and windows are excluded).
+ * Kernels decode a token into scratch then score / accumulate in floats
+ * (scalar reference). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache_internal.h"
+#include "core/fp16.h"
+#include "core/io.h"
+
+#define XQ_GROUP 32
+
+typedef struct {
+    int bits, rbits, follower;
+    size_t ng;               /* groups per token */
+    size_t code_bytes;       /* anchor code bytes per token */
+    size_t anchor_bpt;       /* anchor bytes per token (follower) */
+    const uint8_t *anchor;   /* follower: bound anchor codes of token 0 */
+    float *x;                /* [D] decode scratch */
+    uint8_t *c;              /* [D] unpacked codes */
+} xq_impl;
+
+static void unpack(const uint8_t *src, int bits, size_t n, uint8_t *out)
+{
+    unsigned mask = (1u << bits) - 1u;
+    for (size_t j = 0; j < n; j++) {
+        size_t b = j * (size_t)bits;
+        out[j] = (uint8_t)((src[b / 8] >> (b % 8)) & mask);
+    }
+}
+
+static void pack(const uint8_t *c, int bits, size_t n, uint8_t *dst)
+{
+    memset(dst, 0, n * (size_t)bits / 8);
+    for (size_t j = 0; j < n; j++) {
+        size_t b = j * (size_t)bits;
+        dst[b / 8] |= (uint8_t)(c[j] << (b % 8));
+    }
+}
+
+/* asymmetric min/max quantization of n values at `bits`; codes out, fp16
+ * scale and zero written at sz (4 bytes) */
+static void quant_group(const float *x, size_t n, int bits, uint8_t *codes, uint8_t *sz)
+{
+    float lo = x[0], hi = x[0];
+    for (size_t i = 1; i < n; i++) {
+        lo = x[i] < lo ? x[i] : lo;
+        hi = x[i] > hi ? x[i] : hi;
+    }
+    float qmax = (float)((1 << bits) - 1);
+    uint16_t hs = vq_fp32_to_fp16((hi - lo) / qmax), hz = vq_fp32_to_fp16(lo);
+    float s = vq_fp16_to_fp32(hs), z = vq_fp16_to_fp32(hz);
+    for (size_t i = 0; i < n; i++) {
+        float q = s > 0.0f ? roundf((x[i] - z) / s) : 0.0f;
+        codes[i] = (uint8_t)(q < 0.0f ? 0.0f : q > qmax ? qmax : q);
+    }
+    vq_put_u16(sz, hs);
+    vq_put_u16(sz + 2, hz);
+}
+
+static void dequant_add(const uint8_t *codes, const uint8_t *sz, size_t n, float *x, int add)
+{
+    float s = vq_fp16_to_fp32(vq_get_u16(sz)), z = vq_fp16_to_fp32(vq_get_u16(sz + 2));
+    for (size_t i = 0; i < n; i++)
+        x[i] = (add ? x[i] : 0.0f) + s * (float)codes[i] + z;
+}
+
+/* decode token t of a run starting at src into m->x */
+static void decode_one(vq_codec *c, const uint8_t *src, size_t t, float *x)
+{
+    xq_impl *m = c->impl;
+    const size_t D = (size_t)c->head_dim, bpt = c->block_bytes;
+    const uint8_t *p = src + t * bpt;
+    if (!m->follower) {
+        unpack(p, m->bits, D, m->c);
+        for (size_t g = 0; g < m->ng; g++)
+            dequant_add(m->c + g * XQ_GROUP, p + m->code_bytes + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 0);
+        return;
+    }
+    unpack(m->anchor + t * m->anchor_bpt, m->bits, D, m->c);
+    for (size_t g = 0; g < m->ng; g++)
+        dequant_add(m->c + g * XQ_GROUP, p + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 0);
+    if (m->rbits) {
+        const uint8_t *rc = p + 4 * m->ng, *rsz = rc + D * (size_t)m->rbits / 8;
+        unpack(rc, m->rbits, D, m->c);
+        for (size_t g = 0; g < m->ng; g++)
+            dequant_add(m->c + g * XQ_GROUP, rsz + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 1);
+    }
+}
+
+static void xq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
+{
+    xq_impl *m = c->impl;
+    const size_t D = (size_t)c->head_dim, bpt = c->block_bytes;
+    for (size_t t = 0; t < n; t++) {
+        const float *y = x + t * D;
+        uint8_t *p = dst + t * bpt;
+        if (!m->follower) {
+            for (size_t g = 0; g < m->ng; g++)
+                quant_group(y + g * XQ_GROUP, XQ_GROUP, m->bits, m->c + g * XQ_GROUP, p + m->code_bytes + 4 * g);
+            pack(m->c, m->bits, D, p);
+            continue;
+        }
+        unpack(m->anchor + t * m->anchor_bpt, m->bits, D, m->c);
+        for (size_t g = 0; g < m->ng; g++) {
+            /* least-squares scale and zero given the anchor's codes */
+            const uint8_t *cg = m->c + g * XQ_GROUP;
+            const float *yg = y + g * XQ_GROUP;
+            double mc = 0, my = 0, cc = 0, cy = 0;
+            for (size_t i = 0; i < XQ_GROUP; i++) {
+                mc += cg[i];
+                my += yg[i];
+            }
+            mc /= XQ_GROUP;
+            my /= XQ_GROUP;
+            for (size_t i = 0; i < XQ_GROUP; i++) {
+                cc += (cg[i] - mc) * (cg[i] - mc);
+                cy += (cg[i] - mc) * (yg[i] - my);
+            }
+            double s = cc > 0 ? cy / cc : 0.0, z = my - s * mc;
+            vq_put_u16(p + 4 * g, vq_fp32_to_fp16((float)s));
+            vq_put_u16(p + 4 * g + 2, vq_fp32_to_fp16((float)z));
+            dequant_add(cg, p + 4 * g, XQ_GROUP, m->x + g * XQ_GROUP, 0);
+        }
+        if (m->rbits) {
+            uint8_t *rc = p + 4 * m->ng, *rsz = rc + D * (size_t)m->rbits / 8;
+            for (size_t d = 0; d < D; d++)
+                m->x[d] = y[d] - m->x[d];
+            for (size_t g = 0; g < m->ng; g++)
+                quant_group(m->x + g * XQ_GROUP, XQ_GROUP, m->rbits, m->c + g * XQ_GROUP, rsz + 4 * g);
+            pack(m->c, m->rbits, D, rc);
+        }
+    }
+}
+
+static void xq_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+{
+    for (size_t t = 0; t < n; t++)
+        decode_one(c, src, t, x + t * (size_t)c->head_dim);
+}
+
+static void xq_prepare(vq_codec *c, const float *q, uint8_t *qbuf)
+{
+    memcpy(qbuf, q, (size_t)c->head_dim * sizeof(float));
+}
+
+static void xq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
+{
+    xq_impl *m = c->impl;
+    const size_t D = (size_t)c->head_dim;
+    const float *q = (const float *)qbuf;
+    for (size_t i = 0; i < n; i++) {
+        decode_one(c, codes, i, m->x);
+        for (int j = 0; j < n_q; j++) {
+            float s = 0.0f;
+            for (size_t d = 0; d < D; d++)
+                s += q[(size_t)j * D + d] * m->x[d];
+            scores[(size_t)j * n + i] = s;
+        }
+    }
+}
+
+static void xq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
+{
+    xq_impl *m = c->impl;
+    const size_t D = (size_t)c->head_dim;
+    for (size_t i = 0; i < n; i++) {
+        int any = 0;
+        for (int j = 0; j < n_q; j++)
+            any |= w[(size_t)j * n + i] != 0.0f;
+        if (!any)
+            continue;
+        decode_one(c, codes, i, m->x);
+        for (int j = 0; j < n_q; j++) {
+            float wj = w[(size_t)j * n + i];
+            for (size_t d = 0; d < D; d++)
+                acc[(size_t)j * D + d] += wj * m->x[d];
+        }
+    }
+}
+
+static void xq_finish(vq_codec *c, const float *acc, float *out)
+{
+    memcpy(out, acc, (size_t)c->head_dim * sizeof(float));
+}
+
+static void xq_destroy(vq_codec *c)
+{
+    xq_impl *m = c->impl;
+    if (m) {
+        free(m->x);
+        free(m->c);
+        free(m);
+    }
+    c->impl = NULL;
+}
+
+static vq_status xq_init_unused(vq_codec *c, vq_spec *sp)
+{
+    (void)sp;
+    return vq_fail(c->err, VQ_ERR_UNSUPPORTED, "xquant: internal codec, built by the cache only");
+}
+
+static const vq_codec_ops xq_ops = {
+    "xquant", "xquant", 0, xq_init_unused, xq_destroy, xq_encode, xq_decode, xq_prepare, xq_score,
+    xq_accumulate, xq_finish, NULL, NULL, NULL,
+};
+
+/* Build an anchor (follower = 0) or follower codec. */
+static vq_status xq_make(int D, vq_role role, int bits, int rbits, int follower, uint64_t seed, vq_codec **out)
+{
+    vq_codec *c = calloc(1, sizeof *c);
+    xq_impl *m = calloc(1, sizeof *m);
+    if (c)
+        c->impl = m;
+    if (m) {
+        m->x = malloc((size_t)D * sizeof *m->x);
+        m->c = malloc((size_t)D);
+    }
+    if (!c || !m || !m->x || !m->c) {
+        if (c)
+            c->ops = &xq_ops;
+        vq_codec_free(c);
+        return vq_fail(NULL, VQ_ERR_NOMEM, "xquant: out of memory");
+    }
+    c->ops = &xq_ops;
+    c->head_dim = D;
+    c->role = role;
+    c->seed = seed;
+    m->bits = bits;
+    m->rbits = rbits;
+    m->follower = follower;
+    m->ng = (size_t)D / XQ_GROUP;
+    m->code_bytes = (size_t)D * (size_t)bits / 8;
+    m->anchor_bpt = m->code_bytes + 4 * m->ng;
+    c->block_tokens = 1;
+    c->block_bytes = follower ? 4 * m->ng + (rbits ? (size_t)D * (size_t)rbits / 8 + 4 * m->ng : 0) : m->anchor_bpt;
+    c->query_bytes = (size_t)D * sizeof(float);
+    c->accum_size = (size_t)D;
+    c->ready = 1;
+    if (follower)
+        snprintf(c->canon, sizeof c->canon, "xquant:bits=%d,rbits=%d,follower=1", bits, rbits);
+    else
+        snprintf(c->canon, sizeof c->canon, "xquant:bits=%d", bits);
+    *out = c;
+    return VQ_OK;
+}
+
+int vq_cache_xquant_is(const vq_codec *c) { return c && c->ops == &xq_ops; }
+
+vq_status vq_cache_xquant_clone(const vq_codec *src, vq_codec **out)
+{
+    const xq_impl *m = src->impl;
+    return xq_make(src->head_dim, src->role, m->bits, m->rbits, m->follower, src->seed, out);
+}
+
+vq_status vq_cache_xquant_parse(vq_cache *c, char *err)
+{
+    if (strncmp(c->cfg->cross, "xquant:", 7) != 0)
+        return VQ_OK;
+    vq_spec sp;
+    long bits, rbits;
+    VQ_TRY(vq_spec_parse(c->cfg->cross, &sp, err));
+    VQ_TRY(vq_spec_int(&sp, "bits", 4, 2, 8, &bits, err));
+    VQ_TRY(vq_spec_int(&sp, "rbits", 2, 0, 8, &rbits, err));
+    if (bits != 2 && bits != 4 && bits != 8)
+        return vq_fail(err, VQ_ERR_INVALID_ARG, "cache config: cross: xquant: parameter bits=%ld must be 2, 4 or 8",
+                       bits);
+    if (rbits != 0 && rbits != 2 && rbits != 4 && rbits != 8)
+        return vq_fail(err, VQ_ERR_INVALID_ARG,
+                       "cache config: cross: xquant: parameter rbits=%ld must be 0, 2, 4 or 8", rbits);
+    if (c->ev.kind != VQ_EVICT_NONE)
+        return vq_fail(err, VQ_ERR_UNSUPPORTED,
+                       "cache config: cross: xquant cannot be combined with evict=%s (a pair must hold the same slots)",
+                       c->cfg->evict);
+    c->xq_bits = (int)bits;
+    c->xq_rbits = (int)rbits;
+    int pairs = 0;
+    for (int a = 0; a + 1 < c->n_layers; a += 2) {
+        const vq_cache_layer_shape *x = &c->shapes[a], *y = &c->shapes[a + 1];
+        if (x->n_kv_heads != y->n_kv_heads || x->n_q_heads != y->n_q_heads || x->head_dim != y->head_dim ||
+            x->window != 0 || y->window != 0 || x->softcap != y->softcap)
+            continue;
+        c->layers[a].xrole = VQ_XROLE_XQ_ANCHOR;
+        c->layers[a].xpartner = a + 1;
+        c->layers[a + 1].xrole = VQ_XROLE_XQ_FOLLOWER;
+        c->layers[a + 1].xpartner = a;
+        pairs++;
+    }
+    if (pairs == 0)
+        return vq_fail(err, VQ_ERR_UNSUPPORTED,
+                       "cache config: cross: xquant: no pair of layers (0,1), (2,3), ... qualifies (equal shapes, "
+                       "no sliding window)");
+    return VQ_OK;
+}
+
+int vq_cache_xquant_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st)
+{
+    vq_cache_layer *L = &c->layers[l];
+    if (L->xrole != VQ_XROLE_XQ_ANCHOR && L->xrole != VQ_XROLE_XQ_FOLLOWER)
+        return 0;
+    *st = xq_make(L->shape.head_dim, role, c->xq_bits, c->xq_rbits, L->xrole == VQ_XROLE_XQ_FOLLOWER, seed, out);
+    if (*st != VQ_OK)
+        vq_fail(c->err, *st, "cache layer %d: %s", l, vq_last_error());
+    return 1;
+}
+
+vq_status vq_cache_xquant_bind(vq_cache *c, const vq_cache_layer *L, size_t h, size_t slot, vq_codec *kc,
+                               vq_codec *vc)
+{
+    if (L->xrole != VQ_XROLE_XQ_FOLLOWER)
+        return VQ_OK;
+    const vq_cache_layer *A = &c->layers[L->xpartner];
+    const vq_cache_head *HA = &A->heads[h];
+    if (slot >= HA->n_packed)
+        return vq_fail(c->err, VQ_ERR_STATE,
+                       "xquant: layer %d slot %zu has no anchor codes (layer %d holds %zu): append the anchor first",
+                       L->xpartner + 1, slot, L->xpartner, HA->n_packed);
+    size_t P = A->page_tokens, i = slot % P;
+    xq_impl *mk = kc->impl, *mv = vc->impl;
+    mk->anchor = HA->kpages[slot / P] + i * vq_codec_bytes_per_token(A->kc);
+    mv->anchor = HA->vpages[slot / P] + i * vq_codec_bytes_per_token(A->vc);
+    return VQ_OK;
+}

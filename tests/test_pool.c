@@ -1,0 +1,194 @@
+/* test_pool.c -- the thread pool (src/core/pool.h): every item of a job is
+ * covered exactly once, tids stay in range and no tid runs two chunks at
+ * once, vq_pool_run calls every share once, many back-to-back jobs of
+ * varying sizes (the decode pattern) complete, a pool that went to sleep
+ * wakes up, and NULL / size-1 pools run inline. Also the attention row
+ * kernels of ops.h: SIMD bit-identical to per-row calls of the scalar
+ * reference's contract (same results as vq_vdot / vq_vaxpy per row). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+
+#include "core/cpu.h"
+#include "core/pool.h"
+#include "model/ops.h"
+#include "test.h"
+
+#define MAX_ITEMS 20000
+
+typedef struct {
+    atomic_int hits[MAX_ITEMS];
+    atomic_int busy[64];   /* chunks running per tid right now */
+    atomic_int bad_tid, overlap;
+    int n_threads;
+} cover_ctx;
+
+static void cover(void *arg, size_t b, size_t e, int tid)
+{
+    cover_ctx *c = arg;
+    if (tid < 0 || tid >= c->n_threads) {
+        atomic_fetch_add(&c->bad_tid, 1);
+        return;
+    }
+    if (atomic_fetch_add(&c->busy[tid], 1) != 0)
+        atomic_fetch_add(&c->overlap, 1);
+    for (size_t i = b; i < e; i++)
+        atomic_fetch_add(&c->hits[i], 1);
+    atomic_fetch_sub(&c->busy[tid], 1);
+}
+
+static void check_job(vq_pool *p, cover_ctx *c, size_t n, size_t grain)
+{
+    for (size_t i = 0; i < n; i++)
+        atomic_store(&c->hits[i], 0);
+    vq_pool_for(p, n, grain, cover, c);
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; i++)
+        wrong += atomic_load(&c->hits[i]) != 1;
+    CHECKF(wrong == 0, "pool of %d: %zu of %zu items not run exactly once (grain %zu)",
+           c->n_threads, wrong, n, grain);
+}
+
+static void test_cover(void)
+{
+    int reps = vq_test_quick() ? 200 : 2000;
+    for (int nt = 1; nt <= 4; nt++) {
+        vq_pool *p = NULL;
+        CHECK(vq_pool_create(nt, &p) == VQ_OK);
+        if (!p)
+            return;
+        CHECK(vq_pool_size(p) == nt);
+        cover_ctx *c = calloc(1, sizeof *c);
+        c->n_threads = nt;
+        unsigned s = 12345;
+        for (int r = 0; r < reps; r++) {
+            s = s * 1103515245u + 12345u;
+            size_t n = 1 + (s >> 8) % 3000, grain = 1 + (s >> 20) % 64;
+            check_job(p, c, n, grain);
+        }
+        check_job(p, c, MAX_ITEMS, 1);  /* many tiny chunks */
+        check_job(p, c, 7, 0);          /* grain 0 means 1 */
+        vq_pool_for(p, 0, 4, cover, c); /* empty job: no call */
+        CHECK(atomic_load(&c->bad_tid) == 0);
+        CHECK(atomic_load(&c->overlap) == 0);
+        /* let workers fall asleep, then a job must still complete */
+        struct timespec ts = { 0, 20 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        check_job(p, c, 1000, 3);
+        free(c);
+        vq_pool_free(p);
+    }
+    cover_ctx *c = calloc(1, sizeof *c);
+    c->n_threads = 1;
+    check_job(NULL, c, 100, 7); /* NULL pool: inline, tid 0 */
+    CHECK(atomic_load(&c->bad_tid) == 0);
+    free(c);
+    vq_pool_free(NULL);
+}
+
+typedef struct {
+    atomic_int seen[64];
+    atomic_int bad;
+} share_ctx;
+
+static void share(void *arg, int i, int n)
+{
+    share_ctx *c = arg;
+    if (i < 0 || i >= n || n > 64)
+        atomic_fetch_add(&c->bad, 1);
+    else
+        atomic_fetch_add(&c->seen[i], 1);
+}
+
+static void test_run_shares(void)
+{
+    for (int nt = 1; nt <= 3; nt++) {
+        vq_pool *p = NULL;
+        CHECK(vq_pool_create(nt, &p) == VQ_OK);
+        share_ctx c;
+        memset(&c, 0, sizeof c);
+        for (int r = 0; r < 100; r++)
+            vq_pool_run(p, share, &c);
+        for (int i = 0; i < nt; i++)
+            CHECKF(atomic_load(&c.seen[i]) == 100, "pool of %d: share %d ran %d times", nt, i,
+                   atomic_load(&c.seen[i]));
+        CHECK(atomic_load(&c.bad) == 0);
+        vq_pool_free(p);
+    }
+}
+
+/* Row kernels: dispatched (AVX2 where present) equal per-row dispatched
+ * vq_vdot / vq_vaxpy exactly, and the scalar references within float
+ * rounding (1e-5 relative: sums of <= 256 products of values in [-1, 1]). */
+static void test_row_kernels(void)
+{
+    size_t dims[] = { 8, 13, 64, 72, 256 };
+    unsigned s = 7;
+    for (size_t di = 0; di < sizeof dims / sizeof *dims; di++) {
+        size_t d = dims[di], n = 37;
+        float *q = malloc(d * 4), *K = malloc(n * d * 4), *p = malloc(n * 4);
+        float *o1 = calloc(n + d, 4), *o2 = calloc(n + d, 4), *o3 = calloc(n + d, 4);
+        for (size_t i = 0; i < d; i++)
+            q[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 8388608.0f - 1.0f;
+        for (size_t i = 0; i < n * d; i++)
+            K[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 8388608.0f - 1.0f;
+        for (size_t i = 0; i < n; i++)
+            p[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 16777216.0f;
+        vq_vdot_rows(q, K, n, d, 0.125f, o1);
+        vq_vdot_rows_ref(q, K, n, d, 0.125f, o3);
+        int same = 1, near = 1;
+        for (size_t j = 0; j < n; j++) {
+            same &= o1[j] == 0.125f * vq_vdot(q, K + j * d, d);
+            near &= fabsf(o1[j] - o3[j]) <= 1e-5f * (1.0f + fabsf(o3[j]));
+        }
+        CHECKF(same, "vdot_rows d=%zu differs from per-row vq_vdot", d);
+        CHECKF(near, "vdot_rows d=%zu far from the reference", d);
+        memset(o1, 0, d * 4);
+        memset(o2, 0, d * 4);
+        memset(o3, 0, d * 4);
+        vq_vaxpy_rows(o1, p, K, n, d);
+        for (size_t j = 0; j < n; j++)
+            vq_vaxpy(o2, p[j], K + j * d, d);
+        vq_vaxpy_rows_ref(o3, p, K, n, d);
+        CHECKF(memcmp(o1, o2, d * 4) == 0, "vaxpy_rows d=%zu differs from per-row vq_vaxpy", d);
+        near = 1;
+        for (size_t i = 0; i < d; i++)
+            near &= fabsf(o1[i] - o3[i]) <= 1e-5f * (1.0f + fabsf(o3[i]));
+        CHECKF(near, "vaxpy_rows d=%zu far from the reference", d);
+        free(q);
+        free(K);
+        free(p);
+        free(o1);
+        free(o2);
+        free(o3);
+    }
+}
+
+/* RoPE in two steps equals vq_rope bit for bit. */
+static void test_rope_split(void)
+{
+    size_t d = 64;
+    float inv[32], x[64], y[64], cs[64];
+    for (size_t i = 0; i < 32; i++)
+        inv[i] = 1.0f / powf(10000.0f, (float)(2 * i) / 64.0f);
+    for (int neox = 0; neox <= 1; neox++)
+        for (int pos = 0; pos < 300; pos += 37) {
+            for (size_t i = 0; i < d; i++)
+                x[i] = y[i] = (float)i * 0.01f - 0.3f;
+            vq_rope(x, d, pos, inv, neox);
+            vq_rope_angles(cs, d, pos, inv);
+            vq_rope_apply(y, d, cs, neox);
+            CHECKF(memcmp(x, y, sizeof x) == 0, "rope split differs (pos %d, neox %d)", pos, neox);
+        }
+}
+
+int main(void)
+{
+    RUN(test_cover);
+    RUN(test_run_shares);
+    RUN(test_row_kernels);
+    RUN(test_rope_split);
+    return vq_test_summary("pool");
+}
