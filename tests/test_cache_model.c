@@ -445,6 +445,12 @@ static size_t spec_bpt(const vq_cache *c, int layer, vq_role role, int head_dim)
             k--;
         *k = 0;
     }
+    /* the cross-layer methods' internal codecs (xkv, xquant) are not in the
+     * public registry; their packed bytes per token are below fp16's
+     * (rank <= D coordinates or anchor codes / follower parameters plus a
+     * residual of at most 8 bits), so 2*D bounds their page slack */
+    if (strncmp(spec, "xkv:", 4) == 0 || strncmp(spec, "xquant:", 7) == 0)
+        return 2 * (size_t)head_dim;
     vq_codec *cd = NULL;
     if (vq_codec_create(spec, head_dim, role, 1, &cd) != VQ_OK)
         return 0;
