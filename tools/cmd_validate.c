@@ -694,8 +694,9 @@ static void git_commit(char *buf, size_t cap)
     char line[128];
     if (fgets(line, sizeof line, p)) {
         line[strcspn(line, "\r\n")] = 0;
-        if (strlen(line) == 40)
-            snprintf(buf, cap, "%s", line);
+        size_t n = strlen(line);
+        if (n == 40 && n < cap) /* a full SHA-1 that fits: copy it whole */
+            memcpy(buf, line, n + 1);
     }
     pclose(p);
     /* mark a dirty tree: the numbers came from uncommitted code */

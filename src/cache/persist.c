@@ -414,7 +414,7 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
         return vq_fail(err, VQ_ERR_FORMAT, "cache file: checksum mismatch (truncated or corrupted)");
     rd r = { buf, len - 4, 8, err };
     uint64_t fp, seed;
-    uint32_t C, nl;
+    uint32_t C = 0, nl = 0;
     VQ_TRY(get_u64(&r, &fp, "header"));
     VQ_TRY(get_u64(&r, &seed, "header"));
     VQ_TRY(get_u32(&r, &C, "config"));
@@ -439,9 +439,9 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     if (st == VQ_OK && !ls)
         st = vq_fail(err, VQ_ERR_NOMEM, "cache load: out of memory");
     for (uint32_t l = 0; st == VQ_OK && l < nl; l++) {
-        uint32_t f[5];
-        for (int i = 0; i < 5; i++)
-            get_u32(&r, &f[i], "shape");
+        uint32_t f[5] = { 0 };
+        for (int i = 0; st == VQ_OK && i < 5; i++)
+            st = get_u32(&r, &f[i], "shape");
         for (int i = 0; i < 4; i++)
             if (f[i] > 1u << 20)
                 st = vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %u shape field out of range", l);
