@@ -247,7 +247,8 @@ vq_status vq_tok_partition(const vq_tokenizer *t, const char *text, size_t len, 
             found[n_found].pos = p;
             n_found++;
         }
-        qsort(found, n_found, sizeof *found, cmp_match);
+        if (n_found > 1) /* qsort(NULL, 0, ...) is undefined */
+            qsort(found, n_found, sizeof *found, cmp_match);
         for (size_t i = 0; i < n_found; i++) {
             size_t p = found[i].pos, k;
             for (k = 0; k < L && state[p + k] == FREE; k++)
