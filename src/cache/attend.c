@@ -32,10 +32,12 @@
 
 #include "cache/cache_internal.h"
 #include "core/fp16.h"
+#include "core/vexp.h"
 
 /* Turn masked scaled scores s[j*n + i] (-inf = invisible) into softmax
  * numerators in place, updating m, l and rescaling acc and acc2 (may be
- * NULL) rows (asz floats) and accr rows (D floats). Scalar reference. */
+ * NULL) rows (asz floats) and accr rows (D floats). The exponentials are
+ * vq_exp_shift's (vexp.h: SIMD when the CPU has it). */
 static void online_update(float *s, size_t nq, size_t n, float *m, float *l, float *acc, size_t asz,
                           float *acc2, float *accr, size_t D)
 {
@@ -61,13 +63,7 @@ static void online_update(float *s, size_t nq, size_t n, float *m, float *l, flo
             }
             m[j] = cmax;
         }
-        float sum = 0.0f, mj = m[j];
-        for (size_t i = 0; i < n; i++) {
-            float w = row[i] == -INFINITY ? 0.0f : expf(row[i] - mj);
-            row[i] = w;
-            sum += w;
-        }
-        l[j] += sum;
+        l[j] += vq_exp_shift(row, n, m[j]);
     }
 }
 

@@ -222,8 +222,16 @@ static vq_status xkv_init_unused(vq_codec *c, vq_spec *sp)
 }
 
 static const vq_codec_ops xkv_ops = {
-    "xkv", "xkv", 0, xkv_init_unused, xkv_destroy, xkv_encode, xkv_decode, xkv_prepare, xkv_score,
-    xkv_accumulate, xkv_finish, NULL, NULL, NULL,
+    .name = "xkv",
+    .default_spec = "xkv",
+    .init = xkv_init_unused,
+    .destroy = xkv_destroy,
+    .encode = xkv_encode,
+    .decode = xkv_decode,
+    .prepare_query = xkv_prepare,
+    .score = xkv_score,
+    .accumulate = xkv_accumulate,
+    .accum_finish = xkv_finish,
 };
 
 static vq_status xkv_make(const xkv_group *g, int bits, uint64_t seed, int owner, vq_codec **out)

@@ -238,8 +238,16 @@ static vq_status xq_init_unused(vq_codec *c, vq_spec *sp)
 }
 
 static const vq_codec_ops xq_ops = {
-    "xquant", "xquant", 0, xq_init_unused, xq_destroy, xq_encode, xq_decode, xq_prepare, xq_score,
-    xq_accumulate, xq_finish, NULL, NULL, NULL,
+    .name = "xquant",
+    .default_spec = "xquant",
+    .init = xq_init_unused,
+    .destroy = xq_destroy,
+    .encode = xq_encode,
+    .decode = xq_decode,
+    .prepare_query = xq_prepare,
+    .score = xq_score,
+    .accumulate = xq_accumulate,
+    .accum_finish = xq_finish,
 };
 
 /* Build an anchor (follower = 0) or follower codec. */

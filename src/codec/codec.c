@@ -18,6 +18,8 @@
 
 #include "codec/calib_set.h"
 #include "codec/codec.h"
+#include "codec/tiled.h"
+#include "core/cpu.h"
 #include "core/crc32.h"
 #include "core/file.h"
 #include "core/io.h"
@@ -96,6 +98,12 @@ vq_status vq_codec_create(const char *spec, int head_dim, vq_role role,
                         c->block_bytes % c->block_tokens != 0))
         st = vq_fail(c->err, VQ_ERR_UNSUPPORTED, "%s: block of %zu tokens in %zu bytes is not a whole number of bytes per token",
                      ops->name, c->block_tokens, c->block_bytes);
+    if (st == VQ_OK && ops->values) {
+        c->tile_tokens = vq_tile_tokens(c->block_tokens);
+        c->tile = malloc(c->tile_tokens * c->accum_size * sizeof(float));
+        if (!c->tile)
+            st = vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory (tile)", ops->name);
+    }
     if (st == VQ_OK && calib) {
         if (!ops->state_read)
             st = vq_fail(c->err, VQ_ERR_INVALID_ARG, "%s: takes no calibration (calib=%s)", ops->name, calib);
@@ -117,6 +125,7 @@ void vq_codec_free(vq_codec *c)
         return;
     if (c->ops && c->ops->destroy)
         c->ops->destroy(c);
+    free(c->tile);
     free(c);
 }
 
@@ -183,7 +192,9 @@ vq_status vq_codec_score(vq_codec *c, const void *qbuf, int n_q,
     VQ_TRY(check_io(c, "vq_codec_score", qbuf, codes, n));
     if (n_q < 1 || (!scores && n))
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_codec_score: n_q=%d or scores NULL", n_q);
-    if (n)
+    if (n && vq_codec_tiled_score_ok(c) && (vq_cpu_features() & VQ_CPU_AVX2))
+        vq_codec_score_tiled(c, qbuf, n_q, codes, n, scores);
+    else if (n)
         c->ops->score(c, qbuf, n_q, codes, n, scores);
     return VQ_OK;
 }
@@ -194,7 +205,9 @@ vq_status vq_codec_accumulate(vq_codec *c, const float *w, int n_q,
     VQ_TRY(check_io(c, "vq_codec_accumulate", w, codes, n));
     if (n_q < 1 || !acc)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_codec_accumulate: n_q=%d or acc NULL", n_q);
-    if (n)
+    if (n && vq_codec_tiled_accum_ok(c) && (vq_cpu_features() & VQ_CPU_AVX2))
+        vq_codec_accumulate_tiled(c, w, n_q, codes, n, acc);
+    else if (n)
         c->ops->accumulate(c, w, n_q, codes, n, acc);
     return VQ_OK;
 }

@@ -51,6 +51,14 @@ typedef struct vq_codec_ops {
      * which codec.c writes). dst NULL -> size in *len. */
     vq_status (*state_write)(const vq_codec *c, uint8_t *dst, size_t cap, size_t *len);
     vq_status (*state_read)(vq_codec *c, const uint8_t *src, size_t len);
+
+    /* Optional, enables the tiled path (tiled.h): the vectors the fused
+     * kernels work with, n x accum_size floats for n tokens (n a multiple
+     * of block_tokens), such that accumulate adds sum_i w_i * out_i. When
+     * dot_query is set, also score = <the first accum_size floats of the
+     * prepared query, out_i> (query_bytes >= 4 * accum_size). */
+    void (*values)(vq_codec *c, const uint8_t *codes, size_t n, float *out);
+    int dot_query;
 } vq_codec_ops;
 
 struct vq_codec {
@@ -67,6 +75,8 @@ struct vq_codec {
     char canon[VQ_SPEC_MAX_LEN]; /* canonical spec */
     char err[VQ_ERRLEN];
     void *impl;           /* method-private state */
+    float *tile;          /* tiled path: tile_tokens x accum_size floats, or NULL */
+    size_t tile_tokens;   /* a multiple of block_tokens */
 };
 
 /* Registered methods, NULL-terminated (registry.c). */

@@ -4,6 +4,7 @@
 
 #include "codec/codec.h"
 #include "core/fp16.h"
+#include "core/fp16_row.h"
 
 static vq_status fp16_init(vq_codec *c, vq_spec *spec)
 {
@@ -36,6 +37,12 @@ static void fp16_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
     size_t m = n * (size_t)c->head_dim;
     for (size_t i = 0; i < m; i++)
         x[i] = ld16(src + 2 * i);
+}
+
+/* accum-domain vectors = the values themselves (F16C when the CPU has it) */
+static void fp16_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
+{
+    vq_fp16_row(codes, out, n * (size_t)c->head_dim);
 }
 
 static void fp16_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
@@ -92,4 +99,6 @@ const vq_codec_ops vq_codec_fp16_ops = {
     .score = fp16_score,
     .accumulate = fp16_accumulate,
     .accum_finish = fp16_finish,
+    .values = fp16_values,
+    .dot_query = 1,
 };

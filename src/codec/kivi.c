@@ -368,4 +368,6 @@ const vq_codec_ops vq_codec_kivi_ops = {
     .score = kivi_score,
     .accumulate = kivi_accumulate,
     .accum_finish = kivi_finish,
+    .values = kivi_decode, /* the channel domain: finish is a copy */
+    .dot_query = 1,
 };

@@ -226,6 +226,17 @@ static void qb_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
     }
 }
 
+/* accum-domain vectors: block values, still rotated when rot=1 */
+static void qb_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
+{
+    qblocks *q = c->impl;
+    const int D = c->head_dim;
+    const size_t bs = block_size(q->bits);
+    for (size_t t = 0; t < n; t++)
+        for (int b = 0; b < D / QB; b++)
+            block_values(q->bits, codes + t * c->block_bytes + (size_t)b * bs, out + t * (size_t)D + b * QB);
+}
+
 static void qb_finish(vq_codec *c, const float *acc, float *out)
 {
     qblocks *q = c->impl;
@@ -245,6 +256,8 @@ const vq_codec_ops vq_codec_q8_0_ops = {
     .score = qb_score,
     .accumulate = qb_accumulate,
     .accum_finish = qb_finish,
+    .values = qb_values,
+    .dot_query = 1,
 };
 
 const vq_codec_ops vq_codec_q4_0_ops = {
@@ -258,4 +271,6 @@ const vq_codec_ops vq_codec_q4_0_ops = {
     .score = qb_score,
     .accumulate = qb_accumulate,
     .accum_finish = qb_finish,
+    .values = qb_values,
+    .dot_query = 1,
 };

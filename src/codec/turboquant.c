@@ -301,6 +301,26 @@ static void tq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
     }
 }
 
+/* accum-domain vectors: n * y_hat (rotated domain), and for turboquant_prod
+ * n * qjl * gamma * z after it, matching the query layout [R q, S R q] */
+static void tq_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
+{
+    tq *t = c->impl;
+    const int D = c->head_dim;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *blk = codes + i * c->block_bytes;
+        float *o = out + i * c->accum_size, norm = vq_fp16_to_fp32(vq_get_u16(blk));
+        stage_values(t, blk, D, o);
+        for (int d = 0; d < D; d++)
+            o[d] *= norm;
+        if (t->v == TQ_PROD) {
+            float g = norm * t->qjl * vq_fp16_to_fp32(vq_get_u16(blk + 2));
+            for (int d = 0; d < D; d++)
+                o[D + d] = g * sign_bit(blk + t->off2, d);
+        }
+    }
+}
+
 static void tq_finish(vq_codec *c, const float *acc, float *out)
 {
     tq *t = c->impl;
@@ -321,6 +341,7 @@ static void tq_finish(vq_codec *c, const float *acc, float *out)
         .name = nm, .default_spec = defspec, .init = initfn, .destroy = tq_destroy,                \
         .encode = tq_encode, .decode = tq_decode, .prepare_query = tq_prepare_query,               \
         .score = tq_score, .accumulate = tq_accumulate, .accum_finish = tq_finish,                 \
+        .values = tq_values, .dot_query = 1,                                                       \
     }
 
 TQ_OPS(vq_codec_turboquant_rvq_ops, "turboquant_rvq", "turboquant_rvq:bits=1", rvq_init);

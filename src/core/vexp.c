@@ -1,0 +1,23 @@
+/* vexp.c -- scalar reference of vexp.h and its dispatch. */
+#include <math.h>
+
+#include "core/cpu.h"
+#include "core/vexp.h"
+
+float vq_exp_shift_ref(float *x, size_t n, float m)
+{
+    float sum = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float w = x[i] == -INFINITY ? 0.0f : expf(x[i] - m);
+        x[i] = w;
+        sum += w;
+    }
+    return sum;
+}
+
+float vq_exp_shift(float *x, size_t n, float m)
+{
+    if (vq_cpu_features() & VQ_CPU_AVX2)
+        return vq_exp_shift_avx2(x, n, m);
+    return vq_exp_shift_ref(x, n, m);
+}
