@@ -13,10 +13,10 @@
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
-# VQ_BIN overrides the binary (default ./build/veloxquant). The machine the
-# committed numbers come from has 2 cores shared with other jobs, hence one
-# chunk per model, gemma3 (262k vocabulary, slow logits) at ctx 512 instead
-# of 2048, and short passkey prompts.
+# VQ_BIN overrides the binary (default ./build/veloxquant). The committed
+# numbers come from a 2-core machine, hence few chunks per model (3 for
+# smollm2, 2 for gemma3 with its 262k-token vocabulary), passkey at one key
+# per depth, and the long gemma3 run without the teacher-forced pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${VQ_BIN:-./build/veloxquant}
@@ -77,16 +77,16 @@ step() {
   case $1 in
     short-smollm2) run "$BIN" validate --model smollm2-135m ;;
     short-gemma3)  run "$BIN" validate --model gemma3-270m --max-tokens 64 ;;
-    long-smollm2)  run "$BIN" validate --model smollm2-135m --prompt-repeat 32 --max-tokens 16 --no-quality --out figures/validation-long \
+    long-smollm2)  run "$BIN" validate --model smollm2-135m --prompt-repeat 150 --max-tokens 32 --out figures/validation-long \
                      --calib figures/validation/smollm2-135m/calib-vecinfer.vqc ;;
-    long-gemma3)   run "$BIN" validate --model gemma3-270m --prompt-repeat 20 --max-tokens 16 --no-quality --out figures/validation-long \
+    long-gemma3)   run "$BIN" validate --model gemma3-270m --prompt-repeat 125 --max-tokens 16 --no-quality --out figures/validation-long \
                      --calib figures/validation/gemma3-270m/calib-vecinfer.vqc ;;
-    ppl-smollm2)   ppl smollm2-135m 2048 1 ;;
-    ppl-gemma3)    ppl gemma3-270m 512 1 ;;
-    ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 1 ;;
-    ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 512 1 ;;
-    needle-smollm2) needle smollm2-135m 160 ;;
-    needle-gemma3)  needle gemma3-270m 160 ;;
+    ppl-smollm2)   ppl smollm2-135m 2048 3 ;;
+    ppl-gemma3)    ppl gemma3-270m 2048 2 ;;
+    ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 3 ;;
+    ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 2048 2 ;;
+    needle-smollm2) needle smollm2-135m 2048 ;;
+    needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
   esac

@@ -62,8 +62,12 @@ static void test_dense(void)
                 /* strided weights; accumulators start non-zero */
                 fill(a1, qs * (size_t)nq, 99);
                 memcpy(a2, a1, sizeof(float) * qs * (size_t)nq);
-                vq_dense_axpy_ref(q, qs, nq, v, nt, E, a1, qs);
-                vq_dense_axpy_avx2(q, qs, nq, v, nt, E, a2, qs);
+                size_t ws = nt + 3;
+                float *w = malloc(sizeof(float) * ws * (size_t)nq);
+                fill(w, ws * (size_t)nq, 5 + nt);
+                vq_dense_axpy_ref(w, ws, nq, v, nt, E, a1, qs);
+                vq_dense_axpy_avx2(w, ws, nq, v, nt, E, a2, qs);
+                free(w);
                 CHECKF(rel_diff(a2, a1, qs * (size_t)nq) < 1e-5, "axpy E=%zu nt=%zu nq=%d", E, nt, nq);
                 free(q);
                 free(v);
@@ -164,6 +168,15 @@ static void check_method(const char *spec, int D, vq_role role)
                 CHECK_OK(vq_codec_prepare_query(c, q, qb + (size_t)j * c->query_bytes));
             }
             fill(w, n * (size_t)nq, 77);
+            if (strncmp(spec, "kivi", 4) == 0 || strcmp(spec, "fp16") == 0 || strcmp(spec, "q8_0") == 0) {
+                /* channel-domain methods: values are exactly the decode */
+                float *d1 = malloc(sizeof(float) * n * (size_t)D), *d2 = malloc(sizeof(float) * n * (size_t)D);
+                CHECK_OK(vq_codec_decode(c, codes, n, d1));
+                c->ops->values(c, codes, n, d2);
+                CHECKF(memcmp(d1, d2, sizeof(float) * n * (size_t)D) == 0, "%s D=%d: values != decode", spec, D);
+                free(d1);
+                free(d2);
+            }
             if (vq_codec_tiled_score_ok(c)) {
                 c->ops->score(c, qb, nq, codes, n, s1);
                 vq_codec_score_tiled(c, qb, nq, codes, n, s2);

@@ -27,6 +27,7 @@
  *     the noise floor of the runtime.
  *
  * results.json, schema "veloxquant.validate/1": see write_results(). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -115,8 +116,8 @@ static void usage(FILE *f)
             "  --arm \"name=NAME CONFIG\"  an arm (repeatable; replaces the defaults);\n"
             "                      CONFIG is cache config text, e.g. keys=turboquant_rvq:bits=1\n"
             "  --arms A,B,...      run only these default arms\n"
-            "  --calib FILE        VecInfer calibration file (default: made automatically\n"
-            "                      into OUT/MODEL/calib-vecinfer.vqc)\n"
+            "  --calib FILE        VecInfer calibration file, made there when missing\n"
+            "                      (default OUT/MODEL/calib-vecinfer.vqc)\n"
             "  --calib-text FILE   text for that calibration (default ../shared/data/\n"
             "                      wikitext-2-test.txt or $VQ_SHARED_DATA; its first quarter)\n"
             "  --out DIR           results directory (default figures/validation)\n"
@@ -234,6 +235,27 @@ static void fill_formula(arm_result *r, vq_ctx *ctx)
     r->resident_key_bytes = r->resident_value_bytes = vq_ctx_kv_bytes(ctx) / 2;
     r->resident_bound_bytes = vq_ctx_kv_bytes(ctx);
     r->tokens_held = t * (uint64_t)r->n_kv_heads * (uint64_t)r->n_layers;
+}
+
+/* Reference-logits files of validate runs that were killed (their process
+ * is gone) are removed; a running validate's file is left alone. */
+static void remove_stale_ref_logits(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int pid = 0, len = 0;
+        if (sscanf(e->d_name, ".ref-logits.%d.tmp%n", &pid, &len) != 1 || e->d_name[len] != 0 || pid <= 0)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char p[1400];
+        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+            unlink(p);
+    }
+    closedir(d);
 }
 
 /* Teacher-forced pass over prompt + reference tokens, comparing with the
@@ -1021,7 +1043,7 @@ int cmd_validate(int argc, char **argv)
     /* the calibration file for arms that use the default one */
     char calib_err[512] = "";
     int calib_failed = 0;
-    for (int i = 0; i < o.n_arms && !o.calib; i++) {
+    for (int i = 0; i < o.n_arms; i++) {
         if (strstr(o.arms[i].cache, calib_path) && access(calib_path, R_OK) != 0) {
             fprintf(stderr, "validate: calibrating vecinfer on the model's keys -> %s\n", calib_path);
             if (make_calibration_isolated(&o, "keys=vecinfer:sub_dim=8,bits=8 values=fp16", calib_path, calib_err,
@@ -1043,6 +1065,7 @@ int cmd_validate(int argc, char **argv)
         memcpy(o.prompt_text + r * (pl + 1), o.prompt, pl);
         o.prompt_text[r * (pl + 1) + pl] = r + 1 < o.prompt_repeat ? '\n' : 0;
     }
+    remove_stale_ref_logits(dir);
     if (snprintf(g_ref_logits_path, sizeof g_ref_logits_path, "%s/.ref-logits.%d.tmp", dir,
                  (int)getpid()) >= (int)sizeof g_ref_logits_path) {
         cli_error("validate", "output path too long");

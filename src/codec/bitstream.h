@@ -32,4 +32,21 @@ static inline unsigned vq_bits_get(const uint8_t *src, size_t i, int bits)
     return (w >> sh) & ((1u << bits) - 1u);
 }
 
+/* codes 0..n-1 into out[0..n) (one byte each); whole bytes at a time for
+ * widths 1, 2, 4 and 8 */
+static inline void vq_bits_unpack(const uint8_t *src, size_t n, int bits, uint8_t *out)
+{
+    size_t i = 0;
+    if (bits == 1 || bits == 2 || bits == 4 || bits == 8) {
+        const unsigned per = 8u / (unsigned)bits, mask = (1u << bits) - 1u;
+        for (; i + per <= n; i += per) {
+            unsigned w = src[i / per];
+            for (unsigned k = 0; k < per; k++)
+                out[i + k] = (uint8_t)((w >> (k * (unsigned)bits)) & mask);
+        }
+    }
+    for (; i < n; i++)
+        out[i] = (uint8_t)vq_bits_get(src, i, bits);
+}
+
 #endif

@@ -43,11 +43,13 @@
 
 #include "codec/codec.h"
 #include "core/fp16.h"
+#include "core/fp16_row.h"
 
 typedef struct {
     int bits;
     int group;
     float *scratch; /* D floats: folded query (score) or code sums (accumulate) */
+    float *sm;      /* 2*D floats: a block's scales and mins as floats (values) */
 } kivi_state;
 
 #define KIVI_FP16_MAX 65504.0f
@@ -69,7 +71,10 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     if (!st)
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivi: out of memory");
     st->scratch = calloc(D, sizeof(float));
-    if (!st->scratch) {
+    st->sm = calloc(2 * D, sizeof(float));
+    if (!st->scratch || !st->sm) {
+        free(st->scratch);
+        free(st->sm);
         free(st);
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivi: out of memory");
     }
@@ -94,8 +99,10 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
 static void kivi_destroy(vq_codec *c)
 {
     kivi_state *st = c->impl;
-    if (st)
+    if (st) {
         free(st->scratch);
+        free(st->sm);
+    }
     free(st);
     c->impl = NULL;
 }
@@ -221,6 +228,59 @@ static void kivi_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
                 size_t g = ch / G;
                 x[i * D + ch] = ld16(in + 2 * g) * (float)kivi_get(in + 4 * ng, b, ch) + ld16(in + 2 * ng + 2 * g);
             }
+        }
+    }
+}
+
+/* out[ch] = s[ch]*code_ch + m[ch] for channels [0, n) of one row of b-bit
+ * codes (n a multiple of 4); the same float expression as kivi_decode */
+static inline void kivi_row_values(const uint8_t *row, int b, size_t n, const float *s, const float *m, float *out)
+{
+    if (b == 2) {
+        for (size_t ch = 0; ch < n; ch += 4) {
+            unsigned v = row[ch >> 2];
+            out[ch] = s[ch] * (float)(v & 3) + m[ch];
+            out[ch + 1] = s[ch + 1] * (float)((v >> 2) & 3) + m[ch + 1];
+            out[ch + 2] = s[ch + 2] * (float)((v >> 4) & 3) + m[ch + 2];
+            out[ch + 3] = s[ch + 3] * (float)(v >> 6) + m[ch + 3];
+        }
+    } else {
+        for (size_t ch = 0; ch < n; ch += 2) {
+            unsigned v = row[ch >> 1];
+            out[ch] = s[ch] * (float)(v & 15) + m[ch];
+            out[ch + 1] = s[ch + 1] * (float)(v >> 4) + m[ch + 1];
+        }
+    }
+}
+
+/* the tiled path's vectors (codec.h `values`): what kivi_decode computes,
+ * with each block's fp16 scales and mins converted once */
+static void kivi_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
+{
+    kivi_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    const int b = st->bits;
+    const size_t row = (size_t)b * D / 8;
+    float *s = st->sm, *m = st->sm + D;
+    if (c->role == VQ_ROLE_KEY) {
+        for (size_t blk = 0; blk < n / G; blk++) {
+            const uint8_t *in = codes + blk * c->block_bytes;
+            vq_fp16_row(in, s, D);
+            vq_fp16_row(in + 2 * D, m, D);
+            for (size_t t = 0; t < G; t++)
+                kivi_row_values(in + 4 * D + t * row, b, D, s, m, out + (blk * G + t) * D);
+        }
+    } else {
+        const size_t ng = D / G;
+        for (size_t i = 0; i < n; i++) {
+            const uint8_t *in = codes + i * c->block_bytes;
+            vq_fp16_row(in, s, ng);
+            vq_fp16_row(in + 2 * ng, m, ng);
+            for (size_t ch = 0; ch < D; ch++) { /* per-channel copies of the group's scale and min */
+                s[D - 1 - ch] = s[(D - 1 - ch) / G];
+                m[D - 1 - ch] = m[(D - 1 - ch) / G];
+            }
+            kivi_row_values(in + 4 * ng, b, D, s, m, out + i * D);
         }
     }
 }
@@ -368,6 +428,6 @@ const vq_codec_ops vq_codec_kivi_ops = {
     .score = kivi_score,
     .accumulate = kivi_accumulate,
     .accum_finish = kivi_finish,
-    .values = kivi_decode, /* the channel domain: finish is a copy */
+    .values = kivi_values, /* the channel domain: finish is a copy */
     .dot_query = 1,
 };

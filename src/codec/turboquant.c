@@ -162,11 +162,15 @@ static void mat_vec(const float *S, const float *x, float *y, int D)
 /* rotated-domain reconstruction without norm (and without the QJL part) */
 static void stage_values(const tq *t, const uint8_t *blk, int D, float *yh)
 {
+    uint8_t idx[256]; /* D <= 256 (vq_codec_create) */
+    vq_bits_unpack(blk + t->off1, (size_t)D, t->b1, idx);
     for (int d = 0; d < D; d++)
-        yh[d] = t->c1[vq_bits_get(blk + t->off1, (size_t)d, t->b1)];
-    if (t->v == TQ_RVQ)
+        yh[d] = t->c1[idx[d]];
+    if (t->v == TQ_RVQ) {
+        vq_bits_unpack(blk + t->off2, (size_t)D, t->bits, idx);
         for (int d = 0; d < D; d++)
-            yh[d] += t->c2[vq_bits_get(blk + t->off2, (size_t)d, t->bits)];
+            yh[d] += t->c2[idx[d]];
+    }
 }
 
 static void tq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)

@@ -1,7 +1,14 @@
-/* generate_tokens.c -- vq_generate_tokens: the generation loop of
- * generate.c for an already tokenized prompt (used to continue a loaded
- * prompt cache, and by callers that tokenize themselves). Same timing and
- * stats rules as vq_generate (generate.c's header comment). */
+/* generate_tokens.c -- the generation loop, for a tokenized prompt
+ * (vq_generate tokenizes and calls it; a loaded prompt cache continues with
+ * it): prefill in batches, then sample and decode one token at a time,
+ * streaming each token's text. Buffers (logits, history) are allocated once
+ * per call, never per token.
+ *
+ * Timing: prefill_seconds covers the prompt's forward passes;
+ * decode_seconds covers sampling and the one-token forward passes of
+ * generated tokens. The last generated token is not run through the model
+ * (nothing would read its logits), so decode tok/s counts the decode steps
+ * actually run. */
 #include <stdlib.h>
 #include <string.h>
 
