@@ -11,6 +11,7 @@
 
 #include "codec/codec.h"
 #include "codec/dense.h"
+#include "codec/qblock_values.h"
 #include "codec/tiled.h"
 #include "core/cpu.h"
 #include "core/fp16_row.h"
@@ -139,6 +140,39 @@ static void test_exp(void)
     free(x);
     free(a);
     free(b);
+}
+
+/* q8_0 / q4_0 block unpacking: AVX2 twin == reference, bit for bit, over
+ * random blocks including extreme scales and every code */
+static void test_qblock_values(void)
+{
+    if (!have_avx2()) {
+        printf("  (no AVX2: q-block twins not run)\n");
+        return;
+    }
+    enum { NB = 257 };
+    uint8_t *b8 = malloc(34 * NB), *b4 = malloc(18 * NB);
+    float *r = malloc(sizeof(float) * 32 * NB), *s = malloc(sizeof(float) * 32 * NB);
+    vq_rng g;
+    vq_rng_seed(&g, 11);
+    for (size_t i = 0; i < 34 * NB; i++)
+        b8[i] = (uint8_t)vq_rng_next(&g);
+    for (size_t i = 0; i < 18 * NB; i++)
+        b4[i] = (uint8_t)vq_rng_next(&g);
+    size_t bad = 0;
+    vq_q8_0_values_ref(b8, NB, r);
+    vq_q8_0_values_avx2(b8, NB, s);
+    for (size_t i = 0; i < 32 * NB; i++)
+        bad += !(isnan(r[i]) && isnan(s[i])) && memcmp(&r[i], &s[i], sizeof(float)) != 0;
+    vq_q4_0_values_ref(b4, NB, r);
+    vq_q4_0_values_avx2(b4, NB, s);
+    for (size_t i = 0; i < 32 * NB; i++)
+        bad += !(isnan(r[i]) && isnan(s[i])) && memcmp(&r[i], &s[i], sizeof(float)) != 0;
+    CHECKF(bad == 0, "%zu q-block values differ", bad);
+    free(b8);
+    free(b4);
+    free(r);
+    free(s);
 }
 
 /* every method with a values op: tiled path == the method's own kernels */
@@ -271,6 +305,7 @@ int main(void)
     RUN(test_dense);
     RUN(test_fp16_rows);
     RUN(test_exp);
+    RUN(test_qblock_values);
     RUN(test_methods);
     RUN(test_batch_invariance);
     return vq_test_summary("codec_tiled");

@@ -22,7 +22,9 @@
 #include <string.h>
 
 #include "codec/codec.h"
+#include "codec/qblock_values.h"
 #include "codec/rotation.h"
+#include "core/cpu.h"
 #include "core/fp16.h"
 #include "core/io.h"
 
@@ -226,15 +228,29 @@ static void qb_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
     }
 }
 
-/* accum-domain vectors: block values, still rotated when rot=1 */
+void vq_q8_0_values_ref(const uint8_t *blk, size_t nblk, float *out)
+{
+    for (size_t k = 0; k < nblk; k++)
+        block_values(8, blk + k * block_size(8), out + k * QB);
+}
+
+void vq_q4_0_values_ref(const uint8_t *blk, size_t nblk, float *out)
+{
+    for (size_t k = 0; k < nblk; k++)
+        block_values(4, blk + k * block_size(4), out + k * QB);
+}
+
+/* accum-domain vectors: block values, still rotated when rot=1 (a token's
+ * blocks are contiguous and tokens follow each other: one run of blocks) */
 static void qb_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
 {
     qblocks *q = c->impl;
-    const int D = c->head_dim;
-    const size_t bs = block_size(q->bits);
-    for (size_t t = 0; t < n; t++)
-        for (int b = 0; b < D / QB; b++)
-            block_values(q->bits, codes + t * c->block_bytes + (size_t)b * bs, out + t * (size_t)D + b * QB);
+    size_t nblk = n * (size_t)(c->head_dim / QB);
+    int simd = (vq_cpu_features() & VQ_CPU_AVX2) != 0;
+    if (q->bits == 8)
+        (simd ? vq_q8_0_values_avx2 : vq_q8_0_values_ref)(codes, nblk, out);
+    else
+        (simd ? vq_q4_0_values_avx2 : vq_q4_0_values_ref)(codes, nblk, out);
 }
 
 static void qb_finish(vq_codec *c, const float *acc, float *out)
