@@ -274,11 +274,12 @@ static void kivi_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
         const size_t ng = D / G;
         for (size_t i = 0; i < n; i++) {
             const uint8_t *in = codes + i * c->block_bytes;
-            vq_fp16_row(in, s, ng);
-            vq_fp16_row(in + 2 * ng, m, ng);
-            for (size_t ch = 0; ch < D; ch++) { /* per-channel copies of the group's scale and min */
-                s[D - 1 - ch] = s[(D - 1 - ch) / G];
-                m[D - 1 - ch] = m[(D - 1 - ch) / G];
+            float gs[16], gm[16]; /* ng = D/G <= 256/16 groups */
+            vq_fp16_row(in, gs, ng);
+            vq_fp16_row(in + 2 * ng, gm, ng);
+            for (size_t ch = 0; ch < D; ch++) { /* each channel takes its group's scale and min */
+                s[ch] = gs[ch / G];
+                m[ch] = gm[ch / G];
             }
             kivi_row_values(in + 4 * ng, b, D, s, m, out + i * D);
         }

@@ -2,8 +2,9 @@
  * with a `values` op (codec.h).
  *
  * Codes are turned, one tile of c->tile_tokens tokens at a time, into their
- * accum-domain vectors in c->tile (allocated once at vq_codec_create, a few
- * KiB that stay in L1), and the tile is scored against all n_q queries, or
+ * accum-domain vectors in c->tile (allocated once at vq_codec_create: 16
+ * tokens, or one KIVI key group, of accum_size floats), and the tile is
+ * scored against all n_q queries, or
  * summed into the n_q accumulators, by the dense kernels (dense.h). The
  * whole cache is never decoded: each code is read once per call, as in the
  * methods' own kernels, which stay the scalar reference these are tested
