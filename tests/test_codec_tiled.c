@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "codec/codec.h"
-#include "codec/dense.h"
-#include "codec/qblock_values.h"
+#include "kernels/dense.h"
+#include "kernels/qblock_values.h"
 #include "codec/tiled.h"
 #include "core/cpu.h"
 #include "core/fp16_row.h"

@@ -81,6 +81,24 @@ typedef struct {
 static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *pos, const uint8_t *alive,
                         float *wrow, size_t wstride)
 {
+    /* common case: every slot live and visible to every query of the tile
+     * (positions increase, so the first and last slots decide) */
+    int all_live = 1;
+    for (size_t i = 0; alive && i < n && all_live; i++)
+        all_live = alive[i] != 0;
+    int32_t qlo = mc->qpos[0], qhi = mc->qpos[mc->nt - 1];
+    if (all_live && n > 0 && mc->softcap <= 0.0f && pos[n - 1] <= qlo &&
+        (mc->window == 0 || pos[0] > qhi - mc->window)) {
+        const float sc = mc->scale;
+        for (size_t j = 0; j < mc->g * mc->nt; j++) {
+            float *row = s + j * n;
+            for (size_t i = 0; i < n; i++)
+                row[i] *= sc;
+            if (wrow)
+                memcpy(wrow + j * wstride, row, n * sizeof *row);
+        }
+        return;
+    }
     for (size_t j = 0; j < mc->g * mc->nt; j++) {
         int32_t p = mc->qpos[j / mc->g];
         float *row = s + j * n;

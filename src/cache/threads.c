@@ -154,3 +154,24 @@ vq_status vq_cache_set_threads(vq_cache *c, struct vq_pool *pool)
     }
     return st;
 }
+
+vq_status vq_cache_set_n_threads(vq_cache *c, int n_threads)
+{
+    if (!c)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_set_n_threads: cache is NULL");
+    vq_pool *p = NULL, *old = c->own_pool;
+    if (n_threads != 1) {
+        vq_status st = vq_pool_create(n_threads, &p);
+        if (st != VQ_OK)
+            return vq_fail(c->err, st, "vq_cache_set_n_threads: %s", vq_last_error());
+    }
+    vq_status st = vq_cache_set_threads(c, p);
+    /* keep the new pool only if the cache uses it (size 1 or a failed
+     * setup leave the cache serial) */
+    c->own_pool = c->threads == p ? p : NULL;
+    if (!c->own_pool)
+        vq_pool_free(p);
+    if (old && old != c->threads)
+        vq_pool_free(old);
+    return st;
+}

@@ -50,6 +50,7 @@
 #include "core/fp16.h"
 #include "core/io.h"
 #include "core/rng.h"
+#include "kernels/kernels.h"
 
 typedef enum { TQ_MSE, TQ_RVQ, TQ_PROD } tq_variant;
 
@@ -306,21 +307,24 @@ static void tq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
 }
 
 /* accum-domain vectors: n * y_hat (rotated domain), and for turboquant_prod
- * n * qjl * gamma * z after it, matching the query layout [R q, S R q] */
+ * n * qjl * gamma * z after it, matching the query layout [R q, S R q];
+ * each stage's levels scaled by n (kernels.h lut_row: n*c1[i] + n*c2[j],
+ * which rounds differently from the reference's n*(c1[i] + c2[j])) */
 static void tq_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
 {
     tq *t = c->impl;
     const int D = c->head_dim;
+    const vq_kernels *k = vq_kernels_get();
     for (size_t i = 0; i < n; i++) {
         const uint8_t *blk = codes + i * c->block_bytes;
         float *o = out + i * c->accum_size, norm = vq_fp16_to_fp32(vq_get_u16(blk));
-        stage_values(t, blk, D, o);
-        for (int d = 0; d < D; d++)
-            o[d] *= norm;
+        k->lut_row(blk + t->off1, t->b1, (size_t)D, t->c1, norm, 0, o);
+        if (t->v == TQ_RVQ)
+            k->lut_row(blk + t->off2, t->bits, (size_t)D, t->c2, norm, 1, o);
         if (t->v == TQ_PROD) {
             float g = norm * t->qjl * vq_fp16_to_fp32(vq_get_u16(blk + 2));
-            for (int d = 0; d < D; d++)
-                o[D + d] = g * sign_bit(blk + t->off2, d);
+            const float pm[2] = { -1.0f, 1.0f };
+            k->lut_row(blk + t->off2, 1, (size_t)D, pm, g, 0, o + D);
         }
     }
 }

@@ -4,8 +4,8 @@
  * (q4_0). The _ref functions are the scalar references; the _avx2 twins
  * (qblock_values_avx2.c) give bit-identical results (one exact int->float
  * conversion and one multiply per value, as the reference). */
-#ifndef VQ_CODEC_QBLOCK_VALUES_H
-#define VQ_CODEC_QBLOCK_VALUES_H
+#ifndef VQ_KERNELS_QBLOCK_VALUES_H
+#define VQ_KERNELS_QBLOCK_VALUES_H
 
 #include <stddef.h>
 #include <stdint.h>

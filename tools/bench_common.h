@@ -1,0 +1,31 @@
+/* bench_common.h -- pieces shared by the `veloxquant bench` subcommands:
+ * the machine's streaming read bandwidth, wall-clock time, medians, a
+ * comma-separated list of integers, JSON string output. */
+#ifndef VQ_TOOLS_BENCH_COMMON_H
+#define VQ_TOOLS_BENCH_COMMON_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Seconds from a monotonic clock. */
+double bench_now(void);
+
+/* GB/s of reading a 512 MiB buffer once, split over n_threads threads
+ * (median of 5 passes; the buffer is written first so its pages exist).
+ * 0 when the buffer cannot be allocated. */
+double bench_read_bandwidth(int n_threads);
+
+/* Median of n values (sorts v in place); n >= 1. */
+double bench_median(double *v, int n);
+
+/* Parse "a,b,c" positive integers into out[cap]; returns the count, or -1
+ * on a malformed list (empty item, not a number, <= 0, > max, too many). */
+int bench_parse_list(const char *s, long *out, int cap, long max);
+
+/* s as a JSON string (quotes and escapes) on f. */
+void bench_json_str(FILE *f, const char *s);
+
+/* CPU model name from /proc/cpuinfo into buf ("unknown" if not found). */
+void bench_cpu_name(char *buf, size_t cap);
+
+#endif
