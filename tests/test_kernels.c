@@ -7,7 +7,9 @@
  *     axpy bit-identical;
  *   fp16 rows (all 65536 halves), q8_0/q4_0 block values, lut rows (bits
  *     1..4, with and without add), kivi rows (bits 2, 4): bit-identical,
- *     except that a signalling NaN half comes out quiet. */
+ *     except that a signalling NaN half comes out quiet;
+ *   bitdot (popcounts): equal integers (the AVX2 table holds the POPCNT
+ *     twin, the AVX-512 table the VPOPCNTDQ one when the CPU has it). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -166,6 +168,27 @@ static void test_rows(const vq_kernels *k, const vq_kernels *ref)
             }
 }
 
+static void test_bitdot(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 32, 64, 96, 128, 256 };
+    for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+        for (size_t n = 1; n <= 21; n += 5)
+            for (int nq = 1; nq <= 5; nq += 2)
+                for (int qbits = 1; qbits <= 8; qbits += 3) {
+                    size_t D = Ds[id], stride = D / 8 + 4, qstride = (size_t)qbits * D / 8 + 12;
+                    uint8_t *codes = malloc(stride * n + 1), *planes = malloc(qstride * (size_t)nq + 1);
+                    uint32_t *z1 = malloc(n * 4), *z2 = malloc(n * 4);
+                    uint32_t *p1 = malloc(n * (size_t)nq * 4), *p2 = malloc(n * (size_t)nq * 4);
+                    fill_bytes(codes, stride * n + 1, D + n);
+                    fill_bytes(planes, qstride * (size_t)nq + 1, D * 3 + (size_t)qbits);
+                    ref->bitdot(codes + 1, stride, n, D, planes + 1, qstride, nq, qbits, z1, p1);
+                    k->bitdot(codes + 1, stride, n, D, planes + 1, qstride, nq, qbits, z2, p2);
+                    CHECKF(memcmp(z1, z2, n * 4) == 0 && memcmp(p1, p2, n * (size_t)nq * 4) == 0,
+                           "%s bitdot D=%zu n=%zu nq=%d qbits=%d differs", k->isa, D, n, nq, qbits);
+                    free(codes), free(planes), free(z1), free(z2), free(p1), free(p2);
+                }
+}
+
 static void test_tables(void)
 {
     const vq_kernels *ref = vq_kernels_variant("scalar");
@@ -182,6 +205,7 @@ static void test_tables(void)
         test_fp16_rows(k, ref);
         test_qblocks(k, ref);
         test_rows(k, ref);
+        test_bitdot(k, ref);
     }
     /* the scalar references against themselves through the table's own
      * definitions: lut_row of a known code */

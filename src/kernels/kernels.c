@@ -17,6 +17,7 @@ static const vq_kernels k_ref = {
     .q4_0_values = vq_q4_0_values_ref,
     .lut_row = vq_lut_row_ref,
     .kivi_row = vq_kivi_row_ref,
+    .bitdot = vq_bitdot_ref,
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -30,9 +31,11 @@ static const vq_kernels k_avx2 = {
     .q4_0_values = vq_q4_0_values_avx2,
     .lut_row = vq_lut_row_ref,
     .kivi_row = vq_kivi_row_ref,
+    .bitdot = vq_bitdot_avx2,
 };
 
-static const vq_kernels k_avx512 = {
+/* entries that need VPOPCNTDQ / VNNI are filled in by avx512_table() */
+static vq_kernels k_avx512 = {
     .isa = "avx512",
     .simd = 1,
     .dense_dot = vq_dense_dot_avx512,
@@ -42,7 +45,16 @@ static const vq_kernels k_avx512 = {
     .q4_0_values = vq_q4_0_values_avx2,
     .lut_row = vq_lut_row_avx512,
     .kivi_row = vq_kivi_row_avx512,
+    .bitdot = vq_bitdot_avx2,
 };
+
+static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
+
+static void avx512_fill(void)
+{
+    if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
+        k_avx512.bitdot = vq_bitdot_avx512x;
+}
 #endif
 
 const vq_kernels *vq_kernels_variant(const char *isa)
@@ -53,8 +65,10 @@ const vq_kernels *vq_kernels_variant(const char *isa)
 #if defined(__x86_64__) || defined(__i386__)
     if (strcmp(isa, "avx2") == 0 && (f & VQ_CPU_AVX2))
         return &k_avx2;
-    if (strcmp(isa, "avx512") == 0 && (f & VQ_CPU_AVX512))
+    if (strcmp(isa, "avx512") == 0 && (f & VQ_CPU_AVX512)) {
+        pthread_once(&avx512_once, avx512_fill);
         return &k_avx512;
+    }
 #else
     (void)f;
 #endif

@@ -3,8 +3,9 @@
  *
  * Every entry has a scalar reference (the `ref` table) that the SIMD
  * variants are tested against (tests/test_kernels.c). vq_kernels() returns
- * the best table the CPU supports -- AVX-512 (F/BW/VL/DQ), else AVX2 (with
- * FMA and F16C), else scalar -- decided at the first call (thread-safe)
+ * the best table the CPU supports -- AVX-512 (F/BW/VL/DQ; entries that need
+ * VPOPCNTDQ or VNNI only when the CPU has them), else AVX2 (with FMA, F16C
+ * and POPCNT), else scalar -- decided at the first call (thread-safe)
  * and capped by VQ_FORCE_ISA=scalar|avx2|avx512 (core/cpu.h). A SIMD
  * table fills the entries it has no twin for with the next lower
  * variant's. Call sites never test CPU features themselves.
@@ -20,7 +21,13 @@
  *       scale * lut[code_i]; n a multiple of 16; lut holds 2^bits floats.
  *   kivi_row(row, bits, n, s, m, out): out[i] = s[i]*code_i + m[i] (one
  *       multiply, then one add, as the reference) for n codes of bits 2 or 4
- *       packed LSB first; n a multiple of 16. */
+ *       packed LSB first; n a multiple of 16.
+ *   bitdot(codes, stride, n, D, planes, qstride, n_q, qbits, pz, pq): for
+ *       n tokens whose D bits (D a multiple of 32) start at codes + i*stride,
+ *       pz[i] = popcount(z_i) and, for n_q queries whose qbits bit planes of
+ *       D/8 bytes start at planes + j*qstride,
+ *       pq[j*n + i] = sum_p 2^p popcount(z_i & plane_jp) (the integer dot
+ *       of the bits with the query's integer levels, RaBitQ's estimator). */
 #ifndef VQ_KERNELS_KERNELS_H
 #define VQ_KERNELS_KERNELS_H
 
@@ -42,6 +49,8 @@ typedef struct vq_kernels {
     void (*q4_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*lut_row)(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
     void (*kivi_row)(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
+    void (*bitdot)(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
+                   int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 } vq_kernels;
 
 /* The table in use (see above). */
@@ -57,5 +66,11 @@ void vq_lut_row_avx512(const uint8_t *codes, int bits, size_t n, const float *lu
 void vq_kivi_row_ref(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
 void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
 void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
+void vq_bitdot_ref(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
+                   int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+void vq_bitdot_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
+                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+void vq_bitdot_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes,
+                       size_t qstride, int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 
 #endif
