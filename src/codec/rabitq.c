@@ -43,6 +43,7 @@
 
 #include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/qplanes.h"
 #include "codec/rotation.h"
 #include "core/fp16.h"
 #include "core/io.h"
@@ -81,7 +82,7 @@ static vq_status rq_init(vq_codec *c, vq_spec *spec)
     c->block_tokens = 1;
     c->block_bytes = 4 + (size_t)q->bits * D / 8;
     c->shared_bytes = vq_rot_shared_bytes(&q->r);
-    c->query_bytes = q->qbits ? 12 + (size_t)q->qbits * D / 8 : sizeof(float) * (size_t)D;
+    c->query_bytes = q->qbits ? vq_qplanes_bytes(D, q->qbits) : sizeof(float) * (size_t)D;
     c->accum_size = (size_t)D;
     snprintf(c->canon, sizeof c->canon, "rabitq:bits=%d,qbits=%d", q->bits, q->qbits);
     return VQ_OK;
@@ -217,31 +218,10 @@ static void rq_prepare_query(vq_codec *c, const float *qv, uint8_t *qbuf)
         memcpy(qbuf, y, sizeof(float) * (size_t)D);
         return;
     }
-    float lo = y[0], hi = y[0];
-    for (int d = 1; d < D; d++) {
-        lo = fminf(lo, y[d]);
-        hi = fmaxf(hi, y[d]);
-    }
-    const unsigned vmax = (1u << q->qbits) - 1u;
-    float delta = hi > lo ? (hi - lo) / (float)vmax : 1.0f;
-    memset(qbuf, 0, c->query_bytes);
-    uint8_t *planes = qbuf + 12;
-    unsigned long sum = 0;
-    for (int d = 0; d < D; d++) {
-        float v = roundf((y[d] - lo) / delta);
-        unsigned u = (unsigned)fminf((float)vmax, fmaxf(0.0f, v));
-        sum += u;
-        for (int j = 0; j < q->qbits; j++)
-            if (u >> j & 1)
-                planes[(size_t)j * D / 8 + (size_t)(d >> 3)] |= (uint8_t)(1u << (d & 7));
-    }
-    vq_put_f32(qbuf, lo);
-    vq_put_f32(qbuf + 4, delta);
-    vq_put_f32(qbuf + 8, (float)sum);
+    vq_qplanes_encode(y, D, q->qbits, qbuf);
 }
 
-/* scores from the bit counts of kernels.h bitdot: <c, q'> = 2(lo |z| +
- * delta sum_j 2^j popcount(z & v_j)) - (D lo + delta sum v), times the
+/* scores from the bit counts of kernels.h bitdot (qplanes.h), times the
  * token's factor */
 static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
@@ -259,12 +239,9 @@ static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
                       q->qbits, pz, pq);
             for (int j = 0; j < nj; j++) {
                 const uint8_t *qb = qb0 + (size_t)j * c->query_bytes;
-                float lo = vq_get_f32(qb), delta = vq_get_f32(qb + 4), sumv = vq_get_f32(qb + 8);
-                float base = (float)D * lo + delta * sumv;
                 for (size_t t = 0; t < nt; t++) {
                     float f = block_factor(codes + (t0 + t) * c->block_bytes, sqrtf((float)D));
-                    float dot = 2.0f * (lo * (float)pz[t] + delta * (float)pq[(size_t)j * nt + t]) - base;
-                    scores[(size_t)(j0 + j) * n + t0 + t] = f * dot;
+                    scores[(size_t)(j0 + j) * n + t0 + t] = f * vq_qplanes_sign_dot(qb, D, pz[t], pq[(size_t)j * nt + t]);
                 }
             }
         }

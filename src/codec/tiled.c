@@ -13,7 +13,7 @@ size_t vq_tile_tokens(size_t block_tokens)
 
 int vq_codec_tiled_score_ok(const vq_codec *c)
 {
-    return c->tile && c->ops->dot_query && c->query_bytes % sizeof(float) == 0 &&
+    return c->tile && c->ops->dot_query && !c->score_own && c->query_bytes % sizeof(float) == 0 &&
            c->query_bytes >= sizeof(float) * c->accum_size;
 }
 

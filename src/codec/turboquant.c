@@ -46,6 +46,7 @@
 #include "codec/bitstream.h"
 #include "codec/codec.h"
 #include "codec/lloyd_max.h"
+#include "codec/qplanes.h"
 #include "codec/rotation.h"
 #include "core/fp16.h"
 #include "core/io.h"
@@ -68,6 +69,7 @@ typedef struct {
     float *S;       /* prod: D x D, row-major */
     float *tmp;     /* D floats */
     float *tmp2;    /* D floats */
+    int qbits;      /* rvq, bits=1: query bit planes for popcount scores (0 = float query) */
 } tq;
 
 static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
@@ -76,12 +78,20 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     long bits;
     long lo = v == TQ_PROD ? 2 : 1, def = v == TQ_RVQ ? 1 : v == TQ_MSE ? 2 : 3;
     VQ_TRY(vq_spec_int(spec, "bits", def, lo, 4, &bits, c->err));
+    long qbits = 0;
+    if (v == TQ_RVQ) {
+        VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
+        if (qbits != 0 && (qbits < 4 || bits != 1))
+            return vq_fail(c->err, VQ_ERR_INVALID_ARG,
+                           "turboquant_rvq: parameter qbits=%ld unsupported (0, or 4..8 with bits=1)", qbits);
+    }
     tq *t = calloc(1, sizeof *t);
     if (!t)
         return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
     c->impl = t;
     t->v = v;
     t->bits = (int)bits;
+    t->qbits = (int)qbits;
     t->b1 = v == TQ_PROD ? t->bits - 1 : t->bits;
     t->tmp = calloc((size_t)D, sizeof(float));
     t->tmp2 = calloc((size_t)D, sizeof(float));
@@ -128,7 +138,13 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         c->query_bytes = 2 * sizeof(float) * (size_t)D; /* R q, then S R q */
         c->accum_size = 2 * (size_t)D;                  /* rotated, sketch */
     }
-    snprintf(c->canon, sizeof c->canon, "%s:bits=%d", c->ops->name, t->bits);
+    if (t->qbits) {
+        c->query_bytes = vq_qplanes_bytes(D, t->qbits);
+        c->score_own = 1;
+        snprintf(c->canon, sizeof c->canon, "%s:bits=%d,qbits=%d", c->ops->name, t->bits, t->qbits);
+    } else {
+        snprintf(c->canon, sizeof c->canon, "%s:bits=%d", c->ops->name, t->bits);
+    }
     return VQ_OK;
 }
 
@@ -246,6 +262,12 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 {
     tq *t = c->impl;
     const int D = c->head_dim;
+    if (t->qbits) { /* bit planes of R q (qplanes.h) */
+        memcpy(t->tmp, q, sizeof(float) * (size_t)D);
+        vq_rot_forward(&t->r, t->tmp);
+        vq_qplanes_encode(t->tmp, D, t->qbits, qbuf);
+        return;
+    }
     float *y = (float *)(void *)qbuf;
     memcpy(y, q, sizeof(float) * (size_t)D);
     vq_rot_forward(&t->r, y);
@@ -253,9 +275,45 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
         mat_vec(t->S, y, y + D, D);
 }
 
+/* rvq, bits=1, quantized query: both stages are sign codes with symmetric
+ * levels (c[0] = -c[1]), so <R q', y_hat> = c1[1] <q', s1> + c2[1] <q', s2>
+ * with each <q', s> from popcounts (kernels.h bitdot, qplanes.h) */
+static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
+{
+    enum { TOK = 64, QRY = 16 };
+    tq *t = c->impl;
+    const int D = c->head_dim;
+    const vq_kernels *k = vq_kernels_get();
+    uint32_t z1[TOK], z2[TOK], p1[QRY * TOK], p2[QRY * TOK];
+    for (size_t t0 = 0; t0 < n; t0 += TOK) {
+        size_t nt = n - t0 < TOK ? n - t0 : TOK;
+        const uint8_t *blk0 = codes + t0 * c->block_bytes;
+        for (int j0 = 0; j0 < n_q; j0 += QRY) {
+            int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
+            const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
+            k->bitdot(blk0 + t->off1, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj, t->qbits, z1, p1);
+            k->bitdot(blk0 + t->off2, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj, t->qbits, z2, p2);
+            for (int j = 0; j < nj; j++) {
+                const uint8_t *qb = qb0 + (size_t)j * c->query_bytes;
+                for (size_t i = 0; i < nt; i++) {
+                    size_t r = (size_t)j * nt + i;
+                    float norm = vq_fp16_to_fp32(vq_get_u16(blk0 + i * c->block_bytes));
+                    float s = t->c1[1] * vq_qplanes_sign_dot(qb, D, z1[i], p1[r]) +
+                              t->c2[1] * vq_qplanes_sign_dot(qb, D, z2[i], p2[r]);
+                    scores[(size_t)(j0 + j) * n + t0 + i] = norm * s;
+                }
+            }
+        }
+    }
+}
+
 static void tq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
     tq *t = c->impl;
+    if (t->qbits) {
+        tq_score_bits(c, qbuf, n_q, codes, n, scores);
+        return;
+    }
     const int D = c->head_dim;
     const size_t qstride = c->query_bytes / sizeof(float);
     const float *qs = (const float *)(const void *)qbuf;
