@@ -164,6 +164,13 @@ static void test_rows(const vq_kernels *k, const vq_kernels *ref)
                     ref->kivi_row(codes + 1, bits, n, sc, mn, r);
                     k->kivi_row(codes + 1, bits, n, sc, mn, s);
                     CHECKF(same_bits(r, s, n), "%s kivi_row bits=%d n=%zu differs", k->isa, bits, n);
+                    for (size_t g = 16; g <= n; g *= 2) {
+                        if (n % g)
+                            continue;
+                        ref->kivi_group_row(codes + 1, bits, n, g, sc, mn, r);
+                        k->kivi_group_row(codes + 1, bits, n, g, sc, mn, s);
+                        CHECKF(same_bits(r, s, n), "%s kivi_group_row bits=%d n=%zu g=%zu differs", k->isa, bits, n, g);
+                    }
                 }
             }
 }

@@ -257,12 +257,7 @@ static void kivi_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
             float gs[16], gm[16]; /* ng = D/G <= 256/16 groups */
             k->fp16_row(in, gs, ng);
             k->fp16_row(in + 2 * ng, gm, ng);
-            for (size_t g = 0; g < ng; g++) /* each channel takes its group's scale and min */
-                for (size_t ch = g * G; ch < (g + 1) * G; ch++) {
-                    s[ch] = gs[g];
-                    m[ch] = gm[g];
-                }
-            k->kivi_row(in + 4 * ng, b, D, s, m, out + i * D);
+            k->kivi_group_row(in + 4 * ng, b, D, G, gs, gm, out + i * D);
         }
     }
 }

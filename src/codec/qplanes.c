@@ -26,13 +26,7 @@ void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf)
             if (u >> j & 1)
                 planes[(size_t)j * (size_t)D / 8 + (size_t)(d >> 3)] |= (uint8_t)(1u << (d & 7));
     }
-    vq_put_f32(qbuf, lo);
+    vq_put_f32(qbuf, lo); /* little-endian, as vq_qplanes_sign_dot reads it */
     vq_put_f32(qbuf + 4, delta);
     vq_put_f32(qbuf + 8, (float)sum);
-}
-
-float vq_qplanes_sign_dot(const uint8_t *qbuf, int D, uint32_t pz, uint32_t pq)
-{
-    float lo = vq_get_f32(qbuf), delta = vq_get_f32(qbuf + 4), sumv = vq_get_f32(qbuf + 8);
-    return 2.0f * (lo * (float)pz + delta * (float)pq) - ((float)D * lo + delta * sumv);
 }

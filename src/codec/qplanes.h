@@ -17,13 +17,22 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 static inline size_t vq_qplanes_bytes(int D, int qbits) { return 12 + (size_t)qbits * (size_t)D / 8; }
 
 void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf);
 
 /* <y', s> for sign bits with popcount |z| = pz and pq = sum_j 2^j
- * popcount(z & plane_j) (kernels.h bitdot), from the header of qbuf */
-float vq_qplanes_sign_dot(const uint8_t *qbuf, int D, uint32_t pz, uint32_t pq);
+ * popcount(z & plane_j) (kernels.h bitdot), from the header of qbuf
+ * (inline: callers loop over tokens with it) */
+static inline float vq_qplanes_sign_dot(const uint8_t *qbuf, int D, uint32_t pz, uint32_t pq)
+{
+    float lo, delta, sumv;
+    memcpy(&lo, qbuf, 4);
+    memcpy(&delta, qbuf + 4, 4);
+    memcpy(&sumv, qbuf + 8, 4);
+    return 2.0f * (lo * (float)pz + delta * (float)pq) - ((float)D * lo + delta * sumv);
+}
 
 #endif

@@ -230,8 +230,11 @@ static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
     const int D = c->head_dim;
     const vq_kernels *k = vq_kernels_get();
     uint32_t pz[TOK], pq[QRY * TOK];
+    float f[TOK];
     for (size_t t0 = 0; t0 < n; t0 += TOK) {
         size_t nt = n - t0 < TOK ? n - t0 : TOK;
+        for (size_t t = 0; t < nt; t++)
+            f[t] = block_factor(codes + (t0 + t) * c->block_bytes, sqrtf((float)D));
         for (int j0 = 0; j0 < n_q; j0 += QRY) {
             int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
             const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
@@ -239,10 +242,9 @@ static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
                       q->qbits, pz, pq);
             for (int j = 0; j < nj; j++) {
                 const uint8_t *qb = qb0 + (size_t)j * c->query_bytes;
-                for (size_t t = 0; t < nt; t++) {
-                    float f = block_factor(codes + (t0 + t) * c->block_bytes, sqrtf((float)D));
-                    scores[(size_t)(j0 + j) * n + t0 + t] = f * vq_qplanes_sign_dot(qb, D, pz[t], pq[(size_t)j * nt + t]);
-                }
+                float *out = scores + (size_t)(j0 + j) * n + t0;
+                for (size_t t = 0; t < nt; t++)
+                    out[t] = f[t] * vq_qplanes_sign_dot(qb, D, pz[t], pq[(size_t)j * nt + t]);
             }
         }
     }

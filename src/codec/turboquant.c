@@ -285,9 +285,12 @@ static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
     const int D = c->head_dim;
     const vq_kernels *k = vq_kernels_get();
     uint32_t z1[TOK], z2[TOK], p1[QRY * TOK], p2[QRY * TOK];
+    float norm[TOK];
     for (size_t t0 = 0; t0 < n; t0 += TOK) {
         size_t nt = n - t0 < TOK ? n - t0 : TOK;
         const uint8_t *blk0 = codes + t0 * c->block_bytes;
+        for (size_t i = 0; i < nt; i++)
+            norm[i] = vq_fp16_to_fp32(vq_get_u16(blk0 + i * c->block_bytes));
         for (int j0 = 0; j0 < n_q; j0 += QRY) {
             int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
             const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
@@ -295,13 +298,11 @@ static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
             k->bitdot(blk0 + t->off2, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj, t->qbits, z2, p2);
             for (int j = 0; j < nj; j++) {
                 const uint8_t *qb = qb0 + (size_t)j * c->query_bytes;
-                for (size_t i = 0; i < nt; i++) {
-                    size_t r = (size_t)j * nt + i;
-                    float norm = vq_fp16_to_fp32(vq_get_u16(blk0 + i * c->block_bytes));
-                    float s = t->c1[1] * vq_qplanes_sign_dot(qb, D, z1[i], p1[r]) +
-                              t->c2[1] * vq_qplanes_sign_dot(qb, D, z2[i], p2[r]);
-                    scores[(size_t)(j0 + j) * n + t0 + i] = norm * s;
-                }
+                const uint32_t *q1 = p1 + (size_t)j * nt, *q2 = p2 + (size_t)j * nt;
+                float *out = scores + (size_t)(j0 + j) * n + t0;
+                for (size_t i = 0; i < nt; i++)
+                    out[i] = norm[i] * (t->c1[1] * vq_qplanes_sign_dot(qb, D, z1[i], q1[i]) +
+                                        t->c2[1] * vq_qplanes_sign_dot(qb, D, z2[i], q2[i]));
             }
         }
     }

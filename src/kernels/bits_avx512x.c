@@ -40,18 +40,21 @@ static inline __m512i bcast_plane(const uint8_t *v, size_t D)
     return _mm512_set1_epi64(_mm_cvtsi128_si64(_mm_loadl_epi64((const __m128i *)(const void *)v)));
 }
 
-/* sums of Q = D/64 consecutive quadwords of x into out[0 .. 8/Q) for the
- * first `have` tokens */
+/* sums of Q = D/64 consecutive quadwords of x (one token each) into
+ * out[0 .. have) as 32-bit integers, without leaving the registers */
 static inline void token_sums(__m512i x, size_t Q, size_t have, uint32_t *out)
 {
-    long long t[8];
-    _mm512_storeu_si512(t, x);
-    for (size_t k = 0; k < have; k++) {
-        long long s = 0;
-        for (size_t q = 0; q < Q; q++)
-            s += t[k * Q + q];
-        out[k] = (uint32_t)s;
+    __mmask8 keep = 0xFF;
+    if (Q >= 2) { /* pairs of quadwords: the even one gets the sum */
+        x = _mm512_add_epi64(x, _mm512_shuffle_epi32(x, _MM_PERM_BADC));
+        keep = 0x55;
     }
+    if (Q == 4) { /* quadwords 0 and 2 of each 256 bits: 0 gets the sum */
+        x = _mm512_add_epi64(x, _mm512_permutex_epi64(x, 0x4E));
+        keep = 0x11;
+    }
+    __m256i c = _mm512_cvtepi64_epi32(_mm512_maskz_compress_epi64(keep, x));
+    _mm256_mask_storeu_epi32(out, (__mmask8)((1u << have) - 1u), c);
 }
 
 void vq_bitdot_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes,

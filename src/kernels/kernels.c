@@ -17,6 +17,7 @@ static const vq_kernels k_ref = {
     .q4_0_values = vq_q4_0_values_ref,
     .lut_row = vq_lut_row_ref,
     .kivi_row = vq_kivi_row_ref,
+    .kivi_group_row = vq_kivi_group_row_ref,
     .bitdot = vq_bitdot_ref,
 };
 
@@ -31,6 +32,7 @@ static const vq_kernels k_avx2 = {
     .q4_0_values = vq_q4_0_values_avx2,
     .lut_row = vq_lut_row_ref,
     .kivi_row = vq_kivi_row_ref,
+    .kivi_group_row = vq_kivi_group_row_ref,
     .bitdot = vq_bitdot_avx2,
 };
 
@@ -45,6 +47,7 @@ static vq_kernels k_avx512 = {
     .q4_0_values = vq_q4_0_values_avx2,
     .lut_row = vq_lut_row_avx512,
     .kivi_row = vq_kivi_row_avx512,
+    .kivi_group_row = vq_kivi_group_row_avx512,
     .bitdot = vq_bitdot_avx2,
 };
 

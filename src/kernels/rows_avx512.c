@@ -48,6 +48,17 @@ void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, 
     }
 }
 
+void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const float *gs, const float *gm,
+                              float *out)
+{
+    const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
+    for (size_t i = 0; i < n; i += 16) {
+        __m512 c = _mm512_cvtepi32_ps(codes16(row + i / 8 * (size_t)bits, bits, sh, mask));
+        __m512 t = _mm512_mul_ps(_mm512_set1_ps(gs[i / group]), c);
+        _mm512_storeu_ps(out + i, _mm512_add_ps(t, _mm512_set1_ps(gm[i / group])));
+    }
+}
+
 void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n)
 {
     size_t i = 0;

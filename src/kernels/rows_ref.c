@@ -27,3 +27,12 @@ void vq_kivi_row_ref(const uint8_t *row, int bits, size_t n, const float *s, con
         out[i] = t + m[i];
     }
 }
+
+void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group, const float *gs, const float *gm,
+                           float *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        float t = gs[i / group] * (float)code_at(row, i, bits);
+        out[i] = t + gm[i / group];
+    }
+}
