@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 double bench_now(void)
 {
@@ -36,22 +37,26 @@ static void *read_words(void *arg)
     return NULL;
 }
 
-double bench_read_bandwidth(int n_threads)
+/* GB/s of reading `bytes` (a multiple of 64) once, median of `passes`
+ * passes after one warm-up pass */
+static double read_rate(int n_threads, size_t bytes, int passes)
 {
-    enum { PASSES = 5, MAXT = 64 };
-    const size_t bytes = (size_t)512 << 20, n = bytes / sizeof(uint64_t);
+    enum { MAXP = 64, MAXT = 64 };
+    const size_t n = bytes / sizeof(uint64_t);
     if (n_threads < 1)
         n_threads = 1;
     if (n_threads > MAXT)
         n_threads = MAXT;
+    if (passes > MAXP)
+        passes = MAXP;
     uint64_t *buf = malloc(bytes);
     if (!buf)
         return 0.0;
     for (size_t i = 0; i < n; i++)
         buf[i] = i * 0x9E3779B97F4A7C15ull;
-    double t[PASSES];
+    double t[MAXP];
     volatile uint64_t sink = 0;
-    for (int r = 0; r < PASSES; r++) {
+    for (int r = -1; r < passes; r++) {
         read_job jobs[MAXT];
         pthread_t th[MAXT];
         int started[MAXT] = { 0 };
@@ -69,13 +74,32 @@ double bench_read_bandwidth(int n_threads)
             else
                 read_words(&jobs[k]);
         }
-        t[r] = bench_now() - t0;
+        if (r >= 0)
+            t[r] = bench_now() - t0;
         for (int k = 0; k < n_threads; k++)
             sink ^= jobs[k].sum;
     }
     (void)sink;
     free(buf);
-    return (double)bytes / bench_median(t, PASSES) / 1e9;
+    return (double)bytes / bench_median(t, passes) / 1e9;
+}
+
+double bench_read_bandwidth(int n_threads)
+{
+    /* at least twice the last-level cache (some machines of this kind
+     * report 480 MiB of L3), at most 2 GiB */
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    size_t bytes = (size_t)512 << 20;
+    if (l3 > 0 && (size_t)l3 * 2 > bytes)
+        bytes = (size_t)l3 * 2;
+    if (bytes > ((size_t)2 << 30))
+        bytes = (size_t)2 << 30;
+    return read_rate(n_threads, bytes / 64 * 64, 5);
+}
+
+double bench_read_bandwidth_cached(int n_threads, size_t bytes)
+{
+    return read_rate(n_threads, (bytes + 63) / 64 * 64, 9);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -10,10 +10,14 @@
 /* Seconds from a monotonic clock. */
 double bench_now(void);
 
-/* GB/s of reading a 512 MiB buffer once, split over n_threads threads
- * (median of 5 passes; the buffer is written first so its pages exist).
- * 0 when the buffer cannot be allocated. */
+/* GB/s of reading a buffer of max(512 MiB, 2 x the L3 cache) (at most
+ * 2 GiB) once, split over n_threads threads (median of 5 passes after a
+ * warm-up; the buffer is written first so its pages exist): the memory
+ * bandwidth. 0 when the buffer cannot be allocated. */
 double bench_read_bandwidth(int n_threads);
+/* The same for a buffer of `bytes` read again and again (median of 9):
+ * what a working set of that size gets, from the caches when it fits. */
+double bench_read_bandwidth_cached(int n_threads, size_t bytes);
 
 /* Median of n values (sorts v in place); n >= 1. */
 double bench_median(double *v, int n);

@@ -98,7 +98,9 @@ static void run_one(const vq_model *m, int n_vocab, e2e_result *r, const int32_t
         goto done;
     }
     double t1 = bench_now();
-    r->kv_bytes = (double)vq_ctx_kv_bytes(ctx);
+    /* the bytes a decode step reads: the tokens held (the float buffer's
+     * allocation may be larger) */
+    r->kv_bytes = (double)vq_ctx_kv_bytes_per_token(ctx) * (double)vq_ctx_n_tokens(ctx);
     if (cache) {
         vq_cache_usage u;
         if (vq_cache_stats(cache, -1, &u) == VQ_OK)

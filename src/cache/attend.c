@@ -384,7 +384,10 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
             for (size_t i = 0; i < vq_head_slots(&L->heads[h]); i++)
                 *vq_head_score(&L->heads[h], i) = 0.0f;
 
-    /* chunks per head: enough items for every worker, at most one per page */
+    /* chunks per head: n_workers of them, so that the nkv * n_workers items
+     * split evenly over the workers whatever nkv is (3 KV heads on 2
+     * threads would otherwise leave one thread idle a third of the time);
+     * at most one per page */
     size_t chunks = 1;
     if (c->n_workers > 1) {
         size_t maxp = 1;
@@ -392,7 +395,7 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
             size_t np = (L->heads[h].n_packed + L->page_tokens - 1) / L->page_tokens;
             maxp = np > maxp ? np : maxp;
         }
-        chunks = ((size_t)c->n_workers + nkv - 1) / nkv;
+        chunks = nkv % (size_t)c->n_workers == 0 ? 1 : (size_t)c->n_workers;
         chunks = chunks < maxp ? chunks : maxp;
     }
     for (size_t t0 = 0; t0 < n; t0 += VQ_CACHE_QUERY_TILE) {

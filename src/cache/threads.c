@@ -113,8 +113,8 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
         if (!W->qbuf || !W->qbuf2 || !W->qf || !W->sc)
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
     }
-    /* items per tile: n_kv heads x ceil(T / n_kv) chunks < n_kv + T */
-    c->part_items = nkv + (size_t)T;
+    /* items per tile: n_kv heads x (1 or T) chunks (attend.c) */
+    c->part_items = nkv * (size_t)T;
     c->part_stride = nq * (2 * asz + D + 2); /* m, l, acc, acc_res, acc_anchor */
     c->part = malloc(c->part_items * c->part_stride * sizeof(float));
     if (!c->part)
