@@ -5,8 +5,8 @@ itself (comments and preprocessor lines removed, `#ifdef __cplusplus`
 blocks dropped, integer `#define`s kept), and the generated C module then
 compiles with `#include "veloxquant.h"`: a declaration that disagrees with
 the header fails the build instead of crashing at run time. Nothing of the
-API is declared here by hand; only the Python callbacks (`extern "Python"`)
-and the libc call that reads the malloc counters are added.
+API is declared here by hand; only the Python callback (`extern "Python"`),
+libc's free() and a heap counter for the tests are added.
 
 Used by setup.py (`cffi_modules`) and importable for `source_root()`.
 """
@@ -53,14 +53,18 @@ def header_cdef(text):
     return "\n".join(out)
 
 
-# Callbacks into Python (vq_token_cb) and the one libc counter the memory
-# tests read (glibc's mallinfo2; the shim returns zeros elsewhere).
+# Added to the header's declarations: the callback into Python
+# (vq_token_cb), free() for the arrays the API hands back (tokenize,
+# detokenize, chat: "caller frees with free()"), and the heap counter the
+# memory tests read (glibc's mallinfo2; 0 elsewhere).
 EXTRA_CDEF = """
+void free(void *);
 extern "Python" int _vq_py_on_token(int32_t token, const char *piece, size_t len, void *user);
 size_t vq_py_heap_in_use(void);
 """
 
 EXTRA_SOURCE = r"""
+#include <stdlib.h>
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
 #include <malloc.h>
 /* bytes the C heap has handed out and not had back (small + mmapped) */

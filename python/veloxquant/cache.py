@@ -8,7 +8,7 @@ with its K/V in that cache, and stats() reports what it holds.
 """
 import os
 
-from ._errors import check
+from ._errors import IOFailure, check, error_for
 from ._handle import Owned
 from ._lib import ffi, lib
 from .model import Model, _cstr, _text
@@ -21,6 +21,46 @@ def _field_text(name, value):
     if name == "bits" and not isinstance(value, str):
         value = ",".join(str(int(b)) for b in value)
     return f"{name}={value}"
+
+
+# head_dims tried when checking a codec spec's parameters (every one the
+# library takes is a multiple of 32 in 32..256; the common ones first)
+_CHECK_HEAD_DIMS = (128, 64, 256, 96, 32, 160, 192, 224)
+
+
+def _check_codec_params(canonical):
+    """Refuse codec parameters now rather than at for_model.
+
+    vq_cache_config_parse checks each codec's method name only; its
+    parameters are checked when the codecs are created for a model. Here
+    each codec spec of the config (keys, values, keep_spec) is created once
+    with vq_codec_create, without its calib=FILE (a whole-model file that
+    only the cache reads, which must exist), at the first head_dim that accepts it; if none
+    does, the message of the first try is raised as ValueError, prefixed
+    with the field as the config parser does."""
+    for item in canonical.split():
+        field, _, spec = item.partition("=")
+        if field not in ("keys", "values", "keep_spec"):
+            continue
+        method, _, params = spec.partition(":")
+        kept = [p for p in params.split(",") if p and not p.startswith("calib=")]
+        for p in params.split(","):
+            if p.startswith("calib=") and not os.path.isfile(p[6:]):
+                raise IOFailure(f"cache config: {field}: calibration file {p[6:]} not found "
+                                "(write one with `veloxquant calibrate`)")
+        bare = method + (":" + ",".join(kept) if kept else "")
+        role = lib.VQ_ROLE_VALUE if field == "values" else lib.VQ_ROLE_KEY
+        first = None
+        for hd in _CHECK_HEAD_DIMS:
+            out = ffi.new("vq_codec **")
+            st = lib.vq_codec_create(bare.encode("utf-8"), hd, role, 0, out)
+            if st == lib.VQ_OK:
+                lib.vq_codec_free(out[0])
+                break
+            if first is None:
+                first = (st, _text(lib.vq_last_error()))
+        else:
+            raise error_for(first[0], f"cache config: {field}: {first[1]}")
 
 
 class KVCacheConfig(Owned):
@@ -57,6 +97,11 @@ class KVCacheConfig(Owned):
         out = ffi.new("vq_cache_config **")
         check(lib.vq_cache_config_parse(text.encode("utf-8"), out))
         self._own(out[0], lib.vq_cache_config_free)
+        try:
+            _check_codec_params(str(self))
+        except BaseException:
+            self.close()
+            raise
 
     def __str__(self):
         return _text(lib.vq_cache_config_str(self._h))

@@ -74,7 +74,8 @@ def validate(model, arms=None, max_tokens=None, prompt=None, prompt_repeat=None,
     default arms ("fp16,q4_0-rot" or a list), or {name: config} for your
     own (config: KVCacheConfig or text). Returns results.json as a dict
     (kept in out_dir if given, else written to a temporary directory)."""
-    args = ["validate", "--model", _model_arg(model)]
+    model_arg = _model_arg(model)
+    args = ["validate", "--model", model_arg]
     if isinstance(arms, dict):
         for name, cfg in arms.items():
             args += ["--arm", f"name={name} {_cfg_text(cfg)}"]
@@ -95,7 +96,7 @@ def validate(model, arms=None, max_tokens=None, prompt=None, prompt_repeat=None,
     with tempfile.TemporaryDirectory(prefix="vq-validate-") as tmp:
         out = os.path.abspath(out_dir) if out_dir else tmp
         run_cli(args + ["--out", out], verbose=verbose)
-        short = os.path.basename(args[3])
+        short = os.path.basename(model_arg)
         short = short[:-5] if short.endswith(".gguf") else short
         with open(os.path.join(out, short, "results.json"), encoding="utf-8") as f:
             return json.load(f)
