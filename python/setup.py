@@ -36,7 +36,13 @@ def _isa_flags(path):
 
 class BuildExt(build_ext):
     """build_ext that compiles the C library once, links it into the cffi
-    extension, and links the CLI from the same objects."""
+    extension, and links the CLI from the same objects. Always rebuilds
+    (force): the extension's listed source is only cffi's generated file,
+    so setuptools' up-to-date check cannot see a changed library source."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        self.force = True
 
     def _compile_all(self, sources, root):
         incs = [os.path.join(root, "include"), os.path.join(root, "src")]
