@@ -172,3 +172,9 @@ def test_freed_cache_returns_its_bytes(model, how):
     assert vq.live_handles().get("cache", 0) == handles
     left = vq.heap_in_use() - before
     assert left < held * 0.05, (held, left)
+
+
+def test_cache_of_another_model_is_refused_by_generate(model, other_model):
+    with vq.KVCacheBuilder.for_model(other_model, vq.KVCacheConfig(**CFG)) as cache:
+        with pytest.raises(ValueError):
+            model.generate(PROMPT, cache=cache, max_tokens=2)
