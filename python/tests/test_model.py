@@ -133,3 +133,10 @@ def test_generate_rejects_foreign_cache(model):
 def test_generate_reports_c_errors(model):
     with pytest.raises(vq.VeloxQuantError, match="do not fit"):
         model.generate(PROMPT * 4, max_tokens=4, max_context=8)
+
+
+def test_stream_and_codec_example_runs(repo):
+    script = os.path.join(repo, "examples", "python", "stream_and_codec.py")
+    out = subprocess.run([sys.executable, script], stdout=subprocess.PIPE, check=True,
+                         cwd=repo).stdout.decode()
+    assert "[40 tokens" in out and "saved and loaded" in out and "B/token" in out
