@@ -140,3 +140,22 @@ def test_stream_and_codec_example_runs(repo):
     out = subprocess.run([sys.executable, script], stdout=subprocess.PIPE, check=True,
                          cwd=repo).stdout.decode()
     assert "[40 tokens" in out and "saved and loaded" in out and "B/token" in out
+
+
+def test_generate_from_token_ids(model):
+    text = model.generate(PROMPT, max_tokens=8, temperature=0)
+    assert model.generate(model.tokenize(PROMPT), max_tokens=8, temperature=0) == text
+    with pytest.raises(ValueError):
+        model.generate([], max_tokens=1)
+    with pytest.raises(ValueError):
+        model.generate([10 ** 9], max_tokens=1)  # token id out of range
+
+
+def test_prompt_cache_is_cache(model):
+    a = vq.KVCacheBuilder.for_model(model, vq.KVCacheConfig(keys="q8_0", values="q8_0"))
+    model.generate(PROMPT, prompt_cache=a, max_tokens=2, temperature=0)
+    assert a.stats()["tokens"] > 0
+    with pytest.raises(TypeError):
+        model.generate(PROMPT, cache=a, prompt_cache=vq.KVCacheBuilder.for_model(
+            model, vq.KVCacheConfig()), max_tokens=1)
+    a.close()

@@ -136,17 +136,30 @@ class Model(Owned):
     # ---- generation ------------------------------------------------------
     def generate(self, prompt, cache=None, max_tokens=128, temperature=None, stream=False,
                  top_k=None, top_p=None, min_p=None, repeat_penalty=None, repeat_last_n=None,
-                 seed=None, chat=False, stop_at_eog=True, threads=0, max_context=0):
-        """Continue `prompt`.
+                 seed=None, chat=False, stop_at_eog=True, threads=0, max_context=0,
+                 prompt_cache=None):
+        """Continue `prompt`: text, or a sequence of token ids (run as given:
+        no BOS or chat template added; vq_generate_tokens).
 
         cache: a KVCache built for this model (KVCacheBuilder.for_model or
         KVCache.load): the K/V live there, packed, and generation continues
         the sequence the cache holds. None: the plain float32 K/V buffer.
+        prompt_cache: another name for cache.
         Sampling defaults are the C library's (vq_sampler_defaults:
         temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, seed 42);
         temperature=0 is greedy. Returns the generated text, or with
         stream=True a Generation: an iterator of text pieces (with .text and
         .stats once done)."""
+        if prompt_cache is not None:
+            if cache is not None and cache is not prompt_cache:
+                raise TypeError("give cache or prompt_cache, not both")
+            cache = prompt_cache
+        if isinstance(prompt, (str, bytes)):
+            prompt = _cstr(prompt)
+        else:
+            prompt = ffi.new("int32_t[]", [int(t) for t in prompt])
+            if len(prompt) == 0:
+                raise ValueError("generate: the prompt has no tokens")
         gp = ffi.new("vq_gen_params *")
         gp[0] = lib.vq_gen_defaults()
         gp.max_tokens = int(max_tokens)
@@ -159,7 +172,7 @@ class Model(Owned):
         gp.stop_at_eog = int(bool(stop_at_eog))
         if cache is not None and not isinstance(cache, _kvcache_type()):
             raise TypeError("cache must be a KVCache (KVCacheBuilder.for_model / KVCache.load)")
-        run = _Run(self, _cstr(prompt), cache, gp, int(threads), int(max_context))
+        run = _Run(self, prompt, cache, gp, int(threads), int(max_context))
         if stream:
             return Generation(run)
         run.run()
@@ -228,7 +241,11 @@ class _Run:
         try:
             handle = ffi.new_handle(self)
             st = ffi.new("vq_gen_stats *")
-            status = lib.vq_generate(ctx, self.prompt, self.gp, lib._vq_py_on_token, handle, st)
+            if isinstance(self.prompt, bytes):
+                status = lib.vq_generate(ctx, self.prompt, self.gp, lib._vq_py_on_token, handle, st)
+            else:
+                status = lib.vq_generate_tokens(ctx, self.prompt, len(self.prompt), self.gp,
+                                                lib._vq_py_on_token, handle, st)
             if self.callback_error is not None:
                 raise self.callback_error
             if status != lib.VQ_OK:
