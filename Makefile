@@ -124,6 +124,9 @@ clean:
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
+# The Python package and its pytest suite (`make test` runs test-python).
+include python/python.mk
+
 # The README's test command (what CI runs): the full suite, then the suite
 # under the sanitizers.
 .PHONY: check
