@@ -2,7 +2,7 @@
 
 setuptools + cffi (API mode): build_ffi.py generates the binding from
 include/veloxquant.h; this file adds the library's C sources (the same
-src/*/*.c the Makefile compiles, *_avx2.c / *_avx512.c with their ISA flags
+src/*/*.c the Makefile compiles, *_avx2.c / *_avx512.c / *_avx512x.c with their ISA flags
 as the Makefile does, chosen at run time by the library) to the extension,
 and links tools/*.c with the same objects into veloxquant/bin/veloxquant,
 the CLI that validate()/ppl()/needle() run. Metadata: pyproject.toml.
@@ -21,9 +21,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from build_ffi import source_root  # noqa: E402
 
 C_FLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-fPIC", "-pthread"]
+# the Makefile's per-suffix ISA flags (keep the two in step)
 ISA_FLAGS = {
-    "_avx2.c": ["-mavx2", "-mfma", "-mf16c"],
-    "_avx512.c": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq"],
+    "_avx2.c": ["-mavx2", "-mfma", "-mf16c", "-mpopcnt"],
+    "_avx512.c": ["-mavx2", "-mfma", "-mf16c", "-mpopcnt", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq"],
+    "_avx512x.c": ["-mavx2", "-mfma", "-mf16c", "-mpopcnt", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq",
+                   "-mavx512vpopcntdq", "-mavx512vnni"],
 }
 
 
