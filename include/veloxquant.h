@@ -473,11 +473,9 @@ typedef struct vq_cache vq_cache;
  *   evict=SPEC      none (default) | streaming_llm:sinks=4,window=W |
  *                   h2o:budget=B,sinks=S,recent=R | snapkv:budget=B,window=32 |
  *                   tova:budget=B | pyramidkv:budget=B,window=32,min_ratio=0.5
- *   cross=SPEC      none (default) | minicache:start=0.5,threshold=0.9
- *                   (MiniCache: docs/cache.md; not with evict) |
- *                   xkv:group=2,energy=0.95 | xquant:bits=4 (parsed, not
- *                   implemented yet: vq_cache_create answers
- *                   VQ_ERR_UNSUPPORTED)
+ *   cross=SPEC      none (default) | minicache:start=0.5,threshold=0.9 |
+ *                   xkv:group=2,energy=0.95 | xquant:bits=4
+ *                   (docs/cache.md; none of them with evict)
  *   page=N          tokens per page (default 256; rounded up to a multiple
  *                   of the codecs' block tokens)
  *   bits=B0,B1,...  one entry per layer, written as the `bits` parameter of
@@ -522,7 +520,8 @@ typedef struct {
  * vq_cache_calibrate before the first append.
  * Errors: VQ_ERR_INVALID_ARG (bad shape, bits list length != n_layers,
  * codec spec refused -- message names layer and field), VQ_ERR_UNSUPPORTED
- * (xkv/xquant, minicache with eviction), VQ_ERR_NOMEM, codec errors.
+ * (a cross-layer method with eviction, or no layers it can pair or group),
+ * VQ_ERR_NOMEM, codec errors.
  * With cross=minicache, a follower layer must be appended right after its
  * anchor with the same positions (VQ_ERR_STATE otherwise). */
 vq_status vq_cache_create(const vq_cache_config *cfg, const vq_cache_shape *shape,

@@ -1,26 +1,44 @@
 /* rows_avx512.c -- AVX-512 twins of the row decoders (kernels.h):
  * bit-identical to rows_ref.c (the same multiply and add per element).
  *
- * Sixteen codes of b bits (b <= 4) fill 2b bytes, read with a masked load
- * (nothing past them is touched); lanes 0-7 take their codes from the low
- * 32 bits, lanes 8-15 from the 32 bits that start at bit 8b, each shifted
- * by b*(lane mod 8). The level of a code is picked from a register by a
+ * Sixteen codes of b bits (b <= 4) fill 2b bytes and nothing past them is
+ * read: for b = 2 every lane takes the one dword and shifts it by 2*lane;
+ * otherwise lanes 0-7 take their codes from the low 32 bits and lanes 8-15
+ * from the 32 bits that start at bit 8b, each shifted by b*(lane mod 8)
+ * (b = 1 and 3 read their 2 or 6 bytes with a masked load). The level of a code is picked from a register by a
  * permute (2^b <= 16 levels). */
 #include <immintrin.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
 
 static inline __m512i codes16(const uint8_t *p, int b, __m512i shifts, __m512i mask)
 {
-    __m128i raw = _mm_maskz_loadu_epi8((__mmask16)((1u << (2 * b)) - 1u), p);
-    unsigned long long x = (unsigned long long)_mm_cvtsi128_si64(raw);
-    __m512i v = _mm512_mask_set1_epi32(_mm512_set1_epi32((int)(unsigned)x), 0xFF00, (int)(unsigned)(x >> (8 * b)));
+    __m512i v;
+    if (b == 2) { /* 32 bits: every lane gets them */
+        uint32_t x;
+        memcpy(&x, p, 4);
+        v = _mm512_set1_epi32((int)x);
+    } else if (b == 4) { /* 64 bits: lanes 0-7 the low half, 8-15 the high */
+        long long x;
+        memcpy(&x, p, 8);
+        v = _mm512_permutexvar_epi32(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                                     _mm512_set1_epi64(x));
+    } else { /* 1 or 3 bits: 2 or 6 bytes, read with a masked load */
+        __m128i raw = _mm_maskz_loadu_epi8((__mmask16)((1u << (2 * b)) - 1u), p);
+        unsigned long long x = (unsigned long long)_mm_cvtsi128_si64(raw);
+        v = _mm512_mask_set1_epi32(_mm512_set1_epi32((int)(unsigned)x), 0xFF00, (int)(unsigned)(x >> (8 * b)));
+    }
     return _mm512_and_si512(_mm512_srlv_epi32(v, shifts), mask);
 }
 
+/* lane i shifts by b*i for b = 2 (all 16 lanes read one dword), else by
+ * b*(i mod 8) (lanes 8-15 read the second part) */
 static inline __m512i lane_shifts(int b)
 {
-    return _mm512_mullo_epi32(_mm512_set_epi32(7, 6, 5, 4, 3, 2, 1, 0, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(b));
+    const __m512i i16 = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i i8 = _mm512_set_epi32(7, 6, 5, 4, 3, 2, 1, 0, 7, 6, 5, 4, 3, 2, 1, 0);
+    return _mm512_mullo_epi32(b == 2 ? i16 : i8, _mm512_set1_epi32(b));
 }
 
 void vq_lut_row_avx512(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out)
