@@ -164,11 +164,16 @@ static void test_rows(const vq_kernels *k, const vq_kernels *ref)
                     ref->kivi_row(codes + 1, bits, n, sc, mn, r);
                     k->kivi_row(codes + 1, bits, n, sc, mn, s);
                     CHECKF(same_bits(r, s, n), "%s kivi_row bits=%d n=%zu differs", k->isa, bits, n);
+                    uint8_t h16[2 * 16 + 1], m16[2 * 16 + 1]; /* n/g <= 16 halves, finite */
+                    fill_bytes(h16, sizeof h16, 23 + n);
+                    fill_bytes(m16, sizeof m16, 29 + n);
+                    for (int q = 0; q < 16; q++)
+                        h16[1 + 2 * q + 1] &= 0x3b, m16[1 + 2 * q + 1] &= 0xbb;
                     for (size_t g = 16; g <= n; g *= 2) {
                         if (n % g)
                             continue;
-                        ref->kivi_group_row(codes + 1, bits, n, g, sc, mn, r);
-                        k->kivi_group_row(codes + 1, bits, n, g, sc, mn, s);
+                        ref->kivi_group_row(codes + 1, bits, n, g, h16 + 1, m16 + 1, r);
+                        k->kivi_group_row(codes + 1, bits, n, g, h16 + 1, m16 + 1, s);
                         CHECKF(same_bits(r, s, n), "%s kivi_group_row bits=%d n=%zu g=%zu differs", k->isa, bits, n, g);
                     }
                 }

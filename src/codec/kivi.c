@@ -254,10 +254,7 @@ static void kivi_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
         const size_t ng = D / G;
         for (size_t i = 0; i < n; i++) {
             const uint8_t *in = codes + i * c->block_bytes;
-            float gs[16], gm[16]; /* ng = D/G <= 256/16 groups */
-            k->fp16_row(in, gs, ng);
-            k->fp16_row(in + 2 * ng, gm, ng);
-            k->kivi_group_row(in + 4 * ng, b, D, G, gs, gm, out + i * D);
+            k->kivi_group_row(in + 4 * ng, b, D, G, in, in + 2 * ng, out + i * D);
         }
     }
 }

@@ -22,9 +22,10 @@
  *   kivi_row(row, bits, n, s, m, out): out[i] = s[i]*code_i + m[i] (one
  *       multiply, then one add, as the reference) for n codes of bits 2 or 4
  *       packed LSB first; n a multiple of 16.
- *   kivi_group_row(row, bits, n, group, gs, gm, out): the same with one
+ *   kivi_group_row(row, bits, n, group, gs16, gm16, out): the same with one
  *       scale and min per group of `group` channels (a multiple of 16
- *       dividing n): s[i] = gs[i / group], m[i] = gm[i / group].
+ *       dividing n), read as IEEE halves (LE) from gs16 / gm16:
+ *       s[i] = half(gs16, i / group), m[i] = half(gm16, i / group).
  *   bitdot(codes, stride, n, D, planes, qstride, n_q, qbits, pz, pq): for
  *       n tokens whose D bits (D a multiple of 32) start at codes + i*stride,
  *       pz[i] = popcount(z_i) and, for n_q queries whose qbits bit planes of
@@ -52,8 +53,8 @@ typedef struct vq_kernels {
     void (*q4_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*lut_row)(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
     void (*kivi_row)(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
-    void (*kivi_group_row)(const uint8_t *row, int bits, size_t n, size_t group, const float *gs, const float *gm,
-                           float *out);
+    void (*kivi_group_row)(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
+                           const uint8_t *gm16, float *out);
     void (*bitdot)(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 } vq_kernels;
@@ -70,10 +71,10 @@ void vq_lut_row_ref(const uint8_t *codes, int bits, size_t n, const float *lut, 
 void vq_lut_row_avx512(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
 void vq_kivi_row_ref(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
 void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
-void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group, const float *gs, const float *gm,
-                           float *out);
-void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const float *gs, const float *gm,
-                              float *out);
+void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
+                           const uint8_t *gm16, float *out);
+void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
+                              const uint8_t *gm16, float *out);
 void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
 void vq_bitdot_ref(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);

@@ -66,14 +66,23 @@ void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, 
     }
 }
 
-void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const float *gs, const float *gm,
-                              float *out)
+static inline float half_at(const uint8_t *p, size_t k)
+{
+    uint16_t h;
+    memcpy(&h, p + 2 * k, 2);
+    return _cvtsh_ss(h);
+}
+
+void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
+                              const uint8_t *gm16, float *out)
 {
     const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
-    for (size_t i = 0; i < n; i += 16) {
-        __m512 c = _mm512_cvtepi32_ps(codes16(row + i / 8 * (size_t)bits, bits, sh, mask));
-        __m512 t = _mm512_mul_ps(_mm512_set1_ps(gs[i / group]), c);
-        _mm512_storeu_ps(out + i, _mm512_add_ps(t, _mm512_set1_ps(gm[i / group])));
+    for (size_t g0 = 0; g0 < n; g0 += group) {
+        const __m512 s = _mm512_set1_ps(half_at(gs16, g0 / group)), m = _mm512_set1_ps(half_at(gm16, g0 / group));
+        for (size_t i = g0; i < g0 + group; i += 16) {
+            __m512 c = _mm512_cvtepi32_ps(codes16(row + i / 8 * (size_t)bits, bits, sh, mask));
+            _mm512_storeu_ps(out + i, _mm512_add_ps(_mm512_mul_ps(s, c), m));
+        }
     }
 }
 

@@ -2,6 +2,8 @@
  * (lut_row, kivi_row). */
 #include "kernels/kernels.h"
 
+#include "core/fp16.h"
+
 /* code i of width bits (1..8), LSB first (codec/bitstream.h order) */
 static inline unsigned code_at(const uint8_t *src, size_t i, int bits)
 {
@@ -28,11 +30,13 @@ void vq_kivi_row_ref(const uint8_t *row, int bits, size_t n, const float *s, con
     }
 }
 
-void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group, const float *gs, const float *gm,
-                           float *out)
+static float half_at(const uint8_t *p, size_t k) { return vq_fp16_to_fp32((vq_fp16)(p[2 * k] | p[2 * k + 1] << 8)); }
+
+void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
+                           const uint8_t *gm16, float *out)
 {
     for (size_t i = 0; i < n; i++) {
-        float t = gs[i / group] * (float)code_at(row, i, bits);
-        out[i] = t + gm[i / group];
+        float t = half_at(gs16, i / group) * (float)code_at(row, i, bits);
+        out[i] = t + half_at(gm16, i / group);
     }
 }
