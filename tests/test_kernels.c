@@ -8,6 +8,7 @@
  *   fp16 rows (all 65536 halves), q8_0/q4_0 block values, lut rows (bits
  *     1..4, with and without add), kivi rows (bits 2, 4): bit-identical,
  *     except that a signalling NaN half comes out quiet;
+ *   codes_dot: relative error <= 4e-6 (float sums in another order);
  *   bitdot (popcounts): equal integers (the AVX2 table holds the POPCNT
  *     twin, the AVX-512 table the VPOPCNTDQ one when the CPU has it). */
 #include <math.h>
@@ -201,6 +202,27 @@ static void test_bitdot(const vq_kernels *k, const vq_kernels *ref)
                 }
 }
 
+static void test_codes_dot(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Es[] = { 16, 32, 64, 128, 256 };
+    for (int bits = 2; bits <= 4; bits += 2)
+        for (size_t ie = 0; ie < sizeof Es / sizeof *Es; ie++)
+            for (size_t nt = 1; nt <= 19; nt += 6)
+                for (int nq = 1; nq <= 5; nq += 2) {
+                    size_t E = Es[ie], rs = E * (size_t)bits / 8 + 3, qs = E + 1, ss = nt + 2;
+                    uint8_t *codes = malloc(rs * nt + 1);
+                    float *q = malloc(sizeof(float) * qs * (size_t)nq), *s1 = calloc(ss * (size_t)nq, 4);
+                    float *s2 = calloc(ss * (size_t)nq, 4);
+                    fill_bytes(codes, rs * nt + 1, E + nt + (size_t)bits);
+                    fill(q, qs * (size_t)nq, E * 5 + nt);
+                    ref->codes_dot(codes + 1, rs, bits, nt, E, q, qs, nq, s1, ss);
+                    k->codes_dot(codes + 1, rs, bits, nt, E, q, qs, nq, s2, ss);
+                    CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= 4e-6, "%s codes_dot bits=%d E=%zu nt=%zu nq=%d: %g",
+                           k->isa, bits, E, nt, nq, rel_diff(s2, s1, ss * (size_t)nq));
+                    free(codes), free(q), free(s1), free(s2);
+                }
+}
+
 static void test_tables(void)
 {
     const vq_kernels *ref = vq_kernels_variant("scalar");
@@ -218,6 +240,7 @@ static void test_tables(void)
         test_qblocks(k, ref);
         test_rows(k, ref);
         test_bitdot(k, ref);
+        test_codes_dot(k, ref);
     }
     /* the scalar references against themselves through the table's own
      * definitions: lut_row of a known code */

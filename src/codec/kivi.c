@@ -48,11 +48,12 @@
 typedef struct {
     int bits;
     int group;
-    float *scratch; /* D floats: folded query (score) or code sums (accumulate) */
+    float *scratch; /* KIVI_QS*D floats: folded queries (score) or code sums (accumulate) */
     float *sm;      /* 2*D floats: a block's scales and mins as floats (values) */
 } kivi_state;
 
 #define KIVI_FP16_MAX 65504.0f
+#define KIVI_QS 16 /* queries folded at a time by the key score */
 
 static vq_status kivi_init(vq_codec *c, vq_spec *spec)
 {
@@ -70,7 +71,7 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     kivi_state *st = calloc(1, sizeof *st);
     if (!st)
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivi: out of memory");
-    st->scratch = calloc(D, sizeof(float));
+    st->scratch = calloc(KIVI_QS * D, sizeof(float));
     st->sm = calloc(2 * D, sizeof(float));
     if (!st->scratch || !st->sm) {
         free(st->scratch);
@@ -91,6 +92,9 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     }
     c->shared_bytes = 0;
     c->query_bytes = sizeof(float) * (D + D / 16); /* q, then group sums (values) */
+    /* keys score from the codes with the scales folded into the query
+     * (kivi_score, kernels.h codes_dot), cheaper than decoding a tile */
+    c->score_own = c->role == VQ_ROLE_KEY;
     c->accum_size = D;
     snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d", st->bits, st->group);
     return VQ_OK;
@@ -304,17 +308,30 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q,
     const float *qall = (const float *)(const void *)qbuf;
     float *qs = st->scratch;
     if (c->role == VQ_ROLE_KEY) {
+        /* per block and query: qs = q * s (the block's channel scales), base =
+         * <q, m>; then the codes' dots with qs (kernels.h codes_dot), up to
+         * KIVI_QS queries at a time */
+        const vq_kernels *k = vq_kernels_get();
+        float *sm = st->sm, base[KIVI_QS];
         for (size_t blk = 0; blk < n / G; blk++) {
             const uint8_t *in = codes + blk * c->block_bytes;
-            for (int j = 0; j < n_q; j++) {
-                const float *q = qall + (size_t)j * qstride;
-                float base = 0.0f;
-                for (size_t ch = 0; ch < D; ch++) {
-                    qs[ch] = q[ch] * ld16(in + 2 * ch);
-                    base += q[ch] * ld16(in + 2 * D + 2 * ch);
+            k->fp16_row(in, sm, 2 * D); /* scales, then mins */
+            for (int j0 = 0; j0 < n_q; j0 += KIVI_QS) {
+                int nj = n_q - j0 < KIVI_QS ? n_q - j0 : KIVI_QS;
+                for (int j = 0; j < nj; j++) {
+                    const float *q = qall + (size_t)(j0 + j) * qstride;
+                    float bs = 0.0f;
+                    for (size_t ch = 0; ch < D; ch++) {
+                        qs[(size_t)j * D + ch] = q[ch] * sm[ch];
+                        bs += q[ch] * sm[D + ch];
+                    }
+                    base[j] = bs;
                 }
-                for (size_t t = 0; t < G; t++)
-                    scores[(size_t)j * n + blk * G + t] = base + kivi_row_dot(qs, in + 4 * D + t * row, b, D);
+                float *out = scores + (size_t)j0 * n + blk * G;
+                k->codes_dot(in + 4 * D, row, b, G, D, qs, D, nj, out, n);
+                for (int j = 0; j < nj; j++)
+                    for (size_t t = 0; t < G; t++)
+                        out[(size_t)j * n + t] += base[j];
             }
         }
     } else {

@@ -18,6 +18,7 @@ static const vq_kernels k_ref = {
     .lut_row = vq_lut_row_ref,
     .kivi_row = vq_kivi_row_ref,
     .kivi_group_row = vq_kivi_group_row_ref,
+    .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_ref,
 };
 
@@ -33,6 +34,7 @@ static const vq_kernels k_avx2 = {
     .lut_row = vq_lut_row_ref,
     .kivi_row = vq_kivi_row_ref,
     .kivi_group_row = vq_kivi_group_row_ref,
+    .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_avx2,
 };
 
@@ -48,6 +50,7 @@ static vq_kernels k_avx512 = {
     .lut_row = vq_lut_row_avx512,
     .kivi_row = vq_kivi_row_avx512,
     .kivi_group_row = vq_kivi_group_row_avx512,
+    .codes_dot = vq_codes_dot_avx512,
     .bitdot = vq_bitdot_avx2,
 };
 

@@ -26,6 +26,11 @@
  *       scale and min per group of `group` channels (a multiple of 16
  *       dividing n), read as IEEE halves (LE) from gs16 / gm16:
  *       s[i] = half(gs16, i / group), m[i] = half(gm16, i / group).
+ *   codes_dot(codes, rstride, bits, nt, E, q, qstride, n_q, s, sstride):
+ *       s[j*sstride + i] = sum_e q[j*qstride + e] * code_i[e] for nt rows of
+ *       E codes of `bits` bits (2 or 4; E a multiple of 16) packed LSB first
+ *       at codes + i*rstride: dense_dot over integer codes decoded in
+ *       registers (KIVI keys with the block's scales folded into q).
  *   bitdot(codes, stride, n, D, planes, qstride, n_q, qbits, pz, pq): for
  *       n tokens whose D bits (D a multiple of 32) start at codes + i*stride,
  *       pz[i] = popcount(z_i) and, for n_q queries whose qbits bit planes of
@@ -55,6 +60,8 @@ typedef struct vq_kernels {
     void (*kivi_row)(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
     void (*kivi_group_row)(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                            const uint8_t *gm16, float *out);
+    void (*codes_dot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
+                      size_t qstride, int n_q, float *s, size_t sstride);
     void (*bitdot)(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 } vq_kernels;
@@ -76,6 +83,10 @@ void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group,
 void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                               const uint8_t *gm16, float *out);
 void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
+void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
+                      size_t qstride, int n_q, float *s, size_t sstride);
+void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
+                         size_t qstride, int n_q, float *s, size_t sstride);
 void vq_bitdot_ref(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 void vq_bitdot_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
