@@ -117,6 +117,9 @@ clean:
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
+# The CUDA part (`make cuda`; skipped when nvcc is missing): src/gpu/gpu.mk
+include src/gpu/gpu.mk
+
 # The README's test command (what CI runs): the full suite, then the suite
 # under the sanitizers.
 .PHONY: check

@@ -1,0 +1,150 @@
+/* formats.cuh -- device-side readers of the packed codec layouts
+ * (the files of src/codec/ are the definitions; docs/codecs.md the byte tables).
+ *
+ * The attention kernels give each token to D/8 consecutive lanes; lane
+ * chunk j (0 <= j < D/8) reads 8 values of the token, in the codec's
+ * accumulation domain (the rotated domain R x for rotated codecs, with the
+ * token's scale/norm applied), and chan(f, j, e) says which channel value e
+ * is. Every multi-byte field is little-endian and at least 2-byte aligned
+ * (fp16 fields), so loads are 2-byte loads unless a layout guarantees more. */
+#ifndef VQ_GPU_FORMATS_CUH
+#define VQ_GPU_FORMATS_CUH
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "veloxquant_cuda.h"
+
+namespace vqg {
+
+__device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+__device__ __forceinline__ uint16_t ld16(const uint8_t *p) { return *(const uint16_t *)p; }
+__device__ __forceinline__ uint32_t ld32a2(const uint8_t *p)
+{
+    return (uint32_t)ld16(p) | (uint32_t)ld16(p + 2) << 16;
+}
+
+/* bytes of token t (in its page) of a block_tokens == 1 codec */
+__device__ __forceinline__ const uint8_t *row1(const uint8_t *page, const vq_cuda_format &f, int t)
+{
+    return page + (size_t)t * f.block_bytes;
+}
+
+/* channel of value e (0..7) of lane chunk j */
+__device__ __forceinline__ int chan(const vq_cuda_format &f, int j, int e)
+{
+    if (f.method == VQ_CUDA_Q4_0) { /* byte i of a block: value i (low), i + 16 (high) */
+        int b = j >> 2, k = j & 3;
+        return e < 4 ? 32 * b + 4 * k + e : 32 * b + 16 + 4 * k + (e - 4);
+    }
+    return 8 * j + e;
+}
+
+/* the 8 values of lane chunk j of token t of a page (rvq tables in smem) */
+__device__ __forceinline__ void load8(const vq_cuda_format &f, const uint8_t *page, int t, int j,
+                                      const float *tab1, const float *tab2, float v[8])
+{
+    const int D = f.head_dim;
+    switch (f.method) {
+    case VQ_CUDA_FP16: {
+        uint4 w = *(const uint4 *)(row1(page, f, t) + 16 * j);
+        const __half2 *h = (const __half2 *)&w;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            float2 x = __half22float2(h[i]);
+            v[2 * i] = x.x;
+            v[2 * i + 1] = x.y;
+        }
+        break;
+    }
+    case VQ_CUDA_Q8_0: {
+        const uint8_t *b = row1(page, f, t) + 34 * (j >> 2);
+        float d = h2f(ld16(b));
+        const uint8_t *q = b + 2 + 8 * (j & 3);
+        uint32_t lo = ld32a2(q), hi = ld32a2(q + 4);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[i] = d * (float)(int8_t)(lo >> (8 * i));
+            v[4 + i] = d * (float)(int8_t)(hi >> (8 * i));
+        }
+        break;
+    }
+    case VQ_CUDA_Q4_0: {
+        const uint8_t *b = row1(page, f, t) + 18 * (j >> 2);
+        float d = h2f(ld16(b));
+        uint32_t w = ld32a2(b + 2 + 4 * (j & 3));
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[i] = d * (float)((int)((w >> (8 * i)) & 15) - 8);
+            v[4 + i] = d * (float)((int)((w >> (8 * i + 4)) & 15) - 8);
+        }
+        break;
+    }
+    case VQ_CUDA_KIVI: {
+        const int B = f.bits;
+        if (f.role == VQ_ROLE_KEY) { /* per channel over a block of group tokens */
+            const uint8_t *blk = page + (size_t)(t / f.group) * f.block_bytes;
+            int tt = t % f.group;
+            uint4 sw = *(const uint4 *)(blk + 16 * j);          /* block_bytes = 4D + G*B*D/8: 16-aligned */
+            uint4 mw = *(const uint4 *)(blk + 2 * D + 16 * j);
+            const uint8_t *row = blk + 4 * D + (size_t)tt * (B * D / 8);
+            uint32_t c = B == 2 ? (uint32_t)ld16(row + 2 * j) : ld32a2(row + 4 * j);
+            const __half2 *sh = (const __half2 *)&sw, *mh = (const __half2 *)&mw;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                float2 s = __half22float2(sh[i]), m = __half22float2(mh[i]);
+                v[2 * i] = s.x * (float)((c >> (2 * i * B)) & ((1u << B) - 1)) + m.x;
+                v[2 * i + 1] = s.y * (float)((c >> ((2 * i + 1) * B)) & ((1u << B) - 1)) + m.y;
+            }
+        } else { /* per token over groups of channels */
+            const int ng = D / f.group;
+            const uint8_t *row = row1(page, f, t);
+            int g = 8 * j / f.group;
+            float s = h2f(ld16(row + 2 * g)), m = h2f(ld16(row + 2 * ng + 2 * g));
+            const uint8_t *cr = row + 4 * ng;
+            uint32_t c = B == 2 ? (uint32_t)ld16(cr + 2 * j) : ld32a2(cr + 4 * j);
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                v[i] = s * (float)((c >> (i * B)) & ((1u << B) - 1)) + m;
+        }
+        break;
+    }
+    case VQ_CUDA_TQ_RVQ: {
+        const int B = f.bits;
+        const uint8_t *row = row1(page, f, t);
+        float n = h2f(ld16(row));
+        const uint8_t *p1 = row + 2 + j * B, *p2 = row + 2 + B * D / 8 + j * B;
+        uint32_t a, b;
+        if (B == 1) {
+            a = p1[0];
+            b = p2[0];
+        } else if (B == 2) {
+            a = ld16(p1);
+            b = ld16(p2);
+        } else {
+            a = ld32a2(p1);
+            b = ld32a2(p2);
+        }
+        const uint32_t mask = (1u << B) - 1;
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            v[i] = (tab1[(a >> (i * B)) & mask] + tab2[(b >> (i * B)) & mask]) * n;
+        break;
+    }
+    case VQ_CUDA_RABITQ: {
+        const uint8_t *row = row1(page, f, t);
+        float fac = h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
+        uint32_t z = row[4 + j];
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            v[i] = (z >> i & 1) ? fac : -fac;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+} // namespace vqg
+
+#endif
