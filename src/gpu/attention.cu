@@ -24,8 +24,9 @@
 
 using namespace vqg;
 
-#define NW 8             /* warps per CTA */
-#define TILE 128         /* tokens per tile */
+#define NW 4             /* warps per CTA */
+#define STEPS 8          /* token steps per warp-tile */
+#define CHUNK_MIN 64     /* smallest context chunk of a CTA (tokens) */
 #define LOG2E 1.4426950408889634f
 
 struct AttnParams {
@@ -66,17 +67,20 @@ static vq_status cuda_check(cudaError_t e, const char *what)
 
 /* ---- split kernel ---------------------------------------------------------- */
 
+/* One warp's pass over its warp-tiles of WT = STEPS * TPW consecutive tokens
+ * (warp-tiles are dealt round-robin to the CTA's warps). Everything stays in
+ * registers: scores, the online softmax state (m, l per query head, equal in
+ * all lanes) and the accumulator (8 channels x G heads per lane). */
 template <int D, int G>
 __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ AttnParams p)
 {
     constexpr int LPT = D / 8;     /* lanes per token */
     constexpr int TPW = 32 / LPT;  /* tokens per warp step */
-    constexpr int STEPS = TILE / (NW * TPW);
+    constexpr int WT = STEPS * TPW;
     __shared__ float qs[G][D];
-    __shared__ float sc[G][TILE];
     __shared__ float ktabs[2][16], vtabs[2][16];
-    __shared__ float s_alpha[G];
     __shared__ float red[NW][G][D];
+    __shared__ float wml[NW][G][2];
 
     const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -112,104 +116,89 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
         for (int e = 0; e < 8; e++)
             qr[g][e] = qs[g][chan(p.kf, j, e)] * p.qscale;
 
-    float acc[G][8];
+    float acc[G][8], m_run[G], l_run[G];
 #pragma unroll
-    for (int g = 0; g < G; g++)
+    for (int g = 0; g < G; g++) {
+        m_run[g] = -INFINITY;
+        l_run[g] = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; e++)
             acc[g][e] = 0.0f;
-    float m_run = -INFINITY, l_run = 0.0f; /* valid in warp g, lane 0 (per query head g) */
+    }
     const int32_t *pt = p.page_table + ((size_t)b * p.n_kv + kvh) * p.max_pages;
-    __syncthreads();
+    const int P = p.page_tokens;
 
-    for (int t0 = s0; t0 < s1; t0 += TILE) {
-        /* scores of the tile */
-#pragma unroll 2
+    for (int t0 = s0 + warp * WT; t0 < s1; t0 += NW * WT) {
+        float sc[STEPS][G];
+#pragma unroll
         for (int st = 0; st < STEPS; st++) {
-            const int ti = (st * NW + warp) * TPW + tg; /* token in tile */
-            const int tok = t0 + ti;
-            float d[G];
+            const int tok = min(t0 + st * TPW + tg, s1 - 1); /* clamped: loads stay in bounds */
+            float v[8];
+            load8(p.kf, p.kp + (size_t)pt[tok / P] * p.kpb, tok % P, j, ktabs[0], ktabs[1], v);
 #pragma unroll
-            for (int g = 0; g < G; g++)
-                d[g] = 0.0f;
-            if (tok < s1) {
-                const uint8_t *page = p.kp + (size_t)pt[tok / p.page_tokens] * p.kpb;
-                float v[8];
-                load8(p.kf, page, tok % p.page_tokens, j, ktabs[0], ktabs[1], v);
+            for (int g = 0; g < G; g++) {
+                float d = 0.0f;
 #pragma unroll
-                for (int g = 0; g < G; g++)
-#pragma unroll
-                    for (int e = 0; e < 8; e++)
-                        d[g] = fmaf(qr[g][e], v[e], d[g]);
-            }
-#pragma unroll
-            for (int off = LPT / 2; off > 0; off >>= 1)
-#pragma unroll
-                for (int g = 0; g < G; g++)
-                    d[g] += __shfl_xor_sync(0xffffffffu, d[g], off);
-            if (j < G) {
-                float dv = d[0];
-#pragma unroll
-                for (int g = 1; g < G; g++)
-                    dv = j == g ? d[g] : dv;
-                sc[j][ti] = tok < s1 ? dv : -INFINITY;
+                for (int e = 0; e < 8; e++)
+                    d = fmaf(qr[g][e], v[e], d);
+                sc[st][g] = d;
             }
         }
-        __syncthreads();
-        /* online softmax per query head: warp g owns head g */
-        if (warp < G) {
-            float mx = -INFINITY;
-            for (int i = lane; i < TILE; i += 32)
-                mx = fmaxf(mx, sc[warp][i]);
+        /* sum over the LPT lanes of each token */
 #pragma unroll
-            for (int off = 16; off > 0; off >>= 1)
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-            float m_new = fmaxf(m_run, mx);
-            float sum = 0.0f;
-            for (int i = lane; i < TILE; i += 32) {
-                float w = exp2f(sc[warp][i] - m_new);
-                sc[warp][i] = w;
-                sum += w;
-            }
+        for (int off = LPT / 2; off > 0; off >>= 1)
 #pragma unroll
-            for (int off = 16; off > 0; off >>= 1)
-                sum += __shfl_xor_sync(0xffffffffu, sum, off);
-            float alpha = exp2f(m_run - m_new);
-            l_run = l_run * alpha + sum;
-            m_run = m_new;
-            if (lane == 0)
-                s_alpha[warp] = alpha;
-        }
-        __syncthreads();
+            for (int st = 0; st < STEPS; st++)
+#pragma unroll
+                for (int g = 0; g < G; g++)
+                    sc[st][g] += __shfl_xor_sync(0xffffffffu, sc[st][g], off);
+        /* online softmax over the warp-tile */
 #pragma unroll
         for (int g = 0; g < G; g++) {
-            float a = s_alpha[g];
+            float mx = -INFINITY;
+#pragma unroll
+            for (int st = 0; st < STEPS; st++) {
+                if (t0 + st * TPW + tg >= s1)
+                    sc[st][g] = -INFINITY;
+                mx = fmaxf(mx, sc[st][g]);
+            }
+#pragma unroll
+            for (int off = LPT; off < 32; off <<= 1)
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            const float m_new = fmaxf(m_run[g], mx);
+            const float alpha = exp2f(m_run[g] - m_new);
+            float sum = 0.0f;
+#pragma unroll
+            for (int st = 0; st < STEPS; st++) {
+                sc[st][g] = exp2f(sc[st][g] - m_new);
+                sum += sc[st][g];
+            }
+#pragma unroll
+            for (int off = LPT; off < 32; off <<= 1)
+                sum += __shfl_xor_sync(0xffffffffu, sum, off);
+            l_run[g] = l_run[g] * alpha + sum / (float)LPT; /* each token counted by its LPT lanes */
+            m_run[g] = m_new;
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                acc[g][e] *= a;
+                acc[g][e] *= alpha;
         }
-        /* values of the tile */
-#pragma unroll 2
-        for (int st = 0; st < STEPS; st++) {
-            const int ti = (st * NW + warp) * TPW + tg;
-            const int tok = t0 + ti;
-            if (tok < s1) {
-                const uint8_t *page = p.vp + (size_t)pt[tok / p.page_tokens] * p.vpb;
-                float v[8];
-                load8(p.vf, page, tok % p.page_tokens, j, vtabs[0], vtabs[1], v);
+        /* values */
 #pragma unroll
-                for (int g = 0; g < G; g++) {
-                    float w = sc[g][ti];
+        for (int st = 0; st < STEPS; st++) {
+            const int tok = t0 + st * TPW + tg;
+            if (tok < s1) {
+                float v[8];
+                load8(p.vf, p.vp + (size_t)pt[tok / P] * p.vpb, tok % P, j, vtabs[0], vtabs[1], v);
+#pragma unroll
+                for (int g = 0; g < G; g++)
 #pragma unroll
                     for (int e = 0; e < 8; e++)
-                        acc[g][e] = fmaf(w, v[e], acc[g][e]);
-                }
+                        acc[g][e] = fmaf(sc[st][g], v[e], acc[g][e]);
             }
         }
-        __syncthreads();
     }
 
-    /* sum the TPW token lanes of a warp, then the warps */
+    /* the TPW token lanes of a warp share m: plain sums */
 #pragma unroll
     for (int off = LPT; off < 32; off <<= 1)
 #pragma unroll
@@ -224,18 +213,38 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
             for (int e = 0; e < 8; e++)
                 red[warp][g][chan(p.vf, j, e)] = acc[g][e];
     }
+    if (lane < G) {
+        float mv = m_run[0], lv = l_run[0];
+#pragma unroll
+        for (int g = 1; g < G; g++) {
+            mv = lane == g ? m_run[g] : mv;
+            lv = lane == g ? l_run[g] : lv;
+        }
+        wml[warp][lane][0] = mv;
+        wml[warp][lane][1] = lv;
+    }
     __syncthreads();
+    /* combine the warps (a warp with no tokens has m = -inf, l = 0) */
     for (int i = tid; i < G * D; i += NW * 32) {
-        int g = i / D, c = i % D;
-        float s = 0.0f;
+        const int g = i / D, c = i % D;
+        float M = -INFINITY;
 #pragma unroll
         for (int w = 0; w < NW; w++)
-            s += red[w][g][c];
+            M = fmaxf(M, wml[w][g][0]);
+        float s = 0.0f, l = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; w++) {
+            if (wml[w][g][0] == -INFINITY)
+                continue;
+            const float f = exp2f(wml[w][g][0] - M);
+            s += red[w][g][c] * f;
+            l += wml[w][g][1] * f;
+        }
         p.part_acc[(part0 + (size_t)g * p.splits) * D + c] = s;
-    }
-    if (warp < G && lane == 0) {
-        p.part_ml[2 * (part0 + (size_t)warp * p.splits)] = m_run;
-        p.part_ml[2 * (part0 + (size_t)warp * p.splits) + 1] = l_run;
+        if (c == 0) {
+            p.part_ml[2 * (part0 + (size_t)g * p.splits)] = M;
+            p.part_ml[2 * (part0 + (size_t)g * p.splits) + 1] = l;
+        }
     }
 }
 
@@ -288,8 +297,8 @@ static int choose_splits(const vq_cuda_attn_args *a)
     if (a->splits > 0)
         return a->splits;
     int pairs = a->batch * a->n_kv_heads;
-    int tiles = (a->max_seq_len + TILE - 1) / TILE;
-    int want = (4 * sm_count() + pairs - 1) / pairs; /* about four CTAs per SM */
+    int tiles = (a->max_seq_len + CHUNK_MIN - 1) / CHUNK_MIN;
+    int want = (8 * sm_count() + pairs - 1) / pairs; /* about eight CTAs per SM */
     if (want < 1)
         want = 1;
     if (want > tiles)
@@ -300,8 +309,8 @@ static int choose_splits(const vq_cuda_attn_args *a)
 static int chunk_of(const vq_cuda_attn_args *a, int splits)
 {
     int per = (a->max_seq_len + splits - 1) / splits;
-    per = (per + TILE - 1) / TILE * TILE;
-    return per < TILE ? TILE : per;
+    per = (per + CHUNK_MIN - 1) / CHUNK_MIN * CHUNK_MIN;
+    return per;
 }
 
 extern "C" size_t vq_cuda_attention_workspace(const vq_cuda_attn_args *a)
