@@ -71,9 +71,14 @@ static vq_status cuda_check(cudaError_t e, const char *what)
  * (warp-tiles are dealt round-robin to the CTA's warps). Everything stays in
  * registers: scores, the online softmax state (m, l per query head, equal in
  * all lanes) and the accumulator (8 channels x G heads per lane). */
-template <int D, int G>
+template <int D, int G, int KM, int VM>
 __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ AttnParams p)
 {
+    /* KM/VM: formats.cuh codes, or FMT_ANY (read at run time; slower: the
+     * loads of a warp-tile cannot be issued together across the branches).
+     * With both known, the host guarantees page_tokens % WT == 0, so a
+     * warp-tile lies in one page and its page is looked up once. */
+    constexpr bool FAST = KM != FMT_ANY && VM != FMT_ANY;
     constexpr int LPT = D / 8;     /* lanes per token */
     constexpr int TPW = 32 / LPT;  /* tokens per warp step */
     constexpr int WT = STEPS * TPW;
@@ -130,11 +135,16 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
 
     for (int t0 = s0 + warp * WT; t0 < s1; t0 += NW * WT) {
         float sc[STEPS][G];
+        const int32_t pg0 = FAST ? pt[t0 / P] : 0;
+        const int in0 = FAST ? t0 % P : 0;
 #pragma unroll
         for (int st = 0; st < STEPS; st++) {
             const int tok = min(t0 + st * TPW + tg, s1 - 1); /* clamped: loads stay in bounds */
             float v[8];
-            load8(p.kf, p.kp + (size_t)pt[tok / P] * p.kpb, tok % P, j, ktabs[0], ktabs[1], v);
+            if (FAST)
+                load8m<KM>(p.kf, p.kp + (size_t)pg0 * p.kpb, in0 + (tok - t0), j, ktabs[0], ktabs[1], v);
+            else
+                load8m<KM>(p.kf, p.kp + (size_t)pt[tok / P] * p.kpb, tok % P, j, ktabs[0], ktabs[1], v);
 #pragma unroll
             for (int g = 0; g < G; g++) {
                 float d = 0.0f;
@@ -176,7 +186,7 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
 #pragma unroll
             for (int off = LPT; off < 32; off <<= 1)
                 sum += __shfl_xor_sync(0xffffffffu, sum, off);
-            l_run[g] = l_run[g] * alpha + sum / (float)LPT; /* each token counted by its LPT lanes */
+            l_run[g] = l_run[g] * alpha + sum;
             m_run[g] = m_new;
 #pragma unroll
             for (int e = 0; e < 8; e++)
@@ -185,16 +195,19 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
         /* values */
 #pragma unroll
         for (int st = 0; st < STEPS; st++) {
-            const int tok = t0 + st * TPW + tg;
-            if (tok < s1) {
-                float v[8];
-                load8(p.vf, p.vp + (size_t)pt[tok / P] * p.vpb, tok % P, j, vtabs[0], vtabs[1], v);
+            /* clamped like the keys: a token past the end has weight 0 and
+             * reads the (finite) last token's values */
+            const int tok = min(t0 + st * TPW + tg, s1 - 1);
+            float v[8];
+            if (FAST)
+                load8m<VM>(p.vf, p.vp + (size_t)pg0 * p.vpb, in0 + (tok - t0), j, vtabs[0], vtabs[1], v);
+            else
+                load8m<VM>(p.vf, p.vp + (size_t)pt[tok / P] * p.vpb, tok % P, j, vtabs[0], vtabs[1], v);
 #pragma unroll
-                for (int g = 0; g < G; g++)
+            for (int g = 0; g < G; g++)
 #pragma unroll
-                    for (int e = 0; e < 8; e++)
-                        acc[g][e] = fmaf(sc[st][g], v[e], acc[g][e]);
-            }
+                for (int e = 0; e < 8; e++)
+                    acc[g][e] = fmaf(sc[st][g], v[e], acc[g][e]);
         }
     }
 
@@ -341,16 +354,33 @@ static vq_status check_format(const vq_cuda_format *f, int D, const char *which)
     return VQ_OK;
 }
 
-template <int D, int G>
+template <int D, int G, int KM, int VM>
 static cudaError_t launch(const AttnParams &p, int batch, cudaStream_t s)
 {
     dim3 grid(p.splits, p.n_kv, batch);
-    attn_split<D, G><<<grid, NW * 32, 0, s>>>(p);
+    attn_split<D, G, KM, VM><<<grid, NW * 32, 0, s>>>(p);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return e;
     attn_reduce<D><<<dim3(p.n_q, batch), D, 0, s>>>(p);
     return cudaGetLastError();
+}
+
+/* specialised (key, value) format pairs; every other pair runs FMT_ANY */
+#define VQ_PAIRS(X)                                                                  \
+    X(FMT_FP16, FMT_FP16) X(FMT_Q8, FMT_Q8) X(FMT_Q4, FMT_Q4) X(FMT_KIVI4, FMT_KIVI4) \
+    X(FMT_KIVI2, FMT_KIVI2) X(FMT_RVQ2, FMT_KIVI2) X(FMT_RVQ1, FMT_KIVI2)            \
+    X(FMT_RABITQ1, FMT_KIVI2)
+
+template <int D, int G>
+static cudaError_t launch_dg(const AttnParams &p, int batch, cudaStream_t s, int km, int vm)
+{
+#define VQ_TRY_PAIR(K, V) \
+    if (km == K && vm == V) \
+        return launch<D, G, K, V>(p, batch, s);
+    VQ_PAIRS(VQ_TRY_PAIR)
+#undef VQ_TRY_PAIR
+    return launch<D, G, FMT_ANY, FMT_ANY>(p, batch, s);
 }
 
 extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq_cuda_format *vf,
@@ -410,9 +440,13 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
     p.part_acc = (float *)ws;
     p.part_ml = p.part_acc + (size_t)a->batch * a->n_q_heads * p.splits * D;
 
+    /* a warp-tile is STEPS * 32 / (D / 8) tokens; the fast kernels need whole
+     * warp-tiles per page */
+    const int wt = STEPS * 256 / D;
+    const int km = a->page_tokens % wt ? -1 : fmt_code(*kf), vm = a->page_tokens % wt ? -1 : fmt_code(*vf);
     cudaError_t e;
 #define VQ_LAUNCH(DD, GG) \
-    if (D == DD && G == GG) e = launch<DD, GG>(p, a->batch, stream); else
+    if (D == DD && G == GG) e = launch_dg<DD, GG>(p, a->batch, stream, km, vm); else
     VQ_LAUNCH(64, 1) VQ_LAUNCH(64, 2) VQ_LAUNCH(64, 4) VQ_LAUNCH(64, 8)
     VQ_LAUNCH(128, 1) VQ_LAUNCH(128, 2) VQ_LAUNCH(128, 4) VQ_LAUNCH(128, 8)
     e = cudaErrorInvalidValue;

@@ -40,13 +40,58 @@ __device__ __forceinline__ int chan(const vq_cuda_format &f, int j, int e)
     return 8 * j + e;
 }
 
-/* the 8 values of lane chunk j of token t of a page (rvq tables in smem) */
-__device__ __forceinline__ void load8(const vq_cuda_format &f, const uint8_t *page, int t, int j,
-                                      const float *tab1, const float *tab2, float v[8])
+/* Compile-time format codes: method * 16 + bits (bits 0 where the method has
+ * none); FMT_ANY reads the method and bits from the descriptor at run time. */
+enum {
+    FMT_ANY = 0,
+    FMT_FP16 = VQ_CUDA_FP16 * 16,
+    FMT_Q8 = VQ_CUDA_Q8_0 * 16,
+    FMT_Q4 = VQ_CUDA_Q4_0 * 16,
+    FMT_KIVI2 = VQ_CUDA_KIVI * 16 + 2,
+    FMT_KIVI4 = VQ_CUDA_KIVI * 16 + 4,
+    FMT_RVQ1 = VQ_CUDA_TQ_RVQ * 16 + 1,
+    FMT_RVQ2 = VQ_CUDA_TQ_RVQ * 16 + 2,
+    FMT_RVQ4 = VQ_CUDA_TQ_RVQ * 16 + 4,
+    FMT_RABITQ1 = VQ_CUDA_RABITQ * 16 + 1
+};
+
+/* the code of a descriptor */
+__host__ __device__ inline int fmt_code(const vq_cuda_format &f)
 {
-    const int D = f.head_dim;
     switch (f.method) {
-    case VQ_CUDA_FP16: {
+    case VQ_CUDA_FP16: return FMT_FP16;
+    case VQ_CUDA_Q8_0: return FMT_Q8;
+    case VQ_CUDA_Q4_0: return FMT_Q4;
+    case VQ_CUDA_KIVI: return f.bits == 2 ? FMT_KIVI2 : FMT_KIVI4;
+    case VQ_CUDA_TQ_RVQ: return f.bits == 1 ? FMT_RVQ1 : f.bits == 2 ? FMT_RVQ2 : FMT_RVQ4;
+    default: return FMT_RABITQ1;
+    }
+}
+
+template <int M>
+__device__ __forceinline__ void load8m(const vq_cuda_format &f, const uint8_t *page, int t, int j,
+                                       const float *tab1, const float *tab2, float v[8]);
+
+/* the 8 values of lane chunk j of token t of a page (rvq tables in smem) */
+template <int M>
+__device__ __forceinline__ void load8m(const vq_cuda_format &f, const uint8_t *page, int t, int j,
+                                       const float *tab1, const float *tab2, float v[8])
+{
+    constexpr int METH = M >> 4, B = M & 15;
+    const int D = f.head_dim;
+    if constexpr (M == FMT_ANY) {
+        switch (fmt_code(f)) {
+        case FMT_FP16: load8m<FMT_FP16>(f, page, t, j, tab1, tab2, v); break;
+        case FMT_Q8: load8m<FMT_Q8>(f, page, t, j, tab1, tab2, v); break;
+        case FMT_Q4: load8m<FMT_Q4>(f, page, t, j, tab1, tab2, v); break;
+        case FMT_KIVI2: load8m<FMT_KIVI2>(f, page, t, j, tab1, tab2, v); break;
+        case FMT_KIVI4: load8m<FMT_KIVI4>(f, page, t, j, tab1, tab2, v); break;
+        case FMT_RVQ1: load8m<FMT_RVQ1>(f, page, t, j, tab1, tab2, v); break;
+        case FMT_RVQ2: load8m<FMT_RVQ2>(f, page, t, j, tab1, tab2, v); break;
+        case FMT_RVQ4: load8m<FMT_RVQ4>(f, page, t, j, tab1, tab2, v); break;
+        default: load8m<FMT_RABITQ1>(f, page, t, j, tab1, tab2, v); break;
+        }
+    } else if constexpr (METH == VQ_CUDA_FP16) {
         uint4 w = *(const uint4 *)(row1(page, f, t) + 16 * j);
         const __half2 *h = (const __half2 *)&w;
 #pragma unroll
@@ -55,9 +100,7 @@ __device__ __forceinline__ void load8(const vq_cuda_format &f, const uint8_t *pa
             v[2 * i] = x.x;
             v[2 * i + 1] = x.y;
         }
-        break;
-    }
-    case VQ_CUDA_Q8_0: {
+    } else if constexpr (METH == VQ_CUDA_Q8_0) {
         const uint8_t *b = row1(page, f, t) + 34 * (j >> 2);
         float d = h2f(ld16(b));
         const uint8_t *q = b + 2 + 8 * (j & 3);
@@ -67,9 +110,7 @@ __device__ __forceinline__ void load8(const vq_cuda_format &f, const uint8_t *pa
             v[i] = d * (float)(int8_t)(lo >> (8 * i));
             v[4 + i] = d * (float)(int8_t)(hi >> (8 * i));
         }
-        break;
-    }
-    case VQ_CUDA_Q4_0: {
+    } else if constexpr (METH == VQ_CUDA_Q4_0) {
         const uint8_t *b = row1(page, f, t) + 18 * (j >> 2);
         float d = h2f(ld16(b));
         uint32_t w = ld32a2(b + 2 + 4 * (j & 3));
@@ -78,14 +119,12 @@ __device__ __forceinline__ void load8(const vq_cuda_format &f, const uint8_t *pa
             v[i] = d * (float)((int)((w >> (8 * i)) & 15) - 8);
             v[4 + i] = d * (float)((int)((w >> (8 * i + 4)) & 15) - 8);
         }
-        break;
-    }
-    case VQ_CUDA_KIVI: {
-        const int B = f.bits;
-        if (f.role == VQ_ROLE_KEY) { /* per channel over a block of group tokens */
-            const uint8_t *blk = page + (size_t)(t / f.group) * f.block_bytes;
-            int tt = t % f.group;
-            uint4 sw = *(const uint4 *)(blk + 16 * j);          /* block_bytes = 4D + G*B*D/8: 16-aligned */
+    } else if constexpr (METH == VQ_CUDA_KIVI) {
+        if (f.role == VQ_ROLE_KEY) { /* per channel over a block of group tokens (a power of two) */
+            const int lg = __ffs(f.group) - 1;
+            const uint8_t *blk = page + (size_t)(t >> lg) * f.block_bytes;
+            const int tt = t & (f.group - 1);
+            uint4 sw = *(const uint4 *)(blk + 16 * j); /* block_bytes = 4D + G*B*D/8: 16-aligned */
             uint4 mw = *(const uint4 *)(blk + 2 * D + 16 * j);
             const uint8_t *row = blk + 4 * D + (size_t)tt * (B * D / 8);
             uint32_t c = B == 2 ? (uint32_t)ld16(row + 2 * j) : ld32a2(row + 4 * j);
@@ -99,7 +138,7 @@ __device__ __forceinline__ void load8(const vq_cuda_format &f, const uint8_t *pa
         } else { /* per token over groups of channels */
             const int ng = D / f.group;
             const uint8_t *row = row1(page, f, t);
-            int g = 8 * j / f.group;
+            const int g = 8 * j / f.group;
             float s = h2f(ld16(row + 2 * g)), m = h2f(ld16(row + 2 * ng + 2 * g));
             const uint8_t *cr = row + 4 * ng;
             uint32_t c = B == 2 ? (uint32_t)ld16(cr + 2 * j) : ld32a2(cr + 4 * j);
@@ -107,41 +146,42 @@ __device__ __forceinline__ void load8(const vq_cuda_format &f, const uint8_t *pa
             for (int i = 0; i < 8; i++)
                 v[i] = s * (float)((c >> (i * B)) & ((1u << B) - 1)) + m;
         }
-        break;
-    }
-    case VQ_CUDA_TQ_RVQ: {
-        const int B = f.bits;
+    } else if constexpr (METH == VQ_CUDA_TQ_RVQ) {
         const uint8_t *row = row1(page, f, t);
         float n = h2f(ld16(row));
         const uint8_t *p1 = row + 2 + j * B, *p2 = row + 2 + B * D / 8 + j * B;
         uint32_t a, b;
-        if (B == 1) {
+        if constexpr (B == 1) {
             a = p1[0];
             b = p2[0];
-        } else if (B == 2) {
+        } else if constexpr (B == 2) {
             a = ld16(p1);
             b = ld16(p2);
         } else {
             a = ld32a2(p1);
             b = ld32a2(p2);
         }
-        const uint32_t mask = (1u << B) - 1;
+        constexpr uint32_t mask = (1u << B) - 1;
+        if constexpr (B == 1) {
+            const float c10 = tab1[0], c11 = tab1[1], c20 = tab2[0], c21 = tab2[1];
 #pragma unroll
-        for (int i = 0; i < 8; i++)
-            v[i] = (tab1[(a >> (i * B)) & mask] + tab2[(b >> (i * B)) & mask]) * n;
-        break;
-    }
-    case VQ_CUDA_RABITQ: {
+            for (int i = 0; i < 8; i++)
+                v[i] = ((a >> i & 1) ? c11 : c10) + ((b >> i & 1) ? c21 : c20);
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                v[i] *= n;
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                v[i] = (tab1[(a >> (i * B)) & mask] + tab2[(b >> (i * B)) & mask]) * n;
+        }
+    } else { /* rabitq, 1 bit */
         const uint8_t *row = row1(page, f, t);
         float fac = h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
         uint32_t z = row[4 + j];
 #pragma unroll
         for (int i = 0; i < 8; i++)
             v[i] = (z >> i & 1) ? fac : -fac;
-        break;
-    }
-    default:
-        break;
     }
 }
 
