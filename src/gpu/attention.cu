@@ -86,6 +86,8 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
     __shared__ float ktabs[2][16], vtabs[2][16];
     __shared__ float red[NW][G][D];
     __shared__ float wml[NW][G][2];
+    __shared__ float ssc[NW][WT * G]; /* a warp-tile's scores, then weights */
+    __shared__ float salpha[NW][G];
 
     const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -121,11 +123,10 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
         for (int e = 0; e < 8; e++)
             qr[g][e] = qs[g][chan(p.kf, j, e)] * p.qscale;
 
-    float acc[G][8], m_run[G], l_run[G];
+    float acc[G][8];
+    float m_run = -INFINITY, l_run = 0.0f; /* of head lane % G, equal in those lanes */
 #pragma unroll
     for (int g = 0; g < G; g++) {
-        m_run[g] = -INFINITY;
-        l_run[g] = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; e++)
             acc[g][e] = 0.0f;
@@ -154,43 +155,82 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
                 sc[st][g] = d;
             }
         }
-        /* sum over the LPT lanes of each token */
+        /* sum over the LPT lanes of each token: recursive halving
+         * (reduce-scatter), so that lane j ends with n_fin of the N sums */
+        constexpr int N = STEPS * G;
+        constexpr int NFIN = N >= LPT ? N / LPT : 1;
+        float r[N];
 #pragma unroll
-        for (int off = LPT / 2; off > 0; off >>= 1)
+        for (int st = 0; st < STEPS; st++)
 #pragma unroll
-            for (int st = 0; st < STEPS; st++)
+            for (int g = 0; g < G; g++)
+                r[st * G + g] = sc[st][g];
 #pragma unroll
-                for (int g = 0; g < G; g++)
-                    sc[st][g] += __shfl_xor_sync(0xffffffffu, sc[st][g], off);
-        /* online softmax over the warp-tile */
+        for (int o = LPT / 2, n = N; o > 0; o >>= 1) {
+            if (n > 1) {
+                const int h = n / 2;
+                const bool up = (lane & o) != 0;
 #pragma unroll
-        for (int g = 0; g < G; g++) {
+                for (int i = 0; i < h; i++) {
+                    const float send = up ? r[i] : r[i + h];
+                    const float keep = up ? r[i + h] : r[i];
+                    r[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+                }
+                n = h;
+            } else {
+                r[0] += __shfl_xor_sync(0xffffffffu, r[0], o);
+            }
+        }
+        /* lane j holds sums i = j*NFIN + k (or i = j / (LPT/N) when N < LPT),
+         * i = step * G + head; into shared memory as [token in tile][head] */
+        float *ws = &ssc[warp][0];
+#pragma unroll
+        for (int k = 0; k < NFIN; k++) {
+            const int i = N >= LPT ? j * NFIN + k : j / (LPT / N);
+            const int st = i / G, g = i % G;
+            ws[(st * TPW + tg) * G + g] = t0 + st * TPW + tg < s1 ? r[k] : -INFINITY;
+        }
+        __syncwarp();
+        /* online softmax: lane l owns head l % G (32 % G == 0) */
+        {
+            constexpr int VPL = (WT * G + 31) / 32;
+            float sv[VPL];
             float mx = -INFINITY;
 #pragma unroll
-            for (int st = 0; st < STEPS; st++) {
-                if (t0 + st * TPW + tg >= s1)
-                    sc[st][g] = -INFINITY;
-                mx = fmaxf(mx, sc[st][g]);
+            for (int u = 0; u < VPL; u++) {
+                const int idx = lane + 32 * u;
+                sv[u] = idx < WT * G ? ws[idx] : -INFINITY;
+                mx = fmaxf(mx, sv[u]);
             }
 #pragma unroll
-            for (int off = LPT; off < 32; off <<= 1)
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-            const float m_new = fmaxf(m_run[g], mx);
-            const float alpha = exp2f(m_run[g] - m_new);
+            for (int o = G; o < 32; o <<= 1)
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            const float m_new = fmaxf(m_run, mx);
+            const float alpha = exp2f(m_run - m_new);
             float sum = 0.0f;
 #pragma unroll
-            for (int st = 0; st < STEPS; st++) {
-                sc[st][g] = exp2f(sc[st][g] - m_new);
-                sum += sc[st][g];
+            for (int u = 0; u < VPL; u++) {
+                const int idx = lane + 32 * u;
+                const float w = exp2f(sv[u] - m_new);
+                if (idx < WT * G)
+                    ws[idx] = w;
+                sum += w;
             }
 #pragma unroll
-            for (int off = LPT; off < 32; off <<= 1)
-                sum += __shfl_xor_sync(0xffffffffu, sum, off);
-            l_run[g] = l_run[g] * alpha + sum;
-            m_run[g] = m_new;
+            for (int o = G; o < 32; o <<= 1)
+                sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            l_run = l_run * alpha + sum;
+            m_run = m_new;
+            if (lane < G)
+                salpha[warp][lane] = alpha;
+        }
+        __syncwarp();
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            const float al = salpha[warp][g];
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                acc[g][e] *= alpha;
+                acc[g][e] *= al;
         }
         /* values */
 #pragma unroll
@@ -207,8 +247,9 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
             for (int g = 0; g < G; g++)
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    acc[g][e] = fmaf(sc[st][g], v[e], acc[g][e]);
+                    acc[g][e] = fmaf(ws[(st * TPW + tg) * G + g], v[e], acc[g][e]);
         }
+        __syncwarp(); /* ws is rewritten by the next warp-tile */
     }
 
     /* the TPW token lanes of a warp share m: plain sums */
@@ -227,14 +268,8 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
                 red[warp][g][chan(p.vf, j, e)] = acc[g][e];
     }
     if (lane < G) {
-        float mv = m_run[0], lv = l_run[0];
-#pragma unroll
-        for (int g = 1; g < G; g++) {
-            mv = lane == g ? m_run[g] : mv;
-            lv = lane == g ? l_run[g] : lv;
-        }
-        wml[warp][lane][0] = mv;
-        wml[warp][lane][1] = lv;
+        wml[warp][lane][0] = m_run;
+        wml[warp][lane][1] = l_run;
     }
     __syncthreads();
     /* combine the warps (a warp with no tokens has m = -inf, l = 0) */

@@ -24,6 +24,10 @@ __device__ __forceinline__ uint32_t ld32a2(const uint8_t *p)
     return (uint32_t)ld16(p) | (uint32_t)ld16(p + 2) << 16;
 }
 
+/* exact float of an unsigned integer below 2^23, without the quarter-rate
+ * int-to-float unit: the integer is the mantissa of 2^23 + x */
+__device__ __forceinline__ float u2f(uint32_t x) { return __int_as_float(0x4B000000u | x) - 8388608.0f; }
+
 /* bytes of token t (in its page) of a block_tokens == 1 codec */
 __device__ __forceinline__ const uint8_t *row1(const uint8_t *page, const vq_cuda_format &f, int t)
 {
@@ -107,8 +111,9 @@ __device__ __forceinline__ void load8m(const vq_cuda_format &f, const uint8_t *p
         uint32_t lo = ld32a2(q), hi = ld32a2(q + 4);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            v[i] = d * (float)(int8_t)(lo >> (8 * i));
-            v[4 + i] = d * (float)(int8_t)(hi >> (8 * i));
+            /* signed byte b: (b ^ 0x80) - 128, exact */
+            v[i] = d * (__int_as_float(0x4B000000u | (((lo >> (8 * i)) & 255u) ^ 128u)) - 8388736.0f);
+            v[4 + i] = d * (__int_as_float(0x4B000000u | (((hi >> (8 * i)) & 255u) ^ 128u)) - 8388736.0f);
         }
     } else if constexpr (METH == VQ_CUDA_Q4_0) {
         const uint8_t *b = row1(page, f, t) + 18 * (j >> 2);
@@ -116,8 +121,8 @@ __device__ __forceinline__ void load8m(const vq_cuda_format &f, const uint8_t *p
         uint32_t w = ld32a2(b + 2 + 4 * (j & 3));
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            v[i] = d * (float)((int)((w >> (8 * i)) & 15) - 8);
-            v[4 + i] = d * (float)((int)((w >> (8 * i + 4)) & 15) - 8);
+            v[i] = d * (__int_as_float(0x4B000000u | ((w >> (8 * i)) & 15u)) - 8388616.0f);
+            v[4 + i] = d * (__int_as_float(0x4B000000u | ((w >> (8 * i + 4)) & 15u)) - 8388616.0f);
         }
     } else if constexpr (METH == VQ_CUDA_KIVI) {
         if (f.role == VQ_ROLE_KEY) { /* per channel over a block of group tokens (a power of two) */
@@ -132,19 +137,20 @@ __device__ __forceinline__ void load8m(const vq_cuda_format &f, const uint8_t *p
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 float2 s = __half22float2(sh[i]), m = __half22float2(mh[i]);
-                v[2 * i] = s.x * (float)((c >> (2 * i * B)) & ((1u << B) - 1)) + m.x;
-                v[2 * i + 1] = s.y * (float)((c >> ((2 * i + 1) * B)) & ((1u << B) - 1)) + m.y;
+                v[2 * i] = s.x * u2f((c >> (2 * i * B)) & ((1u << B) - 1)) + m.x;
+                v[2 * i + 1] = s.y * u2f((c >> ((2 * i + 1) * B)) & ((1u << B) - 1)) + m.y;
             }
         } else { /* per token over groups of channels */
-            const int ng = D / f.group;
+            const int lg = __ffs(f.group) - 1; /* group: a power of two */
+            const int ng = D >> lg;
             const uint8_t *row = row1(page, f, t);
-            const int g = 8 * j / f.group;
+            const int g = (8 * j) >> lg;
             float s = h2f(ld16(row + 2 * g)), m = h2f(ld16(row + 2 * ng + 2 * g));
             const uint8_t *cr = row + 4 * ng;
             uint32_t c = B == 2 ? (uint32_t)ld16(cr + 2 * j) : ld32a2(cr + 4 * j);
 #pragma unroll
             for (int i = 0; i < 8; i++)
-                v[i] = s * (float)((c >> (i * B)) & ((1u << B) - 1)) + m;
+                v[i] = s * u2f((c >> (i * B)) & ((1u << B) - 1)) + m;
         }
     } else if constexpr (METH == VQ_CUDA_TQ_RVQ) {
         const uint8_t *row = row1(page, f, t);

@@ -6,7 +6,7 @@
 #   build/cuda/bench_gpu               GPU benchmark (needs a GPU to run)
 NVCC       ?= nvcc
 CUDA_ARCH  ?= -gencode=arch=compute_90,code=sm_90
-NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra -Werror all-warnings -lineinfo
+NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -lineinfo
 CUDA_BUILD := $(BUILD)/cuda
 HAVE_NVCC  := $(shell command -v $(NVCC) 2>/dev/null)
 
