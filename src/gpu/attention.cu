@@ -86,8 +86,6 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
     __shared__ float ktabs[2][16], vtabs[2][16];
     __shared__ float red[NW][G][D];
     __shared__ float wml[NW][G][2];
-    __shared__ float ssc[NW][WT * G]; /* a warp-tile's scores, then weights */
-    __shared__ float salpha[NW][G];
 
     const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -124,9 +122,11 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
             qr[g][e] = qs[g][chan(p.kf, j, e)] * p.qscale;
 
     float acc[G][8];
-    float m_run = -INFINITY, l_run = 0.0f; /* of head lane % G, equal in those lanes */
+    float m_run[G], l_run[G]; /* per head, equal in all lanes */
 #pragma unroll
     for (int g = 0; g < G; g++) {
+        m_run[g] = -INFINITY;
+        l_run[g] = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; e++)
             acc[g][e] = 0.0f;
@@ -181,57 +181,66 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
                 r[0] += __shfl_xor_sync(0xffffffffu, r[0], o);
             }
         }
-        /* lane j holds sums i = j*NFIN + k (or i = j / (LPT/N) when N < LPT),
-         * i = step * G + head; into shared memory as [token in tile][head] */
-        float *ws = &ssc[warp][0];
+        /* lane j holds the sums i = j*NFIN + k (or i = j / (LPT/N) when
+         * N < LPT), i = step * G + head */
+        int gk[NFIN];
 #pragma unroll
         for (int k = 0; k < NFIN; k++) {
             const int i = N >= LPT ? j * NFIN + k : j / (LPT / N);
-            const int st = i / G, g = i % G;
-            ws[(st * TPW + tg) * G + g] = t0 + st * TPW + tg < s1 ? r[k] : -INFINITY;
+            gk[k] = i % G;
+            if (t0 + (i / G) * TPW + tg >= s1)
+                r[k] = -INFINITY;
         }
-        __syncwarp();
-        /* online softmax: lane l owns head l % G (32 % G == 0) */
+        /* online softmax: max and sum per head over the warp (butterflies on
+         * G values; each lane contributes its NFIN sums) */
+        float alpha[G];
         {
-            constexpr int VPL = (WT * G + 31) / 32;
-            float sv[VPL];
-            float mx = -INFINITY;
+            float mx[G], sm[G];
 #pragma unroll
-            for (int u = 0; u < VPL; u++) {
-                const int idx = lane + 32 * u;
-                sv[u] = idx < WT * G ? ws[idx] : -INFINITY;
-                mx = fmaxf(mx, sv[u]);
+            for (int g = 0; g < G; g++) {
+                mx[g] = -INFINITY;
+#pragma unroll
+                for (int k = 0; k < NFIN; k++)
+                    mx[g] = gk[k] == g ? fmaxf(mx[g], r[k]) : mx[g];
             }
 #pragma unroll
-            for (int o = G; o < 32; o <<= 1)
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-            const float m_new = fmaxf(m_run, mx);
-            const float alpha = exp2f(m_run - m_new);
-            float sum = 0.0f;
+            for (int o = 1; o < 32; o <<= 1)
 #pragma unroll
-            for (int u = 0; u < VPL; u++) {
-                const int idx = lane + 32 * u;
-                const float w = exp2f(sv[u] - m_new);
-                if (idx < WT * G)
-                    ws[idx] = w;
-                sum += w;
+                for (int g = 0; g < G; g++)
+                    mx[g] = fmaxf(mx[g], __shfl_xor_sync(0xffffffffu, mx[g], o));
+#pragma unroll
+            for (int g = 0; g < G; g++) {
+                const float m_new = fmaxf(m_run[g], mx[g]);
+                alpha[g] = exp2f(m_run[g] - m_new);
+                m_run[g] = m_new;
+                sm[g] = 0.0f;
             }
 #pragma unroll
-            for (int o = G; o < 32; o <<= 1)
-                sum += __shfl_xor_sync(0xffffffffu, sum, o);
-            l_run = l_run * alpha + sum;
-            m_run = m_new;
-            if (lane < G)
-                salpha[warp][lane] = alpha;
+            for (int k = 0; k < NFIN; k++) {
+                float m = m_run[0];
+#pragma unroll
+                for (int g = 1; g < G; g++)
+                    m = gk[k] == g ? m_run[g] : m;
+                r[k] = exp2f(r[k] - m);
+#pragma unroll
+                for (int g = 0; g < G; g++)
+                    sm[g] += gk[k] == g ? r[k] : 0.0f;
+            }
+            /* a sum held by 2^x lanes (N < LPT) is counted 2^x times */
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1)
+#pragma unroll
+                for (int g = 0; g < G; g++)
+                    sm[g] += __shfl_xor_sync(0xffffffffu, sm[g], o);
+#pragma unroll
+            for (int g = 0; g < G; g++)
+                l_run[g] = l_run[g] * alpha[g] + sm[g] * (N >= LPT ? 1.0f : (float)N / LPT);
         }
-        __syncwarp();
 #pragma unroll
-        for (int g = 0; g < G; g++) {
-            const float al = salpha[warp][g];
+        for (int g = 0; g < G; g++)
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                acc[g][e] *= al;
-        }
+                acc[g][e] *= alpha[g];
         /* values */
 #pragma unroll
         for (int st = 0; st < STEPS; st++) {
@@ -244,12 +253,16 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
             else
                 load8m<VM>(p.vf, p.vp + (size_t)pt[tok / P] * p.vpb, tok % P, j, vtabs[0], vtabs[1], v);
 #pragma unroll
-            for (int g = 0; g < G; g++)
+            for (int g = 0; g < G; g++) {
+                /* the weight of (step, head) from the lane holding it */
+                const int i = st * G + g;
+                const int src = tg * LPT + (N >= LPT ? i / NFIN : i * (LPT / N));
+                const float w = __shfl_sync(0xffffffffu, r[N >= LPT ? i % NFIN : 0], src);
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    acc[g][e] = fmaf(ws[(st * TPW + tg) * G + g], v[e], acc[g][e]);
+                    acc[g][e] = fmaf(w, v[e], acc[g][e]);
+            }
         }
-        __syncwarp(); /* ws is rewritten by the next warp-tile */
     }
 
     /* the TPW token lanes of a warp share m: plain sums */
@@ -268,8 +281,14 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
                 red[warp][g][chan(p.vf, j, e)] = acc[g][e];
     }
     if (lane < G) {
-        wml[warp][lane][0] = m_run;
-        wml[warp][lane][1] = l_run;
+        float mv = m_run[0], lv = l_run[0];
+#pragma unroll
+        for (int g = 1; g < G; g++) {
+            mv = lane == g ? m_run[g] : mv;
+            lv = lane == g ? l_run[g] : lv;
+        }
+        wml[warp][lane][0] = mv;
+        wml[warp][lane][1] = lv;
     }
     __syncthreads();
     /* combine the warps (a warp with no tokens has m = -inf, l = 0) */
