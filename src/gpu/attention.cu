@@ -121,8 +121,7 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
         for (int e = 0; e < 8; e++)
             qr[g][e] = qs[g][chan(p.kf, j, e)] * p.qscale;
 
-    float acc[G][8];
-    float m_run[G], l_run[G]; /* per head, equal in all lanes */
+    float acc[G][8], m_run[G], l_run[G];
 #pragma unroll
     for (int g = 0; g < G; g++) {
         m_run[g] = -INFINITY;
@@ -155,92 +154,44 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
                 sc[st][g] = d;
             }
         }
-        /* sum over the LPT lanes of each token: recursive halving
-         * (reduce-scatter), so that lane j ends with n_fin of the N sums */
-        constexpr int N = STEPS * G;
-        constexpr int NFIN = N >= LPT ? N / LPT : 1;
-        float r[N];
+        /* sum over the LPT lanes of each token */
 #pragma unroll
-        for (int st = 0; st < STEPS; st++)
+        for (int off = LPT / 2; off > 0; off >>= 1)
 #pragma unroll
-            for (int g = 0; g < G; g++)
-                r[st * G + g] = sc[st][g];
-#pragma unroll
-        for (int o = LPT / 2, n = N; o > 0; o >>= 1) {
-            if (n > 1) {
-                const int h = n / 2;
-                const bool up = (lane & o) != 0;
-#pragma unroll
-                for (int i = 0; i < h; i++) {
-                    const float send = up ? r[i] : r[i + h];
-                    const float keep = up ? r[i + h] : r[i];
-                    r[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
-                }
-                n = h;
-            } else {
-                r[0] += __shfl_xor_sync(0xffffffffu, r[0], o);
-            }
-        }
-        /* lane j holds the sums i = j*NFIN + k (or i = j / (LPT/N) when
-         * N < LPT), i = step * G + head */
-        int gk[NFIN];
-#pragma unroll
-        for (int k = 0; k < NFIN; k++) {
-            const int i = N >= LPT ? j * NFIN + k : j / (LPT / N);
-            gk[k] = i % G;
-            if (t0 + (i / G) * TPW + tg >= s1)
-                r[k] = -INFINITY;
-        }
-        /* online softmax: max and sum per head over the warp (butterflies on
-         * G values; each lane contributes its NFIN sums) */
-        float alpha[G];
-        {
-            float mx[G], sm[G];
-#pragma unroll
-            for (int g = 0; g < G; g++) {
-                mx[g] = -INFINITY;
-#pragma unroll
-                for (int k = 0; k < NFIN; k++)
-                    mx[g] = gk[k] == g ? fmaxf(mx[g], r[k]) : mx[g];
-            }
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1)
+            for (int st = 0; st < STEPS; st++)
 #pragma unroll
                 for (int g = 0; g < G; g++)
-                    mx[g] = fmaxf(mx[g], __shfl_xor_sync(0xffffffffu, mx[g], o));
+                    sc[st][g] += __shfl_xor_sync(0xffffffffu, sc[st][g], off);
+        /* online softmax over the warp-tile */
 #pragma unroll
-            for (int g = 0; g < G; g++) {
-                const float m_new = fmaxf(m_run[g], mx[g]);
-                alpha[g] = exp2f(m_run[g] - m_new);
-                m_run[g] = m_new;
-                sm[g] = 0.0f;
+        for (int g = 0; g < G; g++) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int st = 0; st < STEPS; st++) {
+                if (t0 + st * TPW + tg >= s1)
+                    sc[st][g] = -INFINITY;
+                mx = fmaxf(mx, sc[st][g]);
             }
 #pragma unroll
-            for (int k = 0; k < NFIN; k++) {
-                float m = m_run[0];
+            for (int off = LPT; off < 32; off <<= 1)
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            const float m_new = fmaxf(m_run[g], mx);
+            const float alpha = exp2f(m_run[g] - m_new);
+            float sum = 0.0f;
 #pragma unroll
-                for (int g = 1; g < G; g++)
-                    m = gk[k] == g ? m_run[g] : m;
-                r[k] = exp2f(r[k] - m);
-#pragma unroll
-                for (int g = 0; g < G; g++)
-                    sm[g] += gk[k] == g ? r[k] : 0.0f;
+            for (int st = 0; st < STEPS; st++) {
+                sc[st][g] = exp2f(sc[st][g] - m_new);
+                sum += sc[st][g];
             }
-            /* a sum held by 2^x lanes (N < LPT) is counted 2^x times */
 #pragma unroll
-            for (int o = 1; o < 32; o <<= 1)
-#pragma unroll
-                for (int g = 0; g < G; g++)
-                    sm[g] += __shfl_xor_sync(0xffffffffu, sm[g], o);
-#pragma unroll
-            for (int g = 0; g < G; g++)
-                l_run[g] = l_run[g] * alpha[g] + sm[g] * (N >= LPT ? 1.0f : (float)N / LPT);
-        }
-#pragma unroll
-        for (int g = 0; g < G; g++)
+            for (int off = LPT; off < 32; off <<= 1)
+                sum += __shfl_xor_sync(0xffffffffu, sum, off);
+            l_run[g] = l_run[g] * alpha + sum;
+            m_run[g] = m_new;
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                acc[g][e] *= alpha[g];
+                acc[g][e] *= alpha;
+        }
         /* values */
 #pragma unroll
         for (int st = 0; st < STEPS; st++) {
@@ -253,15 +204,10 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
             else
                 load8m<VM>(p.vf, p.vp + (size_t)pt[tok / P] * p.vpb, tok % P, j, vtabs[0], vtabs[1], v);
 #pragma unroll
-            for (int g = 0; g < G; g++) {
-                /* the weight of (step, head) from the lane holding it */
-                const int i = st * G + g;
-                const int src = tg * LPT + (N >= LPT ? i / NFIN : i * (LPT / N));
-                const float w = __shfl_sync(0xffffffffu, r[N >= LPT ? i % NFIN : 0], src);
+            for (int g = 0; g < G; g++)
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    acc[g][e] = fmaf(w, v[e], acc[g][e]);
-            }
+                    acc[g][e] = fmaf(sc[st][g], v[e], acc[g][e]);
         }
     }
 
