@@ -79,6 +79,8 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
      * With both known, the host guarantees page_tokens % WT == 0, so a
      * warp-tile lies in one page and its page is looked up once. */
     constexpr bool FAST = KM != FMT_ANY && VM != FMT_ANY;
+    constexpr bool KIVI_K = FAST && (KM == FMT_KIVI2 || KM == FMT_KIVI4); /* (keys role: host-checked) */
+    constexpr bool KIVI_V = FAST && (VM == FMT_KIVI2 || VM == FMT_KIVI4);
     constexpr int LPT = D / 8;     /* lanes per token */
     constexpr int TPW = 32 / LPT;  /* tokens per warp step */
     constexpr int WT = STEPS * TPW;
@@ -121,11 +123,12 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
         for (int e = 0; e < 8; e++)
             qr[g][e] = qs[g][chan(p.kf, j, e)] * p.qscale;
 
-    float acc[G][8], m_run[G], l_run[G];
+    float acc[G][8], accm[G], m_run[G], l_run[G];
 #pragma unroll
     for (int g = 0; g < G; g++) {
         m_run[g] = -INFINITY;
         l_run[g] = 0.0f;
+        accm[g] = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; e++)
             acc[g][e] = 0.0f;
@@ -137,21 +140,72 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
         float sc[STEPS][G];
         const int32_t pg0 = FAST ? pt[t0 / P] : 0;
         const int in0 = FAST ? t0 % P : 0;
+        bool done = false;
+        if constexpr (KIVI_K) {
+            /* KIVI keys, warp-tile inside one block of `group` tokens: the
+             * block's per-channel scales fold into the query once per tile
+             * (kivi.c's score: base + sum_c q_c s_c code_c) */
+            if (p.kf.group % WT == 0) {
+                constexpr int KB = KM & 15;
+                const int lg = __ffs(p.kf.group) - 1;
+                const uint8_t *blk = p.kp + (size_t)pg0 * p.kpb + (size_t)(in0 >> lg) * p.kf.block_bytes;
+                const int tt0 = in0 & (p.kf.group - 1);
+                const uint4 sw = *(const uint4 *)(blk + 16 * j), mw = *(const uint4 *)(blk + 2 * D + 16 * j);
+                const __half2 *sh = (const __half2 *)&sw, *mh = (const __half2 *)&mw;
+                float qk[G][8], base[G];
 #pragma unroll
-        for (int st = 0; st < STEPS; st++) {
-            const int tok = min(t0 + st * TPW + tg, s1 - 1); /* clamped: loads stay in bounds */
-            float v[8];
-            if (FAST)
-                load8m<KM>(p.kf, p.kp + (size_t)pg0 * p.kpb, in0 + (tok - t0), j, ktabs[0], ktabs[1], v);
-            else
-                load8m<KM>(p.kf, p.kp + (size_t)pt[tok / P] * p.kpb, tok % P, j, ktabs[0], ktabs[1], v);
+                for (int g = 0; g < G; g++)
+                    base[g] = 0.0f;
 #pragma unroll
-            for (int g = 0; g < G; g++) {
-                float d = 0.0f;
+                for (int i = 0; i < 4; i++) {
+                    const float2 sv = __half22float2(sh[i]), mv = __half22float2(mh[i]);
 #pragma unroll
-                for (int e = 0; e < 8; e++)
-                    d = fmaf(qr[g][e], v[e], d);
-                sc[st][g] = d;
+                    for (int g = 0; g < G; g++) {
+                        qk[g][2 * i] = qr[g][2 * i] * sv.x;
+                        qk[g][2 * i + 1] = qr[g][2 * i + 1] * sv.y;
+                        base[g] = fmaf(qr[g][2 * i], mv.x, base[g]);
+                        base[g] = fmaf(qr[g][2 * i + 1], mv.y, base[g]);
+                    }
+                }
+                const uint8_t *rows = blk + 4 * D + (size_t)tt0 * (KB * D / 8) + KB * j;
+#pragma unroll
+                for (int st = 0; st < STEPS; st++) {
+                    const int tok = min(t0 + st * TPW + tg, s1 - 1);
+                    const uint8_t *row = rows + (size_t)(tok - t0) * (KB * D / 8);
+                    const uint32_t c = KB == 2 ? (uint32_t)ld16(row) : ld32a2(row);
+                    float x[8];
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        x[e] = u2f((c >> (e * KB)) & ((1u << KB) - 1));
+#pragma unroll
+                    for (int g = 0; g < G; g++) {
+                        float d = base[g];
+#pragma unroll
+                        for (int e = 0; e < 8; e++)
+                            d = fmaf(qk[g][e], x[e], d);
+                        sc[st][g] = d;
+                    }
+                }
+                done = true;
+            }
+        }
+        if (!done) {
+#pragma unroll
+            for (int st = 0; st < STEPS; st++) {
+                const int tok = min(t0 + st * TPW + tg, s1 - 1); /* clamped: loads stay in bounds */
+                float v[8];
+                if (FAST)
+                    load8m<KM>(p.kf, p.kp + (size_t)pg0 * p.kpb, in0 + (tok - t0), j, ktabs[0], ktabs[1], v);
+                else
+                    load8m<KM>(p.kf, p.kp + (size_t)pt[tok / P] * p.kpb, tok % P, j, ktabs[0], ktabs[1], v);
+#pragma unroll
+                for (int g = 0; g < G; g++) {
+                    float d = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        d = fmaf(qr[g][e], v[e], d);
+                    sc[st][g] = d;
+                }
             }
         }
         /* sum over the LPT lanes of each token */
@@ -191,6 +245,7 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 acc[g][e] *= alpha;
+            accm[g] *= alpha;
         }
         /* values */
 #pragma unroll
@@ -198,18 +253,46 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
             /* clamped like the keys: a token past the end has weight 0 and
              * reads the (finite) last token's values */
             const int tok = min(t0 + st * TPW + tg, s1 - 1);
-            float v[8];
-            if (FAST)
-                load8m<VM>(p.vf, p.vp + (size_t)pg0 * p.vpb, in0 + (tok - t0), j, vtabs[0], vtabs[1], v);
-            else
-                load8m<VM>(p.vf, p.vp + (size_t)pt[tok / P] * p.vpb, tok % P, j, vtabs[0], vtabs[1], v);
-#pragma unroll
-            for (int g = 0; g < G; g++)
+            if constexpr (KIVI_V) {
+                /* KIVI values: the token's group scale folds into the weight,
+                 * the group min into one sum per head */
+                constexpr int VB = VM & 15;
+                const int lg = __ffs(p.vf.group) - 1, ng = D >> lg, gi = (8 * j) >> lg;
+                const uint8_t *row = p.vp + (size_t)pg0 * p.vpb + (size_t)(in0 + (tok - t0)) * p.vf.block_bytes;
+                const float sv = h2f(ld16(row + 2 * gi)), mv = h2f(ld16(row + 2 * ng + 2 * gi));
+                const uint8_t *cr = row + 4 * ng + VB * j;
+                const uint32_t c = VB == 2 ? (uint32_t)ld16(cr) : ld32a2(cr);
+                float x[8];
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    acc[g][e] = fmaf(sc[st][g], v[e], acc[g][e]);
+                    x[e] = u2f((c >> (e * VB)) & ((1u << VB) - 1));
+#pragma unroll
+                for (int g = 0; g < G; g++) {
+                    const float ws = sc[st][g] * sv;
+                    accm[g] = fmaf(sc[st][g], mv, accm[g]);
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        acc[g][e] = fmaf(ws, x[e], acc[g][e]);
+                }
+            } else {
+                float v[8];
+                if (FAST)
+                    load8m<VM>(p.vf, p.vp + (size_t)pg0 * p.vpb, in0 + (tok - t0), j, vtabs[0], vtabs[1], v);
+                else
+                    load8m<VM>(p.vf, p.vp + (size_t)pt[tok / P] * p.vpb, tok % P, j, vtabs[0], vtabs[1], v);
+#pragma unroll
+                for (int g = 0; g < G; g++)
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        acc[g][e] = fmaf(sc[st][g], v[e], acc[g][e]);
+            }
         }
     }
+#pragma unroll
+    for (int g = 0; g < G; g++)
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            acc[g][e] += accm[g];
 
     /* the TPW token lanes of a warp share m: plain sums */
 #pragma unroll
@@ -443,7 +526,11 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
     /* a warp-tile is STEPS * 32 / (D / 8) tokens; the fast kernels need whole
      * warp-tiles per page */
     const int wt = STEPS * 256 / D;
-    const int km = a->page_tokens % wt ? -1 : fmt_code(*kf), vm = a->page_tokens % wt ? -1 : fmt_code(*vf);
+    /* (a kivi format of the other role has the other layout: generic kernel) */
+    const bool odd_role = (kf->method == VQ_CUDA_KIVI && kf->role != VQ_ROLE_KEY) ||
+                          (vf->method == VQ_CUDA_KIVI && vf->role != VQ_ROLE_VALUE);
+    const int km = a->page_tokens % wt || odd_role ? -1 : fmt_code(*kf);
+    const int vm = a->page_tokens % wt || odd_role ? -1 : fmt_code(*vf);
     cudaError_t e;
 #define VQ_LAUNCH(DD, GG) \
     if (D == DD && G == GG) e = launch_dg<DD, GG>(p, a->batch, stream, km, vm); else

@@ -76,6 +76,7 @@ static const Case cases[] = {
     {"q4_0:rot=1", "q4_0:rot=1"},
     {"kivi:bits=2", "kivi:bits=2"},
     {"kivi:bits=4,group=64", "kivi:bits=4,group=16"},
+    {"kivi:bits=2,group=16", "kivi:bits=2,group=64"}, /* D=64: keys unfolded (group < warp-tile) */
     {"turboquant_rvq:bits=1", "kivi:bits=2"},
     {"turboquant_rvq:bits=2", "turboquant_rvq:bits=1"},
     {"turboquant_rvq:bits=4", "fp16"},
