@@ -11,7 +11,7 @@
  * 512 MiB, several copies are cycled so that L2 (60 MB) holds none of it.
  * gbs = packed cache bytes read (keys + values, metadata included) / time.
  *
- * Usage: bench_gpu [--quick] [--dims 128,64]   (bench/gpu/run_bench.py runs
+ * Usage: bench_gpu [--quick] [--dims 128,64] [--pair N]   (run_bench.py runs
  * it and PyTorch SDPA in one go and writes figures/bench/h200.json). */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -238,14 +238,16 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
 
 int main(int argc, char **argv)
 {
-    int quick = 0, dims[2] = {128, 64}, ndims = 2;
+    int quick = 0, dims[2] = {128, 64}, ndims = 2, only = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--pair") && i + 1 < argc)
+            only = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
             ndims = sscanf(argv[++i], "%d,%d", &dims[0], &dims[1]);
         } else {
-            fprintf(stderr, "usage: bench_gpu [--quick] [--dims 128,64]\n");
+            fprintf(stderr, "usage: bench_gpu [--quick] [--dims 128,64] [--pair N]\n");
             return 2;
         }
     }
@@ -265,6 +267,8 @@ int main(int argc, char **argv)
     fflush(stdout);
     for (int di = 0; di < ndims; di++)
         for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+            if (only >= 0 && (size_t)only != p)
+                continue;
             if (quick)
                 bench_pair(pairs[p], dims[di], ctx_quick, 1, b_quick, 1);
             else
