@@ -14,7 +14,6 @@ CUDA_CU    := src/gpu/attention.cu src/gpu/quantize.cu
 CUDA_OBJ   := $(CUDA_CU:src/gpu/%.cu=$(CUDA_BUILD)/obj/%.o) $(CUDA_BUILD)/obj/format.o
 CUDA_LIB   := $(CUDA_BUILD)/libveloxquant_cuda.a
 CUDA_HDRS  := include/veloxquant_cuda.h $(wildcard src/gpu/*.cuh)
-CUDA_LINK  := -L/usr/local/cuda/lib64 -lcudart
 
 .PHONY: cuda cuda-lib
 ifneq ($(HAVE_NVCC),)
