@@ -127,6 +127,9 @@ clean:
 # The Python package and its pytest suite (`make test` runs test-python).
 include python/python.mk
 
+# The CUDA part (`make cuda`; skipped when nvcc is missing): src/gpu/gpu.mk
+include src/gpu/gpu.mk
+
 # The README's test command (what CI runs): the full suite, then the suite
 # under the sanitizers.
 .PHONY: check

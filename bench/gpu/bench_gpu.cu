@@ -1,0 +1,278 @@
+/* bench_gpu.cu -- decode attention speed on the GPU (veloxquant_cuda.h).
+ *
+ * Prints one JSON object per line: first the device copy bandwidth
+ * (cudaMemcpy device to device of 2 GiB, bytes read + written, median of
+ * 20), then per format pair, head_dim, context and batch the median time of
+ * one vq_cuda_decode_attention call (CUDA events around each call, 3
+ * warm-ups, then up to 50 calls or 1 s). 32 query heads, 8 KV heads, one
+ * query token per sequence, pages of 256 tokens scattered by a shuffled page
+ * table. Caches are filled with packed blocks quantized on the GPU from
+ * random data (never zeros) and replicated; when one cache is smaller than
+ * 512 MiB, several copies are cycled so that L2 (60 MB) holds none of it.
+ * gbs = packed cache bytes read (keys + values, metadata included) / time.
+ *
+ * Usage: bench_gpu [--quick] [--dims 128,64] [--pair N]   (run_bench.py runs
+ * it and PyTorch SDPA in one go and writes figures/bench/h200.json). */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "veloxquant.h"
+#include "veloxquant_cuda.h"
+
+#define CK(x)                                                                                    \
+    do {                                                                                         \
+        cudaError_t e_ = (x);                                                                    \
+        if (e_ != cudaSuccess) {                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(2);                                                                             \
+        }                                                                                        \
+    } while (0)
+
+static uint64_t rs = 0x243f6a8885a308d3ull;
+static uint64_t rnd(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return rs;
+}
+static float gauss(void)
+{
+    double u = ((rnd() >> 11) + 1.0) / 9007199254740993.0, v = (rnd() >> 11) / 9007199254740992.0;
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+static double median(std::vector<float> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+static double copy_bandwidth(void)
+{
+    const size_t n = (size_t)2 << 30;
+    void *a, *b;
+    CK(cudaMalloc(&a, n));
+    CK(cudaMalloc(&b, n));
+    CK(cudaMemset(a, 0x3c, n));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> t;
+    for (int i = 0; i < 23; i++) {
+        CK(cudaEventRecord(e0));
+        CK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (i >= 3)
+            t.push_back(ms);
+    }
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+    return 2.0 * n / (median(t) * 1e-3) / 1e9;
+}
+
+/* a bank of `nb` pages of valid packed blocks, quantized on the GPU */
+static uint8_t *make_bank(const vq_cuda_format *f, int P, size_t pb, int nb)
+{
+    const int D = f->head_dim, per = P / f->block_tokens;
+    const size_t rows = (size_t)nb * P;
+    std::vector<float> x(rows * D);
+    std::vector<float> off(D);
+    for (int d = 0; d < D; d++)
+        off[d] = 0.5f * gauss();
+    for (size_t i = 0; i < rows; i++)
+        for (int d = 0; d < D; d++)
+            x[i * D + d] = off[d] + gauss();
+    std::vector<int64_t> offs((size_t)nb * per);
+    for (int p = 0; p < nb; p++)
+        for (int k = 0; k < per; k++)
+            offs[(size_t)p * per + k] = (int64_t)p * pb + (int64_t)k * f->block_bytes;
+    float *dx;
+    int64_t *doff;
+    uint8_t *bank;
+    CK(cudaMalloc(&dx, x.size() * 4));
+    CK(cudaMalloc(&doff, offs.size() * 8));
+    CK(cudaMalloc(&bank, (size_t)nb * pb));
+    CK(cudaMemset(bank, 0, (size_t)nb * pb));
+    CK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(doff, offs.data(), offs.size() * 8, cudaMemcpyHostToDevice));
+    if (vq_cuda_quantize(f, dx, (int64_t)offs.size(), doff, bank, 0) != VQ_OK) {
+        fprintf(stderr, "quantize: %s\n", vq_cuda_last_error());
+        exit(2);
+    }
+    CK(cudaDeviceSynchronize());
+    CK(cudaFree(dx));
+    CK(cudaFree(doff));
+    return bank;
+}
+
+static void fill_pool(uint8_t *pool, size_t n_pages, const uint8_t *bank, int nb, size_t pb)
+{
+    for (size_t p = 0; p < n_pages; p += nb) {
+        size_t k = std::min((size_t)nb, n_pages - p);
+        CK(cudaMemcpy(pool + p * pb, bank, k * pb, cudaMemcpyDeviceToDevice));
+    }
+}
+
+struct Pair {
+    const char *k, *v;
+};
+
+static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const int *batches, int nb)
+{
+    vq_codec *kc, *vc;
+    if (vq_codec_create(pr.k, D, VQ_ROLE_KEY, 11, &kc) != VQ_OK || vq_codec_create(pr.v, D, VQ_ROLE_VALUE, 12, &vc) != VQ_OK) {
+        fprintf(stderr, "codec %s/%s: %s\n", pr.k, pr.v, vq_last_error());
+        exit(2);
+    }
+    vq_cuda_format kf, vf;
+    if (vq_cuda_format_from_codec(kc, &kf) != VQ_OK || vq_cuda_format_from_codec(vc, &vf) != VQ_OK) {
+        fprintf(stderr, "format: %s\n", vq_cuda_last_error());
+        exit(2);
+    }
+    const double kbpt = (double)vq_codec_bytes_per_token(kc), vbpt = (double)vq_codec_bytes_per_token(vc);
+    const int P = 256, NQ = 32, NKV = 8, BANK = 64;
+    const size_t kpb = vq_cuda_page_bytes(&kf, P), vpb = vq_cuda_page_bytes(&vf, P);
+    uint8_t *kbank = make_bank(&kf, P, kpb, BANK), *vbank = make_bank(&vf, P, vpb, BANK);
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int ci = 0; ci < nctx; ci++)
+        for (int bi = 0; bi < nb; bi++) {
+            const int ctx = ctxs[ci], B = batches[bi];
+            const int ppseq = ctx / P;
+            const size_t pages1 = (size_t)B * NKV * ppseq;
+            const size_t set_bytes = pages1 * (kpb + vpb);
+            int sets = (int)std::min<size_t>(8, ((size_t)512 << 20) / set_bytes + 1);
+            const size_t n_pages = pages1 * sets;
+            uint8_t *kp, *vp;
+            CK(cudaMalloc(&kp, n_pages * kpb));
+            CK(cudaMalloc(&vp, n_pages * vpb));
+            fill_pool(kp, n_pages, kbank, BANK, kpb);
+            fill_pool(vp, n_pages, vbank, BANK, vpb);
+            std::vector<int32_t> perm(n_pages);
+            for (size_t i = 0; i < n_pages; i++)
+                perm[i] = (int32_t)i;
+            for (size_t i = n_pages - 1; i > 0; i--)
+                std::swap(perm[i], perm[rnd() % (i + 1)]);
+            int32_t *dtab, *dlen;
+            CK(cudaMalloc(&dtab, n_pages * 4));
+            CK(cudaMemcpy(dtab, perm.data(), n_pages * 4, cudaMemcpyHostToDevice));
+            std::vector<int32_t> lens(B, ctx);
+            CK(cudaMalloc(&dlen, B * 4));
+            CK(cudaMemcpy(dlen, lens.data(), B * 4, cudaMemcpyHostToDevice));
+            std::vector<float> q((size_t)B * NQ * D);
+            for (auto &x : q)
+                x = gauss();
+            float *dq, *dout;
+            CK(cudaMalloc(&dq, q.size() * 4));
+            CK(cudaMalloc(&dout, q.size() * 4));
+            CK(cudaMemcpy(dq, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
+            vq_cuda_attn_args a;
+            memset(&a, 0, sizeof a);
+            a.batch = B;
+            a.n_q_heads = NQ;
+            a.n_kv_heads = NKV;
+            a.head_dim = D;
+            a.page_tokens = P;
+            a.max_pages = ppseq;
+            a.max_seq_len = ctx;
+            a.seq_lens = dlen;
+            a.k_pages = kp;
+            a.v_pages = vp;
+            a.k_page_bytes = kpb;
+            a.v_page_bytes = vpb;
+            a.q = dq;
+            a.out = dout;
+            a.scale = 1.0f / sqrtf((float)D);
+            size_t wsb = vq_cuda_attention_workspace(&a);
+            void *ws;
+            CK(cudaMalloc(&ws, wsb));
+            std::vector<float> t;
+            float total = 0.0f;
+            for (int it = 0; it < 53 && (it < 13 || total < 1000.0f); it++) {
+                a.page_table = dtab + (size_t)(it % sets) * pages1; /* each set: its own pages */
+                CK(cudaEventRecord(e0));
+                if (vq_cuda_decode_attention(&kf, &vf, &a, ws, wsb, 0) != VQ_OK) {
+                    fprintf(stderr, "attention: %s\n", vq_cuda_last_error());
+                    exit(2);
+                }
+                CK(cudaEventRecord(e1));
+                CK(cudaEventSynchronize(e1));
+                float ms;
+                CK(cudaEventElapsedTime(&ms, e0, e1));
+                if (it >= 3) {
+                    t.push_back(ms);
+                    total += ms;
+                }
+            }
+            CK(cudaGetLastError());
+            double ms = median(t);
+            double bytes = (double)B * NKV * ctx * (kbpt + vbpt);
+            printf("{\"keys\": \"%s\", \"values\": \"%s\", \"head_dim\": %d, \"ctx\": %d, \"batch\": %d, \"ms\": %.5f, "
+                   "\"gbs\": %.1f, \"cache_bytes\": %.0f, \"reps\": %zu}\n",
+                   vq_codec_spec(kc), vq_codec_spec(vc), D, ctx, B, ms, bytes / (ms * 1e-3) / 1e9, bytes, t.size());
+            fflush(stdout);
+            CK(cudaFree(kp));
+            CK(cudaFree(vp));
+            CK(cudaFree(dtab));
+            CK(cudaFree(dlen));
+            CK(cudaFree(dq));
+            CK(cudaFree(dout));
+            CK(cudaFree(ws));
+        }
+    CK(cudaFree(kbank));
+    CK(cudaFree(vbank));
+    vq_codec_free(kc);
+    vq_codec_free(vc);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0, dims[2] = {128, 64}, ndims = 2, only = -1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--pair") && i + 1 < argc)
+            only = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
+            ndims = sscanf(argv[++i], "%d,%d", &dims[0], &dims[1]);
+        } else {
+            fprintf(stderr, "usage: bench_gpu [--quick] [--dims 128,64] [--pair N]\n");
+            return 2;
+        }
+    }
+    static const Pair pairs[] = {
+        {"fp16", "fp16"},
+        {"q8_0", "q8_0"},
+        {"q4_0:rot=1", "q4_0:rot=1"},
+        {"kivi:bits=4", "kivi:bits=4"},
+        {"kivi:bits=2", "kivi:bits=2"},
+        {"turboquant_rvq:bits=2", "kivi:bits=2"},
+        {"turboquant_rvq:bits=1", "kivi:bits=2"},
+        {"rabitq:bits=1", "kivi:bits=2"},
+    };
+    const int ctx_full[] = {4096, 16384, 65536, 131072}, ctx_quick[] = {65536};
+    const int b_full[] = {1, 8, 32}, b_quick[] = {8};
+    printf("{\"copy_bandwidth_gbs\": %.1f}\n", copy_bandwidth());
+    fflush(stdout);
+    for (int di = 0; di < ndims; di++)
+        for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+            if (only >= 0 && (size_t)only != p)
+                continue;
+            if (quick)
+                bench_pair(pairs[p], dims[di], ctx_quick, 1, b_quick, 1);
+            else
+                bench_pair(pairs[p], dims[di], ctx_full, 4, b_full, 3);
+        }
+    return 0;
+}

@@ -1,0 +1,118 @@
+/* veloxquant_cuda.h -- decode attention and quantize-on-append on NVIDIA
+ * GPUs (sm_90, built by `make cuda` when nvcc is found), over the packed
+ * bytes of the CPU codecs: a page written by vq_codec_encode can be read by
+ * vq_cuda_decode_attention and a page written by vq_cuda_quantize can be read
+ * by vq_codec_score / vq_codec_decode (docs/gpu.md).
+ *
+ * All pointers named "device" are device memory; the calls only enqueue work
+ * on the given stream (no synchronisation, no allocation). Every CUDA status
+ * is checked; a failure returns a vq_status with a message readable through
+ * vq_cuda_last_error() (per thread). Nothing is printed.
+ *
+ * Formats on the GPU (head_dim 64 or 128; query heads per KV head 1, 2, 4
+ * or 8):
+ *   fp16, q8_0[:rot=0|1], q4_0[:rot=0|1], kivi:bits=2|4 (any group),
+ *   turboquant_rvq:bits=1|2|4, rabitq:bits=1 (scored with the float query,
+ *   the codec's qbits=0 estimator; the stored bytes do not depend on qbits).
+ * A format is described by vq_cuda_format, filled on the host from a CPU
+ * codec by vq_cuda_format_from_codec (rotation signs and centroid tables
+ * come from the same code that the CPU codec uses). */
+#ifndef VELOXQUANT_CUDA_H
+#define VELOXQUANT_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "veloxquant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct CUstream_st *cudaStream_t;
+
+typedef enum {
+    VQ_CUDA_FP16 = 1,
+    VQ_CUDA_Q8_0 = 2,
+    VQ_CUDA_Q4_0 = 3,
+    VQ_CUDA_KIVI = 4,
+    VQ_CUDA_TQ_RVQ = 5,
+    VQ_CUDA_RABITQ = 6
+} vq_cuda_method;
+
+/* One codec as the kernels see it (plain data, passed by value). */
+typedef struct {
+    int method;          /* vq_cuda_method */
+    int role;            /* VQ_ROLE_KEY / VQ_ROLE_VALUE (layout of kivi) */
+    int head_dim;        /* D */
+    int bits;            /* kivi 2|4, turboquant_rvq 1|2|4, rabitq 1 */
+    int group;           /* kivi group (tokens for keys, channels for values) */
+    int rot;             /* 1: codes live in the rotated domain R x */
+    int block_tokens;    /* tokens per packed block */
+    int block_bytes;     /* bytes per packed block (metadata included) */
+    uint8_t sign[32];    /* rotation sign diagonal, bit i of byte i/8 set ->
+                            sigma_i = -1 (rotation.h) */
+    float c1[16], c2[16];/* turboquant_rvq: scaled stage-1/2 centroids */
+    float t1[16], t2[16];/* turboquant_rvq: unit-scale thresholds (encode) */
+    float s1, s2;        /* turboquant_rvq: stage scales */
+    int levels1, levels2;/* turboquant_rvq: 2^bits */
+} vq_cuda_format;
+
+/* Fill *out from a CPU codec (any handle from vq_codec_create). Errors:
+ * VQ_ERR_INVALID_ARG (NULL), VQ_ERR_UNSUPPORTED (method, parameter or
+ * head_dim that has no GPU kernel; the message says which). Host only; needs
+ * no GPU. */
+vq_status vq_cuda_format_from_codec(const vq_codec *c, vq_cuda_format *out);
+
+/* Bytes of one page of page_tokens tokens (page_tokens a multiple of
+ * block_tokens), rounded up to 16 so that pages in a pool stay aligned. */
+size_t vq_cuda_page_bytes(const vq_cuda_format *f, int page_tokens);
+
+/* Paged decode attention, one query token per sequence:
+ *   out[b][h] = sum_i softmax_i(scale * <q[b][h], k_i>) v_i
+ * over the seq_lens[b] tokens of sequence b; query head h reads KV head
+ * h / (n_q_heads / n_kv_heads). Token i of (b, kv head g) is token
+ * i % page_tokens of page page_table[(b * n_kv_heads + g) * max_pages +
+ * i / page_tokens], whose bytes start at k_pages + page * k_page_bytes (same
+ * page index in v_pages). Inside a page the codec's blocks follow each other
+ * as on the CPU. seq_lens[b] must be <= max_seq_len and a multiple of the
+ * key and value block_tokens (kivi keys keep unfinished groups elsewhere,
+ * as the CPU cache's fp16 residual window does); a sequence of 0 tokens gets
+ * zeros. */
+typedef struct {
+    int batch, n_q_heads, n_kv_heads, head_dim;
+    int page_tokens, max_pages, max_seq_len;
+    const int32_t *page_table; /* device [batch][n_kv_heads][max_pages] */
+    const int32_t *seq_lens;   /* device [batch] */
+    const void *k_pages;       /* device, page p at p * k_page_bytes */
+    const void *v_pages;
+    size_t k_page_bytes, v_page_bytes; /* >= vq_cuda_page_bytes, multiples of 16 */
+    const float *q;            /* device [batch][n_q_heads][head_dim] */
+    float *out;                /* device [batch][n_q_heads][head_dim] */
+    float scale;
+    int splits;                /* 0: chosen from the shape (split-K) */
+} vq_cuda_attn_args;
+
+/* Device workspace the call needs (bytes), for these arguments. */
+size_t vq_cuda_attention_workspace(const vq_cuda_attn_args *a);
+
+vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq_cuda_format *vf,
+                                   const vq_cuda_attn_args *a, void *workspace,
+                                   size_t workspace_bytes, cudaStream_t stream);
+
+/* Quantize-on-append: n_blocks blocks of block_tokens tokens each, rows of
+ * x (device [n_blocks * block_tokens][head_dim] floats); block i is written
+ * as block_bytes bytes at pool + offsets[i] (device byte offsets, multiples
+ * of 2). The bytes equal vq_codec_encode's for the same rows. Supported:
+ * every format above. */
+vq_status vq_cuda_quantize(const vq_cuda_format *f, const float *x, int64_t n_blocks,
+                           const int64_t *offsets, void *pool, cudaStream_t stream);
+
+/* The message of the calling thread's last failing vq_cuda_* call. */
+const char *vq_cuda_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,542 @@
+/* attention.cu -- paged split-K decode attention over packed caches
+ * (veloxquant_cuda.h has the contract).
+ *
+ * Launch 1 (attn_split): one CTA of 8 warps per (context chunk, KV head,
+ * sequence). It reads its KV head's pages once for all G = n_q/n_kv query
+ * heads: the G queries (rotated by the key codec's R and multiplied by
+ * scale*log2(e)) sit in registers, each token is read by D/8 lanes (8 values
+ * each, formats.cuh), the partial dots are summed across those lanes by
+ * shuffles. Tokens go in tiles of 128: scores of a tile in shared memory,
+ * an online softmax (running max m, sum l, in base 2) per query head, then
+ * the tile's values are accumulated with the weights. The CTA writes its
+ * partial (m, l, acc[D]) per query head.
+ * Launch 2 (attn_reduce): per (sequence, query head), combine the chunks'
+ * partials, divide by the total weight and map the accumulator back to
+ * channels (R^T when the value codec is rotated).
+ * Arithmetic is float32 throughout; the packed bytes are read as they are. */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "formats.cuh"
+#include "rotation.cuh"
+
+using namespace vqg;
+
+#define NW 4             /* warps per CTA */
+#define STEPS 8          /* token steps per warp-tile */
+#define CHUNK_MIN 64     /* smallest context chunk of a CTA (tokens) */
+#define LOG2E 1.4426950408889634f
+
+struct AttnParams {
+    vq_cuda_format kf, vf;
+    int n_q, n_kv, page_tokens, max_pages, chunk, splits;
+    const int32_t *page_table, *seq_lens;
+    const uint8_t *kp, *vp;
+    size_t kpb, vpb;
+    const float *q;
+    float *out;
+    float qscale;        /* scale * log2(e) */
+    float *part_acc;     /* [b][n_q][splits][D] */
+    float *part_ml;      /* [b][n_q][splits][2] */
+};
+
+/* ---- errors ---------------------------------------------------------------- */
+
+static thread_local char g_err[256];
+
+extern "C" vq_status vq_cuda_fail(vq_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_err, sizeof g_err, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+extern "C" const char *vq_cuda_last_error(void) { return g_err; }
+
+static vq_status cuda_check(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess)
+        return VQ_OK;
+    return vq_cuda_fail(e == cudaErrorMemoryAllocation ? VQ_ERR_NOMEM : VQ_ERR_STATE, "cuda: %s: %s (%s)", what,
+                        cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* ---- split kernel ---------------------------------------------------------- */
+
+/* One warp's pass over its warp-tiles of WT = STEPS * TPW consecutive tokens
+ * (warp-tiles are dealt round-robin to the CTA's warps). Everything stays in
+ * registers: scores, the online softmax state (m, l per query head, equal in
+ * all lanes) and the accumulator (8 channels x G heads per lane). */
+template <int D, int G, int KM, int VM>
+__global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ AttnParams p)
+{
+    /* KM/VM: formats.cuh codes, or FMT_ANY (read at run time; slower: the
+     * loads of a warp-tile cannot be issued together across the branches).
+     * With both known, the host guarantees page_tokens % WT == 0, so a
+     * warp-tile lies in one page and its page is looked up once. */
+    constexpr bool FAST = KM != FMT_ANY && VM != FMT_ANY;
+    constexpr bool KIVI_K = FAST && (KM == FMT_KIVI2 || KM == FMT_KIVI4); /* (keys role: host-checked) */
+    constexpr bool KIVI_V = FAST && (VM == FMT_KIVI2 || VM == FMT_KIVI4);
+    constexpr int LPT = D / 8;     /* lanes per token */
+    constexpr int TPW = 32 / LPT;  /* tokens per warp step */
+    constexpr int WT = STEPS * TPW;
+    __shared__ float qs[G][D];
+    __shared__ float ktabs[2][16], vtabs[2][16];
+    __shared__ float red[NW][G][D];
+    __shared__ float wml[NW][G][2];
+
+    const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int j = lane % LPT, tg = lane / LPT;
+    const int len = p.seq_lens[b];
+    const int s0 = split * p.chunk, s1 = min(len, s0 + p.chunk);
+    const size_t qrow0 = (size_t)b * p.n_q + (size_t)kvh * G; /* first query head */
+    const size_t part0 = qrow0 * p.splits + split;           /* stride p.splits per head */
+
+    if (s0 >= s1) { /* empty chunk: weight 0 */
+        if (tid < G) {
+            p.part_ml[2 * (part0 + (size_t)tid * p.splits)] = -INFINITY;
+            p.part_ml[2 * (part0 + (size_t)tid * p.splits) + 1] = 0.0f;
+        }
+        return;
+    }
+    for (int i = tid; i < G * D; i += NW * 32)
+        qs[i / D][i % D] = p.q[qrow0 * D + i];
+    if (tid < 16) {
+        ktabs[0][tid] = p.kf.c1[tid];
+        ktabs[1][tid] = p.kf.c2[tid];
+        vtabs[0][tid] = p.vf.c1[tid];
+        vtabs[1][tid] = p.vf.c2[tid];
+    }
+    __syncthreads();
+    if (p.kf.rot)
+        rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, NW * 32);
+    __syncthreads();
+    float qr[G][8];
+#pragma unroll
+    for (int g = 0; g < G; g++)
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            qr[g][e] = qs[g][chan(p.kf, j, e)] * p.qscale;
+
+    float acc[G][8], accm[G], m_run[G], l_run[G];
+#pragma unroll
+    for (int g = 0; g < G; g++) {
+        m_run[g] = -INFINITY;
+        l_run[g] = 0.0f;
+        accm[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            acc[g][e] = 0.0f;
+    }
+    const int32_t *pt = p.page_table + ((size_t)b * p.n_kv + kvh) * p.max_pages;
+    const int P = p.page_tokens;
+
+    for (int t0 = s0 + warp * WT; t0 < s1; t0 += NW * WT) {
+        float sc[STEPS][G];
+        const int32_t pg0 = FAST ? pt[t0 / P] : 0;
+        const int in0 = FAST ? t0 % P : 0;
+        bool done = false;
+        if constexpr (KIVI_K) {
+            /* KIVI keys, warp-tile inside one block of `group` tokens: the
+             * block's per-channel scales fold into the query once per tile
+             * (kivi.c's score: base + sum_c q_c s_c code_c) */
+            if (p.kf.group % WT == 0) {
+                constexpr int KB = KM & 15;
+                const int lg = __ffs(p.kf.group) - 1;
+                const uint8_t *blk = p.kp + (size_t)pg0 * p.kpb + (size_t)(in0 >> lg) * p.kf.block_bytes;
+                const int tt0 = in0 & (p.kf.group - 1);
+                const uint4 sw = *(const uint4 *)(blk + 16 * j), mw = *(const uint4 *)(blk + 2 * D + 16 * j);
+                const __half2 *sh = (const __half2 *)&sw, *mh = (const __half2 *)&mw;
+                float qk[G][8], base[G];
+#pragma unroll
+                for (int g = 0; g < G; g++)
+                    base[g] = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float2 sv = __half22float2(sh[i]), mv = __half22float2(mh[i]);
+#pragma unroll
+                    for (int g = 0; g < G; g++) {
+                        qk[g][2 * i] = qr[g][2 * i] * sv.x;
+                        qk[g][2 * i + 1] = qr[g][2 * i + 1] * sv.y;
+                        base[g] = fmaf(qr[g][2 * i], mv.x, base[g]);
+                        base[g] = fmaf(qr[g][2 * i + 1], mv.y, base[g]);
+                    }
+                }
+                const uint8_t *rows = blk + 4 * D + (size_t)tt0 * (KB * D / 8) + KB * j;
+#pragma unroll
+                for (int st = 0; st < STEPS; st++) {
+                    const int tok = min(t0 + st * TPW + tg, s1 - 1);
+                    const uint8_t *row = rows + (size_t)(tok - t0) * (KB * D / 8);
+                    const uint32_t c = KB == 2 ? (uint32_t)ld16(row) : ld32a2(row);
+                    float x[8];
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        x[e] = u2f((c >> (e * KB)) & ((1u << KB) - 1));
+#pragma unroll
+                    for (int g = 0; g < G; g++) {
+                        float d = base[g];
+#pragma unroll
+                        for (int e = 0; e < 8; e++)
+                            d = fmaf(qk[g][e], x[e], d);
+                        sc[st][g] = d;
+                    }
+                }
+                done = true;
+            }
+        }
+        if (!done) {
+#pragma unroll
+            for (int st = 0; st < STEPS; st++) {
+                const int tok = min(t0 + st * TPW + tg, s1 - 1); /* clamped: loads stay in bounds */
+                float v[8];
+                if (FAST)
+                    load8m<KM>(p.kf, p.kp + (size_t)pg0 * p.kpb, in0 + (tok - t0), j, ktabs[0], ktabs[1], v);
+                else
+                    load8m<KM>(p.kf, p.kp + (size_t)pt[tok / P] * p.kpb, tok % P, j, ktabs[0], ktabs[1], v);
+#pragma unroll
+                for (int g = 0; g < G; g++) {
+                    float d = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        d = fmaf(qr[g][e], v[e], d);
+                    sc[st][g] = d;
+                }
+            }
+        }
+        /* sum over the LPT lanes of each token */
+#pragma unroll
+        for (int off = LPT / 2; off > 0; off >>= 1)
+#pragma unroll
+            for (int st = 0; st < STEPS; st++)
+#pragma unroll
+                for (int g = 0; g < G; g++)
+                    sc[st][g] += __shfl_xor_sync(0xffffffffu, sc[st][g], off);
+        /* online softmax over the warp-tile */
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int st = 0; st < STEPS; st++) {
+                if (t0 + st * TPW + tg >= s1)
+                    sc[st][g] = -INFINITY;
+                mx = fmaxf(mx, sc[st][g]);
+            }
+#pragma unroll
+            for (int off = LPT; off < 32; off <<= 1)
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            const float m_new = fmaxf(m_run[g], mx);
+            const float alpha = exp2f(m_run[g] - m_new);
+            float sum = 0.0f;
+#pragma unroll
+            for (int st = 0; st < STEPS; st++) {
+                sc[st][g] = exp2f(sc[st][g] - m_new);
+                sum += sc[st][g];
+            }
+#pragma unroll
+            for (int off = LPT; off < 32; off <<= 1)
+                sum += __shfl_xor_sync(0xffffffffu, sum, off);
+            l_run[g] = l_run[g] * alpha + sum;
+            m_run[g] = m_new;
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                acc[g][e] *= alpha;
+            accm[g] *= alpha;
+        }
+        /* values */
+#pragma unroll
+        for (int st = 0; st < STEPS; st++) {
+            /* clamped like the keys: a token past the end has weight 0 and
+             * reads the (finite) last token's values */
+            const int tok = min(t0 + st * TPW + tg, s1 - 1);
+            if constexpr (KIVI_V) {
+                /* KIVI values: the token's group scale folds into the weight,
+                 * the group min into one sum per head */
+                constexpr int VB = VM & 15;
+                const int lg = __ffs(p.vf.group) - 1, ng = D >> lg, gi = (8 * j) >> lg;
+                const uint8_t *row = p.vp + (size_t)pg0 * p.vpb + (size_t)(in0 + (tok - t0)) * p.vf.block_bytes;
+                const float sv = h2f(ld16(row + 2 * gi)), mv = h2f(ld16(row + 2 * ng + 2 * gi));
+                const uint8_t *cr = row + 4 * ng + VB * j;
+                const uint32_t c = VB == 2 ? (uint32_t)ld16(cr) : ld32a2(cr);
+                float x[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    x[e] = u2f((c >> (e * VB)) & ((1u << VB) - 1));
+#pragma unroll
+                for (int g = 0; g < G; g++) {
+                    const float ws = sc[st][g] * sv;
+                    accm[g] = fmaf(sc[st][g], mv, accm[g]);
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        acc[g][e] = fmaf(ws, x[e], acc[g][e]);
+                }
+            } else {
+                float v[8];
+                if (FAST)
+                    load8m<VM>(p.vf, p.vp + (size_t)pg0 * p.vpb, in0 + (tok - t0), j, vtabs[0], vtabs[1], v);
+                else
+                    load8m<VM>(p.vf, p.vp + (size_t)pt[tok / P] * p.vpb, tok % P, j, vtabs[0], vtabs[1], v);
+#pragma unroll
+                for (int g = 0; g < G; g++)
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        acc[g][e] = fmaf(sc[st][g], v[e], acc[g][e]);
+            }
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < G; g++)
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            acc[g][e] += accm[g];
+
+    /* the TPW token lanes of a warp share m: plain sums */
+#pragma unroll
+    for (int off = LPT; off < 32; off <<= 1)
+#pragma unroll
+        for (int g = 0; g < G; g++)
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], off);
+    if (tg == 0) {
+#pragma unroll
+        for (int g = 0; g < G; g++)
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                red[warp][g][chan(p.vf, j, e)] = acc[g][e];
+    }
+    if (lane < G) {
+        float mv = m_run[0], lv = l_run[0];
+#pragma unroll
+        for (int g = 1; g < G; g++) {
+            mv = lane == g ? m_run[g] : mv;
+            lv = lane == g ? l_run[g] : lv;
+        }
+        wml[warp][lane][0] = mv;
+        wml[warp][lane][1] = lv;
+    }
+    __syncthreads();
+    /* combine the warps (a warp with no tokens has m = -inf, l = 0) */
+    for (int i = tid; i < G * D; i += NW * 32) {
+        const int g = i / D, c = i % D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < NW; w++)
+            M = fmaxf(M, wml[w][g][0]);
+        float s = 0.0f, l = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; w++) {
+            if (wml[w][g][0] == -INFINITY)
+                continue;
+            const float f = exp2f(wml[w][g][0] - M);
+            s += red[w][g][c] * f;
+            l += wml[w][g][1] * f;
+        }
+        p.part_acc[(part0 + (size_t)g * p.splits) * D + c] = s;
+        if (c == 0) {
+            p.part_ml[2 * (part0 + (size_t)g * p.splits)] = M;
+            p.part_ml[2 * (part0 + (size_t)g * p.splits) + 1] = l;
+        }
+    }
+}
+
+/* ---- reduce kernel --------------------------------------------------------- */
+
+template <int D>
+__global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnParams p)
+{
+    __shared__ float o[D];
+    const int h = blockIdx.x, b = blockIdx.y, c = threadIdx.x;
+    const size_t row = (size_t)b * p.n_q + h;
+    const float *ml = p.part_ml + 2 * row * p.splits;
+    const float *pa = p.part_acc + row * p.splits * D;
+    float M = -INFINITY;
+    for (int s = 0; s < p.splits; s++)
+        M = fmaxf(M, ml[2 * s]);
+    float L = 0.0f, a = 0.0f;
+    if (M != -INFINITY)
+        for (int s = 0; s < p.splits; s++) {
+            if (ml[2 * s] == -INFINITY) /* empty chunk: acc never written */
+                continue;
+            float w = exp2f(ml[2 * s] - M);
+            L += ml[2 * s + 1] * w;
+            a += pa[(size_t)s * D + c] * w;
+        }
+    o[c] = L > 0.0f ? a / L : 0.0f;
+    __syncthreads();
+    if (p.vf.rot)
+        rot_inverse_smem<D, 1>(o, p.vf.sign, c, D);
+    __syncthreads();
+    p.out[row * D + c] = o[c];
+}
+
+/* ---- host ------------------------------------------------------------------ */
+
+static int sm_count(void)
+{
+    static int n = 0;
+    if (!n) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            n = 132;
+    }
+    return n;
+}
+
+static int choose_splits(const vq_cuda_attn_args *a)
+{
+    if (a->splits > 0)
+        return a->splits;
+    int pairs = a->batch * a->n_kv_heads;
+    int tiles = (a->max_seq_len + CHUNK_MIN - 1) / CHUNK_MIN;
+    int want = (8 * sm_count() + pairs - 1) / pairs; /* about eight CTAs per SM */
+    if (want < 1)
+        want = 1;
+    if (want > tiles)
+        want = tiles;
+    return want < 1 ? 1 : want;
+}
+
+static int chunk_of(const vq_cuda_attn_args *a, int splits)
+{
+    int per = (a->max_seq_len + splits - 1) / splits;
+    per = (per + CHUNK_MIN - 1) / CHUNK_MIN * CHUNK_MIN;
+    return per;
+}
+
+extern "C" size_t vq_cuda_attention_workspace(const vq_cuda_attn_args *a)
+{
+    if (!a || a->batch < 1 || a->n_q_heads < 1 || a->head_dim < 1)
+        return 0;
+    int s = choose_splits(a);
+    size_t rows = (size_t)a->batch * a->n_q_heads * s;
+    return rows * ((size_t)a->head_dim + 2) * sizeof(float);
+}
+
+extern "C" size_t vq_cuda_page_bytes(const vq_cuda_format *f, int page_tokens)
+{
+    if (!f || f->block_tokens < 1 || page_tokens % f->block_tokens)
+        return 0;
+    size_t b = (size_t)page_tokens / f->block_tokens * f->block_bytes;
+    return (b + 15) / 16 * 16;
+}
+
+static vq_status check_format(const vq_cuda_format *f, int D, const char *which)
+{
+    if (f->head_dim != D)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format head_dim %d != %d", which, f->head_dim, D);
+    if (f->method < VQ_CUDA_FP16 || f->method > VQ_CUDA_RABITQ)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format: unknown method %d", which, f->method);
+    if (f->method == VQ_CUDA_KIVI && f->role == VQ_ROLE_VALUE && D % f->group)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format: kivi group %d does not divide %d", which, f->group, D);
+    return VQ_OK;
+}
+
+template <int D, int G, int KM, int VM>
+static cudaError_t launch(const AttnParams &p, int batch, cudaStream_t s)
+{
+    dim3 grid(p.splits, p.n_kv, batch);
+    attn_split<D, G, KM, VM><<<grid, NW * 32, 0, s>>>(p);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return e;
+    attn_reduce<D><<<dim3(p.n_q, batch), D, 0, s>>>(p);
+    return cudaGetLastError();
+}
+
+/* specialised (key, value) format pairs; every other pair runs FMT_ANY */
+#define VQ_PAIRS(X)                                                                  \
+    X(FMT_FP16, FMT_FP16) X(FMT_Q8, FMT_Q8) X(FMT_Q4, FMT_Q4) X(FMT_KIVI4, FMT_KIVI4) \
+    X(FMT_KIVI2, FMT_KIVI2) X(FMT_RVQ2, FMT_KIVI2) X(FMT_RVQ1, FMT_KIVI2)            \
+    X(FMT_RABITQ1, FMT_KIVI2)
+
+template <int D, int G>
+static cudaError_t launch_dg(const AttnParams &p, int batch, cudaStream_t s, int km, int vm)
+{
+#define VQ_TRY_PAIR(K, V) \
+    if (km == K && vm == V) \
+        return launch<D, G, K, V>(p, batch, s);
+    VQ_PAIRS(VQ_TRY_PAIR)
+#undef VQ_TRY_PAIR
+    return launch<D, G, FMT_ANY, FMT_ANY>(p, batch, s);
+}
+
+extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq_cuda_format *vf,
+                                              const vq_cuda_attn_args *a, void *ws, size_t ws_bytes,
+                                              cudaStream_t stream)
+{
+    if (!kf || !vf || !a || !a->page_table || !a->seq_lens || !a->k_pages || !a->v_pages || !a->q || !a->out)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: decode_attention: NULL argument");
+    const int D = a->head_dim;
+    if (D != 64 && D != 128)
+        return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: decode_attention: head_dim %d unsupported (64 or 128)", D);
+    if (a->batch < 1 || a->n_kv_heads < 1 || a->n_q_heads % a->n_kv_heads)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: decode_attention: bad shape (batch %d, %d q heads, %d kv heads)",
+                            a->batch, a->n_q_heads, a->n_kv_heads);
+    const int G = a->n_q_heads / a->n_kv_heads;
+    if (G != 1 && G != 2 && G != 4 && G != 8)
+        return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: decode_attention: %d query heads per KV head (1, 2, 4 or 8)", G);
+    vq_status fst = check_format(kf, D, "key");
+    if (fst == VQ_OK)
+        fst = check_format(vf, D, "value");
+    if (fst != VQ_OK)
+        return fst;
+    if (a->max_seq_len < 0 || a->page_tokens < 1 || a->max_pages < 1 ||
+        (size_t)a->max_pages * a->page_tokens < (size_t)a->max_seq_len)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: decode_attention: max_seq_len %d exceeds %d pages of %d tokens",
+                            a->max_seq_len, a->max_pages, a->page_tokens);
+    if (a->page_tokens % kf->block_tokens || a->page_tokens % vf->block_tokens)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: decode_attention: page_tokens %d not a multiple of the block tokens",
+                            a->page_tokens);
+    if (a->k_page_bytes < vq_cuda_page_bytes(kf, a->page_tokens) || a->k_page_bytes % 16 ||
+        a->v_page_bytes < vq_cuda_page_bytes(vf, a->page_tokens) || a->v_page_bytes % 16)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: decode_attention: page bytes too small or not multiples of 16");
+    if (((uintptr_t)a->k_pages | (uintptr_t)a->v_pages) % 16)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: decode_attention: page pools must be 16-byte aligned");
+    size_t need = vq_cuda_attention_workspace(a);
+    if (!ws || ws_bytes < need)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: decode_attention: workspace of %zu bytes needed", need);
+
+    AttnParams p;
+    p.kf = *kf;
+    p.vf = *vf;
+    p.n_q = a->n_q_heads;
+    p.n_kv = a->n_kv_heads;
+    p.page_tokens = a->page_tokens;
+    p.max_pages = a->max_pages;
+    p.splits = choose_splits(a);
+    p.chunk = chunk_of(a, p.splits);
+    p.page_table = a->page_table;
+    p.seq_lens = a->seq_lens;
+    p.kp = (const uint8_t *)a->k_pages;
+    p.vp = (const uint8_t *)a->v_pages;
+    p.kpb = a->k_page_bytes;
+    p.vpb = a->v_page_bytes;
+    p.q = a->q;
+    p.out = a->out;
+    p.qscale = a->scale * LOG2E;
+    p.part_acc = (float *)ws;
+    p.part_ml = p.part_acc + (size_t)a->batch * a->n_q_heads * p.splits * D;
+
+    /* a warp-tile is STEPS * 32 / (D / 8) tokens; the fast kernels need whole
+     * warp-tiles per page */
+    const int wt = STEPS * 256 / D;
+    /* (a kivi format of the other role has the other layout: generic kernel) */
+    const bool odd_role = (kf->method == VQ_CUDA_KIVI && kf->role != VQ_ROLE_KEY) ||
+                          (vf->method == VQ_CUDA_KIVI && vf->role != VQ_ROLE_VALUE);
+    const int km = a->page_tokens % wt || odd_role ? -1 : fmt_code(*kf);
+    const int vm = a->page_tokens % wt || odd_role ? -1 : fmt_code(*vf);
+    cudaError_t e;
+#define VQ_LAUNCH(DD, GG) \
+    if (D == DD && G == GG) e = launch_dg<DD, GG>(p, a->batch, stream, km, vm); else
+    VQ_LAUNCH(64, 1) VQ_LAUNCH(64, 2) VQ_LAUNCH(64, 4) VQ_LAUNCH(64, 8)
+    VQ_LAUNCH(128, 1) VQ_LAUNCH(128, 2) VQ_LAUNCH(128, 4) VQ_LAUNCH(128, 8)
+    e = cudaErrorInvalidValue;
+#undef VQ_LAUNCH
+    return cuda_check(e, "decode_attention launch");
+}

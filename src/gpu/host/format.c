@@ -1,0 +1,111 @@
+/* format.c -- vq_cuda_format from a CPU codec (veloxquant_cuda.h).
+ *
+ * The GPU kernels need a codec's parameters, its rotation sign diagonal and
+ * (turboquant_rvq) its centroid and threshold tables. They are rebuilt here
+ * with the very functions and expressions the CPU codecs use (vq_rot_init
+ * with the codec's seed, vq_lloyd_max, turboquant.c's scales), so one
+ * format definition serves both sides. Plain C, host only; compiled by
+ * src/gpu/gpu.mk (this folder is outside the glob of library sources, src/LAYER/NAME.c). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "codec/lloyd_max.h"
+#include "codec/rotation.h"
+#include "core/spec.h"
+#include "veloxquant_cuda.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+vq_status vq_cuda_fail(vq_status st, const char *fmt, ...);
+
+static vq_status set_rotation(const vq_codec *c, vq_cuda_format *f)
+{
+    vq_rotation r;
+    if (vq_rot_init(&r, c->head_dim, c->seed) != 0 || r.m != 1)
+        return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: %s: head_dim %d has no GPU rotation (powers of two only)",
+                            c->canon, c->head_dim);
+    memcpy(f->sign, r.sign, sizeof f->sign);
+    f->rot = 1;
+    return VQ_OK;
+}
+
+/* turboquant_rvq tables, as turboquant.c's tq_init computes them */
+static void set_rvq_tables(const vq_codec *c, vq_cuda_format *f)
+{
+    const int D = c->head_dim;
+    vq_lloyd_max_q q1, q2;
+    vq_lloyd_max(VQ_LM_GAUSSIAN, f->bits, &q1);
+    vq_lloyd_max(VQ_LM_LAPLACIAN, f->bits, &q2);
+    f->s1 = 1.0f / sqrtf((float)D);
+    double sigma_r = sqrt(1.0 / D) * (sqrt(3.0 * M_PI) / 2.0) * pow(4.0, -f->bits);
+    f->s2 = (float)(sigma_r / sqrt(2.0));
+    f->levels1 = q1.levels;
+    f->levels2 = q2.levels;
+    for (int i = 0; i < q1.levels; i++) {
+        f->c1[i] = f->s1 * q1.centroid[i];
+        f->t1[i] = q1.threshold[i];
+    }
+    for (int i = 0; i < q2.levels; i++) {
+        f->c2[i] = f->s2 * q2.centroid[i];
+        f->t2[i] = q2.threshold[i];
+    }
+}
+
+vq_status vq_cuda_format_from_codec(const vq_codec *c, vq_cuda_format *out)
+{
+    if (!c || !out)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: format_from_codec: NULL argument");
+    vq_cuda_format f;
+    memset(&f, 0, sizeof f);
+    f.role = (int)c->role;
+    f.head_dim = c->head_dim;
+    f.block_tokens = (int)c->block_tokens;
+    f.block_bytes = (int)c->block_bytes;
+    if (c->head_dim != 64 && c->head_dim != 128)
+        return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: %s: head_dim %d unsupported (64 or 128)", c->canon,
+                            c->head_dim);
+    vq_spec sp;
+    char err[VQ_ERRLEN];
+    if (vq_spec_parse(c->canon, &sp, err) != VQ_OK)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s: %s", c->canon, err);
+    long bits = 0, group = 0, rot = 0, qbits = 0;
+    const char *m = c->ops->name;
+    if (!strcmp(m, "fp16")) {
+        f.method = VQ_CUDA_FP16;
+    } else if (!strcmp(m, "q8_0") || !strcmp(m, "q4_0")) {
+        f.method = m[1] == '8' ? VQ_CUDA_Q8_0 : VQ_CUDA_Q4_0;
+        vq_spec_int(&sp, "rot", 0, 0, 1, &rot, err);
+        if (rot)
+            VQ_TRY(set_rotation(c, &f));
+    } else if (!strcmp(m, "kivi")) {
+        f.method = VQ_CUDA_KIVI;
+        vq_spec_int(&sp, "bits", 2, 2, 4, &bits, err);
+        vq_spec_int(&sp, "group", 32, 16, 128, &group, err);
+        f.bits = (int)bits;
+        f.group = (int)group;
+    } else if (!strcmp(m, "turboquant_rvq")) {
+        f.method = VQ_CUDA_TQ_RVQ;
+        vq_spec_int(&sp, "bits", 1, 1, 4, &bits, err);
+        if (bits == 3)
+            return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: %s: bits=3 has no GPU kernel (1, 2 or 4)", c->canon);
+        f.bits = (int)bits;
+        VQ_TRY(set_rotation(c, &f));
+        set_rvq_tables(c, &f);
+    } else if (!strcmp(m, "rabitq")) {
+        f.method = VQ_CUDA_RABITQ;
+        vq_spec_int(&sp, "bits", 1, 1, 4, &bits, err);
+        vq_spec_int(&sp, "qbits", 4, 0, 8, &qbits, err);
+        if (bits != 1)
+            return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: %s: only bits=1 has a GPU kernel", c->canon);
+        f.bits = 1;
+        VQ_TRY(set_rotation(c, &f));
+    } else {
+        return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: method %s has no GPU kernel", m);
+    }
+    *out = f;
+    return VQ_OK;
+}

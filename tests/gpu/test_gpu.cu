@@ -1,0 +1,361 @@
+/* test_gpu.cu -- the GPU kernels against the CPU codecs (run on a machine
+ * with an NVIDIA GPU: `make cuda && build/cuda/test_gpu`).
+ *
+ * For each key/value format pair, head_dim and GQA shape, on fresh random
+ * K/V/Q (never zeros):
+ *  1. quantize-on-append: the GPU's bytes for every block equal
+ *     vq_codec_encode's (counted byte by byte);
+ *  2. decode attention from the CPU-encoded pages, scattered over a pool by
+ *     a shuffled page table, several batch sizes, ragged sequence lengths
+ *     (last pages partly filled), auto and forced split counts; the output
+ *     is poisoned (0xFF bytes: NaN) before each run, every element must be
+ *     finite and the relative L2 error per (sequence, head) against the CPU
+ *     reference (vq_codec_prepare_query / score / softmax in double /
+ *     accumulate / accum_finish) must stay under TOL.
+ *  3. argument errors come back as vq_status with a message. */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+extern "C" {
+#include "test.h"
+}
+#include "veloxquant.h"
+#include "veloxquant_cuda.h"
+
+#define TOL 2e-4
+#define CK(x)                                                                              \
+    do {                                                                                   \
+        cudaError_t e_ = (x);                                                              \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(2);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static double unif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static float gauss(void)
+{
+    double u = unif() + 1e-12, v = unif();
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+/* K/V-like data: per-channel offsets and scales plus noise */
+static void fill_kv(float *x, size_t n, int D)
+{
+    std::vector<float> off(D), sc(D);
+    for (int d = 0; d < D; d++) {
+        off[d] = 0.5f * gauss();
+        sc[d] = 0.5f + (float)unif() * (d % 17 == 0 ? 4.0f : 1.0f);
+    }
+    for (size_t i = 0; i < n; i++)
+        for (int d = 0; d < D; d++)
+            x[i * D + d] = off[d] + sc[d] * gauss();
+}
+
+struct Case {
+    const char *kspec, *vspec;
+};
+
+static const Case cases[] = {
+    {"fp16", "fp16"},
+    {"q8_0", "q8_0"},
+    {"q8_0:rot=1", "q4_0"},
+    {"q4_0:rot=1", "q4_0:rot=1"},
+    {"kivi:bits=2", "kivi:bits=2"},
+    {"kivi:bits=4,group=64", "kivi:bits=4,group=16"},
+    {"kivi:bits=2,group=16", "kivi:bits=2,group=64"}, /* D=64: keys unfolded (group < warp-tile) */
+    {"turboquant_rvq:bits=1", "kivi:bits=2"},
+    {"turboquant_rvq:bits=2", "turboquant_rvq:bits=1"},
+    {"turboquant_rvq:bits=4", "fp16"},
+    {"rabitq:bits=1,qbits=0", "kivi:bits=2"},
+    {"fp16", "rabitq:bits=1,qbits=0"},
+};
+
+/* CPU reference: one query head over n packed tokens */
+static void ref_attend(vq_codec *kc, vq_codec *vc, const float *q, const uint8_t *kp, const uint8_t *vp, size_t n,
+                       float scale, float *out)
+{
+    const int D = vq_codec_head_dim(kc);
+    std::vector<uint8_t> qb(vq_codec_query_bytes(kc));
+    std::vector<float> s(n), w(n), acc(vq_codec_accum_size(vc), 0.0f);
+    if (n == 0) {
+        for (int d = 0; d < D; d++)
+            out[d] = 0.0f;
+        return;
+    }
+    vq_codec_prepare_query(kc, q, qb.data());
+    vq_codec_score(kc, qb.data(), 1, kp, n, s.data());
+    double mx = -1e300, sum = 0.0;
+    for (size_t i = 0; i < n; i++)
+        mx = fmax(mx, (double)s[i] * scale);
+    for (size_t i = 0; i < n; i++)
+        sum += exp((double)s[i] * scale - mx);
+    for (size_t i = 0; i < n; i++)
+        w[i] = (float)(exp((double)s[i] * scale - mx) / sum);
+    vq_codec_accumulate(vc, w.data(), 1, vp, n, acc.data());
+    vq_codec_accum_finish(vc, acc.data(), out);
+}
+
+static void run_case(const Case &cs, int D, int nq, int nkv)
+{
+    vq_codec *kc = NULL, *vc = NULL;
+    uint64_t ks = rnd(), vs = rnd();
+    if (vq_codec_create(cs.kspec, D, VQ_ROLE_KEY, ks, &kc) != VQ_OK ||
+        vq_codec_create(cs.vspec, D, VQ_ROLE_VALUE, vs, &vc) != VQ_OK) {
+        CHECKF(0, "codec create %s / %s: %s", cs.kspec, cs.vspec, vq_last_error());
+        return;
+    }
+    vq_cuda_format kf, vf;
+    CHECK(vq_cuda_format_from_codec(kc, &kf) == VQ_OK);
+    CHECK(vq_cuda_format_from_codec(vc, &vf) == VQ_OK);
+    const int kbt = kf.block_tokens, vbt = vf.block_tokens;
+    const int unit = kbt > vbt ? kbt : vbt; /* lengths are multiples of this */
+    const int P = 256 > unit ? 256 : unit;  /* page tokens */
+    const size_t kpb = vq_cuda_page_bytes(&kf, P), vpb = vq_cuda_page_bytes(&vf, P);
+    const int batches[] = {1, 3, 8};
+    for (int bi = 0; bi < 3; bi++) {
+        const int B = batches[bi];
+        /* ragged lengths: multiples of unit, not of P; one very short */
+        std::vector<int> len(B);
+        int maxlen = 0;
+        for (int b = 0; b < B; b++) {
+            int n = (int)(unif() * 2600) + 1;
+            if (b == 1)
+                n = (int)(unif() * 200) + 1;
+            n = (n + unit - 1) / unit * unit;
+            len[b] = n;
+            maxlen = n > maxlen ? n : maxlen;
+        }
+        const int max_pages = (maxlen + P - 1) / P;
+        const int n_pages = B * nkv * max_pages;
+        std::vector<int32_t> perm(n_pages), table(n_pages);
+        for (int i = 0; i < n_pages; i++)
+            perm[i] = i;
+        for (int i = n_pages - 1; i > 0; i--) {
+            int r = (int)(rnd() % (uint64_t)(i + 1));
+            int t = perm[i];
+            perm[i] = perm[r];
+            perm[r] = t;
+        }
+        table = perm;
+        std::vector<uint8_t> kpool((size_t)n_pages * kpb, 0xA5), vpool((size_t)n_pages * vpb, 0x5A);
+        std::vector<float> q((size_t)B * nq * D), ref((size_t)B * nq * D), out((size_t)B * nq * D);
+        for (auto &x : q)
+            x = 2.0f * gauss();
+        std::vector<std::vector<uint8_t>> kpk(B * nkv), vpk(B * nkv);
+        std::vector<float> allk, allv; /* rows for the GPU quantizer, block order */
+        std::vector<int64_t> koffs, voffs;
+        const float scale = 1.0f / sqrtf((float)D);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < nkv; h++) {
+                const int n = len[b];
+                std::vector<float> k((size_t)n * D), v((size_t)n * D);
+                fill_kv(k.data(), n, D);
+                fill_kv(v.data(), n, D);
+                auto &kp = kpk[b * nkv + h];
+                auto &vp = vpk[b * nkv + h];
+                kp.resize((size_t)n / kbt * kf.block_bytes);
+                vp.resize((size_t)n / vbt * vf.block_bytes);
+                vq_codec_encode(kc, k.data(), n, kp.data());
+                vq_codec_encode(vc, v.data(), n, vp.data());
+                const int32_t *row = &table[(size_t)(b * nkv + h) * max_pages];
+                for (int blk = 0; blk < n / kbt; blk++) {
+                    int tok = blk * kbt;
+                    size_t off = (size_t)row[tok / P] * kpb + (size_t)(tok % P) / kbt * kf.block_bytes;
+                    memcpy(&kpool[off], &kp[(size_t)blk * kf.block_bytes], kf.block_bytes);
+                    koffs.push_back((int64_t)off);
+                }
+                for (int blk = 0; blk < n / vbt; blk++) {
+                    int tok = blk * vbt;
+                    size_t off = (size_t)row[tok / P] * vpb + (size_t)(tok % P) / vbt * vf.block_bytes;
+                    memcpy(&vpool[off], &vp[(size_t)blk * vf.block_bytes], vf.block_bytes);
+                    voffs.push_back((int64_t)off);
+                }
+                allk.insert(allk.end(), k.begin(), k.end());
+                allv.insert(allv.end(), v.begin(), v.end());
+                for (int g = 0; g < nq / nkv; g++) {
+                    size_t qi = ((size_t)b * nq + h * (nq / nkv) + g) * D;
+                    ref_attend(kc, vc, &q[qi], kp.data(), vp.data(), n, scale, &ref[qi]);
+                }
+            }
+        /* upload */
+        uint8_t *dk, *dv, *dk2, *dv2;
+        float *dq, *dout, *dxk, *dxv;
+        int32_t *dtab, *dlen;
+        int64_t *dko, *dvo;
+        CK(cudaMalloc(&dk, kpool.size()));
+        CK(cudaMalloc(&dv, vpool.size()));
+        CK(cudaMalloc(&dk2, kpool.size()));
+        CK(cudaMalloc(&dv2, vpool.size()));
+        CK(cudaMalloc(&dq, q.size() * 4));
+        CK(cudaMalloc(&dout, out.size() * 4));
+        CK(cudaMalloc(&dtab, table.size() * 4));
+        CK(cudaMalloc(&dlen, (size_t)B * 4));
+        CK(cudaMalloc(&dxk, allk.size() * 4));
+        CK(cudaMalloc(&dxv, allv.size() * 4));
+        CK(cudaMalloc(&dko, koffs.size() * 8));
+        CK(cudaMalloc(&dvo, voffs.size() * 8));
+        CK(cudaMemcpy(dk, kpool.data(), kpool.size(), cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dv, vpool.data(), vpool.size(), cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dk2, kpool.data(), kpool.size(), cudaMemcpyHostToDevice)); /* same filler bytes */
+        CK(cudaMemcpy(dv2, vpool.data(), vpool.size(), cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dq, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dtab, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dlen, len.data(), (size_t)B * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dxk, allk.data(), allk.size() * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dxv, allv.data(), allv.size() * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dko, koffs.data(), koffs.size() * 8, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dvo, voffs.data(), voffs.size() * 8, cudaMemcpyHostToDevice));
+
+        /* 1. quantize-on-append: same bytes as the CPU */
+        CK(cudaMemset(dk2, 0xA5, kpool.size()));
+        CK(cudaMemset(dv2, 0x5A, vpool.size()));
+        CHECKF(vq_cuda_quantize(&kf, dxk, (int64_t)koffs.size(), dko, dk2, 0) == VQ_OK, "quantize: %s",
+               vq_cuda_last_error());
+        CHECKF(vq_cuda_quantize(&vf, dxv, (int64_t)voffs.size(), dvo, dv2, 0) == VQ_OK, "quantize: %s",
+               vq_cuda_last_error());
+        CK(cudaDeviceSynchronize());
+        std::vector<uint8_t> gk(kpool.size()), gv(vpool.size());
+        CK(cudaMemcpy(gk.data(), dk2, gk.size(), cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(gv.data(), dv2, gv.size(), cudaMemcpyDeviceToHost));
+        size_t kdiff = 0, vdiff = 0;
+        for (size_t i = 0; i < gk.size(); i++)
+            kdiff += gk[i] != kpool[i];
+        for (size_t i = 0; i < gv.size(); i++)
+            vdiff += gv[i] != vpool[i];
+        CHECKF(kdiff == 0 && vdiff == 0, "%s/%s D=%d B=%d: quantize bytes differ: keys %zu of %zu, values %zu of %zu",
+               cs.kspec, cs.vspec, D, B, kdiff, gk.size(), vdiff, gv.size());
+
+        /* 2. attention, auto and forced splits */
+        vq_cuda_attn_args a;
+        memset(&a, 0, sizeof a);
+        a.batch = B;
+        a.n_q_heads = nq;
+        a.n_kv_heads = nkv;
+        a.head_dim = D;
+        a.page_tokens = P;
+        a.max_pages = max_pages;
+        a.max_seq_len = maxlen;
+        a.page_table = dtab;
+        a.seq_lens = dlen;
+        a.k_pages = dk;
+        a.v_pages = dv;
+        a.k_page_bytes = kpb;
+        a.v_page_bytes = vpb;
+        a.q = dq;
+        a.out = dout;
+        a.scale = scale;
+        const int split_modes[] = {0, 1, 7};
+        for (int sm = 0; sm < 3; sm++) {
+            a.splits = split_modes[sm];
+            size_t wsb = vq_cuda_attention_workspace(&a);
+            void *ws;
+            CK(cudaMalloc(&ws, wsb));
+            CK(cudaMemset(ws, 0xFF, wsb));
+            CK(cudaMemset(dout, 0xFF, out.size() * 4)); /* NaN poison */
+            vq_status st = vq_cuda_decode_attention(&kf, &vf, &a, ws, wsb, 0);
+            CHECKF(st == VQ_OK, "attention: %s", vq_cuda_last_error());
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
+            CK(cudaFree(ws));
+            size_t bad = 0;
+            double worst = 0.0;
+            for (int r = 0; r < B * nq; r++) {
+                double e2 = 0.0, r2 = 0.0;
+                for (int d = 0; d < D; d++) {
+                    double o = out[(size_t)r * D + d], x = ref[(size_t)r * D + d];
+                    if (!isfinite(o))
+                        bad++;
+                    e2 += (o - x) * (o - x);
+                    r2 += x * x;
+                }
+                double rel = sqrt(e2 / (r2 > 0 ? r2 : 1e-30));
+                worst = rel > worst || rel != rel ? rel : worst;
+            }
+            CHECKF(bad == 0, "%s/%s D=%d B=%d splits=%d: %zu outputs not finite", cs.kspec, cs.vspec, D, B,
+                   a.splits, bad);
+            CHECKF(worst <= TOL, "%s/%s D=%d G=%d B=%d splits=%d: relative error %.3g > %g", cs.kspec, cs.vspec, D,
+                   nq / nkv, B, a.splits, worst, TOL);
+            if (sm == 0)
+                printf("  %-24s %-24s D=%3d G=%d B=%d maxlen=%5d  quantize bytes equal=%s  rel.err %.2e\n",
+                       cs.kspec, cs.vspec, D, nq / nkv, B, maxlen, kdiff == 0 && vdiff == 0 ? "yes" : "NO", worst);
+        }
+        cudaFree(dk);
+        cudaFree(dv);
+        cudaFree(dk2);
+        cudaFree(dv2);
+        cudaFree(dq);
+        cudaFree(dout);
+        cudaFree(dtab);
+        cudaFree(dlen);
+        cudaFree(dxk);
+        cudaFree(dxv);
+        cudaFree(dko);
+        cudaFree(dvo);
+    }
+    vq_codec_free(kc);
+    vq_codec_free(vc);
+}
+
+static void test_errors(void)
+{
+    vq_cuda_format f;
+    CHECK(vq_cuda_format_from_codec(NULL, &f) == VQ_ERR_INVALID_ARG);
+    CHECK(strstr(vq_cuda_last_error(), "NULL") != NULL);
+    vq_codec *c = NULL;
+    CHECK(vq_codec_create("turboquant_rvq:bits=3", 128, VQ_ROLE_KEY, 1, &c) == VQ_OK);
+    CHECK(vq_cuda_format_from_codec(c, &f) == VQ_ERR_UNSUPPORTED);
+    vq_codec_free(c);
+    CHECK(vq_codec_create("qjl", 128, VQ_ROLE_KEY, 1, &c) == VQ_OK);
+    CHECK(vq_cuda_format_from_codec(c, &f) == VQ_ERR_UNSUPPORTED);
+    vq_codec_free(c);
+    CHECK(vq_codec_create("fp16", 128, VQ_ROLE_KEY, 1, &c) == VQ_OK);
+    CHECK(vq_cuda_format_from_codec(c, &f) == VQ_OK);
+    vq_codec_free(c);
+    vq_cuda_attn_args a;
+    memset(&a, 0, sizeof a);
+    CHECK(vq_cuda_decode_attention(&f, &f, &a, NULL, 0, 0) == VQ_ERR_INVALID_ARG);
+    CHECK(vq_cuda_quantize(&f, NULL, 1, NULL, NULL, 0) == VQ_ERR_INVALID_ARG);
+    /* a real CUDA failure (bad device pointer) comes back as a status */
+    float *bogus = (float *)(uintptr_t)0x10;
+    int64_t *dof;
+    CK(cudaMalloc(&dof, 8));
+    CK(cudaMemset(dof, 0, 8));
+    vq_status st = vq_cuda_quantize(&f, bogus, 1, dof, (void *)bogus, 0);
+    cudaError_t e = cudaDeviceSynchronize();
+    CHECK(st == VQ_OK); /* launch itself succeeds; the fault is asynchronous */
+    CHECK(e != cudaSuccess);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        printf("test_gpu: no CUDA device\n");
+        return 1;
+    }
+    printf("test_gpu on %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
+    const int shapes[][2] = {{32, 8}, {8, 8}, {16, 2}, {16, 8}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        run_case(cases[c], 128, shapes[0][0], shapes[0][1]);
+        run_case(cases[c], 64, shapes[(c % 3) + 1][0], shapes[(c % 3) + 1][1]);
+    }
+    test_errors(); /* last: it leaves the context in an error state */
+    return vq_test_summary("gpu");
+}
