@@ -98,32 +98,31 @@ void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n)
     }
 }
 
-/* [sum(a0), ..., sum(a7)] (the reduction of dense_avx512.c) */
-static inline __m256 fold(__m512 a)
+/* [sum(a0), sum(a1), sum(a2), sum(a3)] */
+static inline __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
 {
-    return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+    __m256 f0 = _mm256_add_ps(_mm512_castps512_ps256(a0), _mm512_extractf32x8_ps(a0, 1));
+    __m256 f1 = _mm256_add_ps(_mm512_castps512_ps256(a1), _mm512_extractf32x8_ps(a1, 1));
+    __m256 f2 = _mm256_add_ps(_mm512_castps512_ps256(a2), _mm512_extractf32x8_ps(a2, 1));
+    __m256 f3 = _mm256_add_ps(_mm512_castps512_ps256(a3), _mm512_extractf32x8_ps(a3, 1));
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(f0, f1), _mm256_hadd_ps(f2, f3));
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
-static inline __m256 hsum8(const __m512 a[8])
+static inline void store4(float *s, size_t i, size_t nt, __m128 r)
 {
-    __m256 t0 = _mm256_hadd_ps(fold(a[0]), fold(a[1])), t1 = _mm256_hadd_ps(fold(a[2]), fold(a[3]));
-    __m256 t2 = _mm256_hadd_ps(fold(a[4]), fold(a[5])), t3 = _mm256_hadd_ps(fold(a[6]), fold(a[7]));
-    __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-}
-
-static inline void store8(float *s, size_t i, size_t nt, __m256 r)
-{
-    if (i + 8 <= nt) {
-        _mm256_storeu_ps(s + i, r);
+    if (i + 4 <= nt) {
+        _mm_storeu_ps(s + i, r);
     } else {
-        float t[8];
-        _mm256_storeu_ps(t, r);
+        float t[4];
+        _mm_storeu_ps(t, r);
         for (size_t k = 0; i + k < nt; k++)
             s[i + k] = t[k];
     }
 }
 
+/* Four tokens by up to four queries per pass (16 accumulators): each
+ * token's codes are decoded once per 16 channels for all the queries. */
 void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
                          size_t qstride, int n_q, float *s, size_t sstride)
 {
@@ -132,27 +131,29 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
         return;
     }
     const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
-    for (int j = 0; j < n_q; j += 2) {
-        const int two = j + 1 < n_q;
-        const float *qa = q + (size_t)j * qstride, *qb = two ? qa + qstride : qa;
-        for (size_t i = 0; i < nt; i += 8) {
-            const uint8_t *r[8];
-            for (size_t k = 0; k < 8; k++) /* past the end: the last row again */
+    for (int j0 = 0; j0 < n_q; j0 += 4) {
+        const int nj = n_q - j0 < 4 ? n_q - j0 : 4;
+        const float *qj[4];
+        for (int j = 0; j < 4; j++) /* missing queries repeat the last one */
+            qj[j] = q + (size_t)(j0 + (j < nj ? j : nj - 1)) * qstride;
+        for (size_t i = 0; i < nt; i += 4) {
+            const uint8_t *r[4];
+            for (size_t k = 0; k < 4; k++) /* past the end: the last row again */
                 r[k] = codes + (i + k < nt ? i + k : nt - 1) * rstride;
-            __m512 a[8], b[8];
-            for (int k = 0; k < 8; k++)
-                a[k] = b[k] = _mm512_setzero_ps();
+            __m512 a[4][4];
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[j][k] = _mm512_setzero_ps();
             for (size_t e = 0; e < E; e += 16) {
-                __m512 x = _mm512_loadu_ps(qa + e), y = _mm512_loadu_ps(qb + e);
-                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
-                    __m512 c = _mm512_cvtepi32_ps(codes16(r[k] + e / 8 * (size_t)bits, bits, sh, mask));
-                    a[k] = _mm512_fmadd_ps(x, c, a[k]);
-                    b[k] = _mm512_fmadd_ps(y, c, b[k]);
+                __m512 c[4];
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                    c[k] = _mm512_cvtepi32_ps(codes16(r[k] + e / 8 * (size_t)bits, bits, sh, mask));
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+                    __m512 x = _mm512_loadu_ps(qj[j] + e);
+                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[j][k] = _mm512_fmadd_ps(x, c[k], a[j][k]);
                 }
             }
-            store8(s + (size_t)j * sstride, i, nt, hsum8(a));
-            if (two)
-                store8(s + (size_t)(j + 1) * sstride, i, nt, hsum8(b));
+            for (int j = 0; j < nj; j++)
+                store4(s + (size_t)(j0 + j) * sstride, i, nt, hsum4(a[j][0], a[j][1], a[j][2], a[j][3]));
         }
     }
 }
