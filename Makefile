@@ -131,11 +131,13 @@ include python/python.mk
 include src/gpu/gpu.mk
 
 # The README's test command (what CI runs): the full suite, then the suite
-# under the sanitizers.
+# under the sanitizers, then the CUDA part compiled (when nvcc exists; its
+# tests need a GPU and run on one: docs/gpu.md).
 .PHONY: check
 check:
 	$(MAKE) test
 	$(MAKE) sanitize
+	$(MAKE) cuda
 
 # libFuzzer target for the GGUF reader (clang only). Run it with
 #   build/fuzz/fuzz_gguf tests/fuzz/corpus/gguf -max_total_time=300
