@@ -226,19 +226,31 @@ static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
         }
 }
 
+/* the M piece codes of one token (bytes as they are for 8-bit codes) */
+static inline void vi_codes(const vecinfer_state *st, const uint8_t *row, size_t bb, unsigned *code)
+{
+    if (st->bits == 8)
+        for (int m = 0; m < st->M; m++)
+            code[m] = row[m];
+    else
+        for (int m = 0; m < st->M; m++)
+            code[m] = vi_get(row, bb, (size_t)m * st->bits, st->bits);
+}
+
 static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
                            const uint8_t *codes, size_t n, float *scores)
 {
     vecinfer_state *st = c->impl;
     const size_t bb = c->block_bytes, lsz = (size_t)st->M * st->K;
     const float *lut = (const float *)(const void *)qbuf;
+    unsigned code[256]; /* M = D/sub_dim <= 64 */
     for (size_t i = 0; i < n; i++) {
-        const uint8_t *row = codes + i * bb;
+        vi_codes(st, codes + i * bb, bb, code); /* unpacked once for all queries */
         for (int j = 0; j < n_q; j++) {
             const float *l = lut + (size_t)j * lsz;
             float s = 0.0f;
             for (int m = 0; m < st->M; m++)
-                s += l[(size_t)m * st->K + vi_get(row, bb, (size_t)m * st->bits, st->bits)];
+                s += l[(size_t)m * st->K + code[m]];
             scores[(size_t)j * n + i] = s;
         }
     }
@@ -250,17 +262,17 @@ static void vecinfer_accumulate(vq_codec *c, const float *w, int n_q,
     vecinfer_state *st = c->impl;
     const int sd = st->sub_dim;
     const size_t bb = c->block_bytes;
+    unsigned code[256];
     for (size_t i = 0; i < n; i++) {
-        const uint8_t *row = codes + i * bb;
+        vi_codes(st, codes + i * bb, bb, code);
         for (int j = 0; j < n_q; j++) {
             float wi = w[(size_t)j * n + i];
             float *a = acc + (size_t)j * c->accum_size;
             for (int m = 0; m < st->M; m++) {
-                unsigned code = vi_get(row, bb, (size_t)m * st->bits, st->bits);
                 if (st->hist) {
-                    a[(size_t)m * st->K + code] += wi;
+                    a[(size_t)m * st->K + code[m]] += wi;
                 } else {
-                    const float *cent = st->cb + ((size_t)m * st->K + code) * sd;
+                    const float *cent = st->cb + ((size_t)m * st->K + code[m]) * sd;
                     for (int d = 0; d < sd; d++)
                         a[m * sd + d] += wi * cent[d];
                 }
