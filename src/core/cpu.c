@@ -1,6 +1,7 @@
 /* cpu.c -- cpuid/xgetbv feature detection, cached (see cpu.h). */
 #include "core/cpu.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,24 +47,26 @@ static unsigned detect(void) { return 0; }
 #endif
 
 static unsigned features;
-static int detected;
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+
+static void detect_and_cap(void)
+{
+    unsigned f = detect();
+    const char *force = getenv("VQ_FORCE_ISA");
+    if (force) {
+        if (strcmp(force, "scalar") == 0)
+            f = 0;
+        else if (strcmp(force, "avx2") == 0)
+            f &= VQ_CPU_AVX2;
+        else if (strcmp(force, "avx512f") == 0)
+            f &= VQ_CPU_AVX2 | VQ_CPU_AVX512;
+    }
+    features = f;
+}
 
 unsigned vq_cpu_features(void)
 {
-    if (!detected) {
-        unsigned f = detect();
-        const char *force = getenv("VQ_FORCE_ISA");
-        if (force) {
-            if (strcmp(force, "scalar") == 0)
-                f = 0;
-            else if (strcmp(force, "avx2") == 0)
-                f &= VQ_CPU_AVX2;
-            else if (strcmp(force, "avx512f") == 0)
-                f &= VQ_CPU_AVX2 | VQ_CPU_AVX512;
-        }
-        features = f;
-        detected = 1;
-    }
+    pthread_once(&detect_once, detect_and_cap); /* concurrent first calls are safe */
     return features;
 }
 

@@ -1,7 +1,8 @@
 /* cpu.h -- CPU feature detection, done once, and kernel-variant forcing.
  *
- * vq_cpu_features() checks cpuid and (for AVX/AVX-512) xgetbv once and caches
- * the result. The environment variable VQ_FORCE_ISA=scalar|avx2|avx512
+ * vq_cpu_features() checks cpuid and (for AVX/AVX-512) xgetbv once (under
+ * pthread_once: concurrent first calls are safe) and caches the result. The
+ * environment variable VQ_FORCE_ISA=scalar|avx2|avx512f|avx512
  * caps the reported features, so tests can run every kernel path on one
  * machine (a variant the CPU lacks is never enabled); avx512 keeps the
  * AVX-512 extensions, avx512f drops them (VPOPCNTDQ, VNNI). The first call
