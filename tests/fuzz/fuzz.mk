@@ -9,6 +9,7 @@
 #                     (run them with bash tests/fuzz/run-fuzzers.sh)
 #   make fuzz-seeds   rewrites the seed-* files of the corpora
 #   make tsan         test_threads under ThreadSanitizer (build/tsan)
+#   build/tests/test_faults is linked with allocation wrappers (below)
 
 FUZZ_NAMES  := gguf model config spec cache calib tokenizer
 FUZZ_COMMON := $(BUILD)/obj/tests/fuzz/fuzz_util.o $(TUTIL_OBJ) $(STATIC)
@@ -43,3 +44,10 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_COMMON)
 tsan:
 	$(MAKE) BUILD=build/tsan OPT=-O1 SAN="-fsanitize=thread -fno-omit-frame-pointer" build/tsan/tests/test_threads
 	TSAN_OPTIONS=halt_on_error=1 VQ_TEST_LEVEL=quick build/tsan/tests/test_threads
+
+# test_faults: every library allocation goes through the test's counting
+# wrappers (fault injection; tests/test_faults.c).
+FAULT_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=free
+$(BUILD)/tests/test_faults: $(BUILD)/obj/tests/test_faults.o $(TUTIL_OBJ) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(FAULT_WRAP) -o $@ $< $(TUTIL_OBJ) $(STATIC) $(LDLIBS)
