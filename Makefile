@@ -118,11 +118,12 @@ clean:
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # The README's test command (what CI runs): the full suite, then the suite
-# under the sanitizers.
+# under the sanitizers, then the shared-model threads test under TSan.
 .PHONY: check
 check:
 	$(MAKE) test
 	$(MAKE) sanitize
+	$(MAKE) tsan
 
 # Fuzz harnesses, corpus replays, `make fuzz`, `make tsan`.
 include tests/fuzz/fuzz.mk
