@@ -51,3 +51,8 @@ FAULT_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_allo
 $(BUILD)/tests/test_faults: $(BUILD)/obj/tests/test_faults.o $(TUTIL_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(FAULT_WRAP) -o $@ $< $(TUTIL_OBJ) $(STATIC) $(LDLIBS)
+
+# The long run (tests/soak/run-soak.sh): build/soak/soak.
+$(BUILD)/soak/soak: $(BUILD)/obj/tests/soak/soak.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $< $(STATIC) $(LDLIBS)
