@@ -40,10 +40,13 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
-# Several contexts on several threads sharing one model, under TSan.
-tsan:
+# Several contexts on several threads sharing one model, under TSan (run
+# without address-space randomization where setarch allows it: some kernels'
+# large mmap randomization breaks TSan's memory layout).
+tsan: models
 	$(MAKE) BUILD=build/tsan OPT=-O1 SAN="-fsanitize=thread -fno-omit-frame-pointer" build/tsan/tests/test_threads
-	TSAN_OPTIONS=halt_on_error=1 VQ_TEST_LEVEL=quick build/tsan/tests/test_threads
+	norand=""; if setarch "$$(uname -m)" -R true 2>/dev/null; then norand="setarch $$(uname -m) -R"; fi; \
+	  TSAN_OPTIONS=halt_on_error=1 VQ_TEST_LEVEL=quick $$norand build/tsan/tests/test_threads
 
 # test_faults: every library allocation goes through the test's counting
 # wrappers (fault injection; tests/test_faults.c).
