@@ -4,8 +4,9 @@
 #
 # Layout: sources in src/<layer>/*.c form the library; tools/*.c the CLI;
 # tests/test_*.c are one test program each, linked with tests/util/*.c.
-# Files named *_avx2.c / *_avx512.c are compiled with those ISA flags and are
-# only called after run-time dispatch (src/core/cpu.h).
+# Files named *_avx2.c / *_avx512.c / *_avx512x.c (AVX-512 + VPOPCNTDQ +
+# VNNI) are compiled with those ISA flags and are only called after run-time
+# dispatch (src/core/cpu.h, src/kernels/kernels.h).
 
 CC      ?= cc
 BUILD   ?= build
@@ -47,11 +48,17 @@ bench: $(BENCH_BIN)
 
 $(BUILD)/obj/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -mpopcnt -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -mpopcnt -mavx512f -mavx512bw -mavx512vl -mavx512dq -MMD -MP -c $< -o $@
+
+# AVX-512 with the VPOPCNTDQ and VNNI extensions (cpu.h VQ_CPU_AVX512_*)
+$(BUILD)/obj/%_avx512x.o: %_avx512x.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -mpopcnt -mavx512f -mavx512bw -mavx512vl -mavx512dq \
+	  -mavx512vpopcntdq -mavx512vnni -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -116,6 +123,9 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# The Python package and its pytest suite (`make test` runs test-python).
+include python/python.mk
 
 # The README's test command (what CI runs): the full suite, then the suite
 # under the sanitizers, then the shared-model threads test under TSan.

@@ -22,6 +22,7 @@
 #include "core/fp16.h"
 #include "model/forward.h"
 #include "model/kv_record.h"
+#include "real_model.h"
 #include "test.h"
 #include "veloxquant.h"
 
@@ -193,6 +194,15 @@ static int32_t *wiki_tokens(vq_model *m, int eval, size_t n, size_t *got)
 
 /* ---- fp16 config: the float runtime's tokens ----------------------------- */
 
+/* smollm2: where the fp16 cache and the float runtime part, the float
+ * runtime must see a near-tie (logits within this of each other): fp16
+ * storage of K/V moves the logits by up to a few tenths (test_kl), and the
+ * two paths sum attention in different orders (online softmax over pages
+ * vs one normalised pass). Measured: identical over 64 tokens with the AVX2
+ * kernels; with the AVX-512 ones they part at token 5, where the float
+ * runtime's top two logits are 0.085 apart. */
+#define FP16_NEAR_TIE 0.25
+
 static void fp16_tokens(vq_model *m, const char *name, int n_gen, tok_list *float_out)
 {
     const char *prompt = "The capital of France is";
@@ -231,17 +241,26 @@ static void fp16_tokens(vq_model *m, const char *name, int n_gen, tok_list *floa
     if (first_diff >= 0)
         printf("    first difference at generated token %d (gemma3-270m is sensitive: see test_kl's fp16 line)\n",
                first_diff);
-    if (strcmp(name, "smollm2-135m") == 0) /* measured: identical over 64 tokens */
-        CHECKF(first_diff < 0 && got.n == ref.n, "%s: fp16 cache tokens differ from the float runtime at %d", name,
-               first_diff);
+    if (first_diff >= 0) {
+        /* the float runtime teacher-forced on the cache's tokens: how far
+         * below its own argmax the cache's choice was where they part */
+        int flips = 0;
+        float margin = 0.0f;
+        vq_rt_golden_margins(m, prompt, got.tok, first_diff + 1, &flips, &margin);
+        printf("    the float runtime ranks the cache's token %d at %.4f below its argmax\n", first_diff,
+               (double)margin);
+        if (strcmp(name, "smollm2-135m") == 0)
+            CHECKF(margin <= FP16_NEAR_TIE, "%s: fp16 cache token %d is %.4f below the float runtime's argmax (> %g)",
+                   name, first_diff, (double)margin, FP16_NEAR_TIE);
+    }
 }
 
 static tok_list g_float_smol, g_float_gemma;
 
 static void test_fp16_tokens(void)
 {
-    /* smollm2: the fp16 config gives exactly the float runtime's tokens
-     * (checked). gemma3-270m: it does not -- half-precision K/V storage
+    /* smollm2: the fp16 config gives the float runtime's tokens up to a
+     * near-tie (FP16_NEAR_TIE, checked). gemma3-270m: it does not -- half-precision K/V storage
      * moves its logits by up to a few tenths (KL ~0.006 nats, test_kl) and
      * its greedy path flips at a near-tie a few tokens in (4 to 11,
      * depending on the float kernels' summation order); reported with the

@@ -5,6 +5,7 @@
  * must be the b-bit Lloyd-Max MSE of N(0,1)), the 4^-b slope, and the
  * unbiasedness of turboquant_prod's inner products (TurboQuant Thm. 2)
  * compared with the shrinkage bias of the MSE quantizer. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,8 +208,75 @@ static void test_prod_unbiased(void)
     CHECKF(mean[1] < truth * 0.8, "mse:bits=1 mean %.4f not shrunk vs %.4f", mean[1], truth);
 }
 
+/* turboquant_rvq:bits=1,qbits=B scores the same codes as the float query
+ * (qbits=0, same seed) up to the query's quantization: |error| <=
+ * norm * sum_d |y_hat_d| * delta/2, delta = (max - min of R q)/(2^B - 1);
+ * checked with the looser bound norm * sqrt(D) * max|y_hat| * range/2^B */
+static void test_rvq_popcount_query(void)
+{
+    static const int Ds[] = { 32, 64, 96, 128, 256 };
+    for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+        for (int qbits = 4; qbits <= 8; qbits += 4) {
+            const int D = Ds[id];
+            char spec[64];
+            snprintf(spec, sizeof spec, "turboquant_rvq:bits=1,qbits=%d", qbits);
+            vq_codec *f = NULL, *b = NULL;
+            CHECK_OK(vq_codec_create("turboquant_rvq:bits=1", D, VQ_ROLE_KEY, 5, &f));
+            CHECK_OK(vq_codec_create(spec, D, VQ_ROLE_KEY, 5, &b));
+            if (!f || !b) {
+                vq_codec_free(f), vq_codec_free(b);
+                continue;
+            }
+            CHECK(strcmp(vq_codec_spec(b), spec) == 0);
+            enum { N = 77, NQ = 3 };
+            vq_rng r;
+            vq_rng_seed(&r, (uint64_t)(D + qbits));
+            float *x = malloc(sizeof(float) * N * (size_t)D), q[NQ * 256];
+            uint8_t *codes = malloc(vq_codec_block_bytes(f) * N), *codes2 = malloc(vq_codec_block_bytes(b) * N);
+            uint8_t *qf = malloc(vq_codec_query_bytes(f) * NQ), *qb = malloc(vq_codec_query_bytes(b) * NQ);
+            float s1[N * NQ], s2[N * NQ];
+            for (size_t i = 0; i < N * (size_t)D; i++)
+                x[i] = vq_rng_normal(&r);
+            for (int i = 0; i < NQ * D; i++)
+                q[i] = vq_rng_normal(&r);
+            CHECK_OK(vq_codec_encode(f, x, N, codes));
+            CHECK_OK(vq_codec_encode(b, x, N, codes2));
+            CHECK(memcmp(codes, codes2, vq_codec_block_bytes(f) * N) == 0); /* same format */
+            for (int j = 0; j < NQ; j++) {
+                CHECK_OK(vq_codec_prepare_query(f, q + j * D, qf + (size_t)j * vq_codec_query_bytes(f)));
+                CHECK_OK(vq_codec_prepare_query(b, q + j * D, qb + (size_t)j * vq_codec_query_bytes(b)));
+            }
+            CHECK_OK(vq_codec_score(f, qf, NQ, codes, N, s1));
+            CHECK_OK(vq_codec_score(b, qb, NQ, codes, N, s2));
+            double worst = 0.0;
+            for (int j = 0; j < NQ; j++) {
+                const float *y = (const float *)(const void *)(qf + (size_t)j * vq_codec_query_bytes(f));
+                float lo = y[0], hi = y[0];
+                for (int d = 1; d < D; d++)
+                    lo = fminf(lo, y[d]), hi = fmaxf(hi, y[d]);
+                for (int i = 0; i < N; i++) {
+                    float xn = 0.0f;
+                    for (int d = 0; d < D; d++)
+                        xn += x[(size_t)i * D + d] * x[(size_t)i * D + d];
+                    /* |y_hat_d| < 1.5/sqrt(D) (stage-1 level 0.80, stage-2 far smaller) */
+                    double bound = sqrt(xn) * D * (1.5 / sqrt(D)) * (hi - lo) / ((1 << qbits) - 1) / 2 * 1.01 + 1e-5;
+                    double e = fabs((double)s1[j * N + i] - s2[j * N + i]);
+                    worst = fmax(worst, e / bound);
+                }
+            }
+            CHECKF(worst <= 1.0, "%s D=%d: error / bound %g", spec, D, worst);
+            free(x), free(codes), free(codes2), free(qf), free(qb);
+            vq_codec_free(f);
+            vq_codec_free(b);
+        }
+    vq_codec *c = NULL;
+    CHECK(vq_codec_create("turboquant_rvq:bits=2,qbits=8", 64, VQ_ROLE_KEY, 1, &c) == VQ_ERR_INVALID_ARG);
+    CHECK(vq_codec_create("turboquant_rvq:bits=1,qbits=2", 64, VQ_ROLE_KEY, 1, &c) == VQ_ERR_INVALID_ARG);
+}
+
 int main(void)
 {
+    RUN(test_rvq_popcount_query);
     RUN(test_lloyd_max_tables);
     RUN(test_rotation_orthonormal);
     RUN(test_mse_matches_lloyd_max);

@@ -2,9 +2,8 @@
  * covered exactly once, tids stay in range and no tid runs two chunks at
  * once, vq_pool_run calls every share once, many back-to-back jobs of
  * varying sizes (the decode pattern) complete, a pool that went to sleep
- * wakes up, and NULL / size-1 pools run inline. Also the attention row
- * kernels of ops.h: SIMD bit-identical to per-row calls of the scalar
- * reference's contract (same results as vq_vdot / vq_vaxpy per row). */
+ * wakes up, and NULL / size-1 pools run inline. (The attention row
+ * kernels are the kernel layer's: tests/test_kernels.c.) */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,53 +118,6 @@ static void test_run_shares(void)
     }
 }
 
-/* Row kernels: dispatched (AVX2 where present) equal per-row dispatched
- * vq_vdot / vq_vaxpy exactly, and the scalar references within float
- * rounding (1e-5 relative: sums of <= 256 products of values in [-1, 1]). */
-static void test_row_kernels(void)
-{
-    size_t dims[] = { 8, 13, 64, 72, 256 };
-    unsigned s = 7;
-    for (size_t di = 0; di < sizeof dims / sizeof *dims; di++) {
-        size_t d = dims[di], n = 37;
-        float *q = malloc(d * 4), *K = malloc(n * d * 4), *p = malloc(n * 4);
-        float *o1 = calloc(n + d, 4), *o2 = calloc(n + d, 4), *o3 = calloc(n + d, 4);
-        for (size_t i = 0; i < d; i++)
-            q[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 8388608.0f - 1.0f;
-        for (size_t i = 0; i < n * d; i++)
-            K[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 8388608.0f - 1.0f;
-        for (size_t i = 0; i < n; i++)
-            p[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 16777216.0f;
-        vq_vdot_rows(q, K, n, d, 0.125f, o1);
-        vq_vdot_rows_ref(q, K, n, d, 0.125f, o3);
-        int same = 1, near = 1;
-        for (size_t j = 0; j < n; j++) {
-            same &= o1[j] == 0.125f * vq_vdot(q, K + j * d, d);
-            near &= fabsf(o1[j] - o3[j]) <= 1e-5f * (1.0f + fabsf(o3[j]));
-        }
-        CHECKF(same, "vdot_rows d=%zu differs from per-row vq_vdot", d);
-        CHECKF(near, "vdot_rows d=%zu far from the reference", d);
-        memset(o1, 0, d * 4);
-        memset(o2, 0, d * 4);
-        memset(o3, 0, d * 4);
-        vq_vaxpy_rows(o1, p, K, n, d);
-        for (size_t j = 0; j < n; j++)
-            vq_vaxpy(o2, p[j], K + j * d, d);
-        vq_vaxpy_rows_ref(o3, p, K, n, d);
-        CHECKF(memcmp(o1, o2, d * 4) == 0, "vaxpy_rows d=%zu differs from per-row vq_vaxpy", d);
-        near = 1;
-        for (size_t i = 0; i < d; i++)
-            near &= fabsf(o1[i] - o3[i]) <= 1e-5f * (1.0f + fabsf(o3[i]));
-        CHECKF(near, "vaxpy_rows d=%zu far from the reference", d);
-        free(q);
-        free(K);
-        free(p);
-        free(o1);
-        free(o2);
-        free(o3);
-    }
-}
-
 /* RoPE in two steps equals vq_rope bit for bit. */
 static void test_rope_split(void)
 {
@@ -188,7 +140,6 @@ int main(void)
 {
     RUN(test_cover);
     RUN(test_run_shares);
-    RUN(test_row_kernels);
     RUN(test_rope_split);
     return vq_test_summary("pool");
 }

@@ -331,9 +331,11 @@ static void test_dot_all_variants(void)
 {
     vq_rng r;
     vq_rng_seed(&r, 13);
-    const size_t sizes[] = { 37, 256, 768, 4096 }; /* 37: float types' tail loops */
-    const unsigned isas[] = { 0, VQ_CPU_AVX2 };
-    const char *isa_names[] = { "scalar", "avx2" };
+    /* 37: float types' tail loops; 96, 160: odd block counts (the AVX-512
+     * kernels take blocks in pairs) */
+    const size_t sizes[] = { 37, 96, 160, 256, 768, 4096 };
+    const unsigned isas[] = { 0, VQ_CPU_AVX2, VQ_CPU_AVX512_VNNI };
+    const char *isa_names[] = { "scalar", "avx2", "avx512vnni" };
     size_t nmax = 4096;
     uint8_t *row = malloc(vq_wtype_row_bytes(VQ_W_F32, nmax));
     float *x = malloc(nmax * sizeof *x), *w = malloc(nmax * sizeof *w);
@@ -366,7 +368,7 @@ static void test_dot_all_variants(void)
                     }
                 }
                 double acc_tol = ACC_REL_TOL * (absprod + act_err) + 1e-12;
-                for (size_t v = 0; v < 2; v++) {
+                for (size_t v = 0; v < 3; v++) {
                     vq_dot_fn fn = vq_dot_variant(t, isas[v]);
                     if (!fn)
                         continue;

@@ -1,10 +1,464 @@
-/* cmd_bench.c -- `veloxquant bench`: not built yet (see the open issues). */
+/* cmd_bench.c -- `veloxquant bench attention|e2e`.
+ *
+ * bench attention: in one run, a streaming read bandwidth, then for every
+ * config and context length one decode step of attention over a cache of
+ * that many random tokens (1 layer, the given heads), and apart from it the
+ * key-scoring time alone (vq_codec_score over the same number of encoded
+ * keys). fp16 keys and values are always measured first, as the reference
+ * of the speed-ups. GB/s is over the cache's accounted K+V bytes (codes and
+ * all metadata); fraction_of_bandwidth compares it with the read bandwidth
+ * measured at the start of the run with the same thread count (a buffer
+ * larger than the L3 cache), fraction_of_cached_bandwidth with the read rate
+ * of a buffer of the fp16 cache's size at that context (the floor when the
+ * cache fits in the CPU's caches, as 16k tokens of 4 heads do in a large L3).
+ *
+ * bench e2e: cmd_bench_e2e.c. */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
 #include "cli.h"
+#include "eval_common.h"
+#include "veloxquant.h"
+
+#define MAX_CONFIGS 32
+#define MAX_CTX 16
+#define MAX_THREADS 64
+#define FILL_CHUNK 256
+
+int cmd_bench_e2e(int argc, char **argv);
+
+static void usage_attention(FILE *f)
+{
+    fprintf(f, "usage: veloxquant bench attention [options]\n"
+               "  --ctx LIST         context lengths, e.g. 4096,16384 (default 16384)\n"
+               "  --head-dim D       (default 128)\n"
+               "  --kv-heads H       (default 4)\n"
+               "  --q-heads Q        a multiple of H (default 4*H)\n"
+               "  --config \"keys=SPEC values=SPEC ...\"   a cache config (repeatable);\n"
+               "                     fp16 keys and values always run first\n"
+               "  --threads N        threads for attention and the bandwidth (default 1)\n"
+               "  --repeats R        timed repetitions, median reported (default 9)\n"
+               "  --json             one JSON object on stdout\n");
+}
+
+/* ---- key scoring alone ---------------------------------------------------- */
+
+typedef struct {
+    vq_codec *codec;
+    const uint8_t *codes; /* [heads][ctx] blocks */
+    size_t ctx, head_bytes;
+    int heads, g, D;
+    const float *q;    /* [heads*g][D] */
+    uint8_t *qbuf;     /* g * query_bytes */
+    float *scores;     /* g * FILL_CHUNK */
+    int h0, h1;        /* heads [h0, h1) */
+    size_t t0, t1;     /* tokens [t0, t1) of every head */
+    int failed;
+} score_job;
+
+static void *score_run(void *arg)
+{
+    score_job *J = arg;
+    size_t qb = vq_codec_query_bytes(J->codec), bpt = vq_codec_block_bytes(J->codec) / vq_codec_block_tokens(J->codec);
+    for (int h = J->h0; h < J->h1; h++) {
+        for (int j = 0; j < J->g; j++)
+            if (vq_codec_prepare_query(J->codec, J->q + ((size_t)h * (size_t)J->g + (size_t)j) * (size_t)J->D,
+                                       J->qbuf + (size_t)j * qb) != VQ_OK)
+                J->failed = 1;
+        const uint8_t *base = J->codes + (size_t)h * J->head_bytes;
+        for (size_t t = J->t0; t < J->t1; t += FILL_CHUNK) {
+            size_t n = J->t1 - t < FILL_CHUNK ? J->t1 - t : FILL_CHUNK;
+            if (vq_codec_score(J->codec, J->qbuf, J->g, base + t * bpt, n, J->scores) != VQ_OK)
+                J->failed = 1;
+        }
+    }
+    return NULL;
+}
+
+/* A codec for `spec` (calibrated on `calib` if it needs it) or NULL with a
+ * message on stderr. */
+static vq_codec *make_codec(const char *spec, int D, const float *calib, size_t n_calib)
+{
+    vq_codec *c = NULL;
+    if (vq_codec_create(spec, D, VQ_ROLE_KEY, 7, &c) != VQ_OK) {
+        cli_error("bench", "codec %s: %s", spec, vq_last_error());
+        return NULL;
+    }
+    if (vq_codec_needs_calibration(c) && !vq_codec_is_ready(c) && vq_codec_calibrate(c, calib, n_calib) != VQ_OK) {
+        cli_error("bench", "codec %s: calibration: %s", spec, vq_codec_error(c));
+        vq_codec_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Median seconds of scoring ctx keys per head for every head (g queries
+ * each) on n_threads threads; < 0 on failure. */
+static double time_scoring(const char *spec, int D, int heads, int g, size_t ctx, int n_threads, int repeats,
+                           const float *data, size_t n_data)
+{
+    vq_codec *cs[MAX_THREADS] = { 0 };
+    score_job jobs[MAX_THREADS];
+    double res = -1.0, *t = calloc((size_t)repeats, sizeof *t);
+    uint8_t *codes = NULL;
+    float *q = malloc((size_t)heads * (size_t)g * (size_t)D * sizeof *q);
+    for (int k = 0; k < n_threads; k++)
+        if (!(cs[k] = make_codec(spec, D, data, n_data)))
+            goto done;
+    size_t bt = vq_codec_block_tokens(cs[0]), bb = vq_codec_block_bytes(cs[0]);
+    size_t n = ctx / bt * bt, head_bytes = n / bt * bb;
+    codes = malloc((size_t)heads * head_bytes + 64);
+    if (!codes || !q || !t || n == 0) {
+        cli_error("bench", "out of memory for %zu scoring tokens", ctx);
+        goto done;
+    }
+    /* encode the data cyclically: every head gets n tokens */
+    for (int h = 0; h < heads; h++)
+        for (size_t i = 0; i < n; i += bt) {
+            size_t src = (i + (size_t)h * 977) % (n_data / bt * bt);
+            if (vq_codec_encode(cs[0], data + src * (size_t)D, bt, codes + (size_t)h * head_bytes + i / bt * bb) !=
+                VQ_OK) {
+                cli_error("bench", "codec %s: encode: %s", spec, vq_codec_error(cs[0]));
+                goto done;
+            }
+        }
+    for (size_t i = 0; i < (size_t)heads * (size_t)g * (size_t)D; i++)
+        q[i] = data[(i * 7919) % (n_data * (size_t)D)];
+    for (int k = 0; k < n_threads; k++) {
+        jobs[k] = (score_job){ cs[k], codes, n, head_bytes, heads, g, D, q, NULL, NULL, 0, 0, 0, 0, 0 };
+        jobs[k].qbuf = malloc((size_t)g * vq_codec_query_bytes(cs[k]) + 64);
+        jobs[k].scores = malloc((size_t)g * FILL_CHUNK * sizeof(float));
+        if (!jobs[k].qbuf || !jobs[k].scores) {
+            for (int j = 0; j <= k; j++)
+                free(jobs[j].qbuf), free(jobs[j].scores);
+            goto done;
+        }
+        /* threads split heads when there are enough, else the context */
+        if (heads >= n_threads) {
+            jobs[k].h0 = heads * k / n_threads;
+            jobs[k].h1 = heads * (k + 1) / n_threads;
+            jobs[k].t0 = 0;
+            jobs[k].t1 = n;
+        } else {
+            jobs[k].h0 = 0;
+            jobs[k].h1 = heads;
+            jobs[k].t0 = n / bt * (size_t)k / (size_t)n_threads * bt;
+            jobs[k].t1 = n / bt * (size_t)(k + 1) / (size_t)n_threads * bt;
+        }
+    }
+    int failed = 0;
+    for (int r = -1; r < repeats; r++) {
+        pthread_t th[MAX_THREADS];
+        int started[MAX_THREADS] = { 0 };
+        double t0 = bench_now();
+        for (int k = 1; k < n_threads; k++)
+            started[k] = pthread_create(&th[k], NULL, score_run, &jobs[k]) == 0;
+        score_run(&jobs[0]);
+        for (int k = 1; k < n_threads; k++) {
+            if (started[k])
+                pthread_join(th[k], NULL);
+            else
+                score_run(&jobs[k]);
+        }
+        if (r >= 0)
+            t[r] = bench_now() - t0;
+    }
+    for (int k = 0; k < n_threads; k++) {
+        failed |= jobs[k].failed;
+        free(jobs[k].qbuf);
+        free(jobs[k].scores);
+    }
+    if (failed)
+        cli_error("bench", "codec %s: scoring failed", spec);
+    else
+        res = bench_median(t, repeats);
+done:
+    for (int k = 0; k < n_threads; k++)
+        vq_codec_free(cs[k]);
+    free(codes);
+    free(q);
+    free(t);
+    return res;
+}
+
+/* ---- whole decode attention ----------------------------------------------- */
+
+/* Median seconds of one decode step of attention (1 query token) over a
+ * cache of ctx tokens; *bytes gets the cache's accounted K+V bytes.
+ * < 0 on failure. */
+static double time_attention(const char *cfg_text, int D, int kv, int qh, size_t ctx, int n_threads, int repeats,
+                             const float *data, size_t n_data, double *bytes)
+{
+    vq_cache_config *cfg = NULL;
+    vq_cache *c = NULL;
+    double res = -1.0, *t = calloc((size_t)repeats, sizeof *t);
+    float *kbuf = malloc((size_t)FILL_CHUNK * (size_t)kv * (size_t)D * sizeof(float));
+    float *vbuf = malloc((size_t)FILL_CHUNK * (size_t)kv * (size_t)D * sizeof(float));
+    float *q = malloc((size_t)qh * (size_t)D * sizeof(float)), *out = malloc((size_t)qh * (size_t)D * sizeof(float));
+    vq_cache_layer_shape ls = { kv, qh, D, 0, 0.0f };
+    vq_cache_shape sh = { 1, &ls, 0 };
+    if (!t || !kbuf || !vbuf || !q || !out) {
+        cli_error("bench", "out of memory");
+        goto done;
+    }
+    if (vq_cache_config_parse(cfg_text, &cfg) != VQ_OK || vq_cache_create(cfg, &sh, 1, &c) != VQ_OK) {
+        cli_error("bench", "config \"%s\": %s", cfg_text, vq_last_error());
+        goto done;
+    }
+    if (n_threads != 1 && vq_cache_set_n_threads(c, n_threads) != VQ_OK) {
+        cli_error("bench", "threads: %s", vq_cache_error(c));
+        goto done;
+    }
+    /* calibration (methods that need it) on the first tokens of the data */
+    size_t nc = n_data / (size_t)kv < 1024 ? n_data / (size_t)kv : 1024;
+    if (vq_cache_calibrate(c, 0, data, data, nc) != VQ_OK) {
+        cli_error("bench", "config \"%s\": calibration: %s", cfg_text, vq_cache_error(c));
+        goto done;
+    }
+    for (size_t p = 0; p <= ctx; p += FILL_CHUNK) {
+        size_t n = ctx + 1 - p < FILL_CHUNK ? ctx + 1 - p : FILL_CHUNK;
+        for (size_t i = 0; i < n * (size_t)kv * (size_t)D; i++) {
+            size_t off = ((p * (size_t)kv * (size_t)D) + i) % (n_data * (size_t)D);
+            kbuf[i] = data[off];
+            vbuf[i] = data[(off + 131 * (size_t)D) % (n_data * (size_t)D)];
+        }
+        if (vq_cache_append(c, 0, kbuf, vbuf, n, (int32_t)p) != VQ_OK) {
+            cli_error("bench", "config \"%s\": append: %s", cfg_text, vq_cache_error(c));
+            goto done;
+        }
+    }
+    /* the last append ended with the decode token: attend for it */
+    for (size_t i = 0; i < (size_t)qh * (size_t)D; i++)
+        q[i] = data[(i * 31 + 5) % (n_data * (size_t)D)];
+    vq_cache_usage u;
+    if (vq_cache_stats(c, -1, &u) != VQ_OK)
+        goto done;
+    *bytes = (double)(u.keys.accounted_bytes + u.values.accounted_bytes);
+    float scale = 1.0f / sqrtf((float)D);
+    for (int r = -1; r < repeats; r++) {
+        double t0 = bench_now();
+        if (vq_cache_attend(c, 0, q, 1, qh, scale, out) != VQ_OK) {
+            cli_error("bench", "config \"%s\": attend: %s", cfg_text, vq_cache_error(c));
+            goto done;
+        }
+        if (r >= 0)
+            t[r] = bench_now() - t0;
+    }
+    res = bench_median(t, repeats);
+done:
+    vq_cache_free(c);
+    vq_cache_config_free(cfg);
+    free(t), free(kbuf), free(vbuf), free(q), free(out);
+    return res;
+}
+
+/* the keys= and values= specs of a config text (defaults fp16) */
+static void config_specs(const char *text, char *keys, char *values, size_t cap)
+{
+    snprintf(keys, cap, "fp16");
+    snprintf(values, cap, "fp16");
+    vq_cache_config *cfg = NULL;
+    if (vq_cache_config_parse(text, &cfg) != VQ_OK)
+        return;
+    const char *s = vq_cache_config_str(cfg);
+    const char *k = strstr(s, "keys="), *v = strstr(s, "values=");
+    if (k)
+        snprintf(keys, cap, "%.*s", (int)strcspn(k + 5, " "), k + 5);
+    if (v)
+        snprintf(values, cap, "%.*s", (int)strcspn(v + 7, " "), v + 7);
+    vq_cache_config_free(cfg);
+}
+
+typedef struct {
+    const char *cfg;
+    char keys[256], values[256];
+    long ctx;
+    double ms, score_ms, bytes;
+    double cached_bw; /* read rate of a buffer of the fp16 cache's size */
+} att_result;
+
+static int cmd_bench_attention(int argc, char **argv)
+{
+    const char *configs[MAX_CONFIGS + 1];
+    int n_cfg = 0, D = 128, kv = 4, qh = 0, threads = 1, repeats = 9, json = 0, n_ctx = 1;
+    long ctxs[MAX_CTX] = { 16384 };
+    configs[n_cfg++] = "keys=fp16 values=fp16";
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long x;
+        char *end;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage_attention(stdout);
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+            continue;
+        }
+        if (!v) {
+            cli_error("bench", "%s needs a value", a);
+            usage_attention(stderr);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--ctx") == 0) {
+            if ((n_ctx = bench_parse_list(v, ctxs, MAX_CTX, 1L << 22)) < 0) {
+                cli_error("bench", "--ctx %s: want a list of token counts in 1..4194304, e.g. 4096,16384", v);
+                return 2;
+            }
+            continue;
+        } else if (strcmp(a, "--config") == 0) {
+            if (n_cfg > MAX_CONFIGS) {
+                cli_error("bench", "at most %d --config", MAX_CONFIGS);
+                return 2;
+            }
+            configs[n_cfg++] = v;
+            continue;
+        }
+        x = strtol(v, &end, 10);
+        if (*v == '\0' || *end != '\0') {
+            cli_error("bench", "%s %s: not an integer", a, v);
+            return 2;
+        }
+        if (strcmp(a, "--head-dim") == 0 && x >= 32 && x <= 256 && x % 32 == 0)
+            D = (int)x;
+        else if (strcmp(a, "--kv-heads") == 0 && x >= 1 && x <= 64)
+            kv = (int)x;
+        else if (strcmp(a, "--q-heads") == 0 && x >= 1 && x <= 256)
+            qh = (int)x;
+        else if (strcmp(a, "--threads") == 0 && x >= 1 && x <= MAX_THREADS)
+            threads = (int)x;
+        else if (strcmp(a, "--repeats") == 0 && x >= 1 && x <= 1000)
+            repeats = (int)x;
+        else {
+            cli_error("bench", "%s %s: unknown option or value out of range", a, v);
+            usage_attention(stderr);
+            return 2;
+        }
+    }
+    if (qh == 0)
+        qh = 4 * kv;
+    if (qh % kv != 0) {
+        cli_error("bench", "--q-heads %d is not a multiple of --kv-heads %d", qh, kv);
+        return 2;
+    }
+    for (int i = 1; i < n_cfg; i++) {
+        vq_cache_config *cfg = NULL;
+        if (vq_cache_config_parse(configs[i], &cfg) != VQ_OK) {
+            cli_error("bench", "--config \"%s\": %s", configs[i], vq_last_error());
+            return 2;
+        }
+        vq_cache_config_free(cfg);
+    }
+
+    /* random data: normal keys/values (Box-Muller on a fixed LCG) */
+    size_t n_data = 4096 * (size_t)kv;
+    float *data = malloc(n_data * (size_t)D * sizeof *data);
+    att_result *res = calloc((size_t)(n_cfg * n_ctx), sizeof *res);
+    if (!data || !res) {
+        cli_error("bench", "out of memory");
+        free(data), free(res);
+        return 1;
+    }
+    uint64_t s = 0x1234567ull;
+    for (size_t i = 0; i < n_data * (size_t)D; i += 2) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double u1 = ((double)(s >> 11) + 0.5) / 9007199254740992.0;
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double u2 = (double)(s >> 11) / 9007199254740992.0;
+        double r = sqrt(-2.0 * log(u1));
+        data[i] = (float)(r * cos(6.283185307179586 * u2));
+        data[i + 1] = (float)(r * sin(6.283185307179586 * u2));
+    }
+
+    char cpu[256];
+    bench_cpu_name(cpu, sizeof cpu);
+    double bw = bench_read_bandwidth(threads);
+    if (!json) {
+        printf("decode attention, 1 layer: %d KV heads, %d query heads, head_dim %d, %d thread(s); CPU %s\n", kv, qh, D,
+               threads, cpu);
+        printf("streaming read bandwidth (this run, %d thread(s), buffer larger than the L3 cache): %.1f GB/s\n", threads,
+               bw);
+        printf("(\"of BW\": of that bandwidth; \"of cached\": of the read rate of a buffer the size of the fp16\n"
+               " cache at that context, measured in this run -- the floor when the cache fits in the CPU's caches)\n\n");
+        printf("%-58s %7s %9s %9s %8s %7s %7s %8s %9s %8s\n", "config", "ctx", "cache MB", "ms/token", "GB/s", "of BW",
+               "of cached", "vs fp16", "score ms", "vs fp16");
+    }
+    eval_progress pr;
+    eval_progress_start(&pr, "bench attention", "runs");
+    int rc = 0, done = 0;
+    for (int ci = 0; ci < n_ctx; ci++)
+        for (int k = 0; k < n_cfg; k++) {
+            att_result *r = &res[ci * n_cfg + k];
+            r->cfg = configs[k];
+            r->ctx = ctxs[ci];
+            config_specs(configs[k], r->keys, r->values, sizeof r->keys);
+            r->ms = 1e3 * time_attention(configs[k], D, kv, qh, (size_t)ctxs[ci], threads, repeats, data, n_data,
+                                         &r->bytes);
+            r->score_ms = 1e3 * time_scoring(r->keys, D, kv, qh / kv, (size_t)ctxs[ci], threads, repeats, data,
+                                             n_data);
+            if (r->ms < 0 || r->score_ms < 0)
+                rc = 1;
+            const att_result *f = &res[ci * n_cfg];
+            r->cached_bw = k == 0 ? (f->bytes > 0 ? bench_read_bandwidth_cached(threads, (size_t)f->bytes) : 0.0)
+                                  : f->cached_bw;
+            eval_progress_update(&pr, ++done, n_ctx * n_cfg);
+            if (!json && r->ms >= 0) {
+                double gbs = r->bytes / (r->ms * 1e-3) / 1e9;
+                printf("%-58s %7ld %9.2f %9.3f %8.2f %6.1f%% %6.1f%% %7.2fx %9.3f %7.2fx\n", r->cfg, r->ctx,
+                       r->bytes / 1e6, r->ms, gbs, 100.0 * gbs / bw, r->cached_bw > 0 ? 100.0 * gbs / r->cached_bw : 0.0,
+                       f->ms / r->ms, r->score_ms, r->score_ms > 0 ? f->score_ms / r->score_ms : 0.0);
+                fflush(stdout);
+            }
+        }
+    if (json) {
+        printf("{\n  \"schema\": \"veloxquant.bench-attention/1\",\n  \"cpu\": ");
+        bench_json_str(stdout, cpu);
+        printf(",\n  \"threads\": %d,\n  \"head_dim\": %d,\n  \"kv_heads\": %d,\n  \"q_heads\": %d,\n", threads, D, kv,
+               qh);
+        printf("  \"bandwidth_gbs\": %.3f,\n  \"results\": [", bw);
+        int first = 1;
+        for (int i = 0; i < n_cfg * n_ctx; i++) {
+            const att_result *r = &res[i], *f = &res[i / n_cfg * n_cfg];
+            if (r->ms < 0 || r->score_ms < 0)
+                continue;
+            double gbs = r->bytes / (r->ms * 1e-3) / 1e9;
+            printf("%s\n    {\"config\": ", first ? "" : ",");
+            bench_json_str(stdout, r->cfg);
+            printf(", \"keys\": ");
+            bench_json_str(stdout, r->keys);
+            printf(", \"values\": ");
+            bench_json_str(stdout, r->values);
+            printf(", \"ctx\": %ld, \"kv_bytes\": %.0f, \"ms_per_token\": %.5f, \"score_ms_per_token\": %.5f, "
+                   "\"gbs\": %.3f, \"fraction_of_bandwidth\": %.4f, \"cached_bandwidth_gbs\": %.3f, "
+                   "\"fraction_of_cached_bandwidth\": %.4f, \"speedup_vs_fp16\": %.4f, "
+                   "\"score_speedup_vs_fp16\": %.4f}",
+                   r->ctx, r->bytes, r->ms, r->score_ms, gbs, gbs / bw, r->cached_bw,
+                   r->cached_bw > 0 ? gbs / r->cached_bw : 0.0, f->ms / r->ms, f->score_ms / r->score_ms);
+            first = 0;
+        }
+        printf("\n  ]\n}\n");
+    }
+    free(data);
+    free(res);
+    return rc;
+}
 
 int cmd_bench(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    cli_error("bench", "not implemented yet");
-    return 2;
+    if (argc >= 2 && strcmp(argv[1], "attention") == 0)
+        return cmd_bench_attention(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "e2e") == 0)
+        return cmd_bench_e2e(argc - 2, argv + 2);
+    FILE *f = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? stdout : stderr;
+    if (f == stderr)
+        cli_error("bench", "%s", argc >= 2 ? "unknown subcommand (want attention or e2e)" : "missing subcommand");
+    fprintf(f, "usage: veloxquant bench attention [options]   decode attention speed per cache config\n"
+               "       veloxquant bench e2e --model M [options]  prefill/decode speed of a model per cache config\n"
+               "       (--help after the subcommand lists its options)\n");
+    return f == stderr ? 2 : 0;
 }

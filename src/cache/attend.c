@@ -81,6 +81,24 @@ typedef struct {
 static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *pos, const uint8_t *alive,
                         float *wrow, size_t wstride)
 {
+    /* common case: every slot live and visible to every query of the tile
+     * (positions increase, so the first and last slots decide) */
+    int all_live = 1;
+    for (size_t i = 0; alive && i < n && all_live; i++)
+        all_live = alive[i] != 0;
+    int32_t qlo = mc->qpos[0], qhi = mc->qpos[mc->nt - 1];
+    if (all_live && n > 0 && mc->softcap <= 0.0f && pos[n - 1] <= qlo &&
+        (mc->window == 0 || pos[0] > qhi - mc->window)) {
+        const float sc = mc->scale;
+        for (size_t j = 0; j < mc->g * mc->nt; j++) {
+            float *row = s + j * n;
+            for (size_t i = 0; i < n; i++)
+                row[i] *= sc;
+            if (wrow)
+                memcpy(wrow + j * wstride, row, n * sizeof *row);
+        }
+        return;
+    }
     for (size_t j = 0; j < mc->g * mc->nt; j++) {
         int32_t p = mc->qpos[j / mc->g];
         float *row = s + j * n;
@@ -366,7 +384,10 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
             for (size_t i = 0; i < vq_head_slots(&L->heads[h]); i++)
                 *vq_head_score(&L->heads[h], i) = 0.0f;
 
-    /* chunks per head: enough items for every worker, at most one per page */
+    /* chunks per head: n_workers of them, so that the nkv * n_workers items
+     * split evenly over the workers whatever nkv is (3 KV heads on 2
+     * threads would otherwise leave one thread idle a third of the time);
+     * at most one per page */
     size_t chunks = 1;
     if (c->n_workers > 1) {
         size_t maxp = 1;
@@ -374,7 +395,7 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
             size_t np = (L->heads[h].n_packed + L->page_tokens - 1) / L->page_tokens;
             maxp = np > maxp ? np : maxp;
         }
-        chunks = ((size_t)c->n_workers + nkv - 1) / nkv;
+        chunks = nkv % (size_t)c->n_workers == 0 ? 1 : (size_t)c->n_workers;
         chunks = chunks < maxp ? chunks : maxp;
     }
     for (size_t t0 = 0; t0 < n; t0 += VQ_CACHE_QUERY_TILE) {

@@ -190,6 +190,7 @@ struct vq_cache {
      * and partial results per work item (KV head x context chunk), sized
      * for the largest layer (threads.c) */
     struct vq_pool *threads;      /* borrowed thread pool, NULL = serial */
+    struct vq_pool *own_pool;     /* made by vq_cache_set_n_threads, or NULL */
     int n_workers;
     vq_attn_worker *workers;      /* [n_workers] */
     float *part;                  /* [part_items][part_stride] */

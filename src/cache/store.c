@@ -227,6 +227,7 @@ void vq_cache_free(vq_cache *c)
         return;
     vq_cache_reset(c);
     vq_cache_free_workers(c);
+    vq_pool_free(c->own_pool);
     for (int l = 0; c->layers && l < c->n_layers; l++) {
         vq_cache_layer *L = &c->layers[l];
         for (int h = 0; L->heads && h < L->shape.n_kv_heads; h++) {

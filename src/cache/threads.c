@@ -113,8 +113,8 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
         if (!W->qbuf || !W->qbuf2 || !W->qf || !W->sc)
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
     }
-    /* items per tile: n_kv heads x ceil(T / n_kv) chunks < n_kv + T */
-    c->part_items = nkv + (size_t)T;
+    /* items per tile: n_kv heads x (1 or T) chunks (attend.c) */
+    c->part_items = nkv * (size_t)T;
     c->part_stride = nq * (2 * asz + D + 2); /* m, l, acc, acc_res, acc_anchor */
     c->part = malloc(c->part_items * c->part_stride * sizeof(float));
     if (!c->part)
@@ -152,5 +152,26 @@ vq_status vq_cache_set_threads(vq_cache *c, struct vq_pool *pool)
         if (setup(c, NULL) != VQ_OK)
             vq_cache_free_workers(c);
     }
+    return st;
+}
+
+vq_status vq_cache_set_n_threads(vq_cache *c, int n_threads)
+{
+    if (!c)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_set_n_threads: cache is NULL");
+    vq_pool *p = NULL, *old = c->own_pool;
+    if (n_threads != 1) {
+        vq_status st = vq_pool_create(n_threads, &p);
+        if (st != VQ_OK)
+            return vq_fail(c->err, st, "vq_cache_set_n_threads: %s", vq_last_error());
+    }
+    vq_status st = vq_cache_set_threads(c, p);
+    /* keep the new pool only if the cache uses it (size 1 or a failed
+     * setup leave the cache serial) */
+    c->own_pool = c->threads == p ? p : NULL;
+    if (!c->own_pool)
+        vq_pool_free(p);
+    if (old && old != c->threads)
+        vq_pool_free(old);
     return st;
 }

@@ -19,6 +19,7 @@
 #include "codec/calib_set.h"
 #include "codec/codec.h"
 #include "codec/tiled.h"
+#include "kernels/kernels.h"
 #include "core/cpu.h"
 #include "core/crc32.h"
 #include "core/file.h"
@@ -192,7 +193,7 @@ vq_status vq_codec_score(vq_codec *c, const void *qbuf, int n_q,
     VQ_TRY(check_io(c, "vq_codec_score", qbuf, codes, n));
     if (n_q < 1 || (!scores && n))
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_codec_score: n_q=%d or scores NULL", n_q);
-    if (n && vq_codec_tiled_score_ok(c) && (vq_cpu_features() & VQ_CPU_AVX2))
+    if (n && vq_codec_tiled_score_ok(c) && vq_kernels_get()->simd)
         vq_codec_score_tiled(c, qbuf, n_q, codes, n, scores);
     else if (n)
         c->ops->score(c, qbuf, n_q, codes, n, scores);
@@ -205,7 +206,7 @@ vq_status vq_codec_accumulate(vq_codec *c, const float *w, int n_q,
     VQ_TRY(check_io(c, "vq_codec_accumulate", w, codes, n));
     if (n_q < 1 || !acc)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_codec_accumulate: n_q=%d or acc NULL", n_q);
-    if (n && vq_codec_tiled_accum_ok(c) && (vq_cpu_features() & VQ_CPU_AVX2))
+    if (n && vq_codec_tiled_accum_ok(c) && vq_kernels_get()->simd)
         vq_codec_accumulate_tiled(c, w, n_q, codes, n, acc);
     else if (n)
         c->ops->accumulate(c, w, n_q, codes, n, acc);

@@ -75,6 +75,8 @@ struct vq_codec {
     char canon[VQ_SPEC_MAX_LEN]; /* canonical spec */
     char err[VQ_ERRLEN];
     void *impl;           /* method-private state */
+    int score_own;        /* set by init: score with ops->score even when the
+                             method has a tiled path (a non-float query) */
     float *tile;          /* tiled path: tile_tokens x accum_size floats, or NULL */
     size_t tile_tokens;   /* a multiple of block_tokens */
 };

@@ -4,7 +4,7 @@
 
 #include "codec/codec.h"
 #include "core/fp16.h"
-#include "core/fp16_row.h"
+#include "kernels/kernels.h"
 
 static vq_status fp16_init(vq_codec *c, vq_spec *spec)
 {
@@ -39,10 +39,10 @@ static void fp16_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
         x[i] = ld16(src + 2 * i);
 }
 
-/* accum-domain vectors = the values themselves (F16C when the CPU has it) */
+/* accum-domain vectors = the values themselves (kernels.h fp16_row) */
 static void fp16_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
 {
-    vq_fp16_row(codes, out, n * (size_t)c->head_dim);
+    vq_kernels_get()->fp16_row(codes, out, n * (size_t)c->head_dim);
 }
 
 static void fp16_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)

@@ -43,7 +43,7 @@
 
 #include "codec/codec.h"
 #include "core/fp16.h"
-#include "core/fp16_row.h"
+#include "kernels/kernels.h"
 
 typedef struct {
     int bits;
@@ -232,27 +232,6 @@ static void kivi_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
     }
 }
 
-/* out[ch] = s[ch]*code_ch + m[ch] for channels [0, n) of one row of b-bit
- * codes (n a multiple of 4); the same float expression as kivi_decode */
-static inline void kivi_row_values(const uint8_t *row, int b, size_t n, const float *s, const float *m, float *out)
-{
-    if (b == 2) {
-        for (size_t ch = 0; ch < n; ch += 4) {
-            unsigned v = row[ch >> 2];
-            out[ch] = s[ch] * (float)(v & 3) + m[ch];
-            out[ch + 1] = s[ch + 1] * (float)((v >> 2) & 3) + m[ch + 1];
-            out[ch + 2] = s[ch + 2] * (float)((v >> 4) & 3) + m[ch + 2];
-            out[ch + 3] = s[ch + 3] * (float)(v >> 6) + m[ch + 3];
-        }
-    } else {
-        for (size_t ch = 0; ch < n; ch += 2) {
-            unsigned v = row[ch >> 1];
-            out[ch] = s[ch] * (float)(v & 15) + m[ch];
-            out[ch + 1] = s[ch + 1] * (float)(v >> 4) + m[ch + 1];
-        }
-    }
-}
-
 /* the tiled path's vectors (codec.h `values`): what kivi_decode computes,
  * with each block's fp16 scales and mins converted once */
 static void kivi_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
@@ -262,26 +241,23 @@ static void kivi_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
     const int b = st->bits;
     const size_t row = (size_t)b * D / 8;
     float *s = st->sm, *m = st->sm + D;
+    const vq_kernels *k = vq_kernels_get();
     if (c->role == VQ_ROLE_KEY) {
         for (size_t blk = 0; blk < n / G; blk++) {
             const uint8_t *in = codes + blk * c->block_bytes;
-            vq_fp16_row(in, s, D);
-            vq_fp16_row(in + 2 * D, m, D);
+            k->fp16_row(in, s, D);
+            k->fp16_row(in + 2 * D, m, D);
             for (size_t t = 0; t < G; t++)
-                kivi_row_values(in + 4 * D + t * row, b, D, s, m, out + (blk * G + t) * D);
+                k->kivi_row(in + 4 * D + t * row, b, D, s, m, out + (blk * G + t) * D);
         }
     } else {
         const size_t ng = D / G;
         for (size_t i = 0; i < n; i++) {
             const uint8_t *in = codes + i * c->block_bytes;
             float gs[16], gm[16]; /* ng = D/G <= 256/16 groups */
-            vq_fp16_row(in, gs, ng);
-            vq_fp16_row(in + 2 * ng, gm, ng);
-            for (size_t ch = 0; ch < D; ch++) { /* each channel takes its group's scale and min */
-                s[ch] = gs[ch / G];
-                m[ch] = gm[ch / G];
-            }
-            kivi_row_values(in + 4 * ng, b, D, s, m, out + i * D);
+            k->fp16_row(in, gs, ng);
+            k->fp16_row(in + 2 * ng, gm, ng);
+            k->kivi_group_row(in + 4 * ng, b, D, G, gs, gm, out + i * D);
         }
     }
 }

@@ -22,11 +22,10 @@
 #include <string.h>
 
 #include "codec/codec.h"
-#include "codec/qblock_values.h"
 #include "codec/rotation.h"
-#include "core/cpu.h"
 #include "core/fp16.h"
 #include "core/io.h"
+#include "kernels/kernels.h"
 
 #define QB 32
 
@@ -112,19 +111,14 @@ static void q4_block_encode(const float *x, uint8_t *dst)
     }
 }
 
-/* values of one block (scale applied) into out[32] */
+/* values of one block (scale applied) into out[32]: the kernel layer's
+ * scalar reference (kernels/qblock_values.h) */
 static void block_values(int bits, const uint8_t *b, float *out)
 {
-    float d = vq_fp16_to_fp32(vq_get_u16(b));
-    if (bits == 8) {
-        for (int i = 0; i < QB; i++)
-            out[i] = d * (float)(int8_t)b[2 + i];
-    } else {
-        for (int j = 0; j < QB / 2; j++) {
-            out[j] = d * (float)((b[2 + j] & 15) - 8);
-            out[j + QB / 2] = d * (float)((b[2 + j] >> 4) - 8);
-        }
-    }
+    if (bits == 8)
+        vq_q8_0_values_ref(b, 1, out);
+    else
+        vq_q4_0_values_ref(b, 1, out);
 }
 
 /* <y, block> for 32 query values y, from the integer codes */
@@ -228,29 +222,14 @@ static void qb_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
     }
 }
 
-void vq_q8_0_values_ref(const uint8_t *blk, size_t nblk, float *out)
-{
-    for (size_t k = 0; k < nblk; k++)
-        block_values(8, blk + k * block_size(8), out + k * QB);
-}
-
-void vq_q4_0_values_ref(const uint8_t *blk, size_t nblk, float *out)
-{
-    for (size_t k = 0; k < nblk; k++)
-        block_values(4, blk + k * block_size(4), out + k * QB);
-}
-
 /* accum-domain vectors: block values, still rotated when rot=1 (a token's
  * blocks are contiguous and tokens follow each other: one run of blocks) */
 static void qb_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
 {
     qblocks *q = c->impl;
     size_t nblk = n * (size_t)(c->head_dim / QB);
-    int simd = (vq_cpu_features() & VQ_CPU_AVX2) != 0;
-    if (q->bits == 8)
-        (simd ? vq_q8_0_values_avx2 : vq_q8_0_values_ref)(codes, nblk, out);
-    else
-        (simd ? vq_q4_0_values_avx2 : vq_q4_0_values_ref)(codes, nblk, out);
+    const vq_kernels *k = vq_kernels_get();
+    (q->bits == 8 ? k->q8_0_values : k->q4_0_values)(codes, nblk, out);
 }
 
 static void qb_finish(vq_codec *c, const float *acc, float *out)

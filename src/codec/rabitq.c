@@ -43,9 +43,11 @@
 
 #include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/qplanes.h"
 #include "codec/rotation.h"
 #include "core/fp16.h"
 #include "core/io.h"
+#include "kernels/kernels.h"
 
 #define RQ_GRID 64
 
@@ -80,7 +82,7 @@ static vq_status rq_init(vq_codec *c, vq_spec *spec)
     c->block_tokens = 1;
     c->block_bytes = 4 + (size_t)q->bits * D / 8;
     c->shared_bytes = vq_rot_shared_bytes(&q->r);
-    c->query_bytes = q->qbits ? 12 + (size_t)q->qbits * D / 8 : sizeof(float) * (size_t)D;
+    c->query_bytes = q->qbits ? vq_qplanes_bytes(D, q->qbits) : sizeof(float) * (size_t)D;
     c->accum_size = (size_t)D;
     snprintf(c->canon, sizeof c->canon, "rabitq:bits=%d,qbits=%d", q->bits, q->qbits);
     return VQ_OK;
@@ -216,43 +218,36 @@ static void rq_prepare_query(vq_codec *c, const float *qv, uint8_t *qbuf)
         memcpy(qbuf, y, sizeof(float) * (size_t)D);
         return;
     }
-    float lo = y[0], hi = y[0];
-    for (int d = 1; d < D; d++) {
-        lo = fminf(lo, y[d]);
-        hi = fmaxf(hi, y[d]);
-    }
-    const unsigned vmax = (1u << q->qbits) - 1u;
-    float delta = hi > lo ? (hi - lo) / (float)vmax : 1.0f;
-    memset(qbuf, 0, c->query_bytes);
-    uint8_t *planes = qbuf + 12;
-    unsigned long sum = 0;
-    for (int d = 0; d < D; d++) {
-        float v = roundf((y[d] - lo) / delta);
-        unsigned u = (unsigned)fminf((float)vmax, fmaxf(0.0f, v));
-        sum += u;
-        for (int j = 0; j < q->qbits; j++)
-            if (u >> j & 1)
-                planes[(size_t)j * D / 8 + (size_t)(d >> 3)] |= (uint8_t)(1u << (d & 7));
-    }
-    vq_put_f32(qbuf, lo);
-    vq_put_f32(qbuf + 4, delta);
-    vq_put_f32(qbuf + 8, (float)sum);
+    vq_qplanes_encode(y, D, q->qbits, qbuf);
 }
 
-/* <c, q'> for 1-bit codes and a quantized query, by popcount over 32-bit
- * words (D is a multiple of 32) */
-static float popcount_dot(const uint8_t *z, const uint8_t *qb, int qbits, int D)
+/* scores from the bit counts of kernels.h bitdot (qplanes.h), times the
+ * token's factor */
+static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
-    float lo = vq_get_f32(qb), delta = vq_get_f32(qb + 4), sumv = vq_get_f32(qb + 8);
-    const uint8_t *planes = qb + 12;
-    unsigned long pz = 0, acc = 0;
-    for (int w = 0; w < D / 32; w++) {
-        uint32_t zw = vq_get_u32(z + 4 * w);
-        pz += (unsigned long)__builtin_popcount(zw);
-        for (int j = 0; j < qbits; j++)
-            acc += (unsigned long)__builtin_popcount(zw & vq_get_u32(planes + (size_t)j * D / 8 + 4 * w)) << j;
+    enum { TOK = 64, QRY = 16 };
+    rabitq *q = c->impl;
+    const int D = c->head_dim;
+    const vq_kernels *k = vq_kernels_get();
+    uint32_t pz[TOK], pq[QRY * TOK];
+    float f[TOK];
+    for (size_t t0 = 0; t0 < n; t0 += TOK) {
+        size_t nt = n - t0 < TOK ? n - t0 : TOK;
+        for (size_t t = 0; t < nt; t++)
+            f[t] = block_factor(codes + (t0 + t) * c->block_bytes, sqrtf((float)D));
+        for (int j0 = 0; j0 < n_q; j0 += QRY) {
+            int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
+            const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
+            k->bitdot(codes + t0 * c->block_bytes + 4, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj,
+                      q->qbits, pz, pq);
+            for (int j = 0; j < nj; j++) {
+                const uint8_t *qb = qb0 + (size_t)j * c->query_bytes;
+                float *out = scores + (size_t)(j0 + j) * n + t0;
+                for (size_t t = 0; t < nt; t++)
+                    out[t] = f[t] * vq_qplanes_sign_dot(qb, D, pz[t], pq[(size_t)j * nt + t]);
+            }
+        }
     }
-    return 2.0f * (lo * (float)pz + delta * (float)acc) - ((float)D * lo + delta * sumv);
 }
 
 static void rq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
@@ -260,14 +255,12 @@ static void rq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
     rabitq *q = c->impl;
     const int D = c->head_dim;
     float *cv = q->c;
+    if (q->qbits) { /* bits == 1: ||c|| = sqrt(D) */
+        rq_score_bits(c, qbuf, n_q, codes, n, scores);
+        return;
+    }
     for (size_t t = 0; t < n; t++) {
         const uint8_t *blk = codes + t * c->block_bytes;
-        if (q->qbits) { /* bits == 1: ||c|| = sqrt(D) */
-            float f = block_factor(blk, sqrtf((float)D));
-            for (int j = 0; j < n_q; j++)
-                scores[(size_t)j * n + t] = f * popcount_dot(blk + 4, qbuf + (size_t)j * c->query_bytes, q->qbits, D);
-            continue;
-        }
         float f = block_factor(blk, block_codes(q, blk, D, cv));
         for (int j = 0; j < n_q; j++) {
             const float *y = (const float *)(const void *)(qbuf + (size_t)j * c->query_bytes);
@@ -296,6 +289,33 @@ static void rq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
     }
 }
 
+/* accum-domain vectors (rotated domain): f * c with c_d = 2 u_d - L, the
+ * vectors rq_accumulate adds (and rq_score's float estimator scores) */
+static void rq_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
+{
+    rabitq *q = c->impl;
+    const int D = c->head_dim, L = (1 << q->bits) - 1;
+    const vq_kernels *k = vq_kernels_get();
+    float lut[16];
+    for (int u = 0; u <= L; u++)
+        lut[u] = (float)(2 * u - L);
+    for (size_t t = 0; t < n; t++) {
+        const uint8_t *blk = codes + t * c->block_bytes;
+        float *o = out + t * (size_t)D;
+        if (q->bits == 1) {
+            k->lut_row(blk + 4, 1, (size_t)D, lut, block_factor(blk, sqrtf((float)D)), 0, o);
+            continue;
+        }
+        k->lut_row(blk + 4, q->bits, (size_t)D, lut, 1.0f, 0, o);
+        double cc = 0.0;
+        for (int d = 0; d < D; d++)
+            cc += (double)o[d] * o[d];
+        float f = block_factor(blk, (float)sqrt(cc));
+        for (int d = 0; d < D; d++)
+            o[d] *= f;
+    }
+}
+
 static void rq_finish(vq_codec *c, const float *acc, float *out)
 {
     rabitq *q = c->impl;
@@ -314,4 +334,5 @@ const vq_codec_ops vq_codec_rabitq_ops = {
     .score = rq_score,
     .accumulate = rq_accumulate,
     .accum_finish = rq_finish,
+    .values = rq_values,
 };

@@ -1,6 +1,6 @@
 /* tiled.c -- see tiled.h. */
 #include "codec/tiled.h"
-#include "codec/dense.h"
+#include "kernels/kernels.h"
 
 #define VQ_TILE_MIN 16 /* tokens: enough rows to amortise the tile's setup */
 
@@ -13,7 +13,7 @@ size_t vq_tile_tokens(size_t block_tokens)
 
 int vq_codec_tiled_score_ok(const vq_codec *c)
 {
-    return c->tile && c->ops->dot_query && c->query_bytes % sizeof(float) == 0 &&
+    return c->tile && c->ops->dot_query && !c->score_own && c->query_bytes % sizeof(float) == 0 &&
            c->query_bytes >= sizeof(float) * c->accum_size;
 }
 
@@ -23,19 +23,21 @@ void vq_codec_score_tiled(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
 {
     const size_t T = c->tile_tokens, E = c->accum_size, bpt = c->block_bytes / c->block_tokens;
     const float *q = (const float *)(const void *)qbuf;
+    const vq_kernels *k = vq_kernels_get();
     for (size_t i0 = 0; i0 < n; i0 += T) {
         size_t nt = n - i0 < T ? n - i0 : T;
         c->ops->values(c, codes + i0 * bpt, nt, c->tile);
-        vq_dense_dot(q, c->query_bytes / sizeof(float), n_q, c->tile, nt, E, scores + i0, n);
+        k->dense_dot(q, c->query_bytes / sizeof(float), n_q, c->tile, nt, E, scores + i0, n);
     }
 }
 
 void vq_codec_accumulate_tiled(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
 {
     const size_t T = c->tile_tokens, E = c->accum_size, bpt = c->block_bytes / c->block_tokens;
+    const vq_kernels *k = vq_kernels_get();
     for (size_t i0 = 0; i0 < n; i0 += T) {
         size_t nt = n - i0 < T ? n - i0 : T;
         c->ops->values(c, codes + i0 * bpt, nt, c->tile);
-        vq_dense_axpy(w + i0, n, n_q, c->tile, nt, E, acc, E);
+        k->dense_axpy(w + i0, n, n_q, c->tile, nt, E, acc, E);
     }
 }

@@ -5,14 +5,14 @@
  * accum-domain vectors in c->tile (allocated once at vq_codec_create: 16
  * tokens, or one KIVI key group, of accum_size floats), and the tile is
  * scored against all n_q queries, or
- * summed into the n_q accumulators, by the dense kernels (dense.h). The
+ * summed into the n_q accumulators, by the dense kernels (kernels/dense.h). The
  * whole cache is never decoded: each code is read once per call, as in the
  * methods' own kernels, which stay the scalar reference these are tested
  * against (tests/test_codec_tiled.c).
  *
  * vq_codec_score / vq_codec_accumulate (codec.c) take this path when the
- * codec has a tile and the CPU has AVX2 (so VQ_FORCE_ISA=scalar runs the
- * references). Arguments are checked by those wrappers. */
+ * codec has a tile and the kernel table in use is a SIMD one (so
+ * VQ_FORCE_ISA=scalar runs the references). Arguments are checked by those wrappers. */
 #ifndef VQ_CODEC_TILED_H
 #define VQ_CODEC_TILED_H
 

@@ -46,10 +46,12 @@
 #include "codec/bitstream.h"
 #include "codec/codec.h"
 #include "codec/lloyd_max.h"
+#include "codec/qplanes.h"
 #include "codec/rotation.h"
 #include "core/fp16.h"
 #include "core/io.h"
 #include "core/rng.h"
+#include "kernels/kernels.h"
 
 typedef enum { TQ_MSE, TQ_RVQ, TQ_PROD } tq_variant;
 
@@ -67,6 +69,7 @@ typedef struct {
     float *S;       /* prod: D x D, row-major */
     float *tmp;     /* D floats */
     float *tmp2;    /* D floats */
+    int qbits;      /* rvq, bits=1: query bit planes for popcount scores (0 = float query) */
 } tq;
 
 static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
@@ -75,12 +78,20 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     long bits;
     long lo = v == TQ_PROD ? 2 : 1, def = v == TQ_RVQ ? 1 : v == TQ_MSE ? 2 : 3;
     VQ_TRY(vq_spec_int(spec, "bits", def, lo, 4, &bits, c->err));
+    long qbits = 0;
+    if (v == TQ_RVQ) {
+        VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
+        if (qbits != 0 && (qbits < 4 || bits != 1))
+            return vq_fail(c->err, VQ_ERR_INVALID_ARG,
+                           "turboquant_rvq: parameter qbits=%ld unsupported (0, or 4..8 with bits=1)", qbits);
+    }
     tq *t = calloc(1, sizeof *t);
     if (!t)
         return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
     c->impl = t;
     t->v = v;
     t->bits = (int)bits;
+    t->qbits = (int)qbits;
     t->b1 = v == TQ_PROD ? t->bits - 1 : t->bits;
     t->tmp = calloc((size_t)D, sizeof(float));
     t->tmp2 = calloc((size_t)D, sizeof(float));
@@ -127,7 +138,13 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         c->query_bytes = 2 * sizeof(float) * (size_t)D; /* R q, then S R q */
         c->accum_size = 2 * (size_t)D;                  /* rotated, sketch */
     }
-    snprintf(c->canon, sizeof c->canon, "%s:bits=%d", c->ops->name, t->bits);
+    if (t->qbits) {
+        c->query_bytes = vq_qplanes_bytes(D, t->qbits);
+        c->score_own = 1;
+        snprintf(c->canon, sizeof c->canon, "%s:bits=%d,qbits=%d", c->ops->name, t->bits, t->qbits);
+    } else {
+        snprintf(c->canon, sizeof c->canon, "%s:bits=%d", c->ops->name, t->bits);
+    }
     return VQ_OK;
 }
 
@@ -245,6 +262,12 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 {
     tq *t = c->impl;
     const int D = c->head_dim;
+    if (t->qbits) { /* bit planes of R q (qplanes.h) */
+        memcpy(t->tmp, q, sizeof(float) * (size_t)D);
+        vq_rot_forward(&t->r, t->tmp);
+        vq_qplanes_encode(t->tmp, D, t->qbits, qbuf);
+        return;
+    }
     float *y = (float *)(void *)qbuf;
     memcpy(y, q, sizeof(float) * (size_t)D);
     vq_rot_forward(&t->r, y);
@@ -252,9 +275,46 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
         mat_vec(t->S, y, y + D, D);
 }
 
+/* rvq, bits=1, quantized query: both stages are sign codes with symmetric
+ * levels (c[0] = -c[1]), so <R q', y_hat> = c1[1] <q', s1> + c2[1] <q', s2>
+ * with each <q', s> from popcounts (kernels.h bitdot, qplanes.h) */
+static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
+{
+    enum { TOK = 64, QRY = 16 };
+    tq *t = c->impl;
+    const int D = c->head_dim;
+    const vq_kernels *k = vq_kernels_get();
+    uint32_t z1[TOK], z2[TOK], p1[QRY * TOK], p2[QRY * TOK];
+    float norm[TOK];
+    for (size_t t0 = 0; t0 < n; t0 += TOK) {
+        size_t nt = n - t0 < TOK ? n - t0 : TOK;
+        const uint8_t *blk0 = codes + t0 * c->block_bytes;
+        for (size_t i = 0; i < nt; i++)
+            norm[i] = vq_fp16_to_fp32(vq_get_u16(blk0 + i * c->block_bytes));
+        for (int j0 = 0; j0 < n_q; j0 += QRY) {
+            int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
+            const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
+            k->bitdot(blk0 + t->off1, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj, t->qbits, z1, p1);
+            k->bitdot(blk0 + t->off2, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj, t->qbits, z2, p2);
+            for (int j = 0; j < nj; j++) {
+                const uint8_t *qb = qb0 + (size_t)j * c->query_bytes;
+                const uint32_t *q1 = p1 + (size_t)j * nt, *q2 = p2 + (size_t)j * nt;
+                float *out = scores + (size_t)(j0 + j) * n + t0;
+                for (size_t i = 0; i < nt; i++)
+                    out[i] = norm[i] * (t->c1[1] * vq_qplanes_sign_dot(qb, D, z1[i], q1[i]) +
+                                        t->c2[1] * vq_qplanes_sign_dot(qb, D, z2[i], q2[i]));
+            }
+        }
+    }
+}
+
 static void tq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
     tq *t = c->impl;
+    if (t->qbits) {
+        tq_score_bits(c, qbuf, n_q, codes, n, scores);
+        return;
+    }
     const int D = c->head_dim;
     const size_t qstride = c->query_bytes / sizeof(float);
     const float *qs = (const float *)(const void *)qbuf;
@@ -306,21 +366,24 @@ static void tq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
 }
 
 /* accum-domain vectors: n * y_hat (rotated domain), and for turboquant_prod
- * n * qjl * gamma * z after it, matching the query layout [R q, S R q] */
+ * n * qjl * gamma * z after it, matching the query layout [R q, S R q];
+ * each stage's levels scaled by n (kernels.h lut_row: n*c1[i] + n*c2[j],
+ * which rounds differently from the reference's n*(c1[i] + c2[j])) */
 static void tq_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
 {
     tq *t = c->impl;
     const int D = c->head_dim;
+    const vq_kernels *k = vq_kernels_get();
     for (size_t i = 0; i < n; i++) {
         const uint8_t *blk = codes + i * c->block_bytes;
         float *o = out + i * c->accum_size, norm = vq_fp16_to_fp32(vq_get_u16(blk));
-        stage_values(t, blk, D, o);
-        for (int d = 0; d < D; d++)
-            o[d] *= norm;
+        k->lut_row(blk + t->off1, t->b1, (size_t)D, t->c1, norm, 0, o);
+        if (t->v == TQ_RVQ)
+            k->lut_row(blk + t->off2, t->bits, (size_t)D, t->c2, norm, 1, o);
         if (t->v == TQ_PROD) {
             float g = norm * t->qjl * vq_fp16_to_fp32(vq_get_u16(blk + 2));
-            for (int d = 0; d < D; d++)
-                o[D + d] = g * sign_bit(blk + t->off2, d);
+            const float pm[2] = { -1.0f, 1.0f };
+            k->lut_row(blk + t->off2, 1, (size_t)D, pm, g, 0, o + D);
         }
     }
 }

@@ -20,6 +20,7 @@ static unsigned detect(void)
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return 0;
     int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
+    int popcnt = (c >> 23) & 1;
     if (!osxsave || !avx)
         return 0;
     unsigned long long xcr0 = xgetbv0();
@@ -28,11 +29,16 @@ static unsigned detect(void)
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
         return 0;
     int avx2 = (b >> 5) & 1;
-    if (avx2 && fma && f16c)
+    if (avx2 && fma && f16c && popcnt)
         f |= VQ_CPU_AVX2;
     int avx512 = ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1);
-    if ((f & VQ_CPU_AVX2) && avx512 && (xcr0 & 0xe6) == 0xe6) /* opmask, ZMM */
+    if ((f & VQ_CPU_AVX2) && avx512 && (xcr0 & 0xe6) == 0xe6) { /* opmask, ZMM */
         f |= VQ_CPU_AVX512;
+        if ((c >> 14) & 1)
+            f |= VQ_CPU_AVX512_VPOPCNT;
+        if ((c >> 11) & 1)
+            f |= VQ_CPU_AVX512_VNNI;
+    }
     return f;
 }
 #else
@@ -52,6 +58,8 @@ unsigned vq_cpu_features(void)
                 f = 0;
             else if (strcmp(force, "avx2") == 0)
                 f &= VQ_CPU_AVX2;
+            else if (strcmp(force, "avx512f") == 0)
+                f &= VQ_CPU_AVX2 | VQ_CPU_AVX512;
         }
         features = f;
         detected = 1;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "model/kv_iface.h"
+#include "kernels/kernels.h"
 #include "model/ops.h"
 
 typedef struct {
@@ -71,6 +72,7 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
     size_t hd = (size_t)ls->head_dim, mt = (size_t)kv->shape.max_tokens;
     int nq = ls->n_q_heads, group = ls->n_q_heads / ls->n_kv_heads;
     float *s = f->scores + (size_t)tid * mt;
+    const vq_kernels *kern = vq_kernels_get();
     for (size_t it = b; it < e; it++) {
         int t = (int)(it / (size_t)nq), h = (int)(it % (size_t)nq), g = h / group;
         int p = j->pos0 + t;
@@ -79,7 +81,9 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
         const float *K = f->k[j->layer] + (size_t)g * mt * hd;
         const float *V = f->v[j->layer] + (size_t)g * mt * hd;
         size_t nk = (size_t)(p - lo + 1);
-        vq_vdot_rows(q, K + (size_t)lo * hd, nk, hd, ls->scale, s);
+        kern->dense_dot(q, hd, 1, K + (size_t)lo * hd, nk, hd, s, nk);
+        for (size_t pj = 0; pj < nk; pj++)
+            s[pj] *= ls->scale;
         if (ls->softcap > 0)
             for (size_t pj = 0; pj < nk; pj++)
                 s[pj] = ls->softcap * tanhf(s[pj] / ls->softcap);
@@ -96,7 +100,7 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
             s[pj] *= inv;
         float *o = j->out + it * hd;
         memset(o, 0, hd * sizeof(float));
-        vq_vaxpy_rows(o, s, V + (size_t)lo * hd, nk, hd);
+        kern->dense_axpy(s, nk, 1, V + (size_t)lo * hd, nk, hd, o, hd);
     }
 }
 

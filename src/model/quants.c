@@ -2,8 +2,9 @@
  * preparation, dot-product dispatch and the float64 reference (quants.h).
  *
  * Dispatch: the kernel for each type is chosen once (first use) from
- * vq_cpu_features(): the AVX2 kernel where one exists and the CPU has AVX2
- * (unless VQ_FORCE_ISA=scalar), else the scalar reference. The choice is a
+ * vq_cpu_features(): the AVX-512 VNNI kernel where one exists and the CPU
+ * has it, else the AVX2 kernel where one exists and the CPU has AVX2 (each
+ * capped by VQ_FORCE_ISA), else the scalar reference. The choice is a
  * table of function pointers filled under pthread_once, so concurrent first
  * calls from several threads are safe. */
 #include <pthread.h>
@@ -23,12 +24,19 @@ static void init_table(void)
     unsigned f = vq_cpu_features();
     for (int t = 0; t < N_WTYPES; t++) {
         vq_dot_kernel k = NULL;
-        if (f & VQ_CPU_AVX2)
+        vq_dot4_kernel k4 = NULL;
+        if (f & VQ_CPU_AVX512_VNNI) {
+            k = vq_dot_avx512x_kernel((vq_wtype)t);
+            k4 = vq_dot4_avx512x_kernel((vq_wtype)t);
+        }
+        if (!k && (f & VQ_CPU_AVX2)) {
             k = vq_dot_avx2_kernel((vq_wtype)t);
+            k4 = vq_dot4_avx2_kernel((vq_wtype)t);
+        }
         if (!k)
             k = vq_dot_scalar_kernel((vq_wtype)t);
         dot_table[t] = k;
-        dot4_table[t] = (f & VQ_CPU_AVX2) ? vq_dot4_avx2_kernel((vq_wtype)t) : NULL;
+        dot4_table[t] = k4;
     }
 }
 
@@ -40,6 +48,8 @@ vq_dot_fn vq_dot_variant(vq_wtype t, unsigned isa)
         return vq_dot_scalar_kernel(t);
     if (isa == VQ_CPU_AVX2 && (vq_cpu_features() & VQ_CPU_AVX2))
         return vq_dot_avx2_kernel(t);
+    if (isa == VQ_CPU_AVX512_VNNI && (vq_cpu_features() & VQ_CPU_AVX512_VNNI))
+        return vq_dot_avx512x_kernel(t);
     return NULL;
 }
 

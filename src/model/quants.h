@@ -60,7 +60,7 @@ void vq_dot_multi(vq_wtype t, const void *wrow, const void *act, size_t act_stri
                   size_t n, float *out);
 
 /* Test hook: the dot kernel of one variant (isa 0 = scalar reference,
- * VQ_CPU_AVX2 = AVX2), NULL if that variant does not exist for t or the CPU
+ * VQ_CPU_AVX2 = AVX2, VQ_CPU_AVX512_VNNI = AVX-512 VNNI), NULL if that variant does not exist for t or the CPU
  * (after VQ_FORCE_ISA) lacks it. Lets tests run every path in one process. */
 typedef float (*vq_dot_fn)(const void *wrow, const void *act, size_t n);
 vq_dot_fn vq_dot_variant(vq_wtype t, unsigned isa);

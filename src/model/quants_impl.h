@@ -89,5 +89,10 @@ vq_dot4_kernel vq_dot4_avx2_kernel(vq_wtype t);
 /* AVX2 kernels (quants_avx2.c); NULL where no AVX2 variant exists. Only
  * call what it returns after vq_cpu_features() reported AVX2. */
 vq_dot_kernel vq_dot_avx2_kernel(vq_wtype t);
+/* AVX-512 VNNI kernels (quants_avx512x.c) for the 32-element types; NULL
+ * for the others. Only call them after vq_cpu_features() reported
+ * VQ_CPU_AVX512_VNNI. */
+vq_dot_kernel vq_dot_avx512x_kernel(vq_wtype t);
+vq_dot4_kernel vq_dot4_avx512x_kernel(vq_wtype t);
 
 #endif

@@ -1,10 +1,10 @@
-/* dense_avx2.c -- AVX2/FMA twins of dense.h's kernels (E a multiple of 8;
- * the dispatcher checks). Compiled with -mavx2 -mfma. Each output is
+/* dense_avx2.c -- AVX2/FMA twins of dense.h's kernels (E not a multiple
+ * of 8 goes to the scalar reference). Compiled with -mavx2 -mfma. Each output is
  * computed the same way whatever the tile size or the number of queries,
  * so a batch of queries gets bit-identical results to one at a time. */
 #include <immintrin.h>
 
-#include "codec/dense.h"
+#include "kernels/dense.h"
 
 /* [sum(a0), sum(a1), sum(a2), sum(a3)] */
 static inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
@@ -16,6 +16,10 @@ static inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
 void vq_dense_dot_avx2(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
                        size_t sstride)
 {
+    if (E % 8) {
+        vq_dense_dot_ref(q, qstride, n_q, v, nt, E, s, sstride);
+        return;
+    }
     for (int j = 0; j < n_q; j++) {
         const float *qj = q + (size_t)j * qstride;
         float *sj = s + (size_t)j * sstride;
@@ -49,6 +53,10 @@ void vq_dense_dot_avx2(const float *q, size_t qstride, int n_q, const float *v, 
 void vq_dense_axpy_avx2(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
                         size_t astride)
 {
+    if (E % 8) {
+        vq_dense_axpy_ref(w, wstride, n_q, v, nt, E, acc, astride);
+        return;
+    }
     for (int j = 0; j < n_q; j++) {
         const float *wj = w + (size_t)j * wstride;
         float *a = acc + (size_t)j * astride;

@@ -2,7 +2,7 @@
  * -mavx2 -mf16c; called only after run-time dispatch). */
 #include <immintrin.h>
 
-#include "codec/qblock_values.h"
+#include "kernels/qblock_values.h"
 #include "core/fp16.h"
 
 static inline __m256 scale_of(const uint8_t *b)

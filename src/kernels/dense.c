@@ -1,6 +1,5 @@
-/* dense.c -- scalar references of dense.h and the run-time dispatch. */
-#include "codec/dense.h"
-#include "core/cpu.h"
+/* dense.c -- scalar references of dense.h. */
+#include "kernels/dense.h"
 
 void vq_dense_dot_ref(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
                       size_t sstride)
@@ -29,22 +28,4 @@ void vq_dense_axpy_ref(const float *w, size_t wstride, int n_q, const float *v, 
                 a[e] += wi * vi[e];
         }
     }
-}
-
-void vq_dense_dot(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
-                  size_t sstride)
-{
-    if ((vq_cpu_features() & VQ_CPU_AVX2) && E % 8 == 0)
-        vq_dense_dot_avx2(q, qstride, n_q, v, nt, E, s, sstride);
-    else
-        vq_dense_dot_ref(q, qstride, n_q, v, nt, E, s, sstride);
-}
-
-void vq_dense_axpy(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
-                   size_t astride)
-{
-    if ((vq_cpu_features() & VQ_CPU_AVX2) && E % 8 == 0)
-        vq_dense_axpy_avx2(w, wstride, n_q, v, nt, E, acc, astride);
-    else
-        vq_dense_axpy_ref(w, wstride, n_q, v, nt, E, acc, astride);
 }

@@ -1,0 +1,38 @@
+/* qplanes.h -- a query quantized to bit planes, for scores against 1-bit
+ * codes by popcount (kernels.h bitdot), as RaBitQ does.
+ *
+ * y (D floats, D a multiple of 32) is quantized uniformly to qbits (1..8)
+ * bits: y_d ~= lo + delta * v_d with v_d = round((y_d - lo)/delta) clamped
+ * to [0, 2^qbits - 1], lo = min y, delta = (max y - lo)/(2^qbits - 1) (1 if
+ * all equal). Layout (vq_qplanes_bytes(D, qbits) bytes):
+ *   f32 lo | f32 delta | f32 sum_d v_d | qbits planes of D/8 bytes, bit d
+ *   of plane j (LSB first) = bit j of v_d.
+ * For sign bits z (1 = +1, 0 = -1), <y', s> = 2 <y', z> - sum y' with
+ *   <y', z> = lo |z| + delta sum_j 2^j popcount(z & plane_j)
+ *   sum y'  = D lo + delta sum v.
+ * (Deterministic rounding: the query error is a fixed perturbation of at
+ * most delta/2 per coordinate.) */
+#ifndef VQ_CODEC_QPLANES_H
+#define VQ_CODEC_QPLANES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline size_t vq_qplanes_bytes(int D, int qbits) { return 12 + (size_t)qbits * (size_t)D / 8; }
+
+void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf);
+
+/* <y', s> for sign bits with popcount |z| = pz and pq = sum_j 2^j
+ * popcount(z & plane_j) (kernels.h bitdot), from the header of qbuf
+ * (inline: callers loop over tokens with it) */
+static inline float vq_qplanes_sign_dot(const uint8_t *qbuf, int D, uint32_t pz, uint32_t pq)
+{
+    float lo, delta, sumv;
+    memcpy(&lo, qbuf, 4);
+    memcpy(&delta, qbuf + 4, 4);
+    memcpy(&sumv, qbuf + 8, 4);
+    return 2.0f * (lo * (float)pz + delta * (float)pq) - ((float)D * lo + delta * sumv);
+}
+
+#endif

@@ -1,0 +1,157 @@
+/* dense_avx512.c -- AVX-512 twins of dense.h's kernels (E not a multiple
+ * of 16 goes to the AVX2 twin). Compiled with -mavx512f/bw/vl/dq.
+ *
+ * dot: eight vectors share each load of a query, two queries at a time
+ * (16 accumulators); the eight sums are folded 512 -> 256 bits and
+ * reduced by one transpose-add tree, the same for every lane, so a score
+ * does not depend on its place in the tile or on the other queries.
+ * axpy: up to four queries share each load of a vector; each accumulator
+ * element adds w_i * v_i[e] over i in order with one FMA per token, as the
+ * AVX2 twin does (bit-identical to it). */
+#include <immintrin.h>
+
+#include "kernels/dense.h"
+
+static inline __m256 fold(__m512 a)
+{
+    return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+}
+
+/* [sum(a0), ..., sum(a7)] of eight 16-float accumulators */
+static inline __m256 hsum8(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __m512 a4, __m512 a5, __m512 a6, __m512 a7)
+{
+    __m256 t0 = _mm256_hadd_ps(fold(a0), fold(a1)), t1 = _mm256_hadd_ps(fold(a2), fold(a3));
+    __m256 t2 = _mm256_hadd_ps(fold(a4), fold(a5)), t3 = _mm256_hadd_ps(fold(a6), fold(a7));
+    __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+static inline void store_scores(float *s, size_t i, size_t nt, __m256 r)
+{
+    if (i + 8 <= nt) {
+        _mm256_storeu_ps(s + i, r);
+    } else {
+        float t[8];
+        _mm256_storeu_ps(t, r);
+        for (size_t k = 0; i + k < nt; k++)
+            s[i + k] = t[k];
+    }
+}
+
+/* the eight rows of group i (past the end: the last row again) */
+static inline void rows8(const float *v, size_t i, size_t nt, size_t E, const float *r[8])
+{
+    for (size_t k = 0; k < 8; k++)
+        r[k] = v + (i + k < nt ? i + k : nt - 1) * E;
+}
+
+void vq_dense_dot_avx512(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
+                         size_t sstride)
+{
+    if (E % 16) {
+        vq_dense_dot_avx2(q, qstride, n_q, v, nt, E, s, sstride);
+        return;
+    }
+    int j = 0;
+    for (; j + 2 <= n_q; j += 2) {
+        const float *qa = q + (size_t)j * qstride, *qb = qa + qstride;
+        for (size_t i = 0; i < nt; i += 8) {
+            const float *r[8];
+            rows8(v, i, nt, E, r);
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+            __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+            for (size_t e = 0; e < E; e += 16) {
+                __m512 x = _mm512_loadu_ps(qa + e), y = _mm512_loadu_ps(qb + e), t;
+                t = _mm512_loadu_ps(r[0] + e), a0 = _mm512_fmadd_ps(x, t, a0), b0 = _mm512_fmadd_ps(y, t, b0);
+                t = _mm512_loadu_ps(r[1] + e), a1 = _mm512_fmadd_ps(x, t, a1), b1 = _mm512_fmadd_ps(y, t, b1);
+                t = _mm512_loadu_ps(r[2] + e), a2 = _mm512_fmadd_ps(x, t, a2), b2 = _mm512_fmadd_ps(y, t, b2);
+                t = _mm512_loadu_ps(r[3] + e), a3 = _mm512_fmadd_ps(x, t, a3), b3 = _mm512_fmadd_ps(y, t, b3);
+                t = _mm512_loadu_ps(r[4] + e), a4 = _mm512_fmadd_ps(x, t, a4), b4 = _mm512_fmadd_ps(y, t, b4);
+                t = _mm512_loadu_ps(r[5] + e), a5 = _mm512_fmadd_ps(x, t, a5), b5 = _mm512_fmadd_ps(y, t, b5);
+                t = _mm512_loadu_ps(r[6] + e), a6 = _mm512_fmadd_ps(x, t, a6), b6 = _mm512_fmadd_ps(y, t, b6);
+                t = _mm512_loadu_ps(r[7] + e), a7 = _mm512_fmadd_ps(x, t, a7), b7 = _mm512_fmadd_ps(y, t, b7);
+            }
+            store_scores(s + (size_t)j * sstride, i, nt, hsum8(a0, a1, a2, a3, a4, a5, a6, a7));
+            store_scores(s + (size_t)(j + 1) * sstride, i, nt, hsum8(b0, b1, b2, b3, b4, b5, b6, b7));
+        }
+    }
+    for (; j < n_q; j++) {
+        const float *qa = q + (size_t)j * qstride;
+        for (size_t i = 0; i < nt; i += 8) {
+            const float *r[8];
+            rows8(v, i, nt, E, r);
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+            for (size_t e = 0; e < E; e += 16) {
+                __m512 x = _mm512_loadu_ps(qa + e);
+                a0 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[0] + e), a0);
+                a1 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[1] + e), a1);
+                a2 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[2] + e), a2);
+                a3 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[3] + e), a3);
+                a4 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[4] + e), a4);
+                a5 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[5] + e), a5);
+                a6 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[6] + e), a6);
+                a7 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[7] + e), a7);
+            }
+            store_scores(s + (size_t)j * sstride, i, nt, hsum8(a0, a1, a2, a3, a4, a5, a6, a7));
+        }
+    }
+}
+
+/* acc rows j0..j0+NQ-1 (NQ in 1..4), columns [e, e+16*W) with W in 1..4 */
+#define AXPY_BLOCK(NQ, W)                                                                                     \
+    do {                                                                                                      \
+        __m512 A[4][4];                                                                                       \
+        _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++)                                               \
+            _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                           \
+                A[jj][ww] = _mm512_loadu_ps(acc + (size_t)(j0 + jj) * astride + e + 16 * (size_t)ww);          \
+        for (size_t i = 0; i < nt; i++) {                                                                     \
+            __m512 V[4];                                                                                      \
+            _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                           \
+                V[ww] = _mm512_loadu_ps(v + i * E + e + 16 * (size_t)ww);                                     \
+            _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++) {                                        \
+                __m512 x = _mm512_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);                                \
+                _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                       \
+                    A[jj][ww] = _mm512_fmadd_ps(x, V[ww], A[jj][ww]);                                         \
+            }                                                                                                 \
+        }                                                                                                     \
+        _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++)                                               \
+            _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                           \
+                _mm512_storeu_ps(acc + (size_t)(j0 + jj) * astride + e + 16 * (size_t)ww, A[jj][ww]);          \
+    } while (0)
+
+void vq_dense_axpy_avx512(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
+                          size_t astride)
+{
+    if (E % 16) {
+        vq_dense_axpy_avx2(w, wstride, n_q, v, nt, E, acc, astride);
+        return;
+    }
+    for (int j0 = 0; j0 < n_q; j0 += 4) {
+        int nq = n_q - j0 < 4 ? n_q - j0 : 4;
+        for (size_t e = 0; e < E;) {
+            size_t left = (E - e) / 16;
+            if (nq == 4 && left >= 4) {
+                AXPY_BLOCK(4, 4);
+                e += 64;
+            } else if (nq == 4 && left >= 2) {
+                AXPY_BLOCK(4, 2);
+                e += 32;
+            } else if (nq == 4) {
+                AXPY_BLOCK(4, 1);
+                e += 16;
+            } else if (nq == 3) {
+                AXPY_BLOCK(3, 1);
+                e += 16;
+            } else if (nq == 2) {
+                AXPY_BLOCK(2, 1);
+                e += 16;
+            } else if (left >= 4) {
+                AXPY_BLOCK(1, 4);
+                e += 64;
+            } else {
+                AXPY_BLOCK(1, 1);
+                e += 16;
+            }
+        }
+    }
+}

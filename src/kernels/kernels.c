@@ -1,0 +1,96 @@
+/* kernels.c -- the kernel tables and their one-time choice (kernels.h). */
+#include "kernels/kernels.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/fp16_row.h"
+
+static const vq_kernels k_ref = {
+    .isa = "scalar",
+    .simd = 0,
+    .dense_dot = vq_dense_dot_ref,
+    .dense_axpy = vq_dense_axpy_ref,
+    .fp16_row = vq_fp16_row_ref,
+    .q8_0_values = vq_q8_0_values_ref,
+    .q4_0_values = vq_q4_0_values_ref,
+    .lut_row = vq_lut_row_ref,
+    .kivi_row = vq_kivi_row_ref,
+    .kivi_group_row = vq_kivi_group_row_ref,
+    .bitdot = vq_bitdot_ref,
+};
+
+#if defined(__x86_64__) || defined(__i386__)
+static const vq_kernels k_avx2 = {
+    .isa = "avx2",
+    .simd = 1,
+    .dense_dot = vq_dense_dot_avx2,
+    .dense_axpy = vq_dense_axpy_avx2,
+    .fp16_row = vq_fp16_row_f16c,
+    .q8_0_values = vq_q8_0_values_avx2,
+    .q4_0_values = vq_q4_0_values_avx2,
+    .lut_row = vq_lut_row_ref,
+    .kivi_row = vq_kivi_row_ref,
+    .kivi_group_row = vq_kivi_group_row_ref,
+    .bitdot = vq_bitdot_avx2,
+};
+
+/* entries that need VPOPCNTDQ / VNNI are filled in by avx512_table() */
+static vq_kernels k_avx512 = {
+    .isa = "avx512",
+    .simd = 1,
+    .dense_dot = vq_dense_dot_avx512,
+    .dense_axpy = vq_dense_axpy_avx512,
+    .fp16_row = vq_fp16_row_avx512,
+    .q8_0_values = vq_q8_0_values_avx512,
+    .q4_0_values = vq_q4_0_values_avx512,
+    .lut_row = vq_lut_row_avx512,
+    .kivi_row = vq_kivi_row_avx512,
+    .kivi_group_row = vq_kivi_group_row_avx512,
+    .bitdot = vq_bitdot_avx2,
+};
+
+static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
+
+static void avx512_fill(void)
+{
+    if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
+        k_avx512.bitdot = vq_bitdot_avx512x;
+}
+#endif
+
+const vq_kernels *vq_kernels_variant(const char *isa)
+{
+    unsigned f = vq_cpu_features();
+    if (!isa || strcmp(isa, "scalar") == 0)
+        return &k_ref;
+#if defined(__x86_64__) || defined(__i386__)
+    if (strcmp(isa, "avx2") == 0 && (f & VQ_CPU_AVX2))
+        return &k_avx2;
+    if (strcmp(isa, "avx512") == 0 && (f & VQ_CPU_AVX512)) {
+        pthread_once(&avx512_once, avx512_fill);
+        return &k_avx512;
+    }
+#else
+    (void)f;
+#endif
+    return NULL;
+}
+
+static const vq_kernels *chosen;
+static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
+
+static void choose(void)
+{
+    const vq_kernels *k = vq_kernels_variant("avx512");
+    if (!k)
+        k = vq_kernels_variant("avx2");
+    chosen = k ? k : &k_ref;
+}
+
+const vq_kernels *vq_kernels_get(void)
+{
+    pthread_once(&chosen_once, choose);
+    return chosen;
+}

@@ -1,0 +1,85 @@
+/* kernels.h -- the CPU kernel layer below the codecs: one table of
+ * function pointers per instruction set, chosen once.
+ *
+ * Every entry has a scalar reference (the `ref` table) that the SIMD
+ * variants are tested against (tests/test_kernels.c). vq_kernels() returns
+ * the best table the CPU supports -- AVX-512 (F/BW/VL/DQ; entries that need
+ * VPOPCNTDQ or VNNI only when the CPU has them), else AVX2 (with FMA, F16C
+ * and POPCNT), else scalar -- decided at the first call (thread-safe)
+ * and capped by VQ_FORCE_ISA=scalar|avx2|avx512 (core/cpu.h). A SIMD
+ * table fills the entries it has no twin for with the next lower
+ * variant's. Call sites never test CPU features themselves.
+ *
+ * Contracts of the entries (all pointers non-NULL, no allocation, inputs
+ * need no alignment):
+ *   dense_dot, dense_axpy: kernels/dense.h.
+ *   fp16_row(src, dst, n): dst[i] = the IEEE half at src + 2i (LE).
+ *   q8_0_values, q4_0_values: kernels/qblock_values.h.
+ *   lut_row(codes, bits, n, lut, scale, add, out): for the n codes of
+ *       `bits` bits (1..4) packed LSB first from codes[0] bit 0
+ *       (codec/bitstream.h order), out[i] = (add ? out[i] : 0) +
+ *       scale * lut[code_i]; n a multiple of 16; lut holds 2^bits floats.
+ *   kivi_row(row, bits, n, s, m, out): out[i] = s[i]*code_i + m[i] (one
+ *       multiply, then one add, as the reference) for n codes of bits 2 or 4
+ *       packed LSB first; n a multiple of 16.
+ *   kivi_group_row(row, bits, n, group, gs, gm, out): the same with one
+ *       scale and min per group of `group` channels (a multiple of 16
+ *       dividing n): s[i] = gs[i / group], m[i] = gm[i / group].
+ *   bitdot(codes, stride, n, D, planes, qstride, n_q, qbits, pz, pq): for
+ *       n tokens whose D bits (D a multiple of 32) start at codes + i*stride,
+ *       pz[i] = popcount(z_i) and, for n_q queries whose qbits bit planes of
+ *       D/8 bytes start at planes + j*qstride,
+ *       pq[j*n + i] = sum_p 2^p popcount(z_i & plane_jp) (the integer dot
+ *       of the bits with the query's integer levels, RaBitQ's estimator). */
+#ifndef VQ_KERNELS_KERNELS_H
+#define VQ_KERNELS_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/dense.h"
+#include "kernels/qblock_values.h"
+
+typedef struct vq_kernels {
+    const char *isa; /* "scalar", "avx2", "avx512" */
+    int simd;        /* 0 for the scalar references */
+    void (*dense_dot)(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
+                      size_t sstride);
+    void (*dense_axpy)(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
+                       size_t astride);
+    void (*fp16_row)(const uint8_t *src, float *dst, size_t n);
+    void (*q8_0_values)(const uint8_t *blk, size_t nblk, float *out);
+    void (*q4_0_values)(const uint8_t *blk, size_t nblk, float *out);
+    void (*lut_row)(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
+    void (*kivi_row)(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
+    void (*kivi_group_row)(const uint8_t *row, int bits, size_t n, size_t group, const float *gs, const float *gm,
+                           float *out);
+    void (*bitdot)(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
+                   int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+} vq_kernels;
+
+/* The table in use (see above). */
+const vq_kernels *vq_kernels_get(void);
+/* A given variant, or NULL when this CPU (or VQ_FORCE_ISA) rules it out;
+ * "scalar" is always available. For tests and benchmarks. */
+const vq_kernels *vq_kernels_variant(const char *isa);
+
+/* ---- the variants (one file each; *_avx2.c / *_avx512.c are compiled with
+ * those instruction sets and only reached through the tables) ---------- */
+void vq_lut_row_ref(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
+void vq_lut_row_avx512(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
+void vq_kivi_row_ref(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
+void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
+void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group, const float *gs, const float *gm,
+                           float *out);
+void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const float *gs, const float *gm,
+                              float *out);
+void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
+void vq_bitdot_ref(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
+                   int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+void vq_bitdot_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
+                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+void vq_bitdot_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes,
+                       size_t qstride, int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+
+#endif

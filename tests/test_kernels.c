@@ -1,0 +1,229 @@
+/* test_kernels.c -- every SIMD kernel table (kernels.h) against the scalar
+ * references, on fresh random data with odd sizes, partial tiles and
+ * unaligned pointers:
+ *   dense dot/axpy: relative error <= 2e-6 of the largest output (float
+ *     sums in another order); dot batch-invariant (a score is the same
+ *     bits whatever the tile size and the other queries); AVX2 and AVX-512
+ *     axpy bit-identical;
+ *   fp16 rows (all 65536 halves), q8_0/q4_0 block values, lut rows (bits
+ *     1..4, with and without add), kivi rows (bits 2, 4): bit-identical,
+ *     except that a signalling NaN half comes out quiet;
+ *   bitdot (popcounts): equal integers (the AVX2 table holds the POPCNT
+ *     twin, the AVX-512 table the VPOPCNTDQ one when the CPU has it). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "kernels/kernels.h"
+#include "test.h"
+
+#define DENSE_TOL 2e-6
+
+static void fill(float *x, size_t n, uint64_t seed)
+{
+    vq_rng r;
+    vq_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++)
+        x[i] = vq_rng_normal(&r);
+}
+
+static void fill_bytes(uint8_t *x, size_t n, uint64_t seed)
+{
+    vq_rng r;
+    vq_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (uint8_t)(vq_rng_next(&r) >> 56);
+}
+
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+    double d = 0.0, m = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs((double)b[i]));
+    }
+    return d / m;
+}
+
+static int same_bits(const float *a, const float *b, size_t n)
+{
+    return memcmp(a, b, n * sizeof *a) == 0;
+}
+
+static void test_dense(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Es[] = { 8, 24, 32, 48, 64, 72, 128, 256, 512 };
+    for (size_t ie = 0; ie < sizeof Es / sizeof *Es; ie++)
+        for (size_t nt = 1; nt <= 19; nt += 3)
+            for (int nq = 1; nq <= 7; nq += 2) {
+                size_t E = Es[ie], qs = E + 3, ss = nt + 5;
+                /* +1: the kernels get unaligned pointers */
+                float *q = malloc(sizeof(float) * (qs * (size_t)nq + 1)), *v = malloc(sizeof(float) * (E * nt + 1));
+                float *s1 = calloc(ss * (size_t)nq, sizeof(float)), *s2 = calloc(ss * (size_t)nq, sizeof(float));
+                float *a1 = malloc(sizeof(float) * qs * (size_t)nq), *a2 = malloc(sizeof(float) * qs * (size_t)nq);
+                float *w = malloc(sizeof(float) * ss * (size_t)nq);
+                fill(q + 1, qs * (size_t)nq, E + nt);
+                fill(v + 1, E * nt, 7 * E + nt);
+                fill(w, ss * (size_t)nq, 3 * E + nt);
+                ref->dense_dot(q + 1, qs, nq, v + 1, nt, E, s1, ss);
+                k->dense_dot(q + 1, qs, nq, v + 1, nt, E, s2, ss);
+                CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= DENSE_TOL, "%s dot E=%zu nt=%zu nq=%d: rel %g", k->isa, E,
+                       nt, nq, rel_diff(s2, s1, ss * (size_t)nq));
+                /* batch invariance: the last row scored alone, one query */
+                float alone = 0.0f;
+                k->dense_dot(q + 1 + (size_t)(nq - 1) * qs, qs, 1, v + 1 + (nt - 1) * E, 1, E, &alone, 1);
+                CHECKF(memcmp(&alone, &s2[(size_t)(nq - 1) * ss + nt - 1], sizeof alone) == 0,
+                       "%s dot not batch-invariant E=%zu nt=%zu nq=%d", k->isa, E, nt, nq);
+                fill(a1, qs * (size_t)nq, 11 * E + nt);
+                memcpy(a2, a1, sizeof(float) * qs * (size_t)nq);
+                ref->dense_axpy(w, ss, nq, v + 1, nt, E, a1, qs);
+                k->dense_axpy(w, ss, nq, v + 1, nt, E, a2, qs);
+                CHECKF(rel_diff(a2, a1, qs * (size_t)nq) <= DENSE_TOL, "%s axpy E=%zu nt=%zu nq=%d: rel %g", k->isa,
+                       E, nt, nq, rel_diff(a2, a1, qs * (size_t)nq));
+                const vq_kernels *avx2 = vq_kernels_variant("avx2");
+                if (avx2 && k != avx2) {
+                    fill(a1, qs * (size_t)nq, 11 * E + nt);
+                    memcpy(a2, a1, sizeof(float) * qs * (size_t)nq);
+                    avx2->dense_axpy(w, ss, nq, v + 1, nt, E, a1, qs);
+                    k->dense_axpy(w, ss, nq, v + 1, nt, E, a2, qs);
+                    CHECKF(same_bits(a1, a2, qs * (size_t)nq), "%s axpy differs from avx2 E=%zu nt=%zu nq=%d",
+                           k->isa, E, nt, nq);
+                }
+                free(q), free(v), free(s1), free(s2), free(a1), free(a2), free(w);
+            }
+}
+
+static void test_fp16_rows(const vq_kernels *k, const vq_kernels *ref)
+{
+    size_t n = 65536;
+    uint8_t *src = malloc(2 * n + 1);
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    for (size_t i = 0; i < n; i++) {
+        src[1 + 2 * i] = (uint8_t)i;
+        src[1 + 2 * i + 1] = (uint8_t)(i >> 8);
+    }
+    size_t lens[] = { n, 1, 15, 17, 33 };
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        ref->fp16_row(src + 1, a, lens[li]);
+        k->fp16_row(src + 1, b, lens[li]);
+        size_t bad = 0;
+        for (size_t i = 0; i < lens[li]; i++) {
+            uint32_t x, y;
+            memcpy(&x, &a[i], 4);
+            memcpy(&y, &b[i], 4);
+            int snan = (i & 0x7c00) == 0x7c00 && (i & 0x3ff) && !(i & 0x200);
+            if (x != y && !(snan && (x | 0x400000u) == y))
+                bad++;
+        }
+        CHECKF(bad == 0, "%s fp16_row n=%zu: %zu values differ", k->isa, lens[li], bad);
+    }
+    free(src), free(a), free(b);
+}
+
+static void test_qblocks(const vq_kernels *k, const vq_kernels *ref)
+{
+    enum { NB = 37 };
+    uint8_t b8[NB * 34 + 1], b4[NB * 18 + 1];
+    float r[NB * 32], s[NB * 32];
+    fill_bytes(b8, sizeof b8, 5);
+    fill_bytes(b4, sizeof b4, 6);
+    for (int i = 0; i < NB; i++) { /* finite scales */
+        b8[1 + 34 * i + 1] &= 0x3b;
+        b4[1 + 18 * i + 1] &= 0x3b;
+    }
+    ref->q8_0_values(b8 + 1, NB, r);
+    k->q8_0_values(b8 + 1, NB, s);
+    CHECKF(same_bits(r, s, NB * 32), "%s q8_0 values differ", k->isa);
+    ref->q4_0_values(b4 + 1, NB, r);
+    k->q4_0_values(b4 + 1, NB, s);
+    CHECKF(same_bits(r, s, NB * 32), "%s q4_0 values differ", k->isa);
+}
+
+static void test_rows(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ns[] = { 16, 32, 48, 64, 128, 256 };
+    for (int bits = 1; bits <= 4; bits++)
+        for (size_t in = 0; in < sizeof Ns / sizeof *Ns; in++)
+            for (int add = 0; add <= 1; add++) {
+                size_t n = Ns[in];
+                uint8_t codes[128 + 1];
+                float lut[16], r[256], s[256];
+                fill_bytes(codes, sizeof codes, (uint64_t)(bits * 1000 + (int)n + add));
+                fill(lut, 16, (uint64_t)bits);
+                fill(r, n, n);
+                memcpy(s, r, n * sizeof *r);
+                ref->lut_row(codes + 1, bits, n, lut, 0.37f, add, r);
+                k->lut_row(codes + 1, bits, n, lut, 0.37f, add, s);
+                CHECKF(same_bits(r, s, n), "%s lut_row bits=%d n=%zu add=%d differs", k->isa, bits, n, add);
+                if ((bits == 2 || bits == 4) && !add) {
+                    float sc[256], mn[256];
+                    fill(sc, n, 17 + n);
+                    fill(mn, n, 19 + n);
+                    ref->kivi_row(codes + 1, bits, n, sc, mn, r);
+                    k->kivi_row(codes + 1, bits, n, sc, mn, s);
+                    CHECKF(same_bits(r, s, n), "%s kivi_row bits=%d n=%zu differs", k->isa, bits, n);
+                    for (size_t g = 16; g <= n; g *= 2) {
+                        if (n % g)
+                            continue;
+                        ref->kivi_group_row(codes + 1, bits, n, g, sc, mn, r);
+                        k->kivi_group_row(codes + 1, bits, n, g, sc, mn, s);
+                        CHECKF(same_bits(r, s, n), "%s kivi_group_row bits=%d n=%zu g=%zu differs", k->isa, bits, n, g);
+                    }
+                }
+            }
+}
+
+static void test_bitdot(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 32, 64, 96, 128, 256 };
+    for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+        for (size_t n = 1; n <= 21; n += 5)
+            for (int nq = 1; nq <= 5; nq += 2)
+                for (int qbits = 1; qbits <= 8; qbits += 3) {
+                    size_t D = Ds[id], stride = D / 8 + 4, qstride = (size_t)qbits * D / 8 + 12;
+                    uint8_t *codes = malloc(stride * n + 1), *planes = malloc(qstride * (size_t)nq + 1);
+                    uint32_t *z1 = malloc(n * 4), *z2 = malloc(n * 4);
+                    uint32_t *p1 = malloc(n * (size_t)nq * 4), *p2 = malloc(n * (size_t)nq * 4);
+                    fill_bytes(codes, stride * n + 1, D + n);
+                    fill_bytes(planes, qstride * (size_t)nq + 1, D * 3 + (size_t)qbits);
+                    ref->bitdot(codes + 1, stride, n, D, planes + 1, qstride, nq, qbits, z1, p1);
+                    k->bitdot(codes + 1, stride, n, D, planes + 1, qstride, nq, qbits, z2, p2);
+                    CHECKF(memcmp(z1, z2, n * 4) == 0 && memcmp(p1, p2, n * (size_t)nq * 4) == 0,
+                           "%s bitdot D=%zu n=%zu nq=%d qbits=%d differs", k->isa, D, n, nq, qbits);
+                    free(codes), free(planes), free(z1), free(z2), free(p1), free(p2);
+                }
+}
+
+static void test_tables(void)
+{
+    const vq_kernels *ref = vq_kernels_variant("scalar");
+    CHECK(ref && !ref->simd);
+    CHECK(vq_kernels_get() != NULL);
+    const char *isas[] = { "avx2", "avx512" };
+    for (int i = 0; i < 2; i++) {
+        const vq_kernels *k = vq_kernels_variant(isas[i]);
+        if (!k) {
+            printf("  (%s not available on this CPU or forced off: not run)\n", isas[i]);
+            continue;
+        }
+        test_dense(k, ref);
+        test_fp16_rows(k, ref);
+        test_qblocks(k, ref);
+        test_rows(k, ref);
+        test_bitdot(k, ref);
+    }
+    /* the scalar references against themselves through the table's own
+     * definitions: lut_row of a known code */
+    uint8_t c[8] = { 0xE4, 0, 0, 0, 0, 0, 0, 0 }; /* 2-bit codes 0,1,2,3,0,... */
+    float lut[4] = { 1, 2, 3, 4 }, out[16];
+    ref->lut_row(c, 2, 16, lut, 2.0f, 0, out);
+    CHECK(out[0] == 2.0f && out[1] == 4.0f && out[2] == 6.0f && out[3] == 8.0f && out[4] == 2.0f);
+}
+
+int main(void)
+{
+    RUN(test_tables);
+    return vq_test_summary("kernels");
+}

@@ -1,0 +1,175 @@
+/* bench_common.c -- see bench_common.h. */
+#include "bench_common.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct {
+    const uint64_t *p;
+    size_t n;
+    uint64_t sum;
+} read_job;
+
+/* XOR of every word with 8 independent chains (the loads, not the
+ * arithmetic, bound the loop) */
+static void *read_words(void *arg)
+{
+    read_job *j = arg;
+    uint64_t s[8] = { 0 };
+    size_t i = 0;
+    for (; i + 8 <= j->n; i += 8)
+        for (int k = 0; k < 8; k++)
+            s[k] ^= j->p[i + (size_t)k];
+    for (; i < j->n; i++)
+        s[0] ^= j->p[i];
+    j->sum = s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7];
+    return NULL;
+}
+
+/* GB/s of reading `bytes` (a multiple of 64) once, median of `passes`
+ * passes after one warm-up pass */
+static double read_rate(int n_threads, size_t bytes, int passes)
+{
+    enum { MAXP = 64, MAXT = 64 };
+    const size_t n = bytes / sizeof(uint64_t);
+    if (n_threads < 1)
+        n_threads = 1;
+    if (n_threads > MAXT)
+        n_threads = MAXT;
+    if (passes > MAXP)
+        passes = MAXP;
+    uint64_t *buf = malloc(bytes);
+    if (!buf)
+        return 0.0;
+    for (size_t i = 0; i < n; i++)
+        buf[i] = i * 0x9E3779B97F4A7C15ull;
+    double t[MAXP];
+    volatile uint64_t sink = 0;
+    for (int r = -1; r < passes; r++) {
+        read_job jobs[MAXT];
+        pthread_t th[MAXT];
+        int started[MAXT] = { 0 };
+        double t0 = bench_now();
+        for (int k = 0; k < n_threads; k++) {
+            size_t b = n * (size_t)k / (size_t)n_threads, e = n * (size_t)(k + 1) / (size_t)n_threads;
+            jobs[k] = (read_job){ buf + b, e - b, 0 };
+            if (k > 0)
+                started[k] = pthread_create(&th[k], NULL, read_words, &jobs[k]) == 0;
+        }
+        read_words(&jobs[0]);
+        for (int k = 1; k < n_threads; k++) {
+            if (started[k])
+                pthread_join(th[k], NULL);
+            else
+                read_words(&jobs[k]);
+        }
+        if (r >= 0)
+            t[r] = bench_now() - t0;
+        for (int k = 0; k < n_threads; k++)
+            sink ^= jobs[k].sum;
+    }
+    (void)sink;
+    free(buf);
+    return (double)bytes / bench_median(t, passes) / 1e9;
+}
+
+double bench_read_bandwidth(int n_threads)
+{
+    /* at least twice the last-level cache (some machines of this kind
+     * report 480 MiB of L3), at most 2 GiB */
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    size_t bytes = (size_t)512 << 20;
+    if (l3 > 0 && (size_t)l3 * 2 > bytes)
+        bytes = (size_t)l3 * 2;
+    if (bytes > ((size_t)2 << 30))
+        bytes = (size_t)2 << 30;
+    return read_rate(n_threads, bytes / 64 * 64, 5);
+}
+
+double bench_read_bandwidth_cached(int n_threads, size_t bytes)
+{
+    return read_rate(n_threads, (bytes + 63) / 64 * 64, 9);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int bench_parse_list(const char *s, long *out, int cap, long max)
+{
+    int k = 0;
+    const char *p = s;
+    if (!s || !*s)
+        return -1;
+    for (;;) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            return -1;
+        long v = strtol(p, &end, 10);
+        if (end == p || v <= 0 || v > max || k >= cap)
+            return -1;
+        out[k++] = v;
+        if (*end == '\0')
+            return k;
+        if (*end != ',')
+            return -1;
+        p = end + 1;
+    }
+}
+
+void bench_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+void bench_cpu_name(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *c = strchr(line, ':');
+            if (c) {
+                c++;
+                while (*c == ' ' || *c == '\t')
+                    c++;
+                c[strcspn(c, "\n")] = '\0';
+                snprintf(buf, cap, "%s", c);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}

@@ -1,0 +1,35 @@
+/* bench_common.h -- pieces shared by the `veloxquant bench` subcommands:
+ * the machine's streaming read bandwidth, wall-clock time, medians, a
+ * comma-separated list of integers, JSON string output. */
+#ifndef VQ_TOOLS_BENCH_COMMON_H
+#define VQ_TOOLS_BENCH_COMMON_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Seconds from a monotonic clock. */
+double bench_now(void);
+
+/* GB/s of reading a buffer of max(512 MiB, 2 x the L3 cache) (at most
+ * 2 GiB) once, split over n_threads threads (median of 5 passes after a
+ * warm-up; the buffer is written first so its pages exist): the memory
+ * bandwidth. 0 when the buffer cannot be allocated. */
+double bench_read_bandwidth(int n_threads);
+/* The same for a buffer of `bytes` read again and again (median of 9):
+ * what a working set of that size gets, from the caches when it fits. */
+double bench_read_bandwidth_cached(int n_threads, size_t bytes);
+
+/* Median of n values (sorts v in place); n >= 1. */
+double bench_median(double *v, int n);
+
+/* Parse "a,b,c" positive integers into out[cap]; returns the count, or -1
+ * on a malformed list (empty item, not a number, <= 0, > max, too many). */
+int bench_parse_list(const char *s, long *out, int cap, long max);
+
+/* s as a JSON string (quotes and escapes) on f. */
+void bench_json_str(FILE *f, const char *s);
+
+/* CPU model name from /proc/cpuinfo into buf ("unknown" if not found). */
+void bench_cpu_name(char *buf, size_t cap);
+
+#endif

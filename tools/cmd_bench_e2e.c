@@ -1,0 +1,289 @@
+/* cmd_bench_e2e.c -- `veloxquant bench e2e`: prefill and decode speed of a
+ * model after a prompt of each length, per cache config, with the plain
+ * float K/V buffer and the fp16 cache in the same run, against the floor
+ * that the machine's read bandwidth sets.
+ *
+ * For each context length L and config: a fresh context, a prompt of L
+ * tokens of real text (vq_ctx_forward, batched) timed as prefill, then
+ * --decode greedy tokens one at a time timed as decode. A decode step reads
+ * every weight once and the cache's K+V once, so
+ *   bytes_per_step = weight bytes + K+V bytes held after the prompt
+ *   floor_tok_s    = bandwidth / bytes_per_step
+ * with the bandwidth a streaming read measured at the start of the run on
+ * the same threads. speedup_vs_fp16 compares decode tok/s with the fp16
+ * cache's at the same L. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "cli.h"
+#include "eval_common.h"
+#include "veloxquant.h"
+
+#define MAX_CONFIGS 16
+#define MAX_CTX 8
+
+int cmd_bench_e2e(int argc, char **argv);
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: veloxquant bench e2e --model MODEL [options]\n"
+               "  --ctx LIST        prompt lengths in tokens (default 4096)\n"
+               "  --cache CONFIG    a cache config (repeatable); the float K/V buffer and\n"
+               "                    keys=fp16 values=fp16 always run first\n"
+               "  --decode N        greedy tokens timed after each prompt (default 32)\n"
+               "  --threads N       (default: all cores)\n"
+               "  --file TEXT       prompt text (default ../shared/data/wikitext-2-test.txt,\n"
+               "                    from its second quarter on; repeated when too short)\n"
+               "  --json            one JSON object on stdout\n");
+}
+
+typedef struct {
+    const char *cache; /* NULL = float K/V */
+    long ctx;
+    double prefill_tok_s, decode_tok_s, kv_bytes;
+    int ok;
+} e2e_result;
+
+/* prompt of n tokens from text (repeated), starting at BOS when the model
+ * has one */
+static int32_t *make_prompt(const vq_model *m, const char *text, size_t len, size_t n)
+{
+    int32_t *toks = NULL, *out = malloc(n * sizeof *out);
+    size_t nt = 0;
+    if (!out || vq_model_tokenize(m, text, len, 0, 0, &toks, &nt) != VQ_OK || nt == 0) {
+        free(out);
+        free(toks);
+        return NULL;
+    }
+    size_t i = 0;
+    if (vq_model_bos(m) >= 0)
+        out[i++] = vq_model_bos(m);
+    for (size_t k = 0; i < n; i++, k++)
+        out[i] = toks[k % nt];
+    free(toks);
+    return out;
+}
+
+static int argmax(const float *x, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b])
+            b = i;
+    return b;
+}
+
+static void run_one(const vq_model *m, int n_vocab, e2e_result *r, const int32_t *prompt, int n_decode,
+                    int threads)
+{
+    vq_ctx *ctx = NULL;
+    vq_cache *cache = NULL;
+    float *logits = malloc((size_t)n_vocab * sizeof *logits);
+    r->ok = 0;
+    if (!logits)
+        return;
+    if (eval_ctx_open(m, r->cache, (int)r->ctx + n_decode + 1, threads, &ctx, &cache) != VQ_OK) {
+        cli_error("bench", "%s: %s", r->cache ? r->cache : "float", vq_last_error());
+        free(logits);
+        return;
+    }
+    double t0 = bench_now();
+    if (vq_ctx_forward(ctx, prompt, (int)r->ctx, logits, VQ_LOGITS_LAST) != VQ_OK) {
+        cli_error("bench", "%s: prefill: %s", r->cache ? r->cache : "float", vq_ctx_error(ctx));
+        goto done;
+    }
+    double t1 = bench_now();
+    /* the bytes a decode step reads: the tokens held (the float buffer's
+     * allocation may be larger) */
+    r->kv_bytes = (double)vq_ctx_kv_bytes_per_token(ctx) * (double)vq_ctx_n_tokens(ctx);
+    if (cache) {
+        vq_cache_usage u;
+        if (vq_cache_stats(cache, -1, &u) == VQ_OK)
+            r->kv_bytes = (double)(u.keys.accounted_bytes + u.values.accounted_bytes);
+    }
+    for (int i = 0; i < n_decode; i++) {
+        int32_t tok = argmax(logits, n_vocab);
+        if (vq_ctx_forward(ctx, &tok, 1, logits, VQ_LOGITS_LAST) != VQ_OK) {
+            cli_error("bench", "%s: decode: %s", r->cache ? r->cache : "float", vq_ctx_error(ctx));
+            goto done;
+        }
+    }
+    double t2 = bench_now();
+    r->prefill_tok_s = (double)r->ctx / (t1 - t0);
+    r->decode_tok_s = n_decode / (t2 - t1);
+    r->ok = 1;
+done:
+    eval_ctx_close(ctx, cache);
+    free(logits);
+}
+
+int cmd_bench_e2e(int argc, char **argv)
+{
+    const char *model = NULL, *file = "../shared/data/wikitext-2-test.txt";
+    const char *configs[MAX_CONFIGS + 2];
+    int n_cfg = 0, n_ctx = 1, n_decode = 32, threads = 0, json = 0;
+    long ctxs[MAX_CTX] = { 4096 };
+    configs[n_cfg++] = NULL;
+    configs[n_cfg++] = "keys=fp16 values=fp16";
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+            continue;
+        }
+        if (!v) {
+            cli_error("bench", "%s needs a value", a);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        char *end;
+        if (strcmp(a, "--model") == 0)
+            model = v;
+        else if (strcmp(a, "--file") == 0)
+            file = v;
+        else if (strcmp(a, "--cache") == 0) {
+            if (n_cfg >= MAX_CONFIGS + 2) {
+                cli_error("bench", "at most %d --cache", MAX_CONFIGS);
+                return 2;
+            }
+            vq_cache_config *cfg = NULL;
+            if (vq_cache_config_parse(v, &cfg) != VQ_OK) {
+                cli_error("bench", "--cache \"%s\": %s", v, vq_last_error());
+                return 2;
+            }
+            vq_cache_config_free(cfg);
+            configs[n_cfg++] = v;
+        } else if (strcmp(a, "--ctx") == 0) {
+            if ((n_ctx = bench_parse_list(v, ctxs, MAX_CTX, 1L << 20)) < 0) {
+                cli_error("bench", "--ctx %s: want a list of token counts, e.g. 4096,16384", v);
+                return 2;
+            }
+        } else if (strcmp(a, "--decode") == 0) {
+            long x = strtol(v, &end, 10);
+            if (*v == '\0' || *end != '\0' || x < 1 || x > 4096) {
+                cli_error("bench", "--decode %s: want 1..4096", v);
+                return 2;
+            }
+            n_decode = (int)x;
+        } else if (strcmp(a, "--threads") == 0) {
+            long x = strtol(v, &end, 10);
+            if (*v == '\0' || *end != '\0' || x < 1 || x > 64) {
+                cli_error("bench", "--threads %s: want 1..64", v);
+                return 2;
+            }
+            threads = (int)x;
+        } else {
+            cli_error("bench", "unknown option %s", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!model) {
+        cli_error("bench", "e2e needs --model");
+        usage(stderr);
+        return 2;
+    }
+    size_t len = 0;
+    char *text = eval_read_text(file, &len);
+    if (!text) {
+        cli_error("bench", "cannot read %s", file);
+        return 1;
+    }
+    vq_model *m = NULL;
+    if (vq_model_load(model, &m) != VQ_OK) {
+        cli_error("bench", "%s", vq_last_error());
+        free(text);
+        return 1;
+    }
+    vq_model_info info;
+    vq_model_info_get(m, &info);
+    long max_ctx = 0;
+    for (int i = 0; i < n_ctx; i++)
+        max_ctx = ctxs[i] > max_ctx ? ctxs[i] : max_ctx;
+    /* the text after its first quarter (the calibration part) */
+    int32_t *prompt = make_prompt(m, text + len / 4, len - len / 4, (size_t)max_ctx);
+    free(text);
+    e2e_result *res = calloc((size_t)(n_cfg * n_ctx), sizeof *res);
+    if (!prompt || !res) {
+        cli_error("bench", "cannot build the prompt: %s", vq_last_error());
+        free(prompt), free(res);
+        vq_model_free(m);
+        return 1;
+    }
+    int bw_threads = threads > 0 ? threads : 0;
+    if (bw_threads == 0) {
+        const char *e = getenv("VQ_THREADS");
+        bw_threads = e && atoi(e) > 0 ? atoi(e) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    }
+    char cpu[256];
+    bench_cpu_name(cpu, sizeof cpu);
+    double bw = bench_read_bandwidth(bw_threads);
+    double wbytes = (double)info.weight_bytes;
+    if (!json) {
+        printf("%s: %d layers, weights %.1f MB; %d thread(s); CPU %s\n", model, info.n_layers, wbytes / 1e6,
+               bw_threads, cpu);
+        printf("streaming read bandwidth (this run): %.1f GB/s; decode %d greedy tokens after each prompt\n\n", bw,
+               n_decode);
+        printf("%-58s %6s %10s %10s %9s %10s %8s %8s\n", "cache", "ctx", "prefill/s", "decode/s", "KV MB", "floor/s",
+               "of floor", "vs fp16");
+    }
+    eval_progress pr;
+    eval_progress_start(&pr, "bench e2e", "runs");
+    int rc = 0, done = 0;
+    for (int ci = 0; ci < n_ctx; ci++)
+        for (int k = 0; k < n_cfg; k++) {
+            e2e_result *r = &res[ci * n_cfg + k];
+            r->cache = configs[k];
+            r->ctx = ctxs[ci];
+            run_one(m, info.n_vocab, r, prompt, n_decode, threads);
+            if (!r->ok)
+                rc = 1;
+            eval_progress_update(&pr, ++done, n_ctx * n_cfg);
+            const e2e_result *f = &res[ci * n_cfg + 1];
+            if (!json && r->ok) {
+                double floor = bw * 1e9 / (wbytes + r->kv_bytes);
+                printf("%-58s %6ld %10.1f %10.2f %9.2f %10.2f %7.1f%% %7.2fx\n", r->cache ? r->cache : "float (no cache)",
+                       r->ctx, r->prefill_tok_s, r->decode_tok_s, r->kv_bytes / 1e6, floor,
+                       100.0 * r->decode_tok_s / floor, f->ok && k >= 1 ? r->decode_tok_s / f->decode_tok_s : 0.0);
+                fflush(stdout);
+            }
+        }
+    if (json) {
+        printf("{\n  \"schema\": \"veloxquant.bench-e2e/1\",\n  \"model\": ");
+        bench_json_str(stdout, model);
+        printf(",\n  \"cpu\": ");
+        bench_json_str(stdout, cpu);
+        printf(",\n  \"threads\": %d,\n  \"decode_tokens\": %d,\n  \"weight_bytes\": %.0f,\n", bw_threads, n_decode,
+               wbytes);
+        printf("  \"bandwidth_gbs\": %.3f,\n  \"results\": [", bw);
+        int first = 1;
+        for (int i = 0; i < n_cfg * n_ctx; i++) {
+            const e2e_result *r = &res[i], *f = &res[i / n_cfg * n_cfg + 1];
+            if (!r->ok)
+                continue;
+            double step = wbytes + r->kv_bytes, floor = bw * 1e9 / step;
+            printf("%s\n    {\"cache\": ", first ? "" : ",");
+            bench_json_str(stdout, r->cache ? r->cache : "float");
+            printf(", \"ctx\": %ld, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"kv_bytes\": %.0f, "
+                   "\"bytes_per_step\": %.0f, \"floor_tok_s\": %.3f, \"fraction_of_floor\": %.4f, "
+                   "\"speedup_vs_fp16\": %.4f}",
+                   r->ctx, r->prefill_tok_s, r->decode_tok_s, r->kv_bytes, step, floor, r->decode_tok_s / floor,
+                   f->ok ? r->decode_tok_s / f->decode_tok_s : 0.0);
+            first = 0;
+        }
+        printf("\n  ]\n}\n");
+    }
+    free(prompt);
+    free(res);
+    vq_model_free(m);
+    return rc;
+}
