@@ -131,21 +131,15 @@ include python/python.mk
 include src/gpu/gpu.mk
 
 # The README's test command (what CI runs): the full suite, then the suite
-# under the sanitizers, then the CUDA part compiled (when nvcc exists; its
-# tests need a GPU and run on one: docs/gpu.md).
+# under the sanitizers, then the shared-model threads test under TSan, then
+# the CUDA part compiled (when nvcc exists; its tests need a GPU and run on
+# one: docs/gpu.md).
 .PHONY: check
 check:
 	$(MAKE) test
 	$(MAKE) sanitize
+	$(MAKE) tsan
 	$(MAKE) cuda
 
-# libFuzzer target for the GGUF reader (clang only). Run it with
-#   build/fuzz/fuzz_gguf tests/fuzz/corpus/gguf -max_total_time=300
-# (new inputs go into the corpus directory; keep only small, useful ones).
-.PHONY: fuzz-gguf
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer \
-              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc
-fuzz-gguf: build/fuzz/fuzz_gguf
-build/fuzz/fuzz_gguf: tests/fuzz/fuzz_gguf.c src/model/gguf.c src/model/quants_traits.c src/core/error.c
-	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) $^ -o $@
+# Fuzz harnesses, corpus replays, `make fuzz`, `make tsan`.
+include tests/fuzz/fuzz.mk

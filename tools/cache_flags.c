@@ -22,6 +22,8 @@ int cli_cache_flag(cli_cache_flags *f, const char *opt, const char *val)
         slot = &f->cross;
     if (!slot)
         return 0;
+    if (*slot && !f->repeated)
+        f->repeated = opt;
     *slot = val;
     f->any = 1;
     return 1;
@@ -55,6 +57,10 @@ int cli_cache_config(const cli_cache_flags *f, const char *cmd, vq_cache_config 
     *out = NULL;
     if (!f->any)
         return 1;
+    if (f->repeated) {
+        cli_error(cmd, "option %s given twice", f->repeated);
+        return 0;
+    }
     char text[4096];
     if (!cli_cache_text(f, text, sizeof text)) {
         cli_error(cmd, "cache config too long");

@@ -6,7 +6,8 @@
  *   --keys SPEC --values SPEC --residual N --evict SPEC --cross SPEC
  *                      single fields, added to the --cache text; a field
  *                      given twice (flag and --cache) is refused by the
- *                      config parser, which names it.
+ *                      config parser, which names it; so is a flag given
+ *                      twice (it would otherwise silently replace the first).
  *
  * Use: cli_cache_flags f = {0}; in the argv loop call cli_cache_flag(&f,
  * argv[i], val) for options with a value (1: consumed, 0: not a cache
@@ -23,6 +24,7 @@ typedef struct {
     const char *cache_text;
     const char *keys, *values, *residual, *evict, *cross;
     int any;
+    const char *repeated; /* the first flag given twice (refused) */
 } cli_cache_flags;
 
 /* 1 if `opt` is a cache flag (its value `val` is kept; not copied). */

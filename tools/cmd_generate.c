@@ -46,7 +46,7 @@ static int num(const char *s, double lo, double hi, double *out)
 static int on_token(int32_t token, const char *piece, size_t len, void *user)
 {
     (void)token;
-    (void)user;
+    *(int *)user = 1; /* something was printed: end the line later */
     fwrite(piece, 1, len, stdout);
     fflush(stdout);
     return 0;
@@ -102,11 +102,13 @@ static int run_generate(const vq_model *m, const vq_cache_config *cfg, const cha
         }
         fprintf(stderr, "saved the prompt cache (%zu tokens) to %s\n", n - 1, save_cache);
     }
+    int printed = 0;
     if (toks) /* the last prompt token gives the first logits */
-        s = vq_generate_tokens(c, toks + n - 1, 1, gp, on_token, NULL, &st);
+        s = vq_generate_tokens(c, toks + n - 1, 1, gp, on_token, &printed, &st);
     else
-        s = vq_generate(c, prompt, gp, on_token, NULL, &st);
-    printf("\n");
+        s = vq_generate(c, prompt, gp, on_token, &printed, &st);
+    if (s == VQ_OK || printed) /* a refusal prints nothing on stdout */
+        printf("\n");
     fflush(stdout);
     if (s != VQ_OK) {
         cli_error("generate", "%s", vq_ctx_error(c));

@@ -351,6 +351,13 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
     return VQ_OK;
 }
 
+/* A failure of a rebuilding step is the file's fault (VQ_ERR_FORMAT)
+ * unless memory ran out, which stays VQ_ERR_NOMEM. */
+static vq_status file_fault(vq_status st)
+{
+    return st == VQ_ERR_NOMEM ? VQ_ERR_NOMEM : VQ_ERR_FORMAT;
+}
+
 static vq_status load_state(vq_codec *cd, rd *r, const char *what)
 {
     uint32_t S;
@@ -360,7 +367,7 @@ static vq_status load_state(vq_codec *cd, rd *r, const char *what)
     VQ_TRY(need(r, S, what));
     vq_status st = vq_codec_state_read(cd, r->p + r->off, S);
     if (st != VQ_OK)
-        return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: %s: %s", what, vq_codec_error(cd));
+        return vq_fail(r->err, file_fault(st), "cache file: %s: %s", what, vq_codec_error(cd));
     r->off += S;
     return VQ_OK;
 }
@@ -431,7 +438,7 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     vq_status st = vq_cache_config_parse(txt, &cfg);
     free(txt);
     if (st != VQ_OK)
-        return vq_fail(err, VQ_ERR_FORMAT, "cache file: stored config: %s", vq_last_error());
+        return vq_fail(err, file_fault(st), "cache file: stored config: %s", vq_last_error());
     st = get_u32(&r, &nl, "shape");
     if (st == VQ_OK && (nl < 1 || nl > VQ_CACHE_MAX_LAYERS || (size_t)nl * 20 > r.len - r.off))
         st = vq_fail(err, VQ_ERR_FORMAT, "cache file: %u layers", nl);
@@ -465,7 +472,7 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     if (st == VQ_OK) {
         st = vq_cache_create_ex(cfg, &sh, seed, 1, &c);
         if (st != VQ_OK)
-            st = vq_fail(err, VQ_ERR_FORMAT, "cache file: cannot rebuild the cache: %s", vq_last_error());
+            st = vq_fail(err, file_fault(st), "cache file: cannot rebuild the cache: %s", vq_last_error());
     }
     free(ls);
     vq_cache_config_free(cfg);

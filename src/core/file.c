@@ -1,8 +1,10 @@
 /* file.c -- bounded whole-file reads and crash-safe (atomic) writes. */
 #include "core/file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +79,47 @@ vq_status vq_file_put(vq_file_writer *w, const void *data, size_t n)
     return VQ_OK;
 }
 
+/* Remove the "<path>.tmp.<pid>" files of writers that were killed before
+ * their rename (no process <pid> exists any more). Best effort: a live or
+ * unknown pid (EPERM) is left alone. */
+static void remove_stale_temps(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    size_t dl = slash ? (size_t)(slash - path) : 0;
+    if (dl >= sizeof dir)
+        return;
+    if (slash) {
+        memcpy(dir, path, dl);
+        dir[dl] = '\0';
+        if (dl == 0)
+            dir[0] = '/', dir[1] = '\0';
+    } else {
+        dir[0] = '.', dir[1] = '\0';
+    }
+    size_t bl = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, base, bl) != 0 || strncmp(e->d_name + bl, ".tmp.", 5) != 0)
+            continue;
+        const char *p = e->d_name + bl + 5;
+        char *end;
+        errno = 0;
+        long pid = strtol(p, &end, 10);
+        if (errno || end == p || *end || pid <= 0 || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char full[4096 + 300];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        unlink(full);
+    }
+    closedir(d);
+}
+
 vq_status vq_file_write_atomic(const char *path, vq_file_fill_fn fill, void *user, char *err)
 {
     if (!path || !fill)
@@ -102,6 +145,8 @@ vq_status vq_file_write_atomic(const char *path, vq_file_fill_fn fill, void *use
         st = vq_fail(err, VQ_ERR_IO, "rename '%s' -> '%s': %s", tmp, path, strerror(errno));
     if (st != VQ_OK)
         unlink(tmp);
+    else
+        remove_stale_temps(path);
     free(tmp);
     return st;
 }

@@ -5,7 +5,9 @@
  *
  * vq_file_write_atomic: writes to "<path>.tmp.<pid>", fsyncs, renames over
  * path. A crash at any point leaves either the old file or the new one,
- * never a partial file at path; the temporary is removed on failure. */
+ * never a partial file at path; the temporary is removed on failure. After a
+ * successful write, temporaries "<path>.tmp.<pid>" of writers that were
+ * killed (no such process any more) are removed. */
 #ifndef VQ_CORE_FILE_H
 #define VQ_CORE_FILE_H
 

@@ -36,7 +36,10 @@ size_t vq_tokenizer_piece(const vq_tokenizer *t, int32_t id, int render_special,
 /* Decode n ids to text: the pieces concatenated; for SentencePiece models
  * with add_space_prefix, the one space the encoder put in front of the text
  * is removed from the first non-empty piece. So decode(encode(x)) == x for
- * any bytes x that do not start with a special token (invalid UTF-8 too).
+ * any bytes x that do not start with a special token (invalid UTF-8 too),
+ * except in SentencePiece models, where a U+2581 in the text decodes as a
+ * space and, with add_space_prefix, every fragment after a special or
+ * user-defined token also gets a space (both as in llama.cpp).
  * *out is malloc'd and NUL-terminated (caller frees); *len (may be NULL)
  * gets its length. */
 vq_status vq_tokenizer_decode(const vq_tokenizer *t, const int32_t *ids, size_t n,

@@ -1,17 +1,19 @@
 /* fuzz_gguf.c -- libFuzzer target for the GGUF reader.
  *
- * Build and run: `make fuzz-gguf` (clang, -fsanitize=fuzzer,address,undefined),
- * then `build/fuzz/fuzz_gguf tests/fuzz/corpus/gguf -max_total_time=300`.
- * The corpus in tests/fuzz/corpus/gguf/ is replayed by tests/test_gguf.c in
- * the ordinary suite. Every accessor is exercised on files that open, and
+ * Build and run: `make fuzz` (clang, -fsanitize=fuzzer,address,undefined),
+ * then `build/fuzz/fuzz/fuzz_gguf tests/fuzz/corpus/gguf -max_total_time=300`
+ * (tests/fuzz/fuzz.h). The corpus in tests/fuzz/corpus/gguf/ is replayed by
+ * build/tests/test_fuzz_gguf (and tests/test_gguf.c) in the ordinary suite.
+ * Tensor data through the model loader: fuzz_model.c. Every accessor is exercised on files that open, and
  * every tensor's first and last data byte is read (ASan checks extents). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "model/gguf.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+const char vq_fuzz_corpus[] = "gguf";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -23,7 +25,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(copy, data, size);
     vq_gguf *g = NULL;
     char err[256];
-    if (vq_gguf_open_memory(copy, size, &g, err) == VQ_OK) {
+    err[0] = '\0';
+    vq_status st = vq_gguf_open_memory(copy, size, &g, err);
+    FUZZ_CHECK(st == VQ_OK || err[0]); /* refused with a message */
+    if (st == VQ_OK) {
+        vq_fuzz_accepted++;
         volatile unsigned sink = 0;
         for (uint64_t i = 0; i < vq_gguf_n_kv(g); i++) {
             vq_gguf_str k = vq_gguf_kv_key(g, i);
