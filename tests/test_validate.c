@@ -131,8 +131,8 @@ static void test_validate_short(void)
     if (rvq && !vq_json_get(rvq, "error")) {
         double D = num(root, "head_dim");
         /* codec bytes per token: 2 bits per element + fp16 norm */
-        double ck = num(rvq, "compressed_key_bytes"), toks = num(rvq, "fp16_key_bytes") / (2 * D);
-        CHECK_NEAR(ck / toks, ceil(2 * D / 8) + 2, 1e-9 * ck / toks);
+        double ck = num(rvq, "compressed_key_bytes"), held = num(rvq, "fp16_key_bytes") / (2 * D);
+        CHECK_NEAR(ck / held, ceil(2 * D / 8) + 2, 1e-9 * ck / held);
     }
     if (f && !vq_json_get(f, "error")) {
         CHECK_NEAR(num(f, "kl_vs_fp16"), 0, 1e-6); /* teacher-forced batch vs step decode: same math */
