@@ -29,7 +29,8 @@
 #endif
 
 #if defined(HAVE_ASAN)
-#include <sanitizer/allocator_interface.h>
+/* from <sanitizer/allocator_interface.h> (not installed everywhere) */
+size_t __sanitizer_get_current_allocated_bytes(void);
 static int heap_bytes(size_t *out)
 {
     *out = __sanitizer_get_current_allocated_bytes();
