@@ -483,6 +483,9 @@ typedef struct vq_cache vq_cache;
  *   bits=B0,B1,...  one entry per layer, written as the `bits` parameter of
  *                   the key and value codecs of that layer (those whose
  *                   method has one)
+ *   kbits=B0,...    per-layer bits of the key codec only (overrides bits
+ *   vbits=B0,...    for keys); vbits the same for values. The codec must
+ *                   take a `bits` parameter (kivi, kivix, turboquant, ...)
  *   keep_first=N keep_last=N keep_spec=SPEC
  *                   the first/last N layers use keep_spec (default fp16)
  *                   for keys and values, ignoring keys/values/bits

@@ -42,6 +42,8 @@ struct vq_cache_config {
     char cross[VQ_SPEC_MAX_LEN];  /* "none" or a spec */
     int n_bits;                   /* 0: no per-layer bits list */
     int *bits;
+    int n_kbits, n_vbits;         /* per-layer bits of keys / values only */
+    int *kbits, *vbits;           /* (override bits for that role) */
     long keep_first, keep_last;
     char keep_spec[VQ_SPEC_MAX_LEN];
     char *text;                   /* canonical text */
