@@ -8,7 +8,9 @@
  * never below the values; kivi; q8_0/q4_0 with rotation), each with its
  * nominal bits per element from the codecs' byte formulas at the model's
  * head_dim. Those within the budget are ranked by nominal bits (more bits
- * first) and the first K (default 6) are measured: N tokens (default 512)
+ * first) and the first K (default 6) are measured: N tokens (default 512,
+ * at least 256; the fp16 window of recent tokens is 32, or KIVI's 128 from
+ * 1024 tokens on)
  * of the text after --skip (default: WikiText-2 after its calibration
  * quarter) are run teacher-forced through the fp16 cache and through each
  * candidate, and the mean KL(p_fp16 || p_candidate) per token and top-1
@@ -18,7 +20,10 @@
  * measured bits fit the budget and whose KL is below --max-kl (default
  * 0.5 nats: beyond it the model is broken -- top-1 agreement collapses).
  * If none qualifies, tune says so and exits 1: it never picks a config
- * that breaks the model. Everything measured is printed with the reason. */
+ * that breaks the model. Everything measured is printed with the reason.
+ *
+ * With --plan LOW,HIGH: instead of fixed candidates, a per-layer bit plan
+ * for keys and values by measured sensitivity (tune_plan.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +32,7 @@
 
 #include "cli.h"
 #include "eval_common.h"
+#include "tune.h"
 #include "veloxquant.h"
 
 #define MAX_CAND 64
@@ -47,9 +53,11 @@ static void usage(FILE *f)
                "  --budget B       bits per element (K and V averaged, metadata and index included)\n"
                "  --file TEXT      text to measure on (default ../shared/data/wikitext-2-test.txt)\n"
                "  --skip F         skip this fraction of the file first (default 0.25)\n"
-               "  --tokens N       tokens measured (default 512)\n"
+               "  --tokens N       tokens measured (default 512, at least 256)\n"
                "  --candidates K   candidates measured (default 6)\n"
                "  --max-kl X       KL (nats/token) beyond which a config breaks the model (default 0.5)\n"
+               "  --plan LOW,HIGH  a per-layer bit plan (kbits=/vbits=) by measured sensitivity,\n"
+               "                   each layer's keys and values at LOW or HIGH bits (kivix)\n"
                "  --json           one JSON object on stdout\n");
 }
 
@@ -78,18 +86,21 @@ static int add(cand *cs, int n, int D, const char *keys, const char *values, con
     return n + 1;
 }
 
-static int build_candidates(cand *cs, int D)
+static int build_candidates(cand *cs, int D, long tokens)
 {
     int n = 0;
     char k[96], v[96];
+    /* the fp16 window of recent tokens: KIVI's 128 when the measurement is
+     * long enough to pack most tokens anyway, else 32 */
+    const char *res = tokens >= 1024 ? " residual=128" : " residual=32";
     int vg = D >= 128 ? 128 : D; /* value scales per 64/128 channels */
     for (int kb = 2; kb <= 8; kb++)
         for (int vb = 2; vb <= kb; vb++) {
             snprintf(k, sizeof k, "kivix:bits=%d,group=128,outliers=64", kb);
             snprintf(v, sizeof v, "kivix:bits=%d,group=%d", vb, vg);
-            n = add(cs, n, D, k, v, " residual=128");
+            n = add(cs, n, D, k, v, res);
         }
-    n = add(cs, n, D, "kivi:bits=4,group=32", "kivi:bits=4,group=32", " residual=128");
+    n = add(cs, n, D, "kivi:bits=4,group=32", "kivi:bits=4,group=32", res);
     n = add(cs, n, D, "q8_0", "q8_0", "");
     n = add(cs, n, D, "q4_0:rot=1", "q4_0:rot=1", "");
     return n;
@@ -103,7 +114,7 @@ static int by_nominal_desc(const void *a, const void *b)
 
 /* measured bits per element: packed bytes per token per layer (residual
  * window excluded) plus the slot index, K and V averaged over layers */
-static double measured_bpe(vq_cache *cache)
+double tune_measured_bpe(vq_cache *cache)
 {
     vq_cache_shape sh;
     if (vq_cache_get_shape(cache, &sh) != VQ_OK)
@@ -119,8 +130,9 @@ static double measured_bpe(vq_cache *cache)
         double bpt = idx;
         for (int r = 0; r < 2; r++) {
             double packed = (double)(rs[r]->stored_slots - rs[r]->residual_tokens);
-            bpt += packed > 0 ? ((double)rs[r]->accounted_bytes - (double)rs[r]->residual_tokens * 2 * D) / packed
-                              : 2 * D;
+            if (packed <= 0)
+                return NAN; /* nothing packed yet: not measurable */
+            bpt += ((double)rs[r]->accounted_bytes - (double)rs[r]->residual_tokens * 2 * D) / packed;
         }
         bits += 8 * bpt * H;
         elems += 2 * D * H;
@@ -131,7 +143,8 @@ static double measured_bpe(vq_cache *cache)
 int cmd_tune(int argc, char **argv)
 {
     const char *model = NULL, *file = NULL;
-    double budget = 0, skip = 0.25, max_kl = 0.5;
+    double budget = 0, skip = 0.25, max_kl = TUNE_BREAKS_KL;
+    int plan_lo = 0, plan_hi = 0;
     long tokens = 512, n_meas = 6;
     int json = 0;
     char def_file[512];
@@ -164,12 +177,15 @@ int cmd_tune(int argc, char **argv)
             budget = x;
         else if (strcmp(a, "--skip") == 0 && isnum && x >= 0 && x <= 0.9)
             skip = x;
-        else if (strcmp(a, "--tokens") == 0 && isnum && x >= 64 && x <= 8192)
+        else if (strcmp(a, "--tokens") == 0 && isnum && x >= 256 && x <= 8192)
             tokens = (long)x;
         else if (strcmp(a, "--candidates") == 0 && isnum && x >= 1 && x <= 16)
             n_meas = (long)x;
         else if (strcmp(a, "--max-kl") == 0 && isnum && x > 0 && x <= 10)
             max_kl = x;
+        else if (strcmp(a, "--plan") == 0 && sscanf(val, "%d,%d", &plan_lo, &plan_hi) == 2 && plan_lo >= 1 &&
+                 plan_hi <= 8 && plan_lo < plan_hi)
+            continue;
         else {
             cli_error("tune", "bad option or value: %s %s", a, val);
             usage(stderr);
@@ -207,7 +223,7 @@ int cmd_tune(int argc, char **argv)
         cli_error("tune", "%s", vq_last_error());
         goto out;
     }
-    n_c = build_candidates(cs, li.head_dim);
+    n_c = build_candidates(cs, li.head_dim, tokens);
     qsort(cs, (size_t)n_c, sizeof *cs, by_nominal_desc);
     size_t start = (size_t)(skip * (double)len);
     while (start < len && text[start] != '\n')
@@ -222,6 +238,10 @@ int cmd_tune(int argc, char **argv)
         n_tok = (size_t)tokens;
     if (n_tok < 16) {
         cli_error("tune", "%s: too little text", file);
+        goto out;
+    }
+    if (plan_lo) {
+        rc = tune_plan(m, model, toks, n_tok, budget, plan_lo, plan_hi, json);
         goto out;
     }
     const int nv = info.n_vocab;
@@ -278,7 +298,9 @@ int cmd_tune(int argc, char **argv)
             continue;
         cs[i].kl /= (double)scored;
         cs[i].top1 /= (double)scored;
-        cs[i].measured = measured_bpe(cs[i].cache);
+        cs[i].measured = tune_measured_bpe(cs[i].cache);
+        if (!isfinite(cs[i].measured))
+            cs[i].measured = cs[i].nominal; /* (cannot happen at >= 256 tokens) */
         cs[i].fits = cs[i].measured <= budget + 1e-9 && cs[i].kl <= max_kl;
         if (cs[i].fits && (best < 0 || cs[i].kl < cs[best].kl))
             best = i;
