@@ -318,6 +318,39 @@ def verdict(quals):
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- sweeps (docs/quality.md)
+
+
+def sweep_table(rel):
+    """every config of one exploration run, as measured (figures/quality/sweeps/)"""
+    p = load(rel)
+    if p is None:
+        return f"_not measured yet: `{rel}` is missing._"
+    rows = []
+    for c in p["configs"]:
+        rel_d = 100.0 * c["dppl"] / p["ppl"]
+        rows.append([f'`{c["cache"]}`', fmt(c.get("bits_per_element"), ".3f"),
+                     fmt(c.get("bits_per_element_held"), ".2f"), f'{c["ppl"]:.3f}', f'{rel_d:+.2f}%',
+                     fmt(c["kl"], ".4f"), fmt(c["top1"], ".3f")])
+    head = ["cache config", "bits/element", "b/e held", "PPL", "dPPL", "KL (nats)", "top-1"]
+    note = (f'\n\n{p["model"]}, fp16 PPL {p["ppl"]:.3f}, ctx {p["ctx"]}, {p["chunks"]} chunks '
+            f'({p["tokens_scored"]} tokens) after --skip {p.get("skip", 0):g}. From `{rel}`:\n\n    {ppl_command(p)}\n')
+    if "bits_per_element_held" not in p["configs"][0]:
+        note += ("\nThis run predates the slot-index accounting (binary of commit 35d84cd): its bits/element "
+                 "leave out the slot index, which for these non-evicting configs is the residual window's "
+                 "positions and the page tables (about +0.03 bits/element at ctx 2048 with residual=128).\n")
+    return table(head, rows) + note
+
+
+def text_block(rel):
+    p = os.path.join(ROOT, rel)
+    if not os.path.exists(p):
+        return f"_not measured yet: `{rel}` is missing._"
+    with open(p, encoding="utf-8") as f:
+        body = f.read().rstrip("\n")
+    return "From `" + rel + "`:\n\n" + "\n".join("    " + ln for ln in body.split("\n"))
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -357,6 +390,22 @@ def main():
         with open(rp + ".tmp", "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(rp + ".tmp", rp)
+    qdoc = os.path.join(ROOT, "docs/quality.md")
+    if os.path.exists(qdoc):
+        with open(qdoc, encoding="utf-8") as f:
+            text = f.read()
+        sweeps = {
+            "sweep-kivi": sweep_table("figures/quality/sweeps/smollm2-135m-kivi.json"),
+            "sweep-kivix": sweep_table("figures/quality/sweeps/smollm2-135m-kivix.json"),
+            "plan-smollm2": text_block("figures/quality/sweeps/smollm2-135m-plan-2-4.txt"),
+            "lowbit-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit.json"),
+            "lowbit-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit.json"),
+        }
+        for k, v in sweeps.items():
+            text = replace_block(text, k, v)
+        with open(qdoc + ".tmp", "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(qdoc + ".tmp", qdoc)
     print(f"report.py: wrote {os.path.relpath(qp, ROOT)} ({len(qual['models'])} models) and updated docs/validation-report.md")
 
 
