@@ -86,7 +86,6 @@ LIST
 keys=kivi:bits=4,group=128 values=kivi:bits=4,group=128 residual=128
 keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128
 keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128
-keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128
 keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128
 LIST
     ;;
