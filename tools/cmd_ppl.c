@@ -118,9 +118,13 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
         double bpt[2];
         const vq_cache_role_stats *rs[2] = { &u.keys, &u.values };
         /* the slot index (bytes per held token and head, half to each
-         * role) is part of every token's cost */
+         * role) is part of every token's cost; the residual window's own
+         * position table (4 bytes per window slot) is a fixed cost of the
+         * window, like the window itself (in kv_fixed_bytes and
+         * bits_per_element_held) */
         double held_slots = (double)u.keys.stored_slots;
-        double idx = held_slots > 0 ? (double)u.index_bytes / held_slots / 2 : 0;
+        double win_pos = (double)u.keys.residual_bytes / (2 * D) * 4;
+        double idx = held_slots > 0 ? ((double)u.index_bytes - win_pos) / held_slots / 2 : 0;
         for (int k = 0; k < 2; k++) {
             double packed = (double)(rs[k]->stored_slots - rs[k]->residual_tokens);
             bpt[k] = (packed > 0 ? ((double)rs[k]->accounted_bytes - (double)rs[k]->residual_tokens * 2 * D) / packed
@@ -135,7 +139,8 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
         } else {
             a->bpt_full += H * (bpt[0] + bpt[1]);
         }
-        a->fixed_bytes += H * (double)residual * (4 * D - bpt[0] - bpt[1]);
+        a->fixed_bytes += H * (double)residual * (4 * D - bpt[0] - bpt[1]) + win_pos;
+        total += win_pos;
         bits_k += 8 * bpt[0] * H;
         bits_v += 8 * bpt[1] * H;
         elems += D * H;

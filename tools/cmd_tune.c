@@ -125,7 +125,10 @@ double tune_measured_bpe(vq_cache *cache)
         if (vq_cache_stats(cache, l, &u) != VQ_OK)
             return NAN;
         double D = sh.layers[l].head_dim, H = sh.layers[l].n_kv_heads;
-        double idx = u.keys.stored_slots ? (double)u.index_bytes / (double)u.keys.stored_slots : 0;
+        /* index per token, without the residual window's position table (a
+         * fixed cost of the window, as in `ppl`) */
+        double win_pos = (double)u.keys.residual_bytes / (2 * D) * 4;
+        double idx = u.keys.stored_slots ? ((double)u.index_bytes - win_pos) / (double)u.keys.stored_slots : 0;
         const vq_cache_role_stats *rs[2] = { &u.keys, &u.values };
         double bpt = idx;
         for (int r = 0; r < 2; r++) {
