@@ -79,7 +79,10 @@ lowbit_methods() {
     smollm2-135m) cat <<LIST
 keys=kivi:bits=4,group=128 values=kivi:bits=4,group=64 residual=128
 keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=4,group=64 residual=128
-keys=kivi:bits=2,group=32 values=kivi:bits=2,group=32 residual=128
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=64 residual=128
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=32 kbits=2,2,2,4,2,2,2,2,4,2,2,2,4,2,4,4,4,4,4,4,4,2,4,4,4,2,2,2,2,2 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,4,4,2,2,2,2,2,2,2,2,2,2,2
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128
 LIST
     ;;
     gemma3-270m) cat <<LIST
@@ -152,6 +155,7 @@ step() {
                          sweep_list kivi | ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-kivi.json ;;
     sweep-kivix-smollm2) mkdir -p figures/quality/sweeps
                          sweep_list kivix | ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-kivix.json ;;
+    # (the plan printed here is the kbits/vbits config of ppl-lowbit-smollm2)
     plan-smollm2)  mkdir -p figures/quality/sweeps
                    run "$BIN" tune --model smollm2-135m --budget 3.0 --plan 2,4 --file "$WIKI" --tokens 512 \
                      > figures/quality/sweeps/smollm2-135m-plan-2-4.txt ;;
