@@ -481,6 +481,9 @@ typedef struct vq_cache vq_cache;
  *   bits=B0,B1,...  one entry per layer, written as the `bits` parameter of
  *                   the key and value codecs of that layer (those whose
  *                   method has one)
+ *   kbits=B0,...    per-layer bits of the key codec only (overrides bits
+ *   vbits=B0,...    for keys); vbits the same for values. The codec must
+ *                   take a `bits` parameter (kivi, kivix, turboquant, ...)
  *   keep_first=N keep_last=N keep_spec=SPEC
  *                   the first/last N layers use keep_spec (default fp16)
  *                   for keys and values, ignoring keys/values/bits
@@ -600,8 +603,19 @@ typedef struct {
 
 typedef struct {
     vq_cache_role_stats keys, values;
-    uint64_t index_bytes;     /* per-slot positions, liveness, scores */
+    uint64_t index_bytes;     /* slot index: page tables, residual positions,
+                                 and only where needed per-slot positions
+                                 (gaps), liveness (evictions), scores
+                                 (h2o/tova/snapkv/pyramidkv) */
     uint64_t pool_free_bytes; /* idle pages kept by the pool (total only) */
+    uint64_t buffer_bytes;    /* per-cache buffers (total only): attention
+                                 scratch and partials, eviction weights and
+                                 candidates, MiniCache staging */
+    uint64_t total_bytes;     /* everything the cache holds on the heap for
+                                 data (total only): keys and values
+                                 resident + shared + index + pool_free +
+                                 buffers. Fixed per-layer codec objects
+                                 (handles, their query scratch) are not in it. */
 } vq_cache_usage;
 
 /* Stats of one layer (layer >= 0) or of the whole cache (layer -1). */

@@ -38,10 +38,37 @@ NAMES = [
 ]
 
 
+def short_spec(spec):
+    """'kivix:bits=3,group=128,outliers=64' -> 'kivix3g128o64'"""
+    meth, _, params = spec.partition(":")
+    kv = dict(p.split("=", 1) for p in params.split(",") if "=" in p)
+    out = {"turboquant_rvq": "rvq", "turboquant_mse": "tqmse", "turboquant_prod": "tqprod"}.get(meth, meth)
+    if "bits" in kv:
+        out += kv["bits"]
+    if "group" in kv:
+        out += "g" + kv["group"]
+    if kv.get("outliers", "0") != "0":
+        out += "o" + kv["outliers"]
+    if kv.get("rot") == "1":
+        out += "-rot"
+    return out
+
+
 def name_of(cache):
     for n, rx in NAMES:
         if re.match(rx, cache):
             return n
+    # generated name: K/V codecs (short), residual, per-layer extras
+    f = dict(t.split("=", 1) for t in cache.split() if "=" in t)
+    if "keys" in f and "values" in f:
+        n = f"K:{short_spec(f['keys'])} V:{short_spec(f['values'])}"
+        if f.get("residual", "0") != "0":
+            n += f" r{f['residual']}"
+        if "keep_spec" in f:
+            n += f" keep {f.get('keep_first', '0')}/{f.get('keep_last', '0')}:{short_spec(f['keep_spec'])}"
+        if "bits" in f:
+            n += " bits-plan"
+        return n
     return cache
 
 
@@ -135,10 +162,11 @@ def needle_command(n):
 
 
 def load_ppl(m):
-    """MODEL-ppl.json plus any MODEL-ppl-*.json (configs measured in a later
-    run on the same chunks, e.g. VecInfer once its calibration file exists):
-    the configs are concatenated; each run's dPPL/KL are against its own fp16
-    reference, which is the same text and the same fp16 cache."""
+    """MODEL-ppl.json plus any MODEL-ppl-*.json (configs measured in later
+    runs, e.g. VecInfer once its calibration file exists, or the low-bit
+    configs): the configs are concatenated; each run's dPPL/KL are against
+    its own fp16 reference on its own chunks, so every config carries its
+    run's fp16 PPL and chunk count (run_ppl_fp16, run_chunks)."""
     d = os.path.join(ROOT, "figures/quality")
     main = load(f"figures/quality/{m}-ppl.json")
     if main is None:
@@ -147,13 +175,26 @@ def load_ppl(m):
     for fn in sorted(os.listdir(d)):
         if fn.startswith(f"{m}-ppl-") and fn.endswith(".json"):
             extra = load(f"figures/quality/{fn}")
-            same = all(extra.get(k) == main.get(k) for k in ("ctx", "chunks", "skip", "file"))
+            same = all(extra.get(k) == main.get(k) for k in ("ctx", "skip", "file"))
             if not same:
-                print(f"report.py: {fn} measured on other chunks than {m}-ppl.json (skipped)", file=sys.stderr)
+                print(f"report.py: {fn} measured on another text or context than {m}-ppl.json (skipped)",
+                      file=sys.stderr)
                 continue
             runs.append(extra)
     merged = dict(main)
-    merged["configs"] = [c for r in runs for c in r.get("configs", [])]
+    merged["configs"] = []
+    seen = {}
+    for r in runs:
+        for c in r.get("configs", []):
+            c = dict(c, run_ppl_fp16=r["ppl"], run_chunks=r["chunks"])
+            # a config measured again (later run, more chunks) replaces the older row
+            if c["cache"] in seen:
+                old = merged["configs"][seen[c["cache"]]]
+                if c["run_chunks"] >= old["run_chunks"]:
+                    merged["configs"][seen[c["cache"]]] = c
+                continue
+            seen[c["cache"]] = len(merged["configs"])
+            merged["configs"].append(c)
     return merged, runs
 
 
@@ -214,7 +255,8 @@ def quality_model(m):
             "kv_fixed_bytes": c["kv_fixed_bytes"], "kv_bytes_8k": kv8k,
             "ppl": c["ppl"], "dppl": c["dppl"], "kl": c["kl"], "top1": c["top1"],
             "needle": needle.get(c["cache"]), "calibrated": "calib=" in c["cache"], "evicts": evicts,
-            "evict_budget": budget,
+            "evict_budget": budget, "ppl_fp16": c["run_ppl_fp16"], "chunks": c["run_chunks"],
+            "bits_per_element_held": c.get("bits_per_element_held"),
         })
     src = f'ppl --ctx {p["ctx"]} --chunks {p["chunks"]} ({p["tokens_scored"]} tokens) on WikiText-2 after --skip {p.get("skip", 0):g}'
     return {
@@ -231,15 +273,20 @@ def quality_table(q):
         return "_not measured yet._"
     rows = []
     for m in q["methods"]:
-        rel = 100.0 * m["dppl"] / q["ppl_fp16"]
+        rel = 100.0 * m["dppl"] / m.get("ppl_fp16", q["ppl_fp16"])
         rows.append([
             m["name"], f'`{m["cache"]}`', f'{m["bits_per_element"]:.3f} ({m["bits_per_element_k"]:.2f} / {m["bits_per_element_v"]:.2f})',
-            f'{m["kv_bytes_8k"] / MB:.1f}', f'{m["ppl"]:.3f}', f'{m["dppl"]:+.3f} ({rel:+.1f}%)',
-            fmt(m["kl"], ".3g"), fmt(m["top1"], ".3f"), fmt(m["needle"], ".2f"),
+            fmt(m.get("bits_per_element_held"), ".2f"),
+            f'{m["kv_bytes_8k"] / MB:.1f}', f'{m["ppl"]:.3f}', f'{m["dppl"]:+.3f} ({rel:+.2f}%)',
+            fmt(m["kl"], ".3g"), fmt(m["top1"], ".3f"), fmt(m["needle"], ".2f"), str(m.get("chunks", q["chunks"])),
         ])
-    head = ["Method", "Cache config", "bits/element (K / V)", "K+V MB at 8k", "PPL", "dPPL vs fp16",
-            "KL (nats)", "top-1", "passkey"]
-    note = (f'\n\n{q["model"]}: {q["quality_source"]}; fp16 PPL {q["ppl_fp16"]:.3f}. '
+    head = ["Method", "Cache config", "bits/element (K / V)", "b/e held at ctx", "K+V MB at 8k", "PPL", "dPPL vs fp16",
+            "KL (nats)", "top-1", "passkey", "chunks"]
+    note = (f'\n\n{q["model"]}: {q["quality_source"]}; fp16 PPL {q["ppl_fp16"]:.3f} '
+            '(rows measured in another run use that run\'s fp16 PPL: `chunks` says which). '
+            'bits/element: the packed tokens\' codec bytes incl. metadata plus the slot index, K and V '
+            'averaged (the fp16 residual window is not in it); b/e held: everything the cache held at the end '
+            'of a chunk (residual window, partly filled pages, index, shared state) over the elements held. '
             + (f'Passkey at ~{q["needle_ctx"]} tokens (depths 0, 0.5, 1; one key each).' if q["needle_ctx"]
                else "Passkey: not measured for this model (time on the shared machine).")
             + '\n\nCommands:\n\n' + "".join(f"    {c}\n" for c in q["ppl_commands"]))
@@ -259,7 +306,7 @@ def verdict(quals):
         ms = [m for m in q["methods"] if m["name"] != "fp16"]
         ms.sort(key=lambda m: m["dppl"])
         for m in ms:
-            rel = 100.0 * m["dppl"] / q["ppl_fp16"]
+            rel = 100.0 * m["dppl"] / m.get("ppl_fp16", q["ppl_fp16"])
             cls = "good" if rel <= 2 else "fair" if rel <= 10 else "POOR"
             extra = ""
             if m.get("needle") is not None:
@@ -269,6 +316,39 @@ def verdict(quals):
                          f'top-1 {100 * m["top1"]:.1f}%{extra}')
         lines.append("")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- sweeps (docs/quality.md)
+
+
+def sweep_table(rel):
+    """every config of one exploration run, as measured (figures/quality/sweeps/)"""
+    p = load(rel)
+    if p is None:
+        return f"_not measured yet: `{rel}` is missing._"
+    rows = []
+    for c in p["configs"]:
+        rel_d = 100.0 * c["dppl"] / p["ppl"]
+        rows.append([f'`{c["cache"]}`', fmt(c.get("bits_per_element"), ".3f"),
+                     fmt(c.get("bits_per_element_held"), ".2f"), f'{c["ppl"]:.3f}', f'{rel_d:+.2f}%',
+                     fmt(c["kl"], ".4f"), fmt(c["top1"], ".3f")])
+    head = ["cache config", "bits/element", "b/e held", "PPL", "dPPL", "KL (nats)", "top-1"]
+    note = (f'\n\n{p["model"]}, fp16 PPL {p["ppl"]:.3f}, ctx {p["ctx"]}, {p["chunks"]} chunks '
+            f'({p["tokens_scored"]} tokens) after --skip {p.get("skip", 0):g}. From `{rel}`:\n\n    {ppl_command(p)}\n')
+    if "bits_per_element_held" not in p["configs"][0]:
+        note += ("\nThis run predates the slot-index accounting (binary of commit 35d84cd): its bits/element "
+                 "leave out the slot index, which for these non-evicting configs is the residual window's "
+                 "positions and the page tables (about +0.03 bits/element at ctx 2048 with residual=128).\n")
+    return table(head, rows) + note
+
+
+def text_block(rel):
+    p = os.path.join(ROOT, rel)
+    if not os.path.exists(p):
+        return f"_not measured yet: `{rel}` is missing._"
+    with open(p, encoding="utf-8") as f:
+        body = f.read().rstrip("\n")
+    return "From `" + rel + "`:\n\n" + "\n".join("    " + ln for ln in body.split("\n"))
 
 
 # ---------------------------------------------------------------- main
@@ -310,6 +390,22 @@ def main():
         with open(rp + ".tmp", "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(rp + ".tmp", rp)
+    qdoc = os.path.join(ROOT, "docs/quality.md")
+    if os.path.exists(qdoc):
+        with open(qdoc, encoding="utf-8") as f:
+            text = f.read()
+        sweeps = {
+            "sweep-kivi": sweep_table("figures/quality/sweeps/smollm2-135m-kivi.json"),
+            "sweep-kivix": sweep_table("figures/quality/sweeps/smollm2-135m-kivix.json"),
+            "plan-smollm2": text_block("figures/quality/sweeps/smollm2-135m-plan-2-4.txt"),
+            "lowbit-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit.json"),
+            "lowbit-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit.json"),
+        }
+        for k, v in sweeps.items():
+            text = replace_block(text, k, v)
+        with open(qdoc + ".tmp", "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(qdoc + ".tmp", qdoc)
     print(f"report.py: wrote {os.path.relpath(qp, ROOT)} ({len(qual['models'])} models) and updated docs/validation-report.md")
 
 

@@ -9,6 +9,13 @@
 #   ppl-smollm2 ppl-gemma3        quality: PPL/dPPL/KL/top-1 per method
 #   ppl-vecinfer-MODEL            VecInfer alone (when ppl-MODEL ran before its
 #                                 calibration file existed; same chunks)
+#   ppl-lowbit-smollm2 ppl-lowbit-gemma3
+#                                 the low-bit configs (kivi/kivix per-channel keys,
+#                                 sparse outliers, bit plans), 3 chunks each:
+#                                 figures/quality/MODEL-ppl-lowbit.json
+#   sweep-kivi-smollm2 sweep-kivix-smollm2 plan-smollm2
+#                                 the exploration behind them (docs/quality.md):
+#                                 figures/quality/sweeps/
 #   needle-smollm2 needle-gemma3  passkey retrieval per method
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
@@ -65,6 +72,63 @@ ppl_vecinfer() {  # model ctx chunks: VecInfer alone, once validate made its cal
   mv "figures/quality/$m-ppl-vecinfer.json.tmp" "figures/quality/$m-ppl-vecinfer.json"
 }
 
+# The low-bit configs of the quality table (docs/quality.md says how they
+# were chosen). One ppl run per model, 3 chunks (ctx 2048).
+lowbit_methods() {
+  case $1 in
+    smollm2-135m) cat <<LIST
+keys=kivi:bits=4,group=128 values=kivi:bits=4,group=64 residual=128
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=4,group=64 residual=128
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=64 residual=128
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=32 kbits=2,2,2,4,2,2,2,2,4,2,2,2,4,2,4,4,4,4,4,4,4,2,4,4,4,2,2,2,2,2 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,4,4,2,2,2,2,2,2,2,2,2,2,2
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128
+LIST
+    ;;
+    gemma3-270m) cat <<LIST
+keys=kivi:bits=4,group=128 values=kivi:bits=4,group=128 residual=128
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128
+LIST
+    ;;
+  esac
+}
+
+ppl_list() {  # model chunks out-file: the configs on stdin, one per line
+  local m=$1 chunks=$2 out=$3; local -a a=()
+  while IFS= read -r cfg; do [ -n "$cfg" ] && a+=(--cache "$cfg"); done
+  run "$BIN" ppl --model "$m" --file "$WIKI" --skip 0.25 --ctx 2048 --chunks "$chunks" "${a[@]}" --json > "$out.tmp"
+  mv "$out.tmp" "$out"
+}
+
+sweep_list() {  # name: the exploration runs of docs/quality.md (smollm2-135m)
+  case $1 in
+    kivi) cat <<LIST
+keys=kivi:bits=4,group=128 values=kivi:bits=4,group=64 residual=128
+keys=kivi:bits=4,group=32 values=kivi:bits=2,group=32 residual=128
+keys=kivi:bits=2,group=32 values=kivi:bits=4,group=32 residual=128
+keys=kivi:bits=4,group=128 values=kivi:bits=2,group=64 residual=128
+keys=kivi:bits=2,group=128 values=kivi:bits=2,group=64 residual=128
+keys=kivi:bits=4,group=64 values=kivi:bits=4,group=64 residual=128
+keys=kivi:bits=4,group=128 values=q4_0:rot=1 residual=128
+keys=kivi:bits=2,group=32 values=kivi:bits=2,group=32 residual=128
+LIST
+    ;;
+    kivix) cat <<LIST
+keys=kivix:bits=3,group=128 values=kivix:bits=3,group=64 residual=128
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=3,group=64 residual=128
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128
+keys=kivix:bits=2,group=128,outliers=128 values=kivix:bits=2,group=32 residual=128
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=64 residual=128
+keys=kivix:bits=1,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=3,group=64 residual=32
+LIST
+    ;;
+  esac
+}
+
 needle() {  # model ctx
   local m=$1 ctx=$2; local -a a=()
   while IFS= read -r -d '' x; do a+=("$x"); done < <(cache_args "$m")
@@ -85,6 +149,16 @@ step() {
     ppl-gemma3)    ppl gemma3-270m 2048 2 ;;
     ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 3 ;;
     ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 2048 2 ;;
+    ppl-lowbit-smollm2) lowbit_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit.json ;;
+    ppl-lowbit-gemma3)  lowbit_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit.json ;;
+    sweep-kivi-smollm2)  mkdir -p figures/quality/sweeps
+                         sweep_list kivi | ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-kivi.json ;;
+    sweep-kivix-smollm2) mkdir -p figures/quality/sweeps
+                         sweep_list kivix | ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-kivix.json ;;
+    # (the plan printed here is the kbits/vbits config of ppl-lowbit-smollm2)
+    plan-smollm2)  mkdir -p figures/quality/sweeps
+                   run "$BIN" tune --model smollm2-135m --budget 3.0 --plan 2,4 --file "$WIKI" --tokens 512 \
+                     > figures/quality/sweeps/smollm2-135m-plan-2-4.txt ;;
     needle-smollm2) needle smollm2-135m 2048 ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;

@@ -130,6 +130,39 @@ static void test_per_layer_specs(void)
         CHECK(strstr(vq_last_error(), "bits") != NULL);
         vq_cache_config_free(cfg);
     }
+    /* kbits / vbits: each role its own per-layer list, over bits */
+    CHECK_OK(vq_cache_config_parse("keys=kivix:bits=4 values=kivix:bits=2 bits=3,3,3,3 kbits=4,3,2,8 vbits=2,2,5,1",
+                                   &cfg));
+    if (cfg) {
+        vq_cache_config *re = NULL; /* (create copies the config: kbits travel) */
+        CHECK(strstr(vq_cache_config_str(cfg), " kbits=4,3,2,8 vbits=2,2,5,1") != NULL);
+        CHECK_OK(vq_cache_config_parse(vq_cache_config_str(cfg), &re));
+        CHECK(re && strcmp(vq_cache_config_str(re), vq_cache_config_str(cfg)) == 0);
+        vq_cache_config_free(re);
+        if (vq_cache_create(cfg, &sh, 1, &c) == VQ_OK) {
+            static const int kb[4] = { 4, 3, 2, 8 }, vb[4] = { 2, 2, 5, 1 };
+            for (int l = 0; l < 4; l++) {
+                char want[32];
+                snprintf(want, sizeof want, "kivix:bits=%d,", kb[l]);
+                CHECKF(strncmp(vq_cache_codec_spec(c, l, VQ_ROLE_KEY), want, strlen(want)) == 0, "layer %d keys %s",
+                       l, vq_cache_codec_spec(c, l, VQ_ROLE_KEY));
+                snprintf(want, sizeof want, "kivix:bits=%d,", vb[l]);
+                CHECKF(strncmp(vq_cache_codec_spec(c, l, VQ_ROLE_VALUE), want, strlen(want)) == 0,
+                       "layer %d values %s", l, vq_cache_codec_spec(c, l, VQ_ROLE_VALUE));
+            }
+            vq_cache_free(c);
+            c = NULL;
+        } else {
+            CHECKF(0, "create: %s", vq_last_error());
+        }
+    }
+    vq_cache_config_free(cfg);
+    CHECK_OK(vq_cache_config_parse("keys=kivix vbits=2,2,2", &cfg));
+    CHECK(cfg && vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_INVALID_ARG && strstr(vq_last_error(), "vbits"));
+    vq_cache_config_free(cfg);
+    CHECK_OK(vq_cache_config_parse("keys=q8_0 kbits=2,2,2,2", &cfg));
+    CHECK(cfg && vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_INVALID_ARG && strstr(vq_last_error(), "kbits"));
+    vq_cache_config_free(cfg);
     /* bits with no codec taking bits */
     CHECK_OK(vq_cache_config_parse("bits=4,4,4,4", &cfg));
     CHECK(cfg && vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_INVALID_ARG);

@@ -1,7 +1,8 @@
 /* test_validate.c -- `veloxquant validate` and `veloxquant ppl` on the real
  * default model (smollm2-135m), checked through their JSON output:
  *   - results.json has every top-level and per-arm field of the schema;
- *   - key_compression = fp16_key_bytes / compressed_key_bytes for every arm;
+ *   - key_compression = fp16_key_bytes / (compressed_key_bytes +
+ *     index_bytes / 2) for every arm (ratios include the slot index);
  *   - the RVQ-1bit key ratio is 2D / (ceil(2D/8) + 2) for the model's D;
  *   - accounted <= resident_kv_bytes <= the stated bound, and the bound is
  *     itself within an independent slack (one page per layer, head and
@@ -73,10 +74,12 @@ static void check_arm_invariants(const vq_json_node *root, const vq_json_node *a
     CHECK(vq_json_get(a, "kl_vs_fp16") && vq_json_get(a, "top1_agreement_vs_fp16") &&
           vq_json_get(a, "greedy_matches_fp16"));
     double fk = num(a, "fp16_key_bytes"), ck = num(a, "compressed_key_bytes");
-    CHECK(fk > 0 && ck > 0);
-    CHECK_NEAR(num(a, "key_compression"), fk / ck, 1e-6 * fk / ck);
+    double ix = num(a, "index_bytes");
+    CHECK(fk > 0 && ck > 0 && ix >= 0);
+    CHECK_NEAR(num(a, "key_compression"), fk / (ck + ix / 2), 1e-6 * fk / ck);
     double fv = num(a, "fp16_value_bytes"), cv = num(a, "compressed_value_bytes");
-    CHECK_NEAR(num(a, "full_kv_compression"), (fk + fv) / (ck + cv), 1e-6 * (fk + fv) / (ck + cv));
+    CHECK_NEAR(num(a, "full_kv_compression"), (fk + fv) / (ck + cv + ix), 1e-6 * (fk + fv) / (ck + cv));
+    CHECK(num(a, "total_cache_bytes") >= num(a, "resident_kv_bytes") + ix);
     double acc = num(a, "accounted_kv_bytes"), res = num(a, "resident_kv_bytes"), bound = num(a, "resident_bound_bytes");
     CHECKF(acc <= res && res <= bound, "%s: accounted %.0f resident %.0f bound %.0f",
            vq_json_get_str(a, "name", "?"), acc, res, bound);
@@ -127,13 +130,15 @@ static void test_validate_short(void)
     }
     if (rvq && !vq_json_get(rvq, "error")) {
         double D = num(root, "head_dim");
-        double want = 2 * D / (ceil(2 * D / 8) + 2);
-        CHECK_NEAR(num(rvq, "key_compression"), want, 1e-9 * want);
+        /* codec bytes per token: 2 bits per element + fp16 norm */
+        double ck = num(rvq, "compressed_key_bytes"), held = num(rvq, "fp16_key_bytes") / (2 * D);
+        CHECK_NEAR(ck / held, ceil(2 * D / 8) + 2, 1e-9 * ck / held);
     }
     if (f && !vq_json_get(f, "error")) {
         CHECK_NEAR(num(f, "kl_vs_fp16"), 0, 1e-6); /* teacher-forced batch vs step decode: same math */
         CHECK(num(f, "top1_agreement_vs_fp16") == 1);
-        CHECK(num(f, "key_compression") == 1);
+        CHECK(num(f, "compressed_key_bytes") == num(f, "fp16_key_bytes"));
+        CHECK(num(f, "key_compression") <= 1 && num(f, "key_compression") > 0.9); /* index: no per-slot tables */
     }
     vq_json_node_free(root);
 }

@@ -95,13 +95,17 @@ void cli_cache_stats_line(FILE *out, const vq_cache *c)
         fprintf(out, "KV cache: stats unavailable (%s)", vq_last_error());
         return;
     }
-    unsigned long long acc = u.keys.accounted_bytes + u.values.accounted_bytes;
-    unsigned long long res = u.keys.resident_bytes + u.values.resident_bytes;
+    /* ratios include the slot index; "total" adds idle pool pages and the
+     * cache's buffers */
+    unsigned long long acc = u.keys.accounted_bytes + u.values.accounted_bytes + u.index_bytes;
+    unsigned long long res = u.keys.resident_bytes + u.values.resident_bytes + u.index_bytes;
     unsigned long long f16 = u.keys.fp16_bytes + u.values.fp16_bytes;
     unsigned long long sh = u.keys.shared_bytes + u.values.shared_bytes;
     fprintf(out,
             "KV cache: %llu tokens held (all layers and heads), accounted %llu B, resident %llu B, "
-            "fp16 %llu B, ratio vs fp16 %.2fx accounted / %.2fx resident, shared state %llu B",
+            "fp16 %llu B, ratio vs fp16 %.2fx accounted / %.2fx resident (slot index %llu B included), "
+            "shared state %llu B, total held %llu B",
             (unsigned long long)u.keys.tokens, acc, res, f16, acc ? (double)f16 / (double)acc : 0.0,
-            res ? (double)f16 / (double)res : 0.0, sh);
+            res ? (double)f16 / (double)res : 0.0, (unsigned long long)u.index_bytes, sh,
+            (unsigned long long)u.total_bytes);
 }

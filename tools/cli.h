@@ -13,6 +13,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_needle(int argc, char **argv);
 int cmd_recommend(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /* Print "veloxquant CMD: MSG" to stderr (printf-style). */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

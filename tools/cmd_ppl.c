@@ -24,7 +24,11 @@
  * agreement (same argmax); each config's own PPL gives dPPL in the same
  * run. With --json, "configs" holds one object per config: cache, ppl,
  * dppl, kl, kl_max, top1, positions, bits_per_element(_k/_v) (per-token
- * metadata included, from the cache's own counters), kv_bytes_8k (K+V held
+ * metadata and the slot index included, from the cache's own counters;
+ * the packed tokens' cost, without the fp16 residual window),
+ * bits_per_element_held (everything the cache held at the end of the last
+ * chunk -- pages incl. partly filled ones, residual buffers, index, shared
+ * state -- over the elements it held), kv_bytes_8k (K+V held
  * at 8192 tokens, sliding-window layers at their window, shared state
  * included), kv_bytes_per_token_full/_window, window and kv_fixed_bytes
  * (bytes(C) = full*C + window_bpt*min(C, window) + fixed). */
@@ -74,6 +78,7 @@ typedef struct {
     double window;           /* their window (tokens), 0 if none */
     double fixed_bytes;      /* shared state + extra bytes of the fp16 residual window */
     double shared_bytes;     /* codec shared state (codebooks, rotations) */
+    double bpe_held;         /* all bytes held / elements held, end of a chunk */
     int have_bytes;
 } ppl_arm;
 
@@ -112,10 +117,18 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
         double D = sh.layers[l].head_dim, H = sh.layers[l].n_kv_heads;
         double bpt[2];
         const vq_cache_role_stats *rs[2] = { &u.keys, &u.values };
+        /* the slot index (bytes per held token and head, half to each
+         * role) is part of every token's cost; the residual window's own
+         * position table (4 bytes per window slot) is a fixed cost of the
+         * window, like the window itself (in kv_fixed_bytes and
+         * bits_per_element_held) */
+        double held_slots = (double)u.keys.stored_slots;
+        double win_pos = (double)u.keys.residual_bytes / (2 * D) * 4;
+        double idx = held_slots > 0 ? ((double)u.index_bytes - win_pos) / held_slots / 2 : 0;
         for (int k = 0; k < 2; k++) {
             double packed = (double)(rs[k]->stored_slots - rs[k]->residual_tokens);
-            bpt[k] = packed > 0 ? ((double)rs[k]->accounted_bytes - (double)rs[k]->residual_tokens * 2 * D) / packed
-                                : 2 * D;
+            bpt[k] = (packed > 0 ? ((double)rs[k]->accounted_bytes - (double)rs[k]->residual_tokens * 2 * D) / packed
+                                 : 2 * D) + idx;
         }
         double held = li.sliding_window > 0 && li.sliding_window < 8192 ? li.sliding_window : 8192;
         double res = residual < held ? residual : held;
@@ -126,12 +139,17 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
         } else {
             a->bpt_full += H * (bpt[0] + bpt[1]);
         }
-        a->fixed_bytes += H * (double)residual * (4 * D - bpt[0] - bpt[1]);
+        a->fixed_bytes += H * (double)residual * (4 * D - bpt[0] - bpt[1]) + win_pos;
+        total += win_pos;
         bits_k += 8 * bpt[0] * H;
         bits_v += 8 * bpt[1] * H;
         elems += D * H;
     }
     a->shared_bytes = (double)(all.keys.shared_bytes + all.values.shared_bytes);
+    double elems_held = (double)(all.keys.fp16_bytes + all.values.fp16_bytes) / 2;
+    a->bpe_held = elems_held > 0 ? 8.0 * ((double)all.keys.resident_bytes + (double)all.values.resident_bytes +
+                                          (double)all.index_bytes + a->shared_bytes) / elems_held
+                                 : 0;
     a->kv_bytes_8k = total + a->shared_bytes;
     a->fixed_bytes += a->shared_bytes;
     a->bpe_k = bits_k / elems;
@@ -375,9 +393,9 @@ int cmd_ppl(int argc, char **argv)
                     printf(", \"bits_per_element_k\": %.4f, \"bits_per_element_v\": %.4f, "
                            "\"bits_per_element\": %.4f, \"kv_bytes_8k\": %.0f, \"shared_bytes\": %.0f, "
                            "\"kv_bytes_per_token_full\": %.2f, \"kv_bytes_per_token_window\": %.2f, "
-                           "\"window\": %.0f, \"kv_fixed_bytes\": %.0f",
+                           "\"window\": %.0f, \"kv_fixed_bytes\": %.0f, \"bits_per_element_held\": %.4f",
                            A->bpe_k, A->bpe_v, (A->bpe_k + A->bpe_v) / 2, A->kv_bytes_8k, A->shared_bytes,
-                           A->bpt_full, A->bpt_window, A->window, A->fixed_bytes);
+                           A->bpt_full, A->bpt_window, A->window, A->fixed_bytes, A->bpe_held);
                 printf("}");
             }
             printf("]");

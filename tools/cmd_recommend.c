@@ -182,7 +182,8 @@ int cmd_recommend(int argc, char **argv)
         }
         m->kv_mb = kv_bytes(m, ctx) / MB;
         m->fits = kv_bytes(m, ctx) <= budget;
-        m->rel = m->dppl / ppl_fp16;
+        /* a method measured in another run (other chunks) carries its own baseline */
+        m->rel = m->dppl / vq_json_get_num(o, "ppl_fp16", ppl_fp16);
         m->cls = m->rel <= GOOD_REL_DPPL ? 0 : m->rel <= FAIR_REL_DPPL ? 1 : 2;
         double denom = m->evicts ? 0 : m->full;
         double room = budget - m->fixed - m->win * m->window;

@@ -77,6 +77,7 @@ typedef struct {
     int have_stats;
     uint64_t fp16_key_bytes, compressed_key_bytes, fp16_value_bytes, compressed_value_bytes;
     uint64_t resident_key_bytes, resident_value_bytes, residual_bytes, index_bytes, shared_bytes;
+    uint64_t total_cache_bytes; /* vq_cache_usage.total_bytes (0 for float arms) */
     uint64_t resident_bound_bytes, tokens_held;
     double prefill_s, decode_s, prefill_tok_s, decode_tok_s, throughput_tok_s;
     double rss_model_mb, rss_peak_mb;
@@ -190,6 +191,7 @@ static void fill_stats(arm_result *r, vq_cache *cache)
     r->fp16_value_bytes = u.values.fp16_bytes;
     r->compressed_key_bytes = u.keys.accounted_bytes;
     r->compressed_value_bytes = u.values.accounted_bytes;
+    r->total_cache_bytes = u.total_bytes;
     r->resident_key_bytes = u.keys.resident_bytes;
     r->resident_value_bytes = u.values.resident_bytes;
     r->residual_bytes = u.keys.residual_bytes + u.values.residual_bytes;
@@ -809,14 +811,16 @@ static vq_status write_results(const opts *o, const char *path, const arm_result
             vq_json_knum(&j, "fp16_key_mb", r->fp16_key_bytes / MB);
             vq_json_kuint(&j, "compressed_key_bytes", r->compressed_key_bytes);
             vq_json_knum(&j, "compressed_key_mb", r->compressed_key_bytes / MB);
-            vq_json_knum(&j, "key_compression", r->compressed_key_bytes ? (double)r->fp16_key_bytes / r->compressed_key_bytes : 0);
+            /* ratios include the slot index, half to each role */
+            double ik = (double)r->index_bytes / 2;
+            vq_json_knum(&j, "key_compression", r->compressed_key_bytes ? (double)r->fp16_key_bytes / (r->compressed_key_bytes + ik) : 0);
             vq_json_kuint(&j, "fp16_value_bytes", r->fp16_value_bytes);
             vq_json_knum(&j, "fp16_value_mb", r->fp16_value_bytes / MB);
             vq_json_kuint(&j, "compressed_value_bytes", r->compressed_value_bytes);
             vq_json_knum(&j, "compressed_value_mb", r->compressed_value_bytes / MB);
-            vq_json_knum(&j, "value_compression", r->compressed_value_bytes ? (double)r->fp16_value_bytes / r->compressed_value_bytes : 0);
+            vq_json_knum(&j, "value_compression", r->compressed_value_bytes ? (double)r->fp16_value_bytes / (r->compressed_value_bytes + ik) : 0);
             uint64_t fa = r->fp16_key_bytes + r->fp16_value_bytes, ca = r->compressed_key_bytes + r->compressed_value_bytes;
-            vq_json_knum(&j, "full_kv_compression", ca ? (double)fa / ca : 0);
+            vq_json_knum(&j, "full_kv_compression", ca ? (double)fa / ((double)ca + 2 * ik) : 0);
             vq_json_kuint(&j, "accounted_kv_bytes", ca);
             vq_json_kuint(&j, "resident_kv_bytes", r->resident_key_bytes + r->resident_value_bytes);
             vq_json_knum(&j, "resident_kv_mb", (r->resident_key_bytes + r->resident_value_bytes) / MB);
@@ -825,6 +829,7 @@ static vq_status write_results(const opts *o, const char *path, const arm_result
             vq_json_kuint(&j, "resident_bound_bytes", r->resident_bound_bytes);
             vq_json_kuint(&j, "residual_bytes", r->residual_bytes);
             vq_json_kuint(&j, "index_bytes", r->index_bytes);
+            vq_json_kuint(&j, "total_cache_bytes", r->total_cache_bytes);
             vq_json_kuint(&j, "shared_state_bytes", r->shared_bytes);
             vq_json_kbool(&j, "measured_from_cache_allocator", r->have_stats);
             vq_json_knum(&j, "peak_mb", r->rss_peak_mb);
@@ -881,11 +886,11 @@ static void print_table(const opts *o, const arm_result *res)
         }
         printf("%-14s %8.1f %8.0f %8.3f MB %12.3f MB %6.2fx %8.3f MB %9s %6s %6s\n", o->arms[i].name,
                r->throughput_tok_s, r->rss_peak_mb, r->fp16_key_bytes / MB, r->compressed_key_bytes / MB,
-               r->compressed_key_bytes ? (double)r->fp16_key_bytes / r->compressed_key_bytes : 0,
+               r->compressed_key_bytes ? (double)r->fp16_key_bytes / (r->compressed_key_bytes + r->index_bytes / 2.0) : 0,
                (r->resident_key_bytes + r->resident_value_bytes) / MB, kl, t1,
                r->quality_positions > 0 ? (r->greedy_match ? "same" : "diff") : "-");
     }
-    printf("claim = fp16_key_bytes / compressed_key_bytes; tok/s = generated tokens / (prefill + decode) "
+    printf("claim = fp16_key_bytes / (compressed_key_bytes + index_bytes / 2); tok/s = generated tokens / (prefill + decode) "
            "seconds; Peak MB = the arm process's VmHWM; KL = mean KL(fp16 || arm) in nats per generated "
            "position\n");
 }

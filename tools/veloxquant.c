@@ -20,6 +20,7 @@ static const struct {
     { "bench", cmd_bench, "benchmark codecs and attention" },
     { "needle", cmd_needle, "passkey retrieval accuracy with a KV-cache config" },
     { "recommend", cmd_recommend, "which cache config to use, from the measured quality table" },
+    { "tune", cmd_tune, "measure candidate cache configs on a model, pick the best within a bit budget" },
 };
 
 void cli_error(const char *cmd, const char *fmt, ...)

@@ -75,11 +75,11 @@ typedef struct {
     float softcap; /* 0 = none */
 } mask_ctx;
 
-/* scale, cap and mask raw scores of n slots with positions pos[] and
- * liveness alive[] (NULL = all live); keep a copy in wrow (stride wstride)
- * if set */
-static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *pos, const uint8_t *alive,
-                        float *wrow, size_t wstride)
+/* scale, cap and mask raw scores of n slots with positions pos[] (NULL:
+ * pos0 + i) and liveness alive[] (NULL = all live); keep a copy in wrow
+ * (stride wstride) if set */
+static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *pos, int32_t pos0,
+                        const uint8_t *alive, float *wrow, size_t wstride)
 {
     /* common case: every slot live and visible to every query of the tile
      * (positions increase, so the first and last slots decide) */
@@ -87,8 +87,8 @@ static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *p
     for (size_t i = 0; alive && i < n && all_live; i++)
         all_live = alive[i] != 0;
     int32_t qlo = mc->qpos[0], qhi = mc->qpos[mc->nt - 1];
-    if (all_live && n > 0 && mc->softcap <= 0.0f && pos[n - 1] <= qlo &&
-        (mc->window == 0 || pos[0] > qhi - mc->window)) {
+    int32_t first = n ? (pos ? pos[0] : pos0) : 0, last = n ? (pos ? pos[n - 1] : pos0 + (int32_t)n - 1) : 0;
+    if (all_live && n > 0 && mc->softcap <= 0.0f && last <= qlo && (mc->window == 0 || first > qhi - mc->window)) {
         const float sc = mc->scale;
         for (size_t j = 0; j < mc->g * mc->nt; j++) {
             float *row = s + j * n;
@@ -103,7 +103,8 @@ static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *p
         int32_t p = mc->qpos[j / mc->g];
         float *row = s + j * n;
         for (size_t i = 0; i < n; i++) {
-            int vis = (!alive || alive[i]) && pos[i] <= p && (mc->window == 0 || pos[i] > p - mc->window);
+            int32_t pi = pos ? pos[i] : pos0 + (int32_t)i;
+            int vis = (!alive || alive[i]) && pi <= p && (mc->window == 0 || pi > p - mc->window);
             float x = row[i] * mc->scale;
             if (mc->softcap > 0.0f)
                 x = mc->softcap * tanhf(x / mc->softcap);
@@ -208,11 +209,12 @@ static vq_status anchor_pass(tile_job *J, vq_cache_layer *A, size_t h, size_t s,
     size_t pb = np * s / J->chunks, pe = np * (s + 1) / J->chunks;
     for (size_t pg = pb; pg < pe; pg++) {
         size_t s0 = pg * P, n = H->n_packed - s0 < P ? H->n_packed - s0 : P;
-        if (H->pos[s0] > qmax)
+        if (vq_head_pos(H, s0) > qmax)
             break;
         VQ_TRY(vq_codec_score(kc, W->qbuf2, (int)nq, H->kpages[pg], n, W->sc));
         apply_ratios_k(W->sc, nq, n, H->x + s0);
-        mask_scores(&mc, W->sc, n, H->pos + s0, H->alive + s0, NULL, 0);
+        mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
+                    NULL, 0);
         mask_unmerged(W->sc, nq, n, H->x + s0);
         online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
         apply_ratios_v(W->sc, nq, n, H->x + s0);
@@ -222,7 +224,7 @@ static vq_status anchor_pass(tile_job *J, vq_cache_layer *A, size_t h, size_t s,
         size_t n = H->n_res;
         VQ_TRY(vq_codec_score(fk, W->qf, (int)nq, H->rk, n, W->sc));
         apply_ratios_k(W->sc, nq, n, H->rx);
-        mask_scores(&mc, W->sc, n, H->rpos, NULL, NULL, 0);
+        mask_scores(&mc, W->sc, n, H->rpos, 0, NULL, NULL, 0);
         mask_unmerged(W->sc, nq, n, H->rx);
         online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
         apply_ratios_v(W->sc, nq, n, H->rx);
@@ -273,13 +275,14 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     size_t pb = np * s / J->chunks, pe = np * (s + 1) / J->chunks;
     for (size_t pg = pb; pg < pe; pg++) {
         size_t s0 = pg * P, n = H->n_packed - s0 < P ? H->n_packed - s0 : P;
-        if (H->pos[s0] > qmax)
+        if (vq_head_pos(H, s0) > qmax)
             break; /* positions increase: nothing later is visible */
-        if (L->shape.window > 0 && H->pos[s0 + n - 1] <= qmin - L->shape.window)
+        if (L->shape.window > 0 && vq_head_pos(H, s0 + n - 1) <= qmin - L->shape.window)
             continue;
         VQ_TRY(vq_cache_xquant_bind(c, L, h, s0, kc, vc));
         VQ_TRY(vq_codec_score(kc, W->qbuf, (int)nq, H->kpages[pg], n, W->sc));
-        mask_scores(&mc, W->sc, n, H->pos + s0, H->alive + s0, wb ? wb + s0 : NULL, ns);
+        mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
+                    wb ? wb + s0 : NULL, ns);
         online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
         VQ_TRY(vq_codec_accumulate(vc, W->sc, (int)nq, H->vpages[pg], n, acc));
     }
@@ -287,7 +290,7 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     if (s == J->chunks - 1 && H->n_res > 0) {
         size_t n = H->n_res;
         VQ_TRY(vq_codec_score(fk, W->qf, (int)nq, H->rk, n, W->sc));
-        mask_scores(&mc, W->sc, n, H->rpos, NULL, wb ? wb + H->n_packed : NULL, ns);
+        mask_scores(&mc, W->sc, n, H->rpos, 0, NULL, wb ? wb + H->n_packed : NULL, ns);
         online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
         VQ_TRY(vq_codec_accumulate(fv, W->sc, (int)nq, H->rv, n, accr));
     }

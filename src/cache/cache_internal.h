@@ -42,6 +42,8 @@ struct vq_cache_config {
     char cross[VQ_SPEC_MAX_LEN];  /* "none" or a spec */
     int n_bits;                   /* 0: no per-layer bits list */
     int *bits;
+    int n_kbits, n_vbits;         /* per-layer bits of keys / values only */
+    int *kbits, *vbits;           /* (override bits for that role) */
     long keep_first, keep_last;
     char keep_spec[VQ_SPEC_MAX_LEN];
     char *text;                   /* canonical text */
@@ -128,9 +130,18 @@ typedef struct {
     /* packed region: slot i lives in page i / page_tokens */
     uint8_t **kpages, **vpages;
     size_t n_pages, cap_pages;
-    int32_t *pos;      /* [cap_slots] positions, increasing */
-    uint8_t *alive;    /* [cap_slots] 1 live, 0 evicted (masked) */
-    float *score;      /* [cap_slots] policy score (h2o sum, tova, votes) */
+    /* Slot index. Positions: NULL while the packed slots hold consecutive
+     * positions (slot i is at pos_base + i, 0 bytes per slot); a table is
+     * made when a gap appears (eviction inside the region, or appends with
+     * skipped positions) and dropped again when compaction leaves them
+     * consecutive. Liveness: NULL while no packed slot is dead (made by the
+     * first eviction, dropped when compaction removes every dead slot).
+     * Scores: only for policies that rank by attention (h2o, tova, snapkv,
+     * pyramidkv). So a cache that evicts nothing holds no per-slot index. */
+    int32_t *pos;      /* [cap_slots] positions, increasing, or NULL */
+    int32_t pos_base;  /* position of packed slot 0 when pos is NULL */
+    uint8_t *alive;    /* [cap_slots] 1 live, 0 evicted (masked), or NULL */
+    float *score;      /* [cap_slots] policy score (h2o sum, tova, votes) or NULL */
     size_t n_packed, cap_slots, n_dead;
     size_t dead_floor; /* dead slots left by the last compaction (partly
                           dead groups); compaction reruns when n_dead has
@@ -138,7 +149,7 @@ typedef struct {
     /* residual window: n_res fp16 tokens, oldest first */
     uint8_t *rk, *rv;  /* [res_cap][2*head_dim] */
     int32_t *rpos;
-    float *rscore;
+    float *rscore;     /* [res_cap], NULL unless the policy uses scores */
     size_t n_res;
     /* MiniCache anchor layers only (else NULL): [cap_slots] and [res_cap] */
     vq_xslot *x, *rx;
@@ -198,6 +209,7 @@ struct vq_cache {
     size_t nq_max, asz_max, d_max;
     float *tmp;       /* group * max head_dim floats (encode staging,
                          gather, accum_finish) */
+    size_t scratch_bytes; /* tmp + workers' scratch + part (threads.c) */
     /* per-slot raw scores for policies that need attention weights
      * (grows geometrically; bounded by the budget in steady state) */
     float *wbuf;
@@ -231,15 +243,24 @@ vq_status vq_cache_grow_wbuf(vq_cache *c, size_t n);
 static inline size_t vq_head_slots(const vq_cache_head *h) { return h->n_packed + h->n_res; }
 static inline int32_t vq_head_pos(const vq_cache_head *h, size_t i)
 {
-    return i < h->n_packed ? h->pos[i] : h->rpos[i - h->n_packed];
+    if (i >= h->n_packed)
+        return h->rpos[i - h->n_packed];
+    return h->pos ? h->pos[i] : h->pos_base + (int32_t)i;
 }
 static inline int vq_head_alive(const vq_cache_head *h, size_t i)
 {
-    return i < h->n_packed ? h->alive[i] : 1;
+    return i < h->n_packed && h->alive ? h->alive[i] : 1;
 }
+/* only for caches whose policy uses scores (vq_cache_uses_scores) */
 static inline float *vq_head_score(vq_cache_head *h, size_t i)
 {
     return i < h->n_packed ? &h->score[i] : &h->rscore[i - h->n_packed];
+}
+/* the policy ranks tokens by attention weights (per-slot scores kept) */
+static inline int vq_cache_uses_scores(const vq_cache *c)
+{
+    return c->ev.kind == VQ_EVICT_H2O || c->ev.kind == VQ_EVICT_TOVA || c->ev.kind == VQ_EVICT_SNAPKV ||
+           c->ev.kind == VQ_EVICT_PYRAMIDKV;
 }
 
 /* minicache.c */
@@ -286,7 +307,12 @@ vq_status vq_cache_xkv_load_group(vq_cache *c, int gi, int rank, const float *me
 /* evict.c: enforce the sliding window (drop pos <= ref - window) and the
  * policy on layer l; `after_attend` says whether weights were just added. */
 vq_status vq_cache_enforce(vq_cache *c, int l, int32_t ref_pos, int after_attend);
-/* Remove one slot (packed: mark dead; residual: shift out). */
-void vq_cache_kill_slot(vq_cache_head *h, size_t i, size_t head_dim);
+/* Remove one slot (packed: mark dead, making the liveness table on the
+ * first eviction; residual: shift out). */
+vq_status vq_cache_kill_slot(vq_cache *c, vq_cache_head *h, size_t i, size_t head_dim);
+/* store.c: make the position table of H (slot i at pos_base + i so far) */
+vq_status vq_cache_head_materialize_pos(vq_cache *c, vq_cache_head *h);
+/* store.c: the heap bytes of the slot index of H (tables allocated) */
+size_t vq_cache_head_index_bytes(const vq_cache_head *h, size_t res_cap);
 
 #endif

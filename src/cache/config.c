@@ -9,7 +9,7 @@
 #define MAX_FIELD_LEN 8192
 
 static const char *const FIELDS[] = { "keys", "values", "residual", "evict", "cross", "page",
-                                      "bits", "keep_first", "keep_last", "keep_spec", NULL };
+                                      "bits", "keep_first", "keep_last", "keep_spec", "kbits", "vbits", NULL };
 
 /* the method of a codec spec must be registered */
 static vq_status check_codec_spec(const char *field, const char *text, char *buf, size_t cap)
@@ -42,45 +42,56 @@ static vq_status parse_long(const char *field, const char *v, long lo, long hi, 
     return VQ_OK;
 }
 
-static vq_status parse_bits(vq_cache_config *cfg, const char *v)
+/* a per-layer list "B0,B1,..." (bits, kbits, vbits) into *arr / *n_out */
+static vq_status parse_bits(const char *field, const char *v, int **arr, int *n_out)
 {
     size_t n = 1;
     for (const char *p = v; *p; p++)
         n += *p == ',';
     if (n > VQ_CACHE_MAX_LAYERS)
-        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: bits: more than %d entries", VQ_CACHE_MAX_LAYERS);
-    cfg->bits = calloc(n, sizeof *cfg->bits);
-    if (!cfg->bits)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: %s: more than %d entries", field, VQ_CACHE_MAX_LAYERS);
+    *arr = calloc(n, sizeof **arr);
+    if (!*arr)
         return vq_fail(NULL, VQ_ERR_NOMEM, "cache config: out of memory");
     const char *p = v;
     for (size_t i = 0; i < n; i++) {
         char *end;
         long x = strtol(p, &end, 10);
         if (end == p || (*end != ',' && *end != '\0'))
-            return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: bits: entry %zu is not an integer", i);
+            return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: %s: entry %zu is not an integer", field, i);
         if (x < 1 || x > 16)
-            return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: bits: entry %zu = %ld out of range [1, 16]", i, x);
-        cfg->bits[i] = (int)x;
+            return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: %s: entry %zu = %ld out of range [1, 16]", field, i,
+                           x);
+        (*arr)[i] = (int)x;
         p = *end ? end + 1 : end;
     }
-    cfg->n_bits = (int)n;
+    *n_out = (int)n;
     return VQ_OK;
+}
+
+static size_t put_list(char *buf, size_t cap, const char *field, const int *a, int n)
+{
+    size_t o = (size_t)snprintf(buf, cap, " %s=", field);
+    for (int i = 0; i < n && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%d", i ? "," : "", a[i]);
+    return o < cap ? o : cap - 1;
 }
 
 static vq_status build_text(vq_cache_config *cfg)
 {
-    size_t cap = 6 * VQ_SPEC_MAX_LEN + 200 + (size_t)cfg->n_bits * 4;
+    size_t cap = 6 * VQ_SPEC_MAX_LEN + 200 + (size_t)(cfg->n_bits + cfg->n_kbits + cfg->n_vbits) * 4;
     free(cfg->text);
     cfg->text = malloc(cap);
     if (!cfg->text)
         return vq_fail(NULL, VQ_ERR_NOMEM, "cache config: out of memory");
     size_t o = (size_t)snprintf(cfg->text, cap, "keys=%s values=%s residual=%ld evict=%s cross=%s page=%ld",
                                 cfg->keys, cfg->values, cfg->residual, cfg->evict, cfg->cross, cfg->page);
-    if (cfg->n_bits) {
-        o += (size_t)snprintf(cfg->text + o, cap - o, " bits=");
-        for (int i = 0; i < cfg->n_bits; i++)
-            o += (size_t)snprintf(cfg->text + o, cap - o, "%s%d", i ? "," : "", cfg->bits[i]);
-    }
+    if (cfg->n_bits)
+        o += put_list(cfg->text + o, cap - o, "bits", cfg->bits, cfg->n_bits);
+    if (cfg->n_kbits)
+        o += put_list(cfg->text + o, cap - o, "kbits", cfg->kbits, cfg->n_kbits);
+    if (cfg->n_vbits)
+        o += put_list(cfg->text + o, cap - o, "vbits", cfg->vbits, cfg->n_vbits);
     if (cfg->keep_first || cfg->keep_last)
         snprintf(cfg->text + o, cap - o, " keep_first=%ld keep_last=%ld keep_spec=%s", cfg->keep_first,
                  cfg->keep_last, cfg->keep_spec);
@@ -107,7 +118,11 @@ static vq_status apply_field(vq_cache_config *cfg, const char *key, const char *
     if (strcmp(key, "keep_last") == 0)
         return parse_long(key, val, 0, VQ_CACHE_MAX_LAYERS, &cfg->keep_last);
     if (strcmp(key, "bits") == 0)
-        return parse_bits(cfg, val);
+        return parse_bits(key, val, &cfg->bits, &cfg->n_bits);
+    if (strcmp(key, "kbits") == 0)
+        return parse_bits(key, val, &cfg->kbits, &cfg->n_kbits);
+    if (strcmp(key, "vbits") == 0)
+        return parse_bits(key, val, &cfg->vbits, &cfg->n_vbits);
     if (strcmp(key, "evict") == 0) {
         vq_evict_params ev;
         char err[VQ_ERRLEN];
@@ -131,6 +146,8 @@ void vq_cache_config_free(vq_cache_config *cfg)
     if (!cfg)
         return;
     free(cfg->bits);
+    free(cfg->kbits);
+    free(cfg->vbits);
     free(cfg->text);
     free(cfg);
 }
@@ -210,15 +227,20 @@ vq_status vq_cache_config_copy(const vq_cache_config *src, vq_cache_config **out
     if (!c)
         return vq_fail(NULL, VQ_ERR_NOMEM, "cache config: out of memory");
     *c = *src;
-    c->bits = NULL;
+    c->bits = c->kbits = c->vbits = NULL;
     c->text = NULL;
-    if (src->n_bits) {
-        c->bits = malloc((size_t)src->n_bits * sizeof *c->bits);
-        if (!c->bits) {
-            free(c);
+    int *const *from[3] = { &src->bits, &src->kbits, &src->vbits };
+    int **to[3] = { &c->bits, &c->kbits, &c->vbits };
+    const int ns[3] = { src->n_bits, src->n_kbits, src->n_vbits };
+    for (int k = 0; k < 3; k++) {
+        if (!ns[k])
+            continue;
+        *to[k] = malloc((size_t)ns[k] * sizeof(int));
+        if (!*to[k]) {
+            vq_cache_config_free(c);
             return vq_fail(NULL, VQ_ERR_NOMEM, "cache config: out of memory");
         }
-        memcpy(c->bits, src->bits, (size_t)src->n_bits * sizeof *c->bits);
+        memcpy(*to[k], *from[k], (size_t)ns[k] * sizeof(int));
     }
     vq_status st = build_text(c);
     if (st != VQ_OK) {
@@ -271,6 +293,20 @@ vq_status vq_cache_config_layer_spec(const vq_cache_config *cfg, int l, int n, v
         return VQ_OK;
     }
     const char *base = role == VQ_ROLE_KEY ? cfg->keys : cfg->values;
+    /* kbits / vbits: this role's own per-layer list (overrides bits) */
+    const int *own = role == VQ_ROLE_KEY ? cfg->kbits : cfg->vbits;
+    int n_own = role == VQ_ROLE_KEY ? cfg->n_kbits : cfg->n_vbits;
+    if (n_own) {
+        if (n_own != n)
+            return vq_fail(err, VQ_ERR_INVALID_ARG, "cache config: %s has %d entries, the model has %d layers",
+                           role == VQ_ROLE_KEY ? "kbits" : "vbits", n_own, n);
+        vq_spec sp;
+        VQ_TRY(vq_spec_parse(base, &sp, err));
+        if (!method_takes_bits(sp.name))
+            return vq_fail(err, VQ_ERR_INVALID_ARG, "cache config: %s: the %s codec '%s' has no bits parameter",
+                           role == VQ_ROLE_KEY ? "kbits" : "vbits", role == VQ_ROLE_KEY ? "keys" : "values", sp.name);
+        return spec_with_bits(&sp, own[l], buf, cap, err);
+    }
     if (cfg->n_bits == 0) {
         snprintf(buf, cap, "%s", base);
         return VQ_OK;

@@ -199,7 +199,7 @@ static vq_status evict_lowest(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, 
         qsort(c->ebuf, k, sizeof *c->ebuf, cand_cmp_slot_desc); /* residual slots shift */
     }
     for (size_t j = 0; j < k; j++)
-        vq_cache_kill_slot(H, c->ebuf[j].slot, (size_t)L->shape.head_dim);
+        VQ_TRY(vq_cache_kill_slot(c, H, c->ebuf[j].slot, (size_t)L->shape.head_dim));
     return VQ_OK;
 }
 
@@ -216,7 +216,7 @@ vq_status vq_cache_enforce(vq_cache *c, int l, int32_t ref_pos, int after_attend
             int32_t lim = ref_pos - L->shape.window;
             for (size_t i = vq_head_slots(H); i-- > 0;)
                 if (vq_head_alive(H, i) && vq_head_pos(H, i) <= lim)
-                    vq_cache_kill_slot(H, i, D);
+                    VQ_TRY(vq_cache_kill_slot(c, H, i, D));
         }
         size_t live = live_count(H);
         size_t budget = (size_t)L->budget;
@@ -230,7 +230,7 @@ vq_status vq_cache_enforce(vq_cache *c, int l, int32_t ref_pos, int after_attend
                         continue;
                     rank--;
                     if (rank >= (size_t)ev->sinks && rank < live - (size_t)ev->window)
-                        vq_cache_kill_slot(H, i, D);
+                        VQ_TRY(vq_cache_kill_slot(c, H, i, D));
                 }
             }
             break;

@@ -90,12 +90,12 @@ size_t vq_head_find_pos(const vq_cache_head *H, int32_t p)
     size_t lo = 0, hi = H->n_packed;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (H->pos[mid] < p)
+        if (vq_head_pos(H, mid) < p)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo < H->n_packed && H->pos[lo] == p)
+    if (lo < H->n_packed && vq_head_pos(H, lo) == p)
         return lo;
     for (size_t r = 0; r < H->n_res; r++)
         if (H->rpos[r] == p)
@@ -182,7 +182,8 @@ vq_status vq_cache_minicache_append(vq_cache *c, int layer, const float *k, cons
             VQ_TRY(vq_codec_encode(F->fk, kf, 1, HF->rk + HF->n_res * rb));
             VQ_TRY(vq_codec_encode(F->fv, vf, 1, HF->rv + HF->n_res * rb));
             HF->rpos[HF->n_res] = pos0 + (int32_t)t;
-            HF->rscore[HF->n_res] = 0.0f;
+            if (HF->rscore)
+                HF->rscore[HF->n_res] = 0.0f;
             HF->n_res++;
             if (HF->n_res == F->res_cap)
                 VQ_TRY(vq_cache_flush_residual(c, F, HF, keep));

@@ -166,13 +166,25 @@ static vq_status fill(vq_file_writer *w, void *user)
             VQ_TRY(put_u64(s, H->n_packed));
             VQ_TRY(put_u64(s, H->n_res));
             VQ_TRY(put_u64(s, H->n_dead));
-            VQ_TRY(put_i32s(s, H->pos, H->n_packed));
-            VQ_TRY(put(s, H->alive, H->n_packed));
-            VQ_TRY(put_f32s(s, H->score, H->n_packed));
+            /* the file keeps one position, flag and score per slot whether
+             * or not the cache holds those tables (cache_internal.h) */
+            for (size_t i = 0; i < H->n_packed; i++)
+                VQ_TRY(put_u32(s, (uint32_t)vq_head_pos(H, i)));
+            for (size_t i = 0; i < H->n_packed; i++) {
+                uint8_t a = (uint8_t)vq_head_alive(H, i);
+                VQ_TRY(put(s, &a, 1));
+            }
+            for (size_t i = 0; i < H->n_packed; i++) {
+                float sc = H->score ? H->score[i] : 0.0f;
+                VQ_TRY(put_f32s(s, &sc, 1));
+            }
             VQ_TRY(put_pages(s, L, H->kpages, H->n_packed, vq_codec_bytes_per_token(L->kc)));
             VQ_TRY(put_pages(s, L, H->vpages, H->n_packed, vq_codec_bytes_per_token(L->vc)));
             VQ_TRY(put_i32s(s, H->rpos, H->n_res));
-            VQ_TRY(put_f32s(s, H->rscore, H->n_res));
+            for (size_t i = 0; i < H->n_res; i++) {
+                float sc = H->rscore ? H->rscore[i] : 0.0f;
+                VQ_TRY(put_f32s(s, &sc, 1));
+            }
             VQ_TRY(put(s, H->rk, H->n_res * D2));
             VQ_TRY(put(s, H->rv, H->n_res * D2));
             if (L->cross_role == 1) /* MiniCache anchor: merge flags and ratios */
@@ -240,10 +252,10 @@ static vq_status get_u64(rd *r, uint64_t *v, const char *what)
 static vq_status check_finite(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, char *err, int l, int h)
 {
     const size_t D = (size_t)L->shape.head_dim, G = L->group;
-    for (size_t i = 0; i < H->n_packed; i++)
+    for (size_t i = 0; H->score && i < H->n_packed; i++)
         if (!isfinite(H->score[i]))
             return vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %d head %d: non-finite score", l, h);
-    for (size_t i = 0; i < H->n_res; i++)
+    for (size_t i = 0; H->rscore && i < H->n_res; i++)
         if (!isfinite(H->rscore[i]))
             return vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %d head %d: non-finite score", l, h);
     vq_codec *cd[2] = { L->kc, L->vc };
@@ -293,17 +305,35 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
     const uint8_t *p = r->p + r->off;
     size_t dead = 0;
     int64_t prev = -1;
+    int gaps = 0;
     for (size_t i = 0; i < np; i++) {
-        H->pos[i] = (int32_t)vq_get_u32(p + 4 * i);
-        H->alive[i] = p[4 * np + i];
-        H->score[i] = vq_get_f32(p + 5 * np + 4 * i);
-        if (H->alive[i] > 1 || H->pos[i] <= prev)
+        int32_t pi = (int32_t)vq_get_u32(p + 4 * i);
+        uint8_t a = p[4 * np + i];
+        if (a > 1 || pi <= prev)
             return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d slot %zu: bad position or flag", l, h, i);
-        prev = H->pos[i];
-        dead += !H->alive[i];
+        if (!isfinite(vq_get_f32(p + 5 * np + 4 * i)))
+            return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: non-finite score", l, h);
+        gaps |= i > 0 && pi != prev + 1;
+        prev = pi;
+        dead += !a;
     }
     if (dead != nd)
         return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: dead count mismatch", l, h);
+    /* only the tables the cache needs (cache_internal.h) */
+    H->pos_base = np ? (int32_t)vq_get_u32(p) : 0;
+    if (gaps) {
+        VQ_TRY(vq_cache_head_materialize_pos(c, H));
+        for (size_t i = 0; i < np; i++)
+            H->pos[i] = (int32_t)vq_get_u32(p + 4 * i);
+    }
+    if (dead) {
+        H->alive = malloc(H->cap_slots ? H->cap_slots : 1);
+        if (!H->alive)
+            return vq_fail(r->err, VQ_ERR_NOMEM, "cache file: out of memory");
+        memcpy(H->alive, p + 4 * np, np);
+    }
+    for (size_t i = 0; H->score && i < np; i++)
+        H->score[i] = vq_get_f32(p + 5 * np + 4 * i);
     p += 9 * np;
     for (size_t s0 = 0; s0 < np; s0 += L->page_tokens) {
         size_t m = np - s0 < L->page_tokens ? np - s0 : L->page_tokens;
@@ -319,7 +349,10 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
     H->n_dead = H->dead_floor = nd;
     for (size_t i = 0; i < nr; i++) {
         H->rpos[i] = (int32_t)vq_get_u32(p + 4 * i);
-        H->rscore[i] = vq_get_f32(p + 4 * nr + 4 * i);
+        if (!isfinite(vq_get_f32(p + 4 * nr + 4 * i)))
+            return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: non-finite score", l, h);
+        if (H->rscore)
+            H->rscore[i] = vq_get_f32(p + 4 * nr + 4 * i);
         if (H->rpos[i] <= prev)
             return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d residual %zu: bad position", l, h, i);
         prev = H->rpos[i];

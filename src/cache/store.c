@@ -133,8 +133,8 @@ static vq_status setup_layer(vq_cache *c, int l, int strip)
         H->rk = malloc(L->res_cap * 2 * (size_t)D);
         H->rv = malloc(L->res_cap * 2 * (size_t)D);
         H->rpos = malloc(L->res_cap * sizeof *H->rpos);
-        H->rscore = malloc(L->res_cap * sizeof *H->rscore);
-        if (!H->rk || !H->rv || !H->rpos || !H->rscore)
+        H->rscore = vq_cache_uses_scores(c) ? malloc(L->res_cap * sizeof *H->rscore) : NULL;
+        if (!H->rk || !H->rv || !H->rpos || (vq_cache_uses_scores(c) && !H->rscore))
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for the residual window");
     }
     return VQ_OK;
@@ -214,6 +214,11 @@ void vq_cache_reset(vq_cache *c)
             vq_cache_head *H = &L->heads[h];
             release_pages(c, L, H, 0);
             H->n_packed = H->n_res = H->n_dead = H->dead_floor = 0;
+            free(H->pos); /* no gaps, nothing dead */
+            free(H->alive);
+            H->pos = NULL;
+            H->alive = NULL;
+            H->pos_base = 0;
         }
         L->last_pos = -1;
         L->app_n = 0;
@@ -312,16 +317,17 @@ vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *
         size_t nc = H->cap_slots ? H->cap_slots : L->page_tokens;
         while (nc < n)
             nc *= 2;
-        int32_t *p = realloc(H->pos, nc * sizeof *p);
+        /* only the tables this head holds (cache_internal.h) */
+        int32_t *p = H->pos ? realloc(H->pos, nc * sizeof *p) : NULL;
         if (p)
             H->pos = p;
-        uint8_t *a = realloc(H->alive, nc);
+        uint8_t *a = H->alive ? realloc(H->alive, nc) : NULL;
         if (a)
             H->alive = a;
-        float *s = realloc(H->score, nc * sizeof *s);
+        float *s = vq_cache_uses_scores(c) ? realloc(H->score, nc * sizeof *s) : NULL;
         if (s)
             H->score = s;
-        if (!p || !a || !s)
+        if ((H->pos && !p) || (H->alive && !a) || (vq_cache_uses_scores(c) && !s))
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for slot tables");
         if (L->cross_role == 1) {
             vq_xslot *x = realloc(H->x, nc * sizeof *x);
@@ -388,19 +394,27 @@ vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head 
         st = vq_codec_encode(L->vc, c->tmp, G, vslot(L, H, s));
         if (st != VQ_OK)
             return vq_fail(c->err, st, "cache: values: %s", vq_codec_error(L->vc));
+        if (s == 0 && !H->pos)
+            H->pos_base = H->rpos[0];
+        if (!H->pos && H->rpos[G - 1] - H->pos_base != (int32_t)(s + G - 1))
+            VQ_TRY(vq_cache_head_materialize_pos(c, H)); /* a gap in the positions */
         for (size_t i = 0; i < G; i++) {
-            H->pos[s + i] = H->rpos[i];
-            H->score[s + i] = H->rscore[i];
+            if (H->pos)
+                H->pos[s + i] = H->rpos[i];
+            if (H->score)
+                H->score[s + i] = H->rscore[i];
             if (H->x)
                 H->x[s + i] = H->rx[i];
-            H->alive[s + i] = 1;
+            if (H->alive)
+                H->alive[s + i] = 1;
         }
         H->n_packed += G;
         size_t rest = H->n_res - G;
         memmove(H->rk, H->rk + G * rb, rest * rb);
         memmove(H->rv, H->rv + G * rb, rest * rb);
         memmove(H->rpos, H->rpos + G, rest * sizeof *H->rpos);
-        memmove(H->rscore, H->rscore + G, rest * sizeof *H->rscore);
+        if (H->rscore)
+            memmove(H->rscore, H->rscore + G, rest * sizeof *H->rscore);
         if (H->rx)
             memmove(H->rx, H->rx + G, rest * sizeof *H->rx);
         H->n_res = rest;
@@ -418,47 +432,108 @@ void vq_cache_compact(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, int forc
     size_t thresh = L->page_tokens / 4 > G ? L->page_tokens / 4 : G;
     if (H->n_dead == 0 || (!force && H->n_dead < H->dead_floor + thresh))
         return;
-    size_t kb = G * bpt(L->kc), vb = G * bpt(L->vc), w = 0, dead = 0;
+    size_t kb = G * bpt(L->kc), vb = G * bpt(L->vc), w = 0, dead = 0, removed = 0;
+    if (!H->alive)
+        return; /* n_dead > 0 implies the table exists */
+    if (!H->pos) {
+        /* dropping only leading groups keeps the positions consecutive
+         * (pos_base moves); a dropped group after a kept one makes a gap */
+        int kept = 0, gap = 0;
+        for (size_t s = 0; s < H->n_packed && !gap; s += G) {
+            size_t live = 0;
+            for (size_t i = 0; i < G; i++)
+                live += H->alive[s + i];
+            if (live)
+                kept = 1;
+            else if (kept)
+                gap = 1;
+        }
+        if (gap && vq_cache_head_materialize_pos(c, H) != VQ_OK)
+            return; /* out of memory: leave the dead slots masked, uncompacted */
+    }
     for (size_t s = 0; s < H->n_packed; s += G) {
         size_t live = 0;
         for (size_t i = 0; i < G; i++)
             live += H->alive[s + i];
-        if (live == 0)
+        if (live == 0) {
+            removed += w == 0 ? G : 0;
             continue;
+        }
         dead += G - live;
         if (w != s) {
             memmove(kslot(L, H, w), kslot(L, H, s), kb);
             memmove(vslot(L, H, w), vslot(L, H, s), vb);
-            memmove(H->pos + w, H->pos + s, G * sizeof *H->pos);
+            if (H->pos)
+                memmove(H->pos + w, H->pos + s, G * sizeof *H->pos);
             memmove(H->alive + w, H->alive + s, G);
-            memmove(H->score + w, H->score + s, G * sizeof *H->score);
+            if (H->score)
+                memmove(H->score + w, H->score + s, G * sizeof *H->score);
             if (H->x)
                 memmove(H->x + w, H->x + s, G * sizeof *H->x);
         }
         w += G;
     }
+    if (!H->pos)
+        H->pos_base += (int32_t)removed;
     H->n_packed = w;
     H->n_dead = H->dead_floor = dead;
+    if (dead == 0) { /* nothing masked any more: drop the liveness table */
+        free(H->alive);
+        H->alive = NULL;
+    }
+    if (H->pos && (w == 0 || H->pos[w - 1] - H->pos[0] == (int32_t)(w - 1))) {
+        /* consecutive again (positions increase strictly) */
+        H->pos_base = w ? H->pos[0] : 0;
+        free(H->pos);
+        H->pos = NULL;
+    }
     release_pages(c, L, H, (w + L->page_tokens - 1) / L->page_tokens);
 }
 
-void vq_cache_kill_slot(vq_cache_head *H, size_t i, size_t head_dim)
+vq_status vq_cache_head_materialize_pos(vq_cache *c, vq_cache_head *H)
+{
+    if (H->pos)
+        return VQ_OK;
+    H->pos = malloc((H->cap_slots ? H->cap_slots : 1) * sizeof *H->pos);
+    if (!H->pos)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for the position table");
+    for (size_t i = 0; i < H->n_packed; i++)
+        H->pos[i] = H->pos_base + (int32_t)i;
+    return VQ_OK;
+}
+
+size_t vq_cache_head_index_bytes(const vq_cache_head *H, size_t res_cap)
+{
+    return (H->pos ? H->cap_slots * sizeof(int32_t) : 0) + (H->alive ? H->cap_slots : 0) +
+           (H->score ? H->cap_slots * sizeof(float) : 0) + res_cap * sizeof(int32_t) +
+           (H->rscore ? res_cap * sizeof(float) : 0) + H->cap_pages * 2 * sizeof(void *);
+}
+
+vq_status vq_cache_kill_slot(vq_cache *c, vq_cache_head *H, size_t i, size_t head_dim)
 {
     if (i < H->n_packed) {
+        if (!H->alive) {
+            H->alive = malloc(H->cap_slots);
+            if (!H->alive)
+                return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for the liveness table");
+            memset(H->alive, 1, H->cap_slots);
+        }
         if (H->alive[i]) {
             H->alive[i] = 0;
             H->n_dead++;
         }
-        return;
+        return VQ_OK;
     }
     size_t r = i - H->n_packed, rest = H->n_res - r - 1, rb = 2 * head_dim;
     memmove(H->rk + r * rb, H->rk + (r + 1) * rb, rest * rb);
     memmove(H->rv + r * rb, H->rv + (r + 1) * rb, rest * rb);
     memmove(H->rpos + r, H->rpos + r + 1, rest * sizeof *H->rpos);
-    memmove(H->rscore + r, H->rscore + r + 1, rest * sizeof *H->rscore);
+    if (H->rscore)
+        memmove(H->rscore + r, H->rscore + r + 1, rest * sizeof *H->rscore);
     if (H->rx)
         memmove(H->rx + r, H->rx + r + 1, rest * sizeof *H->rx);
     H->n_res--;
+    return VQ_OK;
 }
 
 vq_status vq_cache_grow_wbuf(vq_cache *c, size_t n)
@@ -513,7 +588,8 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
             VQ_TRY(vq_codec_encode(L->fk, kt, 1, H->rk + H->n_res * rb));
             VQ_TRY(vq_codec_encode(L->fv, vt, 1, H->rv + H->n_res * rb));
             H->rpos[H->n_res] = pos0 + (int32_t)t;
-            H->rscore[H->n_res] = 0.0f;
+            if (H->rscore)
+                H->rscore[H->n_res] = 0.0f;
             if (H->rx)
                 H->rx[H->n_res] = (vq_xslot){ 0, 0, 0 };
             H->n_res++;
@@ -553,17 +629,17 @@ static vq_status gather_own(vq_cache *c, int layer, int kv_head, size_t cap,
         if (k)
             VQ_TRY(vq_codec_decode(L->kc, kslot(L, H, s), G, c->tmp));
         for (size_t i = 0, oo = o; i < G; i++)
-            if (H->alive[s + i]) {
+            if (vq_head_alive(H, s + i)) {
                 if (k)
                     memcpy(k + oo * D, c->tmp + i * D, D * sizeof(float));
                 if (pos)
-                    pos[oo] = H->pos[s + i];
+                    pos[oo] = vq_head_pos(H, s + i);
                 oo++;
             }
         if (v)
             VQ_TRY(vq_codec_decode(L->vc, vslot(L, H, s), G, c->tmp));
         for (size_t i = 0; i < G; i++)
-            if (H->alive[s + i]) {
+            if (vq_head_alive(H, s + i)) {
                 if (v)
                     memcpy(v + o * D, c->tmp + i * D, D * sizeof(float));
                 o++;
@@ -700,9 +776,7 @@ static void layer_stats(const vq_cache *c, const vq_cache_layer *L, vq_cache_usa
     }
     for (int h = 0; h < L->shape.n_kv_heads; h++) {
         const vq_cache_head *H = &L->heads[h];
-        u->index_bytes += (uint64_t)H->cap_slots * (sizeof(int32_t) + 1 + sizeof(float)) +
-                          (uint64_t)L->res_cap * (sizeof(int32_t) + sizeof(float)) +
-                          (uint64_t)H->cap_pages * 2 * sizeof(void *);
+        u->index_bytes += vq_cache_head_index_bytes(H, L->res_cap);
     }
     (void)c;
 }
@@ -717,7 +791,13 @@ vq_status vq_cache_stats(const vq_cache *c, int layer, vq_cache_usage *out)
     for (int l = 0; l < c->n_layers; l++)
         if (layer == -1 || layer == l)
             layer_stats(c, &c->layers[l], out);
-    if (layer == -1)
+    if (layer == -1) {
         out->pool_free_bytes = vq_page_pool_free_bytes(&c->pool);
+        out->buffer_bytes = c->scratch_bytes + c->wbuf_cap * sizeof *c->wbuf + c->ebuf_cap * sizeof *c->ebuf;
+        for (int l = 0; l < c->n_layers; l++)
+            out->buffer_bytes += 2 * c->layers[l].stage_cap * sizeof(float);
+        out->total_bytes = out->keys.resident_bytes + out->values.resident_bytes + out->keys.shared_bytes +
+                           out->values.shared_bytes + out->index_bytes + out->pool_free_bytes + out->buffer_bytes;
+    }
     return VQ_OK;
 }

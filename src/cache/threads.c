@@ -119,6 +119,9 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
     c->part = malloc(c->part_items * c->part_stride * sizeof(float));
     if (!c->part)
         return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention partials");
+    c->scratch_bytes = (grp > 2 ? grp : 2) * D * sizeof(float) +
+                       (size_t)T * (2 * (nq * qb + 64) + nq * D * sizeof(float) + nq * sc * sizeof(float)) +
+                       c->part_items * c->part_stride * sizeof(float);
     for (int l = 0; l < c->n_layers; l++) {
         vq_cache_layer *L = &c->layers[l];
         L->kcw = calloc((size_t)T, sizeof *L->kcw);

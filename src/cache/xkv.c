@@ -369,10 +369,10 @@ static vq_status resize_window(vq_cache *c, vq_cache_layer *L, size_t cap)
         int32_t *p = realloc(H->rpos, cap * sizeof *p);
         if (p)
             H->rpos = p;
-        float *s = realloc(H->rscore, cap * sizeof *s);
+        float *s = H->rscore ? realloc(H->rscore, cap * sizeof *s) : NULL;
         if (s)
             H->rscore = s;
-        if (!k || !v || !p || !s)
+        if (!k || !v || !p || (H->rscore && !s))
             return vq_fail(c->err, VQ_ERR_NOMEM, "xkv: out of memory for the fp16 window");
     }
     L->res_cap = cap;

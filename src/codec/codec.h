@@ -95,6 +95,7 @@ extern const vq_codec_ops vq_codec_turboquant_prod_ops;
 extern const vq_codec_ops vq_codec_qjl_ops;
 extern const vq_codec_ops vq_codec_rabitq_ops;
 extern const vq_codec_ops vq_codec_kivi_ops;
+extern const vq_codec_ops vq_codec_kivix_ops; /* kivix.c: any bits, sparse outliers */
 extern const vq_codec_ops vq_codec_vecinfer_ops;
 extern const vq_codec_ops vq_codec_spectral_ops;
 

@@ -11,6 +11,7 @@ const vq_codec_ops *const vq_codec_registry[] = {
     &vq_codec_qjl_ops,
     &vq_codec_rabitq_ops,
     &vq_codec_kivi_ops,
+    &vq_codec_kivix_ops,
     &vq_codec_vecinfer_ops,
     &vq_codec_spectral_ops,
     NULL,

@@ -1,0 +1,365 @@
+/* kivix.c -- KIVI extended: asymmetric min/max integer codes at any width
+ * 1..8 bits (keys per channel over a group of tokens, values per token over
+ * groups of channels, as `kivi`), plus a dense-and-sparse outlier table
+ * (Hooper et al., "KVQuant", 2024): per block the `outliers` entries whose
+ * removal shrinks the quantization ranges most are stored exactly (fp16)
+ * beside the codes, and the min/max of each range is taken without them.
+ *
+ * Parameters: bits 1..8 (default 3), group (keys: tokens per block, 16, 32,
+ * 64, 128 or 256; values: channels per scale, 16..256 dividing head_dim;
+ * default 32), outliers 0..1024 entries per block (default 0; at most the
+ * block's entry count). Canonical "kivix:bits=B,group=G,outliers=N".
+ *
+ * Range rule: for values x of a range with min m and max M (outliers left
+ * out): s = (M - m)/(2^b - 1) and m rounded to fp16, code = round((x - m)/s)
+ * clamped to [0, 2^b - 1], x^ = s*code + m (as kivi).
+ *
+ * Outlier choice (greedy, deterministic): each range's values are sorted;
+ * N times, remove the extreme (lowest or highest remaining) value whose
+ * removal most reduces n_r * (M_r - m_r)^2 summed over ranges (the squared
+ * error of uniform codes is proportional to it); ties go to the lower range
+ * index, then to the low side. Removed entries are stored as (u16 index,
+ * fp16 value) and decode writes them back exactly (to fp16 precision);
+ * their dense codes are 0.
+ *
+ * Role VQ_ROLE_KEY (block_tokens = G, D channels):
+ *     [0, 2D)            fp16 scale of channel c at 2c
+ *     [2D, 4D)           fp16 min of channel c at 2D + 2c
+ *     [4D, 4D + G*D*b/8) codes, element t*D + c of the block at bit
+ *                        (t*D + c)*b (bitstream.h, LSB first)
+ *     then N entries     u16 index t*D + c, fp16 value
+ *     then zero padding  to a multiple of G bytes
+ *   block_bytes = G * ceil((4D + G*D*b/8 + 4N) / G);
+ *   bytes/token = block_bytes / G (= b*D/8 + 4D/G + 4N/G when G divides).
+ * Role VQ_ROLE_VALUE (block_tokens = 1, ng = D/G groups of G channels):
+ *     [0, 2ng)           fp16 scale of group g at 2g
+ *     [2ng, 4ng)         fp16 min of group g
+ *     [4ng, 4ng + D*b/8) codes, channel c at bit c*b
+ *     then N entries     u16 channel index, fp16 value
+ *   bytes/token = 4D/G + b*D/8 + 4N.
+ *
+ * Kernels (scalar references): score and accumulate decode a block to
+ * floats (scratch) and use plain dot products / sums; `values` is decode
+ * (channel domain, accum_size = D, finish is a copy), which gives the
+ * tiled SIMD path. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/bitstream.h"
+#include "codec/codec.h"
+#include "core/fp16.h"
+
+#define KX_FP16_MAX 65504.0f
+
+typedef struct {
+    int bits, group, outliers;
+    size_t ranges, range_len; /* ranges per block, values per range */
+    float *dec;               /* block_tokens * D decoded floats */
+    float *sv;                /* sorted values of a block [ranges][range_len] */
+    uint32_t *si;             /* their element indices */
+    size_t *lo, *hi;          /* per range: first/last remaining sorted slot */
+} kx_state;
+
+static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32((vq_fp16)(p[0] | p[1] << 8)); }
+static inline void st16(uint8_t *p, float f)
+{
+    vq_fp16 h = vq_fp32_to_fp16(f);
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
+}
+static inline float clamp16(float f)
+{
+    if (!(f == f))
+        return 0.0f;
+    return f > KX_FP16_MAX ? KX_FP16_MAX : (f < -KX_FP16_MAX ? -KX_FP16_MAX : f);
+}
+
+static void kx_destroy(vq_codec *c)
+{
+    kx_state *st = c->impl;
+    if (st) {
+        free(st->dec);
+        free(st->sv);
+        free(st->si);
+        free(st->lo);
+        free(st->hi);
+    }
+    free(st);
+    c->impl = NULL;
+}
+
+static vq_status kx_init(vq_codec *c, vq_spec *spec)
+{
+    long bits, group, outl;
+    VQ_TRY(vq_spec_int(spec, "bits", 3, 1, 8, &bits, c->err));
+    VQ_TRY(vq_spec_int(spec, "group", 32, 16, 256, &group, c->err));
+    VQ_TRY(vq_spec_int(spec, "outliers", 0, 0, 1024, &outl, c->err));
+    const size_t D = (size_t)c->head_dim, G = (size_t)group;
+    if (c->role == VQ_ROLE_KEY && (G & (G - 1)) != 0)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivix: parameter group=%ld unsupported for keys (16, 32, 64, 128 or 256)",
+                       group);
+    if (c->role == VQ_ROLE_VALUE && D % G != 0)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivix: parameter group=%ld does not divide head_dim %zu (value groups are channels)",
+                       group, D);
+    size_t entries = c->role == VQ_ROLE_KEY ? G * D : D;
+    if ((size_t)outl > entries)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivix: parameter outliers=%ld exceeds the %zu entries of a block", outl,
+                       entries);
+    kx_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "kivix: out of memory");
+    c->impl = st;
+    st->bits = (int)bits;
+    st->group = (int)group;
+    st->outliers = (int)outl;
+    const size_t codes = (c->role == VQ_ROLE_KEY ? G * D : D) * (size_t)bits / 8;
+    if (c->role == VQ_ROLE_KEY) {
+        c->block_tokens = G;
+        size_t raw = 4 * D + codes + 4 * (size_t)outl;
+        c->block_bytes = (raw + G - 1) / G * G;
+        st->ranges = D;
+        st->range_len = G;
+    } else {
+        c->block_tokens = 1;
+        c->block_bytes = 4 * D / G + codes + 4 * (size_t)outl;
+        st->ranges = D / G;
+        st->range_len = G;
+    }
+    st->dec = malloc(c->block_tokens * D * sizeof *st->dec);
+    st->sv = malloc(entries * sizeof *st->sv);
+    st->si = malloc(entries * sizeof *st->si);
+    st->lo = malloc(st->ranges * sizeof *st->lo);
+    st->hi = malloc(st->ranges * sizeof *st->hi);
+    if (!st->dec || !st->sv || !st->si || !st->lo || !st->hi)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "kivix: out of memory"); /* destroy frees */
+    c->shared_bytes = 0;
+    c->query_bytes = sizeof(float) * D;
+    c->accum_size = D;
+    snprintf(c->canon, sizeof c->canon, "kivix:bits=%d,group=%d,outliers=%d", st->bits, st->group, st->outliers);
+    return VQ_OK;
+}
+
+/* element e of range r in a block (keys: channel r, token e; values:
+ * channels r*G + e) -> element index in the block's t*D + c order */
+static inline size_t kx_elem(const vq_codec *c, const kx_state *st, size_t r, size_t e)
+{
+    return c->role == VQ_ROLE_KEY ? e * (size_t)c->head_dim + r : r * st->range_len + e;
+}
+
+/* insertion sort of n (value, index) pairs by value then index; n <= 256 */
+static void kx_sort(float *v, uint32_t *ix, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        float x = v[i];
+        uint32_t k = ix[i];
+        size_t j = i;
+        while (j > 0 && (v[j - 1] > x || (v[j - 1] == x && ix[j - 1] > k))) {
+            v[j] = v[j - 1];
+            ix[j] = ix[j - 1];
+            j--;
+        }
+        v[j] = x;
+        ix[j] = k;
+    }
+}
+
+static inline double kx_cost(const float *v, size_t lo, size_t hi)
+{
+    double r = (double)v[hi] - (double)v[lo];
+    return (double)(hi - lo + 1) * r * r;
+}
+
+/* one block: x holds block_tokens * D floats (t*D + c); writes dst */
+static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *dst)
+{
+    const size_t D = (size_t)c->head_dim, R = st->ranges, n = st->range_len;
+    const int b = st->bits;
+    const unsigned maxc = (1u << b) - 1;
+    const size_t entries = c->block_tokens * D;
+    uint8_t *codes = dst + 4 * R;
+    uint8_t *tab = codes + entries * (size_t)b / 8;
+    /* sorted copies of every range (NaN read as 0, values clamped to fp16) */
+    for (size_t r = 0; r < R; r++) {
+        float *v = st->sv + r * n;
+        uint32_t *ix = st->si + r * n;
+        for (size_t e = 0; e < n; e++) {
+            size_t el = kx_elem(c, st, r, e);
+            v[e] = clamp16(x[el]);
+            ix[e] = (uint32_t)el;
+        }
+        kx_sort(v, ix, n);
+        st->lo[r] = 0;
+        st->hi[r] = n - 1;
+    }
+    /* greedy outlier removal */
+    for (int k = 0; k < st->outliers; k++) {
+        double best = -1;
+        size_t br = 0;
+        int bside = 0;
+        for (size_t r = 0; r < R; r++) {
+            const float *v = st->sv + r * n;
+            size_t lo = st->lo[r], hi = st->hi[r];
+            if (hi < lo + 1) { /* one value left: removing it gains nothing */
+                if (lo <= hi && best < 0) {
+                    best = 0, br = r, bside = 0;
+                }
+                continue;
+            }
+            double now = kx_cost(v, lo, hi);
+            double g0 = now - kx_cost(v, lo + 1, hi), g1 = now - kx_cost(v, lo, hi - 1);
+            if (g0 > best)
+                best = g0, br = r, bside = 0;
+            if (g1 > best)
+                best = g1, br = r, bside = 1;
+        }
+        if (best < 0)
+            break; /* every range empty (cannot happen while outliers <= entries) */
+        const float *v = st->sv + br * n;
+        const uint32_t *ix = st->si + br * n;
+        size_t slot = bside ? st->hi[br] : st->lo[br];
+        uint8_t *e = tab + 4 * (size_t)k;
+        e[0] = (uint8_t)ix[slot];
+        e[1] = (uint8_t)(ix[slot] >> 8);
+        st16(e + 2, v[slot]);
+        if (bside)
+            st->hi[br]--;
+        else
+            st->lo[br]++;
+    }
+    /* ranges and codes of the remaining values */
+    for (size_t r = 0; r < R; r++) {
+        const float *v = st->sv + r * n;
+        float s = 0.0f, m = 0.0f;
+        if (st->lo[r] <= st->hi[r] && st->hi[r] < n) {
+            float lo = v[st->lo[r]], hi = v[st->hi[r]];
+            m = vq_fp16_to_fp32(vq_fp32_to_fp16(lo));
+            float scale = (hi - m) / (float)maxc;
+            s = scale > 0.0f ? vq_fp16_to_fp32(vq_fp32_to_fp16(clamp16(scale))) : 0.0f;
+        }
+        st16(dst + 2 * r, s);
+        st16(dst + 2 * R + 2 * r, m);
+        for (size_t i = st->lo[r]; i <= st->hi[r] && st->hi[r] < n; i++) {
+            size_t el = st->si[r * n + i];
+            unsigned q = 0;
+            if (s > 0.0f) {
+                float t = (v[i] - m) / s + 0.5f;
+                q = t >= (float)maxc ? maxc : (t > 0.0f ? (unsigned)t : 0u);
+            }
+            vq_bits_put(codes, el, b, q);
+        }
+    }
+}
+
+static void kx_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
+{
+    kx_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, B = c->block_tokens;
+    memset(dst, 0, n / B * c->block_bytes);
+    for (size_t blk = 0; blk < n / B; blk++)
+        kx_encode_block(c, st, x + blk * B * D, dst + blk * c->block_bytes);
+}
+
+static void kx_decode_block(const vq_codec *c, const kx_state *st, const uint8_t *src, float *out)
+{
+    const size_t D = (size_t)c->head_dim, R = st->ranges;
+    const int b = st->bits;
+    const size_t entries = c->block_tokens * D;
+    const uint8_t *codes = src + 4 * R;
+    const uint8_t *tab = codes + entries * (size_t)b / 8;
+    float sc[256], mn[256];
+    for (size_t r = 0; r < R; r++) {
+        sc[r] = ld16(src + 2 * r);
+        mn[r] = ld16(src + 2 * R + 2 * r);
+    }
+    if (c->role == VQ_ROLE_KEY) {
+        for (size_t t = 0; t < c->block_tokens; t++)
+            for (size_t ch = 0; ch < D; ch++)
+                out[t * D + ch] = sc[ch] * (float)vq_bits_get(codes, t * D + ch, b) + mn[ch];
+    } else {
+        const size_t G = st->range_len;
+        for (size_t ch = 0; ch < D; ch++)
+            out[ch] = sc[ch / G] * (float)vq_bits_get(codes, ch, b) + mn[ch / G];
+    }
+    for (int k = 0; k < st->outliers; k++) {
+        const uint8_t *e = tab + 4 * (size_t)k;
+        size_t el = (size_t)e[0] | (size_t)e[1] << 8;
+        if (el < entries)
+            out[el] = ld16(e + 2);
+    }
+}
+
+static void kx_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+{
+    const kx_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, B = c->block_tokens;
+    for (size_t blk = 0; blk < n / B; blk++)
+        kx_decode_block(c, st, src + blk * c->block_bytes, x + blk * B * D);
+}
+
+static void kx_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
+{
+    memcpy(qbuf, q, (size_t)c->head_dim * sizeof(float));
+}
+
+static void kx_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
+{
+    kx_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, B = c->block_tokens, qb = c->query_bytes;
+    for (size_t blk = 0; blk < n / B; blk++) {
+        kx_decode_block(c, st, codes + blk * c->block_bytes, st->dec);
+        for (int j = 0; j < n_q; j++) {
+            float q[256];
+            memcpy(q, qbuf + (size_t)j * qb, D * sizeof(float));
+            for (size_t t = 0; t < B; t++) {
+                const float *k = st->dec + t * D;
+                float s = 0.0f;
+                for (size_t d = 0; d < D; d++)
+                    s += q[d] * k[d];
+                scores[(size_t)j * n + blk * B + t] = s;
+            }
+        }
+    }
+}
+
+static void kx_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
+{
+    kx_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, B = c->block_tokens;
+    for (size_t blk = 0; blk < n / B; blk++) {
+        kx_decode_block(c, st, codes + blk * c->block_bytes, st->dec);
+        for (int j = 0; j < n_q; j++)
+            for (size_t t = 0; t < B; t++) {
+                float wt = w[(size_t)j * n + blk * B + t];
+                if (wt == 0.0f)
+                    continue;
+                const float *v = st->dec + t * D;
+                float *a = acc + (size_t)j * D;
+                for (size_t d = 0; d < D; d++)
+                    a[d] += wt * v[d];
+            }
+    }
+}
+
+static void kx_finish(vq_codec *c, const float *acc, float *out)
+{
+    memcpy(out, acc, (size_t)c->head_dim * sizeof(float));
+}
+
+static void kx_values(vq_codec *c, const uint8_t *codes, size_t n, float *out) { kx_decode(c, codes, n, out); }
+
+const vq_codec_ops vq_codec_kivix_ops = {
+    .name = "kivix",
+    .default_spec = "kivix:bits=3,group=32,outliers=0",
+    .needs_calibration = 0,
+    .init = kx_init,
+    .destroy = kx_destroy,
+    .encode = kx_encode,
+    .decode = kx_decode,
+    .prepare_query = kx_prepare_query,
+    .score = kx_score,
+    .accumulate = kx_accumulate,
+    .accum_finish = kx_finish,
+    .values = kx_values, /* the channel domain: finish is a copy */
+    .dot_query = 1,
+};

@@ -1,0 +1,246 @@
+/* test_codec_kivix.c -- kivix (KIVI at any width + sparse outliers).
+ *
+ *   - bytes: block_bytes follows the formulas of docs/codecs.md;
+ *   - with no outliers, bits 2 and 4 decode exactly as kivi (same range
+ *     rule, independent implementation);
+ *   - sparse outliers are restored exactly (to fp16) and the remaining
+ *     entries keep the error bound s/2 of their range, s computed without
+ *     the outliers;
+ *   - the outliers make real keys with spikes better (MSE falls);
+ *   - every width 1..8 meets the uniform-quantizer bound per element;
+ *   - bad parameters are refused with a message naming them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "core/fp16.h"
+#include "core/rng.h"
+#include "test.h"
+
+static float f16(float x) { return vq_fp16_to_fp32(vq_fp32_to_fp16(x)); }
+
+static void fill(float *x, size_t n, uint64_t seed)
+{
+    vq_rng r;
+    vq_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++)
+        x[i] = vq_rng_normal(&r);
+}
+
+static vq_codec *make(const char *spec, int D, vq_role role)
+{
+    vq_codec *c = NULL;
+    vq_status st = vq_codec_create(spec, D, role, 1, &c);
+    CHECKF(st == VQ_OK, "create %s D=%d: %s", spec, D, vq_last_error());
+    return st == VQ_OK ? c : NULL;
+}
+
+static void test_bytes(void)
+{
+    static const struct {
+        const char *spec;
+        int D;
+        vq_role role;
+        size_t block_tokens, block_bytes;
+    } cases[] = {
+        /* keys: G * ceil((4D + G*D*b/8 + 4N) / G) */
+        { "kivix:bits=3,group=128,outliers=0", 64, VQ_ROLE_KEY, 128, 256 + 3072 },
+        { "kivix:bits=3,group=128,outliers=10", 64, VQ_ROLE_KEY, 128, 128 * ((256 + 3072 + 40 + 127) / 128) },
+        { "kivix:bits=2,group=32,outliers=8", 128, VQ_ROLE_KEY, 32, 512 + 1024 + 32 },
+        { "kivix:bits=5,group=256,outliers=0", 32, VQ_ROLE_KEY, 256, 256 * ((128 + 5120 + 255) / 256) },
+        /* values: 4D/G + D*b/8 + 4N */
+        { "kivix:bits=3,group=64,outliers=0", 64, VQ_ROLE_VALUE, 1, 4 + 24 },
+        { "kivix:bits=1,group=32,outliers=2", 256, VQ_ROLE_VALUE, 1, 32 + 32 + 8 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vq_codec *c = make(cases[i].spec, cases[i].D, cases[i].role);
+        if (!c)
+            continue;
+        CHECKF(c->block_tokens == cases[i].block_tokens && c->block_bytes == cases[i].block_bytes,
+               "%s D=%d: block %zu tokens %zu bytes, want %zu / %zu", cases[i].spec, cases[i].D, c->block_tokens,
+               c->block_bytes, cases[i].block_tokens, cases[i].block_bytes);
+        vq_codec_free(c);
+    }
+}
+
+static void test_matches_kivi(void)
+{
+    const int D = 64;
+    const size_t n = 128;
+    float *x = malloc(n * D * sizeof *x), *a = malloc(n * D * sizeof *a), *b = malloc(n * D * sizeof *b);
+    uint8_t *ca = malloc(n * 4096), *cb = malloc(n * 4096);
+    fill(x, n * D, 3);
+    for (size_t i = 0; i < n * D; i++)
+        x[i] = x[i] * (1.0f + (float)(i % D)); /* channels of different scales */
+    for (int bits = 2; bits <= 4; bits += 2)
+        for (int r = 0; r < 2; r++) {
+            vq_role role = r ? VQ_ROLE_VALUE : VQ_ROLE_KEY;
+            char s1[64], s2[64];
+            snprintf(s1, sizeof s1, "kivi:bits=%d,group=32", bits);
+            snprintf(s2, sizeof s2, "kivix:bits=%d,group=32,outliers=0", bits);
+            vq_codec *k1 = make(s1, D, role), *k2 = make(s2, D, role);
+            if (!k1 || !k2) {
+                vq_codec_free(k1);
+                vq_codec_free(k2);
+                continue;
+            }
+            CHECK(k1->block_bytes == k2->block_bytes);
+            CHECK_OK(vq_codec_encode(k1, x, n, ca));
+            CHECK_OK(vq_codec_encode(k2, x, n, cb));
+            CHECK_OK(vq_codec_decode(k1, ca, n, a));
+            CHECK_OK(vq_codec_decode(k2, cb, n, b));
+            size_t diff = 0;
+            for (size_t i = 0; i < n * D; i++)
+                diff += a[i] != b[i];
+            CHECKF(diff == 0, "bits=%d %s: %zu decoded entries differ from kivi", bits, r ? "values" : "keys", diff);
+            vq_codec_free(k1);
+            vq_codec_free(k2);
+        }
+    free(x), free(a), free(b), free(ca), free(cb);
+}
+
+/* spikes: a few huge entries; with enough outliers they are exact and the
+ * rest is quantized over the small range */
+static void test_outliers_exact(void)
+{
+    const int D = 64;
+    for (int r = 0; r < 2; r++) {
+        vq_role role = r ? VQ_ROLE_VALUE : VQ_ROLE_KEY;
+        const size_t n = r ? 4 : 64;
+        const char *spec = r ? "kivix:bits=2,group=32,outliers=3" : "kivix:bits=2,group=64,outliers=12";
+        vq_codec *c = make(spec, D, role);
+        if (!c)
+            continue;
+        float *x = malloc(n * D * sizeof *x), *y = malloc(n * D * sizeof *y);
+        uint8_t *codes = calloc(n / c->block_tokens, c->block_bytes);
+        fill(x, n * D, 11);
+        /* spikes: keys 12 in the block (2 per channel in 6 channels);
+         * values 3 per token */
+        size_t spikes[12];
+        size_t ns = 0;
+        if (!r) {
+            for (size_t k = 0; k < 12; k++)
+                spikes[ns++] = (5 * k + 1) % n * D + (k / 2) * 7;
+        }
+        for (size_t t = 0; t < n; t++)
+            if (r)
+                for (size_t k = 0; k < 3; k++)
+                    x[t * D + 9 + 17 * k] = (k % 2 ? -1.0f : 1.0f) * (80.0f + 10.0f * (float)k + (float)t);
+        for (size_t k = 0; k < ns; k++)
+            x[spikes[k]] = (k % 2 ? -1.0f : 1.0f) * (50.0f + (float)k);
+        CHECK_OK(vq_codec_encode(c, x, n, codes));
+        CHECK_OK(vq_codec_decode(c, codes, n, y));
+        size_t exact = 0, spikes_exact = 0;
+        double worst = 0;
+        for (size_t i = 0; i < n * D; i++) {
+            int spike = r ? (fabsf(x[i]) >= 80.0f) : 0;
+            for (size_t k = 0; !r && k < ns; k++)
+                spike |= spikes[k] == i;
+            if (spike) {
+                spikes_exact += y[i] == f16(x[i]);
+            } else {
+                exact += y[i] == f16(x[i]);
+                double e = fabs((double)y[i] - x[i]);
+                worst = e > worst ? e : worst;
+            }
+        }
+        size_t want = r ? 3 * n : ns;
+        CHECKF(spikes_exact == want, "%s: %zu of %zu spikes restored exactly", spec, spikes_exact, want);
+        /* the rest: N(0,1) data, 4 levels over a range of at most ~9:
+         * error <= s/2 + fp16 rounding <= 1.6 */
+        CHECKF(worst < 1.6, "%s: worst error of the dense part %.3f (spikes leaked into the ranges?)", spec, worst);
+        (void)exact;
+        vq_codec_free(c);
+        free(x), free(y), free(codes);
+    }
+}
+
+/* real-key-like data with spikes: MSE falls as outliers grow; every width
+ * keeps the per-element bound */
+static void test_quality(void)
+{
+    const int D = 64;
+    const size_t n = 256;
+    float *x = malloc(n * D * sizeof *x), *y = malloc(n * D * sizeof *y);
+    uint8_t *codes = malloc(n * 1024);
+    fill(x, n * D, 21);
+    vq_rng g;
+    vq_rng_seed(&g, 4);
+    for (size_t i = 0; i < n * D; i++)
+        if (vq_rng_uniform(&g) < 0.01f)
+            x[i] *= 20.0f;
+    double prev = INFINITY;
+    static const int outl[] = { 0, 16, 64, 128 };
+    for (int k = 0; k < 4; k++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "kivix:bits=3,group=128,outliers=%d", outl[k]);
+        vq_codec *c = make(spec, D, VQ_ROLE_KEY);
+        if (!c)
+            continue;
+        CHECK_OK(vq_codec_encode(c, x, n, codes));
+        CHECK_OK(vq_codec_decode(c, codes, n, y));
+        double se = 0, ss = 0;
+        for (size_t i = 0; i < n * D; i++) {
+            se += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+            ss += (double)x[i] * x[i];
+        }
+        printf("  %s: relative MSE %.4f\n", spec, se / ss);
+        CHECKF(se / ss < prev, "%s: MSE %.4g did not fall (previous %.4g)", spec, se / ss, prev);
+        prev = se / ss;
+        vq_codec_free(c);
+    }
+    for (int bits = 1; bits <= 8; bits++)
+        for (int r = 0; r < 2; r++) {
+            char spec[64];
+            snprintf(spec, sizeof spec, "kivix:bits=%d,group=32,outliers=0", bits);
+            vq_codec *c = make(spec, D, r ? VQ_ROLE_VALUE : VQ_ROLE_KEY);
+            if (!c)
+                continue;
+            CHECK_OK(vq_codec_encode(c, x, n, codes));
+            CHECK_OK(vq_codec_decode(c, codes, n, y));
+            /* per range: |err| <= s/2 (+ fp16 rounding of the min) */
+            size_t bad = 0;
+            for (size_t i = 0; i < n * D; i++) {
+                size_t t = i / D, ch = i % D;
+                float lo = INFINITY, hi = -INFINITY;
+                for (size_t e = 0; e < 32; e++) {
+                    float v = r ? x[t * D + ch / 32 * 32 + e] : x[(t / 32 * 32 + e) * D + ch];
+                    lo = v < lo ? v : lo;
+                    hi = v > hi ? v : hi;
+                }
+                double s = (hi - lo) / ((1 << bits) - 1);
+                if (fabs((double)y[i] - x[i]) > 0.5 * s * 1.01 + 2e-3 * (fabs(lo) + fabs(hi)))
+                    bad++;
+            }
+            CHECKF(bad == 0, "%s %s: %zu entries beyond s/2", spec, r ? "values" : "keys", bad);
+            vq_codec_free(c);
+        }
+    free(x), free(y), free(codes);
+}
+
+static void test_bad_params(void)
+{
+    static const char *bad[] = { "kivix:bits=0", "kivix:bits=9", "kivix:group=48", "kivix:outliers=-1",
+                                 "kivix:bits=2,group=16,outliers=1025", "kivix:nosuch=1" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        vq_codec *c = NULL;
+        vq_status st = vq_codec_create(bad[i], 64, VQ_ROLE_KEY, 1, &c);
+        CHECKF(st != VQ_OK && c == NULL, "%s accepted", bad[i]);
+    }
+    vq_codec *c = NULL;
+    CHECK(vq_codec_create("kivix:group=128", 64, VQ_ROLE_VALUE, 1, &c) != VQ_OK && strstr(vq_last_error(), "group"));
+    CHECK(vq_codec_create("kivix:bits=2,group=16,outliers=65", 64, VQ_ROLE_VALUE, 1, &c) != VQ_OK &&
+          strstr(vq_last_error(), "outliers"));
+}
+
+int main(void)
+{
+    RUN(test_bytes);
+    RUN(test_matches_kivi);
+    RUN(test_outliers_exact);
+    RUN(test_quality);
+    RUN(test_bad_params);
+    return vq_test_summary("codec_kivix");
+}

@@ -1,0 +1,213 @@
+/* tune_plan.c -- `veloxquant tune --plan LOW,HIGH`: a per-layer bit plan
+ * for keys and values (the config's kbits= / vbits= lists) chosen by
+ * measured sensitivity under a bit budget (after KVTuner and similar).
+ *
+ * Codecs: keys kivix:bits=B,group=128,outliers=64 (per-channel, sparse
+ * outliers), values kivix:bits=B,group=min(D,128); every (layer, role)
+ * gets LOW or HIGH bits.
+ *
+ * 1. Sensitivity: for each (layer l, role r), a cache with every layer at
+ *    HIGH except (l, r) at LOW runs teacher-forced over the tokens; its mean
+ *    KL against the fp16 cache is s(l, r).
+ * 2. Plan: start with everything at HIGH; while the nominal bits per
+ *    element (the codecs' byte formulas, K and V averaged over layers and
+ *    heads) exceed the budget, move to LOW the (l, r) still at HIGH with the
+ *    smallest s(l, r) per bit saved. If everything at LOW is still over the
+ *    budget, there is no plan.
+ * 3. The planned config is measured the same way (KL, top-1, measured bits
+ *    per element) and printed, ready for `--cache`.
+ * The reference logits are kept for all tokens (tokens x vocabulary
+ * floats), so each candidate runs alone. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "eval_common.h"
+#include "tune.h"
+
+#define BATCH 32
+
+static int value_group(int D) { return D >= 128 ? 128 : D; }
+
+static double codec_bpt(const char *spec, int D, vq_role role)
+{
+    vq_codec *c = NULL;
+    if (vq_codec_create(spec, D, role, 1, &c) != VQ_OK)
+        return NAN;
+    double b = (double)vq_codec_bytes_per_token(c);
+    vq_codec_free(c);
+    return b;
+}
+
+/* the config text of a plan: bits[l] keys, bits[L + l] values */
+static void plan_text(const int *bits, int L, int D, const char *res, char *out, size_t cap)
+{
+    size_t o = (size_t)snprintf(out, cap, "keys=kivix:bits=%d,group=128,outliers=64 values=kivix:bits=%d,group=%d%s",
+                                bits[0], bits[L], value_group(D), res);
+    for (int r = 0; r < 2 && o < cap; r++) {
+        o += (size_t)snprintf(out + o, cap - o, " %s=", r ? "vbits" : "kbits");
+        for (int l = 0; l < L && o < cap; l++)
+            o += (size_t)snprintf(out + o, cap - o, "%s%d", l ? "," : "", bits[r * L + l]);
+    }
+}
+
+/* KL and top-1 of one config over the tokens, against the kept reference */
+static vq_status measure(const vq_model *m, const char *cfg, const int32_t *toks, size_t n, const float *ref, int nv,
+                         double *kl, double *top1, double *bpe)
+{
+    vq_ctx *ctx = NULL;
+    vq_cache *cache = NULL;
+    float *lg = malloc((size_t)BATCH * (size_t)nv * sizeof *lg);
+    vq_status st = lg ? eval_ctx_open(m, cfg, (int)n, 0, &ctx, &cache) : VQ_ERR_NOMEM;
+    double k = 0, t1 = 0;
+    for (size_t p0 = 0; st == VQ_OK && p0 < n; p0 += BATCH) {
+        int cnt = (int)(n - p0 < BATCH ? n - p0 : BATCH);
+        st = vq_ctx_forward(ctx, toks + p0, cnt, lg, VQ_LOGITS_ALL);
+        for (int t = 0; st == VQ_OK && t < cnt; t++) {
+            int same = 0;
+            k += eval_kl(ref + (p0 + (size_t)t) * (size_t)nv, lg + (size_t)t * (size_t)nv, nv, &same);
+            t1 += same;
+        }
+    }
+    if (st == VQ_OK) {
+        *kl = k / (double)n;
+        *top1 = t1 / (double)n;
+        *bpe = tune_measured_bpe(cache);
+    } else if (ctx) {
+        cli_error("tune", "%s: %s", cfg, vq_ctx_error(ctx));
+    } else {
+        cli_error("tune", "%s: %s", cfg, vq_last_error());
+    }
+    eval_ctx_close(ctx, cache);
+    free(lg);
+    return st;
+}
+
+int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t n, double budget, int low,
+              int high, int json)
+{
+    vq_model_info info;
+    vq_model_info_get(m, &info);
+    const int L = info.n_layers, nv = info.n_vocab;
+    int D = 0;
+    double *share = calloc((size_t)L, sizeof *share), *sens = calloc(2 * (size_t)L, sizeof *sens);
+    double *save = calloc(2 * (size_t)L, sizeof *save), *bpt_hi = calloc(2 * (size_t)L, sizeof *bpt_hi);
+    int *bits = malloc(2 * (size_t)L * sizeof *bits);
+    float *ref = malloc(n * (size_t)nv * sizeof *ref);
+    char *cfg = malloc(16384);
+    const char *res = n >= 1024 ? " residual=128" : " residual=32";
+    int rc = 1;
+    if (!share || !sens || !save || !bpt_hi || !bits || !ref || !cfg) {
+        cli_error("tune", "out of memory (reference logits: %zu x %d floats)", n, nv);
+        goto out;
+    }
+    /* per-layer element shares and bytes at each width */
+    double elems = 0;
+    for (int l = 0; l < L; l++) {
+        vq_layer_info li;
+        if (vq_model_layer_info(m, l, &li) != VQ_OK)
+            goto out;
+        D = li.head_dim;
+        share[l] = (double)li.n_kv_heads * li.head_dim;
+        elems += 2 * share[l];
+        char ks[96], vs[96];
+        for (int r = 0; r < 2; r++) {
+            double b[2];
+            for (int w = 0; w < 2; w++) {
+                snprintf(ks, sizeof ks, "kivix:bits=%d,group=128,outliers=64", w ? high : low);
+                snprintf(vs, sizeof vs, "kivix:bits=%d,group=%d", w ? high : low, value_group(li.head_dim));
+                b[w] = codec_bpt(r ? vs : ks, li.head_dim, r ? VQ_ROLE_VALUE : VQ_ROLE_KEY);
+            }
+            if (!isfinite(b[0]) || !isfinite(b[1])) {
+                cli_error("tune", "layer %d: kivix at %d/%d bits refused for head_dim %d", l, low, high, li.head_dim);
+                goto out;
+            }
+            bpt_hi[r * L + l] = 8 * b[1] * li.n_kv_heads;
+            save[r * L + l] = 8 * (b[1] - b[0]) * li.n_kv_heads; /* bits per token saved */
+        }
+    }
+    /* reference logits of every token (fp16 cache) */
+    {
+        vq_ctx *rc_ = NULL;
+        vq_cache *rcache = NULL;
+        vq_status st = eval_ctx_open(m, "keys=fp16 values=fp16", (int)n, 0, &rc_, &rcache);
+        for (size_t p0 = 0; st == VQ_OK && p0 < n; p0 += BATCH) {
+            int cnt = (int)(n - p0 < BATCH ? n - p0 : BATCH);
+            st = vq_ctx_forward(rc_, toks + p0, cnt, ref + p0 * (size_t)nv, VQ_LOGITS_ALL);
+        }
+        eval_ctx_close(rc_, rcache);
+        if (st != VQ_OK) {
+            cli_error("tune", "fp16 reference: %s", vq_last_error());
+            goto out;
+        }
+    }
+    eval_progress pr;
+    eval_progress_start(&pr, "tune plan", "runs");
+    for (int i = 0; i < 2 * L; i++) {
+        for (int j = 0; j < 2 * L; j++)
+            bits[j] = j == i ? low : high;
+        plan_text(bits, L, D, res, cfg, 16384);
+        double t1, bpe;
+        if (measure(m, cfg, toks, n, ref, nv, &sens[i], &t1, &bpe) != VQ_OK)
+            goto out;
+        eval_progress_update(&pr, i + 1, 2 * L);
+    }
+    /* greedy: cheapest harm per bit saved goes to LOW first */
+    double total = 0;
+    for (int i = 0; i < 2 * L; i++) {
+        bits[i] = high;
+        total += bpt_hi[i];
+    }
+    while (total / elems > budget + 1e-12) {
+        int best = -1;
+        for (int i = 0; i < 2 * L; i++)
+            if (bits[i] == high && save[i] > 0 &&
+                (best < 0 || sens[i] / save[i] < sens[best] / save[best]))
+                best = i;
+        if (best < 0)
+            break;
+        bits[best] = low;
+        total -= save[best];
+    }
+    if (total / elems > budget + 1e-12) {
+        cli_error("tune", "no plan: every layer at %d bits is still %.3f bits/element > %.2f", low, total / elems,
+                  budget);
+        goto out;
+    }
+    plan_text(bits, L, D, res, cfg, 16384);
+    double kl, t1, bpe;
+    if (measure(m, cfg, toks, n, ref, nv, &kl, &t1, &bpe) != VQ_OK)
+        goto out;
+    if (json) {
+        printf("{\"model\": \"%s\", \"budget\": %.4f, \"tokens\": %zu, \"low\": %d, \"high\": %d, \"plan\": \"%s\", "
+               "\"nominal_bits_per_element\": %.4f, \"bits_per_element\": %.4f, \"kl\": %.6g, \"top1\": %.4f, "
+               "\"sensitivity\": [",
+               model, budget, n, low, high, cfg, total / elems, bpe, kl, t1);
+        for (int i = 0; i < 2 * L; i++)
+            printf("%s{\"layer\": %d, \"role\": \"%s\", \"kl_at_low\": %.6g, \"bits\": %d}", i ? ", " : "", i % L,
+                   i < L ? "keys" : "values", sens[i], bits[i]);
+        printf("]}\n");
+    } else {
+        printf("tune --plan %d,%d: %s, %zu tokens; KL vs fp16 with one layer's keys or values at %d bits (the rest "
+               "at %d):\n",
+               low, high, model, n, low, high);
+        printf("layer  keys KL    values KL   plan K/V\n");
+        for (int l = 0; l < L; l++)
+            printf("%5d  %9.4g  %9.4g   %d/%d\n", l, sens[l], sens[L + l], bits[l], bits[L + l]);
+        printf("plan: %s\n  nominal %.3f bits/element (budget %.2f), measured %.3f; KL %.4g nats/token, top-1 "
+               "%.1f%%\n",
+               cfg, total / elems, budget, bpe, kl, 100 * t1);
+        printf("  why: layers and roles whose %d-bit version harmed the model least per bit saved were lowered "
+               "first, until the budget held\n",
+               low);
+    }
+    rc = kl <= TUNE_BREAKS_KL ? 0 : 1;
+    if (rc)
+        fprintf(stderr, "veloxquant tune: the plan's KL %.3g exceeds %.3g: it would break the model; not "
+                        "recommended (raise --budget or the bit levels)\n", kl, TUNE_BREAKS_KL);
+out:
+    free(share), free(sens), free(save), free(bpt_hi), free(bits), free(ref), free(cfg);
+    return rc;
+}
