@@ -175,7 +175,8 @@ def load_ppl(m):
     for fn in sorted(os.listdir(d)):
         if fn.startswith(f"{m}-ppl-") and fn.endswith(".json"):
             extra = load(f"figures/quality/{fn}")
-            same = all(extra.get(k) == main.get(k) for k in ("ctx", "skip", "file"))
+            same = all(extra.get(k) == main.get(k) for k in ("ctx", "skip")) and \
+                os.path.basename(extra.get("file", "")) == os.path.basename(main.get("file", ""))
             if not same:
                 print(f"report.py: {fn} measured on another text or context than {m}-ppl.json (skipped)",
                       file=sys.stderr)
