@@ -66,8 +66,8 @@ def name_of(cache):
             n += f" r{f['residual']}"
         if "keep_spec" in f:
             n += f" keep {f.get('keep_first', '0')}/{f.get('keep_last', '0')}:{short_spec(f['keep_spec'])}"
-        if "bits" in f:
-            n += " bits-plan"
+        if "bits" in f or "kbits" in f or "vbits" in f:
+            n += " bit-plan"
         return n
     return cache
 
@@ -175,7 +175,8 @@ def load_ppl(m):
     for fn in sorted(os.listdir(d)):
         if fn.startswith(f"{m}-ppl-") and fn.endswith(".json"):
             extra = load(f"figures/quality/{fn}")
-            same = all(extra.get(k) == main.get(k) for k in ("ctx", "skip", "file"))
+            same = all(extra.get(k) == main.get(k) for k in ("ctx", "skip")) and \
+                os.path.basename(extra.get("file", "")) == os.path.basename(main.get("file", ""))
             if not same:
                 print(f"report.py: {fn} measured on another text or context than {m}-ppl.json (skipped)",
                       file=sys.stderr)
@@ -208,6 +209,16 @@ def quality_model(m):
     if n:
         for c in n["configs"]:
             needle[c["cache"]] = c["accuracy"]
+    # passkey runs of later configs (MODEL-needle-*.json, same ctx and depths)
+    d = os.path.join(ROOT, "figures/quality")
+    for fn in sorted(os.listdir(d)):
+        if fn.startswith(f"{m}-needle-") and fn.endswith(".json"):
+            extra = load(f"figures/quality/{fn}")
+            if n and (extra.get("ctx") != n.get("ctx") or extra.get("seeds") != n.get("seeds")):
+                print(f"report.py: {fn}: other ctx or seeds than {m}-needle.json (skipped)", file=sys.stderr)
+                continue
+            for c in extra["configs"]:
+                needle.setdefault(c["cache"], c["accuracy"])
     base_mb = None
     if v:
         f = next((a for a in v["arms"] if a["name"] == "fp16" and "error" not in a), None)
@@ -292,6 +303,11 @@ def quality_table(q):
             + '\n\nCommands:\n\n' + "".join(f"    {c}\n" for c in q["ppl_commands"]))
     if q["needle_command"]:
         note += f'\n    {q["needle_command"]}\n'
+    if any(m.get("bits_per_element_held") is None for m in q["methods"] if m["name"] != "fp16"):
+        note += ('\nRows with b/e held n/a come from runs made before the slot index was counted: their '
+                 'bits/element leave it out (for caches that evict nothing it is now the page tables, '
+                 '< 0.01 bits/element; StreamingLLM with sinks holds a position table and liveness flags, '
+                 '5 bytes per slot, +0.31 bits/element at head_dim 64, +0.08 at 256).\n')
     return table(head, rows) + note
 
 

@@ -160,6 +160,17 @@ step() {
                    run "$BIN" tune --model smollm2-135m --budget 3.0 --plan 2,4 --file "$WIKI" --tokens 512 \
                      > figures/quality/sweeps/smollm2-135m-plan-2-4.txt ;;
     needle-smollm2) needle smollm2-135m 2048 ;;
+    needle-lowbit-smollm2)
+      run "$BIN" needle --model smollm2-135m --ctx 2048 --depths 0,0.5,1 --seeds 1 \
+        --cache 'keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=4,group=64 residual=128' \
+        --cache 'keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=64 residual=128' \
+        --cache 'keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128' \
+        --json > figures/quality/smollm2-135m-needle-lowbit.json ;;
+    needle-lowbit-gemma3)
+      run "$BIN" needle --model gemma3-270m --ctx 2048 --depths 0,0.5,1 --seeds 1 \
+        --cache 'keys=kivi:bits=4,group=128 values=kivi:bits=4,group=128 residual=128' \
+        --cache 'keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128' \
+        --json > figures/quality/gemma3-270m-needle-lowbit.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
