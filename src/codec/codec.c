@@ -100,7 +100,7 @@ vq_status vq_codec_create(const char *spec, int head_dim, vq_role role,
         st = vq_fail(c->err, VQ_ERR_UNSUPPORTED, "%s: block of %zu tokens in %zu bytes is not a whole number of bytes per token",
                      ops->name, c->block_tokens, c->block_bytes);
     if (st == VQ_OK && ops->values) {
-        c->tile_tokens = vq_tile_tokens(c->block_tokens);
+        c->tile_tokens = vq_tile_tokens(c->block_tokens, c->accum_size);
         c->tile = malloc(c->tile_tokens * c->accum_size * sizeof(float));
         if (!c->tile)
             st = vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory (tile)", ops->name);

@@ -2,13 +2,17 @@
 #include "codec/tiled.h"
 #include "kernels/kernels.h"
 
-#define VQ_TILE_MIN 16 /* tokens: enough rows to amortise the tile's setup */
+#define VQ_TILE_MIN 16          /* tokens: enough rows to amortise a tile's setup */
+#define VQ_TILE_BYTES (16 << 10) /* a tile of floats stays well inside L1 */
 
-size_t vq_tile_tokens(size_t block_tokens)
+size_t vq_tile_tokens(size_t block_tokens, size_t accum_size)
 {
-    if (block_tokens >= VQ_TILE_MIN)
+    size_t want = VQ_TILE_BYTES / (accum_size * sizeof(float));
+    if (want < VQ_TILE_MIN)
+        want = VQ_TILE_MIN;
+    if (block_tokens >= want)
         return block_tokens;
-    return (VQ_TILE_MIN + block_tokens - 1) / block_tokens * block_tokens;
+    return (want + block_tokens - 1) / block_tokens * block_tokens;
 }
 
 int vq_codec_tiled_score_ok(const vq_codec *c)

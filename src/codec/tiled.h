@@ -2,8 +2,8 @@
  * with a `values` op (codec.h).
  *
  * Codes are turned, one tile of c->tile_tokens tokens at a time, into their
- * accum-domain vectors in c->tile (allocated once at vq_codec_create: 16
- * tokens, or one KIVI key group, of accum_size floats), and the tile is
+ * accum-domain vectors in c->tile (allocated once at vq_codec_create: about 16 KB
+ * of floats, at least 16 tokens or one KIVI key group, vq_tile_tokens), and the tile is
  * scored against all n_q queries, or
  * summed into the n_q accumulators, by the dense kernels (kernels/dense.h). The
  * whole cache is never decoded: each code is read once per call, as in the
@@ -18,8 +18,10 @@
 
 #include "codec/codec.h"
 
-/* tokens per tile for a method whose block holds block_tokens tokens */
-size_t vq_tile_tokens(size_t block_tokens);
+/* tokens per tile for a method whose block holds block_tokens tokens and
+ * whose vectors have accum_size floats: about 16 KB of floats (at least 16
+ * tokens), a whole number of blocks */
+size_t vq_tile_tokens(size_t block_tokens, size_t accum_size);
 
 /* 1 when c may take the tiled score / accumulate */
 int vq_codec_tiled_score_ok(const vq_codec *c);
