@@ -43,13 +43,18 @@ EOF
 }
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(attention128 attention64 e2e)
+[ ${#steps[@]} -gt 0 ] || steps=(attention128 attention64 attentionbig e2e)
 for s in "${steps[@]}"; do
     case $s in
     attention128) run attention-d128 bench attention --ctx 4096,16384 --head-dim 128 --kv-heads 4 --q-heads 16 \
                       --threads 2 "${configs[@]}" ;;
     attention64)  run attention-d64 bench attention --ctx 4096,16384 --head-dim 64 --kv-heads 4 --q-heads 16 \
                       --threads 2 "${configs[@]}" ;;
+    attentionbig) run attention-d128-131k bench attention --ctx 131072 --head-dim 128 --kv-heads 8 --q-heads 32 \
+                      --threads 2 --repeats 5 --config "keys=q8_0 values=q8_0" --config "keys=q4_0:rot=1 values=q4_0:rot=1" \
+                      --config "keys=kivi:bits=4 values=kivi:bits=4" --config "keys=kivi:bits=2 values=kivi:bits=2" \
+                      --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
+                      --config "keys=rabitq:bits=1 values=q4_0:rot=1" ;;
     e2e)          run e2e-smollm2 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 32 \
                       --cache "keys=q8_0 values=q8_0" --cache "keys=q4_0:rot=1 values=q4_0:rot=1" \
                       --cache "keys=kivi:bits=2 values=kivi:bits=2" \
@@ -64,7 +69,7 @@ done
     echo "JSON result) and \`scripts/bench_tables.py\`. Read ratios within one table (docs/PERF.md)."
     echo
     files=()
-    for f in attention-d128 attention-d64 e2e-smollm2; do
+    for f in attention-d128 attention-d64 attention-d128-131k e2e-smollm2; do
         [ -f "$out/$f.json" ] && files+=("$out/$f.json")
     done
     [ ${#files[@]} -eq 0 ] || python3 scripts/bench_tables.py "${files[@]}"
