@@ -585,6 +585,16 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
         for (size_t h = 0; h < nh; h++) {
             vq_cache_head *H = &L->heads[h];
             const float *kt = k + (t * nh + h) * D, *vt = v + (t * nh + h) * D;
+            if (H->n_res >= L->res_cap) {
+                /* a flush (or xkv growth) failed in an earlier call, out of
+                 * memory: redo it before writing, never past the window */
+                if (vq_cache_xkv_pending(c, L))
+                    VQ_TRY(vq_cache_xkv_grow(c, L, L->res_cap + 1));
+                else
+                    VQ_TRY(vq_cache_flush_residual(c, L, H, keep));
+                if (H->n_res >= L->res_cap)
+                    return vq_fail(c->err, VQ_ERR_STATE, "cache layer %d: residual window full", layer);
+            }
             VQ_TRY(vq_codec_encode(L->fk, kt, 1, H->rk + H->n_res * rb));
             VQ_TRY(vq_codec_encode(L->fv, vt, 1, H->rv + H->n_res * rb));
             H->rpos[H->n_res] = pos0 + (int32_t)t;
