@@ -44,7 +44,9 @@ def test_ppl_equals_cli_json(model, wikitext):
     cfg = r["configs"][0]
     assert r["ppl"] > 1 and cfg["ppl"] > 1
     assert cfg["dppl"] == pytest.approx(cfg["ppl"] - r["ppl"], abs=1e-3)
-    assert cfg["bits_per_element"] == pytest.approx(4.5)
+    # q4_0 codes are 4.5 b/e; the cache's slot index and bookkeeping add a
+    # little on top (docs/cache.md), never less
+    assert 4.5 <= cfg["bits_per_element"] < 4.75
 
 
 def test_needle(model):
