@@ -23,16 +23,28 @@ static inline size_t vq_qplanes_bytes(int D, int qbits) { return 12 + (size_t)qb
 
 void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf);
 
-/* <y', s> for sign bits with popcount |z| = pz and pq = sum_j 2^j
- * popcount(z & plane_j) (kernels.h bitdot), from the header of qbuf
- * (inline: callers loop over tokens with it) */
-static inline float vq_qplanes_sign_dot(const uint8_t *qbuf, int D, uint32_t pz, uint32_t pq)
+/* The header of qbuf as the constants of vq_qplanes_sign_dot: lo, delta
+ * and base = D lo + delta sum v (read once per query, outside token loops). */
+typedef struct {
+    float lo, delta, base;
+} vq_qplanes_consts;
+
+static inline vq_qplanes_consts vq_qplanes_header(const uint8_t *qbuf, int D)
 {
-    float lo, delta, sumv;
-    memcpy(&lo, qbuf, 4);
-    memcpy(&delta, qbuf + 4, 4);
+    vq_qplanes_consts k;
+    float sumv;
+    memcpy(&k.lo, qbuf, 4);
+    memcpy(&k.delta, qbuf + 4, 4);
     memcpy(&sumv, qbuf + 8, 4);
-    return 2.0f * (lo * (float)pz + delta * (float)pq) - ((float)D * lo + delta * sumv);
+    k.base = (float)D * k.lo + k.delta * sumv;
+    return k;
+}
+
+/* <y', s> for sign bits with popcount |z| = pz and pq = sum_j 2^j
+ * popcount(z & plane_j) (kernels.h bitdot) */
+static inline float vq_qplanes_sign_dot(vq_qplanes_consts k, uint32_t pz, uint32_t pq)
+{
+    return 2.0f * (k.lo * (float)pz + k.delta * (float)pq) - k.base;
 }
 
 #endif

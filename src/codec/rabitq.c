@@ -232,20 +232,21 @@ static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
     const vq_kernels *k = vq_kernels_get();
     uint32_t pz[TOK], pq[QRY * TOK];
     float f[TOK];
+    const float cnorm = sqrtf((float)D); /* ||c|| of D signs */
     for (size_t t0 = 0; t0 < n; t0 += TOK) {
         size_t nt = n - t0 < TOK ? n - t0 : TOK;
         for (size_t t = 0; t < nt; t++)
-            f[t] = block_factor(codes + (t0 + t) * c->block_bytes, sqrtf((float)D));
+            f[t] = block_factor(codes + (t0 + t) * c->block_bytes, cnorm);
         for (int j0 = 0; j0 < n_q; j0 += QRY) {
             int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
             const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
             k->bitdot(codes + t0 * c->block_bytes + 4, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj,
                       q->qbits, pz, pq);
             for (int j = 0; j < nj; j++) {
-                const uint8_t *qb = qb0 + (size_t)j * c->query_bytes;
+                const vq_qplanes_consts qk = vq_qplanes_header(qb0 + (size_t)j * c->query_bytes, D);
                 float *out = scores + (size_t)(j0 + j) * n + t0;
                 for (size_t t = 0; t < nt; t++)
-                    out[t] = f[t] * vq_qplanes_sign_dot(qb, D, pz[t], pq[(size_t)j * nt + t]);
+                    out[t] = f[t] * vq_qplanes_sign_dot(qk, pz[t], pq[(size_t)j * nt + t]);
             }
         }
     }

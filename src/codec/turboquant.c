@@ -297,12 +297,13 @@ static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
             k->bitdot(blk0 + t->off1, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj, t->qbits, z1, p1);
             k->bitdot(blk0 + t->off2, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj, t->qbits, z2, p2);
             for (int j = 0; j < nj; j++) {
-                const uint8_t *qb = qb0 + (size_t)j * c->query_bytes;
+                const vq_qplanes_consts qk = vq_qplanes_header(qb0 + (size_t)j * c->query_bytes, D);
                 const uint32_t *q1 = p1 + (size_t)j * nt, *q2 = p2 + (size_t)j * nt;
+                const float a1 = t->c1[1], a2 = t->c2[1];
                 float *out = scores + (size_t)(j0 + j) * n + t0;
                 for (size_t i = 0; i < nt; i++)
-                    out[i] = norm[i] * (t->c1[1] * vq_qplanes_sign_dot(qb, D, z1[i], q1[i]) +
-                                        t->c2[1] * vq_qplanes_sign_dot(qb, D, z2[i], q2[i]));
+                    out[i] = norm[i] * (a1 * vq_qplanes_sign_dot(qk, z1[i], q1[i]) +
+                                        a2 * vq_qplanes_sign_dot(qk, z2[i], q2[i]));
             }
         }
     }

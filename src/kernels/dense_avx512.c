@@ -10,33 +10,8 @@
  * AVX2 twin does (bit-identical to it). */
 #include <immintrin.h>
 
+#include "kernels/avx512_sums.h"
 #include "kernels/dense.h"
-
-static inline __m256 fold(__m512 a)
-{
-    return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
-}
-
-/* [sum(a0), ..., sum(a7)] of eight 16-float accumulators */
-static inline __m256 hsum8(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __m512 a4, __m512 a5, __m512 a6, __m512 a7)
-{
-    __m256 t0 = _mm256_hadd_ps(fold(a0), fold(a1)), t1 = _mm256_hadd_ps(fold(a2), fold(a3));
-    __m256 t2 = _mm256_hadd_ps(fold(a4), fold(a5)), t3 = _mm256_hadd_ps(fold(a6), fold(a7));
-    __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-}
-
-static inline void store_scores(float *s, size_t i, size_t nt, __m256 r)
-{
-    if (i + 8 <= nt) {
-        _mm256_storeu_ps(s + i, r);
-    } else {
-        float t[8];
-        _mm256_storeu_ps(t, r);
-        for (size_t k = 0; i + k < nt; k++)
-            s[i + k] = t[k];
-    }
-}
 
 /* the eight rows of group i (past the end: the last row again) */
 static inline void rows8(const float *v, size_t i, size_t nt, size_t E, const float *r[8])
@@ -71,8 +46,8 @@ void vq_dense_dot_avx512(const float *q, size_t qstride, int n_q, const float *v
                 t = _mm512_loadu_ps(r[6] + e), a6 = _mm512_fmadd_ps(x, t, a6), b6 = _mm512_fmadd_ps(y, t, b6);
                 t = _mm512_loadu_ps(r[7] + e), a7 = _mm512_fmadd_ps(x, t, a7), b7 = _mm512_fmadd_ps(y, t, b7);
             }
-            store_scores(s + (size_t)j * sstride, i, nt, hsum8(a0, a1, a2, a3, a4, a5, a6, a7));
-            store_scores(s + (size_t)(j + 1) * sstride, i, nt, hsum8(b0, b1, b2, b3, b4, b5, b6, b7));
+            vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a0, a1, a2, a3, a4, a5, a6, a7));
+            vq_store8_upto(s + (size_t)(j + 1) * sstride, i, nt, vq_hsum8x512(b0, b1, b2, b3, b4, b5, b6, b7));
         }
     }
     for (; j < n_q; j++) {
@@ -92,7 +67,7 @@ void vq_dense_dot_avx512(const float *q, size_t qstride, int n_q, const float *v
                 a6 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[6] + e), a6);
                 a7 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[7] + e), a7);
             }
-            store_scores(s + (size_t)j * sstride, i, nt, hsum8(a0, a1, a2, a3, a4, a5, a6, a7));
+            vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a0, a1, a2, a3, a4, a5, a6, a7));
         }
     }
 }

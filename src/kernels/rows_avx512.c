@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kernels/avx512_sums.h"
 #include "kernels/kernels.h"
 
 static inline __m512i codes16(const uint8_t *p, int b, __m512i shifts, __m512i mask)
@@ -98,29 +99,6 @@ void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n)
     }
 }
 
-/* [sum(a0), sum(a1), sum(a2), sum(a3)] */
-static inline __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
-{
-    __m256 f0 = _mm256_add_ps(_mm512_castps512_ps256(a0), _mm512_extractf32x8_ps(a0, 1));
-    __m256 f1 = _mm256_add_ps(_mm512_castps512_ps256(a1), _mm512_extractf32x8_ps(a1, 1));
-    __m256 f2 = _mm256_add_ps(_mm512_castps512_ps256(a2), _mm512_extractf32x8_ps(a2, 1));
-    __m256 f3 = _mm256_add_ps(_mm512_castps512_ps256(a3), _mm512_extractf32x8_ps(a3, 1));
-    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(f0, f1), _mm256_hadd_ps(f2, f3));
-    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-}
-
-static inline void store4(float *s, size_t i, size_t nt, __m128 r)
-{
-    if (i + 4 <= nt) {
-        _mm_storeu_ps(s + i, r);
-    } else {
-        float t[4];
-        _mm_storeu_ps(t, r);
-        for (size_t k = 0; i + k < nt; k++)
-            s[i + k] = t[k];
-    }
-}
-
 /* Four tokens by up to four queries per pass (16 accumulators): each
  * token's codes are decoded once per 16 channels for all the queries. */
 void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
@@ -153,7 +131,7 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
                 }
             }
             for (int j = 0; j < nj; j++)
-                store4(s + (size_t)(j0 + j) * sstride, i, nt, hsum4(a[j][0], a[j][1], a[j][2], a[j][3]));
+                vq_store4_upto(s + (size_t)(j0 + j) * sstride, i, nt, vq_hsum4x512(a[j][0], a[j][1], a[j][2], a[j][3]));
         }
     }
 }
