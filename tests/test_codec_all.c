@@ -80,6 +80,11 @@ static const expect EXPECT[] = {
     /* 4-bit: 16x coarser step than q8_0 -> up to ~256x the MSE */
     { "q4_0", 2e-2, 0.4, 2e-5, 0 },              /* measured 1.1e-2, 0.20 */
     { "q4_0:rot=1", 7e-3, 0.2, 2e-5, 1 },        /* measured 3.7e-3, 0.12 */
+    /* qbits=8: integer scores against the query rounded to int8 per block
+     * (error <= amax/254 per value), so the fused score differs from
+     * <q, decode(k)> by that rounding only */
+    { "q8_0:qbits=8", 3e-4, 4e-2, 0.01, 0 },
+    { "q4_0:rot=1,qbits=8", 7e-3, 0.2, 0.01, 1 },
     /* TurboQuant on this data: one dominant outlier channel, so after the
      * rotation coordinates are close to +-a/sqrt(D) and 1 bit does better
      * than on isotropic data (test_codec_turboquant checks the isotropic

@@ -15,7 +15,14 @@
  * With rot=1 the values quantized are those of R*x; the query is rotated
  * the same way in prepare_query, so scores are <R q, code> = <q, decode>;
  * accumulate sums w*code in the rotated domain and accum_finish applies
- * R^T. Shared state: the sign diagonal, D/8 bytes (0 without rotation). */
+ * R^T. Shared state: the sign diagonal, D/8 bytes (0 without rotation).
+ *
+ * qbits=8 (default 0): scores are computed in the integer domain against
+ * the query quantized to int8 per block of 32 (kernels/qdot.h: VNNI on
+ * AVX-512), as llama.cpp's q8_0 activations; the stored bytes are the
+ * same. The score differs from the float query's by the query's rounding
+ * (<= d/2 per value, d = block amax/127). Only scoring changes, so the
+ * option means nothing for values. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +39,7 @@
 typedef struct {
     int bits;   /* 8 or 4 */
     int rot;
+    int qbits;  /* 0: float query; 8: int8 query, integer scores */
     vq_rotation r;
     float *tmp; /* D floats of scratch */
 } qblocks;
@@ -40,14 +48,19 @@ static size_t block_size(int bits) { return bits == 8 ? 2 + QB : 2 + QB / 2; }
 
 static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
 {
-    long rot;
+    long rot, qbits;
     VQ_TRY(vq_spec_int(spec, "rot", 0, 0, 1, &rot, c->err));
+    VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
+    if (qbits != 0 && qbits != 8)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "%s: qbits must be 0 (float query) or 8, got %ld", c->ops->name,
+                       qbits);
     qblocks *q = calloc(1, sizeof *q);
     if (!q)
         return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
     c->impl = q;
     q->bits = bits;
     q->rot = (int)rot;
+    q->qbits = (int)qbits;
     q->tmp = calloc((size_t)c->head_dim, sizeof(float));
     if (!q->tmp)
         return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
@@ -56,9 +69,13 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
     c->block_tokens = 1;
     c->block_bytes = (size_t)c->head_dim / QB * block_size(bits);
     c->shared_bytes = rot ? vq_rot_shared_bytes(&q->r) : 0;
-    c->query_bytes = sizeof(float) * (size_t)c->head_dim;
+    c->query_bytes = sizeof(float) * (size_t)c->head_dim + (qbits ? vq_qdot_query_bytes((size_t)c->head_dim) : 0);
     c->accum_size = (size_t)c->head_dim;
-    snprintf(c->canon, sizeof c->canon, "%s:rot=%d", c->ops->name, q->rot);
+    c->score_own = qbits != 0;
+    if (qbits)
+        snprintf(c->canon, sizeof c->canon, "%s:rot=%d,qbits=%d", c->ops->name, q->rot, q->qbits);
+    else
+        snprintf(c->canon, sizeof c->canon, "%s:rot=%d", c->ops->name, q->rot);
     return VQ_OK;
 }
 
@@ -182,6 +199,8 @@ static void qb_prepare_query(vq_codec *c, const float *qv, uint8_t *qbuf)
     memcpy(y, qv, sizeof(float) * (size_t)c->head_dim);
     if (q->rot)
         vq_rot_forward(&q->r, y);
+    if (q->qbits)
+        vq_qdot_prepare(y, (size_t)c->head_dim, qbuf + sizeof(float) * (size_t)c->head_dim);
 }
 
 static void qb_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
@@ -190,6 +209,11 @@ static void qb_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
     const int D = c->head_dim;
     const size_t bs = block_size(q->bits);
     const float *y = (const float *)(const void *)qbuf;
+    if (q->qbits) {
+        vq_kernels_get()->qdot(q->bits, codes, c->block_bytes, n, (size_t)D, qbuf + sizeof(float) * (size_t)D,
+                               c->query_bytes, n_q, scores, n);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         const uint8_t *k = codes + i * c->block_bytes;
         for (int j = 0; j < n_q; j++) {

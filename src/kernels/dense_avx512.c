@@ -1,8 +1,8 @@
 /* dense_avx512.c -- AVX-512 twins of dense.h's kernels (E not a multiple
  * of 16 goes to the AVX2 twin). Compiled with -mavx512f/bw/vl/dq.
  *
- * dot: eight vectors share each load of a query, two queries at a time
- * (16 accumulators); the eight sums are folded 512 -> 256 bits and
+ * dot: eight vectors share each load of a query, three or two queries at
+ * a time (24 or 16 accumulators); the eight sums are folded 512 -> 256 bits and
  * reduced by one transpose-add tree, the same for every lane, so a score
  * does not depend on its place in the tile or on the other queries.
  * axpy: up to four queries share each load of a vector; each accumulator
@@ -28,46 +28,75 @@ void vq_dense_dot_avx512(const float *q, size_t qstride, int n_q, const float *v
         return;
     }
     int j = 0;
-    for (; j + 2 <= n_q; j += 2) {
-        const float *qa = q + (size_t)j * qstride, *qb = qa + qstride;
-        for (size_t i = 0; i < nt; i += 8) {
-            const float *r[8];
-            rows8(v, i, nt, E, r);
-            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-            __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
-            for (size_t e = 0; e < E; e += 16) {
-                __m512 x = _mm512_loadu_ps(qa + e), y = _mm512_loadu_ps(qb + e), t;
-                t = _mm512_loadu_ps(r[0] + e), a0 = _mm512_fmadd_ps(x, t, a0), b0 = _mm512_fmadd_ps(y, t, b0);
-                t = _mm512_loadu_ps(r[1] + e), a1 = _mm512_fmadd_ps(x, t, a1), b1 = _mm512_fmadd_ps(y, t, b1);
-                t = _mm512_loadu_ps(r[2] + e), a2 = _mm512_fmadd_ps(x, t, a2), b2 = _mm512_fmadd_ps(y, t, b2);
-                t = _mm512_loadu_ps(r[3] + e), a3 = _mm512_fmadd_ps(x, t, a3), b3 = _mm512_fmadd_ps(y, t, b3);
-                t = _mm512_loadu_ps(r[4] + e), a4 = _mm512_fmadd_ps(x, t, a4), b4 = _mm512_fmadd_ps(y, t, b4);
-                t = _mm512_loadu_ps(r[5] + e), a5 = _mm512_fmadd_ps(x, t, a5), b5 = _mm512_fmadd_ps(y, t, b5);
-                t = _mm512_loadu_ps(r[6] + e), a6 = _mm512_fmadd_ps(x, t, a6), b6 = _mm512_fmadd_ps(y, t, b6);
-                t = _mm512_loadu_ps(r[7] + e), a7 = _mm512_fmadd_ps(x, t, a7), b7 = _mm512_fmadd_ps(y, t, b7);
+    while (j < n_q) {
+        const int rem = n_q - j;
+        if (rem >= 3 && rem != 4) { /* three queries share each row load */
+            const float *qa = q + (size_t)j * qstride, *qb = qa + qstride, *qc = qb + qstride;
+            for (size_t i = 0; i < nt; i += 8) {
+                const float *r[8];
+                rows8(v, i, nt, E, r);
+                __m512 a[8], b[8], c[8];
+                for (int k = 0; k < 8; k++)
+                    a[k] = b[k] = c[k] = _mm512_setzero_ps();
+                for (size_t e = 0; e < E; e += 16) {
+                    __m512 x = _mm512_loadu_ps(qa + e), y = _mm512_loadu_ps(qb + e), z = _mm512_loadu_ps(qc + e);
+                    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                    {
+                        __m512 t = _mm512_loadu_ps(r[k] + e);
+                        a[k] = _mm512_fmadd_ps(x, t, a[k]);
+                        b[k] = _mm512_fmadd_ps(y, t, b[k]);
+                        c[k] = _mm512_fmadd_ps(z, t, c[k]);
+                    }
+                }
+                vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
+                vq_store8_upto(s + (size_t)(j + 1) * sstride, i, nt,
+                               vq_hsum8x512(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]));
+                vq_store8_upto(s + (size_t)(j + 2) * sstride, i, nt,
+                               vq_hsum8x512(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]));
             }
-            vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a0, a1, a2, a3, a4, a5, a6, a7));
-            vq_store8_upto(s + (size_t)(j + 1) * sstride, i, nt, vq_hsum8x512(b0, b1, b2, b3, b4, b5, b6, b7));
-        }
-    }
-    for (; j < n_q; j++) {
-        const float *qa = q + (size_t)j * qstride;
-        for (size_t i = 0; i < nt; i += 8) {
-            const float *r[8];
-            rows8(v, i, nt, E, r);
-            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-            for (size_t e = 0; e < E; e += 16) {
-                __m512 x = _mm512_loadu_ps(qa + e);
-                a0 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[0] + e), a0);
-                a1 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[1] + e), a1);
-                a2 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[2] + e), a2);
-                a3 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[3] + e), a3);
-                a4 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[4] + e), a4);
-                a5 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[5] + e), a5);
-                a6 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[6] + e), a6);
-                a7 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[7] + e), a7);
+            j += 3;
+        } else if (rem >= 2) {
+            const float *qa = q + (size_t)j * qstride, *qb = qa + qstride;
+            for (size_t i = 0; i < nt; i += 8) {
+                const float *r[8];
+                rows8(v, i, nt, E, r);
+                __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+                __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+                for (size_t e = 0; e < E; e += 16) {
+                    __m512 x = _mm512_loadu_ps(qa + e), y = _mm512_loadu_ps(qb + e), t;
+                    t = _mm512_loadu_ps(r[0] + e), a0 = _mm512_fmadd_ps(x, t, a0), b0 = _mm512_fmadd_ps(y, t, b0);
+                    t = _mm512_loadu_ps(r[1] + e), a1 = _mm512_fmadd_ps(x, t, a1), b1 = _mm512_fmadd_ps(y, t, b1);
+                    t = _mm512_loadu_ps(r[2] + e), a2 = _mm512_fmadd_ps(x, t, a2), b2 = _mm512_fmadd_ps(y, t, b2);
+                    t = _mm512_loadu_ps(r[3] + e), a3 = _mm512_fmadd_ps(x, t, a3), b3 = _mm512_fmadd_ps(y, t, b3);
+                    t = _mm512_loadu_ps(r[4] + e), a4 = _mm512_fmadd_ps(x, t, a4), b4 = _mm512_fmadd_ps(y, t, b4);
+                    t = _mm512_loadu_ps(r[5] + e), a5 = _mm512_fmadd_ps(x, t, a5), b5 = _mm512_fmadd_ps(y, t, b5);
+                    t = _mm512_loadu_ps(r[6] + e), a6 = _mm512_fmadd_ps(x, t, a6), b6 = _mm512_fmadd_ps(y, t, b6);
+                    t = _mm512_loadu_ps(r[7] + e), a7 = _mm512_fmadd_ps(x, t, a7), b7 = _mm512_fmadd_ps(y, t, b7);
+                }
+                vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a0, a1, a2, a3, a4, a5, a6, a7));
+                vq_store8_upto(s + (size_t)(j + 1) * sstride, i, nt, vq_hsum8x512(b0, b1, b2, b3, b4, b5, b6, b7));
             }
-            vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a0, a1, a2, a3, a4, a5, a6, a7));
+            j += 2;
+        } else {
+            const float *qa = q + (size_t)j * qstride;
+            for (size_t i = 0; i < nt; i += 8) {
+                const float *r[8];
+                rows8(v, i, nt, E, r);
+                __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+                for (size_t e = 0; e < E; e += 16) {
+                    __m512 x = _mm512_loadu_ps(qa + e);
+                    a0 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[0] + e), a0);
+                    a1 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[1] + e), a1);
+                    a2 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[2] + e), a2);
+                    a3 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[3] + e), a3);
+                    a4 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[4] + e), a4);
+                    a5 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[5] + e), a5);
+                    a6 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[6] + e), a6);
+                    a7 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[7] + e), a7);
+                }
+                vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a0, a1, a2, a3, a4, a5, a6, a7));
+            }
+            j += 1;
         }
     }
 }
@@ -114,6 +143,12 @@ void vq_dense_axpy_avx512(const float *w, size_t wstride, int n_q, const float *
             } else if (nq == 4) {
                 AXPY_BLOCK(4, 1);
                 e += 16;
+            } else if (nq >= 2 && left >= 4) {
+                if (nq == 3)
+                    AXPY_BLOCK(3, 4);
+                else
+                    AXPY_BLOCK(2, 4);
+                e += 64;
             } else if (nq == 3) {
                 AXPY_BLOCK(3, 1);
                 e += 16;

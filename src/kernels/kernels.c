@@ -20,6 +20,7 @@ static const vq_kernels k_ref = {
     .kivi_group_row = vq_kivi_group_row_ref,
     .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_ref,
+    .qdot = vq_qdot_ref,
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -36,6 +37,7 @@ static const vq_kernels k_avx2 = {
     .kivi_group_row = vq_kivi_group_row_ref,
     .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_avx2,
+    .qdot = vq_qdot_ref,
 };
 
 /* entries that need VPOPCNTDQ / VNNI are filled in by avx512_table() */
@@ -52,6 +54,7 @@ static vq_kernels k_avx512 = {
     .kivi_group_row = vq_kivi_group_row_avx512,
     .codes_dot = vq_codes_dot_avx512,
     .bitdot = vq_bitdot_avx2,
+    .qdot = vq_qdot_ref,
 };
 
 static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
@@ -60,6 +63,8 @@ static void avx512_fill(void)
 {
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
         k_avx512.bitdot = vq_bitdot_avx512x;
+    if (vq_cpu_features() & VQ_CPU_AVX512_VNNI)
+        k_avx512.qdot = vq_qdot_avx512x;
 }
 #endif
 

@@ -36,7 +36,9 @@
  *       pz[i] = popcount(z_i) and, for n_q queries whose qbits bit planes of
  *       D/8 bytes start at planes + j*qstride,
  *       pq[j*n + i] = sum_p 2^p popcount(z_i & plane_jp) (the integer dot
- *       of the bits with the query's integer levels, RaBitQ's estimator). */
+ *       of the bits with the query's integer levels, RaBitQ's estimator).
+ *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
+ *       variant when the CPU has AVX-512 VNNI). */
 #ifndef VQ_KERNELS_KERNELS_H
 #define VQ_KERNELS_KERNELS_H
 
@@ -45,6 +47,7 @@
 
 #include "kernels/dense.h"
 #include "kernels/qblock_values.h"
+#include "kernels/qdot.h"
 
 typedef struct vq_kernels {
     const char *isa; /* "scalar", "avx2", "avx512" */
@@ -64,6 +67,8 @@ typedef struct vq_kernels {
                       size_t qstride, int n_q, float *s, size_t sstride);
     void (*bitdot)(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+    void (*qdot)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
+                 size_t qstride, int n_q, float *s, size_t sstride);
 } vq_kernels;
 
 /* The table in use (see above). */

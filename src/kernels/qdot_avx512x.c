@@ -1,0 +1,119 @@
+/* qdot_avx512x.c -- AVX-512 VNNI twin of vq_qdot (kernels/qdot.h).
+ * Compiled with -mavx512f/bw/vl/dq -mavx512vnni; reached through the
+ * kernel table only when the CPU has VNNI.
+ *
+ * Eight rows at a time, two blocks (64 codes) at a time: each row's 64
+ * codes as unsigned bytes in one register, VPDPBUSD against the query's 64
+ * int8 values gives 16 lanes of 4-product sums (lanes 0-7: the first block,
+ * 8-15: the second); a transpose-add tree turns the eight rows' registers
+ * into one holding each (row, block) sum, laid out
+ *   [rows 0-3 block 0 | rows 0-3 block 1 | rows 4-7 block 0 | rows 4-7 block 1],
+ * which is corrected for the unsigned offset, converted and scaled by the
+ * rows' and the query's block scales (gathered once per eight rows and
+ * block pair), and added over block pairs. Odd block counts (D = 32, 96,
+ * ...) go to the reference. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/avx512_sums.h"
+#include "kernels/qdot.h"
+
+#define QROWS 8
+#define QMAXQ 8 /* queries per pass */
+
+/* the 64 codes of blocks b, b+1 of a row as unsigned bytes */
+static inline __m512i codes64(int bits, const uint8_t *blk)
+{
+    if (bits == 8) {
+        __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)(blk + 2))),
+                                       _mm256_loadu_si256((const __m256i *)(const void *)(blk + 36)), 1);
+        return _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80));
+    }
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(blk + 2));
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(blk + 20));
+    __m512i v = _mm512_inserti32x4(_mm512_castsi128_si512(a), _mm_srli_epi16(a, 4), 1);
+    v = _mm512_inserti32x4(v, b, 2);
+    v = _mm512_inserti32x4(v, _mm_srli_epi16(b, 4), 3);
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+}
+
+/* eight rows' 16-lane sums -> the (row, block) layout above */
+static inline __m512i tree8(const __m512i I[8])
+{
+    __m512i P[4], Q[2];
+    for (int p = 0; p < 4; p++)
+        P[p] = _mm512_add_epi32(_mm512_unpacklo_epi32(I[2 * p], I[2 * p + 1]),
+                                _mm512_unpackhi_epi32(I[2 * p], I[2 * p + 1]));
+    for (int p = 0; p < 2; p++)
+        Q[p] = _mm512_add_epi32(_mm512_unpacklo_epi64(P[2 * p], P[2 * p + 1]),
+                                _mm512_unpackhi_epi64(P[2 * p], P[2 * p + 1]));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(Q[0], Q[1], 0x88), _mm512_shuffle_i32x4(Q[0], Q[1], 0xDD));
+}
+
+/* [a x4 | b x4 | a x4 | b x4] */
+static inline __m512 pair4f(float a, float b)
+{
+    return _mm512_mask_blend_ps(0xF0F0, _mm512_set1_ps(a), _mm512_set1_ps(b));
+}
+static inline __m512i pair4i(int32_t a, int32_t b)
+{
+    return _mm512_mask_blend_epi32(0xF0F0, _mm512_set1_epi32(a), _mm512_set1_epi32(b));
+}
+
+void vq_qdot_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
+                     size_t qstride, int n_q, float *s, size_t sstride)
+{
+    const size_t nb = D / 32;
+    if (nb % 2) {
+        vq_qdot_ref(bits, codes, rstride, nt, D, qbuf, qstride, n_q, s, sstride);
+        return;
+    }
+    const size_t bb = bits == 8 ? 34 : 18;
+    const int32_t off = bits == 8 ? 128 : 8;
+    const size_t qoff = nb * (sizeof(float) + sizeof(int32_t));
+    for (int j0 = 0; j0 < n_q; j0 += QMAXQ) {
+        const int nq = n_q - j0 < QMAXQ ? n_q - j0 : QMAXQ;
+        for (size_t i = 0; i < nt; i += QROWS) {
+            const uint8_t *row[QROWS];
+            for (int t = 0; t < QROWS; t++)
+                row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
+            __m512 acc[QMAXQ];
+            for (int j = 0; j < nq; j++)
+                acc[j] = _mm512_setzero_ps();
+            for (size_t b = 0; b < nb; b += 2) {
+                __m512i U[QROWS];
+                uint16_t dk[16];
+                for (int t = 0; t < QROWS; t++) {
+                    const uint8_t *blk = row[t] + b * bb;
+                    U[t] = codes64(bits, blk);
+                    /* lane (t/4)*8 + (t%4) holds block b, +4 block b+1 */
+                    int l = (t / 4) * 8 + t % 4;
+                    memcpy(&dk[l], blk, 2);
+                    memcpy(&dk[l + 4], blk + bb, 2);
+                }
+                const __m512 DK = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)dk));
+                for (int j = 0; j < nq; j++) {
+                    const uint8_t *qj = qbuf + (size_t)(j0 + j) * qstride;
+                    float d0, d1;
+                    int32_t s0, s1;
+                    memcpy(&d0, qj + b * 4, 4);
+                    memcpy(&d1, qj + b * 4 + 4, 4);
+                    memcpy(&s0, qj + nb * 4 + b * 4, 4);
+                    memcpy(&s1, qj + nb * 4 + b * 4 + 4, 4);
+                    const __m512i Q = _mm512_loadu_si512((const void *)(qj + qoff + b * 32));
+                    __m512i I[QROWS];
+                    for (int t = 0; t < QROWS; t++)
+                        I[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), U[t], Q);
+                    __m512i R = _mm512_sub_epi32(tree8(I), pair4i(off * s0, off * s1));
+                    acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(_mm512_cvtepi32_ps(R), _mm512_mul_ps(DK, pair4f(d0, d1))));
+                }
+            }
+            for (int j = 0; j < nq; j++) {
+                /* [rows 0-3 | rows 4-7] = block-even lanes + block-odd lanes */
+                __m512 x = _mm512_shuffle_f32x4(acc[j], acc[j], 0xD8); /* #0 #2 #1 #3 */
+                __m256 r = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
+                vq_store8_upto(s + (size_t)(j0 + j) * sstride, i, nt, r);
+            }
+        }
+    }
+}
