@@ -143,3 +143,7 @@ check:
 
 # Fuzz harnesses, corpus replays, `make fuzz`, `make tsan`.
 include tests/fuzz/fuzz.mk
+
+# Packaging: version, `make install`, pkg-config/CMake files, header and
+# install tests, test-unit / test-models (packaging.mk).
+include packaging.mk
