@@ -107,9 +107,9 @@ models:
 # Full suite: test-unit (no network: unit tests, fuzz-corpus replays,
 # header and install tests), then test-models (fetches the default models:
 # real-model tests, the Python package). Both in packaging.mk.
+# (both run even when the first fails; the status says whether either did)
 test:
-	$(MAKE) test-unit
-	$(MAKE) test-models
+	@rc=0; $(MAKE) test-unit || rc=1; $(MAKE) test-models || rc=1; exit $$rc
 
 # Unit tests only at reduced sizes (real-model tests run their short form).
 test-quick: all tests models
