@@ -73,7 +73,7 @@ $(STATIC): $(LIB_OBJ)
 
 # libveloxquant.so.X.Y.Z with soname libveloxquant.so.X (packaging.mk)
 $(SHARED): $(LIB_OBJ)
-	$(CC) $(SAN) -shared -Wl,-soname,$(VQ_SONAME) -o $(BUILD)/$(VQ_REALNAME) $^ $(LDLIBS)
+	$(CC) $(SAN) -shared -Wl,-soname,$(VQ_SONAME) -o $(BUILD)/$(VQ_REALNAME) $(LIB_OBJ) $(LDLIBS)
 	ln -sf $(VQ_REALNAME) $(BUILD)/$(VQ_SONAME)
 	ln -sf $(VQ_SONAME) $@
 

@@ -23,6 +23,14 @@ VQ_VERSION  := $(VQ_VERSION_MAJOR).$(VQ_VERSION_MINOR).$(VQ_VERSION_PATCH)
 VQ_REALNAME := libveloxquant.so.$(VQ_VERSION)
 VQ_SONAME   := libveloxquant.so.$(VQ_VERSION_MAJOR)
 
+# relinked when the version (or this file) changes, so the real file of the
+# current version exists even in a build tree made before
+$(SHARED): include/veloxquant.h packaging.mk
+# a plain file there is the unversioned library of an older Makefile: relink
+ifeq ($(shell test -f $(SHARED) && test ! -L $(SHARED) && echo plain),plain)
+.PHONY: $(SHARED)
+endif
+
 .PHONY: version
 version:
 	@echo $(VQ_VERSION)
