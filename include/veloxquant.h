@@ -111,7 +111,7 @@ vq_role vq_codec_role(const vq_codec *c);
 
 /* Encoding granularity: encode/decode/score/accumulate take whole blocks of
  * vq_codec_block_tokens(c) tokens (1 for most methods; the group size for
- * KIVI keys). A block occupies vq_codec_block_bytes(c) contiguous bytes. */
+ * the keys of kivi and kivix). A block occupies vq_codec_block_bytes(c) contiguous bytes. */
 size_t vq_codec_block_tokens(const vq_codec *c);
 size_t vq_codec_block_bytes(const vq_codec *c);
 
@@ -206,8 +206,8 @@ typedef struct vq_cache vq_cache;
  *                   xquant:bits=4,rbits=2 | xkv:group=2,energy=0.95,bits=4,min=64
  *                   (values shown are the defaults; none of them combines
  *                   with evict: vq_cache_create refuses it)
- *   page=N          tokens per page (default 256; rounded up to a multiple
- *                   of the codecs' block tokens)
+ *   page=N          tokens per page, 1..65536 (default 256; rounded up to a
+ *                   multiple of the codecs' block tokens)
  *   bits=B0,B1,...  one entry per layer, written as the `bits` parameter of
  *                   the key and value codecs of that layer (those whose
  *                   method has one)
@@ -230,14 +230,14 @@ const char *vq_cache_config_str(const vq_cache_config *cfg);
 /* ---- shape -------------------------------------------------------------- */
 
 typedef struct {
-    int n_kv_heads;  /* >= 1 */
-    int n_q_heads;   /* a multiple of n_kv_heads; q head j uses KV head
+    int n_kv_heads;  /* 1..1024 */
+    int n_q_heads;   /* n_kv_heads times 1..64; q head j uses KV head
                         j / (n_q_heads / n_kv_heads) */
     int head_dim;    /* a multiple of 32 in 32..256 */
     int window;      /* sliding window in tokens (a query at p sees keys at
                         p-window < pos <= p); 0 = full attention */
     float softcap;   /* attention logit soft-capping: s = softcap *
-                        tanh(s / softcap) after scaling; 0 = none */
+                        tanh(s / softcap) after scaling; 0 = none (>= 0) */
 } vq_cache_layer_shape;
 
 typedef struct {
