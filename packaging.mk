@@ -52,7 +52,8 @@ VQ_INSTALL_CUDA = $(wildcard $(CUDA_LIB))
 vq_rel = $(shell realpath -m --relative-to='$(1)' '$(2)')
 VQ_SUBST = sed -e 's|@VERSION@|$(VQ_VERSION)|g' -e 's|@MAJOR@|$(VQ_VERSION_MAJOR)|g' \
   -e 's|@MINOR@|$(VQ_VERSION_MINOR)|g' -e 's|@PREFIX@|$(PREFIX)|g' \
-  -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+  -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${exec_prefix}/%,$(LIBDIR))|g' \
+  -e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|g' \
   -e 's|@REL_PREFIX@|$(call vq_rel,$(CMAKEDIR),$(PREFIX))|g' \
   -e 's|@REL_LIBDIR@|$(call vq_rel,$(PREFIX),$(LIBDIR))|g' \
   -e 's|@REL_INCLUDEDIR@|$(call vq_rel,$(PREFIX),$(INCLUDEDIR))|g' \
