@@ -16,8 +16,13 @@
  *   - Buffers passed in are owned by the caller unless a comment says
  *     otherwise; sizes are given by a companion `_bytes`/`_size` function.
  *
- * The header is divided into sections (core, codec, model, cache). Each
- * section is maintained with the module that implements it.
+ * The header is divided into sections, each using only those above it:
+ *   core   status codes, error messages, version   (src/core/)
+ *   codec  one compression method for vectors       (src/codec/)
+ *   cache  packed, paged KV storage and attention   (src/cache/)
+ *   model  GGUF models, tokenizers, contexts, generation, and the model's
+ *          use of the cache (build, calibrate, save) (src/model/)
+ * Each section is maintained with the module that implements it.
  */
 #ifndef VELOXQUANT_H
 #define VELOXQUANT_H
@@ -29,12 +34,8 @@
 extern "C" {
 #endif
 
-#define VQ_VERSION_MAJOR 0
-#define VQ_VERSION_MINOR 1
-#define VQ_VERSION_PATCH 0
-
 /* ======================================================================== *
- *  Core: status codes and error messages                                   *
+ *  Core: status codes, error messages, version                             *
  * ======================================================================== */
 
 typedef enum {
@@ -55,7 +56,23 @@ const char *vq_status_str(vq_status st);
  * The pointer stays valid until the next failing call on this thread. */
 const char *vq_last_error(void);
 
-/* Library version as "MAJOR.MINOR.PATCH". */
+/* The library version, written here only: vq_version(), `veloxquant
+ * --version`, the shared library's soname (libveloxquant.so.MAJOR) and the
+ * installed pkg-config and CMake files take it from these lines
+ * (tests/test_headers.sh checks that python/pyproject.toml agrees).
+ * VQ_VERSION_STRING is "MAJOR.MINOR.PATCH" of the header the caller compiled
+ * against; vq_version() that of the library linked at run time. */
+#define VQ_VERSION_MAJOR 0
+#define VQ_VERSION_MINOR 1
+#define VQ_VERSION_PATCH 0
+#define VQ_VERSION_STR_(x) #x
+#define VQ_VERSION_XSTR_(x) VQ_VERSION_STR_(x)
+#define VQ_VERSION_STRING                                                                 \
+    VQ_VERSION_XSTR_(VQ_VERSION_MAJOR) "." VQ_VERSION_XSTR_(VQ_VERSION_MINOR) "." \
+    VQ_VERSION_XSTR_(VQ_VERSION_PATCH)
+/* MAJOR * 10000 + MINOR * 100 + PATCH, for #if comparisons. */
+#define VQ_VERSION_NUMBER (VQ_VERSION_MAJOR * 10000 + VQ_VERSION_MINOR * 100 + VQ_VERSION_PATCH)
+
 const char *vq_version(void);
 
 /* ======================================================================== *
@@ -94,7 +111,7 @@ vq_role vq_codec_role(const vq_codec *c);
 
 /* Encoding granularity: encode/decode/score/accumulate take whole blocks of
  * vq_codec_block_tokens(c) tokens (1 for most methods; the group size for
- * KIVI keys). A block occupies vq_codec_block_bytes(c) contiguous bytes. */
+ * the keys of kivi and kivix). A block occupies vq_codec_block_bytes(c) contiguous bytes. */
 size_t vq_codec_block_tokens(const vq_codec *c);
 size_t vq_codec_block_bytes(const vq_codec *c);
 
@@ -155,6 +172,205 @@ vq_status vq_codec_state_read(vq_codec *c, const void *src, size_t len);
 const char *vq_codec_method(int index, const char **default_spec);
 
 /* ---- end of codec section ---------------------------------------------- */
+
+/* ======================================================================== *
+ *  KV cache: packed, paged storage and attention over it                   *
+ * ======================================================================== */
+
+/* (cache section: maintained with src/cache/) */
+
+/* A cache holds, per layer and KV head, the keys and values appended so far
+ * as packed codes of the configured codecs, in pages of P tokens taken from
+ * a per-cache pool; the newest `residual` tokens (and the tokens of an
+ * unfinished codec block) stay fp16 in a residual window. Attention is
+ * computed straight from the packed codes (docs/cache.md).
+ *
+ * Usage per layer and step:  vq_cache_append(new K/V at positions pos0..)
+ * then vq_cache_attend(queries of those same tokens). Prefill (n tokens)
+ * and decode (1 token) take the same path. A cache is not safe for
+ * concurrent calls. */
+
+typedef struct vq_cache_config vq_cache_config;
+typedef struct vq_cache vq_cache;
+
+/* ---- configuration ------------------------------------------------------ *
+ * Text form: space-separated FIELD=VALUE, each field at most once:
+ *   keys=SPEC       codec of keys   (default fp16)
+ *   values=SPEC     codec of values (default fp16)
+ *   residual=N      newest N tokens kept fp16 (default 0, max 1048576)
+ *   evict=SPEC      none (default) | streaming_llm:sinks=4,window=W |
+ *                   h2o:budget=B,sinks=S,recent=R | snapkv:budget=B,window=32 |
+ *                   tova:budget=B | pyramidkv:budget=B,window=32,min_ratio=0.5
+ *   cross=SPEC      cross-layer sharing (docs/cache.md), all implemented:
+ *                   none (default) | minicache:start=0.5,threshold=0.9 |
+ *                   xquant:bits=4,rbits=2 | xkv:group=2,energy=0.95,bits=4,min=64
+ *                   (values shown are the defaults; none of them combines
+ *                   with evict: vq_cache_create refuses it)
+ *   page=N          tokens per page, 1..65536 (default 256; rounded up to a
+ *                   multiple of the codecs' block tokens)
+ *   bits=B0,B1,...  one entry per layer, written as the `bits` parameter of
+ *                   the key and value codecs of that layer (those whose
+ *                   method has one)
+ *   kbits=B0,...    per-layer bits of the key codec only (overrides bits
+ *   vbits=B0,...    for keys); vbits the same for values. The codec must
+ *                   take a `bits` parameter (kivi, kivix, turboquant, ...)
+ *   keep_first=N keep_last=N keep_spec=SPEC
+ *                   the first/last N layers use keep_spec (default fp16)
+ *                   for keys and values, ignoring keys/values/bits
+ * SPEC is `METHOD[:key=value,...]` (no spaces). Errors name the field. */
+
+/* Parse text into a new config (*out; release with vq_cache_config_free).
+ * VQ_ERR_INVALID_ARG with a message naming the field on any error. */
+vq_status vq_cache_config_parse(const char *text, vq_cache_config **out);
+void vq_cache_config_free(vq_cache_config *cfg);
+/* Canonical text (every field spelled out, fixed order); owned by cfg.
+ * Parsing it gives an equal config. */
+const char *vq_cache_config_str(const vq_cache_config *cfg);
+
+/* ---- shape -------------------------------------------------------------- */
+
+typedef struct {
+    int n_kv_heads;  /* 1..1024 */
+    int n_q_heads;   /* n_kv_heads times 1..64; q head j uses KV head
+                        j / (n_q_heads / n_kv_heads) */
+    int head_dim;    /* a multiple of 32 in 32..256 */
+    int window;      /* sliding window in tokens (a query at p sees keys at
+                        p-window < pos <= p); 0 = full attention */
+    float softcap;   /* attention logit soft-capping: s = softcap *
+                        tanh(s / softcap) after scaling; 0 = none (>= 0) */
+} vq_cache_layer_shape;
+
+typedef struct {
+    int n_layers;                        /* 1..4096 */
+    const vq_cache_layer_shape *layers;  /* n_layers entries (copied) */
+    uint64_t fingerprint;  /* caller's model identity: saved with the cache
+                              and compared by vq_cache_load */
+} vq_cache_shape;
+
+/* Build an empty cache for `shape` with `cfg` (both copied). seed fixes the
+ * codecs' random choices (per layer and role). Codecs that need calibration
+ * either get it from calib=FILE in their spec or must be calibrated with
+ * vq_cache_calibrate before the first append.
+ * Errors: VQ_ERR_INVALID_ARG (bad shape, bits list length != n_layers,
+ * codec spec refused -- message names layer and field), VQ_ERR_UNSUPPORTED
+ * (a cross-layer method with eviction, or no layers it can pair or group),
+ * VQ_ERR_NOMEM, codec errors.
+ * With cross=minicache, a follower layer must be appended right after its
+ * anchor with the same positions (VQ_ERR_STATE otherwise). */
+vq_status vq_cache_create(const vq_cache_config *cfg, const vq_cache_shape *shape,
+                          uint64_t seed, vq_cache **out);
+/* vq_cache_for_model (model section, below) builds the shape and
+ * fingerprint from a loaded model. */
+void vq_cache_free(vq_cache *c);
+const char *vq_cache_error(const vq_cache *c);
+/* The shape the cache was built with (layers owned by the cache). */
+vq_status vq_cache_get_shape(const vq_cache *c, vq_cache_shape *out);
+/* Canonical codec spec of a layer's keys (role KEY) or values. */
+const char *vq_cache_codec_spec(const vq_cache *c, int layer, vq_role role);
+
+/* Calibrate the codecs of `layer` that need it (others ignore the call)
+ * on n sample tokens: k, v are [n][n_kv_heads][head_dim] floats (all heads
+ * pooled). Either of k, v may be NULL to skip that role. */
+vq_status vq_cache_calibrate(vq_cache *c, int layer, const float *k, const float *v, size_t n);
+
+/* ---- data path ---------------------------------------------------------- */
+
+/* Append n tokens (k, v: [n][n_kv_heads][head_dim] floats, post-RoPE) at
+ * positions pos0..pos0+n-1. Positions must be >= 0 and increase strictly
+ * over the calls on one layer (the cache never renumbers; eviction leaves
+ * gaps). Before adding, the eviction policy and the sliding window are
+ * enforced on the tokens already held. Steady state allocates nothing
+ * (pages come from the pool).
+ * Errors: VQ_ERR_INVALID_ARG, VQ_ERR_NEEDS_CALIBRATION, VQ_ERR_NOMEM. */
+vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v,
+                          size_t n, int32_t pos0);
+
+/* Attention of the last n tokens appended to `layer` (n <= the last append's
+ * count; query t has position pos0 + (count - n) + t):
+ *   out[t][h] = sum_i softmax_i(cap(scale * <q[t][h], k_i>)) v_i
+ * (cap: the layer's softcap, identity when 0)
+ * over the held tokens i visible to it (pos_i <= its position, inside the
+ * layer's window). q and out: [n][n_q_heads][head_dim] floats; n_q_heads
+ * must equal the layer's. The query heads of one KV head are scored
+ * together (packed data read once per KV head and query tile); the softmax
+ * is online over pages, in float with a running max. Attention weights feed
+ * the eviction policy, which is enforced when the call ends. */
+vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
+                          int n_q_heads, float scale, float *out);
+
+/* Run vq_cache_attend on n_threads threads owned by the cache (work split
+ * over KV heads and context chunks; 1 = serial, the default; <= 0 = all
+ * cores or $VQ_THREADS). A context made by vq_ctx_create_cached sets its
+ * own threads. The result does not depend on the thread count beyond float
+ * rounding of the chunk merge. VQ_ERR_NOMEM leaves the cache serial. */
+vq_status vq_cache_set_n_threads(vq_cache *c, int n_threads);
+
+/* Forget every token (pages go back to the pool; codecs and their
+ * calibration stay). */
+void vq_cache_reset(vq_cache *c);
+
+/* The tokens held by (layer, kv_head), oldest first: positions and, when
+ * k/v are not NULL, their vectors decoded to float ([i][head_dim]).
+ * cap is the capacity of each non-NULL array in tokens; *n gets the count
+ * (VQ_ERR_INVALID_ARG if it exceeds cap; call with cap 0 to size). */
+vq_status vq_cache_gather(vq_cache *c, int layer, int kv_head, size_t cap,
+                          int32_t *pos, float *k, float *v, size_t *n);
+
+/* ---- memory accounting -------------------------------------------------- */
+
+typedef struct {
+    uint64_t tokens;          /* live tokens held (summed over KV heads) */
+    uint64_t stored_slots;    /* packed slots stored incl. dead ones waiting
+                                 for compaction, plus residual tokens */
+    uint64_t fp16_bytes;      /* tokens * head_dim * 2 */
+    uint64_t accounted_bytes; /* packed slots * codec bytes/token +
+                                 residual tokens * head_dim * 2 */
+    uint64_t resident_bytes;  /* pages in use * page bytes + residual_bytes */
+    uint64_t residual_bytes;  /* residual window buffers (capacity) */
+    uint64_t residual_tokens; /* tokens in the residual window (fp16) */
+    uint64_t shared_bytes;    /* codec shared state (rotations, codebooks) */
+} vq_cache_role_stats;
+
+typedef struct {
+    vq_cache_role_stats keys, values;
+    uint64_t index_bytes;     /* slot index: page tables, residual positions,
+                                 and only where needed per-slot positions
+                                 (gaps), liveness (evictions), scores
+                                 (h2o/tova/snapkv/pyramidkv) */
+    uint64_t pool_free_bytes; /* idle pages kept by the pool (total only) */
+    uint64_t buffer_bytes;    /* per-cache buffers (total only): attention
+                                 scratch and partials, eviction weights and
+                                 candidates, MiniCache staging */
+    uint64_t total_bytes;     /* everything the cache holds on the heap for
+                                 data (total only): keys and values
+                                 resident + shared + index + pool_free +
+                                 buffers. Fixed per-layer codec objects
+                                 (handles, their query scratch) are not in it. */
+} vq_cache_usage;
+
+/* Stats of one layer (layer >= 0) or of the whole cache (layer -1). */
+vq_status vq_cache_stats(const vq_cache *c, int layer, vq_cache_usage *out);
+
+/* ---- persistence (format: docs/cache-format.md) ------------------------- */
+
+/* Write the cache (config, shape, fingerprint, seed, codec calibration
+ * state, packed pages, residual windows, positions, policy scores) to path
+ * atomically: on any failure path is left as it was. */
+vq_status vq_cache_save(const vq_cache *c, const char *path);
+/* Load a saved cache. If expect is not NULL, the file's fingerprint and
+ * shape must equal it (VQ_ERR_FORMAT otherwise: another model's cache).
+ * Truncated, corrupted or inconsistent files: VQ_ERR_FORMAT and a message. */
+vq_status vq_cache_load(const char *path, const vq_cache_shape *expect, vq_cache **out);
+
+/* Write the calibration state of every calibrated codec of the cache (all
+ * layers, keys and values) as one whole-model calibration file
+ * (docs/FORMATS.md "Model calibration file"), atomically. A config then
+ * names it as calib=FILE in a vecinfer/spectral spec; each layer picks its
+ * own state. VQ_ERR_NEEDS_CALIBRATION if no codec is calibrated.
+ * (Implemented in src/model/calibrate.c, beside vq_cache_calibrate_model.) */
+vq_status vq_cache_save_calibration(const vq_cache *c, const char *path);
+
+/* ---- end of cache section ---------------------------------------------- */
 
 /* ======================================================================== *
  *  Model runtime: GGUF models, tokenizers, generation                      *
@@ -350,17 +566,15 @@ vq_status vq_generate(vq_ctx *c, const char *prompt, const vq_gen_params *p,
                       vq_token_cb on_token, void *user, vq_gen_stats *stats);
 
 /* ---- the packed KV cache in generation ----------------------------------
- * (src/model/cache_for_model.c, ctx_cached.c, calibrate.c)
+ * The model's side of the cache section's vq_cache (src/model/
+ * cache_for_model.c, ctx_cached.c, calibrate.c, prompt_cache.c,
+ * generate_tokens.c).
  *
  * Three lines:
  *     vq_model_load("smollm2-135m", &m);
  *     vq_cache_for_model(m, cfg, &cache);          (cfg: vq_cache_config_parse)
  *     vq_ctx_create_cached(m, cache, 0, 0, &ctx);  then vq_generate(ctx, ...)
  * Free in reverse order: ctx, cache, config, model. */
-
-/* The vq_cache forward declarations (the cache section below defines them). */
-typedef struct vq_cache_config vq_cache_config;
-typedef struct vq_cache vq_cache;
 
 /* Identity of a model for saved caches and calibration files: a 64-bit hash
  * of the architecture, every shape hyperparameter, per-layer heads, head_dim,
@@ -373,7 +587,7 @@ uint64_t vq_model_fingerprint(const vq_model *m);
  * layers never hold more than their window) -- with the model's fingerprint,
  * a fixed seed, and cfg (copied). Codecs that need calibration (vecinfer,
  * spectral) must name a calibration file in their spec (calib=FILE, written
- * by `veloxquant calibrate` / vq_cache_save_calibration); without one the
+ * by `veloxquant calibrate` / vq_cache_save_calibration, cache section); without one the
  * call fails with VQ_ERR_NEEDS_CALIBRATION and says to run
  * `veloxquant calibrate`. Errors: VQ_ERR_INVALID_ARG (NULL, config refused
  * for this model: message names layer and field),
@@ -421,12 +635,6 @@ vq_status vq_cache_calibrate_model(vq_cache *cache, const vq_model *m, const int
  * uncalibrated): the cache that vq_cache_calibrate_model fills. */
 vq_status vq_cache_create_for_calibration(const vq_model *m, const vq_cache_config *cfg,
                                           vq_cache **out);
-/* Write the calibration state of every calibrated codec of the cache (all
- * layers, keys and values) as one whole-model calibration file
- * (docs/FORMATS.md "Model calibration file"), atomically. A config then
- * names it as calib=FILE in a vecinfer/spectral spec; each layer picks its
- * own state. VQ_ERR_NEEDS_CALIBRATION if no codec is calibrated. */
-vq_status vq_cache_save_calibration(const vq_cache *c, const char *path);
 
 /* Prompt caches (`generate --save-cache F` / `--load-cache F`): the packed
  * cache of a context that has run exactly tokens[0..n), saved with
@@ -444,195 +652,6 @@ vq_status vq_prompt_cache_load(const vq_model *m, const char *path, const int32_
                                vq_cache **out);
 
 /* ---- end of model section ---------------------------------------------- */
-
-/* ======================================================================== *
- *  KV cache: packed, paged storage and attention over it                   *
- * ======================================================================== */
-
-/* (cache section: maintained with src/cache/) */
-
-/* A cache holds, per layer and KV head, the keys and values appended so far
- * as packed codes of the configured codecs, in pages of P tokens taken from
- * a per-cache pool; the newest `residual` tokens (and the tokens of an
- * unfinished codec block) stay fp16 in a residual window. Attention is
- * computed straight from the packed codes (docs/cache.md).
- *
- * Usage per layer and step:  vq_cache_append(new K/V at positions pos0..)
- * then vq_cache_attend(queries of those same tokens). Prefill (n tokens)
- * and decode (1 token) take the same path. A cache is not safe for
- * concurrent calls. */
-
-typedef struct vq_cache_config vq_cache_config;
-typedef struct vq_cache vq_cache;
-
-/* ---- configuration ------------------------------------------------------ *
- * Text form: space-separated FIELD=VALUE, each field at most once:
- *   keys=SPEC       codec of keys   (default fp16)
- *   values=SPEC     codec of values (default fp16)
- *   residual=N      newest N tokens kept fp16 (default 0, max 1048576)
- *   evict=SPEC      none (default) | streaming_llm:sinks=4,window=W |
- *                   h2o:budget=B,sinks=S,recent=R | snapkv:budget=B,window=32 |
- *                   tova:budget=B | pyramidkv:budget=B,window=32,min_ratio=0.5
- *   cross=SPEC      none (default) | minicache:start=0.5,threshold=0.9 |
- *                   xkv:group=2,energy=0.95 | xquant:bits=4
- *                   (docs/cache.md; none of them with evict)
- *   page=N          tokens per page (default 256; rounded up to a multiple
- *                   of the codecs' block tokens)
- *   bits=B0,B1,...  one entry per layer, written as the `bits` parameter of
- *                   the key and value codecs of that layer (those whose
- *                   method has one)
- *   kbits=B0,...    per-layer bits of the key codec only (overrides bits
- *   vbits=B0,...    for keys); vbits the same for values. The codec must
- *                   take a `bits` parameter (kivi, kivix, turboquant, ...)
- *   keep_first=N keep_last=N keep_spec=SPEC
- *                   the first/last N layers use keep_spec (default fp16)
- *                   for keys and values, ignoring keys/values/bits
- * SPEC is `METHOD[:key=value,...]` (no spaces). Errors name the field. */
-
-/* Parse text into a new config (*out; release with vq_cache_config_free).
- * VQ_ERR_INVALID_ARG with a message naming the field on any error. */
-vq_status vq_cache_config_parse(const char *text, vq_cache_config **out);
-void vq_cache_config_free(vq_cache_config *cfg);
-/* Canonical text (every field spelled out, fixed order); owned by cfg.
- * Parsing it gives an equal config. */
-const char *vq_cache_config_str(const vq_cache_config *cfg);
-
-/* ---- shape -------------------------------------------------------------- */
-
-typedef struct {
-    int n_kv_heads;  /* >= 1 */
-    int n_q_heads;   /* a multiple of n_kv_heads; q head j uses KV head
-                        j / (n_q_heads / n_kv_heads) */
-    int head_dim;    /* a multiple of 32 in 32..256 */
-    int window;      /* sliding window in tokens (a query at p sees keys at
-                        p-window < pos <= p); 0 = full attention */
-    float softcap;   /* attention logit soft-capping: s = softcap *
-                        tanh(s / softcap) after scaling; 0 = none */
-} vq_cache_layer_shape;
-
-typedef struct {
-    int n_layers;                        /* 1..4096 */
-    const vq_cache_layer_shape *layers;  /* n_layers entries (copied) */
-    uint64_t fingerprint;  /* caller's model identity: saved with the cache
-                              and compared by vq_cache_load */
-} vq_cache_shape;
-
-/* Build an empty cache for `shape` with `cfg` (both copied). seed fixes the
- * codecs' random choices (per layer and role). Codecs that need calibration
- * either get it from calib=FILE in their spec or must be calibrated with
- * vq_cache_calibrate before the first append.
- * Errors: VQ_ERR_INVALID_ARG (bad shape, bits list length != n_layers,
- * codec spec refused -- message names layer and field), VQ_ERR_UNSUPPORTED
- * (a cross-layer method with eviction, or no layers it can pair or group),
- * VQ_ERR_NOMEM, codec errors.
- * With cross=minicache, a follower layer must be appended right after its
- * anchor with the same positions (VQ_ERR_STATE otherwise). */
-vq_status vq_cache_create(const vq_cache_config *cfg, const vq_cache_shape *shape,
-                          uint64_t seed, vq_cache **out);
-/* vq_cache_for_model (model section) builds the shape and fingerprint
- * from a loaded model. */
-void vq_cache_free(vq_cache *c);
-const char *vq_cache_error(const vq_cache *c);
-/* The shape the cache was built with (layers owned by the cache). */
-vq_status vq_cache_get_shape(const vq_cache *c, vq_cache_shape *out);
-/* Canonical codec spec of a layer's keys (role KEY) or values. */
-const char *vq_cache_codec_spec(const vq_cache *c, int layer, vq_role role);
-
-/* Calibrate the codecs of `layer` that need it (others ignore the call)
- * on n sample tokens: k, v are [n][n_kv_heads][head_dim] floats (all heads
- * pooled). Either of k, v may be NULL to skip that role. */
-vq_status vq_cache_calibrate(vq_cache *c, int layer, const float *k, const float *v, size_t n);
-
-/* ---- data path ---------------------------------------------------------- */
-
-/* Append n tokens (k, v: [n][n_kv_heads][head_dim] floats, post-RoPE) at
- * positions pos0..pos0+n-1. Positions must be >= 0 and increase strictly
- * over the calls on one layer (the cache never renumbers; eviction leaves
- * gaps). Before adding, the eviction policy and the sliding window are
- * enforced on the tokens already held. Steady state allocates nothing
- * (pages come from the pool).
- * Errors: VQ_ERR_INVALID_ARG, VQ_ERR_NEEDS_CALIBRATION, VQ_ERR_NOMEM. */
-vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v,
-                          size_t n, int32_t pos0);
-
-/* Attention of the last n tokens appended to `layer` (n <= the last append's
- * count; query t has position pos0 + (count - n) + t):
- *   out[t][h] = sum_i softmax_i(cap(scale * <q[t][h], k_i>)) v_i
- * (cap: the layer's softcap, identity when 0)
- * over the held tokens i visible to it (pos_i <= its position, inside the
- * layer's window). q and out: [n][n_q_heads][head_dim] floats; n_q_heads
- * must equal the layer's. The query heads of one KV head are scored
- * together (packed data read once per KV head and query tile); the softmax
- * is online over pages, in float with a running max. Attention weights feed
- * the eviction policy, which is enforced when the call ends. */
-vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
-                          int n_q_heads, float scale, float *out);
-
-/* Run vq_cache_attend on n_threads threads owned by the cache (work split
- * over KV heads and context chunks; 1 = serial, the default; <= 0 = all
- * cores or $VQ_THREADS). A context made by vq_ctx_create_cached sets its
- * own threads. The result does not depend on the thread count beyond float
- * rounding of the chunk merge. VQ_ERR_NOMEM leaves the cache serial. */
-vq_status vq_cache_set_n_threads(vq_cache *c, int n_threads);
-
-/* Forget every token (pages go back to the pool; codecs and their
- * calibration stay). */
-void vq_cache_reset(vq_cache *c);
-
-/* The tokens held by (layer, kv_head), oldest first: positions and, when
- * k/v are not NULL, their vectors decoded to float ([i][head_dim]).
- * cap is the capacity of each non-NULL array in tokens; *n gets the count
- * (VQ_ERR_INVALID_ARG if it exceeds cap; call with cap 0 to size). */
-vq_status vq_cache_gather(vq_cache *c, int layer, int kv_head, size_t cap,
-                          int32_t *pos, float *k, float *v, size_t *n);
-
-/* ---- memory accounting -------------------------------------------------- */
-
-typedef struct {
-    uint64_t tokens;          /* live tokens held (summed over KV heads) */
-    uint64_t stored_slots;    /* packed slots stored incl. dead ones waiting
-                                 for compaction, plus residual tokens */
-    uint64_t fp16_bytes;      /* tokens * head_dim * 2 */
-    uint64_t accounted_bytes; /* packed slots * codec bytes/token +
-                                 residual tokens * head_dim * 2 */
-    uint64_t resident_bytes;  /* pages in use * page bytes + residual_bytes */
-    uint64_t residual_bytes;  /* residual window buffers (capacity) */
-    uint64_t residual_tokens; /* tokens in the residual window (fp16) */
-    uint64_t shared_bytes;    /* codec shared state (rotations, codebooks) */
-} vq_cache_role_stats;
-
-typedef struct {
-    vq_cache_role_stats keys, values;
-    uint64_t index_bytes;     /* slot index: page tables, residual positions,
-                                 and only where needed per-slot positions
-                                 (gaps), liveness (evictions), scores
-                                 (h2o/tova/snapkv/pyramidkv) */
-    uint64_t pool_free_bytes; /* idle pages kept by the pool (total only) */
-    uint64_t buffer_bytes;    /* per-cache buffers (total only): attention
-                                 scratch and partials, eviction weights and
-                                 candidates, MiniCache staging */
-    uint64_t total_bytes;     /* everything the cache holds on the heap for
-                                 data (total only): keys and values
-                                 resident + shared + index + pool_free +
-                                 buffers. Fixed per-layer codec objects
-                                 (handles, their query scratch) are not in it. */
-} vq_cache_usage;
-
-/* Stats of one layer (layer >= 0) or of the whole cache (layer -1). */
-vq_status vq_cache_stats(const vq_cache *c, int layer, vq_cache_usage *out);
-
-/* ---- persistence (format: docs/cache-format.md) ------------------------- */
-
-/* Write the cache (config, shape, fingerprint, seed, codec calibration
- * state, packed pages, residual windows, positions, policy scores) to path
- * atomically: on any failure path is left as it was. */
-vq_status vq_cache_save(const vq_cache *c, const char *path);
-/* Load a saved cache. If expect is not NULL, the file's fingerprint and
- * shape must equal it (VQ_ERR_FORMAT otherwise: another model's cache).
- * Truncated, corrupted or inconsistent files: VQ_ERR_FORMAT and a message. */
-vq_status vq_cache_load(const char *path, const vq_cache_shape *expect, vq_cache **out);
-
-/* ---- end of cache section ---------------------------------------------- */
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 # python.mk -- the Python package (python/), included by the Makefile.
 #
-# `make test-python` (run by `make test`): a venv in $(BUILD)/pyvenv,
+# `make test-python` (run by `make test-models`, so by `make test`): a venv in $(BUILD)/pyvenv,
 # `pip install ./python` into it (setuptools + cffi from PyPI compile the
 # library's sources into the extension and the bundled CLI), then the
 # package's pytest suite on the default models. The install is redone only
@@ -23,4 +23,4 @@ $(PY_VENV)/.installed: $(PY_SRC)
 test-python: $(PY_VENV)/.installed models $(EXAMPLE_BIN)
 	VQ_BUILD=$(BUILD) $(PY_VENV)/bin/python -m pytest -q python/tests
 
-test: test-python
+test-models: test-python

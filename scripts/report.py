@@ -6,13 +6,16 @@ Reads (all optional; a missing file leaves a note in its table):
   figures/validation-long/MODEL/results.json   `veloxquant validate --prompt-repeat R`
   figures/quality/MODEL-ppl.json               `veloxquant ppl ... --cache ... --json`
   figures/quality/MODEL-needle.json            `veloxquant needle ... --json`
+  figures/quality/MODEL-ppl-cross.json         `veloxquant ppl` of the cross-layer
+                                               methods (section 9)
 Writes:
   figures/quality/quality.json   the quality table `veloxquant recommend` reads
                                  (schema veloxquant.quality/1)
   docs/validation-report.md      the text between <!-- BEGIN:NAME --> and
                                  <!-- END:NAME --> markers is replaced by the
                                  generated table NAME; the rest is left alone.
-Plain Python 3, standard library only.  Usage: python3 scripts/report.py
+Plain Python 3, standard library only (the figures are scripts/plots.py's).
+Usage: python3 scripts/report.py
 """
 import json
 import math
@@ -334,6 +337,87 @@ def verdict(quals):
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- fp16 sizes (section 1)
+
+
+def fp16_sizes_table(quals):
+    """fp16 K+V bytes per token and at 8192 tokens per model, from the fp16
+    row of quality.json (bytes per token of full-attention layers, of
+    sliding-window layers and their window), checked against the formula
+    2 (K, V) x n_layers x n_kv_heads x head_dim x 2 bytes."""
+    if not quals:
+        return "_not measured yet._"
+    rows = []
+    for q in quals:
+        f = next((m for m in q["methods"] if m["name"] == "fp16"), None)
+        if f is None:
+            continue
+        per_layer = 2 * q["n_kv_heads"] * q["head_dim"] * 2
+        full, win, w = f["kv_bytes_per_token_full"], f["kv_bytes_per_token_window"], f["window"] or 0
+        total = full + win
+        if abs(total - q["n_layers"] * per_layer) > 0.5:
+            print(f"report.py: {q['model']}: fp16 bytes/token {total:g} differ from the formula "
+                  f"{q['n_layers'] * per_layer}", file=sys.stderr)
+        n_win = round(win / per_layer)
+        layers = str(q["n_layers"])
+        per_tok = f"{total:,.0f} B"
+        at8k = f"{f['kv_bytes_8k'] / MB:.3g} MB"
+        if n_win and w:
+            n_full = q["n_layers"] - n_win
+            layers += f" ({n_win} with a {w}-token sliding window)"
+            per_tok += f" ({full:,.0f} B in the {n_full} global layers once the windows are full)"
+            at8k += f" (window layers capped at {w} tokens)"
+        rows.append([q["model"], layers, str(q["n_kv_heads"]), str(q["head_dim"]), per_tok, at8k])
+    head = ["model", "layers", "KV heads", "head_dim", "fp16 K+V per token", "at 8192 tokens"]
+    return table(head, rows)
+
+
+# ---------------------------------------------------------------- cross-layer (section 9)
+
+# defaults of the cross= methods (src/cache/evict.c vq_cache_cross_parse),
+# to say in words what a short spec means
+CROSS_DEFAULTS = {
+    "xquant": {"bits": "4", "rbits": "2"},
+    "xkv": {"group": "2", "energy": "0.95", "bits": "4", "min": "64"},
+    "minicache": {"start": "0.5", "threshold": "0.9"},
+}
+
+
+def cross_label(c):
+    """the cross= parameters with defaults filled in, and which role stays
+    fp16 (a config without keys=/values= leaves that role fp16: bits 16)"""
+    f = dict(t.split("=", 1) for t in c["cache"].split() if "=" in t)
+    if "cross" not in f:
+        return "for scale: no cross-layer sharing"
+    meth, _, params = f["cross"].partition(":")
+    kv = dict(CROSS_DEFAULTS.get(meth, {}))
+    kv.update(dict(p.split("=", 1) for p in params.split(",") if "=" in p))
+    words = ", ".join(f"{k}={v}" for k, v in kv.items())
+    fp16 = [r for r, b in (("keys", c["bits_per_element_k"]), ("values", c["bits_per_element_v"])) if b == 16.0]
+    if fp16:
+        words += "; " + " and ".join(fp16) + " fp16"
+    return words
+
+
+def cross_table(rel):
+    p = load(rel)
+    if p is None:
+        return f"_not measured yet: `{rel}` is missing._"
+    rows = []
+    for c in p["configs"]:
+        bk, bv = c["bits_per_element_k"], c["bits_per_element_v"]
+        rows.append([f'`{c["cache"]}`', cross_label(c), f'{c["bits_per_element"]:.2f} ({bk:.2f} / {bv:.2f})',
+                     f'{c["kv_bytes_8k"] / MB:.1f}', f'{c["ppl"]:.2f}', f'{100.0 * c["dppl"] / p["ppl"]:+.1f}%',
+                     fmt(c["kl"], ".3g"), fmt(c["top1"], ".3f")])
+    head = ["cache config", "parameters (defaults filled in)", "bits/element (K / V)", "K+V MB at 8k", "PPL",
+            "dPPL", "KL vs fp16 (nats)", "top-1"]
+    note = (f'\n\n{p["model"]}, fp16 PPL {p["ppl"]:.2f} on this run: ctx {p["ctx"]}, {p["chunks"]} chunk{"s" if p["chunks"] != 1 else ""} '
+            f'({p["tokens_scored"]} tokens) after --skip {p.get("skip", 0):g}, every config against an fp16 cache '
+            f'in the same process. bits/element include all metadata; K+V MB at 8k adds the shared state '
+            f'(xKV\'s bases). From `{rel}`:\n\n    {ppl_command(p)}\n')
+    return table(head, rows) + note
+
+
 # ---------------------------------------------------------------- sweeps (docs/quality.md)
 
 
@@ -391,6 +475,8 @@ def main():
         if q:
             qual["models"].append(q)
     blocks["verdict"] = verdict(qual["models"])
+    blocks["fp16-sizes"] = fp16_sizes_table(qual["models"])
+    blocks["cross-smollm2-135m"] = cross_table("figures/quality/smollm2-135m-ppl-cross.json")
     os.makedirs(os.path.join(ROOT, "figures/quality"), exist_ok=True)
     qp = os.path.join(ROOT, "figures/quality/quality.json")
     with open(qp + ".tmp", "w", encoding="utf-8") as f:

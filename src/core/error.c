@@ -24,7 +24,7 @@ const char *vq_status_str(vq_status st)
 
 const char *vq_last_error(void) { return tls_err; }
 
-const char *vq_version(void) { return "0.1.0"; }
+const char *vq_version(void) { return VQ_VERSION_STRING; }
 
 vq_status vq_fail(char *handle_err, vq_status st, const char *fmt, ...)
 {
