@@ -43,9 +43,7 @@ static void online_update(float *s, size_t nq, size_t n, float *m, float *l, flo
 {
     for (size_t j = 0; j < nq; j++) {
         float *row = s + j * n;
-        float cmax = -INFINITY;
-        for (size_t i = 0; i < n; i++)
-            cmax = row[i] > cmax ? row[i] : cmax;
+        float cmax = vq_row_max(row, n);
         if (cmax == -INFINITY) {
             memset(row, 0, n * sizeof *row);
             continue;

@@ -17,7 +17,25 @@ float vq_exp_shift_ref(float *x, size_t n, float m)
 
 float vq_exp_shift(float *x, size_t n, float m)
 {
-    if (vq_cpu_features() & VQ_CPU_AVX2)
+    unsigned f = vq_cpu_features();
+    if (f & VQ_CPU_AVX512)
+        return vq_exp_shift_avx512(x, n, m);
+    if (f & VQ_CPU_AVX2)
         return vq_exp_shift_avx2(x, n, m);
     return vq_exp_shift_ref(x, n, m);
+}
+
+float vq_row_max_ref(const float *x, size_t n)
+{
+    float m = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+float vq_row_max(const float *x, size_t n)
+{
+    if (vq_cpu_features() & VQ_CPU_AVX512)
+        return vq_row_max_avx512(x, n);
+    return vq_row_max_ref(x, n);
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "model/kv_iface.h"
+#include "core/vexp.h"
 #include "kernels/kernels.h"
 #include "model/ops.h"
 
@@ -87,14 +88,7 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
         if (ls->softcap > 0)
             for (size_t pj = 0; pj < nk; pj++)
                 s[pj] = ls->softcap * tanhf(s[pj] / ls->softcap);
-        float m = -INFINITY;
-        for (size_t pj = 0; pj < nk; pj++)
-            m = s[pj] > m ? s[pj] : m;
-        float sum = 0;
-        for (size_t pj = 0; pj < nk; pj++) {
-            s[pj] = expf(s[pj] - m);
-            sum += s[pj];
-        }
+        float sum = vq_exp_shift(s, nk, vq_row_max(s, nk));
         float inv = 1.0f / sum;
         for (size_t pj = 0; pj < nk; pj++)
             s[pj] *= inv;
