@@ -11,6 +11,11 @@
  *   codes_dot: relative error <= 4e-6 (float sums in another order);
  *   bitdot (popcounts): equal integers (the AVX2 table holds the POPCNT
  *     twin, the AVX-512 table the VPOPCNTDQ one when the CPU has it);
+ *   half_dot / half_axpy (fp16 rows): relative error <= 2e-6, and the
+ *     bits of fp16_row into a tile, then dense_dot / dense_axpy (E a
+ *     multiple of 16; other sizes take the reference);
+ *   qaxpy (q8_0 / q4_0 rows decoded in registers): relative error <= 2e-6,
+ *     and the tiled path's bits (block values, then dense_axpy);
  *   qdot (int8 queries against q8_0 / q4_0 rows): relative error <= 2e-6
  *     (exact integer sums, float sums over blocks in another order); the
  *     reference itself against a double-precision dot of the decoded rows
@@ -268,6 +273,82 @@ static void test_qdot(const vq_kernels *k, const vq_kernels *ref)
                 }
 }
 
+/* half_dot / half_axpy against the references (tolerance) and against
+ * fp16_row into a tile, then dense_dot / dense_axpy (same bits) */
+static void test_half(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Es[] = { 16, 24, 64, 128, 256 };
+    for (size_t ie = 0; ie < sizeof Es / sizeof *Es; ie++)
+        for (size_t nt = 1; nt <= 19; nt += 6)
+            for (int nq = 1; nq <= 7; nq += 2) {
+                size_t E = Es[ie], qs = E + 1, ss = nt + 2, as = E + 5;
+                uint8_t *v = malloc(2 * E * nt + 1);
+                float *x = malloc(sizeof(float) * E * nt), *q = malloc(sizeof(float) * qs * (size_t)nq);
+                float *tile = malloc(sizeof(float) * E * nt), *s1 = calloc(ss * (size_t)nq, 4);
+                float *s2 = calloc(ss * (size_t)nq, 4), *s3 = calloc(ss * (size_t)nq, 4);
+                float *a1 = malloc(sizeof(float) * as * (size_t)nq), *a2 = malloc(sizeof(float) * as * (size_t)nq);
+                float *a3 = malloc(sizeof(float) * as * (size_t)nq), *w = malloc(sizeof(float) * ss * (size_t)nq);
+                fill(x, E * nt, E + nt);
+                for (size_t i = 0; i < E * nt; i++) {
+                    vq_fp16 h = vq_fp32_to_fp16(x[i]);
+                    v[1 + 2 * i] = (uint8_t)h, v[2 + 2 * i] = (uint8_t)(h >> 8);
+                }
+                fill(q, qs * (size_t)nq, 3 * E + (size_t)nq);
+                fill(w, ss * (size_t)nq, 5 * E + nt);
+                fill(a1, as * (size_t)nq, 11);
+                memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
+                memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
+                ref->half_dot(q, qs, nq, v + 1, nt, E, s1, ss);
+                k->half_dot(q, qs, nq, v + 1, nt, E, s2, ss);
+                CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= DENSE_TOL, "%s half_dot E=%zu nt=%zu nq=%d", k->isa, E, nt, nq);
+                ref->half_axpy(w, ss, nq, v + 1, nt, E, a1, as);
+                k->half_axpy(w, ss, nq, v + 1, nt, E, a2, as);
+                CHECKF(rel_diff(a2, a1, as * (size_t)nq) <= DENSE_TOL, "%s half_axpy E=%zu nt=%zu nq=%d", k->isa, E, nt,
+                       nq);
+                if (k->half_dot != ref->half_dot && E % 16 == 0) { /* else: the reference */
+                    k->fp16_row(v + 1, tile, E * nt);
+                    k->dense_dot(q, qs, nq, tile, nt, E, s3, ss);
+                    CHECKF(same_bits(s2, s3, ss * (size_t)nq), "%s half_dot E=%zu: not the tiled bits", k->isa, E);
+                    k->dense_axpy(w, ss, nq, tile, nt, E, a3, as);
+                    CHECKF(same_bits(a2, a3, as * (size_t)nq), "%s half_axpy E=%zu: not the tiled bits", k->isa, E);
+                }
+                free(v), free(x), free(q), free(tile), free(s1), free(s2), free(s3), free(a1), free(a2), free(a3), free(w);
+            }
+}
+
+/* qaxpy against the reference (tolerance) and, for SIMD tables, against
+ * the tiled path it replaces (block values, then dense_axpy): same bits */
+static void test_qaxpy(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 32, 64, 96, 128, 256 };
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+            for (size_t nt = 1; nt <= 21; nt += 5)
+                for (int nq = 1; nq <= 9; nq += 2) {
+                    size_t D = Ds[id], bb = bits == 8 ? 34 : 18, rs = D / 32 * bb, ws = nt + 1, as = D + 3;
+                    uint8_t *rows = malloc(rs * nt + 1);
+                    float *w = malloc(sizeof(float) * ws * (size_t)nq), *tile = malloc(sizeof(float) * D * nt);
+                    float *a1 = malloc(sizeof(float) * as * (size_t)nq), *a2 = malloc(sizeof(float) * as * (size_t)nq);
+                    float *a3 = malloc(sizeof(float) * as * (size_t)nq);
+                    fill_qrows(bits, rows + 1, rs, nt, D, 3 * D + nt + (size_t)bits);
+                    fill(w, ws * (size_t)nq, nt + (size_t)nq);
+                    fill(a1, as * (size_t)nq, 99);
+                    memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
+                    memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
+                    ref->qaxpy(bits, rows + 1, rs, nt, D, w, ws, nq, a1, as);
+                    k->qaxpy(bits, rows + 1, rs, nt, D, w, ws, nq, a2, as);
+                    CHECKF(rel_diff(a2, a1, as * (size_t)nq) <= 2e-6, "%s qaxpy bits=%d D=%zu nt=%zu nq=%d: %g", k->isa,
+                           bits, D, nt, nq, rel_diff(a2, a1, as * (size_t)nq));
+                    if (k->qaxpy != ref->qaxpy) {
+                        (bits == 8 ? k->q8_0_values : k->q4_0_values)(rows + 1, nt * D / 32, tile);
+                        k->dense_axpy(w, ws, nq, tile, nt, D, a3, as);
+                        CHECKF(same_bits(a2, a3, as * (size_t)nq), "%s qaxpy bits=%d D=%zu nt=%zu nq=%d: not the tiled bits",
+                               k->isa, bits, D, nt, nq);
+                    }
+                    free(rows), free(w), free(tile), free(a1), free(a2), free(a3);
+                }
+}
+
 /* the reference's formula: a double dot of the decoded rows with the
  * dequantized query; and the query's rounding within d/2 */
 static void test_qdot_reference(void)
@@ -333,6 +414,8 @@ static void test_tables(void)
         test_bitdot(k, ref);
         test_codes_dot(k, ref);
         test_qdot(k, ref);
+        test_qaxpy(k, ref);
+        test_half(k, ref);
     }
     /* the scalar references against themselves through the table's own
      * definitions: lut_row of a known code */

@@ -77,6 +77,8 @@ struct vq_codec {
     void *impl;           /* method-private state */
     int score_own;        /* set by init: score with ops->score even when the
                              method has a tiled path (a non-float query) */
+    int accum_own;        /* set by init: accumulate with ops->accumulate even
+                             when the method has a tiled path (a fused kernel) */
     float *tile;          /* tiled path: tile_tokens x accum_size floats, or NULL */
     size_t tile_tokens;   /* a multiple of block_tokens */
 };

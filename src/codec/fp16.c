@@ -1,5 +1,7 @@
 /* fp16.c -- the uncompressed baseline: each element as IEEE half.
- * Block: 1 token, 2*D bytes. Score/accumulate read the halves directly. */
+ * Block: 1 token, 2*D bytes. Score/accumulate read the halves directly
+ * (kernels/dense.h half_dot / half_axpy; where the kernel table has SIMD
+ * twins of them they replace the tiled path). */
 #include <stdio.h>
 
 #include "codec/codec.h"
@@ -14,6 +16,7 @@ static vq_status fp16_init(vq_codec *c, vq_spec *spec)
     c->shared_bytes = 0;
     c->query_bytes = sizeof(float) * (size_t)c->head_dim;
     c->accum_size = (size_t)c->head_dim;
+    c->score_own = c->accum_own = vq_kernels_get()->half_dot != vq_half_dot_ref;
     snprintf(c->canon, sizeof c->canon, "fp16");
     return VQ_OK;
 }
@@ -53,33 +56,15 @@ static void fp16_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 static void fp16_score(vq_codec *c, const uint8_t *qbuf, int n_q,
                        const uint8_t *codes, size_t n, float *scores)
 {
-    const int D = c->head_dim;
-    const float *q = (const float *)(const void *)qbuf;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *k = codes + i * 2 * (size_t)D;
-        for (int j = 0; j < n_q; j++) {
-            const float *qj = q + (size_t)j * D;
-            float s = 0.0f;
-            for (int d = 0; d < D; d++)
-                s += qj[d] * ld16(k + 2 * d);
-            scores[(size_t)j * n + i] = s;
-        }
-    }
+    const size_t D = (size_t)c->head_dim;
+    vq_kernels_get()->half_dot((const float *)(const void *)qbuf, D, n_q, codes, n, D, scores, n);
 }
 
 static void fp16_accumulate(vq_codec *c, const float *w, int n_q,
                             const uint8_t *codes, size_t n, float *acc)
 {
-    const int D = c->head_dim;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *v = codes + i * 2 * (size_t)D;
-        for (int j = 0; j < n_q; j++) {
-            float wj = w[(size_t)j * n + i];
-            float *a = acc + (size_t)j * D;
-            for (int d = 0; d < D; d++)
-                a[d] += wj * ld16(v + 2 * d);
-        }
-    }
+    const size_t D = (size_t)c->head_dim;
+    vq_kernels_get()->half_axpy(w, n, n_q, codes, n, D, acc, D);
 }
 
 static void fp16_finish(vq_codec *c, const float *acc, float *out)

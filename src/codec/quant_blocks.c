@@ -72,6 +72,9 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
     c->query_bytes = sizeof(float) * (size_t)c->head_dim + (qbits ? vq_qdot_query_bytes((size_t)c->head_dim) : 0);
     c->accum_size = (size_t)c->head_dim;
     c->score_own = qbits != 0;
+    /* where the kernel table has a fused twin (kernels/qaxpy.h: rows decoded
+     * in registers), it replaces the tile; elsewhere the tiled path stays */
+    c->accum_own = vq_kernels_get()->qaxpy != vq_qaxpy_ref;
     if (qbits)
         snprintf(c->canon, sizeof c->canon, "%s:rot=%d,qbits=%d", c->ops->name, q->rot, q->qbits);
     else
@@ -229,21 +232,8 @@ static void qb_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
 static void qb_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
 {
     qblocks *q = c->impl;
-    const int D = c->head_dim;
-    const size_t bs = block_size(q->bits);
-    float vals[QB];
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *v = codes + i * c->block_bytes;
-        for (int b = 0; b < D / QB; b++) {
-            block_values(q->bits, v + (size_t)b * bs, vals);
-            for (int j = 0; j < n_q; j++) {
-                float wj = w[(size_t)j * n + i];
-                float *a = acc + (size_t)j * D + b * QB;
-                for (int e = 0; e < QB; e++)
-                    a[e] += wj * vals[e];
-            }
-        }
-    }
+    vq_kernels_get()->qaxpy(q->bits, codes, c->block_bytes, n, (size_t)c->head_dim, w, n, n_q, acc,
+                            (size_t)c->head_dim);
 }
 
 /* accum-domain vectors: block values, still rotated when rot=1 (a token's

@@ -21,7 +21,7 @@ int vq_codec_tiled_score_ok(const vq_codec *c)
            c->query_bytes >= sizeof(float) * c->accum_size;
 }
 
-int vq_codec_tiled_accum_ok(const vq_codec *c) { return c->tile != NULL; }
+int vq_codec_tiled_accum_ok(const vq_codec *c) { return c->tile != NULL && !c->accum_own; }
 
 void vq_codec_score_tiled(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {

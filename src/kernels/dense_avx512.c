@@ -7,17 +7,85 @@
  * does not depend on its place in the tile or on the other queries.
  * axpy: up to four queries share each load of a vector; each accumulator
  * element adds w_i * v_i[e] over i in order with one FMA per token, as the
- * AVX2 twin does (bit-identical to it). */
+ * AVX2 twin does (bit-identical to it).
+ * half_dot / half_axpy: the same kernels reading IEEE halves converted in
+ * registers (exact), so they give the bits of fp16_row into a tile and
+ * then dense_dot / dense_axpy. */
 #include <immintrin.h>
 
 #include "kernels/avx512_sums.h"
 #include "kernels/dense.h"
+#include <stdint.h>
 
-/* the eight rows of group i (past the end: the last row again) */
-static inline void rows8(const float *v, size_t i, size_t nt, size_t E, const float *r[8])
+/* 16 values from element idx of v: floats, or IEEE halves (HALF, a
+ * constant after inlining) converted exactly */
+static inline __attribute__((always_inline)) __m512 ld16(const void *v, size_t idx, int HALF)
+{
+    if (HALF)
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)v + idx)));
+    return _mm512_loadu_ps((const float *)v + idx);
+}
+
+/* element offsets of the eight rows of group i (past the end: the last
+ * row again) */
+static inline void rows8(size_t i, size_t nt, size_t E, size_t r[8])
 {
     for (size_t k = 0; k < 8; k++)
-        r[k] = v + (i + k < nt ? i + k : nt - 1) * E;
+        r[k] = (i + k < nt ? i + k : nt - 1) * E;
+}
+
+static inline __attribute__((always_inline)) void dot_impl(const float *q, size_t qstride, int n_q, const void *v,
+                                                           size_t nt, size_t E, float *s, size_t sstride, int HALF)
+{
+    int j = 0;
+    while (j < n_q) {
+        const int rem = n_q - j;
+        const int nq = rem >= 3 && rem != 4 ? 3 : rem >= 2 ? 2 : 1; /* queries sharing each row load */
+        const float *qa = q + (size_t)j * qstride, *qb = qa + qstride, *qc = qb + qstride;
+        for (size_t i = 0; i < nt; i += 8) {
+            size_t r[8];
+            rows8(i, nt, E, r);
+            __m512 a[8], b[8], c[8];
+            for (int k = 0; k < 8; k++)
+                a[k] = b[k] = c[k] = _mm512_setzero_ps();
+            if (nq == 3) {
+                for (size_t e = 0; e < E; e += 16) {
+                    __m512 x = _mm512_loadu_ps(qa + e), y = _mm512_loadu_ps(qb + e), z = _mm512_loadu_ps(qc + e);
+                    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                    {
+                        __m512 t = ld16(v, r[k] + e, HALF);
+                        a[k] = _mm512_fmadd_ps(x, t, a[k]);
+                        b[k] = _mm512_fmadd_ps(y, t, b[k]);
+                        c[k] = _mm512_fmadd_ps(z, t, c[k]);
+                    }
+                }
+            } else if (nq == 2) {
+                for (size_t e = 0; e < E; e += 16) {
+                    __m512 x = _mm512_loadu_ps(qa + e), y = _mm512_loadu_ps(qb + e);
+                    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                    {
+                        __m512 t = ld16(v, r[k] + e, HALF);
+                        a[k] = _mm512_fmadd_ps(x, t, a[k]);
+                        b[k] = _mm512_fmadd_ps(y, t, b[k]);
+                    }
+                }
+            } else {
+                for (size_t e = 0; e < E; e += 16) {
+                    __m512 x = _mm512_loadu_ps(qa + e);
+                    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                        a[k] = _mm512_fmadd_ps(x, ld16(v, r[k] + e, HALF), a[k]);
+                }
+            }
+            vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
+            if (nq >= 2)
+                vq_store8_upto(s + (size_t)(j + 1) * sstride, i, nt,
+                               vq_hsum8x512(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]));
+            if (nq == 3)
+                vq_store8_upto(s + (size_t)(j + 2) * sstride, i, nt,
+                               vq_hsum8x512(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]));
+        }
+        j += nq;
+    }
 }
 
 void vq_dense_dot_avx512(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
@@ -27,78 +95,17 @@ void vq_dense_dot_avx512(const float *q, size_t qstride, int n_q, const float *v
         vq_dense_dot_avx2(q, qstride, n_q, v, nt, E, s, sstride);
         return;
     }
-    int j = 0;
-    while (j < n_q) {
-        const int rem = n_q - j;
-        if (rem >= 3 && rem != 4) { /* three queries share each row load */
-            const float *qa = q + (size_t)j * qstride, *qb = qa + qstride, *qc = qb + qstride;
-            for (size_t i = 0; i < nt; i += 8) {
-                const float *r[8];
-                rows8(v, i, nt, E, r);
-                __m512 a[8], b[8], c[8];
-                for (int k = 0; k < 8; k++)
-                    a[k] = b[k] = c[k] = _mm512_setzero_ps();
-                for (size_t e = 0; e < E; e += 16) {
-                    __m512 x = _mm512_loadu_ps(qa + e), y = _mm512_loadu_ps(qb + e), z = _mm512_loadu_ps(qc + e);
-                    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-                    {
-                        __m512 t = _mm512_loadu_ps(r[k] + e);
-                        a[k] = _mm512_fmadd_ps(x, t, a[k]);
-                        b[k] = _mm512_fmadd_ps(y, t, b[k]);
-                        c[k] = _mm512_fmadd_ps(z, t, c[k]);
-                    }
-                }
-                vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
-                vq_store8_upto(s + (size_t)(j + 1) * sstride, i, nt,
-                               vq_hsum8x512(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]));
-                vq_store8_upto(s + (size_t)(j + 2) * sstride, i, nt,
-                               vq_hsum8x512(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]));
-            }
-            j += 3;
-        } else if (rem >= 2) {
-            const float *qa = q + (size_t)j * qstride, *qb = qa + qstride;
-            for (size_t i = 0; i < nt; i += 8) {
-                const float *r[8];
-                rows8(v, i, nt, E, r);
-                __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-                __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
-                for (size_t e = 0; e < E; e += 16) {
-                    __m512 x = _mm512_loadu_ps(qa + e), y = _mm512_loadu_ps(qb + e), t;
-                    t = _mm512_loadu_ps(r[0] + e), a0 = _mm512_fmadd_ps(x, t, a0), b0 = _mm512_fmadd_ps(y, t, b0);
-                    t = _mm512_loadu_ps(r[1] + e), a1 = _mm512_fmadd_ps(x, t, a1), b1 = _mm512_fmadd_ps(y, t, b1);
-                    t = _mm512_loadu_ps(r[2] + e), a2 = _mm512_fmadd_ps(x, t, a2), b2 = _mm512_fmadd_ps(y, t, b2);
-                    t = _mm512_loadu_ps(r[3] + e), a3 = _mm512_fmadd_ps(x, t, a3), b3 = _mm512_fmadd_ps(y, t, b3);
-                    t = _mm512_loadu_ps(r[4] + e), a4 = _mm512_fmadd_ps(x, t, a4), b4 = _mm512_fmadd_ps(y, t, b4);
-                    t = _mm512_loadu_ps(r[5] + e), a5 = _mm512_fmadd_ps(x, t, a5), b5 = _mm512_fmadd_ps(y, t, b5);
-                    t = _mm512_loadu_ps(r[6] + e), a6 = _mm512_fmadd_ps(x, t, a6), b6 = _mm512_fmadd_ps(y, t, b6);
-                    t = _mm512_loadu_ps(r[7] + e), a7 = _mm512_fmadd_ps(x, t, a7), b7 = _mm512_fmadd_ps(y, t, b7);
-                }
-                vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a0, a1, a2, a3, a4, a5, a6, a7));
-                vq_store8_upto(s + (size_t)(j + 1) * sstride, i, nt, vq_hsum8x512(b0, b1, b2, b3, b4, b5, b6, b7));
-            }
-            j += 2;
-        } else {
-            const float *qa = q + (size_t)j * qstride;
-            for (size_t i = 0; i < nt; i += 8) {
-                const float *r[8];
-                rows8(v, i, nt, E, r);
-                __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-                for (size_t e = 0; e < E; e += 16) {
-                    __m512 x = _mm512_loadu_ps(qa + e);
-                    a0 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[0] + e), a0);
-                    a1 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[1] + e), a1);
-                    a2 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[2] + e), a2);
-                    a3 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[3] + e), a3);
-                    a4 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[4] + e), a4);
-                    a5 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[5] + e), a5);
-                    a6 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[6] + e), a6);
-                    a7 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r[7] + e), a7);
-                }
-                vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a0, a1, a2, a3, a4, a5, a6, a7));
-            }
-            j += 1;
-        }
+    dot_impl(q, qstride, n_q, v, nt, E, s, sstride, 0);
+}
+
+void vq_half_dot_avx512(const float *q, size_t qstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *s,
+                        size_t sstride)
+{
+    if (E % 16) {
+        vq_half_dot_ref(q, qstride, n_q, v, nt, E, s, sstride);
+        return;
     }
+    dot_impl(q, qstride, n_q, v, nt, E, s, sstride, 1);
 }
 
 /* acc rows j0..j0+NQ-1 (NQ in 1..4), columns [e, e+16*W) with W in 1..4 */
@@ -111,7 +118,7 @@ void vq_dense_dot_avx512(const float *q, size_t qstride, int n_q, const float *v
         for (size_t i = 0; i < nt; i++) {                                                                     \
             __m512 V[4];                                                                                      \
             _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                           \
-                V[ww] = _mm512_loadu_ps(v + i * E + e + 16 * (size_t)ww);                                     \
+                V[ww] = ld16(v, i * E + e + 16 * (size_t)ww, HALF);                                           \
             _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++) {                                        \
                 __m512 x = _mm512_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);                                \
                 _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                       \
@@ -123,13 +130,10 @@ void vq_dense_dot_avx512(const float *q, size_t qstride, int n_q, const float *v
                 _mm512_storeu_ps(acc + (size_t)(j0 + jj) * astride + e + 16 * (size_t)ww, A[jj][ww]);          \
     } while (0)
 
-void vq_dense_axpy_avx512(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
-                          size_t astride)
+static inline __attribute__((always_inline)) void axpy_impl(const float *w, size_t wstride, int n_q, const void *v,
+                                                            size_t nt, size_t E, float *acc, size_t astride,
+                                                            int HALF)
 {
-    if (E % 16) {
-        vq_dense_axpy_avx2(w, wstride, n_q, v, nt, E, acc, astride);
-        return;
-    }
     for (int j0 = 0; j0 < n_q; j0 += 4) {
         int nq = n_q - j0 < 4 ? n_q - j0 : 4;
         for (size_t e = 0; e < E;) {
@@ -164,4 +168,24 @@ void vq_dense_axpy_avx512(const float *w, size_t wstride, int n_q, const float *
             }
         }
     }
+}
+
+void vq_dense_axpy_avx512(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
+                          size_t astride)
+{
+    if (E % 16) {
+        vq_dense_axpy_avx2(w, wstride, n_q, v, nt, E, acc, astride);
+        return;
+    }
+    axpy_impl(w, wstride, n_q, v, nt, E, acc, astride, 0);
+}
+
+void vq_half_axpy_avx512(const float *w, size_t wstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *acc,
+                         size_t astride)
+{
+    if (E % 16) {
+        vq_half_axpy_ref(w, wstride, n_q, v, nt, E, acc, astride);
+        return;
+    }
+    axpy_impl(w, wstride, n_q, v, nt, E, acc, astride, 1);
 }

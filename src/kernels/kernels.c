@@ -12,6 +12,8 @@ static const vq_kernels k_ref = {
     .simd = 0,
     .dense_dot = vq_dense_dot_ref,
     .dense_axpy = vq_dense_axpy_ref,
+    .half_dot = vq_half_dot_ref,
+    .half_axpy = vq_half_axpy_ref,
     .fp16_row = vq_fp16_row_ref,
     .q8_0_values = vq_q8_0_values_ref,
     .q4_0_values = vq_q4_0_values_ref,
@@ -20,6 +22,7 @@ static const vq_kernels k_ref = {
     .kivi_group_row = vq_kivi_group_row_ref,
     .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_ref,
+    .qaxpy = vq_qaxpy_ref,
     .qdot = vq_qdot_ref,
 };
 
@@ -29,6 +32,8 @@ static const vq_kernels k_avx2 = {
     .simd = 1,
     .dense_dot = vq_dense_dot_avx2,
     .dense_axpy = vq_dense_axpy_avx2,
+    .half_dot = vq_half_dot_ref,
+    .half_axpy = vq_half_axpy_ref,
     .fp16_row = vq_fp16_row_f16c,
     .q8_0_values = vq_q8_0_values_avx2,
     .q4_0_values = vq_q4_0_values_avx2,
@@ -37,6 +42,7 @@ static const vq_kernels k_avx2 = {
     .kivi_group_row = vq_kivi_group_row_ref,
     .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_avx2,
+    .qaxpy = vq_qaxpy_ref,
     .qdot = vq_qdot_ref,
 };
 
@@ -46,6 +52,8 @@ static vq_kernels k_avx512 = {
     .simd = 1,
     .dense_dot = vq_dense_dot_avx512,
     .dense_axpy = vq_dense_axpy_avx512,
+    .half_dot = vq_half_dot_avx512,
+    .half_axpy = vq_half_axpy_avx512,
     .fp16_row = vq_fp16_row_avx512,
     .q8_0_values = vq_q8_0_values_avx512,
     .q4_0_values = vq_q4_0_values_avx512,
@@ -54,6 +62,7 @@ static vq_kernels k_avx512 = {
     .kivi_group_row = vq_kivi_group_row_avx512,
     .codes_dot = vq_codes_dot_avx512,
     .bitdot = vq_bitdot_avx2,
+    .qaxpy = vq_qaxpy_avx512,
     .qdot = vq_qdot_ref,
 };
 

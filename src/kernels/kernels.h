@@ -12,7 +12,7 @@
  *
  * Contracts of the entries (all pointers non-NULL, no allocation, inputs
  * need no alignment):
- *   dense_dot, dense_axpy: kernels/dense.h.
+ *   dense_dot, dense_axpy, half_dot, half_axpy: kernels/dense.h.
  *   fp16_row(src, dst, n): dst[i] = the IEEE half at src + 2i (LE).
  *   q8_0_values, q4_0_values: kernels/qblock_values.h.
  *   lut_row(codes, bits, n, lut, scale, add, out): for the n codes of
@@ -37,6 +37,7 @@
  *       D/8 bytes start at planes + j*qstride,
  *       pq[j*n + i] = sum_p 2^p popcount(z_i & plane_jp) (the integer dot
  *       of the bits with the query's integer levels, RaBitQ's estimator).
+ *   qaxpy: kernels/qaxpy.h (weighted sums of q8_0 / q4_0 rows).
  *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
  *       variant when the CPU has AVX-512 VNNI). */
 #ifndef VQ_KERNELS_KERNELS_H
@@ -47,6 +48,7 @@
 
 #include "kernels/dense.h"
 #include "kernels/qblock_values.h"
+#include "kernels/qaxpy.h"
 #include "kernels/qdot.h"
 
 typedef struct vq_kernels {
@@ -56,6 +58,10 @@ typedef struct vq_kernels {
                       size_t sstride);
     void (*dense_axpy)(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
                        size_t astride);
+    void (*half_dot)(const float *q, size_t qstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *s,
+                     size_t sstride);
+    void (*half_axpy)(const float *w, size_t wstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *acc,
+                      size_t astride);
     void (*fp16_row)(const uint8_t *src, float *dst, size_t n);
     void (*q8_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*q4_0_values)(const uint8_t *blk, size_t nblk, float *out);
@@ -67,6 +73,8 @@ typedef struct vq_kernels {
                       size_t qstride, int n_q, float *s, size_t sstride);
     void (*bitdot)(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+    void (*qaxpy)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
+                  size_t wstride, int n_q, float *acc, size_t astride);
     void (*qdot)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                  size_t qstride, int n_q, float *s, size_t sstride);
 } vq_kernels;
