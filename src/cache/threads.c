@@ -39,10 +39,8 @@ void vq_cache_free_workers(vq_cache *c)
 
 static vq_status clone_codec(vq_cache *c, vq_codec *src, vq_codec **out)
 {
-    if (vq_cache_xquant_is(src)) /* internal codecs (xquant.c, xkv.c) */
-        return vq_cache_xquant_clone(src, out);
-    if (vq_cache_xkv_is(src))
-        return vq_cache_xkv_clone(src, out);
+    if (src->ops->clone) /* internal codecs (xquant.c, xkv.c) */
+        return vq_codec_clone(src, out);
     char spec[VQ_SPEC_MAX_LEN];
     snprintf(spec, sizeof spec, "%s", vq_codec_spec(src));
     vq_cache_strip_calib(spec);

@@ -27,10 +27,10 @@
  *     incoherent output without the residual).
  * bits in {2, 4, 8}, rbits in {0, 2, 4, 8}.
  *
- * The methods are internal codecs (struct vq_codec with the ops below),
- * placed as the pair's key and value codecs, so paging, the residual
+ * The methods are internal codecs (the ops below, created through
+ * vq_codec_create_ops), placed as the pair's key and value codecs, so paging, the residual
  * window, stats and save/load are the cache's usual ones. A follower codec
- * decodes with the anchor's codes bound by vq_cache_xquant_bind (the
+ * decodes with the anchor's codes bound by xq_bind (vq_cross_ops.bind) (the
  * anchor's slot of the same index: the pair holds the same positions in the
  * same slots because eviction is refused and windows are excluded).
  * Kernels decode a token into scratch then score / accumulate in floats
@@ -231,16 +231,62 @@ static void xq_destroy(vq_codec *c)
     c->impl = NULL;
 }
 
-static vq_status xq_init_unused(vq_codec *c, vq_spec *sp)
+/* spec "xquant:bits=B" (anchor) or "xquant:bits=B,rbits=R,follower=1"
+ * (the canonical forms; the cache's layer spec is not used) */
+static vq_status xq_init(vq_codec *c, vq_spec *sp)
 {
-    (void)sp;
-    return vq_fail(c->err, VQ_ERR_UNSUPPORTED, "xquant: internal codec, built by the cache only");
+    long bits, rbits, follower;
+    VQ_TRY(vq_spec_int(sp, "bits", 4, 2, 8, &bits, c->err));
+    VQ_TRY(vq_spec_int(sp, "rbits", 0, 0, 8, &rbits, c->err));
+    VQ_TRY(vq_spec_int(sp, "follower", 0, 0, 1, &follower, c->err));
+    const size_t D = (size_t)c->head_dim;
+    xq_impl *m = calloc(1, sizeof *m);
+    if (m) {
+        m->x = malloc(D * sizeof *m->x);
+        m->c = malloc(D);
+    }
+    c->impl = m;
+    if (!m || !m->x || !m->c)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "xquant: out of memory");
+    m->bits = (int)bits;
+    m->rbits = (int)rbits;
+    m->follower = (int)follower;
+    m->ng = D / XQ_GROUP;
+    m->code_bytes = D * (size_t)bits / 8;
+    m->anchor_bpt = m->code_bytes + 4 * m->ng;
+    c->block_tokens = 1;
+    c->block_bytes = follower ? 4 * m->ng + (rbits ? D * (size_t)rbits / 8 + 4 * m->ng : 0) : m->anchor_bpt;
+    c->query_bytes = D * sizeof(float);
+    c->accum_size = D;
+    if (follower)
+        snprintf(c->canon, sizeof c->canon, "xquant:bits=%ld,rbits=%ld,follower=1", bits, rbits);
+    else
+        snprintf(c->canon, sizeof c->canon, "xquant:bits=%ld", bits);
+    return VQ_OK;
+}
+
+/* a handle with its own scratch and no bound anchor */
+static vq_status xq_clone(const vq_codec *src, vq_codec *dst)
+{
+    const xq_impl *s = src->impl;
+    const size_t D = (size_t)src->head_dim;
+    xq_impl *m = malloc(sizeof *m);
+    if (m) {
+        *m = *s;
+        m->anchor = NULL;
+        m->x = malloc(D * sizeof *m->x);
+        m->c = malloc(D);
+    }
+    dst->impl = m;
+    if (!m || !m->x || !m->c)
+        return vq_fail(dst->err, VQ_ERR_NOMEM, "xquant: out of memory");
+    return VQ_OK;
 }
 
 static const vq_codec_ops xq_ops = {
     .name = "xquant",
     .default_spec = "xquant",
-    .init = xq_init_unused,
+    .init = xq_init,
     .destroy = xq_destroy,
     .encode = xq_encode,
     .decode = xq_decode,
@@ -248,87 +294,61 @@ static const vq_codec_ops xq_ops = {
     .score = xq_score,
     .accumulate = xq_accumulate,
     .accum_finish = xq_finish,
+    .clone = xq_clone,
 };
 
-/* Build an anchor (follower = 0) or follower codec. */
-static vq_status xq_make(int D, vq_role role, int bits, int rbits, int follower, uint64_t seed, vq_codec **out)
+/* ---- the pairs (vq_cross_ops) ------------------------------------------- */
+
+typedef struct {
+    int bits, rbits;
+} xq_state;
+
+static vq_status xq_params(vq_spec *sp, long *bits, long *rbits, char *err, const char *prefix)
 {
-    vq_codec *c = calloc(1, sizeof *c);
-    xq_impl *m = calloc(1, sizeof *m);
-    if (c)
-        c->impl = m;
-    if (m) {
-        m->x = malloc((size_t)D * sizeof *m->x);
-        m->c = malloc((size_t)D);
-    }
-    if (!c || !m || !m->x || !m->c) {
-        if (c)
-            c->ops = &xq_ops;
-        vq_codec_free(c);
-        return vq_fail(NULL, VQ_ERR_NOMEM, "xquant: out of memory");
-    }
-    c->ops = &xq_ops;
-    c->head_dim = D;
-    c->role = role;
-    c->seed = seed;
-    m->bits = bits;
-    m->rbits = rbits;
-    m->follower = follower;
-    m->ng = (size_t)D / XQ_GROUP;
-    m->code_bytes = (size_t)D * (size_t)bits / 8;
-    m->anchor_bpt = m->code_bytes + 4 * m->ng;
-    c->block_tokens = 1;
-    c->block_bytes = follower ? 4 * m->ng + (rbits ? (size_t)D * (size_t)rbits / 8 + 4 * m->ng : 0) : m->anchor_bpt;
-    c->query_bytes = (size_t)D * sizeof(float);
-    c->accum_size = (size_t)D;
-    c->ready = 1;
-    if (follower)
-        snprintf(c->canon, sizeof c->canon, "xquant:bits=%d,rbits=%d,follower=1", bits, rbits);
-    else
-        snprintf(c->canon, sizeof c->canon, "xquant:bits=%d", bits);
-    *out = c;
+    VQ_TRY(vq_spec_int(sp, "bits", 4, 2, 8, bits, err));
+    VQ_TRY(vq_spec_int(sp, "rbits", 2, 0, 8, rbits, err));
+    if (*bits != 2 && *bits != 4 && *bits != 8)
+        return vq_fail(err, VQ_ERR_INVALID_ARG, "%sxquant: parameter bits=%ld must be 2, 4 or 8", prefix, *bits);
+    if (*rbits != 0 && *rbits != 2 && *rbits != 4 && *rbits != 8)
+        return vq_fail(err, VQ_ERR_INVALID_ARG, "%sxquant: parameter rbits=%ld must be 0, 2, 4 or 8", prefix,
+                       *rbits);
     return VQ_OK;
 }
 
-int vq_cache_xquant_is(const vq_codec *c) { return c && c->ops == &xq_ops; }
-
-vq_status vq_cache_xquant_clone(const vq_codec *src, vq_codec **out)
+static vq_status xq_canon(vq_spec *sp, char *canon, size_t cap, char *err)
 {
-    const xq_impl *m = src->impl;
-    return xq_make(src->head_dim, src->role, m->bits, m->rbits, m->follower, src->seed, out);
+    long bits, rbits;
+    VQ_TRY(xq_params(sp, &bits, &rbits, err, ""));
+    snprintf(canon, cap, "xquant:bits=%ld,rbits=%ld", bits, rbits);
+    return VQ_OK;
 }
 
-vq_status vq_cache_xquant_parse(vq_cache *c, char *err)
+static vq_status xq_setup(vq_cache *c, char *err)
 {
-    if (strncmp(c->cfg->cross, "xquant:", 7) != 0)
-        return VQ_OK;
     vq_spec sp;
     long bits, rbits;
     VQ_TRY(vq_spec_parse(c->cfg->cross, &sp, err));
-    VQ_TRY(vq_spec_int(&sp, "bits", 4, 2, 8, &bits, err));
-    VQ_TRY(vq_spec_int(&sp, "rbits", 2, 0, 8, &rbits, err));
-    if (bits != 2 && bits != 4 && bits != 8)
-        return vq_fail(err, VQ_ERR_INVALID_ARG, "cache config: cross: xquant: parameter bits=%ld must be 2, 4 or 8",
-                       bits);
-    if (rbits != 0 && rbits != 2 && rbits != 4 && rbits != 8)
-        return vq_fail(err, VQ_ERR_INVALID_ARG,
-                       "cache config: cross: xquant: parameter rbits=%ld must be 0, 2, 4 or 8", rbits);
+    VQ_TRY(xq_params(&sp, &bits, &rbits, err, "cache config: cross: "));
     if (c->ev.kind != VQ_EVICT_NONE)
         return vq_fail(err, VQ_ERR_UNSUPPORTED,
                        "cache config: cross: xquant cannot be combined with evict=%s (a pair must hold the same slots)",
                        c->cfg->evict);
-    c->xq_bits = (int)bits;
-    c->xq_rbits = (int)rbits;
+    xq_state *S = calloc(1, sizeof *S);
+    if (!S)
+        return vq_fail(err, VQ_ERR_NOMEM, "xquant: out of memory");
+    c->xstate = S;
+    S->bits = (int)bits;
+    S->rbits = (int)rbits;
     int pairs = 0;
     for (int a = 0; a + 1 < c->n_layers; a += 2) {
         const vq_cache_layer_shape *x = &c->shapes[a], *y = &c->shapes[a + 1];
         if (x->n_kv_heads != y->n_kv_heads || x->n_q_heads != y->n_q_heads || x->head_dim != y->head_dim ||
             x->window != 0 || y->window != 0 || x->softcap != y->softcap)
             continue;
-        c->layers[a].xrole = VQ_XROLE_XQ_ANCHOR;
-        c->layers[a].xpartner = a + 1;
-        c->layers[a + 1].xrole = VQ_XROLE_XQ_FOLLOWER;
-        c->layers[a + 1].xpartner = a;
+        c->layers[a].xrole = VQ_CROSS_ANCHOR;
+        c->layers[a].xpeer = a + 1;
+        c->layers[a + 1].xrole = VQ_CROSS_FOLLOWER;
+        c->layers[a + 1].xpeer = a;
         pairs++;
     }
     if (pairs == 0)
@@ -338,31 +358,48 @@ vq_status vq_cache_xquant_parse(vq_cache *c, char *err)
     return VQ_OK;
 }
 
-int vq_cache_xquant_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st)
+static int xq_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st)
 {
-    vq_cache_layer *L = &c->layers[l];
-    if (L->xrole != VQ_XROLE_XQ_ANCHOR && L->xrole != VQ_XROLE_XQ_FOLLOWER)
+    const vq_cache_layer *L = &c->layers[l];
+    const xq_state *S = c->xstate;
+    if (L->xrole == VQ_CROSS_NONE)
         return 0;
-    *st = xq_make(L->shape.head_dim, role, c->xq_bits, c->xq_rbits, L->xrole == VQ_XROLE_XQ_FOLLOWER, seed, out);
+    char spec[64];
+    if (L->xrole == VQ_CROSS_FOLLOWER)
+        snprintf(spec, sizeof spec, "xquant:bits=%d,rbits=%d,follower=1", S->bits, S->rbits);
+    else
+        snprintf(spec, sizeof spec, "xquant:bits=%d", S->bits);
+    *st = vq_codec_create_ops(&xq_ops, spec, L->shape.head_dim, role, seed, NULL, out);
     if (*st != VQ_OK)
         vq_fail(c->err, *st, "cache layer %d: %s", l, vq_last_error());
     return 1;
 }
 
-vq_status vq_cache_xquant_bind(vq_cache *c, const vq_cache_layer *L, size_t h, size_t slot, vq_codec *kc,
-                               vq_codec *vc)
+/* point a follower's codecs at the anchor's codes of `slot` of head h */
+static vq_status xq_bind(vq_cache *c, const vq_cache_layer *L, size_t h, size_t slot, vq_codec *kc, vq_codec *vc)
 {
-    if (L->xrole != VQ_XROLE_XQ_FOLLOWER)
+    if (L->xrole != VQ_CROSS_FOLLOWER)
         return VQ_OK;
-    const vq_cache_layer *A = &c->layers[L->xpartner];
+    const vq_cache_layer *A = &c->layers[L->xpeer];
     const vq_cache_head *HA = &A->heads[h];
     if (slot >= HA->n_packed)
         return vq_fail(c->err, VQ_ERR_STATE,
                        "xquant: layer %d slot %zu has no anchor codes (layer %d holds %zu): append the anchor first",
-                       L->xpartner + 1, slot, L->xpartner, HA->n_packed);
+                       L->xpeer + 1, slot, L->xpeer, HA->n_packed);
     size_t P = A->page_tokens, i = slot % P;
     xq_impl *mk = kc->impl, *mv = vc->impl;
     mk->anchor = HA->kpages[slot / P] + i * vq_codec_bytes_per_token(A->kc);
     mv->anchor = HA->vpages[slot / P] + i * vq_codec_bytes_per_token(A->vc);
     return VQ_OK;
 }
+
+static void xq_free(vq_cache *c) { free(c->xstate); }
+
+const vq_cross_ops vq_cross_xquant_ops = {
+    .name = "xquant",
+    .canon = xq_canon,
+    .setup = xq_setup,
+    .codec = xq_codec,
+    .bind = xq_bind,
+    .free = xq_free,
+};
