@@ -172,9 +172,9 @@ typedef struct {
     vq_cache_layer_shape shape;
     vq_codec *kc, *vc;   /* packed codecs */
     vq_codec *fk, *fv;   /* fp16 codecs of the residual window */
-    /* per-worker codec handles ([0] = kc/vc/fk/fv; the others are clones
-     * with the same spec, seed and calibration state, since a codec
-     * handle's scratch is not safe for concurrent calls) */
+    /* per-worker codec handles ([0] = kc/vc/fk/fv; the others are
+     * vq_codec_clone's, since a codec handle's scratch is not safe for
+     * concurrent calls) */
     vq_codec **kcw, **vcw, **fkw, **fvw;
     size_t group;        /* lcm of the codecs' block tokens */
     size_t page_tokens;  /* multiple of group */
