@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "model/gguf.h"
 #include "model/kv_iface.h"
-#include "model/tokenizer.h"
+#include "model/tok_gguf.h"
 
 typedef enum { VQ_ARCH_LLAMA, VQ_ARCH_QWEN2, VQ_ARCH_QWEN3, VQ_ARCH_GEMMA3 } vq_arch;
 

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/tok_pretok.h"
-#include "model/tokenizer.h"
+#include "tok/tok_pretok.h"
+#include "tok/tokenizer.h"
 
 /* GGUF token types (tokenizer.ggml.token_type), as llama.cpp defines them. */
 enum {
@@ -141,7 +141,7 @@ vq_status vq_tok_spm_encode(const vq_tokenizer *t, vq_tok_work *w, const char *t
 vq_status vq_tok_bpe_encode(const vq_tokenizer *t, vq_tok_work *w, const char *text, size_t len,
                             vq_tok_vec *out, char *err);
 /* Build the merge table from tokenizer.ggml.merges. */
-vq_status vq_tok_bpe_load_merges(vq_tokenizer *t, const vq_gguf *g, char *err);
+vq_status vq_tok_bpe_load_merges(vq_tokenizer *t, const vq_tok_meta *g, char *err);
 
 /* Special-token partitioning (tokenizer_special.c): split text into raw
  * fragments and special-token ids as llama.cpp does. Calls raw(ctx, ...)

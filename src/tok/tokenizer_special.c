@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/tok_internal.h"
+#include "tok/tok_internal.h"
 
 static uint64_t mix64(uint64_t x)
 {

@@ -1,12 +1,12 @@
 /* tok_pretok.c -- pre-tokenizer regexes as hand-written matchers (see
  * tok_pretok.h for the regexes and the conventions). */
-#include "model/tok_pretok.h"
+#include "tok/tok_pretok.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "model/tok_unicode.h"
+#include "tok/tok_unicode.h"
 
 typedef enum {
     PASS_GPT2,        /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S) */
