@@ -24,10 +24,10 @@
 #include "codec/codec.h"
 #include "core/pool.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/spec.h"
 #include "veloxquant.h"
 
-#define VQ_CACHE_MAX_LAYERS 4096
 #define VQ_CACHE_DEFAULT_PAGE 256
 #define VQ_CACHE_QUERY_TILE 8 /* query tokens scored together */
 

@@ -451,7 +451,7 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     if (st != VQ_OK)
         return vq_fail(err, file_fault(st), "cache file: stored config: %s", vq_last_error());
     st = get_u32(&r, &nl, "shape");
-    if (st == VQ_OK && (nl < 1 || nl > VQ_CACHE_MAX_LAYERS || (size_t)nl * 20 > r.len - r.off))
+    if (st == VQ_OK && (nl < 1 || nl > VQ_MAX_LAYERS || (size_t)nl * 20 > r.len - r.off))
         st = vq_fail(err, VQ_ERR_FORMAT, "cache file: %u layers", nl);
     vq_cache_layer_shape *ls = st == VQ_OK ? calloc(nl, sizeof *ls) : NULL;
     if (st == VQ_OK && !ls)

@@ -46,9 +46,9 @@ static vq_status check_shape(const vq_cache_shape *s, char *err)
 {
     if (!s || !s->layers)
         return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: NULL");
-    if (s->n_layers < 1 || s->n_layers > VQ_CACHE_MAX_LAYERS)
+    if (s->n_layers < 1 || s->n_layers > VQ_MAX_LAYERS)
         return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: n_layers=%d out of range [1, %d]", s->n_layers,
-                       VQ_CACHE_MAX_LAYERS);
+                       VQ_MAX_LAYERS);
     for (int l = 0; l < s->n_layers; l++) {
         const vq_cache_layer_shape *ls = &s->layers[l];
         if (ls->n_kv_heads < 1 || ls->n_kv_heads > 1024)

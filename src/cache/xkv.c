@@ -600,7 +600,7 @@ static vq_status xkv_load(vq_cache *c, const uint8_t *src, size_t len, size_t *u
     VQ_TRY(need(4, off, len, "xkv section", err));
     uint32_t ng = vq_get_u32(src);
     off += 4;
-    if ((int)ng != S->n_groups || ng > VQ_CACHE_MAX_LAYERS)
+    if ((int)ng != S->n_groups || ng > VQ_MAX_LAYERS)
         return vq_fail(err, VQ_ERR_FORMAT, "cache file: %u xkv groups, the config makes %d", ng, S->n_groups);
     for (int g = 0; g < (int)ng; g++) {
         const int D = S->g[g].D;
