@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
+#include "codec/bitstream.h"
 #include "codec/eigen.h"
 #include "core/fp16.h"
 #include "core/io.h"
@@ -66,15 +67,6 @@ typedef struct {
 
 /* ---- the key codec -------------------------------------------------------- */
 
-static void unpack(const uint8_t *src, int bits, size_t n, uint8_t *out)
-{
-    unsigned mask = (1u << bits) - 1u;
-    for (size_t j = 0; j < n; j++) {
-        size_t b = j * (size_t)bits;
-        out[j] = (uint8_t)((src[b / 8] >> (b % 8)) & mask);
-    }
-}
-
 /* coordinates of token t -> m->y (dequantized) */
 static void coords(vq_codec *c, const uint8_t *src, size_t t)
 {
@@ -82,7 +74,7 @@ static void coords(vq_codec *c, const uint8_t *src, size_t t)
     const size_t r = (size_t)m->grp->rank;
     const uint8_t *p = src + t * c->block_bytes;
     float s = vq_fp16_to_fp32(vq_get_u16(p + m->code_bytes)), z = vq_fp16_to_fp32(vq_get_u16(p + m->code_bytes + 2));
-    unpack(p, m->bits, r, m->c);
+    vq_bits_unpack(p, r, m->bits, m->c);
     for (size_t j = 0; j < r; j++)
         m->y[j] = s * (float)m->c[j] + z;
 }
@@ -113,9 +105,7 @@ static void xkv_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
         memset(p, 0, m->code_bytes);
         for (size_t j = 0; j < r; j++) {
             float q = s > 0.0f ? roundf((m->y[j] - z) / s) : 0.0f;
-            unsigned code = (unsigned)(q < 0.0f ? 0.0f : q > qmax ? qmax : q);
-            size_t b = j * (size_t)m->bits;
-            p[b / 8] |= (uint8_t)(code << (b % 8));
+            vq_bits_put(p, j, m->bits, (unsigned)(q < 0.0f ? 0.0f : q > qmax ? qmax : q));
         }
         vq_put_u16(p + m->code_bytes, hs);
         vq_put_u16(p + m->code_bytes + 2, hz);
@@ -164,7 +154,7 @@ static void xkv_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p = codes + i * c->block_bytes;
         float s = vq_fp16_to_fp32(vq_get_u16(p + m->code_bytes)), z = vq_fp16_to_fp32(vq_get_u16(p + m->code_bytes + 2));
-        unpack(p, m->bits, r, m->c);
+        vq_bits_unpack(p, r, m->bits, m->c);
         for (int j = 0; j < n_q; j++) {
             const float *qj = q + (size_t)j * qs;
             float dot = 0.0f;

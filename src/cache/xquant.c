@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
+#include "codec/bitstream.h"
 #include "core/fp16.h"
 #include "core/io.h"
 
@@ -55,24 +56,6 @@ typedef struct {
     float *x;                /* [D] decode scratch */
     uint8_t *c;              /* [D] unpacked codes */
 } xq_impl;
-
-static void unpack(const uint8_t *src, int bits, size_t n, uint8_t *out)
-{
-    unsigned mask = (1u << bits) - 1u;
-    for (size_t j = 0; j < n; j++) {
-        size_t b = j * (size_t)bits;
-        out[j] = (uint8_t)((src[b / 8] >> (b % 8)) & mask);
-    }
-}
-
-static void pack(const uint8_t *c, int bits, size_t n, uint8_t *dst)
-{
-    memset(dst, 0, n * (size_t)bits / 8);
-    for (size_t j = 0; j < n; j++) {
-        size_t b = j * (size_t)bits;
-        dst[b / 8] |= (uint8_t)(c[j] << (b % 8));
-    }
-}
 
 /* asymmetric min/max quantization of n values at `bits`; codes out, fp16
  * scale and zero written at sz (4 bytes) */
@@ -108,17 +91,17 @@ static void decode_one(vq_codec *c, const uint8_t *src, size_t t, float *x)
     const size_t D = (size_t)c->head_dim, bpt = c->block_bytes;
     const uint8_t *p = src + t * bpt;
     if (!m->follower) {
-        unpack(p, m->bits, D, m->c);
+        vq_bits_unpack(p, D, m->bits, m->c);
         for (size_t g = 0; g < m->ng; g++)
             dequant_add(m->c + g * XQ_GROUP, p + m->code_bytes + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 0);
         return;
     }
-    unpack(m->anchor + t * m->anchor_bpt, m->bits, D, m->c);
+    vq_bits_unpack(m->anchor + t * m->anchor_bpt, D, m->bits, m->c);
     for (size_t g = 0; g < m->ng; g++)
         dequant_add(m->c + g * XQ_GROUP, p + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 0);
     if (m->rbits) {
         const uint8_t *rc = p + 4 * m->ng, *rsz = rc + D * (size_t)m->rbits / 8;
-        unpack(rc, m->rbits, D, m->c);
+        vq_bits_unpack(rc, D, m->rbits, m->c);
         for (size_t g = 0; g < m->ng; g++)
             dequant_add(m->c + g * XQ_GROUP, rsz + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 1);
     }
@@ -134,10 +117,10 @@ static void xq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
         if (!m->follower) {
             for (size_t g = 0; g < m->ng; g++)
                 quant_group(y + g * XQ_GROUP, XQ_GROUP, m->bits, m->c + g * XQ_GROUP, p + m->code_bytes + 4 * g);
-            pack(m->c, m->bits, D, p);
+            vq_bits_pack(m->c, D, m->bits, p);
             continue;
         }
-        unpack(m->anchor + t * m->anchor_bpt, m->bits, D, m->c);
+        vq_bits_unpack(m->anchor + t * m->anchor_bpt, D, m->bits, m->c);
         for (size_t g = 0; g < m->ng; g++) {
             /* least-squares scale and zero given the anchor's codes */
             const uint8_t *cg = m->c + g * XQ_GROUP;
@@ -164,7 +147,7 @@ static void xq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
                 m->x[d] = y[d] - m->x[d];
             for (size_t g = 0; g < m->ng; g++)
                 quant_group(m->x + g * XQ_GROUP, XQ_GROUP, m->rbits, m->c + g * XQ_GROUP, rsz + 4 * g);
-            pack(m->c, m->rbits, D, rc);
+            vq_bits_pack(m->c, D, m->rbits, rc);
         }
     }
 }

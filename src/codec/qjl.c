@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/bitstream.h"
 #include "codec/codec.h"
 #include "core/fp16.h"
 #include "core/io.h"
@@ -88,7 +89,7 @@ static void project(const qjl *j, const float *x, int D, float *y)
     }
 }
 
-static inline float zsign(const uint8_t *z, int i) { return (z[i >> 3] >> (i & 7) & 1) ? 1.0f : -1.0f; }
+static inline float zsign(const uint8_t *z, int i) { return vq_bits_get(z, (size_t)i, 1) ? 1.0f : -1.0f; }
 
 static void qjl_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
 {
@@ -105,7 +106,7 @@ static void qjl_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
         project(j, k, D, j->tmp);
         for (int i = 0; i < j->m; i++)
             if (j->tmp[i] >= 0.0f)
-                blk[2 + (i >> 3)] |= (uint8_t)(1u << (i & 7));
+                vq_bits_put(blk + 2, (size_t)i, 1, 1);
     }
 }
 

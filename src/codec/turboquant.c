@@ -226,12 +226,12 @@ static void tq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
             mat_vec(t->S, r, y, D); /* y is free now */
             for (int d = 0; d < D; d++)
                 if (y[d] >= 0.0f)
-                    blk[t->off2 + (size_t)(d >> 3)] |= (uint8_t)(1u << (d & 7));
+                    vq_bits_put(blk + t->off2, (size_t)d, 1, 1);
         }
     }
 }
 
-static inline float sign_bit(const uint8_t *bits, int d) { return (bits[d >> 3] >> (d & 7) & 1) ? 1.0f : -1.0f; }
+static inline float sign_bit(const uint8_t *bits, int d) { return vq_bits_get(bits, (size_t)d, 1) ? 1.0f : -1.0f; }
 
 static void tq_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
 {
