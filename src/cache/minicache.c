@@ -28,6 +28,7 @@
 
 #include "cache/cache_internal.h"
 #include "core/fp16.h"
+#include "core/mem.h"
 
 /* per follower's anchor layer: the floats of its last append, kept until
  * the follower has merged them */
@@ -105,13 +106,9 @@ static vq_status stage(vq_cache *c, int layer, const float *k, const float *v, s
         size_t nc = st->cap ? st->cap : f;
         while (nc < f)
             nc *= 2;
-        float *a = realloc(st->k, nc * sizeof *a);
-        if (a)
-            st->k = a;
-        float *b = realloc(st->v, nc * sizeof *b);
-        if (b)
-            st->v = b;
-        if (!a || !b)
+        int ok = vq_resize(&st->k, nc * sizeof *st->k);
+        ok &= vq_resize(&st->v, nc * sizeof *st->v);
+        if (!ok)
             return vq_fail(c->err, VQ_ERR_NOMEM, "minicache: out of memory");
         st->cap = nc;
     }

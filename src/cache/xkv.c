@@ -41,6 +41,7 @@
 #include "codec/bitstream.h"
 #include "codec/eigen.h"
 #include "core/fp16.h"
+#include "core/mem.h"
 #include "core/io.h"
 #include "core/rng.h"
 
@@ -366,19 +367,12 @@ vq_status vq_cache_resize_window(vq_cache *c, vq_cache_layer *L, size_t cap)
     const size_t D2 = 2 * (size_t)L->shape.head_dim;
     for (int h = 0; h < L->shape.n_kv_heads; h++) {
         vq_cache_head *H = &L->heads[h];
-        uint8_t *k = realloc(H->rk, cap * D2);
-        if (k)
-            H->rk = k;
-        uint8_t *v = realloc(H->rv, cap * D2);
-        if (v)
-            H->rv = v;
-        int32_t *p = realloc(H->rpos, cap * sizeof *p);
-        if (p)
-            H->rpos = p;
-        float *s = H->rscore ? realloc(H->rscore, cap * sizeof *s) : NULL;
-        if (s)
-            H->rscore = s;
-        if (!k || !v || !p || (H->rscore && !s))
+        int ok = vq_resize(&H->rk, cap * D2);
+        ok &= vq_resize(&H->rv, cap * D2);
+        ok &= vq_resize(&H->rpos, cap * sizeof *H->rpos);
+        if (H->rscore)
+            ok &= vq_resize(&H->rscore, cap * sizeof *H->rscore);
+        if (!ok)
             return vq_fail(c->err, VQ_ERR_NOMEM, "xkv: out of memory for the fp16 window");
     }
     L->res_cap = cap;

@@ -42,6 +42,7 @@
 
 #include "cache/cache_internal.h"
 #include "codec/bitstream.h"
+#include "codec/vecops.h"
 #include "core/fp16.h"
 #include "core/io.h"
 
@@ -170,12 +171,8 @@ static void xq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
     const float *q = (const float *)qbuf;
     for (size_t i = 0; i < n; i++) {
         decode_one(c, codes, i, m->x);
-        for (int j = 0; j < n_q; j++) {
-            float s = 0.0f;
-            for (size_t d = 0; d < D; d++)
-                s += q[(size_t)j * D + d] * m->x[d];
-            scores[(size_t)j * n + i] = s;
-        }
+        for (int j = 0; j < n_q; j++)
+            scores[(size_t)j * n + i] = vq_vec_dot(q + (size_t)j * D, m->x, D);
     }
 }
 
@@ -190,17 +187,9 @@ static void xq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
         if (!any)
             continue;
         decode_one(c, codes, i, m->x);
-        for (int j = 0; j < n_q; j++) {
-            float wj = w[(size_t)j * n + i];
-            for (size_t d = 0; d < D; d++)
-                acc[(size_t)j * D + d] += wj * m->x[d];
-        }
+        for (int j = 0; j < n_q; j++)
+            vq_vec_axpy(w[(size_t)j * n + i], m->x, D, acc + (size_t)j * D);
     }
-}
-
-static void xq_finish(vq_codec *c, const float *acc, float *out)
-{
-    memcpy(out, acc, (size_t)c->head_dim * sizeof(float));
 }
 
 static void xq_destroy(vq_codec *c)
@@ -276,7 +265,7 @@ static const vq_codec_ops xq_ops = {
     .prepare_query = xq_prepare,
     .score = xq_score,
     .accumulate = xq_accumulate,
-    .accum_finish = xq_finish,
+    .accum_finish = vq_codec_finish_copy,
     .clone = xq_clone,
 };
 

@@ -312,6 +312,11 @@ vq_status vq_codec_accum_finish(vq_codec *c, const float *acc, float *out)
     return VQ_OK;
 }
 
+void vq_codec_finish_copy(vq_codec *c, const float *acc, float *out)
+{
+    memcpy(out, acc, (size_t)c->head_dim * sizeof *out);
+}
+
 vq_status vq_codec_calibrate(vq_codec *c, const float *x, size_t n)
 {
     if (!c)

@@ -102,6 +102,10 @@ vq_status vq_codec_create_ops(const vq_codec_ops *ops, const char *spec, int hea
  * scratch, so one handle serves one thread at a time). */
 vq_status vq_codec_clone(const vq_codec *c, vq_codec **out);
 
+/* accum_finish of methods whose accumulator is the output vector
+ * (accum_size == head_dim): a copy. */
+void vq_codec_finish_copy(vq_codec *c, const float *acc, float *out);
+
 /* Registered methods, NULL-terminated (registry.c). */
 extern const vq_codec_ops *const vq_codec_registry[];
 

@@ -392,11 +392,6 @@ static void kivi_accumulate(vq_codec *c, const float *w, int n_q,
     }
 }
 
-static void kivi_finish(vq_codec *c, const float *acc, float *out)
-{
-    memcpy(out, acc, sizeof(float) * (size_t)c->head_dim);
-}
-
 const vq_codec_ops vq_codec_kivi_ops = {
     .name = "kivi",
     .default_spec = "kivi:bits=2,group=32",
@@ -408,7 +403,7 @@ const vq_codec_ops vq_codec_kivi_ops = {
     .prepare_query = kivi_prepare_query,
     .score = kivi_score,
     .accumulate = kivi_accumulate,
-    .accum_finish = kivi_finish,
+    .accum_finish = vq_codec_finish_copy,
     .values = kivi_values, /* the channel domain: finish is a copy */
     .dot_query = 1,
 };

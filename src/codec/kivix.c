@@ -48,6 +48,7 @@
 
 #include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/vecops.h"
 #include "core/fp16.h"
 
 #define KX_FP16_MAX 65504.0f
@@ -333,17 +334,9 @@ static void kx_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
                 float wt = w[(size_t)j * n + blk * B + t];
                 if (wt == 0.0f)
                     continue;
-                const float *v = st->dec + t * D;
-                float *a = acc + (size_t)j * D;
-                for (size_t d = 0; d < D; d++)
-                    a[d] += wt * v[d];
+                vq_vec_axpy(wt, st->dec + t * D, D, acc + (size_t)j * D);
             }
     }
-}
-
-static void kx_finish(vq_codec *c, const float *acc, float *out)
-{
-    memcpy(out, acc, (size_t)c->head_dim * sizeof(float));
 }
 
 static void kx_values(vq_codec *c, const uint8_t *codes, size_t n, float *out) { kx_decode(c, codes, n, out); }
@@ -359,7 +352,7 @@ const vq_codec_ops vq_codec_kivix_ops = {
     .prepare_query = kx_prepare_query,
     .score = kx_score,
     .accumulate = kx_accumulate,
-    .accum_finish = kx_finish,
+    .accum_finish = vq_codec_finish_copy,
     .values = kx_values, /* the channel domain: finish is a copy */
     .dot_query = 1,
 };

@@ -87,17 +87,7 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
         if (ls->softcap > 0)
             for (size_t pj = 0; pj < nk; pj++)
                 s[pj] = ls->softcap * tanhf(s[pj] / ls->softcap);
-        float m = -INFINITY;
-        for (size_t pj = 0; pj < nk; pj++)
-            m = s[pj] > m ? s[pj] : m;
-        float sum = 0;
-        for (size_t pj = 0; pj < nk; pj++) {
-            s[pj] = expf(s[pj] - m);
-            sum += s[pj];
-        }
-        float inv = 1.0f / sum;
-        for (size_t pj = 0; pj < nk; pj++)
-            s[pj] *= inv;
+        vq_softmax(s, nk);
         float *o = j->out + it * hd;
         memset(o, 0, hd * sizeof(float));
         kern->dense_axpy(s, nk, 1, V + (size_t)lo * hd, nk, hd, o, hd);

@@ -13,21 +13,11 @@
 #include "tok/tok_internal.h"
 #include "tok/tok_unicode.h"
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 /* Returns 1 if inserted, 0 if the pair was already present (first wins). */
 static int pair_insert(vq_tok_pairmap *m, int32_t l, int32_t r, int32_t rank, int32_t res)
 {
     uint64_t key = (((uint64_t)(uint32_t)l << 32) | (uint32_t)r) + 1;
-    size_t i = (size_t)mix64(key) & m->mask;
+    size_t i = (size_t)vq_tok_mix64(key) & m->mask;
     while (m->key[i]) {
         if (m->key[i] == key)
             return 0;
@@ -44,7 +34,7 @@ static int pair_find(const vq_tok_pairmap *m, int32_t l, int32_t r, int32_t *ran
     if (!m->key)
         return 0;
     uint64_t key = (((uint64_t)(uint32_t)l << 32) | (uint32_t)r) + 1;
-    size_t i = (size_t)mix64(key) & m->mask;
+    size_t i = (size_t)vq_tok_mix64(key) & m->mask;
     while (m->key[i]) {
         if (m->key[i] == key) {
             *rank = m->rank[i];

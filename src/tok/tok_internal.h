@@ -153,4 +153,16 @@ vq_status vq_tok_partition(const vq_tokenizer *t, const char *text, size_t len, 
 vq_status vq_tok_special_build(vq_tokenizer *t, char *err);
 void vq_tok_special_free(vq_tokenizer *t);
 
+/* the hash of the tokenizer's open-addressing tables (merges, special
+ * token trie): splitmix64's finaliser */
+static inline uint64_t vq_tok_mix64(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x9e3779b97f4a7c15ULL;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 32;
+    return x;
+}
+
 #endif
