@@ -194,13 +194,19 @@ static void xq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
 
 static void xq_destroy(vq_codec *c)
 {
-    xq_impl *m = c->impl;
-    if (m) {
-        free(m->x);
-        free(m->c);
-        free(m);
-    }
+    free(c->impl);
     c->impl = NULL;
+}
+
+/* the parameters and the scratch of a head_dim D handle, one block */
+static xq_impl *xq_alloc(size_t D)
+{
+    xq_impl *m = calloc(1, sizeof *m + D * sizeof(float) + D);
+    if (m) {
+        m->x = (float *)(void *)(m + 1);
+        m->c = (uint8_t *)(m->x + D);
+    }
+    return m;
 }
 
 /* spec "xquant:bits=B" (anchor) or "xquant:bits=B,rbits=R,follower=1"
@@ -212,13 +218,9 @@ static vq_status xq_init(vq_codec *c, vq_spec *sp)
     VQ_TRY(vq_spec_int(sp, "rbits", 0, 0, 8, &rbits, c->err));
     VQ_TRY(vq_spec_int(sp, "follower", 0, 0, 1, &follower, c->err));
     const size_t D = (size_t)c->head_dim;
-    xq_impl *m = calloc(1, sizeof *m);
-    if (m) {
-        m->x = malloc(D * sizeof *m->x);
-        m->c = malloc(D);
-    }
+    xq_impl *m = xq_alloc(D);
     c->impl = m;
-    if (!m || !m->x || !m->c)
+    if (!m)
         return vq_fail(c->err, VQ_ERR_NOMEM, "xquant: out of memory");
     m->bits = (int)bits;
     m->rbits = (int)rbits;
@@ -241,17 +243,16 @@ static vq_status xq_init(vq_codec *c, vq_spec *sp)
 static vq_status xq_clone(const vq_codec *src, vq_codec *dst)
 {
     const xq_impl *s = src->impl;
-    const size_t D = (size_t)src->head_dim;
-    xq_impl *m = malloc(sizeof *m);
-    if (m) {
-        *m = *s;
-        m->anchor = NULL;
-        m->x = malloc(D * sizeof *m->x);
-        m->c = malloc(D);
-    }
+    xq_impl *m = xq_alloc((size_t)src->head_dim);
     dst->impl = m;
-    if (!m || !m->x || !m->c)
+    if (!m)
         return vq_fail(dst->err, VQ_ERR_NOMEM, "xquant: out of memory");
+    float *x = m->x;
+    uint8_t *cs = m->c;
+    *m = *s;
+    m->x = x;
+    m->c = cs;
+    m->anchor = NULL;
     return VQ_OK;
 }
 

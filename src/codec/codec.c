@@ -71,15 +71,11 @@ static vq_status create(const vq_codec_ops *ops, vq_spec *sp, int head_dim, vq_r
     const char *calib = NULL;
     vq_spec_str(sp, "calib", NULL, &calib, NULL);
 
-    vq_codec *c = calloc(1, sizeof *c);
+    vq_codec *c = malloc(sizeof *c);
     if (!c)
         return vq_fail(NULL, VQ_ERR_NOMEM, "vq_codec_create: out of memory");
-    c->ops = ops;
-    c->head_dim = head_dim;
-    c->role = role;
-    c->seed = seed;
-    c->ctx = ctx;
-    c->ready = !ops->needs_calibration;
+    *c = (vq_codec){ .ops = ops, .head_dim = head_dim, .role = role, .seed = seed, .ctx = ctx,
+                     .ready = !ops->needs_calibration };
     vq_status st = ops->init(c, sp);
     if (st == VQ_OK)
         st = vq_spec_check_unused(sp, c->err);
@@ -110,11 +106,10 @@ static vq_status create(const vq_codec_ops *ops, vq_spec *sp, int head_dim, vq_r
 
 static vq_status check_args(const char *spec, int head_dim, vq_role role, vq_codec **out)
 {
-    if (!out)
-        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: out is NULL");
-    *out = NULL;
-    if (!spec)
-        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: spec is NULL");
+    if (out)
+        *out = NULL;
+    if (!out || !spec)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: %s is NULL", out ? "spec" : "out");
     if (head_dim < 32 || head_dim > 256 || head_dim % 32 != 0)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG,
                        "vq_codec_create: head_dim %d unsupported (need a multiple of 32 in 32..256)", head_dim);

@@ -50,6 +50,7 @@
 #include "codec/codec.h"
 #include "codec/vecops.h"
 #include "core/fp16.h"
+#include "core/io.h"
 
 #define KX_FP16_MAX 65504.0f
 
@@ -62,13 +63,8 @@ typedef struct {
     size_t *lo, *hi;          /* per range: first/last remaining sorted slot */
 } kx_state;
 
-static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32((vq_fp16)(p[0] | p[1] << 8)); }
-static inline void st16(uint8_t *p, float f)
-{
-    vq_fp16 h = vq_fp32_to_fp16(f);
-    p[0] = (uint8_t)h;
-    p[1] = (uint8_t)(h >> 8);
-}
+static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32(vq_get_u16(p)); }
+static inline void st16(uint8_t *p, float f) { vq_put_u16(p, vq_fp32_to_fp16(f)); }
 static inline float clamp16(float f)
 {
     if (!(f == f))
@@ -344,7 +340,6 @@ static void kx_values(vq_codec *c, const uint8_t *codes, size_t n, float *out) {
 const vq_codec_ops vq_codec_kivix_ops = {
     .name = "kivix",
     .default_spec = "kivix:bits=3,group=32,outliers=0",
-    .needs_calibration = 0,
     .init = kx_init,
     .destroy = kx_destroy,
     .encode = kx_encode,
@@ -353,6 +348,6 @@ const vq_codec_ops vq_codec_kivix_ops = {
     .score = kx_score,
     .accumulate = kx_accumulate,
     .accum_finish = vq_codec_finish_copy,
-    .values = kx_values, /* the channel domain: finish is a copy */
+    .values = kx_values,
     .dot_query = 1,
 };
