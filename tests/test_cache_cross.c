@@ -451,7 +451,7 @@ static void test_xquant(void)
         vq_cache *c = make(cfgs[ci]);
         if (!c)
             continue;
-        CHECK(c->layers[0].xrole == VQ_XROLE_XQ_ANCHOR && c->layers[1].xrole == VQ_XROLE_XQ_FOLLOWER);
+        CHECK(c->layers[0].xrole == VQ_CROSS_ANCHOR && c->layers[1].xrole == VQ_CROSS_FOLLOWER);
         double e = drive_all(c, &x);
         /* same vectors, summed in another order: float rounding */
         CHECKF(e <= 2e-5, "%s: attention vs decoded reference rel err %.3g", cfgs[ci], e);

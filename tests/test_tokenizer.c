@@ -19,9 +19,9 @@
 #include "core/timer.h"
 #include "gguf_writer.h"
 #include "model/gguf.h"
-#include "model/tok_pretok.h"
-#include "model/tok_unicode.h"
-#include "model/tokenizer.h"
+#include "tok/tok_pretok.h"
+#include "tok/tok_unicode.h"
+#include "model/tok_gguf.h"
 #include "test.h"
 
 /* ---- helpers ------------------------------------------------------------- */

@@ -168,8 +168,9 @@ typedef struct {
 /* partial results of item it: m[nq], l[nq], acc[nq*asz], accr[nq*D] */
 static float *part_m(const vq_cache *c, size_t it) { return c->part + it * c->part_stride; }
 
-/* scale raw anchor scores by the follower's key ratios and drop the
- * anchor slots that are not merged; after the mask, -inf stays -inf */
+/* scale the lending layer's raw scores by the borrower's key ratios and
+ * drop the lent slots that are not merged; after the mask, -inf stays
+ * -inf */
 static void apply_ratios_k(float *s, size_t nq, size_t n, const vq_xslot *x)
 {
     for (size_t j = 0; j < nq; j++)
@@ -192,7 +193,8 @@ static void apply_ratios_v(float *w, size_t nq, size_t n, const vq_xslot *x)
             w[j * n + i] *= vq_fp16_to_fp32(x[i].rv);
 }
 
-/* MiniCache follower: the anchor's merged slots of head h, chunk s */
+/* a layer that borrows slots (vq_xslot, cross=minicache): the lending
+ * layer A's merged slots of head h, chunk s */
 static vq_status anchor_pass(tile_job *J, vq_cache_layer *A, size_t h, size_t s, int w, float *m, float *l,
                              float *acc, float *acc2, float *accr)
 {
@@ -242,7 +244,7 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     const size_t D = (size_t)L->shape.head_dim, g = J->g, nq = J->nq, P = L->page_tokens;
     const size_t kqb = vq_codec_query_bytes(kc), fqb = vq_codec_query_bytes(fk), asz = vq_codec_accum_size(vc);
     float *m = part_m(c, it), *l = m + nq, *acc = l + nq, *accr = acc + nq * asz, *acc2 = NULL;
-    vq_cache_layer *A = L->cross_role == 2 ? &c->layers[L->partner] : NULL;
+    vq_cache_layer *A = vq_cross_lender(c, L);
     if (A) {
         acc2 = accr + nq * D;
         memset(acc2, 0, nq * asz * sizeof(float));
@@ -277,7 +279,7 @@ static vq_status run_item(tile_job *J, size_t it, int w)
             break; /* positions increase: nothing later is visible */
         if (L->shape.window > 0 && vq_head_pos(H, s0 + n - 1) <= qmin - L->shape.window)
             continue;
-        VQ_TRY(vq_cache_xquant_bind(c, L, h, s0, kc, vc));
+        VQ_TRY(vq_cross_bind(c, L, h, s0, kc, vc));
         VQ_TRY(vq_codec_score(kc, W->qbuf, (int)nq, H->kpages[pg], n, W->sc));
         mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
                     wb ? wb + s0 : NULL, ns);
@@ -316,7 +318,7 @@ static vq_status merge_head(tile_job *J, size_t h, float *out)
     vq_cache_layer *L = J->L;
     const size_t D = (size_t)L->shape.head_dim, nq = J->nq, asz = vq_codec_accum_size(L->vc);
     size_t it0 = h * J->chunks;
-    vq_cache_layer *A = L->cross_role == 2 ? &c->layers[L->partner] : NULL;
+    vq_cache_layer *A = vq_cross_lender(c, L);
     float *m = part_m(c, it0), *l = m + nq, *acc = l + nq, *accr = acc + nq * asz, *acca = accr + nq * D;
     for (size_t s = 1; s < J->chunks; s++) {
         float *m2 = part_m(c, it0 + s), *l2 = m2 + nq, *acc2 = l2 + nq, *accr2 = acc2 + nq * asz,

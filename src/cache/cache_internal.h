@@ -24,10 +24,10 @@
 #include "codec/codec.h"
 #include "core/pool.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/spec.h"
 #include "veloxquant.h"
 
-#define VQ_CACHE_MAX_LAYERS 4096
 #define VQ_CACHE_DEFAULT_PAGE 256
 #define VQ_CACHE_QUERY_TILE 8 /* query tokens scored together */
 
@@ -109,9 +109,12 @@ void vq_page_pool_destroy(vq_page_pool *p);
 
 /* ---- cache ---------------------------------------------------------------- */
 
-/* MiniCache: per anchor slot, whether the follower layer's token of the
- * same position was merged into it, and the follower's norm ratios
- * |x_follower| / |x_anchor| for keys and values (fp16). */
+/* Shared slots (MiniCache, minicache.c): per slot of a layer that lends
+ * its slots to another layer, whether the borrowing layer's token of the
+ * same position was merged into it, and the borrower's norm ratios
+ * |x_borrower| / |x_lender| for keys and values (fp16). The store keeps
+ * these records beside the slots they describe (moved, compacted, saved
+ * with them) wherever the head holds them (x, rx non-NULL). */
 typedef struct {
     uint16_t rk, rv;
     uint8_t merged;
@@ -120,7 +123,7 @@ typedef struct {
 /* per-worker attention scratch */
 typedef struct {
     uint8_t *qbuf; /* nq_max * max key query_bytes */
-    uint8_t *qbuf2;/* same, prepared for a MiniCache anchor's key codec */
+    uint8_t *qbuf2;/* same, prepared for the lending layer's key codec */
     float *qf;     /* nq_max * max head_dim (fp16 residual queries) */
     float *sc;     /* nq_max * max(page_tokens, res_cap) scores */
     vq_status st;  /* first failure of this worker in a job */
@@ -151,17 +154,27 @@ typedef struct {
     int32_t *rpos;
     float *rscore;     /* [res_cap], NULL unless the policy uses scores */
     size_t n_res;
-    /* MiniCache anchor layers only (else NULL): [cap_slots] and [res_cap] */
+    /* layers that lend their slots only (else NULL): [cap_slots], [res_cap] */
     vq_xslot *x, *rx;
 } vq_cache_head;
+
+/* a layer's part in a cross-layer method (cross=...) */
+typedef enum {
+    VQ_CROSS_NONE = 0, /* a plain layer */
+    VQ_CROSS_ANCHOR,   /* first layer of a pair (minicache, xquant) */
+    VQ_CROSS_FOLLOWER, /* second layer of a pair (minicache, xquant) */
+    VQ_CROSS_GROUP     /* member of a group (xkv) */
+} vq_cross_role;
+
+typedef struct vq_cross_ops vq_cross_ops;
 
 typedef struct {
     vq_cache_layer_shape shape;
     vq_codec *kc, *vc;   /* packed codecs */
     vq_codec *fk, *fv;   /* fp16 codecs of the residual window */
-    /* per-worker codec handles ([0] = kc/vc/fk/fv; the others are clones
-     * with the same spec, seed and calibration state, since a codec
-     * handle's scratch is not safe for concurrent calls) */
+    /* per-worker codec handles ([0] = kc/vc/fk/fv; the others are
+     * vq_codec_clone's, since a codec handle's scratch is not safe for
+     * concurrent calls) */
     vq_codec **kcw, **vcw, **fkw, **fvw;
     size_t group;        /* lcm of the codecs' block tokens */
     size_t page_tokens;  /* multiple of group */
@@ -172,26 +185,17 @@ typedef struct {
     int32_t app_pos0;    /* the last append: positions app_pos0.. */
     size_t app_n;
     vq_cache_head *heads;
-    /* MiniCache (cross=minicache): role 1 = anchor of layer partner,
-     * 2 = follower of layer partner, 0 = unpaired. The anchor keeps the
-     * floats of its last append until the follower has merged them. */
-    int cross_role, partner;
-    float *stage_k, *stage_v; /* [stage_n][n_kv_heads][head_dim] */
-    size_t stage_n, stage_cap;
-    int stage_valid;
-    /* XQuant / xKV (xquant.c, xkv.c): role in a pair or group, partner =
-     * the pair's other layer (xquant) or the group's index (xkv) */
-    int xrole, xpartner;
+    /* cross-layer sharing: this layer's part, read and written only by
+     * the method's file (minicache.c, xquant.c, xkv.c) */
+    vq_cross_role xrole;
+    int xpeer;           /* the paired layer, or the group's index (xkv) */
 } vq_cache_layer;
-
-enum { VQ_XROLE_NONE = 0, VQ_XROLE_XQ_ANCHOR, VQ_XROLE_XQ_FOLLOWER, VQ_XROLE_XKV };
 
 struct vq_cache {
     vq_cache_config *cfg;
     vq_evict_params ev;
-    double mc_start, mc_threshold; /* minicache parameters */
-    int xq_bits, xq_rbits;         /* xquant parameters */
-    struct vq_xkv_state *xkv;      /* xkv groups (xkv.c), NULL without */
+    const vq_cross_ops *cross;     /* cross=..., NULL for none */
+    void *xstate;                  /* the cross method's state */
     int n_layers;
     vq_cache_layer *layers;
     vq_cache_layer_shape *shapes; /* copy handed out by get_shape */
@@ -263,46 +267,85 @@ static inline int vq_cache_uses_scores(const vq_cache *c)
            c->ev.kind == VQ_EVICT_PYRAMIDKV;
 }
 
-/* minicache.c */
-vq_status vq_cache_minicache_setup(vq_cache *c, char *err);
-/* anchor: keep the floats of this append; follower: merge and store */
-vq_status vq_cache_minicache_stage(vq_cache *c, vq_cache_layer *L, const float *k, const float *v, size_t n);
-vq_status vq_cache_minicache_append(vq_cache *c, int layer, const float *k, const float *v, size_t n, int32_t pos0);
+/* ---- cross-layer sharing (cross=...) -------------------------------------
+ *
+ * A method is a vq_cross_ops table (minicache.c, xquant.c, xkv.c; listed in
+ * cross.c). The rest of the cache calls it only through the vq_cross_*
+ * helpers below, each a no-op for a cache without cross= or a method
+ * without that entry. Every entry but name, canon and setup is optional. */
+struct vq_cross_ops {
+    const char *name;
+    /* Check the parameters of `sp` (name already matched) and write the
+     * canonical spec into canon (config parsing, no cache yet). */
+    vq_status (*canon)(vq_spec *sp, char *canon, size_t cap, char *err);
+    /* Read c->cfg->cross and assign the layers' xrole/xpeer; c->shapes and
+     * c->ev are set, the layers have no codecs yet. May set c->xstate. */
+    vq_status (*setup)(vq_cache *c, char *err);
+    /* Make layer l's codec for `role` in place of the configured one:
+     * answer 1 (status in *st) or 0 (use the configured codec). */
+    int (*codec)(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st);
+    /* Every layer has its codecs and heads. */
+    vq_status (*layers_ready)(vq_cache *c, char *err);
+    /* Before the layer stores an append (arguments checked, nothing done
+     * yet): *done = 1 when the method stored the tokens itself. */
+    vq_status (*append)(vq_cache *c, int layer, const float *k, const float *v, size_t n, int32_t pos0, int *done);
+    /* The residual window of L is full: grow it to hold `need` tokens
+     * (*grown = 1) instead of moving tokens into pages (*grown = 0). */
+    vq_status (*grow)(vq_cache *c, vq_cache_layer *L, size_t need, int *grown);
+    /* After the layer stored an append. */
+    vq_status (*after_append)(vq_cache *c, int layer);
+    /* Before codes of `slot` (a group's first) of head h are encoded,
+     * decoded or scored with kc/vc (the layer's codecs or a worker's). */
+    vq_status (*bind)(vq_cache *c, const vq_cache_layer *L, size_t h, size_t slot, vq_codec *kc, vq_codec *vc);
+    /* vq_cache_gather of the layer (arguments checked): *done = 1 when the
+     * method answered. */
+    vq_status (*gather)(vq_cache *c, int layer, int h, size_t cap, int32_t *pos, float *k, float *v, size_t *n,
+                        int *done);
+    /* The layer whose shared slots (vq_xslot) L attends besides its own,
+     * or NULL. */
+    vq_cache_layer *(*lender)(vq_cache *c, const vq_cache_layer *L);
+    /* Add what the method holds for L to u (per layer), and its buffers
+     * (bytes, whole cache). */
+    void (*stats)(const vq_cache *c, const vq_cache_layer *L, vq_cache_usage *u);
+    size_t (*buffer_bytes)(const vq_cache *c);
+    void (*reset)(vq_cache *c);
+    /* The method's section of a cache file (persist.c): when save is set
+     * the file is version 2 and holds save's bytes after the shapes;
+     * dst NULL -> size in *len. load reads the section from src (len
+     * bytes left), *used = its size; errors name the file's fault. */
+    vq_status (*save)(const vq_cache *c, uint8_t *dst, size_t cap, size_t *len);
+    vq_status (*load)(vq_cache *c, const uint8_t *src, size_t len, size_t *used, char *err);
+    void (*free)(vq_cache *c);
+};
+
+extern const vq_cross_ops vq_cross_minicache_ops, vq_cross_xquant_ops, vq_cross_xkv_ops;
+
+/* cross.c: the method named by a spec, or NULL ("none" or unknown) */
+const vq_cross_ops *vq_cross_find(const char *spec);
+/* set c->cross from c->cfg->cross and run its setup (create) */
+vq_status vq_cross_setup(vq_cache *c, char *err);
+int vq_cross_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st);
+vq_status vq_cross_layers_ready(vq_cache *c, char *err);
+vq_status vq_cross_append(vq_cache *c, int layer, const float *k, const float *v, size_t n, int32_t pos0, int *done);
+vq_status vq_cross_grow(vq_cache *c, vq_cache_layer *L, size_t need, int *grown);
+vq_status vq_cross_after_append(vq_cache *c, int layer);
+vq_status vq_cross_bind(vq_cache *c, const vq_cache_layer *L, size_t h, size_t slot, vq_codec *kc, vq_codec *vc);
+vq_status vq_cross_gather(vq_cache *c, int layer, int h, size_t cap, int32_t *pos, float *k, float *v, size_t *n,
+                          int *done);
+vq_cache_layer *vq_cross_lender(vq_cache *c, const vq_cache_layer *L);
+void vq_cross_stats(const vq_cache *c, const vq_cache_layer *L, vq_cache_usage *u);
+size_t vq_cross_buffer_bytes(const vq_cache *c);
+void vq_cross_reset(vq_cache *c);
+int vq_cross_has_section(const vq_cache *c);
+void vq_cross_free(vq_cache *c);
+
+/* store.c: vq_cache_gather of the layer's own slots only */
+vq_status vq_cache_gather_own(vq_cache *c, int layer, int kv_head, size_t cap, int32_t *pos, float *k, float *v,
+                              size_t *n);
 /* slot index of position p in head H (combined index space), or SIZE_MAX */
 size_t vq_head_find_pos(const vq_cache_head *H, int32_t p);
-
-/* xquant.c: pairs of layers sharing integer codes (docs/cache.md).
- * parse: read cross=xquant and mark the pairs (needs c->shapes, c->ev);
- * codec: if layer l is in a pair, build its codec for `role` into *out
- * (status in *st) and answer 1, else 0; bind: point a follower's codecs
- * (kc, vc: the layer's or a worker's) at the anchor's codes of `slot` of
- * head h (no-op for other layers); is/clone: the internal codec. */
-vq_status vq_cache_xquant_parse(vq_cache *c, char *err);
-int vq_cache_xquant_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st);
-vq_status vq_cache_xquant_bind(vq_cache *c, const vq_cache_layer *L, size_t h, size_t slot, vq_codec *kc,
-                               vq_codec *vc);
-int vq_cache_xquant_is(const vq_codec *c);
-vq_status vq_cache_xquant_clone(const vq_codec *src, vq_codec **out);
-
-/* xkv.c: groups of layers sharing a low-rank key basis (docs/cache.md).
- * parse/codec: as xquant's (codec: the fp16 placeholder key codec of a
- * group's layer until its basis is fixed); pending: L is in a group whose
- * basis is not fixed yet (its tokens stay in the fp16 window); grow: make
- * the window of a pending layer hold `need` tokens; after_append: fit the
- * basis when the group's last layer holds `min` tokens; free: the groups.
- * Persistence: groups, group_info (borrowed pointers), load_group. */
-vq_status vq_cache_xkv_parse(vq_cache *c, char *err);
-int vq_cache_xkv_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st);
-int vq_cache_xkv_pending(const vq_cache *c, const vq_cache_layer *L);
-vq_status vq_cache_xkv_grow(vq_cache *c, vq_cache_layer *L, size_t need);
-vq_status vq_cache_xkv_after_append(vq_cache *c, int layer);
-void vq_cache_xkv_free(vq_cache *c);
-int vq_cache_xkv_is(const vq_codec *c);
-vq_status vq_cache_xkv_clone(const vq_codec *src, vq_codec **out);
-int vq_cache_xkv_groups(const vq_cache *c);
-void vq_cache_xkv_group_info(const vq_cache *c, int gi, int *fitted, int *rank, int *D, const float **mean,
-                             const float **basis);
-vq_status vq_cache_xkv_load_group(vq_cache *c, int gi, int rank, const float *mean, const float *basis, char *err);
+/* resize the residual window of every head of L to cap tokens */
+vq_status vq_cache_resize_window(vq_cache *c, vq_cache_layer *L, size_t cap);
 
 /* evict.c: enforce the sliding window (drop pos <= ref - window) and the
  * policy on layer l; `after_attend` says whether weights were just added. */

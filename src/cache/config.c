@@ -48,8 +48,8 @@ static vq_status parse_bits(const char *field, const char *v, int **arr, int *n_
     size_t n = 1;
     for (const char *p = v; *p; p++)
         n += *p == ',';
-    if (n > VQ_CACHE_MAX_LAYERS)
-        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: %s: more than %d entries", field, VQ_CACHE_MAX_LAYERS);
+    if (n > VQ_MAX_LAYERS)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: %s: more than %d entries", field, VQ_MAX_LAYERS);
     *arr = calloc(n, sizeof **arr);
     if (!*arr)
         return vq_fail(NULL, VQ_ERR_NOMEM, "cache config: out of memory");
@@ -114,9 +114,9 @@ static vq_status apply_field(vq_cache_config *cfg, const char *key, const char *
     if (strcmp(key, "page") == 0)
         return parse_long(key, val, 1, 1L << 16, &cfg->page);
     if (strcmp(key, "keep_first") == 0)
-        return parse_long(key, val, 0, VQ_CACHE_MAX_LAYERS, &cfg->keep_first);
+        return parse_long(key, val, 0, VQ_MAX_LAYERS, &cfg->keep_first);
     if (strcmp(key, "keep_last") == 0)
-        return parse_long(key, val, 0, VQ_CACHE_MAX_LAYERS, &cfg->keep_last);
+        return parse_long(key, val, 0, VQ_MAX_LAYERS, &cfg->keep_last);
     if (strcmp(key, "bits") == 0)
         return parse_bits(key, val, &cfg->bits, &cfg->n_bits);
     if (strcmp(key, "kbits") == 0)

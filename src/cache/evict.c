@@ -95,44 +95,6 @@ void vq_cache_evict_str(const vq_evict_params *ev, char *buf, size_t cap)
     }
 }
 
-vq_status vq_cache_cross_parse(const char *text, char *canon, size_t cap, char *err)
-{
-    if (strcmp(text, "none") == 0) {
-        snprintf(canon, cap, "none");
-        return VQ_OK;
-    }
-    vq_spec sp;
-    VQ_TRY(vq_spec_parse(text, &sp, err));
-    if (strcmp(sp.name, "minicache") == 0) {
-        double start, thr;
-        VQ_TRY(vq_spec_float(&sp, "start", 0.5, 0.0, 1.0, &start, err));
-        VQ_TRY(vq_spec_float(&sp, "threshold", 0.9, -1.0, 1.0, &thr, err));
-        snprintf(canon, cap, "minicache:start=%g,threshold=%g", start, thr);
-    } else if (strcmp(sp.name, "xkv") == 0) {
-        long group, bits, minn;
-        double energy;
-        VQ_TRY(vq_spec_int(&sp, "group", 2, 2, 64, &group, err));
-        VQ_TRY(vq_spec_float(&sp, "energy", 0.95, 0.01, 1.0, &energy, err));
-        VQ_TRY(vq_spec_int(&sp, "bits", 4, 2, 8, &bits, err));
-        VQ_TRY(vq_spec_int(&sp, "min", 64, 8, 1L << 20, &minn, err));
-        if (bits != 2 && bits != 4 && bits != 8)
-            return vq_fail(err, VQ_ERR_INVALID_ARG, "xkv: parameter bits=%ld must be 2, 4 or 8", bits);
-        snprintf(canon, cap, "xkv:group=%ld,energy=%g,bits=%ld,min=%ld", group, energy, bits, minn);
-    } else if (strcmp(sp.name, "xquant") == 0) {
-        long bits, rbits;
-        VQ_TRY(vq_spec_int(&sp, "bits", 4, 2, 8, &bits, err));
-        VQ_TRY(vq_spec_int(&sp, "rbits", 2, 0, 8, &rbits, err));
-        if (bits != 2 && bits != 4 && bits != 8)
-            return vq_fail(err, VQ_ERR_INVALID_ARG, "xquant: parameter bits=%ld must be 2, 4 or 8", bits);
-        if (rbits != 0 && rbits != 2 && rbits != 4 && rbits != 8)
-            return vq_fail(err, VQ_ERR_INVALID_ARG, "xquant: parameter rbits=%ld must be 0, 2, 4 or 8", rbits);
-        snprintf(canon, cap, "xquant:bits=%ld,rbits=%ld", bits, rbits);
-    } else {
-        return vq_fail(err, VQ_ERR_INVALID_ARG, "cross: unknown method '%s' (none, minicache, xkv, xquant)", sp.name);
-    }
-    return vq_spec_check_unused(&sp, err);
-}
-
 /* ---- enforcement ---------------------------------------------------------- */
 
 static size_t live_count(const vq_cache_head *H) { return H->n_packed - H->n_dead + H->n_res; }

@@ -22,24 +22,60 @@
  * tokens); sliding windows are fine (paired layers have the same one). */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache/cache_internal.h"
 #include "core/fp16.h"
+#include "core/mem.h"
 
-vq_status vq_cache_minicache_setup(vq_cache *c, char *err)
+/* per follower's anchor layer: the floats of its last append, kept until
+ * the follower has merged them */
+typedef struct {
+    float *k, *v; /* [n][n_kv_heads][head_dim] */
+    size_t n, cap;
+    int valid;
+} mc_stage;
+
+typedef struct {
+    double start, threshold;
+    mc_stage *stage; /* [n_layers] (anchors only) */
+} mc_state;
+
+static vq_status mc_canon(vq_spec *sp, char *canon, size_t cap, char *err)
 {
-    if (strncmp(c->cfg->cross, "minicache:", 10) != 0)
-        return VQ_OK;
+    double start, thr;
+    VQ_TRY(vq_spec_float(sp, "start", 0.5, 0.0, 1.0, &start, err));
+    VQ_TRY(vq_spec_float(sp, "threshold", 0.9, -1.0, 1.0, &thr, err));
+    snprintf(canon, cap, "minicache:start=%g,threshold=%g", start, thr);
+    return VQ_OK;
+}
+
+static vq_status mc_setup(vq_cache *c, char *err)
+{
     vq_spec sp;
+    mc_state *S = calloc(1, sizeof *S);
+    if (!S)
+        return vq_fail(err, VQ_ERR_NOMEM, "minicache: out of memory");
+    c->xstate = S;
+    S->stage = calloc((size_t)c->n_layers, sizeof *S->stage);
+    if (!S->stage)
+        return vq_fail(err, VQ_ERR_NOMEM, "minicache: out of memory");
     VQ_TRY(vq_spec_parse(c->cfg->cross, &sp, err));
-    VQ_TRY(vq_spec_float(&sp, "start", 0.5, 0.0, 1.0, &c->mc_start, err));
-    VQ_TRY(vq_spec_float(&sp, "threshold", 0.9, -1.0, 1.0, &c->mc_threshold, err));
+    VQ_TRY(vq_spec_float(&sp, "start", 0.5, 0.0, 1.0, &S->start, err));
+    VQ_TRY(vq_spec_float(&sp, "threshold", 0.9, -1.0, 1.0, &S->threshold, err));
     if (c->ev.kind != VQ_EVICT_NONE)
         return vq_fail(err, VQ_ERR_UNSUPPORTED, "cache config: cross: minicache cannot be combined with evict=%s",
                        c->cfg->evict);
-    int first = (int)ceil(c->mc_start * c->n_layers);
+    return VQ_OK;
+}
+
+/* pairs are made once the layers have codecs (their specs must be equal) */
+static vq_status mc_layers_ready(vq_cache *c, char *err)
+{
+    const mc_state *S = c->xstate;
+    int first = (int)ceil(S->start * c->n_layers);
     for (int a = first; a + 1 < c->n_layers; a += 2) {
         vq_cache_layer *A = &c->layers[a], *F = &c->layers[a + 1];
         const vq_cache_layer_shape *x = &A->shape, *y = &F->shape;
@@ -48,10 +84,10 @@ vq_status vq_cache_minicache_setup(vq_cache *c, char *err)
             strcmp(vq_codec_spec(A->kc), vq_codec_spec(F->kc)) != 0 ||
             strcmp(vq_codec_spec(A->vc), vq_codec_spec(F->vc)) != 0)
             continue; /* not pairable: both stay plain layers */
-        A->cross_role = 1;
-        A->partner = a + 1;
-        F->cross_role = 2;
-        F->partner = a;
+        A->xrole = VQ_CROSS_ANCHOR;
+        A->xpeer = a + 1;
+        F->xrole = VQ_CROSS_FOLLOWER;
+        F->xpeer = a;
         for (int h = 0; h < x->n_kv_heads; h++) {
             A->heads[h].rx = calloc(A->res_cap, sizeof(vq_xslot));
             if (!A->heads[h].rx)
@@ -61,27 +97,25 @@ vq_status vq_cache_minicache_setup(vq_cache *c, char *err)
     return VQ_OK;
 }
 
-vq_status vq_cache_minicache_stage(vq_cache *c, vq_cache_layer *L, const float *k, const float *v, size_t n)
+static vq_status stage(vq_cache *c, int layer, const float *k, const float *v, size_t n)
 {
+    const vq_cache_layer *L = &c->layers[layer];
+    mc_stage *st = &((mc_state *)c->xstate)->stage[layer];
     size_t f = n * (size_t)L->shape.n_kv_heads * (size_t)L->shape.head_dim;
-    if (f > L->stage_cap) {
-        size_t nc = L->stage_cap ? L->stage_cap : f;
+    if (f > st->cap) {
+        size_t nc = st->cap ? st->cap : f;
         while (nc < f)
             nc *= 2;
-        float *a = realloc(L->stage_k, nc * sizeof *a);
-        if (a)
-            L->stage_k = a;
-        float *b = realloc(L->stage_v, nc * sizeof *b);
-        if (b)
-            L->stage_v = b;
-        if (!a || !b)
+        int ok = vq_resize(&st->k, nc * sizeof *st->k);
+        ok &= vq_resize(&st->v, nc * sizeof *st->v);
+        if (!ok)
             return vq_fail(c->err, VQ_ERR_NOMEM, "minicache: out of memory");
-        L->stage_cap = nc;
+        st->cap = nc;
     }
-    memcpy(L->stage_k, k, f * sizeof *k);
-    memcpy(L->stage_v, v, f * sizeof *v);
-    L->stage_n = n;
-    L->stage_valid = 1;
+    memcpy(st->k, k, f * sizeof *k);
+    memcpy(st->v, v, f * sizeof *v);
+    st->n = n;
+    st->valid = 1;
     return VQ_OK;
 }
 
@@ -146,26 +180,29 @@ static vq_status write_anchor_slot(vq_cache_layer *A, vq_cache_head *H, size_t i
     return VQ_OK;
 }
 
-vq_status vq_cache_minicache_append(vq_cache *c, int layer, const float *k, const float *v, size_t n, int32_t pos0)
+/* the follower's append: merge with the anchor's staged floats */
+static vq_status follower_append(vq_cache *c, int layer, const float *k, const float *v, size_t n, int32_t pos0)
 {
-    vq_cache_layer *F = &c->layers[layer], *A = &c->layers[F->partner];
-    if (!A->stage_valid || A->app_pos0 != pos0 || A->app_n != n || A->stage_n != n)
+    const mc_state *S = c->xstate;
+    vq_cache_layer *F = &c->layers[layer], *A = &c->layers[F->xpeer];
+    mc_stage *sg = &S->stage[F->xpeer];
+    if (!sg->valid || A->app_pos0 != pos0 || A->app_n != n || sg->n != n)
         return vq_fail(c->err, VQ_ERR_STATE,
                        "minicache: layer %d must be appended right after its anchor layer %d, with the same tokens",
-                       layer, F->partner);
+                       layer, F->xpeer);
     VQ_TRY(vq_cache_enforce(c, layer, pos0, 0));
     const size_t D = (size_t)F->shape.head_dim, nh = (size_t)F->shape.n_kv_heads, rb = 2 * D;
     const size_t keep = (size_t)c->cfg->residual;
     float *mk = c->tmp, *mv = c->tmp + D; /* tmp holds >= 2*D floats (set_threads) */
     for (size_t t = 0; t < n; t++) {
         for (size_t h = 0; h < nh; h++) {
-            const float *ka = A->stage_k + (t * nh + h) * D, *va = A->stage_v + (t * nh + h) * D;
+            const float *ka = sg->k + (t * nh + h) * D, *va = sg->v + (t * nh + h) * D;
             const float *kf = k + (t * nh + h) * D, *vf = v + (t * nh + h) * D;
             double nka, nkf, nva, nvf;
             double ck = cosine(ka, kf, D, &nka, &nkf), cv = cosine(va, vf, D, &nva, &nvf);
             vq_cache_head *HA = &A->heads[h], *HF = &F->heads[h];
             size_t slot = SIZE_MAX;
-            if (ck >= c->mc_threshold && cv >= c->mc_threshold)
+            if (ck >= S->threshold && cv >= S->threshold)
                 slot = vq_head_find_pos(HA, pos0 + (int32_t)t);
             if (slot != SIZE_MAX && vq_head_alive(HA, slot)) {
                 merged_vector(ka, kf, D, nka, nkf, mk);
@@ -189,9 +226,166 @@ vq_status vq_cache_minicache_append(vq_cache *c, int layer, const float *k, cons
                 VQ_TRY(vq_cache_flush_residual(c, F, HF, keep));
         }
     }
-    A->stage_valid = 0;
+    sg->valid = 0;
     F->last_pos = pos0 + (int32_t)(n - 1);
     F->app_pos0 = pos0;
     F->app_n = n;
     return VQ_OK;
 }
+
+static vq_status mc_append(vq_cache *c, int layer, const float *k, const float *v, size_t n, int32_t pos0, int *done)
+{
+    const vq_cache_layer *L = &c->layers[layer];
+    if (L->xrole == VQ_CROSS_FOLLOWER) {
+        *done = 1;
+        return follower_append(c, layer, k, v, n, pos0);
+    }
+    return L->xrole == VQ_CROSS_ANCHOR ? stage(c, layer, k, v, n) : VQ_OK;
+}
+
+/* the follower: its own tokens and the anchor's merged ones (anchor
+ * vector x ratio), merged by position */
+static vq_status gather_follower(vq_cache *c, int layer, int h, size_t cap, int32_t *pos, float *k, float *v,
+                                 size_t *n)
+{
+    vq_cache_layer *F = &c->layers[layer], *A = &c->layers[F->xpeer];
+    vq_cache_head *HA = &A->heads[h];
+    const size_t D = (size_t)F->shape.head_dim;
+    size_t nown = 0, na = 0, nm = 0;
+    VQ_TRY(vq_cache_gather_own(c, layer, h, 0, NULL, NULL, NULL, &nown));
+    VQ_TRY(vq_cache_gather_own(c, F->xpeer, h, 0, NULL, NULL, NULL, &na));
+    for (size_t i = 0; i < vq_head_slots(HA); i++) {
+        const vq_xslot *x = i < HA->n_packed ? &HA->x[i] : &HA->rx[i - HA->n_packed];
+        nm += vq_head_alive(HA, i) && x->merged;
+    }
+    *n = nown + nm;
+    if (!pos && !k && !v)
+        return VQ_OK;
+    if (*n > cap)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_gather: %zu tokens held, capacity %zu", *n, cap);
+    size_t tot = nown + na + 1;
+    int32_t *p1 = malloc(tot * sizeof *p1);
+    float *k1 = malloc(tot * D * sizeof *k1), *v1 = malloc(tot * D * sizeof *v1);
+    vq_status st = p1 && k1 && v1 ? VQ_OK : vq_fail(c->err, VQ_ERR_NOMEM, "vq_cache_gather: out of memory");
+    if (st == VQ_OK)
+        st = vq_cache_gather_own(c, layer, h, nown, p1, k1, v1, &nown);
+    if (st == VQ_OK)
+        st = vq_cache_gather_own(c, F->xpeer, h, na, p1 + nown, k1 + nown * D, v1 + nown * D, &na);
+    if (st == VQ_OK) {
+        /* keep only the anchor's merged tokens, scaled by the ratios */
+        size_t live = 0, w = nown;
+        for (size_t i = 0; i < vq_head_slots(HA); i++) {
+            if (!vq_head_alive(HA, i))
+                continue;
+            const vq_xslot *x = i < HA->n_packed ? &HA->x[i] : &HA->rx[i - HA->n_packed];
+            size_t src = nown + live++;
+            if (!x->merged)
+                continue;
+            float rk = vq_fp16_to_fp32(x->rk), rv = vq_fp16_to_fp32(x->rv);
+            p1[w] = p1[src];
+            for (size_t d = 0; d < D; d++) {
+                k1[w * D + d] = k1[src * D + d] * rk;
+                v1[w * D + d] = v1[src * D + d] * rv;
+            }
+            w++;
+        }
+        /* merge the two position-sorted runs [0, nown) and [nown, w) */
+        size_t i = 0, j = nown, o = 0;
+        while (o < w) {
+            size_t pick = (j >= w || (i < nown && p1[i] < p1[j])) ? i++ : j++;
+            if (pos)
+                pos[o] = p1[pick];
+            if (k)
+                memcpy(k + o * D, k1 + pick * D, D * sizeof *k);
+            if (v)
+                memcpy(v + o * D, v1 + pick * D, D * sizeof *v);
+            o++;
+        }
+    }
+    free(p1), free(k1), free(v1);
+    return st;
+}
+
+static vq_status mc_gather(vq_cache *c, int layer, int h, size_t cap, int32_t *pos, float *k, float *v, size_t *n,
+                           int *done)
+{
+    if (c->layers[layer].xrole != VQ_CROSS_FOLLOWER)
+        return VQ_OK;
+    *done = 1;
+    return gather_follower(c, layer, h, cap, pos, k, v, n);
+}
+
+static vq_cache_layer *mc_lender(vq_cache *c, const vq_cache_layer *L)
+{
+    return L->xrole == VQ_CROSS_FOLLOWER ? &c->layers[L->xpeer] : NULL;
+}
+
+/* merged tokens cost the follower 2 bytes (fp16 norm ratio) per role; the
+ * ratio arrays live beside the anchor's slots */
+static void mc_stats(const vq_cache *c, const vq_cache_layer *L, vq_cache_usage *u)
+{
+    if (L->xrole != VQ_CROSS_FOLLOWER)
+        return;
+    const uint64_t D = (uint64_t)L->shape.head_dim;
+    vq_cache_role_stats *rs[2] = { &u->keys, &u->values };
+    const vq_cache_layer *A = &c->layers[L->xpeer];
+    for (int h = 0; h < A->shape.n_kv_heads; h++) {
+        const vq_cache_head *H = &A->heads[h];
+        uint64_t merged = 0;
+        for (size_t i = 0; i < vq_head_slots(H); i++) {
+            const vq_xslot *x = i < H->n_packed ? &H->x[i] : &H->rx[i - H->n_packed];
+            merged += vq_head_alive(H, i) && x->merged;
+        }
+        for (int r = 0; r < 2; r++) {
+            rs[r]->tokens += merged;
+            rs[r]->stored_slots += merged;
+            rs[r]->fp16_bytes += merged * 2 * D;
+            rs[r]->accounted_bytes += merged * 2;
+            rs[r]->resident_bytes += ((uint64_t)H->cap_slots + A->res_cap) * 2;
+        }
+        u->index_bytes += (uint64_t)H->cap_slots + A->res_cap; /* merged flags */
+    }
+}
+
+static size_t mc_buffer_bytes(const vq_cache *c)
+{
+    const mc_state *S = c->xstate;
+    size_t b = 0;
+    for (int l = 0; S && S->stage && l < c->n_layers; l++)
+        b += 2 * S->stage[l].cap * sizeof(float);
+    return b;
+}
+
+static void mc_reset(vq_cache *c)
+{
+    mc_state *S = c->xstate;
+    for (int l = 0; S && S->stage && l < c->n_layers; l++)
+        S->stage[l].valid = 0;
+}
+
+static void mc_free(vq_cache *c)
+{
+    mc_state *S = c->xstate;
+    if (!S)
+        return;
+    for (int l = 0; S->stage && l < c->n_layers; l++) {
+        free(S->stage[l].k);
+        free(S->stage[l].v);
+    }
+    free(S->stage);
+    free(S);
+}
+
+const vq_cross_ops vq_cross_minicache_ops = {
+    .name = "minicache",
+    .canon = mc_canon,
+    .setup = mc_setup,
+    .layers_ready = mc_layers_ready,
+    .append = mc_append,
+    .gather = mc_gather,
+    .lender = mc_lender,
+    .stats = mc_stats,
+    .buffer_bytes = mc_buffer_bytes,
+    .reset = mc_reset,
+    .free = mc_free,
+};

@@ -116,13 +116,29 @@ static vq_status put_pages(save_ctx *s, const vq_cache_layer *L, uint8_t *const 
     return VQ_OK;
 }
 
+/* the cross method's section (vq_cross_ops.save) */
+static vq_status put_cross(save_ctx *s)
+{
+    const vq_cache *c = s->c;
+    size_t len = 0;
+    VQ_TRY(c->cross->save(c, NULL, 0, &len));
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf)
+        return vq_fail(NULL, VQ_ERR_NOMEM, "cache save: out of memory");
+    vq_status st = c->cross->save(c, buf, len, &len);
+    if (st == VQ_OK)
+        st = put(s, buf, len);
+    free(buf);
+    return st;
+}
+
 static vq_status fill(vq_file_writer *w, void *user)
 {
     save_ctx *s = user;
     s->w = w;
     const vq_cache *c = s->c;
     VQ_TRY(put(s, CACHE_MAGIC, 4));
-    VQ_TRY(put_u32(s, c->xkv ? CACHE_VERSION_XKV : CACHE_VERSION));
+    VQ_TRY(put_u32(s, vq_cross_has_section(c) ? CACHE_VERSION_XKV : CACHE_VERSION));
     VQ_TRY(put_u64(s, c->fingerprint));
     VQ_TRY(put_u64(s, c->seed));
     const char *txt = vq_cache_config_str(c->cfg);
@@ -139,20 +155,8 @@ static vq_status fill(vq_file_writer *w, void *user)
         vq_put_f32(b, ls->softcap);
         VQ_TRY(put(s, b, 4));
     }
-    if (c->xkv) { /* shared bases before the layers: their codes need them */
-        VQ_TRY(put_u32(s, (uint32_t)vq_cache_xkv_groups(c)));
-        for (int g = 0; g < vq_cache_xkv_groups(c); g++) {
-            int fitted, rank, D;
-            const float *mean, *basis;
-            vq_cache_xkv_group_info(c, g, &fitted, &rank, &D, &mean, &basis);
-            VQ_TRY(put_u32(s, (uint32_t)fitted));
-            if (!fitted)
-                continue;
-            VQ_TRY(put_u32(s, (uint32_t)rank));
-            VQ_TRY(put_f32s(s, mean, (size_t)D));
-            VQ_TRY(put_f32s(s, basis, (size_t)D * (size_t)rank));
-        }
-    }
+    if (vq_cross_has_section(c)) /* xkv's shared bases before the layers: their codes need them */
+        VQ_TRY(put_cross(s));
     for (int l = 0; l < c->n_layers; l++) {
         const vq_cache_layer *L = &c->layers[l];
         const size_t D2 = 2 * (size_t)L->shape.head_dim;
@@ -187,7 +191,7 @@ static vq_status fill(vq_file_writer *w, void *user)
             }
             VQ_TRY(put(s, H->rk, H->n_res * D2));
             VQ_TRY(put(s, H->rv, H->n_res * D2));
-            if (L->cross_role == 1) /* MiniCache anchor: merge flags and ratios */
+            if (H->rx) /* slots lent to another layer (minicache): merge flags and ratios */
                 for (size_t i = 0; i < H->n_packed + H->n_res; i++) {
                     const vq_xslot *x = i < H->n_packed ? &H->x[i] : &H->rx[i - H->n_packed];
                     uint8_t b[5];
@@ -266,7 +270,7 @@ static vq_status check_finite(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, 
         size_t bpt = vq_codec_bytes_per_token(cd[r]);
         for (size_t s0 = 0; s0 < H->n_packed; s0 += G) {
             const uint8_t *src = pages[r][s0 / L->page_tokens] + (s0 % L->page_tokens) * bpt;
-            VQ_TRY(vq_cache_xquant_bind(c, L, (size_t)h, s0, L->kc, L->vc));
+            VQ_TRY(vq_cross_bind(c, L, (size_t)h, s0, L->kc, L->vc));
             VQ_TRY(vq_codec_decode(cd[r], src, G, c->tmp));
             for (size_t x = 0; x < G * D; x++)
                 if (!isfinite(c->tmp[x]))
@@ -296,11 +300,12 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
     if (np > left / per_slot || np % L->group != 0 || nd > np)
         return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: %llu packed slots (%llu dead) invalid", l,
                        h, (unsigned long long)np, (unsigned long long)nd);
-    if ((nr >= L->res_cap && !vq_cache_xkv_pending(c, L)) || nr * (8 + 2 * D2) > left - np * per_slot)
+    int grown = 0;
+    if (nr * (8 + 2 * D2) <= left - np * per_slot && nr >= L->res_cap) /* xkv before its basis: all fp16 */
+        VQ_TRY(vq_cross_grow(c, L, (size_t)nr + 1, &grown));
+    if ((nr >= L->res_cap && !grown) || nr * (8 + 2 * D2) > left - np * per_slot)
         return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: %llu residual tokens invalid", l, h,
                        (unsigned long long)nr);
-    if (nr >= L->res_cap) /* xkv before its basis: every token is in the window */
-        VQ_TRY(vq_cache_xkv_grow(c, L, (size_t)nr + 1));
     VQ_TRY(vq_cache_reserve_slots(c, L, H, (size_t)np));
     const uint8_t *p = r->p + r->off;
     size_t dead = 0;
@@ -365,7 +370,7 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
     if (prev > L->last_pos)
         return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: position after the last one", l, h);
     r->off = (size_t)(p - r->p);
-    if (L->cross_role == 1) {
+    if (H->rx) {
         size_t nx = (size_t)np + (size_t)nr;
         VQ_TRY(need(r, nx * 5, "minicache ratios"));
         for (size_t i = 0; i < nx; i++) {
@@ -405,40 +410,13 @@ static vq_status load_state(vq_codec *cd, rd *r, const char *what)
     return VQ_OK;
 }
 
-/* the xkv section (version 2): the shared bases, installed before the
+/* the cross method's section (version 2, xkv): installed before the
  * layers' codes are read */
-static vq_status load_xkv(vq_cache *c, rd *r)
+static vq_status load_cross(vq_cache *c, rd *r)
 {
-    uint32_t ng;
-    VQ_TRY(get_u32(r, &ng, "xkv section"));
-    if ((int)ng != vq_cache_xkv_groups(c) || ng > VQ_CACHE_MAX_LAYERS)
-        return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: %u xkv groups, the config makes %d", ng,
-                       vq_cache_xkv_groups(c));
-    for (int g = 0; g < (int)ng; g++) {
-        uint32_t fitted, rank;
-        int f0, r0, D;
-        const float *m0, *b0;
-        vq_cache_xkv_group_info(c, g, &f0, &r0, &D, &m0, &b0);
-        VQ_TRY(get_u32(r, &fitted, "xkv section"));
-        if (fitted > 1)
-            return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: xkv group %d: bad flag", g);
-        if (!fitted)
-            continue;
-        VQ_TRY(get_u32(r, &rank, "xkv section"));
-        if (rank < 1 || rank > (uint32_t)D)
-            return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: xkv group %d: rank %u out of range [1, %d]", g, rank, D);
-        size_t nf = (size_t)D * (1 + (size_t)rank);
-        VQ_TRY(need(r, nf * 4, "xkv basis"));
-        float *x = malloc(nf * sizeof *x);
-        if (!x)
-            return vq_fail(r->err, VQ_ERR_NOMEM, "cache load: out of memory");
-        for (size_t i = 0; i < nf; i++)
-            x[i] = vq_get_f32(r->p + r->off + 4 * i);
-        r->off += nf * 4;
-        vq_status st = vq_cache_xkv_load_group(c, g, (int)rank, x, x + D, r->err);
-        free(x);
-        VQ_TRY(st);
-    }
+    size_t used = 0;
+    VQ_TRY(c->cross->load(c, r->p + r->off, r->len - r->off, &used, r->err));
+    r->off += used;
     return VQ_OK;
 }
 
@@ -473,7 +451,7 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     if (st != VQ_OK)
         return vq_fail(err, file_fault(st), "cache file: stored config: %s", vq_last_error());
     st = get_u32(&r, &nl, "shape");
-    if (st == VQ_OK && (nl < 1 || nl > VQ_CACHE_MAX_LAYERS || (size_t)nl * 20 > r.len - r.off))
+    if (st == VQ_OK && (nl < 1 || nl > VQ_MAX_LAYERS || (size_t)nl * 20 > r.len - r.off))
         st = vq_fail(err, VQ_ERR_FORMAT, "cache file: %u layers", nl);
     vq_cache_layer_shape *ls = st == VQ_OK ? calloc(nl, sizeof *ls) : NULL;
     if (st == VQ_OK && !ls)
@@ -509,11 +487,11 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     }
     free(ls);
     vq_cache_config_free(cfg);
-    if (st == VQ_OK && (ver == CACHE_VERSION_XKV) != (c->xkv != NULL))
+    if (st == VQ_OK && (ver == CACHE_VERSION_XKV) != vq_cross_has_section(c))
         st = vq_fail(err, VQ_ERR_FORMAT, "cache file: version %u does not match its cross=%s config", ver,
                      c->cfg->cross);
-    if (st == VQ_OK && c->xkv)
-        st = load_xkv(c, &r);
+    if (st == VQ_OK && vq_cross_has_section(c))
+        st = load_cross(c, &r);
     for (int l = 0; st == VQ_OK && l < (int)nl; l++) {
         vq_cache_layer *L = &c->layers[l];
         uint32_t lp, a0, an;

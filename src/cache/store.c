@@ -46,9 +46,9 @@ static vq_status check_shape(const vq_cache_shape *s, char *err)
 {
     if (!s || !s->layers)
         return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: NULL");
-    if (s->n_layers < 1 || s->n_layers > VQ_CACHE_MAX_LAYERS)
+    if (s->n_layers < 1 || s->n_layers > VQ_MAX_LAYERS)
         return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: n_layers=%d out of range [1, %d]", s->n_layers,
-                       VQ_CACHE_MAX_LAYERS);
+                       VQ_MAX_LAYERS);
     for (int l = 0; l < s->n_layers; l++) {
         const vq_cache_layer_shape *ls = &s->layers[l];
         if (ls->n_kv_heads < 1 || ls->n_kv_heads > 1024)
@@ -84,9 +84,9 @@ static vq_status make_codec(vq_cache *c, int l, vq_role role, int strip, vq_code
     int D = c->layers[l].shape.head_dim;
     vq_status st = VQ_OK;
     uint64_t seed = vq_seed_mix(c->seed, (uint64_t)l * 2 + (uint64_t)role);
-    if (vq_cache_xquant_codec(c, l, role, seed, out, &st) || vq_cache_xkv_codec(c, l, role, seed, out, &st))
+    if (vq_cross_codec(c, l, role, seed, out, &st))
         return st;
-    st = vq_codec_create(spec, D, role, vq_seed_mix(c->seed, (uint64_t)l * 2 + (uint64_t)role), out);
+    st = vq_codec_create(spec, D, role, seed, out);
     if (st != VQ_OK)
         return vq_fail(c->err, st, "cache layer %d %s (%s): %s", l, role == VQ_ROLE_KEY ? "keys" : "values", spec,
                        vq_last_error());
@@ -149,8 +149,7 @@ vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *s
     if (!cfg)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_create: config is NULL");
     VQ_TRY(check_shape(shape, NULL));
-    if (strcmp(cfg->cross, "none") != 0 && strncmp(cfg->cross, "minicache:", 10) != 0 &&
-        strncmp(cfg->cross, "xquant:", 7) != 0 && strncmp(cfg->cross, "xkv:", 4) != 0)
+    if (strcmp(cfg->cross, "none") != 0 && !vq_cross_find(cfg->cross))
         return vq_fail(NULL, VQ_ERR_UNSUPPORTED, "cache config: cross: '%s' is not implemented yet", cfg->cross);
     vq_cache *c = calloc(1, sizeof *c);
     if (!c)
@@ -170,13 +169,11 @@ vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *s
     for (int l = 0; st == VQ_OK && l < c->n_layers; l++)
         c->layers[l].shape = c->shapes[l] = shape->layers[l];
     if (st == VQ_OK)
-        st = vq_cache_xquant_parse(c, c->err);
-    if (st == VQ_OK)
-        st = vq_cache_xkv_parse(c, c->err);
+        st = vq_cross_setup(c, c->err);
     for (int l = 0; st == VQ_OK && l < c->n_layers; l++)
         st = setup_layer(c, l, strip);
     if (st == VQ_OK)
-        st = vq_cache_minicache_setup(c, c->err);
+        st = vq_cross_layers_ready(c, c->err);
     if (st == VQ_OK)
         st = vq_cache_set_threads(c, NULL);
     if (st != VQ_OK) {
@@ -222,8 +219,8 @@ void vq_cache_reset(vq_cache *c)
         }
         L->last_pos = -1;
         L->app_n = 0;
-        L->stage_valid = 0;
     }
+    vq_cross_reset(c);
 }
 
 void vq_cache_free(vq_cache *c)
@@ -250,15 +247,13 @@ void vq_cache_free(vq_cache *c)
             free(H->rx);
         }
         free(L->heads);
-        free(L->stage_k);
-        free(L->stage_v);
         vq_codec_free(L->kc);
         vq_codec_free(L->vc);
         vq_codec_free(L->fk);
         vq_codec_free(L->fv);
     }
     vq_page_pool_destroy(&c->pool);
-    vq_cache_xkv_free(c);
+    vq_cross_free(c);
     free(c->layers);
     free(c->shapes);
     vq_cache_config_free(c->cfg);
@@ -329,7 +324,7 @@ vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *
             H->score = s;
         if ((H->pos && !p) || (H->alive && !a) || (vq_cache_uses_scores(c) && !s))
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for slot tables");
-        if (L->cross_role == 1) {
+        if (H->rx) { /* the head lends its slots (vq_xslot) */
             vq_xslot *x = realloc(H->x, nc * sizeof *x);
             if (!x)
                 return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for slot tables");
@@ -385,7 +380,7 @@ vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head 
     while (H->n_res >= keep + G) {
         size_t s = H->n_packed;
         VQ_TRY(vq_cache_reserve_slots(c, L, H, s + G));
-        VQ_TRY(vq_cache_xquant_bind(c, L, (size_t)(H - L->heads), s, L->kc, L->vc));
+        VQ_TRY(vq_cross_bind(c, L, (size_t)(H - L->heads), s, L->kc, L->vc));
         VQ_TRY(vq_codec_decode(L->fk, H->rk, G, c->tmp));
         vq_status st = vq_codec_encode(L->kc, c->tmp, G, kslot(L, H, s));
         if (st != VQ_OK)
@@ -553,6 +548,15 @@ vq_status vq_cache_grow_wbuf(vq_cache *c, size_t n)
 
 /* ---- append --------------------------------------------------------------- */
 
+/* the window of H is full: grow it (a cross method that keeps every token
+ * fp16 for now) or move its oldest groups into pages */
+static vq_status make_room(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size_t keep)
+{
+    int grown;
+    VQ_TRY(vq_cross_grow(c, L, L->res_cap + 1, &grown));
+    return grown ? VQ_OK : vq_cache_flush_residual(c, L, H, keep);
+}
+
 vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v,
                           size_t n, int32_t pos0)
 {
@@ -574,11 +578,11 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
         return vq_fail(c->err, VQ_ERR_NEEDS_CALIBRATION,
                        "cache layer %d: the %s codec needs calibration (vq_cache_calibrate or calib=FILE)", layer,
                        vq_codec_is_ready(L->kc) ? "values" : "keys");
-    if (L->cross_role == 2)
-        return vq_cache_minicache_append(c, layer, k, v, n, pos0);
+    int done;
+    VQ_TRY(vq_cross_append(c, layer, k, v, n, pos0, &done));
+    if (done)
+        return VQ_OK;
     VQ_TRY(vq_cache_enforce(c, layer, pos0, 0));
-    if (L->cross_role == 1)
-        VQ_TRY(vq_cache_minicache_stage(c, L, k, v, n));
     const size_t D = (size_t)L->shape.head_dim, nh = (size_t)L->shape.n_kv_heads, rb = 2 * D;
     const size_t keep = (size_t)c->cfg->residual;
     for (size_t t = 0; t < n; t++) {
@@ -586,12 +590,10 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
             vq_cache_head *H = &L->heads[h];
             const float *kt = k + (t * nh + h) * D, *vt = v + (t * nh + h) * D;
             if (H->n_res >= L->res_cap) {
-                /* a flush (or xkv growth) failed in an earlier call, out of
-                 * memory: redo it before writing, never past the window */
-                if (vq_cache_xkv_pending(c, L))
-                    VQ_TRY(vq_cache_xkv_grow(c, L, L->res_cap + 1));
-                else
-                    VQ_TRY(vq_cache_flush_residual(c, L, H, keep));
+                /* a flush (or a window growth) failed in an earlier call,
+                 * out of memory: redo it before writing, never past the
+                 * window */
+                VQ_TRY(make_room(c, L, H, keep));
                 if (H->n_res >= L->res_cap)
                     return vq_fail(c->err, VQ_ERR_STATE, "cache layer %d: residual window full", layer);
             }
@@ -603,22 +605,20 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
             if (H->rx)
                 H->rx[H->n_res] = (vq_xslot){ 0, 0, 0 };
             H->n_res++;
-            if (H->n_res == L->res_cap && vq_cache_xkv_pending(c, L))
-                VQ_TRY(vq_cache_xkv_grow(c, L, L->res_cap + 1)); /* no basis yet: stay fp16 */
-            else if (H->n_res == L->res_cap)
-                VQ_TRY(vq_cache_flush_residual(c, L, H, keep));
+            if (H->n_res == L->res_cap)
+                VQ_TRY(make_room(c, L, H, keep));
         }
     }
     L->last_pos = pos0 + (int32_t)(n - 1);
     L->app_pos0 = pos0;
     L->app_n = n;
-    return vq_cache_xkv_after_append(c, layer);
+    return vq_cross_after_append(c, layer);
 }
 
 /* ---- gather ------------------------------------------------------------- */
 
-static vq_status gather_own(vq_cache *c, int layer, int kv_head, size_t cap,
-                           int32_t *pos, float *k, float *v, size_t *n)
+vq_status vq_cache_gather_own(vq_cache *c, int layer, int kv_head, size_t cap, int32_t *pos, float *k, float *v,
+                              size_t *n)
 {
     if (!c || !n)
         return vq_fail(c ? c->err : NULL, VQ_ERR_INVALID_ARG, "vq_cache_gather: NULL argument");
@@ -635,7 +635,7 @@ static vq_status gather_own(vq_cache *c, int layer, int kv_head, size_t cap,
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_gather: %zu tokens held, capacity %zu", live, cap);
     size_t o = 0;
     for (size_t s = 0; s < H->n_packed; s += G) {
-        VQ_TRY(vq_cache_xquant_bind(c, L, (size_t)kv_head, s, L->kc, L->vc));
+        VQ_TRY(vq_cross_bind(c, L, (size_t)kv_head, s, L->kc, L->vc));
         if (k)
             VQ_TRY(vq_codec_decode(L->kc, kslot(L, H, s), G, c->tmp));
         for (size_t i = 0, oo = o; i < G; i++)
@@ -666,69 +666,6 @@ static vq_status gather_own(vq_cache *c, int layer, int kv_head, size_t cap,
     return VQ_OK;
 }
 
-/* MiniCache follower: its own tokens and the anchor's merged ones (anchor
- * vector x ratio), merged by position */
-static vq_status gather_follower(vq_cache *c, int layer, int h, size_t cap, int32_t *pos, float *k, float *v,
-                                 size_t *n)
-{
-    vq_cache_layer *F = &c->layers[layer], *A = &c->layers[F->partner];
-    vq_cache_head *HA = &A->heads[h];
-    const size_t D = (size_t)F->shape.head_dim;
-    size_t nown = 0, na = 0, nm = 0;
-    VQ_TRY(gather_own(c, layer, h, 0, NULL, NULL, NULL, &nown));
-    VQ_TRY(gather_own(c, F->partner, h, 0, NULL, NULL, NULL, &na));
-    for (size_t i = 0; i < vq_head_slots(HA); i++) {
-        const vq_xslot *x = i < HA->n_packed ? &HA->x[i] : &HA->rx[i - HA->n_packed];
-        nm += vq_head_alive(HA, i) && x->merged;
-    }
-    *n = nown + nm;
-    if (!pos && !k && !v)
-        return VQ_OK;
-    if (*n > cap)
-        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_gather: %zu tokens held, capacity %zu", *n, cap);
-    size_t tot = nown + na + 1;
-    int32_t *p1 = malloc(tot * sizeof *p1);
-    float *k1 = malloc(tot * D * sizeof *k1), *v1 = malloc(tot * D * sizeof *v1);
-    vq_status st = p1 && k1 && v1 ? VQ_OK : vq_fail(c->err, VQ_ERR_NOMEM, "vq_cache_gather: out of memory");
-    if (st == VQ_OK)
-        st = gather_own(c, layer, h, nown, p1, k1, v1, &nown);
-    if (st == VQ_OK)
-        st = gather_own(c, F->partner, h, na, p1 + nown, k1 + nown * D, v1 + nown * D, &na);
-    if (st == VQ_OK) {
-        /* keep only the anchor's merged tokens, scaled by the ratios */
-        size_t live = 0, w = nown;
-        for (size_t i = 0; i < vq_head_slots(HA); i++) {
-            if (!vq_head_alive(HA, i))
-                continue;
-            const vq_xslot *x = i < HA->n_packed ? &HA->x[i] : &HA->rx[i - HA->n_packed];
-            size_t src = nown + live++;
-            if (!x->merged)
-                continue;
-            float rk = vq_fp16_to_fp32(x->rk), rv = vq_fp16_to_fp32(x->rv);
-            p1[w] = p1[src];
-            for (size_t d = 0; d < D; d++) {
-                k1[w * D + d] = k1[src * D + d] * rk;
-                v1[w * D + d] = v1[src * D + d] * rv;
-            }
-            w++;
-        }
-        /* merge the two position-sorted runs [0, nown) and [nown, w) */
-        size_t i = 0, j = nown, o = 0;
-        while (o < w) {
-            size_t pick = (j >= w || (i < nown && p1[i] < p1[j])) ? i++ : j++;
-            if (pos)
-                pos[o] = p1[pick];
-            if (k)
-                memcpy(k + o * D, k1 + pick * D, D * sizeof *k);
-            if (v)
-                memcpy(v + o * D, v1 + pick * D, D * sizeof *v);
-            o++;
-        }
-    }
-    free(p1), free(k1), free(v1);
-    return st;
-}
-
 vq_status vq_cache_gather(vq_cache *c, int layer, int kv_head, size_t cap,
                           int32_t *pos, float *k, float *v, size_t *n)
 {
@@ -736,9 +673,11 @@ vq_status vq_cache_gather(vq_cache *c, int layer, int kv_head, size_t cap,
         return vq_fail(c ? c->err : NULL, VQ_ERR_INVALID_ARG, "vq_cache_gather: NULL argument");
     if (layer < 0 || layer >= c->n_layers || kv_head < 0 || kv_head >= c->layers[layer].shape.n_kv_heads)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_gather: layer %d head %d out of range", layer, kv_head);
-    if (c->layers[layer].cross_role == 2)
-        return gather_follower(c, layer, kv_head, cap, pos, k, v, n);
-    return gather_own(c, layer, kv_head, cap, pos, k, v, n);
+    int done;
+    vq_status st = vq_cross_gather(c, layer, kv_head, cap, pos, k, v, n, &done);
+    if (st != VQ_OK || done)
+        return st;
+    return vq_cache_gather_own(c, layer, kv_head, cap, pos, k, v, n);
 }
 
 /* ---- stats -------------------------------------------------------------- */
@@ -763,27 +702,7 @@ static void layer_stats(const vq_cache *c, const vq_cache_layer *L, vq_cache_usa
             rs[r]->resident_bytes += (uint64_t)H->n_pages * pb[r] + (uint64_t)L->res_cap * 2 * D;
         }
     }
-    if (L->cross_role == 2) {
-        /* MiniCache: merged tokens cost the follower 2 bytes (fp16 norm
-         * ratio) per role; the ratio arrays live beside the anchor's slots */
-        const vq_cache_layer *A = &c->layers[L->partner];
-        for (int h = 0; h < A->shape.n_kv_heads; h++) {
-            const vq_cache_head *H = &A->heads[h];
-            uint64_t merged = 0;
-            for (size_t i = 0; i < vq_head_slots(H); i++) {
-                const vq_xslot *x = i < H->n_packed ? &H->x[i] : &H->rx[i - H->n_packed];
-                merged += vq_head_alive(H, i) && x->merged;
-            }
-            for (int r = 0; r < 2; r++) {
-                rs[r]->tokens += merged;
-                rs[r]->stored_slots += merged;
-                rs[r]->fp16_bytes += merged * 2 * D;
-                rs[r]->accounted_bytes += merged * 2;
-                rs[r]->resident_bytes += ((uint64_t)H->cap_slots + A->res_cap) * 2;
-            }
-            u->index_bytes += (uint64_t)H->cap_slots + A->res_cap; /* merged flags */
-        }
-    }
+    vq_cross_stats(c, L, u);
     for (int h = 0; h < L->shape.n_kv_heads; h++) {
         const vq_cache_head *H = &L->heads[h];
         u->index_bytes += vq_cache_head_index_bytes(H, L->res_cap);
@@ -804,8 +723,7 @@ vq_status vq_cache_stats(const vq_cache *c, int layer, vq_cache_usage *out)
     if (layer == -1) {
         out->pool_free_bytes = vq_page_pool_free_bytes(&c->pool);
         out->buffer_bytes = c->scratch_bytes + c->wbuf_cap * sizeof *c->wbuf + c->ebuf_cap * sizeof *c->ebuf;
-        for (int l = 0; l < c->n_layers; l++)
-            out->buffer_bytes += 2 * c->layers[l].stage_cap * sizeof(float);
+        out->buffer_bytes += vq_cross_buffer_bytes(c);
         out->total_bytes = out->keys.resident_bytes + out->values.resident_bytes + out->keys.shared_bytes +
                            out->values.shared_bytes + out->index_bytes + out->pool_free_bytes + out->buffer_bytes;
     }

@@ -3,12 +3,9 @@
  * Attention work items (KV head x context chunk) run on a borrowed
  * thread pool (core/pool.h). Each worker has its own scratch and its own
  * codec handles: codec kernels keep scratch in their handle, so one handle
- * must not be used by two threads. Clones are created from the codec's
- * canonical spec (calib= dropped) with the same seed, and get the
- * original's calibration state, so they encode/score identically. */
-#include <stdio.h>
+ * must not be used by two threads. The handles are vq_codec_clone's
+ * (codec.h): they encode and score exactly as the layer's own. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "cache/cache_internal.h"
 
@@ -37,32 +34,11 @@ void vq_cache_free_workers(vq_cache *c)
     c->n_workers = 0;
 }
 
-static vq_status clone_codec(vq_cache *c, vq_codec *src, vq_codec **out)
+static vq_status clone_codec(vq_cache *c, const vq_codec *src, vq_codec **out)
 {
-    if (vq_cache_xquant_is(src)) /* internal codecs (xquant.c, xkv.c) */
-        return vq_cache_xquant_clone(src, out);
-    if (vq_cache_xkv_is(src))
-        return vq_cache_xkv_clone(src, out);
-    char spec[VQ_SPEC_MAX_LEN];
-    snprintf(spec, sizeof spec, "%s", vq_codec_spec(src));
-    vq_cache_strip_calib(spec);
-    vq_status st = vq_codec_create(spec, vq_codec_head_dim(src), vq_codec_role(src), src->seed, out);
+    vq_status st = vq_codec_clone(src, out);
     if (st != VQ_OK)
-        return vq_fail(c->err, st, "cache threads: cannot clone codec '%s': %s", spec, vq_last_error());
-    if (src->ops->state_write && vq_codec_is_ready(src) && vq_codec_needs_calibration(src)) {
-        size_t len = 0;
-        st = vq_codec_state_write(src, NULL, 0, &len);
-        uint8_t *buf = st == VQ_OK ? malloc(len) : NULL;
-        if (st == VQ_OK && !buf)
-            st = VQ_ERR_NOMEM;
-        if (st == VQ_OK)
-            st = vq_codec_state_write(src, buf, len, &len);
-        if (st == VQ_OK)
-            st = vq_codec_state_read(*out, buf, len);
-        free(buf);
-        if (st != VQ_OK)
-            return vq_fail(c->err, st, "cache threads: cannot copy calibration of '%s'", spec);
-    }
+        return vq_fail(c->err, st, "cache threads: %s", vq_last_error());
     return VQ_OK;
 }
 

@@ -38,8 +38,10 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
+#include "codec/bitstream.h"
 #include "codec/eigen.h"
 #include "core/fp16.h"
+#include "core/mem.h"
 #include "core/io.h"
 #include "core/rng.h"
 
@@ -49,12 +51,12 @@ typedef struct {
     float *basis; /* [D][rank], column j = j-th eigenvector */
 } xkv_group;
 
-struct vq_xkv_state {
+typedef struct {
     int n_groups, bits;
     double energy;
     long min;
     xkv_group *g;
-};
+} xkv_state;
 
 typedef struct {
     const xkv_group *grp; /* borrowed from the cache's state */
@@ -66,15 +68,6 @@ typedef struct {
 
 /* ---- the key codec -------------------------------------------------------- */
 
-static void unpack(const uint8_t *src, int bits, size_t n, uint8_t *out)
-{
-    unsigned mask = (1u << bits) - 1u;
-    for (size_t j = 0; j < n; j++) {
-        size_t b = j * (size_t)bits;
-        out[j] = (uint8_t)((src[b / 8] >> (b % 8)) & mask);
-    }
-}
-
 /* coordinates of token t -> m->y (dequantized) */
 static void coords(vq_codec *c, const uint8_t *src, size_t t)
 {
@@ -82,7 +75,7 @@ static void coords(vq_codec *c, const uint8_t *src, size_t t)
     const size_t r = (size_t)m->grp->rank;
     const uint8_t *p = src + t * c->block_bytes;
     float s = vq_fp16_to_fp32(vq_get_u16(p + m->code_bytes)), z = vq_fp16_to_fp32(vq_get_u16(p + m->code_bytes + 2));
-    unpack(p, m->bits, r, m->c);
+    vq_bits_unpack(p, r, m->bits, m->c);
     for (size_t j = 0; j < r; j++)
         m->y[j] = s * (float)m->c[j] + z;
 }
@@ -113,9 +106,7 @@ static void xkv_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
         memset(p, 0, m->code_bytes);
         for (size_t j = 0; j < r; j++) {
             float q = s > 0.0f ? roundf((m->y[j] - z) / s) : 0.0f;
-            unsigned code = (unsigned)(q < 0.0f ? 0.0f : q > qmax ? qmax : q);
-            size_t b = j * (size_t)m->bits;
-            p[b / 8] |= (uint8_t)(code << (b % 8));
+            vq_bits_put(p, j, m->bits, (unsigned)(q < 0.0f ? 0.0f : q > qmax ? qmax : q));
         }
         vq_put_u16(p + m->code_bytes, hs);
         vq_put_u16(p + m->code_bytes + 2, hz);
@@ -164,7 +155,7 @@ static void xkv_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p = codes + i * c->block_bytes;
         float s = vq_fp16_to_fp32(vq_get_u16(p + m->code_bytes)), z = vq_fp16_to_fp32(vq_get_u16(p + m->code_bytes + 2));
-        unpack(p, m->bits, r, m->c);
+        vq_bits_unpack(p, r, m->bits, m->c);
         for (int j = 0; j < n_q; j++) {
             const float *qj = q + (size_t)j * qs;
             float dot = 0.0f;
@@ -215,16 +206,56 @@ static void xkv_destroy(vq_codec *c)
     c->impl = NULL;
 }
 
-static vq_status xkv_init_unused(vq_codec *c, vq_spec *sp)
+/* spec "xkv:bits=B[,shared=1]", ctx = the group (its basis fixed);
+ * shared=1 on the group's first layer, which counts the basis */
+static vq_status xkv_init(vq_codec *c, vq_spec *sp)
 {
-    (void)sp;
-    return vq_fail(c->err, VQ_ERR_UNSUPPORTED, "xkv: internal codec, built by the cache only");
+    const xkv_group *g = c->ctx;
+    long bits, shared;
+    VQ_TRY(vq_spec_int(sp, "bits", 4, 2, 8, &bits, c->err));
+    VQ_TRY(vq_spec_int(sp, "shared", 0, 0, 1, &shared, c->err));
+    if (!g || !g->fitted || g->D != c->head_dim)
+        return vq_fail(c->err, VQ_ERR_STATE, "xkv: internal codec, made by the cache once a basis is fixed");
+    xkv_impl *m = calloc(1, sizeof *m);
+    if (m) {
+        m->y = malloc((size_t)g->rank * sizeof *m->y);
+        m->c = malloc((size_t)g->rank);
+    }
+    c->impl = m;
+    if (!m || !m->y || !m->c)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "xkv: out of memory");
+    m->grp = g;
+    m->bits = (int)bits;
+    m->code_bytes = ((size_t)g->rank * (size_t)bits + 7) / 8;
+    c->block_tokens = 1;
+    c->block_bytes = m->code_bytes + 4;
+    c->shared_bytes = shared ? 4 * ((size_t)g->D + (size_t)g->D * (size_t)g->rank) : 0;
+    c->query_bytes = ((size_t)g->rank + 2) * sizeof(float);
+    c->accum_size = (size_t)g->rank + 1;
+    snprintf(c->canon, sizeof c->canon, "xkv:rank=%d,bits=%ld", g->rank, bits);
+    return VQ_OK;
+}
+
+/* a handle with its own scratch on the same (borrowed) basis */
+static vq_status xkv_clone(const vq_codec *src, vq_codec *dst)
+{
+    const xkv_impl *s = src->impl;
+    xkv_impl *m = malloc(sizeof *m);
+    if (m) {
+        *m = *s;
+        m->y = malloc((size_t)s->grp->rank * sizeof *m->y);
+        m->c = malloc((size_t)s->grp->rank);
+    }
+    dst->impl = m;
+    if (!m || !m->y || !m->c)
+        return vq_fail(dst->err, VQ_ERR_NOMEM, "xkv: out of memory");
+    return VQ_OK;
 }
 
 static const vq_codec_ops xkv_ops = {
     .name = "xkv",
     .default_spec = "xkv",
-    .init = xkv_init_unused,
+    .init = xkv_init,
     .destroy = xkv_destroy,
     .encode = xkv_encode,
     .decode = xkv_decode,
@@ -232,70 +263,45 @@ static const vq_codec_ops xkv_ops = {
     .score = xkv_score,
     .accumulate = xkv_accumulate,
     .accum_finish = xkv_finish,
+    .clone = xkv_clone,
 };
-
-static vq_status xkv_make(const xkv_group *g, int bits, uint64_t seed, int owner, vq_codec **out)
-{
-    vq_codec *c = calloc(1, sizeof *c);
-    xkv_impl *m = calloc(1, sizeof *m);
-    if (c) {
-        c->ops = &xkv_ops;
-        c->impl = m;
-    }
-    if (m) {
-        m->y = malloc((size_t)g->rank * sizeof *m->y);
-        m->c = malloc((size_t)g->rank);
-    }
-    if (!c || !m || !m->y || !m->c) {
-        vq_codec_free(c);
-        return vq_fail(NULL, VQ_ERR_NOMEM, "xkv: out of memory");
-    }
-    m->grp = g;
-    m->bits = bits;
-    m->code_bytes = ((size_t)g->rank * (size_t)bits + 7) / 8;
-    c->head_dim = g->D;
-    c->role = VQ_ROLE_KEY;
-    c->seed = seed;
-    c->block_tokens = 1;
-    c->block_bytes = m->code_bytes + 4;
-    c->shared_bytes = owner ? 4 * ((size_t)g->D + (size_t)g->D * (size_t)g->rank) : 0;
-    c->query_bytes = ((size_t)g->rank + 2) * sizeof(float);
-    c->accum_size = (size_t)g->rank + 1;
-    c->ready = 1;
-    snprintf(c->canon, sizeof c->canon, "xkv:rank=%d,bits=%d", g->rank, bits);
-    *out = c;
-    return VQ_OK;
-}
-
-int vq_cache_xkv_is(const vq_codec *c) { return c && c->ops == &xkv_ops; }
-
-vq_status vq_cache_xkv_clone(const vq_codec *src, vq_codec **out)
-{
-    const xkv_impl *m = src->impl;
-    return xkv_make(m->grp, m->bits, src->seed, src->shared_bytes > 0, out);
-}
 
 /* ---- setup ------------------------------------------------------------------ */
 
-vq_status vq_cache_xkv_parse(vq_cache *c, char *err)
+static vq_status xkv_params(vq_spec *sp, long *group, double *energy, long *bits, long *minn, char *err)
 {
-    if (strncmp(c->cfg->cross, "xkv:", 4) != 0)
-        return VQ_OK;
+    VQ_TRY(vq_spec_int(sp, "group", 2, 2, 64, group, err));
+    VQ_TRY(vq_spec_float(sp, "energy", 0.95, 0.01, 1.0, energy, err));
+    VQ_TRY(vq_spec_int(sp, "bits", 4, 2, 8, bits, err));
+    VQ_TRY(vq_spec_int(sp, "min", 64, 8, 1L << 20, minn, err));
+    return VQ_OK;
+}
+
+static vq_status xkv_canon(vq_spec *sp, char *canon, size_t cap, char *err)
+{
+    long group, bits, minn;
+    double energy;
+    VQ_TRY(xkv_params(sp, &group, &energy, &bits, &minn, err));
+    if (bits != 2 && bits != 4 && bits != 8)
+        return vq_fail(err, VQ_ERR_INVALID_ARG, "xkv: parameter bits=%ld must be 2, 4 or 8", bits);
+    snprintf(canon, cap, "xkv:group=%ld,energy=%g,bits=%ld,min=%ld", group, energy, bits, minn);
+    return VQ_OK;
+}
+
+static vq_status xkv_setup(vq_cache *c, char *err)
+{
     vq_spec sp;
     long group, bits, minn;
     double energy;
     VQ_TRY(vq_spec_parse(c->cfg->cross, &sp, err));
-    VQ_TRY(vq_spec_int(&sp, "group", 2, 2, 64, &group, err));
-    VQ_TRY(vq_spec_float(&sp, "energy", 0.95, 0.01, 1.0, &energy, err));
-    VQ_TRY(vq_spec_int(&sp, "bits", 4, 2, 8, &bits, err));
-    VQ_TRY(vq_spec_int(&sp, "min", 64, 8, 1L << 20, &minn, err));
+    VQ_TRY(xkv_params(&sp, &group, &energy, &bits, &minn, err));
     if (c->ev.kind != VQ_EVICT_NONE)
         return vq_fail(err, VQ_ERR_UNSUPPORTED, "cache config: cross: xkv cannot be combined with evict=%s",
                        c->cfg->evict);
-    struct vq_xkv_state *S = calloc(1, sizeof *S);
+    xkv_state *S = calloc(1, sizeof *S);
     if (!S)
         return vq_fail(err, VQ_ERR_NOMEM, "xkv: out of memory");
-    c->xkv = S;
+    c->xstate = S;
     S->bits = (int)bits;
     S->energy = energy;
     S->min = minn;
@@ -313,8 +319,8 @@ vq_status vq_cache_xkv_parse(vq_cache *c, char *err)
         g->n = n;
         g->D = c->shapes[a].head_dim;
         for (int l = a; l < a + n; l++) {
-            c->layers[l].xrole = VQ_XROLE_XKV;
-            c->layers[l].xpartner = S->n_groups;
+            c->layers[l].xrole = VQ_CROSS_GROUP;
+            c->layers[l].xpeer = S->n_groups;
         }
         S->n_groups++;
     }
@@ -324,9 +330,9 @@ vq_status vq_cache_xkv_parse(vq_cache *c, char *err)
     return VQ_OK;
 }
 
-int vq_cache_xkv_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st)
+static int xkv_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st)
 {
-    if (c->layers[l].xrole != VQ_XROLE_XKV || role != VQ_ROLE_KEY)
+    if (c->layers[l].xrole != VQ_CROSS_GROUP || role != VQ_ROLE_KEY)
         return 0;
     /* placeholder until the basis is fixed: every key stays in the fp16
      * window meanwhile, so it never encodes */
@@ -336,57 +342,53 @@ int vq_cache_xkv_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec
     return 1;
 }
 
-void vq_cache_xkv_free(vq_cache *c)
+static void xkv_free(vq_cache *c)
 {
-    if (!c->xkv)
+    xkv_state *S = c->xstate;
+    if (!S)
         return;
-    for (int i = 0; i < c->xkv->n_groups; i++) {
-        free(c->xkv->g[i].mean);
-        free(c->xkv->g[i].basis);
+    for (int i = 0; S->g && i < S->n_groups; i++) {
+        free(S->g[i].mean);
+        free(S->g[i].basis);
     }
-    free(c->xkv->g);
-    free(c->xkv);
-    c->xkv = NULL;
+    free(S->g);
+    free(S);
 }
 
-int vq_cache_xkv_pending(const vq_cache *c, const vq_cache_layer *L)
+/* L is in a group whose basis is not fixed yet: its tokens stay fp16 */
+static int pending(const vq_cache *c, const vq_cache_layer *L)
 {
-    return L->xrole == VQ_XROLE_XKV && !c->xkv->g[L->xpartner].fitted;
+    const xkv_state *S = c->xstate;
+    return L->xrole == VQ_CROSS_GROUP && !S->g[L->xpeer].fitted;
 }
 
-/* resize the residual buffers of every head of L to cap tokens */
-static vq_status resize_window(vq_cache *c, vq_cache_layer *L, size_t cap)
+vq_status vq_cache_resize_window(vq_cache *c, vq_cache_layer *L, size_t cap)
 {
     const size_t D2 = 2 * (size_t)L->shape.head_dim;
     for (int h = 0; h < L->shape.n_kv_heads; h++) {
         vq_cache_head *H = &L->heads[h];
-        uint8_t *k = realloc(H->rk, cap * D2);
-        if (k)
-            H->rk = k;
-        uint8_t *v = realloc(H->rv, cap * D2);
-        if (v)
-            H->rv = v;
-        int32_t *p = realloc(H->rpos, cap * sizeof *p);
-        if (p)
-            H->rpos = p;
-        float *s = H->rscore ? realloc(H->rscore, cap * sizeof *s) : NULL;
-        if (s)
-            H->rscore = s;
-        if (!k || !v || !p || (H->rscore && !s))
+        int ok = vq_resize(&H->rk, cap * D2);
+        ok &= vq_resize(&H->rv, cap * D2);
+        ok &= vq_resize(&H->rpos, cap * sizeof *H->rpos);
+        if (H->rscore)
+            ok &= vq_resize(&H->rscore, cap * sizeof *H->rscore);
+        if (!ok)
             return vq_fail(c->err, VQ_ERR_NOMEM, "xkv: out of memory for the fp16 window");
     }
     L->res_cap = cap;
     return VQ_OK;
 }
 
-vq_status vq_cache_xkv_grow(vq_cache *c, vq_cache_layer *L, size_t need)
+/* before the basis is fixed the window grows instead of flushing */
+static vq_status xkv_grow(vq_cache *c, vq_cache_layer *L, size_t need, int *grown)
 {
-    if (!vq_cache_xkv_pending(c, L))
-        return vq_fail(c->err, VQ_ERR_STATE, "xkv: the fp16 window grows only before the basis is fixed");
+    if (!pending(c, L))
+        return VQ_OK;
+    *grown = 1;
     if (need <= L->res_cap)
         return VQ_OK;
     size_t cap = L->res_cap * 2 > need ? L->res_cap * 2 : need;
-    VQ_TRY(resize_window(c, L, cap));
+    VQ_TRY(vq_cache_resize_window(c, L, cap));
     return vq_cache_set_threads(c, c->threads); /* scratch sized by the window */
 }
 
@@ -394,7 +396,8 @@ vq_status vq_cache_xkv_grow(vq_cache *c, vq_cache_layer *L, size_t need)
  * tokens, shrink the window. mean/basis are taken over. */
 static vq_status install(vq_cache *c, int gi, int rank, float *mean, float *basis, int flush)
 {
-    xkv_group *g = &c->xkv->g[gi];
+    const xkv_state *S = c->xstate;
+    xkv_group *g = &S->g[gi];
     g->rank = rank;
     g->mean = mean;
     g->basis = basis;
@@ -402,7 +405,11 @@ static vq_status install(vq_cache *c, int gi, int rank, float *mean, float *basi
     for (int l = g->first; l < g->first + g->n; l++) {
         vq_cache_layer *L = &c->layers[l];
         vq_codec *kc = NULL;
-        VQ_TRY(xkv_make(g, c->xkv->bits, L->kc->seed, l == g->first, &kc));
+        char spec[64];
+        snprintf(spec, sizeof spec, "xkv:bits=%d%s", S->bits, l == g->first ? ",shared=1" : "");
+        vq_status st = vq_codec_create_ops(&xkv_ops, spec, g->D, VQ_ROLE_KEY, L->kc->seed, g, &kc);
+        if (st != VQ_OK)
+            return vq_fail(c->err, st, "cache layer %d: %s", l, vq_last_error());
         vq_codec_free(L->kc);
         L->kc = kc;
         if (c->n_workers >= 1 && L->kcw)
@@ -414,7 +421,7 @@ static vq_status install(vq_cache *c, int gi, int rank, float *mean, float *basi
         for (int h = 0; h < L->shape.n_kv_heads; h++)
             held = L->heads[h].n_res > held ? L->heads[h].n_res : held;
         if (held < cap && cap < L->res_cap)
-            VQ_TRY(resize_window(c, L, cap));
+            VQ_TRY(vq_cache_resize_window(c, L, cap));
     }
     return vq_cache_set_threads(c, c->threads);
 }
@@ -422,7 +429,8 @@ static vq_status install(vq_cache *c, int gi, int rank, float *mean, float *basi
 /* fit the basis of group gi from every token its layers hold */
 static vq_status fit(vq_cache *c, int gi)
 {
-    xkv_group *g = &c->xkv->g[gi];
+    const xkv_state *S = c->xstate;
+    xkv_group *g = &S->g[gi];
     const int D = g->D;
     double *sum = calloc((size_t)D, sizeof *sum), *cov = calloc((size_t)D * D, sizeof *cov);
     double *w = malloc((size_t)D * sizeof *w), *v = malloc((size_t)D * D * sizeof *v);
@@ -461,7 +469,7 @@ static vq_status fit(vq_cache *c, int gi)
         double tot = 0, acc = 0;
         for (int i = 0; i < D; i++)
             tot += w[i] > 0 ? w[i] : 0;
-        while (r < D && (r == 0 || acc < c->xkv->energy * tot)) {
+        while (r < D && (r == 0 || acc < S->energy * tot)) {
             acc += w[r] > 0 ? w[r] : 0;
             r++;
         }
@@ -480,56 +488,135 @@ static vq_status fit(vq_cache *c, int gi)
     return install(c, gi, r, mean, basis, 1);
 }
 
-vq_status vq_cache_xkv_after_append(vq_cache *c, int layer)
+static vq_status xkv_after_append(vq_cache *c, int layer)
 {
+    const xkv_state *S = c->xstate;
     vq_cache_layer *L = &c->layers[layer];
-    if (!vq_cache_xkv_pending(c, L))
+    if (!pending(c, L))
         return VQ_OK;
-    xkv_group *g = &c->xkv->g[L->xpartner];
+    const xkv_group *g = &S->g[L->xpeer];
     if (layer != g->first + g->n - 1)
         return VQ_OK;
     size_t held = 0;
     for (int h = 0; h < L->shape.n_kv_heads; h++)
         held = L->heads[h].n_res > held ? L->heads[h].n_res : held;
-    return held >= (size_t)c->xkv->min ? fit(c, L->xpartner) : VQ_OK;
+    return held >= (size_t)S->min ? fit(c, L->xpeer) : VQ_OK;
 }
 
-/* ---- persistence (persist.c writes/reads, format in docs/cache-format.md) */
+/* ---- persistence: the file's xkv section (persist.c, format in
+ * docs/cache-format.md): u32 n_groups | per group: u32 fitted |
+ * if fitted: u32 rank | head_dim x f32 mean | head_dim x rank f32 basis */
 
-int vq_cache_xkv_groups(const vq_cache *c) { return c->xkv ? c->xkv->n_groups : 0; }
-
-void vq_cache_xkv_group_info(const vq_cache *c, int gi, int *fitted, int *rank, int *D, const float **mean,
-                             const float **basis)
+static vq_status xkv_save(const vq_cache *c, uint8_t *dst, size_t cap, size_t *len)
 {
-    const xkv_group *g = &c->xkv->g[gi];
-    *fitted = g->fitted;
-    *rank = g->rank;
-    *D = g->D;
-    *mean = g->mean;
-    *basis = g->basis;
+    const xkv_state *S = c->xstate;
+    size_t n = 4;
+    for (int i = 0; i < S->n_groups; i++)
+        n += 4 + (S->g[i].fitted ? 4 + 4 * (size_t)S->g[i].D * (1 + (size_t)S->g[i].rank) : 0);
+    *len = n;
+    if (!dst)
+        return VQ_OK;
+    if (cap < n)
+        return vq_fail((char *)c->err, VQ_ERR_INVALID_ARG, "xkv section: buffer of %zu bytes, need %zu", cap, n);
+    uint8_t *p = dst;
+    vq_put_u32(p, (uint32_t)S->n_groups);
+    p += 4;
+    for (int i = 0; i < S->n_groups; i++) {
+        const xkv_group *g = &S->g[i];
+        vq_put_u32(p, (uint32_t)g->fitted);
+        p += 4;
+        if (!g->fitted)
+            continue;
+        vq_put_u32(p, (uint32_t)g->rank);
+        p += 4;
+        for (size_t j = 0; j < (size_t)g->D; j++, p += 4)
+            vq_put_f32(p, g->mean[j]);
+        for (size_t j = 0; j < (size_t)g->D * (size_t)g->rank; j++, p += 4)
+            vq_put_f32(p, g->basis[j]);
+    }
+    return VQ_OK;
 }
 
-vq_status vq_cache_xkv_load_group(vq_cache *c, int gi, int rank, const float *mean, const float *basis, char *err)
+static vq_status need(size_t n, size_t off, size_t len, const char *what, char *err)
 {
-    xkv_group *g = &c->xkv->g[gi];
-    if (rank < 1 || rank > g->D)
-        return vq_fail(err, VQ_ERR_FORMAT, "cache file: xkv group %d: rank %d out of range [1, %d]", gi, rank, g->D);
+    if (n > len - off)
+        return vq_fail(err, VQ_ERR_FORMAT, "cache file: truncated in %s (need %zu bytes at offset %zu, %zu left)",
+                       what, n, off, len - off);
+    return VQ_OK;
+}
+
+/* install a basis read from a file: mean/basis are checked and copied */
+static vq_status load_group(vq_cache *c, int gi, int rank, const uint8_t *src, char *err)
+{
+    const xkv_state *S = c->xstate;
+    const xkv_group *g = &S->g[gi];
     size_t nb = (size_t)g->D * (size_t)rank;
-    for (size_t i = 0; i < (size_t)g->D; i++)
-        if (!isfinite(mean[i]))
-            return vq_fail(err, VQ_ERR_FORMAT, "cache file: xkv group %d: non-finite mean", gi);
-    for (size_t i = 0; i < nb; i++)
-        if (!isfinite(basis[i]) || fabsf(basis[i]) > 1.0001f)
-            return vq_fail(err, VQ_ERR_FORMAT, "cache file: xkv group %d: basis entry out of range", gi);
     float *m = malloc((size_t)g->D * sizeof *m), *b = malloc(nb * sizeof *b);
     if (!m || !b) {
         free(m), free(b);
         return vq_fail(err, VQ_ERR_NOMEM, "cache load: out of memory");
     }
-    memcpy(m, mean, (size_t)g->D * sizeof *m);
-    memcpy(b, basis, nb * sizeof *b);
+    for (size_t i = 0; i < (size_t)g->D; i++)
+        m[i] = vq_get_f32(src + 4 * i);
+    for (size_t i = 0; i < nb; i++)
+        b[i] = vq_get_f32(src + 4 * ((size_t)g->D + i));
+    const char *bad = NULL;
+    for (size_t i = 0; !bad && i < (size_t)g->D; i++)
+        if (!isfinite(m[i]))
+            bad = "non-finite mean";
+    for (size_t i = 0; !bad && i < nb; i++)
+        if (!isfinite(b[i]) || fabsf(b[i]) > 1.0001f)
+            bad = "basis entry out of range";
+    if (bad) {
+        free(m), free(b);
+        return vq_fail(err, VQ_ERR_FORMAT, "cache file: xkv group %d: %s", gi, bad);
+    }
     vq_status st = install(c, gi, rank, m, b, 0);
     if (st != VQ_OK)
         return vq_fail(err, st, "cache file: xkv group %d: %s", gi, c->err);
     return VQ_OK;
 }
+
+static vq_status xkv_load(vq_cache *c, const uint8_t *src, size_t len, size_t *used, char *err)
+{
+    const xkv_state *S = c->xstate;
+    size_t off = 0;
+    VQ_TRY(need(4, off, len, "xkv section", err));
+    uint32_t ng = vq_get_u32(src);
+    off += 4;
+    if ((int)ng != S->n_groups || ng > VQ_MAX_LAYERS)
+        return vq_fail(err, VQ_ERR_FORMAT, "cache file: %u xkv groups, the config makes %d", ng, S->n_groups);
+    for (int g = 0; g < (int)ng; g++) {
+        const int D = S->g[g].D;
+        VQ_TRY(need(4, off, len, "xkv section", err));
+        uint32_t fitted = vq_get_u32(src + off), rank;
+        off += 4;
+        if (fitted > 1)
+            return vq_fail(err, VQ_ERR_FORMAT, "cache file: xkv group %d: bad flag", g);
+        if (!fitted)
+            continue;
+        VQ_TRY(need(4, off, len, "xkv section", err));
+        rank = vq_get_u32(src + off);
+        off += 4;
+        if (rank < 1 || rank > (uint32_t)D)
+            return vq_fail(err, VQ_ERR_FORMAT, "cache file: xkv group %d: rank %u out of range [1, %d]", g, rank, D);
+        size_t nf = (size_t)D * (1 + (size_t)rank);
+        VQ_TRY(need(nf * 4, off, len, "xkv basis", err));
+        VQ_TRY(load_group(c, g, (int)rank, src + off, err));
+        off += nf * 4;
+    }
+    *used = off;
+    return VQ_OK;
+}
+
+const vq_cross_ops vq_cross_xkv_ops = {
+    .name = "xkv",
+    .canon = xkv_canon,
+    .setup = xkv_setup,
+    .codec = xkv_codec,
+    .grow = xkv_grow,
+    .after_append = xkv_after_append,
+    .save = xkv_save,
+    .load = xkv_load,
+    .free = xkv_free,
+};

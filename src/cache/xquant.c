@@ -27,10 +27,10 @@
  *     incoherent output without the residual).
  * bits in {2, 4, 8}, rbits in {0, 2, 4, 8}.
  *
- * The methods are internal codecs (struct vq_codec with the ops below),
- * placed as the pair's key and value codecs, so paging, the residual
+ * The methods are internal codecs (the ops below, created through
+ * vq_codec_create_ops), placed as the pair's key and value codecs, so paging, the residual
  * window, stats and save/load are the cache's usual ones. A follower codec
- * decodes with the anchor's codes bound by vq_cache_xquant_bind (the
+ * decodes with the anchor's codes bound by xq_bind (vq_cross_ops.bind) (the
  * anchor's slot of the same index: the pair holds the same positions in the
  * same slots because eviction is refused and windows are excluded).
  * Kernels decode a token into scratch then score / accumulate in floats
@@ -41,6 +41,8 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
+#include "codec/bitstream.h"
+#include "codec/vecops.h"
 #include "core/fp16.h"
 #include "core/io.h"
 
@@ -55,24 +57,6 @@ typedef struct {
     float *x;                /* [D] decode scratch */
     uint8_t *c;              /* [D] unpacked codes */
 } xq_impl;
-
-static void unpack(const uint8_t *src, int bits, size_t n, uint8_t *out)
-{
-    unsigned mask = (1u << bits) - 1u;
-    for (size_t j = 0; j < n; j++) {
-        size_t b = j * (size_t)bits;
-        out[j] = (uint8_t)((src[b / 8] >> (b % 8)) & mask);
-    }
-}
-
-static void pack(const uint8_t *c, int bits, size_t n, uint8_t *dst)
-{
-    memset(dst, 0, n * (size_t)bits / 8);
-    for (size_t j = 0; j < n; j++) {
-        size_t b = j * (size_t)bits;
-        dst[b / 8] |= (uint8_t)(c[j] << (b % 8));
-    }
-}
 
 /* asymmetric min/max quantization of n values at `bits`; codes out, fp16
  * scale and zero written at sz (4 bytes) */
@@ -108,17 +92,17 @@ static void decode_one(vq_codec *c, const uint8_t *src, size_t t, float *x)
     const size_t D = (size_t)c->head_dim, bpt = c->block_bytes;
     const uint8_t *p = src + t * bpt;
     if (!m->follower) {
-        unpack(p, m->bits, D, m->c);
+        vq_bits_unpack(p, D, m->bits, m->c);
         for (size_t g = 0; g < m->ng; g++)
             dequant_add(m->c + g * XQ_GROUP, p + m->code_bytes + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 0);
         return;
     }
-    unpack(m->anchor + t * m->anchor_bpt, m->bits, D, m->c);
+    vq_bits_unpack(m->anchor + t * m->anchor_bpt, D, m->bits, m->c);
     for (size_t g = 0; g < m->ng; g++)
         dequant_add(m->c + g * XQ_GROUP, p + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 0);
     if (m->rbits) {
         const uint8_t *rc = p + 4 * m->ng, *rsz = rc + D * (size_t)m->rbits / 8;
-        unpack(rc, m->rbits, D, m->c);
+        vq_bits_unpack(rc, D, m->rbits, m->c);
         for (size_t g = 0; g < m->ng; g++)
             dequant_add(m->c + g * XQ_GROUP, rsz + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 1);
     }
@@ -134,10 +118,10 @@ static void xq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
         if (!m->follower) {
             for (size_t g = 0; g < m->ng; g++)
                 quant_group(y + g * XQ_GROUP, XQ_GROUP, m->bits, m->c + g * XQ_GROUP, p + m->code_bytes + 4 * g);
-            pack(m->c, m->bits, D, p);
+            vq_bits_pack(m->c, D, m->bits, p);
             continue;
         }
-        unpack(m->anchor + t * m->anchor_bpt, m->bits, D, m->c);
+        vq_bits_unpack(m->anchor + t * m->anchor_bpt, D, m->bits, m->c);
         for (size_t g = 0; g < m->ng; g++) {
             /* least-squares scale and zero given the anchor's codes */
             const uint8_t *cg = m->c + g * XQ_GROUP;
@@ -164,7 +148,7 @@ static void xq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
                 m->x[d] = y[d] - m->x[d];
             for (size_t g = 0; g < m->ng; g++)
                 quant_group(m->x + g * XQ_GROUP, XQ_GROUP, m->rbits, m->c + g * XQ_GROUP, rsz + 4 * g);
-            pack(m->c, m->rbits, D, rc);
+            vq_bits_pack(m->c, D, m->rbits, rc);
         }
     }
 }
@@ -187,12 +171,8 @@ static void xq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
     const float *q = (const float *)qbuf;
     for (size_t i = 0; i < n; i++) {
         decode_one(c, codes, i, m->x);
-        for (int j = 0; j < n_q; j++) {
-            float s = 0.0f;
-            for (size_t d = 0; d < D; d++)
-                s += q[(size_t)j * D + d] * m->x[d];
-            scores[(size_t)j * n + i] = s;
-        }
+        for (int j = 0; j < n_q; j++)
+            scores[(size_t)j * n + i] = vq_vec_dot(q + (size_t)j * D, m->x, D);
     }
 }
 
@@ -207,128 +187,141 @@ static void xq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
         if (!any)
             continue;
         decode_one(c, codes, i, m->x);
-        for (int j = 0; j < n_q; j++) {
-            float wj = w[(size_t)j * n + i];
-            for (size_t d = 0; d < D; d++)
-                acc[(size_t)j * D + d] += wj * m->x[d];
-        }
+        for (int j = 0; j < n_q; j++)
+            vq_vec_axpy(w[(size_t)j * n + i], m->x, D, acc + (size_t)j * D);
     }
-}
-
-static void xq_finish(vq_codec *c, const float *acc, float *out)
-{
-    memcpy(out, acc, (size_t)c->head_dim * sizeof(float));
 }
 
 static void xq_destroy(vq_codec *c)
 {
-    xq_impl *m = c->impl;
-    if (m) {
-        free(m->x);
-        free(m->c);
-        free(m);
-    }
+    free(c->impl);
     c->impl = NULL;
 }
 
-static vq_status xq_init_unused(vq_codec *c, vq_spec *sp)
+/* the parameters and the scratch of a head_dim D handle, one block */
+static xq_impl *xq_alloc(size_t D)
 {
-    (void)sp;
-    return vq_fail(c->err, VQ_ERR_UNSUPPORTED, "xquant: internal codec, built by the cache only");
+    xq_impl *m = calloc(1, sizeof *m + D * sizeof(float) + D);
+    if (m) {
+        m->x = (float *)(void *)(m + 1);
+        m->c = (uint8_t *)(m->x + D);
+    }
+    return m;
+}
+
+/* spec "xquant:bits=B" (anchor) or "xquant:bits=B,rbits=R,follower=1"
+ * (the canonical forms; the cache's layer spec is not used) */
+static vq_status xq_init(vq_codec *c, vq_spec *sp)
+{
+    long bits, rbits, follower;
+    VQ_TRY(vq_spec_int(sp, "bits", 4, 2, 8, &bits, c->err));
+    VQ_TRY(vq_spec_int(sp, "rbits", 0, 0, 8, &rbits, c->err));
+    VQ_TRY(vq_spec_int(sp, "follower", 0, 0, 1, &follower, c->err));
+    const size_t D = (size_t)c->head_dim;
+    xq_impl *m = xq_alloc(D);
+    c->impl = m;
+    if (!m)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "xquant: out of memory");
+    m->bits = (int)bits;
+    m->rbits = (int)rbits;
+    m->follower = (int)follower;
+    m->ng = D / XQ_GROUP;
+    m->code_bytes = D * (size_t)bits / 8;
+    m->anchor_bpt = m->code_bytes + 4 * m->ng;
+    c->block_tokens = 1;
+    c->block_bytes = follower ? 4 * m->ng + (rbits ? D * (size_t)rbits / 8 + 4 * m->ng : 0) : m->anchor_bpt;
+    c->query_bytes = D * sizeof(float);
+    c->accum_size = D;
+    if (follower)
+        snprintf(c->canon, sizeof c->canon, "xquant:bits=%ld,rbits=%ld,follower=1", bits, rbits);
+    else
+        snprintf(c->canon, sizeof c->canon, "xquant:bits=%ld", bits);
+    return VQ_OK;
+}
+
+/* a handle with its own scratch and no bound anchor */
+static vq_status xq_clone(const vq_codec *src, vq_codec *dst)
+{
+    const xq_impl *s = src->impl;
+    xq_impl *m = xq_alloc((size_t)src->head_dim);
+    dst->impl = m;
+    if (!m)
+        return vq_fail(dst->err, VQ_ERR_NOMEM, "xquant: out of memory");
+    float *x = m->x;
+    uint8_t *cs = m->c;
+    *m = *s;
+    m->x = x;
+    m->c = cs;
+    m->anchor = NULL;
+    return VQ_OK;
 }
 
 static const vq_codec_ops xq_ops = {
     .name = "xquant",
     .default_spec = "xquant",
-    .init = xq_init_unused,
+    .init = xq_init,
     .destroy = xq_destroy,
     .encode = xq_encode,
     .decode = xq_decode,
     .prepare_query = xq_prepare,
     .score = xq_score,
     .accumulate = xq_accumulate,
-    .accum_finish = xq_finish,
+    .accum_finish = vq_codec_finish_copy,
+    .clone = xq_clone,
 };
 
-/* Build an anchor (follower = 0) or follower codec. */
-static vq_status xq_make(int D, vq_role role, int bits, int rbits, int follower, uint64_t seed, vq_codec **out)
+/* ---- the pairs (vq_cross_ops) ------------------------------------------- */
+
+typedef struct {
+    int bits, rbits;
+} xq_state;
+
+static vq_status xq_params(vq_spec *sp, long *bits, long *rbits, char *err, const char *prefix)
 {
-    vq_codec *c = calloc(1, sizeof *c);
-    xq_impl *m = calloc(1, sizeof *m);
-    if (c)
-        c->impl = m;
-    if (m) {
-        m->x = malloc((size_t)D * sizeof *m->x);
-        m->c = malloc((size_t)D);
-    }
-    if (!c || !m || !m->x || !m->c) {
-        if (c)
-            c->ops = &xq_ops;
-        vq_codec_free(c);
-        return vq_fail(NULL, VQ_ERR_NOMEM, "xquant: out of memory");
-    }
-    c->ops = &xq_ops;
-    c->head_dim = D;
-    c->role = role;
-    c->seed = seed;
-    m->bits = bits;
-    m->rbits = rbits;
-    m->follower = follower;
-    m->ng = (size_t)D / XQ_GROUP;
-    m->code_bytes = (size_t)D * (size_t)bits / 8;
-    m->anchor_bpt = m->code_bytes + 4 * m->ng;
-    c->block_tokens = 1;
-    c->block_bytes = follower ? 4 * m->ng + (rbits ? (size_t)D * (size_t)rbits / 8 + 4 * m->ng : 0) : m->anchor_bpt;
-    c->query_bytes = (size_t)D * sizeof(float);
-    c->accum_size = (size_t)D;
-    c->ready = 1;
-    if (follower)
-        snprintf(c->canon, sizeof c->canon, "xquant:bits=%d,rbits=%d,follower=1", bits, rbits);
-    else
-        snprintf(c->canon, sizeof c->canon, "xquant:bits=%d", bits);
-    *out = c;
+    VQ_TRY(vq_spec_int(sp, "bits", 4, 2, 8, bits, err));
+    VQ_TRY(vq_spec_int(sp, "rbits", 2, 0, 8, rbits, err));
+    if (*bits != 2 && *bits != 4 && *bits != 8)
+        return vq_fail(err, VQ_ERR_INVALID_ARG, "%sxquant: parameter bits=%ld must be 2, 4 or 8", prefix, *bits);
+    if (*rbits != 0 && *rbits != 2 && *rbits != 4 && *rbits != 8)
+        return vq_fail(err, VQ_ERR_INVALID_ARG, "%sxquant: parameter rbits=%ld must be 0, 2, 4 or 8", prefix,
+                       *rbits);
     return VQ_OK;
 }
 
-int vq_cache_xquant_is(const vq_codec *c) { return c && c->ops == &xq_ops; }
-
-vq_status vq_cache_xquant_clone(const vq_codec *src, vq_codec **out)
+static vq_status xq_canon(vq_spec *sp, char *canon, size_t cap, char *err)
 {
-    const xq_impl *m = src->impl;
-    return xq_make(src->head_dim, src->role, m->bits, m->rbits, m->follower, src->seed, out);
+    long bits, rbits;
+    VQ_TRY(xq_params(sp, &bits, &rbits, err, ""));
+    snprintf(canon, cap, "xquant:bits=%ld,rbits=%ld", bits, rbits);
+    return VQ_OK;
 }
 
-vq_status vq_cache_xquant_parse(vq_cache *c, char *err)
+static vq_status xq_setup(vq_cache *c, char *err)
 {
-    if (strncmp(c->cfg->cross, "xquant:", 7) != 0)
-        return VQ_OK;
     vq_spec sp;
     long bits, rbits;
     VQ_TRY(vq_spec_parse(c->cfg->cross, &sp, err));
-    VQ_TRY(vq_spec_int(&sp, "bits", 4, 2, 8, &bits, err));
-    VQ_TRY(vq_spec_int(&sp, "rbits", 2, 0, 8, &rbits, err));
-    if (bits != 2 && bits != 4 && bits != 8)
-        return vq_fail(err, VQ_ERR_INVALID_ARG, "cache config: cross: xquant: parameter bits=%ld must be 2, 4 or 8",
-                       bits);
-    if (rbits != 0 && rbits != 2 && rbits != 4 && rbits != 8)
-        return vq_fail(err, VQ_ERR_INVALID_ARG,
-                       "cache config: cross: xquant: parameter rbits=%ld must be 0, 2, 4 or 8", rbits);
+    VQ_TRY(xq_params(&sp, &bits, &rbits, err, "cache config: cross: "));
     if (c->ev.kind != VQ_EVICT_NONE)
         return vq_fail(err, VQ_ERR_UNSUPPORTED,
                        "cache config: cross: xquant cannot be combined with evict=%s (a pair must hold the same slots)",
                        c->cfg->evict);
-    c->xq_bits = (int)bits;
-    c->xq_rbits = (int)rbits;
+    xq_state *S = calloc(1, sizeof *S);
+    if (!S)
+        return vq_fail(err, VQ_ERR_NOMEM, "xquant: out of memory");
+    c->xstate = S;
+    S->bits = (int)bits;
+    S->rbits = (int)rbits;
     int pairs = 0;
     for (int a = 0; a + 1 < c->n_layers; a += 2) {
         const vq_cache_layer_shape *x = &c->shapes[a], *y = &c->shapes[a + 1];
         if (x->n_kv_heads != y->n_kv_heads || x->n_q_heads != y->n_q_heads || x->head_dim != y->head_dim ||
             x->window != 0 || y->window != 0 || x->softcap != y->softcap)
             continue;
-        c->layers[a].xrole = VQ_XROLE_XQ_ANCHOR;
-        c->layers[a].xpartner = a + 1;
-        c->layers[a + 1].xrole = VQ_XROLE_XQ_FOLLOWER;
-        c->layers[a + 1].xpartner = a;
+        c->layers[a].xrole = VQ_CROSS_ANCHOR;
+        c->layers[a].xpeer = a + 1;
+        c->layers[a + 1].xrole = VQ_CROSS_FOLLOWER;
+        c->layers[a + 1].xpeer = a;
         pairs++;
     }
     if (pairs == 0)
@@ -338,31 +331,48 @@ vq_status vq_cache_xquant_parse(vq_cache *c, char *err)
     return VQ_OK;
 }
 
-int vq_cache_xquant_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st)
+static int xq_codec(vq_cache *c, int l, vq_role role, uint64_t seed, vq_codec **out, vq_status *st)
 {
-    vq_cache_layer *L = &c->layers[l];
-    if (L->xrole != VQ_XROLE_XQ_ANCHOR && L->xrole != VQ_XROLE_XQ_FOLLOWER)
+    const vq_cache_layer *L = &c->layers[l];
+    const xq_state *S = c->xstate;
+    if (L->xrole == VQ_CROSS_NONE)
         return 0;
-    *st = xq_make(L->shape.head_dim, role, c->xq_bits, c->xq_rbits, L->xrole == VQ_XROLE_XQ_FOLLOWER, seed, out);
+    char spec[64];
+    if (L->xrole == VQ_CROSS_FOLLOWER)
+        snprintf(spec, sizeof spec, "xquant:bits=%d,rbits=%d,follower=1", S->bits, S->rbits);
+    else
+        snprintf(spec, sizeof spec, "xquant:bits=%d", S->bits);
+    *st = vq_codec_create_ops(&xq_ops, spec, L->shape.head_dim, role, seed, NULL, out);
     if (*st != VQ_OK)
         vq_fail(c->err, *st, "cache layer %d: %s", l, vq_last_error());
     return 1;
 }
 
-vq_status vq_cache_xquant_bind(vq_cache *c, const vq_cache_layer *L, size_t h, size_t slot, vq_codec *kc,
-                               vq_codec *vc)
+/* point a follower's codecs at the anchor's codes of `slot` of head h */
+static vq_status xq_bind(vq_cache *c, const vq_cache_layer *L, size_t h, size_t slot, vq_codec *kc, vq_codec *vc)
 {
-    if (L->xrole != VQ_XROLE_XQ_FOLLOWER)
+    if (L->xrole != VQ_CROSS_FOLLOWER)
         return VQ_OK;
-    const vq_cache_layer *A = &c->layers[L->xpartner];
+    const vq_cache_layer *A = &c->layers[L->xpeer];
     const vq_cache_head *HA = &A->heads[h];
     if (slot >= HA->n_packed)
         return vq_fail(c->err, VQ_ERR_STATE,
                        "xquant: layer %d slot %zu has no anchor codes (layer %d holds %zu): append the anchor first",
-                       L->xpartner + 1, slot, L->xpartner, HA->n_packed);
+                       L->xpeer + 1, slot, L->xpeer, HA->n_packed);
     size_t P = A->page_tokens, i = slot % P;
     xq_impl *mk = kc->impl, *mv = vc->impl;
     mk->anchor = HA->kpages[slot / P] + i * vq_codec_bytes_per_token(A->kc);
     mv->anchor = HA->vpages[slot / P] + i * vq_codec_bytes_per_token(A->vc);
     return VQ_OK;
 }
+
+static void xq_free(vq_cache *c) { free(c->xstate); }
+
+const vq_cross_ops vq_cross_xquant_ops = {
+    .name = "xquant",
+    .canon = xq_canon,
+    .setup = xq_setup,
+    .codec = xq_codec,
+    .bind = xq_bind,
+    .free = xq_free,
+};

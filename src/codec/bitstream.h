@@ -1,39 +1,58 @@
-/* bitstream.h -- packing of small unsigned codes into bytes, LSB first.
+/* bitstream.h -- packing of small unsigned codes into bytes, LSB first:
+ * the one bit packing of the library (codecs, the cache's xquant/xkv
+ * codes; the GPU kernels and kernels/rows_ref.c read the same layout).
  *
- * Code i of width `bits` (1..8) occupies bits [i*bits, (i+1)*bits) of the
- * byte string, bit j of the stream being bit (j % 8) of byte j / 8. With
- * bits in {1,2,4,8} a code never straddles a byte; 3-bit codes may. The
- * caller zeroes the destination before vq_bits_put (it ORs). */
+ * A code of width `bits` (1..16) at bit offset `bit` occupies bits
+ * [bit, bit + bits) of the byte string, bit j of the stream being bit
+ * (j % 8) of byte j / 8; code i of a run of equal widths sits at bit
+ * offset i * bits. A code touches only the bytes its bits lie in (at most
+ * 3), so packing a row never reads or writes past the row's last code.
+ * The caller zeroes the destination before putting (puts OR) and passes
+ * values that fit in `bits` (higher bits are dropped). */
 #ifndef VQ_CODEC_BITSTREAM_H
 #define VQ_CODEC_BITSTREAM_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+static inline void vq_bits_put_at(uint8_t *dst, size_t bit, int bits, unsigned v)
+{
+    size_t byte = bit >> 3;
+    unsigned sh = (unsigned)(bit & 7), end = sh + (unsigned)bits;
+    uint32_t w = (uint32_t)(v & ((1u << bits) - 1u)) << sh;
+    dst[byte] |= (uint8_t)w;
+    if (end > 8)
+        dst[byte + 1] |= (uint8_t)(w >> 8);
+    if (end > 16)
+        dst[byte + 2] |= (uint8_t)(w >> 16);
+}
+
+static inline unsigned vq_bits_get_at(const uint8_t *src, size_t bit, int bits)
+{
+    size_t byte = bit >> 3;
+    unsigned sh = (unsigned)(bit & 7), end = sh + (unsigned)bits;
+    uint32_t w = src[byte];
+    if (end > 8)
+        w |= (uint32_t)src[byte + 1] << 8;
+    if (end > 16)
+        w |= (uint32_t)src[byte + 2] << 16;
+    return (unsigned)(w >> sh) & ((1u << bits) - 1u);
+}
+
+/* code i of a run of `bits`-wide codes */
 static inline void vq_bits_put(uint8_t *dst, size_t i, int bits, unsigned v)
 {
-    size_t bit = i * (size_t)bits;
-    size_t byte = bit >> 3;
-    unsigned sh = (unsigned)(bit & 7);
-    unsigned w = (v & ((1u << bits) - 1u)) << sh;
-    dst[byte] |= (uint8_t)w;
-    if (sh + (unsigned)bits > 8)
-        dst[byte + 1] |= (uint8_t)(w >> 8);
+    vq_bits_put_at(dst, i * (size_t)bits, bits, v);
 }
 
 static inline unsigned vq_bits_get(const uint8_t *src, size_t i, int bits)
 {
-    size_t bit = i * (size_t)bits;
-    size_t byte = bit >> 3;
-    unsigned sh = (unsigned)(bit & 7);
-    unsigned w = src[byte];
-    if (sh + (unsigned)bits > 8)
-        w |= (unsigned)src[byte + 1] << 8;
-    return (w >> sh) & ((1u << bits) - 1u);
+    return vq_bits_get_at(src, i * (size_t)bits, bits);
 }
 
-/* codes 0..n-1 into out[0..n) (one byte each); whole bytes at a time for
- * widths 1, 2, 4 and 8 */
+/* codes 0..n-1 into out[0..n) (one byte each, bits <= 8); whole bytes at a
+ * time for widths 1, 2, 4 and 8 */
 static inline void vq_bits_unpack(const uint8_t *src, size_t n, int bits, uint8_t *out)
 {
     size_t i = 0;
@@ -47,6 +66,15 @@ static inline void vq_bits_unpack(const uint8_t *src, size_t n, int bits, uint8_
     }
     for (; i < n; i++)
         out[i] = (uint8_t)vq_bits_get(src, i, bits);
+}
+
+/* in[0..n) (one code per byte, bits <= 8) into ceil(n * bits / 8) bytes
+ * at dst, which this zeroes first */
+static inline void vq_bits_pack(const uint8_t *in, size_t n, int bits, uint8_t *dst)
+{
+    memset(dst, 0, (n * (size_t)bits + 7) / 8);
+    for (size_t i = 0; i < n; i++)
+        vq_bits_put(dst, i, bits, in[i]);
 }
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "core/crc32.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/file.h"
 #include "core/io.h"
 #include "core/spec.h"
@@ -14,7 +15,6 @@
 #define CS_VERSION 1u
 #define CS_HDR 24
 #define CS_ENTRY 28
-#define CS_MAX_LAYERS 4096
 #define CS_MAX_BLOB ((uint64_t)1 << 30)
 
 int vq_calib_set_sniff(const char *path)
@@ -61,7 +61,7 @@ static vq_status fill(vq_file_writer *w, void *user)
 vq_status vq_calib_set_write(const char *path, uint64_t fingerprint, int n_layers, vq_codec *const *codecs,
                              char *err)
 {
-    if (!path || !codecs || n_layers < 1 || n_layers > CS_MAX_LAYERS)
+    if (!path || !codecs || n_layers < 1 || n_layers > VQ_MAX_LAYERS)
         return vq_fail(err, VQ_ERR_INVALID_ARG, "calibration file: bad arguments");
     size_t E = 0;
     for (int i = 0; i < 2 * n_layers; i++)
@@ -133,7 +133,7 @@ vq_status vq_calib_set_apply(const char *path, int layer, int n_layers, uint64_t
                      CS_VERSION);
         goto done;
     }
-    if (nl < 1 || nl > CS_MAX_LAYERS || E < 1 || E > 2 * nl ||
+    if (nl < 1 || nl > VQ_MAX_LAYERS || E < 1 || E > 2 * nl ||
         (uint64_t)CS_HDR + (uint64_t)CS_ENTRY * E + 4 > (uint64_t)fsz) {
         st = vq_fail(err, VQ_ERR_FORMAT, "calibration file %s: bad header (%u layers, %u entries, %ld bytes)", path,
                      nl, E, fsz);

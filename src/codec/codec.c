@@ -63,38 +63,22 @@ static vq_status load_calib_file(vq_codec *c, const char *path)
     return st;
 }
 
-vq_status vq_codec_create(const char *spec, int head_dim, vq_role role,
-                          uint64_t seed, vq_codec **out)
+/* the common part of vq_codec_create and vq_codec_create_ops: argument
+ * checks, the generic fields, ops->init, the tile and calib= */
+static vq_status create(const vq_codec_ops *ops, vq_spec *sp, int head_dim, vq_role role, uint64_t seed,
+                        const void *ctx, vq_codec **out)
 {
-    if (!out)
-        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: out is NULL");
-    *out = NULL;
-    if (!spec)
-        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: spec is NULL");
-    if (head_dim < 32 || head_dim > 256 || head_dim % 32 != 0)
-        return vq_fail(NULL, VQ_ERR_INVALID_ARG,
-                       "vq_codec_create: head_dim %d unsupported (need a multiple of 32 in 32..256)", head_dim);
-    if (role != VQ_ROLE_KEY && role != VQ_ROLE_VALUE)
-        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: role %d is neither key nor value", (int)role);
-    vq_spec sp;
-    VQ_TRY(vq_spec_parse(spec, &sp, NULL));
-    const vq_codec_ops *ops = find_method(sp.name);
-    if (!ops)
-        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "unknown codec method '%s' (try `veloxquant codecs`)", sp.name);
     const char *calib = NULL;
-    vq_spec_str(&sp, "calib", NULL, &calib, NULL);
+    vq_spec_str(sp, "calib", NULL, &calib, NULL);
 
-    vq_codec *c = calloc(1, sizeof *c);
+    vq_codec *c = malloc(sizeof *c);
     if (!c)
         return vq_fail(NULL, VQ_ERR_NOMEM, "vq_codec_create: out of memory");
-    c->ops = ops;
-    c->head_dim = head_dim;
-    c->role = role;
-    c->seed = seed;
-    c->ready = !ops->needs_calibration;
-    vq_status st = ops->init(c, &sp);
+    *c = (vq_codec){ .ops = ops, .head_dim = head_dim, .role = role, .seed = seed, .ctx = ctx,
+                     .ready = !ops->needs_calibration };
+    vq_status st = ops->init(c, sp);
     if (st == VQ_OK)
-        st = vq_spec_check_unused(&sp, c->err);
+        st = vq_spec_check_unused(sp, c->err);
     if (st == VQ_OK && (c->block_tokens == 0 || c->block_bytes == 0 ||
                         c->block_bytes % c->block_tokens != 0))
         st = vq_fail(c->err, VQ_ERR_UNSUPPORTED, "%s: block of %zu tokens in %zu bytes is not a whole number of bytes per token",
@@ -113,6 +97,109 @@ vq_status vq_codec_create(const char *spec, int head_dim, vq_role role,
     }
     if (st != VQ_OK) {
         vq_fail(NULL, st, "%s", c->err); /* keep the message for the thread */
+        vq_codec_free(c);
+        return st;
+    }
+    *out = c;
+    return VQ_OK;
+}
+
+static vq_status check_args(const char *spec, int head_dim, vq_role role, vq_codec **out)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !spec)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: %s is NULL", out ? "spec" : "out");
+    if (head_dim < 32 || head_dim > 256 || head_dim % 32 != 0)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG,
+                       "vq_codec_create: head_dim %d unsupported (need a multiple of 32 in 32..256)", head_dim);
+    if (role != VQ_ROLE_KEY && role != VQ_ROLE_VALUE)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: role %d is neither key nor value", (int)role);
+    return VQ_OK;
+}
+
+vq_status vq_codec_create(const char *spec, int head_dim, vq_role role,
+                          uint64_t seed, vq_codec **out)
+{
+    VQ_TRY(check_args(spec, head_dim, role, out));
+    vq_spec sp;
+    VQ_TRY(vq_spec_parse(spec, &sp, NULL));
+    const vq_codec_ops *ops = find_method(sp.name);
+    if (!ops)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "unknown codec method '%s' (try `veloxquant codecs`)", sp.name);
+    return create(ops, &sp, head_dim, role, seed, NULL, out);
+}
+
+vq_status vq_codec_create_ops(const vq_codec_ops *ops, const char *spec, int head_dim, vq_role role,
+                              uint64_t seed, const void *ctx, vq_codec **out)
+{
+    VQ_TRY(check_args(spec, head_dim, role, out));
+    if (!ops || !ops->init)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create_ops: no ops table");
+    vq_spec sp;
+    VQ_TRY(vq_spec_parse(spec, &sp, NULL));
+    if (strcmp(sp.name, ops->name) != 0)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create_ops: spec '%s' is not for method '%s'", spec,
+                       ops->name);
+    return create(ops, &sp, head_dim, role, seed, ctx, out);
+}
+
+/* dst takes src's calibration state (through the state format) */
+static vq_status copy_state(const vq_codec *src, vq_codec *dst)
+{
+    size_t len = 0;
+    vq_status st = vq_codec_state_write(src, NULL, 0, &len);
+    uint8_t *buf = st == VQ_OK ? malloc(len) : NULL;
+    if (st == VQ_OK && !buf)
+        st = vq_fail(NULL, VQ_ERR_NOMEM, "out of memory");
+    if (st == VQ_OK)
+        st = vq_codec_state_write(src, buf, len, &len);
+    if (st == VQ_OK)
+        st = vq_codec_state_read(dst, buf, len);
+    free(buf);
+    return st;
+}
+
+vq_status vq_codec_clone(const vq_codec *src, vq_codec **out)
+{
+    if (!src || !out)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_clone: NULL argument");
+    *out = NULL;
+    if (!src->ops->clone) {
+        /* the same method and parameters (calib= dropped: the state is
+         * copied from src, which may have been calibrated since) */
+        vq_spec sp;
+        vq_status st = vq_spec_parse(src->canon, &sp, NULL);
+        for (int i = 0; st == VQ_OK && i < sp.n; i++)
+            if (strcmp(sp.kv[i].key, "calib") == 0)
+                sp.kv[i] = sp.kv[--sp.n];
+        if (st == VQ_OK)
+            st = create(src->ops, &sp, src->head_dim, src->role, src->seed, src->ctx, out);
+        if (st == VQ_OK && src->ops->state_write && src->ready && src->ops->needs_calibration)
+            st = copy_state(src, *out);
+        if (st != VQ_OK) {
+            vq_fail(NULL, st, "vq_codec_clone: cannot clone '%s': %s", src->canon, vq_last_error());
+            vq_codec_free(*out);
+            *out = NULL;
+        }
+        return st;
+    }
+    vq_codec *c = malloc(sizeof *c);
+    if (!c)
+        return vq_fail(NULL, VQ_ERR_NOMEM, "vq_codec_clone: out of memory");
+    *c = *src;
+    c->impl = NULL;
+    c->tile = NULL;
+    vq_status st = VQ_OK;
+    if (src->tile) {
+        c->tile = malloc(c->tile_tokens * c->accum_size * sizeof(float));
+        if (!c->tile)
+            st = vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory (tile)", c->ops->name);
+    }
+    if (st == VQ_OK)
+        st = src->ops->clone(src, c);
+    if (st != VQ_OK) {
+        vq_fail(NULL, st, "%s", c->err);
         vq_codec_free(c);
         return st;
     }
@@ -218,6 +305,11 @@ vq_status vq_codec_accum_finish(vq_codec *c, const float *acc, float *out)
     VQ_TRY(check_io(c, "vq_codec_accum_finish", acc, out, c ? c->block_tokens : 1));
     c->ops->accum_finish(c, acc, out);
     return VQ_OK;
+}
+
+void vq_codec_finish_copy(vq_codec *c, const float *acc, float *out)
+{
+    memcpy(out, acc, (size_t)c->head_dim * sizeof *out);
 }
 
 vq_status vq_codec_calibrate(vq_codec *c, const float *x, size_t n)

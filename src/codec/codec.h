@@ -59,6 +59,13 @@ typedef struct vq_codec_ops {
      * prepared query, out_i> (query_bytes >= 4 * accum_size). */
     void (*values)(vq_codec *c, const uint8_t *codes, size_t n, float *out);
     int dot_query;
+
+    /* Optional: make dst->impl for a second handle of src (dst holds a
+     * copy of src's generic fields, impl NULL): its own scratch, the same
+     * parameters and calibration state, so that dst encodes and scores
+     * exactly as src. Without it vq_codec_clone rebuilds the codec from
+     * its canonical spec and copies the calibration state. */
+    vq_status (*clone)(const vq_codec *src, vq_codec *dst);
 } vq_codec_ops;
 
 struct vq_codec {
@@ -75,6 +82,8 @@ struct vq_codec {
     char canon[VQ_SPEC_MAX_LEN]; /* canonical spec */
     char err[VQ_ERRLEN];
     void *impl;           /* method-private state */
+    const void *ctx;      /* borrowed context of an internal codec (given to
+                             vq_codec_create_ops, read by its init), or NULL */
     int score_own;        /* set by init: score with ops->score even when the
                              method has a tiled path (a non-float query) */
     int accum_own;        /* set by init: accumulate with ops->accumulate even
@@ -82,6 +91,22 @@ struct vq_codec {
     float *tile;          /* tiled path: tile_tokens x accum_size floats, or NULL */
     size_t tile_tokens;   /* a multiple of block_tokens */
 };
+
+/* Create a codec of a method that is not in the registry (internal
+ * methods of the cache: cache/xquant.c, cache/xkv.c). The same as
+ * vq_codec_create except that `spec`'s method name must be ops->name and
+ * `ctx` (borrowed, may be NULL) is stored in c->ctx for ops->init. */
+vq_status vq_codec_create_ops(const vq_codec_ops *ops, const char *spec, int head_dim, vq_role role,
+                              uint64_t seed, const void *ctx, vq_codec **out);
+
+/* A second handle of c that encodes, decodes and scores exactly as c and
+ * can be used by another thread at the same time as c (codec handles keep
+ * scratch, so one handle serves one thread at a time). */
+vq_status vq_codec_clone(const vq_codec *c, vq_codec **out);
+
+/* accum_finish of methods whose accumulator is the output vector
+ * (accum_size == head_dim): a copy. */
+void vq_codec_finish_copy(vq_codec *c, const float *acc, float *out);
 
 /* Registered methods, NULL-terminated (registry.c). */
 extern const vq_codec_ops *const vq_codec_registry[];

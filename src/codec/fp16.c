@@ -67,11 +67,6 @@ static void fp16_accumulate(vq_codec *c, const float *w, int n_q,
     vq_kernels_get()->half_axpy(w, n, n_q, codes, n, D, acc, D);
 }
 
-static void fp16_finish(vq_codec *c, const float *acc, float *out)
-{
-    memcpy(out, acc, sizeof(float) * (size_t)c->head_dim);
-}
-
 const vq_codec_ops vq_codec_fp16_ops = {
     .name = "fp16",
     .default_spec = "fp16",
@@ -83,7 +78,7 @@ const vq_codec_ops vq_codec_fp16_ops = {
     .prepare_query = fp16_prepare_query,
     .score = fp16_score,
     .accumulate = fp16_accumulate,
-    .accum_finish = fp16_finish,
+    .accum_finish = vq_codec_finish_copy,
     .values = fp16_values,
     .dot_query = 1,
 };

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/bitstream.h"
 #include "codec/codec.h"
 #include "core/fp16.h"
 #include "kernels/kernels.h"
@@ -136,13 +137,6 @@ static inline unsigned kivi_code(float x, float s, float m, unsigned maxc)
     return t > 0.0f ? (unsigned)t : 0u;
 }
 
-/* code of element c in a row of b-bit codes (b = 2 or 4) */
-static inline unsigned kivi_get(const uint8_t *row, int b, size_t c)
-{
-    size_t bit = c * (size_t)b;
-    return (row[bit >> 3] >> (bit & 7)) & ((1u << b) - 1);
-}
-
 /* computes fp16 scale/min of n values at stride; returns them rounded */
 static void kivi_range(const float *x, size_t n, size_t stride, int bits, float *s, float *m)
 {
@@ -183,9 +177,7 @@ static void kivi_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
                 st16(out + 2 * ch, s);
                 st16(out + 2 * D + 2 * ch, m);
                 for (size_t t = 0; t < G; t++) {
-                    unsigned q = kivi_code(xb[t * D + ch], s, m, maxc);
-                    size_t bit = ch * (size_t)b;
-                    codes[t * row + (bit >> 3)] |= (uint8_t)(q << (bit & 7));
+                    vq_bits_put(codes + t * row, ch, b, kivi_code(xb[t * D + ch], s, m, maxc));
                 }
             }
         }
@@ -200,10 +192,8 @@ static void kivi_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
                 kivi_range(xi + g * G, G, 1, b, &s, &m);
                 st16(out + 2 * g, s);
                 st16(out + 2 * ng + 2 * g, m);
-                for (size_t ch = g * G; ch < (g + 1) * G; ch++) {
-                    size_t bit = ch * (size_t)b;
-                    codes[bit >> 3] |= (uint8_t)(kivi_code(xi[ch], s, m, maxc) << (bit & 7));
-                }
+                for (size_t ch = g * G; ch < (g + 1) * G; ch++)
+                    vq_bits_put(codes, ch, b, kivi_code(xi[ch], s, m, maxc));
             }
         }
     }
@@ -222,7 +212,7 @@ static void kivi_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
             for (size_t t = 0; t < G; t++)
                 for (size_t ch = 0; ch < D; ch++)
                     x[(blk * G + t) * D + ch] =
-                        ld16(in + 2 * ch) * (float)kivi_get(codes + t * row, b, ch) + ld16(in + 2 * D + 2 * ch);
+                        ld16(in + 2 * ch) * (float)vq_bits_get(codes + t * row, ch, b) + ld16(in + 2 * D + 2 * ch);
         }
     } else {
         const size_t ng = D / G;
@@ -230,7 +220,7 @@ static void kivi_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
             const uint8_t *in = src + i * c->block_bytes;
             for (size_t ch = 0; ch < D; ch++) {
                 size_t g = ch / G;
-                x[i * D + ch] = ld16(in + 2 * g) * (float)kivi_get(in + 4 * ng, b, ch) + ld16(in + 2 * ng + 2 * g);
+                x[i * D + ch] = ld16(in + 2 * g) * (float)vq_bits_get(in + 4 * ng, ch, b) + ld16(in + 2 * ng + 2 * g);
             }
         }
     }
@@ -357,7 +347,7 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q,
 static inline void kivi_row_axpy(float w, const uint8_t *row, int b, size_t D, float *acc)
 {
     for (size_t ch = 0; ch < D; ch++)
-        acc[ch] += w * (float)kivi_get(row, b, ch);
+        acc[ch] += w * (float)vq_bits_get(row, ch, b);
 }
 
 static void kivi_accumulate(vq_codec *c, const float *w, int n_q,
@@ -395,16 +385,11 @@ static void kivi_accumulate(vq_codec *c, const float *w, int n_q,
                 for (size_t g = 0; g < ng; g++) {
                     float ws = wi * ld16(in + 2 * g), wm = wi * ld16(in + 2 * ng + 2 * g);
                     for (size_t ch = g * G; ch < (g + 1) * G; ch++)
-                        a[ch] += ws * (float)kivi_get(cr, b, ch) + wm;
+                        a[ch] += ws * (float)vq_bits_get(cr, ch, b) + wm;
                 }
             }
         }
     }
-}
-
-static void kivi_finish(vq_codec *c, const float *acc, float *out)
-{
-    memcpy(out, acc, sizeof(float) * (size_t)c->head_dim);
 }
 
 const vq_codec_ops vq_codec_kivi_ops = {
@@ -418,7 +403,7 @@ const vq_codec_ops vq_codec_kivi_ops = {
     .prepare_query = kivi_prepare_query,
     .score = kivi_score,
     .accumulate = kivi_accumulate,
-    .accum_finish = kivi_finish,
+    .accum_finish = vq_codec_finish_copy,
     .values = kivi_values, /* the channel domain: finish is a copy */
     .dot_query = 1,
 };

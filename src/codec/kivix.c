@@ -48,7 +48,9 @@
 
 #include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/vecops.h"
 #include "core/fp16.h"
+#include "core/io.h"
 
 #define KX_FP16_MAX 65504.0f
 
@@ -61,13 +63,8 @@ typedef struct {
     size_t *lo, *hi;          /* per range: first/last remaining sorted slot */
 } kx_state;
 
-static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32((vq_fp16)(p[0] | p[1] << 8)); }
-static inline void st16(uint8_t *p, float f)
-{
-    vq_fp16 h = vq_fp32_to_fp16(f);
-    p[0] = (uint8_t)h;
-    p[1] = (uint8_t)(h >> 8);
-}
+static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32(vq_get_u16(p)); }
+static inline void st16(uint8_t *p, float f) { vq_put_u16(p, vq_fp32_to_fp16(f)); }
 static inline float clamp16(float f)
 {
     if (!(f == f))
@@ -333,17 +330,9 @@ static void kx_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
                 float wt = w[(size_t)j * n + blk * B + t];
                 if (wt == 0.0f)
                     continue;
-                const float *v = st->dec + t * D;
-                float *a = acc + (size_t)j * D;
-                for (size_t d = 0; d < D; d++)
-                    a[d] += wt * v[d];
+                vq_vec_axpy(wt, st->dec + t * D, D, acc + (size_t)j * D);
             }
     }
-}
-
-static void kx_finish(vq_codec *c, const float *acc, float *out)
-{
-    memcpy(out, acc, (size_t)c->head_dim * sizeof(float));
 }
 
 static void kx_values(vq_codec *c, const uint8_t *codes, size_t n, float *out) { kx_decode(c, codes, n, out); }
@@ -351,7 +340,6 @@ static void kx_values(vq_codec *c, const uint8_t *codes, size_t n, float *out) {
 const vq_codec_ops vq_codec_kivix_ops = {
     .name = "kivix",
     .default_spec = "kivix:bits=3,group=32,outliers=0",
-    .needs_calibration = 0,
     .init = kx_init,
     .destroy = kx_destroy,
     .encode = kx_encode,
@@ -359,7 +347,7 @@ const vq_codec_ops vq_codec_kivix_ops = {
     .prepare_query = kx_prepare_query,
     .score = kx_score,
     .accumulate = kx_accumulate,
-    .accum_finish = kx_finish,
-    .values = kx_values, /* the channel domain: finish is a copy */
+    .accum_finish = vq_codec_finish_copy,
+    .values = kx_values,
     .dot_query = 1,
 };

@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/vecops.h"
 #include "core/fp16.h"
 #include "core/io.h"
 #include "core/rng.h"
@@ -88,7 +90,14 @@ static void project(const qjl *j, const float *x, int D, float *y)
     }
 }
 
-static inline float zsign(const uint8_t *z, int i) { return (z[i >> 3] >> (i & 7) & 1) ? 1.0f : -1.0f; }
+static inline float zsign(const uint8_t *z, int i) { return vq_bits_get(z, (size_t)i, 1) ? 1.0f : -1.0f; }
+
+/* the m signs of a block into j->tmp (+-1) */
+static void signs(qjl *j, const uint8_t *z)
+{
+    for (int i = 0; i < j->m; i++)
+        j->tmp[i] = zsign(z, i);
+}
 
 static void qjl_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
 {
@@ -98,14 +107,11 @@ static void qjl_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
         const float *k = x + t * (size_t)D;
         uint8_t *blk = dst + t * c->block_bytes;
         memset(blk, 0, c->block_bytes);
-        double nn = 0.0;
-        for (int d = 0; d < D; d++)
-            nn += (double)k[d] * k[d];
-        vq_put_u16(blk, vq_fp32_to_fp16((float)sqrt(nn)));
+        vq_put_u16(blk, vq_fp32_to_fp16(vq_vec_norm(k, (size_t)D)));
         project(j, k, D, j->tmp);
         for (int i = 0; i < j->m; i++)
             if (j->tmp[i] >= 0.0f)
-                blk[2 + (i >> 3)] |= (uint8_t)(1u << (i & 7));
+                vq_bits_put(blk + 2, (size_t)i, 1, 1);
     }
 }
 
@@ -139,13 +145,9 @@ static void qjl_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *
     for (size_t t = 0; t < n; t++) {
         const uint8_t *blk = codes + t * c->block_bytes;
         float g = j->scale * vq_fp16_to_fp32(vq_get_u16(blk));
-        for (int a = 0; a < n_q; a++) {
-            const float *sq = qs + (size_t)a * j->m;
-            float s = 0.0f;
-            for (int i = 0; i < j->m; i++)
-                s += zsign(blk + 2, i) * sq[i];
-            scores[(size_t)a * n + t] = g * s;
-        }
+        signs(j, blk + 2);
+        for (int a = 0; a < n_q; a++)
+            scores[(size_t)a * n + t] = g * vq_vec_dot(j->tmp, qs + (size_t)a * j->m, (size_t)j->m);
     }
 }
 
@@ -155,12 +157,9 @@ static void qjl_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *
     for (size_t t = 0; t < n; t++) {
         const uint8_t *blk = codes + t * c->block_bytes;
         float g = j->scale * vq_fp16_to_fp32(vq_get_u16(blk));
-        for (int a = 0; a < n_q; a++) {
-            float wg = w[(size_t)a * n + t] * g;
-            float *ac = acc + (size_t)a * j->m;
-            for (int i = 0; i < j->m; i++)
-                ac[i] += wg * zsign(blk + 2, i);
-        }
+        signs(j, blk + 2);
+        for (int a = 0; a < n_q; a++)
+            vq_vec_axpy(w[(size_t)a * n + t] * g, j->tmp, (size_t)j->m, acc + (size_t)a * j->m);
     }
 }
 

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "codec/bitstream.h"
 #include "core/io.h"
 
 void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf)
@@ -24,7 +25,7 @@ void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf)
         sum += u;
         for (int j = 0; j < qbits; j++)
             if (u >> j & 1)
-                planes[(size_t)j * (size_t)D / 8 + (size_t)(d >> 3)] |= (uint8_t)(1u << (d & 7));
+                vq_bits_put(planes + (size_t)j * (size_t)D / 8, (size_t)d, 1, 1);
     }
     vq_put_f32(qbuf, lo); /* little-endian, as vq_qplanes_sign_dot reads it */
     vq_put_f32(qbuf + 4, delta);

@@ -254,32 +254,13 @@ static void qb_finish(vq_codec *c, const float *acc, float *out)
         vq_rot_inverse(&q->r, out);
 }
 
-const vq_codec_ops vq_codec_q8_0_ops = {
-    .name = "q8_0",
-    .default_spec = "q8_0",
-    .init = q8_init,
-    .destroy = qb_destroy,
-    .encode = qb_encode,
-    .decode = qb_decode,
-    .prepare_query = qb_prepare_query,
-    .score = qb_score,
-    .accumulate = qb_accumulate,
-    .accum_finish = qb_finish,
-    .values = qb_values,
-    .dot_query = 1,
-};
+/* the two formats share every kernel; init sets the format */
+#define QB_OPS(method, init_fn)                                                                               \
+    {                                                                                                         \
+        .name = method, .default_spec = method, .init = init_fn, .destroy = qb_destroy, .encode = qb_encode,  \
+        .decode = qb_decode, .prepare_query = qb_prepare_query, .score = qb_score,                            \
+        .accumulate = qb_accumulate, .accum_finish = qb_finish, .values = qb_values, .dot_query = 1,          \
+    }
 
-const vq_codec_ops vq_codec_q4_0_ops = {
-    .name = "q4_0",
-    .default_spec = "q4_0",
-    .init = q4_init,
-    .destroy = qb_destroy,
-    .encode = qb_encode,
-    .decode = qb_decode,
-    .prepare_query = qb_prepare_query,
-    .score = qb_score,
-    .accumulate = qb_accumulate,
-    .accum_finish = qb_finish,
-    .values = qb_values,
-    .dot_query = 1,
-};
+const vq_codec_ops vq_codec_q8_0_ops = QB_OPS("q8_0", q8_init);
+const vq_codec_ops vq_codec_q4_0_ops = QB_OPS("q4_0", q4_init);

@@ -45,6 +45,7 @@
 #include "codec/codec.h"
 #include "codec/qplanes.h"
 #include "codec/rotation.h"
+#include "codec/vecops.h"
 #include "core/fp16.h"
 #include "core/io.h"
 #include "kernels/kernels.h"
@@ -157,10 +158,7 @@ static void rq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
         const float *k = x + t * (size_t)D;
         uint8_t *blk = dst + t * c->block_bytes;
         memset(blk, 0, c->block_bytes);
-        double nn = 0.0;
-        for (int d = 0; d < D; d++)
-            nn += (double)k[d] * k[d];
-        float norm = (float)sqrt(nn);
+        float norm = vq_vec_norm(k, (size_t)D);
         float inv = norm > 0.0f ? 1.0f / norm : 0.0f;
         for (int d = 0; d < D; d++)
             q->y[d] = k[d] * inv;
@@ -264,13 +262,9 @@ static void rq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
     for (size_t t = 0; t < n; t++) {
         const uint8_t *blk = codes + t * c->block_bytes;
         float f = block_factor(blk, block_codes(q, blk, D, cv));
-        for (int j = 0; j < n_q; j++) {
-            const float *y = (const float *)(const void *)(qbuf + (size_t)j * c->query_bytes);
-            float s = 0.0f;
-            for (int d = 0; d < D; d++)
-                s += cv[d] * y[d];
-            scores[(size_t)j * n + t] = f * s;
-        }
+        for (int j = 0; j < n_q; j++)
+            scores[(size_t)j * n + t] =
+                f * vq_vec_dot(cv, (const float *)(const void *)(qbuf + (size_t)j * c->query_bytes), (size_t)D);
     }
 }
 
@@ -282,12 +276,8 @@ static void rq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
     for (size_t t = 0; t < n; t++) {
         const uint8_t *blk = codes + t * c->block_bytes;
         float f = block_factor(blk, block_codes(q, blk, D, cv));
-        for (int j = 0; j < n_q; j++) {
-            float wf = w[(size_t)j * n + t] * f;
-            float *a = acc + (size_t)j * D;
-            for (int d = 0; d < D; d++)
-                a[d] += wf * cv[d];
-        }
+        for (int j = 0; j < n_q; j++)
+            vq_vec_axpy(w[(size_t)j * n + t] * f, cv, (size_t)D, acc + (size_t)j * D);
     }
 }
 

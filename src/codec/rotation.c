@@ -4,6 +4,7 @@
 
 #include <math.h>
 
+#include "codec/bitstream.h"
 #include "core/hadamard.h"
 #include "core/rng.h"
 
@@ -32,7 +33,7 @@ int vq_rot_init(vq_rotation *r, int dim, uint64_t seed)
         r->sign[i] = 0;
     for (int i = 0; i < dim; i++)
         if (vq_rng_sign(&g) < 0)
-            r->sign[i >> 3] |= (uint8_t)(1u << (i & 7));
+            vq_bits_put(r->sign, (size_t)i, 1, 1);
     const double pi = 3.14159265358979323846;
     for (int j = 0; j < r->m; j++)
         for (int l = 0; l < r->m; l++)
@@ -44,7 +45,7 @@ int vq_rot_init(vq_rotation *r, int dim, uint64_t seed)
 static void apply_signs(const vq_rotation *r, float *x)
 {
     for (int i = 0; i < r->dim; i++)
-        if (r->sign[i >> 3] >> (i & 7) & 1)
+        if (vq_bits_get(r->sign, (size_t)i, 1))
             x[i] = -x[i];
 }
 

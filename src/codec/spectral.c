@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/bitstream.h"
 #include "codec/codec.h"
 #include "codec/eigen.h"
 #include "codec/scalar_codebook.h"
@@ -71,21 +72,6 @@ static inline size_t sp_pos(const spectral_state *st, int i)
                          : (size_t)st->slots * st->sbits + (size_t)(i - st->slots) * st->bits;
 }
 
-static inline void sp_put(uint8_t *row, size_t nbytes, size_t pos, unsigned v)
-{
-    uint32_t w = (uint32_t)v << (pos & 7);
-    for (size_t b = pos >> 3; w && b < nbytes; b++, w >>= 8)
-        row[b] |= (uint8_t)w;
-}
-
-static inline unsigned sp_get(const uint8_t *row, size_t nbytes, size_t pos, int bits)
-{
-    uint32_t w = 0;
-    size_t b0 = pos >> 3;
-    for (size_t k = 0; k < 2 && b0 + k < nbytes; k++)
-        w |= (uint32_t)row[b0 + k] << (8 * k);
-    return (w >> (pos & 7)) & ((1u << bits) - 1);
-}
 
 static void spectral_destroy(vq_codec *c)
 {
@@ -181,19 +167,19 @@ static void spectral_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
             int k;
             const float *lv = sp_levels(st, i, &k);
             int code = vq_scalar_codebook_nearest(lv, k, st->tmp[i] * inv);
-            sp_put(out + 4, bb - 4, sp_pos(st, i), (unsigned)code);
+            vq_bits_put_at(out + 4, sp_pos(st, i), sp_width(st, i), (unsigned)code);
         }
     }
 }
 
 /* y_i = r * level(code_i) for one token */
-static void sp_unpack(const spectral_state *st, int D, const uint8_t *in, size_t bb, float *y)
+static void sp_unpack(const spectral_state *st, int D, const uint8_t *in, float *y)
 {
     float r = vq_get_f32(in);
     for (int i = 0; i < D; i++) {
         int k;
         const float *lv = sp_levels(st, i, &k);
-        unsigned code = sp_get(in + 4, bb - 4, sp_pos(st, i), sp_width(st, i));
+        unsigned code = vq_bits_get_at(in + 4, sp_pos(st, i), sp_width(st, i));
         y[i] = r * lv[code < (unsigned)k ? code : (unsigned)k - 1];
     }
 }
@@ -216,7 +202,7 @@ static void spectral_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
     spectral_state *st = c->impl;
     const int D = c->head_dim;
     for (size_t t = 0; t < n; t++) {
-        sp_unpack(st, D, src + t * c->block_bytes, c->block_bytes, st->tmp);
+        sp_unpack(st, D, src + t * c->block_bytes, st->tmp);
         sp_unproject(st, D, st->tmp, 1.0f, x + t * (size_t)D);
     }
 }
@@ -246,7 +232,7 @@ static void spectral_score(vq_codec *c, const uint8_t *qbuf, int n_q,
     const int D = c->head_dim;
     const float *qall = (const float *)(const void *)qbuf;
     for (size_t t = 0; t < n; t++) {
-        sp_unpack(st, D, codes + t * c->block_bytes, c->block_bytes, st->tmp); /* r * level */
+        sp_unpack(st, D, codes + t * c->block_bytes, st->tmp); /* r * level */
         for (int j = 0; j < n_q; j++) {
             const float *q = qall + (size_t)j * (D + 1);
             float s = 0.0f;
@@ -263,7 +249,7 @@ static void spectral_accumulate(vq_codec *c, const float *w, int n_q,
     spectral_state *st = c->impl;
     const int D = c->head_dim;
     for (size_t t = 0; t < n; t++) {
-        sp_unpack(st, D, codes + t * c->block_bytes, c->block_bytes, st->tmp);
+        sp_unpack(st, D, codes + t * c->block_bytes, st->tmp);
         for (int j = 0; j < n_q; j++) {
             float wt = w[(size_t)j * n + t];
             float *a = acc + (size_t)j * (D + 1);

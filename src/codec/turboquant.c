@@ -48,6 +48,7 @@
 #include "codec/lloyd_max.h"
 #include "codec/qplanes.h"
 #include "codec/rotation.h"
+#include "codec/vecops.h"
 #include "core/fp16.h"
 #include "core/io.h"
 #include "core/rng.h"
@@ -199,10 +200,7 @@ static void tq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
         const float *k = x + i * (size_t)D;
         uint8_t *blk = dst + i * c->block_bytes;
         memset(blk, 0, c->block_bytes);
-        double nn = 0.0;
-        for (int d = 0; d < D; d++)
-            nn += (double)k[d] * k[d];
-        float norm = (float)sqrt(nn);
+        float norm = vq_vec_norm(k, (size_t)D);
         float inv = norm > 0.0f ? 1.0f / norm : 0.0f;
         vq_put_u16(blk, vq_fp32_to_fp16(norm));
         for (int d = 0; d < D; d++)
@@ -226,12 +224,12 @@ static void tq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
             mat_vec(t->S, r, y, D); /* y is free now */
             for (int d = 0; d < D; d++)
                 if (y[d] >= 0.0f)
-                    blk[t->off2 + (size_t)(d >> 3)] |= (uint8_t)(1u << (d & 7));
+                    vq_bits_put(blk + t->off2, (size_t)d, 1, 1);
         }
     }
 }
 
-static inline float sign_bit(const uint8_t *bits, int d) { return (bits[d >> 3] >> (d & 7) & 1) ? 1.0f : -1.0f; }
+static inline float sign_bit(const uint8_t *bits, int d) { return vq_bits_get(bits, (size_t)d, 1) ? 1.0f : -1.0f; }
 
 static void tq_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
 {
@@ -326,9 +324,7 @@ static void tq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
         stage_values(t, blk, D, yh); /* codes unpacked once for all queries */
         for (int j = 0; j < n_q; j++) {
             const float *y = qs + (size_t)j * qstride;
-            float s = 0.0f;
-            for (int d = 0; d < D; d++)
-                s += y[d] * yh[d];
+            float s = vq_vec_dot(y, yh, (size_t)D);
             if (t->v == TQ_PROD) {
                 const uint8_t *z = blk + t->off2;
                 const float *sy = y + D;
@@ -354,8 +350,7 @@ static void tq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
         for (int j = 0; j < n_q; j++) {
             float wn = w[(size_t)j * n + i] * norm;
             float *a = acc + (size_t)j * c->accum_size;
-            for (int d = 0; d < D; d++)
-                a[d] += wn * yh[d];
+            vq_vec_axpy(wn, yh, (size_t)D, a);
             if (t->v == TQ_PROD) {
                 float g = wn * t->qjl * vq_fp16_to_fp32(vq_get_u16(blk + 2));
                 const uint8_t *z = blk + t->off2;

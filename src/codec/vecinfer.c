@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/bitstream.h"
 #include "codec/codec.h"
 #include "codec/kmeans.h"
 #include "core/hadamard.h"
@@ -104,24 +105,6 @@ static void vi_inverse(const vecinfer_state *st, int D, float *y)
     vi_fwht(y, (size_t)D);
     for (int i = 0; i < D; i++)
         y[i] *= st->sign[i] * st->lambda[i];
-}
-
-/* ---- bit stream --------------------------------------------------------- */
-
-static inline void vi_put(uint8_t *row, size_t nbytes, size_t pos, unsigned v)
-{
-    uint32_t w = (uint32_t)v << (pos & 7);
-    for (size_t b = pos >> 3; w && b < nbytes; b++, w >>= 8)
-        row[b] |= (uint8_t)w;
-}
-
-static inline unsigned vi_get(const uint8_t *row, size_t nbytes, size_t pos, int bits)
-{
-    uint32_t w = 0;
-    size_t b0 = pos >> 3;
-    for (size_t k = 0; k < 3 && b0 + k < nbytes; k++)
-        w |= (uint32_t)row[b0 + k] << (8 * k);
-    return (w >> (pos & 7)) & ((1u << bits) - 1);
 }
 
 /* ---- init --------------------------------------------------------------- */
@@ -188,7 +171,7 @@ static void vecinfer_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
         vi_forward(st, D, x + i * (size_t)D, st->smooth ? -1 : 0, st->tmp);
         for (int m = 0; m < st->M; m++) {
             int code = vq_kmeans_nearest(st->cb + (size_t)m * st->K * sd, st->K, sd, st->tmp + m * sd);
-            vi_put(dst + i * bb, bb, (size_t)m * st->bits, (unsigned)code);
+            vq_bits_put(dst + i * bb, (size_t)m, st->bits, (unsigned)code);
         }
     }
 }
@@ -201,7 +184,7 @@ static void vecinfer_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
     for (size_t i = 0; i < n; i++) {
         float *y = x + i * (size_t)D;
         for (int m = 0; m < st->M; m++) {
-            unsigned code = vi_get(src + i * bb, bb, (size_t)m * st->bits, st->bits);
+            unsigned code = vq_bits_get(src + i * bb, (size_t)m, st->bits);
             memcpy(y + m * sd, st->cb + ((size_t)m * st->K + code) * sd, (size_t)sd * sizeof(float));
         }
         vi_inverse(st, D, y);
@@ -227,14 +210,14 @@ static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 }
 
 /* the M piece codes of one token (bytes as they are for 8-bit codes) */
-static inline void vi_codes(const vecinfer_state *st, const uint8_t *row, size_t bb, unsigned *code)
+static inline void vi_codes(const vecinfer_state *st, const uint8_t *row, unsigned *code)
 {
     if (st->bits == 8)
         for (int m = 0; m < st->M; m++)
             code[m] = row[m];
     else
         for (int m = 0; m < st->M; m++)
-            code[m] = vi_get(row, bb, (size_t)m * st->bits, st->bits);
+            code[m] = vq_bits_get(row, (size_t)m, st->bits);
 }
 
 static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
@@ -245,7 +228,7 @@ static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
     const float *lut = (const float *)(const void *)qbuf;
     unsigned code[256]; /* M = D/sub_dim <= 64 */
     for (size_t i = 0; i < n; i++) {
-        vi_codes(st, codes + i * bb, bb, code); /* unpacked once for all queries */
+        vi_codes(st, codes + i * bb, code); /* unpacked once for all queries */
         for (int j = 0; j < n_q; j++) {
             const float *l = lut + (size_t)j * lsz;
             float s = 0.0f;
@@ -264,7 +247,7 @@ static void vecinfer_accumulate(vq_codec *c, const float *w, int n_q,
     const size_t bb = c->block_bytes;
     unsigned code[256];
     for (size_t i = 0; i < n; i++) {
-        vi_codes(st, codes + i * bb, bb, code);
+        vi_codes(st, codes + i * bb, code);
         for (int j = 0; j < n_q; j++) {
             float wi = w[(size_t)j * n + i];
             float *a = acc + (size_t)j * c->accum_size;

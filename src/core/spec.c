@@ -83,21 +83,34 @@ static int find(vq_spec *s, const char *key)
     return -1;
 }
 
-vq_status vq_spec_int(vq_spec *s, const char *key, long def, long lo, long hi,
-                      long *out, char *err)
+/* key's value as a number (strtol base 10 when `integer`, else strtod,
+ * NaN refused): *found = 0 when absent; a failure names the key */
+static vq_status number(vq_spec *s, const char *key, int integer, int *found, long *xl, double *xd, char *err)
 {
     int i = find(s, key);
-    if (i < 0) {
-        *out = def;
+    *found = i >= 0;
+    if (i < 0)
         return VQ_OK;
-    }
     const char *v = s->kv[i].val;
     char *end;
     errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || *end != '\0' || end == v)
-        return vq_fail(err, VQ_ERR_INVALID_ARG, "%s: parameter %s='%s' is not an integer", s->name, key, v);
-    if (x < lo || x > hi)
+    if (integer)
+        *xl = strtol(v, &end, 10);
+    else
+        *xd = strtod(v, &end);
+    if (errno || *end != '\0' || end == v || (!integer && *xd != *xd))
+        return integer ? vq_fail(err, VQ_ERR_INVALID_ARG, "%s: parameter %s='%s' is not an integer", s->name, key, v)
+                       : vq_fail(err, VQ_ERR_INVALID_ARG, "%s: parameter %s='%s' is not a number", s->name, key, v);
+    return VQ_OK;
+}
+
+vq_status vq_spec_int(vq_spec *s, const char *key, long def, long lo, long hi,
+                      long *out, char *err)
+{
+    int found;
+    long x = def;
+    VQ_TRY(number(s, key, 1, &found, &x, NULL, err));
+    if (found && (x < lo || x > hi))
         return vq_fail(err, VQ_ERR_INVALID_ARG, "%s: parameter %s=%ld out of range [%ld, %ld]", s->name, key, x, lo, hi);
     *out = x;
     return VQ_OK;
@@ -106,18 +119,10 @@ vq_status vq_spec_int(vq_spec *s, const char *key, long def, long lo, long hi,
 vq_status vq_spec_float(vq_spec *s, const char *key, double def, double lo,
                         double hi, double *out, char *err)
 {
-    int i = find(s, key);
-    if (i < 0) {
-        *out = def;
-        return VQ_OK;
-    }
-    const char *v = s->kv[i].val;
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || *end != '\0' || end == v || x != x)
-        return vq_fail(err, VQ_ERR_INVALID_ARG, "%s: parameter %s='%s' is not a number", s->name, key, v);
-    if (x < lo || x > hi)
+    int found;
+    double x = def;
+    VQ_TRY(number(s, key, 0, &found, NULL, &x, err));
+    if (found && (x < lo || x > hi))
         return vq_fail(err, VQ_ERR_INVALID_ARG, "%s: parameter %s=%g out of range [%g, %g]", s->name, key, x, lo, hi);
     *out = x;
     return VQ_OK;

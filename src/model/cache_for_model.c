@@ -65,14 +65,8 @@ static vq_status model_shape(const vq_model *m, vq_cache_shape *s, vq_cache_laye
     vq_cache_layer_shape *ls = calloc((size_t)m->n_layers, sizeof *ls);
     if (!ls)
         return vq_fail(NULL, VQ_ERR_NOMEM, "cache for model: out of memory");
-    for (int l = 0; l < m->n_layers; l++) {
-        const vq_layer *L = &m->layers[l];
-        ls[l].n_q_heads = L->n_q_heads;
-        ls[l].n_kv_heads = L->n_kv_heads;
-        ls[l].head_dim = L->head_dim;
-        ls[l].window = L->window;
-        ls[l].softcap = m->attn_softcap;
-    }
+    for (int l = 0; l < m->n_layers; l++)
+        vq_model_layer_shape(m, l, &ls[l]);
     s->n_layers = m->n_layers;
     s->layers = ls;
     s->fingerprint = vq_model_fingerprint(m);

@@ -16,19 +16,18 @@
 #include <string.h>
 
 #include "model/kv_iface.h"
-#include "core/vexp.h"
 #include "kernels/kernels.h"
 #include "model/ops.h"
 
 typedef struct {
-    float *k[VQ_KV_MAX_LAYERS];
-    float *v[VQ_KV_MAX_LAYERS];
-    int n_tok[VQ_KV_MAX_LAYERS];
+    float *k[VQ_MAX_LAYERS];
+    float *v[VQ_MAX_LAYERS];
+    int n_tok[VQ_MAX_LAYERS];
     float *scores; /* [n_threads][max_tokens] */
     int n_threads;
 } kv_float;
 
-static size_t layer_token_floats(const vq_kv_layer_shape *ls)
+static size_t layer_token_floats(const vq_cache_layer_shape *ls)
 {
     return (size_t)ls->n_kv_heads * (size_t)ls->head_dim;
 }
@@ -36,7 +35,7 @@ static size_t layer_token_floats(const vq_kv_layer_shape *ls)
 static vq_status kvf_append(vq_kv *kv, int layer, const float *k, const float *v, int n, int pos0)
 {
     kv_float *f = kv->impl;
-    const vq_kv_layer_shape *ls = &kv->shape.layer[layer];
+    const vq_cache_layer_shape *ls = &kv->shape.layer[layer];
     if (pos0 != f->n_tok[layer])
         return vq_fail(kv->err, VQ_ERR_STATE, "kv float: layer %d append at %d, holds %d",
                        layer, pos0, f->n_tok[layer]);
@@ -69,7 +68,7 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
     attend_job *j = arg;
     vq_kv *kv = j->kv;
     kv_float *f = kv->impl;
-    const vq_kv_layer_shape *ls = &kv->shape.layer[j->layer];
+    const vq_cache_layer_shape *ls = &kv->shape.layer[j->layer];
     size_t hd = (size_t)ls->head_dim, mt = (size_t)kv->shape.max_tokens;
     int nq = ls->n_q_heads, group = ls->n_q_heads / ls->n_kv_heads;
     float *s = f->scores + (size_t)tid * mt;
@@ -84,14 +83,11 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
         size_t nk = (size_t)(p - lo + 1);
         kern->dense_dot(q, hd, 1, K + (size_t)lo * hd, nk, hd, s, nk);
         for (size_t pj = 0; pj < nk; pj++)
-            s[pj] *= ls->scale;
+            s[pj] *= kv->shape.scale;
         if (ls->softcap > 0)
             for (size_t pj = 0; pj < nk; pj++)
                 s[pj] = ls->softcap * tanhf(s[pj] / ls->softcap);
-        float sum = vq_exp_shift(s, nk, vq_row_max(s, nk));
-        float inv = 1.0f / sum;
-        for (size_t pj = 0; pj < nk; pj++)
-            s[pj] *= inv;
+        vq_softmax(s, nk);
         float *o = j->out + it * hd;
         memset(o, 0, hd * sizeof(float));
         kern->dense_axpy(s, nk, 1, V + (size_t)lo * hd, nk, hd, o, hd);
@@ -167,11 +163,11 @@ vq_status vq_kv_float_create(const vq_kv_shape *shape, vq_pool *pool, vq_kv **ou
     if (!shape || !out)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "kv float: NULL argument");
     *out = NULL;
-    if (shape->n_layers < 1 || shape->n_layers > VQ_KV_MAX_LAYERS || shape->max_tokens < 1)
+    if (shape->n_layers < 1 || shape->n_layers > VQ_MAX_LAYERS || shape->max_tokens < 1)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "kv float: bad shape (%d layers, %d tokens)",
                        shape->n_layers, shape->max_tokens);
     for (int l = 0; l < shape->n_layers; l++) {
-        const vq_kv_layer_shape *ls = &shape->layer[l];
+        const vq_cache_layer_shape *ls = &shape->layer[l];
         if (ls->n_kv_heads < 1 || ls->head_dim < 1 || ls->n_q_heads < ls->n_kv_heads ||
             ls->n_q_heads % ls->n_kv_heads != 0 || ls->window < 0)
             return vq_fail(NULL, VQ_ERR_INVALID_ARG,

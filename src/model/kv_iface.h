@@ -50,24 +50,16 @@
 #include <stddef.h>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/pool.h"
 
-#define VQ_KV_MAX_LAYERS 256
-
-/* What the cache must know about one layer. */
-typedef struct {
-    int n_q_heads;
-    int n_kv_heads;
-    int head_dim;
-    int window;     /* sliding window in tokens, 0 = full causal */
-    float scale;    /* score scale, usually 1/sqrt(head_dim) */
-    float softcap;  /* attention logit soft-capping, 0 = none */
-} vq_kv_layer_shape;
-
+/* What the cache must know about the layers: each layer's shape (the
+ * cache's, veloxquant.h) and the score scale, usually 1/sqrt(head_dim). */
 typedef struct {
     int n_layers;
     int max_tokens; /* capacity per layer (positions 0 .. max_tokens-1) */
-    vq_kv_layer_shape layer[VQ_KV_MAX_LAYERS];
+    float scale;
+    vq_cache_layer_shape layer[VQ_MAX_LAYERS];
 } vq_kv_shape;
 
 typedef struct vq_kv vq_kv;

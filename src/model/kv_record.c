@@ -6,8 +6,8 @@
 
 typedef struct {
     vq_kv *inner; /* the float buffer, owned */
-    float *k[VQ_KV_MAX_LAYERS], *v[VQ_KV_MAX_LAYERS];
-    size_t n[VQ_KV_MAX_LAYERS];
+    float *k[VQ_MAX_LAYERS], *v[VQ_MAX_LAYERS];
+    size_t n[VQ_MAX_LAYERS];
 } kv_rec;
 
 static size_t tok_floats(const vq_kv *kv, int l)
@@ -62,7 +62,7 @@ static void rec_destroy(vq_kv *kv)
     kv_rec *r = kv->impl;
     if (r) {
         vq_kv_free(r->inner);
-        for (int l = 0; l < VQ_KV_MAX_LAYERS; l++) {
+        for (int l = 0; l < VQ_MAX_LAYERS; l++) {
             free(r->k[l]);
             free(r->v[l]);
         }

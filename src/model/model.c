@@ -186,7 +186,7 @@ static vq_status rope_scale(vq_model *m, float *scale)
 
 static vq_status load_hparams(vq_model *m)
 {
-    VQ_TRY(get_int_req(m, "block_count", 1, VQ_KV_MAX_LAYERS, &m->n_layers));
+    VQ_TRY(get_int_req(m, "block_count", 1, VQ_MAX_LAYERS, &m->n_layers));
     VQ_TRY(get_int_req(m, "embedding_length", 1, 65536, &m->n_embd));
     VQ_TRY(get_int_req(m, "feed_forward_length", 1, 1 << 20, &m->n_ff));
     VQ_TRY(get_int_req(m, "attention.head_count", 1, 1024, &m->n_q_heads));
@@ -468,6 +468,16 @@ vq_status vq_model_info_get(const vq_model *m, vq_model_info *o)
     return VQ_OK;
 }
 
+void vq_model_layer_shape(const vq_model *m, int layer, vq_cache_layer_shape *out)
+{
+    const vq_layer *L = &m->layers[layer];
+    out->n_q_heads = L->n_q_heads;
+    out->n_kv_heads = L->n_kv_heads;
+    out->head_dim = L->head_dim;
+    out->window = L->window;
+    out->softcap = m->attn_softcap;
+}
+
 vq_status vq_model_layer_info(const vq_model *m, int layer, vq_layer_info *o)
 {
     if (!m || !o)
@@ -475,12 +485,13 @@ vq_status vq_model_layer_info(const vq_model *m, int layer, vq_layer_info *o)
     if (layer < 0 || layer >= m->n_layers)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "layer info: layer %d out of range [0, %d)",
                        layer, m->n_layers);
-    const vq_layer *L = &m->layers[layer];
-    o->n_q_heads = L->n_q_heads;
-    o->n_kv_heads = L->n_kv_heads;
-    o->head_dim = L->head_dim;
-    o->sliding_window = L->window;
-    o->rope_base = L->rope_base;
+    vq_cache_layer_shape s;
+    vq_model_layer_shape(m, layer, &s);
+    o->n_q_heads = s.n_q_heads;
+    o->n_kv_heads = s.n_kv_heads;
+    o->head_dim = s.head_dim;
+    o->sliding_window = s.window;
+    o->rope_base = m->layers[layer].rope_base;
     return VQ_OK;
 }
 

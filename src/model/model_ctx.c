@@ -72,26 +72,25 @@ vq_status vq_ctx_create_with_kv(const vq_model *m, int max_tokens, int n_threads
         vq_ctx_free(c);
         return st;
     }
-    vq_kv_shape shape;
-    memset(&shape, 0, sizeof shape);
-    shape.n_layers = m->n_layers;
-    shape.max_tokens = max_tokens;
+    vq_kv_shape *shape = calloc(1, sizeof *shape); /* VQ_MAX_LAYERS entries: not on the stack */
+    if (!shape) {
+        vq_ctx_free(c);
+        return vq_fail(NULL, VQ_ERR_NOMEM, "ctx: out of memory");
+    }
+    shape->n_layers = m->n_layers;
+    shape->max_tokens = max_tokens;
+    shape->scale = m->attn_scale;
     size_t qd = 0, kd = 0;
     for (int il = 0; il < m->n_layers; il++) {
         const vq_layer *L = &m->layers[il];
-        vq_kv_layer_shape *ls = &shape.layer[il];
-        ls->n_q_heads = L->n_q_heads;
-        ls->n_kv_heads = L->n_kv_heads;
-        ls->head_dim = L->head_dim;
-        ls->window = L->window;
-        ls->scale = m->attn_scale;
-        ls->softcap = m->attn_softcap;
+        vq_model_layer_shape(m, il, &shape->layer[il]);
         size_t a = (size_t)L->n_q_heads * (size_t)L->head_dim;
         size_t b = (size_t)L->n_kv_heads * (size_t)L->head_dim;
         qd = a > qd ? a : qd;
         kd = b > kd ? b : kd;
     }
-    st = make ? make(&shape, c->pool, arg, &c->kv) : vq_kv_float_create(&shape, c->pool, &c->kv);
+    st = make ? make(shape, c->pool, arg, &c->kv) : vq_kv_float_create(shape, c->pool, &c->kv);
+    free(shape);
     if (st != VQ_OK) {
         vq_ctx_free(c);
         return st;

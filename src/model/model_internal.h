@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "model/gguf.h"
 #include "model/kv_iface.h"
-#include "model/tokenizer.h"
+#include "model/tok_gguf.h"
 
 typedef enum { VQ_ARCH_LLAMA, VQ_ARCH_QWEN2, VQ_ARCH_QWEN3, VQ_ARCH_GEMMA3 } vq_arch;
 
@@ -65,5 +65,10 @@ struct vq_model {
     size_t weight_bytes, n_params;
     char err[VQ_ERRLEN];
 };
+
+/* What a KV cache must know about layer `layer` (0 <= layer < n_layers):
+ * the one layer-shape struct (veloxquant.h), used by the float buffers,
+ * vq_cache_for_model and vq_model_layer_info alike. */
+void vq_model_layer_shape(const vq_model *m, int layer, vq_cache_layer_shape *out);
 
 #endif

@@ -1,6 +1,8 @@
 /* ops.c -- scalar float kernels of the forward pass (see ops.h). */
 #include "model/ops.h"
 
+#include "core/vexp.h"
+
 #include <math.h>
 
 void vq_rmsnorm(float *y, const float *x, const float *w, size_t n, float eps)
@@ -63,15 +65,7 @@ float vq_gelu_tanh(float x)
 
 void vq_softmax(float *x, size_t n)
 {
-    float m = x[0];
-    for (size_t i = 1; i < n; i++)
-        if (x[i] > m)
-            m = x[i];
-    float s = 0;
-    for (size_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - m);
-        s += x[i];
-    }
+    float s = vq_exp_shift(x, n, vq_row_max(x, n)); /* core/vexp.h: SIMD */
     float inv = 1.0f / s;
     for (size_t i = 0; i < n; i++)
         x[i] *= inv;

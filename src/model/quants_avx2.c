@@ -413,19 +413,9 @@ static float dot_bf16(const void *w, const void *a, size_t n) { return dot_float
 vq_dot_kernel vq_dot_avx2_kernel(vq_wtype t)
 {
     switch (t) {
-    case VQ_W_F32: return dot_f32;
-    case VQ_W_F16: return dot_f16;
-    case VQ_W_BF16: return dot_bf16;
-    case VQ_W_Q4_0: return dot_q4_0;
-    case VQ_W_Q4_1: return dot_q4_1;
-    case VQ_W_Q5_0: return dot_q5_0;
-    case VQ_W_Q5_1: return dot_q5_1;
-    case VQ_W_Q8_0: return dot_q8_0;
-    case VQ_W_Q4_K: return dot_q4_K;
-    case VQ_W_Q5_K: return dot_q5_K;
-    case VQ_W_Q6_K: return dot_q6_K;
-    case VQ_W_Q2_K: return dot_q2_K;
-    case VQ_W_Q3_K: return dot_q3_K;
+        VQ_DOT_FLOAT_TYPES(VQ_DOT_CASE)
+        VQ_DOT_Q32_TYPES(VQ_DOT_CASE)
+        VQ_DOT_QK_TYPES(VQ_DOT_CASE)
     default: return NULL;
     }
 }
@@ -433,16 +423,8 @@ vq_dot_kernel vq_dot_avx2_kernel(vq_wtype t)
 vq_dot4_kernel vq_dot4_avx2_kernel(vq_wtype t)
 {
     switch (t) {
-    case VQ_W_Q4_0: return dot4_q4_0;
-    case VQ_W_Q4_1: return dot4_q4_1;
-    case VQ_W_Q5_0: return dot4_q5_0;
-    case VQ_W_Q5_1: return dot4_q5_1;
-    case VQ_W_Q8_0: return dot4_q8_0;
-    case VQ_W_Q4_K: return dot4_q4_K;
-    case VQ_W_Q5_K: return dot4_q5_K;
-    case VQ_W_Q6_K: return dot4_q6_K;
-    case VQ_W_Q2_K: return dot4_q2_K;
-    case VQ_W_Q3_K: return dot4_q3_K;
+        VQ_DOT_Q32_TYPES(VQ_DOT4_CASE)
+        VQ_DOT_QK_TYPES(VQ_DOT4_CASE)
     default: return NULL;
     }
 }

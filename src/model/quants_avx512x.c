@@ -154,11 +154,7 @@ ONE_AND_FOUR(q8_0, dot_q8_0_m)
 vq_dot_kernel vq_dot_avx512x_kernel(vq_wtype t)
 {
     switch (t) {
-    case VQ_W_Q4_0: return dot_q4_0;
-    case VQ_W_Q4_1: return dot_q4_1;
-    case VQ_W_Q5_0: return dot_q5_0;
-    case VQ_W_Q5_1: return dot_q5_1;
-    case VQ_W_Q8_0: return dot_q8_0;
+        VQ_DOT_Q32_TYPES(VQ_DOT_CASE)
     default: return NULL;
     }
 }
@@ -166,11 +162,7 @@ vq_dot_kernel vq_dot_avx512x_kernel(vq_wtype t)
 vq_dot4_kernel vq_dot4_avx512x_kernel(vq_wtype t)
 {
     switch (t) {
-    case VQ_W_Q4_0: return dot4_q4_0;
-    case VQ_W_Q4_1: return dot4_q4_1;
-    case VQ_W_Q5_0: return dot4_q5_0;
-    case VQ_W_Q5_1: return dot4_q5_1;
-    case VQ_W_Q8_0: return dot4_q8_0;
+        VQ_DOT_Q32_TYPES(VQ_DOT4_CASE)
     default: return NULL;
     }
 }

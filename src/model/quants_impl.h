@@ -76,6 +76,21 @@ void vq_k4_scale_min(const uint8_t *scales12, int j, int *scale, int *min);
 void vq_act_quantize32(const float *x, size_t n, vq_act32 *a);
 void vq_act_quantize256(const float *x, size_t n, vq_act256 *a);
 
+/* The weight types with dot kernels, X(TYPE, suffix) for VQ_W_TYPE and
+ * the kernel dot_<suffix> (dot4_<suffix>) of each kernel file: the float
+ * types, the 32-element block types, the 256-element (K) block types. A
+ * kernel file's lookup is a switch over the lists it implements
+ * (VQ_DOT_CASE / VQ_DOT4_CASE). */
+#define VQ_DOT_FLOAT_TYPES(X) X(F32, f32) X(F16, f16) X(BF16, bf16)
+#define VQ_DOT_Q32_TYPES(X) X(Q4_0, q4_0) X(Q4_1, q4_1) X(Q5_0, q5_0) X(Q5_1, q5_1) X(Q8_0, q8_0)
+#define VQ_DOT_QK_TYPES(X) X(Q2_K, q2_K) X(Q3_K, q3_K) X(Q4_K, q4_K) X(Q5_K, q5_K) X(Q6_K, q6_K)
+#define VQ_DOT_CASE(T, s) \
+    case VQ_W_##T:        \
+        return dot_##s;
+#define VQ_DOT4_CASE(T, s) \
+    case VQ_W_##T:         \
+        return dot4_##s;
+
 /* A dot kernel: weight row (n elements) with prepared activations. */
 typedef float (*vq_dot_kernel)(const void *wrow, const void *act, size_t n);
 /* Scalar kernels, indexed by type; NULL where unsupported. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/fp16.h"
+#include "core/io.h"
 #include "model/quants_impl.h"
 
 static float h2f(uint16_t h) { return vq_fp16_to_fp32(h); }
@@ -355,61 +356,32 @@ DOT256(dot_q4_K, VQ_W_Q4_K)
 DOT256(dot_q5_K, VQ_W_Q5_K)
 DOT256(dot_q6_K, VQ_W_Q6_K)
 
-static float dot_f32(const void *w, const void *act, size_t n)
+/* rows of plain floats: 4-byte f32 or 2-byte f16/bf16 elements (inlined
+ * with a constant converter) */
+static inline float dot_plain(const void *w, const void *act, size_t n, size_t esz, float (*to_f32)(const uint8_t *))
 {
     const float *x = act;
     const uint8_t *p = w;
     float acc = 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        float v;
-        memcpy(&v, p + 4 * i, 4);
-        acc += v * x[i];
-    }
+    for (size_t i = 0; i < n; i++)
+        acc += to_f32(p + esz * i) * x[i];
     return acc;
 }
 
-static float dot_f16(const void *w, const void *act, size_t n)
-{
-    const float *x = act;
-    const uint8_t *p = w;
-    float acc = 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        uint16_t h;
-        memcpy(&h, p + 2 * i, 2);
-        acc += vq_fp16_to_fp32(h) * x[i];
-    }
-    return acc;
-}
+static inline float ld_f32(const uint8_t *p) { return vq_get_f32(p); }
+static inline float ld_f16(const uint8_t *p) { return vq_fp16_to_fp32(vq_get_u16(p)); }
+static inline float ld_bf16(const uint8_t *p) { return vq_bf16_to_fp32(vq_get_u16(p)); }
 
-static float dot_bf16(const void *w, const void *act, size_t n)
-{
-    const float *x = act;
-    const uint8_t *p = w;
-    float acc = 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        uint16_t h;
-        memcpy(&h, p + 2 * i, 2);
-        acc += vq_bf16_to_fp32(h) * x[i];
-    }
-    return acc;
-}
+static float dot_f32(const void *w, const void *act, size_t n) { return dot_plain(w, act, n, 4, ld_f32); }
+static float dot_f16(const void *w, const void *act, size_t n) { return dot_plain(w, act, n, 2, ld_f16); }
+static float dot_bf16(const void *w, const void *act, size_t n) { return dot_plain(w, act, n, 2, ld_bf16); }
 
 vq_dot_kernel vq_dot_scalar_kernel(vq_wtype t)
 {
     switch (t) {
-    case VQ_W_F32: return dot_f32;
-    case VQ_W_F16: return dot_f16;
-    case VQ_W_BF16: return dot_bf16;
-    case VQ_W_Q4_0: return dot_q4_0;
-    case VQ_W_Q4_1: return dot_q4_1;
-    case VQ_W_Q5_0: return dot_q5_0;
-    case VQ_W_Q5_1: return dot_q5_1;
-    case VQ_W_Q8_0: return dot_q8_0;
-    case VQ_W_Q2_K: return dot_q2_K;
-    case VQ_W_Q3_K: return dot_q3_K;
-    case VQ_W_Q4_K: return dot_q4_K;
-    case VQ_W_Q5_K: return dot_q5_K;
-    case VQ_W_Q6_K: return dot_q6_K;
+        VQ_DOT_FLOAT_TYPES(VQ_DOT_CASE)
+        VQ_DOT_Q32_TYPES(VQ_DOT_CASE)
+        VQ_DOT_QK_TYPES(VQ_DOT_CASE)
     default: return NULL;
     }
 }

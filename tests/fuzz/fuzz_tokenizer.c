@@ -19,8 +19,8 @@
 #include "fuzz.h"
 #include "gguf_writer.h"
 #include "model/gguf.h"
-#include "model/tok_unicode.h"
-#include "model/tokenizer.h"
+#include "tok/tok_unicode.h"
+#include "model/tok_gguf.h"
 
 const char vq_fuzz_corpus[] = "tokenizer";
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/tok_internal.h"
+#include "tok/tok_internal.h"
 
 void vq_tok_work_free(vq_tok_work *w)
 {

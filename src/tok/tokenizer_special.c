@@ -20,22 +20,12 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/tok_internal.h"
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 31;
-    x *= 0x9e3779b97f4a7c15ULL;
-    x ^= x >> 29;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 32;
-    return x;
-}
+#include "tok/tok_internal.h"
 
 static int32_t trie_child(const vq_tok_trie *tr, int32_t node, unsigned char b)
 {
     uint64_t key = (((uint64_t)(uint32_t)node << 8) | b) + 1;
-    size_t i = (size_t)mix64(key) & tr->mask;
+    size_t i = (size_t)vq_tok_mix64(key) & tr->mask;
     while (tr->key[i]) {
         if (tr->key[i] == key)
             return tr->child[i];
@@ -109,7 +99,7 @@ vq_status vq_tok_special_build(vq_tokenizer *t, char *err)
                 c = (int32_t)tr->n_nodes++;
                 tr->term[c] = -1;
                 uint64_t key = (((uint64_t)(uint32_t)node << 8) | s[k]) + 1;
-                size_t i = (size_t)mix64(key) & tr->mask;
+                size_t i = (size_t)vq_tok_mix64(key) & tr->mask;
                 while (tr->key[i])
                     i = (i + 1) & tr->mask;
                 tr->key[i] = key;

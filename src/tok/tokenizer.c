@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/tok_internal.h"
-#include "model/tok_unicode.h"
+#include "tok/tok_internal.h"
+#include "tok/tok_unicode.h"
 
 /* ---- text -> id map (FNV-1a, linear probing) ---------------------------- */
 
@@ -103,7 +103,7 @@ vq_status vq_tok_vec_push(vq_tok_vec *v, int32_t id, char *err)
 
 /* ---- loading ------------------------------------------------------------- */
 
-static int str_eq(vq_gguf_str s, const char *z)
+static int str_eq(vq_tok_str s, const char *z)
 {
     size_t n = strlen(z);
     return s.len == n && memcmp(s.ptr, z, n) == 0;
@@ -111,13 +111,13 @@ static int str_eq(vq_gguf_str s, const char *z)
 
 /* An optional token id key: absent leaves *id, present must be an integer
  * inside the vocabulary. */
-static vq_status read_id(const vq_gguf *g, const char *key, int32_t n_vocab, int32_t *id,
+static vq_status read_id(const vq_tok_meta *g, const char *key, int32_t n_vocab, int32_t *id,
                          char *err)
 {
-    if (!vq_gguf_has(g, key))
+    if (!vq_tok_has(g, key))
         return VQ_OK;
     int64_t v;
-    if (!vq_gguf_get_i64(g, key, &v))
+    if (!vq_tok_get_i64(g, key, &v))
         return vq_fail(err, VQ_ERR_FORMAT, "tokenizer: %s is not an integer", key);
     if (v < 0 || v >= n_vocab)
         return vq_fail(err, VQ_ERR_FORMAT, "tokenizer: %s = %lld outside the vocabulary (%d tokens)",
@@ -126,24 +126,24 @@ static vq_status read_id(const vq_gguf *g, const char *key, int32_t n_vocab, int
     return VQ_OK;
 }
 
-static vq_status read_bool(const vq_gguf *g, const char *key, int *out, char *err)
+static vq_status read_bool(const vq_tok_meta *g, const char *key, int *out, char *err)
 {
-    if (!vq_gguf_has(g, key))
+    if (!vq_tok_has(g, key))
         return VQ_OK;
-    if (!vq_gguf_get_bool(g, key, out))
+    if (!vq_tok_get_bool(g, key, out))
         return vq_fail(err, VQ_ERR_FORMAT, "tokenizer: %s is not a bool", key);
     return VQ_OK;
 }
 
-static vq_status load_tokens(vq_tokenizer *t, const vq_gguf *g, char *err)
+static vq_status load_tokens(vq_tokenizer *t, const vq_tok_meta *g, char *err)
 {
     const char *key = "tokenizer.ggml.tokens";
     uint32_t type;
     uint64_t n;
     const void *data;
-    if (!vq_gguf_get_arr(g, key, &type, &n, &data))
+    if (!vq_tok_get_arr(g, key, &type, &n, &data))
         return vq_fail(err, VQ_ERR_FORMAT, "tokenizer: %s missing", key);
-    if (type != VQ_GGUF_STRING)
+    if (type != VQ_TOK_T_STRING)
         return vq_fail(err, VQ_ERR_FORMAT, "tokenizer: %s has element type %u, not string", key,
                        type);
     if (n == 0 || n >= (uint64_t)INT32_MAX)
@@ -159,8 +159,8 @@ static vq_status load_tokens(vq_tokenizer *t, const vq_gguf *g, char *err)
                        (unsigned long long)n);
     uint64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
-        vq_gguf_str s;
-        if (!vq_gguf_get_arr_str(g, key, i, &s))
+        vq_tok_str s;
+        if (!vq_tok_get_arr_str(g, key, i, &s))
             return vq_fail(err, VQ_ERR_FORMAT, "tokenizer: %s[%llu] unreadable", key,
                            (unsigned long long)i);
         t->off[i] = total;
@@ -173,22 +173,22 @@ static vq_status load_tokens(vq_tokenizer *t, const vq_gguf *g, char *err)
     if (!t->text)
         return vq_fail(err, VQ_ERR_NOMEM, "tokenizer: out of memory for token texts");
     for (uint64_t i = 0; i < n; i++) {
-        vq_gguf_str s;
-        vq_gguf_get_arr_str(g, key, i, &s);
+        vq_tok_str s;
+        vq_tok_get_arr_str(g, key, i, &s);
         if (s.len)
             memcpy(t->text + t->off[i], s.ptr, (size_t)s.len);
     }
     return VQ_OK;
 }
 
-static vq_status load_scores_types(vq_tokenizer *t, const vq_gguf *g, char *err)
+static vq_status load_scores_types(vq_tokenizer *t, const vq_tok_meta *g, char *err)
 {
     uint32_t type;
     uint64_t n;
     const void *data;
     const char *key = "tokenizer.ggml.scores";
-    if (vq_gguf_has(g, key)) {
-        if (!vq_gguf_get_arr(g, key, &type, &n, &data) || type != VQ_GGUF_FLOAT32)
+    if (vq_tok_has(g, key)) {
+        if (!vq_tok_get_arr(g, key, &type, &n, &data) || type != VQ_TOK_T_FLOAT32)
             return vq_fail(err, VQ_ERR_FORMAT, "tokenizer: %s is not an array of float32", key);
         if (n != (uint64_t)t->n_vocab)
             return vq_fail(err, VQ_ERR_FORMAT,
@@ -198,9 +198,9 @@ static vq_status load_scores_types(vq_tokenizer *t, const vq_gguf *g, char *err)
     }
     key = "tokenizer.ggml.token_type";
     memset(t->type, VQ_TOKT_NORMAL, (size_t)t->n_vocab);
-    if (vq_gguf_has(g, key)) {
-        if (!vq_gguf_get_arr(g, key, &type, &n, &data) ||
-            (type != VQ_GGUF_INT32 && type != VQ_GGUF_UINT32))
+    if (vq_tok_has(g, key)) {
+        if (!vq_tok_get_arr(g, key, &type, &n, &data) ||
+            (type != VQ_TOK_T_INT32 && type != VQ_TOK_T_UINT32))
             return vq_fail(err, VQ_ERR_FORMAT, "tokenizer: %s is not an array of int32", key);
         if (n != (uint64_t)t->n_vocab)
             return vq_fail(err, VQ_ERR_FORMAT,
@@ -249,12 +249,12 @@ static void set_flag_by_text(vq_tokenizer *t, const char *text, uint8_t flag, in
         t->flags[id] &= (uint8_t)~flag;
 }
 
-static void set_flags(vq_tokenizer *t, const vq_gguf *g)
+static void set_flags(vq_tokenizer *t, const vq_tok_meta *g)
 {
     /* phi-3: special tokens swallow the whitespace after them (llama.cpp
      * sets this by model name; the GGUF does not record it) */
-    vq_gguf_str name;
-    if (vq_gguf_get_str(g, "general.name", &name) &&
+    vq_tok_str name;
+    if (vq_tok_get_str(g, "general.name", &name) &&
         (contains_ci(name.ptr, (size_t)name.len, "phi-3") ||
          contains_ci(name.ptr, (size_t)name.len, "phi3"))) {
         for (size_t r = 0; r < t->n_special; r++)
@@ -278,10 +278,10 @@ static void set_flags(vq_tokenizer *t, const vq_gguf *g)
         t->flags[t->eot] |= VQ_TOKF_EOG;
 }
 
-static vq_status load(vq_tokenizer *t, const vq_gguf *g, char *err)
+static vq_status load(vq_tokenizer *t, const vq_tok_meta *g, char *err)
 {
-    vq_gguf_str model;
-    if (!vq_gguf_get_str(g, "tokenizer.ggml.model", &model))
+    vq_tok_str model;
+    if (!vq_tok_get_str(g, "tokenizer.ggml.model", &model))
         return vq_fail(err, VQ_ERR_FORMAT, "tokenizer: tokenizer.ggml.model missing");
     if (str_eq(model, "llama"))
         t->model = VQ_TOK_SPM;
@@ -306,8 +306,8 @@ static vq_status load(vq_tokenizer *t, const vq_gguf *g, char *err)
         t->add_bos = 1;
         t->add_space_prefix = 1;
     } else {
-        vq_gguf_str pre = { "default", 7 };
-        vq_gguf_get_str(g, "tokenizer.ggml.pre", &pre);
+        vq_tok_str pre = { "default", 7 };
+        vq_tok_get_str(g, "tokenizer.ggml.pre", &pre);
         if (!vq_pretok_from_name(pre.ptr, (size_t)pre.len, &t->pre))
             return vq_fail(err, VQ_ERR_UNSUPPORTED,
                            "tokenizer: pre-tokenizer '%.*s' (tokenizer.ggml.pre) not supported",
@@ -340,8 +340,8 @@ static vq_status load(vq_tokenizer *t, const vq_gguf *g, char *err)
     VQ_TRY(vq_tok_special_build(t, err));
     set_flags(t, g);
 
-    vq_gguf_str tmpl;
-    if (vq_gguf_get_str(g, "tokenizer.chat_template", &tmpl)) {
+    vq_tok_str tmpl;
+    if (vq_tok_get_str(g, "tokenizer.chat_template", &tmpl)) {
         t->chat_template = malloc((size_t)tmpl.len + 1);
         if (!t->chat_template)
             return vq_fail(err, VQ_ERR_NOMEM, "tokenizer: out of memory");
@@ -351,13 +351,13 @@ static vq_status load(vq_tokenizer *t, const vq_gguf *g, char *err)
     return VQ_OK;
 }
 
-vq_status vq_tokenizer_from_gguf(const vq_gguf *g, vq_tokenizer **out, char *err)
+vq_status vq_tokenizer_from_meta(const vq_tok_meta *g, vq_tokenizer **out, char *err)
 {
     if (!out)
         return vq_fail(err, VQ_ERR_INVALID_ARG, "tokenizer: NULL out");
     *out = NULL;
     if (!g)
-        return vq_fail(err, VQ_ERR_INVALID_ARG, "tokenizer: NULL gguf");
+        return vq_fail(err, VQ_ERR_INVALID_ARG, "tokenizer: NULL metadata");
     vq_tokenizer *t = calloc(1, sizeof *t);
     if (!t)
         return vq_fail(err, VQ_ERR_NOMEM, "tokenizer: out of memory");

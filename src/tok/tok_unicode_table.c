@@ -2,7 +2,7 @@
  * categories (1 = L*, 2 = N*, 3 = P*; everything else is 'other') as sorted,
  * disjoint code point ranges. Unicode 14.0.0 (Python's unicodedata).
  * Regenerate with the script in docs/tokenizers.md. */
-#include "model/tok_unicode.h"
+#include "tok/tok_unicode.h"
 
 const vq_tok_urange vq_tok_urange_table[] = {
     { 0x00021, 0x00023, 3 },

@@ -1,5 +1,5 @@
 /* tok_unicode.c -- UTF-8 decoding, code point classes, GPT-2 byte map. */
-#include "model/tok_unicode.h"
+#include "tok/tok_unicode.h"
 
 static int is_white_space(uint32_t cp)
 {

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/tok_internal.h"
+#include "tok/tok_internal.h"
 
 typedef enum { FAM_NONE, FAM_CHATML, FAM_GEMMA, FAM_LLAMA3 } family;
 

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/tok_pretok.h"
-#include "model/tokenizer.h"
+#include "tok/tok_pretok.h"
+#include "tok/tokenizer.h"
 
 /* GGUF token types (tokenizer.ggml.token_type), as llama.cpp defines them. */
 enum {
@@ -141,7 +141,7 @@ vq_status vq_tok_spm_encode(const vq_tokenizer *t, vq_tok_work *w, const char *t
 vq_status vq_tok_bpe_encode(const vq_tokenizer *t, vq_tok_work *w, const char *text, size_t len,
                             vq_tok_vec *out, char *err);
 /* Build the merge table from tokenizer.ggml.merges. */
-vq_status vq_tok_bpe_load_merges(vq_tokenizer *t, const vq_gguf *g, char *err);
+vq_status vq_tok_bpe_load_merges(vq_tokenizer *t, const vq_tok_meta *g, char *err);
 
 /* Special-token partitioning (tokenizer_special.c): split text into raw
  * fragments and special-token ids as llama.cpp does. Calls raw(ctx, ...)
@@ -152,5 +152,17 @@ vq_status vq_tok_partition(const vq_tokenizer *t, const char *text, size_t len, 
                            vq_tok_raw_fn raw, vq_tok_special_fn tok, void *ctx, char *err);
 vq_status vq_tok_special_build(vq_tokenizer *t, char *err);
 void vq_tok_special_free(vq_tokenizer *t);
+
+/* the hash of the tokenizer's open-addressing tables (merges, special
+ * token trie): splitmix64's finaliser */
+static inline uint64_t vq_tok_mix64(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x9e3779b97f4a7c15ULL;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 32;
+    return x;
+}
 
 #endif

@@ -1,21 +1,23 @@
-/* tokenizer.h -- tokenizers read from GGUF metadata (tokenizer.ggml.*):
+/* tokenizer.h -- tokenizers read from GGUF-style metadata (tokenizer.ggml.*,
+ * through tok_meta.h; model/tok_gguf.h reads them from a GGUF file):
  * SentencePiece-style ("llama": scores + byte fallback; gemma) and
  * byte-level BPE ("gpt2": merges, with the pre-tokenizer the model names in
  * tokenizer.ggml.pre: gpt2, llama3 / llama-bpe, qwen2, smollm, ...).
  *
- * Ownership: the tokenizer copies what it needs; the gguf may be closed
- * after vq_tokenizer_from_gguf returns. */
-#ifndef VQ_MODEL_TOKENIZER_H
-#define VQ_MODEL_TOKENIZER_H
+ * Ownership: the tokenizer copies what it needs; the metadata source may
+ * be freed after vq_tokenizer_from_meta returns. */
+#ifndef VQ_TOK_TOKENIZER_H
+#define VQ_TOK_TOKENIZER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/gguf.h"
+#include "tok/tok_meta.h"
+#include "veloxquant.h"
 
 typedef struct vq_tokenizer vq_tokenizer;
 
-vq_status vq_tokenizer_from_gguf(const vq_gguf *g, vq_tokenizer **out, char *err);
+vq_status vq_tokenizer_from_meta(const vq_tok_meta *m, vq_tokenizer **out, char *err);
 void vq_tokenizer_free(vq_tokenizer *t);
 
 /* Encode len bytes of UTF-8 text. add_bos: prepend BOS if the model wants

@@ -7,8 +7,8 @@
  * is its token, or, if the vocabulary lacks it (a single character only,
  * since merges only ever form tokens), one <0xNN> token per byte. */
 #include "core/error.h"
-#include "model/tok_internal.h"
-#include "model/tok_unicode.h"
+#include "tok/tok_internal.h"
+#include "tok/tok_unicode.h"
 
 static void try_pair(const vq_tokenizer *t, vq_tok_work *w, const char *text, int32_t left,
                      int32_t right)

@@ -10,24 +10,14 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/tok_internal.h"
-#include "model/tok_unicode.h"
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
+#include "tok/tok_internal.h"
+#include "tok/tok_unicode.h"
 
 /* Returns 1 if inserted, 0 if the pair was already present (first wins). */
 static int pair_insert(vq_tok_pairmap *m, int32_t l, int32_t r, int32_t rank, int32_t res)
 {
     uint64_t key = (((uint64_t)(uint32_t)l << 32) | (uint32_t)r) + 1;
-    size_t i = (size_t)mix64(key) & m->mask;
+    size_t i = (size_t)vq_tok_mix64(key) & m->mask;
     while (m->key[i]) {
         if (m->key[i] == key)
             return 0;
@@ -44,7 +34,7 @@ static int pair_find(const vq_tok_pairmap *m, int32_t l, int32_t r, int32_t *ran
     if (!m->key)
         return 0;
     uint64_t key = (((uint64_t)(uint32_t)l << 32) | (uint32_t)r) + 1;
-    size_t i = (size_t)mix64(key) & m->mask;
+    size_t i = (size_t)vq_tok_mix64(key) & m->mask;
     while (m->key[i]) {
         if (m->key[i] == key) {
             *rank = m->rank[i];
@@ -56,15 +46,15 @@ static int pair_find(const vq_tok_pairmap *m, int32_t l, int32_t r, int32_t *ran
     return 0;
 }
 
-vq_status vq_tok_bpe_load_merges(vq_tokenizer *t, const vq_gguf *g, char *err)
+vq_status vq_tok_bpe_load_merges(vq_tokenizer *t, const vq_tok_meta *g, char *err)
 {
     const char *key = "tokenizer.ggml.merges";
     uint32_t type;
     uint64_t n;
     const void *data;
-    if (!vq_gguf_get_arr(g, key, &type, &n, &data))
+    if (!vq_tok_get_arr(g, key, &type, &n, &data))
         return vq_fail(err, VQ_ERR_FORMAT, "tokenizer: %s missing (needed by model gpt2)", key);
-    if (type != VQ_GGUF_STRING)
+    if (type != VQ_TOK_T_STRING)
         return vq_fail(err, VQ_ERR_FORMAT, "tokenizer: %s has element type %u, not string", key,
                        type);
     if (n > (uint64_t)INT32_MAX)
@@ -85,8 +75,8 @@ vq_status vq_tok_bpe_load_merges(vq_tokenizer *t, const vq_gguf *g, char *err)
     size_t buf_cap = 0;
     vq_status st = VQ_OK;
     for (uint64_t i = 0; i < n && st == VQ_OK; i++) {
-        vq_gguf_str s;
-        if (!vq_gguf_get_arr_str(g, key, i, &s)) {
+        vq_tok_str s;
+        if (!vq_tok_get_arr_str(g, key, i, &s)) {
             st = vq_fail(err, VQ_ERR_FORMAT, "tokenizer: %s[%llu] unreadable", key,
                          (unsigned long long)i);
             break;

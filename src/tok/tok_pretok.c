@@ -1,12 +1,13 @@
 /* tok_pretok.c -- pre-tokenizer regexes as hand-written matchers (see
  * tok_pretok.h for the regexes and the conventions). */
-#include "model/tok_pretok.h"
+#include "tok/tok_pretok.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "model/tok_unicode.h"
+#include "core/mem.h"
+#include "tok/tok_unicode.h"
 
 typedef enum {
     PASS_GPT2,        /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S) */
@@ -76,22 +77,12 @@ static vq_status ws_reserve(vq_pretok_ws *ws, size_t units, char *err)
     size_t cap = units + 1;
     if (cap > ((size_t)-1) / sizeof(size_t))
         return vq_fail(err, VQ_ERR_NOMEM, "pretok: text of %zu units too large", units);
-    uint32_t *cp = realloc(ws->cp, cap * sizeof *cp);
-    if (cp)
-        ws->cp = cp;
-    uint8_t *cls = realloc(ws->cls, cap);
-    if (cls)
-        ws->cls = cls;
-    size_t *off = realloc(ws->off, cap * sizeof *off);
-    if (off)
-        ws->off = off;
-    size_t *a = realloc(ws->ends_a, cap * sizeof *a);
-    if (a)
-        ws->ends_a = a;
-    size_t *b = realloc(ws->ends_b, cap * sizeof *b);
-    if (b)
-        ws->ends_b = b;
-    if (!cp || !cls || !off || !a || !b)
+    int ok = vq_resize(&ws->cp, cap * sizeof *ws->cp);
+    ok &= vq_resize(&ws->cls, cap);
+    ok &= vq_resize(&ws->off, cap * sizeof *ws->off);
+    ok &= vq_resize(&ws->ends_a, cap * sizeof *ws->ends_a);
+    ok &= vq_resize(&ws->ends_b, cap * sizeof *ws->ends_b);
+    if (!ok)
         return vq_fail(err, VQ_ERR_NOMEM, "pretok: out of memory for %zu units", units);
     ws->cap = cap;
     return VQ_OK;
@@ -150,117 +141,105 @@ static size_t match_contraction(const chunk_ctx *c, size_t p, int ci)
     return 0;
 }
 
-static void split_gpt2(chunk_ctx *c)
+/* The regex pre-tokenizers (gpt2, llama3, qwen2): at each point of the
+ * chunk a contraction ('s 't ... , case-insensitive for llama3/qwen2) or
+ * else the piece the splitter's alternatives match; a piece function
+ * answers the end (> p) of the piece starting at p. */
+typedef size_t (*piece_fn)(const chunk_ctx *c, size_t p, size_t arg);
+
+static void split_regex(chunk_ctx *c, int ci, piece_fn piece, size_t arg)
 {
     size_t p = c->b;
     while (p < c->e) {
-        size_t m = match_contraction(c, p, 0);
-        if (m) {
-            p += m;
-            emit(c, p);
-            continue;
-        }
-        uint32_t cp = cp_at(c, p);
-        uint8_t cls = cls_at(c, p);
-        /* the optional leading ' ' of the next three alternatives */
-        uint8_t nxt = cp == ' ' ? cls_at(c, p + 1) : cls;
-        size_t q = p + (cp == ' ');
-        if (nxt & VQ_TOK_CP_LETTER) { /* ' ?\p{L}+' */
-            while (cls_at(c, q) & VQ_TOK_CP_LETTER)
-                q++;
-            emit(c, p = q);
-            continue;
-        }
-        if (nxt & VQ_TOK_CP_NUMBER) { /* ' ?\p{N}+' */
-            while (cls_at(c, q) & VQ_TOK_CP_NUMBER)
-                q++;
-            emit(c, p = q);
-            continue;
-        }
-        if (is_rest(nxt)) { /* ' ?[^\s\p{L}\p{N}]+' */
-            while (is_rest(cls_at(c, q)))
-                q++;
-            emit(c, p = q);
-            continue;
-        }
-        size_t nws = 0;
-        while (cls_at(c, p + nws) & VQ_TOK_CP_SPACE)
-            nws++;
-        if (nws > 1 && p + nws < c->e) { /* '\s+(?!\S)': leave the last space */
-            emit(c, p += nws - 1);
-            continue;
-        }
-        if (nws > 0) { /* \s+ up to the end of the chunk, or a single space */
-            emit(c, p += nws);
-            continue;
-        }
-        emit(c, ++p); /* unreachable with the classes above, kept for safety */
+        size_t m = match_contraction(c, p, ci);
+        p = m ? p + m : piece(c, p, arg);
+        emit(c, p);
     }
 }
 
-/* max_digits: 3 for llama3 (\p{N}{1,3}), 1 for qwen2 (\p{N}). */
-static void split_llama3(chunk_ctx *c, size_t max_digits)
+static size_t piece_gpt2(const chunk_ctx *c, size_t p, size_t unused)
 {
-    size_t p = c->b;
-    while (p < c->e) {
-        size_t m = match_contraction(c, p, 1);
-        if (m) {
-            p += m;
-            emit(c, p);
-            continue;
-        }
-        uint32_t cp = cp_at(c, p);
-        uint8_t cls = cls_at(c, p);
-        /* [^\r\n\p{L}\p{N}]?\p{L}+ */
-        if (!(cp == '\r' || cp == '\n' || (cls & VQ_TOK_CP_NUMBER))) {
-            if ((cls & VQ_TOK_CP_LETTER) || (cls_at(c, p + 1) & VQ_TOK_CP_LETTER)) {
-                size_t q = p + 1;
-                while (cls_at(c, q) & VQ_TOK_CP_LETTER)
-                    q++;
-                emit(c, p = q);
-                continue;
-            }
-        }
-        /* \p{N}{1,K} */
-        if (cls & VQ_TOK_CP_NUMBER) {
-            size_t q = p + 1;
-            while (q - p < max_digits && (cls_at(c, q) & VQ_TOK_CP_NUMBER))
-                q++;
-            emit(c, p = q);
-            continue;
-        }
-        /* ' ?[^\s\p{L}\p{N}]+[\r\n]*' */
-        uint8_t nxt = cp == ' ' ? cls_at(c, p + 1) : cls;
-        if (is_rest(nxt)) {
-            size_t q = p + (cp == ' ');
-            while (is_rest(cls_at(c, q)))
-                q++;
-            while (cp_at(c, q) == '\r' || cp_at(c, q) == '\n')
-                q++;
-            emit(c, p = q);
-            continue;
-        }
-        size_t nws = 0, last_nl_end = 0;
-        while (cls_at(c, p + nws) & VQ_TOK_CP_SPACE) {
-            uint32_t w = cp_at(c, p + nws);
-            nws++;
-            if (w == '\r' || w == '\n')
-                last_nl_end = p + nws;
-        }
-        if (last_nl_end) { /* \s*[\r\n]+ */
-            emit(c, p = last_nl_end);
-            continue;
-        }
-        if (nws > 1 && p + nws < c->e) { /* \s+(?!\S) */
-            emit(c, p += nws - 1);
-            continue;
-        }
-        if (nws > 0) { /* \s+ */
-            emit(c, p += nws);
-            continue;
-        }
-        emit(c, ++p);
+    (void)unused;
+    uint32_t cp = cp_at(c, p);
+    uint8_t cls = cls_at(c, p);
+    /* the optional leading ' ' of the next three alternatives */
+    uint8_t nxt = cp == ' ' ? cls_at(c, p + 1) : cls;
+    size_t q = p + (cp == ' ');
+    if (nxt & VQ_TOK_CP_LETTER) { /* ' ?\p{L}+' */
+        while (cls_at(c, q) & VQ_TOK_CP_LETTER)
+            q++;
+        return q;
     }
+    if (nxt & VQ_TOK_CP_NUMBER) { /* ' ?\p{N}+' */
+        while (cls_at(c, q) & VQ_TOK_CP_NUMBER)
+            q++;
+        return q;
+    }
+    if (is_rest(nxt)) { /* ' ?[^\s\p{L}\p{N}]+' */
+        while (is_rest(cls_at(c, q)))
+            q++;
+        return q;
+    }
+    size_t nws = 0;
+    while (cls_at(c, p + nws) & VQ_TOK_CP_SPACE)
+        nws++;
+    if (nws > 1 && p + nws < c->e) { /* '\s+(?!\S)': leave the last space */
+        return p + nws - 1;
+    }
+    if (nws > 0) { /* \s+ up to the end of the chunk, or a single space */
+        return p + nws;
+    }
+    return p + 1; /* unreachable with the classes above, kept for safety */
+}
+
+/* max_digits: 3 for llama3 (\p{N}{1,3}), 1 for qwen2 (\p{N}). */
+static size_t piece_llama3(const chunk_ctx *c, size_t p, size_t max_digits)
+{
+    uint32_t cp = cp_at(c, p);
+    uint8_t cls = cls_at(c, p);
+    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+    if (!(cp == '\r' || cp == '\n' || (cls & VQ_TOK_CP_NUMBER))) {
+        if ((cls & VQ_TOK_CP_LETTER) || (cls_at(c, p + 1) & VQ_TOK_CP_LETTER)) {
+            size_t q = p + 1;
+            while (cls_at(c, q) & VQ_TOK_CP_LETTER)
+                q++;
+            return q;
+        }
+    }
+    /* \p{N}{1,K} */
+    if (cls & VQ_TOK_CP_NUMBER) {
+        size_t q = p + 1;
+        while (q - p < max_digits && (cls_at(c, q) & VQ_TOK_CP_NUMBER))
+            q++;
+        return q;
+    }
+    /* ' ?[^\s\p{L}\p{N}]+[\r\n]*' */
+    uint8_t nxt = cp == ' ' ? cls_at(c, p + 1) : cls;
+    if (is_rest(nxt)) {
+        size_t q = p + (cp == ' ');
+        while (is_rest(cls_at(c, q)))
+            q++;
+        while (cp_at(c, q) == '\r' || cp_at(c, q) == '\n')
+            q++;
+        return q;
+    }
+    size_t nws = 0, last_nl_end = 0;
+    while (cls_at(c, p + nws) & VQ_TOK_CP_SPACE) {
+        uint32_t w = cp_at(c, p + nws);
+        nws++;
+        if (w == '\r' || w == '\n')
+            last_nl_end = p + nws;
+    }
+    if (last_nl_end) { /* \s*[\r\n]+ */
+        return last_nl_end;
+    }
+    if (nws > 1 && p + nws < c->e) { /* \s+(?!\S) */
+        return p + nws - 1;
+    }
+    if (nws > 0) { /* \s+ */
+        return p + nws;
+    }
+    return p + 1;
 }
 
 static int is_punct_run_unit(uint32_t cp, uint8_t cls)
@@ -317,9 +296,9 @@ static size_t run_pass(pass_kind kind, const vq_pretok_ws *ws, const size_t *end
         c.b = c.prev_end = b;
         c.e = ends[i];
         switch (kind) {
-        case PASS_GPT2: split_gpt2(&c); break;
-        case PASS_LLAMA3: split_llama3(&c, 3); break;
-        case PASS_QWEN2: split_llama3(&c, 1); break;
+        case PASS_GPT2: split_regex(&c, 0, piece_gpt2, 0); break;
+        case PASS_LLAMA3: split_regex(&c, 1, piece_llama3, 3); break;
+        case PASS_QWEN2: split_regex(&c, 1, piece_llama3, 1); break;
         default: split_simple(&c, kind); break;
         }
         emit(&c, c.e);
