@@ -1,5 +1,6 @@
 /* test_codec_kivi.c -- KIVI: byte formula, quality on key-like data and its
  * fall with bits, fused == unfused, determinism, bad parameters. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +201,9 @@ static void test_bad_params(void)
         { "kivi:group=64", 32, VQ_ROLE_VALUE, "group" },
         { "kivi:bitz=2", 128, VQ_ROLE_KEY, "bitz" },
         { "kivi:bits=x", 128, VQ_ROLE_KEY, "bits" },
+        { "kivi:qbits=4", 128, VQ_ROLE_KEY, "qbits" },
+        { "kivi:qbits=8", 128, VQ_ROLE_VALUE, "qbits" },
+        { "kivi:qbits=8", 96, VQ_ROLE_KEY, "qbits" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         vq_codec *c = (vq_codec *)1;
@@ -218,6 +222,54 @@ static void test_bad_params(void)
     vq_codec_free(c);
 }
 
+/* qbits=8: the same bytes; scores from the int8 query differ from the
+ * float query's by its rounding only. The folded query q*s is rounded to
+ * steps of amax/127 per 64 channels, so each of the D terms errs by at
+ * most amax/254 * code <= (max|q| * s_max)/254 * 3 with s_max =
+ * range/3 <= 2 max|k|/3: |d score| <= D max|q| max|k| / 127. */
+static void test_qbits8(void)
+{
+    const int D = 128, G = 32, n = 64, nq = 3;
+    vq_codec *a = make("kivi:bits=2", D, VQ_ROLE_KEY), *b = make("kivi:bits=2,qbits=8", D, VQ_ROLE_KEY);
+    if (!a || !b)
+        return;
+    CHECK(strcmp(vq_codec_spec(b), "kivi:bits=2,group=32,qbits=8") == 0);
+    float *k = malloc(sizeof(float) * (size_t)D * n), *q = malloc(sizeof(float) * (size_t)D * nq);
+    for (int i = 0; i < D * n; i++)
+        k[i] = (float)((i * 37) % 101) / 50.0f - 1.0f + (i % D == 5 ? 20.0f : 0.0f);
+    for (int i = 0; i < D * nq; i++)
+        q[i] = (float)((i * 53) % 97) / 48.0f - 1.0f;
+    size_t bytes = vq_codec_bytes_per_token(a) * (size_t)n;
+    uint8_t *ca = malloc(bytes), *cb = malloc(bytes);
+    CHECK_OK(vq_codec_encode(a, k, (size_t)n, ca));
+    CHECK_OK(vq_codec_encode(b, k, (size_t)n, cb));
+    CHECK(memcmp(ca, cb, bytes) == 0);
+    size_t qa = vq_codec_query_bytes(a), qbb = vq_codec_query_bytes(b);
+    uint8_t *pa = malloc(qa * nq), *pb = malloc(qbb * nq);
+    for (int j = 0; j < nq; j++) {
+        CHECK_OK(vq_codec_prepare_query(a, q + (size_t)j * D, pa + (size_t)j * qa));
+        CHECK_OK(vq_codec_prepare_query(b, q + (size_t)j * D, pb + (size_t)j * qbb));
+    }
+    float sa[3 * 64], sb[3 * 64];
+    CHECK_OK(vq_codec_score(a, pa, nq, ca, (size_t)n, sa));
+    CHECK_OK(vq_codec_score(b, pb, nq, cb, (size_t)n, sb));
+    for (int j = 0; j < nq; j++)
+        for (int i = 0; i < n; i++) {
+            float qs_max = 0.0f, kmax = 0.0f;
+            for (int e = 0; e < D; e++)
+                qs_max = fmaxf(qs_max, fabsf(q[j * D + e]));
+            for (int e = 0; e < D * n; e++)
+                kmax = fmaxf(kmax, fabsf(k[e]));
+            float bound = qs_max * kmax * (float)D / 127.0f;
+            CHECKF(fabsf(sa[j * n + i] - sb[j * n + i]) <= bound && fabsf(sa[j * n + i] - sb[j * n + i]) > 0.0f, "kivi qbits=8 score %d,%d: %g vs %g (bound %g)", j, i,
+                   sa[j * n + i], sb[j * n + i], bound);
+        }
+    (void)G;
+    free(k), free(q), free(ca), free(cb), free(pa), free(pb);
+    vq_codec_free(a);
+    vq_codec_free(b);
+}
+
 int main(void)
 {
     RUN(test_byte_formula);
@@ -225,5 +277,6 @@ int main(void)
     RUN(test_key_axis_matters);
     RUN(test_determinism_and_edges);
     RUN(test_bad_params);
+    RUN(test_qbits8);
     return vq_test_summary("codec_kivi");
 }

@@ -14,6 +14,8 @@
  *   half_dot / half_axpy (fp16 rows): relative error <= 2e-6, and the
  *     bits of fp16_row into a tile, then dense_dot / dense_axpy (E a
  *     multiple of 16; other sizes take the reference);
+ *   codes_qdot (KIVI codes against int8 queries): relative error <= 2e-6;
+ *     its reference against codes_dot with the dequantized query;
  *   qaxpy (q8_0 / q4_0 rows decoded in registers): relative error <= 2e-6,
  *     and the tiled path's bits (block values, then dense_axpy);
  *   qdot (int8 queries against q8_0 / q4_0 rows): relative error <= 2e-6
@@ -349,6 +351,57 @@ static void test_qaxpy(const vq_kernels *k, const vq_kernels *ref)
                 }
 }
 
+static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 64, 128, 256 };
+    for (int bits = 2; bits <= 4; bits += 2)
+        for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+            for (size_t nt = 1; nt <= 21; nt += 4)
+                for (int nq = 1; nq <= 10; nq += 3) {
+                    size_t D = Ds[id], rs = D * (size_t)bits / 8 + 3, qs = vq_codes_query_bytes(D) + 1, ss = nt + 2;
+                    uint8_t *rows = malloc(rs * nt + 1), *qb = malloc(qs * (size_t)nq + 1);
+                    float *x = malloc(sizeof(float) * D), *s1 = calloc(ss * (size_t)nq, 4);
+                    float *s2 = calloc(ss * (size_t)nq, 4);
+                    fill_bytes(rows, rs * nt + 1, D + nt);
+                    for (int j = 0; j < nq; j++) {
+                        fill(x, D, 31 + (uint64_t)j + D);
+                        vq_codes_qprep(x, D, bits, qb + 1 + (size_t)j * qs);
+                    }
+                    ref->codes_qdot(rows + 1, rs, bits, nt, D, qb + 1, qs, nq, s1, ss);
+                    k->codes_qdot(rows + 1, rs, bits, nt, D, qb + 1, qs, nq, s2, ss);
+                    CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= 2e-6, "%s codes_qdot bits=%d D=%zu nt=%zu nq=%d: %g",
+                           k->isa, bits, D, nt, nq, rel_diff(s2, s1, ss * (size_t)nq));
+                    free(rows), free(qb), free(x), free(s1), free(s2);
+                }
+}
+
+/* codes_qdot's reference against codes_dot with the dequantized query:
+ * the chunk order and the unpack order agree */
+static void test_codes_qdot_reference(void)
+{
+    const size_t D = 128, nt = 5, rs = D / 2;
+    for (int bits = 2; bits <= 4; bits += 2) {
+        uint8_t rows[5 * 64], qb[2 * 4 + 128];
+        float x[128], deq[128], s1[5], s2[5];
+        fill_bytes(rows, sizeof rows, 3 + (uint64_t)bits);
+        fill(x, D, 17);
+        vq_codes_qprep(x, D, bits, qb);
+        const int8_t *q = (const int8_t *)(qb + 2 * sizeof(float));
+        for (size_t c = 0; c < 2; c++) {
+            float d;
+            memcpy(&d, qb + c * 4, 4);
+            for (size_t p = 0; p < 64; p++) {
+                size_t ch = bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : 4 * (p % 16) + p / 16;
+                deq[64 * c + ch] = d * q[64 * c + p];
+                CHECKF(fabsf(deq[64 * c + ch] - x[64 * c + ch]) <= 0.5001f * d, "codes_qprep rounding");
+            }
+        }
+        vq_codes_qdot_ref(rows, rs * (size_t)bits / 4, bits, nt, D, qb, sizeof qb, 1, s1, nt);
+        vq_codes_dot_ref(rows, rs * (size_t)bits / 4, bits, nt, D, deq, D, 1, s2, nt);
+        CHECKF(rel_diff(s1, s2, nt) <= 1e-5, "codes_qdot_ref bits=%d vs codes_dot: %g", bits, rel_diff(s1, s2, nt));
+    }
+}
+
 /* the reference's formula: a double dot of the decoded rows with the
  * dequantized query; and the query's rounding within d/2 */
 static void test_qdot_reference(void)
@@ -414,6 +467,7 @@ static void test_tables(void)
         test_bitdot(k, ref);
         test_codes_dot(k, ref);
         test_qdot(k, ref);
+        test_codes_qdot(k, ref);
         test_qaxpy(k, ref);
         test_half(k, ref);
     }
@@ -429,5 +483,6 @@ int main(void)
 {
     RUN(test_tables);
     RUN(test_qdot_reference);
+    RUN(test_codes_qdot_reference);
     return vq_test_summary("kernels");
 }

@@ -51,6 +51,8 @@ typedef struct {
     int group;
     float *scratch; /* KIVI_QS*D floats: folded queries (score) or code sums (accumulate) */
     float *sm;      /* 2*D floats: a block's scales and mins as floats (values) */
+    int qbits;      /* keys: 0 float folded query, 8 int8 (kernels/codes_qdot.h) */
+    uint8_t *qprep; /* qbits=8: KIVI_QS prepared int8 queries */
 } kivi_state;
 
 #define KIVI_FP16_MAX 65504.0f
@@ -62,7 +64,15 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     VQ_TRY(vq_spec_int(spec, "bits", 2, 2, 4, &bits, c->err));
     if (bits == 3)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivi: parameter bits=3 unsupported (bits is 2 or 4)");
+    long qbits;
     VQ_TRY(vq_spec_int(spec, "group", 32, 16, 128, &group, c->err));
+    VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
+    if (qbits != 0 && qbits != 8)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivi: qbits must be 0 (float query) or 8, got %ld", qbits);
+    if (qbits && (c->role != VQ_ROLE_KEY || c->head_dim % 64 != 0))
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG,
+                       "kivi: qbits=8 scores keys with an int8 query and needs the key role and head_dim a multiple of 64 (got %s, %d)",
+                       c->role == VQ_ROLE_KEY ? "keys" : "values", c->head_dim);
     if (group != 16 && group != 32 && group != 64 && group != 128)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivi: parameter group=%ld unsupported (16, 32, 64 or 128)", group);
     const size_t D = (size_t)c->head_dim;
@@ -82,7 +92,10 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     }
     st->bits = (int)bits;
     st->group = (int)group;
+    st->qbits = (int)qbits;
     c->impl = st;
+    if (qbits && !(st->qprep = malloc(KIVI_QS * vq_codes_query_bytes(D))))
+        return vq_fail(c->err, VQ_ERR_NOMEM, "kivi: out of memory");
     const size_t row = (size_t)bits * D / 8;
     if (c->role == VQ_ROLE_KEY) {
         c->block_tokens = (size_t)group;
@@ -97,7 +110,10 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
      * (kivi_score, kernels.h codes_dot), cheaper than decoding a tile */
     c->score_own = c->role == VQ_ROLE_KEY;
     c->accum_size = D;
-    snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d", st->bits, st->group);
+    if (st->qbits)
+        snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d,qbits=%d", st->bits, st->group, st->qbits);
+    else
+        snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d", st->bits, st->group);
     return VQ_OK;
 }
 
@@ -107,6 +123,7 @@ static void kivi_destroy(vq_codec *c)
     if (st) {
         free(st->scratch);
         free(st->sm);
+        free(st->qprep);
     }
     free(st);
     c->impl = NULL;
@@ -318,7 +335,14 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q,
                     base[j] = bs;
                 }
                 float *out = scores + (size_t)j0 * n + blk * G;
-                k->codes_dot(in + 4 * D, row, b, G, D, qs, D, nj, out, n);
+                if (st->qbits) {
+                    const size_t qb = vq_codes_query_bytes(D);
+                    for (int j = 0; j < nj; j++)
+                        vq_codes_qprep(qs + (size_t)j * D, D, b, st->qprep + (size_t)j * qb);
+                    k->codes_qdot(in + 4 * D, row, b, G, D, st->qprep, qb, nj, out, n);
+                } else {
+                    k->codes_dot(in + 4 * D, row, b, G, D, qs, D, nj, out, n);
+                }
                 for (int j = 0; j < nj; j++)
                     for (size_t t = 0; t < G; t++)
                         out[(size_t)j * n + t] += base[j];

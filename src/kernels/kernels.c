@@ -22,6 +22,7 @@ static const vq_kernels k_ref = {
     .kivi_group_row = vq_kivi_group_row_ref,
     .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_ref,
+    .codes_qdot = vq_codes_qdot_ref,
     .qaxpy = vq_qaxpy_ref,
     .qdot = vq_qdot_ref,
 };
@@ -42,6 +43,7 @@ static const vq_kernels k_avx2 = {
     .kivi_group_row = vq_kivi_group_row_ref,
     .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_avx2,
+    .codes_qdot = vq_codes_qdot_ref,
     .qaxpy = vq_qaxpy_ref,
     .qdot = vq_qdot_ref,
 };
@@ -62,6 +64,7 @@ static vq_kernels k_avx512 = {
     .kivi_group_row = vq_kivi_group_row_avx512,
     .codes_dot = vq_codes_dot_avx512,
     .bitdot = vq_bitdot_avx2,
+    .codes_qdot = vq_codes_qdot_ref,
     .qaxpy = vq_qaxpy_avx512,
     .qdot = vq_qdot_ref,
 };
@@ -73,7 +76,7 @@ static void avx512_fill(void)
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
         k_avx512.bitdot = vq_bitdot_avx512x;
     if (vq_cpu_features() & VQ_CPU_AVX512_VNNI)
-        k_avx512.qdot = vq_qdot_avx512x;
+        k_avx512.qdot = vq_qdot_avx512x, k_avx512.codes_qdot = vq_codes_qdot_avx512x;
 }
 #endif
 

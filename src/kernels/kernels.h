@@ -37,6 +37,8 @@
  *       D/8 bytes start at planes + j*qstride,
  *       pq[j*n + i] = sum_p 2^p popcount(z_i & plane_jp) (the integer dot
  *       of the bits with the query's integer levels, RaBitQ's estimator).
+ *   codes_qdot: kernels/codes_qdot.h (KIVI key codes against int8
+ *       queries; the VNNI variant when the CPU has AVX-512 VNNI).
  *   qaxpy: kernels/qaxpy.h (weighted sums of q8_0 / q4_0 rows).
  *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
  *       variant when the CPU has AVX-512 VNNI). */
@@ -48,6 +50,7 @@
 
 #include "kernels/dense.h"
 #include "kernels/qblock_values.h"
+#include "kernels/codes_qdot.h"
 #include "kernels/qaxpy.h"
 #include "kernels/qdot.h"
 
@@ -73,6 +76,8 @@ typedef struct vq_kernels {
                       size_t qstride, int n_q, float *s, size_t sstride);
     void (*bitdot)(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+    void (*codes_qdot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
+                       size_t qstride, int n_q, float *s, size_t sstride);
     void (*qaxpy)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
                   size_t wstride, int n_q, float *acc, size_t astride);
     void (*qdot)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/avx512_sums.h"
+#include "kernels/codes_qdot.h"
 #include "kernels/qdot.h"
 
 #define QROWS 8
@@ -111,6 +112,60 @@ void vq_qdot_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, 
             for (int j = 0; j < nq; j++) {
                 /* [rows 0-3 | rows 4-7] = block-even lanes + block-odd lanes */
                 __m512 x = _mm512_shuffle_f32x4(acc[j], acc[j], 0xD8); /* #0 #2 #1 #3 */
+                __m256 r = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
+                vq_store8_upto(s + (size_t)(j0 + j) * sstride, i, nt, r);
+            }
+        }
+    }
+}
+
+/* ---- vq_codes_qdot (kernels/codes_qdot.h) -------------------------------- */
+
+/* the 64 codes of chunk c of a row as bytes, in codes_qdot.h's order */
+static inline __m512i chunk64(int bits, const uint8_t *row, size_t c)
+{
+    if (bits == 4) {
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(row + 32 * c));
+        __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(b), _mm256_srli_epi16(b, 4), 1);
+        return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+    }
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(row + 16 * c));
+    __m512i v = _mm512_inserti32x4(_mm512_castsi128_si512(b), _mm_srli_epi16(b, 2), 1);
+    v = _mm512_inserti32x4(v, _mm_srli_epi16(b, 4), 2);
+    v = _mm512_inserti32x4(v, _mm_srli_epi16(b, 6), 3);
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x03));
+}
+
+void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
+                           size_t qstride, int n_q, float *s, size_t sstride)
+{
+    const size_t nc = D / 64, qoff = nc * sizeof(float);
+    for (int j0 = 0; j0 < n_q; j0 += QMAXQ) {
+        const int nq = n_q - j0 < QMAXQ ? n_q - j0 : QMAXQ;
+        for (size_t i = 0; i < nt; i += QROWS) {
+            const uint8_t *row[QROWS];
+            for (int t = 0; t < QROWS; t++)
+                row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
+            __m512 acc[QMAXQ];
+            for (int j = 0; j < nq; j++)
+                acc[j] = _mm512_setzero_ps();
+            for (size_t c = 0; c < nc; c++) {
+                __m512i U[QROWS];
+                for (int t = 0; t < QROWS; t++)
+                    U[t] = chunk64(bits, row[t], c);
+                for (int j = 0; j < nq; j++) {
+                    const uint8_t *qj = qbuf + (size_t)(j0 + j) * qstride;
+                    float d;
+                    memcpy(&d, qj + c * sizeof(float), sizeof d);
+                    const __m512i Q = _mm512_loadu_si512((const void *)(qj + qoff + 64 * c));
+                    __m512i I[QROWS];
+                    for (int t = 0; t < QROWS; t++)
+                        I[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), U[t], Q);
+                    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tree8(I)), _mm512_set1_ps(d), acc[j]);
+                }
+            }
+            for (int j = 0; j < nq; j++) {
+                __m512 x = _mm512_shuffle_f32x4(acc[j], acc[j], 0xD8);
                 __m256 r = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
                 vq_store8_upto(s + (size_t)(j0 + j) * sstride, i, nt, r);
             }
