@@ -14,7 +14,8 @@
  *   half_dot / half_axpy (fp16 rows): relative error <= 2e-6, and the
  *     bits of fp16_row into a tile, then dense_dot / dense_axpy (E a
  *     multiple of 16; other sizes take the reference);
- *   codes_qdot (KIVI codes against int8 queries): relative error <= 2e-6;
+ *   codes_qdot (KIVI codes against int8 queries; prepared queries): the
+ *     reference's bits (exact integer sums, one multiply);
  *     its reference against codes_dot with the dequantized query;
  *   qaxpy (q8_0 / q4_0 rows decoded in registers): relative error <= 2e-6,
  *     and the tiled path's bits (block values, then dense_axpy);
@@ -363,13 +364,24 @@ static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
                     float *x = malloc(sizeof(float) * D), *s1 = calloc(ss * (size_t)nq, 4);
                     float *s2 = calloc(ss * (size_t)nq, 4);
                     fill_bytes(rows, rs * nt + 1, D + nt);
+                    float *sc = malloc(sizeof(float) * D), *mn = malloc(sizeof(float) * D);
                     for (int j = 0; j < nq; j++) {
                         fill(x, D, 31 + (uint64_t)j + D);
-                        vq_codes_qprep(x, D, bits, qb + 1 + (size_t)j * qs);
+                        fill(sc, D, 41 + (uint64_t)j);
+                        fill(mn, D, 51 + (uint64_t)j);
+                        if (j == 1)
+                            memset(x, 0, sizeof(float) * D); /* an all-zero query */
+                        uint8_t *pj = qb + 1 + (size_t)j * qs, *pk = malloc(qs);
+                        float b1 = vq_codes_qprep(x, sc, mn, D, bits, pj);
+                        float b2 = k->codes_qprep(x, sc, mn, D, bits, pk);
+                        CHECKF(memcmp(pj, pk, vq_codes_query_bytes(D)) == 0 && b1 == b2,
+                               "%s codes_qprep bits=%d D=%zu: other bytes or sum", k->isa, bits, D);
+                        free(pk);
                     }
+                    free(sc), free(mn);
                     ref->codes_qdot(rows + 1, rs, bits, nt, D, qb + 1, qs, nq, s1, ss);
                     k->codes_qdot(rows + 1, rs, bits, nt, D, qb + 1, qs, nq, s2, ss);
-                    CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= 2e-6, "%s codes_qdot bits=%d D=%zu nt=%zu nq=%d: %g",
+                    CHECKF(same_bits(s2, s1, ss * (size_t)nq), "%s codes_qdot bits=%d D=%zu nt=%zu nq=%d: %g",
                            k->isa, bits, D, nt, nq, rel_diff(s2, s1, ss * (size_t)nq));
                     free(rows), free(qb), free(x), free(s1), free(s2);
                 }
@@ -381,15 +393,18 @@ static void test_codes_qdot_reference(void)
 {
     const size_t D = 128, nt = 5, rs = D / 2;
     for (int bits = 2; bits <= 4; bits += 2) {
-        uint8_t rows[5 * 64], qb[2 * 4 + 128];
+        uint8_t rows[5 * 64], qb[4 + 128];
         float x[128], deq[128], s1[5], s2[5];
         fill_bytes(rows, sizeof rows, 3 + (uint64_t)bits);
         fill(x, D, 17);
-        vq_codes_qprep(x, D, bits, qb);
-        const int8_t *q = (const int8_t *)(qb + 2 * sizeof(float));
+        float ones[128], zeros[128] = { 0 };
+        for (size_t e = 0; e < D; e++)
+            ones[e] = 1.0f;
+        CHECK(vq_codes_qprep(x, ones, zeros, D, bits, qb) == 0.0f);
+        const int8_t *q = (const int8_t *)(qb + sizeof(float));
+        float d;
+        memcpy(&d, qb, 4);
         for (size_t c = 0; c < 2; c++) {
-            float d;
-            memcpy(&d, qb + c * 4, 4);
             for (size_t p = 0; p < 64; p++) {
                 size_t ch = bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : 4 * (p % 16) + p / 16;
                 deq[64 * c + ch] = d * q[64 * c + p];

@@ -22,6 +22,7 @@ static const vq_kernels k_ref = {
     .kivi_group_row = vq_kivi_group_row_ref,
     .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_ref,
+    .codes_qprep = vq_codes_qprep,
     .codes_qdot = vq_codes_qdot_ref,
     .qaxpy = vq_qaxpy_ref,
     .qdot = vq_qdot_ref,
@@ -43,6 +44,7 @@ static const vq_kernels k_avx2 = {
     .kivi_group_row = vq_kivi_group_row_ref,
     .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_avx2,
+    .codes_qprep = vq_codes_qprep,
     .codes_qdot = vq_codes_qdot_ref,
     .qaxpy = vq_qaxpy_ref,
     .qdot = vq_qdot_ref,
@@ -64,6 +66,7 @@ static vq_kernels k_avx512 = {
     .kivi_group_row = vq_kivi_group_row_avx512,
     .codes_dot = vq_codes_dot_avx512,
     .bitdot = vq_bitdot_avx2,
+    .codes_qprep = vq_codes_qprep,
     .codes_qdot = vq_codes_qdot_ref,
     .qaxpy = vq_qaxpy_avx512,
     .qdot = vq_qdot_ref,
@@ -76,7 +79,8 @@ static void avx512_fill(void)
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
         k_avx512.bitdot = vq_bitdot_avx512x;
     if (vq_cpu_features() & VQ_CPU_AVX512_VNNI)
-        k_avx512.qdot = vq_qdot_avx512x, k_avx512.codes_qdot = vq_codes_qdot_avx512x;
+        k_avx512.qdot = vq_qdot_avx512x, k_avx512.codes_qdot = vq_codes_qdot_avx512x,
+        k_avx512.codes_qprep = vq_codes_qprep_avx512x;
 }
 #endif
 

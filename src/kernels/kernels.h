@@ -76,6 +76,7 @@ typedef struct vq_kernels {
                       size_t qstride, int n_q, float *s, size_t sstride);
     void (*bitdot)(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+    float (*codes_qprep)(const float *q, const float *s, const float *m, size_t D, int bits, uint8_t *dst);
     void (*codes_qdot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                        size_t qstride, int n_q, float *s, size_t sstride);
     void (*qaxpy)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,

@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "core/vexp.h"
 #include "kernels/avx512_sums.h"
 #include "kernels/codes_qdot.h"
 #include "kernels/qdot.h"
@@ -121,54 +122,97 @@ void vq_qdot_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, 
 
 /* ---- vq_codes_qdot (kernels/codes_qdot.h) -------------------------------- */
 
-/* the 64 codes of chunk c of a row as bytes, in codes_qdot.h's order */
+/* the 64 codes of chunk c of a row as bytes, in codes_qdot.h's order: the
+ * chunk's bytes broadcast to every 128-bit (2 bits) or 256-bit (4 bits)
+ * lane, each lane shifted by its own amount, masked */
 static inline __m512i chunk64(int bits, const uint8_t *row, size_t c)
 {
     if (bits == 4) {
-        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(row + 32 * c));
-        __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(b), _mm256_srli_epi16(b, 4), 1);
+        __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(row + 32 * c)));
+        /* 16-bit shift counts: 0 in the low 256 bits, 4 in the high */
+        v = _mm512_srlv_epi16(v, _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1));
         return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
     }
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(row + 16 * c));
-    __m512i v = _mm512_inserti32x4(_mm512_castsi128_si512(b), _mm_srli_epi16(b, 2), 1);
-    v = _mm512_inserti32x4(v, _mm_srli_epi16(b, 4), 2);
-    v = _mm512_inserti32x4(v, _mm_srli_epi16(b, 6), 3);
+    __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(row + 16 * c)));
+    /* 16-bit shift counts 0, 2, 4, 6 in the four 128-bit lanes */
+    v = _mm512_srlv_epi16(v, _mm512_set_epi32(0x60006, 0x60006, 0x60006, 0x60006, 0x40004, 0x40004, 0x40004, 0x40004,
+                                              0x20002, 0x20002, 0x20002, 0x20002, 0, 0, 0, 0));
     return _mm512_and_si512(v, _mm512_set1_epi8(0x03));
 }
 
 void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                            size_t qstride, int n_q, float *s, size_t sstride)
 {
-    const size_t nc = D / 64, qoff = nc * sizeof(float);
-    for (int j0 = 0; j0 < n_q; j0 += QMAXQ) {
-        const int nq = n_q - j0 < QMAXQ ? n_q - j0 : QMAXQ;
-        for (size_t i = 0; i < nt; i += QROWS) {
-            const uint8_t *row[QROWS];
+    const size_t nc = D / 64;
+    for (size_t i = 0; i < nt; i += QROWS) {
+        const uint8_t *row[QROWS];
+        for (int t = 0; t < QROWS; t++)
+            row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
+        for (int j = 0; j < n_q; j++) {
+            const uint8_t *qj = qbuf + (size_t)j * qstride;
+            float d;
+            memcpy(&d, qj, sizeof d);
+            __m512i I[QROWS];
             for (int t = 0; t < QROWS; t++)
-                row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
-            __m512 acc[QMAXQ];
-            for (int j = 0; j < nq; j++)
-                acc[j] = _mm512_setzero_ps();
+                I[t] = _mm512_setzero_si512();
             for (size_t c = 0; c < nc; c++) {
-                __m512i U[QROWS];
+                const __m512i Q = _mm512_loadu_si512((const void *)(qj + sizeof(float) + 64 * c));
                 for (int t = 0; t < QROWS; t++)
-                    U[t] = chunk64(bits, row[t], c);
-                for (int j = 0; j < nq; j++) {
-                    const uint8_t *qj = qbuf + (size_t)(j0 + j) * qstride;
-                    float d;
-                    memcpy(&d, qj + c * sizeof(float), sizeof d);
-                    const __m512i Q = _mm512_loadu_si512((const void *)(qj + qoff + 64 * c));
-                    __m512i I[QROWS];
-                    for (int t = 0; t < QROWS; t++)
-                        I[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), U[t], Q);
-                    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tree8(I)), _mm512_set1_ps(d), acc[j]);
-                }
+                    I[t] = _mm512_dpbusd_epi32(I[t], chunk64(bits, row[t], c), Q);
             }
-            for (int j = 0; j < nq; j++) {
-                __m512 x = _mm512_shuffle_f32x4(acc[j], acc[j], 0xD8);
-                __m256 r = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
-                vq_store8_upto(s + (size_t)(j0 + j) * sstride, i, nt, r);
-            }
+            /* (row, half) sums -> row sums, still integers, then one
+             * conversion and multiply: the reference's bits */
+            __m512i R = tree8(I);
+            R = _mm512_shuffle_i32x4(R, R, 0xD8); /* #0 #2 #1 #3 */
+            __m256i r = _mm256_add_epi32(_mm512_castsi512_si256(R), _mm512_extracti64x4_epi64(R, 1));
+            vq_store8_upto(s + (size_t)j * sstride, i, nt, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(r)));
         }
     }
+}
+
+/* source channel of output position p (codes_qdot.h's order) */
+static const int32_t QP_IDX4[64] = { 0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+                                     32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62,
+                                     1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+                                     33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63 };
+static const int32_t QP_IDX2[64] = { 0, 4, 8,  12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60,
+                                     1, 5, 9,  13, 17, 21, 25, 29, 33, 37, 41, 45, 49, 53, 57, 61,
+                                     2, 6, 10, 14, 18, 22, 26, 30, 34, 38, 42, 46, 50, 54, 58, 62,
+                                     3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63 };
+
+/* vq_codes_qprep's twin: the same bytes and sum (q*s, amax, d and inv as
+ * the reference computes them, x*inv rounded to nearest even as lrintf
+ * does; q*m by one FMA per lane), each chunk's 64 values permuted into the
+ * unpack order in registers */
+float vq_codes_qprep_avx512x(const float *qv, const float *sv, const float *mv, size_t D, int bits, uint8_t *dst)
+{
+    int8_t *q = (int8_t *)(void *)(dst + sizeof(float));
+    const int32_t *idx = bits == 4 ? QP_IDX4 : QP_IDX2;
+    __m512 mx = _mm512_setzero_ps(), base = _mm512_setzero_ps();
+    for (size_t e = 0; e < D; e += 16) {
+        __m512 x = _mm512_loadu_ps(qv + e);
+        mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_mul_ps(x, _mm512_loadu_ps(sv + e))));
+        base = _mm512_fmadd_ps(x, _mm512_loadu_ps(mv + e), base);
+    }
+    float amax = _mm512_reduce_max_ps(mx);
+    float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    __m512 vi = _mm512_set1_ps(inv);
+    for (size_t c = 0; c < D / 64; c++) {
+        __m512 v[4];
+        for (int r = 0; r < 4; r++)
+            v[r] = _mm512_mul_ps(_mm512_loadu_ps(qv + 64 * c + 16 * r), _mm512_loadu_ps(sv + 64 * c + 16 * r));
+        for (int r = 0; r < 4; r++) {
+            __m512i ix = _mm512_loadu_si512((const void *)(idx + 16 * r));
+            __m512 lo = _mm512_permutex2var_ps(v[0], ix, v[1]);
+            __m512 hi = _mm512_permutex2var_ps(v[2], _mm512_and_si512(ix, _mm512_set1_epi32(31)), v[3]);
+            __m512 g = _mm512_mask_blend_ps(_mm512_cmpge_epi32_mask(ix, _mm512_set1_epi32(32)), lo, hi);
+            __m512i t = _mm512_cvtps_epi32(_mm512_mul_ps(g, vi));
+            t = _mm512_max_epi32(_mm512_min_epi32(t, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+            _mm_storeu_si128((__m128i *)(void *)(q + 64 * c + 16 * r), _mm512_cvtepi32_epi8(t));
+        }
+    }
+    memcpy(dst, &d, sizeof d);
+    float lanes[16];
+    _mm512_storeu_ps(lanes, base);
+    return vq_sum16_lanes(lanes);
 }
