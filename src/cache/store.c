@@ -9,6 +9,7 @@
 #include "cache/cache_internal.h"
 #include "codec/calib_set.h"
 #include "core/fp16.h"
+#include "core/mem.h"
 #include "core/rng.h"
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -312,24 +313,19 @@ vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *
         size_t nc = H->cap_slots ? H->cap_slots : L->page_tokens;
         while (nc < n)
             nc *= 2;
-        /* only the tables this head holds (cache_internal.h) */
-        int32_t *p = H->pos ? realloc(H->pos, nc * sizeof *p) : NULL;
-        if (p)
-            H->pos = p;
-        uint8_t *a = H->alive ? realloc(H->alive, nc) : NULL;
-        if (a)
-            H->alive = a;
-        float *s = vq_cache_uses_scores(c) ? realloc(H->score, nc * sizeof *s) : NULL;
-        if (s)
-            H->score = s;
-        if ((H->pos && !p) || (H->alive && !a) || (vq_cache_uses_scores(c) && !s))
+        /* only the tables this head holds (cache_internal.h); the shared
+         * slot records where the head lends its slots (vq_xslot) */
+        int ok = 1;
+        if (H->pos)
+            ok &= vq_resize(&H->pos, nc * sizeof *H->pos);
+        if (H->alive)
+            ok &= vq_resize(&H->alive, nc);
+        if (vq_cache_uses_scores(c))
+            ok &= vq_resize(&H->score, nc * sizeof *H->score);
+        if (ok && H->rx)
+            ok &= vq_resize(&H->x, nc * sizeof *H->x);
+        if (!ok)
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for slot tables");
-        if (H->rx) { /* the head lends its slots (vq_xslot) */
-            vq_xslot *x = realloc(H->x, nc * sizeof *x);
-            if (!x)
-                return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for slot tables");
-            H->x = x;
-        }
         H->cap_slots = nc;
     }
     size_t pages = (n + L->page_tokens - 1) / L->page_tokens;
@@ -337,13 +333,9 @@ vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *
         size_t nc = H->cap_pages ? 2 * H->cap_pages : 4;
         while (nc < pages)
             nc *= 2;
-        uint8_t **kp = realloc(H->kpages, nc * sizeof *kp);
-        if (kp)
-            H->kpages = kp;
-        uint8_t **vp = realloc(H->vpages, nc * sizeof *vp);
-        if (vp)
-            H->vpages = vp;
-        if (!kp || !vp)
+        int ok = vq_resize(&H->kpages, nc * sizeof *H->kpages);
+        ok &= vq_resize(&H->vpages, nc * sizeof *H->vpages);
+        if (!ok)
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for page tables");
         H->cap_pages = nc;
     }

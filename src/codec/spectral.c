@@ -47,6 +47,7 @@
 
 #include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/vecops.h"
 #include "codec/eigen.h"
 #include "codec/scalar_codebook.h"
 #include "core/io.h"
@@ -86,6 +87,27 @@ static void spectral_destroy(vq_codec *c)
     }
     free(st);
     c->impl = NULL;
+}
+
+/* a handle with its own copy of the state (clone op, codec.h) */
+static vq_status spectral_clone(const vq_codec *src, vq_codec *dst)
+{
+    const spectral_state *s = src->impl;
+    const size_t D = (size_t)src->head_dim;
+    spectral_state *st = malloc(sizeof *st);
+    dst->impl = st;
+    if (!st)
+        return vq_fail(dst->err, VQ_ERR_NOMEM, "spectral: out of memory");
+    *st = *s;
+    st->basis = vq_vec_dup(s->basis, D * D);
+    st->mean = vq_vec_dup(s->mean, D);
+    st->std = vq_vec_dup(s->std, D);
+    st->lv_sig = vq_vec_dup(s->lv_sig, (size_t)1 << s->sbits);
+    st->lv_noise = vq_vec_dup(s->lv_noise, (size_t)1 << s->bits);
+    st->tmp = vq_vec_dup(s->tmp, D);
+    if (!st->basis || !st->mean || !st->std || !st->lv_sig || !st->lv_noise || !st->tmp)
+        return vq_fail(dst->err, VQ_ERR_NOMEM, "spectral: out of memory");
+    return VQ_OK;
 }
 
 static vq_status spectral_init(vq_codec *c, vq_spec *spec)
@@ -475,6 +497,7 @@ const vq_codec_ops vq_codec_spectral_ops = {
     .name = "spectral",
     .default_spec = "spectral:bits=2,signal_bits=2",
     .needs_calibration = 1,
+    .clone = spectral_clone,
     .init = spectral_init,
     .destroy = spectral_destroy,
     .encode = spectral_encode,

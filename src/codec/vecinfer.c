@@ -46,6 +46,7 @@
 
 #include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/vecops.h"
 #include "codec/kmeans.h"
 #include "core/hadamard.h"
 #include "core/io.h"
@@ -120,6 +121,25 @@ static void vecinfer_destroy(vq_codec *c)
     }
     free(st);
     c->impl = NULL;
+}
+
+/* a handle with its own copy of the state (clone op, codec.h) */
+static vq_status vecinfer_clone(const vq_codec *src, vq_codec *dst)
+{
+    const vecinfer_state *s = src->impl;
+    const size_t D = (size_t)src->head_dim;
+    vecinfer_state *st = malloc(sizeof *st);
+    dst->impl = st;
+    if (!st)
+        return vq_fail(dst->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
+    *st = *s;
+    st->sign = vq_vec_dup(s->sign, D);
+    st->lambda = vq_vec_dup(s->lambda, D);
+    st->cb = vq_vec_dup(s->cb, (size_t)s->K * D);
+    st->tmp = vq_vec_dup(s->tmp, D);
+    if (!st->sign || !st->lambda || !st->cb || !st->tmp)
+        return vq_fail(dst->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
+    return VQ_OK;
 }
 
 static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
@@ -400,6 +420,7 @@ const vq_codec_ops vq_codec_vecinfer_ops = {
     .name = "vecinfer",
     .default_spec = "vecinfer:sub_dim=8,bits=8",
     .needs_calibration = 1,
+    .clone = vecinfer_clone,
     .init = vecinfer_init,
     .destroy = vecinfer_destroy,
     .encode = vecinfer_encode,

@@ -8,6 +8,8 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* sum_i a[i] * b[i], in index order, float accumulator */
 static inline float vq_vec_dot(const float *a, const float *b, size_t n)
@@ -32,6 +34,15 @@ static inline float vq_vec_norm(const float *x, size_t n)
     for (size_t i = 0; i < n; i++)
         s += (double)x[i] * x[i];
     return (float)sqrt(s);
+}
+
+/* a malloc'd copy of n floats, or NULL when out of memory */
+static inline float *vq_vec_dup(const float *x, size_t n)
+{
+    float *y = malloc((n ? n : 1) * sizeof *y);
+    if (y && n)
+        memcpy(y, x, n * sizeof *y);
+    return y;
 }
 
 #endif
