@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # run_bench.sh -- the CPU benchmarks of figures/bench/, each written as
 # {"command", "load", "result"} JSON, then figures/bench/README.md from them
-# (scripts/bench_tables.py). Run on an otherwise idle machine (the load
-# average is recorded; docs/PERF.md). Steps: attention128, attention64, e2e
+# (scripts/bench_tables.py). Run on an otherwise idle machine: before each
+# step it waits (up to VQ_BENCH_WAIT seconds, default 900) for the 1-minute
+# load average to fall under 0.5, and records the load it started at
+# (docs/PERF.md). Steps: attention128, attention64, attentionbig, e2e
 # (default: all).
 #   bash scripts/run_bench.sh [STEP...]
 set -euo pipefail
@@ -14,9 +16,12 @@ bin=./build/veloxquant
 
 configs=(
   --config "keys=q8_0 values=q8_0"
+  --config "keys=q8_0:qbits=8 values=q8_0"
   --config "keys=q4_0:rot=1 values=q4_0:rot=1"
+  --config "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1"
   --config "keys=kivi:bits=4 values=kivi:bits=4"
   --config "keys=kivi:bits=2 values=kivi:bits=2"
+  --config "keys=kivi:bits=2,qbits=8 values=kivi:bits=2"
   --config "keys=turboquant_rvq:bits=1 values=kivi:bits=2"
   --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2"
   --config "keys=rabitq:bits=1 values=q4_0:rot=1"
@@ -24,9 +29,17 @@ configs=(
   --config "keys=turboquant_mse:bits=2 values=turboquant_mse:bits=2"
 )
 
+quiet() { # wait for a 1-minute load average under 0.5
+    local waited=0
+    while awk '{ exit !($1 >= 0.5) }' /proc/loadavg && [ "$waited" -lt "${VQ_BENCH_WAIT:-900}" ]; do
+        sleep 10; waited=$((waited + 10))
+    done
+}
+
 run() { # NAME ARGS... : run the CLI with ARGS --json into $out/NAME.json
     local name=$1; shift
     local load cmd
+    quiet
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     cmd="$bin $(printf '%q ' "$@")--json"
     echo "== $name (load $load): $cmd" >&2
@@ -52,12 +65,15 @@ for s in "${steps[@]}"; do
                       --threads 2 "${configs[@]}" ;;
     attentionbig) run attention-d128-131k bench attention --ctx 131072 --head-dim 128 --kv-heads 8 --q-heads 32 \
                       --threads 2 --repeats 5 --config "keys=q8_0 values=q8_0" --config "keys=q4_0:rot=1 values=q4_0:rot=1" \
+                      --config "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
                       --config "keys=kivi:bits=4 values=kivi:bits=4" --config "keys=kivi:bits=2 values=kivi:bits=2" \
+                      --config "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
                       --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
                       --config "keys=rabitq:bits=1 values=q4_0:rot=1" ;;
     e2e)          run e2e-smollm2 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 32 \
                       --cache "keys=q8_0 values=q8_0" --cache "keys=q4_0:rot=1 values=q4_0:rot=1" \
-                      --cache "keys=kivi:bits=2 values=kivi:bits=2" \
+                      --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
+                      --cache "keys=kivi:bits=2 values=kivi:bits=2" --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
     esac
