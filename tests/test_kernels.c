@@ -17,6 +17,8 @@
  *   codes_qdot (KIVI codes against int8 queries; prepared queries): the
  *     reference's bits (exact integer sums, one multiply);
  *     its reference against codes_dot with the dequantized query;
+ *   kivi_axpy (KIVI value rows decoded in registers): relative error
+ *     <= 2e-6, and the bits of kivi_group_row + dense_axpy;
  *   qaxpy (q8_0 / q4_0 rows decoded in registers): relative error <= 2e-6,
  *     and the tiled path's bits (block values, then dense_axpy);
  *   qdot (int8 queries against q8_0 / q4_0 rows): relative error <= 2e-6
@@ -319,6 +321,47 @@ static void test_half(const vq_kernels *k, const vq_kernels *ref)
             }
 }
 
+/* kivi_axpy against the reference and, for SIMD tables, against
+ * kivi_group_row into a tile, then dense_axpy (same bits) */
+static void test_kivi_axpy(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 64, 128, 256 };
+    for (int bits = 2; bits <= 4; bits += 2)
+        for (size_t id = 0; id < 3; id++)
+            for (size_t G = 16; G <= 64; G *= 2)
+                for (size_t nt = 1; nt <= 13; nt += 6)
+                    for (int nq = 1; nq <= 5; nq += 2) {
+                        size_t D = Ds[id], ng = D / G, rs = 4 * ng + D * (size_t)bits / 8 + 1, ws = nt + 1, as = D + 3;
+                        uint8_t *rows = malloc(rs * nt + 1);
+                        float *w = malloc(sizeof(float) * ws * (size_t)nq), *tile = malloc(sizeof(float) * D * nt);
+                        float *a1 = malloc(sizeof(float) * as * (size_t)nq), *a2 = malloc(sizeof(float) * as * (size_t)nq);
+                        float *a3 = malloc(sizeof(float) * as * (size_t)nq);
+                        fill_bytes(rows, rs * nt + 1, D + G + nt);
+                        for (size_t i = 0; i < nt; i++) /* valid fp16 scales and mins */
+                            for (size_t g = 0; g < 2 * ng; g++) {
+                                vq_fp16 h = vq_fp32_to_fp16((float)(g + i % 7) * 0.37f - 1.1f);
+                                rows[1 + i * rs + 2 * g] = (uint8_t)h, rows[2 + i * rs + 2 * g] = (uint8_t)(h >> 8);
+                            }
+                        fill(w, ws * (size_t)nq, 7 * D + nt);
+                        fill(a1, as * (size_t)nq, 5);
+                        memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
+                        memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
+                        ref->kivi_axpy(rows + 1, rs, bits, nt, D, G, w, ws, nq, a1, as);
+                        k->kivi_axpy(rows + 1, rs, bits, nt, D, G, w, ws, nq, a2, as);
+                        CHECKF(rel_diff(a2, a1, as * (size_t)nq) <= 2e-6, "%s kivi_axpy bits=%d D=%zu G=%zu nt=%zu nq=%d",
+                               k->isa, bits, D, G, nt, nq);
+                        if (k->kivi_axpy != ref->kivi_axpy) {
+                            for (size_t i = 0; i < nt; i++)
+                                k->kivi_group_row(rows + 1 + i * rs + 4 * ng, bits, D, G, rows + 1 + i * rs,
+                                                  rows + 1 + i * rs + 2 * ng, tile + i * D);
+                            k->dense_axpy(w, ws, nq, tile, nt, D, a3, as);
+                            CHECKF(same_bits(a2, a3, as * (size_t)nq), "%s kivi_axpy bits=%d D=%zu G=%zu: not the tiled bits",
+                                   k->isa, bits, D, G);
+                        }
+                        free(rows), free(w), free(tile), free(a1), free(a2), free(a3);
+                    }
+}
+
 /* qaxpy against the reference (tolerance) and, for SIMD tables, against
  * the tiled path it replaces (block values, then dense_axpy): same bits */
 static void test_qaxpy(const vq_kernels *k, const vq_kernels *ref)
@@ -485,6 +528,7 @@ static void test_tables(void)
         test_codes_qdot(k, ref);
         test_qaxpy(k, ref);
         test_half(k, ref);
+        test_kivi_axpy(k, ref);
     }
     /* the scalar references against themselves through the table's own
      * definitions: lut_row of a known code */

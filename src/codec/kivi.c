@@ -109,6 +109,8 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     /* keys score from the codes with the scales folded into the query
      * (kivi_score, kernels.h codes_dot), cheaper than decoding a tile */
     c->score_own = c->role == VQ_ROLE_KEY;
+    /* values: where the table has kivi_axpy's SIMD twin it replaces the tile */
+    c->accum_own = c->role == VQ_ROLE_VALUE && vq_kernels_get()->kivi_axpy != vq_kivi_axpy_ref;
     c->accum_size = D;
     if (st->qbits)
         snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d,qbits=%d", st->bits, st->group, st->qbits);
@@ -400,6 +402,9 @@ static void kivi_accumulate(vq_codec *c, const float *w, int n_q,
                     a[ch] += ld16(in + 2 * ch) * sum[ch] + ld16(in + 2 * D + 2 * ch) * wsum;
             }
         }
+    } else if (vq_kernels_get()->kivi_axpy != vq_kivi_axpy_ref) {
+        /* values decoded in registers (kernels.h kivi_axpy: the tiled bits) */
+        vq_kernels_get()->kivi_axpy(codes, c->block_bytes, b, n, D, G, w, n, n_q, acc, D);
     } else {
         const size_t ng = D / G;
         for (size_t i = 0; i < n; i++) {

@@ -1,8 +1,8 @@
 /* dense_avx512.c -- AVX-512 twins of dense.h's kernels (E not a multiple
  * of 16 goes to the AVX2 twin). Compiled with -mavx512f/bw/vl/dq.
  *
- * dot: eight vectors share each load of a query, three or two queries at
- * a time (24 or 16 accumulators); the eight sums are folded 512 -> 256 bits and
+ * dot: four queries x four vectors at a time (16 accumulators), or eight
+ * vectors sharing each load of three, two or one queries; the sums are folded 512 -> 256 bits and
  * reduced by one transpose-add tree, the same for every lane, so a score
  * does not depend on its place in the tile or on the other queries.
  * axpy: up to four queries share each load of a vector; each accumulator
@@ -38,6 +38,31 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
                                                            size_t nt, size_t E, float *s, size_t sstride, int HALF)
 {
     int j = 0;
+    for (; n_q - j >= 4 && n_q - j != 5; j += 4) { /* four queries x four rows share each load */
+        const float *q0 = q + (size_t)j * qstride;
+        for (size_t i = 0; i < nt; i += 4) {
+            size_t r[4];
+            for (size_t k = 0; k < 4; k++)
+                r[k] = (i + k < nt ? i + k : nt - 1) * E;
+            __m512 a[4][4];
+            for (int jj = 0; jj < 4; jj++)
+                for (int k = 0; k < 4; k++)
+                    a[jj][k] = _mm512_setzero_ps();
+            for (size_t e = 0; e < E; e += 16) {
+                __m512 t[4];
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) t[k] = ld16(v, r[k] + e, HALF);
+                _Pragma("GCC unroll 4") for (int jj = 0; jj < 4; jj++)
+                {
+                    __m512 x = _mm512_loadu_ps(q0 + (size_t)jj * qstride + e);
+                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm512_fmadd_ps(x, t[k], a[jj][k]);
+                }
+            }
+            /* hsum4x512 reduces each vector by the same tree as hsum8x512,
+             * so a score has the same bits on either path */
+            for (int jj = 0; jj < 4; jj++)
+                vq_store4_upto(s + (size_t)(j + jj) * sstride, i, nt, vq_hsum4x512(a[jj][0], a[jj][1], a[jj][2], a[jj][3]));
+        }
+    }
     while (j < n_q) {
         const int rem = n_q - j;
         const int nq = rem >= 3 && rem != 4 ? 3 : rem >= 2 ? 2 : 1; /* queries sharing each row load */

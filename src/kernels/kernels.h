@@ -26,6 +26,11 @@
  *       scale and min per group of `group` channels (a multiple of 16
  *       dividing n), read as IEEE halves (LE) from gs16 / gm16:
  *       s[i] = half(gs16, i / group), m[i] = half(gm16, i / group).
+ *   kivi_axpy(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc,
+ *       astride): acc[j*astride + e] += sum_i w[j*wstride + i] * v_i[e] for
+ *       nt KIVI value rows (row i at rows + i*rstride: D/group fp16 scales,
+ *       D/group fp16 mins, then the codes), v_i = kivi_group_row's values;
+ *       the AVX-512 twin gives the bits of kivi_group_row + dense_axpy.
  *   codes_dot(codes, rstride, bits, nt, E, q, qstride, n_q, s, sstride):
  *       s[j*sstride + i] = sum_e q[j*qstride + e] * code_i[e] for nt rows of
  *       E codes of `bits` bits (2 or 4; E a multiple of 16) packed LSB first
@@ -72,6 +77,8 @@ typedef struct vq_kernels {
     void (*kivi_row)(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
     void (*kivi_group_row)(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                            const uint8_t *gm16, float *out);
+    void (*kivi_axpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
+                      const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     void (*codes_dot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
                       size_t qstride, int n_q, float *s, size_t sstride);
     void (*bitdot)(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
@@ -102,6 +109,10 @@ void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group,
 void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                               const uint8_t *gm16, float *out);
 void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
+void vq_kivi_axpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
+                      const float *w, size_t wstride, int n_q, float *acc, size_t astride);
+void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
+                         const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
                       size_t qstride, int n_q, float *s, size_t sstride);
 void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,

@@ -135,3 +135,71 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
         }
     }
 }
+
+/* columns [c0, c0 + 16*NV) (NV 1..4) for weight rows j0..j0+NQ-1: the
+ * values of kivi_group_row (one multiply, then one add), then one FMA per
+ * accumulator and row, in row order (the tiled path's bits) */
+#define KIVI_AXPY_BLOCK(NQ, NV)                                                                               \
+    do {                                                                                                      \
+        __m512 A[4][4];                                                                                       \
+        _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++)                                               \
+            _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++)                                          \
+                A[jj][vv] = _mm512_loadu_ps(acc + (size_t)(j0 + jj) * astride + c0 + 16 * (size_t)vv);         \
+        for (size_t i = 0; i < nt; i++) {                                                                     \
+            const uint8_t *r = rows + i * rstride;                                                            \
+            /* the row's ng (<= 16) scales and mins, converted once */                                        \
+            const __m512 S = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(gmask, r));                              \
+            const __m512 M = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(gmask, r + 2 * ng));                     \
+            __m512 V[4];                                                                                      \
+            _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++) {                                        \
+                size_t e = c0 + 16 * (size_t)vv;                                                              \
+                __m512 c = _mm512_cvtepi32_ps(codes16(r + 4 * ng + e / 8 * (size_t)bits, bits, sh, mask));    \
+                __m512i gi = _mm512_set1_epi32((int)(e / group));                                             \
+                __m512 s = _mm512_permutexvar_ps(gi, S), m = _mm512_permutexvar_ps(gi, M);                    \
+                V[vv] = _mm512_add_ps(_mm512_mul_ps(s, c), m);                                                \
+            }                                                                                                 \
+            _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++) {                                        \
+                __m512 x = _mm512_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);                                \
+                _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++)                                      \
+                    A[jj][vv] = _mm512_fmadd_ps(x, V[vv], A[jj][vv]);                                         \
+            }                                                                                                 \
+        }                                                                                                     \
+        _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++)                                               \
+            _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++)                                          \
+                _mm512_storeu_ps(acc + (size_t)(j0 + jj) * astride + c0 + 16 * (size_t)vv, A[jj][vv]);         \
+    } while (0)
+
+void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
+                         const float *w, size_t wstride, int n_q, float *acc, size_t astride)
+{
+    if ((bits != 2 && bits != 4) || D % 16 || group % 16 || D / group > 16) {
+        vq_kivi_axpy_ref(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc, astride);
+        return;
+    }
+    const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
+    const size_t ng = D / group;
+    const __mmask16 gmask = (__mmask16)((1u << ng) - 1u);
+    for (int j0 = 0; j0 < n_q; j0 += 4) {
+        const int nq = n_q - j0 < 4 ? n_q - j0 : 4;
+        for (size_t c0 = 0; c0 < D;) {
+            size_t left = (D - c0) / 16;
+            if (left >= 4) {
+                switch (nq) {
+                case 4: KIVI_AXPY_BLOCK(4, 4); break;
+                case 3: KIVI_AXPY_BLOCK(3, 4); break;
+                case 2: KIVI_AXPY_BLOCK(2, 4); break;
+                default: KIVI_AXPY_BLOCK(1, 4); break;
+                }
+                c0 += 64;
+            } else {
+                switch (nq) {
+                case 4: KIVI_AXPY_BLOCK(4, 1); break;
+                case 3: KIVI_AXPY_BLOCK(3, 1); break;
+                case 2: KIVI_AXPY_BLOCK(2, 1); break;
+                default: KIVI_AXPY_BLOCK(1, 1); break;
+                }
+                c0 += 16;
+            }
+        }
+    }
+}

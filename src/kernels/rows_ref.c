@@ -53,3 +53,18 @@ void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt,
             s[(size_t)j * sstride + i] = t;
         }
 }
+
+void vq_kivi_axpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
+                      const float *w, size_t wstride, int n_q, float *acc, size_t astride)
+{
+    const size_t ng = D / group;
+    for (size_t i = 0; i < nt; i++) {
+        const uint8_t *r = rows + i * rstride;
+        for (size_t e = 0; e < D; e++) {
+            float t = half_at(r, e / group) * (float)code_at(r + 4 * ng, e, bits);
+            float v = t + half_at(r + 2 * ng, e / group);
+            for (int j = 0; j < n_q; j++)
+                acc[(size_t)j * astride + e] += w[(size_t)j * wstride + i] * v;
+        }
+    }
+}
