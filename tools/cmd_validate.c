@@ -41,10 +41,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "core/file.h"
-#include "core/json.h"
-#include "core/sysinfo.h"
-#include "core/timer.h"
+#include "util/file_write.h"
+#include "util/json_write.h"
+#include "util/sysinfo.h"
+#include "util/clock.h"
 #include "eval_common.h"
 #include "veloxquant.h"
 
@@ -386,7 +386,7 @@ static int run_arm(const opts *o, const arm_def *a, int is_ref, arm_result *r, i
         on_fail(r, "context", vq_last_error());
         goto done;
     }
-    r->rss_model_mb = (double)vq_current_rss_bytes() / MB;
+    r->rss_model_mb = (double)cli_current_rss_bytes() / MB;
     logits = malloc((size_t)info.n_vocab * sizeof *logits);
     out = malloc((size_t)(o->max_tokens > 0 ? o->max_tokens : 1) * sizeof *out);
     if (!logits || !out) {
@@ -407,7 +407,7 @@ static int run_arm(const opts *o, const arm_def *a, int is_ref, arm_result *r, i
     char plabel[96];
     snprintf(plabel, sizeof plabel, "  %s prefill", a->name);
     eval_progress_start(&pp, plabel, "tok");
-    double t0 = vq_now_seconds();
+    double t0 = cli_now_seconds();
     for (size_t p0 = 0; p0 < n_prompt; p0 += 256) {
         int cnt = (int)(n_prompt - p0 < 256 ? n_prompt - p0 : 256);
         if (vq_ctx_forward(ctx, prompt + p0, cnt, logits, VQ_LOGITS_LAST) != VQ_OK) {
@@ -416,7 +416,7 @@ static int run_arm(const opts *o, const arm_def *a, int is_ref, arm_result *r, i
         }
         eval_progress_update(&pp, (double)(p0 + (size_t)cnt), (double)n_prompt);
     }
-    r->prefill_s = vq_now_seconds() - t0;
+    r->prefill_s = cli_now_seconds() - t0;
     /* greedy decode, exactly max_tokens tokens */
     eval_progress pr;
     char label[96];
@@ -425,9 +425,9 @@ static int run_arm(const opts *o, const arm_def *a, int is_ref, arm_result *r, i
     double dec = 0;
     int eog_at = -1;
     for (int i = 0; i < o->max_tokens; i++) {
-        double s0 = vq_now_seconds();
+        double s0 = cli_now_seconds();
         int32_t t = (int32_t)eval_argmax(logits, info.n_vocab);
-        double s1 = vq_now_seconds();
+        double s1 = cli_now_seconds();
         if (reff && fwrite(logits, sizeof *logits, (size_t)info.n_vocab, reff) != (size_t)info.n_vocab) {
             on_fail(r, "reference logits", "write failed");
             goto done;
@@ -436,16 +436,16 @@ static int run_arm(const opts *o, const arm_def *a, int is_ref, arm_result *r, i
         r->n_generated = i + 1;
         if (eog_at < 0 && vq_model_is_eog(m, t))
             eog_at = i;
-        double s2 = vq_now_seconds();
+        double s2 = cli_now_seconds();
         if (i + 1 < o->max_tokens && vq_ctx_forward(ctx, &t, 1, logits, VQ_LOGITS_LAST) != VQ_OK) {
             on_fail(r, "decode", vq_ctx_error(ctx));
             goto done;
         }
-        dec += (s1 - s0) + (vq_now_seconds() - s2);
+        dec += (s1 - s0) + (cli_now_seconds() - s2);
         eval_progress_update(&pr, i + 1, o->max_tokens);
     }
     r->decode_s = dec;
-    r->rss_peak_mb = (double)vq_peak_rss_bytes() / MB; /* before the quality pass */
+    r->rss_peak_mb = (double)cli_peak_rss_bytes() / MB; /* before the quality pass */
     r->tokens_in_cache_max = vq_ctx_n_tokens(ctx);
     r->prefill_tok_s = r->prefill_s > 0 ? n_prompt / r->prefill_s : 0;
     /* the last token is sampled but not fed: n_generated - 1 forwards */
@@ -732,54 +732,54 @@ static void git_commit(char *buf, size_t cap)
     }
 }
 
-static void knum_or_null(vq_json *j, const char *k, double v, int have)
+static void knum_or_null(cli_json *j, const char *k, double v, int have)
 {
-    vq_json_key(j, k);
+    cli_json_key(j, k);
     if (have)
-        vq_json_num(j, v);
+        cli_json_num(j, v);
     else
-        vq_json_null(j);
+        cli_json_null(j);
 }
 
-static vq_status write_results(const opts *o, const char *path, const arm_result *res, int n_done,
-                               const char *date, const char *commit)
+static int write_results(const opts *o, const char *path, const arm_result *res, int n_done,
+                         const char *date, const char *commit, char *err, size_t cap)
 {
-    vq_json_buf b = { 0 };
-    vq_json j;
-    vq_json_init(&j, vq_json_sink_buf, &b, 1);
-    vq_sysinfo si;
-    vq_sysinfo_get(&si);
+    cli_json_buf b = { 0 };
+    cli_json j;
+    cli_json_init(&j, cli_json_sink_buf, &b, 1);
+    cli_sysinfo si;
+    cli_sysinfo_get(&si);
     const arm_result *shape = NULL;
     for (int i = 0; i < n_done; i++)
         if (res[i].n_layers > 0) {
             shape = &res[i];
             break;
         }
-    vq_json_begin_object(&j);
-    vq_json_kstr(&j, "schema", SCHEMA);
-    vq_json_kstr(&j, "model", o->model);
-    vq_json_kstr(&j, "model_name", shape ? shape->model_name : "");
-    vq_json_kstr(&j, "arch", shape ? shape->arch : "");
-    vq_json_kint(&j, "n_layers", shape ? shape->n_layers : 0);
-    vq_json_kint(&j, "n_kv_heads", shape ? shape->n_kv_heads : 0);
-    vq_json_kint(&j, "n_q_heads", shape ? shape->n_q_heads : 0);
-    vq_json_kint(&j, "head_dim", shape ? shape->head_dim : 0);
-    vq_json_kint(&j, "max_tokens", o->max_tokens);
-    vq_json_kint(&j, "prompt_repeat", o->prompt_repeat);
-    vq_json_kstr(&j, "prompt", o->prompt);
-    vq_json_kbool(&j, "chat", o->chat);
-    vq_json_kint(&j, "prompt_tokens", shape ? shape->n_prompt : 0);
-    vq_json_key(&j, "hardware");
-    vq_json_begin_object(&j);
-    vq_json_kstr(&j, "cpu_model", si.cpu_model);
-    vq_json_kint(&j, "cores", si.n_cores);
-    vq_json_knum(&j, "memory_mb", (double)si.mem_total_bytes / MB);
-    vq_json_kstr(&j, "os", si.os);
-    vq_json_kint(&j, "threads", o->threads);
-    vq_json_end_object(&j);
-    vq_json_kstr(&j, "git_commit", commit);
-    vq_json_kstr(&j, "version", vq_version());
-    vq_json_key(&j, "command_line");
+    cli_json_begin_object(&j);
+    cli_json_kstr(&j, "schema", SCHEMA);
+    cli_json_kstr(&j, "model", o->model);
+    cli_json_kstr(&j, "model_name", shape ? shape->model_name : "");
+    cli_json_kstr(&j, "arch", shape ? shape->arch : "");
+    cli_json_kint(&j, "n_layers", shape ? shape->n_layers : 0);
+    cli_json_kint(&j, "n_kv_heads", shape ? shape->n_kv_heads : 0);
+    cli_json_kint(&j, "n_q_heads", shape ? shape->n_q_heads : 0);
+    cli_json_kint(&j, "head_dim", shape ? shape->head_dim : 0);
+    cli_json_kint(&j, "max_tokens", o->max_tokens);
+    cli_json_kint(&j, "prompt_repeat", o->prompt_repeat);
+    cli_json_kstr(&j, "prompt", o->prompt);
+    cli_json_kbool(&j, "chat", o->chat);
+    cli_json_kint(&j, "prompt_tokens", shape ? shape->n_prompt : 0);
+    cli_json_key(&j, "hardware");
+    cli_json_begin_object(&j);
+    cli_json_kstr(&j, "cpu_model", si.cpu_model);
+    cli_json_kint(&j, "cores", si.n_cores);
+    cli_json_knum(&j, "memory_mb", (double)si.mem_total_bytes / MB);
+    cli_json_kstr(&j, "os", si.os);
+    cli_json_kint(&j, "threads", o->threads);
+    cli_json_end_object(&j);
+    cli_json_kstr(&j, "git_commit", commit);
+    cli_json_kstr(&j, "version", vq_version());
+    cli_json_key(&j, "command_line");
     {
         char cl[2048];
         size_t off = 0;
@@ -789,82 +789,83 @@ static vq_status write_results(const opts *o, const char *path, const arm_result
             off += (size_t)snprintf(cl + off, sizeof cl - off, "%s%s%s%s", i ? " " : "",
                                     q ? "'" : "", i == 0 ? "veloxquant validate" : o->argv[i], q ? "'" : "");
         }
-        vq_json_str(&j, cl);
+        cli_json_str(&j, cl);
     }
-    vq_json_kstr(&j, "date_utc", date);
-    vq_json_kbool(&j, "per_arm_process", !o->no_fork);
-    vq_json_kbool(&j, "quality_measured", !o->no_quality);
-    vq_json_key(&j, "arms");
-    vq_json_begin_array(&j);
+    cli_json_kstr(&j, "date_utc", date);
+    cli_json_kbool(&j, "per_arm_process", !o->no_fork);
+    cli_json_kbool(&j, "quality_measured", !o->no_quality);
+    cli_json_key(&j, "arms");
+    cli_json_begin_array(&j);
     for (int i = 0; i < n_done; i++) {
         const arm_result *r = &res[i];
-        vq_json_begin_object(&j);
-        vq_json_kstr(&j, "name", o->arms[i].name);
-        vq_json_kstr(&j, "cache", r->cache_canon);
+        cli_json_begin_object(&j);
+        cli_json_kstr(&j, "name", o->arms[i].name);
+        cli_json_kstr(&j, "cache", r->cache_canon);
         if (!r->ok)
-            vq_json_kstr(&j, "error", r->error);
+            cli_json_kstr(&j, "error", r->error);
         if (r->ok) {
-            vq_json_kint(&j, "prompt_tokens", r->n_prompt);
-            vq_json_kint(&j, "generated_tokens", r->n_generated);
-            vq_json_kint(&j, "tokens_in_cache_max", r->tokens_in_cache_max);
-            vq_json_kuint(&j, "fp16_key_bytes", r->fp16_key_bytes);
-            vq_json_knum(&j, "fp16_key_mb", r->fp16_key_bytes / MB);
-            vq_json_kuint(&j, "compressed_key_bytes", r->compressed_key_bytes);
-            vq_json_knum(&j, "compressed_key_mb", r->compressed_key_bytes / MB);
+            cli_json_kint(&j, "prompt_tokens", r->n_prompt);
+            cli_json_kint(&j, "generated_tokens", r->n_generated);
+            cli_json_kint(&j, "tokens_in_cache_max", r->tokens_in_cache_max);
+            cli_json_kuint(&j, "fp16_key_bytes", r->fp16_key_bytes);
+            cli_json_knum(&j, "fp16_key_mb", r->fp16_key_bytes / MB);
+            cli_json_kuint(&j, "compressed_key_bytes", r->compressed_key_bytes);
+            cli_json_knum(&j, "compressed_key_mb", r->compressed_key_bytes / MB);
             /* ratios include the slot index, half to each role */
             double ik = (double)r->index_bytes / 2;
-            vq_json_knum(&j, "key_compression", r->compressed_key_bytes ? (double)r->fp16_key_bytes / (r->compressed_key_bytes + ik) : 0);
-            vq_json_kuint(&j, "fp16_value_bytes", r->fp16_value_bytes);
-            vq_json_knum(&j, "fp16_value_mb", r->fp16_value_bytes / MB);
-            vq_json_kuint(&j, "compressed_value_bytes", r->compressed_value_bytes);
-            vq_json_knum(&j, "compressed_value_mb", r->compressed_value_bytes / MB);
-            vq_json_knum(&j, "value_compression", r->compressed_value_bytes ? (double)r->fp16_value_bytes / (r->compressed_value_bytes + ik) : 0);
+            cli_json_knum(&j, "key_compression", r->compressed_key_bytes ? (double)r->fp16_key_bytes / (r->compressed_key_bytes + ik) : 0);
+            cli_json_kuint(&j, "fp16_value_bytes", r->fp16_value_bytes);
+            cli_json_knum(&j, "fp16_value_mb", r->fp16_value_bytes / MB);
+            cli_json_kuint(&j, "compressed_value_bytes", r->compressed_value_bytes);
+            cli_json_knum(&j, "compressed_value_mb", r->compressed_value_bytes / MB);
+            cli_json_knum(&j, "value_compression", r->compressed_value_bytes ? (double)r->fp16_value_bytes / (r->compressed_value_bytes + ik) : 0);
             uint64_t fa = r->fp16_key_bytes + r->fp16_value_bytes, ca = r->compressed_key_bytes + r->compressed_value_bytes;
-            vq_json_knum(&j, "full_kv_compression", ca ? (double)fa / ((double)ca + 2 * ik) : 0);
-            vq_json_kuint(&j, "accounted_kv_bytes", ca);
-            vq_json_kuint(&j, "resident_kv_bytes", r->resident_key_bytes + r->resident_value_bytes);
-            vq_json_knum(&j, "resident_kv_mb", (r->resident_key_bytes + r->resident_value_bytes) / MB);
-            vq_json_kuint(&j, "resident_key_bytes", r->resident_key_bytes);
-            vq_json_kuint(&j, "resident_value_bytes", r->resident_value_bytes);
-            vq_json_kuint(&j, "resident_bound_bytes", r->resident_bound_bytes);
-            vq_json_kuint(&j, "residual_bytes", r->residual_bytes);
-            vq_json_kuint(&j, "index_bytes", r->index_bytes);
-            vq_json_kuint(&j, "total_cache_bytes", r->total_cache_bytes);
-            vq_json_kuint(&j, "shared_state_bytes", r->shared_bytes);
-            vq_json_kbool(&j, "measured_from_cache_allocator", r->have_stats);
-            vq_json_knum(&j, "peak_mb", r->rss_peak_mb);
-            vq_json_knum(&j, "rss_peak_mb", r->rss_peak_mb);
-            vq_json_knum(&j, "rss_after_load_mb", r->rss_model_mb);
-            vq_json_knum(&j, "cache_share_of_rss_peak",
+            cli_json_knum(&j, "full_kv_compression", ca ? (double)fa / ((double)ca + 2 * ik) : 0);
+            cli_json_kuint(&j, "accounted_kv_bytes", ca);
+            cli_json_kuint(&j, "resident_kv_bytes", r->resident_key_bytes + r->resident_value_bytes);
+            cli_json_knum(&j, "resident_kv_mb", (r->resident_key_bytes + r->resident_value_bytes) / MB);
+            cli_json_kuint(&j, "resident_key_bytes", r->resident_key_bytes);
+            cli_json_kuint(&j, "resident_value_bytes", r->resident_value_bytes);
+            cli_json_kuint(&j, "resident_bound_bytes", r->resident_bound_bytes);
+            cli_json_kuint(&j, "residual_bytes", r->residual_bytes);
+            cli_json_kuint(&j, "index_bytes", r->index_bytes);
+            cli_json_kuint(&j, "total_cache_bytes", r->total_cache_bytes);
+            cli_json_kuint(&j, "shared_state_bytes", r->shared_bytes);
+            cli_json_kbool(&j, "measured_from_cache_allocator", r->have_stats);
+            cli_json_knum(&j, "peak_mb", r->rss_peak_mb);
+            cli_json_knum(&j, "rss_peak_mb", r->rss_peak_mb);
+            cli_json_knum(&j, "rss_after_load_mb", r->rss_model_mb);
+            cli_json_knum(&j, "cache_share_of_rss_peak",
                          r->rss_peak_mb > 0 ? (r->resident_key_bytes + r->resident_value_bytes + r->index_bytes) / MB / r->rss_peak_mb : 0);
-            vq_json_knum(&j, "prefill_s", r->prefill_s);
-            vq_json_knum(&j, "decode_s", r->decode_s);
-            vq_json_knum(&j, "prefill_tok_s", r->prefill_tok_s);
-            vq_json_knum(&j, "decode_tok_s", r->decode_tok_s);
-            vq_json_knum(&j, "throughput_tok_s", r->throughput_tok_s);
-            vq_json_kstr(&j, "output_preview", r->preview);
+            cli_json_knum(&j, "prefill_s", r->prefill_s);
+            cli_json_knum(&j, "decode_s", r->decode_s);
+            cli_json_knum(&j, "prefill_tok_s", r->prefill_tok_s);
+            cli_json_knum(&j, "decode_tok_s", r->decode_tok_s);
+            cli_json_knum(&j, "throughput_tok_s", r->throughput_tok_s);
+            cli_json_kstr(&j, "output_preview", r->preview);
             int q = r->quality_positions > 0;
             knum_or_null(&j, "kl_vs_fp16", r->kl_mean, q);
             knum_or_null(&j, "kl_max_vs_fp16", r->kl_max, q);
             knum_or_null(&j, "top1_agreement_vs_fp16", r->top1, q);
-            vq_json_kint(&j, "quality_positions", r->quality_positions);
-            vq_json_key(&j, "greedy_matches_fp16");
+            cli_json_kint(&j, "quality_positions", r->quality_positions);
+            cli_json_key(&j, "greedy_matches_fp16");
             if (q)
-                vq_json_bool(&j, r->greedy_match);
+                cli_json_bool(&j, r->greedy_match);
             else
-                vq_json_null(&j);
-            vq_json_kint(&j, "greedy_prefix_match_tokens", r->greedy_prefix);
+                cli_json_null(&j);
+            cli_json_kint(&j, "greedy_prefix_match_tokens", r->greedy_prefix);
         }
-        vq_json_end_object(&j);
+        cli_json_end_object(&j);
     }
-    vq_json_end_array(&j);
-    vq_json_end_object(&j);
-    vq_status st = vq_json_finish(&j);
-    char err[256] = "";
-    if (st == VQ_OK)
-        st = vq_file_write_buffer(path, b.data, b.len, err);
+    cli_json_end_array(&j);
+    cli_json_end_object(&j);
+    int rc = -1;
+    if (cli_json_finish(&j) != VQ_OK)
+        snprintf(err, cap, "JSON writer failed");
+    else
+        rc = cli_write_file_atomic(path, b.data, b.len, err, cap);
     free(b.data);
-    return st;
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1078,7 +1079,7 @@ int cmd_validate(int argc, char **argv)
     }
 
     char date[32], commit[80];
-    vq_utc_now_iso8601(date, sizeof date);
+    cli_utc_now_iso8601(date, sizeof date);
     git_commit(commit, sizeof commit);
     arm_result *res = calloc((size_t)o.n_arms, sizeof *res);
     if (!res) {
@@ -1086,11 +1087,11 @@ int cmd_validate(int argc, char **argv)
         return 1;
     }
     int n_failed = 0;
-    double t_all = vq_now_seconds();
+    double t_all = cli_now_seconds();
     for (int i = 0; i < o.n_arms; i++) {
         int is_ref = i == 0 && strcmp(o.arms[0].name, "fp16") == 0 && !o.no_quality;
         fprintf(stderr, "validate: arm %d/%d %s (%s), %.0fs so far\n", i + 1, o.n_arms, o.arms[i].name,
-                o.arms[i].cache, vq_now_seconds() - t_all);
+                o.arms[i].cache, cli_now_seconds() - t_all);
         int32_t *gen = NULL;
         run_arm_isolated(&o, &o.arms[i], is_ref, &res[i], &gen);
         if (is_ref && res[i].ok && gen) {
@@ -1108,8 +1109,9 @@ int cmd_validate(int argc, char **argv)
             fprintf(stderr, "validate: arm %s failed: %s\n", o.arms[i].name, res[i].error);
         }
         /* results so far, atomically (a later crash keeps them) */
-        if (write_results(&o, path, res, i + 1, date, commit) != VQ_OK)
-            cli_error("validate", "cannot write %s: %s", path, vq_last_error());
+        char werr[512];
+        if (write_results(&o, path, res, i + 1, date, commit, werr, sizeof werr) != 0)
+            cli_error("validate", "%s", werr);
     }
     unlink(g_ref_logits_path);
     print_table(&o, res);
