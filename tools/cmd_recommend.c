@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "util/json_read.h"
 #include "eval_common.h"
 #include "veloxquant.h"
@@ -53,13 +54,6 @@ typedef struct {
     int fits, cls; /* 0 good, 1 fair, 2 poor */
 } method;
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: veloxquant recommend --model MODEL --ram-mb N --ctx N --goal GOAL [--table FILE]\n"
-               "  GOAL: everyday | max-compression | quality | max-context | constant-memory\n"
-               "  --table FILE  quality table (default figures/quality/quality.json)\n");
-}
-
 static double kv_bytes(const method *m, double ctx)
 {
     double held = m->evicts && m->evict_budget > 0 && m->evict_budget < ctx ? m->evict_budget : ctx;
@@ -73,47 +67,31 @@ int cmd_recommend(int argc, char **argv)
 {
     const char *model = NULL, *goal = NULL, *table = "figures/quality/quality.json";
     double ram = 0, ctx = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            cli_error("recommend", "option %s needs a value (or is unknown)", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        char *end;
-        double d = strtod(v, &end);
-        int isnum = end != v && !*end;
-        if (strcmp(a, "--model") == 0)
-            model = v;
-        else if (strcmp(a, "--goal") == 0)
-            goal = v;
-        else if (strcmp(a, "--table") == 0)
-            table = v;
-        else if (strcmp(a, "--ram-mb") == 0 && isnum && d > 0 && d < 1e9)
-            ram = d;
-        else if (strcmp(a, "--ctx") == 0 && isnum && d >= 1 && d <= 1e8)
-            ctx = floor(d);
-        else {
-            cli_error("recommend", "bad option or value: %s %s", a, v);
-            usage(stderr);
-            return 2;
-        }
-    }
+    const cli_opt opts[] = {
+        { "model", CLI_STR, &model, "MODEL", "GGUF path or name (the table's model)", 0, 0, NULL, CLI_REQUIRED },
+        { "ram-mb", CLI_NUM, &ram, "N", "memory for the KV cache, MB", 0, 1e9 - 1e-3, NULL,
+          CLI_REQUIRED | CLI_ABOVE_LO },
+        { "ctx", CLI_NUM, &ctx, "N", "context length wanted, tokens", 1, 1e8, NULL, CLI_REQUIRED },
+        { "goal", CLI_STR, &goal, "GOAL", "everyday | max-compression | quality | max-context | constant-memory", 0, 0,
+          NULL, CLI_REQUIRED },
+        CLI_OPT_STR("table", &table, "FILE", "quality table (default figures/quality/quality.json)"),
+        CLI_OPT_END,
+    };
+    const cli_command cmd = { "recommend", "--model MODEL --ram-mb N --ctx N --goal GOAL [--table FILE]",
+                              "Which cache config to use, from the measured quality table.", opts, NULL, NULL, 0,
+                              NULL };
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    ctx = floor(ctx);
     static const char *const goals[] = { "everyday", "max-compression", "quality", "max-context", "constant-memory" };
     int g = -1;
-    for (int i = 0; goal && i < 5; i++)
+    for (int i = 0; i < 5; i++)
         if (strcmp(goal, goals[i]) == 0)
             g = i;
-    if (!model || ram <= 0 || ctx <= 0 || g < 0) {
-        cli_error("recommend", "--model, --ram-mb, --ctx and --goal (one of everyday, max-compression, quality, "
-                               "max-context, constant-memory) are required");
-        usage(stderr);
-        return 2;
-    }
+    if (g < 0)
+        return cli_usage_error(&cmd, "bad value for --goal: '%s' (want everyday, max-compression, quality, "
+                                     "max-context or constant-memory)", goal);
     size_t len = 0;
     char *text = eval_read_text(table, &len);
     if (!text) {
