@@ -15,7 +15,11 @@ Each quoted include is resolved the way the compiler does: first beside the
 including file, then along the -I path of that file's build (-Iinclude -Isrc
 -Itests/util for the library, -Iinclude -Itools for tools/, -Iinclude for
 examples/). An include that resolves nowhere is an error too. Exit 0 when
-every include keeps the rule, 1 otherwise (one line per violation)."""
+every include keeps the rule, 1 otherwise (one line per violation).
+
+--self-test: runs the check on a small made-up tree with one include of
+each kind (allowed and not) and exits 1 unless it finds exactly the
+violations planted there (so a broken check cannot pass silently)."""
 import os
 import re
 import sys
@@ -64,8 +68,8 @@ def resolve(root, rel, name):
     return None
 
 
-def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+def check(root):
+    """(violation lines, files checked, quoted includes seen)"""
     bad = []
     n_files = n_inc = 0
     for top in ("src", "include", "tools", "examples"):
@@ -97,6 +101,46 @@ def main():
                     if tl not in ALLOWED[layer]:
                         bad.append(f'{rel}:{line}: layer {layer} includes "{m.group(1)}" ({target}, '
                                    f"layer {tl or 'tests/other'}); allowed: {', '.join(sorted(ALLOWED[layer]))}")
+    return bad, n_files, n_inc
+
+
+def self_test():
+    import tempfile
+    files = {  # path: (includes, number of them that break the rule)
+        "include/veloxquant.h": ([], 0),
+        "src/core/a.h": (["veloxquant.h"], 0),
+        "src/core/b.c": (["core/a.h", "codec/c.h", "test.h"], 2),
+        "src/tok/t.h": (["core/a.h"], 0),
+        "src/tok/t.c": (["t.h", "model/m.h"], 1),
+        "src/codec/c.h": (["core/a.h", "tok/t.h"], 1),
+        "src/model/m.h": (["tok/t.h", "codec/c.h"], 0),
+        "tools/u.c": (["veloxquant.h", "core/a.h", "../src/core/a.h", "nowhere.h"], 3),
+        "tests/util/test.h": (["model/m.h"], 0),
+        "tests/x.c": (["core/a.h", "model/m.h"], 0),
+    }
+    with tempfile.TemporaryDirectory() as root:
+        for path, (incs, _) in files.items():
+            os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
+            with open(os.path.join(root, path), "w") as f:
+                f.write("".join(f'#include "{i}"\n' for i in incs))
+        bad, _, _ = check(root)
+    want = sum(n for _, n in files.values())
+    found = {}
+    for b in bad:
+        found[b.split(":")[0]] = found.get(b.split(":")[0], 0) + 1
+    ok = len(bad) == want and all(found.get(p, 0) == n for p, (_, n) in files.items())
+    print(f"check_layers: self-test {'passed' if ok else 'FAILED'} ({len(bad)} of {want} planted violations found)")
+    if not ok:
+        for b in bad:
+            print("  " + b)
+    return 0 if ok else 1
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+    bad, n_files, n_inc = check(root)
     for b in bad:
         print("check_layers: " + b)
     print(f"check_layers: {n_files} files, {n_inc} quoted includes, {len(bad)} violations")
