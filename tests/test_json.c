@@ -1,6 +1,7 @@
 /* test_json.c -- the streaming JSON writer and the JSON reader: exact output for nesting,
  * escaping (quotes, backslashes, control characters, invalid UTF-8),
  * numbers, misuse detection, and the machine-facts helper. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,6 +151,23 @@ static void test_sink_failure(void)
     CHECK(cli_json_finish(&j) == VQ_ERR_IO);
 }
 
+/* one string literal straight to a FILE (the printf-style commands) */
+static void test_print_str(void)
+{
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    cli_json_print_str(f, "a\"b\\c\nd\x01 \xff!");
+    cli_json_print_str(f, NULL);
+    long n = ftell(f);
+    char buf[64] = "";
+    rewind(f);
+    CHECK(n > 0 && n < (long)sizeof buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    CHECKF(strcmp(buf, "\"a\\\"b\\\\c\\nd\\u0001 \xef\xbf\xbd!\"\"\"") == 0, "got '%s'", buf);
+}
+
 static void test_sysinfo(void)
 {
     cli_sysinfo s;
@@ -248,6 +266,7 @@ int main(void)
     RUN(test_escaping);
     RUN(test_misuse);
     RUN(test_sink_failure);
+    RUN(test_print_str);
     RUN(test_sysinfo);
     return vq_test_summary("json");
 }

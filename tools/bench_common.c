@@ -161,21 +161,6 @@ const char *bench_store_config(void *list, const char *text)
     return NULL;
 }
 
-void bench_json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 void bench_cpu_name(char *buf, size_t cap)
 {
     snprintf(buf, cap, "unknown");

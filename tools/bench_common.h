@@ -42,8 +42,6 @@ typedef struct {
 } bench_config_list;
 const char *bench_store_config(void *list, const char *text);
 
-/* s as a JSON string (quotes and escapes) on f. */
-void bench_json_str(FILE *f, const char *s);
 
 /* CPU model name from /proc/cpuinfo into buf ("unknown" if not found). */
 void bench_cpu_name(char *buf, size_t cap);

@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "cli_opts.h"
 #include "eval_common.h"
+#include "util/json_write.h"
 #include "veloxquant.h"
 
 #define MAX_CONFIGS 32
@@ -370,7 +371,7 @@ static int cmd_bench_attention(int argc, char **argv)
         }
     if (json) {
         printf("{\n  \"schema\": \"veloxquant.bench-attention/1\",\n  \"cpu\": ");
-        bench_json_str(stdout, cpu);
+        cli_json_print_str(stdout, cpu);
         printf(",\n  \"threads\": %d,\n  \"head_dim\": %d,\n  \"kv_heads\": %d,\n  \"q_heads\": %d,\n", threads, D, kv,
                qh);
         printf("  \"bandwidth_gbs\": %.3f,\n  \"results\": [", bw);
@@ -381,11 +382,11 @@ static int cmd_bench_attention(int argc, char **argv)
                 continue;
             double gbs = r->bytes / (r->ms * 1e-3) / 1e9;
             printf("%s\n    {\"config\": ", first ? "" : ",");
-            bench_json_str(stdout, r->cfg);
+            cli_json_print_str(stdout, r->cfg);
             printf(", \"keys\": ");
-            bench_json_str(stdout, r->keys);
+            cli_json_print_str(stdout, r->keys);
             printf(", \"values\": ");
-            bench_json_str(stdout, r->values);
+            cli_json_print_str(stdout, r->values);
             printf(", \"ctx\": %ld, \"kv_bytes\": %.0f, \"ms_per_token\": %.5f, \"score_ms_per_token\": %.5f, "
                    "\"gbs\": %.3f, \"fraction_of_bandwidth\": %.4f, \"cached_bandwidth_gbs\": %.3f, "
                    "\"fraction_of_cached_bandwidth\": %.4f, \"speedup_vs_fp16\": %.4f, "

@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "cli_opts.h"
 #include "eval_common.h"
+#include "util/json_write.h"
 #include "veloxquant.h"
 
 #define MAX_CONFIGS 16
@@ -212,9 +213,9 @@ int cmd_bench_e2e(int argc, char **argv)
         }
     if (json) {
         printf("{\n  \"schema\": \"veloxquant.bench-e2e/1\",\n  \"model\": ");
-        bench_json_str(stdout, model);
+        cli_json_print_str(stdout, model);
         printf(",\n  \"cpu\": ");
-        bench_json_str(stdout, cpu);
+        cli_json_print_str(stdout, cpu);
         printf(",\n  \"threads\": %d,\n  \"decode_tokens\": %d,\n  \"weight_bytes\": %.0f,\n", bw_threads, n_decode,
                wbytes);
         printf("  \"bandwidth_gbs\": %.3f,\n  \"results\": [", bw);
@@ -225,7 +226,7 @@ int cmd_bench_e2e(int argc, char **argv)
                 continue;
             double step = wbytes + r->kv_bytes, floor = bw * 1e9 / step;
             printf("%s\n    {\"cache\": ", first ? "" : ",");
-            bench_json_str(stdout, r->cache ? r->cache : "float");
+            cli_json_print_str(stdout, r->cache ? r->cache : "float");
             printf(", \"ctx\": %ld, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"kv_bytes\": %.0f, "
                    "\"bytes_per_step\": %.0f, \"floor_tok_s\": %.3f, \"fraction_of_floor\": %.4f, "
                    "\"speedup_vs_fp16\": %.4f}",

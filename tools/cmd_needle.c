@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "cli_opts.h"
 #include "eval_common.h"
+#include "util/json_write.h"
 #include "veloxquant.h"
 
 #define MAX_CONFIGS 8
@@ -222,8 +223,9 @@ int cmd_needle(int argc, char **argv)
         eval_ctx_close(cx, cache);
     }
     if (json) {
-        printf("{\"model\": \"%s\", \"ctx\": %d, \"filler_lines\": %d, \"seeds\": %d, \"depths\": [", model, ctx,
-               n_fill, seeds);
+        printf("{\"model\": ");
+        cli_json_print_str(stdout, model);
+        printf(", \"ctx\": %d, \"filler_lines\": %d, \"seeds\": %d, \"depths\": [", ctx, n_fill, seeds);
         for (int d = 0; d < n_depths; d++)
             printf("%s%g", d ? ", " : "", depths[d]);
         printf("], \"configs\": [");
@@ -231,10 +233,9 @@ int cmd_needle(int argc, char **argv)
             int tot = 0;
             for (int d = 0; d < n_depths; d++)
                 tot += passed[c][d];
-            printf("%s{\"cache\": \"", c ? ", " : "");
-            for (const char *p = cfgs[c]; *p; p++)
-                printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-            printf("\", \"trials\": %d, \"passed\": %d, \"accuracy\": %.4f, \"per_depth\": [",
+            printf("%s{\"cache\": ", c ? ", " : "");
+            cli_json_print_str(stdout, cfgs[c]);
+            printf(", \"trials\": %d, \"passed\": %d, \"accuracy\": %.4f, \"per_depth\": [",
                    n_depths * seeds, tot, (double)tot / (double)(n_depths * seeds));
             for (int d = 0; d < n_depths; d++)
                 printf("%s%.4f", d ? ", " : "", (double)passed[c][d] / (double)seeds);

@@ -42,6 +42,7 @@
 #include "cli.h"
 #include "cli_opts.h"
 #include "eval_common.h"
+#include "util/json_write.h"
 #include "veloxquant.h"
 
 #define MAX_CONFIGS 8
@@ -140,21 +141,6 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
     a->bpe_k = bits_k / elems;
     a->bpe_v = bits_v / elems;
     a->have_bytes = 1;
-}
-
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
 }
 
 int cmd_ppl(int argc, char **argv)
@@ -333,9 +319,14 @@ int cmd_ppl(int argc, char **argv)
     }
     double ppl = exp(nll / scored);
     if (json) {
-        printf("{\"model\": \"%s\", \"arch\": \"%s\", \"file\": \"%s\", \"ctx\": %ld, \"chunks\": %zu, "
-               "\"tokens_scored\": %d, \"nll\": %.6f, \"ppl\": %.4f",
-               model, info.arch, file, ctx, n_chunks, scored, nll / scored, ppl);
+        printf("{\"model\": ");
+        cli_json_print_str(stdout, model);
+        printf(", \"arch\": ");
+        cli_json_print_str(stdout, info.arch);
+        printf(", \"file\": ");
+        cli_json_print_str(stdout, file);
+        printf(", \"ctx\": %ld, \"chunks\": %zu, \"tokens_scored\": %d, \"nll\": %.6f, \"ppl\": %.4f", ctx, n_chunks,
+               scored, nll / scored, ppl);
         printf(", \"skip\": %.4f, \"n_layers\": %d, \"n_kv_heads\": %d, \"head_dim\": %d", skip, info.n_layers,
                info.n_kv_heads, info.head_dim);
         if (n_arms) {
@@ -344,7 +335,7 @@ int cmd_ppl(int argc, char **argv)
                 const ppl_arm *A = &arms[a];
                 double p = exp(A->nll / (double)A->n);
                 printf("%s{\"cache\": ", a ? ", " : "");
-                json_str(A->text);
+                cli_json_print_str(stdout, A->text);
                 printf(", \"ppl\": %.6f, \"dppl\": %.6f, \"kl\": %.6g, \"kl_max\": %.6g, \"top1\": %.6f, "
                        "\"positions\": %ld",
                        p, p - ppl, A->kl / (double)A->n, A->kl_max, (double)A->same / (double)A->n, A->n);

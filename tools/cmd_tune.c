@@ -33,6 +33,7 @@
 #include "cli.h"
 #include "cli_opts.h"
 #include "eval_common.h"
+#include "util/json_write.h"
 #include "tune.h"
 #include "veloxquant.h"
 
@@ -284,8 +285,9 @@ int cmd_tune(int argc, char **argv)
             best = i;
     }
     if (json) {
-        printf("{\"model\": \"%s\", \"budget\": %.4f, \"tokens\": %ld, \"max_kl\": %.4g, \"pick\": ", model, budget,
-               scored, max_kl);
+        printf("{\"model\": ");
+        cli_json_print_str(stdout, model);
+        printf(", \"budget\": %.4f, \"tokens\": %ld, \"max_kl\": %.4g, \"pick\": ", budget, scored, max_kl);
         if (best >= 0)
             printf("\"%s\"", cs[best].cfg);
         else

@@ -250,6 +250,14 @@ void cli_json_kuint(cli_json *j, const char *key, uint64_t v) { cli_json_key(j, 
 void cli_json_knum(cli_json *j, const char *key, double v) { cli_json_key(j, key); cli_json_num(j, v); }
 void cli_json_kbool(cli_json *j, const char *key, int v) { cli_json_key(j, key); cli_json_bool(j, v); }
 
+void cli_json_print_str(FILE *f, const char *s)
+{
+    cli_json j;
+    cli_json_init(&j, cli_json_sink_file, f, 0);
+    cli_json_str(&j, s ? s : "");
+    (void)cli_json_finish(&j);
+}
+
 vq_status cli_json_finish(cli_json *j)
 {
     if (j->st == VQ_OK && (j->depth != 0 || j->n_roots != 1))

@@ -25,6 +25,7 @@
 #define VQ_TOOLS_UTIL_JSON_WRITE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "veloxquant.h"
@@ -73,6 +74,10 @@ void cli_json_kbool(cli_json *j, const char *key, int v);
 /* VQ_OK if exactly one complete value was written without error; also
  * writes a final newline when pretty. */
 vq_status cli_json_finish(cli_json *j);
+
+/* One string as a JSON string literal on f (quotes included, escaped as
+ * above): for commands that print small JSON objects with printf. */
+void cli_json_print_str(FILE *f, const char *s);
 
 /* Sinks. */
 int cli_json_sink_file(void *file, const char *data, size_t n);
