@@ -182,7 +182,11 @@ int cli_parse(const cli_command *c, int argc, char **argv)
             const char *t = argv[optind - 1];
             if (optopt && t[0] == '-' && t[1] != '-')
                 return cli_usage_error(c, "unknown option '-%c'", optopt);
-            return cli_usage_error(c, "unknown option '%s'", t);
+            size_t k = strcspn(t, "=");
+            for (int i = 0; i < n && t[k] == '=' && strncmp(t, "--", 2) == 0; i++)
+                if (strlen(map[i]->name) == k - 2 && strncmp(t + 2, map[i]->name, k - 2) == 0)
+                    return cli_usage_error(c, "option --%s takes no value", map[i]->name);
+            return cli_usage_error(c, "unknown option '%.*s'", (int)k, t);
         }
         if (r == ':')
             return cli_usage_error(c, "option %s needs a value", argv[optind - 1]);

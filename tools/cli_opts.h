@@ -17,6 +17,7 @@
  * start with "veloxquant"), and the parse returns 2. The messages:
  *   unknown option '--x'
  *   option --x needs a value
+ *   option --x takes no value             (--flag=VALUE)
  *   bad value for --x: 'V' (want ...)
  *   option --x given twice                (CLI_ONCE options)
  *   --x is required / --x and --y are required   (CLI_REQUIRED options)

@@ -69,7 +69,7 @@ int cmd_recommend(int argc, char **argv)
     double ram = 0, ctx = 0;
     const cli_opt opts[] = {
         { "model", CLI_STR, &model, "MODEL", "GGUF path or name (the table's model)", 0, 0, NULL, CLI_REQUIRED },
-        { "ram-mb", CLI_NUM, &ram, "N", "memory for the KV cache, MB", 0, 1e9 - 1e-3, NULL,
+        { "ram-mb", CLI_NUM, &ram, "N", "memory for the KV cache, MB", 0, 1e9, NULL,
           CLI_REQUIRED | CLI_ABOVE_LO },
         { "ctx", CLI_NUM, &ctx, "N", "context length wanted, tokens", 1, 1e8, NULL, CLI_REQUIRED },
         { "goal", CLI_STR, &goal, "GOAL", "everyday | max-compression | quality | max-context | constant-memory", 0, 0,
