@@ -23,12 +23,14 @@ LDLIBS  := -lm -pthread
 
 LIB_SRC   := $(sort $(wildcard src/*/*.c))
 TOOL_SRC  := $(sort $(wildcard tools/*.c))
+CLIUTIL_SRC := $(sort $(wildcard tools/util/*.c))
 TEST_SRC  := $(sort $(wildcard tests/test_*.c))
 TUTIL_SRC := $(sort $(wildcard tests/util/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
+CLIUTIL_OBJ := $(CLIUTIL_SRC:%.c=$(BUILD)/obj/%.o)
 TUTIL_OBJ := $(TUTIL_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
@@ -62,6 +64,11 @@ $(BUILD)/obj/%_avx512x.o: %_avx512x.c
 	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -mpopcnt -mavx512f -mavx512bw -mavx512vl -mavx512dq \
 	  -mavx512vpopcntdq -mavx512vnni -MMD -MP -c $< -o $@
 
+# the CLI sees the public header and tools/ only (no src/); tests may
+# include tools/util headers (they test that code and link its objects)
+$(BUILD)/obj/tools/%.o: ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(SAN) -fPIC -pthread -Iinclude -Itools
+$(BUILD)/obj/tests/%.o: ALL_CFLAGS += -Itools
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
@@ -77,12 +84,12 @@ $(SHARED): $(LIB_OBJ)
 	ln -sf $(VQ_REALNAME) $(BUILD)/$(VQ_SONAME)
 	ln -sf $(VQ_SONAME) $@
 
-$(CLI): $(TOOL_OBJ) $(STATIC)
-	$(CC) $(SAN) -o $@ $(TOOL_OBJ) $(STATIC) $(LDLIBS)
+$(CLI): $(TOOL_OBJ) $(CLIUTIL_OBJ) $(STATIC)
+	$(CC) $(SAN) -o $@ $(TOOL_OBJ) $(CLIUTIL_OBJ) $(STATIC) $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TUTIL_OBJ) $(STATIC)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TUTIL_OBJ) $(CLIUTIL_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) -o $@ $< $(TUTIL_OBJ) $(STATIC) $(LDLIBS)
+	$(CC) $(SAN) -o $@ $< $(TUTIL_OBJ) $(CLIUTIL_OBJ) $(STATIC) $(LDLIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC)
 	@mkdir -p $(dir $@)
@@ -155,3 +162,6 @@ include tests/fuzz/fuzz.mk
 # Packaging: version, `make install`, pkg-config/CMake files, header and
 # install tests, test-unit / test-models (packaging.mk).
 include packaging.mk
+
+# The layer rule (which folder may include which): scripts/layers.mk
+include scripts/layers.mk

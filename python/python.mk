@@ -10,7 +10,7 @@
 PYTHON  ?= python3
 PY_VENV := $(BUILD)/pyvenv
 PY_SRC  := $(wildcard python/veloxquant/*.py) python/setup.py python/build_ffi.py python/pyproject.toml \
-           $(LIB_SRC) $(TOOL_SRC) $(wildcard include/*.h src/*/*.h tools/*.h)
+           $(LIB_SRC) $(TOOL_SRC) $(CLIUTIL_SRC) $(wildcard include/*.h src/*/*.h tools/*.h tools/util/*.h)
 
 .PHONY: python test-python
 python: $(PY_VENV)/.installed

@@ -47,8 +47,8 @@ class BuildExt(build_ext):
         super().finalize_options()
         self.force = True
 
-    def _compile_all(self, sources, root):
-        incs = [os.path.join(root, "include"), os.path.join(root, "src")]
+    def _compile_all(self, sources, root, inc_dirs=("include", "src")):
+        incs = [os.path.join(root, d) for d in inc_dirs]
         out_dir = os.path.join(self.build_temp, "vq")
         jobs = int(os.environ.get("VQ_BUILD_JOBS", "0")) or min(8, os.cpu_count() or 1)
 
@@ -62,11 +62,12 @@ class BuildExt(build_ext):
     def build_extension(self, ext):
         root = source_root()
         lib_src = sorted(glob.glob(os.path.join(root, "src", "*", "*.c")))
-        tool_src = sorted(glob.glob(os.path.join(root, "tools", "*.c")))
+        tool_src = sorted(glob.glob(os.path.join(root, "tools", "*.c")) +
+                          glob.glob(os.path.join(root, "tools", "util", "*.c")))
         lib_obj = self._compile_all(lib_src, root)
         ext.extra_objects = list(ext.extra_objects or []) + lib_obj
         super().build_extension(ext)
-        tool_obj = self._compile_all(tool_src, root)
+        tool_obj = self._compile_all(tool_src, root, ("include", "tools"))  # public API only
         ext_path = self.get_ext_fullpath(ext.name)
         bin_dir = os.path.join(os.path.dirname(ext_path), "bin")
         os.makedirs(bin_dir, exist_ok=True)

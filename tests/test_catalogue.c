@@ -480,6 +480,24 @@ static void option_cases(void)
              ARGS("ppl", "--model", M, "--file", in_path("tiny.txt"), "--ctx", "64"));
 }
 
+/* ---- the option parser: the same wording from every command ---------------------- */
+
+static void parser_cases(void)
+{
+    const char *M = g_smollm;
+    run_case("inspect --model (control)", ACCEPT, NULL, ARGS("inspect", "--model", in_path("tiny.gguf")));
+    run_case("option without its value", REFUSE, WORDS("--prompt", "needs a value"),
+             ARGS("generate", "--model", M, "--prompt"));
+    run_case("abbreviated option", REFUSE, WORDS("unknown option", "--mod"), ARGS("ppl", "--mod", M));
+    run_case("argument that is not an option", REFUSE, WORDS("unexpected argument", "stray"),
+             ARGS("needle", "--model", M, "--ctx", "64", "stray"));
+    run_case("required options missing", REFUSE, WORDS("--file", "--ctx", "required"), ARGS("ppl", "--model", M));
+    run_case("value out of range", REFUSE, WORDS("bad value for --budget", "40"),
+             ARGS("tune", "--model", M, "--budget", "40"));
+    run_case("inspect: the model given twice", REFUSE, WORDS("twice"),
+             ARGS("inspect", "--model", in_path("tiny.gguf"), in_path("tiny.gguf")));
+}
+
 /* ---- saved caches and calibration files --------------------------------------------- */
 
 static void flip_bit(const char *src, const char *dst, size_t at, int bit)
@@ -688,6 +706,7 @@ int main(void)
     RUN(option_cases);
     RUN(saved_cache_cases);
     RUN(calibration_cases);
+    RUN(parser_cases);
     printf("catalogue: %d cases\n", g_case);
     CHECKF(g_case >= 30, "only %d cases", g_case);
     return vq_test_summary("catalogue");

@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/json_parse.h"
+#include "util/json_read.h"
 #include "test.h"
 
 static char cli[512];
 
 /* run tune with args, parse its JSON stdout; returns exit status */
-static int tune(const char *model, const char *wiki, const char *args, vq_json_node **root)
+static int tune(const char *model, const char *wiki, const char *args, cli_json_node **root)
 {
     char cmd[2048], out[700];
     snprintf(out, sizeof out, "%s/tune.json", vq_test_tmpdir());
@@ -29,7 +29,7 @@ static int tune(const char *model, const char *wiki, const char *args, vq_json_n
         size_t n = fread(buf, 1, sizeof buf - 1, f);
         buf[n] = 0;
         fclose(f);
-        if (n && vq_json_parse(buf, n, root, NULL) != VQ_OK)
+        if (n && cli_json_parse(buf, n, root, NULL) != VQ_OK)
             *root = NULL;
     }
     return rc == -1 ? -1 : (rc >> 8) & 0xff;
@@ -37,25 +37,25 @@ static int tune(const char *model, const char *wiki, const char *args, vq_json_n
 
 static void test_pick(const char *model, const char *wiki)
 {
-    vq_json_node *r = NULL;
+    cli_json_node *r = NULL;
     int rc = tune(model, wiki, "--budget 4.6 --candidates 2", &r);
     CHECKF(rc == 0 && r, "tune --budget 4.6: exit %d", rc);
     if (!r)
         return;
-    const char *pick = vq_json_get_str(r, "pick", "");
-    const vq_json_node *cs = vq_json_get(r, "candidates");
-    CHECK(cs && cs->type == VQ_JSON_ARRAY && cs->n == 2);
+    const char *pick = cli_json_get_str(r, "pick", "");
+    const cli_json_node *cs = cli_json_get(r, "candidates");
+    CHECK(cs && cs->type == CLI_JSON_ARRAY && cs->n == 2);
     double best = 1e30;
     int found = 0;
     for (size_t i = 0; cs && i < cs->n; i++) {
-        const vq_json_node *c = &cs->children[i];
-        double kl = vq_json_get_num(c, "kl", -1), bpe = vq_json_get_num(c, "bits_per_element", 99);
-        int eligible = vq_json_get_num(c, "eligible", 0) != 0; /* BOOL reads as 0/1 */
+        const cli_json_node *c = &cs->children[i];
+        double kl = cli_json_get_num(c, "kl", -1), bpe = cli_json_get_num(c, "bits_per_element", 99);
+        int eligible = cli_json_get_num(c, "eligible", 0) != 0; /* BOOL reads as 0/1 */
         CHECK(kl >= 0 && bpe > 1 && bpe < 16);
         CHECK(eligible == (bpe <= 4.6 + 1e-9 && kl <= 0.5));
         if (eligible && kl < best)
             best = kl;
-        if (strcmp(vq_json_get_str(c, "cache", ""), pick) == 0) {
+        if (strcmp(cli_json_get_str(c, "cache", ""), pick) == 0) {
             found = 1;
             CHECK(eligible && bpe <= 4.6 + 1e-9);
             CHECK_NEAR(kl, best, 0); /* the lowest so far; checked against all below */
@@ -63,26 +63,26 @@ static void test_pick(const char *model, const char *wiki)
     }
     CHECKF(found, "pick '%s' is not among the measured candidates", pick);
     for (size_t i = 0; cs && i < cs->n; i++) {
-        const vq_json_node *c = &cs->children[i];
-        if (vq_json_get_num(c, "eligible", 0) != 0)
-            CHECK(vq_json_get_num(c, "kl", -1) >= best);
+        const cli_json_node *c = &cs->children[i];
+        if (cli_json_get_num(c, "eligible", 0) != 0)
+            CHECK(cli_json_get_num(c, "kl", -1) >= best);
     }
-    vq_json_node_free(r);
+    cli_json_node_free(r);
 }
 
 static void test_never_breaks(const char *model, const char *wiki)
 {
-    vq_json_node *r = NULL;
+    cli_json_node *r = NULL;
     int rc = tune(model, wiki, "--budget 4.6 --candidates 2 --max-kl 1e-9", &r);
     CHECKF(rc == 1, "tune with --max-kl 1e-9 exits %d (want 1: nothing picked)", rc);
     if (r) {
-        const vq_json_node *p = vq_json_get(r, "pick");
-        CHECK(p && p->type == VQ_JSON_NULL);
-        vq_json_node_free(r);
+        const cli_json_node *p = cli_json_get(r, "pick");
+        CHECK(p && p->type == CLI_JSON_NULL);
+        cli_json_node_free(r);
     }
     rc = tune(model, wiki, "--budget 1.0", &r);
     CHECKF(rc == 1 && r == NULL, "tune --budget 1.0: exit %d", rc);
-    vq_json_node_free(r);
+    cli_json_node_free(r);
 }
 
 int main(void)

@@ -136,19 +136,29 @@ int bench_parse_list(const char *s, long *out, int cap, long max)
     }
 }
 
-void bench_json_str(FILE *f, const char *s)
+const char *bench_store_ctx_list(void *list, const char *text)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
+    bench_ctx_list *l = list;
+    static char want[96];
+    int n = bench_parse_list(text, l->v, l->cap, l->max);
+    if (n < 0) {
+        snprintf(want, sizeof want, "a list of at most %d token counts in 1..%ld, e.g. 4096,16384", l->cap, l->max);
+        return want;
     }
-    fputc('"', f);
+    l->n = n;
+    return NULL;
+}
+
+const char *bench_store_config(void *list, const char *text)
+{
+    bench_config_list *l = list;
+    static char want[64];
+    if (l->n >= l->cap) {
+        snprintf(want, sizeof want, "no more than %d configs in all", l->cap);
+        return want;
+    }
+    l->text[l->n++] = text;
+    return NULL;
 }
 
 void bench_cpu_name(char *buf, size_t cap)

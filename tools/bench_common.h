@@ -26,8 +26,22 @@ double bench_median(double *v, int n);
  * on a malformed list (empty item, not a number, <= 0, > max, too many). */
 int bench_parse_list(const char *s, long *out, int cap, long max);
 
-/* s as a JSON string (quotes and escapes) on f. */
-void bench_json_str(FILE *f, const char *s);
+/* --ctx LIST for the option table (cli_opts.h CLI_CALL): token counts
+ * into v[0..n), at most cap (<= 16) of them, each in 1..max. */
+typedef struct {
+    long v[16];
+    int n, cap;
+    long max;
+} bench_ctx_list;
+const char *bench_store_ctx_list(void *list, const char *text);
+
+/* Repeatable config texts (CLI_CALL): text[n++], at most cap (<= 40). */
+typedef struct {
+    const char *text[40];
+    int n, cap;
+} bench_config_list;
+const char *bench_store_config(void *list, const char *text);
+
 
 /* CPU model name from /proc/cpuinfo into buf ("unknown" if not found). */
 void bench_cpu_name(char *buf, size_t cap);

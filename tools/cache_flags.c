@@ -5,28 +5,9 @@
 
 #include "cli.h"
 
-int cli_cache_flag(cli_cache_flags *f, const char *opt, const char *val)
+int cli_cache_given(const cli_cache_flags *f)
 {
-    const char **slot = NULL;
-    if (strcmp(opt, "--cache") == 0)
-        slot = &f->cache_text;
-    else if (strcmp(opt, "--keys") == 0)
-        slot = &f->keys;
-    else if (strcmp(opt, "--values") == 0)
-        slot = &f->values;
-    else if (strcmp(opt, "--residual") == 0)
-        slot = &f->residual;
-    else if (strcmp(opt, "--evict") == 0)
-        slot = &f->evict;
-    else if (strcmp(opt, "--cross") == 0)
-        slot = &f->cross;
-    if (!slot)
-        return 0;
-    if (*slot && !f->repeated)
-        f->repeated = opt;
-    *slot = val;
-    f->any = 1;
-    return 1;
+    return f->cache_text || f->keys || f->values || f->residual || f->evict || f->cross;
 }
 
 int cli_cache_text(const cli_cache_flags *f, char *buf, size_t cap)
@@ -55,12 +36,8 @@ int cli_cache_text(const cli_cache_flags *f, char *buf, size_t cap)
 int cli_cache_config(const cli_cache_flags *f, const char *cmd, vq_cache_config **out)
 {
     *out = NULL;
-    if (!f->any)
+    if (!cli_cache_given(f))
         return 1;
-    if (f->repeated) {
-        cli_error(cmd, "option %s given twice", f->repeated);
-        return 0;
-    }
     char text[4096];
     if (!cli_cache_text(f, text, sizeof text)) {
         cli_error(cmd, "cache config too long");
@@ -73,19 +50,28 @@ int cli_cache_config(const cli_cache_flags *f, const char *cmd, vq_cache_config 
     return 1;
 }
 
-void cli_cache_usage(FILE *out)
+const char *cli_config_add(void *list, const char *config)
 {
-    fprintf(out,
-            "KV cache (packed codes; without these flags the plain float32 K/V buffer is used):\n"
-            "  --cache \"CONFIG\"      full config: keys=SPEC values=SPEC residual=N evict=SPEC\n"
-            "                        cross=SPEC page=N bits=B0,B1,.. keep_first=N keep_last=N keep_spec=SPEC\n"
-            "  --keys SPEC           key codec, e.g. turboquant_rvq:bits=4, q8_0, q4_0:rot=1, fp16\n"
-            "  --values SPEC         value codec, e.g. kivi:bits=4\n"
-            "  --residual N          newest N tokens kept fp16\n"
-            "  --evict SPEC          streaming_llm:sinks=4,window=W | h2o:budget=B | snapkv:budget=B |\n"
-            "                        tova:budget=B | pyramidkv:budget=B\n"
-            "  --cross SPEC          minicache | xkv | xquant (cross-layer)\n"
-            "  (vecinfer/spectral need calib=FILE from `veloxquant calibrate`)\n");
+    cli_config_list *l = list;
+    static char want[64];
+    if (l->n >= l->max) {
+        snprintf(want, sizeof want, "no more than %d configs in all", l->max);
+        return want;
+    }
+    l->text[l->n++] = config;
+    return NULL;
+}
+
+int cli_config_add_flags(cli_config_list *l, const cli_cache_flags *f, const char *cmd)
+{
+    if (!cli_cache_given(f))
+        return 1;
+    if (l->n >= l->max || !cli_cache_text(f, l->flags_text, sizeof l->flags_text)) {
+        cli_error(cmd, "too many configs, or cache flags too long");
+        return 0;
+    }
+    l->text[l->n++] = l->flags_text;
+    return 1;
 }
 
 void cli_cache_stats_line(FILE *out, const vq_cache *c)

@@ -1,6 +1,10 @@
 /* cli.h -- the veloxquant command-line tool: one file per subcommand.
- * The CLI uses the public API (veloxquant.h) only. Each command returns a
- * process exit status: 0 ok, 1 failure at run time, 2 usage error. */
+ * The CLI uses the public API (veloxquant.h) only: tools/ compiles with
+ * -Iinclude -Itools, and scripts/check_layers.py checks it. Each command
+ * reads its options with cli_parse (cli_opts.h) and returns a process exit
+ * status: 0 ok, 1 failure at run time, 2 usage error. Helpers that are not
+ * about KV caches (JSON, machine facts, clocks, atomic writes, git) are in
+ * tools/util/. */
 #ifndef VQ_TOOLS_CLI_H
 #define VQ_TOOLS_CLI_H
 

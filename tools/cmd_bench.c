@@ -22,7 +22,9 @@
 
 #include "bench_common.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "eval_common.h"
+#include "util/json_write.h"
 #include "veloxquant.h"
 
 #define MAX_CONFIGS 32
@@ -31,20 +33,6 @@
 #define FILL_CHUNK 256
 
 int cmd_bench_e2e(int argc, char **argv);
-
-static void usage_attention(FILE *f)
-{
-    fprintf(f, "usage: veloxquant bench attention [options]\n"
-               "  --ctx LIST         context lengths, e.g. 4096,16384 (default 16384)\n"
-               "  --head-dim D       (default 128)\n"
-               "  --kv-heads H       (default 4)\n"
-               "  --q-heads Q        a multiple of H (default 4*H)\n"
-               "  --config \"keys=SPEC values=SPEC ...\"   a cache config (repeatable);\n"
-               "                     fp16 keys and values always run first\n"
-               "  --threads N        threads for attention and the bandwidth (default 1)\n"
-               "  --repeats R        timed repetitions, median reported (default 9)\n"
-               "  --json             one JSON object on stdout\n");
-}
 
 /* ---- key scoring alone ---------------------------------------------------- */
 
@@ -284,74 +272,40 @@ typedef struct {
 
 static int cmd_bench_attention(int argc, char **argv)
 {
-    const char *configs[MAX_CONFIGS + 1];
-    int n_cfg = 0, D = 128, kv = 4, qh = 0, threads = 1, repeats = 9, json = 0, n_ctx = 1;
-    long ctxs[MAX_CTX] = { 16384 };
-    configs[n_cfg++] = "keys=fp16 values=fp16";
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long x;
-        char *end;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage_attention(stdout);
-            return 0;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-            continue;
-        }
-        if (!v) {
-            cli_error("bench", "%s needs a value", a);
-            usage_attention(stderr);
-            return 2;
-        }
-        i++;
-        if (strcmp(a, "--ctx") == 0) {
-            if ((n_ctx = bench_parse_list(v, ctxs, MAX_CTX, 1L << 22)) < 0) {
-                cli_error("bench", "--ctx %s: want a list of token counts in 1..4194304, e.g. 4096,16384", v);
-                return 2;
-            }
-            continue;
-        } else if (strcmp(a, "--config") == 0) {
-            if (n_cfg > MAX_CONFIGS) {
-                cli_error("bench", "at most %d --config", MAX_CONFIGS);
-                return 2;
-            }
-            configs[n_cfg++] = v;
-            continue;
-        }
-        x = strtol(v, &end, 10);
-        if (*v == '\0' || *end != '\0') {
-            cli_error("bench", "%s %s: not an integer", a, v);
-            return 2;
-        }
-        if (strcmp(a, "--head-dim") == 0 && x >= 32 && x <= 256 && x % 32 == 0)
-            D = (int)x;
-        else if (strcmp(a, "--kv-heads") == 0 && x >= 1 && x <= 64)
-            kv = (int)x;
-        else if (strcmp(a, "--q-heads") == 0 && x >= 1 && x <= 256)
-            qh = (int)x;
-        else if (strcmp(a, "--threads") == 0 && x >= 1 && x <= MAX_THREADS)
-            threads = (int)x;
-        else if (strcmp(a, "--repeats") == 0 && x >= 1 && x <= 1000)
-            repeats = (int)x;
-        else {
-            cli_error("bench", "%s %s: unknown option or value out of range", a, v);
-            usage_attention(stderr);
-            return 2;
-        }
-    }
+    int D = 128, kv = 4, qh = 0, threads = 1, repeats = 9, json = 0;
+    bench_ctx_list cl = { { 16384 }, 1, MAX_CTX, 1L << 22 };
+    bench_config_list cfl = { { "keys=fp16 values=fp16" }, 1, MAX_CONFIGS + 1 };
+    const cli_opt opts[] = {
+        CLI_OPT_CALL("ctx", bench_store_ctx_list, &cl, "LIST", "context lengths, e.g. 4096,16384 (default 16384)"),
+        CLI_OPT_INT("head-dim", &D, "D", 32, 256, "a multiple of 32 (default 128)"),
+        CLI_OPT_INT("kv-heads", &kv, "H", 1, 64, "(default 4)"),
+        CLI_OPT_INT("q-heads", &qh, "Q", 1, 256, "a multiple of H (default 4*H)"),
+        CLI_OPT_CALL("config", bench_store_config, &cfl, "\"keys=SPEC values=SPEC ...\"",
+                     "a cache config (repeatable);\n"
+                     "fp16 keys and values always run first"),
+        CLI_OPT_INT("threads", &threads, "N", 1, MAX_THREADS, "threads for attention and the bandwidth (default 1)"),
+        CLI_OPT_INT("repeats", &repeats, "R", 1, 1000, "timed repetitions, median reported (default 9)"),
+        CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),
+        CLI_OPT_END,
+    };
+    const cli_command cmd = { "bench attention", "[options]", "Decode attention speed per cache config.", opts, NULL,
+                              NULL, 0, NULL };
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    if (D % 32 != 0)
+        return cli_usage_error(&cmd, "bad value for --head-dim: '%d' (want a multiple of 32 in 32..256)", D);
+    const char *const *configs = cfl.text;
+    const int n_cfg = cfl.n, n_ctx = cl.n;
+    const long *ctxs = cl.v;
     if (qh == 0)
         qh = 4 * kv;
-    if (qh % kv != 0) {
-        cli_error("bench", "--q-heads %d is not a multiple of --kv-heads %d", qh, kv);
-        return 2;
-    }
+    if (qh % kv != 0)
+        return cli_usage_error(&cmd, "--q-heads %d is not a multiple of --kv-heads %d", qh, kv);
     for (int i = 1; i < n_cfg; i++) {
         vq_cache_config *cfg = NULL;
-        if (vq_cache_config_parse(configs[i], &cfg) != VQ_OK) {
-            cli_error("bench", "--config \"%s\": %s", configs[i], vq_last_error());
-            return 2;
-        }
+        if (vq_cache_config_parse(configs[i], &cfg) != VQ_OK)
+            return cli_usage_error(&cmd, "--config \"%s\": %s", configs[i], vq_last_error());
         vq_cache_config_free(cfg);
     }
 
@@ -417,7 +371,7 @@ static int cmd_bench_attention(int argc, char **argv)
         }
     if (json) {
         printf("{\n  \"schema\": \"veloxquant.bench-attention/1\",\n  \"cpu\": ");
-        bench_json_str(stdout, cpu);
+        cli_json_print_str(stdout, cpu);
         printf(",\n  \"threads\": %d,\n  \"head_dim\": %d,\n  \"kv_heads\": %d,\n  \"q_heads\": %d,\n", threads, D, kv,
                qh);
         printf("  \"bandwidth_gbs\": %.3f,\n  \"results\": [", bw);
@@ -428,11 +382,11 @@ static int cmd_bench_attention(int argc, char **argv)
                 continue;
             double gbs = r->bytes / (r->ms * 1e-3) / 1e9;
             printf("%s\n    {\"config\": ", first ? "" : ",");
-            bench_json_str(stdout, r->cfg);
+            cli_json_print_str(stdout, r->cfg);
             printf(", \"keys\": ");
-            bench_json_str(stdout, r->keys);
+            cli_json_print_str(stdout, r->keys);
             printf(", \"values\": ");
-            bench_json_str(stdout, r->values);
+            cli_json_print_str(stdout, r->values);
             printf(", \"ctx\": %ld, \"kv_bytes\": %.0f, \"ms_per_token\": %.5f, \"score_ms_per_token\": %.5f, "
                    "\"gbs\": %.3f, \"fraction_of_bandwidth\": %.4f, \"cached_bandwidth_gbs\": %.3f, "
                    "\"fraction_of_cached_bandwidth\": %.4f, \"speedup_vs_fp16\": %.4f, "
@@ -451,12 +405,17 @@ static int cmd_bench_attention(int argc, char **argv)
 int cmd_bench(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "attention") == 0)
-        return cmd_bench_attention(argc - 2, argv + 2);
+        return cmd_bench_attention(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "e2e") == 0)
-        return cmd_bench_e2e(argc - 2, argv + 2);
+        return cmd_bench_e2e(argc - 1, argv + 1);
     FILE *f = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? stdout : stderr;
     if (f == stderr)
-        cli_error("bench", "%s", argc >= 2 ? "unknown subcommand (want attention or e2e)" : "missing subcommand");
+    {
+        if (argc >= 2)
+            cli_error("bench", "unknown subcommand '%s' (want attention or e2e)", argv[1]);
+        else
+            cli_error("bench", "missing subcommand (want attention or e2e)");
+    }
     fprintf(f, "usage: veloxquant bench attention [options]   decode attention speed per cache config\n"
                "       veloxquant bench e2e --model M [options]  prefill/decode speed of a model per cache config\n"
                "       (--help after the subcommand lists its options)\n");

@@ -21,26 +21,15 @@
 
 #include "bench_common.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "eval_common.h"
+#include "util/json_write.h"
 #include "veloxquant.h"
 
 #define MAX_CONFIGS 16
 #define MAX_CTX 8
 
 int cmd_bench_e2e(int argc, char **argv);
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: veloxquant bench e2e --model MODEL [options]\n"
-               "  --ctx LIST        prompt lengths in tokens (default 4096)\n"
-               "  --cache CONFIG    a cache config (repeatable); the float K/V buffer and\n"
-               "                    keys=fp16 values=fp16 always run first\n"
-               "  --decode N        greedy tokens timed after each prompt (default 32)\n"
-               "  --threads N       (default: all cores)\n"
-               "  --file TEXT       prompt text (default ../shared/data/wikitext-2-test.txt,\n"
-               "                    from its second quarter on; repeated when too short)\n"
-               "  --json            one JSON object on stdout\n");
-}
 
 typedef struct {
     const char *cache; /* NULL = float K/V */
@@ -125,73 +114,38 @@ done:
 int cmd_bench_e2e(int argc, char **argv)
 {
     const char *model = NULL, *file = "../shared/data/wikitext-2-test.txt";
-    const char *configs[MAX_CONFIGS + 2];
-    int n_cfg = 0, n_ctx = 1, n_decode = 32, threads = 0, json = 0;
-    long ctxs[MAX_CTX] = { 4096 };
-    configs[n_cfg++] = NULL;
-    configs[n_cfg++] = "keys=fp16 values=fp16";
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-            continue;
-        }
-        if (!v) {
-            cli_error("bench", "%s needs a value", a);
-            usage(stderr);
-            return 2;
-        }
-        i++;
-        char *end;
-        if (strcmp(a, "--model") == 0)
-            model = v;
-        else if (strcmp(a, "--file") == 0)
-            file = v;
-        else if (strcmp(a, "--cache") == 0) {
-            if (n_cfg >= MAX_CONFIGS + 2) {
-                cli_error("bench", "at most %d --cache", MAX_CONFIGS);
-                return 2;
-            }
-            vq_cache_config *cfg = NULL;
-            if (vq_cache_config_parse(v, &cfg) != VQ_OK) {
-                cli_error("bench", "--cache \"%s\": %s", v, vq_last_error());
-                return 2;
-            }
-            vq_cache_config_free(cfg);
-            configs[n_cfg++] = v;
-        } else if (strcmp(a, "--ctx") == 0) {
-            if ((n_ctx = bench_parse_list(v, ctxs, MAX_CTX, 1L << 20)) < 0) {
-                cli_error("bench", "--ctx %s: want a list of token counts, e.g. 4096,16384", v);
-                return 2;
-            }
-        } else if (strcmp(a, "--decode") == 0) {
-            long x = strtol(v, &end, 10);
-            if (*v == '\0' || *end != '\0' || x < 1 || x > 4096) {
-                cli_error("bench", "--decode %s: want 1..4096", v);
-                return 2;
-            }
-            n_decode = (int)x;
-        } else if (strcmp(a, "--threads") == 0) {
-            long x = strtol(v, &end, 10);
-            if (*v == '\0' || *end != '\0' || x < 1 || x > 64) {
-                cli_error("bench", "--threads %s: want 1..64", v);
-                return 2;
-            }
-            threads = (int)x;
-        } else {
-            cli_error("bench", "unknown option %s", a);
-            usage(stderr);
-            return 2;
-        }
+    int n_decode = 32, threads = 0, json = 0;
+    bench_ctx_list cl = { { 4096 }, 1, MAX_CTX, 1L << 20 };
+    /* the float K/V buffer (NULL) and fp16 run first */
+    bench_config_list cfl = { { NULL, "keys=fp16 values=fp16" }, 2, MAX_CONFIGS + 2 };
+    const cli_opt opts[] = {
+        { "model", CLI_STR, &model, "MODEL", "GGUF path or installed name", 0, 0, NULL, CLI_REQUIRED },
+        CLI_OPT_CALL("ctx", bench_store_ctx_list, &cl, "LIST", "prompt lengths in tokens (default 4096)"),
+        CLI_OPT_CALL("cache", bench_store_config, &cfl, "CONFIG",
+                     "a cache config (repeatable); the float K/V buffer and\n"
+                     "keys=fp16 values=fp16 always run first"),
+        CLI_OPT_INT("decode", &n_decode, "N", 1, 4096, "greedy tokens timed after each prompt (default 32)"),
+        CLI_OPT_INT("threads", &threads, "N", 1, 64, "(default: all cores)"),
+        CLI_OPT_STR("file", &file, "TEXT",
+                    "prompt text (default ../shared/data/wikitext-2-test.txt,\n"
+                    "from its second quarter on; repeated when too short)"),
+        CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),
+        CLI_OPT_END,
+    };
+    const cli_command cmd = { "bench e2e", "--model MODEL [options]",
+                              "Prefill and decode speed of a model per cache config.", opts, NULL, NULL, 0, NULL };
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    for (int i = 2; i < cfl.n; i++) {
+        vq_cache_config *cfg = NULL;
+        if (vq_cache_config_parse(cfl.text[i], &cfg) != VQ_OK)
+            return cli_usage_error(&cmd, "--cache \"%s\": %s", cfl.text[i], vq_last_error());
+        vq_cache_config_free(cfg);
     }
-    if (!model) {
-        cli_error("bench", "e2e needs --model");
-        usage(stderr);
-        return 2;
-    }
+    const char *const *configs = cfl.text;
+    const int n_cfg = cfl.n, n_ctx = cl.n;
+    const long *ctxs = cl.v;
     size_t len = 0;
     char *text = eval_read_text(file, &len);
     if (!text) {
@@ -259,9 +213,9 @@ int cmd_bench_e2e(int argc, char **argv)
         }
     if (json) {
         printf("{\n  \"schema\": \"veloxquant.bench-e2e/1\",\n  \"model\": ");
-        bench_json_str(stdout, model);
+        cli_json_print_str(stdout, model);
         printf(",\n  \"cpu\": ");
-        bench_json_str(stdout, cpu);
+        cli_json_print_str(stdout, cpu);
         printf(",\n  \"threads\": %d,\n  \"decode_tokens\": %d,\n  \"weight_bytes\": %.0f,\n", bw_threads, n_decode,
                wbytes);
         printf("  \"bandwidth_gbs\": %.3f,\n  \"results\": [", bw);
@@ -272,7 +226,7 @@ int cmd_bench_e2e(int argc, char **argv)
                 continue;
             double step = wbytes + r->kv_bytes, floor = bw * 1e9 / step;
             printf("%s\n    {\"cache\": ", first ? "" : ",");
-            bench_json_str(stdout, r->cache ? r->cache : "float");
+            cli_json_print_str(stdout, r->cache ? r->cache : "float");
             printf(", \"ctx\": %ld, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"kv_bytes\": %.0f, "
                    "\"bytes_per_step\": %.0f, \"floor_tok_s\": %.3f, \"fraction_of_floor\": %.4f, "
                    "\"speedup_vs_fp16\": %.4f}",

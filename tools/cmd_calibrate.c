@@ -14,26 +14,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "veloxquant.h"
 
 #define DEFAULT_TOKENS 4096
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: veloxquant calibrate --model MODEL --method vecinfer|spectral --out FILE [options]\n"
-            "  --model MODEL    GGUF path or installed name\n"
-            "  --method M       vecinfer or spectral\n"
-            "  --spec SPEC      the codec spec to calibrate (default: the method's defaults, e.g.\n"
-            "                   vecinfer:sub_dim=8,bits=8); keys and values are both calibrated\n"
-            "  --file TEXT      calibration text (default: the first quarter of\n"
-            "                   ../shared/data/wikitext-2-test.txt; evaluations use the rest)\n"
-            "  --tokens N       tokens of text to run (default %d)\n"
-            "  --threads N      (default: all cores)\n"
-            "  --out FILE       the calibration file (written atomically)\n"
-            "Use it with: --keys SPEC,calib=FILE (same parameters as --spec)\n",
-            DEFAULT_TOKENS);
-}
 
 static char *read_text(const char *path, size_t *len)
 {
@@ -65,62 +49,41 @@ static void progress(const char *stage, size_t done, size_t total, void *user)
 int cmd_calibrate(int argc, char **argv)
 {
     const char *model = NULL, *method = NULL, *spec = NULL, *file = NULL, *out = NULL;
-    long tokens = DEFAULT_TOKENS, threads = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            cli_error("calibrate", "option %s needs a value (or is unknown)", a);
-            usage(stderr);
-            return 2;
-        }
-        const char *val = argv[++i];
-        char *end = NULL;
-        errno = 0;
-        if (strcmp(a, "--model") == 0)
-            model = val;
-        else if (strcmp(a, "--method") == 0)
-            method = val;
-        else if (strcmp(a, "--spec") == 0)
-            spec = val;
-        else if (strcmp(a, "--file") == 0)
-            file = val;
-        else if (strcmp(a, "--out") == 0)
-            out = val;
-        else if (strcmp(a, "--tokens") == 0 && (tokens = strtol(val, &end, 10), !errno && *end == 0) &&
-                 tokens >= 16 && tokens <= (1L << 20))
-            ;
-        else if (strcmp(a, "--threads") == 0 && (threads = strtol(val, &end, 10), !errno && *end == 0) &&
-                 threads >= 1 && threads <= 64)
-            ;
-        else {
-            cli_error("calibrate", "bad option or value: %s %s", a, val);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!model || !method || !out) {
-        cli_error("calibrate", "--model, --method and --out are required");
-        usage(stderr);
-        return 2;
-    }
-    if (strcmp(method, "vecinfer") != 0 && strcmp(method, "spectral") != 0) {
-        cli_error("calibrate", "--method %s: only vecinfer and spectral need calibration", method);
-        return 2;
-    }
+    int tokens_arg = DEFAULT_TOKENS, threads_arg = 0;
+    const cli_opt opts[] = {
+        { "model", CLI_STR, &model, "MODEL", "GGUF path or installed name", 0, 0, NULL, CLI_REQUIRED },
+        { "method", CLI_STR, &method, "M", "vecinfer or spectral", 0, 0, NULL, CLI_REQUIRED },
+        CLI_OPT_STR("spec", &spec, "SPEC",
+                    "the codec spec to calibrate (default: the method's defaults, e.g.\n"
+                    "vecinfer:sub_dim=8,bits=8); keys and values are both calibrated"),
+        CLI_OPT_STR("file", &file, "TEXT",
+                    "calibration text (default: the first quarter of\n"
+                    "../shared/data/wikitext-2-test.txt; evaluations use the rest)"),
+        CLI_OPT_INT("tokens", &tokens_arg, "N", 16, 1 << 20, "tokens of text to run (default 4096)"),
+        CLI_OPT_INT("threads", &threads_arg, "N", 1, 64, "(default: all cores)"),
+        { "out", CLI_STR, &out, "FILE", "the calibration file (written atomically)", 0, 0, NULL, CLI_REQUIRED },
+        CLI_OPT_NOTE("Use it with: --keys SPEC,calib=FILE (same parameters as --spec)"),
+        CLI_OPT_END,
+    };
+    const cli_command cmd = { "calibrate", "--model MODEL --method vecinfer|spectral --out FILE [options]",
+                              "Records every layer's keys and values over calibration text and writes one\n"
+                              "whole-model calibration file.",
+                              opts, NULL, NULL, 0, NULL };
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    long tokens = tokens_arg, threads = threads_arg;
+    if (strcmp(method, "vecinfer") != 0 && strcmp(method, "spectral") != 0)
+        return cli_usage_error(&cmd, "bad value for --method: '%s' (want vecinfer or spectral: only they need "
+                                     "calibration)", method);
     const char *def = NULL;
     for (int i = 0; vq_codec_method(i, &def); i++)
         if (strcmp(vq_codec_method(i, NULL), method) == 0)
             break;
     if (!spec)
         spec = def;
-    if (!spec || strncmp(spec, method, strlen(method)) != 0) {
-        cli_error("calibrate", "--spec %s is not a %s spec", spec ? spec : "(none)", method);
-        return 2;
-    }
+    if (!spec || strncmp(spec, method, strlen(method)) != 0)
+        return cli_usage_error(&cmd, "bad value for --spec: '%s' (want a %s spec)", spec ? spec : "", method);
 
     /* the text: the given file whole, or the default file's first quarter */
     char path[4096];

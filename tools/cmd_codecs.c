@@ -5,15 +5,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "veloxquant.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: veloxquant codecs [--head-dim D] [--spec SPEC] [--json]\n"
-               "  --head-dim D   vector size, a multiple of 32 in 32..256 (default 128)\n"
-               "  --spec SPEC    only this method/parameters, e.g. kivi:bits=2\n"
-               "  --json         print a JSON array instead of a table\n");
-}
 
 static void print_row(vq_codec *c, int json, int first)
 {
@@ -37,28 +30,18 @@ int cmd_codecs(int argc, char **argv)
 {
     int head_dim = 128, json = 0;
     const char *spec = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--head-dim") == 0 && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v <= 0 || v > 4096) {
-                cli_error("codecs", "--head-dim '%s' is not a valid size", argv[i]);
-                return 2;
-            }
-            head_dim = (int)v;
-        } else if (strcmp(argv[i], "--spec") == 0 && i + 1 < argc) {
-            spec = argv[++i];
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            cli_error("codecs", "unknown or incomplete option '%s'", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
+    const cli_opt opts[] = {
+        CLI_OPT_INT("head-dim", &head_dim, "D", 1, 4096, "vector size, a multiple of 32 in 32..256 (default 128)"),
+        CLI_OPT_STR("spec", &spec, "SPEC", "only this method/parameters, e.g. kivi:bits=2"),
+        CLI_OPT_FLAG("json", &json, "print a JSON array instead of a table"),
+        CLI_OPT_END,
+    };
+    const cli_command cmd = { "codecs", "[--head-dim D] [--spec SPEC] [--json]",
+                              "One row per compression method (default parameters) or just the given spec.", opts,
+                              NULL, NULL, 0, NULL };
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
     if (!json)
         printf("%-16s %-40s %7s %9s %9s %10s  %s\n", "method", "spec", "bits/el", "B/token", "vs fp16",
                "shared B", "calibration");

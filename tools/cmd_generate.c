@@ -7,41 +7,8 @@
 
 #include "cache_flags.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "veloxquant.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: veloxquant generate --model MODEL --prompt TEXT [options]\n"
-            "  --model MODEL         GGUF path or installed name (smollm2-135m, gemma3-270m)\n"
-            "  --prompt TEXT         the prompt\n"
-            "  --max-tokens N        tokens to generate (default 128)\n"
-            "  --temp T              temperature; 0 = greedy (default 0.8)\n"
-            "  --top-k K             (default 40; 0 = off)\n"
-            "  --top-p P             (default 0.95; 1 = off)\n"
-            "  --min-p P             (default 0.05; 0 = off)\n"
-            "  --repeat-penalty R    (default 1.0 = off)\n"
-            "  --seed S              (default 42)\n"
-            "  --ctx N               context capacity in tokens (default: prompt + max tokens)\n"
-            "  --threads N           (default: all cores)\n"
-            "  --chat                wrap the prompt in the model's chat template\n"
-            "  --save-cache F        after the prompt (all but its last token), save the packed\n"
-            "                        prompt cache to F (+ F.prompt: its tokens), then generate\n"
-            "  --load-cache F        continue from a saved prompt cache without re-running the\n"
-            "                        prompt (same model and prompt required; its config is used)\n");
-    cli_cache_usage(f);
-}
-
-static int num(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi))
-        return 0;
-    *out = v;
-    return 1;
-}
 
 static int on_token(int32_t token, const char *piece, size_t len, void *user)
 {
@@ -137,70 +104,52 @@ int cmd_generate(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL;
     vq_gen_params gp = vq_gen_defaults();
-    int ctx_tokens = 0, threads = 0;
+    int ctx_tokens = 0, threads = 0, max_tokens = gp.max_tokens, top_k = gp.sampler.top_k;
+    double temp = gp.sampler.temperature, top_p = gp.sampler.top_p, min_p = gp.sampler.min_p;
+    double repeat_penalty = gp.sampler.repeat_penalty, seed = (double)gp.sampler.seed;
     cli_cache_flags cf;
     memset(&cf, 0, sizeof cf);
     const char *save_cache = NULL, *load_cache = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        double v;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--chat") == 0) {
-            gp.chat = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            cli_error("generate", "option %s needs a value (or is unknown)", a);
-            usage(stderr);
-            return 2;
-        }
-        const char *val = argv[++i];
-        if (strcmp(a, "--model") == 0)
-            model = val;
-        else if (strcmp(a, "--prompt") == 0)
-            prompt = val;
-        else if (strcmp(a, "--max-tokens") == 0 && num(val, 0, 1 << 20, &v))
-            gp.max_tokens = (int)v;
-        else if (strcmp(a, "--temp") == 0 && num(val, 0, 100, &v))
-            gp.sampler.temperature = (float)v;
-        else if (strcmp(a, "--top-k") == 0 && num(val, 0, 1 << 24, &v))
-            gp.sampler.top_k = (int)v;
-        else if (strcmp(a, "--top-p") == 0 && num(val, 1e-6, 1, &v))
-            gp.sampler.top_p = (float)v;
-        else if (strcmp(a, "--min-p") == 0 && num(val, 0, 1, &v))
-            gp.sampler.min_p = (float)v;
-        else if (strcmp(a, "--repeat-penalty") == 0 && num(val, 1e-3, 100, &v))
-            gp.sampler.repeat_penalty = (float)v;
-        else if (strcmp(a, "--seed") == 0 && num(val, 0, 1.8e19, &v))
-            gp.sampler.seed = (uint64_t)v;
-        else if (strcmp(a, "--ctx") == 0 && num(val, 1, 1 << 22, &v))
-            ctx_tokens = (int)v;
-        else if (strcmp(a, "--threads") == 0 && num(val, 1, 64, &v))
-            threads = (int)v;
-        else if (strcmp(a, "--save-cache") == 0)
-            save_cache = val;
-        else if (strcmp(a, "--load-cache") == 0)
-            load_cache = val;
-        else if (cli_cache_flag(&cf, a, val))
-            continue;
-        else {
-            cli_error("generate", "bad option or value: %s %s", a, val);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!model || !prompt) {
-        cli_error("generate", "--model and --prompt are required");
-        usage(stderr);
-        return 2;
-    }
-    if (load_cache && (cf.any || save_cache)) {
-        cli_error("generate", "--load-cache uses the saved cache's own config; drop the cache flags / --save-cache");
-        return 2;
-    }
+    const cli_opt opts[] = {
+        { "model", CLI_STR, &model, "MODEL", "GGUF path or installed name (smollm2-135m, gemma3-270m)", 0, 0, NULL,
+          CLI_REQUIRED },
+        { "prompt", CLI_STR, &prompt, "TEXT", "the prompt", 0, 0, NULL, CLI_REQUIRED },
+        CLI_OPT_INT("max-tokens", &max_tokens, "N", 0, 1 << 20, "tokens to generate (default 128)"),
+        CLI_OPT_NUM("temp", &temp, "T", 0, 100, "temperature; 0 = greedy (default 0.8)"),
+        CLI_OPT_INT("top-k", &top_k, "K", 0, 1 << 24, "(default 40; 0 = off)"),
+        CLI_OPT_NUM("top-p", &top_p, "P", 1e-6, 1, "(default 0.95; 1 = off)"),
+        CLI_OPT_NUM("min-p", &min_p, "P", 0, 1, "(default 0.05; 0 = off)"),
+        CLI_OPT_NUM("repeat-penalty", &repeat_penalty, "R", 1e-3, 100, "(default 1.0 = off)"),
+        CLI_OPT_NUM("seed", &seed, "S", 0, 1.8e19, "(default 42)"),
+        CLI_OPT_INT("ctx", &ctx_tokens, "N", 1, 1 << 22, "context capacity in tokens (default: prompt + max tokens)"),
+        CLI_OPT_INT("threads", &threads, "N", 1, 64, "(default: all cores)"),
+        CLI_OPT_FLAG("chat", &gp.chat, "wrap the prompt in the model's chat template"),
+        CLI_OPT_STR("save-cache", &save_cache, "F",
+                    "after the prompt (all but its last token), save the packed\n"
+                    "prompt cache to F (+ F.prompt: its tokens), then generate"),
+        CLI_OPT_STR("load-cache", &load_cache, "F",
+                    "continue from a saved prompt cache without re-running the\n"
+                    "prompt (same model and prompt required; its config is used)"),
+        CLI_CACHE_SECTION,
+        CLI_CACHE_OPT_CONFIG(&cf),
+        CLI_CACHE_FIELD_OPTS(&cf),
+        CLI_OPT_END,
+    };
+    const cli_command cmd = { "generate", "--model MODEL --prompt TEXT [options]",
+                              "Streams the generated text to stdout, then one stats line on stderr.", opts, NULL, NULL,
+                              0, NULL };
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    gp.max_tokens = max_tokens;
+    gp.sampler.temperature = (float)temp;
+    gp.sampler.top_k = top_k;
+    gp.sampler.top_p = (float)top_p;
+    gp.sampler.min_p = (float)min_p;
+    gp.sampler.repeat_penalty = (float)repeat_penalty;
+    gp.sampler.seed = (uint64_t)seed;
+    if (load_cache && (cli_cache_given(&cf) || save_cache))
+        return cli_usage_error(&cmd, "--load-cache uses the saved cache's own config; drop the cache flags / --save-cache");
     vq_cache_config *cfg = NULL;
     if (!cli_cache_config(&cf, "generate", &cfg))
         return 2;

@@ -1,40 +1,33 @@
-/* cmd_inspect.c -- `veloxquant inspect MODEL`: architecture, shapes,
- * tensor types with counts, vocabulary size, KV-cache bytes per token. */
+/* cmd_inspect.c -- `veloxquant inspect --model MODEL` (or `inspect MODEL`):
+ * architecture, shapes, tensor types with counts, vocabulary size, KV-cache bytes per token. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "veloxquant.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: veloxquant inspect MODEL [--tensors]\n"
-               "  MODEL      GGUF path or installed name\n"
-               "  --tensors  also list every tensor\n");
-}
 
 int cmd_inspect(int argc, char **argv)
 {
-    const char *model = NULL;
-    int list = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--tensors") == 0) {
-            list = 1;
-        } else if (!model && argv[i][0] != '-') {
-            model = argv[i];
-        } else {
-            cli_error("inspect", "unexpected argument '%s'", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!model) {
-        usage(stderr);
-        return 2;
-    }
+    const char *model = NULL, *pos[1] = { NULL };
+    int list = 0, n_pos = 0;
+    const cli_opt opts[] = {
+        CLI_OPT_STR("model", &model, "MODEL", "GGUF path or installed name (or MODEL as the argument)"),
+        CLI_OPT_FLAG("tensors", &list, "also list every tensor"),
+        CLI_OPT_END,
+    };
+    const cli_command cmd = { "inspect", "--model MODEL [--tensors]   (or: veloxquant inspect MODEL [--tensors])",
+                              "Architecture, shapes, tensor types with counts, vocabulary, KV-cache bytes per token.",
+                              opts, "MODEL", pos, 1, &n_pos };
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    if (model && n_pos)
+        return cli_usage_error(&cmd, "the model is given twice (--model %s and %s)", model, pos[0]);
+    if (!model)
+        model = pos[0];
+    if (!model)
+        return cli_usage_error(&cmd, "--model is required");
     vq_model *m = NULL;
     if (vq_model_load(model, &m) != VQ_OK) {
         cli_error("inspect", "%s", vq_last_error());

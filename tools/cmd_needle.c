@@ -23,7 +23,9 @@
 
 #include "cache_flags.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "eval_common.h"
+#include "util/json_write.h"
 #include "veloxquant.h"
 
 #define MAX_CONFIGS 8
@@ -35,18 +37,35 @@ static const char INTRO[] = "There is an important piece of information hidden i
 static const char FILLER[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.\n";
 static const char QUESTION[] = "What is the pass key? The pass key is";
 
-static void usage(FILE *f)
+/* --depths LIST: relative depths in [0,1], comma-separated */
+typedef struct {
+    double v[MAX_DEPTHS];
+    int n;
+} depth_list;
+
+static const char *store_depths(void *dst, const char *text)
 {
-    fprintf(f, "usage: veloxquant needle --model MODEL --ctx N [options]\n"
-               "  --ctx N          prompt length in tokens, about (64..65536)\n"
-               "  --cache CONFIG   a KV-cache config to test (repeatable, up to 8);\n"
-               "                   fp16 (keys=fp16 values=fp16) always runs as the baseline\n"
-               "  --depths LIST    relative depths of the key, e.g. 0,0.5,1 (default 0,0.25,0.5,0.75,1)\n"
-               "  --seeds S        trials per depth, each with another key (default 2)\n"
-               "  --threads N      (default: all cores)\n"
-               "  --json           one JSON object on stdout\n"
-               "  (the single cache flags below describe one more config)\n");
-    cli_cache_usage(f);
+    depth_list *d = dst;
+    static char want[64];
+    snprintf(want, sizeof want, "numbers in [0,1], at most %d, e.g. 0,0.5,1", MAX_DEPTHS);
+    d->n = 0;
+    for (const char *p = text; *p;) {
+        char *end;
+        double x = strtod(p, &end);
+        if (end == p || x < 0 || x > 1 || d->n >= MAX_DEPTHS || (*end && *end != ','))
+            return want;
+        d->v[d->n++] = x;
+        p = *end ? end + 1 : end;
+    }
+    return d->n ? NULL : want;
+}
+
+/* --cache CONFIG: one more config; the baseline's own text is dropped */
+static const char *store_config(void *list, const char *config)
+{
+    if (strcmp(config, "keys=fp16 values=fp16") == 0)
+        return NULL;
+    return cli_config_add(list, config);
 }
 
 static uint64_t splitmix(uint64_t *s)
@@ -80,80 +99,39 @@ static char *build_prompt(int n_fill, double depth, int key)
 int cmd_needle(int argc, char **argv)
 {
     const char *model = NULL;
-    long ctx = 0, seeds = 2, threads = 0;
+    int ctx = 0, seeds = 2, threads = 0;
     int json = 0;
-    double depths[MAX_DEPTHS] = { 0, 0.25, 0.5, 0.75, 1 };
-    int n_depths = 5;
-    const char *cfgs[MAX_CONFIGS + 1] = { "keys=fp16 values=fp16" };
-    int n_cfg = 1;
+    depth_list dl = { { 0, 0.25, 0.5, 0.75, 1 }, 5 };
+    cli_config_list cl = { { "keys=fp16 values=fp16" }, 1, MAX_CONFIGS + 1, "" };
     cli_cache_flags cf = { 0 };
-    char flags_cfg[1024];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--json") == 0) {
-            json = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            cli_error("needle", "option %s needs a value (or is unknown)", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        char *end;
-        errno = 0;
-        long n = strtol(v, &end, 10);
-        int isnum = !errno && end != v && !*end;
-        if (strcmp(a, "--model") == 0)
-            model = v;
-        else if (strcmp(a, "--ctx") == 0 && isnum && n >= 64 && n <= 65536)
-            ctx = n;
-        else if (strcmp(a, "--seeds") == 0 && isnum && n >= 1 && n <= 1000)
-            seeds = n;
-        else if (strcmp(a, "--threads") == 0 && isnum && n >= 1 && n <= 256)
-            threads = n;
-        else if (strcmp(a, "--cache") == 0 && n_cfg <= MAX_CONFIGS) {
-            if (strcmp(v, "keys=fp16 values=fp16") != 0)
-                cfgs[n_cfg++] = v;
-        } else if (strcmp(a, "--cache") != 0 && cli_cache_flag(&cf, a, v)) {
-            continue;
-        } else if (strcmp(a, "--depths") == 0) {
-            n_depths = 0;
-            const char *p = v;
-            while (*p) {
-                double d = strtod(p, &end);
-                if (end == p || d < 0 || d > 1 || n_depths >= MAX_DEPTHS || (*end && *end != ',')) {
-                    cli_error("needle", "bad --depths: %s (numbers in [0,1], at most %d)", v, MAX_DEPTHS);
-                    return 2;
-                }
-                depths[n_depths++] = d;
-                p = *end ? end + 1 : end;
-            }
-            if (n_depths == 0) {
-                cli_error("needle", "empty --depths");
-                return 2;
-            }
-        } else {
-            cli_error("needle", "bad option or value: %s %s", a, v);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (cf.any) {
-        if (n_cfg > MAX_CONFIGS || !cli_cache_text(&cf, flags_cfg, sizeof flags_cfg)) {
-            cli_error("needle", "too many configs, or cache flags too long");
-            return 2;
-        }
-        cfgs[n_cfg++] = flags_cfg;
-    }
-    if (!model || !ctx) {
-        cli_error("needle", "--model and --ctx are required");
-        usage(stderr);
+    const cli_opt opts[] = {
+        { "model", CLI_STR, &model, "MODEL", "GGUF path or installed name", 0, 0, NULL, CLI_REQUIRED },
+        { "ctx", CLI_INT, &ctx, "N", "prompt length in tokens, about (64..65536)", 64, 65536, NULL, CLI_REQUIRED },
+        CLI_OPT_CALL("cache", store_config, &cl, "CONFIG",
+                     "a KV-cache config to test (repeatable, up to 8);\n"
+                     "fp16 (keys=fp16 values=fp16) always runs as the baseline"),
+        CLI_OPT_CALL("depths", store_depths, &dl, "LIST",
+                     "relative depths of the key, e.g. 0,0.5,1 (default 0,0.25,0.5,0.75,1)"),
+        CLI_OPT_INT("seeds", &seeds, "S", 1, 1000, "trials per depth, each with another key (default 2)"),
+        CLI_OPT_INT("threads", &threads, "N", 1, 256, "(default: all cores)"),
+        CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),
+        CLI_OPT_NOTE("(the single cache flags below describe one more config)"),
+        CLI_CACHE_SECTION,
+        CLI_CACHE_FIELD_OPTS(&cf),
+        CLI_OPT_END,
+    };
+    const cli_command cmd = { "needle", "--model MODEL --ctx N [options]",
+                              "Passkey retrieval accuracy per KV-cache config (fp16 first, as the baseline).", opts,
+                              NULL, NULL, 0, NULL };
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    if (!cli_config_add_flags(&cl, &cf, "needle"))
         return 2;
-    }
+    const char *const *cfgs = cl.text;
+    const int n_cfg = cl.n;
+    const double *depths = dl.v;
+    const int n_depths = dl.n;
     vq_model *m = NULL;
     int rc = 1;
     int32_t *toks = NULL;
@@ -245,8 +223,9 @@ int cmd_needle(int argc, char **argv)
         eval_ctx_close(cx, cache);
     }
     if (json) {
-        printf("{\"model\": \"%s\", \"ctx\": %ld, \"filler_lines\": %d, \"seeds\": %ld, \"depths\": [", model, ctx,
-               n_fill, seeds);
+        printf("{\"model\": ");
+        cli_json_print_str(stdout, model);
+        printf(", \"ctx\": %d, \"filler_lines\": %d, \"seeds\": %d, \"depths\": [", ctx, n_fill, seeds);
         for (int d = 0; d < n_depths; d++)
             printf("%s%g", d ? ", " : "", depths[d]);
         printf("], \"configs\": [");
@@ -254,10 +233,9 @@ int cmd_needle(int argc, char **argv)
             int tot = 0;
             for (int d = 0; d < n_depths; d++)
                 tot += passed[c][d];
-            printf("%s{\"cache\": \"", c ? ", " : "");
-            for (const char *p = cfgs[c]; *p; p++)
-                printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-            printf("\", \"trials\": %ld, \"passed\": %d, \"accuracy\": %.4f, \"per_depth\": [",
+            printf("%s{\"cache\": ", c ? ", " : "");
+            cli_json_print_str(stdout, cfgs[c]);
+            printf(", \"trials\": %d, \"passed\": %d, \"accuracy\": %.4f, \"per_depth\": [",
                    n_depths * seeds, tot, (double)tot / (double)(n_depths * seeds));
             for (int d = 0; d < n_depths; d++)
                 printf("%s%.4f", d ? ", " : "", (double)passed[c][d] / (double)seeds);
@@ -265,7 +243,7 @@ int cmd_needle(int argc, char **argv)
         }
         printf("]}\n");
     } else {
-        printf("passkey retrieval, %s, ~%ld tokens, %ld seeds per depth\n%-50s", model, ctx, seeds, "config");
+        printf("passkey retrieval, %s, ~%d tokens, %d seeds per depth\n%-50s", model, ctx, seeds, "config");
         for (int d = 0; d < n_depths; d++)
             printf(" d=%-5.2f", depths[d]);
         printf(" overall\n");

@@ -40,24 +40,10 @@
 
 #include "cache_flags.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "eval_common.h"
+#include "util/json_write.h"
 #include "veloxquant.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: veloxquant ppl --model MODEL --file TEXT --ctx N [--chunks K] [--skip F]\n"
-               "                      [--cache CONFIG]... [--json]\n"
-               "  --ctx N         tokens per chunk (2..65536)\n"
-               "  --chunks K      score at most K chunks (default: all)\n"
-               "  --skip F        skip the first fraction F (0..0.9) of the file (default 0;\n"
-               "                  0.25 = WikiText evaluation part, after the calibration part)\n"
-               "  --cache CONFIG  also score this KV-cache config against fp16: ppl, dPPL, KL,\n"
-               "                  top-1 agreement (repeatable, up to 8); the single cache\n"
-               "                  flags below describe one more config\n"
-               "  --threads N     (default: all cores)\n"
-               "  --json          one JSON object on stdout\n");
-    cli_cache_usage(f);
-}
 
 #define MAX_CONFIGS 8
 #define BATCH 32
@@ -157,87 +143,46 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
     a->have_bytes = 1;
 }
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 int cmd_ppl(int argc, char **argv)
 {
     const char *model = NULL, *file = NULL;
-    long ctx = 0, chunks = 0, threads = 0;
+    int ctx_arg = 0, chunks_arg = 0, threads_arg = 0;
     double skip = 0;
     int json = 0;
     ppl_arm arms[MAX_CONFIGS];
-    int n_arms = 0;
     memset(arms, 0, sizeof arms);
+    cli_config_list cl = { { NULL }, 0, MAX_CONFIGS, "" };
     cli_cache_flags cf = { 0 };
-    char flags_cfg[1024];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--json") == 0) {
-            json = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            cli_error("ppl", "option %s needs a value (or is unknown)", a);
-            return 2;
-        }
-        const char *val = argv[++i];
-        char *end;
-        errno = 0;
-        long v = strtol(val, &end, 10);
-        int isnum = !errno && end != val && !*end;
-        double d = strtod(val, &end);
-        int isdbl = end != val && !*end;
-        if (strcmp(a, "--model") == 0)
-            model = val;
-        else if (strcmp(a, "--file") == 0)
-            file = val;
-        else if (strcmp(a, "--ctx") == 0 && isnum && v >= 2 && v <= 65536)
-            ctx = v;
-        else if (strcmp(a, "--chunks") == 0 && isnum && v >= 1 && v <= 1000000)
-            chunks = v;
-        else if (strcmp(a, "--threads") == 0 && isnum && v >= 1 && v <= 64)
-            threads = v;
-        else if (strcmp(a, "--skip") == 0 && isdbl && d >= 0 && d <= 0.9)
-            skip = d;
-        else if (strcmp(a, "--cache") == 0 && n_arms < MAX_CONFIGS)
-            arms[n_arms++].text = val;
-        else if (strcmp(a, "--cache") != 0 && cli_cache_flag(&cf, a, val))
-            continue;
-        else {
-            cli_error("ppl", "bad option or value: %s %s", a, val);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (cf.any) {
-        if (n_arms >= MAX_CONFIGS || !cli_cache_text(&cf, flags_cfg, sizeof flags_cfg)) {
-            cli_error("ppl", "too many configs, or cache flags too long");
-            return 2;
-        }
-        arms[n_arms++].text = flags_cfg;
-    }
-    if (!model || !file || !ctx) {
-        cli_error("ppl", "--model, --file and --ctx are required");
-        usage(stderr);
+    const cli_opt opts[] = {
+        { "model", CLI_STR, &model, "MODEL", "GGUF path or installed name", 0, 0, NULL, CLI_REQUIRED },
+        { "file", CLI_STR, &file, "TEXT", "the text file", 0, 0, NULL, CLI_REQUIRED },
+        { "ctx", CLI_INT, &ctx_arg, "N", "tokens per chunk (2..65536)", 2, 65536, NULL, CLI_REQUIRED },
+        CLI_OPT_INT("chunks", &chunks_arg, "K", 1, 1000000, "score at most K chunks (default: all)"),
+        CLI_OPT_NUM("skip", &skip, "F", 0, 0.9,
+                    "skip the first fraction F (0..0.9) of the file (default 0;\n"
+                    "0.25 = WikiText evaluation part, after the calibration part)"),
+        CLI_OPT_CALL("cache", cli_config_add, &cl, "CONFIG",
+                     "also score this KV-cache config against fp16: ppl, dPPL, KL,\n"
+                     "top-1 agreement (repeatable, up to 8); the single cache\n"
+                     "flags below describe one more config"),
+        CLI_OPT_INT("threads", &threads_arg, "N", 1, 64, "(default: all cores)"),
+        CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),
+        CLI_CACHE_SECTION,
+        CLI_CACHE_FIELD_OPTS(&cf),
+        CLI_OPT_END,
+    };
+    const cli_command cmd = { "ppl", "--model MODEL --file TEXT --ctx N [options]",
+                              "Perplexity on a text file; with configs, their KL and top-1 agreement against fp16.",
+                              opts, NULL, NULL, 0, NULL };
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    if (!cli_config_add_flags(&cl, &cf, "ppl"))
         return 2;
-    }
+    long ctx = ctx_arg, chunks = chunks_arg, threads = threads_arg;
+    int n_arms = cl.n;
+    for (int k = 0; k < n_arms; k++)
+        arms[k].text = cl.text[k];
     size_t len = 0;
     char *text = eval_read_text(file, &len);
     if (!text) {
@@ -374,9 +319,14 @@ int cmd_ppl(int argc, char **argv)
     }
     double ppl = exp(nll / scored);
     if (json) {
-        printf("{\"model\": \"%s\", \"arch\": \"%s\", \"file\": \"%s\", \"ctx\": %ld, \"chunks\": %zu, "
-               "\"tokens_scored\": %d, \"nll\": %.6f, \"ppl\": %.4f",
-               model, info.arch, file, ctx, n_chunks, scored, nll / scored, ppl);
+        printf("{\"model\": ");
+        cli_json_print_str(stdout, model);
+        printf(", \"arch\": ");
+        cli_json_print_str(stdout, info.arch);
+        printf(", \"file\": ");
+        cli_json_print_str(stdout, file);
+        printf(", \"ctx\": %ld, \"chunks\": %zu, \"tokens_scored\": %d, \"nll\": %.6f, \"ppl\": %.4f", ctx, n_chunks,
+               scored, nll / scored, ppl);
         printf(", \"skip\": %.4f, \"n_layers\": %d, \"n_kv_heads\": %d, \"head_dim\": %d", skip, info.n_layers,
                info.n_kv_heads, info.head_dim);
         if (n_arms) {
@@ -385,7 +335,7 @@ int cmd_ppl(int argc, char **argv)
                 const ppl_arm *A = &arms[a];
                 double p = exp(A->nll / (double)A->n);
                 printf("%s{\"cache\": ", a ? ", " : "");
-                json_str(A->text);
+                cli_json_print_str(stdout, A->text);
                 printf(", \"ppl\": %.6f, \"dppl\": %.6f, \"kl\": %.6g, \"kl_max\": %.6g, \"top1\": %.6f, "
                        "\"positions\": %ld",
                        p, p - ppl, A->kl / (double)A->n, A->kl_max, (double)A->same / (double)A->n, A->n);

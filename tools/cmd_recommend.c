@@ -34,7 +34,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/json_parse.h"
+#include "cli_opts.h"
+#include "util/json_read.h"
 #include "eval_common.h"
 #include "veloxquant.h"
 
@@ -44,7 +45,7 @@
 #define QUALITY_MIN_COMPRESSION 2.0
 
 typedef struct {
-    const vq_json_node *n;
+    const cli_json_node *n;
     const char *name, *cache;
     double bpe, full, win, window, fixed, dppl, kl, top1, needle;
     int calibrated, evicts;
@@ -52,13 +53,6 @@ typedef struct {
     double kv_mb, max_ctx, rel;
     int fits, cls; /* 0 good, 1 fair, 2 poor */
 } method;
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: veloxquant recommend --model MODEL --ram-mb N --ctx N --goal GOAL [--table FILE]\n"
-               "  GOAL: everyday | max-compression | quality | max-context | constant-memory\n"
-               "  --table FILE  quality table (default figures/quality/quality.json)\n");
-}
 
 static double kv_bytes(const method *m, double ctx)
 {
@@ -73,58 +67,43 @@ int cmd_recommend(int argc, char **argv)
 {
     const char *model = NULL, *goal = NULL, *table = "figures/quality/quality.json";
     double ram = 0, ctx = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            cli_error("recommend", "option %s needs a value (or is unknown)", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        char *end;
-        double d = strtod(v, &end);
-        int isnum = end != v && !*end;
-        if (strcmp(a, "--model") == 0)
-            model = v;
-        else if (strcmp(a, "--goal") == 0)
-            goal = v;
-        else if (strcmp(a, "--table") == 0)
-            table = v;
-        else if (strcmp(a, "--ram-mb") == 0 && isnum && d > 0 && d < 1e9)
-            ram = d;
-        else if (strcmp(a, "--ctx") == 0 && isnum && d >= 1 && d <= 1e8)
-            ctx = floor(d);
-        else {
-            cli_error("recommend", "bad option or value: %s %s", a, v);
-            usage(stderr);
-            return 2;
-        }
-    }
+    const cli_opt opts[] = {
+        { "model", CLI_STR, &model, "MODEL", "GGUF path or name (the table's model)", 0, 0, NULL, CLI_REQUIRED },
+        { "ram-mb", CLI_NUM, &ram, "N", "memory for the KV cache, MB", 0, 1e9, NULL,
+          CLI_REQUIRED | CLI_ABOVE_LO },
+        { "ctx", CLI_NUM, &ctx, "N", "context length wanted, tokens", 1, 1e8, NULL, CLI_REQUIRED },
+        { "goal", CLI_STR, &goal, "GOAL", "everyday | max-compression | quality | max-context | constant-memory", 0, 0,
+          NULL, CLI_REQUIRED },
+        CLI_OPT_STR("table", &table, "FILE", "quality table (default figures/quality/quality.json)"),
+        CLI_OPT_END,
+    };
+    const cli_command cmd = { "recommend", "--model MODEL --ram-mb N --ctx N --goal GOAL [--table FILE]",
+                              "Which cache config to use, from the measured quality table.", opts, NULL, NULL, 0,
+                              NULL };
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    ctx = floor(ctx);
     static const char *const goals[] = { "everyday", "max-compression", "quality", "max-context", "constant-memory" };
     int g = -1;
-    for (int i = 0; goal && i < 5; i++)
+    for (int i = 0; i < 5; i++)
         if (strcmp(goal, goals[i]) == 0)
             g = i;
-    if (!model || ram <= 0 || ctx <= 0 || g < 0) {
-        cli_error("recommend", "--model, --ram-mb, --ctx and --goal (one of everyday, max-compression, quality, "
-                               "max-context, constant-memory) are required");
-        usage(stderr);
-        return 2;
-    }
+    if (g < 0)
+        return cli_usage_error(&cmd, "bad value for --goal: '%s' (want everyday, max-compression, quality, "
+                                     "max-context or constant-memory)", goal);
     size_t len = 0;
     char *text = eval_read_text(table, &len);
     if (!text) {
         cli_error("recommend", "cannot read %s (made by scripts/report.py from the quality runs)", table);
         return 1;
     }
-    vq_json_node *root = NULL;
+    cli_json_node *root = NULL;
     method *ms = NULL;
     int rc = 1;
-    if (vq_json_parse(text, len, &root, NULL) != VQ_OK) {
-        cli_error("recommend", "%s: %s", table, vq_last_error());
+    char jerr[CLI_JSON_ERRLEN] = "";
+    if (cli_json_parse(text, len, &root, jerr) != VQ_OK) {
+        cli_error("recommend", "%s: %s", table, jerr);
         goto out;
     }
     /* the model: by name, basename without .gguf */
@@ -136,19 +115,19 @@ int cmd_recommend(int argc, char **argv)
         if (n > 5 && strcmp(want + n - 5, ".gguf") == 0)
             want[n - 5] = 0;
     }
-    const vq_json_node *models = vq_json_get(root, "models"), *mod = NULL;
-    for (size_t i = 0; models && models->type == VQ_JSON_ARRAY && i < models->n; i++)
-        if (strcmp(vq_json_get_str(&models->children[i], "model", ""), want) == 0)
+    const cli_json_node *models = cli_json_get(root, "models"), *mod = NULL;
+    for (size_t i = 0; models && models->type == CLI_JSON_ARRAY && i < models->n; i++)
+        if (strcmp(cli_json_get_str(&models->children[i], "model", ""), want) == 0)
             mod = &models->children[i];
     if (!mod) {
         cli_error("recommend", "%s has no measurements for '%s'; measured:", table, want);
-        for (size_t i = 0; models && models->type == VQ_JSON_ARRAY && i < models->n; i++)
-            fprintf(stderr, "  %s\n", vq_json_get_str(&models->children[i], "model", "?"));
+        for (size_t i = 0; models && models->type == CLI_JSON_ARRAY && i < models->n; i++)
+            fprintf(stderr, "  %s\n", cli_json_get_str(&models->children[i], "model", "?"));
         goto out;
     }
-    const vq_json_node *list = vq_json_get(mod, "methods");
-    double base_mb = vq_json_get_num(mod, "base_mb", NAN), ppl_fp16 = vq_json_get_num(mod, "ppl_fp16", NAN);
-    if (!list || list->type != VQ_JSON_ARRAY || list->n == 0 || !isfinite(base_mb) || !(ppl_fp16 > 0)) {
+    const cli_json_node *list = cli_json_get(mod, "methods");
+    double base_mb = cli_json_get_num(mod, "base_mb", NAN), ppl_fp16 = cli_json_get_num(mod, "ppl_fp16", NAN);
+    if (!list || list->type != CLI_JSON_ARRAY || list->n == 0 || !isfinite(base_mb) || !(ppl_fp16 > 0)) {
         cli_error("recommend", "%s: model '%s' lacks methods, base_mb or ppl_fp16", table, want);
         goto out;
     }
@@ -160,22 +139,22 @@ int cmd_recommend(int argc, char **argv)
     double fp16_kv = 0;
     for (size_t i = 0; i < nm; i++) {
         method *m = &ms[i];
-        const vq_json_node *o = &list->children[i];
+        const cli_json_node *o = &list->children[i];
         m->n = o;
-        m->name = vq_json_get_str(o, "name", "?");
-        m->cache = vq_json_get_str(o, "cache", "");
-        m->bpe = vq_json_get_num(o, "bits_per_element", NAN);
-        m->full = vq_json_get_num(o, "kv_bytes_per_token_full", NAN);
-        m->win = vq_json_get_num(o, "kv_bytes_per_token_window", 0);
-        m->window = vq_json_get_num(o, "window", 0);
-        m->fixed = vq_json_get_num(o, "kv_fixed_bytes", 0);
-        m->dppl = vq_json_get_num(o, "dppl", NAN);
-        m->kl = vq_json_get_num(o, "kl", NAN);
-        m->top1 = vq_json_get_num(o, "top1", NAN);
-        m->needle = vq_json_get_num(o, "needle", NAN);
-        m->calibrated = vq_json_get_num(o, "calibrated", 0) != 0;
-        m->evicts = vq_json_get_num(o, "evicts", 0) != 0;
-        m->evict_budget = vq_json_get_num(o, "evict_budget", 0);
+        m->name = cli_json_get_str(o, "name", "?");
+        m->cache = cli_json_get_str(o, "cache", "");
+        m->bpe = cli_json_get_num(o, "bits_per_element", NAN);
+        m->full = cli_json_get_num(o, "kv_bytes_per_token_full", NAN);
+        m->win = cli_json_get_num(o, "kv_bytes_per_token_window", 0);
+        m->window = cli_json_get_num(o, "window", 0);
+        m->fixed = cli_json_get_num(o, "kv_fixed_bytes", 0);
+        m->dppl = cli_json_get_num(o, "dppl", NAN);
+        m->kl = cli_json_get_num(o, "kl", NAN);
+        m->top1 = cli_json_get_num(o, "top1", NAN);
+        m->needle = cli_json_get_num(o, "needle", NAN);
+        m->calibrated = cli_json_get_num(o, "calibrated", 0) != 0;
+        m->evicts = cli_json_get_num(o, "evicts", 0) != 0;
+        m->evict_budget = cli_json_get_num(o, "evict_budget", 0);
         if (!isfinite(m->full) || !isfinite(m->dppl) || m->full < 0) {
             cli_error("recommend", "%s: method %zu of '%s' lacks kv_bytes_per_token_full or dppl", table, i, want);
             goto out;
@@ -183,7 +162,7 @@ int cmd_recommend(int argc, char **argv)
         m->kv_mb = kv_bytes(m, ctx) / MB;
         m->fits = kv_bytes(m, ctx) <= budget;
         /* a method measured in another run (other chunks) carries its own baseline */
-        m->rel = m->dppl / vq_json_get_num(o, "ppl_fp16", ppl_fp16);
+        m->rel = m->dppl / cli_json_get_num(o, "ppl_fp16", ppl_fp16);
         m->cls = m->rel <= GOOD_REL_DPPL ? 0 : m->rel <= FAIR_REL_DPPL ? 1 : 2;
         double denom = m->evicts ? 0 : m->full;
         double room = budget - m->fixed - m->win * m->window;
@@ -269,10 +248,10 @@ int cmd_recommend(int argc, char **argv)
                (int)i == best ? "  <-" : "");
     }
     printf("(dPPL, KL, top-1: %s; class: good <= %.0f%%, fair <= %.0f%% relative dPPL)\n",
-           vq_json_get_str(mod, "quality_source", "see the table's source"), 100 * GOOD_REL_DPPL, 100 * FAIR_REL_DPPL);
+           cli_json_get_str(mod, "quality_source", "see the table's source"), 100 * GOOD_REL_DPPL, 100 * FAIR_REL_DPPL);
 out:
     free(ms);
-    vq_json_node_free(root);
+    cli_json_node_free(root);
     free(text);
     return rc;
 }

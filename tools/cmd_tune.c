@@ -31,7 +31,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "eval_common.h"
+#include "util/json_write.h"
 #include "tune.h"
 #include "veloxquant.h"
 
@@ -47,18 +49,15 @@ typedef struct {
     float *logits;
 } cand;
 
-static void usage(FILE *f)
+/* --plan LOW,HIGH: 1 <= LOW < HIGH <= 8 */
+static const char *store_plan(void *dst, const char *text)
 {
-    fprintf(f, "usage: veloxquant tune --model MODEL --budget BITS [options]\n"
-               "  --budget B       bits per element (K and V averaged, metadata and index included)\n"
-               "  --file TEXT      text to measure on (default ../shared/data/wikitext-2-test.txt)\n"
-               "  --skip F         skip this fraction of the file first (default 0.25)\n"
-               "  --tokens N       tokens measured (default 512, at least 256)\n"
-               "  --candidates K   candidates measured (default 6)\n"
-               "  --max-kl X       KL (nats/token) beyond which a config breaks the model (default 0.5)\n"
-               "  --plan LOW,HIGH  a per-layer bit plan (kbits=/vbits=) by measured sensitivity,\n"
-               "                   each layer's keys and values at LOW or HIGH bits (kivix)\n"
-               "  --json           one JSON object on stdout\n");
+    int *p = dst, lo = 0, hi = 0, used = 0;
+    if (sscanf(text, "%d,%d%n", &lo, &hi, &used) != 2 || text[used] || lo < 1 || hi > 8 || lo >= hi)
+        return "LOW,HIGH bits with 1 <= LOW < HIGH <= 8, e.g. 2,4";
+    p[0] = lo;
+    p[1] = hi;
+    return NULL;
 }
 
 /* bytes per token of one codec spec at head_dim D, 0 if refused */
@@ -147,59 +146,36 @@ int cmd_tune(int argc, char **argv)
 {
     const char *model = NULL, *file = NULL;
     double budget = 0, skip = 0.25, max_kl = TUNE_BREAKS_KL;
-    int plan_lo = 0, plan_hi = 0;
-    long tokens = 512, n_meas = 6;
+    int plan[2] = { 0, 0 };
+    int tokens_arg = 512, n_meas_arg = 6;
     int json = 0;
     char def_file[512];
     const char *d = getenv("VQ_SHARED_DATA");
     snprintf(def_file, sizeof def_file, "%s/wikitext-2-test.txt", d ? d : "../shared/data");
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--json") == 0) {
-            json = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            cli_error("tune", "option %s needs a value (or is unknown)", a);
-            return 2;
-        }
-        const char *val = argv[++i];
-        char *end;
-        errno = 0;
-        double x = strtod(val, &end);
-        int isnum = !errno && end != val && !*end;
-        if (strcmp(a, "--model") == 0)
-            model = val;
-        else if (strcmp(a, "--file") == 0)
-            file = val;
-        else if (strcmp(a, "--budget") == 0 && isnum && x >= 1 && x <= 16)
-            budget = x;
-        else if (strcmp(a, "--skip") == 0 && isnum && x >= 0 && x <= 0.9)
-            skip = x;
-        else if (strcmp(a, "--tokens") == 0 && isnum && x >= 256 && x <= 8192)
-            tokens = (long)x;
-        else if (strcmp(a, "--candidates") == 0 && isnum && x >= 1 && x <= 16)
-            n_meas = (long)x;
-        else if (strcmp(a, "--max-kl") == 0 && isnum && x > 0 && x <= 10)
-            max_kl = x;
-        else if (strcmp(a, "--plan") == 0 && sscanf(val, "%d,%d", &plan_lo, &plan_hi) == 2 && plan_lo >= 1 &&
-                 plan_hi <= 8 && plan_lo < plan_hi)
-            continue;
-        else {
-            cli_error("tune", "bad option or value: %s %s", a, val);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!model || budget <= 0) {
-        cli_error("tune", "--model and --budget (1..16 bits per element) are required");
-        usage(stderr);
-        return 2;
-    }
+    const cli_opt opts[] = {
+        { "model", CLI_STR, &model, "MODEL", "GGUF path or installed name", 0, 0, NULL, CLI_REQUIRED },
+        { "budget", CLI_NUM, &budget, "B", "bits per element, 1..16 (K and V averaged, metadata and index included)",
+          1, 16, NULL, CLI_REQUIRED },
+        CLI_OPT_STR("file", &file, "TEXT", "text to measure on (default ../shared/data/wikitext-2-test.txt)"),
+        CLI_OPT_NUM("skip", &skip, "F", 0, 0.9, "skip this fraction of the file first (default 0.25)"),
+        CLI_OPT_INT("tokens", &tokens_arg, "N", 256, 8192, "tokens measured (default 512, at least 256)"),
+        CLI_OPT_INT("candidates", &n_meas_arg, "K", 1, 16, "candidates measured (default 6)"),
+        { "max-kl", CLI_NUM, &max_kl, "X", "KL (nats/token) beyond which a config breaks the model (default 0.5)", 0,
+          10, NULL, CLI_ABOVE_LO },
+        CLI_OPT_CALL("plan", store_plan, plan, "LOW,HIGH",
+                     "a per-layer bit plan (kbits=/vbits=) by measured sensitivity,\n"
+                     "each layer's keys and values at LOW or HIGH bits (kivix)"),
+        CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),
+        CLI_OPT_END,
+    };
+    const cli_command cmd = { "tune", "--model MODEL --budget BITS [options]",
+                              "Measures candidate cache configs on the model and picks the best within the budget.",
+                              opts, NULL, NULL, 0, NULL };
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    long tokens = tokens_arg, n_meas = n_meas_arg;
+    int plan_lo = plan[0], plan_hi = plan[1];
     if (!file)
         file = def_file;
     size_t len = 0;
@@ -309,8 +285,9 @@ int cmd_tune(int argc, char **argv)
             best = i;
     }
     if (json) {
-        printf("{\"model\": \"%s\", \"budget\": %.4f, \"tokens\": %ld, \"max_kl\": %.4g, \"pick\": ", model, budget,
-               scored, max_kl);
+        printf("{\"model\": ");
+        cli_json_print_str(stdout, model);
+        printf(", \"budget\": %.4f, \"tokens\": %ld, \"max_kl\": %.4g, \"pick\": ", budget, scored, max_kl);
         if (best >= 0)
             printf("\"%s\"", cs[best].cfg);
         else

@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "eval_common.h"
+#include "util/json_write.h"
 #include "tune.h"
 
 #define BATCH 32
@@ -181,10 +182,12 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
     if (measure(m, cfg, toks, n, ref, nv, &kl, &t1, &bpe) != VQ_OK)
         goto out;
     if (json) {
-        printf("{\"model\": \"%s\", \"budget\": %.4f, \"tokens\": %zu, \"low\": %d, \"high\": %d, \"plan\": \"%s\", "
+        printf("{\"model\": ");
+        cli_json_print_str(stdout, model);
+        printf(", \"budget\": %.4f, \"tokens\": %zu, \"low\": %d, \"high\": %d, \"plan\": \"%s\", "
                "\"nominal_bits_per_element\": %.4f, \"bits_per_element\": %.4f, \"kl\": %.6g, \"top1\": %.4f, "
                "\"sensitivity\": [",
-               model, budget, n, low, high, cfg, total / elems, bpe, kl, t1);
+               budget, n, low, high, cfg, total / elems, bpe, kl, t1);
         for (int i = 0; i < 2 * L; i++)
             printf("%s{\"layer\": %d, \"role\": \"%s\", \"kl_at_low\": %.6g, \"bits\": %d}", i ? ", " : "", i % L,
                    i < L ? "keys" : "values", sens[i], bits[i]);

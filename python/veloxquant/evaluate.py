@@ -37,7 +37,11 @@ def run_cli(args, verbose=False, cwd=None):
                           stdout=subprocess.PIPE, stderr=None if verbose else subprocess.PIPE)
     if proc.returncode != 0:
         err = (proc.stderr or b"").decode("utf-8", "replace").strip()
-        msg = err.splitlines()[-1] if err else f"exit status {proc.returncode}"
+        # the message: the line "veloxquant CMD: ..." (usage lines may follow
+        # it, progress lines precede it); else the last line
+        lines = err.splitlines()
+        msgs = [ln for ln in lines if ln.startswith("veloxquant")]
+        msg = msgs[0].split(": ", 1)[-1] if msgs else lines[-1] if lines else f"exit status {proc.returncode}"
         cls = InvalidArgumentError if proc.returncode == 2 else VeloxQuantError
         raise cls(f"veloxquant {args[0]}: {msg}")
     return proc.stdout.decode("utf-8", "replace")

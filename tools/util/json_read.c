@@ -1,11 +1,11 @@
-/* json_parse.c -- recursive-descent JSON reader (contract in json_parse.h). */
-#include "core/json_parse.h"
+/* json_read.c -- recursive-descent JSON reader (contract in json_read.h). */
+#include "util/json_read.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "core/error.h"
 
 #define MAX_INPUT ((size_t)64 << 20)
 
@@ -16,10 +16,24 @@ typedef struct {
     vq_status st;
 } parser;
 
+/* Keep the first error's message in err (CLI_JSON_ERRLEN bytes, may be
+ * NULL) and return st. */
+static vq_status json_fail(char *err, vq_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static vq_status json_fail(char *err, vq_status st, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, CLI_JSON_ERRLEN, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
 static int fail(parser *p, const char *what)
 {
     if (p->st == VQ_OK)
-        p->st = vq_fail(p->err, VQ_ERR_FORMAT, "json: %s at byte %zu", what, p->pos);
+        p->st = json_fail(p->err, VQ_ERR_FORMAT, "json: %s at byte %zu", what, p->pos);
     return -1;
 }
 
@@ -104,7 +118,7 @@ static int string(parser *p, char **out, size_t *out_len)
         return fail(p, "unterminated string");
     char *d = malloc(end - start + 1);
     if (!d) {
-        p->st = vq_fail(p->err, VQ_ERR_NOMEM, "json: out of memory");
+        p->st = json_fail(p->err, VQ_ERR_NOMEM, "json: out of memory");
         return -1;
     }
     size_t o = 0;
@@ -212,31 +226,31 @@ static int number(parser *p, double *out)
     return 0;
 }
 
-static int value(parser *p, vq_json_node *n, int depth);
+static int value(parser *p, cli_json_node *n, int depth);
 
 /* Append a child (grows by doubling). */
-static vq_json_node *push(parser *p, vq_json_node *n, size_t *cap)
+static cli_json_node *push(parser *p, cli_json_node *n, size_t *cap)
 {
     if (n->n == *cap) {
         size_t nc = *cap ? *cap * 2 : 4;
-        vq_json_node *c = realloc(n->children, nc * sizeof *c);
+        cli_json_node *c = realloc(n->children, nc * sizeof *c);
         if (!c) {
-            p->st = vq_fail(p->err, VQ_ERR_NOMEM, "json: out of memory");
+            p->st = json_fail(p->err, VQ_ERR_NOMEM, "json: out of memory");
             return NULL;
         }
         n->children = c;
         *cap = nc;
     }
-    vq_json_node *c = &n->children[n->n++];
+    cli_json_node *c = &n->children[n->n++];
     memset(c, 0, sizeof *c);
     return c;
 }
 
-static int container(parser *p, vq_json_node *n, int depth, int object)
+static int container(parser *p, cli_json_node *n, int depth, int object)
 {
-    if (depth >= VQ_JSON_PARSE_MAX_DEPTH)
+    if (depth >= CLI_JSON_PARSE_MAX_DEPTH)
         return fail(p, "nesting too deep");
-    n->type = object ? VQ_JSON_OBJECT : VQ_JSON_ARRAY;
+    n->type = object ? CLI_JSON_OBJECT : CLI_JSON_ARRAY;
     p->pos++;
     size_t cap = 0;
     skip_ws(p);
@@ -246,7 +260,7 @@ static int container(parser *p, vq_json_node *n, int depth, int object)
     }
     for (;;) {
         skip_ws(p);
-        vq_json_node *c = push(p, n, &cap);
+        cli_json_node *c = push(p, n, &cap);
         if (!c)
             return -1;
         if (object) {
@@ -275,7 +289,7 @@ static int container(parser *p, vq_json_node *n, int depth, int object)
     }
 }
 
-static int value(parser *p, vq_json_node *n, int depth)
+static int value(parser *p, cli_json_node *n, int depth)
 {
     skip_ws(p);
     if (p->pos >= p->len)
@@ -284,15 +298,15 @@ static int value(parser *p, vq_json_node *n, int depth)
     switch (c) {
     case '{': return container(p, n, depth, 1);
     case '[': return container(p, n, depth, 0);
-    case '"': n->type = VQ_JSON_STRING; return string(p, &n->str, &n->str_len);
-    case 't': n->type = VQ_JSON_BOOL; n->num = 1; return literal(p, "true");
-    case 'f': n->type = VQ_JSON_BOOL; return literal(p, "false");
-    case 'n': n->type = VQ_JSON_NULL; return literal(p, "null");
-    default: n->type = VQ_JSON_NUMBER; return number(p, &n->num);
+    case '"': n->type = CLI_JSON_STRING; return string(p, &n->str, &n->str_len);
+    case 't': n->type = CLI_JSON_BOOL; n->num = 1; return literal(p, "true");
+    case 'f': n->type = CLI_JSON_BOOL; return literal(p, "false");
+    case 'n': n->type = CLI_JSON_NULL; return literal(p, "null");
+    default: n->type = CLI_JSON_NUMBER; return number(p, &n->num);
     }
 }
 
-static void node_clear(vq_json_node *n)
+static void node_clear(cli_json_node *n)
 {
     for (size_t i = 0; i < n->n; i++)
         node_clear(&n->children[i]);
@@ -301,7 +315,7 @@ static void node_clear(vq_json_node *n)
     free(n->key);
 }
 
-void vq_json_node_free(vq_json_node *root)
+void cli_json_node_free(cli_json_node *root)
 {
     if (!root)
         return;
@@ -309,33 +323,33 @@ void vq_json_node_free(vq_json_node *root)
     free(root);
 }
 
-vq_status vq_json_parse(const char *text, size_t len, vq_json_node **out, char *err)
+vq_status cli_json_parse(const char *text, size_t len, cli_json_node **out, char *err)
 {
     if (!out || (!text && len))
-        return vq_fail(err, VQ_ERR_INVALID_ARG, "json: NULL argument");
+        return json_fail(err, VQ_ERR_INVALID_ARG, "json: NULL argument");
     *out = NULL;
     if (len > MAX_INPUT)
-        return vq_fail(err, VQ_ERR_FORMAT, "json: input of %zu bytes exceeds 64 MiB", len);
+        return json_fail(err, VQ_ERR_FORMAT, "json: input of %zu bytes exceeds 64 MiB", len);
     parser p = { text, len, 0, err, VQ_OK };
-    vq_json_node *root = calloc(1, sizeof *root);
+    cli_json_node *root = calloc(1, sizeof *root);
     if (!root)
-        return vq_fail(err, VQ_ERR_NOMEM, "json: out of memory");
+        return json_fail(err, VQ_ERR_NOMEM, "json: out of memory");
     if (value(&p, root, 0) == 0) {
         skip_ws(&p);
         if (p.pos != p.len)
             fail(&p, "trailing bytes");
     }
     if (p.st != VQ_OK) {
-        vq_json_node_free(root);
+        cli_json_node_free(root);
         return p.st;
     }
     *out = root;
     return VQ_OK;
 }
 
-const vq_json_node *vq_json_get(const vq_json_node *obj, const char *key)
+const cli_json_node *cli_json_get(const cli_json_node *obj, const char *key)
 {
-    if (!obj || obj->type != VQ_JSON_OBJECT || !key)
+    if (!obj || obj->type != CLI_JSON_OBJECT || !key)
         return NULL;
     for (size_t i = 0; i < obj->n; i++)
         if (obj->children[i].key && strcmp(obj->children[i].key, key) == 0)
@@ -343,14 +357,14 @@ const vq_json_node *vq_json_get(const vq_json_node *obj, const char *key)
     return NULL;
 }
 
-double vq_json_get_num(const vq_json_node *obj, const char *key, double dflt)
+double cli_json_get_num(const cli_json_node *obj, const char *key, double dflt)
 {
-    const vq_json_node *n = vq_json_get(obj, key);
-    return n && (n->type == VQ_JSON_NUMBER || n->type == VQ_JSON_BOOL) ? n->num : dflt;
+    const cli_json_node *n = cli_json_get(obj, key);
+    return n && (n->type == CLI_JSON_NUMBER || n->type == CLI_JSON_BOOL) ? n->num : dflt;
 }
 
-const char *vq_json_get_str(const vq_json_node *obj, const char *key, const char *dflt)
+const char *cli_json_get_str(const cli_json_node *obj, const char *key, const char *dflt)
 {
-    const vq_json_node *n = vq_json_get(obj, key);
-    return n && n->type == VQ_JSON_STRING ? n->str : dflt;
+    const cli_json_node *n = cli_json_get(obj, key);
+    return n && n->type == CLI_JSON_STRING ? n->str : dflt;
 }

@@ -1,12 +1,12 @@
-/* json.c -- streaming JSON writer (contract in json.h). */
-#include "core/json.h"
+/* json_write.c -- streaming JSON writer (contract in json_write.h). */
+#include "util/json_write.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void vq_json_init(vq_json *j, vq_json_sink_fn sink, void *user, int pretty)
+void cli_json_init(cli_json *j, cli_json_sink_fn sink, void *user, int pretty)
 {
     memset(j, 0, sizeof *j);
     j->sink = sink;
@@ -15,7 +15,7 @@ void vq_json_init(vq_json *j, vq_json_sink_fn sink, void *user, int pretty)
     j->st = sink ? VQ_OK : VQ_ERR_INVALID_ARG;
 }
 
-static void put(vq_json *j, const char *s, size_t n)
+static void put(cli_json *j, const char *s, size_t n)
 {
     if (j->st != VQ_OK || n == 0)
         return;
@@ -23,9 +23,9 @@ static void put(vq_json *j, const char *s, size_t n)
         j->st = VQ_ERR_IO;
 }
 
-static void puts_(vq_json *j, const char *s) { put(j, s, strlen(s)); }
+static void puts_(cli_json *j, const char *s) { put(j, s, strlen(s)); }
 
-static void newline_indent(vq_json *j)
+static void newline_indent(cli_json *j)
 {
     if (!j->pretty)
         return;
@@ -40,7 +40,7 @@ static void newline_indent(vq_json *j)
 }
 
 /* Before any value: check the grammar and write the separator. */
-static int before_value(vq_json *j)
+static int before_value(cli_json *j)
 {
     if (j->st != VQ_OK)
         return 0;
@@ -68,7 +68,7 @@ static int before_value(vq_json *j)
     return 1;
 }
 
-static void escape(vq_json *j, const char *s, size_t n)
+static void escape(cli_json *j, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     put(j, "\"", 1);
@@ -131,11 +131,11 @@ static void escape(vq_json *j, const char *s, size_t n)
     put(j, "\"", 1);
 }
 
-void vq_json_begin_object(vq_json *j)
+void cli_json_begin_object(cli_json *j)
 {
     if (!before_value(j))
         return;
-    if (j->depth >= VQ_JSON_MAX_DEPTH) {
+    if (j->depth >= CLI_JSON_MAX_DEPTH) {
         j->st = VQ_ERR_STATE;
         return;
     }
@@ -145,11 +145,11 @@ void vq_json_begin_object(vq_json *j)
     j->depth++;
 }
 
-void vq_json_begin_array(vq_json *j)
+void cli_json_begin_array(cli_json *j)
 {
     if (!before_value(j))
         return;
-    if (j->depth >= VQ_JSON_MAX_DEPTH) {
+    if (j->depth >= CLI_JSON_MAX_DEPTH) {
         j->st = VQ_ERR_STATE;
         return;
     }
@@ -159,7 +159,7 @@ void vq_json_begin_array(vq_json *j)
     j->depth++;
 }
 
-static void end_container(vq_json *j, int object)
+static void end_container(cli_json *j, int object)
 {
     if (j->st != VQ_OK)
         return;
@@ -174,10 +174,10 @@ static void end_container(vq_json *j, int object)
     put(j, object ? "}" : "]", 1);
 }
 
-void vq_json_end_object(vq_json *j) { end_container(j, 1); }
-void vq_json_end_array(vq_json *j) { end_container(j, 0); }
+void cli_json_end_object(cli_json *j) { end_container(j, 1); }
+void cli_json_end_array(cli_json *j) { end_container(j, 0); }
 
-void vq_json_key(vq_json *j, const char *key)
+void cli_json_key(cli_json *j, const char *key)
 {
     if (j->st != VQ_OK)
         return;
@@ -195,33 +195,33 @@ void vq_json_key(vq_json *j, const char *key)
     j->have_key = 1;
 }
 
-void vq_json_strn(vq_json *j, const char *s, size_t n)
+void cli_json_strn(cli_json *j, const char *s, size_t n)
 {
     if (!s) {
-        vq_json_null(j);
+        cli_json_null(j);
         return;
     }
     if (before_value(j))
         escape(j, s, n);
 }
 
-void vq_json_str(vq_json *j, const char *s) { vq_json_strn(j, s, s ? strlen(s) : 0); }
+void cli_json_str(cli_json *j, const char *s) { cli_json_strn(j, s, s ? strlen(s) : 0); }
 
-void vq_json_int(vq_json *j, int64_t v)
+void cli_json_int(cli_json *j, int64_t v)
 {
     char b[32];
     if (before_value(j))
         put(j, b, (size_t)snprintf(b, sizeof b, "%lld", (long long)v));
 }
 
-void vq_json_uint(vq_json *j, uint64_t v)
+void cli_json_uint(cli_json *j, uint64_t v)
 {
     char b[32];
     if (before_value(j))
         put(j, b, (size_t)snprintf(b, sizeof b, "%llu", (unsigned long long)v));
 }
 
-void vq_json_num(vq_json *j, double v)
+void cli_json_num(cli_json *j, double v)
 {
     char b[40];
     if (!before_value(j))
@@ -232,25 +232,33 @@ void vq_json_num(vq_json *j, double v)
         put(j, b, (size_t)snprintf(b, sizeof b, "%.10g", v));
 }
 
-void vq_json_bool(vq_json *j, int v)
+void cli_json_bool(cli_json *j, int v)
 {
     if (before_value(j))
         puts_(j, v ? "true" : "false");
 }
 
-void vq_json_null(vq_json *j)
+void cli_json_null(cli_json *j)
 {
     if (before_value(j))
         puts_(j, "null");
 }
 
-void vq_json_kstr(vq_json *j, const char *key, const char *s) { vq_json_key(j, key); vq_json_str(j, s); }
-void vq_json_kint(vq_json *j, const char *key, int64_t v) { vq_json_key(j, key); vq_json_int(j, v); }
-void vq_json_kuint(vq_json *j, const char *key, uint64_t v) { vq_json_key(j, key); vq_json_uint(j, v); }
-void vq_json_knum(vq_json *j, const char *key, double v) { vq_json_key(j, key); vq_json_num(j, v); }
-void vq_json_kbool(vq_json *j, const char *key, int v) { vq_json_key(j, key); vq_json_bool(j, v); }
+void cli_json_kstr(cli_json *j, const char *key, const char *s) { cli_json_key(j, key); cli_json_str(j, s); }
+void cli_json_kint(cli_json *j, const char *key, int64_t v) { cli_json_key(j, key); cli_json_int(j, v); }
+void cli_json_kuint(cli_json *j, const char *key, uint64_t v) { cli_json_key(j, key); cli_json_uint(j, v); }
+void cli_json_knum(cli_json *j, const char *key, double v) { cli_json_key(j, key); cli_json_num(j, v); }
+void cli_json_kbool(cli_json *j, const char *key, int v) { cli_json_key(j, key); cli_json_bool(j, v); }
 
-vq_status vq_json_finish(vq_json *j)
+void cli_json_print_str(FILE *f, const char *s)
+{
+    cli_json j;
+    cli_json_init(&j, cli_json_sink_file, f, 0);
+    cli_json_str(&j, s ? s : "");
+    (void)cli_json_finish(&j);
+}
+
+vq_status cli_json_finish(cli_json *j)
 {
     if (j->st == VQ_OK && (j->depth != 0 || j->n_roots != 1))
         j->st = VQ_ERR_STATE;
@@ -259,14 +267,14 @@ vq_status vq_json_finish(vq_json *j)
     return j->st;
 }
 
-int vq_json_sink_file(void *file, const char *data, size_t n)
+int cli_json_sink_file(void *file, const char *data, size_t n)
 {
     return fwrite(data, 1, n, (FILE *)file) == n ? 0 : -1;
 }
 
-int vq_json_sink_buf(void *buf, const char *data, size_t n)
+int cli_json_sink_buf(void *buf, const char *data, size_t n)
 {
-    vq_json_buf *b = buf;
+    cli_json_buf *b = buf;
     if (n > SIZE_MAX / 2 - b->len - 1)
         return -1;
     if (b->len + n + 1 > b->cap) {

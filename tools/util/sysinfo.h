@@ -1,13 +1,14 @@
-/* sysinfo.h -- facts about the machine a measurement ran on (Linux).
+/* sysinfo.h -- facts about the machine a measurement ran on (Linux), for
+ * the CLI's result files.
  *
- * vq_sysinfo_get fills every field it can and leaves the rest at their
+ * cli_sysinfo_get fills every field it can and leaves the rest at their
  * "unknown" values ("unknown", 0); it never fails. Sources: the first
  * "model name" line of /proc/cpuinfo, sysconf(_SC_NPROCESSORS_ONLN), the
  * MemTotal line of /proc/meminfo, uname(2).
- * vq_utc_now_iso8601 writes the current UTC time as "YYYY-MM-DDTHH:MM:SSZ"
+ * cli_utc_now_iso8601 writes the current UTC time as "YYYY-MM-DDTHH:MM:SSZ"
  * into buf (at least 21 bytes). */
-#ifndef VQ_CORE_SYSINFO_H
-#define VQ_CORE_SYSINFO_H
+#ifndef VQ_TOOLS_UTIL_SYSINFO_H
+#define VQ_TOOLS_UTIL_SYSINFO_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,9 +18,9 @@ typedef struct {
     int n_cores;            /* online logical CPUs, 0 if unknown */
     uint64_t mem_total_bytes; /* physical memory, 0 if unknown */
     char os[96];            /* "Linux 6.1.0 x86_64" */
-} vq_sysinfo;
+} cli_sysinfo;
 
-void vq_sysinfo_get(vq_sysinfo *out);
-void vq_utc_now_iso8601(char *buf, size_t cap);
+void cli_sysinfo_get(cli_sysinfo *out);
+void cli_utc_now_iso8601(char *buf, size_t cap);
 
 #endif

@@ -1,5 +1,5 @@
 /* sysinfo.c -- machine facts for result files (contract in sysinfo.h). */
-#include "core/sysinfo.h"
+#include "util/sysinfo.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -25,7 +25,7 @@ static void copy_value(const char *line, char *dst, size_t cap)
     dst[n] = 0;
 }
 
-void vq_sysinfo_get(vq_sysinfo *out)
+void cli_sysinfo_get(cli_sysinfo *out)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->cpu_model, sizeof out->cpu_model, "unknown");
@@ -58,7 +58,7 @@ void vq_sysinfo_get(vq_sysinfo *out)
         snprintf(out->os, sizeof out->os, "%.30s %.40s %.20s", u.sysname, u.release, u.machine);
 }
 
-void vq_utc_now_iso8601(char *buf, size_t cap)
+void cli_utc_now_iso8601(char *buf, size_t cap)
 {
     time_t t = time(NULL);
     struct tm tm;
