@@ -441,6 +441,40 @@ static void test_dot_multi(void)
     free(act);
 }
 
+/* vq_dot_rows: every row has vq_dot's bits (the 4-row kernels repeat the
+ * single-row arithmetic), for row counts that leave every remainder and
+ * odd block counts (n = 576: 18 blocks; 1056: 33) */
+static void test_dot_rows(void)
+{
+    vq_rng r;
+    vq_rng_seed(&r, 17);
+    static const size_t ns[] = { 576, 1056 };
+    for (size_t in = 0; in < 2; in++) {
+        size_t n = ns[in], nrows = 11;
+        for (size_t k = 0; k < N_TYPES; k++) {
+            vq_wtype t = all_types[k];
+            if (n % vq_wtype_block_elems(t))
+                continue;
+            size_t rb = vq_wtype_row_bytes(t, n);
+            uint8_t *rows = malloc(rb * nrows), *act = malloc(vq_act_bytes(t, n));
+            float *x = malloc(n * sizeof *x), out[11];
+            for (size_t i = 0; i < nrows; i++)
+                random_row(t, &r, rows + i * rb, n);
+            random_x(&r, x, n);
+            vq_act_prepare(t, x, n, act);
+            for (size_t m = 1; m <= nrows; m += 3) {
+                vq_dot_rows(t, rows, rb, m, act, n, out);
+                for (size_t i = 0; i < m; i++) {
+                    float single = vq_dot(t, rows + i * rb, act, n);
+                    CHECKF(memcmp(&out[i], &single, sizeof single) == 0, "%s n=%zu rows=%zu row %zu: %.9g vs %.9g",
+                           vq_wtype_name(t), n, m, i, out[i], single);
+                }
+            }
+            free(rows), free(act), free(x);
+        }
+    }
+}
+
 /* Real weights: every tensor type in the two default models dequantizes to
  * finite values with a plausible RMS, and every dot variant agrees with the
  * reference on real rows (real scale/code distributions, not just random).
@@ -523,6 +557,7 @@ int main(void)
     RUN(test_act_quantization_bound);
     RUN(test_dot_all_variants);
     RUN(test_dot_multi);
+    RUN(test_dot_rows);
     RUN(test_real_weights);
     return vq_test_summary("quants");
 }

@@ -57,7 +57,11 @@ static void matmul_chunk(void *arg, size_t b, size_t e, int tid)
         float *y = j->y[mi] + r;
         size_t ys = j->y_stride[mi];
         if (j->n == 1) {
-            *y = vq_dot((vq_wtype)w->type, row, j->act, (size_t)w->cols);
+            /* decode: the rest of this matrix's rows in the chunk at once
+             * (four rows share each activation load; the same bits) */
+            size_t end = j->row0[mi + 1] < e ? j->row0[mi + 1] : e, nr = end - g;
+            vq_dot_rows((vq_wtype)w->type, row, w->row_bytes, nr, j->act, (size_t)w->cols, y);
+            g = end - 1;
             continue;
         }
         /* groups of VQ_FWD_BATCH (a multiple of 4) keep `out` bounded

@@ -17,6 +17,7 @@
 
 static vq_dot_kernel dot_table[N_WTYPES];
 static vq_dot4_kernel dot4_table[N_WTYPES]; /* NULL: loop over vq_dot */
+static vq_rows4_kernel rows4_table[N_WTYPES]; /* NULL: loop over vq_dot */
 static pthread_once_t dot_table_once = PTHREAD_ONCE_INIT;
 
 static void init_table(void)
@@ -28,6 +29,7 @@ static void init_table(void)
         if (f & VQ_CPU_AVX512_VNNI) {
             k = vq_dot_avx512x_kernel((vq_wtype)t);
             k4 = vq_dot4_avx512x_kernel((vq_wtype)t);
+            rows4_table[t] = vq_rows4_avx512x_kernel((vq_wtype)t);
         }
         if (!k && (f & VQ_CPU_AVX2)) {
             k = vq_dot_avx2_kernel((vq_wtype)t);
@@ -97,6 +99,24 @@ double vq_dot_ref(vq_wtype t, const void *wrow, const float *x, size_t n)
             acc += (double)buf[j] * (double)x[i + j];
     }
     return acc;
+}
+
+void vq_dot_rows(vq_wtype t, const void *wrow, size_t row_bytes, size_t nrows, const void *act, size_t n,
+                 float *out)
+{
+    pthread_once(&dot_table_once, init_table);
+    if ((unsigned)t >= N_WTYPES || !dot_table[t]) {
+        for (size_t r = 0; r < nrows; r++)
+            out[r] = 0.0f;
+        return;
+    }
+    const uint8_t *w = wrow;
+    size_t r = 0;
+    if (rows4_table[t])
+        for (; r + 4 <= nrows; r += 4)
+            rows4_table[t](w + r * row_bytes, row_bytes, act, n, out + r);
+    for (; r < nrows; r++)
+        out[r] = dot_table[t](w + r * row_bytes, act, n);
 }
 
 void vq_dot_multi(vq_wtype t, const void *wrow, const void *act, size_t act_stride, size_t m,

@@ -56,6 +56,10 @@ double vq_dot_ref(vq_wtype t, const void *wrow, const float *x, size_t n);
  * results as m vq_dot calls up to float rounding; where a multi-vector
  * kernel exists (AVX2: the 32-element types, Q4_K, Q5_K, Q6_K) each weight
  * block is decoded once per 4 vectors, which speeds up batched prefill. */
+/* out[r] = vq_dot(t, wrow + r*row_bytes, act, n) for r < nrows, the same
+ * bits, four rows at a time where a 4-row kernel exists (decode). */
+void vq_dot_rows(vq_wtype t, const void *wrow, size_t row_bytes, size_t nrows, const void *act, size_t n,
+                 float *out);
 void vq_dot_multi(vq_wtype t, const void *wrow, const void *act, size_t act_stride, size_t m,
                   size_t n, float *out);
 

@@ -91,6 +91,7 @@ void vq_act_quantize256(const float *x, size_t n, vq_act256 *a);
     case VQ_W_##T:         \
         return dot4_##s;
 
+
 /* A dot kernel: weight row (n elements) with prepared activations. */
 typedef float (*vq_dot_kernel)(const void *wrow, const void *act, size_t n);
 /* Scalar kernels, indexed by type; NULL where unsupported. */
@@ -109,5 +110,10 @@ vq_dot_kernel vq_dot_avx2_kernel(vq_wtype t);
  * VQ_CPU_AVX512_VNNI. */
 vq_dot_kernel vq_dot_avx512x_kernel(vq_wtype t);
 vq_dot4_kernel vq_dot4_avx512x_kernel(vq_wtype t);
+/* A 4-row kernel: out[r] = dot(wrow + r*rstride, act) for r = 0..3, each
+ * row with the single-row kernel's arithmetic (the same bits), the
+ * activation read once: decode matrix-vector products. */
+typedef void (*vq_rows4_kernel)(const void *wrow, size_t rstride, const void *act, size_t n, float *out);
+vq_rows4_kernel vq_rows4_avx512x_kernel(vq_wtype t);
 
 #endif
