@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# bench_llamacpp.sh -- the peer measured beside our `bench e2e`: llama.cpp's CPU
+# backend on the same GGUF file and threads, built from the llama.cpp sources
+# vendored in the llama-cpp-python sdist on PyPI (pinned below; the only
+# registry this machine may use), with the AMX kernels off (they trap on these
+# machines) and AVX-512/VNNI on. Writes figures/bench/llamacpp-smollm2.json:
+# {"commands", "load", "llama_cpp_python_sdist", "result": llama-bench's JSON rows}.
+# Waits for a load average under 0.5 first, as scripts/run_bench.sh does.
+#   bash scripts/bench_llamacpp.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ver=0.3.16
+work=build/llamacpp
+mkdir -p "$work"
+if [ ! -x "$work/src/build/bin/llama-bench" ]; then
+    python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$ver" -d "$work" >&2
+    rm -rf "$work/src" && mkdir -p "$work/src"
+    tar xzf "$work/llama_cpp_python-$ver.tar.gz" -C "$work/src" --strip-components=3 \
+        "llama_cpp_python-$ver/vendor/llama.cpp"
+    cmake -S "$work/src" -B "$work/src/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+        -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON \
+        -DGGML_AVX512_VBMI=ON -DGGML_AVX512_BF16=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+        -DLLAMA_CURL=OFF -DGGML_OPENMP=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
+    cmake --build "$work/src/build" -j2 --target llama-bench >&2
+fi
+waited=0
+while awk '{ exit !($1 >= 0.5) }' /proc/loadavg && [ "$waited" -lt "${VQ_BENCH_WAIT:-900}" ]; do
+    sleep 10; waited=$((waited + 10))
+done
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+common=(-m models/smollm2-135m.gguf -t 2 -p 512 -n 32 -d 0,4096 -r 3 -o json)
+# f16 cache with and without flash attention; q4_0 K/V needs flash attention
+runs=("-fa 0,1 -ctk f16 -ctv f16" "-fa 1 -ctk q4_0 -ctv q4_0")
+cmds=() results=()
+for r in "${runs[@]}"; do
+    read -ra extra <<<"$r"
+    cmds+=("llama-bench $(printf '%q ' "${common[@]}" "${extra[@]}")")
+    echo "== llama.cpp (load $load): ${cmds[-1]}" >&2
+    results+=("$("$work/src/build/bin/llama-bench" "${common[@]}" "${extra[@]}")")
+done
+python3 - figures/bench/llamacpp-smollm2.json "$load" "$ver" "${cmds[@]}" -- "${results[@]}" <<'PY'
+import json, os, sys
+path, load, ver = sys.argv[1:4]
+rest = sys.argv[4:]
+k = rest.index("--")
+cmds, res = rest[:k], rest[k + 1:]
+rows = [row for r in res for row in json.loads(r)]
+with open(path + ".tmp", "w") as f:
+    json.dump({"commands": cmds, "load": load, "llama_cpp_python_sdist": ver, "result": rows}, f, indent=1)
+os.replace(path + ".tmp", path)
+PY
