@@ -5,7 +5,9 @@ usage: scripts/bench_tables.py FILE.json [FILE.json ...]
 
 Each file is the --json output of `veloxquant bench attention` or
 `veloxquant bench e2e` (the schema field tells which), optionally wrapped by
-scripts/run_bench.sh in {"command": ..., "load": ..., "result": {...}}.
+scripts/run_bench.sh in {"command": ..., "load": ..., "result": {...}}, or
+scripts/bench_llamacpp.sh's {"commands": [...], "load": ..., "result": [rows
+of llama-bench -o json]}.
 Prints one table per file to stdout; nothing is typed by hand.
 """
 import json
@@ -46,6 +48,18 @@ def e2e_table(r):
     return out
 
 
+def llamacpp_table(rows):
+    out = ["llama.cpp CPU backend (llama-bench), same GGUF file and threads; t/s = tokens per second, "
+           "mean of the repetitions", "",
+           "| test | depth (tokens already in the cache) | K/V cache | flash attention | threads | t/s |",
+           "|---|---|---|---|---|---|"]
+    for x in rows:
+        test = f"pp{x['n_prompt']}" if x.get("n_prompt") else f"tg{x['n_gen']}"
+        out.append(f"| {test} | {x.get('n_depth', 0)} | {x.get('type_k', '?')}/{x.get('type_v', '?')} | "
+                   f"{'on' if x.get('flash_attn') else 'off'} | {x.get('n_threads')} | {fmt(x['avg_ts'])} |")
+    return out
+
+
 def main(paths):
     for p in paths:
         with open(p) as f:
@@ -54,10 +68,14 @@ def main(paths):
         lines = [f"### {p}", ""]
         if "command" in doc:
             lines += ["```", doc["command"], "```", ""]
+        for c in doc.get("commands", []):
+            lines += ["```", c, "```", ""]
         if "load" in doc:
             lines += [f"load average before the run: {doc['load']}", ""]
-        schema = r.get("schema", "")
-        if schema.startswith("veloxquant.bench-attention"):
+        schema = r.get("schema", "") if isinstance(r, dict) else "llama-bench"
+        if schema == "llama-bench":
+            lines += llamacpp_table(r)
+        elif schema.startswith("veloxquant.bench-attention"):
             lines += attention_table(r)
         elif schema.startswith("veloxquant.bench-e2e"):
             lines += e2e_table(r)

@@ -85,7 +85,7 @@ done
     echo "JSON result) and \`scripts/bench_tables.py\`. Read ratios within one table (docs/PERF.md)."
     echo
     files=()
-    for f in attention-d128 attention-d64 attention-d128-131k e2e-smollm2; do
+    for f in attention-d128 attention-d64 attention-d128-131k e2e-smollm2 llamacpp-smollm2; do
         [ -f "$out/$f.json" ] && files+=("$out/$f.json")
     done
     [ ${#files[@]} -eq 0 ] || python3 scripts/bench_tables.py "${files[@]}"
