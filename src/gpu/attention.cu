@@ -387,6 +387,31 @@ static int choose_splits(const vq_cuda_attn_args *a)
     return want < 1 ? 1 : want;
 }
 
+/* Splits for the tensor-core kernel (3 CTAs of 4 warps per SM): the fewest
+ * that fill the resident CTA slots to >= 90% in whole waves (a partial last
+ * wave costs a whole wave's time), chunks of >= 256 tokens. */
+#define MMA_CTAS_PER_SM 3
+static int choose_splits_mma(const vq_cuda_attn_args *a)
+{
+    if (a->splits > 0)
+        return a->splits;
+    const int pairs = a->batch * a->n_kv_heads, slots = MMA_CTAS_PER_SM * sm_count();
+    const int max_s = a->max_seq_len / 256 > 1 ? a->max_seq_len / 256 : 1;
+    int best = 1;
+    double best_eff = 0.0;
+    for (int s = 1; s <= max_s && s <= 1024; s++) {
+        const long ctas = (long)pairs * s, waves = (ctas + slots - 1) / slots;
+        const double eff = (double)ctas / ((double)waves * slots);
+        if (eff >= 0.9)
+            return s;
+        if (eff > best_eff + 1e-9) {
+            best_eff = eff;
+            best = s;
+        }
+    }
+    return best;
+}
+
 static int chunk_of(const vq_cuda_attn_args *a, int splits)
 {
     int per = (a->max_seq_len + splits - 1) / splits;
@@ -398,7 +423,8 @@ extern "C" size_t vq_cuda_attention_workspace(const vq_cuda_attn_args *a)
 {
     if (!a || a->batch < 1 || a->n_q_heads < 1 || a->head_dim < 1)
         return 0;
-    int s = choose_splits(a);
+    int s = choose_splits(a), sm = choose_splits_mma(a);
+    s = sm > s ? sm : s; /* either kernel may run */
     size_t rows = (size_t)a->batch * a->n_q_heads * s;
     return rows * ((size_t)a->head_dim + 2) * sizeof(float);
 }
@@ -526,7 +552,13 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
     p.n_kv = a->n_kv_heads;
     p.page_tokens = a->page_tokens;
     p.max_pages = a->max_pages;
-    p.splits = choose_splits(a);
+    /* the tensor-core kernel where it has the pair (attention_mma.cu);
+     * VQ_CUDA_NO_MMA=1 in the environment forces the CUDA-core kernels (the
+     * test runs both) */
+    const bool odd_role = (kf->method == VQ_CUDA_KIVI && kf->role != VQ_ROLE_KEY) ||
+                          (vf->method == VQ_CUDA_KIVI && vf->role != VQ_ROLE_VALUE);
+    const bool mma = !odd_role && !no_mma() && vq_mma_supported(*kf, *vf, D, G, a->page_tokens);
+    p.splits = mma ? choose_splits_mma(a) : choose_splits(a);
     p.chunk = chunk_of(a, p.splits);
     p.page_table = a->page_table;
     p.seq_lens = a->seq_lens;
@@ -544,15 +576,10 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
      * warp-tiles per page */
     const int wt = STEPS * 256 / D;
     /* (a kivi format of the other role has the other layout: generic kernel) */
-    const bool odd_role = (kf->method == VQ_CUDA_KIVI && kf->role != VQ_ROLE_KEY) ||
-                          (vf->method == VQ_CUDA_KIVI && vf->role != VQ_ROLE_VALUE);
     const int km = a->page_tokens % wt || odd_role ? -1 : fmt_code(*kf);
     const int vm = a->page_tokens % wt || odd_role ? -1 : fmt_code(*vf);
     cudaError_t e;
-    /* the tensor-core kernel where it has the pair (attention_mma.cu);
-     * VQ_CUDA_NO_MMA=1 in the environment forces the CUDA-core kernels (the
-     * test runs both) */
-    if (!odd_role && !no_mma() && vq_mma_launch(p, D, G, a->batch, stream, &e)) {
+    if (mma && vq_mma_launch(p, D, G, a->batch, stream, &e)) {
         if (e == cudaSuccess)
             e = D == 64 ? launch_reduce<64>(p, a->batch, stream) : launch_reduce<128>(p, a->batch, stream);
         return cuda_check(e, "decode_attention launch (mma)");

@@ -7,10 +7,14 @@
  *
  * Exactness. The tensor cores only see numbers that are exact in fp16:
  *  - codes, never dequantised values: a b-bit code is masked out of its
- *    packed word in place, so the fp16 operand is code * 2^(e-24) (an fp16
- *    subnormal or small normal, exact; e = the code's bit offset inside its
- *    16-bit half). The power of two is folded into the other operand (keys)
- *    or applied to the output column (values). fp16 caches are used as is.
+ *    packed word in place, at a bit offset e < 8 of a 16-bit half (words
+ *    are shifted or byte-permuted so; bits 10..14 would be the exponent).
+ *    Keys: the fp16 operand is the subnormal code * 2^(e-24), exact (the
+ *    H200's tensor cores keep fp16 subnormals); the query operand carries
+ *    2^(24-e-EXPO), so products are about q * code * 2^-16. Values: the
+ *    softmax weight can be tiny, and the tensor cores sum with an absolute
+ *    floor near 2^-43 (probed), so value codes become normal fp16 numbers
+ *    code * 2^e (exponent OR'ed in, 1024 subtracted: code_h2).
  *  - the query (times the key codec's per-channel factors) and the softmax
  *    weights (times the value codec's per-token group scale) are float32
  *    numbers split into hi + lo fp16 halves: hi in rows 0..7 of the 16-row
@@ -43,13 +47,19 @@ using namespace vqg;
 
 namespace {
 
+/* CTAs per SM the register allocation aims at: 3 (168 registers, a few
+ * bytes spilled) measured 0-12% faster at 64k x 8 than 1 (185-250
+ * registers, 2 CTAs). attention.cu's split choice assumes this value. */
+#ifndef VQ_MMA_MINB
+#define VQ_MMA_MINB(km) 3
+#endif
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
 constexpr unsigned FULL = 0xffffffffu;
 
 __device__ __forceinline__ void mma16816(float c[4], const uint4 &a, uint32_t b0, uint32_t b1)
 {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
@@ -64,6 +74,17 @@ __device__ __forceinline__ void split2(float x0, float x1, uint32_t &hi, uint32_
     const float2 f = __half22float2(h);
     hi = h2u(h);
     lo = h2u(__floats2half2_rn(x0 - f.x, x1 - f.y));
+}
+
+/* the codes selected by mask in both 16-bit halves of x, as exact normal
+ * fp16 numbers: (1024 + code * 2^e) - 1024, e = the mask's bit offset <= 8
+ * (a subnormal operand would be exact too, but the tensor cores sum with an
+ * absolute floor near 2^-43: products of subnormals and small softmax
+ * weights lost bits, measured 2e-4 relative error) */
+__device__ __forceinline__ uint32_t code_h2(uint32_t x, uint32_t mask)
+{
+    const uint32_t y = (x & mask) | 0x64006400u;
+    return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6400u), __ushort_as_half(0x6400u))));
 }
 
 __device__ __forceinline__ uint32_t ld32u(const uint8_t *p) { return *(const uint32_t *)p; }
@@ -230,15 +251,15 @@ __device__ __forceinline__ float val_colscale(int c)
     if constexpr (VM == FMT_FP16)
         return 1.0f;
     else if constexpr (VM == FMT_KIVI2)
-        return __int_as_float((127 + 24 - 2 * c) << 23);
+        return __int_as_float((127 - 2 * (c & 3)) << 23);
     else
-        return __int_as_float((127 + 24 - 4 * (c & 3)) << 23);
+        return __int_as_float((127 - 4 * (c & 1)) << 23);
 }
 
 /* ---- the kernel ------------------------------------------------------------ */
 
 template <int D, int G, int KM, int VM>
-__global__ void __launch_bounds__(NW * 32) attn_mma(const __grid_constant__ AttnParams p)
+__global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __grid_constant__ AttnParams p)
 {
     constexpr int KS = D / 16; /* k-steps of Q K^T */
     constexpr int NT = D / 8;  /* n-tiles of P V */
@@ -341,10 +362,14 @@ __global__ void __launch_bounds__(NW * 32) attn_mma(const __grid_constant__ Attn
 
     const int32_t *pt = p.page_table + ((size_t)b * p.n_kv + kvh) * p.max_pages;
     const int P = p.page_tokens;
-    /* kivi2 values: column g's code sits at bits 2g of each half; kivi4: half
-     * g / 4, bits 4 (g % 4) */
-    const uint32_t vmask = VM == FMT_KIVI2 ? 0x00030003u << (2 * g) : 0x000f000fu << (4 * (g & 3));
-    const uint32_t vsel4 = g < 4 ? 0x5410u : 0x7632u;
+    /* values: the byte permute brings the byte holding column g's code of
+     * two tokens into bytes 0 and 2, the mask keeps the code (bits 0..7 of
+     * each fp16 half), code_h2 makes it the fp16 number code * 2^off. kivi2: channel
+     * 8n + g is code g & 7 of its 16-bit word half: byte (g >> 2), bits
+     * 2 (g & 3); kivi4: channel 8n + g is code g of its 32-bit word: byte
+     * g >> 1, bits 4 (g & 1). */
+    const uint32_t vmask = VM == FMT_KIVI2 ? 0x00030003u << (2 * (g & 3)) : 0x000f000fu << (4 * (g & 1));
+    const uint32_t vbyte = VM == FMT_KIVI2 ? (uint32_t)(g >> 2) : (uint32_t)(g >> 1);
 
     for (int t0 = s0 + warp * WTOK; t0 < s1; t0 += NW * WTOK) {
         const int32_t pg = pt[t0 / P];
@@ -476,94 +501,114 @@ __global__ void __launch_bounds__(NW * 32) attn_mma(const __grid_constant__ Attn
                 l_run += sc[n][jj];
             }
 
-        /* ---- values: two k-tiles of 16 tokens ---- */
+        /* ---- values: two k-tiles of 16 tokens (loads of both issued together) ---- */
+        const uint8_t *vrow[2][4];
+        float pw[2][4];
 #pragma unroll
-        for (int kt = 0; kt < 2; kt++) {
-            const float pw[4] = {sc[2 * kt][0], sc[2 * kt][1], sc[2 * kt + 1][0], sc[2 * kt + 1][1]};
-            const uint8_t *vrow[4];
+        for (int kt = 0; kt < 2; kt++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int tok = min(t0 + 16 * kt + 2 * t + (i & 1) + 8 * (i >> 1), s1 - 1);
-                vrow[i] = vpage + (size_t)(in0 + tok - t0) * p.vf.block_bytes;
+                vrow[kt][i] = vpage + (size_t)(in0 + tok - t0) * p.vf.block_bytes;
+                pw[kt][i] = sc[2 * kt + (i >> 1)][i & 1];
             }
-            if constexpr (VM == FMT_FP16) {
-                uint4 a;
-                split2(pw[0], pw[1], a.x, a.y);
-                split2(pw[2], pw[3], a.z, a.w);
+        if constexpr (VM == FMT_FP16) {
+            uint4 a[2];
 #pragma unroll
-                for (int u = 0; u < D / 64; u++) {
-                    uint32_t w[4][4];
+            for (int kt = 0; kt < 2; kt++) {
+                split2(pw[kt][0], pw[kt][1], a[kt].x, a[kt].y);
+                split2(pw[kt][2], pw[kt][3], a[kt].z, a[kt].w);
+            }
+#pragma unroll
+            for (int u = 0; u < D / 64; u++) {
+                uint32_t w[2][4][4];
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
-                        const uint4 v = *(const uint4 *)(vrow[i] + 128 * u + 16 * g);
-                        w[i][0] = v.x;
-                        w[i][1] = v.y;
-                        w[i][2] = v.z;
-                        w[i][3] = v.w;
+                        const uint4 v = *(const uint4 *)(vrow[kt][i] + 128 * u + 16 * g);
+                        w[kt][i][0] = v.x;
+                        w[kt][i][1] = v.y;
+                        w[kt][i][2] = v.z;
+                        w[kt][i][3] = v.w;
                     }
 #pragma unroll
-                    for (int e = 0; e < 8; e++) {
-                        const uint32_t sel = e & 1 ? 0x7632u : 0x5410u;
-                        const uint32_t b0 = __byte_perm(w[0][e >> 1], w[1][e >> 1], sel);
-                        const uint32_t b1 = __byte_perm(w[2][e >> 1], w[3][e >> 1], sel);
-                        mma16816(o[8 * u + e], a, b0, b1);
+                for (int e = 0; e < 8; e++) {
+                    const uint32_t sel = e & 1 ? 0x7632u : 0x5410u;
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        const uint32_t b0 = __byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel);
+                        const uint32_t b1 = __byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel);
+                        mma16816(o[8 * u + e], a[kt], b0, b1);
                     }
                 }
-            } else {
-                /* kivi values, group 32: per token [scales fp16 x NG][minima
-                 * fp16 x NG][codes]; the token's group scale folds into the
-                 * weight, its minimum into mt[group] */
-                float sv[4][NG], mv[4][NG];
+            }
+        } else {
+            /* kivi values, group 32: per token [scales fp16 x NG][minima
+             * fp16 x NG][codes]; the token's group scale folds into the
+             * weight, its minimum into mt[group] */
+            constexpr int CB = (VM & 15) * D / 8 / NG; /* code bytes per group */
+            float sv[2][4][NG], mv[2][4][NG];
+#pragma unroll
+            for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
-                    if constexpr (NG == 4) {
-                        const uint4 v = *(const uint4 *)vrow[i]; /* block_bytes % 16 == 0 here */
+                    if constexpr (NG == 4) { /* block_bytes % 16 == 0 (D = 128, group 32) */
+                        const uint4 v = *(const uint4 *)vrow[kt][i];
                         const __half2 *h = (const __half2 *)&v;
-                        const float2 s01 = __half22float2(h[0]), s23 = __half22float2(h[1]);
-                        const float2 m01 = __half22float2(h[2]), m23 = __half22float2(h[3]);
-                        sv[i][0] = s01.x, sv[i][1] = s01.y, sv[i][2] = s23.x, sv[i][3] = s23.y;
-                        mv[i][0] = m01.x, mv[i][1] = m01.y, mv[i][2] = m23.x, mv[i][3] = m23.y;
-                    } else {
-                        const uint2 v = *(const uint2 *)vrow[i];
+#pragma unroll
+                        for (int k = 0; k < 2; k++) {
+                            const float2 s2 = __half22float2(h[k]), m2 = __half22float2(h[2 + k]);
+                            sv[kt][i][2 * k] = s2.x;
+                            sv[kt][i][2 * k + 1] = s2.y;
+                            mv[kt][i][2 * k] = m2.x;
+                            mv[kt][i][2 * k + 1] = m2.y;
+                        }
+                    } else { /* D = 64: two groups, 8-byte rows */
+                        const uint2 v = *(const uint2 *)vrow[kt][i];
                         const __half2 *h = (const __half2 *)&v;
-                        const float2 s01 = __half22float2(h[0]), m01 = __half22float2(h[1]);
-                        sv[i][0] = s01.x, sv[i][1] = s01.y;
-                        mv[i][0] = m01.x, mv[i][1] = m01.y;
+                        const float2 s2 = __half22float2(h[0]), m2 = __half22float2(h[1]);
+                        sv[kt][i][0] = s2.x;
+                        sv[kt][i][1] = s2.y;
+                        mv[kt][i][0] = m2.x;
+                        mv[kt][i][1] = m2.y;
                     }
                 }
-                constexpr int CB = (VM & 15) * D / 8 / NG; /* code bytes per group */
 #pragma unroll
-                for (int gr = 0; gr < NG; gr++) {
-                    uint4 a;
-                    split2(pw[0] * sv[0][gr], pw[1] * sv[1][gr], a.x, a.y);
-                    split2(pw[2] * sv[2][gr], pw[3] * sv[3][gr], a.z, a.w);
-                    mt[gr] = fmaf(pw[0], mv[0][gr], mt[gr]);
-                    mt[gr] = fmaf(pw[1], mv[1][gr], mt[gr]);
-                    mt[gr] = fmaf(pw[2], mv[2][gr], mt[gr]);
-                    mt[gr] = fmaf(pw[3], mv[3][gr], mt[gr]);
-                    uint32_t w[4][CB / 4];
+            for (int gr = 0; gr < NG; gr++) {
+                uint4 a[2];
+                uint32_t w[2][4][CB / 4];
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++) {
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
-                        const uint8_t *cp = vrow[i] + 4 * NG + gr * CB;
+                        const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
 #pragma unroll
                         for (int k = 0; k < CB / 8; k++) {
                             const uint2 v = *(const uint2 *)(cp + 8 * k);
-                            w[i][2 * k] = v.x;
-                            w[i][2 * k + 1] = v.y;
+                            w[kt][i][2 * k] = v.x;
+                            w[kt][i][2 * k + 1] = v.y;
                         }
+                        mt[gr] = fmaf(pw[kt][i], mv[kt][i][gr], mt[gr]);
                     }
+                    split2(pw[kt][0] * sv[kt][0][gr], pw[kt][1] * sv[kt][1][gr], a[kt].x, a[kt].y);
+                    split2(pw[kt][2] * sv[kt][2][gr], pw[kt][3] * sv[kt][3][gr], a[kt].z, a[kt].w);
+                }
 #pragma unroll
-                    for (int e = 0; e < 4; e++) { /* the 4 n-tiles of the group */
+                for (int e = 0; e < 4; e++) { /* the 4 n-tiles of the group */
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
                         uint32_t b0, b1;
                         if constexpr (VM == FMT_KIVI2) {
-                            const uint32_t sel = e & 1 ? 0x7632u : 0x5410u;
-                            b0 = __byte_perm(w[0][e >> 1], w[1][e >> 1], sel) & vmask;
-                            b1 = __byte_perm(w[2][e >> 1], w[3][e >> 1], sel) & vmask;
+                            const uint32_t bs = vbyte + 2 * (e & 1), sel = bs | (bs + 4) << 8;
+                            b0 = __byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel);
+                            b1 = __byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel);
                         } else {
-                            b0 = __byte_perm(w[0][e], w[1][e], vsel4) & vmask;
-                            b1 = __byte_perm(w[2][e], w[3][e], vsel4) & vmask;
+                            const uint32_t sel = vbyte | (vbyte + 4) << 8;
+                            b0 = __byte_perm(w[kt][0][e], w[kt][1][e], sel);
+                            b1 = __byte_perm(w[kt][2][e], w[kt][3][e], sel);
                         }
-                        mma16816(o[4 * gr + e], a, b0, b1);
+                        mma16816(o[4 * gr + e], a[kt], code_h2(b0, vmask), code_h2(b1, vmask));
                     }
                 }
             }
