@@ -87,6 +87,12 @@ __device__ __forceinline__ uint32_t code_h2(uint32_t x, uint32_t mask)
     return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6400u), __ushort_as_half(0x6400u))));
 }
 
+/* fp16 pair (1152 + c0, 1152 + c1) -> (c0, c1), exact */
+__device__ __forceinline__ uint32_t i8_h2(uint32_t y)
+{
+    return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6480u), __ushort_as_half(0x6480u))));
+}
+
 __device__ __forceinline__ uint32_t ld32u(const uint8_t *p) { return *(const uint32_t *)p; }
 
 /* ---- key formats ------------------------------------------------------------
@@ -119,6 +125,16 @@ __device__ __forceinline__ constexpr int key_chan(int s, int j)
     }
 }
 
+/* the channel (0..D-1) of k-index j of k-step s for quad lane t */
+template <int KM, int D>
+__device__ __forceinline__ int key_channel(int t, int s, int j)
+{
+    if constexpr (KM == FMT_Q8) /* k-step s inside block s/2: channels 16 (s%2) + 4t + j */
+        return 32 * (s >> 1) + 16 * (s & 1) + 4 * t + j;
+    else
+        return t * (D / 4) + key_chan<KM, D>(s, j);
+}
+
 template <int KM, int D>
 __device__ __forceinline__ constexpr int key_exp(int s)
 {
@@ -137,7 +153,7 @@ __host__ __device__ constexpr int key_planes() { return KM == FMT_RVQ1 ? 2 : 1; 
 template <int KM, int D>
 __host__ __device__ constexpr int key_words()
 {
-    return KM == FMT_FP16 ? D / 8 : KM == FMT_KIVI2 ? D / 64 : KM == FMT_KIVI4 ? D / 32 : 1;
+    return KM == FMT_FP16 ? D / 8 : KM == FMT_Q8 ? D / 16 : KM == FMT_KIVI2 ? D / 64 : KM == FMT_KIVI4 ? D / 32 : 1;
 }
 
 template <int KM, int D>
@@ -160,6 +176,16 @@ __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D
             r.w[0][4 * i + 2] = v.z;
             r.w[0][4 * i + 3] = v.w;
         }
+    } else if constexpr (KM == FMT_Q8) {
+        /* blocks of [d fp16][32 int8]: 4 codes at block offset 2 + 16h + 4t,
+         * 4-byte aligned in odd blocks only (rows are 4-byte aligned) */
+#pragma unroll
+        for (int b = 0; b < D / 32; b++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *p = row + 34 * b + 2 + 16 * h + 4 * t;
+                r.w[0][2 * b + h] = b & 1 ? ld32u(p) : (uint32_t)ld16(p) | (uint32_t)ld16(p + 2) << 16;
+            }
     } else if constexpr (KM == FMT_KIVI2) {
         if constexpr (D == 128) {
             const uint2 v = *(const uint2 *)(row + 8 * t);
@@ -204,6 +230,11 @@ __device__ __forceinline__ void key_frag(const KeyRaw<KM, D> &r, int pl, int s, 
     if constexpr (KM == FMT_FP16) {
         b0 = r.w[0][2 * s];
         b1 = r.w[0][2 * s + 1];
+    } else if constexpr (KM == FMT_Q8) {
+        /* signed bytes c -> fp16 (1024 + 128 + c) - 1152: exact */
+        const uint32_t x = r.w[0][s] ^ 0x80808080u;
+        b0 = i8_h2(__byte_perm(x, 0x64646464u, 0x4140));
+        b1 = i8_h2(__byte_perm(x, 0x64646464u, 0x4342));
     } else if constexpr (KM == FMT_KIVI2) {
         if constexpr (D == 128) {
             const uint32_t m = 0x00030003u << (2 * (s & 3));
@@ -240,6 +271,8 @@ __device__ __forceinline__ int val_chan(int nt, int c)
 {
     if constexpr (VM == FMT_FP16)
         return 8 * c + (nt & 7) + 64 * (nt >> 3);
+    else if constexpr (VM == FMT_Q8) /* n-tile nt: block nt/4, channels 4c + nt%4 */
+        return 32 * (nt >> 2) + 4 * c + (nt & 3);
     else
         return 8 * nt + c;
 }
@@ -248,7 +281,7 @@ __device__ __forceinline__ int val_chan(int nt, int c)
 template <int VM>
 __device__ __forceinline__ float val_colscale(int c)
 {
-    if constexpr (VM == FMT_FP16)
+    if constexpr (VM == FMT_FP16 || VM == FMT_Q8)
         return 1.0f;
     else if constexpr (VM == FMT_KIVI2)
         return __int_as_float((127 - 2 * (c & 3)) << 23);
@@ -266,7 +299,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     constexpr int PL = key_planes<KM>();
     constexpr bool KIVI_K = KM == FMT_KIVI2 || KM == FMT_KIVI4;
     constexpr bool KIVI_V = VM == FMT_KIVI2 || VM == FMT_KIVI4;
-    constexpr int NG = KIVI_V ? D / 32 : 1; /* value groups per token (group 32) */
+    constexpr bool Q8_V = VM == FMT_Q8;
+    constexpr int NG = KIVI_V || Q8_V ? D / 32 : 1; /* value groups (kivi group 32, q8_0 blocks) */
     constexpr int KB = KM & 15;             /* key bits (kivi) */
 
     __shared__ float qs[G][D];
@@ -319,7 +353,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             float x[4];
 #pragma unroll
             for (int j = 0; j < 4; j++)
-                x[j] = live ? qg[t * (D / 4) + key_chan<KM, D>(s, j)] : 0.0f;
+                x[j] = live ? qg[key_channel<KM, D>(t, s, j)] : 0.0f;
             if constexpr (KIVI_K) {
                 const float f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(s)) << 23);
                 qraw[s][lane] = make_float4(x[0], x[1], x[2], x[3]);
@@ -328,7 +362,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
                 for (int pl = 0; pl < PL; pl++) {
                     float f = 1.0f;
-                    if constexpr (KM != FMT_FP16)
+                    if constexpr (KM != FMT_FP16 && KM != FMT_Q8)
                         f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(s)) << 23);
                     if constexpr (KM == FMT_RVQ1)
                         f *= pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
@@ -435,6 +469,37 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             }
             base += __shfl_xor_sync(FULL, base, 1);
             base += __shfl_xor_sync(FULL, base, 2);
+        } else if constexpr (KM == FMT_Q8) {
+            /* q8_0: each block of 32 channels (2 k-steps) into fresh
+             * accumulators, then times the token's block scale d */
+            const uint8_t *drow[4][2];
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++)
+                    drow[n][jj] = kpage + (size_t)(in0 + min(t0 + 8 * n + 2 * t + jj, s1 - 1) - t0) * p.kf.block_bytes;
+#pragma unroll
+            for (int bk = 0; bk < D / 32; bk++) {
+                float cb[4][4];
+#pragma unroll
+                for (int n = 0; n < 4; n++)
+                    cb[n][0] = cb[n][1] = cb[n][2] = cb[n][3] = 0.0f;
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const uint4 a = afr[0][2 * bk + h][lane];
+                    uint32_t b0, b1;
+#pragma unroll
+                    for (int n = 0; n < 4; n++) {
+                        key_frag<KM, D>(kr[n], 0, 2 * bk + h, b0, b1);
+                        mma16816(cb[n], a, b0, b1);
+                    }
+                }
+#pragma unroll
+                for (int n = 0; n < 4; n++)
+#pragma unroll
+                    for (int jj = 0; jj < 2; jj++)
+                        c[n][jj] = fmaf(h2f(ld16(drow[n][jj] + 34 * bk)), cb[n][jj] + cb[n][2 + jj], c[n][jj]);
+            }
         } else {
 #pragma unroll
             for (int pl = 0; pl < PL; pl++)
@@ -458,7 +523,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             for (int jj = 0; jj < 2; jj++) {
                 const int tok = t0 + 8 * n + 2 * t + jj;
                 float x = c[n][jj] + c[n][2 + jj];
-                if constexpr (KM == FMT_FP16) {
+                if constexpr (KM == FMT_FP16 || KM == FMT_Q8) {
                 } else if constexpr (KIVI_K) {
                     x = fmaf(x, post, base);
                 } else {
@@ -542,6 +607,39 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         mma16816(o[8 * u + e], a[kt], b0, b1);
                     }
                 }
+            }
+        } else if constexpr (Q8_V) {
+            /* q8_0 values: per token D/32 blocks [d fp16][32 int8]; the
+             * block's d folds into the weight (P*d split hi/lo per block);
+             * lane g reads codes 4g..4g+3 of each block, n-tile e of the
+             * block takes byte e (channel 4g + e) of two tokens */
+#pragma unroll
+            for (int gr = 0; gr < NG; gr++) {
+                uint4 a[2];
+                uint32_t w[2][4];
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++) {
+                    float dv[4];
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const uint8_t *bp = vrow[kt][i] + 34 * gr;
+                        dv[i] = h2f(ld16(bp));
+                        const uint8_t *cp = bp + 2 + 4 * g; /* 4-byte aligned in odd blocks */
+                        w[kt][i] = (gr & 1 ? ld32u(cp) : (uint32_t)ld16(cp) | (uint32_t)ld16(cp + 2) << 16) ^
+                                   0x80808080u;
+                    }
+                    split2(pw[kt][0] * dv[0], pw[kt][1] * dv[1], a[kt].x, a[kt].y);
+                    split2(pw[kt][2] * dv[2], pw[kt][3] * dv[3], a[kt].z, a[kt].w);
+                }
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        const uint32_t sel = e | (4 + e) << 8;
+                        const uint32_t b0 = (__byte_perm(w[kt][0], w[kt][1], sel) & 0x00ff00ffu) | 0x64006400u;
+                        const uint32_t b1 = (__byte_perm(w[kt][2], w[kt][3], sel) & 0x00ff00ffu) | 0x64006400u;
+                        mma16816(o[4 * gr + e], a[kt], i8_h2(b0), i8_h2(b1));
+                    }
             }
         } else {
             /* kivi values, group 32: per token [scales fp16 x NG][minima
@@ -672,7 +770,7 @@ cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
 }
 
 #define VQ_MMA_PAIRS(X) \
-    X(FMT_FP16, FMT_FP16) X(FMT_KIVI2, FMT_KIVI2) X(FMT_KIVI4, FMT_KIVI4) X(FMT_RVQ1, FMT_KIVI2) X(FMT_RABITQ1, FMT_KIVI2)
+    X(FMT_FP16, FMT_FP16) X(FMT_Q8, FMT_Q8) X(FMT_KIVI2, FMT_KIVI2) X(FMT_KIVI4, FMT_KIVI4) X(FMT_RVQ1, FMT_KIVI2) X(FMT_RABITQ1, FMT_KIVI2)
 
 template <int D, int G>
 bool launch_dg(const AttnParams &p, int batch, cudaStream_t s, int km, int vm, cudaError_t *err)
@@ -693,7 +791,7 @@ bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D,
 {
     if (page_tokens % WTOK || (D != 64 && D != 128) || (G != 1 && G != 2 && G != 4 && G != 8))
         return false;
-    if (kf.rot && kf.method != VQ_CUDA_TQ_RVQ && kf.method != VQ_CUDA_RABITQ)
+    if (kf.rot && kf.method != VQ_CUDA_TQ_RVQ && kf.method != VQ_CUDA_RABITQ && kf.method != VQ_CUDA_Q8_0)
         return false;
     if (kf.method == VQ_CUDA_KIVI && (kf.role != VQ_ROLE_KEY || kf.group % WTOK))
         return false;
@@ -701,7 +799,7 @@ bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D,
      * or 8-byte (D=64) aligned) */
     if (vf.method == VQ_CUDA_KIVI && (vf.role != VQ_ROLE_VALUE || vf.group != 32))
         return false;
-    if (vf.rot)
+    if (vf.rot && vf.method != VQ_CUDA_Q8_0) /* (attn_reduce rotates the output back) */
         return false;
     const int km = fmt_code(kf), vm = fmt_code(vf);
 #define VQ_IS(K, V) if (km == K && vm == V) return true;

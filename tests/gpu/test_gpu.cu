@@ -73,6 +73,7 @@ static const Case cases[] = {
     {"fp16", "fp16"},
     {"q8_0", "q8_0"},
     {"q8_0:rot=1", "q4_0"},
+    {"q8_0:rot=1", "q8_0:rot=1"},
     {"q4_0:rot=1", "q4_0:rot=1"},
     {"kivi:bits=2", "kivi:bits=2"},
     {"kivi:bits=4", "kivi:bits=4"},
