@@ -93,6 +93,12 @@ __device__ __forceinline__ uint32_t i8_h2(uint32_t y)
     return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6480u), __ushort_as_half(0x6480u))));
 }
 
+/* fp16 pair (1024 + u0, 1024 + u1) -> (u0 - 8, u1 - 8), exact */
+__device__ __forceinline__ uint32_t u4_h2(uint32_t y)
+{
+    return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6408u), __ushort_as_half(0x6408u))));
+}
+
 __device__ __forceinline__ uint32_t ld32u(const uint8_t *p) { return *(const uint32_t *)p; }
 
 /* ---- key formats ------------------------------------------------------------
@@ -129,7 +135,7 @@ __device__ __forceinline__ constexpr int key_chan(int s, int j)
 template <int KM, int D>
 __device__ __forceinline__ int key_channel(int t, int s, int j)
 {
-    if constexpr (KM == FMT_Q8) /* k-step s inside block s/2: channels 16 (s%2) + 4t + j */
+    if constexpr (KM == FMT_Q8 || KM == FMT_Q4) /* k-step s inside block s/2: channels 16 (s%2) + 4t + j */
         return 32 * (s >> 1) + 16 * (s & 1) + 4 * t + j;
     else
         return t * (D / 4) + key_chan<KM, D>(s, j);
@@ -153,7 +159,7 @@ __host__ __device__ constexpr int key_planes() { return KM == FMT_RVQ1 ? 2 : 1; 
 template <int KM, int D>
 __host__ __device__ constexpr int key_words()
 {
-    return KM == FMT_FP16 ? D / 8 : KM == FMT_Q8 ? D / 16 : KM == FMT_KIVI2 ? D / 64 : KM == FMT_KIVI4 ? D / 32 : 1;
+    return KM == FMT_FP16 ? D / 8 : KM == FMT_Q8 ? D / 16 : KM == FMT_Q4 ? D / 32 : KM == FMT_KIVI2 ? D / 64 : KM == FMT_KIVI4 ? D / 32 : 1;
 }
 
 template <int KM, int D>
@@ -186,6 +192,14 @@ __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D
                 const uint8_t *p = row + 34 * b + 2 + 16 * h + 4 * t;
                 r.w[0][2 * b + h] = b & 1 ? ld32u(p) : (uint32_t)ld16(p) | (uint32_t)ld16(p + 2) << 16;
             }
+    } else if constexpr (KM == FMT_Q4) {
+        /* blocks of [d fp16][16 bytes: value i low nibble, i + 16 high]:
+         * bytes 4t..4t+3 at block offset 2 + 4t (aligned in odd blocks) */
+#pragma unroll
+        for (int b = 0; b < D / 32; b++) {
+            const uint8_t *p = row + 18 * b + 2 + 4 * t;
+            r.w[0][b] = b & 1 ? ld32u(p) : (uint32_t)ld16(p) | (uint32_t)ld16(p + 2) << 16;
+        }
     } else if constexpr (KM == FMT_KIVI2) {
         if constexpr (D == 128) {
             const uint2 v = *(const uint2 *)(row + 8 * t);
@@ -235,6 +249,11 @@ __device__ __forceinline__ void key_frag(const KeyRaw<KM, D> &r, int pl, int s, 
         const uint32_t x = r.w[0][s] ^ 0x80808080u;
         b0 = i8_h2(__byte_perm(x, 0x64646464u, 0x4140));
         b1 = i8_h2(__byte_perm(x, 0x64646464u, 0x4342));
+    } else if constexpr (KM == FMT_Q4) {
+        /* k-step 2b: low nibbles, 2b + 1: high nibbles; c -> (1024 + c) - 1032 */
+        const uint32_t x = s & 1 ? r.w[0][s >> 1] >> 4 : r.w[0][s >> 1];
+        b0 = u4_h2((__byte_perm(x, 0x64646464u, 0x4140) & 0x640f640fu));
+        b1 = u4_h2((__byte_perm(x, 0x64646464u, 0x4342) & 0x640f640fu));
     } else if constexpr (KM == FMT_KIVI2) {
         if constexpr (D == 128) {
             const uint32_t m = 0x00030003u << (2 * (s & 3));
@@ -273,6 +292,8 @@ __device__ __forceinline__ int val_chan(int nt, int c)
         return 8 * c + (nt & 7) + 64 * (nt >> 3);
     else if constexpr (VM == FMT_Q8) /* n-tile nt: block nt/4, channels 4c + nt%4 */
         return 32 * (nt >> 2) + 4 * c + (nt & 3);
+    else if constexpr (VM == FMT_Q4) /* block nt/4; column c: byte 4 (c%4) + nt%4, nibble c/4 */
+        return 32 * (nt >> 2) + 16 * (c >> 2) + 4 * (c & 3) + (nt & 3);
     else
         return 8 * nt + c;
 }
@@ -281,7 +302,7 @@ __device__ __forceinline__ int val_chan(int nt, int c)
 template <int VM>
 __device__ __forceinline__ float val_colscale(int c)
 {
-    if constexpr (VM == FMT_FP16 || VM == FMT_Q8)
+    if constexpr (VM == FMT_FP16 || VM == FMT_Q8 || VM == FMT_Q4)
         return 1.0f;
     else if constexpr (VM == FMT_KIVI2)
         return __int_as_float((127 - 2 * (c & 3)) << 23);
@@ -299,7 +320,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     constexpr int PL = key_planes<KM>();
     constexpr bool KIVI_K = KM == FMT_KIVI2 || KM == FMT_KIVI4;
     constexpr bool KIVI_V = VM == FMT_KIVI2 || VM == FMT_KIVI4;
-    constexpr bool Q8_V = VM == FMT_Q8;
+    constexpr bool Q8_V = VM == FMT_Q8 || VM == FMT_Q4; /* block-scaled values */
+    constexpr int VBB = VM == FMT_Q4 ? 18 : 34;        /* their block bytes */
+    constexpr int KBB = KM == FMT_Q4 ? 18 : 34;
     constexpr int NG = KIVI_V || Q8_V ? D / 32 : 1; /* value groups (kivi group 32, q8_0 blocks) */
     constexpr int KB = KM & 15;             /* key bits (kivi) */
 
@@ -362,7 +385,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
                 for (int pl = 0; pl < PL; pl++) {
                     float f = 1.0f;
-                    if constexpr (KM != FMT_FP16 && KM != FMT_Q8)
+                    if constexpr (KM != FMT_FP16 && KM != FMT_Q8 && KM != FMT_Q4)
                         f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(s)) << 23);
                     if constexpr (KM == FMT_RVQ1)
                         f *= pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
@@ -469,8 +492,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             }
             base += __shfl_xor_sync(FULL, base, 1);
             base += __shfl_xor_sync(FULL, base, 2);
-        } else if constexpr (KM == FMT_Q8) {
-            /* q8_0: each block of 32 channels (2 k-steps) into fresh
+        } else if constexpr (KM == FMT_Q8 || KM == FMT_Q4) {
+            /* q8_0 / q4_0: each block of 32 channels (2 k-steps) into fresh
              * accumulators, then times the token's block scale d */
             const uint8_t *drow[4][2];
 #pragma unroll
@@ -498,7 +521,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 for (int n = 0; n < 4; n++)
 #pragma unroll
                     for (int jj = 0; jj < 2; jj++)
-                        c[n][jj] = fmaf(h2f(ld16(drow[n][jj] + 34 * bk)), cb[n][jj] + cb[n][2 + jj], c[n][jj]);
+                        c[n][jj] = fmaf(h2f(ld16(drow[n][jj] + KBB * bk)), cb[n][jj] + cb[n][2 + jj], c[n][jj]);
             }
         } else {
 #pragma unroll
@@ -523,7 +546,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             for (int jj = 0; jj < 2; jj++) {
                 const int tok = t0 + 8 * n + 2 * t + jj;
                 float x = c[n][jj] + c[n][2 + jj];
-                if constexpr (KM == FMT_FP16 || KM == FMT_Q8) {
+                if constexpr (KM == FMT_FP16 || KM == FMT_Q8 || KM == FMT_Q4) {
                 } else if constexpr (KIVI_K) {
                     x = fmaf(x, post, base);
                 } else {
@@ -622,11 +645,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     float dv[4];
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
-                        const uint8_t *bp = vrow[kt][i] + 34 * gr;
+                        const uint8_t *bp = vrow[kt][i] + VBB * gr;
                         dv[i] = h2f(ld16(bp));
-                        const uint8_t *cp = bp + 2 + 4 * g; /* 4-byte aligned in odd blocks */
-                        w[kt][i] = (gr & 1 ? ld32u(cp) : (uint32_t)ld16(cp) | (uint32_t)ld16(cp + 2) << 16) ^
-                                   0x80808080u;
+                        /* q8_0: codes 4g..4g+3; q4_0: bytes 4 (g%4).., nibble g/4 */
+                        const uint8_t *cp = bp + 2 + 4 * (VM == FMT_Q4 ? (g & 3) : g); /* aligned in odd blocks */
+                        const uint32_t cw = gr & 1 ? ld32u(cp) : (uint32_t)ld16(cp) | (uint32_t)ld16(cp + 2) << 16;
+                        w[kt][i] = VM == FMT_Q4 ? cw >> (4 * (g >> 2)) : cw ^ 0x80808080u;
                     }
                     split2(pw[kt][0] * dv[0], pw[kt][1] * dv[1], a[kt].x, a[kt].y);
                     split2(pw[kt][2] * dv[2], pw[kt][3] * dv[3], a[kt].z, a[kt].w);
@@ -636,9 +660,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++) {
                         const uint32_t sel = e | (4 + e) << 8;
-                        const uint32_t b0 = (__byte_perm(w[kt][0], w[kt][1], sel) & 0x00ff00ffu) | 0x64006400u;
-                        const uint32_t b1 = (__byte_perm(w[kt][2], w[kt][3], sel) & 0x00ff00ffu) | 0x64006400u;
-                        mma16816(o[4 * gr + e], a[kt], i8_h2(b0), i8_h2(b1));
+                        constexpr uint32_t cm = VM == FMT_Q4 ? 0x000f000fu : 0x00ff00ffu;
+                        const uint32_t b0 = (__byte_perm(w[kt][0], w[kt][1], sel) & cm) | 0x64006400u;
+                        const uint32_t b1 = (__byte_perm(w[kt][2], w[kt][3], sel) & cm) | 0x64006400u;
+                        if constexpr (VM == FMT_Q4)
+                            mma16816(o[4 * gr + e], a[kt], u4_h2(b0), u4_h2(b1));
+                        else
+                            mma16816(o[4 * gr + e], a[kt], i8_h2(b0), i8_h2(b1));
                     }
             }
         } else {
@@ -770,7 +798,7 @@ cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
 }
 
 #define VQ_MMA_PAIRS(X) \
-    X(FMT_FP16, FMT_FP16) X(FMT_Q8, FMT_Q8) X(FMT_KIVI2, FMT_KIVI2) X(FMT_KIVI4, FMT_KIVI4) X(FMT_RVQ1, FMT_KIVI2) X(FMT_RABITQ1, FMT_KIVI2)
+    X(FMT_FP16, FMT_FP16) X(FMT_Q8, FMT_Q8) X(FMT_Q4, FMT_Q4) X(FMT_KIVI2, FMT_KIVI2) X(FMT_KIVI4, FMT_KIVI4) X(FMT_RVQ1, FMT_KIVI2) X(FMT_RABITQ1, FMT_KIVI2)
 
 template <int D, int G>
 bool launch_dg(const AttnParams &p, int batch, cudaStream_t s, int km, int vm, cudaError_t *err)
@@ -791,7 +819,8 @@ bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D,
 {
     if (page_tokens % WTOK || (D != 64 && D != 128) || (G != 1 && G != 2 && G != 4 && G != 8))
         return false;
-    if (kf.rot && kf.method != VQ_CUDA_TQ_RVQ && kf.method != VQ_CUDA_RABITQ && kf.method != VQ_CUDA_Q8_0)
+    if (kf.rot && kf.method != VQ_CUDA_TQ_RVQ && kf.method != VQ_CUDA_RABITQ && kf.method != VQ_CUDA_Q8_0 &&
+        kf.method != VQ_CUDA_Q4_0)
         return false;
     if (kf.method == VQ_CUDA_KIVI && (kf.role != VQ_ROLE_KEY || kf.group % WTOK))
         return false;
@@ -799,7 +828,7 @@ bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D,
      * or 8-byte (D=64) aligned) */
     if (vf.method == VQ_CUDA_KIVI && (vf.role != VQ_ROLE_VALUE || vf.group != 32))
         return false;
-    if (vf.rot && vf.method != VQ_CUDA_Q8_0) /* (attn_reduce rotates the output back) */
+    if (vf.rot && vf.method != VQ_CUDA_Q8_0 && vf.method != VQ_CUDA_Q4_0) /* (attn_reduce rotates back) */
         return false;
     const int km = fmt_code(kf), vm = fmt_code(vf);
 #define VQ_IS(K, V) if (km == K && vm == V) return true;

@@ -75,6 +75,7 @@ static const Case cases[] = {
     {"q8_0:rot=1", "q4_0"},
     {"q8_0:rot=1", "q8_0:rot=1"},
     {"q4_0:rot=1", "q4_0:rot=1"},
+    {"q4_0", "q4_0"},
     {"kivi:bits=2", "kivi:bits=2"},
     {"kivi:bits=4", "kivi:bits=4"},
     {"kivi:bits=4,group=64", "kivi:bits=4,group=16"},
