@@ -1,8 +1,8 @@
 /* attention_mma.cu -- the split kernel of paged decode attention on the
  * tensor cores (mma.sync m16n8k16, fp16 operands, fp32 accumulation), for
- * the (key, value) format pairs that matter most: fp16/fp16, kivi2/kivi2,
- * kivi4/kivi4, turboquant_rvq1/kivi2, rabitq1/kivi2 (attention.cu runs every
- * other pair on its CUDA-core kernel). Same grid, same partial results and
+ * the (key, value) format pairs that matter most: fp16/fp16, q8_0/q8_0,
+ * q4_0/q4_0, kivi2/kivi2, kivi4/kivi4, turboquant_rvq1/kivi2, rabitq1/kivi2
+ * (attention.cu runs every other pair on its CUDA-core kernel). Same grid, same partial results and
  * same reduce launch as attention.cu's attn_split.
  *
  * Exactness. The tensor cores only see numbers that are exact in fp16:
@@ -14,7 +14,9 @@
  *    2^(24-e-EXPO), so products are about q * code * 2^-16. Values: the
  *    softmax weight can be tiny, and the tensor cores sum with an absolute
  *    floor near 2^-43 (probed), so value codes become normal fp16 numbers
- *    code * 2^e (exponent OR'ed in, 1024 subtracted: code_h2).
+ *    code * 2^e (exponent OR'ed in, 1024 subtracted: code_h2). q8_0 / q4_0
+ *    codes are small integers, made exact fp16 numbers the same way
+ *    (i8_h2, u4_h2); their per-block scales stay outside the product.
  *  - the query (times the key codec's per-channel factors) and the softmax
  *    weights (times the value codec's per-token group scale) are float32
  *    numbers split into hi + lo fp16 halves: hi in rows 0..7 of the 16-row
@@ -22,9 +24,11 @@
  *    after the product; hi + lo carries about 22 bits.
  *  - scales and offsets that multiply a whole token or a whole column
  *    (turboquant's norm, rabitq's factor, kivi's key-group minima, kivi's
- *    value minima) are applied in float32 outside the product.
- * So the scores and outputs equal the CPU's within float32 rounding (the
- * test's threshold is the same as for the CUDA-core kernels).
+ *    value minima, q8_0/q4_0 key block scales) are applied in float32
+ *    outside the product.
+ * So the scores and outputs equal the CPU's within float32 rounding plus the
+ * tensor cores' truncated sums (measured <= 2.5e-5 relative; the test's
+ * threshold, 2e-4, is the same as for the CUDA-core kernels).
  *
  * Layout per warp and iteration of 32 tokens (4 n-tiles of 8 tokens):
  *  S[16 x 8] += Q'[16 x 16] K^T[16 x 8] over D/16 k-steps: lane (g, t)
