@@ -80,6 +80,7 @@ static const Case cases[] = {
     {"kivi:bits=4", "kivi:bits=4"},
     {"kivi:bits=4,group=64", "kivi:bits=4,group=16"},
     {"kivi:bits=2,group=16", "kivi:bits=2,group=64"}, /* D=64: keys unfolded (group < warp-tile) */
+    {"kivi:bits=2,group=64", "kivi:bits=2"},         /* tensor cores: key blocks of 2 iterations */
     {"turboquant_rvq:bits=1", "kivi:bits=2"},
     {"turboquant_rvq:bits=2", "turboquant_rvq:bits=1"},
     {"turboquant_rvq:bits=4", "fp16"},
