@@ -100,6 +100,15 @@ vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq_cuda_forma
                                    const vq_cuda_attn_args *a, void *workspace,
                                    size_t workspace_bytes, cudaStream_t stream);
 
+/* Which split kernel vq_cuda_decode_attention runs for these arguments:
+ * "mma" (tensor cores: fp16/fp16, q8_0/q8_0, q4_0/q4_0, kivi2/kivi2,
+ * kivi4/kivi4, turboquant_rvq1/kivi2, rabitq1/kivi2, with kivi value group
+ * 32, kivi key group a multiple of 32 and page_tokens a multiple of 32),
+ * "simt" (CUDA cores, format known at compile time) or "simt-generic". Setting VQ_CUDA_NO_MMA=1 in the environment makes
+ * every call take the CUDA-core kernels (for comparisons). Host only. */
+const char *vq_cuda_attention_kernel(const vq_cuda_format *kf, const vq_cuda_format *vf,
+                                     const vq_cuda_attn_args *a);
+
 /* Quantize-on-append: n_blocks blocks of block_tokens tokens each, rows of
  * x (device [n_blocks * block_tokens][head_dim] floats); block i is written
  * as block_bytes bytes at pool + offsets[i] (device byte offsets, multiples

@@ -219,8 +219,9 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
             double ms = median(t);
             double bytes = (double)B * NKV * ctx * (kbpt + vbpt);
             printf("{\"keys\": \"%s\", \"values\": \"%s\", \"head_dim\": %d, \"ctx\": %d, \"batch\": %d, \"ms\": %.5f, "
-                   "\"gbs\": %.1f, \"cache_bytes\": %.0f, \"reps\": %zu}\n",
-                   vq_codec_spec(kc), vq_codec_spec(vc), D, ctx, B, ms, bytes / (ms * 1e-3) / 1e9, bytes, t.size());
+                   "\"gbs\": %.1f, \"cache_bytes\": %.0f, \"reps\": %zu, \"kernel\": \"%s\"}\n",
+                   vq_codec_spec(kc), vq_codec_spec(vc), D, ctx, B, ms, bytes / (ms * 1e-3) / 1e9, bytes, t.size(),
+                   vq_cuda_attention_kernel(&kf, &vf, &a));
             fflush(stdout);
             CK(cudaFree(kp));
             CK(cudaFree(vp));

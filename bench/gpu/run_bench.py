@@ -12,6 +12,7 @@ enable_gqa=True; several copies of k/v are cycled when one is under 512 MiB.
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -85,7 +86,21 @@ def main():
         results.append({"keys": r["keys"], "values": r["values"], "head_dim": r["head_dim"], "ctx": r["ctx"],
                         "batch": r["batch"], "ms": r["ms"], "gbs": r["gbs"],
                         "fraction_of_copy_bandwidth": round(r["gbs"] / copy, 3),
-                        "speedup_vs_torch_fp16": round(t / r["ms"], 3)})
+                        "speedup_vs_torch_fp16": round(t / r["ms"], 3), "kernel": r.get("kernel", "")})
+    # the same run with the tensor-core kernel switched off (VQ_CUDA_NO_MMA=1), at
+    # 64k x 8: what the CUDA-core kernels measure on the pairs that have both
+    simt = []
+    if not args.quick:
+        env = dict(os.environ, VQ_CUDA_NO_MMA="1")
+        p2 = subprocess.run([args.bin, "--quick"], capture_output=True, text=True, env=env)
+        for l in p2.stdout.splitlines():
+            if l.startswith("{") and "keys" in l:
+                r = json.loads(l)
+                t = ref.get((r["head_dim"], r["ctx"], r["batch"]))
+                if t:
+                    r["speedup_vs_torch_fp16"] = round(t / r["ms"], 3)
+                    r["fraction_of_copy_bandwidth"] = round(r["gbs"] / copy, 3)
+                    simt.append(r)
     doc = {
         "device": torch.cuda.get_device_name(0),
         "torch": torch.__version__,
@@ -94,6 +109,7 @@ def main():
         "shape": "32 query heads, 8 KV heads, one query token per sequence, pages of 256 tokens",
         "copy_bandwidth_gbs": copy,
         "results": results,
+        "results_cuda_cores_64k_x8": simt,
         "seconds": round(time.time() - t0, 1),
     }
     with open(args.out, "w") as f:

@@ -27,7 +27,23 @@ def main():
                 cells.append("" if r is None else
                              f"{r['ms']:.3f} (x{r['speedup_vs_torch_fp16']:.2f}; {100 * r['fraction_of_copy_bandwidth']:.0f}%)")
             name = "PyTorch SDPA fp16" if k == "torch_sdpa_fp16" else (k if k == v else f"{k} / {v}")
+            kern = next((x.get("kernel", "") for x in res if x["keys"] == k and x["values"] == v), "")
+            if kern:
+                name += f" [{kern}]"
             print(f"| {name} | " + " | ".join(cells) + " |")
+        print()
+    simt = doc.get("results_cuda_cores_64k_x8", [])
+    if simt:
+        print("Same run, 64k x 8, the CUDA-core kernels (VQ_CUDA_NO_MMA=1) against the tensor-core kernel:\n")
+        print("| keys / values | head_dim | CUDA cores ms | tensor cores ms | gain |")
+        print("|---|---|---|---|---|")
+        for s in simt:
+            r = next((x for x in res if x["keys"] == s["keys"] and x["values"] == s["values"]
+                      and x["head_dim"] == s["head_dim"] and x["ctx"] == s["ctx"] and x["batch"] == s["batch"]), None)
+            if r is None or r.get("kernel") != "mma":
+                continue
+            name = s["keys"] if s["keys"] == s["values"] else f"{s['keys']} / {s['values']}"
+            print(f"| {name} | {s['head_dim']} | {s['ms']:.3f} | {r['ms']:.3f} | x{s['ms'] / r['ms']:.2f} |")
         print()
 
 

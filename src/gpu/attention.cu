@@ -18,29 +18,14 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "formats.cuh"
 #include "rotation.cuh"
 
 using namespace vqg;
 
-#define NW 4             /* warps per CTA */
-#define STEPS 8          /* token steps per warp-tile */
-#define CHUNK_MIN 64     /* smallest context chunk of a CTA (tokens) */
-#define LOG2E 1.4426950408889634f
-
-struct AttnParams {
-    vq_cuda_format kf, vf;
-    int n_q, n_kv, page_tokens, max_pages, chunk, splits;
-    const int32_t *page_table, *seq_lens;
-    const uint8_t *kp, *vp;
-    size_t kpb, vpb;
-    const float *q;
-    float *out;
-    float qscale;        /* scale * log2(e) */
-    float *part_acc;     /* [b][n_q][splits][D] */
-    float *part_ml;      /* [b][n_q][splits][2] */
-};
+#include "attn_common.cuh"
 
 /* ---- errors ---------------------------------------------------------------- */
 
@@ -402,6 +387,31 @@ static int choose_splits(const vq_cuda_attn_args *a)
     return want < 1 ? 1 : want;
 }
 
+/* Splits for the tensor-core kernel (3 CTAs of 4 warps per SM): the fewest
+ * that fill the resident CTA slots to >= 90% in whole waves (a partial last
+ * wave costs a whole wave's time), chunks of >= 256 tokens. */
+#define MMA_CTAS_PER_SM 3
+static int choose_splits_mma(const vq_cuda_attn_args *a)
+{
+    if (a->splits > 0)
+        return a->splits;
+    const int pairs = a->batch * a->n_kv_heads, slots = MMA_CTAS_PER_SM * sm_count();
+    const int max_s = a->max_seq_len / 256 > 1 ? a->max_seq_len / 256 : 1;
+    int best = 1;
+    double best_eff = 0.0;
+    for (int s = 1; s <= max_s && s <= 1024; s++) {
+        const long ctas = (long)pairs * s, waves = (ctas + slots - 1) / slots;
+        const double eff = (double)ctas / ((double)waves * slots);
+        if (eff >= 0.9)
+            return s;
+        if (eff > best_eff + 1e-9) {
+            best_eff = eff;
+            best = s;
+        }
+    }
+    return best;
+}
+
 static int chunk_of(const vq_cuda_attn_args *a, int splits)
 {
     int per = (a->max_seq_len + splits - 1) / splits;
@@ -413,7 +423,8 @@ extern "C" size_t vq_cuda_attention_workspace(const vq_cuda_attn_args *a)
 {
     if (!a || a->batch < 1 || a->n_q_heads < 1 || a->head_dim < 1)
         return 0;
-    int s = choose_splits(a);
+    int s = choose_splits(a), sm = choose_splits_mma(a);
+    s = sm > s ? sm : s; /* either kernel may run */
     size_t rows = (size_t)a->batch * a->n_q_heads * s;
     return rows * ((size_t)a->head_dim + 2) * sizeof(float);
 }
@@ -435,6 +446,19 @@ static vq_status check_format(const vq_cuda_format *f, int D, const char *which)
     if (f->method == VQ_CUDA_KIVI && f->role == VQ_ROLE_VALUE && D % f->group)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format: kivi group %d does not divide %d", which, f->group, D);
     return VQ_OK;
+}
+
+template <int D>
+static cudaError_t launch_reduce(const AttnParams &p, int batch, cudaStream_t s)
+{
+    attn_reduce<D><<<dim3(p.n_q, batch), D, 0, s>>>(p);
+    return cudaGetLastError();
+}
+
+static bool no_mma(void)
+{
+    const char *e = getenv("VQ_CUDA_NO_MMA");
+    return e && *e && *e != '0';
 }
 
 template <int D, int G, int KM, int VM>
@@ -464,6 +488,25 @@ static cudaError_t launch_dg(const AttnParams &p, int batch, cudaStream_t s, int
     VQ_PAIRS(VQ_TRY_PAIR)
 #undef VQ_TRY_PAIR
     return launch<D, G, FMT_ANY, FMT_ANY>(p, batch, s);
+}
+
+extern "C" const char *vq_cuda_attention_kernel(const vq_cuda_format *kf, const vq_cuda_format *vf,
+                                                const vq_cuda_attn_args *a)
+{
+    if (!kf || !vf || !a || a->n_kv_heads < 1)
+        return "none";
+    const bool odd_role = (kf->method == VQ_CUDA_KIVI && kf->role != VQ_ROLE_KEY) ||
+                          (vf->method == VQ_CUDA_KIVI && vf->role != VQ_ROLE_VALUE);
+    if (!odd_role && !no_mma() &&
+        vq_mma_supported(*kf, *vf, a->head_dim, a->n_q_heads / a->n_kv_heads, a->page_tokens))
+        return "mma";
+    const int wt = STEPS * 256 / (a->head_dim > 0 ? a->head_dim : 128);
+    const int km = fmt_code(*kf), vm = fmt_code(*vf);
+    bool known = false;
+#define VQ_IS_PAIR(K, V) known = known || (km == K && vm == V);
+    VQ_PAIRS(VQ_IS_PAIR)
+#undef VQ_IS_PAIR
+    return a->page_tokens % wt || odd_role || !known ? "simt-generic" : "simt";
 }
 
 extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq_cuda_format *vf,
@@ -509,7 +552,13 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
     p.n_kv = a->n_kv_heads;
     p.page_tokens = a->page_tokens;
     p.max_pages = a->max_pages;
-    p.splits = choose_splits(a);
+    /* the tensor-core kernel where it has the pair (attention_mma.cu);
+     * VQ_CUDA_NO_MMA=1 in the environment forces the CUDA-core kernels (the
+     * test runs both) */
+    const bool odd_role = (kf->method == VQ_CUDA_KIVI && kf->role != VQ_ROLE_KEY) ||
+                          (vf->method == VQ_CUDA_KIVI && vf->role != VQ_ROLE_VALUE);
+    const bool mma = !odd_role && !no_mma() && vq_mma_supported(*kf, *vf, D, G, a->page_tokens);
+    p.splits = mma ? choose_splits_mma(a) : choose_splits(a);
     p.chunk = chunk_of(a, p.splits);
     p.page_table = a->page_table;
     p.seq_lens = a->seq_lens;
@@ -527,11 +576,14 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
      * warp-tiles per page */
     const int wt = STEPS * 256 / D;
     /* (a kivi format of the other role has the other layout: generic kernel) */
-    const bool odd_role = (kf->method == VQ_CUDA_KIVI && kf->role != VQ_ROLE_KEY) ||
-                          (vf->method == VQ_CUDA_KIVI && vf->role != VQ_ROLE_VALUE);
     const int km = a->page_tokens % wt || odd_role ? -1 : fmt_code(*kf);
     const int vm = a->page_tokens % wt || odd_role ? -1 : fmt_code(*vf);
     cudaError_t e;
+    if (mma && vq_mma_launch(p, D, G, a->batch, stream, &e)) {
+        if (e == cudaSuccess)
+            e = D == 64 ? launch_reduce<64>(p, a->batch, stream) : launch_reduce<128>(p, a->batch, stream);
+        return cuda_check(e, "decode_attention launch (mma)");
+    }
 #define VQ_LAUNCH(DD, GG) \
     if (D == DD && G == GG) e = launch_dg<DD, GG>(p, a->batch, stream, km, vm); else
     VQ_LAUNCH(64, 1) VQ_LAUNCH(64, 2) VQ_LAUNCH(64, 4) VQ_LAUNCH(64, 8)

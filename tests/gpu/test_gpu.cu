@@ -73,10 +73,14 @@ static const Case cases[] = {
     {"fp16", "fp16"},
     {"q8_0", "q8_0"},
     {"q8_0:rot=1", "q4_0"},
+    {"q8_0:rot=1", "q8_0:rot=1"},
     {"q4_0:rot=1", "q4_0:rot=1"},
+    {"q4_0", "q4_0"},
     {"kivi:bits=2", "kivi:bits=2"},
+    {"kivi:bits=4", "kivi:bits=4"},
     {"kivi:bits=4,group=64", "kivi:bits=4,group=16"},
     {"kivi:bits=2,group=16", "kivi:bits=2,group=64"}, /* D=64: keys unfolded (group < warp-tile) */
+    {"kivi:bits=2,group=64", "kivi:bits=2"},         /* tensor cores: key blocks of 2 iterations */
     {"turboquant_rvq:bits=1", "kivi:bits=2"},
     {"turboquant_rvq:bits=2", "turboquant_rvq:bits=1"},
     {"turboquant_rvq:bits=4", "fp16"},
@@ -258,8 +262,14 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         a.q = dq;
         a.out = dout;
         a.scale = scale;
+        /* the tensor-core kernel where it has the pair, and then the
+         * CUDA-core kernel for the same data (VQ_CUDA_NO_MMA) */
+        const bool has_mma = !strcmp(vq_cuda_attention_kernel(&kf, &vf, &a), "mma");
         const int split_modes[] = {0, 1, 7};
-        for (int sm = 0; sm < 3; sm++) {
+        for (int run = 0; run < (has_mma ? 6 : 3); run++) {
+            const int sm = run % 3;
+            setenv("VQ_CUDA_NO_MMA", run >= 3 ? "1" : "0", 1);
+            const char *kname = vq_cuda_attention_kernel(&kf, &vf, &a);
             a.splits = split_modes[sm];
             size_t wsb = vq_cuda_attention_workspace(&a);
             void *ws;
@@ -285,14 +295,16 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
                 double rel = sqrt(e2 / (r2 > 0 ? r2 : 1e-30));
                 worst = rel > worst || rel != rel ? rel : worst;
             }
-            CHECKF(bad == 0, "%s/%s D=%d B=%d splits=%d: %zu outputs not finite", cs.kspec, cs.vspec, D, B,
-                   a.splits, bad);
-            CHECKF(worst <= TOL, "%s/%s D=%d G=%d B=%d splits=%d: relative error %.3g > %g", cs.kspec, cs.vspec, D,
-                   nq / nkv, B, a.splits, worst, TOL);
+            CHECKF(bad == 0, "%s/%s D=%d B=%d splits=%d %s: %zu outputs not finite", cs.kspec, cs.vspec, D, B,
+                   a.splits, kname, bad);
+            CHECKF(worst <= TOL, "%s/%s D=%d G=%d B=%d splits=%d %s: relative error %.3g > %g", cs.kspec, cs.vspec,
+                   D, nq / nkv, B, a.splits, kname, worst, TOL);
             if (sm == 0)
-                printf("  %-24s %-24s D=%3d G=%d B=%d maxlen=%5d  quantize bytes equal=%s  rel.err %.2e\n",
-                       cs.kspec, cs.vspec, D, nq / nkv, B, maxlen, kdiff == 0 && vdiff == 0 ? "yes" : "NO", worst);
+                printf("  %-24s %-24s D=%3d G=%d B=%d maxlen=%5d  quantize bytes equal=%s  %-12s rel.err %.2e\n",
+                       cs.kspec, cs.vspec, D, nq / nkv, B, maxlen, kdiff == 0 && vdiff == 0 ? "yes" : "NO", kname,
+                       worst);
         }
+        setenv("VQ_CUDA_NO_MMA", "0", 1);
         cudaFree(dk);
         cudaFree(dv);
         cudaFree(dk2);

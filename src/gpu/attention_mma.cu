@@ -1,0 +1,859 @@
+/* attention_mma.cu -- the split kernel of paged decode attention on the
+ * tensor cores (mma.sync m16n8k16, fp16 operands, fp32 accumulation), for
+ * the (key, value) format pairs that matter most: fp16/fp16, q8_0/q8_0,
+ * q4_0/q4_0, kivi2/kivi2, kivi4/kivi4, turboquant_rvq1/kivi2, rabitq1/kivi2
+ * (attention.cu runs every other pair on its CUDA-core kernel). Same grid, same partial results and
+ * same reduce launch as attention.cu's attn_split.
+ *
+ * Exactness. The tensor cores only see numbers that are exact in fp16:
+ *  - codes, never dequantised values: a b-bit code is masked out of its
+ *    packed word in place, at a bit offset e < 8 of a 16-bit half (words
+ *    are shifted or byte-permuted so; bits 10..14 would be the exponent).
+ *    Keys: the fp16 operand is the subnormal code * 2^(e-24), exact (the
+ *    H200's tensor cores keep fp16 subnormals); the query operand carries
+ *    2^(24-e-EXPO), so products are about q * code * 2^-16. Values: the
+ *    softmax weight can be tiny, and the tensor cores sum with an absolute
+ *    floor near 2^-43 (probed), so value codes become normal fp16 numbers
+ *    code * 2^e (exponent OR'ed in, 1024 subtracted: code_h2). q8_0 / q4_0
+ *    codes are small integers, made exact fp16 numbers the same way
+ *    (i8_h2, u4_h2); their per-block scales stay outside the product.
+ *  - the query (times the key codec's per-channel factors) and the softmax
+ *    weights (times the value codec's per-token group scale) are float32
+ *    numbers split into hi + lo fp16 halves: hi in rows 0..7 of the 16-row
+ *    operand, lo in rows 8..15 (query head g in row g and g + 8), summed
+ *    after the product; hi + lo carries about 22 bits.
+ *  - scales and offsets that multiply a whole token or a whole column
+ *    (turboquant's norm, rabitq's factor, kivi's key-group minima, kivi's
+ *    value minima, q8_0/q4_0 key block scales) are applied in float32
+ *    outside the product.
+ * So the scores and outputs equal the CPU's within float32 rounding plus the
+ * tensor cores' truncated sums (measured <= 3.4e-5 relative; the test's
+ * threshold, 2e-4, is the same as for the CUDA-core kernels).
+ *
+ * Layout per warp and iteration of 32 tokens (4 n-tiles of 8 tokens):
+ *  S[16 x 8] += Q'[16 x 16] K^T[16 x 8] over D/16 k-steps: lane (g, t)
+ *  (g = lane / 4, t = lane % 4) supplies token g of each n-tile from its
+ *  D/4-channel slice of the token's row (channel order inside the k-steps is
+ *  a fixed permutation, key_chan(), applied to Q' as well);
+ *  online softmax per query head (row), base 2, max updated only when a
+ *  score exceeds it;
+ *  O[16 x D] += P[16 x 16] V[16 x D] over 2 k-tiles of 16 tokens: lane
+ *  (g, t) supplies column g of every n-tile for tokens 2t, 2t+1, 2t+8,
+ *  2t+9 of the k-tile, pairing two tokens per register with a byte permute. */
+#include <cuda_fp16.h>
+#include <math.h>
+
+#include "attn_common.cuh"
+#include "formats.cuh"
+#include "rotation.cuh"
+
+using namespace vqg;
+
+namespace {
+
+/* CTAs per SM the register allocation aims at: 3 (168 registers, a few
+ * bytes spilled) measured 0-12% faster at 64k x 8 than 1 (185-250
+ * registers, 2 CTAs). attention.cu's split choice assumes this value. */
+#ifndef VQ_MMA_MINB
+#define VQ_MMA_MINB(km) 3
+#endif
+constexpr int WTOK = 32; /* tokens per warp iteration */
+constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
+constexpr unsigned FULL = 0xffffffffu;
+
+__device__ __forceinline__ void mma16816(float c[4], const uint4 &a, uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t h2u(__half2 h) { return *(uint32_t *)&h; }
+
+/* x0, x1 -> hi = fp16(x), lo = fp16(x - hi), as half2 pairs */
+__device__ __forceinline__ void split2(float x0, float x1, uint32_t &hi, uint32_t &lo)
+{
+    const __half2 h = __floats2half2_rn(x0, x1);
+    const float2 f = __half22float2(h);
+    hi = h2u(h);
+    lo = h2u(__floats2half2_rn(x0 - f.x, x1 - f.y));
+}
+
+/* the codes selected by mask in both 16-bit halves of x, as exact normal
+ * fp16 numbers: (1024 + code * 2^e) - 1024, e = the mask's bit offset <= 8
+ * (a subnormal operand would be exact too, but the tensor cores sum with an
+ * absolute floor near 2^-43: products of subnormals and small softmax
+ * weights lost bits, measured 2e-4 relative error) */
+__device__ __forceinline__ uint32_t code_h2(uint32_t x, uint32_t mask)
+{
+    const uint32_t y = (x & mask) | 0x64006400u;
+    return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6400u), __ushort_as_half(0x6400u))));
+}
+
+/* fp16 pair (1152 + c0, 1152 + c1) -> (c0, c1), exact */
+__device__ __forceinline__ uint32_t i8_h2(uint32_t y)
+{
+    return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6480u), __ushort_as_half(0x6480u))));
+}
+
+/* fp16 pair (1024 + u0, 1024 + u1) -> (u0 - 8, u1 - 8), exact */
+__device__ __forceinline__ uint32_t u4_h2(uint32_t y)
+{
+    return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6408u), __ushort_as_half(0x6408u))));
+}
+
+__device__ __forceinline__ uint32_t ld32u(const uint8_t *p) { return *(const uint32_t *)p; }
+
+/* ---- key formats ------------------------------------------------------------
+ * Lane (g, t) holds, per k-step s, the B fragment b0 = channels (j = 0, 1),
+ * b1 = channels (j = 2, 3) of its token; key_chan gives the channel (inside
+ * the lane's slice of D/4 channels) and key_exp the bit offset e of the code
+ * (operand = code * 2^(e-24)). */
+template <int KM, int D>
+__device__ __forceinline__ constexpr int key_chan(int s, int j)
+{
+    if constexpr (KM == FMT_FP16) {
+        return 4 * s + j;
+    } else if constexpr (KM == FMT_KIVI2) {
+        if constexpr (D == 128)
+            return (j == 0 ? 0 : j == 1 ? 8 : j == 2 ? 16 : 24) + s;
+        else
+            return (j == 0 ? 0 : j == 1 ? 8 : j == 2 ? 4 : 12) + s;
+    } else if constexpr (KM == FMT_KIVI4) {
+        if constexpr (D == 128) {
+            const int u = 8 * (s >> 2) + 2 * ((s >> 1) & 1) + (s & 1);
+            return u + (j == 0 ? 0 : j == 1 ? 4 : j == 2 ? 16 : 20);
+        } else {
+            return s + (j == 0 ? 0 : j == 1 ? 4 : j == 2 ? 8 : 12);
+        }
+    } else { /* one bit per channel (turboquant_rvq:bits=1 planes, rabitq:bits=1) */
+        if constexpr (D == 128)
+            return s + (j == 0 ? 0 : j == 1 ? 16 : j == 2 ? 8 : 24);
+        else
+            return s + (j == 0 ? 0 : j == 1 ? 8 : j == 2 ? 4 : 12);
+    }
+}
+
+/* the channel (0..D-1) of k-index j of k-step s for quad lane t */
+template <int KM, int D>
+__device__ __forceinline__ int key_channel(int t, int s, int j)
+{
+    if constexpr (KM == FMT_Q8 || KM == FMT_Q4) /* k-step s inside block s/2: channels 16 (s%2) + 4t + j */
+        return 32 * (s >> 1) + 16 * (s & 1) + 4 * t + j;
+    else
+        return t * (D / 4) + key_chan<KM, D>(s, j);
+}
+
+template <int KM, int D>
+__device__ __forceinline__ constexpr int key_exp(int s)
+{
+    if constexpr (KM == FMT_KIVI2)
+        return D == 128 ? 2 * (s & 3) : 2 * s;
+    else if constexpr (KM == FMT_KIVI4)
+        return 4 * (s & 1);
+    else
+        return s;
+}
+
+template <int KM>
+__host__ __device__ constexpr int key_planes() { return KM == FMT_RVQ1 ? 2 : 1; }
+
+/* the raw bits of a lane's slice of one token: W words per plane */
+template <int KM, int D>
+__host__ __device__ constexpr int key_words()
+{
+    return KM == FMT_FP16 ? D / 8 : KM == FMT_Q8 ? D / 16 : KM == FMT_Q4 ? D / 32 : KM == FMT_KIVI2 ? D / 64 : KM == FMT_KIVI4 ? D / 32 : 1;
+}
+
+template <int KM, int D>
+struct KeyRaw {
+    uint32_t w[key_planes<KM>()][key_words<KM, D>()];
+};
+
+/* load the slice of lane t of the token row at `row` (for kivi: the token's
+ * code row inside its block) */
+template <int KM, int D>
+__device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D> &r)
+{
+    if constexpr (KM == FMT_FP16) {
+        const uint4 *p = (const uint4 *)(row + t * (D / 2));
+#pragma unroll
+        for (int i = 0; i < D / 32; i++) {
+            const uint4 v = p[i];
+            r.w[0][4 * i] = v.x;
+            r.w[0][4 * i + 1] = v.y;
+            r.w[0][4 * i + 2] = v.z;
+            r.w[0][4 * i + 3] = v.w;
+        }
+    } else if constexpr (KM == FMT_Q8) {
+        /* blocks of [d fp16][32 int8]: 4 codes at block offset 2 + 16h + 4t,
+         * 4-byte aligned in odd blocks only (rows are 4-byte aligned) */
+#pragma unroll
+        for (int b = 0; b < D / 32; b++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *p = row + 34 * b + 2 + 16 * h + 4 * t;
+                r.w[0][2 * b + h] = b & 1 ? ld32u(p) : (uint32_t)ld16(p) | (uint32_t)ld16(p + 2) << 16;
+            }
+    } else if constexpr (KM == FMT_Q4) {
+        /* blocks of [d fp16][16 bytes: value i low nibble, i + 16 high]:
+         * bytes 4t..4t+3 at block offset 2 + 4t (aligned in odd blocks) */
+#pragma unroll
+        for (int b = 0; b < D / 32; b++) {
+            const uint8_t *p = row + 18 * b + 2 + 4 * t;
+            r.w[0][b] = b & 1 ? ld32u(p) : (uint32_t)ld16(p) | (uint32_t)ld16(p + 2) << 16;
+        }
+    } else if constexpr (KM == FMT_KIVI2) {
+        if constexpr (D == 128) {
+            const uint2 v = *(const uint2 *)(row + 8 * t);
+            r.w[0][0] = v.x;
+            r.w[0][1] = v.y;
+        } else {
+            r.w[0][0] = ld32u(row + 4 * t);
+        }
+    } else if constexpr (KM == FMT_KIVI4) {
+        if constexpr (D == 128) {
+            const uint4 v = *(const uint4 *)(row + 16 * t);
+            r.w[0][0] = v.x;
+            r.w[0][1] = v.y;
+            r.w[0][2] = v.z;
+            r.w[0][3] = v.w;
+        } else {
+            const uint2 v = *(const uint2 *)(row + 8 * t);
+            r.w[0][0] = v.x;
+            r.w[0][1] = v.y;
+        }
+    } else {
+        /* rvq1: [norm fp16][plane a: D/8 bytes][plane b: D/8]; rabitq1:
+         * [2 x fp16][bits: D/8]; D/32 bytes per lane, 2-byte aligned */
+        constexpr int off0 = KM == FMT_RVQ1 ? 2 : 4;
+#pragma unroll
+        for (int pl = 0; pl < key_planes<KM>(); pl++) {
+            const uint8_t *b = row + off0 + pl * (D / 8) + t * (D / 32);
+            if constexpr (D == 128) {
+                r.w[pl][0] = (uint32_t)ld16(b) | (uint32_t)ld16(b + 2) << 16;
+            } else {
+                const uint32_t v = ld16(b); /* channels 0..7 low half, 8..15 high half */
+                r.w[pl][0] = (v & 0xffu) | (v & 0xff00u) << 8;
+            }
+        }
+    }
+}
+
+/* B fragment of plane pl, k-step s */
+template <int KM, int D>
+__device__ __forceinline__ void key_frag(const KeyRaw<KM, D> &r, int pl, int s, uint32_t &b0, uint32_t &b1)
+{
+    if constexpr (KM == FMT_FP16) {
+        b0 = r.w[0][2 * s];
+        b1 = r.w[0][2 * s + 1];
+    } else if constexpr (KM == FMT_Q8) {
+        /* signed bytes c -> fp16 (1024 + 128 + c) - 1152: exact */
+        const uint32_t x = r.w[0][s] ^ 0x80808080u;
+        b0 = i8_h2(__byte_perm(x, 0x64646464u, 0x4140));
+        b1 = i8_h2(__byte_perm(x, 0x64646464u, 0x4342));
+    } else if constexpr (KM == FMT_Q4) {
+        /* k-step 2b: low nibbles, 2b + 1: high nibbles; c -> (1024 + c) - 1032 */
+        const uint32_t x = s & 1 ? r.w[0][s >> 1] >> 4 : r.w[0][s >> 1];
+        b0 = u4_h2((__byte_perm(x, 0x64646464u, 0x4140) & 0x640f640fu));
+        b1 = u4_h2((__byte_perm(x, 0x64646464u, 0x4342) & 0x640f640fu));
+    } else if constexpr (KM == FMT_KIVI2) {
+        if constexpr (D == 128) {
+            const uint32_t m = 0x00030003u << (2 * (s & 3));
+            const int sh = s < 4 ? 0 : 8;
+            b0 = (r.w[0][0] >> sh) & m;
+            b1 = (r.w[0][1] >> sh) & m;
+        } else {
+            const uint32_t m = 0x00030003u << (2 * s);
+            b0 = r.w[0][0] & m;
+            b1 = (r.w[0][0] >> 8) & m;
+        }
+    } else if constexpr (KM == FMT_KIVI4) {
+        const uint32_t m = 0x000f000fu << (4 * (s & 1));
+        const int sh = (s >> 1) & 1 ? 8 : 0;
+        if constexpr (D == 128) {
+            b0 = (r.w[0][s >> 2] >> sh) & m;
+            b1 = (r.w[0][(s >> 2) + 2] >> sh) & m;
+        } else {
+            b0 = (r.w[0][0] >> sh) & m;
+            b1 = (r.w[0][1] >> sh) & m;
+        }
+    } else {
+        const uint32_t m = 0x00010001u << s;
+        b0 = r.w[pl][0] & m;
+        b1 = (r.w[pl][0] >> (D == 128 ? 8 : 4)) & m;
+    }
+}
+
+/* ---- value formats ------------------------------------------------------- */
+
+/* channel of output column c (0..7) of n-tile nt */
+template <int VM>
+__device__ __forceinline__ int val_chan(int nt, int c)
+{
+    if constexpr (VM == FMT_FP16)
+        return 8 * c + (nt & 7) + 64 * (nt >> 3);
+    else if constexpr (VM == FMT_Q8) /* n-tile nt: block nt/4, channels 4c + nt%4 */
+        return 32 * (nt >> 2) + 4 * c + (nt & 3);
+    else if constexpr (VM == FMT_Q4) /* block nt/4; column c: byte 4 (c%4) + nt%4, nibble c/4 */
+        return 32 * (nt >> 2) + 16 * (c >> 2) + 4 * (c & 3) + (nt & 3);
+    else
+        return 8 * nt + c;
+}
+
+/* the power of two that undoes a value code's in-place offset, column c */
+template <int VM>
+__device__ __forceinline__ float val_colscale(int c)
+{
+    if constexpr (VM == FMT_FP16 || VM == FMT_Q8 || VM == FMT_Q4)
+        return 1.0f;
+    else if constexpr (VM == FMT_KIVI2)
+        return __int_as_float((127 - 2 * (c & 3)) << 23);
+    else
+        return __int_as_float((127 - 4 * (c & 1)) << 23);
+}
+
+/* ---- the kernel ------------------------------------------------------------ */
+
+template <int D, int G, int KM, int VM>
+__global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __grid_constant__ AttnParams p)
+{
+    constexpr int KS = D / 16; /* k-steps of Q K^T */
+    constexpr int NT = D / 8;  /* n-tiles of P V */
+    constexpr int PL = key_planes<KM>();
+    constexpr bool KIVI_K = KM == FMT_KIVI2 || KM == FMT_KIVI4;
+    constexpr bool KIVI_V = VM == FMT_KIVI2 || VM == FMT_KIVI4;
+    constexpr bool Q8_V = VM == FMT_Q8 || VM == FMT_Q4; /* block-scaled values */
+    constexpr int VBB = VM == FMT_Q4 ? 18 : 34;        /* their block bytes */
+    constexpr int KBB = KM == FMT_Q4 ? 18 : 34;
+    constexpr int NG = KIVI_V || Q8_V ? D / 32 : 1; /* value groups (kivi group 32, q8_0 blocks) */
+    constexpr int KB = KM & 15;             /* key bits (kivi) */
+
+    __shared__ float qs[G][D];
+    __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (not kivi keys) */
+    __shared__ __align__(16) float4 qlane[KS][32];   /* kivi keys: q * 2^(24-e-EXPO) per lane */
+    __shared__ __align__(16) float4 qraw[KS][32];    /* kivi keys: q per lane */
+    __shared__ float red[NW][G][D];
+    __shared__ float wml[NW][G][2];
+    __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
+
+    const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const int len = p.seq_lens[b];
+    const int s0 = split * p.chunk, s1 = min(len, s0 + p.chunk);
+    const size_t qrow0 = (size_t)b * p.n_q + (size_t)kvh * G;
+    const size_t part0 = qrow0 * p.splits + split;
+
+    if (s0 >= s1) {
+        if (tid < G) {
+            p.part_ml[2 * (part0 + (size_t)tid * p.splits)] = -INFINITY;
+            p.part_ml[2 * (part0 + (size_t)tid * p.splits) + 1] = 0.0f;
+        }
+        return;
+    }
+    for (int i = tid; i < G * D; i += NW * 32)
+        qs[i / D][i % D] = p.q[qrow0 * D + i];
+    __syncthreads();
+    if (p.kf.rot)
+        rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, NW * 32);
+    for (int i = tid; i < G * D; i += NW * 32)
+        qs[i / D][i % D] *= p.qscale;
+    __syncthreads();
+
+    /* per-lane query operands (warp 0 builds them; all warps use them) */
+    const bool live = g < G; /* rows g >= G are padding (zero queries) */
+    if (warp == 0) {
+        const float *qg = qs[live ? g : 0];
+        if constexpr (KM == FMT_RVQ1 || KM == FMT_RABITQ1) {
+            float sq = 0.0f;
+            for (int c = t; c < D; c += 4)
+                sq += qg[c];
+            sq += __shfl_xor_sync(FULL, sq, 1);
+            sq += __shfl_xor_sync(FULL, sq, 2);
+            if (t == 0)
+                hsum[g] = live ? sq : 0.0f;
+        }
+#pragma unroll
+        for (int s = 0; s < KS; s++) {
+            float x[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                x[j] = live ? qg[key_channel<KM, D>(t, s, j)] : 0.0f;
+            if constexpr (KIVI_K) {
+                const float f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(s)) << 23);
+                qraw[s][lane] = make_float4(x[0], x[1], x[2], x[3]);
+                qlane[s][lane] = make_float4(x[0] * f, x[1] * f, x[2] * f, x[3] * f);
+            } else {
+#pragma unroll
+                for (int pl = 0; pl < PL; pl++) {
+                    float f = 1.0f;
+                    if constexpr (KM != FMT_FP16 && KM != FMT_Q8 && KM != FMT_Q4)
+                        f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(s)) << 23);
+                    if constexpr (KM == FMT_RVQ1)
+                        f *= pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
+                    if constexpr (KM == FMT_RABITQ1)
+                        f *= 2.0f;
+                    uint4 a;
+                    split2(x[0] * f, x[1] * f, a.x, a.y);
+                    split2(x[2] * f, x[3] * f, a.z, a.w);
+                    afr[pl][s][lane] = a;
+                }
+            }
+        }
+    }
+    __syncthreads();
+    float hs = 0.0f; /* rvq1: (c1[0] + c2[0]) * sum q; rabitq: sum q */
+    if constexpr (KM == FMT_RVQ1)
+        hs = (p.kf.c1[0] + p.kf.c2[0]) * hsum[g];
+    if constexpr (KM == FMT_RABITQ1)
+        hs = hsum[g];
+    const float post = __int_as_float((127 + EXPO) << 23);
+
+    float o[NT][4];
+    float mt[NG];
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NG; i++)
+        mt[i] = 0.0f;
+    float m_run = -INFINITY, l_run = 0.0f;
+
+    const int32_t *pt = p.page_table + ((size_t)b * p.n_kv + kvh) * p.max_pages;
+    const int P = p.page_tokens;
+    /* values: the byte permute brings the byte holding column g's code of
+     * two tokens into bytes 0 and 2, the mask keeps the code (bits 0..7 of
+     * each fp16 half), code_h2 makes it the fp16 number code * 2^off. kivi2: channel
+     * 8n + g is code g & 7 of its 16-bit word half: byte (g >> 2), bits
+     * 2 (g & 3); kivi4: channel 8n + g is code g of its 32-bit word: byte
+     * g >> 1, bits 4 (g & 1). */
+    const uint32_t vmask = VM == FMT_KIVI2 ? 0x00030003u << (2 * (g & 3)) : 0x000f000fu << (4 * (g & 1));
+    const uint32_t vbyte = VM == FMT_KIVI2 ? (uint32_t)(g >> 2) : (uint32_t)(g >> 1);
+
+    for (int t0 = s0 + warp * WTOK; t0 < s1; t0 += NW * WTOK) {
+        const int32_t pg = pt[t0 / P];
+        const int in0 = t0 % P;
+        const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
+        const uint8_t *vpage = p.vp + (size_t)pg * p.vpb;
+
+        /* ---- scores ---- */
+        float c[4][4];
+#pragma unroll
+        for (int n = 0; n < 4; n++)
+            c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.0f;
+        KeyRaw<KM, D> kr[4];
+        const uint8_t *krow_base;
+        if constexpr (KIVI_K) {
+            const int lg = __ffs(p.kf.group) - 1;
+            krow_base = kpage + (size_t)(in0 >> lg) * p.kf.block_bytes;
+        } else {
+            krow_base = kpage;
+        }
+#pragma unroll
+        for (int n = 0; n < 4; n++) {
+            const int tok = min(t0 + 8 * n + g, s1 - 1);
+            const int tin = in0 + (tok - t0);
+            const uint8_t *row;
+            if constexpr (KIVI_K)
+                row = krow_base + 4 * D + (size_t)(tin & (p.kf.group - 1)) * (KB * D / 8);
+            else
+                row = kpage + (size_t)tin * p.kf.block_bytes;
+            key_load<KM, D>(row, t, kr[n]);
+        }
+        float base = 0.0f;
+        if constexpr (KIVI_K) {
+            /* the block's per-channel scale folds into Q', its minimum into
+             * one float per head: score = sum_c q_c s_c code_c + sum_c q_c m_c */
+            const uint8_t *blk = krow_base;
+            const __half *sc = (const __half *)(blk + t * (D / 2));
+            const __half *mn = (const __half *)(blk + 2 * D + t * (D / 2));
+            __half sv[D / 4], mv[D / 4];
+#pragma unroll
+            for (int i = 0; i < D / 32; i++) {
+                *(uint4 *)&sv[8 * i] = ((const uint4 *)sc)[i];
+                *(uint4 *)&mv[8 * i] = ((const uint4 *)mn)[i];
+            }
+#pragma unroll
+            for (int s = 0; s < KS; s++) {
+                const float4 ql = qlane[s][lane], qr = qraw[s][lane];
+                const int c0 = key_chan<KM, D>(s, 0), c1 = key_chan<KM, D>(s, 1);
+                const int c2 = key_chan<KM, D>(s, 2), c3 = key_chan<KM, D>(s, 3);
+                uint4 a;
+                split2(ql.x * __half2float(sv[c0]), ql.y * __half2float(sv[c1]), a.x, a.y);
+                split2(ql.z * __half2float(sv[c2]), ql.w * __half2float(sv[c3]), a.z, a.w);
+                base = fmaf(qr.x, __half2float(mv[c0]), base);
+                base = fmaf(qr.y, __half2float(mv[c1]), base);
+                base = fmaf(qr.z, __half2float(mv[c2]), base);
+                base = fmaf(qr.w, __half2float(mv[c3]), base);
+                uint32_t b0, b1;
+#pragma unroll
+                for (int n = 0; n < 4; n++) {
+                    key_frag<KM, D>(kr[n], 0, s, b0, b1);
+                    mma16816(c[n], a, b0, b1);
+                }
+            }
+            base += __shfl_xor_sync(FULL, base, 1);
+            base += __shfl_xor_sync(FULL, base, 2);
+        } else if constexpr (KM == FMT_Q8 || KM == FMT_Q4) {
+            /* q8_0 / q4_0: each block of 32 channels (2 k-steps) into fresh
+             * accumulators, then times the token's block scale d */
+            const uint8_t *drow[4][2];
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++)
+                    drow[n][jj] = kpage + (size_t)(in0 + min(t0 + 8 * n + 2 * t + jj, s1 - 1) - t0) * p.kf.block_bytes;
+#pragma unroll
+            for (int bk = 0; bk < D / 32; bk++) {
+                float cb[4][4];
+#pragma unroll
+                for (int n = 0; n < 4; n++)
+                    cb[n][0] = cb[n][1] = cb[n][2] = cb[n][3] = 0.0f;
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const uint4 a = afr[0][2 * bk + h][lane];
+                    uint32_t b0, b1;
+#pragma unroll
+                    for (int n = 0; n < 4; n++) {
+                        key_frag<KM, D>(kr[n], 0, 2 * bk + h, b0, b1);
+                        mma16816(cb[n], a, b0, b1);
+                    }
+                }
+#pragma unroll
+                for (int n = 0; n < 4; n++)
+#pragma unroll
+                    for (int jj = 0; jj < 2; jj++)
+                        c[n][jj] = fmaf(h2f(ld16(drow[n][jj] + KBB * bk)), cb[n][jj] + cb[n][2 + jj], c[n][jj]);
+            }
+        } else {
+#pragma unroll
+            for (int pl = 0; pl < PL; pl++)
+#pragma unroll
+                for (int s = 0; s < KS; s++) {
+                    const uint4 a = afr[pl][s][lane];
+                    uint32_t b0, b1;
+#pragma unroll
+                    for (int n = 0; n < 4; n++) {
+                        key_frag<KM, D>(kr[n], pl, s, b0, b1);
+                        mma16816(c[n], a, b0, b1);
+                    }
+                }
+        }
+        /* scores of head g, tokens 8n + 2t + jj */
+        float sc[4][2];
+        float mx = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < 4; n++)
+#pragma unroll
+            for (int jj = 0; jj < 2; jj++) {
+                const int tok = t0 + 8 * n + 2 * t + jj;
+                float x = c[n][jj] + c[n][2 + jj];
+                if constexpr (KM == FMT_FP16 || KM == FMT_Q8 || KM == FMT_Q4) {
+                } else if constexpr (KIVI_K) {
+                    x = fmaf(x, post, base);
+                } else {
+                    const uint8_t *row = kpage + (size_t)(in0 + min(tok, s1 - 1) - t0) * p.kf.block_bytes;
+                    if constexpr (KM == FMT_RVQ1) {
+                        x = h2f(ld16(row)) * fmaf(x, post, hs);
+                    } else {
+                        const float fac = h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
+                        x = fac * fmaf(x, post, -hs);
+                    }
+                }
+                x = tok < s1 ? x : -INFINITY;
+                sc[n][jj] = x;
+                mx = fmaxf(mx, x);
+            }
+        /* online softmax: the running max moves only when a score passes it */
+        if (__any_sync(FULL, mx > m_run)) {
+            mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
+            const float mnew = fmaxf(m_run, mx);
+            const float al = exp2f(m_run - mnew);
+            m_run = mnew;
+            l_run *= al;
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                o[n][0] *= al;
+                o[n][1] *= al;
+                o[n][2] *= al;
+                o[n][3] *= al;
+            }
+#pragma unroll
+            for (int i = 0; i < NG; i++)
+                mt[i] *= al;
+        }
+#pragma unroll
+        for (int n = 0; n < 4; n++)
+#pragma unroll
+            for (int jj = 0; jj < 2; jj++) {
+                sc[n][jj] = exp2f(sc[n][jj] - m_run);
+                l_run += sc[n][jj];
+            }
+
+        /* ---- values: two k-tiles of 16 tokens (loads of both issued together) ---- */
+        const uint8_t *vrow[2][4];
+        float pw[2][4];
+#pragma unroll
+        for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int tok = min(t0 + 16 * kt + 2 * t + (i & 1) + 8 * (i >> 1), s1 - 1);
+                vrow[kt][i] = vpage + (size_t)(in0 + tok - t0) * p.vf.block_bytes;
+                pw[kt][i] = sc[2 * kt + (i >> 1)][i & 1];
+            }
+        if constexpr (VM == FMT_FP16) {
+            uint4 a[2];
+#pragma unroll
+            for (int kt = 0; kt < 2; kt++) {
+                split2(pw[kt][0], pw[kt][1], a[kt].x, a[kt].y);
+                split2(pw[kt][2], pw[kt][3], a[kt].z, a[kt].w);
+            }
+#pragma unroll
+            for (int u = 0; u < D / 64; u++) {
+                uint32_t w[2][4][4];
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const uint4 v = *(const uint4 *)(vrow[kt][i] + 128 * u + 16 * g);
+                        w[kt][i][0] = v.x;
+                        w[kt][i][1] = v.y;
+                        w[kt][i][2] = v.z;
+                        w[kt][i][3] = v.w;
+                    }
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const uint32_t sel = e & 1 ? 0x7632u : 0x5410u;
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        const uint32_t b0 = __byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel);
+                        const uint32_t b1 = __byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel);
+                        mma16816(o[8 * u + e], a[kt], b0, b1);
+                    }
+                }
+            }
+        } else if constexpr (Q8_V) {
+            /* q8_0 values: per token D/32 blocks [d fp16][32 int8]; the
+             * block's d folds into the weight (P*d split hi/lo per block);
+             * lane g reads codes 4g..4g+3 of each block, n-tile e of the
+             * block takes byte e (channel 4g + e) of two tokens */
+#pragma unroll
+            for (int gr = 0; gr < NG; gr++) {
+                uint4 a[2];
+                uint32_t w[2][4];
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++) {
+                    float dv[4];
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const uint8_t *bp = vrow[kt][i] + VBB * gr;
+                        dv[i] = h2f(ld16(bp));
+                        /* q8_0: codes 4g..4g+3; q4_0: bytes 4 (g%4).., nibble g/4 */
+                        const uint8_t *cp = bp + 2 + 4 * (VM == FMT_Q4 ? (g & 3) : g); /* aligned in odd blocks */
+                        const uint32_t cw = gr & 1 ? ld32u(cp) : (uint32_t)ld16(cp) | (uint32_t)ld16(cp + 2) << 16;
+                        w[kt][i] = VM == FMT_Q4 ? cw >> (4 * (g >> 2)) : cw ^ 0x80808080u;
+                    }
+                    split2(pw[kt][0] * dv[0], pw[kt][1] * dv[1], a[kt].x, a[kt].y);
+                    split2(pw[kt][2] * dv[2], pw[kt][3] * dv[3], a[kt].z, a[kt].w);
+                }
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        const uint32_t sel = e | (4 + e) << 8;
+                        constexpr uint32_t cm = VM == FMT_Q4 ? 0x000f000fu : 0x00ff00ffu;
+                        const uint32_t b0 = (__byte_perm(w[kt][0], w[kt][1], sel) & cm) | 0x64006400u;
+                        const uint32_t b1 = (__byte_perm(w[kt][2], w[kt][3], sel) & cm) | 0x64006400u;
+                        if constexpr (VM == FMT_Q4)
+                            mma16816(o[4 * gr + e], a[kt], u4_h2(b0), u4_h2(b1));
+                        else
+                            mma16816(o[4 * gr + e], a[kt], i8_h2(b0), i8_h2(b1));
+                    }
+            }
+        } else {
+            /* kivi values, group 32: per token [scales fp16 x NG][minima
+             * fp16 x NG][codes]; the token's group scale folds into the
+             * weight, its minimum into mt[group] */
+            constexpr int CB = (VM & 15) * D / 8 / NG; /* code bytes per group */
+            float sv[2][4][NG], mv[2][4][NG];
+#pragma unroll
+            for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    if constexpr (NG == 4) { /* block_bytes % 16 == 0 (D = 128, group 32) */
+                        const uint4 v = *(const uint4 *)vrow[kt][i];
+                        const __half2 *h = (const __half2 *)&v;
+#pragma unroll
+                        for (int k = 0; k < 2; k++) {
+                            const float2 s2 = __half22float2(h[k]), m2 = __half22float2(h[2 + k]);
+                            sv[kt][i][2 * k] = s2.x;
+                            sv[kt][i][2 * k + 1] = s2.y;
+                            mv[kt][i][2 * k] = m2.x;
+                            mv[kt][i][2 * k + 1] = m2.y;
+                        }
+                    } else { /* D = 64: two groups, 8-byte rows */
+                        const uint2 v = *(const uint2 *)vrow[kt][i];
+                        const __half2 *h = (const __half2 *)&v;
+                        const float2 s2 = __half22float2(h[0]), m2 = __half22float2(h[1]);
+                        sv[kt][i][0] = s2.x;
+                        sv[kt][i][1] = s2.y;
+                        mv[kt][i][0] = m2.x;
+                        mv[kt][i][1] = m2.y;
+                    }
+                }
+#pragma unroll
+            for (int gr = 0; gr < NG; gr++) {
+                uint4 a[2];
+                uint32_t w[2][4][CB / 4];
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++) {
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
+#pragma unroll
+                        for (int k = 0; k < CB / 8; k++) {
+                            const uint2 v = *(const uint2 *)(cp + 8 * k);
+                            w[kt][i][2 * k] = v.x;
+                            w[kt][i][2 * k + 1] = v.y;
+                        }
+                        mt[gr] = fmaf(pw[kt][i], mv[kt][i][gr], mt[gr]);
+                    }
+                    split2(pw[kt][0] * sv[kt][0][gr], pw[kt][1] * sv[kt][1][gr], a[kt].x, a[kt].y);
+                    split2(pw[kt][2] * sv[kt][2][gr], pw[kt][3] * sv[kt][3][gr], a[kt].z, a[kt].w);
+                }
+#pragma unroll
+                for (int e = 0; e < 4; e++) { /* the 4 n-tiles of the group */
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        uint32_t b0, b1;
+                        if constexpr (VM == FMT_KIVI2) {
+                            const uint32_t bs = vbyte + 2 * (e & 1), sel = bs | (bs + 4) << 8;
+                            b0 = __byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel);
+                            b1 = __byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel);
+                        } else {
+                            const uint32_t sel = vbyte | (vbyte + 4) << 8;
+                            b0 = __byte_perm(w[kt][0][e], w[kt][1][e], sel);
+                            b1 = __byte_perm(w[kt][2][e], w[kt][3][e], sel);
+                        }
+                        mma16816(o[4 * gr + e], a[kt], code_h2(b0, vmask), code_h2(b1, vmask));
+                    }
+                }
+            }
+        }
+    }
+
+    /* ---- this warp's (m, l, acc) per head, then the CTA's ---- */
+    l_run += __shfl_xor_sync(FULL, l_run, 1);
+    l_run += __shfl_xor_sync(FULL, l_run, 2);
+#pragma unroll
+    for (int i = 0; i < NG; i++) {
+        mt[i] += __shfl_xor_sync(FULL, mt[i], 1);
+        mt[i] += __shfl_xor_sync(FULL, mt[i], 2);
+    }
+    if (live) {
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int jj = 0; jj < 2; jj++) {
+                const int col = 2 * t + jj;
+                float x = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(col);
+                if constexpr (KIVI_V)
+                    x += mt[n / 4];
+                red[warp][g][val_chan<VM>(n, col)] = x;
+            }
+        if (t == 0) {
+            wml[warp][g][0] = m_run;
+            wml[warp][g][1] = l_run;
+        }
+    }
+    __syncthreads();
+    for (int i = tid; i < G * D; i += NW * 32) {
+        const int gg = i / D, cc = i % D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < NW; w++)
+            M = fmaxf(M, wml[w][gg][0]);
+        float s = 0.0f, l = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; w++) {
+            if (wml[w][gg][0] == -INFINITY)
+                continue;
+            const float f = exp2f(wml[w][gg][0] - M);
+            s += red[w][gg][cc] * f;
+            l += wml[w][gg][1] * f;
+        }
+        p.part_acc[(part0 + (size_t)gg * p.splits) * D + cc] = s;
+        if (cc == 0) {
+            p.part_ml[2 * (part0 + (size_t)gg * p.splits)] = M;
+            p.part_ml[2 * (part0 + (size_t)gg * p.splits) + 1] = l;
+        }
+    }
+}
+
+template <int D, int G, int KM, int VM>
+cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+{
+    dim3 grid(p.splits, p.n_kv, batch);
+    attn_mma<D, G, KM, VM><<<grid, NW * 32, 0, s>>>(p);
+    return cudaGetLastError();
+}
+
+#define VQ_MMA_PAIRS(X) \
+    X(FMT_FP16, FMT_FP16) X(FMT_Q8, FMT_Q8) X(FMT_Q4, FMT_Q4) X(FMT_KIVI2, FMT_KIVI2) X(FMT_KIVI4, FMT_KIVI4) X(FMT_RVQ1, FMT_KIVI2) X(FMT_RABITQ1, FMT_KIVI2)
+
+template <int D, int G>
+bool launch_dg(const AttnParams &p, int batch, cudaStream_t s, int km, int vm, cudaError_t *err)
+{
+#define VQ_TRY(K, V)                                   \
+    if (km == K && vm == V) {                          \
+        *err = launch_mma<D, G, K, V>(p, batch, s);    \
+        return true;                                   \
+    }
+    VQ_MMA_PAIRS(VQ_TRY)
+#undef VQ_TRY
+    return false;
+}
+
+} // namespace
+
+bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G, int page_tokens)
+{
+    if (page_tokens % WTOK || (D != 64 && D != 128) || (G != 1 && G != 2 && G != 4 && G != 8))
+        return false;
+    if (kf.rot && kf.method != VQ_CUDA_TQ_RVQ && kf.method != VQ_CUDA_RABITQ && kf.method != VQ_CUDA_Q8_0 &&
+        kf.method != VQ_CUDA_Q4_0)
+        return false;
+    if (kf.method == VQ_CUDA_KIVI && (kf.role != VQ_ROLE_KEY || kf.group % WTOK))
+        return false;
+    /* kivi values: group 32 (D/32 groups per token; rows then 16- (D=128)
+     * or 8-byte (D=64) aligned) */
+    if (vf.method == VQ_CUDA_KIVI && (vf.role != VQ_ROLE_VALUE || vf.group != 32))
+        return false;
+    if (vf.rot && vf.method != VQ_CUDA_Q8_0 && vf.method != VQ_CUDA_Q4_0) /* (attn_reduce rotates back) */
+        return false;
+    const int km = fmt_code(kf), vm = fmt_code(vf);
+#define VQ_IS(K, V) if (km == K && vm == V) return true;
+    VQ_MMA_PAIRS(VQ_IS)
+#undef VQ_IS
+    return false;
+}
+
+bool vq_mma_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err)
+{
+    if (!vq_mma_supported(p.kf, p.vf, D, G, p.page_tokens))
+        return false;
+    const int km = fmt_code(p.kf), vm = fmt_code(p.vf);
+#define VQ_DG(DD, GG) \
+    if (D == DD && G == GG) return launch_dg<DD, GG>(p, batch, s, km, vm, err);
+#ifdef VQ_MMA_QUICK /* a fast compile for checking the code: one shape */
+    VQ_DG(128, 4)
+#else
+    VQ_DG(64, 1) VQ_DG(64, 2) VQ_DG(64, 4) VQ_DG(64, 8)
+    VQ_DG(128, 1) VQ_DG(128, 2) VQ_DG(128, 4) VQ_DG(128, 8)
+#endif
+#undef VQ_DG
+    return false;
+}
