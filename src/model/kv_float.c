@@ -23,7 +23,8 @@ typedef struct {
     float *k[VQ_MAX_LAYERS];
     float *v[VQ_MAX_LAYERS];
     int n_tok[VQ_MAX_LAYERS];
-    float *scores; /* [n_threads][max_tokens] */
+    float *scores;     /* [n_threads][score_rows][max_tokens] */
+    size_t score_rows; /* the largest query-head group of any layer */
     int n_threads;
 } kv_float;
 
@@ -59,10 +60,14 @@ typedef struct {
     int layer, n, pos0;
     const float *q;
     float *out;
+    int grouped; /* items are (token, KV head), else (token, query head) */
 } attend_job;
 
-/* Work items [b, e) = (query token, query head) pairs; tid picks the score
- * row. An item's result does not depend on which thread runs it. */
+/* Work items [b, e): (query token, query head) pairs, or with `grouped`
+ * (query token, KV head) pairs whose `group` query heads share each read of
+ * K and V; tid picks the score rows. A query's result has the same bits
+ * either way (dense_dot is batch-invariant, dense_axpy adds each row's
+ * terms in token order) and does not depend on which thread runs it. */
 static void attend_items(void *arg, size_t b, size_t e, int tid)
 {
     attend_job *j = arg;
@@ -71,26 +76,31 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
     const vq_cache_layer_shape *ls = &kv->shape.layer[j->layer];
     size_t hd = (size_t)ls->head_dim, mt = (size_t)kv->shape.max_tokens;
     int nq = ls->n_q_heads, group = ls->n_q_heads / ls->n_kv_heads;
-    float *s = f->scores + (size_t)tid * mt;
+    int per = j->grouped ? ls->n_kv_heads : nq, nh = j->grouped ? group : 1;
+    float *s = f->scores + (size_t)tid * f->score_rows * mt;
     const vq_kernels *kern = vq_kernels_get();
     for (size_t it = b; it < e; it++) {
-        int t = (int)(it / (size_t)nq), h = (int)(it % (size_t)nq), g = h / group;
+        int t = (int)(it / (size_t)per), x = (int)(it % (size_t)per);
+        int h0 = j->grouped ? x * group : x, g = j->grouped ? x : x / group;
         int p = j->pos0 + t;
         int lo = (ls->window > 0 && p - ls->window + 1 > 0) ? p - ls->window + 1 : 0;
-        const float *q = j->q + it * hd;
+        const float *q = j->q + ((size_t)t * (size_t)nq + (size_t)h0) * hd;
         const float *K = f->k[j->layer] + (size_t)g * mt * hd;
         const float *V = f->v[j->layer] + (size_t)g * mt * hd;
         size_t nk = (size_t)(p - lo + 1);
-        kern->dense_dot(q, hd, 1, K + (size_t)lo * hd, nk, hd, s, nk);
-        for (size_t pj = 0; pj < nk; pj++)
-            s[pj] *= kv->shape.scale;
-        if (ls->softcap > 0)
+        kern->dense_dot(q, hd, nh, K + (size_t)lo * hd, nk, hd, s, nk);
+        for (int r = 0; r < nh; r++) {
+            float *sr = s + (size_t)r * nk;
             for (size_t pj = 0; pj < nk; pj++)
-                s[pj] = ls->softcap * tanhf(s[pj] / ls->softcap);
-        vq_softmax(s, nk);
-        float *o = j->out + it * hd;
-        memset(o, 0, hd * sizeof(float));
-        kern->dense_axpy(s, nk, 1, V + (size_t)lo * hd, nk, hd, o, hd);
+                sr[pj] *= kv->shape.scale;
+            if (ls->softcap > 0)
+                for (size_t pj = 0; pj < nk; pj++)
+                    sr[pj] = ls->softcap * tanhf(sr[pj] / ls->softcap);
+            vq_softmax(sr, nk);
+        }
+        float *o = j->out + ((size_t)t * (size_t)nq + (size_t)h0) * hd;
+        memset(o, 0, (size_t)nh * hd * sizeof(float));
+        kern->dense_axpy(s, nk, nh, V + (size_t)lo * hd, nk, hd, o, hd);
     }
 }
 
@@ -101,8 +111,12 @@ static vq_status kvf_attend(vq_kv *kv, int layer, const float *q, int n, int pos
         return vq_fail(kv->err, VQ_ERR_STATE,
                        "kv float: attend to positions %d..%d but layer %d holds %d", pos0,
                        pos0 + n - 1, layer, f->n_tok[layer]);
-    attend_job j = { kv, layer, n, pos0, q, out };
-    size_t items = (size_t)n * (size_t)kv->shape.layer[layer].n_q_heads;
+    /* a batch of tokens (prefill, scoring) groups the query heads of a KV
+     * head; one token keeps one item per query head (more items than
+     * threads: 3 KV heads on 2 threads would leave one idle a third) */
+    const vq_cache_layer_shape *ls = &kv->shape.layer[layer];
+    attend_job j = { kv, layer, n, pos0, q, out, n > 1 };
+    size_t items = (size_t)n * (size_t)(n > 1 ? ls->n_kv_heads : ls->n_q_heads);
     if (f->n_threads > 1 && items > 1)
         vq_pool_for(kv->pool, items, 1, attend_items, &j);
     else
@@ -187,7 +201,12 @@ vq_status vq_kv_float_create(const vq_kv_shape *shape, vq_pool *pool, vq_kv **ou
     kv->impl = f;
     f->n_threads = vq_pool_size(pool);
     size_t mt = (size_t)shape->max_tokens;
-    int ok = (f->scores = calloc((size_t)f->n_threads * mt, sizeof(float))) != NULL;
+    f->score_rows = 1;
+    for (int l = 0; l < shape->n_layers; l++) {
+        size_t gq = (size_t)(shape->layer[l].n_q_heads / shape->layer[l].n_kv_heads);
+        f->score_rows = gq > f->score_rows ? gq : f->score_rows;
+    }
+    int ok = (f->scores = calloc((size_t)f->n_threads * f->score_rows * mt, sizeof(float))) != NULL;
     for (int l = 0; ok && l < shape->n_layers; l++) {
         size_t nf = layer_token_floats(&shape->layer[l]) * mt;
         f->k[l] = calloc(nf, sizeof(float));
