@@ -38,15 +38,55 @@ static inline __m512 scales2(float a, float b)
     return _mm512_mask_broadcastss_ps(_mm512_set1_ps(a), 0xFF00, _mm_set_ss(b));
 }
 
+/* bytes per block and offset of the codes of Q4_0, Q4_1, Q5_0, Q5_1 */
+#define Q4Q5_BB(kind) ((kind) == 0 ? 18u : (kind) == 1 ? 20u : (kind) == 2 ? 22u : 24u)
+#define Q4Q5_QOFF(kind) ((kind) == 0 ? 2u : (kind) == 1 ? 4u : (kind) == 2 ? 6u : 8u)
+
+/* one pair of weight blocks at p (the second only if two): the codes as
+ * unsigned bytes, the scales [d0 x8 | d1 x8], and each block's constant
+ * term per activation sum (the min, or the offset times d) */
+typedef struct {
+    __m512i u;
+    __m512 dw;
+    float mw0, mw1;
+} q4q5_pair;
+
+static inline __attribute__((always_inline)) q4q5_pair q4q5_decode_pair(const uint8_t *p, int two, int kind)
+{
+    const size_t bb = Q4Q5_BB(kind), qoff = Q4Q5_QOFF(kind);
+    const float off = kind == 0 ? -8.0f : kind == 2 ? -16.0f : 0.0f;
+    uint16_t d0, d1 = 0, m0 = 0, m1 = 0;
+    memcpy(&d0, p, 2);
+    if (two)
+        memcpy(&d1, p + bb, 2);
+    if (kind == 1 || kind == 3) {
+        memcpy(&m0, p + 2, 2);
+        if (two)
+            memcpy(&m1, p + bb + 2, 2);
+    }
+    __m256i u0 = nibbles32(p + qoff), u1 = two ? nibbles32(p + bb + qoff) : _mm256_setzero_si256();
+    if (kind >= 2) {
+        size_t hoff = kind == 2 ? 2 : 4;
+        u0 = _mm256_or_si256(u0, bits_to_0x10(p + hoff));
+        if (two)
+            u1 = _mm256_or_si256(u1, bits_to_0x10(p + bb + hoff));
+    }
+    float dw0 = h2f(d0), dw1 = two ? h2f(d1) : 0.0f;
+    q4q5_pair r;
+    r.u = join(u0, u1);
+    r.dw = scales2(dw0, dw1);
+    r.mw0 = (kind == 1 || kind == 3) ? h2f(m0) : off * dw0;
+    r.mw1 = two ? ((kind == 1 || kind == 3) ? h2f(m1) : off * dw1) : 0.0f;
+    return r;
+}
+
 /* kind: 0 = Q4_0, 1 = Q4_1, 2 = Q5_0, 3 = Q5_1 (a constant after inlining);
  * m activation vectors at act + j*stride, as quants_avx2.c's bodies. */
 static inline __attribute__((always_inline)) void
 dot_q4q5_m(const void *w, const void *act, size_t stride, int m, size_t n, float *out, int kind)
 {
     const uint8_t *p = w;
-    const size_t bb = kind == 0 ? 18 : kind == 1 ? 20 : kind == 2 ? 22 : 24;
-    const size_t qoff = kind == 0 ? 2 : kind == 1 ? 4 : kind == 2 ? 6 : 8;
-    const float off = kind == 0 ? -8.0f : kind == 2 ? -16.0f : 0.0f;
+    const size_t bb = Q4Q5_BB(kind);
     const vq_act32 *a[VQ_DOT_MULTI_MAX];
     __m512 acc[VQ_DOT_MULTI_MAX];
     float extra[VQ_DOT_MULTI_MAX];
@@ -58,27 +98,10 @@ dot_q4q5_m(const void *w, const void *act, size_t stride, int m, size_t n, float
     const size_t nb = n / 32;
     for (size_t b = 0; b < nb; b += 2, p += 2 * bb) {
         const int two = b + 1 < nb; /* an odd last block pairs with zeros */
-        uint16_t d0, d1 = 0, m0 = 0, m1 = 0;
-        memcpy(&d0, p, 2);
-        if (two)
-            memcpy(&d1, p + bb, 2);
-        if (kind == 1 || kind == 3) {
-            memcpy(&m0, p + 2, 2);
-            if (two)
-                memcpy(&m1, p + bb + 2, 2);
-        }
-        __m256i u0 = nibbles32(p + qoff), u1 = two ? nibbles32(p + bb + qoff) : _mm256_setzero_si256();
-        if (kind >= 2) {
-            size_t hoff = kind == 2 ? 2 : 4;
-            u0 = _mm256_or_si256(u0, bits_to_0x10(p + hoff));
-            if (two)
-                u1 = _mm256_or_si256(u1, bits_to_0x10(p + bb + hoff));
-        }
-        __m512i u = join(u0, u1);
-        float dw0 = h2f(d0), dw1 = two ? h2f(d1) : 0.0f;
-        float mw0 = (kind == 1 || kind == 3) ? h2f(m0) : off * dw0;
-        float mw1 = two ? ((kind == 1 || kind == 3) ? h2f(m1) : off * dw1) : 0.0f;
-        const __m512 dw = scales2(dw0, dw1);
+        q4q5_pair wp = q4q5_decode_pair(p, two, kind);
+        const __m512i u = wp.u;
+        const float mw0 = wp.mw0, mw1 = wp.mw1;
+        const __m512 dw = wp.dw;
         _Pragma("GCC unroll 4") for (int j = 0; j < m; j++) {
             const vq_act32 *x0 = &a[j][b];
             __m256i s0 = _mm256_loadu_si256((const __m256i *)(const void *)x0->qs);
@@ -136,9 +159,7 @@ dot_q8_0_m(const void *w, const void *act, size_t stride, int m, size_t n, float
 static inline __attribute__((always_inline)) void
 rows4_q4q5(const void *w, size_t rstride, const void *act, size_t n, float *out, int kind)
 {
-    const size_t bb = kind == 0 ? 18 : kind == 1 ? 20 : kind == 2 ? 22 : 24;
-    const size_t qoff = kind == 0 ? 2 : kind == 1 ? 4 : kind == 2 ? 6 : 8;
-    const float off = kind == 0 ? -8.0f : kind == 2 ? -16.0f : 0.0f;
+    const size_t bb = Q4Q5_BB(kind);
     const vq_act32 *a = act;
     __m512 acc[4];
     float extra[4];
@@ -154,30 +175,11 @@ rows4_q4q5(const void *w, size_t rstride, const void *act, size_t n, float *out,
         const float ad1 = two ? x0[1].d : 0.0f, as1 = two ? x0[1].s : 0.0f;
         const __m512 ad = scales2(x0->d, ad1);
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {
-            const uint8_t *p = (const uint8_t *)w + (size_t)r * rstride + b * bb;
-            uint16_t d0, d1 = 0, m0 = 0, m1 = 0;
-            memcpy(&d0, p, 2);
-            if (two)
-                memcpy(&d1, p + bb, 2);
-            if (kind == 1 || kind == 3) {
-                memcpy(&m0, p + 2, 2);
-                if (two)
-                    memcpy(&m1, p + bb + 2, 2);
-            }
-            __m256i u0 = nibbles32(p + qoff), u1 = two ? nibbles32(p + bb + qoff) : _mm256_setzero_si256();
-            if (kind >= 2) {
-                size_t hoff = kind == 2 ? 2 : 4;
-                u0 = _mm256_or_si256(u0, bits_to_0x10(p + hoff));
-                if (two)
-                    u1 = _mm256_or_si256(u1, bits_to_0x10(p + bb + hoff));
-            }
-            float dw0 = h2f(d0), dw1 = two ? h2f(d1) : 0.0f;
-            float mw0 = (kind == 1 || kind == 3) ? h2f(m0) : off * dw0;
-            float mw1 = two ? ((kind == 1 || kind == 3) ? h2f(m1) : off * dw1) : 0.0f;
-            __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), join(u0, u1), sx);
-            __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), scales2(dw0, dw1));
+            q4q5_pair wp = q4q5_decode_pair((const uint8_t *)w + (size_t)r * rstride + b * bb, two, kind);
+            __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wp.u, sx);
+            __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), wp.dw);
             acc[r] = _mm512_fmadd_ps(ad, t, acc[r]);
-            extra[r] += mw0 * x0->s + mw1 * as1;
+            extra[r] += wp.mw0 * x0->s + wp.mw1 * as1;
         }
     }
     for (int r = 0; r < 4; r++)
