@@ -4,15 +4,15 @@
 # (scripts/bench_tables.py). Run on an otherwise idle machine: before each
 # step it waits (up to VQ_BENCH_WAIT seconds, default 900) for the 1-minute
 # load average to fall under 0.5, and records the load it started at
-# (docs/PERF.md). Steps: attention128, attention64, attentionbig, e2e
-# (default: all).
+# (docs/PERF.md). Steps: codecs (per-token kernel cost, CPU time, into
+# codecs-cpu.txt), attention128, attention64, attentionbig, e2e (default: all).
 #   bash scripts/run_bench.sh [STEP...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=figures/bench
 mkdir -p "$out"
 bin=./build/veloxquant
-[ -x "$bin" ] || make -j2 >/dev/null
+[ -x "$bin" ] && [ -x build/bench/bench_codecs ] || make -j2 all build/bench/bench_codecs >/dev/null
 
 configs=(
   --config "keys=q8_0 values=q8_0"
@@ -56,7 +56,7 @@ EOF
 }
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(attention128 attention64 attentionbig e2e)
+[ ${#steps[@]} -gt 0 ] || steps=(codecs attention128 attention64 attentionbig e2e)
 for s in "${steps[@]}"; do
     case $s in
     attention128) run attention-d128 bench attention --ctx 4096,16384 --head-dim 128 --kv-heads 4 --q-heads 16 \
@@ -70,6 +70,14 @@ for s in "${steps[@]}"; do
                       --config "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
                       --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
                       --config "keys=rabitq:bits=1 values=q4_0:rot=1" ;;
+    codecs)       quiet; {
+                      echo "# bash scripts/run_bench.sh codecs (load $(cut -d' ' -f1-3 /proc/loadavg)); one pinned core, CPU time"
+                      for spec in "128 4" "64 3"; do
+                          # shellcheck disable=SC2086
+                          taskset -c 1 ./build/bench/bench_codecs $spec fp16 q8_0 q8_0:qbits=8 q4_0:rot=1 q4_0:rot=1,qbits=8 \
+                              kivi:bits=2 kivi:bits=2,qbits=8 kivi:bits=2,group=128,qbits=8 rabitq:bits=1 \
+                              turboquant_rvq:bits=1,qbits=4 V:fp16 V:q8_0 V:q4_0:rot=1 V:kivi:bits=2 V:kivi:bits=4
+                      done; } > "$out/codecs-cpu.txt" ;;
     e2e)          run e2e-smollm2 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 32 \
                       --cache "keys=q8_0 values=q8_0" --cache "keys=q4_0:rot=1 values=q4_0:rot=1" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
