@@ -13,22 +13,20 @@ static inline __m256 vq_fold512(__m512 a)
     return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
 }
 
-/* [sum(a0), ..., sum(a7)] */
-static inline __m256 vq_hsum8x512(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __m512 a4, __m512 a5, __m512 a6,
-                                  __m512 a7)
-{
-    __m256 t0 = _mm256_hadd_ps(vq_fold512(a0), vq_fold512(a1)), t1 = _mm256_hadd_ps(vq_fold512(a2), vq_fold512(a3));
-    __m256 t2 = _mm256_hadd_ps(vq_fold512(a4), vq_fold512(a5)), t3 = _mm256_hadd_ps(vq_fold512(a6), vq_fold512(a7));
-    __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-}
-
 /* [sum(a0), sum(a1), sum(a2), sum(a3)] */
 static inline __m128 vq_hsum4x512(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
 {
     __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(vq_fold512(a0), vq_fold512(a1)),
                               _mm256_hadd_ps(vq_fold512(a2), vq_fold512(a3)));
     return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+/* [sum(a0), ..., sum(a7)]: two hsum4x512, so every vector is reduced by the
+ * same tree whichever of the two a kernel uses */
+static inline __m256 vq_hsum8x512(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __m512 a4, __m512 a5, __m512 a6,
+                                  __m512 a7)
+{
+    return _mm256_set_m128(vq_hsum4x512(a4, a5, a6, a7), vq_hsum4x512(a0, a1, a2, a3));
 }
 
 /* the first min(8, nt - i) lanes of r into s[i..] */
