@@ -31,6 +31,7 @@ def header_cdef(text):
     """The header's declarations in the form cffi's cdef() parses."""
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     text = re.sub(r"//[^\n]*", "", text)
+    text = re.sub(r"\\\n", " ", text)  # continued lines (multi-line #define) as one
     out, skipping = [], []
     for line in text.splitlines():
         s = line.strip()
