@@ -45,6 +45,8 @@ struct vq_cache_config {
     int n_kbits, n_vbits;         /* per-layer bits of keys / values only */
     int *kbits, *vbits;           /* (override bits for that role) */
     long keep_first, keep_last;
+    long sinks;                   /* first tokens kept fp16 (sinks.h) */
+    long prerope;                 /* 1: keys packed before RoPE (prerope.h) */
     char keep_spec[VQ_SPEC_MAX_LEN];
     char *text;                   /* canonical text */
 };
@@ -192,6 +194,7 @@ struct vq_cache {
     double mc_start, mc_threshold; /* minicache parameters */
     int xq_bits, xq_rbits;         /* xquant parameters */
     struct vq_xkv_state *xkv;      /* xkv groups (xkv.c), NULL without */
+    struct vq_prerope *prerope;    /* RoPE tables of prerope=1 (prerope.c) */
     int n_layers;
     vq_cache_layer *layers;
     vq_cache_layer_shape *shapes; /* copy handed out by get_shape */

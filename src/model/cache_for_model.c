@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cache/cache_peek.h"
+#include "cache/prerope.h"
 #include "model/model_internal.h"
 
 /* Fixed seed of caches built for models (rotations, sign diagonals): a
@@ -95,6 +96,12 @@ static vq_status create_for_model(const vq_model *m, const vq_cache_config *cfg,
     free(ls);
     if (st != VQ_OK)
         return vq_fail(NULL, st, "vq_cache_for_model: %s", vq_last_error());
+    for (int l = 0; vq_cache_prerope_on(c) && l < m->n_layers; l++) /* prerope=1: the layers' RoPE */
+        if ((st = vq_cache_prerope_set(c, l, m->layers[l].inv_freq, m->rope_neox)) != VQ_OK) {
+            vq_fail(NULL, st, "vq_cache_for_model: %s", vq_cache_error(c));
+            vq_cache_free(c);
+            return st;
+        }
     for (int l = 0; need_ready && l < m->n_layers; l++)
         for (int r = 0; r < 2; r++) {
             const vq_codec *cd = vq_cache_codec_of(c, l, (vq_role)r);
