@@ -47,6 +47,7 @@ struct vq_cache_config {
     long keep_first, keep_last;
     long sinks;                   /* first tokens kept fp16 (sinks.h) */
     long prerope;                 /* 1: keys packed before RoPE (prerope.h) */
+    int check;                    /* 0 none, 1 warn, 2 strict (model/cache_check.h) */
     char keep_spec[VQ_SPEC_MAX_LEN];
     char *text;                   /* canonical text */
 };
