@@ -13,6 +13,9 @@
 #                                 the low-bit configs (kivi/kivix per-channel keys,
 #                                 sparse outliers, bit plans), 3 chunks each:
 #                                 figures/quality/MODEL-ppl-lowbit.json
+#   ppl-lowbit2-smollm2 ppl-lowbit2-gemma3
+#                                 the same with attention sinks and pre-RoPE keys:
+#                                 figures/quality/MODEL-ppl-lowbit2.json
 #   sweep-kivi-smollm2 sweep-kivix-smollm2 plan-smollm2
 #                                 the exploration behind them (docs/quality.md):
 #                                 figures/quality/sweeps/
@@ -95,6 +98,34 @@ LIST
   esac
 }
 
+# The second round (docs/quality.md "Sinks, pre-RoPE keys"): attention
+# sinks kept fp16 (sinks=4), keys packed before RoPE (prerope=1), the
+# 1-bit-key family with 4-bit values. One ppl run per model, 3 chunks.
+lowbit2_methods() {
+  case $1 in
+    smollm2-135m) cat <<LIST
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=4,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4
+keys=kivix:bits=2,group=128,outliers=64,nu=50 values=kivix:bits=2,group=64,nu=50 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1 vbits=1,2,1,2,2,2,2,2,2,2,1,1,2,2,2,2,2,2,2,2,2,2,2,2,2,1,1,2,1,1
+keys=rabitq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4
+keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4
+LIST
+    ;;
+    gemma3-270m) cat <<LIST
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=4,group=128 residual=128 sinks=4 prerope=1
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4 prerope=1
+keys=rabitq:bits=1 values=kivix:bits=4,group=128 residual=128 sinks=4
+LIST
+    ;;
+  esac
+}
+
 ppl_list() {  # model chunks out-file: the configs on stdin, one per line
   local m=$1 chunks=$2 out=$3; local -a a=()
   while IFS= read -r cfg; do [ -n "$cfg" ] && a+=(--cache "$cfg"); done
@@ -151,6 +182,8 @@ step() {
     ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 2048 2 ;;
     ppl-lowbit-smollm2) lowbit_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit.json ;;
     ppl-lowbit-gemma3)  lowbit_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit.json ;;
+    ppl-lowbit2-smollm2) lowbit2_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit2.json ;;
+    ppl-lowbit2-gemma3)  lowbit2_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit2.json ;;
     sweep-kivi-smollm2)  mkdir -p figures/quality/sweeps
                          sweep_list kivi | ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-kivi.json ;;
     sweep-kivix-smollm2) mkdir -p figures/quality/sweeps
