@@ -416,6 +416,13 @@ def main():
             "plan-smollm2": text_block("figures/quality/sweeps/smollm2-135m-plan-2-4.txt"),
             "lowbit-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit.json"),
             "lowbit-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit.json"),
+            "sweep-sinks-prerope": sweep_table("figures/quality/sweeps/smollm2-135m-sinks-prerope.json"),
+            "sweep-sinks-lowbit": sweep_table("figures/quality/sweeps/smollm2-135m-sinks-lowbit.json"),
+            "sweep-sinks-gemma3": sweep_table("figures/quality/sweeps/gemma3-270m-sinks-prerope.json"),
+            "sweep-nu": sweep_table("figures/quality/sweeps/smollm2-135m-nu.json"),
+            "lowbit2-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit2.json"),
+            "lowbit2-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit2.json"),
+            "outlier-families": text_block("figures/quality/outlier-families.txt"),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)

@@ -17,6 +17,7 @@
 #                                 the same with attention sinks and pre-RoPE keys:
 #                                 figures/quality/MODEL-ppl-lowbit2.json
 #   sweep-kivi-smollm2 sweep-kivix-smollm2 plan-smollm2
+#   sweep-sinks-smollm2 sweep-sinks-gemma3 sweep-nu-smollm2 (ctx 1024, 2 chunks)
 #                                 the exploration behind them (docs/quality.md):
 #                                 figures/quality/sweeps/
 #   needle-smollm2 needle-gemma3  passkey retrieval per method
@@ -160,6 +161,60 @@ LIST
   esac
 }
 
+screen_list() {  # name: the ctx-1024 screens of the second round (docs/quality.md)
+  case $1 in
+    sinks-prerope-smollm2) cat <<'LIST'
+keys=fp16 values=fp16 residual=0 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 prerope=1
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+LIST
+    ;;
+    sinks-lowbit-smollm2) cat <<'LIST'
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=16
+keys=kivix:bits=2,group=128 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=1,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=1,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=32 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=32 sinks=4 prerope=1
+keys=kivix:bits=1,group=128,outliers=64 values=kivix:bits=1,group=64 residual=128 sinks=4 prerope=1
+LIST
+    ;;
+    sinks-prerope-gemma3) cat <<'LIST'
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4 prerope=1
+LIST
+    ;;
+    nu-smollm2) cat <<'LIST'
+keys=kivix:bits=3,group=128,outliers=64,nu=35 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=64,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64,nu=25 values=kivix:bits=2,group=64,nu=25 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64,nu=50 values=kivix:bits=2,group=64,nu=50 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1 vbits=1,2,1,2,2,2,2,2,2,2,1,1,2,2,2,2,2,2,2,2,2,2,2,2,2,1,1,2,1,1
+LIST
+    ;;
+  esac
+}
+
+screen_run() {  # model out-file: 2 chunks at ctx 1024, configs on stdin
+  local m=$1 out=$2; local -a a=()
+  while IFS= read -r cfg; do [ -n "$cfg" ] && a+=(--cache "$cfg"); done
+  run "$BIN" ppl --model "$m" --file "$WIKI" --skip 0.25 --ctx 1024 --chunks 2 "${a[@]}" --json > "$out.tmp"
+  mv "$out.tmp" "$out"
+}
+
 needle() {  # model ctx
   local m=$1 ctx=$2; local -a a=()
   while IFS= read -r -d '' x; do a+=("$x"); done < <(cache_args "$m")
@@ -192,6 +247,13 @@ step() {
     plan-smollm2)  mkdir -p figures/quality/sweeps
                    run "$BIN" tune --model smollm2-135m --budget 3.0 --plan 2,4 --file "$WIKI" --tokens 512 \
                      > figures/quality/sweeps/smollm2-135m-plan-2-4.txt ;;
+    sweep-sinks-smollm2) mkdir -p figures/quality/sweeps
+                         screen_list sinks-prerope-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-sinks-prerope.json
+                         screen_list sinks-lowbit-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-sinks-lowbit.json ;;
+    sweep-sinks-gemma3)  mkdir -p figures/quality/sweeps
+                         screen_list sinks-prerope-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-sinks-prerope.json ;;
+    sweep-nu-smollm2)    mkdir -p figures/quality/sweeps
+                         screen_list nu-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-nu.json ;;
     needle-smollm2) needle smollm2-135m 2048 ;;
     needle-lowbit-smollm2)
       run "$BIN" needle --model smollm2-135m --ctx 2048 --depths 0,0.5,1 --seeds 1 \
