@@ -358,6 +358,18 @@ def sweep_table(rel):
     return table(head, rows) + note
 
 
+def needle_table(rel):
+    """a passkey run (needle --json) as a table, with its command"""
+    n = load(rel)
+    if n is None:
+        return f"_not measured yet: `{rel}` is missing._"
+    head = ["cache config"] + [f"depth {d:g}" for d in n["depths"]] + ["accuracy", "trials"]
+    rows = [[f'`{c["cache"]}`'] + [f"{x:.2f}" for x in c["per_depth"]] + [f'{c["accuracy"]:.2f}', str(c["trials"])]
+            for c in n["configs"]]
+    return table(head, rows) + (f'\n\n{n["model"]}, passkey at ~{n["ctx"]} tokens, {n["seeds"]} keys per depth. '
+                                f'From `{rel}`:\n\n    {needle_command(n)}\n')
+
+
 def text_block(rel):
     p = os.path.join(ROOT, rel)
     if not os.path.exists(p):
@@ -423,6 +435,7 @@ def main():
             "lowbit2-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit2.json"),
             "lowbit2-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit2.json"),
             "outlier-families": text_block("figures/quality/outlier-families.txt"),
+            "needle-4k-smollm2": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k.json"),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)

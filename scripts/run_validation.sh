@@ -21,6 +21,7 @@
 #                                 the exploration behind them (docs/quality.md):
 #                                 figures/quality/sweeps/
 #   needle-smollm2 needle-gemma3  passkey retrieval per method
+#   needle-lowbit2-smollm2        passkey at 4k tokens, 3 seeds per depth, low-bit configs
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -266,6 +267,11 @@ step() {
         --cache 'keys=kivi:bits=4,group=128 values=kivi:bits=4,group=128 residual=128' \
         --cache 'keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128' \
         --json > figures/quality/gemma3-270m-needle-lowbit.json ;;
+    needle-lowbit2-smollm2)  # passkey at 4k tokens, 3 keys per depth (docs/quality.md)
+      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5,1 --seeds 3 \
+        --cache 'keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1' \
+        --cache 'keys=kivix:bits=2,group=128,outliers=64,nu=50 values=kivix:bits=2,group=64,nu=50 residual=128 sinks=4 prerope=1' \
+        --json > figures/quality/sweeps/smollm2-135m-needle-4k.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
