@@ -51,6 +51,8 @@ def short_spec(spec):
         out += "o" + kv["outliers"]
     if kv.get("rot") == "1":
         out += "-rot"
+    if kv.get("nu", "0") != "0":
+        out += "nu" + kv["nu"]
     return out
 
 
@@ -66,6 +68,10 @@ def name_of(cache):
             n += f" r{f['residual']}"
         if "keep_spec" in f:
             n += f" keep {f.get('keep_first', '0')}/{f.get('keep_last', '0')}:{short_spec(f['keep_spec'])}"
+        if f.get("sinks", "0") != "0":
+            n += f" s{f['sinks']}"
+        if f.get("prerope") == "1":
+            n += " prerope"
         if "bits" in f or "kbits" in f or "vbits" in f:
             n += " bit-plan"
         return n

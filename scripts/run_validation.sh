@@ -270,7 +270,7 @@ step() {
     needle-lowbit2-smollm2)  # passkey at 4k tokens, 3 keys per depth (docs/quality.md)
       run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5,1 --seeds 3 \
         --cache 'keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1' \
-        --cache 'keys=kivix:bits=2,group=128,outliers=64,nu=50 values=kivix:bits=2,group=64,nu=50 residual=128 sinks=4 prerope=1' \
+        --cache 'keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4' \
         --json > figures/quality/sweeps/smollm2-135m-needle-4k.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
