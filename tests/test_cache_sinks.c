@@ -172,6 +172,8 @@ static void test_sinks_refused(void)
     CHECK(make("keys=q4_0 values=q4_0 sinks=4 evict=h2o:budget=64") == NULL);
     CHECK(strstr(vq_last_error(), "sinks") != NULL);
     CHECK(make("keys=q4_0 values=q4_0 sinks=4 cross=xquant") == NULL);
+    CHECK(make("keys=q4_0 values=q4_0 prerope=1 cross=minicache") == NULL);
+    CHECK(strstr(vq_last_error(), "prerope") != NULL);
     vq_cache_config *cfg = NULL;
     CHECK(vq_cache_config_parse("keys=q4_0 sinks=4097", &cfg) != VQ_OK);
     CHECK(vq_cache_config_parse("keys=q4_0 sinks=4", &cfg) == VQ_OK);

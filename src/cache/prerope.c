@@ -13,6 +13,13 @@ struct vq_prerope {
 
 int vq_cache_prerope_on(const vq_cache *c) { return c && c->cfg->prerope; }
 
+vq_status vq_cache_prerope_check(const vq_cache *c, char *err)
+{
+    if (c->cfg->prerope && strcmp(c->cfg->cross, "none") != 0)
+        return vq_fail(err, VQ_ERR_INVALID_ARG, "cache config: prerope=1 needs cross=none");
+    return VQ_OK;
+}
+
 vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int neox)
 {
     if (!c || !inv_freq)

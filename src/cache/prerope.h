@@ -22,6 +22,9 @@
 /* Layer l's RoPE: inv_freq[head_dim/2], neox 1 = pairs (i, i + D/2), 0 =
  * adjacent pairs. Only for prerope=1 caches (else VQ_ERR_STATE). */
 vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int neox);
+/* refuse configs prerope cannot serve (cross-layer sharing scores the
+ * anchor's codes with the codec's own kernels) */
+vq_status vq_cache_prerope_check(const vq_cache *c, char *err);
 /* 1 if the cache packs keys before RoPE */
 int vq_cache_prerope_on(const vq_cache *c);
 /* VQ_OK unless prerope=1 and layer L has no RoPE set */

@@ -174,6 +174,8 @@ vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *s
     if (st == VQ_OK)
         st = vq_cache_sinks_check(c, c->err);
     if (st == VQ_OK)
+        st = vq_cache_prerope_check(c, c->err);
+    if (st == VQ_OK)
         st = vq_cache_xquant_parse(c, c->err);
     if (st == VQ_OK)
         st = vq_cache_xkv_parse(c, c->err);
