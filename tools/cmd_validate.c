@@ -889,6 +889,8 @@ static void print_table(const opts *o, const arm_result *res)
                r->compressed_key_bytes ? (double)r->fp16_key_bytes / (r->compressed_key_bytes + r->index_bytes / 2.0) : 0,
                (r->resident_key_bytes + r->resident_value_bytes) / MB, kl, t1,
                r->quality_positions > 0 ? (r->greedy_match ? "same" : "diff") : "-");
+        if (r->quality_positions > 0 && r->kl_mean >= 0.5) /* tune's and check=strict's line */
+            printf("%-14s warning: KL %.2f nats >= 0.5: this config breaks the model\n", o->arms[i].name, r->kl_mean);
     }
     printf("claim = fp16_key_bytes / (compressed_key_bytes + index_bytes / 2); tok/s = generated tokens / (prefill + decode) "
            "seconds; Peak MB = the arm process's VmHWM; KL = mean KL(fp16 || arm) in nats per generated "
