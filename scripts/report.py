@@ -366,7 +366,10 @@ def sweep_table(rel):
 
 def needle_table(rel):
     """a passkey run (needle --json) as a table, with its command"""
-    n = load(rel)
+    try:
+        n = load(rel)
+    except ValueError:  # a run still writing it
+        n = None
     if n is None:
         return f"_not measured yet: `{rel}` is missing._"
     head = ["cache config"] + [f"depth {d:g}" for d in n["depths"]] + ["accuracy", "trials"]

@@ -271,7 +271,8 @@ step() {
       run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5,1 --seeds 3 \
         --cache 'keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1' \
         --cache 'keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4' \
-        --json > figures/quality/sweeps/smollm2-135m-needle-4k.json ;;
+        --json > figures/quality/sweeps/smollm2-135m-needle-4k.json.tmp
+      mv figures/quality/sweeps/smollm2-135m-needle-4k.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
