@@ -317,6 +317,27 @@ def quality_table(q):
     return table(head, rows) + note
 
 
+def best_by_bits(quals):
+    """per model and budget (1.5 .. 4.5 bits/element, +0.01 for page
+    tables), the non-evicting method with the lowest KL within it"""
+    rows = []
+    for q in quals:
+        for L in (1.5, 2.0, 2.25, 2.5, 3.0, 4.0, 4.5):
+            ms = [m for m in q["methods"] if not m["evicts"] and m["name"] != "fp16" and m.get("kl") is not None
+                  and m["bits_per_element"] <= L + 0.01]
+            if not ms:
+                rows.append([q["model"], f"{L:g}", "_no point at ctx 2048 (ctx 1024 screens: 1-bit keys or values break the model)_", "", "", "", ""])
+                continue
+            m = min(ms, key=lambda m: m["kl"])
+            rel = 100.0 * m["dppl"] / m.get("ppl_fp16", q["ppl_fp16"])
+            rows.append([q["model"], f"{L:g}", f'`{m["cache"]}`', f'{m["bits_per_element"]:.3f}', f"{rel:+.2f}%",
+                         fmt(m["kl"], ".4f"), fmt(m.get("needle"), ".2f")])
+    head = ["model", "budget (b/e)", "best config within it (lowest KL)", "bits/element", "dPPL", "KL (nats)",
+            "passkey (2k)"]
+    return table(head, rows) + ("\n\nFrom figures/quality/quality.json (every non-evicting method of the quality "
+                                "table; budgets get +0.01 b/e for page tables).\n")
+
+
 def verdict(quals):
     """Plain statements per method: class by relative dPPL (good <= 2 %,
     fair <= 10 %, poor otherwise -- the thresholds of `recommend`)."""
@@ -445,6 +466,7 @@ def main():
             "lowbit2-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit2.json"),
             "outlier-families": text_block("figures/quality/outlier-families.txt"),
             "needle-4k-smollm2": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k.json"),
+            "best-by-bits": best_by_bits(qual["models"]),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)
