@@ -54,6 +54,8 @@ def short_spec(spec):
         out += "o" + kv["outliers"]
     if kv.get("rot") == "1":
         out += "-rot"
+    if kv.get("nu", "0") != "0":
+        out += "nu" + kv["nu"]
     return out
 
 
@@ -69,6 +71,10 @@ def name_of(cache):
             n += f" r{f['residual']}"
         if "keep_spec" in f:
             n += f" keep {f.get('keep_first', '0')}/{f.get('keep_last', '0')}:{short_spec(f['keep_spec'])}"
+        if f.get("sinks", "0") != "0":
+            n += f" s{f['sinks']}"
+        if f.get("prerope") == "1":
+            n += " prerope"
         if "bits" in f or "kbits" in f or "vbits" in f:
             n += " bit-plan"
         return n
@@ -314,6 +320,27 @@ def quality_table(q):
     return table(head, rows) + note
 
 
+def best_by_bits(quals):
+    """per model and budget (1.5 .. 4.5 bits/element, +0.01 for page
+    tables), the non-evicting method with the lowest KL within it"""
+    rows = []
+    for q in quals:
+        for L in (1.5, 2.0, 2.25, 2.5, 3.0, 4.0, 4.5):
+            ms = [m for m in q["methods"] if not m["evicts"] and m["name"] != "fp16" and m.get("kl") is not None
+                  and m["bits_per_element"] <= L + 0.01]
+            if not ms:
+                rows.append([q["model"], f"{L:g}", "_no point at ctx 2048 (ctx 1024 screens: 1-bit keys or values break the model)_", "", "", "", ""])
+                continue
+            m = min(ms, key=lambda m: m["kl"])
+            rel = 100.0 * m["dppl"] / m.get("ppl_fp16", q["ppl_fp16"])
+            rows.append([q["model"], f"{L:g}", f'`{m["cache"]}`', f'{m["bits_per_element"]:.3f}', f"{rel:+.2f}%",
+                         fmt(m["kl"], ".4f"), fmt(m.get("needle"), ".2f")])
+    head = ["model", "budget (b/e)", "best config within it (lowest KL)", "bits/element", "dPPL", "KL (nats)",
+            "passkey (2k)"]
+    return table(head, rows) + ("\n\nFrom figures/quality/quality.json (every non-evicting method of the quality "
+                                "table; budgets get +0.01 b/e for page tables).\n")
+
+
 def verdict(quals):
     """Plain statements per method: class by relative dPPL (good <= 2 %,
     fair <= 10 %, poor otherwise -- the thresholds of `recommend`)."""
@@ -442,6 +469,21 @@ def sweep_table(rel):
     return table(head, rows) + note
 
 
+def needle_table(rel):
+    """a passkey run (needle --json) as a table, with its command"""
+    try:
+        n = load(rel)
+    except ValueError:  # a run still writing it
+        n = None
+    if n is None:
+        return f"_not measured yet: `{rel}` is missing._"
+    head = ["cache config"] + [f"depth {d:g}" for d in n["depths"]] + ["accuracy", "trials"]
+    rows = [[f'`{c["cache"]}`'] + [f"{x:.2f}" for x in c["per_depth"]] + [f'{c["accuracy"]:.2f}', str(c["trials"])]
+            for c in n["configs"]]
+    return table(head, rows) + (f'\n\n{n["model"]}, passkey at ~{n["ctx"]} tokens, {n["seeds"]} keys per depth. '
+                                f'From `{rel}`:\n\n    {needle_command(n)}\n')
+
+
 def text_block(rel):
     p = os.path.join(ROOT, rel)
     if not os.path.exists(p):
@@ -502,6 +544,15 @@ def main():
             "plan-smollm2": text_block("figures/quality/sweeps/smollm2-135m-plan-2-4.txt"),
             "lowbit-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit.json"),
             "lowbit-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit.json"),
+            "sweep-sinks-prerope": sweep_table("figures/quality/sweeps/smollm2-135m-sinks-prerope.json"),
+            "sweep-sinks-lowbit": sweep_table("figures/quality/sweeps/smollm2-135m-sinks-lowbit.json"),
+            "sweep-sinks-gemma3": sweep_table("figures/quality/sweeps/gemma3-270m-sinks-prerope.json"),
+            "sweep-nu": sweep_table("figures/quality/sweeps/smollm2-135m-nu.json"),
+            "lowbit2-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit2.json"),
+            "lowbit2-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit2.json"),
+            "outlier-families": text_block("figures/quality/outlier-families.txt"),
+            "needle-4k-smollm2": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k.json"),
+            "best-by-bits": best_by_bits(qual["models"]),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)

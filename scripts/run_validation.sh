@@ -13,10 +13,15 @@
 #                                 the low-bit configs (kivi/kivix per-channel keys,
 #                                 sparse outliers, bit plans), 3 chunks each:
 #                                 figures/quality/MODEL-ppl-lowbit.json
+#   ppl-lowbit2-smollm2 ppl-lowbit2-gemma3
+#                                 the same with attention sinks and pre-RoPE keys:
+#                                 figures/quality/MODEL-ppl-lowbit2.json
 #   sweep-kivi-smollm2 sweep-kivix-smollm2 plan-smollm2
+#   sweep-sinks-smollm2 sweep-sinks-gemma3 sweep-nu-smollm2 (ctx 1024, 2 chunks)
 #                                 the exploration behind them (docs/quality.md):
 #                                 figures/quality/sweeps/
 #   needle-smollm2 needle-gemma3  passkey retrieval per method
+#   needle-lowbit2-smollm2        passkey at 4k tokens, 3 seeds per depth, low-bit configs
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -95,6 +100,34 @@ LIST
   esac
 }
 
+# The second round (docs/quality.md "Sinks, pre-RoPE keys"): attention
+# sinks kept fp16 (sinks=4), keys packed before RoPE (prerope=1), the
+# 1-bit-key family with 4-bit values. One ppl run per model, 3 chunks.
+lowbit2_methods() {
+  case $1 in
+    smollm2-135m) cat <<LIST
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=4,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4
+keys=kivix:bits=2,group=128,outliers=64,nu=50 values=kivix:bits=2,group=64,nu=50 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1 vbits=1,2,1,2,2,2,2,2,2,2,1,1,2,2,2,2,2,2,2,2,2,2,2,2,2,1,1,2,1,1
+keys=rabitq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4
+keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4
+LIST
+    ;;
+    gemma3-270m) cat <<LIST
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=4,group=128 residual=128 sinks=4 prerope=1
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4 prerope=1
+keys=rabitq:bits=1 values=kivix:bits=4,group=128 residual=128 sinks=4
+LIST
+    ;;
+  esac
+}
+
 ppl_list() {  # model chunks out-file: the configs on stdin, one per line
   local m=$1 chunks=$2 out=$3; local -a a=()
   while IFS= read -r cfg; do [ -n "$cfg" ] && a+=(--cache "$cfg"); done
@@ -129,6 +162,60 @@ LIST
   esac
 }
 
+screen_list() {  # name: the ctx-1024 screens of the second round (docs/quality.md)
+  case $1 in
+    sinks-prerope-smollm2) cat <<'LIST'
+keys=fp16 values=fp16 residual=0 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 prerope=1
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+LIST
+    ;;
+    sinks-lowbit-smollm2) cat <<'LIST'
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=16
+keys=kivix:bits=2,group=128 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=1,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=1,group=128,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=64 residual=32 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64 residual=32 sinks=4 prerope=1
+keys=kivix:bits=1,group=128,outliers=64 values=kivix:bits=1,group=64 residual=128 sinks=4 prerope=1
+LIST
+    ;;
+    sinks-prerope-gemma3) cat <<'LIST'
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4
+keys=kivix:bits=2,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4 prerope=1
+LIST
+    ;;
+    nu-smollm2) cat <<'LIST'
+keys=kivix:bits=3,group=128,outliers=64,nu=35 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=128,outliers=64,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64,nu=25 values=kivix:bits=2,group=64,nu=25 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,outliers=64,nu=50 values=kivix:bits=2,group=64,nu=50 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=128,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1 vbits=1,2,1,2,2,2,2,2,2,2,1,1,2,2,2,2,2,2,2,2,2,2,2,2,2,1,1,2,1,1
+LIST
+    ;;
+  esac
+}
+
+screen_run() {  # model out-file: 2 chunks at ctx 1024, configs on stdin
+  local m=$1 out=$2; local -a a=()
+  while IFS= read -r cfg; do [ -n "$cfg" ] && a+=(--cache "$cfg"); done
+  run "$BIN" ppl --model "$m" --file "$WIKI" --skip 0.25 --ctx 1024 --chunks 2 "${a[@]}" --json > "$out.tmp"
+  mv "$out.tmp" "$out"
+}
+
 needle() {  # model ctx
   local m=$1 ctx=$2; local -a a=()
   while IFS= read -r -d '' x; do a+=("$x"); done < <(cache_args "$m")
@@ -151,6 +238,8 @@ step() {
     ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 2048 2 ;;
     ppl-lowbit-smollm2) lowbit_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit.json ;;
     ppl-lowbit-gemma3)  lowbit_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit.json ;;
+    ppl-lowbit2-smollm2) lowbit2_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit2.json ;;
+    ppl-lowbit2-gemma3)  lowbit2_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit2.json ;;
     sweep-kivi-smollm2)  mkdir -p figures/quality/sweeps
                          sweep_list kivi | ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-kivi.json ;;
     sweep-kivix-smollm2) mkdir -p figures/quality/sweeps
@@ -159,6 +248,13 @@ step() {
     plan-smollm2)  mkdir -p figures/quality/sweeps
                    run "$BIN" tune --model smollm2-135m --budget 3.0 --plan 2,4 --file "$WIKI" --tokens 512 \
                      > figures/quality/sweeps/smollm2-135m-plan-2-4.txt ;;
+    sweep-sinks-smollm2) mkdir -p figures/quality/sweeps
+                         screen_list sinks-prerope-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-sinks-prerope.json
+                         screen_list sinks-lowbit-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-sinks-lowbit.json ;;
+    sweep-sinks-gemma3)  mkdir -p figures/quality/sweeps
+                         screen_list sinks-prerope-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-sinks-prerope.json ;;
+    sweep-nu-smollm2)    mkdir -p figures/quality/sweeps
+                         screen_list nu-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-nu.json ;;
     needle-smollm2) needle smollm2-135m 2048 ;;
     needle-lowbit-smollm2)
       run "$BIN" needle --model smollm2-135m --ctx 2048 --depths 0,0.5,1 --seeds 1 \
@@ -171,6 +267,12 @@ step() {
         --cache 'keys=kivi:bits=4,group=128 values=kivi:bits=4,group=128 residual=128' \
         --cache 'keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128' \
         --json > figures/quality/gemma3-270m-needle-lowbit.json ;;
+    needle-lowbit2-smollm2)  # passkey at 4k tokens, 3 keys per depth (docs/quality.md)
+      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5,1 --seeds 3 \
+        --cache 'keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1' \
+        --cache 'keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4' \
+        --json > figures/quality/sweeps/smollm2-135m-needle-4k.json.tmp
+      mv figures/quality/sweeps/smollm2-135m-needle-4k.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;

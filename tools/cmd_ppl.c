@@ -90,10 +90,12 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
     vq_cache_usage all;
     if (!a->cache || vq_cache_get_shape(a->cache, &sh) != VQ_OK || vq_cache_stats(a->cache, -1, &all) != VQ_OK)
         return;
-    long residual = 0;
+    long residual = 0, sinks = 0;
     const char *r = strstr(a->text, "residual=");
     if (r)
         residual = strtol(r + 9, NULL, 10);
+    if ((r = strstr(a->text, "sinks=")) != NULL && (r == a->text || r[-1] == ' '))
+        sinks = strtol(r + 6, NULL, 10); /* fp16 sink tokens: a fixed cost like the window (full layers) */
     double bits_k = 0, bits_v = 0, elems = 0, total = 0;
     for (int l = 0; l < sh.n_layers; l++) {
         vq_cache_usage u;
@@ -117,7 +119,8 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
                                  : 2 * D) + idx;
         }
         double held = li.sliding_window > 0 && li.sliding_window < 8192 ? li.sliding_window : 8192;
-        double res = residual < held ? residual : held;
+        double res_l = (double)residual + (li.sliding_window > 0 ? 0.0 : (double)sinks);
+        double res = res_l < held ? res_l : held;
         total += H * ((held - res) * (bpt[0] + bpt[1]) + res * 4 * D);
         if (li.sliding_window > 0) {
             a->bpt_window += H * (bpt[0] + bpt[1]);
@@ -125,7 +128,7 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
         } else {
             a->bpt_full += H * (bpt[0] + bpt[1]);
         }
-        a->fixed_bytes += H * (double)residual * (4 * D - bpt[0] - bpt[1]) + win_pos;
+        a->fixed_bytes += H * res_l * (4 * D - bpt[0] - bpt[1]) + win_pos;
         total += win_pos;
         bits_k += 8 * bpt[0] * H;
         bits_v += 8 * bpt[1] * H;

@@ -14,8 +14,9 @@
  * base_mb. Quality classes (relative dPPL = dppl / ppl_fp16):
  *   good  <= 2 %     (the published q4_0-with-rotation range is 0.2-1 %)
  *   fair  <= 10 %
- *   poor  otherwise (reported, never recommended except when asked for
- *         the smallest cache, and then with a warning).
+ *   poor  otherwise, or KL >= 0.5 nats (the model breaks) (reported,
+ *         never recommended except when asked for the smallest cache, and
+ *         then with a warning).
  * Goals:
  *   everyday         no calibration, no eviction, quality good or fair:
  *                    the smallest cache (ties: lower KL)
@@ -164,6 +165,8 @@ int cmd_recommend(int argc, char **argv)
         /* a method measured in another run (other chunks) carries its own baseline */
         m->rel = m->dppl / cli_json_get_num(o, "ppl_fp16", ppl_fp16);
         m->cls = m->rel <= GOOD_REL_DPPL ? 0 : m->rel <= FAIR_REL_DPPL ? 1 : 2;
+        if (m->kl >= 0.5) /* KL >= 0.5 nats breaks the model (tune, check=strict): never good or fair */
+            m->cls = 2;
         double denom = m->evicts ? 0 : m->full;
         double room = budget - m->fixed - m->win * m->window;
         m->max_ctx = m->evicts ? INFINITY : denom > 0 && room > 0 ? room / denom : 0;

@@ -91,7 +91,9 @@ static int build_candidates(cand *cs, int D, long tokens)
     char k[96], v[96];
     /* the fp16 window of recent tokens: KIVI's 128 when the measurement is
      * long enough to pack most tokens anyway, else 32 */
-    const char *res = tokens >= 1024 ? " residual=128" : " residual=32";
+    /* + 4 attention-sink tokens kept fp16 and keys packed before RoPE
+     * (docs/quality.md: both cut KL 2-4x at 2-3 bits on the default models) */
+    const char *res = tokens >= 1024 ? " residual=128 sinks=4 prerope=1" : " residual=32 sinks=4 prerope=1";
     int vg = D >= 128 ? 128 : D; /* value scales per 64/128 channels */
     for (int kb = 2; kb <= 8; kb++)
         for (int vb = 2; vb <= kb; vb++) {

@@ -98,7 +98,7 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
     int *bits = malloc(2 * (size_t)L * sizeof *bits);
     float *ref = malloc(n * (size_t)nv * sizeof *ref);
     char *cfg = malloc(16384);
-    const char *res = n >= 1024 ? " residual=128" : " residual=32";
+    const char *res = n >= 1024 ? " residual=128 sinks=4 prerope=1" : " residual=32 sinks=4 prerope=1";
     int rc = 1;
     if (!share || !sens || !save || !bpt_hi || !bits || !ref || !cfg) {
         cli_error("tune", "out of memory (reference logits: %zu x %d floats)", n, nv);

@@ -150,7 +150,7 @@ int validate_write_results(const validate_opts *o, const char *path, const valid
 
 void validate_print_table(const validate_opts *o, const validate_result *res)
 {
-    printf("\n%-14s %8s %8s %11s %15s %7s %11s %9s %6s %6s\n", "Arm", "tok/s", "Peak VALIDATE_MB", "Keys fp16",
+    printf("\n%-14s %8s %8s %11s %15s %7s %11s %9s %6s %6s\n", "Arm", "tok/s", "Peak MB", "Keys fp16",
            "Keys compressed", "Claim", "Resident KV", "KL", "top-1", "greedy");
     for (int i = 0; i < o->n_arms; i++) {
         const validate_result *r = &res[i];
@@ -163,13 +163,13 @@ void validate_print_table(const validate_opts *o, const validate_result *res)
             snprintf(kl, sizeof kl, "%.2e", r->kl_mean);
             snprintf(t1, sizeof t1, "%.3f", r->top1);
         }
-        printf("%-14s %8.1f %8.0f %8.3f VALIDATE_MB %12.3f VALIDATE_MB %6.2fx %8.3f VALIDATE_MB %9s %6s %6s\n", o->arms[i].name,
+        printf("%-14s %8.1f %8.0f %8.3f MB %12.3f MB %6.2fx %8.3f MB %9s %6s %6s\n", o->arms[i].name,
                r->throughput_tok_s, r->rss_peak_mb, r->fp16_key_bytes / VALIDATE_MB, r->compressed_key_bytes / VALIDATE_MB,
                r->compressed_key_bytes ? (double)r->fp16_key_bytes / (r->compressed_key_bytes + r->index_bytes / 2.0) : 0,
                (r->resident_key_bytes + r->resident_value_bytes) / VALIDATE_MB, kl, t1,
                r->quality_positions > 0 ? (r->greedy_match ? "same" : "diff") : "-");
     }
     printf("claim = fp16_key_bytes / (compressed_key_bytes + index_bytes / 2); tok/s = generated tokens / (prefill + decode) "
-           "seconds; Peak VALIDATE_MB = the arm process's VmHWM; KL = mean KL(fp16 || arm) in nats per generated "
+           "seconds; Peak MB = the arm process's VmHWM; KL = mean KL(fp16 || arm) in nats per generated "
            "position\n");
 }

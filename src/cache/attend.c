@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
+#include "cache/prerope.h"
 #include "core/fp16.h"
 #include "core/vexp.h"
 
@@ -280,7 +281,7 @@ static vq_status run_item(tile_job *J, size_t it, int w)
         if (L->shape.window > 0 && vq_head_pos(H, s0 + n - 1) <= qmin - L->shape.window)
             continue;
         VQ_TRY(vq_cross_bind(c, L, h, s0, kc, vc));
-        VQ_TRY(vq_codec_score(kc, W->qbuf, (int)nq, H->kpages[pg], n, W->sc));
+        VQ_TRY(vq_cache_key_scores(c, L, H, kc, pg, n, W->qbuf, W->qf, nq, W->sc)); /* prerope.h */
         mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
                     wb ? wb + s0 : NULL, ns);
         online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);

@@ -45,6 +45,9 @@ struct vq_cache_config {
     int n_kbits, n_vbits;         /* per-layer bits of keys / values only */
     int *kbits, *vbits;           /* (override bits for that role) */
     long keep_first, keep_last;
+    long sinks;                   /* first tokens kept fp16 (sinks.h) */
+    long prerope;                 /* 1: keys packed before RoPE (prerope.h) */
+    int check;                    /* 0 none, 1 warn, 2 strict (model/cache_check.h) */
     char keep_spec[VQ_SPEC_MAX_LEN];
     char *text;                   /* canonical text */
 };
@@ -196,6 +199,7 @@ struct vq_cache {
     vq_evict_params ev;
     const vq_cross_ops *cross;     /* cross=..., NULL for none */
     void *xstate;                  /* the cross method's state */
+    struct vq_prerope *prerope;    /* RoPE tables of prerope=1 (prerope.c) */
     int n_layers;
     vq_cache_layer *layers;
     vq_cache_layer_shape *shapes; /* copy handed out by get_shape */

@@ -9,7 +9,7 @@
 #define MAX_FIELD_LEN 8192
 
 static const char *const FIELDS[] = { "keys", "values", "residual", "evict", "cross", "page",
-                                      "bits", "keep_first", "keep_last", "keep_spec", "kbits", "vbits", NULL };
+                                      "bits", "keep_first", "keep_last", "keep_spec", "kbits", "vbits", "sinks", "prerope", "check", NULL };
 
 /* the method of a codec spec must be registered */
 static vq_status check_codec_spec(const char *field, const char *text, char *buf, size_t cap)
@@ -92,6 +92,12 @@ static vq_status build_text(vq_cache_config *cfg)
         o += put_list(cfg->text + o, cap - o, "kbits", cfg->kbits, cfg->n_kbits);
     if (cfg->n_vbits)
         o += put_list(cfg->text + o, cap - o, "vbits", cfg->vbits, cfg->n_vbits);
+    if (cfg->sinks)
+        o += (size_t)snprintf(cfg->text + o, cap - o, " sinks=%ld", cfg->sinks);
+    if (cfg->prerope)
+        o += (size_t)snprintf(cfg->text + o, cap - o, " prerope=%ld", cfg->prerope);
+    if (cfg->check)
+        o += (size_t)snprintf(cfg->text + o, cap - o, " check=%s", cfg->check == 2 ? "strict" : "warn");
     if (cfg->keep_first || cfg->keep_last)
         snprintf(cfg->text + o, cap - o, " keep_first=%ld keep_last=%ld keep_spec=%s", cfg->keep_first,
                  cfg->keep_last, cfg->keep_spec);
@@ -113,6 +119,19 @@ static vq_status apply_field(vq_cache_config *cfg, const char *key, const char *
         return parse_long(key, val, 0, 1L << 20, &cfg->residual);
     if (strcmp(key, "page") == 0)
         return parse_long(key, val, 1, 1L << 16, &cfg->page);
+    if (strcmp(key, "sinks") == 0) /* cache/sinks.h */
+        return parse_long(key, val, 0, 4096, &cfg->sinks);
+    if (strcmp(key, "prerope") == 0) /* cache/prerope.h */
+        return parse_long(key, val, 0, 1, &cfg->prerope);
+    if (strcmp(key, "check") == 0) { /* model/cache_check.h */
+        static const char *const CHECKS[] = { "none", "warn", "strict" };
+        for (int i = 0; i < 3; i++)
+            if (strcmp(val, CHECKS[i]) == 0) {
+                cfg->check = i;
+                return VQ_OK;
+            }
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: check='%s' is not none, warn or strict", val);
+    }
     if (strcmp(key, "keep_first") == 0)
         return parse_long(key, val, 0, VQ_MAX_LAYERS, &cfg->keep_first);
     if (strcmp(key, "keep_last") == 0)

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
+#include "cache/sinks.h"
 #include "core/crc32.h"
 #include "core/file.h"
 #include "core/fp16.h"
@@ -213,6 +214,8 @@ vq_status vq_cache_save(const vq_cache *c, const char *path)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_save: NULL argument");
     save_ctx s = { NULL, 0, c };
     char *err = (char *)c->err; /* the message buffer is not part of the cache's state */
+    if (c->cfg->prerope) /* cache/prerope.h: a loaded cache would lack the model's RoPE */
+        return vq_fail(err, VQ_ERR_UNSUPPORTED, "cache save: prerope=1 caches cannot be saved yet");
     vq_status st = vq_file_write_atomic(path, fill, &s, err);
     if (st != VQ_OK && vq_last_error()[0])
         vq_fail(err, st, "cache save '%s': %s", path, vq_last_error());
@@ -310,6 +313,7 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
     const uint8_t *p = r->p + r->off;
     size_t dead = 0;
     int64_t prev = -1;
+    const size_t sinks = vq_cache_layer_sinks(c, L);
     int gaps = 0;
     for (size_t i = 0; i < np; i++) {
         int32_t pi = (int32_t)vq_get_u32(p + 4 * i);
@@ -324,6 +328,7 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
     }
     if (dead != nd)
         return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: dead count mismatch", l, h);
+    const int64_t last_packed = prev;
     /* only the tables the cache needs (cache_internal.h) */
     H->pos_base = np ? (int32_t)vq_get_u32(p) : 0;
     if (gaps) {
@@ -358,15 +363,17 @@ static vq_status load_head(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, rd 
             return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: non-finite score", l, h);
         if (H->rscore)
             H->rscore[i] = vq_get_f32(p + 4 * nr + 4 * i);
-        if (H->rpos[i] <= prev)
+        if (H->rpos[i] <= prev && !sinks)
             return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d residual %zu: bad position", l, h, i);
-        prev = H->rpos[i];
+        prev = sinks && H->rpos[i] < prev ? prev : H->rpos[i];
     }
     p += 8 * nr;
     memcpy(H->rk, p, nr * D2);
     memcpy(H->rv, p + nr * D2, nr * D2);
     p += 2 * nr * D2;
     H->n_res = nr;
+    if (sinks) /* cache/sinks.h: [sinks | tokens after the packed ones] */
+        VQ_TRY(vq_cache_sinks_validate(c, L, H, last_packed, r->err));
     if (prev > L->last_pos)
         return vq_fail(r->err, VQ_ERR_FORMAT, "cache file: layer %d head %d: position after the last one", l, h);
     r->off = (size_t)(p - r->p);

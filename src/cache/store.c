@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
+#include "cache/prerope.h"
+#include "cache/sinks.h"
 #include "codec/calib_set.h"
 #include "core/fp16.h"
 #include "core/mem.h"
@@ -113,7 +115,7 @@ static vq_status setup_layer(vq_cache *c, int l, int strip)
     L->page_tokens = (page + L->group - 1) / L->group * L->group;
     L->kpage_bytes = L->page_tokens * bpt(L->kc);
     L->vpage_bytes = L->page_tokens * bpt(L->vc);
-    L->res_cap = (size_t)c->cfg->residual + L->group;
+    L->res_cap = (size_t)c->cfg->residual + L->group + vq_cache_layer_sinks(c, L);
     L->last_pos = -1;
     L->budget = c->ev.budget;
     if (c->ev.kind == VQ_EVICT_PYRAMIDKV) {
@@ -169,6 +171,10 @@ vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *s
     }
     for (int l = 0; st == VQ_OK && l < c->n_layers; l++)
         c->layers[l].shape = c->shapes[l] = shape->layers[l];
+    if (st == VQ_OK)
+        st = vq_cache_sinks_check(c, c->err);
+    if (st == VQ_OK)
+        st = vq_cache_prerope_check(c, c->err);
     if (st == VQ_OK)
         st = vq_cross_setup(c, c->err);
     for (int l = 0; st == VQ_OK && l < c->n_layers; l++)
@@ -255,6 +261,7 @@ void vq_cache_free(vq_cache *c)
     }
     vq_page_pool_destroy(&c->pool);
     vq_cross_free(c);
+    vq_cache_prerope_free(c);
     free(c->layers);
     free(c->shapes);
     vq_cache_config_free(c->cfg);
@@ -369,42 +376,48 @@ static uint8_t *vslot(const vq_cache_layer *L, const vq_cache_head *H, size_t i)
 vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size_t keep)
 {
     const size_t G = L->group, D = (size_t)L->shape.head_dim, rb = 2 * D;
-    while (H->n_res >= keep + G) {
+    const size_t ns = vq_cache_head_sinks(c, L, H); /* leading sink tokens stay (sinks.h) */
+    while (H->n_res >= ns + keep + G) {
         size_t s = H->n_packed;
+        uint8_t *rk = H->rk + ns * rb, *rv = H->rv + ns * rb;
+        int32_t *rpos = H->rpos + ns;
+        float *rscore = H->rscore ? H->rscore + ns : NULL;
+        vq_xslot *rx = H->rx ? H->rx + ns : NULL;
         VQ_TRY(vq_cache_reserve_slots(c, L, H, s + G));
         VQ_TRY(vq_cross_bind(c, L, (size_t)(H - L->heads), s, L->kc, L->vc));
-        VQ_TRY(vq_codec_decode(L->fk, H->rk, G, c->tmp));
+        VQ_TRY(vq_codec_decode(L->fk, rk, G, c->tmp));
+        VQ_TRY(vq_cache_prerope_unrope(c, L, rpos, G, c->tmp));
         vq_status st = vq_codec_encode(L->kc, c->tmp, G, kslot(L, H, s));
         if (st != VQ_OK)
             return vq_fail(c->err, st, "cache: keys: %s", vq_codec_error(L->kc));
-        VQ_TRY(vq_codec_decode(L->fv, H->rv, G, c->tmp));
+        VQ_TRY(vq_codec_decode(L->fv, rv, G, c->tmp));
         st = vq_codec_encode(L->vc, c->tmp, G, vslot(L, H, s));
         if (st != VQ_OK)
             return vq_fail(c->err, st, "cache: values: %s", vq_codec_error(L->vc));
         if (s == 0 && !H->pos)
-            H->pos_base = H->rpos[0];
-        if (!H->pos && H->rpos[G - 1] - H->pos_base != (int32_t)(s + G - 1))
+            H->pos_base = rpos[0];
+        if (!H->pos && rpos[G - 1] - H->pos_base != (int32_t)(s + G - 1))
             VQ_TRY(vq_cache_head_materialize_pos(c, H)); /* a gap in the positions */
         for (size_t i = 0; i < G; i++) {
             if (H->pos)
-                H->pos[s + i] = H->rpos[i];
+                H->pos[s + i] = rpos[i];
             if (H->score)
-                H->score[s + i] = H->rscore[i];
+                H->score[s + i] = rscore[i];
             if (H->x)
-                H->x[s + i] = H->rx[i];
+                H->x[s + i] = rx[i];
             if (H->alive)
                 H->alive[s + i] = 1;
         }
         H->n_packed += G;
-        size_t rest = H->n_res - G;
-        memmove(H->rk, H->rk + G * rb, rest * rb);
-        memmove(H->rv, H->rv + G * rb, rest * rb);
-        memmove(H->rpos, H->rpos + G, rest * sizeof *H->rpos);
-        if (H->rscore)
-            memmove(H->rscore, H->rscore + G, rest * sizeof *H->rscore);
-        if (H->rx)
-            memmove(H->rx, H->rx + G, rest * sizeof *H->rx);
-        H->n_res = rest;
+        size_t rest = H->n_res - ns - G;
+        memmove(rk, rk + G * rb, rest * rb);
+        memmove(rv, rv + G * rb, rest * rb);
+        memmove(rpos, rpos + G, rest * sizeof *rpos);
+        if (rscore)
+            memmove(rscore, rscore + G, rest * sizeof *rscore);
+        if (rx)
+            memmove(rx, rx + G, rest * sizeof *rx);
+        H->n_res = ns + rest;
     }
     return VQ_OK;
 }
@@ -570,6 +583,7 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
         return vq_fail(c->err, VQ_ERR_NEEDS_CALIBRATION,
                        "cache layer %d: the %s codec needs calibration (vq_cache_calibrate or calib=FILE)", layer,
                        vq_codec_is_ready(L->kc) ? "values" : "keys");
+    VQ_TRY(vq_cache_prerope_ready(c, L));
     int done;
     VQ_TRY(vq_cross_append(c, layer, k, v, n, pos0, &done));
     if (done)
@@ -609,6 +623,23 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
 
 /* ---- gather ------------------------------------------------------------- */
 
+/* residual tokens [r0, r1) of H out at *o (advanced) */
+static vq_status gather_res(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size_t r0, size_t r1, int32_t *pos,
+                            float *k, float *v, size_t *o)
+{
+    const size_t D = (size_t)L->shape.head_dim;
+    (void)c;
+    for (size_t r = r0; r < r1; r++, (*o)++) {
+        if (pos)
+            pos[*o] = H->rpos[r];
+        if (k)
+            VQ_TRY(vq_codec_decode(L->fk, H->rk + r * 2 * D, 1, k + *o * D));
+        if (v)
+            VQ_TRY(vq_codec_decode(L->fv, H->rv + r * 2 * D, 1, v + *o * D));
+    }
+    return VQ_OK;
+}
+
 vq_status vq_cache_gather_own(vq_cache *c, int layer, int kv_head, size_t cap, int32_t *pos, float *k, float *v,
                               size_t *n)
 {
@@ -625,11 +656,15 @@ vq_status vq_cache_gather_own(vq_cache *c, int layer, int kv_head, size_t cap, i
         return VQ_OK;
     if (live > cap)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_cache_gather: %zu tokens held, capacity %zu", live, cap);
-    size_t o = 0;
+    size_t o = 0, ns = vq_cache_head_sinks(c, L, H);
+    /* position order: the window's sink tokens, packed slots, the rest */
+    VQ_TRY(gather_res(c, L, H, 0, ns, pos, k, v, &o));
     for (size_t s = 0; s < H->n_packed; s += G) {
         VQ_TRY(vq_cross_bind(c, L, (size_t)kv_head, s, L->kc, L->vc));
         if (k)
             VQ_TRY(vq_codec_decode(L->kc, kslot(L, H, s), G, c->tmp));
+        if (k)
+            vq_cache_prerope_rerope(c, L, H, s, G, c->tmp);
         for (size_t i = 0, oo = o; i < G; i++)
             if (vq_head_alive(H, s + i)) {
                 if (k)
@@ -647,15 +682,7 @@ vq_status vq_cache_gather_own(vq_cache *c, int layer, int kv_head, size_t cap, i
                 o++;
             }
     }
-    for (size_t r = 0; r < H->n_res; r++, o++) {
-        if (pos)
-            pos[o] = H->rpos[r];
-        if (k)
-            VQ_TRY(vq_codec_decode(L->fk, H->rk + r * 2 * D, 1, k + o * D));
-        if (v)
-            VQ_TRY(vq_codec_decode(L->fv, H->rv + r * 2 * D, 1, v + o * D));
-    }
-    return VQ_OK;
+    return gather_res(c, L, H, ns, H->n_res, pos, k, v, &o);
 }
 
 vq_status vq_cache_gather(vq_cache *c, int layer, int kv_head, size_t cap,
@@ -714,7 +741,8 @@ vq_status vq_cache_stats(const vq_cache *c, int layer, vq_cache_usage *out)
             layer_stats(c, &c->layers[l], out);
     if (layer == -1) {
         out->pool_free_bytes = vq_page_pool_free_bytes(&c->pool);
-        out->buffer_bytes = c->scratch_bytes + c->wbuf_cap * sizeof *c->wbuf + c->ebuf_cap * sizeof *c->ebuf;
+        out->buffer_bytes = c->scratch_bytes + c->wbuf_cap * sizeof *c->wbuf + c->ebuf_cap * sizeof *c->ebuf +
+                            vq_cache_prerope_bytes(c);
         out->buffer_bytes += vq_cross_buffer_bytes(c);
         out->total_bytes = out->keys.resident_bytes + out->values.resident_bytes + out->keys.shared_bytes +
                            out->values.shared_bytes + out->index_bytes + out->pool_free_bytes + out->buffer_bytes;

@@ -42,6 +42,7 @@
  * floats (scratch) and use plain dot products / sums; `values` is decode
  * (channel domain, accum_size = D, finish is a copy), which gives the
  * tiled SIMD path. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,9 @@
 
 typedef struct {
     int bits, group, outliers;
+    int nu;                   /* 0 uniform levels, else 100 x sigma of the level density */
+    float lev[256];           /* nu > 0: levels in [0, 1], lev[0] = 0, lev[maxc] = 1 */
+    float thr[255];           /* nu > 0: thresholds between levels */
     size_t ranges, range_len; /* ranges per block, values per range */
     float *dec;               /* block_tokens * D decoded floats */
     float *sv;                /* sorted values of a block [ranges][range_len] */
@@ -86,12 +90,56 @@ static void kx_destroy(vq_codec *c)
     c->impl = NULL;
 }
 
+/* Non-uniform levels (nu = 100 sigma > 0): the range [min, max] normalised
+ * to [0, 1] and the 2^b levels put at equal steps of the CDF of a normal
+ * N(1/2, sigma^2) truncated to [0, 1] (so lev[0] = 0 and lev[max] = 1: the
+ * range's extremes stay exact). By the Panter-Dite rule the MSE-optimal
+ * level density of a density p goes as p^(1/3): for values normal within
+ * their range with sd sigma0, sigma = sqrt(3) sigma0. Codes are the nearest
+ * level (thresholds at midpoints). */
+static void kx_levels(kx_state *st)
+{
+    const unsigned maxc = (1u << st->bits) - 1;
+    const double sig = st->nu / 100.0, c0 = 0.5 * erfc(0.5 / (sig * sqrt(2.0))), c1 = 1.0 - c0;
+    st->lev[0] = 0.0f;
+    st->lev[maxc] = 1.0f;
+    for (unsigned i = 1; i < maxc; i++) {
+        double target = c0 + (c1 - c0) * (double)i / (double)maxc, lo = 0.0, hi = 1.0;
+        for (int it = 0; it < 60; it++) { /* bisection on the normal CDF */
+            double mid = 0.5 * (lo + hi), cdf = 0.5 * erfc(-(mid - 0.5) / (sig * sqrt(2.0)));
+            if (cdf < target)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        st->lev[i] = (float)(0.5 * (lo + hi));
+    }
+    for (unsigned i = 0; i < maxc; i++)
+        st->thr[i] = 0.5f * (st->lev[i] + st->lev[i + 1]);
+}
+
+/* nearest level of u = (x - m) / range */
+static inline unsigned kx_nearest(const kx_state *st, float u, unsigned maxc)
+{
+    unsigned lo = 0, hi = maxc; /* first threshold >= u: binary search */
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (st->thr[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static vq_status kx_init(vq_codec *c, vq_spec *spec)
 {
     long bits, group, outl;
     VQ_TRY(vq_spec_int(spec, "bits", 3, 1, 8, &bits, c->err));
     VQ_TRY(vq_spec_int(spec, "group", 32, 16, 256, &group, c->err));
     VQ_TRY(vq_spec_int(spec, "outliers", 0, 0, 1024, &outl, c->err));
+    long nu;
+    VQ_TRY(vq_spec_int(spec, "nu", 0, 0, 200, &nu, c->err));
     const size_t D = (size_t)c->head_dim, G = (size_t)group;
     if (c->role == VQ_ROLE_KEY && (G & (G - 1)) != 0)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivix: parameter group=%ld unsupported for keys (16, 32, 64, 128 or 256)",
@@ -110,6 +158,9 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     st->bits = (int)bits;
     st->group = (int)group;
     st->outliers = (int)outl;
+    st->nu = (int)nu;
+    if (nu > 0)
+        kx_levels(st);
     const size_t codes = (c->role == VQ_ROLE_KEY ? G * D : D) * (size_t)bits / 8;
     if (c->role == VQ_ROLE_KEY) {
         c->block_tokens = G;
@@ -133,7 +184,10 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     c->shared_bytes = 0;
     c->query_bytes = sizeof(float) * D;
     c->accum_size = D;
-    snprintf(c->canon, sizeof c->canon, "kivix:bits=%d,group=%d,outliers=%d", st->bits, st->group, st->outliers);
+    size_t o = (size_t)snprintf(c->canon, sizeof c->canon, "kivix:bits=%d,group=%d,outliers=%d", st->bits, st->group,
+                                st->outliers);
+    if (st->nu && o < sizeof c->canon)
+        snprintf(c->canon + o, sizeof c->canon - o, ",nu=%d", st->nu);
     return VQ_OK;
 }
 
@@ -239,7 +293,9 @@ static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *
         for (size_t i = st->lo[r]; i <= st->hi[r] && st->hi[r] < n; i++) {
             size_t el = st->si[r * n + i];
             unsigned q = 0;
-            if (s > 0.0f) {
+            if (s > 0.0f && st->nu)
+                q = kx_nearest(st, (v[i] - m) / (s * (float)maxc), maxc);
+            else if (s > 0.0f) {
                 float t = (v[i] - m) / s + 0.5f;
                 q = t >= (float)maxc ? maxc : (t > 0.0f ? (unsigned)t : 0u);
             }
@@ -269,7 +325,13 @@ static void kx_decode_block(const vq_codec *c, const kx_state *st, const uint8_t
         sc[r] = ld16(src + 2 * r);
         mn[r] = ld16(src + 2 * R + 2 * r);
     }
-    if (c->role == VQ_ROLE_KEY) {
+    if (st->nu) { /* non-uniform levels: x = m + s * maxc * lev[code] */
+        const float span = (float)((1u << b) - 1);
+        for (size_t e = 0; e < entries; e++) {
+            size_t r = c->role == VQ_ROLE_KEY ? e % D : e / st->range_len;
+            out[e] = sc[r] * span * st->lev[vq_bits_get(codes, e, b)] + mn[r];
+        }
+    } else if (c->role == VQ_ROLE_KEY) {
         for (size_t t = 0; t < c->block_tokens; t++)
             for (size_t ch = 0; ch < D; ch++)
                 out[t * D + ch] = sc[ch] * (float)vq_bits_get(codes, t * D + ch, b) + mn[ch];

@@ -1,10 +1,13 @@
 /* cache_for_model.c -- KVCacheBuilder.for_model: the packed cache shaped for
  * a loaded model, its fingerprint, and loading a saved cache against a model
  * (public API, veloxquant.h model section). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache/cache_peek.h"
+#include "cache/prerope.h"
+#include "model/cache_check.h"
 #include "model/model_internal.h"
 
 /* Fixed seed of caches built for models (rotations, sign diagonals): a
@@ -89,6 +92,12 @@ static vq_status create_for_model(const vq_model *m, const vq_cache_config *cfg,
     free(ls);
     if (st != VQ_OK)
         return vq_fail(NULL, st, "vq_cache_for_model: %s", vq_last_error());
+    for (int l = 0; vq_cache_prerope_on(c) && l < m->n_layers; l++) /* prerope=1: the layers' RoPE */
+        if ((st = vq_cache_prerope_set(c, l, m->layers[l].inv_freq, m->rope_neox)) != VQ_OK) {
+            vq_fail(NULL, st, "vq_cache_for_model: %s", vq_cache_error(c));
+            vq_cache_free(c);
+            return st;
+        }
     for (int l = 0; need_ready && l < m->n_layers; l++)
         for (int r = 0; r < 2; r++) {
             const vq_codec *cd = vq_cache_codec_of(c, l, (vq_role)r);
@@ -105,9 +114,45 @@ static vq_status create_for_model(const vq_model *m, const vq_cache_config *cfg,
     return VQ_OK;
 }
 
+/* check=warn|strict (model/cache_check.h): measure the config on the model */
+static vq_status check_config(const vq_model *m, const vq_cache_config *cfg, vq_cache *c)
+{
+    char text[8192];
+    snprintf(text, sizeof text, "%s", vq_cache_config_str(cfg));
+    char *p = strstr(text, " check=");
+    if (p) { /* measure the same config without the check */
+        char *e = strchr(p + 1, ' ');
+        memmove(p, e ? e : p + strlen(p), strlen(e ? e : p + strlen(p)) + 1);
+    }
+    double kl = 0, top1 = 0;
+    int n = 0;
+    VQ_TRY(vq_cache_check_kl(m, text, &kl, &top1, &n));
+    if (kl < VQ_CHECK_BREAKS_KL)
+        return VQ_OK;
+    if (cfg->check == 2)
+        return vq_fail(NULL, VQ_ERR_UNSUPPORTED,
+                       "vq_cache_for_model: check=strict: the config breaks this model (KL %.3g nats/token >= %.2g, "
+                       "top-1 agreement %.0f%% over %d tokens against fp16): %s",
+                       kl, VQ_CHECK_BREAKS_KL, 100 * top1, n, text);
+    snprintf((char *)vq_cache_error(c), VQ_ERRLEN,
+             "warning: the config breaks this model (KL %.3g nats/token >= %.2g, top-1 %.0f%% over %d tokens "
+             "against fp16)",
+             kl, VQ_CHECK_BREAKS_KL, 100 * top1, n);
+    return VQ_OK;
+}
+
 vq_status vq_cache_for_model(const vq_model *m, const vq_cache_config *cfg, vq_cache **out)
 {
-    return create_for_model(m, cfg, 1, out);
+    VQ_TRY(create_for_model(m, cfg, 1, out));
+    if (cfg->check) {
+        vq_status st = check_config(m, cfg, *out);
+        if (st != VQ_OK) {
+            vq_cache_free(*out);
+            *out = NULL;
+            return st;
+        }
+    }
+    return VQ_OK;
 }
 
 vq_status vq_cache_create_for_calibration(const vq_model *m, const vq_cache_config *cfg, vq_cache **out)

@@ -115,7 +115,16 @@ int vq_tiny_write(const vq_tiny_spec *s, const char *path)
         add_mat(w, &r, t, NM("attn_output.weight"), E, QD);
         if (qwen2) {
             add_vec(w, &r, NM("attn_q.bias"), QD, 0.0f, 0.1f);
-            add_vec(w, &r, NM("attn_k.bias"), KD, 0.0f, 0.1f);
+            if (s->k_outlier > 0.0f) { /* outlier channels: every 8th, alternating sign */
+                float *kb = malloc((size_t)KD * sizeof *kb);
+                for (int i = 0; i < KD; i++)
+                    kb[i] = i % 8 == 3 ? ((i / 8) % 2 ? -s->k_outlier : s->k_outlier) : 0.1f * vq_rng_normal(&r);
+                uint64_t ne[1] = { (uint64_t)KD };
+                vq_gw_add_tensor(w, NM("attn_k.bias"), 1, ne, VQ_W_F32, kb);
+                free(kb);
+            } else {
+                add_vec(w, &r, NM("attn_k.bias"), KD, 0.0f, 0.1f);
+            }
             add_vec(w, &r, NM("attn_v.bias"), KD, 0.0f, 0.1f);
         }
         if (qwen3 || gemma) {

@@ -1,0 +1,46 @@
+/* prerope.h -- keys packed before RoPE (cache config `prerope=1`; KVQuant,
+ * Hooper et al. 2024).
+ *
+ * The model hands the cache RoPE'd keys as always. With prerope=1, when a
+ * group leaves the fp16 window its keys are rotated back by -angle(pos)
+ * (RoPE undone), and the codec packs the pre-RoPE keys, whose per-channel
+ * statistics do not turn with the position. Scoring decodes each key block,
+ * applies RoPE at the token's position and takes plain dot products with
+ * the (RoPE'd) queries; gather returns RoPE'd keys. So for exact codes the
+ * scores equal the post-RoPE ones (up to float rounding), and the codec's
+ * error is made where the channels are stable. The RoPE of each layer
+ * (inv_freq[D/2] and the pairing) comes from the model:
+ * vq_cache_for_model sets it; a prerope cache without it refuses appends.
+ * No bytes per token are added (the tables are the model's: D/2 floats per
+ * layer, counted in the cache's buffer bytes). Saving refuses (a loaded
+ * cache would need the model's RoPE again). */
+#ifndef VQ_CACHE_PREROPE_H
+#define VQ_CACHE_PREROPE_H
+
+#include "cache/cache_internal.h"
+
+/* Layer l's RoPE: inv_freq[head_dim/2], neox 1 = pairs (i, i + D/2), 0 =
+ * adjacent pairs. Only for prerope=1 caches (else VQ_ERR_STATE). */
+vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int neox);
+/* refuse configs prerope cannot serve (cross-layer sharing scores the
+ * anchor's codes with the codec's own kernels) */
+vq_status vq_cache_prerope_check(const vq_cache *c, char *err);
+/* 1 if the cache packs keys before RoPE */
+int vq_cache_prerope_on(const vq_cache *c);
+/* VQ_OK unless prerope=1 and layer L has no RoPE set */
+vq_status vq_cache_prerope_ready(vq_cache *c, const vq_cache_layer *L);
+/* keys x[n][D] at positions pos[]: undo RoPE in place (no-op without) */
+vq_status vq_cache_prerope_unrope(vq_cache *c, const vq_cache_layer *L, const int32_t *pos, size_t n, float *x);
+/* keys x[n][D] decoded from packed slots s0.. of H: apply RoPE in place */
+void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, size_t s0,
+                             size_t n, float *x);
+/* Raw scores of the n packed keys of page pg of H for nq queries (as
+ * vq_codec_score with kc and qbuf); with prerope: decode, RoPE, dot with
+ * the float queries qf[nq][D]. */
+vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, vq_codec *kc,
+                              size_t pg, size_t n, const uint8_t *qbuf, const float *qf, size_t nq, float *out);
+/* bytes held for RoPE tables; free them */
+size_t vq_cache_prerope_bytes(const vq_cache *c);
+void vq_cache_prerope_free(vq_cache *c);
+
+#endif
