@@ -34,11 +34,10 @@ static vq_model *load_outlier_model(void)
     s.rms_eps = 1e-6f;
     s.wtype = VQ_W_F32;
     s.seed = 4;
-    s.k_outlier = 40.0f;
     char path[600];
     snprintf(path, sizeof path, "%s/outlier_qwen2.gguf", vq_test_tmpdir());
     vq_model *m = NULL;
-    CHECK(vq_tiny_write(&s, path) == 0);
+    CHECK(vq_tiny_write_outliers(&s, 40.0f, path) == 0);
     CHECKF(vq_model_load(path, &m) == VQ_OK, "load: %s", vq_last_error());
     remove(path);
     return m;

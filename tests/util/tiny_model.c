@@ -71,7 +71,9 @@ static void add_vec(vq_gw *w, vq_rng *r, const char *name, int n, float center, 
     free(x);
 }
 
-int vq_tiny_write(const vq_tiny_spec *s, const char *path)
+int vq_tiny_write(const vq_tiny_spec *s, const char *path) { return vq_tiny_write_outliers(s, 0.0f, path); }
+
+int vq_tiny_write_outliers(const vq_tiny_spec *s, float k_outlier, const char *path)
 {
     int qwen2 = strcmp(s->arch, "qwen2") == 0, qwen3 = strcmp(s->arch, "qwen3") == 0;
     int gemma = strcmp(s->arch, "gemma3") == 0;
@@ -115,10 +117,10 @@ int vq_tiny_write(const vq_tiny_spec *s, const char *path)
         add_mat(w, &r, t, NM("attn_output.weight"), E, QD);
         if (qwen2) {
             add_vec(w, &r, NM("attn_q.bias"), QD, 0.0f, 0.1f);
-            if (s->k_outlier > 0.0f) { /* outlier channels: every 8th, alternating sign */
+            if (k_outlier > 0.0f) { /* outlier channels: every 8th, alternating sign */
                 float *kb = malloc((size_t)KD * sizeof *kb);
                 for (int i = 0; i < KD; i++)
-                    kb[i] = i % 8 == 3 ? ((i / 8) % 2 ? -s->k_outlier : s->k_outlier) : 0.1f * vq_rng_normal(&r);
+                    kb[i] = i % 8 == 3 ? ((i / 8) % 2 ? -k_outlier : k_outlier) : 0.1f * vq_rng_normal(&r);
                 uint64_t ne[1] = { (uint64_t)KD };
                 vq_gw_add_tensor(w, NM("attn_k.bias"), 1, ne, VQ_W_F32, kb);
                 free(kb);

@@ -22,11 +22,12 @@ typedef struct {
     int tied;           /* 1: no output.weight (tied embeddings) */
     int write_key_length; /* 1: write attention.key_length/value_length */
     uint64_t seed;
-    float k_outlier;    /* qwen2: > 0 sets every 8th key-bias channel to
-                           +-k_outlier (strong key outlier channels, as
-                           real Qwen2 models have); 0: small biases */
 } vq_tiny_spec;
 
 int vq_tiny_write(const vq_tiny_spec *s, const char *path);
+/* As vq_tiny_write; for qwen2, k_outlier > 0 sets every 8th key-bias
+ * channel to +-k_outlier (strong key outlier channels, as real Qwen2
+ * models have) instead of small biases. */
+int vq_tiny_write_outliers(const vq_tiny_spec *s, float k_outlier, const char *path);
 
 #endif
