@@ -179,7 +179,7 @@ static void run_case(const char *what, int expect, const char *const *needles, c
 
 /* ---- GGUF files ---------------------------------------------------------------- */
 
-static const vq_tiny_spec k_tiny = { "llama", 2, 64, 128, 2, 1, 32, 300, 0, 10000.0f, 1e-5f, VQ_W_F32, 0, 1, 9, 0.0f };
+static const vq_tiny_spec k_tiny = { "llama", 2, 64, 128, 2, 1, 32, 300, 0, 10000.0f, 1e-5f, VQ_W_F32, 0, 1, 9 };
 
 static uint8_t *tiny_bytes(size_t *n)
 {
