@@ -21,20 +21,7 @@
 
 static void test_families(void)
 {
-    vq_tiny_spec s;
-    memset(&s, 0, sizeof s);
-    s.arch = "qwen2";
-    s.n_layers = 2;
-    s.n_embd = 128;
-    s.n_ff = 192;
-    s.n_q_heads = 2;
-    s.n_kv_heads = 1;
-    s.head_dim = 64;
-    s.n_vocab = 300;
-    s.rope_base = 10000.0f;
-    s.rms_eps = 1e-6f;
-    s.wtype = VQ_W_F32;
-    s.seed = 4;
+    vq_tiny_spec s = vq_tiny_outlier_spec();
     char path[600];
     snprintf(path, sizeof path, "%s/outlier_families.gguf", vq_test_tmpdir());
     vq_model *m = NULL;

@@ -147,3 +147,22 @@ int vq_tiny_write_outliers(const vq_tiny_spec *s, float k_outlier, const char *p
     vq_gw_free(w);
     return rc;
 }
+
+vq_tiny_spec vq_tiny_outlier_spec(void)
+{
+    vq_tiny_spec s;
+    memset(&s, 0, sizeof s);
+    s.arch = "qwen2";
+    s.n_layers = 2;
+    s.n_embd = 128;
+    s.n_ff = 192;
+    s.n_q_heads = 2;
+    s.n_kv_heads = 1;
+    s.head_dim = 64;
+    s.n_vocab = 300;
+    s.rope_base = 10000.0f;
+    s.rms_eps = 1e-6f;
+    s.wtype = VQ_W_F32;
+    s.seed = 4;
+    return s;
+}

@@ -29,5 +29,9 @@ int vq_tiny_write(const vq_tiny_spec *s, const char *path);
  * channel to +-k_outlier (strong key outlier channels, as real Qwen2
  * models have) instead of small biases. */
 int vq_tiny_write_outliers(const vq_tiny_spec *s, float k_outlier, const char *path);
+/* The shape the outlier tests use with vq_tiny_write_outliers: qwen2, 2
+ * layers, 128 wide, 2 query heads on 1 KV head of dim 64, 300 tokens, F32,
+ * seed 4. */
+vq_tiny_spec vq_tiny_outlier_spec(void);
 
 #endif
