@@ -10,7 +10,8 @@
  * bandwidth, and ns per row. Median of REPS repetitions, with min and max.
  * A last line per type ("multi4") times vq_dot_multi with 4 activation
  * vectors (batched prefill): ns per row and vector, and its speed-up over
- * 4 vq_dot calls of the dispatched kernel.
+ * 4 vq_dot calls of the dispatched kernel. A line "rows" times the whole
+ * matrix through vq_dot_rows (the decode path).
  *
  * Usage: bench_quants [MB]   (default 64; VQ_FORCE_ISA limits the variants) */
 #include <stdio.h>
@@ -92,8 +93,8 @@ int main(int argc, char **argv)
     const vq_wtype types[] = { VQ_W_F32, VQ_W_F16, VQ_W_BF16, VQ_W_Q8_0, VQ_W_Q4_0, VQ_W_Q4_1,
                                VQ_W_Q5_0, VQ_W_Q5_1, VQ_W_Q2_K, VQ_W_Q3_K, VQ_W_Q4_K, VQ_W_Q5_K,
                                VQ_W_Q6_K };
-    const unsigned isas[] = { 0, VQ_CPU_AVX2 };
-    const char *isa_names[] = { "scalar", "avx2" };
+    const unsigned isas[] = { 0, VQ_CPU_AVX2, VQ_CPU_AVX512_VNNI };
+    const char *isa_names[] = { "scalar", "avx2", "avx512x" };
     vq_rng r;
     vq_rng_seed(&r, 1);
     float x[N_ELEMS];
@@ -112,7 +113,7 @@ int main(int argc, char **argv)
         }
         fill_random(w, rows * row_bytes, &r);
         vq_act_prepare(t, x, N_ELEMS, act);
-        for (size_t v = 0; v < 2; v++) {
+        for (size_t v = 0; v < sizeof isas / sizeof *isas; v++) {
             vq_dot_fn fn = vq_dot_variant(t, isas[v]);
             if (!fn)
                 continue;
@@ -133,6 +134,28 @@ int main(int argc, char **argv)
             qsort(ns, REPS, sizeof *ns, cmp_double);
             printf("%-5s %-7s %9.2f %9.2f %9.2f %6.0f%% %9.0f\n", vq_wtype_name(t), isa_names[v],
                    gbs[REPS / 2], gbs[0], gbs[REPS - 1], 100.0 * gbs[REPS / 2] / bw, ns[REPS / 2]);
+        }
+        /* the whole matrix through vq_dot_rows (decode: four rows per
+         * call where a 4-row kernel exists) */
+        {
+            double gbs[REPS], ns[REPS];
+            float *outr = malloc(rows * sizeof *outr);
+            if (!outr) {
+                fprintf(stderr, "out of memory\n");
+                return 1;
+            }
+            for (int rep = 0; rep < REPS; rep++) {
+                double t0 = vq_now_seconds();
+                vq_dot_rows(t, w, row_bytes, rows, act, N_ELEMS, outr);
+                double dt = vq_now_seconds() - t0;
+                gbs[rep] = (double)(rows * row_bytes) / dt / 1e9;
+                ns[rep] = dt / (double)rows * 1e9;
+            }
+            free(outr);
+            qsort(gbs, REPS, sizeof *gbs, cmp_double);
+            qsort(ns, REPS, sizeof *ns, cmp_double);
+            printf("%-5s %-7s %9.2f %9.2f %9.2f %6.0f%% %9.0f\n", vq_wtype_name(t), "rows", gbs[REPS / 2],
+                   gbs[0], gbs[REPS - 1], 100.0 * gbs[REPS / 2] / bw, ns[REPS / 2]);
         }
         /* 4 activation vectors at once (dispatched kernels) */
         size_t ab = vq_act_bytes(t, N_ELEMS);
