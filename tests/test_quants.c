@@ -224,6 +224,46 @@ static void test_traits(void)
     CHECK(!vq_wtype_supported(16) && vq_wtype_block_bytes(16) == 66); /* IQ2_XXS: known, no kernels */
 }
 
+/* vq_dot_tile: every (row, vector) has the bits of vq_dot_multi over that
+ * row with all m vectors (the 4x4 tile kernels repeat the single-row
+ * arithmetic), for row and vector counts that leave every remainder */
+static void test_dot_tile(void)
+{
+    vq_rng r;
+    vq_rng_seed(&r, 23);
+    static const size_t ns[] = { 576, 1056 };
+    enum { NR = 9, NV = 11 };
+    for (size_t in = 0; in < 2; in++) {
+        size_t n = ns[in];
+        for (size_t k = 0; k < N_TYPES; k++) {
+            vq_wtype t = all_types[k];
+            if (n % vq_wtype_block_elems(t))
+                continue;
+            size_t rb = vq_wtype_row_bytes(t, n), ab = vq_act_bytes(t, n);
+            uint8_t *rows = malloc(rb * NR), *act = malloc(ab * NV);
+            float *x = malloc(n * sizeof *x), out[NV * NR], col[NV];
+            for (size_t i = 0; i < NR; i++)
+                random_row(t, &r, rows + i * rb, n);
+            for (size_t j = 0; j < NV; j++) {
+                random_x(&r, x, n);
+                vq_act_prepare(t, x, n, act + j * ab);
+            }
+            int bad = 0;
+            for (size_t nr = 1; nr <= NR; nr += 2)
+                for (size_t m = 1; m <= NV; m += 2) {
+                    vq_dot_tile(t, rows, rb, nr, act, ab, m, n, out, NR);
+                    for (size_t i = 0; i < nr; i++) {
+                        vq_dot_multi(t, rows + i * rb, act, ab, m, n, col);
+                        for (size_t j = 0; j < m; j++)
+                            bad += memcmp(&out[j * NR + i], &col[j], sizeof col[j]) != 0;
+                    }
+                }
+            CHECKF(bad == 0, "%s n=%zu: %d tile results differ from vq_dot_multi", vq_wtype_name(t), n, bad);
+            free(rows), free(act), free(x);
+        }
+    }
+}
+
 static void test_dequantize_vs_reference(void)
 {
     vq_rng r;
@@ -558,6 +598,7 @@ int main(void)
     RUN(test_dot_all_variants);
     RUN(test_dot_multi);
     RUN(test_dot_rows);
+    RUN(test_dot_tile);
     RUN(test_real_weights);
     return vq_test_summary("quants");
 }

@@ -37,14 +37,15 @@ typedef struct {
     int n;                 /* tokens */
 } matmul_job;
 
-/* Rows [b, e) of the concatenated matrices. Per row, the tokens go through
- * vq_dot_multi in groups of 4 in token order, so a row's result depends only
- * on the batch, never on how rows were split over threads. */
+/* Rows [b, e) of the concatenated matrices. The rows of one matrix in the
+ * chunk go through vq_dot_rows (decode) or vq_dot_tile (a batch), whose
+ * results per (row, token) do not depend on how many rows are passed, so a
+ * row's result depends only on the batch, never on how rows were split over
+ * threads. */
 static void matmul_chunk(void *arg, size_t b, size_t e, int tid)
 {
     (void)tid;
     const matmul_job *j = arg;
-    float out[VQ_FWD_BATCH];
     int mi = 0;
     while (j->row0[mi + 1] <= b)
         mi++;
@@ -56,23 +57,15 @@ static void matmul_chunk(void *arg, size_t b, size_t e, int tid)
         const uint8_t *row = w->data + r * w->row_bytes;
         float *y = j->y[mi] + r;
         size_t ys = j->y_stride[mi];
-        if (j->n == 1) {
-            /* decode: the rest of this matrix's rows in the chunk at once
-             * (four rows share each activation load; the same bits) */
-            size_t end = j->row0[mi + 1] < e ? j->row0[mi + 1] : e, nr = end - g;
+        /* the rest of this matrix's rows in the chunk at once (four rows
+         * share each activation load, four tokens each weight decode) */
+        size_t end = j->row0[mi + 1] < e ? j->row0[mi + 1] : e, nr = end - g;
+        if (j->n == 1)
             vq_dot_rows((vq_wtype)w->type, row, w->row_bytes, nr, j->act, (size_t)w->cols, y);
-            g = end - 1;
-            continue;
-        }
-        /* groups of VQ_FWD_BATCH (a multiple of 4) keep `out` bounded
-         * whatever batch size the context uses */
-        for (int t0 = 0; t0 < j->n; t0 += VQ_FWD_BATCH) {
-            int m = j->n - t0 < VQ_FWD_BATCH ? j->n - t0 : VQ_FWD_BATCH;
-            vq_dot_multi((vq_wtype)w->type, row, j->act + (size_t)t0 * j->act_stride,
-                         j->act_stride, (size_t)m, (size_t)w->cols, out);
-            for (int t = 0; t < m; t++)
-                y[(size_t)(t0 + t) * ys] = out[t];
-        }
+        else
+            vq_dot_tile((vq_wtype)w->type, row, w->row_bytes, nr, j->act, j->act_stride, (size_t)j->n,
+                        (size_t)w->cols, y, ys);
+        g = end - 1;
     }
 }
 

@@ -18,6 +18,7 @@
 static vq_dot_kernel dot_table[N_WTYPES];
 static vq_dot4_kernel dot4_table[N_WTYPES]; /* NULL: loop over vq_dot */
 static vq_rows4_kernel rows4_table[N_WTYPES]; /* NULL: loop over vq_dot */
+static vq_tile4_kernel tile4_table[N_WTYPES]; /* NULL: rows through vq_dot_multi */
 static pthread_once_t dot_table_once = PTHREAD_ONCE_INIT;
 
 static void init_table(void)
@@ -30,6 +31,7 @@ static void init_table(void)
             k = vq_dot_avx512x_kernel((vq_wtype)t);
             k4 = vq_dot4_avx512x_kernel((vq_wtype)t);
             rows4_table[t] = vq_rows4_avx512x_kernel((vq_wtype)t);
+            tile4_table[t] = vq_tile4_avx512x_kernel((vq_wtype)t);
         }
         if (!k && (f & VQ_CPU_AVX2)) {
             k = vq_dot_avx2_kernel((vq_wtype)t);
@@ -117,6 +119,31 @@ void vq_dot_rows(vq_wtype t, const void *wrow, size_t row_bytes, size_t nrows, c
             rows4_table[t](w + r * row_bytes, row_bytes, act, n, out + r);
     for (; r < nrows; r++)
         out[r] = dot_table[t](w + r * row_bytes, act, n);
+}
+
+void vq_dot_tile(vq_wtype t, const void *wrow, size_t row_bytes, size_t nrows, const void *act, size_t act_stride,
+                 size_t m, size_t n, float *out, size_t out_stride)
+{
+    pthread_once(&dot_table_once, init_table);
+    const uint8_t *w = wrow, *a = act;
+    size_t r = 0;
+    if ((unsigned)t < N_WTYPES && tile4_table[t])
+        for (; r + 4 <= nrows; r += 4) {
+            size_t j = 0;
+            for (; j + 4 <= m; j += 4)
+                tile4_table[t](w + r * row_bytes, row_bytes, a + j * act_stride, act_stride, n,
+                               out + j * out_stride + r, out_stride);
+            for (; j < m; j++)
+                vq_dot_rows(t, w + r * row_bytes, row_bytes, 4, a + j * act_stride, n, out + j * out_stride + r);
+        }
+    float col[VQ_DOT_MULTI_MAX];
+    for (; r < nrows; r++)
+        for (size_t j = 0; j < m; j += VQ_DOT_MULTI_MAX) {
+            size_t mm = m - j < VQ_DOT_MULTI_MAX ? m - j : VQ_DOT_MULTI_MAX;
+            vq_dot_multi(t, w + r * row_bytes, a + j * act_stride, act_stride, mm, n, col);
+            for (size_t k = 0; k < mm; k++)
+                out[(j + k) * out_stride + r] = col[k];
+        }
 }
 
 void vq_dot_multi(vq_wtype t, const void *wrow, const void *act, size_t act_stride, size_t m,

@@ -62,6 +62,13 @@ void vq_dot_rows(vq_wtype t, const void *wrow, size_t row_bytes, size_t nrows, c
                  float *out);
 void vq_dot_multi(vq_wtype t, const void *wrow, const void *act, size_t act_stride, size_t m,
                   size_t n, float *out);
+/* out[j*out_stride + r] = dot(wrow + r*row_bytes, act + j*act_stride) for
+ * r < nrows, j < m: each (row, vector) with vq_dot_multi's bits for that
+ * row, whatever nrows and m are; where a tile kernel exists (AVX-512 VNNI:
+ * Q4_0, Q4_1, Q5_0, Q5_1) 4 rows x 4 vectors share each weight decode and
+ * activation load (batched prefill). */
+void vq_dot_tile(vq_wtype t, const void *wrow, size_t row_bytes, size_t nrows, const void *act, size_t act_stride,
+                 size_t m, size_t n, float *out, size_t out_stride);
 
 /* Test hook: the dot kernel of one variant (isa 0 = scalar reference,
  * VQ_CPU_AVX2 = AVX2, VQ_CPU_AVX512_VNNI = AVX-512 VNNI), NULL if that variant does not exist for t or the CPU

@@ -244,6 +244,61 @@ rows4_q4q5(const void *w, size_t rstride, const void *act, size_t n, float *out,
         out[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
+/* Four weight rows against four activation vectors (the j-th at act +
+ * j*astride): out[j*ostride + r] for r, j < 4, per (row, vector) exactly
+ * dot_q4q5_m's arithmetic (the same bits as dot_<type>), each weight pair
+ * decoded once for the four vectors and each activation pair prepared once
+ * for the four rows: batched prefill. */
+static inline __attribute__((always_inline)) void
+tile4_q4q5(const void *w, size_t rstride, const void *act, size_t astride, size_t n, float *out,
+           size_t ostride, int kind)
+{
+    const size_t bb = Q4Q5_BB(kind);
+    const vq_act32 *a[4];
+    __m512 acc[4][4];
+    for (int j = 0; j < 4; j++) {
+        a[j] = (const vq_act32 *)(const void *)((const uint8_t *)act + (size_t)j * astride);
+        for (int r = 0; r < 4; r++)
+            acc[r][j] = _mm512_setzero_ps();
+    }
+    const size_t nb = n / 32;
+    for (size_t b = 0; b < nb; b += 2) {
+        const int two = b + 1 < nb; /* an odd last block pairs with zeros */
+        w_pair wp[4];
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+            wp[r] = w_pair_load((const uint8_t *)w + (size_t)r * rstride + b * bb, two, kind);
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+            const act_pair ap = act_pair_load(&a[j][b], two, kind);
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+                acc[r][j] = pair_fma(&wp[r], &ap, acc[r][j], kind);
+        }
+    }
+    for (int j = 0; j < 4; j++)
+        for (int r = 0; r < 4; r++)
+            out[(size_t)j * ostride + (size_t)r] = _mm512_reduce_add_ps(acc[r][j]);
+}
+
+#define TILE4(name, kind)                                                                                  \
+    static void tile4_##name(const void *w, size_t rs, const void *a, size_t as, size_t n, float *o, size_t os) \
+    {                                                                                                      \
+        tile4_q4q5(w, rs, a, as, n, o, os, kind);                                                          \
+    }
+TILE4(q4_0, 0)
+TILE4(q4_1, 1)
+TILE4(q5_0, 2)
+TILE4(q5_1, 3)
+
+vq_tile4_kernel vq_tile4_avx512x_kernel(vq_wtype t)
+{
+    switch (t) {
+    case VQ_W_Q4_0: return tile4_q4_0;
+    case VQ_W_Q4_1: return tile4_q4_1;
+    case VQ_W_Q5_0: return tile4_q5_0;
+    case VQ_W_Q5_1: return tile4_q5_1;
+    default: return NULL;
+    }
+}
+
 static void rows4_q4_0(const void *w, size_t rs, const void *a, size_t n, float *o) { rows4_q4q5(w, rs, a, n, o, 0); }
 static void rows4_q4_1(const void *w, size_t rs, const void *a, size_t n, float *o) { rows4_q4q5(w, rs, a, n, o, 1); }
 static void rows4_q5_0(const void *w, size_t rs, const void *a, size_t n, float *o) { rows4_q4q5(w, rs, a, n, o, 2); }

@@ -115,5 +115,11 @@ vq_dot4_kernel vq_dot4_avx512x_kernel(vq_wtype t);
  * activation read once: decode matrix-vector products. */
 typedef void (*vq_rows4_kernel)(const void *wrow, size_t rstride, const void *act, size_t n, float *out);
 vq_rows4_kernel vq_rows4_avx512x_kernel(vq_wtype t);
+/* A 4x4 tile kernel: out[j*ostride + r] = dot(wrow + r*rstride, act +
+ * j*astride) for r, j = 0..3, each with the single-row kernel's arithmetic
+ * (the same bits): batched prefill. */
+typedef void (*vq_tile4_kernel)(const void *wrow, size_t rstride, const void *act, size_t astride, size_t n,
+                                float *out, size_t ostride);
+vq_tile4_kernel vq_tile4_avx512x_kernel(vq_wtype t);
 
 #endif
