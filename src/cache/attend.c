@@ -4,9 +4,11 @@
  * tile, the work is split into items (KV head h, context chunk s): the g
  * query heads of h times the tile's tokens form nq prepared queries that
  * vq_codec_score scores together, so each page of packed keys is read once
- * per (KV head, tile). Chunks split a head's pages so that items run on the
- * cache's worker threads when it has some (split-K, as FlashDecoding);
- * without threads there is one chunk per head. For each page of a chunk:
+ * per (KV head, tile). Chunk s of every head is its pages
+ * [s*cp, (s+1)*cp), cp = c->attn_chunk / page_tokens (at least 1), so the
+ * items run on the cache's worker threads when it has some (split-K, as
+ * FlashDecoding) and the arithmetic, fixed by position, is the same with
+ * any number of threads (or none). For each page of a chunk:
  *   s = scale * score(q, k_i) (soft-capped if the layer says so), masked to
  *       -inf where the slot is dead, later than the query or outside the
  *       layer's sliding window;
@@ -160,7 +162,7 @@ typedef struct {
     vq_cache_layer *L;
     const float *q;
     int nqh;
-    size_t t0, nt, g, nq, chunks;
+    size_t t0, nt, g, nq, chunks, chunk_pages;
     int32_t qpos[VQ_CACHE_QUERY_TILE];
     float scale;
     size_t *woff; /* per head offset into c->wbuf, NULL = no weights */
@@ -207,7 +209,7 @@ static vq_status anchor_pass(tile_job *J, vq_cache_layer *A, size_t h, size_t s,
     mask_ctx mc = { J->qpos, J->g, J->nt, A->shape.window, J->scale, A->shape.softcap };
     int32_t qmax = J->qpos[J->nt - 1];
     size_t np = (H->n_packed + P - 1) / P;
-    size_t pb = np * s / J->chunks, pe = np * (s + 1) / J->chunks;
+    size_t pb = s * J->chunk_pages, pe = pb + J->chunk_pages < np ? pb + J->chunk_pages : np;
     for (size_t pg = pb; pg < pe; pg++) {
         size_t s0 = pg * P, n = H->n_packed - s0 < P ? H->n_packed - s0 : P;
         if (vq_head_pos(H, s0) > qmax)
@@ -271,9 +273,9 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     mask_ctx mc = { J->qpos, g, J->nt, L->shape.window, J->scale, L->shape.softcap };
     int32_t qmin = J->qpos[0], qmax = J->qpos[J->nt - 1];
 
-    /* this chunk's share of the packed pages */
+    /* this chunk's pages */
     size_t np = (H->n_packed + P - 1) / P;
-    size_t pb = np * s / J->chunks, pe = np * (s + 1) / J->chunks;
+    size_t pb = s * J->chunk_pages, pe = pb + J->chunk_pages < np ? pb + J->chunk_pages : np;
     for (size_t pg = pb; pg < pe; pg++) {
         size_t s0 = pg * P, n = H->n_packed - s0 < P ? H->n_packed - s0 : P;
         if (vq_head_pos(H, s0) > qmax)
@@ -300,11 +302,10 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     return VQ_OK;
 }
 
-static void items_fn(void *ctx, int w, int nw)
+/* items [b, e) on worker w (vq_pool_for's tid: its scratch is free) */
+static void items_fn(void *ctx, size_t b, size_t e, int w)
 {
     tile_job *J = ctx;
-    size_t b, e;
-    vq_pool_split((size_t)J->L->shape.n_kv_heads * J->chunks, w, nw, &b, &e);
     for (size_t it = b; it < e; it++) {
         vq_status st = run_item(J, it, w);
         if (st != VQ_OK && J->c->workers[w].st == VQ_OK)
@@ -388,22 +389,23 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
             for (size_t i = 0; i < vq_head_slots(&L->heads[h]); i++)
                 *vq_head_score(&L->heads[h], i) = 0.0f;
 
-    /* chunks per head: n_workers of them, so that the nkv * n_workers items
-     * split evenly over the workers whatever nkv is (3 KV heads on 2
-     * threads would otherwise leave one thread idle a third of the time);
-     * at most one per page */
-    size_t chunks = 1;
-    if (c->n_workers > 1) {
-        size_t maxp = 1;
-        for (size_t h = 0; h < nkv; h++) {
-            size_t np = (L->heads[h].n_packed + L->page_tokens - 1) / L->page_tokens;
+    /* chunks per head: enough for the head with the most pages (of this
+     * layer and of the layer lending it slots, if any) */
+    size_t cp = c->attn_chunk / L->page_tokens, maxp = 1;
+    cp = cp ? cp : 1;
+    const vq_cache_layer *lend = vq_cross_lender(c, L);
+    for (size_t h = 0; h < nkv; h++) {
+        size_t np = (L->heads[h].n_packed + L->page_tokens - 1) / L->page_tokens;
+        maxp = np > maxp ? np : maxp;
+        if (lend) {
+            np = (lend->heads[h].n_packed + lend->page_tokens - 1) / lend->page_tokens;
             maxp = np > maxp ? np : maxp;
         }
-        chunks = nkv % (size_t)c->n_workers == 0 ? 1 : (size_t)c->n_workers;
-        chunks = chunks < maxp ? chunks : maxp;
     }
+    const size_t chunks = (maxp + cp - 1) / cp, items = nkv * chunks;
+    VQ_TRY(vq_cache_grow_parts(c, items));
     for (size_t t0 = 0; t0 < n; t0 += VQ_CACHE_QUERY_TILE) {
-        tile_job J = { c, L, q, n_q_heads, t0, 0, g, 0, chunks, { 0 }, scale, NULL };
+        tile_job J = { c, L, q, n_q_heads, t0, 0, g, 0, chunks, cp, { 0 }, scale, NULL };
         J.nt = n - t0 < VQ_CACHE_QUERY_TILE ? n - t0 : VQ_CACHE_QUERY_TILE;
         J.nq = J.nt * g;
         for (size_t tt = 0; tt < J.nt; tt++)
@@ -421,10 +423,10 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
         }
         for (int w = 0; w < c->n_workers; w++)
             c->workers[w].st = VQ_OK;
-        if (c->threads && nkv * chunks > 1)
-            vq_pool_run(c->threads, items_fn, &J);
+        if (c->threads && items > 1)
+            vq_pool_for(c->threads, items, 1, items_fn, &J);
         else
-            items_fn(&J, 0, 1);
+            items_fn(&J, 0, items, 0);
         for (int w = 0; w < c->n_workers; w++)
             if (c->workers[w].st != VQ_OK)
                 return c->workers[w].st;

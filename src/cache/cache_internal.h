@@ -30,6 +30,11 @@
 
 #define VQ_CACHE_DEFAULT_PAGE 256
 #define VQ_CACHE_QUERY_TILE 8 /* query tokens scored together */
+/* Attention splits each KV head's context into chunks of this many tokens
+ * (whole pages, at least one), fixed by position rather than by thread
+ * count, so that the result has the same bits with any number of threads;
+ * a context of at most this many tokens is one chunk. */
+#define VQ_CACHE_ATTN_CHUNK 2048
 
 /* ---- config ------------------------------------------------------------- */
 
@@ -212,8 +217,9 @@ struct vq_cache {
     struct vq_pool *own_pool;     /* made by vq_cache_set_n_threads, or NULL */
     int n_workers;
     vq_attn_worker *workers;      /* [n_workers] */
-    float *part;                  /* [part_items][part_stride] */
+    float *part;                  /* [part_items][part_stride] (grows) */
     size_t part_items, part_stride;
+    size_t attn_chunk;            /* VQ_CACHE_ATTN_CHUNK; tests may lower it */
     size_t nq_max, asz_max, d_max;
     float *tmp;       /* group * max head_dim floats (encode staging,
                          gather, accum_finish) */
@@ -245,6 +251,8 @@ void vq_cache_compact(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, int forc
 /* ensure packed capacity for `n` slots (slot arrays and page table) */
 vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, size_t n);
 vq_status vq_cache_grow_wbuf(vq_cache *c, size_t n);
+/* room for the partials of n work items (threads.c) */
+vq_status vq_cache_grow_parts(vq_cache *c, size_t n);
 
 /* Slot access in the combined index space: [0, n_packed) packed,
  * [n_packed, n_packed + n_res) residual. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "cache/cache_internal.h"
+#include "cache/cache_peek.h"
 
 void vq_cache_free_workers(vq_cache *c)
 {
@@ -89,8 +90,9 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
         if (!W->qbuf || !W->qbuf2 || !W->qf || !W->sc)
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
     }
-    /* items per tile: n_kv heads x (1 or T) chunks (attend.c) */
-    c->part_items = nkv * (size_t)T;
+    /* items per tile: n_kv heads x context chunks (attend.c); room for
+     * one chunk per head here, vq_cache_grow_parts adds more with context */
+    c->part_items = nkv;
     c->part_stride = nq * (2 * asz + D + 2); /* m, l, acc, acc_res, acc_anchor */
     c->part = malloc(c->part_items * c->part_stride * sizeof(float));
     if (!c->part)
@@ -118,6 +120,35 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
         }
     }
     return VQ_OK;
+}
+
+vq_status vq_cache_grow_parts(vq_cache *c, size_t n)
+{
+    if (n <= c->part_items)
+        return VQ_OK;
+    size_t nc = c->part_items ? c->part_items : 1;
+    while (nc < n)
+        nc *= 2;
+    float *p = realloc(c->part, nc * c->part_stride * sizeof(float));
+    if (!p)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention partials");
+    c->scratch_bytes += (nc - c->part_items) * c->part_stride * sizeof(float);
+    c->part = p;
+    c->part_items = nc;
+    return VQ_OK;
+}
+
+int vq_cache_lend_pool(vq_cache *c, struct vq_pool *pool)
+{
+    if (!c || !pool || c->threads || c->own_pool || vq_pool_size(pool) < 2)
+        return 0;
+    return vq_cache_set_threads(c, pool) == VQ_OK && c->threads == pool;
+}
+
+void vq_cache_unlend_pool(vq_cache *c, struct vq_pool *pool)
+{
+    if (c && pool && c->threads == pool)
+        (void)vq_cache_set_threads(c, NULL);
 }
 
 vq_status vq_cache_set_threads(vq_cache *c, struct vq_pool *pool)

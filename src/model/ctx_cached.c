@@ -7,8 +7,7 @@
 
 static vq_status make_packed(const vq_kv_shape *shape, vq_pool *pool, void *arg, vq_kv **out)
 {
-    (void)pool; /* the packed cache attends on the calling thread */
-    return vq_kv_packed_create(shape, arg, out);
+    return vq_kv_packed_create(shape, arg, pool, out); /* attention on the context's pool */
 }
 
 vq_status vq_ctx_create_cached(const vq_model *m, vq_cache *cache, int max_tokens, int n_threads,

@@ -1,5 +1,6 @@
 /* kv_packed.c -- vq_kv_ops over the packed cache (contract: kv_packed.h,
- * kv_iface.h). append -> vq_cache_append, attend -> vq_cache_attend (the
+ * kv_iface.h). append -> vq_cache_append, attend -> vq_cache_attend (on the
+ * context's pool when the cache has no threads of its own; the
  * cache derives query positions from the last append, which vq_attn_layer
  * always makes with the same n and pos0 just before), reset ->
  * vq_cache_reset, bytes -> resident key + value bytes of vq_cache_stats. */
@@ -11,6 +12,7 @@
 
 typedef struct {
     vq_cache *cache;  /* borrowed */
+    vq_pool *lent;    /* the context's pool while the cache attends on it */
     size_t bytes_per_token;
 } kv_packed;
 
@@ -61,7 +63,10 @@ static void kvp_destroy(vq_kv *kv)
 {
     if (!kv)
         return;
-    free(kv->impl);
+    kv_packed *p = kv->impl;
+    if (p)
+        vq_cache_unlend_pool(p->cache, p->lent);
+    free(p);
     free(kv);
 }
 
@@ -75,7 +80,7 @@ static const vq_kv_ops kv_packed_ops = {
     .destroy = kvp_destroy,
 };
 
-vq_status vq_kv_packed_create(const vq_kv_shape *shape, vq_cache *cache, vq_kv **out)
+vq_status vq_kv_packed_create(const vq_kv_shape *shape, vq_cache *cache, vq_pool *pool, vq_kv **out)
 {
     if (!shape || !cache || !out)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "kv packed: NULL argument");
@@ -107,6 +112,7 @@ vq_status vq_kv_packed_create(const vq_kv_shape *shape, vq_cache *cache, vq_kv *
         return vq_fail(NULL, VQ_ERR_NOMEM, "kv packed: out of memory");
     }
     p->cache = cache;
+    p->lent = vq_cache_lend_pool(cache, pool) ? pool : NULL;
     p->bytes_per_token = bpt;
     kv->ops = &kv_packed_ops;
     kv->shape = *shape;

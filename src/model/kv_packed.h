@@ -2,7 +2,10 @@
  * kv_iface.h seam, and the calls that build one for a model.
  *
  * vq_kv_packed_create wraps a caller-owned vq_cache (borrowed: it must
- * outlive the vq_kv; destroying the vq_kv does not free it). The cache's
+ * outlive the vq_kv; destroying the vq_kv does not free it). When the
+ * cache has no threads of its own (vq_cache_set_n_threads), it borrows pool
+ * (may be NULL) for its attention until the vq_kv is destroyed; attention
+ * results do not depend on it. The cache's
  * shape must match the model's K/V shape layer by layer (heads, head_dim,
  * sliding window, attention logit soft-capping -- the cache applies the
  * same s = softcap * tanh(s / softcap) after scaling as kv_float.c).
@@ -18,7 +21,7 @@
 #include "model/kv_iface.h"
 #include "veloxquant.h"
 
-vq_status vq_kv_packed_create(const vq_kv_shape *shape, vq_cache *cache, vq_kv **out);
+vq_status vq_kv_packed_create(const vq_kv_shape *shape, vq_cache *cache, vq_pool *pool, vq_kv **out);
 
 /* The cache behind kv if it is a packed one, else NULL. */
 vq_cache *vq_kv_packed_cache(const vq_kv *kv);
