@@ -100,7 +100,7 @@ int cmd_needle(int argc, char **argv)
 {
     const char *model = NULL;
     int ctx = 0, seeds = 2, threads = 0;
-    int json = 0;
+    int json = 0, show = 0;
     depth_list dl = { { 0, 0.25, 0.5, 0.75, 1 }, 5 };
     cli_config_list cl = { { "keys=fp16 values=fp16" }, 1, MAX_CONFIGS + 1, "" };
     cli_cache_flags cf = { 0 };
@@ -115,6 +115,7 @@ int cmd_needle(int argc, char **argv)
         CLI_OPT_INT("seeds", &seeds, "S", 1, 1000, "trials per depth, each with another key (default 2)"),
         CLI_OPT_INT("threads", &threads, "N", 1, 256, "(default: all cores)"),
         CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),
+        CLI_OPT_FLAG("show", &show, "print each trial's key and continuation on stderr"),
         CLI_OPT_NOTE("(the single cache flags below describe one more config)"),
         CLI_CACHE_SECTION,
         CLI_CACHE_FIELD_OPTS(&cf),
@@ -215,8 +216,11 @@ int cmd_needle(int argc, char **argv)
                 }
                 char *txt = NULL, want[8];
                 snprintf(want, sizeof want, "%05d", key);
-                if (vq_model_detokenize(m, ans, (size_t)n_ans, &txt) == VQ_OK && strstr(txt, want))
-                    passed[c][d]++;
+                int ok = vq_model_detokenize(m, ans, (size_t)n_ans, &txt) == VQ_OK && strstr(txt, want);
+                passed[c][d] += ok;
+                if (show)
+                    fprintf(stderr, "\nneedle: config %d depth %g key %s (%zu tokens): %s \"%s\"\n", c, depths[d],
+                            want, nt, ok ? "pass" : "FAIL", txt ? txt : "");
                 free(txt);
                 eval_progress_update(&pr, ++done, total);
             }
