@@ -27,6 +27,8 @@
 #                                 figures/quality/sweeps/
 #   needle-smollm2 needle-gemma3  passkey retrieval per method
 #   needle-lowbit2-smollm2        passkey at 4k tokens, 3 seeds per depth, low-bit configs
+#   needle-4k-r3-smollm2 needle-4k-r3-gemma3
+#                                 the same after the prompt fix (a filler line after the key)
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -313,6 +315,17 @@ step() {
         --cache 'keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4' \
         --json > figures/quality/sweeps/smollm2-135m-needle-4k.json.tmp
       mv figures/quality/sweeps/smollm2-135m-needle-4k.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k.json ;;
+    needle-4k-r3-smollm2)  # third round: the needle always followed by a filler line (cmd_needle.c)
+      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5,1 --seeds 3 \
+        --cache 'keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1' \
+        --cache 'keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4' \
+        --json > figures/quality/sweeps/smollm2-135m-needle-4k-r3.json.tmp
+      mv figures/quality/sweeps/smollm2-135m-needle-4k-r3.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-r3.json ;;
+    needle-4k-r3-gemma3)  # one key per depth: 4k-token prefills of gemma3 take minutes on the 2-core machine
+      run "$BIN" needle --model gemma3-270m --ctx 4096 --depths 0,0.5,1 --seeds 1 \
+        --cache 'keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=3,group=256 residual=128 sinks=4 prerope=1 kbits=2,3,3,2,2,3,3,3,3,3,2,3,3,3,3,3,3,3 vbits=3,3,2,3,2,3,3,3,3,3,3,3,3,3,3,3,3,3' \
+        --json > figures/quality/sweeps/gemma3-270m-needle-4k-r3.json.tmp
+      mv figures/quality/sweeps/gemma3-270m-needle-4k-r3.json.tmp figures/quality/sweeps/gemma3-270m-needle-4k-r3.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;

@@ -77,7 +77,12 @@ static uint64_t splitmix(uint64_t *s)
 }
 
 /* Prompt text with `n_fill` filler lines and the needle after
- * round(depth * n_fill) of them; malloc'd. */
+ * round(depth * n_fill) of them, but never after the last one: at least one
+ * filler line separates the needle from the question (with the needle's
+ * "... is the pass key." right before "What is the pass key? The pass key
+ * is", base models continue the sentence pattern -- smollm2-135m in fp16
+ * answered " the pass key." for every depth-1 key -- which tests the
+ * prompt, not retrieval); malloc'd. */
 static char *build_prompt(int n_fill, double depth, int key)
 {
     size_t cap = sizeof INTRO + (size_t)n_fill * (sizeof FILLER) + 256;
@@ -86,6 +91,8 @@ static char *build_prompt(int n_fill, double depth, int key)
         return NULL;
     size_t o = (size_t)snprintf(p, cap, "%s", INTRO);
     int at = (int)(depth * n_fill + 0.5);
+    if (at >= n_fill && n_fill > 0)
+        at = n_fill - 1;
     for (int i = 0; i <= n_fill; i++) {
         if (i == at)
             o += (size_t)snprintf(p + o, cap - o, "The pass key is %05d. Remember it. %05d is the pass key.\n", key, key);
