@@ -228,6 +228,9 @@ def quality_model(m):
                 continue
             for c in extra["configs"]:
                 needle.setdefault(c["cache"], c["accuracy"])
+    # passkey at 4k tokens (third round, the needle followed by a filler line)
+    n4 = load(f"figures/quality/sweeps/{m}-needle-4k-r3.json")
+    needle4k = {c["cache"]: (c["accuracy"], c["trials"]) for c in n4["configs"]} if n4 else {}
     base_mb = None
     if v:
         f = next((a for a in v["arms"] if a["name"] == "fp16" and "error" not in a), None)
@@ -248,6 +251,8 @@ def quality_model(m):
             "ppl": p["ppl"], "dppl": 0.0, "kl": 0.0, "top1": 1.0,
             "needle": needle.get("keys=fp16 values=fp16"), "calibrated": False, "evicts": False,
         })
+        if "keys=fp16 values=fp16" in needle4k:
+            methods[-1]["needle_4k"], methods[-1]["needle_4k_trials"] = needle4k["keys=fp16 values=fp16"]
     for c in p["configs"]:
         if "bits_per_element" not in c:
             continue
@@ -278,6 +283,8 @@ def quality_model(m):
             "evict_budget": budget, "ppl_fp16": c["run_ppl_fp16"], "chunks": c["run_chunks"],
             "bits_per_element_held": c.get("bits_per_element_held"),
         })
+        if c["cache"] in needle4k:
+            methods[-1]["needle_4k"], methods[-1]["needle_4k_trials"] = needle4k[c["cache"]]
     src = f'ppl --ctx {p["ctx"]} --chunks {p["chunks"]} ({p["tokens_scored"]} tokens) on WikiText-2 after --skip {p.get("skip", 0):g}'
     return {
         "model": m, "arch": p["arch"], "n_layers": p.get("n_layers"), "n_kv_heads": p.get("n_kv_heads"),
@@ -329,14 +336,15 @@ def best_by_bits(quals):
             ms = [m for m in q["methods"] if not m["evicts"] and m["name"] != "fp16" and m.get("kl") is not None
                   and m["bits_per_element"] <= L + 0.01]
             if not ms:
-                rows.append([q["model"], f"{L:g}", "_no point at ctx 2048 (ctx 1024 screens: 1-bit keys or values break the model)_", "", "", "", ""])
+                rows.append([q["model"], f"{L:g}", "_no point at ctx 2048 (ctx 1024 screens: 1-bit keys or values break the model)_", "", "", "", "", ""])
                 continue
             m = min(ms, key=lambda m: m["kl"])
             rel = 100.0 * m["dppl"] / m.get("ppl_fp16", q["ppl_fp16"])
+            n4 = f'{m["needle_4k"]:.2f} ({m["needle_4k_trials"]})' if m.get("needle_4k") is not None else "n/a"
             rows.append([q["model"], f"{L:g}", f'`{m["cache"]}`', f'{m["bits_per_element"]:.3f}', f"{rel:+.2f}%",
-                         fmt(m["kl"], ".4f"), fmt(m.get("needle"), ".2f")])
+                         fmt(m["kl"], ".4f"), fmt(m.get("needle"), ".2f"), n4])
     head = ["model", "budget (b/e)", "best config within it (lowest KL)", "bits/element", "dPPL", "KL (nats)",
-            "passkey (2k)"]
+            "passkey (2k)", "passkey 4k (trials)"]
     return table(head, rows) + ("\n\nFrom figures/quality/quality.json (every non-evicting method of the quality "
                                 "table; budgets get +0.01 b/e for page tables).\n")
 
@@ -353,16 +361,17 @@ def family_of(cache):
 def best_by_family(quals):
     """per model, method family (key codec) and level L in FAMILY_LEVELS:
     the non-evicting row with the lowest KL among those with bits/element in
-    (L - 0.5, L + 0.01] (about L; +0.01 for page tables)"""
+    (previous level + 0.01, L + 0.01] (+0.01 for page tables)"""
     rows = []
     for q in quals:
         fams = sorted({family_of(m["cache"]) for m in q["methods"]
                        if not m["evicts"] and m["name"] != "fp16"})
         for fam in fams:
-            for L in FAMILY_LEVELS:
+            for i, L in enumerate(FAMILY_LEVELS):
+                lo = FAMILY_LEVELS[i - 1] + 0.01 if i else 1.0
                 ms = [m for m in q["methods"] if not m["evicts"] and m["name"] != "fp16"
                       and family_of(m["cache"]) == fam and m.get("kl") is not None
-                      and L - 0.5 < m["bits_per_element"] <= L + 0.01]
+                      and lo < m["bits_per_element"] <= L + 0.01]
                 if not ms:
                     continue
                 m = min(ms, key=lambda m: m["kl"])
@@ -372,7 +381,7 @@ def best_by_family(quals):
     head = ["model", "family (key codec)", "about (b/e)", "best config (lowest KL)", "bits/element", "dPPL",
             "KL (nats)", "top-1"]
     return table(head, rows) + ("\n\nFrom figures/quality/quality.json: per family the lowest-KL row with "
-                                "bits/element in (L - 0.5, L + 0.01]; a family without a row near L was not "
+                                "bits/element above the previous level and at most L (+0.01 for page tables; the first bin starts at 1.0); a family without a row near L was not "
                                 "measured there. The command of each row is under the table of its run "
                                 "(docs/validation-report.md section 6, and the low-bit tables below).\n")
 
