@@ -143,6 +143,8 @@ LIST
 lowbit3_methods() {
   case $1 in
     smollm2-135m) cat <<LIST
+keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1 kbits=2,3,3,3,3,3,2,3,3,2,3,2,2,2,3,3,2,3,3,2,3,3,3,3,3,2,3,2,2,3 vbits=2,3,3,2,3,3,3,3,3,3,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2
+keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
 keys=rabitq:bits=1,mse=1 values=kivix:bits=4,group=64 residual=128 sinks=4
 keys=rabitq:bits=2,mse=1 values=kivix:bits=4,group=64 residual=128 sinks=4
 keys=rabitq:bits=2 values=kivix:bits=4,group=64 residual=128 sinks=4
