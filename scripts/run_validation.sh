@@ -319,8 +319,7 @@ step() {
       mv figures/quality/sweeps/smollm2-135m-needle-4k.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k.json ;;
     needle-4k-r3-smollm2)  # third round: the needle always followed by a filler line (cmd_needle.c)
       run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5,1 --seeds 3 \
-        --cache 'keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1' \
-        --cache 'keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4' \
+        --cache 'keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1 kbits=2,3,3,3,3,3,2,3,3,2,3,2,2,2,3,3,2,3,3,2,3,3,3,3,3,2,3,2,2,3 vbits=2,3,3,2,3,3,3,3,3,3,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2' \
         --json > figures/quality/sweeps/smollm2-135m-needle-4k-r3.json.tmp
       mv figures/quality/sweeps/smollm2-135m-needle-4k-r3.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-r3.json ;;
     needle-4k-r3-gemma3)  # one key per depth: 4k-token prefills of gemma3 take minutes on the 2-core machine
