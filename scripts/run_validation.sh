@@ -322,8 +322,8 @@ step() {
         --cache 'keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1 kbits=2,3,3,3,3,3,2,3,3,2,3,2,2,2,3,3,2,3,3,2,3,3,3,3,3,2,3,2,2,3 vbits=2,3,3,2,3,3,3,3,3,3,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2' \
         --json > figures/quality/sweeps/smollm2-135m-needle-4k-r3.json.tmp
       mv figures/quality/sweeps/smollm2-135m-needle-4k-r3.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-r3.json ;;
-    needle-4k-r3-gemma3)  # one key per depth: 4k-token prefills of gemma3 take minutes on the 2-core machine
-      run "$BIN" needle --model gemma3-270m --ctx 4096 --depths 0,0.5,1 --seeds 1 \
+    needle-4k-r3-gemma3)  # as smollm2, 3 keys per depth
+      run "$BIN" needle --model gemma3-270m --ctx 4096 --depths 0,0.5,1 --seeds 3 \
         --cache 'keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=3,group=256 residual=128 sinks=4 prerope=1 kbits=2,3,3,2,2,3,3,3,3,3,2,3,3,3,3,3,3,3 vbits=3,3,2,3,2,3,3,3,3,3,3,3,3,3,3,3,3,3' \
         --json > figures/quality/sweeps/gemma3-270m-needle-4k-r3.json.tmp
       mv figures/quality/sweeps/gemma3-270m-needle-4k-r3.json.tmp figures/quality/sweeps/gemma3-270m-needle-4k-r3.json ;;
