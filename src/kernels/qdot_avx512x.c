@@ -140,6 +140,17 @@ static inline __m512i chunk64(int bits, const uint8_t *row, size_t c)
     return _mm512_and_si512(v, _mm512_set1_epi8(0x03));
 }
 
+/* one query's eight row sums from its integer lane sums: the reference's
+ * bits (exact integers, then one conversion and multiply) */
+static inline void codes_qdot_store(const __m512i I[QROWS], float d, float *s, size_t i, size_t nt)
+{
+    /* (row, half) sums -> row sums */
+    __m512i R = tree8(I);
+    R = _mm512_shuffle_i32x4(R, R, 0xD8); /* #0 #2 #1 #3 */
+    __m256i r = _mm256_add_epi32(_mm512_castsi512_si256(R), _mm512_extracti64x4_epi64(R, 1));
+    vq_store8_upto(s, i, nt, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(r)));
+}
+
 void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                            size_t qstride, int n_q, float *s, size_t sstride)
 {
@@ -148,6 +159,28 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
         const uint8_t *row[QROWS];
         for (int t = 0; t < QROWS; t++)
             row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
+        if (nc <= 2) { /* head_dim <= 128: the rows' codes unpacked once for all queries */
+            __m512i U[2][QROWS];
+            for (size_t c = 0; c < nc; c++)
+                for (int t = 0; t < QROWS; t++)
+                    U[c][t] = chunk64(bits, row[t], c);
+            for (int j = 0; j < n_q; j++) {
+                const uint8_t *qj = qbuf + (size_t)j * qstride;
+                float d;
+                memcpy(&d, qj, sizeof d);
+                __m512i I[QROWS];
+                const __m512i Q0 = _mm512_loadu_si512((const void *)(qj + sizeof(float)));
+                for (int t = 0; t < QROWS; t++)
+                    I[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), U[0][t], Q0);
+                if (nc == 2) {
+                    const __m512i Q1 = _mm512_loadu_si512((const void *)(qj + sizeof(float) + 64));
+                    for (int t = 0; t < QROWS; t++)
+                        I[t] = _mm512_dpbusd_epi32(I[t], U[1][t], Q1);
+                }
+                codes_qdot_store(I, d, s + (size_t)j * sstride, i, nt);
+            }
+            continue;
+        }
         for (int j = 0; j < n_q; j++) {
             const uint8_t *qj = qbuf + (size_t)j * qstride;
             float d;
@@ -160,12 +193,7 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
                 for (int t = 0; t < QROWS; t++)
                     I[t] = _mm512_dpbusd_epi32(I[t], chunk64(bits, row[t], c), Q);
             }
-            /* (row, half) sums -> row sums, still integers, then one
-             * conversion and multiply: the reference's bits */
-            __m512i R = tree8(I);
-            R = _mm512_shuffle_i32x4(R, R, 0xD8); /* #0 #2 #1 #3 */
-            __m256i r = _mm256_add_epi32(_mm512_castsi512_si256(R), _mm512_extracti64x4_epi64(R, 1));
-            vq_store8_upto(s + (size_t)j * sstride, i, nt, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(r)));
+            codes_qdot_store(I, d, s + (size_t)j * sstride, i, nt);
         }
     }
 }
