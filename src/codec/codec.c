@@ -293,7 +293,10 @@ vq_status vq_codec_accumulate(vq_codec *c, const float *w, int n_q,
     VQ_TRY(check_io(c, "vq_codec_accumulate", w, codes, n));
     if (n_q < 1 || !acc)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_codec_accumulate: n_q=%d or acc NULL", n_q);
-    if (n && vq_codec_tiled_accum_ok(c) && vq_kernels_get()->simd)
+    /* a fused kernel gives the tiled path's bits; with many queries
+     * decoding once into the tile may be cheaper (accum_tiled_min_q) */
+    if (n && c->tile && (!c->accum_own || (c->accum_tiled_min_q && n_q >= c->accum_tiled_min_q)) &&
+        vq_kernels_get()->simd)
         vq_codec_accumulate_tiled(c, w, n_q, codes, n, acc);
     else if (n)
         c->ops->accumulate(c, w, n_q, codes, n, acc);

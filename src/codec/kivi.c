@@ -111,6 +111,7 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     c->score_own = c->role == VQ_ROLE_KEY;
     /* values: where the table has kivi_axpy's SIMD twin it replaces the tile */
     c->accum_own = c->role == VQ_ROLE_VALUE && vq_kernels_get()->kivi_axpy != vq_kivi_axpy_ref;
+    c->accum_tiled_min_q = VQ_CODEC_TILED_MIN_Q;
     c->accum_size = D;
     if (st->qbits)
         snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d,qbits=%d", st->bits, st->group, st->qbits);
