@@ -47,9 +47,9 @@ static const vq_kernels k_avx2 = {
     .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_avx2,
     .codes_qprep = vq_codes_qprep,
-    .codes_qdot = vq_codes_qdot_ref,
+    .codes_qdot = vq_codes_qdot_avx2,
     .qaxpy = vq_qaxpy_ref,
-    .qdot = vq_qdot_ref,
+    .qdot = vq_qdot_avx2,
 };
 
 /* entries that need VPOPCNTDQ / VNNI are filled in by avx512_table() */
@@ -70,9 +70,9 @@ static vq_kernels k_avx512 = {
     .codes_dot = vq_codes_dot_avx512,
     .bitdot = vq_bitdot_avx2,
     .codes_qprep = vq_codes_qprep,
-    .codes_qdot = vq_codes_qdot_ref,
+    .codes_qdot = vq_codes_qdot_avx2,
     .qaxpy = vq_qaxpy_avx512,
-    .qdot = vq_qdot_ref,
+    .qdot = vq_qdot_avx2,
 };
 
 static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;

@@ -43,10 +43,11 @@
  *       pq[j*n + i] = sum_p 2^p popcount(z_i & plane_jp) (the integer dot
  *       of the bits with the query's integer levels, RaBitQ's estimator).
  *   codes_qdot: kernels/codes_qdot.h (KIVI key codes against int8
- *       queries; the VNNI variant when the CPU has AVX-512 VNNI).
+ *       queries; the VNNI variant when the CPU has AVX-512 VNNI, else the
+ *       AVX2 one).
  *   qaxpy: kernels/qaxpy.h (weighted sums of q8_0 / q4_0 rows).
  *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
- *       variant when the CPU has AVX-512 VNNI). */
+ *       variant when the CPU has AVX-512 VNNI, else the AVX2 one). */
 #ifndef VQ_KERNELS_KERNELS_H
 #define VQ_KERNELS_KERNELS_H
 

@@ -1,5 +1,6 @@
 /* qdot.h -- scores of q8_0 / q4_0 rows (quant_blocks.c's layouts) against
- * queries quantized to int8, in the integer domain (VNNI on AVX-512).
+ * queries quantized to int8, in the integer domain (VNNI on AVX-512,
+ * VPMADDUBSW on AVX2).
  *
  * A prepared int8 query of D values (D a multiple of 32, nb = D/32
  * blocks) is vq_qdot_query_bytes(D) bytes, written by vq_qdot_prepare:
@@ -16,7 +17,8 @@
  * with u the row's codes as unsigned bytes (q8_0: k+128, off 128; q4_0:
  * the nibble, off 8): the integer part is exact, so variants differ only
  * in the order of the float sum over blocks (relative error ~1e-6 of
- * sum_b |term_b|). The _ref function is the scalar reference. */
+ * sum_b |term_b|; the AVX2 twin keeps the reference's order). The _ref
+ * function is the scalar reference. */
 #ifndef VQ_KERNELS_QDOT_H
 #define VQ_KERNELS_QDOT_H
 
@@ -28,6 +30,8 @@ void vq_qdot_prepare(const float *x, size_t D, uint8_t *dst);
 
 void vq_qdot_ref(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                  size_t qstride, int n_q, float *s, size_t sstride);
+void vq_qdot_avx2(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
+                  size_t qstride, int n_q, float *s, size_t sstride);
 void vq_qdot_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                      size_t qstride, int n_q, float *s, size_t sstride);
 
