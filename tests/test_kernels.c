@@ -196,6 +196,28 @@ static void test_rows(const vq_kernels *k, const vq_kernels *ref)
             }
 }
 
+/* lut8_row on random codes of every width, odd lengths (tails) and
+ * unaligned pointers: the reference's bits */
+static void test_lut8_row(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ns[] = { 1, 15, 16, 33, 64, 200 };
+    for (int bits = 1; bits <= 8; bits++)
+        for (size_t in = 0; in < sizeof Ns / sizeof *Ns; in++) {
+            size_t n = Ns[in];
+            uint8_t c8[201];
+            float lut[256], sc[201], mn[201], r[200], s[200];
+            fill_bytes(c8, sizeof c8, (uint64_t)(bits * 100 + (int)n));
+            for (size_t i = 0; i < n + 1; i++)
+                c8[i] &= (uint8_t)((1u << bits) - 1u);
+            fill(lut, 256, (uint64_t)bits + 7);
+            fill(sc, n + 1, 31 + n);
+            fill(mn, n + 1, 37 + n);
+            ref->lut8_row(c8 + 1, n, lut, sc + 1, mn + 1, r);
+            k->lut8_row(c8 + 1, n, lut, sc + 1, mn + 1, s);
+            CHECKF(same_bits(r, s, n), "%s lut8_row bits=%d n=%zu differs", k->isa, bits, n);
+        }
+}
+
 static void test_bitdot(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Ds[] = { 32, 64, 96, 128, 256 };
@@ -522,6 +544,7 @@ static void test_tables(void)
         test_fp16_rows(k, ref);
         test_qblocks(k, ref);
         test_rows(k, ref);
+        test_lut8_row(k, ref);
         test_bitdot(k, ref);
         test_codes_dot(k, ref);
         test_qdot(k, ref);

@@ -26,6 +26,10 @@
  *       scale and min per group of `group` channels (a multiple of 16
  *       dividing n), read as IEEE halves (LE) from gs16 / gm16:
  *       s[i] = half(gs16, i / group), m[i] = half(gm16, i / group).
+ *   lut8_row(c8, n, lut, s, m, out): out[i] = s[i]*lut[c8[i]] + m[i] (one
+ *       multiply, then one add) for n codes given one per byte, each
+ *       below 256 (lut holds as many floats as the largest code needs):
+ *       kivix at any width (lut[c] = c, or its non-uniform levels).
  *   kivi_axpy(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc,
  *       astride): acc[j*astride + e] += sum_i w[j*wstride + i] * v_i[e] for
  *       nt KIVI value rows (row i at rows + i*rstride: D/group fp16 scales,
@@ -76,6 +80,7 @@ typedef struct vq_kernels {
     void (*q4_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*lut_row)(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
     void (*kivi_row)(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
+    void (*lut8_row)(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out);
     void (*kivi_group_row)(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                            const uint8_t *gm16, float *out);
     void (*kivi_axpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
@@ -105,6 +110,8 @@ void vq_lut_row_ref(const uint8_t *codes, int bits, size_t n, const float *lut, 
 void vq_lut_row_avx512(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
 void vq_kivi_row_ref(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
 void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
+void vq_lut8_row_ref(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out);
+void vq_lut8_row_avx512(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out);
 void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                            const uint8_t *gm16, float *out);
 void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
