@@ -55,10 +55,8 @@ static inline unsigned vq_bits_get(const uint8_t *src, size_t i, int bits)
 static inline void vq_bits_unpack8(const uint8_t *p, int bits, uint8_t *out)
 {
     uint64_t w = 0;
-    for (int k = 0; k < bits; k++)
-        w |= (uint64_t)p[k] << (8 * k);
-    for (int k = 0; k < 8; k++)
-        out[k] = (uint8_t)((w >> (k * bits)) & ((1u << bits) - 1u));
+    _Pragma("GCC unroll 8") for (int k = 0; k < bits; k++) w |= (uint64_t)p[k] << (8 * k);
+    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) out[k] = (uint8_t)((w >> (k * bits)) & ((1u << bits) - 1u));
 }
 
 /* codes 0..n-1 into out[0..n) (one byte each, bits <= 8); whole bytes at a
