@@ -88,7 +88,7 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
         const float *K = f->k[j->layer] + (size_t)g * mt * hd;
         const float *V = f->v[j->layer] + (size_t)g * mt * hd;
         size_t nk = (size_t)(p - lo + 1);
-        kern->dense_dot(q, hd, nh, K + (size_t)lo * hd, nk, hd, s, nk);
+        kern->dense_dot(q, hd, nh, K + (size_t)lo * hd, VQ_ELEM_F32, nk, hd, s, nk);
         for (int r = 0; r < nh; r++) {
             float *sr = s + (size_t)r * nk;
             for (size_t pj = 0; pj < nk; pj++)
@@ -100,7 +100,7 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
         }
         float *o = j->out + ((size_t)t * (size_t)nq + (size_t)h0) * hd;
         memset(o, 0, (size_t)nh * hd * sizeof(float));
-        kern->dense_axpy(s, nk, nh, V + (size_t)lo * hd, nk, hd, o, hd);
+        kern->dense_axpy(s, nk, nh, V + (size_t)lo * hd, VQ_ELEM_F32, nk, hd, o, hd);
     }
 }
 
