@@ -312,6 +312,12 @@ void vq_codec_finish_copy(vq_codec *c, const float *acc, float *out)
     memcpy(out, acc, (size_t)c->head_dim * sizeof *out);
 }
 
+void vq_codec_decode_each(vq_codec *c, const uint8_t *src, size_t n, float *x, vq_decode_token_fn *one)
+{
+    for (size_t t = 0; t < n; t++)
+        one(c, src + t * c->block_bytes, x + t * (size_t)c->head_dim);
+}
+
 vq_status vq_codec_calibrate(vq_codec *c, const float *x, size_t n)
 {
     if (!c)

@@ -7,14 +7,13 @@
 #include "core/vexp.h"
 #include "core/vexp_poly.h"
 
+#define ROUND_NEAREST(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+VQ_EXP_DEFINE(exp_in_range, 256, ROUND_NEAREST)
+
 static inline __m256 exp_neg(__m256 t) /* t <= 0 */
 {
     __m256 under = _mm256_cmp_ps(t, _mm256_set1_ps(VQ_EXP_LO), _CMP_LT_OQ); /* also -inf */
-    t = _mm256_max_ps(t, _mm256_set1_ps(VQ_EXP_LO));
-    __m256 k = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(VQ_EXP_LOG2E)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = VQ_EXP_REDUCE(256, k, t);
-    return _mm256_andnot_ps(under, VQ_EXP_SCALE(256, k, VQ_EXP_POLY(256, r)));
+    return _mm256_andnot_ps(under, exp_in_range(_mm256_max_ps(t, _mm256_set1_ps(VQ_EXP_LO))));
 }
 
 /* Each x[i] gets the same polynomial wherever it sits (the tail is padded,

@@ -7,14 +7,13 @@
 #include "core/vexp.h"
 #include "core/vexp_poly.h"
 
+#define ROUND_NEAREST(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+VQ_EXP_DEFINE(exp_in_range, 512, ROUND_NEAREST)
+
 static inline __m512 exp_neg16(__m512 t) /* t <= 0 */
 {
     __mmask16 under = _mm512_cmp_ps_mask(t, _mm512_set1_ps(VQ_EXP_LO), _CMP_LT_OQ); /* also -inf */
-    t = _mm512_max_ps(t, _mm512_set1_ps(VQ_EXP_LO));
-    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(VQ_EXP_LOG2E)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = VQ_EXP_REDUCE(512, k, t);
-    return _mm512_maskz_mov_ps((__mmask16)~under, VQ_EXP_SCALE(512, k, VQ_EXP_POLY(512, r)));
+    return _mm512_maskz_mov_ps((__mmask16)~under, exp_in_range(_mm512_max_ps(t, _mm512_set1_ps(VQ_EXP_LO))));
 }
 
 float vq_exp_shift_avx512(float *x, size_t n, float m)

@@ -5,11 +5,10 @@
  *
  * exp(t) = 2^k * exp(r), k = round(t / ln 2), r = t - k ln 2 (ln 2 split
  * in two parts so r is exact enough), exp(r) by the minimax polynomial
- * used by Cephes' expf on |r| <= ln(2)/2: in a twin,
- *     r = VQ_EXP_REDUCE(W, k, t); y = VQ_EXP_SCALE(W, k, VQ_EXP_POLY(W, r));
- * The twin rounds k itself (the instruction differs between the widths),
- * clamps t to >= VQ_EXP_LO (so 2^k stays normal) and flushes arguments
- * below it to 0 (the mask form differs too). */
+ * used by Cephes' expf on |r| <= ln(2)/2; VQ_EXP_DEFINE puts it
+ * together. The twin passes its rounding (the instruction differs between
+ * the widths), clamps t to >= VQ_EXP_LO (so 2^k stays normal) and flushes
+ * arguments below it to 0 (the mask form differs too). */
 #ifndef VQ_CORE_VEXP_POLY_H
 #define VQ_CORE_VEXP_POLY_H
 
@@ -41,5 +40,15 @@
 #define VQ_EXP_SCALE(W, k, p)                                                                                 \
     VQ_EXP_OP(W, mul_ps)(p, _mm##W##_castsi##W##_ps(VQ_EXP_OP(W, slli_epi32)(                                 \
                                 VQ_EXP_OP(W, add_epi32)(VQ_EXP_OP(W, cvtps_epi32)(k), VQ_EXP_OP(W, set1_epi32)(127)), 23)))
+
+/* static inline __m<W> NAME(__m<W> t): exp(t) for t in [VQ_EXP_LO, 0];
+ * ROUND(x) rounds x to the nearest integer */
+#define VQ_EXP_DEFINE(NAME, W, ROUND)                                                                         \
+    static inline __m##W NAME(__m##W t)                                                                       \
+    {                                                                                                         \
+        __m##W k = ROUND(VQ_EXP_OP(W, mul_ps)(t, VQ_EXP_C(W, VQ_EXP_LOG2E)));                                 \
+        __m##W r = VQ_EXP_REDUCE(W, k, t);                                                                    \
+        return VQ_EXP_SCALE(W, k, VQ_EXP_POLY(W, r));                                                         \
+    }
 
 #endif
