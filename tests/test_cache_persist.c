@@ -292,17 +292,18 @@ static void test_hostile_fields(void)
     CHECK(usable);
     printf("  %d CRC-fixed mutations: %d loaded (harmless edits, e.g. scores), %d refused\n", iters, ok, fmt);
     /* targeted edits of the structure (offsets from docs/cache-format.md) */
-    size_t C = vq_get_u32(buf + 24), l0 = 28 + C + 4 + 2 * 20, h0 = l0 + 12 + 4 + 4;
+    /* version 3: the writer field at 8 moves everything after it by 4 */
+    size_t C = vq_get_u32(buf + 28), l0 = 32 + C + 4 + 2 * 20, h0 = l0 + 12 + 4 + 4;
     struct {
         size_t off;
         int width;
         uint64_t val;
         const char *what;
     } ed[] = {
-        { 28 + C, 4, 0, "n_layers=0" },
-        { 28 + C, 4, 3, "n_layers=3" },
-        { 28 + C + 12, 4, 48, "head_dim=48" },
-        { 28 + C + 12, 4, 32, "head_dim=32 (valid, data sizes disagree)" },
+        { 32 + C, 4, 0, "n_layers=0" },
+        { 32 + C, 4, 3, "n_layers=3" },
+        { 32 + C + 12, 4, 48, "head_dim=48" },
+        { 32 + C + 12, 4, 32, "head_dim=32 (valid, data sizes disagree)" },
         { h0, 8, 1ull << 40, "n_packed huge" },
         { h0, 8, 3, "n_packed not matching" },
         { h0 + 8, 8, 1000, "n_res beyond the window" },
@@ -310,6 +311,7 @@ static void test_hostile_fields(void)
         { h0 + 24, 4, 1000, "positions not increasing" },
         { l0, 4, 5, "last_pos inconsistent" },
         { l0 + 12, 4, 100, "state length" },
+        { 8, 4, 1000000, "writer field out of range" },
     };
     for (size_t i = 0; i < sizeof ed / sizeof *ed; i++) {
         memcpy(m, buf, len);
