@@ -59,7 +59,7 @@ static int heap_bytes(size_t *out)
 #define PAGE 32
 #define STEPS 60
 
-static const vq_cache_layer_shape shapes[NL] = {
+static const vq_layer_shape shapes[NL] = {
     { NKV, NQ, D, 0, 0.0f },
     { NKV, NQ, D, 300, 0.0f }, /* sliding window: evicts a prefix */
 };

@@ -19,7 +19,7 @@
 #include "test.h"
 #include "test_cache_util.h"
 
-static const vq_cache_layer_shape SH[2] = { { 2, 4, 64, 0, 0 }, { 1, 2, 32, 24, 0 } };
+static const vq_layer_shape SH[2] = { { 2, 4, 64, 0, 0 }, { 1, 2, 32, 24, 0 } };
 static const vq_cache_shape SHAPE = { 2, SH, 0xfeedbeefcafe1234ull };
 
 static vq_cache *build(const char *text)
@@ -219,7 +219,7 @@ static void test_refuse_bad_files(void)
     other.fingerprint ^= 1;
     CHECK(vq_cache_load(path, &other, &b) == VQ_ERR_FORMAT && b == NULL);
     CHECK(strstr(vq_last_error(), "another model") != NULL);
-    vq_cache_layer_shape sh2[2] = { SH[0], SH[1] };
+    vq_layer_shape sh2[2] = { SH[0], SH[1] };
     sh2[1].window = 0;
     vq_cache_shape other2 = { 2, sh2, SHAPE.fingerprint };
     CHECK(vq_cache_load(path, &other2, &b) == VQ_ERR_FORMAT);

@@ -19,7 +19,7 @@
 #include "test_cache_util.h"
 
 #define NL 2
-static const vq_cache_layer_shape SHAPE[NL] = { { 2, 4, 64, 0, 0 }, { 1, 2, 128, 0, 0 } };
+static const vq_layer_shape SHAPE[NL] = { { 2, 4, 64, 0, 0 }, { 1, 2, 128, 0, 0 } };
 
 static vq_cache *make(const char *text)
 {
@@ -66,7 +66,7 @@ static double run(vq_cache *c, size_t n, size_t step, uint64_t seed)
     vq_rng_seed(&r, seed);
     double worst = 0;
     for (int l = 0; l < NL; l++) {
-        const vq_cache_layer_shape *ls = &SHAPE[l];
+        const vq_layer_shape *ls = &SHAPE[l];
         size_t D = (size_t)ls->head_dim, nh = (size_t)ls->n_kv_heads, nq = (size_t)ls->n_q_heads;
         float *k = malloc(n * nh * D * sizeof *k), *v = malloc(n * nh * D * sizeof *v);
         float *q = malloc(step * nq * D * sizeof *q), *out = malloc(step * nq * D * sizeof *out);

@@ -152,7 +152,7 @@ static vq_status fill(vq_file_writer *w, void *user)
     VQ_TRY(put(s, txt, strlen(txt)));
     VQ_TRY(put_u32(s, (uint32_t)c->n_layers));
     for (int l = 0; l < c->n_layers; l++) {
-        const vq_cache_layer_shape *ls = &c->layers[l].shape;
+        const vq_layer_shape *ls = &c->layers[l].shape;
         VQ_TRY(put_u32(s, (uint32_t)ls->n_kv_heads));
         VQ_TRY(put_u32(s, (uint32_t)ls->n_q_heads));
         VQ_TRY(put_u32(s, (uint32_t)ls->head_dim));
@@ -472,7 +472,7 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     st = get_u32(&r, &nl, "shape");
     if (st == VQ_OK && (nl < 1 || nl > VQ_MAX_LAYERS || (size_t)nl * 20 > r.len - r.off))
         st = vq_fail(err, VQ_ERR_FORMAT, "cache file: %u layers", nl);
-    vq_cache_layer_shape *ls = st == VQ_OK ? calloc(nl, sizeof *ls) : NULL;
+    vq_layer_shape *ls = st == VQ_OK ? calloc(nl, sizeof *ls) : NULL;
     if (st == VQ_OK && !ls)
         st = vq_fail(err, VQ_ERR_NOMEM, "cache load: out of memory");
     for (uint32_t l = 0; st == VQ_OK && l < nl; l++) {
@@ -484,7 +484,7 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
                 st = vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %u shape field out of range", l);
         float cap;
         memcpy(&cap, &f[4], 4);
-        ls[l] = (vq_cache_layer_shape){ (int)f[0], (int)f[1], (int)f[2], (int)f[3], cap };
+        ls[l] = (vq_layer_shape){ (int)f[0], (int)f[1], (int)f[2], (int)f[3], cap };
     }
     vq_cache_shape sh = { (int)nl, ls, fp };
     if (st == VQ_OK && expect) {

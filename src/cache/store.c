@@ -53,7 +53,7 @@ static vq_status check_shape(const vq_cache_shape *s, char *err)
         return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: n_layers=%d out of range [1, %d]", s->n_layers,
                        VQ_MAX_LAYERS);
     for (int l = 0; l < s->n_layers; l++) {
-        const vq_cache_layer_shape *ls = &s->layers[l];
+        const vq_layer_shape *ls = &s->layers[l];
         if (ls->n_kv_heads < 1 || ls->n_kv_heads > 1024)
             return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: layer %d: n_kv_heads=%d out of range [1, 1024]", l,
                            ls->n_kv_heads);

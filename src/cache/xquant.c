@@ -315,7 +315,7 @@ static vq_status xq_setup(vq_cache *c, char *err)
     S->rbits = (int)rbits;
     int pairs = 0;
     for (int a = 0; a + 1 < c->n_layers; a += 2) {
-        const vq_cache_layer_shape *x = &c->shapes[a], *y = &c->shapes[a + 1];
+        const vq_layer_shape *x = &c->shapes[a], *y = &c->shapes[a + 1];
         if (x->n_kv_heads != y->n_kv_heads || x->n_q_heads != y->n_q_heads || x->head_dim != y->head_dim ||
             x->window != 0 || y->window != 0 || x->softcap != y->softcap)
             continue;
