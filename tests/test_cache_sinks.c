@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cache/prerope.h"
+#include "heap_bytes.h"
 #include "test.h"
 #include "test_cache_util.h"
 
@@ -181,30 +182,10 @@ static void test_sinks_refused(void)
     vq_cache_config_free(cfg);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_ASAN 1
-#endif
-#endif
 /* AddressSanitizer's allocated-bytes counter: exact for small blocks
  * (glibc's mallinfo2 is not: blocks reused from its per-thread cache do
  * not move it), so this check runs in the ASan build only */
-#if defined(HAVE_ASAN)
-size_t __sanitizer_get_current_allocated_bytes(void);
-static int heap_bytes(size_t *out)
-{
-    *out = __sanitizer_get_current_allocated_bytes();
-    return 1;
-}
-#else
-static int heap_bytes(size_t *out)
-{
-    *out = 0;
-    return 0;
-}
-#endif
+static int heap_bytes(size_t *out) { return vq_test_heap_bytes(out, 1); }
 
 /* the RoPE tables prerope holds are in the cache's total bytes: heap growth
  * of setting them equals the growth of total_bytes (ASan counts requested
