@@ -25,18 +25,10 @@
 #include "core/io.h"
 #include "model/quants.h"
 #include "test.h"
+#include "test_files.h"
 #include "tiny_model.h"
 
 #define OLD_DIR "tests/formats/"
-
-static char *tmp_path(const char *name)
-{
-    static char buf[4][512];
-    static int i;
-    char *b = buf[i++ % 4];
-    snprintf(b, 512, "%s/%s", vq_test_tmpdir(), name);
-    return b;
-}
 
 static uint8_t *read_file(const char *path, size_t *len)
 {
@@ -44,15 +36,6 @@ static uint8_t *read_file(const char *path, size_t *len)
     *len = 0;
     CHECKF(vq_file_read_all(path, 1u << 26, &b, len, NULL) == VQ_OK, "cannot read %s", path);
     return b;
-}
-
-static int write_file(const char *path, const uint8_t *p, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
-    size_t w = fwrite(p, 1, n, f);
-    return fclose(f) == 0 && w == n ? 0 : -1;
 }
 
 /* p (len bytes, writer field at 8) as the previous version of its format:
@@ -102,7 +85,7 @@ static void old_cache_file(const char *name, const char *cfg, uint32_t old_ver, 
     if (!now)
         return;
     /* the file written now: version 3, the writer field, else the old bytes */
-    const char *path = tmp_path(name);
+    const char *path = vq_test_tmp_path(name);
     CHECK_OK(vq_cache_save(now, path));
     size_t nlen = 0, olen = 0, slen = 0;
     uint8_t *nb = read_file(path, &nlen), *ob = read_file(old, &olen);
@@ -200,7 +183,7 @@ static void test_old_model_calibration(void)
     CHECK(src != NULL);
     if (!src)
         return;
-    const char *path = tmp_path("calib.vqcm");
+    const char *path = vq_test_tmp_path("calib.vqcm");
     CHECK_OK(vq_cache_save_calibration(src, path));
     vq_cache_free(src);
     size_t len = 0;
@@ -222,13 +205,13 @@ static void test_old_model_calibration(void)
         size_t h = 28 + 28 * (size_t)E;
         vq_put_u32(b + 8, 0xffffffffu);
         vq_put_u32(b + h, vq_crc32(0, b, h));
-        const char *bad = tmp_path("bad.vqcm");
-        CHECK(write_file(bad, b, len) == 0);
+        const char *bad = vq_test_tmp_path("bad.vqcm");
+        CHECK(vq_test_write_file(bad, b, len) == 0);
         vq_cache *x = calib_cache(bad);
         CHECK(x == NULL && strstr(vq_last_error(), "writer") != NULL);
         vq_put_u32(b + 4, 9);
         vq_put_u32(b + 8, 10203);
-        CHECK(write_file(bad, b, len) == 0);
+        CHECK(vq_test_write_file(bad, b, len) == 0);
         x = calib_cache(bad);
         CHECK(x == NULL && strstr(vq_last_error(), "written by veloxquant 1.2.3") != NULL);
         vq_cache_free(x);
@@ -241,7 +224,7 @@ static void test_cache_writer_field(void)
     vq_cache *c = fmt_cache(FMT_CFG_PLAIN);
     if (!c)
         return;
-    const char *path = tmp_path("w.vqkc"), *bad = tmp_path("wbad.vqkc");
+    const char *path = vq_test_tmp_path("w.vqkc"), *bad = vq_test_tmp_path("wbad.vqkc");
     CHECK_OK(vq_cache_save(c, path));
     vq_cache_free(c);
     size_t len = 0;
@@ -251,17 +234,17 @@ static void test_cache_writer_field(void)
     vq_cache *x = NULL;
     vq_put_u32(b + 8, VQ_VERSION_NUMBER + 1); /* another library version: fine */
     vq_put_u32(b + len - 4, vq_crc32(0, b, len - 4));
-    CHECK(write_file(bad, b, len) == 0);
+    CHECK(vq_test_write_file(bad, b, len) == 0);
     CHECK_OK(vq_cache_load(bad, &fmt_shape, &x));
     vq_cache_free(x);
     x = NULL;
     vq_put_u32(b + 8, 1000000); /* 100.0.0: no library version */
     vq_put_u32(b + len - 4, vq_crc32(0, b, len - 4));
-    CHECK(write_file(bad, b, len) == 0);
+    CHECK(vq_test_write_file(bad, b, len) == 0);
     CHECK(vq_cache_load(bad, &fmt_shape, &x) == VQ_ERR_FORMAT && !x && strstr(vq_last_error(), "writer") != NULL);
     vq_put_u32(b + 4, 4);
     vq_put_u32(b + 8, 20000);
-    CHECK(write_file(bad, b, len) == 0);
+    CHECK(vq_test_write_file(bad, b, len) == 0);
     CHECK(vq_cache_load(bad, &fmt_shape, &x) == VQ_ERR_FORMAT && !x);
     CHECK(strstr(vq_last_error(), "version 4 (written by veloxquant 2.0.0)") != NULL);
     free(b);
@@ -273,7 +256,7 @@ static void test_prompt_sidecar(void)
     memset(&s, 0, sizeof s);
     s.arch = "llama", s.n_layers = 2, s.n_embd = 128, s.n_ff = 96, s.n_q_heads = 4, s.n_kv_heads = 2;
     s.head_dim = 32, s.n_vocab = 100, s.rope_base = 10000.0f, s.rms_eps = 1e-5f, s.wtype = VQ_W_F32, s.seed = 3;
-    const char *mp = tmp_path("tiny.gguf");
+    const char *mp = vq_test_tmp_path("tiny.gguf");
     CHECK(vq_tiny_write(&s, mp) == 0);
     vq_model *m = NULL;
     CHECK_OK(vq_model_load(mp, &m));
@@ -288,7 +271,7 @@ static void test_prompt_sidecar(void)
         return;
     }
     const int32_t toks[3] = { 5, 7, 11 };
-    const char *path = tmp_path("p.vqkc");
+    const char *path = vq_test_tmp_path("p.vqkc");
     char side[600];
     snprintf(side, sizeof side, "%s.prompt", path);
     CHECK_OK(vq_prompt_cache_save(m, c, toks, 3, path));
@@ -297,19 +280,19 @@ static void test_prompt_sidecar(void)
     if (b && len > 12) {
         CHECK(vq_get_u32(b + 4) == 2 && vq_get_u32(b + 8) == VQ_VERSION_NUMBER);
         uint8_t *o = drop_writer(b, len, 1, &olen);
-        CHECK(write_file(side, o, olen) == 0);
+        CHECK(vq_test_write_file(side, o, olen) == 0);
         CHECKF(vq_prompt_cache_load(m, path, toks, 3, &back) == VQ_OK, "version-1 sidecar: %s", vq_last_error());
         vq_cache_free(back);
         back = NULL;
         free(o);
         vq_put_u32(b + 8, 0x7fffffffu);
         vq_put_u32(b + len - 4, vq_crc32(0, b, len - 4));
-        CHECK(write_file(side, b, len) == 0);
+        CHECK(vq_test_write_file(side, b, len) == 0);
         CHECK(vq_prompt_cache_load(m, path, toks, 3, &back) == VQ_ERR_FORMAT && !back);
         CHECK(strstr(vq_last_error(), "writer") != NULL);
         vq_put_u32(b + 4, 3);
         vq_put_u32(b + 8, 100);
-        CHECK(write_file(side, b, len) == 0);
+        CHECK(vq_test_write_file(side, b, len) == 0);
         CHECK(vq_prompt_cache_load(m, path, toks, 3, &back) == VQ_ERR_FORMAT && !back);
         CHECK(strstr(vq_last_error(), "version 3 (written by veloxquant 0.1.0)") != NULL);
     }
