@@ -939,13 +939,13 @@ static void test_gemma_window(void)
     CHECK_OK(vq_cache_get_shape(c, &sh));
     int W = 0, nswa = 0;
     for (int l = 0; l < sh.n_layers; l++) {
-        vq_layer_info li;
+        vq_layer_shape li;
         CHECK_OK(vq_model_layer_info(g_gemma, l, &li));
-        CHECK(sh.layers[l].window == li.sliding_window && sh.layers[l].head_dim == li.head_dim &&
+        CHECK(sh.layers[l].window == li.window && sh.layers[l].head_dim == li.head_dim &&
               sh.layers[l].n_kv_heads == li.n_kv_heads);
-        if (li.sliding_window > W)
-            W = li.sliding_window;
-        nswa += li.sliding_window > 0;
+        if (li.window > W)
+            W = li.window;
+        nswa += li.window > 0;
     }
     CHECK(W > 0 && nswa > 0);
     int total = W + 100, D = sh.layers[0].head_dim;

@@ -177,7 +177,7 @@ typedef enum {
 typedef struct vq_cross_ops vq_cross_ops;
 
 typedef struct {
-    vq_cache_layer_shape shape;
+    vq_layer_shape shape;
     vq_codec *kc, *vc;   /* packed codecs */
     vq_codec *fk, *fv;   /* fp16 codecs of the residual window */
     /* per-worker codec handles ([0] = kc/vc/fk/fv; the others are
@@ -207,7 +207,7 @@ struct vq_cache {
     struct vq_prerope *prerope;    /* RoPE tables of prerope=1 (prerope.c) */
     int n_layers;
     vq_cache_layer *layers;
-    vq_cache_layer_shape *shapes; /* copy handed out by get_shape */
+    vq_layer_shape *shapes; /* copy handed out by get_shape */
     uint64_t seed, fingerprint;
     vq_page_pool pool;
     /* attention: one scratch per worker (worker 0 = the calling thread)

@@ -117,6 +117,11 @@ vq_status vq_codec_clone(const vq_codec *c, vq_codec **out);
  * (accum_size == head_dim): a copy. */
 void vq_codec_finish_copy(vq_codec *c, const float *acc, float *out);
 
+/* decode of methods whose blocks hold one token: one(c, block t,
+ * x + t*head_dim) for t < n, in order. */
+typedef void vq_decode_token_fn(vq_codec *c, const uint8_t *blk, float *x);
+void vq_codec_decode_each(vq_codec *c, const uint8_t *src, size_t n, float *x, vq_decode_token_fn *one);
+
 /* Registered methods, NULL-terminated (registry.c). */
 extern const vq_codec_ops *const vq_codec_registry[];
 

@@ -138,12 +138,12 @@ static inline unsigned kx_nearest(const kx_state *st, float u, unsigned maxc)
 
 static vq_status kx_init(vq_codec *c, vq_spec *spec)
 {
-    long bits, group, outl;
-    VQ_TRY(vq_spec_int(spec, "bits", 3, 1, 8, &bits, c->err));
-    VQ_TRY(vq_spec_int(spec, "group", 32, 16, 256, &group, c->err));
-    VQ_TRY(vq_spec_int(spec, "outliers", 0, 0, 1024, &outl, c->err));
-    long nu;
-    VQ_TRY(vq_spec_int(spec, "nu", 0, 0, 200, &nu, c->err));
+    long bits, group, outl, nu;
+    const vq_spec_int_field params[] = {
+        { "bits", 3, 1, 8, &bits }, { "group", 32, 16, 256, &group }, { "outliers", 0, 0, 1024, &outl },
+        { "nu", 0, 0, 200, &nu },
+    };
+    VQ_TRY(vq_spec_ints(spec, params, sizeof params / sizeof *params, c->err));
     const size_t D = (size_t)c->head_dim, G = (size_t)group;
     if (c->role == VQ_ROLE_KEY && (G & (G - 1)) != 0)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivix: parameter group=%ld unsupported for keys (16, 32, 64, 128 or 256)",

@@ -12,7 +12,9 @@
  *
  * Contracts of the entries (all pointers non-NULL, no allocation, inputs
  * need no alignment):
- *   dense_dot, dense_axpy, half_dot, half_axpy: kernels/dense.h.
+ *   dense_dot, dense_axpy: kernels/dense.h (float or IEEE half rows);
+ *       dense_f16 says whether the half rows have SIMD loops (else they run
+ *       the scalar reference, and a caller converts them to floats first).
  *   fp16_row(src, dst, n): dst[i] = the IEEE half at src + 2i (LE).
  *   q8_0_values, q4_0_values: kernels/qblock_values.h.
  *   lut_row(codes, bits, n, lut, scale, add, out): for the n codes of
@@ -67,14 +69,8 @@
 typedef struct vq_kernels {
     const char *isa; /* "scalar", "avx2", "avx512" */
     int simd;        /* 0 for the scalar references */
-    void (*dense_dot)(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
-                      size_t sstride);
-    void (*dense_axpy)(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
-                       size_t astride);
-    void (*half_dot)(const float *q, size_t qstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *s,
-                     size_t sstride);
-    void (*half_axpy)(const float *w, size_t wstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *acc,
-                      size_t astride);
+    vq_dense_fn *dense_dot, *dense_axpy;
+    int dense_f16; /* 1: dense_dot/axpy have SIMD loops for VQ_ELEM_F16 rows */
     void (*fp16_row)(const uint8_t *src, float *dst, size_t n);
     void (*q8_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*q4_0_values)(const uint8_t *blk, size_t nblk, float *out);
