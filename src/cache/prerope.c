@@ -233,7 +233,7 @@ vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cac
             break;
         size_t m = n - b < B ? n - b : B;
         vq_cache_prerope_rerope(c, L, H, s0 + b, m, k);
-        kern->dense_dot(qf, D, (int)nq, k, m, D, out + b, n);
+        kern->dense_dot(qf, D, (int)nq, k, VQ_ELEM_F32, m, D, out + b, n);
     }
     free(k);
     return st;
