@@ -11,7 +11,9 @@
  * 512 MiB, several copies are cycled so that L2 (60 MB) holds none of it.
  * gbs = packed cache bytes read (keys + values, metadata included) / time.
  *
- * Usage: bench_gpu [--quick] [--dims 128,64] [--pair N]   (run_bench.py runs
+ * Usage: bench_gpu [--quick] [--shape CTX,BATCH] [--splits N] [--dims 128,64]
+ * [--pair N] (--quick: only 64k x 8, or the --shape given; --splits: forced
+ * split count, for tuning)   (run_bench.py runs
  * it and PyTorch SDPA in one go and writes figures/bench/h200.json). */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -24,29 +26,7 @@
 
 #include "veloxquant.h"
 #include "veloxquant_cuda.h"
-
-#define CK(x)                                                                                    \
-    do {                                                                                         \
-        cudaError_t e_ = (x);                                                                    \
-        if (e_ != cudaSuccess) {                                                                 \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(2);                                                                             \
-        }                                                                                        \
-    } while (0)
-
-static uint64_t rs = 0x243f6a8885a308d3ull;
-static uint64_t rnd(void)
-{
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return rs;
-}
-static float gauss(void)
-{
-    double u = ((rnd() >> 11) + 1.0) / 9007199254740993.0, v = (rnd() >> 11) / 9007199254740992.0;
-    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
-}
+#include "gpu_host_util.h"
 
 static double median(std::vector<float> v)
 {
@@ -123,6 +103,8 @@ static void fill_pool(uint8_t *pool, size_t n_pages, const uint8_t *bank, int nb
     }
 }
 
+static int force_splits = 0; /* --splits N: vq_cuda_attn_args.splits */
+
 struct Pair {
     const char *k, *v;
 };
@@ -194,6 +176,7 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
             a.q = dq;
             a.out = dout;
             a.scale = 1.0f / sqrtf((float)D);
+            a.splits = force_splits;
             size_t wsb = vq_cuda_attention_workspace(&a);
             void *ws;
             CK(cudaMalloc(&ws, wsb));
@@ -240,6 +223,7 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
 int main(int argc, char **argv)
 {
     int quick = 0, dims[2] = {128, 64}, ndims = 2, only = -1;
+    int ctx_quick[1] = {65536}, b_quick[1] = {8};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
@@ -247,8 +231,13 @@ int main(int argc, char **argv)
             only = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
             ndims = sscanf(argv[++i], "%d,%d", &dims[0], &dims[1]);
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) { /* the --quick shape */
+            if (sscanf(argv[++i], "%d,%d", &ctx_quick[0], &b_quick[0]) != 2)
+                return 2;
+        } else if (!strcmp(argv[i], "--splits") && i + 1 < argc) {
+            force_splits = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: bench_gpu [--quick] [--dims 128,64] [--pair N]\n");
+            fprintf(stderr, "usage: bench_gpu [--quick] [--shape CTX,BATCH] [--splits N] [--dims 128,64] [--pair N]\n");
             return 2;
         }
     }
@@ -262,8 +251,8 @@ int main(int argc, char **argv)
         {"turboquant_rvq:bits=1", "kivi:bits=2"},
         {"rabitq:bits=1", "kivi:bits=2"},
     };
-    const int ctx_full[] = {4096, 16384, 65536, 131072}, ctx_quick[] = {65536};
-    const int b_full[] = {1, 8, 32}, b_quick[] = {8};
+    const int ctx_full[] = {4096, 16384, 65536, 131072};
+    const int b_full[] = {1, 8, 32};
     printf("{\"copy_bandwidth_gbs\": %.1f}\n", copy_bandwidth());
     fflush(stdout);
     for (int di = 0; di < ndims; di++)

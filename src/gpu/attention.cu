@@ -83,10 +83,7 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
     const size_t part0 = qrow0 * p.splits + split;           /* stride p.splits per head */
 
     if (s0 >= s1) { /* empty chunk: weight 0 */
-        if (tid < G) {
-            p.part_ml[2 * (part0 + (size_t)tid * p.splits)] = -INFINITY;
-            p.part_ml[2 * (part0 + (size_t)tid * p.splits) + 1] = 0.0f;
-        }
+        mark_empty_chunk<G>(p, part0, tid);
         return;
     }
     for (int i = tid; i < G * D; i += NW * 32)
@@ -305,28 +302,7 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
         wml[warp][lane][1] = lv;
     }
     __syncthreads();
-    /* combine the warps (a warp with no tokens has m = -inf, l = 0) */
-    for (int i = tid; i < G * D; i += NW * 32) {
-        const int g = i / D, c = i % D;
-        float M = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < NW; w++)
-            M = fmaxf(M, wml[w][g][0]);
-        float s = 0.0f, l = 0.0f;
-#pragma unroll
-        for (int w = 0; w < NW; w++) {
-            if (wml[w][g][0] == -INFINITY)
-                continue;
-            const float f = exp2f(wml[w][g][0] - M);
-            s += red[w][g][c] * f;
-            l += wml[w][g][1] * f;
-        }
-        p.part_acc[(part0 + (size_t)g * p.splits) * D + c] = s;
-        if (c == 0) {
-            p.part_ml[2 * (part0 + (size_t)g * p.splits)] = M;
-            p.part_ml[2 * (part0 + (size_t)g * p.splits) + 1] = l;
-        }
-    }
+    combine_warps<G, D>(p, red, wml, part0, tid);
 }
 
 /* ---- reduce kernel --------------------------------------------------------- */

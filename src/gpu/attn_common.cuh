@@ -5,6 +5,7 @@
 #define VQ_GPU_ATTN_COMMON_CUH
 
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,50 @@ struct AttnParams {
     float *part_ml;      /* [b][n_q][splits][2] */
 };
 
+/* An empty chunk (no token of the sequence in it): weight 0 for the
+ * reduction (its accumulator row is never read). */
+template <int G>
+__device__ __forceinline__ void mark_empty_chunk(const AttnParams &p, size_t part0, int tid)
+{
+    if (tid < G) {
+        p.part_ml[2 * (part0 + (size_t)tid * p.splits)] = -INFINITY;
+        p.part_ml[2 * (part0 + (size_t)tid * p.splits) + 1] = 0.0f;
+    }
+}
+
+/* The last step of both split kernels: combine the NW warps' partial
+ * (max m, sum l, accumulator red) of each of the CTA's G query heads into
+ * the chunk's (M, l, acc) in the workspace (part0: this CTA's first
+ * partial row; head g's row is part0 + g * splits). A warp that saw no
+ * token has m = -inf, l = 0. Needs a __syncthreads() after red / wml were
+ * written; all NW * 32 threads call it. */
+template <int G, int D>
+__device__ __forceinline__ void combine_warps(const AttnParams &p, const float (&red)[NW][G][D],
+                                              const float (&wml)[NW][G][2], size_t part0, int tid)
+{
+    for (int i = tid; i < G * D; i += NW * 32) {
+        const int g = i / D, c = i % D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < NW; w++)
+            M = fmaxf(M, wml[w][g][0]);
+        float s = 0.0f, l = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; w++) {
+            if (wml[w][g][0] == -INFINITY)
+                continue;
+            const float f = exp2f(wml[w][g][0] - M);
+            s += red[w][g][c] * f;
+            l += wml[w][g][1] * f;
+        }
+        const size_t row = part0 + (size_t)g * p.splits;
+        p.part_acc[row * D + c] = s;
+        if (c == 0) {
+            p.part_ml[2 * row] = M;
+            p.part_ml[2 * row + 1] = l;
+        }
+    }
+}
 
 /* The tensor-core split kernel (attention_mma.cu): launches attn_mma for
  * this (D, G, key, value) if it has one and returns true (the launch status

@@ -26,31 +26,9 @@ extern "C" {
 }
 #include "veloxquant.h"
 #include "veloxquant_cuda.h"
+#include "gpu_host_util.h"
 
 #define TOL 2e-4
-#define CK(x)                                                                              \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(2);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static double unif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
-static float gauss(void)
-{
-    double u = unif() + 1e-12, v = unif();
-    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
-}
 
 /* K/V-like data: per-channel offsets and scales plus noise */
 static void fill_kv(float *x, size_t n, int D)
@@ -322,6 +300,65 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
     vq_codec_free(vc);
 }
 
+/* The qbits=8 specs of q8_0, q4_0 and kivi keys (integer scoring on the
+ * CPU) store the same bytes as their qbits=0 twins: the GPU must accept
+ * them and see the same format, and the GPU quantizer must write the bytes
+ * the qbits=8 CPU codec writes. */
+static void test_qbits8_specs(void)
+{
+    static const char *const pairs[][2] = {
+        {"q8_0:qbits=8", "q8_0"},
+        {"q8_0:rot=1,qbits=8", "q8_0:rot=1"},
+        {"q4_0:qbits=8", "q4_0"},
+        {"q4_0:rot=1,qbits=8", "q4_0:rot=1"},
+        {"kivi:bits=2,qbits=8", "kivi:bits=2"},
+        {"kivi:bits=4,group=64,qbits=8", "kivi:bits=4,group=64"},
+    };
+    const int dims[] = {64, 128};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        for (int di = 0; di < 2; di++) {
+            const int D = dims[di];
+            const uint64_t seed = rnd();
+            vq_codec *c8 = NULL, *c0 = NULL;
+            if (vq_codec_create(pairs[i][0], D, VQ_ROLE_KEY, seed, &c8) != VQ_OK ||
+                vq_codec_create(pairs[i][1], D, VQ_ROLE_KEY, seed, &c0) != VQ_OK) {
+                CHECKF(0, "codec create %s / %s: %s", pairs[i][0], pairs[i][1], vq_last_error());
+                vq_codec_free(c8);
+                continue;
+            }
+            vq_cuda_format f8, f0;
+            CHECKF(vq_cuda_format_from_codec(c8, &f8) == VQ_OK, "%s D=%d: %s", pairs[i][0], D,
+                   vq_cuda_last_error());
+            CHECK(vq_cuda_format_from_codec(c0, &f0) == VQ_OK);
+            CHECKF(memcmp(&f8, &f0, sizeof f8) == 0, "%s D=%d: format differs from %s", pairs[i][0], D,
+                   pairs[i][1]);
+            /* one block of random rows: CPU (qbits=8) and GPU bytes */
+            const int bt = f8.block_tokens, bb = f8.block_bytes;
+            std::vector<float> x((size_t)bt * D);
+            fill_kv(x.data(), (size_t)bt, D);
+            std::vector<uint8_t> cpu(bb), gpu(bb, 0xA5);
+            vq_codec_encode(c8, x.data(), (size_t)bt, cpu.data());
+            float *dx;
+            int64_t *doff;
+            uint8_t *dpool;
+            const int64_t off0 = 0;
+            CK(cudaMalloc(&dx, x.size() * sizeof(float)));
+            CK(cudaMalloc(&doff, sizeof off0));
+            CK(cudaMalloc(&dpool, (size_t)bb));
+            CK(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(doff, &off0, sizeof off0, cudaMemcpyHostToDevice));
+            CK(cudaMemset(dpool, 0xA5, (size_t)bb));
+            CHECK(vq_cuda_quantize(&f8, dx, 1, doff, dpool, 0) == VQ_OK);
+            CK(cudaMemcpy(gpu.data(), dpool, (size_t)bb, cudaMemcpyDeviceToHost));
+            CHECKF(memcmp(cpu.data(), gpu.data(), (size_t)bb) == 0, "%s D=%d: GPU bytes differ", pairs[i][0], D);
+            cudaFree(dx);
+            cudaFree(doff);
+            cudaFree(dpool);
+            vq_codec_free(c8);
+            vq_codec_free(c0);
+        }
+}
+
 static void test_errors(void)
 {
     vq_cuda_format f;
@@ -368,6 +405,7 @@ int main(int argc, char **argv)
         run_case(cases[c], 128, shapes[0][0], shapes[0][1]);
         run_case(cases[c], 64, shapes[(c % 3) + 1][0], shapes[(c % 3) + 1][1]);
     }
+    test_qbits8_specs();
     test_errors(); /* last: it leaves the context in an error state */
     return vq_test_summary("gpu");
 }
