@@ -60,8 +60,9 @@ static double copy_bandwidth(void)
     return 2.0 * n / (median(t) * 1e-3) / 1e9;
 }
 
-/* a bank of `nb` pages of valid packed blocks, quantized on the GPU */
-static uint8_t *make_bank(const vq_cuda_format *f, int P, size_t pb, int nb)
+/* a bank of `nb` pages of valid packed blocks, quantized on the GPU (by
+ * the CPU codec c where the GPU has no quantizer: vecinfer) */
+static uint8_t *make_bank(vq_codec *c, const vq_cuda_format *f, int P, size_t pb, int nb)
 {
     const int D = f->head_dim, per = P / f->block_tokens;
     const size_t rows = (size_t)nb * P;
@@ -85,7 +86,12 @@ static uint8_t *make_bank(const vq_cuda_format *f, int P, size_t pb, int nb)
     CK(cudaMemset(bank, 0, (size_t)nb * pb));
     CK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(doff, offs.data(), offs.size() * 8, cudaMemcpyHostToDevice));
-    if (vq_cuda_quantize(f, dx, (int64_t)offs.size(), doff, bank, 0) != VQ_OK) {
+    if (f->method == VQ_CUDA_VECINFER) {
+        std::vector<uint8_t> host((size_t)nb * pb, 0);
+        for (int p = 0; p < nb; p++)
+            vq_codec_encode(c, &x[(size_t)p * P * D], (size_t)P, &host[(size_t)p * pb]);
+        CK(cudaMemcpy(bank, host.data(), host.size(), cudaMemcpyHostToDevice));
+    } else if (vq_cuda_quantize(f, dx, (int64_t)offs.size(), doff, bank, 0) != VQ_OK) {
         fprintf(stderr, "quantize: %s\n", vq_cuda_last_error());
         exit(2);
     }
@@ -116,15 +122,36 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
         fprintf(stderr, "codec %s/%s: %s\n", pr.k, pr.v, vq_last_error());
         exit(2);
     }
+    const int D_ = D;
+    for (vq_codec *c : {kc, vc})
+        if (vq_codec_needs_calibration(c)) { /* vecinfer: K/V-like samples */
+            std::vector<float> x((size_t)4096 * D_);
+            for (size_t i = 0; i < x.size(); i++)
+                x[i] = 0.3f * (float)(i % D_ % 7) + gauss();
+            if (vq_codec_calibrate(c, x.data(), 4096) != VQ_OK) {
+                fprintf(stderr, "calibrate: %s\n", vq_last_error());
+                exit(2);
+            }
+        }
     vq_cuda_format kf, vf;
+    void *ktab = NULL, *vtab = NULL;
     if (vq_cuda_format_from_codec(kc, &kf) != VQ_OK || vq_cuda_format_from_codec(vc, &vf) != VQ_OK) {
         fprintf(stderr, "format: %s\n", vq_cuda_last_error());
         exit(2);
     }
+    if (vq_cuda_tables_bytes(kc)) {
+        CK(cudaMalloc(&ktab, vq_cuda_tables_bytes(kc)));
+        CK(cudaMalloc(&vtab, vq_cuda_tables_bytes(vc)));
+        if (vq_cuda_tables_upload(kc, &kf, ktab, vq_cuda_tables_bytes(kc)) != VQ_OK ||
+            vq_cuda_tables_upload(vc, &vf, vtab, vq_cuda_tables_bytes(vc)) != VQ_OK) {
+            fprintf(stderr, "tables: %s\n", vq_cuda_last_error());
+            exit(2);
+        }
+    }
     const double kbpt = (double)vq_codec_bytes_per_token(kc), vbpt = (double)vq_codec_bytes_per_token(vc);
     const int P = 256, NQ = 32, NKV = 8, BANK = 64;
     const size_t kpb = vq_cuda_page_bytes(&kf, P), vpb = vq_cuda_page_bytes(&vf, P);
-    uint8_t *kbank = make_bank(&kf, P, kpb, BANK), *vbank = make_bank(&vf, P, vpb, BANK);
+    uint8_t *kbank = make_bank(kc, &kf, P, kpb, BANK), *vbank = make_bank(vc, &vf, P, vpb, BANK);
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -216,6 +243,8 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
         }
     CK(cudaFree(kbank));
     CK(cudaFree(vbank));
+    CK(cudaFree(ktab));
+    CK(cudaFree(vtab));
     vq_codec_free(kc);
     vq_codec_free(vc);
 }
@@ -250,6 +279,7 @@ int main(int argc, char **argv)
         {"turboquant_rvq:bits=2", "kivi:bits=2"},
         {"turboquant_rvq:bits=1", "kivi:bits=2"},
         {"rabitq:bits=1", "kivi:bits=2"},
+        {"vecinfer:sub_dim=8,bits=8", "vecinfer:sub_dim=8,bits=8"},
     };
     const int ctx_full[] = {4096, 16384, 65536, 131072};
     const int b_full[] = {1, 8, 32};

@@ -307,25 +307,50 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
 
 /* ---- reduce kernel --------------------------------------------------------- */
 
+/* One CTA of D threads per (query head, sequence). The chunks' weights
+ * exp2(m_s - M) are computed in parallel, RT splits at a time, into shared
+ * memory; each thread then sums its channel over the chunks with
+ * independent loads (unrolled), so the time does not grow with the split
+ * count times the memory latency. */
 template <int D>
 __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnParams p)
 {
+    constexpr int RT = 256; /* splits per tile */
     __shared__ float o[D];
+    __shared__ float wt[RT], red[D];
     const int h = blockIdx.x, b = blockIdx.y, c = threadIdx.x;
     const size_t row = (size_t)b * p.n_q + h;
     const float *ml = p.part_ml + 2 * row * p.splits;
     const float *pa = p.part_acc + row * p.splits * D;
     float M = -INFINITY;
-    for (int s = 0; s < p.splits; s++)
+    for (int s = c; s < p.splits; s += D)
         M = fmaxf(M, ml[2 * s]);
+    red[c] = M;
+    __syncthreads();
+    for (int k = D / 2; k > 0; k >>= 1) {
+        if (c < k)
+            red[c] = fmaxf(red[c], red[c + k]);
+        __syncthreads();
+    }
+    M = red[0];
     float L = 0.0f, a = 0.0f;
     if (M != -INFINITY)
-        for (int s = 0; s < p.splits; s++) {
-            if (ml[2 * s] == -INFINITY) /* empty chunk: acc never written */
-                continue;
-            float w = exp2f(ml[2 * s] - M);
-            L += ml[2 * s + 1] * w;
-            a += pa[(size_t)s * D + c] * w;
+        for (int s0 = 0; s0 < p.splits; s0 += RT) {
+            const int n = min(RT, p.splits - s0);
+            __syncthreads(); /* the previous tile's weights are used up */
+            for (int i = c; i < n; i += D) {
+                const float m = ml[2 * (s0 + i)];
+                wt[i] = m == -INFINITY ? 0.0f : exp2f(m - M); /* empty chunk: acc never written */
+            }
+            __syncthreads();
+#pragma unroll 8
+            for (int i = 0; i < n; i++) {
+                /* loads always (they stay inside the workspace), a select
+                 * drops an empty chunk's unwritten values */
+                const float w = wt[i], l = ml[2 * (s0 + i) + 1], x = pa[(size_t)(s0 + i) * D + c];
+                L += w != 0.0f ? l * w : 0.0f;
+                a += w != 0.0f ? x * w : 0.0f;
+            }
         }
     o[c] = L > 0.0f ? a / L : 0.0f;
     __syncthreads();
@@ -388,6 +413,18 @@ static int choose_splits_mma(const vq_cuda_attn_args *a)
     return best;
 }
 
+/* Splits for the vecinfer kernel: as choose_splits, with chunks of at
+ * least 512 tokens (each CTA first builds G tables of M*K entries). Never
+ * more than choose_splits (the workspace size assumes so). */
+static int choose_splits_vecinfer(const vq_cuda_attn_args *a)
+{
+    const int s = choose_splits(a);
+    if (a->splits > 0)
+        return s;
+    const int cap = (a->max_seq_len + 511) / 512;
+    return s < cap ? s : (cap < 1 ? 1 : cap);
+}
+
 static int chunk_of(const vq_cuda_attn_args *a, int splits)
 {
     int per = (a->max_seq_len + splits - 1) / splits;
@@ -417,7 +454,7 @@ static vq_status check_format(const vq_cuda_format *f, int D, const char *which)
 {
     if (f->head_dim != D)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format head_dim %d != %d", which, f->head_dim, D);
-    if (f->method < VQ_CUDA_FP16 || f->method > VQ_CUDA_RABITQ)
+    if (f->method < VQ_CUDA_FP16 || f->method > VQ_CUDA_VECINFER)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format: unknown method %d", which, f->method);
     if (f->method == VQ_CUDA_KIVI && f->role == VQ_ROLE_VALUE && D % f->group)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format: kivi group %d does not divide %d", which, f->group, D);
@@ -471,6 +508,8 @@ extern "C" const char *vq_cuda_attention_kernel(const vq_cuda_format *kf, const 
 {
     if (!kf || !vf || !a || a->n_kv_heads < 1)
         return "none";
+    if (kf->method == VQ_CUDA_VECINFER || vf->method == VQ_CUDA_VECINFER)
+        return "vecinfer";
     const bool odd_role = (kf->method == VQ_CUDA_KIVI && kf->role != VQ_ROLE_KEY) ||
                           (vf->method == VQ_CUDA_KIVI && vf->role != VQ_ROLE_VALUE);
     if (!odd_role && !no_mma() &&
@@ -534,7 +573,13 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
     const bool odd_role = (kf->method == VQ_CUDA_KIVI && kf->role != VQ_ROLE_KEY) ||
                           (vf->method == VQ_CUDA_KIVI && vf->role != VQ_ROLE_VALUE);
     const bool mma = !odd_role && !no_mma() && vq_mma_supported(*kf, *vf, D, G, a->page_tokens);
-    p.splits = mma ? choose_splits_mma(a) : choose_splits(a);
+    const bool vecinfer = kf->method == VQ_CUDA_VECINFER || vf->method == VQ_CUDA_VECINFER;
+    if (vecinfer) {
+        const vq_status vst = vq_vecinfer_check(*kf, *vf, G);
+        if (vst != VQ_OK)
+            return vst;
+    }
+    p.splits = mma ? choose_splits_mma(a) : vecinfer ? choose_splits_vecinfer(a) : choose_splits(a);
     p.chunk = chunk_of(a, p.splits);
     p.page_table = a->page_table;
     p.seq_lens = a->seq_lens;
@@ -555,6 +600,12 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
     const int km = a->page_tokens % wt || odd_role ? -1 : fmt_code(*kf);
     const int vm = a->page_tokens % wt || odd_role ? -1 : fmt_code(*vf);
     cudaError_t e;
+    if (vecinfer) {
+        e = vq_vecinfer_launch(p, D, G, a->batch, stream);
+        if (e == cudaSuccess)
+            e = D == 64 ? launch_reduce<64>(p, a->batch, stream) : launch_reduce<128>(p, a->batch, stream);
+        return cuda_check(e, "decode_attention launch (vecinfer)");
+    }
     if (mma && vq_mma_launch(p, D, G, a->batch, stream, &e)) {
         if (e == cudaSuccess)
             e = D == 64 ? launch_reduce<64>(p, a->batch, stream) : launch_reduce<128>(p, a->batch, stream);

@@ -81,4 +81,10 @@ __device__ __forceinline__ void combine_warps(const AttnParams &p, const float (
 bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G, int page_tokens);
 bool vq_mma_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err);
 
+/* The vecinfer split kernel (attention_vecinfer.cu): vq_vecinfer_check
+ * says whether this pair and G can run (a vq_status with a message);
+ * vq_vecinfer_launch launches it (the reduce launch is the caller's). */
+vq_status vq_vecinfer_check(const vq_cuda_format &kf, const vq_cuda_format &vf, int G);
+cudaError_t vq_vecinfer_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s);
+
 #endif

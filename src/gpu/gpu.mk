@@ -10,7 +10,7 @@ NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-fPIC -Werror
 CUDA_BUILD := $(BUILD)/cuda
 HAVE_NVCC  := $(shell command -v $(NVCC) 2>/dev/null)
 
-CUDA_CU    := src/gpu/attention.cu src/gpu/attention_mma.cu src/gpu/quantize.cu
+CUDA_CU    := src/gpu/attention.cu src/gpu/attention_mma.cu src/gpu/attention_vecinfer.cu src/gpu/quantize.cu
 CUDA_OBJ   := $(CUDA_CU:src/gpu/%.cu=$(CUDA_BUILD)/obj/%.o) $(CUDA_BUILD)/obj/format.o
 CUDA_LIB   := $(CUDA_BUILD)/libveloxquant_cuda.a
 CUDA_HDRS  := include/veloxquant_cuda.h $(wildcard src/gpu/*.cuh) src/codec/kivi_quant.h

@@ -179,6 +179,9 @@ extern "C" vq_status vq_cuda_quantize(const vq_cuda_format *f, const float *x, i
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: quantize: NULL argument");
     if (n_blocks < 0 || n_blocks > 0x7fffffff)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: quantize: n_blocks %lld out of range", (long long)n_blocks);
+    if (f->method < VQ_CUDA_FP16 || f->method > VQ_CUDA_RABITQ)
+        return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: quantize: method %d has no GPU quantizer%s", f->method,
+                            f->method == VQ_CUDA_VECINFER ? " (vecinfer: encode with vq_codec_encode)" : "");
     if (f->block_bytes > 4 * OUT_WORDS || f->block_bytes % 2)
         return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: quantize: block of %d bytes unsupported", f->block_bytes);
     if (n_blocks == 0)

@@ -64,7 +64,32 @@ static const Case cases[] = {
     {"turboquant_rvq:bits=4", "fp16"},
     {"rabitq:bits=1,qbits=0", "kivi:bits=2"},
     {"fp16", "rabitq:bits=1,qbits=0"},
+    {"vecinfer:sub_dim=8,bits=8", "vecinfer:sub_dim=8,bits=8"}, /* calibrated here; tables uploaded */
+    {"vecinfer:sub_dim=4,bits=4", "vecinfer:sub_dim=8,bits=2"},
 };
+
+/* calibrate a codec that needs it on fresh K/V-like samples */
+static bool calibrate_if_needed(vq_codec *c, int D)
+{
+    if (!vq_codec_needs_calibration(c))
+        return true;
+    const size_t n = 2048;
+    std::vector<float> x(n * D);
+    fill_kv(x.data(), n, D);
+    return vq_codec_calibrate(c, x.data(), n) == VQ_OK;
+}
+
+/* device copy of a format's tables (vecinfer), or NULL where it has none */
+static void *upload_tables(vq_codec *c, vq_cuda_format *f)
+{
+    const size_t bytes = vq_cuda_tables_bytes(c);
+    if (!bytes)
+        return NULL;
+    void *d;
+    CK(cudaMalloc(&d, bytes));
+    CHECKF(vq_cuda_tables_upload(c, f, d, bytes) == VQ_OK, "tables upload: %s", vq_cuda_last_error());
+    return d;
+}
 
 /* CPU reference: one query head over n packed tokens */
 static void ref_attend(vq_codec *kc, vq_codec *vc, const float *q, const uint8_t *kp, const uint8_t *vp, size_t n,
@@ -100,9 +125,13 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         CHECKF(0, "codec create %s / %s: %s", cs.kspec, cs.vspec, vq_last_error());
         return;
     }
+    CHECKF(calibrate_if_needed(kc, D) && calibrate_if_needed(vc, D), "calibrate %s / %s: %s", cs.kspec, cs.vspec,
+           vq_last_error());
     vq_cuda_format kf, vf;
     CHECK(vq_cuda_format_from_codec(kc, &kf) == VQ_OK);
     CHECK(vq_cuda_format_from_codec(vc, &vf) == VQ_OK);
+    void *ktab = upload_tables(kc, &kf), *vtab = upload_tables(vc, &vf);
+    const bool gpu_quant = kf.method != VQ_CUDA_VECINFER && vf.method != VQ_CUDA_VECINFER;
     const int kbt = kf.block_tokens, vbt = vf.block_tokens;
     const int unit = kbt > vbt ? kbt : vbt; /* lengths are multiples of this */
     const int P = 256 > unit ? 256 : unit;  /* page tokens */
@@ -202,13 +231,20 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         CK(cudaMemcpy(dko, koffs.data(), koffs.size() * 8, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(dvo, voffs.data(), voffs.size() * 8, cudaMemcpyHostToDevice));
 
-        /* 1. quantize-on-append: same bytes as the CPU */
+        /* 1. quantize-on-append: same bytes as the CPU (vecinfer: refused,
+         * the pool left as it was) */
         CK(cudaMemset(dk2, 0xA5, kpool.size()));
         CK(cudaMemset(dv2, 0x5A, vpool.size()));
-        CHECKF(vq_cuda_quantize(&kf, dxk, (int64_t)koffs.size(), dko, dk2, 0) == VQ_OK, "quantize: %s",
-               vq_cuda_last_error());
-        CHECKF(vq_cuda_quantize(&vf, dxv, (int64_t)voffs.size(), dvo, dv2, 0) == VQ_OK, "quantize: %s",
-               vq_cuda_last_error());
+        if (gpu_quant) {
+            CHECKF(vq_cuda_quantize(&kf, dxk, (int64_t)koffs.size(), dko, dk2, 0) == VQ_OK, "quantize: %s",
+                   vq_cuda_last_error());
+            CHECKF(vq_cuda_quantize(&vf, dxv, (int64_t)voffs.size(), dvo, dv2, 0) == VQ_OK, "quantize: %s",
+                   vq_cuda_last_error());
+        } else {
+            CHECK(vq_cuda_quantize(&kf, dxk, (int64_t)koffs.size(), dko, dk2, 0) == VQ_ERR_UNSUPPORTED);
+            CK(cudaMemcpy(dk2, kpool.data(), kpool.size(), cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dv2, vpool.data(), vpool.size(), cudaMemcpyHostToDevice));
+        }
         CK(cudaDeviceSynchronize());
         std::vector<uint8_t> gk(kpool.size()), gv(vpool.size());
         CK(cudaMemcpy(gk.data(), dk2, gk.size(), cudaMemcpyDeviceToHost));
@@ -279,7 +315,7 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
                    D, nq / nkv, B, a.splits, kname, worst, TOL);
             if (sm == 0)
                 printf("  %-24s %-24s D=%3d G=%d B=%d maxlen=%5d  quantize bytes equal=%s  %-12s rel.err %.2e\n",
-                       cs.kspec, cs.vspec, D, nq / nkv, B, maxlen, kdiff == 0 && vdiff == 0 ? "yes" : "NO", kname,
+                       cs.kspec, cs.vspec, D, nq / nkv, B, maxlen, !gpu_quant ? "n/a" : kdiff == 0 && vdiff == 0 ? "yes" : "NO", kname,
                        worst);
         }
         setenv("VQ_CUDA_NO_MMA", "0", 1);
@@ -296,6 +332,8 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         cudaFree(dko);
         cudaFree(dvo);
     }
+    cudaFree(ktab);
+    cudaFree(vtab);
     vq_codec_free(kc);
     vq_codec_free(vc);
 }
@@ -367,6 +405,10 @@ static void test_errors(void)
     vq_codec *c = NULL;
     CHECK(vq_codec_create("turboquant_rvq:bits=3", 128, VQ_ROLE_KEY, 1, &c) == VQ_OK);
     CHECK(vq_cuda_format_from_codec(c, &f) == VQ_ERR_UNSUPPORTED);
+    vq_codec_free(c);
+    CHECK(vq_codec_create("vecinfer", 128, VQ_ROLE_KEY, 1, &c) == VQ_OK); /* not calibrated */
+    CHECK(vq_cuda_format_from_codec(c, &f) == VQ_ERR_NEEDS_CALIBRATION);
+    CHECK(strstr(vq_cuda_last_error(), "calibrated") != NULL);
     vq_codec_free(c);
     CHECK(vq_codec_create("qjl", 128, VQ_ROLE_KEY, 1, &c) == VQ_OK);
     CHECK(vq_cuda_format_from_codec(c, &f) == VQ_ERR_UNSUPPORTED);
