@@ -344,23 +344,41 @@ __host__ __device__ constexpr int val_stage_bytes()
                            : WTOK * (4 * (D / 32) + 4 * D / 8); /* kivi4, group 32 */
 }
 
-/* staged pairs: the packed ones whose stages fit 3 CTAs per SM (fp16 is at
- * the copy bandwidth without it; q8_0 at D = 128 needs 70 KB per CTA).
- * VQ_MMA_NO_STAGE (compile time) turns staging off, for comparisons. */
+/* Staged: the keys of packed formats, and their values too where both fit
+ * 3 CTAs per SM (6 KB per warp and stage; q8_0 at D = 128 stages its keys
+ * only). fp16 is at the copy bandwidth without it. VQ_MMA_NO_STAGE
+ * (compile time) turns staging off, VQ_MMA_STAGE_KV_ONLY stages values
+ * only together with keys (no key-only staging), for comparisons. */
+constexpr int STAGE_MAX = 6144;
 template <int KM, int VM, int D>
-__host__ __device__ constexpr bool staged()
+__host__ __device__ constexpr bool staged_k()
 {
 #ifdef VQ_MMA_NO_STAGE
     return false;
+#elif defined(VQ_MMA_STAGE_KV_ONLY)
+    return KM != FMT_FP16 && key_stage_bytes<KM, D>() + val_stage_bytes<VM, D>() <= STAGE_MAX;
 #else
-    return KM != FMT_FP16 && key_stage_bytes<KM, D>() + val_stage_bytes<VM, D>() <= 6144;
+    return KM != FMT_FP16 && key_stage_bytes<KM, D>() <= STAGE_MAX;
 #endif
+}
+
+template <int KM, int VM, int D>
+__host__ __device__ constexpr bool staged_v()
+{
+    return staged_k<KM, VM, D>() && key_stage_bytes<KM, D>() + val_stage_bytes<VM, D>() <= STAGE_MAX;
+}
+
+/* bytes of one warp's stage (keys, then values where staged) */
+template <int KM, int VM, int D>
+__host__ __device__ constexpr int stage_bytes()
+{
+    return key_stage_bytes<KM, D>() + (staged_v<KM, VM, D>() ? val_stage_bytes<VM, D>() : 0);
 }
 
 template <int KM, int VM, int D>
 __host__ __device__ constexpr int stage_smem_bytes()
 {
-    return staged<KM, VM, D>() ? NW * 2 * (key_stage_bytes<KM, D>() + val_stage_bytes<VM, D>()) : 0;
+    return staged_k<KM, VM, D>() ? NW * 2 * stage_bytes<KM, VM, D>() : 0;
 }
 
 __device__ __forceinline__ void cp16(void *dst, const void *src)
@@ -495,15 +513,15 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     const uint32_t vmask = VM == FMT_KIVI2 ? 0x00030003u << (2 * (g & 3)) : 0x000f000fu << (4 * (g & 1));
     const uint32_t vbyte = VM == FMT_KIVI2 ? (uint32_t)(g >> 2) : (uint32_t)(g >> 1);
 
-    constexpr bool STG = staged<KM, VM, D>();
-    constexpr int KSB = key_stage_bytes<KM, D>(), VSB = val_stage_bytes<VM, D>();
+    constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
+    constexpr int KSB = key_stage_bytes<KM, D>(), VSB = val_stage_bytes<VM, D>(), SB = stage_bytes<KM, VM, D>();
     extern __shared__ __align__(16) uint8_t stage_mem[];
-    uint8_t *const wstage = stage_mem + (size_t)warp * 2 * (KSB + VSB);
+    uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SB;
     const int lgk = KIVI_K ? __ffs(p.kf.group) - 1 : 0;
     /* issue the copies of the warp tile at token t (page pg) into stage st */
     auto stage_in = [&](int t, int32_t pg, int st) {
         const int i0 = t % P;
-        uint8_t *kd = wstage + st * (KSB + VSB);
+        uint8_t *kd = wstage + st * SB;
         const uint8_t *kpg = p.kp + (size_t)pg * p.kpb;
         if constexpr (KIVI_K) {
             const uint8_t *blk = kpg + (size_t)(i0 >> lgk) * p.kf.block_bytes;
@@ -512,13 +530,16 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         } else {
             warp_copy<KSB>(kd, kpg + (size_t)i0 * p.kf.block_bytes, lane);
         }
-        warp_copy<VSB>(kd + KSB, p.vp + (size_t)pg * p.vpb + (size_t)i0 * p.vf.block_bytes, lane);
+        if constexpr (STG_V)
+            warp_copy<VSB>(kd + KSB, p.vp + (size_t)pg * p.vpb + (size_t)i0 * p.vf.block_bytes, lane);
     };
-    int32_t pg_next = 0;
+    int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
     if constexpr (STG) {
         const int tf = s0 + warp * WTOK;
-        if (tf < s1)
-            stage_in(tf, pt[tf / P], 0);
+        if (tf < s1) {
+            pg_cur = pt[tf / P];
+            stage_in(tf, pg_cur, 0);
+        }
         cp_commit();
         if (tf + NW * WTOK < s1)
             pg_next = pt[(tf + NW * WTOK) / P];
@@ -535,14 +556,15 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             if (tn < s1)
                 stage_in(tn, pg_next, stg ^ 1);
             cp_commit();
+            uint8_t *kd = wstage + stg * SB;
+            kh = kd;
+            k0 = KIVI_K ? kd + 4 * D : kd;
+            v0 = STG_V ? kd + KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)(t0 % P) * p.vf.block_bytes;
+            pg_cur = pg_next;
             if (tn + NW * WTOK < s1)
                 pg_next = pt[(tn + NW * WTOK) / P];
             cp_wait1();
             __syncwarp();
-            uint8_t *kd = wstage + stg * (KSB + VSB);
-            kh = kd;
-            k0 = KIVI_K ? kd + 4 * D : kd;
-            v0 = kd + KSB;
         } else {
             const int32_t pg = pt[t0 / P];
             const int in0 = t0 % P;

@@ -102,11 +102,25 @@ __global__ void __launch_bounds__(NW * 32) attn_vecinfer(const __grid_constant__
 #pragma unroll
         for (int g = 0; g < G; g++)
             sc[g] = 0.0f;
-        for (int m = 0; m < M; m++) {
-            const unsigned code = vi_code(krow, m, kbits);
+        if (kbits == 8 && (p.kf.block_bytes & 3) == 0) { /* byte codes, 4 per word load */
+            for (int m4 = 0; m4 < M; m4 += 4) {
+                const uint32_t w = *(const uint32_t *)(krow + m4);
 #pragma unroll
-            for (int g = 0; g < G; g++)
-                sc[g] += lut[((size_t)g * M + m) * K + code];
+                for (int e = 0; e < 4; e++) {
+                    const unsigned code = (w >> (8 * e)) & 255u;
+#pragma unroll
+                    for (int g = 0; g < G; g++)
+                        sc[g] += lut[((size_t)g * M + m4 + e) * K + code];
+                }
+            }
+        } else {
+#pragma unroll 4
+            for (int m = 0; m < M; m++) {
+                const unsigned code = vi_code(krow, m, kbits);
+#pragma unroll
+                for (int g = 0; g < G; g++)
+                    sc[g] += lut[((size_t)g * M + m) * K + code];
+            }
         }
         /* online softmax per head over the tile (tokens past s1 weigh 0) */
         float pw[G];
@@ -127,31 +141,38 @@ __global__ void __launch_bounds__(NW * 32) attn_vecinfer(const __grid_constant__
             pw[g] = exp2f(x - mnew);
             l_run[g] += pw[g];
         }
-        /* values of the tile's tokens, in the rotated domain */
+        /* values of the tile's tokens, in the rotated domain, 8 tokens at a
+         * time (their loads in flight together; a token past s1 has weight
+         * 0 and the row of token s1 - 1) */
         const int nv = min(32, s1 - t0);
-        for (int j = 0; j < nv; j++) {
-            const unsigned long long vo = __shfl_sync(FULL, voffs, j);
-            const unsigned code = vi_code(p.vp + vo, vm, vbits);
-            const float *cent = vcb + ((size_t)vm * vK + code) * vS + voff;
-            float cv[CPL];
-            if constexpr (CPL == 4) {
-                const float4 v4 = __ldg((const float4 *)cent);
-                cv[0] = v4.x;
-                cv[1] = v4.y;
-                cv[2] = v4.z;
-                cv[3] = v4.w;
-            } else {
-                const float2 v2 = __ldg((const float2 *)cent);
-                cv[0] = v2.x;
-                cv[1] = v2.y;
+        for (int j0 = 0; j0 < nv; j0 += 8) {
+            float cv[8][CPL];
+#pragma unroll
+            for (int jj = 0; jj < 8; jj++) {
+                const unsigned long long vo = __shfl_sync(FULL, voffs, j0 + jj);
+                const unsigned code = vi_code(p.vp + vo, vm, vbits);
+                const float *cent = vcb + ((size_t)vm * vK + code) * vS + voff;
+                if constexpr (CPL == 4) {
+                    const float4 v4 = __ldg((const float4 *)cent);
+                    cv[jj][0] = v4.x;
+                    cv[jj][1] = v4.y;
+                    cv[jj][2] = v4.z;
+                    cv[jj][3] = v4.w;
+                } else {
+                    const float2 v2 = __ldg((const float2 *)cent);
+                    cv[jj][0] = v2.x;
+                    cv[jj][1] = v2.y;
+                }
             }
 #pragma unroll
-            for (int g = 0; g < G; g++) {
-                const float w = __shfl_sync(FULL, pw[g], j);
+            for (int jj = 0; jj < 8; jj++)
 #pragma unroll
-                for (int e = 0; e < CPL; e++)
-                    acc[g][e] = fmaf(w, cv[e], acc[g][e]);
-            }
+                for (int g = 0; g < G; g++) {
+                    const float w = __shfl_sync(FULL, pw[g], j0 + jj);
+#pragma unroll
+                    for (int e = 0; e < CPL; e++)
+                        acc[g][e] = fmaf(w, cv[jj][e], acc[g][e]);
+                }
         }
     }
 #pragma unroll
