@@ -74,20 +74,14 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
     __shared__ float red[NW][G][D];
     __shared__ float wml[NW][G][2];
 
-    const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int j = lane % LPT, tg = lane / LPT;
-    const int len = p.seq_lens[b];
-    const int s0 = split * p.chunk, s1 = min(len, s0 + p.chunk);
-    const size_t qrow0 = (size_t)b * p.n_q + (size_t)kvh * G; /* first query head */
-    const size_t part0 = qrow0 * p.splits + split;           /* stride p.splits per head */
-
-    if (s0 >= s1) { /* empty chunk: weight 0 */
-        mark_empty_chunk<G>(p, part0, tid);
+    const CtaWork cw = cta_work<G>(p);
+    if (empty_chunk<G>(p, cw, tid))
         return;
-    }
-    for (int i = tid; i < G * D; i += NW * 32)
-        qs[i / D][i % D] = p.q[qrow0 * D + i];
+    load_query<G, D>(p, cw, qs, tid);
+    const int j = lane % LPT, tg = lane / LPT;
+    const int kvh = cw.kvh, b = cw.b, s0 = cw.s0, s1 = cw.s1;
+    const size_t part0 = cw.part0;
     if (tid < 16) {
         ktabs[0][tid] = p.kf.c1[tid];
         ktabs[1][tid] = p.kf.c2[tid];

@@ -422,20 +422,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     __shared__ float wml[NW][G][2];
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
 
-    const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int g = lane >> 2, t = lane & 3;
-    const int len = p.seq_lens[b];
-    const int s0 = split * p.chunk, s1 = min(len, s0 + p.chunk);
-    const size_t qrow0 = (size_t)b * p.n_q + (size_t)kvh * G;
-    const size_t part0 = qrow0 * p.splits + split;
-
-    if (s0 >= s1) { /* empty chunk: weight 0 */
-        mark_empty_chunk<G>(p, part0, tid);
+    const CtaWork cw = cta_work<G>(p);
+    if (empty_chunk<G>(p, cw, tid))
         return;
-    }
-    for (int i = tid; i < G * D; i += NW * 32)
-        qs[i / D][i % D] = p.q[qrow0 * D + i];
+    load_query<G, D>(p, cw, qs, tid);
+    const int g = lane >> 2, t = lane & 3;
+    const int kvh = cw.kvh, b = cw.b, s0 = cw.s0, s1 = cw.s1;
+    const size_t part0 = cw.part0;
     __syncthreads();
     if (p.kf.rot)
         rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, NW * 32);

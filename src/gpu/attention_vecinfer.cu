@@ -45,22 +45,18 @@ __device__ __forceinline__ unsigned vi_code(const uint8_t *row, int m, int bits)
 template <int D, int G>
 __global__ void __launch_bounds__(NW * 32) attn_vecinfer(const __grid_constant__ AttnParams p)
 {
-    constexpr int CPL = D / 32; /* value channels per lane */
-    extern __shared__ __align__(16) float lut[]; /* [G][M][K] */
-    __shared__ float qs[G][D];
-    __shared__ float red[NW][G][D];
+    __shared__ float red[NW][G][D];  /* per warp: accumulators, then (m, l) */
     __shared__ float wml[NW][G][2];
+    __shared__ float qs[G][D];       /* the rotated queries */
+    extern __shared__ __align__(16) float lut[]; /* [G][M][K] */
+    constexpr int CPL = D / 32;      /* value channels per lane */
 
-    const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int len = p.seq_lens[b];
-    const int s0 = split * p.chunk, s1 = min(len, s0 + p.chunk);
-    const size_t qrow0 = (size_t)b * p.n_q + (size_t)kvh * G;
-    const size_t part0 = qrow0 * p.splits + split;
-    if (s0 >= s1) { /* empty chunk: weight 0 */
-        mark_empty_chunk<G>(p, part0, tid);
+    const CtaWork cw = cta_work<G>(p);
+    if (empty_chunk<G>(p, cw, tid))
         return;
-    }
+    const int kvh = cw.kvh, b = cw.b, s0 = cw.s0, s1 = cw.s1;
+    const size_t qrow0 = cw.qrow0, part0 = cw.part0;
     const int S = p.kf.sub_dim, M = D / S, kbits = p.kf.bits, K = 1 << kbits;
     const int vS = p.vf.sub_dim, vbits = p.vf.bits, vK = 1 << vbits;
     const float *klam = p.kf.tables, *kcb = p.kf.tables + D, *vcb = p.vf.tables + D;

@@ -29,18 +29,54 @@ struct AttnParams {
     float *part_ml;      /* [b][n_q][splits][2] */
 };
 
-/* An empty chunk (no token of the sequence in it): weight 0 for the
- * reduction (its accumulator row is never read). */
+/* The work of a split CTA: chunk blockIdx.x of KV head kvh = blockIdx.y of
+ * sequence b = blockIdx.z, tokens [s0, s1); qrow0 is its first query row
+ * (G heads from there), part0 its first partial row (head g's at part0 +
+ * g * splits). */
+struct CtaWork {
+    int kvh, b, s0, s1;
+    size_t qrow0, part0;
+};
+
 template <int G>
-__device__ __forceinline__ void mark_empty_chunk(const AttnParams &p, size_t part0, int tid)
+__device__ __forceinline__ CtaWork cta_work(const AttnParams &p)
 {
-    if (tid < G) {
-        p.part_ml[2 * (part0 + (size_t)tid * p.splits)] = -INFINITY;
-        p.part_ml[2 * (part0 + (size_t)tid * p.splits) + 1] = 0.0f;
-    }
+    CtaWork w;
+    const int split = blockIdx.x;
+    w.kvh = blockIdx.y;
+    w.b = blockIdx.z;
+    w.s0 = split * p.chunk;
+    w.s1 = min(p.seq_lens[w.b], w.s0 + p.chunk);
+    w.qrow0 = (size_t)w.b * p.n_q + (size_t)w.kvh * G;
+    w.part0 = w.qrow0 * p.splits + split;
+    return w;
 }
 
-/* The last step of both split kernels: combine the NW warps' partial
+/* true for an empty chunk (no token of the sequence in it), whose partial
+ * rows it marks with weight 0 (m = -inf, l = 0; the accumulator is never
+ * read): the CTA then returns */
+template <int G>
+__device__ __forceinline__ bool empty_chunk(const AttnParams &p, const CtaWork &w, int tid)
+{
+    if (w.s0 < w.s1)
+        return false;
+    if (tid < G) {
+        p.part_ml[2 * (w.part0 + (size_t)tid * p.splits)] = -INFINITY;
+        p.part_ml[2 * (w.part0 + (size_t)tid * p.splits) + 1] = 0.0f;
+    }
+    return true;
+}
+
+/* the CTA's G query rows (float32, unscaled) into shared memory; the
+ * caller synchronises */
+template <int G, int D>
+__device__ __forceinline__ void load_query(const AttnParams &p, const CtaWork &w, float (&qs)[G][D], int tid)
+{
+    for (int i = tid; i < G * D; i += NW * 32)
+        qs[i / D][i % D] = p.q[w.qrow0 * D + i];
+}
+
+/* The last step of the split kernels: combine the NW warps' partial
  * (max m, sum l, accumulator red) of each of the CTA's G query heads into
  * the chunk's (M, l, acc) in the workspace (part0: this CTA's first
  * partial row; head g's row is part0 + g * splits). A warp that saw no

@@ -258,24 +258,7 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
                cs.kspec, cs.vspec, D, B, kdiff, gk.size(), vdiff, gv.size());
 
         /* 2. attention, auto and forced splits */
-        vq_cuda_attn_args a;
-        memset(&a, 0, sizeof a);
-        a.batch = B;
-        a.n_q_heads = nq;
-        a.n_kv_heads = nkv;
-        a.head_dim = D;
-        a.page_tokens = P;
-        a.max_pages = max_pages;
-        a.max_seq_len = maxlen;
-        a.page_table = dtab;
-        a.seq_lens = dlen;
-        a.k_pages = dk;
-        a.v_pages = dv;
-        a.k_page_bytes = kpb;
-        a.v_page_bytes = vpb;
-        a.q = dq;
-        a.out = dout;
-        a.scale = scale;
+        vq_cuda_attn_args a = attn_args({B, nq, nkv, D, P, max_pages, maxlen}, dtab, dlen, dk, kpb, dv, vpb, dq, dout);
         /* the tensor-core kernel where it has the pair, and then the
          * CUDA-core kernel for the same data (VQ_CUDA_NO_MMA) */
         const bool has_mma = !strcmp(vq_cuda_attention_kernel(&kf, &vf, &a), "mma");
