@@ -39,7 +39,10 @@
  *  score exceeds it;
  *  O[16 x D] += P[16 x 16] V[16 x D] over 2 k-tiles of 16 tokens: lane
  *  (g, t) supplies column g of every n-tile for tokens 2t, 2t+1, 2t+8,
- *  2t+9 of the k-tile, pairing two tokens per register with a byte permute. */
+ *  2t+9 of the k-tile, pairing two tokens per register with a byte permute.
+ * Packed keys (and values where they fit) reach the warp through its own
+ * 2-stage shared-memory buffer filled by cp.async one tile ahead (staging,
+ * below). */
 #include <cuda_fp16.h>
 #include <math.h>
 
