@@ -68,17 +68,19 @@ typedef struct {
 
 /* Fill *out from a CPU codec (any handle from vq_codec_create). Errors:
  * VQ_ERR_INVALID_ARG (NULL), VQ_ERR_UNSUPPORTED (method, parameter or
- * head_dim that has no GPU kernel; the message says which). Host only; needs
- * no GPU. */
+ * head_dim that has no GPU kernel; the message says which),
+ * VQ_ERR_NEEDS_CALIBRATION (vecinfer not calibrated). Host only; needs no
+ * GPU. */
 vq_status vq_cuda_format_from_codec(const vq_codec *c, vq_cuda_format *out);
 
 /* Calibrated tables that a format reads from device memory (vecinfer: the
  * smoothing factors lambda[D] then the codebooks [M][K][sub_dim], floats,
  * as the codec holds them). vq_cuda_tables_bytes: the bytes needed (0 for
  * methods without tables). vq_cuda_tables_upload copies them into the
- * caller's device buffer (synchronous: cudaMemcpy) and points f->tables at
- * it; f must come from vq_cuda_format_from_codec(c) and must not outlive
- * the buffer. Errors: VQ_ERR_INVALID_ARG (NULL, buffer too small),
+ * caller's device buffer (16-byte aligned; synchronous: cudaMemcpy) and
+ * points f->tables at it; f must come from vq_cuda_format_from_codec(c) and
+ * must not outlive the buffer. Errors: VQ_ERR_INVALID_ARG (NULL, buffer too
+ * small or not 16-byte aligned),
  * VQ_ERR_NEEDS_CALIBRATION (codec not calibrated), VQ_ERR_STATE (CUDA). */
 size_t vq_cuda_tables_bytes(const vq_codec *c);
 vq_status vq_cuda_tables_upload(const vq_codec *c, vq_cuda_format *f, void *device_buf, size_t bytes);

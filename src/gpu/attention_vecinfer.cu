@@ -18,6 +18,7 @@
  * the tile, reads that piece's code and D/32 floats of its centroid. */
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "attn_common.cuh"
@@ -243,6 +244,8 @@ extern "C" vq_status vq_cuda_tables_upload(const vq_codec *c, vq_cuda_format *f,
 {
     if (!c || !f || !dev)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: tables_upload: NULL argument");
+    if ((uintptr_t)dev % 16)
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: tables_upload: buffer not 16-byte aligned");
     if (f->method != VQ_CUDA_VECINFER)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: tables_upload: format %d has no tables", f->method);
     float *host;

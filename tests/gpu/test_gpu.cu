@@ -86,7 +86,11 @@ static void *upload_tables(vq_codec *c, vq_cuda_format *f)
     if (!bytes)
         return NULL;
     void *d;
-    CK(cudaMalloc(&d, bytes));
+    CK(cudaMalloc(&d, bytes + 16));
+    vq_cuda_format g = *f;
+    CHECK(vq_cuda_tables_upload(c, &g, d, bytes - 4) == VQ_ERR_INVALID_ARG);           /* too small */
+    CHECK(vq_cuda_tables_upload(c, &g, (char *)d + 4, bytes) == VQ_ERR_INVALID_ARG);   /* misaligned */
+    CHECK(g.tables == NULL);
     CHECKF(vq_cuda_tables_upload(c, f, d, bytes) == VQ_OK, "tables upload: %s", vq_cuda_last_error());
     return d;
 }
