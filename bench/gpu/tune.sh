@@ -8,6 +8,7 @@
 #   sh bench/gpu/tune.sh VARIANT_DEFINES...      e.g. "" "-DVQ_MMA_NO_STAGE"
 #
 # Env: TUNE_SHAPE (ctx,batch; default 65536,8), TUNE_DIMS (default 128),
+# TUNE_ARGS (more bench_gpu arguments for the variants, e.g. "--splits 8"),
 # TUNE_SPLITS ("shape:pair:s1,s2,..." items, space separated) for a split sweep.
 set -e
 B=build/cuda/tune
@@ -27,8 +28,8 @@ done
 i=0
 for defs in "$@"; do
     i=$((i + 1))
-    echo "== variant $i: '$defs' (shape $SHAPE, D $DIMS)"
-    $B/bench$i --quick --shape $SHAPE --dims $DIMS | grep -v copy_bandwidth
+    echo "== variant $i: '$defs' (shape $SHAPE, D $DIMS) ${TUNE_ARGS:-}"
+    $B/bench$i --quick --shape $SHAPE --dims $DIMS ${TUNE_ARGS:-} | grep -v copy_bandwidth
 done
 for item in ${TUNE_SPLITS:-}; do
     shape=${item%%:*}; rest=${item#*:}; pair=${rest%%:*}; list=${rest#*:}
