@@ -43,6 +43,7 @@
 
 #include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/kivi_quant.h"
 #include "core/fp16.h"
 #include "kernels/kernels.h"
 
@@ -56,7 +57,6 @@ typedef struct {
     uint8_t *qprep; /* qbits=8: KIVI_QS prepared int8 queries */
 } kivi_state;
 
-#define KIVI_FP16_MAX 65504.0f
 #define KIVI_QS 16 /* queries folded at a time by the key score */
 
 static vq_status kivi_init(vq_codec *c, vq_spec *spec)
@@ -143,41 +143,6 @@ static inline void st16(uint8_t *p, float f)
     p[0] = (uint8_t)h;
     p[1] = (uint8_t)(h >> 8);
 }
-static inline float clamp16(float f)
-{
-    return f > KIVI_FP16_MAX ? KIVI_FP16_MAX : (f < -KIVI_FP16_MAX ? -KIVI_FP16_MAX : f);
-}
-
-/* code of x for fp16-rounded scale s and min m; NaN-safe */
-static inline unsigned kivi_code(float x, float s, float m, unsigned maxc)
-{
-    if (!(s > 0.0f))
-        return 0;
-    float t = (x - m) / s + 0.5f;
-    if (t >= (float)maxc)
-        return maxc;
-    return t > 0.0f ? (unsigned)t : 0u;
-}
-
-/* computes fp16 scale/min of n values at stride; returns them rounded */
-static void kivi_range(const float *x, size_t n, size_t stride, int bits, float *s, float *m)
-{
-    float lo = x[0], hi = x[0];
-    for (size_t i = 1; i < n; i++) {
-        float v = x[i * stride];
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-    }
-    lo = clamp16(lo);
-    hi = clamp16(hi);
-    float m16 = vq_fp16_to_fp32(vq_fp32_to_fp16(lo));
-    float scale = (hi - m16) / (float)((1 << bits) - 1);
-    if (!(scale > 0.0f)) /* constant group, or NaN */
-        scale = 0.0f;
-    *s = vq_fp16_to_fp32(vq_fp32_to_fp16(clamp16(scale)));
-    *m = m16;
-}
-
 /* ---- encode / decode ---------------------------------------------------- */
 
 static void kivi_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
