@@ -1006,7 +1006,8 @@ static void test_example(void)
 /* A packed cache attends on the context's threads (the pool is lent to
  * it), in context chunks fixed by position: logits of a prompt and of the
  * next decode steps have the same bits with 1 and 2 threads. Chunks of 64
- * tokens here, so that the 300-token context spans several. */
+ * tokens here, so that the 300-token context (160 in quick runs) spans
+ * several. */
 static void test_threads_same_logits(void)
 {
     if (!g_smol)
@@ -1020,7 +1021,10 @@ static void test_threads_same_logits(void)
     int32_t toks[304];
     for (int i = 0; i < 304; i++)
         toks[i] = (int32_t)((i * 7919u + 13u) % 20000u + 100u);
-    for (size_t k = 0; k < sizeof cfgs / sizeof *cfgs; k++) {
+    /* quick runs (the sanitizer suite): one config, a 160-token prompt */
+    const size_t ncfg = vq_test_quick() ? 1 : sizeof cfgs / sizeof *cfgs;
+    const int np = vq_test_quick() ? 160 : 300;
+    for (size_t k = 0; k < ncfg; k++) {
         float *lg[2] = { malloc(4 * V * sizeof(float)), malloc(4 * V * sizeof(float)) };
         for (int th = 1; th <= 2; th++) {
             vq_cache_config *cfg = NULL;
@@ -1035,9 +1039,9 @@ static void test_threads_same_logits(void)
             CHECK_OK(vq_ctx_create_cached(g_smol, cache, 320, th, &ctx));
             if (ctx) {
                 float *o = lg[th - 1];
-                CHECK_OK(vq_ctx_forward(ctx, toks, 300, o, VQ_LOGITS_LAST));
+                CHECK_OK(vq_ctx_forward(ctx, toks, np, o, VQ_LOGITS_LAST));
                 for (int t = 0; t < 3; t++)
-                    CHECK_OK(vq_ctx_forward(ctx, toks + 300 + t, 1, o + (size_t)(t + 1) * V, VQ_LOGITS_LAST));
+                    CHECK_OK(vq_ctx_forward(ctx, toks + np + t, 1, o + (size_t)(t + 1) * V, VQ_LOGITS_LAST));
             }
             free_cached(cache, ctx);
         }
