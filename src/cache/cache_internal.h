@@ -250,6 +250,10 @@ vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head 
 void vq_cache_compact(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, int force);
 /* ensure packed capacity for `n` slots (slot arrays and page table) */
 vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, size_t n);
+/* *buf of *cap units of `unit` floats grown (doubling from `first`) to at
+ * least need units; on failure unchanged, VQ_ERR_NOMEM naming `what` */
+vq_status vq_cache_grow_floats(vq_cache *c, float **buf, size_t *cap, size_t need, size_t unit, size_t first,
+                               const char *what);
 vq_status vq_cache_grow_wbuf(vq_cache *c, size_t n);
 /* room for the partials of n work items (threads.c) */
 vq_status vq_cache_grow_parts(vq_cache *c, size_t n);

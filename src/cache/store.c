@@ -537,19 +537,25 @@ vq_status vq_cache_kill_slot(vq_cache *c, vq_cache_head *H, size_t i, size_t hea
     return VQ_OK;
 }
 
+vq_status vq_cache_grow_floats(vq_cache *c, float **buf, size_t *cap, size_t need, size_t unit, size_t first,
+                               const char *what)
+{
+    if (need <= *cap)
+        return VQ_OK;
+    size_t nc = *cap ? *cap : first;
+    while (nc < need)
+        nc *= 2;
+    float *b = realloc(*buf, nc * unit * sizeof *b);
+    if (!b)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for %s", what);
+    *buf = b;
+    *cap = nc;
+    return VQ_OK;
+}
+
 vq_status vq_cache_grow_wbuf(vq_cache *c, size_t n)
 {
-    if (n <= c->wbuf_cap)
-        return VQ_OK;
-    size_t nc = c->wbuf_cap ? c->wbuf_cap : 4096;
-    while (nc < n)
-        nc *= 2;
-    float *w = realloc(c->wbuf, nc * sizeof *w);
-    if (!w)
-        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention weights");
-    c->wbuf = w;
-    c->wbuf_cap = nc;
-    return VQ_OK;
+    return vq_cache_grow_floats(c, &c->wbuf, &c->wbuf_cap, n, 1, 4096, "attention weights");
 }
 
 /* ---- append --------------------------------------------------------------- */

@@ -49,28 +49,7 @@ static inline int32_t block_isum(int bits, const uint8_t *blk, const int8_t *qb,
 void vq_qdot_avx2(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                   size_t qstride, int n_q, float *s, size_t sstride)
 {
-    const size_t nb = D / 32, bb = bits == 8 ? 34 : 18;
-    for (int j = 0; j < n_q; j++) {
-        const uint8_t *qj = qbuf + (size_t)j * qstride;
-        const int8_t *q = (const int8_t *)(const void *)(qj + nb * (sizeof(float) + sizeof(int32_t)));
-        for (size_t i = 0; i < nt; i++) {
-            const uint8_t *row = codes + i * rstride;
-            float acc = 0.0f;
-            for (size_t b = 0; b < nb; b++) {
-                const uint8_t *blk = row + b * bb;
-                float dq;
-                int32_t sq;
-                memcpy(&dq, qj + b * sizeof(float), sizeof dq);
-                memcpy(&sq, qj + nb * sizeof(float) + b * sizeof(int32_t), sizeof sq);
-                float dk = vq_fp16_to_fp32((vq_fp16)(blk[0] | blk[1] << 8));
-                /* one operation per statement: never contracted into an FMA */
-                float t = dk * dq;
-                t = t * (float)block_isum(bits, blk, q + b * 32, sq);
-                acc = acc + t;
-            }
-            s[(size_t)j * sstride + i] = acc;
-        }
-    }
+    vq_qdot_blocks(block_isum, bits, codes, rstride, nt, D, qbuf, qstride, n_q, s, sstride);
 }
 
 /* the 64 codes of chunk c of a row in codes_qdot.h's order, as two
