@@ -217,28 +217,6 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
         const uint8_t *row[QROWS];
         for (int t = 0; t < QROWS; t++)
             row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
-        if (nc <= 2) { /* head_dim <= 128: the rows' codes unpacked once for all queries */
-            __m512i U[2][QROWS];
-            for (size_t c = 0; c < nc; c++)
-                for (int t = 0; t < QROWS; t++)
-                    U[c][t] = chunk64(bits, row[t], c);
-            for (int j = 0; j < n_q; j++) {
-                const uint8_t *qj = qbuf + (size_t)j * qstride;
-                float d;
-                memcpy(&d, qj, sizeof d);
-                __m512i I[QROWS];
-                const __m512i Q0 = _mm512_loadu_si512((const void *)(qj + sizeof(float)));
-                for (int t = 0; t < QROWS; t++)
-                    I[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), U[0][t], Q0);
-                if (nc == 2) {
-                    const __m512i Q1 = _mm512_loadu_si512((const void *)(qj + sizeof(float) + 64));
-                    for (int t = 0; t < QROWS; t++)
-                        I[t] = _mm512_dpbusd_epi32(I[t], U[1][t], Q1);
-                }
-                codes_qdot_store(I, d, s + (size_t)j * sstride, i, nt);
-            }
-            continue;
-        }
         for (int j = 0; j < n_q; j++) {
             const uint8_t *qj = qbuf + (size_t)j * qstride;
             float d;
