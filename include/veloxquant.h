@@ -229,6 +229,9 @@ const char *vq_cache_config_str(const vq_cache_config *cfg);
 
 /* ---- shape -------------------------------------------------------------- */
 
+/* The shape of one attention layer: what a cache is built for
+ * (vq_cache_shape) and what vq_model_layer_info reports of a model's
+ * layer (the ranges are the cache's). */
 typedef struct {
     int n_kv_heads;  /* 1..1024 */
     int n_q_heads;   /* n_kv_heads times 1..64; q head j uses KV head
@@ -238,11 +241,14 @@ typedef struct {
                         p-window < pos <= p); 0 = full attention */
     float softcap;   /* attention logit soft-capping: s = softcap *
                         tanh(s / softcap) after scaling; 0 = none (>= 0) */
-} vq_cache_layer_shape;
+} vq_layer_shape;
+
+/* Deprecated: the cache API's earlier name of vq_layer_shape. */
+typedef vq_layer_shape vq_cache_layer_shape;
 
 typedef struct {
-    int n_layers;                        /* 1..4096 */
-    const vq_cache_layer_shape *layers;  /* n_layers entries (copied) */
+    int n_layers;                  /* 1..4096 */
+    const vq_layer_shape *layers;  /* n_layers entries (copied) */
     uint64_t fingerprint;  /* caller's model identity: saved with the cache
                               and compared by vq_cache_load */
 } vq_cache_shape;
@@ -419,16 +425,17 @@ typedef struct {
     size_t n_params;       /* elements of all tensors */
 } vq_model_info;
 
-typedef struct {
-    int n_q_heads;
-    int n_kv_heads;
-    int head_dim;
-    int sliding_window;    /* 0: full causal attention */
-    float rope_base;
-} vq_layer_info;
+/* Deprecated: the model API's earlier layer struct, now vq_layer_shape
+ * (its field sliding_window is `window`; its rope_base is
+ * vq_model_info.rope_base_local for a layer with window > 0, else
+ * vq_model_info.rope_base). */
+typedef vq_layer_shape vq_layer_info;
 
 vq_status vq_model_info_get(const vq_model *m, vq_model_info *out);
-vq_status vq_model_layer_info(const vq_model *m, int layer, vq_layer_info *out);
+/* The shape of one layer: the one vq_cache_for_model builds the cache
+ * for. Its RoPE base is vq_model_info's rope_base_local when window > 0,
+ * else rope_base. */
+vq_status vq_model_layer_info(const vq_model *m, int layer, vq_layer_shape *out);
 
 /* Tensor listing (for `inspect`): tensor i of vq_model_n_tensors(m).
  * *type_name is a constant string; *name is NUL-terminated and valid until

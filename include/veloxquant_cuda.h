@@ -13,7 +13,11 @@
  * or 8):
  *   fp16, q8_0[:rot=0|1], q4_0[:rot=0|1], kivi:bits=2|4 (any group),
  *   turboquant_rvq:bits=1|2|4, rabitq:bits=1 (scored with the float query,
- *   the codec's qbits=0 estimator; the stored bytes do not depend on qbits).
+ *   the codec's qbits=0 estimator; the stored bytes do not depend on qbits);
+ *   the qbits=8 specs of q8_0, q4_0 and kivi (same bytes, read the same);
+ *   vecinfer:bits=1|2|4|8 (keys and values both vecinfer; attention only,
+ *   no GPU quantize; its calibrated tables go to the device first:
+ *   vq_cuda_tables_upload).
  * A format is described by vq_cuda_format, filled on the host from a CPU
  * codec by vq_cuda_format_from_codec (rotation signs and centroid tables
  * come from the same code that the CPU codec uses). */
@@ -37,7 +41,8 @@ typedef enum {
     VQ_CUDA_Q4_0 = 3,
     VQ_CUDA_KIVI = 4,
     VQ_CUDA_TQ_RVQ = 5,
-    VQ_CUDA_RABITQ = 6
+    VQ_CUDA_RABITQ = 6,
+    VQ_CUDA_VECINFER = 7
 } vq_cuda_method;
 
 /* One codec as the kernels see it (plain data, passed by value). */
@@ -56,13 +61,29 @@ typedef struct {
     float t1[16], t2[16];/* turboquant_rvq: unit-scale thresholds (encode) */
     float s1, s2;        /* turboquant_rvq: stage scales */
     int levels1, levels2;/* turboquant_rvq: 2^bits */
+    int sub_dim;         /* vecinfer: channels per piece (4 or 8) */
+    const float *tables; /* vecinfer: device tables (vq_cuda_tables_upload),
+                            NULL until uploaded */
 } vq_cuda_format;
 
 /* Fill *out from a CPU codec (any handle from vq_codec_create). Errors:
  * VQ_ERR_INVALID_ARG (NULL), VQ_ERR_UNSUPPORTED (method, parameter or
- * head_dim that has no GPU kernel; the message says which). Host only; needs
- * no GPU. */
+ * head_dim that has no GPU kernel; the message says which),
+ * VQ_ERR_NEEDS_CALIBRATION (vecinfer not calibrated). Host only; needs no
+ * GPU. */
 vq_status vq_cuda_format_from_codec(const vq_codec *c, vq_cuda_format *out);
+
+/* Calibrated tables that a format reads from device memory (vecinfer: the
+ * smoothing factors lambda[D] then the codebooks [M][K][sub_dim], floats,
+ * as the codec holds them). vq_cuda_tables_bytes: the bytes needed (0 for
+ * methods without tables). vq_cuda_tables_upload copies them into the
+ * caller's device buffer (16-byte aligned; synchronous: cudaMemcpy) and
+ * points f->tables at it; f must come from vq_cuda_format_from_codec(c) and
+ * must not outlive the buffer. Errors: VQ_ERR_INVALID_ARG (NULL, buffer too
+ * small or not 16-byte aligned),
+ * VQ_ERR_NEEDS_CALIBRATION (codec not calibrated), VQ_ERR_STATE (CUDA). */
+size_t vq_cuda_tables_bytes(const vq_codec *c);
+vq_status vq_cuda_tables_upload(const vq_codec *c, vq_cuda_format *f, void *device_buf, size_t bytes);
 
 /* Bytes of one page of page_tokens tokens (page_tokens a multiple of
  * block_tokens), rounded up to 16 so that pages in a pool stay aligned. */
@@ -101,6 +122,7 @@ vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq_cuda_forma
                                    size_t workspace_bytes, cudaStream_t stream);
 
 /* Which split kernel vq_cuda_decode_attention runs for these arguments:
+ * "vecinfer" (vecinfer keys and values: table-lookup kernel),
  * "mma" (tensor cores: fp16/fp16, q8_0/q8_0, q4_0/q4_0, kivi2/kivi2,
  * kivi4/kivi4, turboquant_rvq1/kivi2, rabitq1/kivi2, with kivi value group
  * 32, kivi key group a multiple of 32 and page_tokens a multiple of 32),

@@ -5,7 +5,8 @@
 # step it waits (up to VQ_BENCH_WAIT seconds, default 900) for the 1-minute
 # load average to fall under 0.5, and records the load it started at
 # (docs/PERF.md). Steps: codecs (per-token kernel cost, CPU time, into
-# codecs-cpu.txt), attention128, attention64, attentionbig, e2e (default: all).
+# codecs-cpu.txt), attention128, attention64, attentionbig, e2e (default: all
+# of these), e2e16k (prefills 16,384 tokens per config: about 10 minutes).
 #   bash scripts/run_bench.sh [STEP...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,7 +83,11 @@ for s in "${steps[@]}"; do
                       --cache "keys=q8_0 values=q8_0" --cache "keys=q4_0:rot=1 values=q4_0:rot=1" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
                       --cache "keys=kivi:bits=2 values=kivi:bits=2" --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
-                      --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" ;;
+                      --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
+                      --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" ;;
+    e2e16k)       run e2e-smollm2-16k bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 32 \
+                      --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
+                      --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
     esac
 done

@@ -14,7 +14,7 @@
 
 /* two layers: GQA 6/2 at D=64 full attention, 4/1 at D=128 with a sliding
  * window of 48 tokens */
-static const vq_cache_layer_shape SHAPE2[2] = { { 2, 6, 64, 0, 0 }, { 1, 4, 128, 48, 0 } };
+static const vq_layer_shape SHAPE2[2] = { { 2, 6, 64, 0, 0 }, { 1, 4, 128, 48, 0 } };
 
 /* Float rounding only (sums in float over <= a few hundred terms, expf):
  * the fused path reads the same numbers as the reference decode, so the
@@ -33,7 +33,7 @@ typedef struct {
     size_t n_tok;
 } run_ctx;
 
-static size_t layer_floats(const vq_cache_layer_shape *ls, int kv) { return (size_t)(kv ? ls->n_kv_heads : ls->n_q_heads) * (size_t)ls->head_dim; }
+static size_t layer_floats(const vq_layer_shape *ls, int kv) { return (size_t)(kv ? ls->n_kv_heads : ls->n_q_heads) * (size_t)ls->head_dim; }
 
 static void gen_inputs(run_ctx *r, size_t n, uint64_t seed)
 {
@@ -41,7 +41,7 @@ static void gen_inputs(run_ctx *r, size_t n, uint64_t seed)
     vq_rng_seed(&g, seed);
     r->n_tok = n;
     for (int l = 0; l < 2; l++) {
-        const vq_cache_layer_shape *ls = &SHAPE2[l];
+        const vq_layer_shape *ls = &SHAPE2[l];
         size_t kvf = layer_floats(ls, 1), qf = layer_floats(ls, 0);
         r->k[l] = malloc(n * kvf * sizeof(float));
         r->v[l] = malloc(n * kvf * sizeof(float));
@@ -95,7 +95,7 @@ static double step(run_ctx *r, size_t t0, size_t n, float *out_last)
 {
     double worst = 0;
     for (int l = 0; l < 2; l++) {
-        const vq_cache_layer_shape *ls = &SHAPE2[l];
+        const vq_layer_shape *ls = &SHAPE2[l];
         size_t kvf = layer_floats(ls, 1), qf = layer_floats(ls, 0);
         double scale = 1.0 / sqrt((double)ls->head_dim);
         if (vq_cache_append(r->c, l, r->k[l] + t0 * kvf, r->v[l] + t0 * kvf, n, (int32_t)t0) != VQ_OK) {
@@ -126,7 +126,7 @@ static double step(run_ctx *r, size_t t0, size_t n, float *out_last)
 static void check_bytes(vq_cache *c, long residual, long page, const char *what)
 {
     for (int l = 0; l < 2; l++) {
-        const vq_cache_layer_shape *ls = &SHAPE2[l];
+        const vq_layer_shape *ls = &SHAPE2[l];
         vq_cache_usage u;
         CHECK_OK(vq_cache_stats(c, l, &u));
         vq_cache_role_stats *rs[2] = { &u.keys, &u.values };
@@ -286,7 +286,7 @@ static void test_fp16_vs_exact(void)
     for (size_t t0 = 0; t0 < n;) {
         size_t cnt = t0 == 0 ? prefill : 1;
         for (int l = 0; l < 2; l++) {
-            const vq_cache_layer_shape *ls = &SHAPE2[l];
+            const vq_layer_shape *ls = &SHAPE2[l];
             size_t D = (size_t)ls->head_dim, kvf = layer_floats(ls, 1), qf = layer_floats(ls, 0);
             size_t g = (size_t)(ls->n_q_heads / ls->n_kv_heads);
             double scale = 1.0 / sqrt((double)D);
@@ -342,7 +342,7 @@ static void test_prefill_equals_decode(void)
         if (!a.c || !b.c)
             return;
         gen_inputs(&a, n, 5);
-        const vq_cache_layer_shape *ls = &SHAPE2[0];
+        const vq_layer_shape *ls = &SHAPE2[0];
         size_t kvf = layer_floats(ls, 1), qf = layer_floats(ls, 0);
         float *oa = malloc(n * qf * sizeof *oa), *ob = malloc(n * qf * sizeof *ob);
         CHECK_OK(vq_cache_append(a.c, 0, a.k[0], a.v[0], n, 0));
@@ -403,7 +403,7 @@ static void test_block_codecs_residual(void)
  * queries so that the cap bites */
 static void test_softcap(void)
 {
-    vq_cache_layer_shape ls = { 2, 4, 64, 0, 5.0f };
+    vq_layer_shape ls = { 2, 4, 64, 0, 5.0f };
     vq_cache_shape sh = { 1, &ls, 0 };
     vq_cache_config *cfg = NULL;
     vq_cache *c = NULL;
@@ -466,7 +466,7 @@ static void test_threads_match_serial(void)
         for (size_t t0 = 0; t0 < n;) {
             size_t cnt = t0 == 0 ? 90 : 1;
             for (int l = 0; l < 2; l++) {
-                const vq_cache_layer_shape *ls = &SHAPE2[l];
+                const vq_layer_shape *ls = &SHAPE2[l];
                 size_t kvf = layer_floats(ls, 1), qf = layer_floats(ls, 0);
                 float *oa = malloc(cnt * qf * 4), *ob = malloc(cnt * qf * 4);
                 double *ra = malloc(cnt * qf * sizeof *ra);
@@ -521,7 +521,7 @@ static void test_bad_arguments(void)
 
     vq_cache_config *cfg = NULL;
     CHECK_OK(vq_cache_config_parse("", &cfg));
-    vq_cache_layer_shape bad = { 2, 5, 64, 0, 0 };
+    vq_layer_shape bad = { 2, 5, 64, 0, 0 };
     vq_cache_shape sh = { 1, &bad, 0 };
     CHECK(vq_cache_create(cfg, &sh, 1, &c) == VQ_ERR_INVALID_ARG && c == NULL);
     CHECK(strstr(vq_last_error(), "n_q_heads") != NULL);

@@ -17,40 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heap_bytes.h"
 #include "test.h"
 #include "test_cache_util.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_ASAN 1
-#endif
-#endif
-
-#if defined(HAVE_ASAN)
-/* from <sanitizer/allocator_interface.h> (not installed everywhere) */
-size_t __sanitizer_get_current_allocated_bytes(void);
-static int heap_bytes(size_t *out)
-{
-    *out = __sanitizer_get_current_allocated_bytes();
-    return 1;
-}
-#elif defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-#include <malloc.h>
-static int heap_bytes(size_t *out)
-{
-    struct mallinfo2 mi = mallinfo2();
-    *out = mi.uordblks + mi.hblkhd;
-    return 1;
-}
-#else
-static int heap_bytes(size_t *out)
-{
-    *out = 0;
-    return 0;
-}
-#endif
+/* the allocator's count: ASan's (exact) or glibc's (approximate) */
+static int heap_bytes(size_t *out) { return vq_test_heap_bytes(out, 0); }
 
 #define NL 2
 #define NKV 2
@@ -59,7 +31,7 @@ static int heap_bytes(size_t *out)
 #define PAGE 32
 #define STEPS 60
 
-static const vq_cache_layer_shape shapes[NL] = {
+static const vq_layer_shape shapes[NL] = {
     { NKV, NQ, D, 0, 0.0f },
     { NKV, NQ, D, 300, 0.0f }, /* sliding window: evicts a prefix */
 };

@@ -95,7 +95,7 @@ static void test_per_layer_specs(void)
     int have_kivi = 0;
     for (int i = 0; vq_codec_method(i, &kivi); i++)
         have_kivi |= strcmp(vq_codec_method(i, NULL), "kivi") == 0;
-    vq_cache_layer_shape ls[4] = { { 1, 1, 64, 0, 0 }, { 1, 1, 64, 0, 0 }, { 1, 1, 64, 0, 0 }, { 1, 1, 64, 0, 0 } };
+    vq_layer_shape ls[4] = { { 1, 1, 64, 0, 0 }, { 1, 1, 64, 0, 0 }, { 1, 1, 64, 0, 0 }, { 1, 1, 64, 0, 0 } };
     vq_cache_shape sh = { 4, ls, 0 };
     vq_cache *c = NULL;
     /* keep_first / keep_last */

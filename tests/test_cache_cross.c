@@ -27,7 +27,7 @@
 #define NT 70
 #define THR 0.9
 
-static const vq_cache_layer_shape LS[NL] = { { NKV, NQ, D, 0, 0 }, { NKV, NQ, D, 0, 0 }, { NKV, NQ, D, 0, 0 },
+static const vq_layer_shape LS[NL] = { { NKV, NQ, D, 0, 0 }, { NKV, NQ, D, 0, 0 }, { NKV, NQ, D, 0, 0 },
                                              { NKV, NQ, D, 0, 0 } };
 
 typedef struct {
@@ -534,7 +534,7 @@ static void test_xquant_threads_refusals(void)
     CHECK(strstr(vq_last_error(), "xquant") != NULL);
     vq_cache_config_free(cfg);
     /* no pair qualifies (every layer windowed): refused, not ignored */
-    static const vq_cache_layer_shape WS[2] = { { NKV, NQ, D, 16, 0 }, { NKV, NQ, D, 16, 0 } };
+    static const vq_layer_shape WS[2] = { { NKV, NQ, D, 16, 0 }, { NKV, NQ, D, 16, 0 } };
     vq_cache_shape wsh = { 2, WS, 3 };
     CHECK_OK(vq_cache_config_parse("cross=xquant:bits=4", &cfg));
     CHECK(cfg && vq_cache_create(cfg, &wsh, 1, &c) == VQ_ERR_UNSUPPORTED && !c);

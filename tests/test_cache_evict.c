@@ -142,9 +142,9 @@ static int sim_step(sim *s, vq_cache *c, int t0, int n)
 
 static vq_cache *make(const char *text, int n_layers, int window)
 {
-    vq_cache_layer_shape ls[8];
+    vq_layer_shape ls[8];
     for (int i = 0; i < n_layers; i++)
-        ls[i] = (vq_cache_layer_shape){ NKV, NQ, D, window, 0 };
+        ls[i] = (vq_layer_shape){ NKV, NQ, D, window, 0 };
     vq_cache_shape sh = { n_layers, ls, 1 };
     vq_cache_config *cfg = NULL;
     vq_cache *c = NULL;
@@ -283,7 +283,7 @@ static void test_block_codec_eviction(void)
             continue;
         sim s;
         sim_init(&s, 21);
-        vq_cache_layer_shape ls = { NKV, NQ, D, 0, 0 };
+        vq_layer_shape ls = { NKV, NQ, D, 0, 0 };
         float out[NQ * D];
         double ref[NQ * D];
         double worst = 0;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cache/cache_internal.h"
 #include "core/fp16.h"
 #include "model/forward.h"
 #include "model/kv_record.h"
@@ -938,13 +939,13 @@ static void test_gemma_window(void)
     CHECK_OK(vq_cache_get_shape(c, &sh));
     int W = 0, nswa = 0;
     for (int l = 0; l < sh.n_layers; l++) {
-        vq_layer_info li;
+        vq_layer_shape li;
         CHECK_OK(vq_model_layer_info(g_gemma, l, &li));
-        CHECK(sh.layers[l].window == li.sliding_window && sh.layers[l].head_dim == li.head_dim &&
+        CHECK(sh.layers[l].window == li.window && sh.layers[l].head_dim == li.head_dim &&
               sh.layers[l].n_kv_heads == li.n_kv_heads);
-        if (li.sliding_window > W)
-            W = li.sliding_window;
-        nswa += li.sliding_window > 0;
+        if (li.window > W)
+            W = li.window;
+        nswa += li.window > 0;
     }
     CHECK(W > 0 && nswa > 0);
     int total = W + 100, D = sh.layers[0].head_dim;
@@ -1002,6 +1003,54 @@ static void test_example(void)
     remove(out);
 }
 
+/* A packed cache attends on the context's threads (the pool is lent to
+ * it), in context chunks fixed by position: logits of a prompt and of the
+ * next decode steps have the same bits with 1 and 2 threads. Chunks of 64
+ * tokens here, so that the 300-token context (160 in quick runs) spans
+ * several. */
+static void test_threads_same_logits(void)
+{
+    if (!g_smol)
+        return;
+    static const char *cfgs[] = { "keys=kivi:bits=2,qbits=8 values=q4_0:rot=1 residual=32 page=64",
+                                  "keys=fp16 values=fp16 residual=16 page=64",
+                                  "keys=kivix:bits=3 values=kivix:bits=2 sinks=4 prerope=1 page=64" };
+    vq_model_info mi;
+    CHECK_OK(vq_model_info_get(g_smol, &mi));
+    const size_t V = (size_t)mi.n_vocab;
+    int32_t toks[304];
+    for (int i = 0; i < 304; i++)
+        toks[i] = (int32_t)((i * 7919u + 13u) % 20000u + 100u);
+    /* quick runs (the sanitizer suite): one config, a 160-token prompt */
+    const size_t ncfg = vq_test_quick() ? 1 : sizeof cfgs / sizeof *cfgs;
+    const int np = vq_test_quick() ? 160 : 300;
+    for (size_t k = 0; k < ncfg; k++) {
+        float *lg[2] = { malloc(4 * V * sizeof(float)), malloc(4 * V * sizeof(float)) };
+        for (int th = 1; th <= 2; th++) {
+            vq_cache_config *cfg = NULL;
+            vq_cache *cache = NULL;
+            vq_ctx *ctx = NULL;
+            CHECK_OK(vq_cache_config_parse(cfgs[k], &cfg));
+            CHECK_OK(vq_cache_for_model(g_smol, cfg, &cache));
+            vq_cache_config_free(cfg);
+            if (!cache)
+                continue;
+            cache->attn_chunk = 64;
+            CHECK_OK(vq_ctx_create_cached(g_smol, cache, 320, th, &ctx));
+            if (ctx) {
+                float *o = lg[th - 1];
+                CHECK_OK(vq_ctx_forward(ctx, toks, np, o, VQ_LOGITS_LAST));
+                for (int t = 0; t < 3; t++)
+                    CHECK_OK(vq_ctx_forward(ctx, toks + np + t, 1, o + (size_t)(t + 1) * V, VQ_LOGITS_LAST));
+            }
+            free_cached(cache, ctx);
+        }
+        CHECKF(memcmp(lg[0], lg[1], 4 * V * sizeof(float)) == 0, "%s: logits differ between 1 and 2 threads",
+               cfgs[k]);
+        free(lg[0]), free(lg[1]);
+    }
+}
+
 /* run a test and print its CPU time (the suite's budget is ~3 min) */
 #define RUNT(fn)                                                                             \
     do {                                                                                     \
@@ -1026,6 +1075,7 @@ int main(void)
     RUNT(test_eviction);
     RUNT(test_gemma_window);
     RUNT(test_example);
+    RUNT(test_threads_same_logits);
     vq_model_free(g_smol);
     vq_model_free(g_gemma);
     return vq_test_summary("cache_model");

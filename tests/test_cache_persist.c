@@ -17,9 +17,10 @@
 #include "core/io.h"
 #include "core/timer.h"
 #include "test.h"
+#include "test_files.h"
 #include "test_cache_util.h"
 
-static const vq_cache_layer_shape SH[2] = { { 2, 4, 64, 0, 0 }, { 1, 2, 32, 24, 0 } };
+static const vq_layer_shape SH[2] = { { 2, 4, 64, 0, 0 }, { 1, 2, 32, 24, 0 } };
 static const vq_cache_shape SHAPE = { 2, SH, 0xfeedbeefcafe1234ull };
 
 static vq_cache *build(const char *text)
@@ -61,15 +62,6 @@ static size_t out_floats(size_t n)
     return n * ((size_t)SH[0].n_q_heads * SH[0].head_dim + (size_t)SH[1].n_q_heads * SH[1].head_dim);
 }
 
-static char *tmp_path(const char *name)
-{
-    static char buf[4][512];
-    static int i;
-    char *b = buf[i++ % 4];
-    snprintf(b, 512, "%s/%s", vq_test_tmpdir(), name);
-    return b;
-}
-
 static void roundtrip(const char *cfgtext)
 {
     vq_cache *a = build(cfgtext);
@@ -78,7 +70,7 @@ static void roundtrip(const char *cfgtext)
     drive(a, 0, 70, 1, NULL);
     for (size_t t = 70; t < 90; t++)
         drive(a, t, 1, 1, NULL);
-    const char *path = tmp_path("rt.vqkc");
+    const char *path = vq_test_tmp_path("rt.vqkc");
     CHECK_OK(vq_cache_save(a, path));
     vq_cache *b = NULL;
     CHECK_OK(vq_cache_load(path, &SHAPE, &b));
@@ -143,7 +135,7 @@ static void test_roundtrip(void)
                 free(x);
             }
             drive(a, 0, 40, 1, NULL);
-            const char *path = tmp_path("cal.vqkc");
+            const char *path = vq_test_tmp_path("cal.vqkc");
             CHECK_OK(vq_cache_save(a, path));
             vq_cache *b = NULL;
             CHECK_OK(vq_cache_load(path, &SHAPE, &b));
@@ -165,22 +157,13 @@ static void test_roundtrip(void)
 }
 
 /* plain write (no fsync: thousands of test files) */
-static int write_plain(const char *path, const void *p, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
-    size_t w = fwrite(p, 1, n, f);
-    return fclose(f) == 0 && w == n ? 0 : -1;
-}
-
 static void test_refuse_bad_files(void)
 {
     vq_cache *a = build("keys=fp16 values=fp16 residual=4");
     if (!a)
         return;
     drive(a, 0, 30, 1, NULL);
-    const char *path = tmp_path("good.vqkc");
+    const char *path = vq_test_tmp_path("good.vqkc");
     CHECK_OK(vq_cache_save(a, path));
     vq_cache_free(a);
     uint8_t *buf = NULL;
@@ -188,12 +171,12 @@ static void test_refuse_bad_files(void)
     CHECK_OK(vq_file_read_all(path, 1u << 30, &buf, &len, NULL));
     if (!buf)
         return;
-    const char *bad = tmp_path("bad.vqkc");
+    const char *bad = vq_test_tmp_path("bad.vqkc");
     vq_cache *b = NULL;
     /* every truncation refused (quick mode: a sample of lengths) */
     size_t stepn = vq_test_quick() ? 97 : 7, refused = 0, tried = 0;
     for (size_t n = 0; n < len; n += stepn, tried++) {
-        CHECK(write_plain(bad, buf, n) == 0);
+        CHECK(vq_test_write_file(bad, buf, n) == 0);
         vq_status st = vq_cache_load(bad, NULL, &b);
         refused += st == VQ_ERR_FORMAT && b == NULL && strlen(vq_last_error()) > 0;
         vq_cache_free(b);
@@ -204,7 +187,7 @@ static void test_refuse_bad_files(void)
     refused = tried = 0;
     for (size_t off = 0; off < len; off += stepn * 3, tried++) {
         buf[off] ^= 0x5a;
-        CHECK(write_plain(bad, buf, len) == 0);
+        CHECK(vq_test_write_file(bad, buf, len) == 0);
         buf[off] ^= 0x5a;
         vq_status st = vq_cache_load(bad, NULL, &b);
         refused += st == VQ_ERR_FORMAT && b == NULL;
@@ -213,13 +196,13 @@ static void test_refuse_bad_files(void)
     }
     CHECKF(refused == tried, "%zu of %zu corruptions refused", refused, tried);
     CHECK(vq_cache_load(bad, NULL, &b) == VQ_ERR_FORMAT && strstr(vq_last_error(), "checksum") != NULL);
-    CHECK(vq_cache_load(tmp_path("missing.vqkc"), NULL, &b) == VQ_ERR_IO);
+    CHECK(vq_cache_load(vq_test_tmp_path("missing.vqkc"), NULL, &b) == VQ_ERR_IO);
     /* another model */
     vq_cache_shape other = SHAPE;
     other.fingerprint ^= 1;
     CHECK(vq_cache_load(path, &other, &b) == VQ_ERR_FORMAT && b == NULL);
     CHECK(strstr(vq_last_error(), "another model") != NULL);
-    vq_cache_layer_shape sh2[2] = { SH[0], SH[1] };
+    vq_layer_shape sh2[2] = { SH[0], SH[1] };
     sh2[1].window = 0;
     vq_cache_shape other2 = { 2, sh2, SHAPE.fingerprint };
     CHECK(vq_cache_load(path, &other2, &b) == VQ_ERR_FORMAT);
@@ -238,7 +221,7 @@ static void test_hostile_fields(void)
     if (!a)
         return;
     drive(a, 0, 30, 1, NULL);
-    const char *path = tmp_path("h.vqkc");
+    const char *path = vq_test_tmp_path("h.vqkc");
     CHECK_OK(vq_cache_save(a, path));
     vq_cache_free(a);
     uint8_t *buf = NULL;
@@ -250,7 +233,7 @@ static void test_hostile_fields(void)
     vq_rng g;
     vq_rng_seed(&g, 99);
     int iters = vq_test_quick() ? 300 : 3000, ok = 0, fmt = 0, other = 0, usable = 1;
-    const char *bad = tmp_path("hm.vqkc");
+    const char *bad = vq_test_tmp_path("hm.vqkc");
     for (int it = 0; it < iters; it++) {
         memcpy(m, buf, len);
         int edits = 1 + (int)(vq_rng_next(&g) % 4);
@@ -265,7 +248,7 @@ static void test_hostile_fields(void)
                 vq_put_u64(m + off, vq_rng_next(&g) % 2 ? ~0ull : (uint64_t)(vq_rng_next(&g) % 1000));
         }
         vq_put_u32(m + len - 4, vq_crc32(0, m, len - 4));
-        CHECK(write_plain(bad, m, len) == 0);
+        CHECK(vq_test_write_file(bad, m, len) == 0);
         vq_cache *b = NULL;
         vq_status st = vq_cache_load(bad, NULL, &b);
         if (st == VQ_OK) {
@@ -292,17 +275,18 @@ static void test_hostile_fields(void)
     CHECK(usable);
     printf("  %d CRC-fixed mutations: %d loaded (harmless edits, e.g. scores), %d refused\n", iters, ok, fmt);
     /* targeted edits of the structure (offsets from docs/cache-format.md) */
-    size_t C = vq_get_u32(buf + 24), l0 = 28 + C + 4 + 2 * 20, h0 = l0 + 12 + 4 + 4;
+    /* version 3: the writer field at 8 moves everything after it by 4 */
+    size_t C = vq_get_u32(buf + 28), l0 = 32 + C + 4 + 2 * 20, h0 = l0 + 12 + 4 + 4;
     struct {
         size_t off;
         int width;
         uint64_t val;
         const char *what;
     } ed[] = {
-        { 28 + C, 4, 0, "n_layers=0" },
-        { 28 + C, 4, 3, "n_layers=3" },
-        { 28 + C + 12, 4, 48, "head_dim=48" },
-        { 28 + C + 12, 4, 32, "head_dim=32 (valid, data sizes disagree)" },
+        { 32 + C, 4, 0, "n_layers=0" },
+        { 32 + C, 4, 3, "n_layers=3" },
+        { 32 + C + 12, 4, 48, "head_dim=48" },
+        { 32 + C + 12, 4, 32, "head_dim=32 (valid, data sizes disagree)" },
         { h0, 8, 1ull << 40, "n_packed huge" },
         { h0, 8, 3, "n_packed not matching" },
         { h0 + 8, 8, 1000, "n_res beyond the window" },
@@ -310,6 +294,7 @@ static void test_hostile_fields(void)
         { h0 + 24, 4, 1000, "positions not increasing" },
         { l0, 4, 5, "last_pos inconsistent" },
         { l0 + 12, 4, 100, "state length" },
+        { 8, 4, 1000000, "writer field out of range" },
     };
     for (size_t i = 0; i < sizeof ed / sizeof *ed; i++) {
         memcpy(m, buf, len);
@@ -318,7 +303,7 @@ static void test_hostile_fields(void)
         else
             vq_put_u64(m + ed[i].off, ed[i].val);
         vq_put_u32(m + len - 4, vq_crc32(0, m, len - 4));
-        CHECK(write_plain(bad, m, len) == 0);
+        CHECK(vq_test_write_file(bad, m, len) == 0);
         vq_cache *b = NULL;
         vq_status st = vq_cache_load(bad, NULL, &b);
         CHECKF(st == VQ_ERR_FORMAT && !b, "edit '%s' not refused (%s)", ed[i].what, vq_status_str(st));
@@ -335,7 +320,7 @@ static void test_failed_save(void)
         return;
     drive(a, 0, 10, 1, NULL);
     /* unwritable location: the parent is a regular file */
-    const char *blocker = tmp_path("afile");
+    const char *blocker = vq_test_tmp_path("afile");
     CHECK_OK(vq_file_write_buffer(blocker, "x", 1, NULL));
     char path[600];
     snprintf(path, sizeof path, "%s/cache.vqkc", blocker);
@@ -345,7 +330,7 @@ static void test_failed_save(void)
     CHECK(stat(path, &sb) != 0);
     /* an existing file stays intact when a save fails: block the
      * temporary file's name with a directory */
-    const char *keep = tmp_path("keep.vqkc");
+    const char *keep = vq_test_tmp_path("keep.vqkc");
     CHECK_OK(vq_cache_save(a, keep));
     uint8_t *before = NULL, *after = NULL;
     size_t nb = 0, na = 0;
@@ -377,7 +362,7 @@ static void test_killed_save(void)
         return;
     size_t n0 = vq_test_quick() ? 300 : 2000;
     drive(a, 0, n0, 3, NULL);
-    const char *keep = tmp_path("killed.vqkc");
+    const char *keep = vq_test_tmp_path("killed.vqkc");
     double t_save = vq_now_seconds();
     CHECK_OK(vq_cache_save(a, keep));
     t_save = vq_now_seconds() - t_save;

@@ -15,11 +15,12 @@
 #include <string.h>
 
 #include "cache/prerope.h"
+#include "heap_bytes.h"
 #include "test.h"
 #include "test_cache_util.h"
 
 #define NL 2
-static const vq_cache_layer_shape SHAPE[NL] = { { 2, 4, 64, 0, 0 }, { 1, 2, 128, 0, 0 } };
+static const vq_layer_shape SHAPE[NL] = { { 2, 4, 64, 0, 0 }, { 1, 2, 128, 0, 0 } };
 
 static vq_cache *make(const char *text)
 {
@@ -66,7 +67,7 @@ static double run(vq_cache *c, size_t n, size_t step, uint64_t seed)
     vq_rng_seed(&r, seed);
     double worst = 0;
     for (int l = 0; l < NL; l++) {
-        const vq_cache_layer_shape *ls = &SHAPE[l];
+        const vq_layer_shape *ls = &SHAPE[l];
         size_t D = (size_t)ls->head_dim, nh = (size_t)ls->n_kv_heads, nq = (size_t)ls->n_q_heads;
         float *k = malloc(n * nh * D * sizeof *k), *v = malloc(n * nh * D * sizeof *v);
         float *q = malloc(step * nq * D * sizeof *q), *out = malloc(step * nq * D * sizeof *out);
@@ -181,30 +182,10 @@ static void test_sinks_refused(void)
     vq_cache_config_free(cfg);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_ASAN 1
-#endif
-#endif
 /* AddressSanitizer's allocated-bytes counter: exact for small blocks
  * (glibc's mallinfo2 is not: blocks reused from its per-thread cache do
  * not move it), so this check runs in the ASan build only */
-#if defined(HAVE_ASAN)
-size_t __sanitizer_get_current_allocated_bytes(void);
-static int heap_bytes(size_t *out)
-{
-    *out = __sanitizer_get_current_allocated_bytes();
-    return 1;
-}
-#else
-static int heap_bytes(size_t *out)
-{
-    *out = 0;
-    return 0;
-}
-#endif
+static int heap_bytes(size_t *out) { return vq_test_heap_bytes(out, 1); }
 
 /* the RoPE tables prerope holds are in the cache's total bytes: heap growth
  * of setting them equals the growth of total_bytes (ASan counts requested

@@ -76,7 +76,7 @@ static inline double tc_rel_err(const float *a, const double *b, size_t n)
 /* Reference attention of the last n query tokens of `layer` from the
  * cache's own decoded contents (vq_cache_gather); out [n][nqh][D] double.
  * Positions of the queries: qpos0 + t. Returns 0 on success. */
-static inline int tc_ref_from_cache(vq_cache *c, int layer, const vq_cache_layer_shape *ls, const float *q,
+static inline int tc_ref_from_cache(vq_cache *c, int layer, const vq_layer_shape *ls, const float *q,
                                     size_t n, int32_t qpos0, double scale, double *out)
 {
     size_t D = (size_t)ls->head_dim, g = (size_t)(ls->n_q_heads / ls->n_kv_heads);

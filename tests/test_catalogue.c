@@ -531,9 +531,9 @@ static void matching_sidecar(const char *src, const char *dst)
     snprintf(d, sizeof d, "%s.prompt", dst);
     size_t n = 0, nc = 0;
     uint8_t *b = read_in(s, &n), *c = read_in(dst, &nc);
-    if (b && c && n >= 36 && nc >= 4) {
-        vq_put_u64(b + 16, nc);
-        vq_put_u32(b + 24, vq_get_u32(c + nc - 4));
+    if (b && c && n >= 40 && nc >= 4) { /* sidecar version 2 (docs/FORMATS.md) */
+        vq_put_u64(b + 20, nc);
+        vq_put_u32(b + 28, vq_get_u32(c + nc - 4));
         vq_put_u32(b + n - 4, vq_crc32(0, b, n - 4));
         write_in(d, b, n);
     }

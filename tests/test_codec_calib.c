@@ -70,7 +70,7 @@ static int same_encoding(vq_codec *a, vq_codec *b, int D)
 static void fix_crc(uint8_t *p, size_t len) { vq_put_u32(p + len - 4, vq_crc32(0, p, len - 4)); }
 
 /* payload offset in a state buffer: 28 + L */
-static size_t payload_off(const uint8_t *p) { return 28 + vq_get_u32(p + 16); }
+static size_t payload_off(const uint8_t *p) { return 32 + vq_get_u32(p + 20); } /* VQCS version 2 */
 
 static const char *const specs[] = {
     "vecinfer:sub_dim=4,bits=3", "vecinfer:sub_dim=8,bits=5", "spectral:bits=2,signal_bits=2",
@@ -100,11 +100,11 @@ static void test_roundtrip(void)
             CHECK_OK(vq_codec_state_write(b, st2, len, &len2));
             CHECK(len2 == len && memcmp(st, st2, len) == 0);
             free(st2);
-            /* header: magic, version 1, head_dim, role, canonical spec */
-            CHECK(memcmp(st, "VQCS", 4) == 0 && vq_get_u32(st + 4) == 1 && vq_get_u32(st + 8) == (uint32_t)D &&
-                  vq_get_u32(st + 12) == (uint32_t)role);
-            CHECK(vq_get_u32(st + 16) == strlen(vq_codec_spec(a)) &&
-                  memcmp(st + 20, vq_codec_spec(a), strlen(vq_codec_spec(a))) == 0);
+            /* header: magic, version 2, writer, head_dim, role, canonical spec */
+            CHECK(memcmp(st, "VQCS", 4) == 0 && vq_get_u32(st + 4) == 2 && vq_get_u32(st + 8) == VQ_VERSION_NUMBER &&
+                  vq_get_u32(st + 12) == (uint32_t)D && vq_get_u32(st + 16) == (uint32_t)role);
+            CHECK(vq_get_u32(st + 20) == strlen(vq_codec_spec(a)) &&
+                  memcmp(st + 24, vq_codec_spec(a), strlen(vq_codec_spec(a))) == 0);
             vq_codec_free(a);
             vq_codec_free(b);
             free(st);
@@ -148,14 +148,19 @@ static void test_corruption(void)
         longer[len] = 0;
         CHECK(vq_codec_state_read(b, longer, len + 1) == VQ_ERR_FORMAT);
         free(longer);
-        /* wrong version / huge spec length / huge payload length, CRC fixed */
+        /* unknown version / writer out of range / huge spec length / huge
+         * payload length, CRC fixed */
         uint8_t *m = malloc(len);
         memcpy(m, st, len);
-        vq_put_u32(m + 4, 2);
+        vq_put_u32(m + 4, 3);
         fix_crc(m, len);
         CHECK(vq_codec_state_read(b, m, len) == VQ_ERR_FORMAT);
         memcpy(m, st, len);
-        vq_put_u32(m + 16, 0xffffffffu);
+        vq_put_u32(m + 8, 0xffffffffu);
+        fix_crc(m, len);
+        CHECK(vq_codec_state_read(b, m, len) == VQ_ERR_FORMAT);
+        memcpy(m, st, len);
+        vq_put_u32(m + 20, 0xffffffffu);
         CHECK(vq_codec_state_read(b, m, len) == VQ_ERR_FORMAT);
         memcpy(m, st, len);
         vq_put_u64(m + payload_off(st) - 8, ~0ull);

@@ -57,8 +57,8 @@ static void test_dense(void)
                 float *a1 = malloc(sizeof(float) * qs * (size_t)nq), *a2 = malloc(sizeof(float) * qs * (size_t)nq);
                 fill(q, qs * (size_t)nq, E + nt);
                 fill(v, E * nt, 7 * E + nt);
-                vq_dense_dot_ref(q, qs, nq, v, nt, E, s1, ss);
-                vq_dense_dot_avx2(q, qs, nq, v, nt, E, s2, ss);
+                vq_dense_dot_ref(q, qs, nq, v, VQ_ELEM_F32, nt, E, s1, ss);
+                vq_dense_dot_avx2(q, qs, nq, v, VQ_ELEM_F32, nt, E, s2, ss);
                 CHECKF(rel_diff(s2, s1, ss * (size_t)nq) < 1e-5, "dot E=%zu nt=%zu nq=%d", E, nt, nq);
                 /* strided weights; accumulators start non-zero */
                 fill(a1, qs * (size_t)nq, 99);
@@ -66,8 +66,8 @@ static void test_dense(void)
                 size_t ws = nt + 3;
                 float *w = malloc(sizeof(float) * ws * (size_t)nq);
                 fill(w, ws * (size_t)nq, 5 + nt);
-                vq_dense_axpy_ref(w, ws, nq, v, nt, E, a1, qs);
-                vq_dense_axpy_avx2(w, ws, nq, v, nt, E, a2, qs);
+                vq_dense_axpy_ref(w, ws, nq, v, VQ_ELEM_F32, nt, E, a1, qs);
+                vq_dense_axpy_avx2(w, ws, nq, v, VQ_ELEM_F32, nt, E, a2, qs);
                 free(w);
                 CHECKF(rel_diff(a2, a1, qs * (size_t)nq) < 1e-5, "axpy E=%zu nt=%zu nq=%d", E, nt, nq);
                 free(q);

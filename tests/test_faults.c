@@ -142,17 +142,17 @@ static void make_data(void)
         }
 }
 
-static vq_cache_shape shape(vq_cache_layer_shape *ls)
+static vq_cache_shape shape(vq_layer_shape *ls)
 {
     for (int l = 0; l < NL; l++)
-        ls[l] = (vq_cache_layer_shape){ NKV, NQ, HD, 0, 0.0f };
+        ls[l] = (vq_layer_shape){ NKV, NQ, HD, 0, 0.0f };
     return (vq_cache_shape){ NL, ls, 77 };
 }
 
 static vq_cache *new_cache(size_t ci)
 {
     vq_cache_config *cfg = NULL;
-    vq_cache_layer_shape ls[NL];
+    vq_layer_shape ls[NL];
     vq_cache_shape sh = shape(ls);
     vq_cache *c = NULL;
     if (vq_cache_config_parse(k_configs[ci], &cfg) == VQ_OK)
@@ -199,7 +199,7 @@ static void test_create(void)
     for (size_t ci = 0; ci < N_CONFIGS; ci++) {
         vq_cache_config *cfg = NULL;
         CHECK_OK(vq_cache_config_parse(k_configs[ci], &cfg));
-        vq_cache_layer_shape ls[NL];
+        vq_layer_shape ls[NL];
         vq_cache_shape sh = shape(ls);
         long faults = 0, base = g_live;
         for (long k = 0;; k++) {
@@ -364,7 +364,7 @@ static void test_save_load(void)
             CHECK(count_temps(dir) == 0);
             CHECKF(g_live == base, "%s save allocation %ld: %ld leaked", k_configs[ci], k, g_live - base);
         }
-        vq_cache_layer_shape ls[NL];
+        vq_layer_shape ls[NL];
         vq_cache_shape sh = shape(ls);
         for (long k = 0;; k++) {
             long base = g_live;

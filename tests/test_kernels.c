@@ -11,9 +11,9 @@
  *   codes_dot: relative error <= 4e-6 (float sums in another order);
  *   bitdot (popcounts): equal integers (the AVX2 table holds the POPCNT
  *     twin, the AVX-512 table the VPOPCNTDQ one when the CPU has it);
- *   half_dot / half_axpy (fp16 rows): relative error <= 2e-6, and the
- *     bits of fp16_row into a tile, then dense_dot / dense_axpy (E a
- *     multiple of 16; other sizes take the reference);
+ *   dense dot/axpy on IEEE half rows: relative error <= 2e-6, and the
+ *     bits of fp16_row into a tile, then the float kernels (tables with
+ *     dense_f16, E a multiple of 16; else the reference's bits);
  *   codes_qdot (KIVI codes against int8 queries; prepared queries): the
  *     reference's bits (exact integer sums, one multiply);
  *     its reference against codes_dot with the dequantized query;
@@ -83,27 +83,27 @@ static void test_dense(const vq_kernels *k, const vq_kernels *ref)
                 fill(q + 1, qs * (size_t)nq, E + nt);
                 fill(v + 1, E * nt, 7 * E + nt);
                 fill(w, ss * (size_t)nq, 3 * E + nt);
-                ref->dense_dot(q + 1, qs, nq, v + 1, nt, E, s1, ss);
-                k->dense_dot(q + 1, qs, nq, v + 1, nt, E, s2, ss);
+                ref->dense_dot(q + 1, qs, nq, v + 1, VQ_ELEM_F32, nt, E, s1, ss);
+                k->dense_dot(q + 1, qs, nq, v + 1, VQ_ELEM_F32, nt, E, s2, ss);
                 CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= DENSE_TOL, "%s dot E=%zu nt=%zu nq=%d: rel %g", k->isa, E,
                        nt, nq, rel_diff(s2, s1, ss * (size_t)nq));
                 /* batch invariance: the last row scored alone, one query */
                 float alone = 0.0f;
-                k->dense_dot(q + 1 + (size_t)(nq - 1) * qs, qs, 1, v + 1 + (nt - 1) * E, 1, E, &alone, 1);
+                k->dense_dot(q + 1 + (size_t)(nq - 1) * qs, qs, 1, v + 1 + (nt - 1) * E, VQ_ELEM_F32, 1, E, &alone, 1);
                 CHECKF(memcmp(&alone, &s2[(size_t)(nq - 1) * ss + nt - 1], sizeof alone) == 0,
                        "%s dot not batch-invariant E=%zu nt=%zu nq=%d", k->isa, E, nt, nq);
                 fill(a1, qs * (size_t)nq, 11 * E + nt);
                 memcpy(a2, a1, sizeof(float) * qs * (size_t)nq);
-                ref->dense_axpy(w, ss, nq, v + 1, nt, E, a1, qs);
-                k->dense_axpy(w, ss, nq, v + 1, nt, E, a2, qs);
+                ref->dense_axpy(w, ss, nq, v + 1, VQ_ELEM_F32, nt, E, a1, qs);
+                k->dense_axpy(w, ss, nq, v + 1, VQ_ELEM_F32, nt, E, a2, qs);
                 CHECKF(rel_diff(a2, a1, qs * (size_t)nq) <= DENSE_TOL, "%s axpy E=%zu nt=%zu nq=%d: rel %g", k->isa,
                        E, nt, nq, rel_diff(a2, a1, qs * (size_t)nq));
                 const vq_kernels *avx2 = vq_kernels_variant("avx2");
                 if (avx2 && k != avx2) {
                     fill(a1, qs * (size_t)nq, 11 * E + nt);
                     memcpy(a2, a1, sizeof(float) * qs * (size_t)nq);
-                    avx2->dense_axpy(w, ss, nq, v + 1, nt, E, a1, qs);
-                    k->dense_axpy(w, ss, nq, v + 1, nt, E, a2, qs);
+                    avx2->dense_axpy(w, ss, nq, v + 1, VQ_ELEM_F32, nt, E, a1, qs);
+                    k->dense_axpy(w, ss, nq, v + 1, VQ_ELEM_F32, nt, E, a2, qs);
                     CHECKF(same_bits(a1, a2, qs * (size_t)nq), "%s axpy differs from avx2 E=%zu nt=%zu nq=%d",
                            k->isa, E, nt, nq);
                 }
@@ -196,6 +196,28 @@ static void test_rows(const vq_kernels *k, const vq_kernels *ref)
             }
 }
 
+/* lut8_row on random codes of every width, odd lengths (tails) and
+ * unaligned pointers: the reference's bits */
+static void test_lut8_row(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ns[] = { 1, 15, 16, 33, 64, 200 };
+    for (int bits = 1; bits <= 8; bits++)
+        for (size_t in = 0; in < sizeof Ns / sizeof *Ns; in++) {
+            size_t n = Ns[in];
+            uint8_t c8[201];
+            float lut[256], sc[201], mn[201], r[200], s[200];
+            fill_bytes(c8, sizeof c8, (uint64_t)(bits * 100 + (int)n));
+            for (size_t i = 0; i < n + 1; i++)
+                c8[i] &= (uint8_t)((1u << bits) - 1u);
+            fill(lut, 256, (uint64_t)bits + 7);
+            fill(sc, n + 1, 31 + n);
+            fill(mn, n + 1, 37 + n);
+            ref->lut8_row(c8 + 1, n, lut, sc + 1, mn + 1, r);
+            k->lut8_row(c8 + 1, n, lut, sc + 1, mn + 1, s);
+            CHECKF(same_bits(r, s, n), "%s lut8_row bits=%d n=%zu differs", k->isa, bits, n);
+        }
+}
+
 static void test_bitdot(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Ds[] = { 32, 64, 96, 128, 256 };
@@ -278,7 +300,7 @@ static void test_qdot(const vq_kernels *k, const vq_kernels *ref)
                 }
 }
 
-/* half_dot / half_axpy against the references (tolerance) and against
+/* dense dot/axpy on half rows against the references (tolerance) and against
  * fp16_row into a tile, then dense_dot / dense_axpy (same bits) */
 static void test_half(const vq_kernels *k, const vq_kernels *ref)
 {
@@ -303,19 +325,22 @@ static void test_half(const vq_kernels *k, const vq_kernels *ref)
                 fill(a1, as * (size_t)nq, 11);
                 memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
                 memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
-                ref->half_dot(q, qs, nq, v + 1, nt, E, s1, ss);
-                k->half_dot(q, qs, nq, v + 1, nt, E, s2, ss);
+                ref->dense_dot(q, qs, nq, v + 1, VQ_ELEM_F16, nt, E, s1, ss);
+                k->dense_dot(q, qs, nq, v + 1, VQ_ELEM_F16, nt, E, s2, ss);
                 CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= DENSE_TOL, "%s half_dot E=%zu nt=%zu nq=%d", k->isa, E, nt, nq);
-                ref->half_axpy(w, ss, nq, v + 1, nt, E, a1, as);
-                k->half_axpy(w, ss, nq, v + 1, nt, E, a2, as);
+                ref->dense_axpy(w, ss, nq, v + 1, VQ_ELEM_F16, nt, E, a1, as);
+                k->dense_axpy(w, ss, nq, v + 1, VQ_ELEM_F16, nt, E, a2, as);
                 CHECKF(rel_diff(a2, a1, as * (size_t)nq) <= DENSE_TOL, "%s half_axpy E=%zu nt=%zu nq=%d", k->isa, E, nt,
                        nq);
-                if (k->half_dot != ref->half_dot && E % 16 == 0) { /* else: the reference */
+                if (k->dense_f16 && E % 16 == 0) {
                     k->fp16_row(v + 1, tile, E * nt);
-                    k->dense_dot(q, qs, nq, tile, nt, E, s3, ss);
+                    k->dense_dot(q, qs, nq, tile, VQ_ELEM_F32, nt, E, s3, ss);
                     CHECKF(same_bits(s2, s3, ss * (size_t)nq), "%s half_dot E=%zu: not the tiled bits", k->isa, E);
-                    k->dense_axpy(w, ss, nq, tile, nt, E, a3, as);
+                    k->dense_axpy(w, ss, nq, tile, VQ_ELEM_F32, nt, E, a3, as);
                     CHECKF(same_bits(a2, a3, as * (size_t)nq), "%s half_axpy E=%zu: not the tiled bits", k->isa, E);
+                } else { /* no SIMD loops for these rows: the reference itself */
+                    CHECKF(same_bits(s2, s1, ss * (size_t)nq), "%s half_dot E=%zu: not the reference", k->isa, E);
+                    CHECKF(same_bits(a2, a1, as * (size_t)nq), "%s half_axpy E=%zu: not the reference", k->isa, E);
                 }
                 free(v), free(x), free(q), free(tile), free(s1), free(s2), free(s3), free(a1), free(a2), free(a3), free(w);
             }
@@ -354,7 +379,7 @@ static void test_kivi_axpy(const vq_kernels *k, const vq_kernels *ref)
                             for (size_t i = 0; i < nt; i++)
                                 k->kivi_group_row(rows + 1 + i * rs + 4 * ng, bits, D, G, rows + 1 + i * rs,
                                                   rows + 1 + i * rs + 2 * ng, tile + i * D);
-                            k->dense_axpy(w, ws, nq, tile, nt, D, a3, as);
+                            k->dense_axpy(w, ws, nq, tile, VQ_ELEM_F32, nt, D, a3, as);
                             CHECKF(same_bits(a2, a3, as * (size_t)nq), "%s kivi_axpy bits=%d D=%zu G=%zu: not the tiled bits",
                                    k->isa, bits, D, G);
                         }
@@ -387,7 +412,7 @@ static void test_qaxpy(const vq_kernels *k, const vq_kernels *ref)
                            bits, D, nt, nq, rel_diff(a2, a1, as * (size_t)nq));
                     if (k->qaxpy != ref->qaxpy) {
                         (bits == 8 ? k->q8_0_values : k->q4_0_values)(rows + 1, nt * D / 32, tile);
-                        k->dense_axpy(w, ws, nq, tile, nt, D, a3, as);
+                        k->dense_axpy(w, ws, nq, tile, VQ_ELEM_F32, nt, D, a3, as);
                         CHECKF(same_bits(a2, a3, as * (size_t)nq), "%s qaxpy bits=%d D=%zu nt=%zu nq=%d: not the tiled bits",
                                k->isa, bits, D, nt, nq);
                     }
@@ -522,6 +547,7 @@ static void test_tables(void)
         test_fp16_rows(k, ref);
         test_qblocks(k, ref);
         test_rows(k, ref);
+        test_lut8_row(k, ref);
         test_bitdot(k, ref);
         test_codes_dot(k, ref);
         test_qdot(k, ref);

@@ -167,12 +167,13 @@ static void test_gemma3(void)
     CHECK(in.sliding_window == 4 && in.n_swa_layers == 6);
     CHECK(in.rope_base == 1000000.0f && in.rope_base_local == 10000.0f);
     for (int l = 0; l < 7; l++) {
-        vq_layer_info li;
+        vq_layer_shape li;
         CHECK_OK(vq_model_layer_info(m, l, &li));
-        CHECK(li.sliding_window == (l == 5 ? 0 : 4));
-        CHECK(li.rope_base == (l == 5 ? 1000000.0f : 10000.0f));
+        CHECK(li.window == (l == 5 ? 0 : 4));
+        /* the layer's RoPE base by veloxquant.h's rule: local on window layers */
+        CHECK((li.window > 0 ? in.rope_base_local : in.rope_base) == (l == 5 ? 1000000.0f : 10000.0f));
     }
-    CHECK(vq_model_layer_info(m, 7, &(vq_layer_info){ 0 }) == VQ_ERR_INVALID_ARG);
+    CHECK(vq_model_layer_info(m, 7, &(vq_layer_shape){ 0 }) == VQ_ERR_INVALID_ARG);
     vq_model_free(m);
 }
 

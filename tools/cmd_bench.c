@@ -188,7 +188,7 @@ static double time_attention(const char *cfg_text, int D, int kv, int qh, size_t
     float *kbuf = malloc((size_t)FILL_CHUNK * (size_t)kv * (size_t)D * sizeof(float));
     float *vbuf = malloc((size_t)FILL_CHUNK * (size_t)kv * (size_t)D * sizeof(float));
     float *q = malloc((size_t)qh * (size_t)D * sizeof(float)), *out = malloc((size_t)qh * (size_t)D * sizeof(float));
-    vq_cache_layer_shape ls = { kv, qh, D, 0, 0.0f };
+    vq_layer_shape ls = { kv, qh, D, 0, 0.0f };
     vq_cache_shape sh = { 1, &ls, 0 };
     if (!t || !kbuf || !vbuf || !q || !out) {
         cli_error("bench", "out of memory");

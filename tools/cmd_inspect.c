@@ -52,15 +52,15 @@ int cmd_inspect(int argc, char **argv)
         printf("sliding window: %d tokens on %d of %d layers (full:", in.sliding_window,
                in.n_swa_layers, in.n_layers);
         for (int l = 0; l < in.n_layers; l++) {
-            vq_layer_info li;
-            if (vq_model_layer_info(m, l, &li) == VQ_OK && li.sliding_window == 0)
+            vq_layer_shape li;
+            if (vq_model_layer_info(m, l, &li) == VQ_OK && li.window == 0)
                 printf(" %d", l);
         }
         printf(")\n");
     }
     size_t kv16 = 0;
     for (int l = 0; l < in.n_layers; l++) {
-        vq_layer_info li;
+        vq_layer_shape li;
         if (vq_model_layer_info(m, l, &li) == VQ_OK)
             kv16 += 2u * (size_t)li.n_kv_heads * (size_t)li.head_dim * 2u;
     }

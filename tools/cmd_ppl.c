@@ -99,7 +99,7 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
     double bits_k = 0, bits_v = 0, elems = 0, total = 0;
     for (int l = 0; l < sh.n_layers; l++) {
         vq_cache_usage u;
-        vq_layer_info li;
+        vq_layer_shape li;
         if (vq_cache_stats(a->cache, l, &u) != VQ_OK || vq_model_layer_info(m, l, &li) != VQ_OK)
             return;
         double D = sh.layers[l].head_dim, H = sh.layers[l].n_kv_heads;
@@ -118,13 +118,13 @@ static void arm_bytes(const vq_model *m, ppl_arm *a)
             bpt[k] = (packed > 0 ? ((double)rs[k]->accounted_bytes - (double)rs[k]->residual_tokens * 2 * D) / packed
                                  : 2 * D) + idx;
         }
-        double held = li.sliding_window > 0 && li.sliding_window < 8192 ? li.sliding_window : 8192;
-        double res_l = (double)residual + (li.sliding_window > 0 ? 0.0 : (double)sinks);
+        double held = li.window > 0 && li.window < 8192 ? li.window : 8192;
+        double res_l = (double)residual + (li.window > 0 ? 0.0 : (double)sinks);
         double res = res_l < held ? res_l : held;
         total += H * ((held - res) * (bpt[0] + bpt[1]) + res * 4 * D);
-        if (li.sliding_window > 0) {
+        if (li.window > 0) {
             a->bpt_window += H * (bpt[0] + bpt[1]);
-            a->window = li.sliding_window;
+            a->window = li.window;
         } else {
             a->bpt_full += H * (bpt[0] + bpt[1]);
         }

@@ -212,7 +212,7 @@ int cmd_tune(int argc, char **argv)
         goto out;
     }
     vq_model_info info;
-    vq_layer_info li;
+    vq_layer_shape li;
     vq_model_info_get(m, &info);
     if (vq_model_layer_info(m, 0, &li) != VQ_OK) {
         cli_error("tune", "%s", vq_last_error());

@@ -114,7 +114,7 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
     /* per-layer element shares and bytes at each width */
     double elems = 0;
     for (int l = 0; l < L; l++) {
-        vq_layer_info li;
+        vq_layer_shape li;
         if (vq_model_layer_info(m, l, &li) != VQ_OK)
             goto out;
         D = li.head_dim;

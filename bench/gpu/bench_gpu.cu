@@ -11,7 +11,9 @@
  * 512 MiB, several copies are cycled so that L2 (60 MB) holds none of it.
  * gbs = packed cache bytes read (keys + values, metadata included) / time.
  *
- * Usage: bench_gpu [--quick] [--dims 128,64] [--pair N]   (run_bench.py runs
+ * Usage: bench_gpu [--quick] [--shape CTX,BATCH] [--splits N] [--dims 128,64]
+ * [--pair N] (--quick: only 64k x 8, or the --shape given; --splits: forced
+ * split count, for tuning)   (run_bench.py runs
  * it and PyTorch SDPA in one go and writes figures/bench/h200.json). */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -24,29 +26,7 @@
 
 #include "veloxquant.h"
 #include "veloxquant_cuda.h"
-
-#define CK(x)                                                                                    \
-    do {                                                                                         \
-        cudaError_t e_ = (x);                                                                    \
-        if (e_ != cudaSuccess) {                                                                 \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(2);                                                                             \
-        }                                                                                        \
-    } while (0)
-
-static uint64_t rs = 0x243f6a8885a308d3ull;
-static uint64_t rnd(void)
-{
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return rs;
-}
-static float gauss(void)
-{
-    double u = ((rnd() >> 11) + 1.0) / 9007199254740993.0, v = (rnd() >> 11) / 9007199254740992.0;
-    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
-}
+#include "gpu_host_util.h"
 
 static double median(std::vector<float> v)
 {
@@ -80,8 +60,9 @@ static double copy_bandwidth(void)
     return 2.0 * n / (median(t) * 1e-3) / 1e9;
 }
 
-/* a bank of `nb` pages of valid packed blocks, quantized on the GPU */
-static uint8_t *make_bank(const vq_cuda_format *f, int P, size_t pb, int nb)
+/* a bank of `nb` pages of valid packed blocks, quantized on the GPU (by
+ * the CPU codec c where the GPU has no quantizer: vecinfer) */
+static uint8_t *make_bank(vq_codec *c, const vq_cuda_format *f, int P, size_t pb, int nb)
 {
     const int D = f->head_dim, per = P / f->block_tokens;
     const size_t rows = (size_t)nb * P;
@@ -105,7 +86,12 @@ static uint8_t *make_bank(const vq_cuda_format *f, int P, size_t pb, int nb)
     CK(cudaMemset(bank, 0, (size_t)nb * pb));
     CK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(doff, offs.data(), offs.size() * 8, cudaMemcpyHostToDevice));
-    if (vq_cuda_quantize(f, dx, (int64_t)offs.size(), doff, bank, 0) != VQ_OK) {
+    if (f->method == VQ_CUDA_VECINFER) {
+        std::vector<uint8_t> host((size_t)nb * pb, 0);
+        for (int p = 0; p < nb; p++)
+            vq_codec_encode(c, &x[(size_t)p * P * D], (size_t)P, &host[(size_t)p * pb]);
+        CK(cudaMemcpy(bank, host.data(), host.size(), cudaMemcpyHostToDevice));
+    } else if (vq_cuda_quantize(f, dx, (int64_t)offs.size(), doff, bank, 0) != VQ_OK) {
         fprintf(stderr, "quantize: %s\n", vq_cuda_last_error());
         exit(2);
     }
@@ -123,6 +109,8 @@ static void fill_pool(uint8_t *pool, size_t n_pages, const uint8_t *bank, int nb
     }
 }
 
+static int force_splits = 0; /* --splits N: vq_cuda_attn_args.splits */
+
 struct Pair {
     const char *k, *v;
 };
@@ -134,15 +122,36 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
         fprintf(stderr, "codec %s/%s: %s\n", pr.k, pr.v, vq_last_error());
         exit(2);
     }
+    const int D_ = D;
+    for (vq_codec *c : {kc, vc})
+        if (vq_codec_needs_calibration(c)) { /* vecinfer: K/V-like samples */
+            std::vector<float> x((size_t)4096 * D_);
+            for (size_t i = 0; i < x.size(); i++)
+                x[i] = 0.3f * (float)(i % D_ % 7) + gauss();
+            if (vq_codec_calibrate(c, x.data(), 4096) != VQ_OK) {
+                fprintf(stderr, "calibrate: %s\n", vq_last_error());
+                exit(2);
+            }
+        }
     vq_cuda_format kf, vf;
+    void *ktab = NULL, *vtab = NULL;
     if (vq_cuda_format_from_codec(kc, &kf) != VQ_OK || vq_cuda_format_from_codec(vc, &vf) != VQ_OK) {
         fprintf(stderr, "format: %s\n", vq_cuda_last_error());
         exit(2);
     }
+    if (vq_cuda_tables_bytes(kc)) {
+        CK(cudaMalloc(&ktab, vq_cuda_tables_bytes(kc)));
+        CK(cudaMalloc(&vtab, vq_cuda_tables_bytes(vc)));
+        if (vq_cuda_tables_upload(kc, &kf, ktab, vq_cuda_tables_bytes(kc)) != VQ_OK ||
+            vq_cuda_tables_upload(vc, &vf, vtab, vq_cuda_tables_bytes(vc)) != VQ_OK) {
+            fprintf(stderr, "tables: %s\n", vq_cuda_last_error());
+            exit(2);
+        }
+    }
     const double kbpt = (double)vq_codec_bytes_per_token(kc), vbpt = (double)vq_codec_bytes_per_token(vc);
     const int P = 256, NQ = 32, NKV = 8, BANK = 64;
     const size_t kpb = vq_cuda_page_bytes(&kf, P), vpb = vq_cuda_page_bytes(&vf, P);
-    uint8_t *kbank = make_bank(&kf, P, kpb, BANK), *vbank = make_bank(&vf, P, vpb, BANK);
+    uint8_t *kbank = make_bank(kc, &kf, P, kpb, BANK), *vbank = make_bank(vc, &vf, P, vpb, BANK);
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -177,23 +186,8 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
             CK(cudaMalloc(&dq, q.size() * 4));
             CK(cudaMalloc(&dout, q.size() * 4));
             CK(cudaMemcpy(dq, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
-            vq_cuda_attn_args a;
-            memset(&a, 0, sizeof a);
-            a.batch = B;
-            a.n_q_heads = NQ;
-            a.n_kv_heads = NKV;
-            a.head_dim = D;
-            a.page_tokens = P;
-            a.max_pages = ppseq;
-            a.max_seq_len = ctx;
-            a.seq_lens = dlen;
-            a.k_pages = kp;
-            a.v_pages = vp;
-            a.k_page_bytes = kpb;
-            a.v_page_bytes = vpb;
-            a.q = dq;
-            a.out = dout;
-            a.scale = 1.0f / sqrtf((float)D);
+            vq_cuda_attn_args a = attn_args({B, NQ, NKV, D, P, ppseq, ctx}, dtab, dlen, kp, kpb, vp, vpb, dq, dout);
+            a.splits = force_splits;
             size_t wsb = vq_cuda_attention_workspace(&a);
             void *ws;
             CK(cudaMalloc(&ws, wsb));
@@ -233,6 +227,8 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
         }
     CK(cudaFree(kbank));
     CK(cudaFree(vbank));
+    CK(cudaFree(ktab));
+    CK(cudaFree(vtab));
     vq_codec_free(kc);
     vq_codec_free(vc);
 }
@@ -240,6 +236,7 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
 int main(int argc, char **argv)
 {
     int quick = 0, dims[2] = {128, 64}, ndims = 2, only = -1;
+    int ctx_quick[1] = {65536}, b_quick[1] = {8};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
@@ -247,8 +244,13 @@ int main(int argc, char **argv)
             only = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
             ndims = sscanf(argv[++i], "%d,%d", &dims[0], &dims[1]);
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) { /* the --quick shape */
+            if (sscanf(argv[++i], "%d,%d", &ctx_quick[0], &b_quick[0]) != 2)
+                return 2;
+        } else if (!strcmp(argv[i], "--splits") && i + 1 < argc) {
+            force_splits = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: bench_gpu [--quick] [--dims 128,64] [--pair N]\n");
+            fprintf(stderr, "usage: bench_gpu [--quick] [--shape CTX,BATCH] [--splits N] [--dims 128,64] [--pair N]\n");
             return 2;
         }
     }
@@ -261,9 +263,10 @@ int main(int argc, char **argv)
         {"turboquant_rvq:bits=2", "kivi:bits=2"},
         {"turboquant_rvq:bits=1", "kivi:bits=2"},
         {"rabitq:bits=1", "kivi:bits=2"},
+        {"vecinfer:sub_dim=8,bits=8", "vecinfer:sub_dim=8,bits=8"},
     };
-    const int ctx_full[] = {4096, 16384, 65536, 131072}, ctx_quick[] = {65536};
-    const int b_full[] = {1, 8, 32}, b_quick[] = {8};
+    const int ctx_full[] = {4096, 16384, 65536, 131072};
+    const int b_full[] = {1, 8, 32};
     printf("{\"copy_bandwidth_gbs\": %.1f}\n", copy_bandwidth());
     fflush(stdout);
     for (int di = 0; di < ndims; di++)

@@ -47,6 +47,7 @@ def test_info(model):
     assert info["n_layers"] == 30 and info["n_vocab"] > 1000
     li = model.layer_info(0)
     assert li["head_dim"] == info["head_dim"] and li["n_kv_heads"] == info["n_kv_heads"]
+    assert li["window"] == 0 and li["rope_base"] == info["rope_base"]
     with pytest.raises(ValueError):
         model.layer_info(info["n_layers"])
     again = vq.Model.load(model.path)

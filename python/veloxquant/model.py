@@ -77,10 +77,15 @@ class Model(Owned):
         return d
 
     def layer_info(self, layer):
-        """Per-layer heads, head_dim, window and RoPE base (vq_layer_info)."""
-        li = ffi.new("vq_layer_info *")
+        """Per-layer heads, head_dim, window and softcap (vq_layer_shape, the
+        struct the cache is built for), and the layer's RoPE base
+        (info's rope_base_local on sliding-window layers, else rope_base)."""
+        li = ffi.new("vq_layer_shape *")
         check(lib.vq_model_layer_info(self._h, int(layer), li))
-        return {name: getattr(li, name) for name, _ in ffi.typeof("vq_layer_info").fields}
+        d = {name: getattr(li, name) for name, _ in ffi.typeof("vq_layer_shape").fields}
+        info = self.info
+        d["rope_base"] = info["rope_base_local"] if d["window"] > 0 else info["rope_base"]
+        return d
 
     @property
     def fingerprint(self):

@@ -177,7 +177,7 @@ typedef enum {
 typedef struct vq_cross_ops vq_cross_ops;
 
 typedef struct {
-    vq_cache_layer_shape shape;
+    vq_layer_shape shape;
     vq_codec *kc, *vc;   /* packed codecs */
     vq_codec *fk, *fv;   /* fp16 codecs of the residual window */
     /* per-worker codec handles ([0] = kc/vc/fk/fv; the others are
@@ -207,7 +207,7 @@ struct vq_cache {
     struct vq_prerope *prerope;    /* RoPE tables of prerope=1 (prerope.c) */
     int n_layers;
     vq_cache_layer *layers;
-    vq_cache_layer_shape *shapes; /* copy handed out by get_shape */
+    vq_layer_shape *shapes; /* copy handed out by get_shape */
     uint64_t seed, fingerprint;
     vq_page_pool pool;
     /* attention: one scratch per worker (worker 0 = the calling thread)
@@ -250,6 +250,10 @@ vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head 
 void vq_cache_compact(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, int force);
 /* ensure packed capacity for `n` slots (slot arrays and page table) */
 vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, size_t n);
+/* *buf of *cap units of `unit` floats grown (doubling from `first`) to at
+ * least need units; on failure unchanged, VQ_ERR_NOMEM naming `what` */
+vq_status vq_cache_grow_floats(vq_cache *c, float **buf, size_t *cap, size_t need, size_t unit, size_t first,
+                               const char *what);
 vq_status vq_cache_grow_wbuf(vq_cache *c, size_t n);
 /* room for the partials of n work items (threads.c) */
 vq_status vq_cache_grow_parts(vq_cache *c, size_t n);

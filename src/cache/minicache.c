@@ -78,7 +78,7 @@ static vq_status mc_layers_ready(vq_cache *c, char *err)
     int first = (int)ceil(S->start * c->n_layers);
     for (int a = first; a + 1 < c->n_layers; a += 2) {
         vq_cache_layer *A = &c->layers[a], *F = &c->layers[a + 1];
-        const vq_cache_layer_shape *x = &A->shape, *y = &F->shape;
+        const vq_layer_shape *x = &A->shape, *y = &F->shape;
         if (x->n_kv_heads != y->n_kv_heads || x->n_q_heads != y->n_q_heads || x->head_dim != y->head_dim ||
             x->window != y->window || x->softcap != y->softcap || A->group != 1 || F->group != 1 ||
             strcmp(vq_codec_spec(A->kc), vq_codec_spec(F->kc)) != 0 ||

@@ -1,11 +1,12 @@
 /* persist.c -- vq_cache_save / vq_cache_load (format: docs/cache-format.md,
- * version 1). All fields little-endian.
+ * version 3; versions 1 and 2 are still read). All fields little-endian.
  *
- *   "VQKC" | u32 version=1 | u64 fingerprint | u64 seed
+ *   "VQKC" | u32 version=3 | u32 writer (core/writer.h) | u64 fingerprint
+ *   | u64 seed
  *   u32 C | C bytes canonical config text
  *   u32 n_layers | n_layers x (u32 n_kv_heads, n_q_heads, head_dim, window,
  *                              f32 softcap)
- *   (version 2 only: cross=xkv) u32 n_groups | per group: u32 fitted |
+ *   (cross=xkv only) u32 n_groups | per group: u32 fitted |
  *     if fitted: u32 rank | head_dim x f32 mean | head_dim x rank f32 basis
  *   per layer:
  *     i32 last_pos | i32 app_pos0 | u32 app_n
@@ -22,8 +23,9 @@
  *   u32 CRC-32 (IEEE) of every preceding byte
  *
  * The file is written through vq_file_write_atomic (temporary + fsync +
- * rename). Loading reads the whole file (bounded), checks magic, version
- * and CRC first, then every count against the bytes left and every value
+ * rename). Versions 1 and 2 had no writer field; 1 had no xkv section and
+ * 2 always one (cross=xkv). Loading reads the whole file (bounded), checks
+ * magic, version and CRC first, then the writer field, then every count against the bytes left and every value
  * against the cache built from the stored config and shape; every stored
  * vector is decoded once and must be finite. */
 #include <math.h>
@@ -37,10 +39,12 @@
 #include "core/file.h"
 #include "core/fp16.h"
 #include "core/io.h"
+#include "core/writer.h"
 
 #define CACHE_MAGIC "VQKC"
-#define CACHE_VERSION 1u     /* files without xkv groups */
-#define CACHE_VERSION_XKV 2u /* adds the xkv section after the shapes */
+#define CACHE_VERSION 3u        /* the writer field; the xkv section where the config has cross=xkv */
+#define CACHE_VERSION_PLAIN 1u  /* read only: no writer field, no xkv section */
+#define CACHE_VERSION_XKV 2u    /* read only: no writer field, the xkv section */
 #define CACHE_MAX_FILE ((size_t)1 << 40)
 
 /* ---- save ---------------------------------------------------------------- */
@@ -139,7 +143,8 @@ static vq_status fill(vq_file_writer *w, void *user)
     s->w = w;
     const vq_cache *c = s->c;
     VQ_TRY(put(s, CACHE_MAGIC, 4));
-    VQ_TRY(put_u32(s, vq_cross_has_section(c) ? CACHE_VERSION_XKV : CACHE_VERSION));
+    VQ_TRY(put_u32(s, CACHE_VERSION));
+    VQ_TRY(put_u32(s, VQ_FILE_WRITER));
     VQ_TRY(put_u64(s, c->fingerprint));
     VQ_TRY(put_u64(s, c->seed));
     const char *txt = vq_cache_config_str(c->cfg);
@@ -147,7 +152,7 @@ static vq_status fill(vq_file_writer *w, void *user)
     VQ_TRY(put(s, txt, strlen(txt)));
     VQ_TRY(put_u32(s, (uint32_t)c->n_layers));
     for (int l = 0; l < c->n_layers; l++) {
-        const vq_cache_layer_shape *ls = &c->layers[l].shape;
+        const vq_layer_shape *ls = &c->layers[l].shape;
         VQ_TRY(put_u32(s, (uint32_t)ls->n_kv_heads));
         VQ_TRY(put_u32(s, (uint32_t)ls->n_q_heads));
         VQ_TRY(put_u32(s, (uint32_t)ls->head_dim));
@@ -432,12 +437,19 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     if (len < 32 || memcmp(buf, CACHE_MAGIC, 4) != 0)
         return vq_fail(err, VQ_ERR_FORMAT, "cache file: bad magic or too short (%zu bytes)", len);
     uint32_t ver = vq_get_u32(buf + 4);
-    if (ver != CACHE_VERSION && ver != CACHE_VERSION_XKV)
-        return vq_fail(err, VQ_ERR_FORMAT, "cache file: version %u, this build reads %u and %u", ver, CACHE_VERSION,
-                       CACHE_VERSION_XKV);
+    char note[48];
+    if (ver < CACHE_VERSION_PLAIN || ver > CACHE_VERSION)
+        return vq_fail(err, VQ_ERR_FORMAT, "cache file: version %u%s, this build (%s) reads 1 to %u", ver,
+                       vq_file_writer_note(ver > CACHE_VERSION ? buf : NULL, len, note), VQ_VERSION_STRING,
+                       CACHE_VERSION);
     if (vq_crc32(0, buf, len - 4) != vq_get_u32(buf + len - 4))
         return vq_fail(err, VQ_ERR_FORMAT, "cache file: checksum mismatch (truncated or corrupted)");
     rd r = { buf, len - 4, 8, err };
+    if (ver == CACHE_VERSION) {
+        uint32_t writer = 0;
+        VQ_TRY(get_u32(&r, &writer, "header"));
+        VQ_TRY(vq_file_writer_check(writer, "cache file", err));
+    }
     uint64_t fp, seed;
     uint32_t C = 0, nl = 0;
     VQ_TRY(get_u64(&r, &fp, "header"));
@@ -460,7 +472,7 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     st = get_u32(&r, &nl, "shape");
     if (st == VQ_OK && (nl < 1 || nl > VQ_MAX_LAYERS || (size_t)nl * 20 > r.len - r.off))
         st = vq_fail(err, VQ_ERR_FORMAT, "cache file: %u layers", nl);
-    vq_cache_layer_shape *ls = st == VQ_OK ? calloc(nl, sizeof *ls) : NULL;
+    vq_layer_shape *ls = st == VQ_OK ? calloc(nl, sizeof *ls) : NULL;
     if (st == VQ_OK && !ls)
         st = vq_fail(err, VQ_ERR_NOMEM, "cache load: out of memory");
     for (uint32_t l = 0; st == VQ_OK && l < nl; l++) {
@@ -472,7 +484,7 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
                 st = vq_fail(err, VQ_ERR_FORMAT, "cache file: layer %u shape field out of range", l);
         float cap;
         memcpy(&cap, &f[4], 4);
-        ls[l] = (vq_cache_layer_shape){ (int)f[0], (int)f[1], (int)f[2], (int)f[3], cap };
+        ls[l] = (vq_layer_shape){ (int)f[0], (int)f[1], (int)f[2], (int)f[3], cap };
     }
     vq_cache_shape sh = { (int)nl, ls, fp };
     if (st == VQ_OK && expect) {
@@ -494,7 +506,7 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     }
     free(ls);
     vq_cache_config_free(cfg);
-    if (st == VQ_OK && (ver == CACHE_VERSION_XKV) != vq_cross_has_section(c))
+    if (st == VQ_OK && ver != CACHE_VERSION && (ver == CACHE_VERSION_XKV) != vq_cross_has_section(c))
         st = vq_fail(err, VQ_ERR_FORMAT, "cache file: version %u does not match its cross=%s config", ver,
                      c->cfg->cross);
     if (st == VQ_OK && vq_cross_has_section(c))

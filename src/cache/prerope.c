@@ -2,13 +2,30 @@
 #include "cache/prerope.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
+
+/* Scoring applies RoPE to every decoded key. Its angles p * f_i come from
+ * two small tables instead of cos/sin calls: with p = 256 h + r,
+ *   lo[r][i] = (cos, sin)(r f_i) for r < 256,  hi[h][i] = (cos, sin)(256 h f_i),
+ * each computed in double and rounded to float, and cos/sin(p f_i) by the
+ * angle-sum identity in float (error a few float ulps, far below any
+ * codec's). The memory is bounded: lo is 256 x D floats, hi grows by D
+ * floats per 256 positions (when append packs keys beyond it, so it covers
+ * every packed position before any scoring, which runs on worker threads
+ * and only reads it). Layers with the same inv_freq share the tables (the
+ * first such layer owns them). */
+#define ROPE_LO 256
 struct vq_prerope {
     int n_layers;
     float **inv_freq; /* [n_layers][D/2] or NULL (not set) */
     int *neox;
+    int *owner;       /* [n_layers]: the layer whose tables this one reads */
+    float **lo, **hi; /* [n_layers]: owned tables, NULL for readers */
+    int32_t *hi_n;    /* [n_layers]: rows of an owned hi table */
 };
 
 int vq_cache_prerope_on(const vq_cache *c) { return c && c->cfg->prerope; }
@@ -33,11 +50,19 @@ vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int ne
         if (p) {
             p->inv_freq = calloc((size_t)c->n_layers, sizeof *p->inv_freq);
             p->neox = calloc((size_t)c->n_layers, sizeof *p->neox);
+            p->owner = calloc((size_t)c->n_layers, sizeof *p->owner);
+            p->lo = calloc((size_t)c->n_layers, sizeof *p->lo);
+            p->hi = calloc((size_t)c->n_layers, sizeof *p->hi);
+            p->hi_n = calloc((size_t)c->n_layers, sizeof *p->hi_n);
         }
-        if (!p || !p->inv_freq || !p->neox) {
+        if (!p || !p->inv_freq || !p->neox || !p->owner || !p->lo || !p->hi || !p->hi_n) {
             if (p) {
                 free(p->inv_freq);
                 free(p->neox);
+                free(p->owner);
+                free(p->lo);
+                free(p->hi);
+                free(p->hi_n);
             }
             free(p);
             return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory");
@@ -56,8 +81,58 @@ vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int ne
             return vq_fail(c->err, VQ_ERR_INVALID_ARG, "prerope: layer %d: inv_freq[%zu] invalid", l, i);
         }
     memcpy(f, inv_freq, half * sizeof *f);
-    c->prerope->inv_freq[l] = f;
-    c->prerope->neox[l] = neox != 0;
+    struct vq_prerope *p = c->prerope;
+    p->inv_freq[l] = f;
+    p->neox[l] = neox != 0;
+    /* share the tables of an earlier layer with the same frequencies */
+    free(p->lo[l]);
+    free(p->hi[l]);
+    p->lo[l] = p->hi[l] = NULL;
+    p->hi_n[l] = 0;
+    p->owner[l] = l;
+    for (int o = 0; o < l; o++)
+        if (p->inv_freq[o] && p->owner[o] == o && (size_t)c->layers[o].shape.head_dim / 2 == half &&
+            memcmp(p->inv_freq[o], f, half * sizeof *f) == 0) {
+            p->owner[l] = o;
+            break;
+        }
+    return VQ_OK;
+}
+
+/* rows [r0, r1) of a table of angles step * row * f_i: (cos, sin) pairs */
+static void angles(float *t, size_t half, const float *f, double step, int32_t r0, int32_t r1)
+{
+    for (int32_t r = r0; r < r1; r++)
+        for (size_t i = 0; i < half; i++) {
+            double th = step * (double)r * (double)f[i];
+            t[((size_t)r * half + i) * 2] = (float)cos(th);
+            t[((size_t)r * half + i) * 2 + 1] = (float)sin(th);
+        }
+}
+
+/* layer l's tables cover positions [0, need) */
+static vq_status tab_grow(vq_cache *c, int l, int32_t need)
+{
+    struct vq_prerope *p = c->prerope;
+    const int o = p->owner[l];
+    const size_t half = (size_t)c->layers[o].shape.head_dim / 2;
+    if (!p->lo[o]) {
+        float *t = malloc((size_t)ROPE_LO * 2 * half * sizeof *t);
+        if (!t)
+            return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory for the RoPE tables");
+        angles(t, half, p->inv_freq[o], 1.0, 0, ROPE_LO);
+        p->lo[o] = t;
+    }
+    int32_t rows = need / ROPE_LO + 1;
+    if (rows <= p->hi_n[o])
+        return VQ_OK;
+    rows = rows < 2 * p->hi_n[o] ? 2 * p->hi_n[o] : rows;
+    float *t = realloc(p->hi[o], (size_t)rows * 2 * half * sizeof *t);
+    if (!t)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory for the RoPE tables");
+    angles(t, half, p->inv_freq[o], (double)ROPE_LO, p->hi_n[o], rows);
+    p->hi[o] = t;
+    p->hi_n[o] = rows;
     return VQ_OK;
 }
 
@@ -91,9 +166,12 @@ vq_status vq_cache_prerope_unrope(vq_cache *c, const vq_cache_layer *L, const in
     VQ_TRY(vq_cache_prerope_ready(c, L));
     int l = (int)(L - c->layers);
     size_t D = (size_t)L->shape.head_dim;
-    for (size_t t = 0; t < n; t++)
+    int32_t need = 0;
+    for (size_t t = 0; t < n; t++) {
         rope_one(x + t * D, D, pos[t], c->prerope->inv_freq[l], c->prerope->neox[l], -1.0);
-    return VQ_OK;
+        need = pos[t] >= need ? pos[t] + 1 : need;
+    }
+    return tab_grow(c, l, need); /* these keys are packed next: scoring reads their angles */
 }
 
 void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, size_t s0,
@@ -102,11 +180,39 @@ void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const v
     if (!c->cfg->prerope || !c->prerope)
         return;
     int l = (int)(L - c->layers);
-    size_t D = (size_t)L->shape.head_dim;
-    if (!c->prerope->inv_freq[l])
+    const struct vq_prerope *p = c->prerope;
+    size_t D = (size_t)L->shape.head_dim, half = D / 2;
+    if (!p->inv_freq[l])
         return;
-    for (size_t t = 0; t < n; t++)
-        rope_one(x + t * D, D, vq_head_pos(H, s0 + t), c->prerope->inv_freq[l], c->prerope->neox[l], 1.0);
+    const int o = p->owner[l];
+    float cs[2 * 128]; /* head_dim <= 256 (cache shape rule) */
+    for (size_t t = 0; t < n; t++) {
+        int32_t pos = vq_head_pos(H, s0 + t);
+        float *xt = x + t * D;
+        if (pos < 0 || !p->lo[o] || pos / ROPE_LO >= p->hi_n[o]) { /* not tabled (not for packed keys) */
+            rope_one(xt, D, pos, p->inv_freq[l], p->neox[l], 1.0);
+            continue;
+        }
+        const float *lo = p->lo[o] + (size_t)(pos % ROPE_LO) * 2 * half,
+                    *hi = p->hi[o] + (size_t)(pos / ROPE_LO) * 2 * half;
+        for (size_t i = 0; i < half; i++) { /* cos and sin of (256 h + r) f_i */
+            cs[2 * i] = hi[2 * i] * lo[2 * i] - hi[2 * i + 1] * lo[2 * i + 1];
+            cs[2 * i + 1] = hi[2 * i + 1] * lo[2 * i] + hi[2 * i] * lo[2 * i + 1];
+        }
+        /* rope_one's rotation */
+        if (p->neox[l])
+            for (size_t i = 0; i < half; i++) {
+                float a = xt[i], b = xt[i + half];
+                xt[i] = a * cs[2 * i] - b * cs[2 * i + 1];
+                xt[i + half] = a * cs[2 * i + 1] + b * cs[2 * i];
+            }
+        else
+            for (size_t i = 0; i < half; i++) {
+                float a = xt[2 * i], b = xt[2 * i + 1];
+                xt[2 * i] = a * cs[2 * i] - b * cs[2 * i + 1];
+                xt[2 * i + 1] = a * cs[2 * i + 1] + b * cs[2 * i];
+            }
+    }
 }
 
 vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, vq_codec *kc,
@@ -116,6 +222,7 @@ vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cac
         return vq_codec_score(kc, qbuf, (int)nq, H->kpages[pg], n, out);
     const size_t D = (size_t)L->shape.head_dim, B = vq_codec_block_tokens(kc), bpt = vq_codec_bytes_per_token(kc);
     const size_t s0 = pg * L->page_tokens;
+    const vq_kernels *kern = vq_kernels_get();
     float *k = malloc(B * D * sizeof *k);
     if (!k)
         return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory for a key block");
@@ -126,16 +233,7 @@ vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cac
             break;
         size_t m = n - b < B ? n - b : B;
         vq_cache_prerope_rerope(c, L, H, s0 + b, m, k);
-        for (size_t j = 0; j < nq; j++) {
-            const float *q = qf + j * D;
-            for (size_t i = 0; i < m; i++) {
-                const float *ki = k + i * D;
-                float s = 0.0f;
-                for (size_t d = 0; d < D; d++)
-                    s += q[d] * ki[d];
-                out[j * n + b + i] = s;
-            }
-        }
+        kern->dense_dot(qf, D, (int)nq, k, VQ_ELEM_F32, m, D, out + b, n);
     }
     free(k);
     return st;
@@ -145,10 +243,17 @@ size_t vq_cache_prerope_bytes(const vq_cache *c)
 {
     if (!c->prerope)
         return 0;
-    size_t b = sizeof *c->prerope + (size_t)c->n_layers * (sizeof(float *) + sizeof(int));
-    for (int l = 0; l < c->n_layers; l++)
-        if (c->prerope->inv_freq[l])
-            b += (size_t)c->layers[l].shape.head_dim / 2 * sizeof(float);
+    const struct vq_prerope *p = c->prerope;
+    size_t b = sizeof *p + (size_t)c->n_layers * (3 * sizeof(float *) + 2 * sizeof(int) + sizeof(int32_t));
+    for (int l = 0; l < c->n_layers; l++) {
+        size_t D = (size_t)c->layers[l].shape.head_dim;
+        if (p->inv_freq[l])
+            b += D / 2 * sizeof(float);
+        if (p->lo[l])
+            b += (size_t)ROPE_LO * D * sizeof(float);
+        if (p->hi[l])
+            b += (size_t)p->hi_n[l] * D * sizeof(float);
+    }
     return b;
 }
 
@@ -156,10 +261,17 @@ void vq_cache_prerope_free(vq_cache *c)
 {
     if (!c->prerope)
         return;
-    for (int l = 0; l < c->prerope->n_layers; l++)
+    for (int l = 0; l < c->prerope->n_layers; l++) {
         free(c->prerope->inv_freq[l]);
+        free(c->prerope->lo[l]);
+        free(c->prerope->hi[l]);
+    }
     free(c->prerope->inv_freq);
     free(c->prerope->neox);
+    free(c->prerope->owner);
+    free(c->prerope->lo);
+    free(c->prerope->hi);
+    free(c->prerope->hi_n);
     free(c->prerope);
     c->prerope = NULL;
 }

@@ -12,8 +12,10 @@
  * (inv_freq[D/2] and the pairing) comes from the model:
  * vq_cache_for_model sets it; a prerope cache without it refuses appends.
  * No bytes per token are added (the tables are the model's: D/2 floats per
- * layer, counted in the cache's buffer bytes). Saving refuses (a loaded
- * cache would need the model's RoPE again). */
+ * layer, and the angle tables of prerope.c: 256 x D floats per distinct
+ * RoPE plus D floats per 256 positions; all counted in the cache's buffer
+ * bytes). Scoring uses the SIMD dense_dot. Saving refuses (a loaded cache
+ * would need the model's RoPE again). */
 #ifndef VQ_CACHE_PREROPE_H
 #define VQ_CACHE_PREROPE_H
 

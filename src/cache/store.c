@@ -53,7 +53,7 @@ static vq_status check_shape(const vq_cache_shape *s, char *err)
         return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: n_layers=%d out of range [1, %d]", s->n_layers,
                        VQ_MAX_LAYERS);
     for (int l = 0; l < s->n_layers; l++) {
-        const vq_cache_layer_shape *ls = &s->layers[l];
+        const vq_layer_shape *ls = &s->layers[l];
         if (ls->n_kv_heads < 1 || ls->n_kv_heads > 1024)
             return vq_fail(err, VQ_ERR_INVALID_ARG, "cache shape: layer %d: n_kv_heads=%d out of range [1, 1024]", l,
                            ls->n_kv_heads);
@@ -151,9 +151,9 @@ vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *s
     *out = NULL;
     if (!cfg)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_create: config is NULL");
+    /* cfg->cross is "none" or the canonical spec of a registered method:
+     * config.c stores only what vq_cache_cross_parse accepted */
     VQ_TRY(check_shape(shape, NULL));
-    if (strcmp(cfg->cross, "none") != 0 && !vq_cross_find(cfg->cross))
-        return vq_fail(NULL, VQ_ERR_UNSUPPORTED, "cache config: cross: '%s' is not implemented yet", cfg->cross);
     vq_cache *c = calloc(1, sizeof *c);
     if (!c)
         return vq_fail(NULL, VQ_ERR_NOMEM, "vq_cache_create: out of memory");
@@ -537,19 +537,25 @@ vq_status vq_cache_kill_slot(vq_cache *c, vq_cache_head *H, size_t i, size_t hea
     return VQ_OK;
 }
 
+vq_status vq_cache_grow_floats(vq_cache *c, float **buf, size_t *cap, size_t need, size_t unit, size_t first,
+                               const char *what)
+{
+    if (need <= *cap)
+        return VQ_OK;
+    size_t nc = *cap ? *cap : first;
+    while (nc < need)
+        nc *= 2;
+    float *b = realloc(*buf, nc * unit * sizeof *b);
+    if (!b)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for %s", what);
+    *buf = b;
+    *cap = nc;
+    return VQ_OK;
+}
+
 vq_status vq_cache_grow_wbuf(vq_cache *c, size_t n)
 {
-    if (n <= c->wbuf_cap)
-        return VQ_OK;
-    size_t nc = c->wbuf_cap ? c->wbuf_cap : 4096;
-    while (nc < n)
-        nc *= 2;
-    float *w = realloc(c->wbuf, nc * sizeof *w);
-    if (!w)
-        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention weights");
-    c->wbuf = w;
-    c->wbuf_cap = nc;
-    return VQ_OK;
+    return vq_cache_grow_floats(c, &c->wbuf, &c->wbuf_cap, n, 1, 4096, "attention weights");
 }
 
 /* ---- append --------------------------------------------------------------- */

@@ -124,17 +124,9 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
 
 vq_status vq_cache_grow_parts(vq_cache *c, size_t n)
 {
-    if (n <= c->part_items)
-        return VQ_OK;
-    size_t nc = c->part_items ? c->part_items : 1;
-    while (nc < n)
-        nc *= 2;
-    float *p = realloc(c->part, nc * c->part_stride * sizeof(float));
-    if (!p)
-        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention partials");
-    c->scratch_bytes += (nc - c->part_items) * c->part_stride * sizeof(float);
-    c->part = p;
-    c->part_items = nc;
+    const size_t old = c->part_items;
+    VQ_TRY(vq_cache_grow_floats(c, &c->part, &c->part_items, n, c->part_stride, 1, "attention partials"));
+    c->scratch_bytes += (c->part_items - old) * c->part_stride * sizeof(float);
     return VQ_OK;
 }
 

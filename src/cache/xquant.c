@@ -214,9 +214,10 @@ static xq_impl *xq_alloc(size_t D)
 static vq_status xq_init(vq_codec *c, vq_spec *sp)
 {
     long bits, rbits, follower;
-    VQ_TRY(vq_spec_int(sp, "bits", 4, 2, 8, &bits, c->err));
-    VQ_TRY(vq_spec_int(sp, "rbits", 0, 0, 8, &rbits, c->err));
-    VQ_TRY(vq_spec_int(sp, "follower", 0, 0, 1, &follower, c->err));
+    const vq_spec_int_field params[] = {
+        { "bits", 4, 2, 8, &bits }, { "rbits", 0, 0, 8, &rbits }, { "follower", 0, 0, 1, &follower },
+    };
+    VQ_TRY(vq_spec_ints(sp, params, sizeof params / sizeof *params, c->err));
     const size_t D = (size_t)c->head_dim;
     xq_impl *m = xq_alloc(D);
     c->impl = m;
@@ -314,7 +315,7 @@ static vq_status xq_setup(vq_cache *c, char *err)
     S->rbits = (int)rbits;
     int pairs = 0;
     for (int a = 0; a + 1 < c->n_layers; a += 2) {
-        const vq_cache_layer_shape *x = &c->shapes[a], *y = &c->shapes[a + 1];
+        const vq_layer_shape *x = &c->shapes[a], *y = &c->shapes[a + 1];
         if (x->n_kv_heads != y->n_kv_heads || x->n_q_heads != y->n_q_heads || x->head_dim != y->head_dim ||
             x->window != 0 || y->window != 0 || x->softcap != y->softcap)
             continue;

@@ -51,8 +51,17 @@ static inline unsigned vq_bits_get(const uint8_t *src, size_t i, int bits)
     return vq_bits_get_at(src, i * (size_t)bits, bits);
 }
 
+/* eight codes of `bits` bits from the `bits` bytes at p into out[0..8) */
+static inline void vq_bits_unpack8(const uint8_t *p, int bits, uint8_t *out)
+{
+    uint64_t w = 0;
+    _Pragma("GCC unroll 8") for (int k = 0; k < bits; k++) w |= (uint64_t)p[k] << (8 * k);
+    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) out[k] = (uint8_t)((w >> (k * bits)) & ((1u << bits) - 1u));
+}
+
 /* codes 0..n-1 into out[0..n) (one byte each, bits <= 8); whole bytes at a
- * time for widths 1, 2, 4 and 8 */
+ * time for widths 1, 2, 4 and 8, and for the other widths eight codes (that
+ * is `bits` whole bytes) at a time */
 static inline void vq_bits_unpack(const uint8_t *src, size_t n, int bits, uint8_t *out)
 {
     size_t i = 0;
@@ -63,6 +72,14 @@ static inline void vq_bits_unpack(const uint8_t *src, size_t n, int bits, uint8_
             for (unsigned k = 0; k < per; k++)
                 out[i + k] = (uint8_t)((w >> (k * (unsigned)bits)) & mask);
         }
+    } else if (bits > 0 && bits < 8) {
+        for (; i + 8 <= n; i += 8)
+            switch (bits) { /* a constant width per case: the loops unroll */
+            case 3: vq_bits_unpack8(src + i / 8 * 3, 3, out + i); break;
+            case 5: vq_bits_unpack8(src + i / 8 * 5, 5, out + i); break;
+            case 6: vq_bits_unpack8(src + i / 8 * 6, 6, out + i); break;
+            default: vq_bits_unpack8(src + i / 8 * 7, 7, out + i); break;
+            }
     }
     for (; i < n; i++)
         out[i] = (uint8_t)vq_bits_get(src, i, bits);

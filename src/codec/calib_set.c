@@ -11,9 +11,11 @@
 #include "core/file.h"
 #include "core/io.h"
 #include "core/spec.h"
+#include "core/writer.h"
 
-#define CS_VERSION 1u
-#define CS_HDR 24
+#define CS_VERSION 2u /* version 1 (read only): no writer field */
+#define CS_HDR_MAX 28
+#define CS_HDR(ver) ((ver) == 1 ? 24u : 28u) /* header bytes before the index */
 #define CS_ENTRY 28
 #define CS_MAX_BLOB ((uint64_t)1 << 30)
 
@@ -69,15 +71,17 @@ vq_status vq_calib_set_write(const char *path, uint64_t fingerprint, int n_layer
             E++;
     if (E == 0)
         return vq_fail(err, VQ_ERR_NEEDS_CALIBRATION, "calibration file: no calibrated codec to save");
-    size_t hlen = CS_HDR + CS_ENTRY * E + 4;
+    const size_t hdr = CS_HDR(CS_VERSION);
+    size_t hlen = hdr + CS_ENTRY * E + 4;
     uint8_t *h = calloc(1, hlen);
     if (!h)
         return vq_fail(err, VQ_ERR_NOMEM, "calibration file: out of memory");
     memcpy(h, VQ_CALIB_SET_MAGIC, 4);
     vq_put_u32(h + 4, CS_VERSION);
-    vq_put_u64(h + 8, fingerprint);
-    vq_put_u32(h + 16, (uint32_t)n_layers);
-    vq_put_u32(h + 20, (uint32_t)E);
+    vq_put_u32(h + 8, VQ_FILE_WRITER);
+    vq_put_u64(h + hdr - 16, fingerprint);
+    vq_put_u32(h + hdr - 8, (uint32_t)n_layers);
+    vq_put_u32(h + hdr - 4, (uint32_t)E);
     uint64_t off = hlen;
     size_t e = 0;
     vq_status st = VQ_OK;
@@ -93,7 +97,7 @@ vq_status vq_calib_set_write(const char *path, uint64_t fingerprint, int n_layer
         if (st == VQ_OK)
             st = vq_codec_state_write(c, b, len, &len);
         if (st == VQ_OK) {
-            uint8_t *en = h + CS_HDR + CS_ENTRY * e++;
+            uint8_t *en = h + hdr + CS_ENTRY * e++;
             vq_put_u32(en, (uint32_t)(i / 2));
             vq_put_u32(en + 4, (uint32_t)(i % 2));
             vq_put_u64(en + 8, off);
@@ -119,22 +123,31 @@ vq_status vq_calib_set_apply(const char *path, int layer, int n_layers, uint64_t
     if (!f)
         return vq_fail(err, VQ_ERR_IO, "calibration file %s: cannot open", path);
     vq_status st = VQ_OK;
-    uint8_t h[CS_HDR], *idx = NULL, *blob = NULL;
+    uint8_t h[CS_HDR_MAX], *idx = NULL, *blob = NULL;
     long fsz = -1;
+    size_t got = 0;
     if (fseek(f, 0, SEEK_END) != 0 || (fsz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
-        fread(h, 1, CS_HDR, f) != CS_HDR || memcmp(h, VQ_CALIB_SET_MAGIC, 4) != 0) {
+        (got = fread(h, 1, CS_HDR_MAX, f)) < 8 || memcmp(h, VQ_CALIB_SET_MAGIC, 4) != 0) {
         st = vq_fail(err, VQ_ERR_FORMAT, "calibration file %s: not a model calibration file (bad magic or too short)",
                      path);
         goto done;
     }
-    uint32_t ver = vq_get_u32(h + 4), nl = vq_get_u32(h + 16), E = vq_get_u32(h + 20);
-    if (ver != CS_VERSION) {
-        st = vq_fail(err, VQ_ERR_FORMAT, "calibration file %s: version %u, this build reads %u", path, ver,
-                     CS_VERSION);
+    uint32_t ver = vq_get_u32(h + 4);
+    char note[48];
+    if (ver < 1 || ver > CS_VERSION) {
+        st = vq_fail(err, VQ_ERR_FORMAT, "calibration file %s: version %u%s, this build (%s) reads 1 to %u", path, ver,
+                     vq_file_writer_note(ver > CS_VERSION ? h : NULL, got, note), VQ_VERSION_STRING, CS_VERSION);
         goto done;
     }
+    const size_t hdr = CS_HDR(ver);
+    if (got < hdr || fseek(f, (long)hdr, SEEK_SET) != 0) {
+        st = vq_fail(err, VQ_ERR_FORMAT, "calibration file %s: truncated header", path);
+        goto done;
+    }
+    uint32_t nl = vq_get_u32(h + hdr - 8), E = vq_get_u32(h + hdr - 4);
+    uint64_t file_fp = vq_get_u64(h + hdr - 16);
     if (nl < 1 || nl > VQ_MAX_LAYERS || E < 1 || E > 2 * nl ||
-        (uint64_t)CS_HDR + (uint64_t)CS_ENTRY * E + 4 > (uint64_t)fsz) {
+        (uint64_t)hdr + (uint64_t)CS_ENTRY * E + 4 > (uint64_t)fsz) {
         st = vq_fail(err, VQ_ERR_FORMAT, "calibration file %s: bad header (%u layers, %u entries, %ld bytes)", path,
                      nl, E, fsz);
         goto done;
@@ -149,16 +162,18 @@ vq_status vq_calib_set_apply(const char *path, int layer, int n_layers, uint64_t
         st = vq_fail(err, VQ_ERR_FORMAT, "calibration file %s: truncated index", path);
         goto done;
     }
-    uint32_t crc = vq_crc32(vq_crc32(0, h, CS_HDR), idx, ilen - 4);
+    uint32_t crc = vq_crc32(vq_crc32(0, h, hdr), idx, ilen - 4);
     if (crc != vq_get_u32(idx + ilen - 4)) {
         st = vq_fail(err, VQ_ERR_FORMAT, "calibration file %s: header checksum mismatch (corrupted)", path);
         goto done;
     }
-    if ((int)nl != n_layers || vq_get_u64(h + 8) != fingerprint) {
+    if (ver >= 2 && (st = vq_file_writer_check(vq_get_u32(h + 8), "calibration file", err)) != VQ_OK)
+        goto done;
+    if ((int)nl != n_layers || file_fp != fingerprint) {
         st = vq_fail(err, VQ_ERR_FORMAT,
                      "calibration file %s belongs to another model (%u layers, fingerprint %016llx; this one: %d "
                      "layers, %016llx)",
-                     path, nl, (unsigned long long)vq_get_u64(h + 8), n_layers, (unsigned long long)fingerprint);
+                     path, nl, (unsigned long long)file_fp, n_layers, (unsigned long long)fingerprint);
         goto done;
     }
     vq_role role = vq_codec_role(c);

@@ -2,18 +2,20 @@
  * (vq_codec_state_write blobs) of every layer's key and value codecs, in
  * one file, so that a cache config's calib=FILE serves all layers.
  *
- * Format "VQCM" version 1 (docs/FORMATS.md "Model calibration file"),
- * little-endian:
+ * Format "VQCM" version 2 (docs/FORMATS.md "Model calibration file"),
+ * little-endian; version 1 (still read) has no writer field, so its
+ * fields from the fingerprint on sit 4 bytes earlier (H = 24, not 28):
  *   off  size
  *     0     4  magic "VQCM"
- *     4     4  version (1)
- *     8     8  fingerprint of the model (vq_model_fingerprint) / cache shape
- *    16     4  n_layers of the model (1..4096)
- *    20     4  E, number of entries (1..2*n_layers)
- *    24  28*E  entries: u32 layer | u32 role (0 key, 1 value) |
+ *     4     4  version (2)
+ *     8     4  writer (core/writer.h)
+ *    12     8  fingerprint of the model (vq_model_fingerprint) / cache shape
+ *    20     4  n_layers of the model (1..4096)
+ *    24     4  E, number of entries (1..2*n_layers)
+ *     H  28*E  entries (H = 28): u32 layer | u32 role (0 key, 1 value) |
  *              u64 offset (from file start) | u64 length | u32 CRC-32 of
  *              the blob
- *  24+28E   4  CRC-32 (IEEE) of bytes [0, 24+28E)
+ *   H+28E   4  CRC-32 (IEEE) of bytes [0, H+28E)
  *  then the blobs (each a codec calibration state, "VQCS", itself
  *  CRC-checked), at the offsets given.
  * A reader reads the header and index, checks their CRC, then reads only

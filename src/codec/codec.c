@@ -1,17 +1,19 @@
 /* codec.c -- public codec API: spec parsing, argument checks, dispatch to
  * the method's ops, and the common header of calibration state.
  *
- * Calibration state format (version 1), little-endian:
+ * Calibration state format (version 2; version 1 is still read),
+ * little-endian, H = 12 (version 1: 8, no writer field):
  *   off  size  field
  *     0     4  magic "VQCS"
- *     4     4  version (1)
- *     8     4  head_dim
- *    12     4  role (0 key, 1 value)
- *    16     4  spec length L (canonical spec, without calib=)
- *    20     L  canonical spec bytes (no terminator)
- *  20+L     8  payload length P
- *  28+L     P  method payload (see the method's file)
- *  28+L+P   4  CRC-32 (IEEE) of all preceding bytes
+ *     4     4  version (2)
+ *     8     4  writer (core/writer.h; version 2 only)
+ *     H     4  head_dim
+ *   H+4     4  role (0 key, 1 value)
+ *   H+8     4  spec length L (canonical spec, without calib=)
+ *  H+12     L  canonical spec bytes (no terminator)
+ *  H+12+L   8  payload length P
+ *  H+20+L   P  method payload (see the method's file)
+ *  H+20+L+P 4  CRC-32 (IEEE) of all preceding bytes
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 #include "core/crc32.h"
 #include "core/file.h"
 #include "core/io.h"
+#include "core/writer.h"
 
 const char *vq_codec_method(int index, const char **default_spec)
 {
@@ -293,7 +296,10 @@ vq_status vq_codec_accumulate(vq_codec *c, const float *w, int n_q,
     VQ_TRY(check_io(c, "vq_codec_accumulate", w, codes, n));
     if (n_q < 1 || !acc)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vq_codec_accumulate: n_q=%d or acc NULL", n_q);
-    if (n && vq_codec_tiled_accum_ok(c) && vq_kernels_get()->simd)
+    /* a fused kernel gives the tiled path's bits; with many queries
+     * decoding once into the tile may be cheaper (accum_tiled_min_q) */
+    if (n && c->tile && (!c->accum_own || (c->accum_tiled_min_q && n_q >= c->accum_tiled_min_q)) &&
+        vq_kernels_get()->simd)
         vq_codec_accumulate_tiled(c, w, n_q, codes, n, acc);
     else if (n)
         c->ops->accumulate(c, w, n_q, codes, n, acc);
@@ -310,6 +316,12 @@ vq_status vq_codec_accum_finish(vq_codec *c, const float *acc, float *out)
 void vq_codec_finish_copy(vq_codec *c, const float *acc, float *out)
 {
     memcpy(out, acc, (size_t)c->head_dim * sizeof *out);
+}
+
+void vq_codec_decode_each(vq_codec *c, const uint8_t *src, size_t n, float *x, vq_decode_token_fn *one)
+{
+    for (size_t t = 0; t < n; t++)
+        one(c, src + t * c->block_bytes, x + t * (size_t)c->head_dim);
 }
 
 vq_status vq_codec_calibrate(vq_codec *c, const float *x, size_t n)
@@ -329,7 +341,8 @@ vq_status vq_codec_calibrate(vq_codec *c, const float *x, size_t n)
 /* ---- calibration state ------------------------------------------------- */
 
 #define STATE_MAGIC "VQCS"
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u /* version 1 (read only): no writer field */
+#define STATE_HDR(ver) ((ver) == 1 ? 8u : 12u) /* offset of head_dim */
 
 /* canonical spec without a calib= parameter (the file is not part of the
  * identity of the state) */
@@ -360,7 +373,8 @@ vq_status vq_codec_state_write(const vq_codec *c, void *dst, size_t cap, size_t 
     size_t L = spec_identity(c, id, sizeof id);
     size_t P = 0;
     VQ_TRY(c->ops->state_write(c, NULL, 0, &P));
-    size_t total = 28 + L + P + 4;
+    const size_t H = STATE_HDR(STATE_VERSION);
+    size_t total = H + 20 + L + P + 4;
     *len = total;
     if (!dst)
         return VQ_OK;
@@ -369,16 +383,17 @@ vq_status vq_codec_state_write(const vq_codec *c, void *dst, size_t cap, size_t 
     uint8_t *p = dst;
     memcpy(p, STATE_MAGIC, 4);
     vq_put_u32(p + 4, STATE_VERSION);
-    vq_put_u32(p + 8, (uint32_t)c->head_dim);
-    vq_put_u32(p + 12, (uint32_t)c->role);
-    vq_put_u32(p + 16, (uint32_t)L);
-    memcpy(p + 20, id, L);
-    vq_put_u64(p + 20 + L, P);
+    vq_put_u32(p + 8, VQ_FILE_WRITER);
+    vq_put_u32(p + H, (uint32_t)c->head_dim);
+    vq_put_u32(p + H + 4, (uint32_t)c->role);
+    vq_put_u32(p + H + 8, (uint32_t)L);
+    memcpy(p + H + 12, id, L);
+    vq_put_u64(p + H + 12 + L, P);
     size_t got = 0;
-    VQ_TRY(c->ops->state_write(c, p + 28 + L, P, &got));
+    VQ_TRY(c->ops->state_write(c, p + H + 20 + L, P, &got));
     if (got != P)
         return vq_fail(mc->err, VQ_ERR_STATE, "%s: state size changed while writing", c->ops->name);
-    vq_put_u32(p + 28 + L + P, vq_crc32(0, p, 28 + L + P));
+    vq_put_u32(p + H + 20 + L + P, vq_crc32(0, p, H + 20 + L + P));
     return VQ_OK;
 }
 
@@ -392,28 +407,39 @@ vq_status vq_codec_state_read(vq_codec *c, const void *src, size_t len)
     if (len < 32 || memcmp(p, STATE_MAGIC, 4) != 0)
         return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: bad magic or too short (%zu bytes)", len);
     uint32_t ver = vq_get_u32(p + 4);
-    if (ver != STATE_VERSION)
-        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: version %u, this build reads %u", ver, STATE_VERSION);
-    uint32_t L = vq_get_u32(p + 16);
-    if (L >= VQ_SPEC_MAX_LEN || (size_t)L > len - 32)
+    char note[48];
+    if (ver < 1 || ver > STATE_VERSION)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: version %u%s, this build (%s) reads 1 to %u", ver,
+                       vq_file_writer_note(ver > STATE_VERSION ? p : NULL, len, note), VQ_VERSION_STRING,
+                       STATE_VERSION);
+    /* H + 24: the fixed fields and the CRC; every offset below is checked
+     * against len before it is read */
+    const size_t H = STATE_HDR(ver);
+    if (len < H + 24)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: too short (%zu bytes)", len);
+    uint32_t L = vq_get_u32(p + H + 8);
+    if (L >= VQ_SPEC_MAX_LEN || (size_t)L > len - H - 24)
         return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: spec length %u out of bounds", L);
-    uint64_t P = vq_get_u64(p + 20 + L);
-    if (P > len - 32 - L)
+    uint64_t P = vq_get_u64(p + H + 12 + L);
+    if (P > len - H - 24 - L)
         return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: payload of %llu bytes exceeds the %zu-byte input",
                        (unsigned long long)P, len);
-    size_t total = 28 + (size_t)L + (size_t)P + 4;
+    size_t total = H + 20 + (size_t)L + (size_t)P + 4;
     if (total != len)
         return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: %zu bytes, header says %zu", len, total);
     if (vq_crc32(0, p, total - 4) != vq_get_u32(p + total - 4))
         return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state: checksum mismatch (corrupted)");
-    if ((int)vq_get_u32(p + 8) != c->head_dim || vq_get_u32(p + 12) != (uint32_t)c->role)
+    if (ver >= 2)
+        VQ_TRY(vq_file_writer_check(vq_get_u32(p + 8), "calibration state", c->err));
+    if ((int)vq_get_u32(p + H) != c->head_dim || vq_get_u32(p + H + 4) != (uint32_t)c->role)
         return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state is for head_dim %u role %u, codec has head_dim %d role %d",
-                       vq_get_u32(p + 8), vq_get_u32(p + 12), c->head_dim, (int)c->role);
+                       vq_get_u32(p + H), vq_get_u32(p + H + 4), c->head_dim, (int)c->role);
     char id[VQ_SPEC_MAX_LEN];
     spec_identity(c, id, sizeof id);
-    if (strlen(id) != L || memcmp(id, p + 20, L) != 0)
-        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state is for '%.*s', codec is '%s'", (int)L, (const char *)(p + 20), id);
-    VQ_TRY(c->ops->state_read(c, p + 28 + L, (size_t)P));
+    if (strlen(id) != L || memcmp(id, p + H + 12, L) != 0)
+        return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state is for '%.*s', codec is '%s'", (int)L,
+                       (const char *)(p + H + 12), id);
+    VQ_TRY(c->ops->state_read(c, p + H + 20 + L, (size_t)P));
     c->ready = 1;
     return VQ_OK;
 }

@@ -1,7 +1,7 @@
 /* fp16.c -- the uncompressed baseline: each element as IEEE half.
  * Block: 1 token, 2*D bytes. Score/accumulate read the halves directly
- * (kernels/dense.h half_dot / half_axpy; where the kernel table has SIMD
- * twins of them they replace the tiled path). */
+ * (kernels/dense.h on VQ_ELEM_F16 rows; where the kernel table has SIMD
+ * loops for them, dense_f16, they replace the tiled path). */
 #include <stdio.h>
 
 #include "codec/codec.h"
@@ -16,7 +16,7 @@ static vq_status fp16_init(vq_codec *c, vq_spec *spec)
     c->shared_bytes = 0;
     c->query_bytes = sizeof(float) * (size_t)c->head_dim;
     c->accum_size = (size_t)c->head_dim;
-    c->score_own = c->accum_own = vq_kernels_get()->half_dot != vq_half_dot_ref;
+    c->score_own = c->accum_own = vq_kernels_get()->dense_f16;
     snprintf(c->canon, sizeof c->canon, "fp16");
     return VQ_OK;
 }
@@ -57,14 +57,14 @@ static void fp16_score(vq_codec *c, const uint8_t *qbuf, int n_q,
                        const uint8_t *codes, size_t n, float *scores)
 {
     const size_t D = (size_t)c->head_dim;
-    vq_kernels_get()->half_dot((const float *)(const void *)qbuf, D, n_q, codes, n, D, scores, n);
+    vq_kernels_get()->dense_dot((const float *)(const void *)qbuf, D, n_q, codes, VQ_ELEM_F16, n, D, scores, n);
 }
 
 static void fp16_accumulate(vq_codec *c, const float *w, int n_q,
                             const uint8_t *codes, size_t n, float *acc)
 {
     const size_t D = (size_t)c->head_dim;
-    vq_kernels_get()->half_axpy(w, n, n_q, codes, n, D, acc, D);
+    vq_kernels_get()->dense_axpy(w, n, n_q, codes, VQ_ELEM_F16, n, D, acc, D);
 }
 
 const vq_codec_ops vq_codec_fp16_ops = {

@@ -43,19 +43,20 @@
 
 #include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/kivi_quant.h"
 #include "core/fp16.h"
 #include "kernels/kernels.h"
 
 typedef struct {
     int bits;
     int group;
+    size_t D, G, row; /* head_dim, group, bytes of a row of codes */
     float *scratch; /* KIVI_QS*D floats: folded queries (score) or code sums (accumulate) */
     float *sm;      /* 2*D floats: a block's scales and mins as floats (values) */
     int qbits;      /* keys: 0 float folded query, 8 int8 (kernels/codes_qdot.h) */
     uint8_t *qprep; /* qbits=8: KIVI_QS prepared int8 queries */
 } kivi_state;
 
-#define KIVI_FP16_MAX 65504.0f
 #define KIVI_QS 16 /* queries folded at a time by the key score */
 
 static vq_status kivi_init(vq_codec *c, vq_spec *spec)
@@ -93,10 +94,11 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     st->bits = (int)bits;
     st->group = (int)group;
     st->qbits = (int)qbits;
+    st->D = D, st->G = (size_t)group, st->row = (size_t)bits * D / 8;
     c->impl = st;
     if (qbits && !(st->qprep = malloc(KIVI_QS * vq_codes_query_bytes(D))))
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivi: out of memory");
-    const size_t row = (size_t)bits * D / 8;
+    const size_t row = st->row;
     if (c->role == VQ_ROLE_KEY) {
         c->block_tokens = (size_t)group;
         c->block_bytes = 4 * D + (size_t)group * row;
@@ -111,6 +113,7 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     c->score_own = c->role == VQ_ROLE_KEY;
     /* values: where the table has kivi_axpy's SIMD twin it replaces the tile */
     c->accum_own = c->role == VQ_ROLE_VALUE && vq_kernels_get()->kivi_axpy != vq_kivi_axpy_ref;
+    c->accum_tiled_min_q = VQ_CODEC_TILED_MIN_Q;
     c->accum_size = D;
     if (st->qbits)
         snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d,qbits=%d", st->bits, st->group, st->qbits);
@@ -140,50 +143,14 @@ static inline void st16(uint8_t *p, float f)
     p[0] = (uint8_t)h;
     p[1] = (uint8_t)(h >> 8);
 }
-static inline float clamp16(float f)
-{
-    return f > KIVI_FP16_MAX ? KIVI_FP16_MAX : (f < -KIVI_FP16_MAX ? -KIVI_FP16_MAX : f);
-}
-
-/* code of x for fp16-rounded scale s and min m; NaN-safe */
-static inline unsigned kivi_code(float x, float s, float m, unsigned maxc)
-{
-    if (!(s > 0.0f))
-        return 0;
-    float t = (x - m) / s + 0.5f;
-    if (t >= (float)maxc)
-        return maxc;
-    return t > 0.0f ? (unsigned)t : 0u;
-}
-
-/* computes fp16 scale/min of n values at stride; returns them rounded */
-static void kivi_range(const float *x, size_t n, size_t stride, int bits, float *s, float *m)
-{
-    float lo = x[0], hi = x[0];
-    for (size_t i = 1; i < n; i++) {
-        float v = x[i * stride];
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-    }
-    lo = clamp16(lo);
-    hi = clamp16(hi);
-    float m16 = vq_fp16_to_fp32(vq_fp32_to_fp16(lo));
-    float scale = (hi - m16) / (float)((1 << bits) - 1);
-    if (!(scale > 0.0f)) /* constant group, or NaN */
-        scale = 0.0f;
-    *s = vq_fp16_to_fp32(vq_fp32_to_fp16(clamp16(scale)));
-    *m = m16;
-}
-
 /* ---- encode / decode ---------------------------------------------------- */
 
 static void kivi_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
 {
     kivi_state *st = c->impl;
-    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    const size_t D = st->D, G = st->G, row = st->row;
     const int b = st->bits;
     const unsigned maxc = (1u << b) - 1;
-    const size_t row = (size_t)b * D / 8;
     memset(dst, 0, n / c->block_tokens * c->block_bytes);
     if (c->role == VQ_ROLE_KEY) {
         for (size_t blk = 0; blk < n / G; blk++) {
@@ -221,9 +188,8 @@ static void kivi_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
 static void kivi_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
 {
     kivi_state *st = c->impl;
-    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    const size_t D = st->D, G = st->G, row = st->row;
     const int b = st->bits;
-    const size_t row = (size_t)b * D / 8;
     if (c->role == VQ_ROLE_KEY) {
         for (size_t blk = 0; blk < n / G; blk++) {
             const uint8_t *in = src + blk * c->block_bytes;
@@ -250,9 +216,8 @@ static void kivi_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
 static void kivi_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
 {
     kivi_state *st = c->impl;
-    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    const size_t D = st->D, G = st->G, row = st->row;
     const int b = st->bits;
-    const size_t row = (size_t)b * D / 8;
     float *s = st->sm, *m = st->sm + D;
     const vq_kernels *k = vq_kernels_get();
     if (c->role == VQ_ROLE_KEY) {
@@ -278,7 +243,7 @@ static void kivi_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
 static void kivi_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 {
     kivi_state *st = c->impl;
-    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    const size_t D = st->D, G = st->G;
     float *f = (float *)(void *)qbuf;
     memcpy(f, q, D * sizeof(float));
     memset(f + D, 0, D / 16 * sizeof(float));
@@ -306,13 +271,11 @@ static inline float kivi_row_dot(const float *w, const uint8_t *row, int b, size
     return s;
 }
 
-static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q,
-                       const uint8_t *codes, size_t n, float *scores)
+static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
     kivi_state *st = c->impl;
-    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    const size_t D = st->D, G = st->G, row = st->row;
     const int b = st->bits;
-    const size_t row = (size_t)b * D / 8;
     const size_t qstride = c->query_bytes / sizeof(float);
     const float *qall = (const float *)(const void *)qbuf;
     float *qs = st->scratch;
@@ -355,14 +318,13 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q,
     } else {
         const size_t ng = D / G;
         for (size_t i = 0; i < n; i++) {
-            const uint8_t *in = codes + i * c->block_bytes;
-            const uint8_t *cr = in + 4 * ng;
+            const uint8_t *in = codes + i * c->block_bytes; /* scales, mins, codes */
             for (int j = 0; j < n_q; j++) {
                 const float *q = qall + (size_t)j * qstride;
                 float s = 0.0f;
                 for (size_t g = 0; g < ng; g++) {
                     /* a group of G channels is G*b/8 whole bytes of the row */
-                    float d = kivi_row_dot(q + g * G, cr + g * G * (size_t)b / 8, b, G);
+                    float d = kivi_row_dot(q + g * G, in + 4 * ng + g * G * (size_t)b / 8, b, G);
                     s += ld16(in + 2 * g) * d + ld16(in + 2 * ng + 2 * g) * q[D + g];
                 }
                 scores[(size_t)j * n + i] = s;
@@ -378,13 +340,11 @@ static inline void kivi_row_axpy(float w, const uint8_t *row, int b, size_t D, f
         acc[ch] += w * (float)vq_bits_get(row, ch, b);
 }
 
-static void kivi_accumulate(vq_codec *c, const float *w, int n_q,
-                            const uint8_t *codes, size_t n, float *acc)
+static void kivi_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
 {
     kivi_state *st = c->impl;
-    const size_t D = (size_t)c->head_dim, G = (size_t)st->group;
+    const size_t D = st->D, G = st->G, row = st->row;
     const int b = st->bits;
-    const size_t row = (size_t)b * D / 8;
     float *sum = st->scratch;
     if (c->role == VQ_ROLE_KEY) {
         for (size_t blk = 0; blk < n / G; blk++) {
@@ -408,15 +368,14 @@ static void kivi_accumulate(vq_codec *c, const float *w, int n_q,
     } else {
         const size_t ng = D / G;
         for (size_t i = 0; i < n; i++) {
-            const uint8_t *in = codes + i * c->block_bytes;
-            const uint8_t *cr = in + 4 * ng;
+            const uint8_t *in = codes + i * c->block_bytes; /* scales, mins, codes */
             for (int j = 0; j < n_q; j++) {
                 float wi = w[(size_t)j * n + i];
                 float *a = acc + (size_t)j * D;
                 for (size_t g = 0; g < ng; g++) {
                     float ws = wi * ld16(in + 2 * g), wm = wi * ld16(in + 2 * ng + 2 * g);
                     for (size_t ch = g * G; ch < (g + 1) * G; ch++)
-                        a[ch] += ws * (float)vq_bits_get(cr, ch, b) + wm;
+                        a[ch] += ws * (float)vq_bits_get(in + 4 * ng, ch, b) + wm;
                 }
             }
         }

@@ -52,6 +52,7 @@
 #include "codec/vecops.h"
 #include "core/fp16.h"
 #include "core/io.h"
+#include "kernels/kernels.h"
 
 #define KX_FP16_MAX 65504.0f
 
@@ -60,8 +61,10 @@ typedef struct {
     int nu;                   /* 0 uniform levels, else 100 x sigma of the level density */
     float lev[256];           /* nu > 0: levels in [0, 1], lev[0] = 0, lev[maxc] = 1 */
     float thr[255];           /* nu > 0: thresholds between levels */
+    float lv[256];            /* decode level of each code: code, or maxc * lev */
     size_t ranges, range_len; /* ranges per block, values per range */
     float *dec;               /* block_tokens * D decoded floats */
+    uint8_t *c8;              /* block_tokens * D codes, one per byte */
     float *sv;                /* sorted values of a block [ranges][range_len] */
     uint32_t *si;             /* their element indices */
     size_t *lo, *hi;          /* per range: first/last remaining sorted slot */
@@ -81,6 +84,7 @@ static void kx_destroy(vq_codec *c)
     kx_state *st = c->impl;
     if (st) {
         free(st->dec);
+        free(st->c8);
         free(st->sv);
         free(st->si);
         free(st->lo);
@@ -134,12 +138,12 @@ static inline unsigned kx_nearest(const kx_state *st, float u, unsigned maxc)
 
 static vq_status kx_init(vq_codec *c, vq_spec *spec)
 {
-    long bits, group, outl;
-    VQ_TRY(vq_spec_int(spec, "bits", 3, 1, 8, &bits, c->err));
-    VQ_TRY(vq_spec_int(spec, "group", 32, 16, 256, &group, c->err));
-    VQ_TRY(vq_spec_int(spec, "outliers", 0, 0, 1024, &outl, c->err));
-    long nu;
-    VQ_TRY(vq_spec_int(spec, "nu", 0, 0, 200, &nu, c->err));
+    long bits, group, outl, nu;
+    const vq_spec_int_field params[] = {
+        { "bits", 3, 1, 8, &bits }, { "group", 32, 16, 256, &group }, { "outliers", 0, 0, 1024, &outl },
+        { "nu", 0, 0, 200, &nu },
+    };
+    VQ_TRY(vq_spec_ints(spec, params, sizeof params / sizeof *params, c->err));
     const size_t D = (size_t)c->head_dim, G = (size_t)group;
     if (c->role == VQ_ROLE_KEY && (G & (G - 1)) != 0)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivix: parameter group=%ld unsupported for keys (16, 32, 64, 128 or 256)",
@@ -161,6 +165,8 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     st->nu = (int)nu;
     if (nu > 0)
         kx_levels(st);
+    for (unsigned q = 0; q < (1u << st->bits); q++)
+        st->lv[q] = st->nu ? st->lev[q] : (float)q;
     const size_t codes = (c->role == VQ_ROLE_KEY ? G * D : D) * (size_t)bits / 8;
     if (c->role == VQ_ROLE_KEY) {
         c->block_tokens = G;
@@ -175,11 +181,12 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
         st->range_len = G;
     }
     st->dec = malloc(c->block_tokens * D * sizeof *st->dec);
+    st->c8 = malloc(c->block_tokens * D);
     st->sv = malloc(entries * sizeof *st->sv);
     st->si = malloc(entries * sizeof *st->si);
     st->lo = malloc(st->ranges * sizeof *st->lo);
     st->hi = malloc(st->ranges * sizeof *st->hi);
-    if (!st->dec || !st->sv || !st->si || !st->lo || !st->hi)
+    if (!st->dec || !st->c8 || !st->sv || !st->si || !st->lo || !st->hi)
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivix: out of memory"); /* destroy frees */
     c->shared_bytes = 0;
     c->query_bytes = sizeof(float) * D;
@@ -325,20 +332,38 @@ static void kx_decode_block(const vq_codec *c, const kx_state *st, const uint8_t
         sc[r] = ld16(src + 2 * r);
         mn[r] = ld16(src + 2 * R + 2 * r);
     }
-    if (st->nu) { /* non-uniform levels: x = m + s * maxc * lev[code] */
-        const float span = (float)((1u << b) - 1);
-        for (size_t e = 0; e < entries; e++) {
-            size_t r = c->role == VQ_ROLE_KEY ? e % D : e / st->range_len;
-            out[e] = sc[r] * span * st->lev[vq_bits_get(codes, e, b)] + mn[r];
-        }
-    } else if (c->role == VQ_ROLE_KEY) {
-        for (size_t t = 0; t < c->block_tokens; t++)
-            for (size_t ch = 0; ch < D; ch++)
-                out[t * D + ch] = sc[ch] * (float)vq_bits_get(codes, t * D + ch, b) + mn[ch];
+    const vq_kernels *kern = vq_kernels_get();
+    if (!st->nu && (b == 2 || b == 4) && D % 16 == 0 && st->range_len % 16 == 0) {
+        /* kivi's layouts: its SIMD row kernels (the same multiply, then add) */
+        if (c->role == VQ_ROLE_KEY)
+            for (size_t t = 0; t < c->block_tokens; t++)
+                kern->kivi_row(codes + t * D * (size_t)b / 8, b, D, sc, mn, out + t * D);
+        else
+            kern->kivi_group_row(codes, b, D, st->range_len, src, src + 2 * R, out);
     } else {
-        const size_t G = st->range_len;
-        for (size_t ch = 0; ch < D; ch++)
-            out[ch] = sc[ch / G] * (float)vq_bits_get(codes, ch, b) + mn[ch / G];
+        /* the codes unpacked once (whole bytes at a time), then x = s' *
+         * lv[code] + m per entry with lv[c] = c, s' = s (uniform) or lv =
+         * the levels, s' = s * maxc (non-uniform: s * maxc * lev is
+         * evaluated as (s * maxc) * lev, as before; lv: kx_init) */
+        uint8_t *c8 = st->c8;
+        vq_bits_unpack(codes, entries, b, c8);
+        const float span = (float)((1u << b) - 1);
+        const float *lv = st->lv;
+        float s2[256], m2[256];
+        if (c->role == VQ_ROLE_KEY) { /* range = channel */
+            for (size_t ch = 0; ch < D; ch++)
+                s2[ch] = st->nu ? sc[ch] * span : sc[ch];
+            for (size_t t = 0; t < c->block_tokens; t++)
+                kern->lut8_row(c8 + t * D, D, lv, s2, mn, out + t * D);
+        } else { /* range = group of range_len channels */
+            const size_t G = st->range_len;
+            for (size_t r = 0; r < R; r++) {
+                const float sr = st->nu ? sc[r] * span : sc[r];
+                for (size_t ch = r * G; ch < (r + 1) * G; ch++)
+                    s2[ch] = sr, m2[ch] = mn[r];
+            }
+            kern->lut8_row(c8, D, lv, s2, m2, out);
+        }
     }
     for (int k = 0; k < st->outliers; k++) {
         const uint8_t *e = tab + 4 * (size_t)k;

@@ -75,6 +75,7 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
     /* where the kernel table has a fused twin (kernels/qaxpy.h: rows decoded
      * in registers), it replaces the tile; elsewhere the tiled path stays */
     c->accum_own = vq_kernels_get()->qaxpy != vq_qaxpy_ref;
+    c->accum_tiled_min_q = VQ_CODEC_TILED_MIN_Q;
     if (qbits)
         snprintf(c->canon, sizeof c->canon, "%s:rot=%d,qbits=%d", c->ops->name, q->rot, q->qbits);
     else

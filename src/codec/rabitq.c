@@ -209,18 +209,18 @@ static float block_factor(const uint8_t *blk, float cnorm)
     return norm / (corr * cnorm);
 }
 
-static void rq_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+static void rq_decode_token(vq_codec *c, const uint8_t *blk, float *k)
 {
     rabitq *q = c->impl;
-    const int D = c->head_dim;
-    for (size_t t = 0; t < n; t++) {
-        const uint8_t *blk = src + t * c->block_bytes;
-        float *k = x + t * (size_t)D;
-        float f = block_factor(blk, block_codes(q, blk, D, k));
-        for (int d = 0; d < D; d++)
-            k[d] *= f;
-        vq_rot_inverse(&q->r, k);
-    }
+    float f = block_factor(blk, block_codes(q, blk, c->head_dim, k));
+    for (int d = 0; d < c->head_dim; d++)
+        k[d] *= f;
+    vq_rot_inverse(&q->r, k);
+}
+
+static void rq_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+{
+    vq_codec_decode_each(c, src, n, x, rq_decode_token);
 }
 
 static void rq_prepare_query(vq_codec *c, const float *qv, uint8_t *qbuf)

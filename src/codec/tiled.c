@@ -31,7 +31,7 @@ void vq_codec_score_tiled(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
     for (size_t i0 = 0; i0 < n; i0 += T) {
         size_t nt = n - i0 < T ? n - i0 : T;
         c->ops->values(c, codes + i0 * bpt, nt, c->tile);
-        k->dense_dot(q, c->query_bytes / sizeof(float), n_q, c->tile, nt, E, scores + i0, n);
+        k->dense_dot(q, c->query_bytes / sizeof(float), n_q, c->tile, VQ_ELEM_F32, nt, E, scores + i0, n);
     }
 }
 
@@ -42,6 +42,6 @@ void vq_codec_accumulate_tiled(vq_codec *c, const float *w, int n_q, const uint8
     for (size_t i0 = 0; i0 < n; i0 += T) {
         size_t nt = n - i0 < T ? n - i0 : T;
         c->ops->values(c, codes + i0 * bpt, nt, c->tile);
-        k->dense_axpy(w + i0, n, n_q, c->tile, nt, E, acc, E);
+        k->dense_axpy(w + i0, n, n_q, c->tile, VQ_ELEM_F32, nt, E, acc, E);
     }
 }

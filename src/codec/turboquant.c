@@ -231,29 +231,30 @@ static void tq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
 
 static inline float sign_bit(const uint8_t *bits, int d) { return vq_bits_get(bits, (size_t)d, 1) ? 1.0f : -1.0f; }
 
-static void tq_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+static void tq_decode_token(vq_codec *c, const uint8_t *blk, float *k)
 {
     tq *t = c->impl;
     const int D = c->head_dim;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *blk = src + i * c->block_bytes;
-        float *k = x + i * (size_t)D;
-        stage_values(t, blk, D, k);
-        if (t->v == TQ_PROD) {
-            float g = t->qjl * vq_fp16_to_fp32(vq_get_u16(blk + 2));
-            const uint8_t *z = blk + t->off2;
-            for (int e = 0; e < D; e++) { /* k += g * S^T z */
-                float ze = g * sign_bit(z, e);
-                const float *row = t->S + (size_t)e * D;
-                for (int d = 0; d < D; d++)
-                    k[d] += ze * row[d];
-            }
+    stage_values(t, blk, D, k);
+    if (t->v == TQ_PROD) {
+        float g = t->qjl * vq_fp16_to_fp32(vq_get_u16(blk + 2));
+        const uint8_t *z = blk + t->off2;
+        for (int e = 0; e < D; e++) { /* k += g * S^T z */
+            float ze = g * sign_bit(z, e);
+            const float *row = t->S + (size_t)e * D;
+            for (int d = 0; d < D; d++)
+                k[d] += ze * row[d];
         }
-        vq_rot_inverse(&t->r, k);
-        float norm = vq_fp16_to_fp32(vq_get_u16(blk));
-        for (int d = 0; d < D; d++)
-            k[d] *= norm;
     }
+    vq_rot_inverse(&t->r, k);
+    float norm = vq_fp16_to_fp32(vq_get_u16(blk));
+    for (int d = 0; d < D; d++)
+        k[d] *= norm;
+}
+
+static void tq_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+{
+    vq_codec_decode_each(c, src, n, x, tq_decode_token);
 }
 
 static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)

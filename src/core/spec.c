@@ -116,6 +116,13 @@ vq_status vq_spec_int(vq_spec *s, const char *key, long def, long lo, long hi,
     return VQ_OK;
 }
 
+vq_status vq_spec_ints(vq_spec *s, const vq_spec_int_field *f, size_t n, char *err)
+{
+    for (size_t i = 0; i < n; i++)
+        VQ_TRY(vq_spec_int(s, f[i].key, f[i].def, f[i].lo, f[i].hi, f[i].out, err));
+    return VQ_OK;
+}
+
 vq_status vq_spec_float(vq_spec *s, const char *key, double def, double lo,
                         double hi, double *out, char *err)
 {

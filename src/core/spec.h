@@ -34,6 +34,15 @@ vq_status vq_spec_parse(const char *text, vq_spec *s, char *err);
  * the type and lie in [lo, hi], else VQ_ERR_INVALID_ARG naming the key. */
 vq_status vq_spec_int(vq_spec *s, const char *key, long def, long lo, long hi,
                       long *out, char *err);
+/* An integer parameter of a table read by vq_spec_ints: the arguments of
+ * vq_spec_int. */
+typedef struct vq_spec_int_field {
+    const char *key;
+    long def, lo, hi;
+    long *out;
+} vq_spec_int_field;
+/* vq_spec_int for each of the n fields, in order; stops at the first error. */
+vq_status vq_spec_ints(vq_spec *s, const vq_spec_int_field *f, size_t n, char *err);
 vq_status vq_spec_float(vq_spec *s, const char *key, double def, double lo,
                         double hi, double *out, char *err);
 /* *out points into s (or to def); NULL def means "absent is fine, *out=NULL" */

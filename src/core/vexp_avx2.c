@@ -1,33 +1,19 @@
-/* vexp_avx2.c -- AVX2/FMA twin of vq_exp_shift_ref (see vexp.h).
- * exp(t) = 2^k * exp(r), k = round(t / ln 2), r = t - k ln 2 (ln 2 split in
- * two parts so r is exact enough), exp(r) by the minimax polynomial used
- * by Cephes' expf on |r| <= ln(2)/2. */
+/* vexp_avx2.c -- AVX2/FMA twin of vq_exp_shift_ref (see vexp.h); the exp
+ * itself is vexp_poly.h's, shared with the AVX-512 twin. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
 #include "core/vexp.h"
+#include "core/vexp_poly.h"
+
+#define ROUND_NEAREST(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+VQ_EXP_DEFINE(exp_in_range, 256, ROUND_NEAREST)
 
 static inline __m256 exp_neg(__m256 t) /* t <= 0 */
 {
-    const __m256 lo = _mm256_set1_ps(-87.3f);
-    __m256 under = _mm256_cmp_ps(t, lo, _CMP_LT_OQ); /* also -inf */
-    t = _mm256_max_ps(t, lo);
-    __m256 k = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), t);
-    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    __m256 r2 = _mm256_mul_ps(r, r);
-    p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
-    p = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-    return _mm256_andnot_ps(under, p);
+    __m256 under = _mm256_cmp_ps(t, _mm256_set1_ps(VQ_EXP_LO), _CMP_LT_OQ); /* also -inf */
+    return _mm256_andnot_ps(under, exp_in_range(_mm256_max_ps(t, _mm256_set1_ps(VQ_EXP_LO))));
 }
 
 /* Each x[i] gets the same polynomial wherever it sits (the tail is padded,

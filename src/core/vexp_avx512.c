@@ -1,31 +1,19 @@
-/* vexp_avx512.c -- AVX-512 twins of vexp.h (the AVX2 twin's polynomial on
- * 16 lanes; the same sums as the AVX2 twin, see vexp.h). Compiled with
+/* vexp_avx512.c -- AVX-512 twins of vexp.h (vexp_poly.h's exp, as the
+ * AVX2 twin's, on 16 lanes; the same sums as the AVX2 twin, see vexp.h). Compiled with
  * -mavx512f/bw/vl/dq; reached through vq_exp_shift / vq_row_max only. */
 #include <immintrin.h>
 #include <math.h>
 
 #include "core/vexp.h"
+#include "core/vexp_poly.h"
+
+#define ROUND_NEAREST(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+VQ_EXP_DEFINE(exp_in_range, 512, ROUND_NEAREST)
 
 static inline __m512 exp_neg16(__m512 t) /* t <= 0 */
 {
-    const __m512 lo = _mm512_set1_ps(-87.3f);
-    __mmask16 under = _mm512_cmp_ps_mask(t, lo, _CMP_LT_OQ); /* also -inf */
-    t = _mm512_max_ps(t, lo);
-    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), t);
-    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    __m512 r2 = _mm512_mul_ps(r, r);
-    p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
-    p = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-    return _mm512_maskz_mov_ps((__mmask16)~under, p);
+    __mmask16 under = _mm512_cmp_ps_mask(t, _mm512_set1_ps(VQ_EXP_LO), _CMP_LT_OQ); /* also -inf */
+    return _mm512_maskz_mov_ps((__mmask16)~under, exp_in_range(_mm512_max_ps(t, _mm512_set1_ps(VQ_EXP_LO))));
 }
 
 float vq_exp_shift_avx512(float *x, size_t n, float m)

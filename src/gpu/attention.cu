@@ -74,23 +74,14 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
     __shared__ float red[NW][G][D];
     __shared__ float wml[NW][G][2];
 
-    const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int j = lane % LPT, tg = lane / LPT;
-    const int len = p.seq_lens[b];
-    const int s0 = split * p.chunk, s1 = min(len, s0 + p.chunk);
-    const size_t qrow0 = (size_t)b * p.n_q + (size_t)kvh * G; /* first query head */
-    const size_t part0 = qrow0 * p.splits + split;           /* stride p.splits per head */
-
-    if (s0 >= s1) { /* empty chunk: weight 0 */
-        if (tid < G) {
-            p.part_ml[2 * (part0 + (size_t)tid * p.splits)] = -INFINITY;
-            p.part_ml[2 * (part0 + (size_t)tid * p.splits) + 1] = 0.0f;
-        }
+    const CtaWork cw = cta_work<G>(p);
+    if (empty_chunk<G>(p, cw, tid))
         return;
-    }
-    for (int i = tid; i < G * D; i += NW * 32)
-        qs[i / D][i % D] = p.q[qrow0 * D + i];
+    load_query<G, D>(p, cw, qs, tid);
+    const int j = lane % LPT, tg = lane / LPT;
+    const int kvh = cw.kvh, b = cw.b, s0 = cw.s0, s1 = cw.s1;
+    const size_t part0 = cw.part0;
     if (tid < 16) {
         ktabs[0][tid] = p.kf.c1[tid];
         ktabs[1][tid] = p.kf.c2[tid];
@@ -305,51 +296,55 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
         wml[warp][lane][1] = lv;
     }
     __syncthreads();
-    /* combine the warps (a warp with no tokens has m = -inf, l = 0) */
-    for (int i = tid; i < G * D; i += NW * 32) {
-        const int g = i / D, c = i % D;
-        float M = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < NW; w++)
-            M = fmaxf(M, wml[w][g][0]);
-        float s = 0.0f, l = 0.0f;
-#pragma unroll
-        for (int w = 0; w < NW; w++) {
-            if (wml[w][g][0] == -INFINITY)
-                continue;
-            const float f = exp2f(wml[w][g][0] - M);
-            s += red[w][g][c] * f;
-            l += wml[w][g][1] * f;
-        }
-        p.part_acc[(part0 + (size_t)g * p.splits) * D + c] = s;
-        if (c == 0) {
-            p.part_ml[2 * (part0 + (size_t)g * p.splits)] = M;
-            p.part_ml[2 * (part0 + (size_t)g * p.splits) + 1] = l;
-        }
-    }
+    combine_warps<G, D>(p, red, wml, part0, tid);
 }
 
 /* ---- reduce kernel --------------------------------------------------------- */
 
+/* One CTA of D threads per (query head, sequence). The chunks' weights
+ * exp2(m_s - M) are computed in parallel, RT splits at a time, into shared
+ * memory; each thread then sums its channel over the chunks with
+ * independent loads (unrolled), so the time does not grow with the split
+ * count times the memory latency. */
 template <int D>
 __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnParams p)
 {
+    constexpr int RT = 256; /* splits per tile */
     __shared__ float o[D];
+    __shared__ float wt[RT], red[D];
     const int h = blockIdx.x, b = blockIdx.y, c = threadIdx.x;
     const size_t row = (size_t)b * p.n_q + h;
     const float *ml = p.part_ml + 2 * row * p.splits;
     const float *pa = p.part_acc + row * p.splits * D;
     float M = -INFINITY;
-    for (int s = 0; s < p.splits; s++)
+    for (int s = c; s < p.splits; s += D)
         M = fmaxf(M, ml[2 * s]);
+    red[c] = M;
+    __syncthreads();
+    for (int k = D / 2; k > 0; k >>= 1) {
+        if (c < k)
+            red[c] = fmaxf(red[c], red[c + k]);
+        __syncthreads();
+    }
+    M = red[0];
     float L = 0.0f, a = 0.0f;
     if (M != -INFINITY)
-        for (int s = 0; s < p.splits; s++) {
-            if (ml[2 * s] == -INFINITY) /* empty chunk: acc never written */
-                continue;
-            float w = exp2f(ml[2 * s] - M);
-            L += ml[2 * s + 1] * w;
-            a += pa[(size_t)s * D + c] * w;
+        for (int s0 = 0; s0 < p.splits; s0 += RT) {
+            const int n = min(RT, p.splits - s0);
+            __syncthreads(); /* the previous tile's weights are used up */
+            for (int i = c; i < n; i += D) {
+                const float m = ml[2 * (s0 + i)];
+                wt[i] = m == -INFINITY ? 0.0f : exp2f(m - M); /* empty chunk: acc never written */
+            }
+            __syncthreads();
+#pragma unroll 8
+            for (int i = 0; i < n; i++) {
+                /* loads always (they stay inside the workspace), a select
+                 * drops an empty chunk's unwritten values */
+                const float w = wt[i], l = ml[2 * (s0 + i) + 1], x = pa[(size_t)(s0 + i) * D + c];
+                L += w != 0.0f ? l * w : 0.0f;
+                a += w != 0.0f ? x * w : 0.0f;
+            }
         }
     o[c] = L > 0.0f ? a / L : 0.0f;
     __syncthreads();
@@ -412,6 +407,18 @@ static int choose_splits_mma(const vq_cuda_attn_args *a)
     return best;
 }
 
+/* Splits for the vecinfer kernel: as choose_splits, with chunks of at
+ * least 512 tokens (each CTA first builds G tables of M*K entries). Never
+ * more than choose_splits (the workspace size assumes so). */
+static int choose_splits_vecinfer(const vq_cuda_attn_args *a)
+{
+    const int s = choose_splits(a);
+    if (a->splits > 0)
+        return s;
+    const int cap = (a->max_seq_len + 511) / 512;
+    return s < cap ? s : (cap < 1 ? 1 : cap);
+}
+
 static int chunk_of(const vq_cuda_attn_args *a, int splits)
 {
     int per = (a->max_seq_len + splits - 1) / splits;
@@ -441,7 +448,7 @@ static vq_status check_format(const vq_cuda_format *f, int D, const char *which)
 {
     if (f->head_dim != D)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format head_dim %d != %d", which, f->head_dim, D);
-    if (f->method < VQ_CUDA_FP16 || f->method > VQ_CUDA_RABITQ)
+    if (f->method < VQ_CUDA_FP16 || f->method > VQ_CUDA_VECINFER)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format: unknown method %d", which, f->method);
     if (f->method == VQ_CUDA_KIVI && f->role == VQ_ROLE_VALUE && D % f->group)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format: kivi group %d does not divide %d", which, f->group, D);
@@ -495,6 +502,8 @@ extern "C" const char *vq_cuda_attention_kernel(const vq_cuda_format *kf, const 
 {
     if (!kf || !vf || !a || a->n_kv_heads < 1)
         return "none";
+    if (kf->method == VQ_CUDA_VECINFER || vf->method == VQ_CUDA_VECINFER)
+        return "vecinfer";
     const bool odd_role = (kf->method == VQ_CUDA_KIVI && kf->role != VQ_ROLE_KEY) ||
                           (vf->method == VQ_CUDA_KIVI && vf->role != VQ_ROLE_VALUE);
     if (!odd_role && !no_mma() &&
@@ -558,7 +567,13 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
     const bool odd_role = (kf->method == VQ_CUDA_KIVI && kf->role != VQ_ROLE_KEY) ||
                           (vf->method == VQ_CUDA_KIVI && vf->role != VQ_ROLE_VALUE);
     const bool mma = !odd_role && !no_mma() && vq_mma_supported(*kf, *vf, D, G, a->page_tokens);
-    p.splits = mma ? choose_splits_mma(a) : choose_splits(a);
+    const bool vecinfer = kf->method == VQ_CUDA_VECINFER || vf->method == VQ_CUDA_VECINFER;
+    if (vecinfer) {
+        const vq_status vst = vq_vecinfer_check(*kf, *vf, G);
+        if (vst != VQ_OK)
+            return vst;
+    }
+    p.splits = mma ? choose_splits_mma(a) : vecinfer ? choose_splits_vecinfer(a) : choose_splits(a);
     p.chunk = chunk_of(a, p.splits);
     p.page_table = a->page_table;
     p.seq_lens = a->seq_lens;
@@ -579,6 +594,12 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
     const int km = a->page_tokens % wt || odd_role ? -1 : fmt_code(*kf);
     const int vm = a->page_tokens % wt || odd_role ? -1 : fmt_code(*vf);
     cudaError_t e;
+    if (vecinfer) {
+        e = vq_vecinfer_launch(p, D, G, a->batch, stream);
+        if (e == cudaSuccess)
+            e = D == 64 ? launch_reduce<64>(p, a->batch, stream) : launch_reduce<128>(p, a->batch, stream);
+        return cuda_check(e, "decode_attention launch (vecinfer)");
+    }
     if (mma && vq_mma_launch(p, D, G, a->batch, stream, &e)) {
         if (e == cudaSuccess)
             e = D == 64 ? launch_reduce<64>(p, a->batch, stream) : launch_reduce<128>(p, a->batch, stream);

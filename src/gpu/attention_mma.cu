@@ -39,7 +39,10 @@
  *  score exceeds it;
  *  O[16 x D] += P[16 x 16] V[16 x D] over 2 k-tiles of 16 tokens: lane
  *  (g, t) supplies column g of every n-tile for tokens 2t, 2t+1, 2t+8,
- *  2t+9 of the k-tile, pairing two tokens per register with a byte permute. */
+ *  2t+9 of the k-tile, pairing two tokens per register with a byte permute.
+ * Packed keys (and values where they fit) reach the warp through its own
+ * 2-stage shared-memory buffer filled by cp.async one tile ahead (staging,
+ * below). */
 #include <cuda_fp16.h>
 #include <math.h>
 
@@ -314,6 +317,90 @@ __device__ __forceinline__ float val_colscale(int c)
         return __int_as_float((127 - 4 * (c & 1)) << 23);
 }
 
+/* ---- staging: global -> shared copies (cp.async) ----------------------------
+ * Each warp copies the key and value bytes of its next 32 tokens into its
+ * own shared-memory stage while it computes on the current ones (2 stages
+ * per warp), so the loads' latency overlaps the math. 32 tokens of one page
+ * are contiguous (kivi keys: the block's 4D-byte scale/min header, then 32
+ * code rows), every size below is a multiple of 16 bytes and every source
+ * 16-byte aligned (pages are multiples of 16 bytes, warp tiles start at a
+ * multiple of 32 tokens inside a page). */
+template <int KM, int D>
+__host__ __device__ constexpr int key_stage_bytes()
+{
+    return KM == FMT_FP16 ? WTOK * 2 * D
+         : KM == FMT_Q8   ? WTOK * 34 * (D / 32)
+         : KM == FMT_Q4   ? WTOK * 18 * (D / 32)
+         : KM == FMT_KIVI2 ? 4 * D + WTOK * 2 * D / 8
+         : KM == FMT_KIVI4 ? 4 * D + WTOK * 4 * D / 8
+         : KM == FMT_RVQ1 ? WTOK * (2 + 2 * D / 8)
+                          : WTOK * (4 + D / 8); /* rabitq:bits=1 */
+}
+
+template <int VM, int D>
+__host__ __device__ constexpr int val_stage_bytes()
+{
+    return VM == FMT_FP16 ? WTOK * 2 * D
+         : VM == FMT_Q8   ? WTOK * 34 * (D / 32)
+         : VM == FMT_Q4   ? WTOK * 18 * (D / 32)
+         : VM == FMT_KIVI2 ? WTOK * (4 * (D / 32) + 2 * D / 8)
+                           : WTOK * (4 * (D / 32) + 4 * D / 8); /* kivi4, group 32 */
+}
+
+/* Staged: the keys of packed formats, and their values too where both fit
+ * 3 CTAs per SM (6 KB per warp and stage; q8_0 at D = 128 stages its keys
+ * only). fp16 is at the copy bandwidth without it. VQ_MMA_NO_STAGE
+ * (compile time) turns staging off, VQ_MMA_STAGE_KV_ONLY stages values
+ * only together with keys (no key-only staging), for comparisons. */
+constexpr int STAGE_MAX = 6144;
+template <int KM, int VM, int D>
+__host__ __device__ constexpr bool staged_k()
+{
+#ifdef VQ_MMA_NO_STAGE
+    return false;
+#elif defined(VQ_MMA_STAGE_KV_ONLY)
+    return KM != FMT_FP16 && key_stage_bytes<KM, D>() + val_stage_bytes<VM, D>() <= STAGE_MAX;
+#else
+    return KM != FMT_FP16 && key_stage_bytes<KM, D>() <= STAGE_MAX;
+#endif
+}
+
+template <int KM, int VM, int D>
+__host__ __device__ constexpr bool staged_v()
+{
+    return staged_k<KM, VM, D>() && key_stage_bytes<KM, D>() + val_stage_bytes<VM, D>() <= STAGE_MAX;
+}
+
+/* bytes of one warp's stage (keys, then values where staged) */
+template <int KM, int VM, int D>
+__host__ __device__ constexpr int stage_bytes()
+{
+    return key_stage_bytes<KM, D>() + (staged_v<KM, VM, D>() ? val_stage_bytes<VM, D>() : 0);
+}
+
+template <int KM, int VM, int D>
+__host__ __device__ constexpr int stage_smem_bytes()
+{
+    return staged_k<KM, VM, D>() ? NW * 2 * stage_bytes<KM, VM, D>() : 0;
+}
+
+__device__ __forceinline__ void cp16(void *dst, const void *src)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+
+/* the warp copies BYTES (a multiple of 16) from src to dst */
+template <int BYTES>
+__device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int lane)
+{
+#pragma unroll
+    for (int o = 16 * lane; o < BYTES; o += 512)
+        cp16(dst + o, src + o);
+}
+
 /* ---- the kernel ------------------------------------------------------------ */
 
 template <int D, int G, int KM, int VM>
@@ -338,23 +425,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     __shared__ float wml[NW][G][2];
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
 
-    const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int g = lane >> 2, t = lane & 3;
-    const int len = p.seq_lens[b];
-    const int s0 = split * p.chunk, s1 = min(len, s0 + p.chunk);
-    const size_t qrow0 = (size_t)b * p.n_q + (size_t)kvh * G;
-    const size_t part0 = qrow0 * p.splits + split;
-
-    if (s0 >= s1) {
-        if (tid < G) {
-            p.part_ml[2 * (part0 + (size_t)tid * p.splits)] = -INFINITY;
-            p.part_ml[2 * (part0 + (size_t)tid * p.splits) + 1] = 0.0f;
-        }
+    const CtaWork cw = cta_work<G>(p);
+    if (empty_chunk<G>(p, cw, tid))
         return;
-    }
-    for (int i = tid; i < G * D; i += NW * 32)
-        qs[i / D][i % D] = p.q[qrow0 * D + i];
+    load_query<G, D>(p, cw, qs, tid);
+    const int g = lane >> 2, t = lane & 3;
+    const int kvh = cw.kvh, b = cw.b, s0 = cw.s0, s1 = cw.s1;
+    const size_t part0 = cw.part0;
     __syncthreads();
     if (p.kf.rot)
         rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, NW * 32);
@@ -432,11 +510,70 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     const uint32_t vmask = VM == FMT_KIVI2 ? 0x00030003u << (2 * (g & 3)) : 0x000f000fu << (4 * (g & 1));
     const uint32_t vbyte = VM == FMT_KIVI2 ? (uint32_t)(g >> 2) : (uint32_t)(g >> 1);
 
-    for (int t0 = s0 + warp * WTOK; t0 < s1; t0 += NW * WTOK) {
-        const int32_t pg = pt[t0 / P];
-        const int in0 = t0 % P;
-        const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
-        const uint8_t *vpage = p.vp + (size_t)pg * p.vpb;
+    constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
+    constexpr int KSB = key_stage_bytes<KM, D>(), VSB = val_stage_bytes<VM, D>(), SB = stage_bytes<KM, VM, D>();
+    extern __shared__ __align__(16) uint8_t stage_mem[];
+    uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SB;
+    const int lgk = KIVI_K ? __ffs(p.kf.group) - 1 : 0;
+    /* issue the copies of the warp tile at token t (page pg) into stage st */
+    auto stage_in = [&](int t, int32_t pg, int st) {
+        const int i0 = t % P;
+        uint8_t *kd = wstage + st * SB;
+        const uint8_t *kpg = p.kp + (size_t)pg * p.kpb;
+        if constexpr (KIVI_K) {
+            const uint8_t *blk = kpg + (size_t)(i0 >> lgk) * p.kf.block_bytes;
+            warp_copy<4 * D>(kd, blk, lane);
+            warp_copy<KSB - 4 * D>(kd + 4 * D, blk + 4 * D + (size_t)(i0 & (p.kf.group - 1)) * (KB * D / 8), lane);
+        } else {
+            warp_copy<KSB>(kd, kpg + (size_t)i0 * p.kf.block_bytes, lane);
+        }
+        if constexpr (STG_V)
+            warp_copy<VSB>(kd + KSB, p.vp + (size_t)pg * p.vpb + (size_t)i0 * p.vf.block_bytes, lane);
+    };
+    int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
+    if constexpr (STG) {
+        const int tf = s0 + warp * WTOK;
+        if (tf < s1) {
+            pg_cur = pt[tf / P];
+            stage_in(tf, pg_cur, 0);
+        }
+        cp_commit();
+        if (tf + NW * WTOK < s1)
+            pg_next = pt[(tf + NW * WTOK) / P];
+    }
+
+    int stg = 0;
+    for (int t0 = s0 + warp * WTOK; t0 < s1; t0 += NW * WTOK, stg ^= 1) {
+        /* k0: token t0's key row (kivi: kh the block's scale/min header, k0
+         * token t0's code row), v0: its value row; token t0 + i at + i rows */
+        const uint8_t *k0, *kh = nullptr, *v0;
+        if constexpr (STG) {
+            const int tn = t0 + NW * WTOK;
+            __syncwarp(); /* every lane is done with the stage refilled below */
+            if (tn < s1)
+                stage_in(tn, pg_next, stg ^ 1);
+            cp_commit();
+            uint8_t *kd = wstage + stg * SB;
+            kh = kd;
+            k0 = KIVI_K ? kd + 4 * D : kd;
+            v0 = STG_V ? kd + KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)(t0 % P) * p.vf.block_bytes;
+            pg_cur = pg_next;
+            if (tn + NW * WTOK < s1)
+                pg_next = pt[(tn + NW * WTOK) / P];
+            cp_wait1();
+            __syncwarp();
+        } else {
+            const int32_t pg = pt[t0 / P];
+            const int in0 = t0 % P;
+            const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
+            if constexpr (KIVI_K) {
+                kh = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
+                k0 = kh + 4 * D + (size_t)(in0 & (p.kf.group - 1)) * (KB * D / 8);
+            } else {
+                k0 = kpage + (size_t)in0 * p.kf.block_bytes;
+            }
+            v0 = p.vp + (size_t)pg * p.vpb + (size_t)in0 * p.vf.block_bytes;
+        }
 
         /* ---- scores ---- */
         float c[4][4];
@@ -444,29 +581,17 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         for (int n = 0; n < 4; n++)
             c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.0f;
         KeyRaw<KM, D> kr[4];
-        const uint8_t *krow_base;
-        if constexpr (KIVI_K) {
-            const int lg = __ffs(p.kf.group) - 1;
-            krow_base = kpage + (size_t)(in0 >> lg) * p.kf.block_bytes;
-        } else {
-            krow_base = kpage;
-        }
 #pragma unroll
         for (int n = 0; n < 4; n++) {
-            const int tok = min(t0 + 8 * n + g, s1 - 1);
-            const int tin = in0 + (tok - t0);
-            const uint8_t *row;
-            if constexpr (KIVI_K)
-                row = krow_base + 4 * D + (size_t)(tin & (p.kf.group - 1)) * (KB * D / 8);
-            else
-                row = kpage + (size_t)tin * p.kf.block_bytes;
+            const int i = min(t0 + 8 * n + g, s1 - 1) - t0;
+            const uint8_t *row = KIVI_K ? k0 + (size_t)i * (KB * D / 8) : k0 + (size_t)i * p.kf.block_bytes;
             key_load<KM, D>(row, t, kr[n]);
         }
         float base = 0.0f;
         if constexpr (KIVI_K) {
             /* the block's per-channel scale folds into Q', its minimum into
              * one float per head: score = sum_c q_c s_c code_c + sum_c q_c m_c */
-            const uint8_t *blk = krow_base;
+            const uint8_t *blk = kh;
             const __half *sc = (const __half *)(blk + t * (D / 2));
             const __half *mn = (const __half *)(blk + 2 * D + t * (D / 2));
             __half sv[D / 4], mv[D / 4];
@@ -504,7 +629,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             for (int n = 0; n < 4; n++)
 #pragma unroll
                 for (int jj = 0; jj < 2; jj++)
-                    drow[n][jj] = kpage + (size_t)(in0 + min(t0 + 8 * n + 2 * t + jj, s1 - 1) - t0) * p.kf.block_bytes;
+                    drow[n][jj] = k0 + (size_t)(min(t0 + 8 * n + 2 * t + jj, s1 - 1) - t0) * p.kf.block_bytes;
 #pragma unroll
             for (int bk = 0; bk < D / 32; bk++) {
                 float cb[4][4];
@@ -554,7 +679,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 } else if constexpr (KIVI_K) {
                     x = fmaf(x, post, base);
                 } else {
-                    const uint8_t *row = kpage + (size_t)(in0 + min(tok, s1 - 1) - t0) * p.kf.block_bytes;
+                    const uint8_t *row = k0 + (size_t)(min(tok, s1 - 1) - t0) * p.kf.block_bytes;
                     if constexpr (KM == FMT_RVQ1) {
                         x = h2f(ld16(row)) * fmaf(x, post, hs);
                     } else {
@@ -601,7 +726,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int tok = min(t0 + 16 * kt + 2 * t + (i & 1) + 8 * (i >> 1), s1 - 1);
-                vrow[kt][i] = vpage + (size_t)(in0 + tok - t0) * p.vf.block_bytes;
+                vrow[kt][i] = v0 + (size_t)(tok - t0) * p.vf.block_bytes;
                 pw[kt][i] = sc[2 * kt + (i >> 1)][i & 1];
             }
         if constexpr (VM == FMT_FP16) {
@@ -770,34 +895,22 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
     }
     __syncthreads();
-    for (int i = tid; i < G * D; i += NW * 32) {
-        const int gg = i / D, cc = i % D;
-        float M = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < NW; w++)
-            M = fmaxf(M, wml[w][gg][0]);
-        float s = 0.0f, l = 0.0f;
-#pragma unroll
-        for (int w = 0; w < NW; w++) {
-            if (wml[w][gg][0] == -INFINITY)
-                continue;
-            const float f = exp2f(wml[w][gg][0] - M);
-            s += red[w][gg][cc] * f;
-            l += wml[w][gg][1] * f;
-        }
-        p.part_acc[(part0 + (size_t)gg * p.splits) * D + cc] = s;
-        if (cc == 0) {
-            p.part_ml[2 * (part0 + (size_t)gg * p.splits)] = M;
-            p.part_ml[2 * (part0 + (size_t)gg * p.splits) + 1] = l;
-        }
-    }
+    combine_warps<G, D>(p, red, wml, part0, tid);
 }
 
 template <int D, int G, int KM, int VM>
 cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
 {
+    constexpr int smem = stage_smem_bytes<KM, VM, D>();
+    static bool attr_set = false; /* once per instantiation (idempotent: a race only repeats it) */
+    if (smem > 0 && !attr_set) {
+        cudaError_t e = cudaFuncSetAttribute(attn_mma<D, G, KM, VM>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        if (e != cudaSuccess)
+            return e;
+        attr_set = true;
+    }
     dim3 grid(p.splits, p.n_kv, batch);
-    attn_mma<D, G, KM, VM><<<grid, NW * 32, 0, s>>>(p);
+    attn_mma<D, G, KM, VM><<<grid, NW * 32, smem, s>>>(p);
     return cudaGetLastError();
 }
 

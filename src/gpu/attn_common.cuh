@@ -5,6 +5,7 @@
 #define VQ_GPU_ATTN_COMMON_CUH
 
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,86 @@ struct AttnParams {
     float *part_ml;      /* [b][n_q][splits][2] */
 };
 
+/* The work of a split CTA: chunk blockIdx.x of KV head kvh = blockIdx.y of
+ * sequence b = blockIdx.z, tokens [s0, s1); qrow0 is its first query row
+ * (G heads from there), part0 its first partial row (head g's at part0 +
+ * g * splits). */
+struct CtaWork {
+    int kvh, b, s0, s1;
+    size_t qrow0, part0;
+};
+
+template <int G>
+__device__ __forceinline__ CtaWork cta_work(const AttnParams &p)
+{
+    CtaWork w;
+    const int split = blockIdx.x;
+    w.kvh = blockIdx.y;
+    w.b = blockIdx.z;
+    w.s0 = split * p.chunk;
+    w.s1 = min(p.seq_lens[w.b], w.s0 + p.chunk);
+    w.qrow0 = (size_t)w.b * p.n_q + (size_t)w.kvh * G;
+    w.part0 = w.qrow0 * p.splits + split;
+    return w;
+}
+
+/* true for an empty chunk (no token of the sequence in it), whose partial
+ * rows it marks with weight 0 (m = -inf, l = 0; the accumulator is never
+ * read): the CTA then returns */
+template <int G>
+__device__ __forceinline__ bool empty_chunk(const AttnParams &p, const CtaWork &w, int tid)
+{
+    if (w.s0 < w.s1)
+        return false;
+    if (tid < G) {
+        p.part_ml[2 * (w.part0 + (size_t)tid * p.splits)] = -INFINITY;
+        p.part_ml[2 * (w.part0 + (size_t)tid * p.splits) + 1] = 0.0f;
+    }
+    return true;
+}
+
+/* the CTA's G query rows (float32, unscaled) into shared memory; the
+ * caller synchronises */
+template <int G, int D>
+__device__ __forceinline__ void load_query(const AttnParams &p, const CtaWork &w, float (&qs)[G][D], int tid)
+{
+    for (int i = tid; i < G * D; i += NW * 32)
+        qs[i / D][i % D] = p.q[w.qrow0 * D + i];
+}
+
+/* The last step of the split kernels: combine the NW warps' partial
+ * (max m, sum l, accumulator red) of each of the CTA's G query heads into
+ * the chunk's (M, l, acc) in the workspace (part0: this CTA's first
+ * partial row; head g's row is part0 + g * splits). A warp that saw no
+ * token has m = -inf, l = 0. Needs a __syncthreads() after red / wml were
+ * written; all NW * 32 threads call it. */
+template <int G, int D>
+__device__ __forceinline__ void combine_warps(const AttnParams &p, const float (&red)[NW][G][D],
+                                              const float (&wml)[NW][G][2], size_t part0, int tid)
+{
+    for (int i = tid; i < G * D; i += NW * 32) {
+        const int g = i / D, c = i % D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < NW; w++)
+            M = fmaxf(M, wml[w][g][0]);
+        float s = 0.0f, l = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; w++) {
+            if (wml[w][g][0] == -INFINITY)
+                continue;
+            const float f = exp2f(wml[w][g][0] - M);
+            s += red[w][g][c] * f;
+            l += wml[w][g][1] * f;
+        }
+        const size_t row = part0 + (size_t)g * p.splits;
+        p.part_acc[row * D + c] = s;
+        if (c == 0) {
+            p.part_ml[2 * row] = M;
+            p.part_ml[2 * row + 1] = l;
+        }
+    }
+}
 
 /* The tensor-core split kernel (attention_mma.cu): launches attn_mma for
  * this (D, G, key, value) if it has one and returns true (the launch status
@@ -35,5 +116,11 @@ struct AttnParams {
 /* whether attn_mma has this pair and shape */
 bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G, int page_tokens);
 bool vq_mma_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err);
+
+/* The vecinfer split kernel (attention_vecinfer.cu): vq_vecinfer_check
+ * says whether this pair and G can run (a vq_status with a message);
+ * vq_vecinfer_launch launches it (the reduce launch is the caller's). */
+vq_status vq_vecinfer_check(const vq_cuda_format &kf, const vq_cuda_format &vf, int G);
+cudaError_t vq_vecinfer_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s);
 
 #endif

@@ -10,10 +10,10 @@ NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-fPIC -Werror
 CUDA_BUILD := $(BUILD)/cuda
 HAVE_NVCC  := $(shell command -v $(NVCC) 2>/dev/null)
 
-CUDA_CU    := src/gpu/attention.cu src/gpu/attention_mma.cu src/gpu/quantize.cu
+CUDA_CU    := src/gpu/attention.cu src/gpu/attention_mma.cu src/gpu/attention_vecinfer.cu src/gpu/quantize.cu
 CUDA_OBJ   := $(CUDA_CU:src/gpu/%.cu=$(CUDA_BUILD)/obj/%.o) $(CUDA_BUILD)/obj/format.o
 CUDA_LIB   := $(CUDA_BUILD)/libveloxquant_cuda.a
-CUDA_HDRS  := include/veloxquant_cuda.h $(wildcard src/gpu/*.cuh)
+CUDA_HDRS  := include/veloxquant_cuda.h $(wildcard src/gpu/*.cuh) src/codec/kivi_quant.h
 
 .PHONY: cuda cuda-lib
 ifneq ($(HAVE_NVCC),)
@@ -26,7 +26,7 @@ endif
 
 $(CUDA_BUILD)/obj/%.o: src/gpu/%.cu $(CUDA_HDRS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) -Iinclude -Isrc/gpu -c $< -o $@
+	$(NVCC) $(NVCC_FLAGS) -Iinclude -Isrc -Isrc/gpu -c $< -o $@
 
 $(CUDA_BUILD)/obj/format.o: src/gpu/host/format.c include/veloxquant_cuda.h
 	@mkdir -p $(dir $@)
@@ -36,8 +36,8 @@ $(CUDA_LIB): $(CUDA_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(CUDA_BUILD)/test_gpu: tests/gpu/test_gpu.cu $(CUDA_LIB) $(STATIC) $(BUILD)/obj/tests/util/test.o
-	$(NVCC) $(NVCC_FLAGS) -Iinclude -Itests/util -o $@ $< $(BUILD)/obj/tests/util/test.o $(CUDA_LIB) $(STATIC) -lm -lpthread
+$(CUDA_BUILD)/test_gpu: tests/gpu/test_gpu.cu tests/gpu/gpu_host_util.h $(CUDA_LIB) $(STATIC) $(BUILD)/obj/tests/util/test.o
+	$(NVCC) $(NVCC_FLAGS) -Iinclude -Itests/util -Itests/gpu -o $@ $< $(BUILD)/obj/tests/util/test.o $(CUDA_LIB) $(STATIC) -lm -lpthread
 
-$(CUDA_BUILD)/bench_gpu: bench/gpu/bench_gpu.cu $(CUDA_LIB) $(STATIC)
-	$(NVCC) $(NVCC_FLAGS) -Iinclude -o $@ $< $(CUDA_LIB) $(STATIC) -lm -lpthread
+$(CUDA_BUILD)/bench_gpu: bench/gpu/bench_gpu.cu tests/gpu/gpu_host_util.h $(CUDA_LIB) $(STATIC)
+	$(NVCC) $(NVCC_FLAGS) -Iinclude -Itests/gpu -o $@ $< $(CUDA_LIB) $(STATIC) -lm -lpthread

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 
+#include "codec/kivi_quant.h" /* kivi_range, kivi_code: the CPU codec's own */
 #include "formats.cuh"
 #include "rotation.cuh"
 
@@ -17,48 +18,16 @@ using namespace vqg;
 
 #define QT 128                 /* threads per CTA */
 #define OUT_WORDS 2304         /* 9216 bytes >= the largest block (kivi keys, G=128, D=128, 4 bits) */
-#define FP16_MAX 65504.0f
 
 extern "C" vq_status vq_cuda_fail(vq_status st, const char *fmt, ...);
 
 __device__ __forceinline__ uint16_t f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }
-__device__ __forceinline__ float rt16(float f) { return __half2float(__float2half_rn(f)); }
-__device__ __forceinline__ float clamp16(float f) { return f > FP16_MAX ? FP16_MAX : (f < -FP16_MAX ? -FP16_MAX : f); }
 
 __device__ __forceinline__ void put_bits(uint32_t *w, int bitpos, uint32_t v)
 {
     atomicOr(&w[bitpos >> 5], v << (bitpos & 31)); /* widths 1, 2, 4, 8 never straddle a word */
 }
 __device__ __forceinline__ void put_u16(uint32_t *w, int byte, uint16_t v) { put_bits(w, 8 * byte, v); }
-
-/* kivi scale/min of n values at stride (kivi.c kivi_range) */
-__device__ void kivi_range(const float *x, int n, int stride, int bits, float *s, float *m)
-{
-    float lo = x[0], hi = x[0];
-    for (int i = 1; i < n; i++) {
-        float v = x[i * stride];
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-    }
-    lo = clamp16(lo);
-    hi = clamp16(hi);
-    float m16 = rt16(lo);
-    float scale = __fdiv_rn(__fsub_rn(hi, m16), (float)((1 << bits) - 1));
-    if (!(scale > 0.0f))
-        scale = 0.0f;
-    *s = rt16(clamp16(scale));
-    *m = m16;
-}
-
-__device__ __forceinline__ unsigned kivi_code(float x, float s, float m, unsigned maxc)
-{
-    if (!(s > 0.0f))
-        return 0;
-    float t = __fadd_rn(__fdiv_rn(__fsub_rn(x, m), s), 0.5f);
-    if (t >= (float)maxc)
-        return maxc;
-    return t > 0.0f ? (unsigned)t : 0u;
-}
 
 __device__ __forceinline__ int lm_index(const float *thr, int levels, float x)
 {
@@ -210,6 +179,9 @@ extern "C" vq_status vq_cuda_quantize(const vq_cuda_format *f, const float *x, i
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: quantize: NULL argument");
     if (n_blocks < 0 || n_blocks > 0x7fffffff)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: quantize: n_blocks %lld out of range", (long long)n_blocks);
+    if (f->method < VQ_CUDA_FP16 || f->method > VQ_CUDA_RABITQ)
+        return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: quantize: method %d has no GPU quantizer%s", f->method,
+                            f->method == VQ_CUDA_VECINFER ? " (vecinfer: encode with vq_codec_encode)" : "");
     if (f->block_bytes > 4 * OUT_WORDS || f->block_bytes % 2)
         return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: quantize: block of %d bytes unsupported", f->block_bytes);
     if (n_blocks == 0)

@@ -29,19 +29,6 @@ static inline __m256 vq_hsum8x512(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __
     return _mm256_set_m128(vq_hsum4x512(a4, a5, a6, a7), vq_hsum4x512(a0, a1, a2, a3));
 }
 
-/* the first min(8, nt - i) lanes of r into s[i..] */
-static inline void vq_store8_upto(float *s, size_t i, size_t nt, __m256 r)
-{
-    if (i + 8 <= nt) {
-        _mm256_storeu_ps(s + i, r);
-        return;
-    }
-    float t[8];
-    _mm256_storeu_ps(t, r);
-    for (size_t k = 0; i + k < nt; k++)
-        s[i + k] = t[k];
-}
-
 /* the first min(4, nt - i) lanes of r into s[i..] */
 static inline void vq_store4_upto(float *s, size_t i, size_t nt, __m128 r)
 {
@@ -53,6 +40,19 @@ static inline void vq_store4_upto(float *s, size_t i, size_t nt, __m128 r)
     _mm_storeu_ps(t, r);
     for (size_t k = 0; i + k < nt; k++)
         s[i + k] = t[k];
+}
+
+/* the first min(8, nt - i) lanes of r into s[i..] (a partial group as
+ * two halves) */
+static inline void vq_store8_upto(float *s, size_t i, size_t nt, __m256 r)
+{
+    if (i + 8 <= nt) {
+        _mm256_storeu_ps(s + i, r);
+        return;
+    }
+    vq_store4_upto(s, i, nt, _mm256_castps256_ps128(r));
+    if (i + 4 < nt)
+        vq_store4_upto(s, i + 4, nt, _mm256_extractf128_ps(r, 1));
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* codes_qdot.h -- integer dots of packed 2- or 4-bit codes (KIVI keys'
  * rows, packed LSB first as codec/bitstream.h) with queries quantized to
- * int8, VNNI on AVX-512: the integer counterpart of codes_dot (kernels.h).
+ * int8 (VNNI on AVX-512, VPMADDUBSW on AVX2): the integer counterpart of
+ * codes_dot (kernels.h).
  *
  * Channels are taken 64 at a time (a chunk; D a multiple of 64). Within a
  * chunk the codes are unpacked in the order that costs the fewest
@@ -32,6 +33,8 @@ float vq_codes_qprep_avx512x(const float *q, const float *s, const float *m, siz
 
 void vq_codes_qdot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                        size_t qstride, int n_q, float *s, size_t sstride);
+void vq_codes_qdot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
+                        size_t qstride, int n_q, float *s, size_t sstride);
 void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                            size_t qstride, int n_q, float *s, size_t sstride);
 

@@ -1,50 +1,38 @@
-/* dense.h -- the float kernels of the tiled codec path (codec/tiled.h): scores of
- * n_q queries against a tile of decoded vectors, and weighted sums of a
- * tile into accumulators.
+/* dense.h -- the dense kernels of the attention paths: scores of n_q
+ * queries against a tile of rows, and weighted sums of a tile into
+ * accumulators. The rows hold floats or IEEE halves (the element type
+ * `elem`); everything else is float.
  *
- *   vq_dense_dot:  s[j*sstride + i]  = sum_e q[j*qstride + e] * v[i*E + e]
- *   vq_dense_axpy: acc[j*astride + e] += sum_i w[j*wstride + i] * v[i*E + e]
+ *   dense_dot:  s[j*sstride + i]  = sum_e q[j*qstride + e] * v_i[e]
+ *   dense_axpy: acc[j*astride + e] += sum_i w[j*wstride + i] * v_i[e]
  *
- * for j < n_q, i < nt, e < E. The *_ref functions are the scalar
- * references; the SIMD twins (dense_avx2.c: E a multiple of 8;
- * dense_avx512.c: E a multiple of 16, else they hand over to the AVX2
- * twin) sum in another order and agree to float rounding. Each score and
- * each accumulator is computed the same way whatever the tile size, the
- * position in the tile or the number of queries (batch-invariant), and the
- * AVX2 and AVX-512 axpy give bit-identical results. Reached through the
- * kernel tables (kernels.h). No allocation; all pointers non-NULL.
- *
- * vq_half_dot / vq_half_axpy: the same with v holding IEEE halves (LE, 2
- * bytes each, any alignment) instead of floats; the AVX-512 twins give
- * the bits of the float kernels on the converted rows. */
+ * for j < n_q, i < nt, e < E, v_i[e] element i*E + e of v (VQ_ELEM_F32:
+ * floats; VQ_ELEM_F16: IEEE halves, LE, 2 bytes each, any alignment).
+ * The *_ref functions are the scalar references; the SIMD twins
+ * (dense_avx2.c: floats with E a multiple of 8; dense_avx512.c: E a
+ * multiple of 16; anything else goes to the next lower variant) sum in
+ * another order and agree to float rounding. Each score and each
+ * accumulator is computed the same way whatever the tile size, the
+ * position in the tile or the number of queries (batch-invariant); the
+ * AVX2 and AVX-512 axpy give bit-identical results, and the AVX-512 twins
+ * on halves give the bits of fp16_row into a float tile, then the float
+ * kernel. Reached through the kernel tables (kernels.h). No allocation;
+ * all pointers non-NULL. */
 #ifndef VQ_KERNELS_DENSE_H
 #define VQ_KERNELS_DENSE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-void vq_dense_dot_ref(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
-                      size_t sstride);
-void vq_dense_axpy_ref(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
-                       size_t astride);
+typedef enum vq_elem { VQ_ELEM_F32 = 0, VQ_ELEM_F16 = 1 } vq_elem;
 
-void vq_dense_dot_avx2(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
-                       size_t sstride);
-void vq_dense_axpy_avx2(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
-                        size_t astride);
+/* x: the queries (dot) or the weights (axpy), n_q rows xstride apart;
+ * out: the scores (dot) or the accumulators (axpy), ostride apart */
+typedef void vq_dense_fn(const float *x, size_t xstride, int n_q, const void *v, vq_elem elem, size_t nt, size_t E,
+                         float *out, size_t ostride);
 
-void vq_dense_dot_avx512(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
-                         size_t sstride);
-void vq_dense_axpy_avx512(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
-                          size_t astride);
-
-void vq_half_dot_ref(const float *q, size_t qstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *s,
-                     size_t sstride);
-void vq_half_axpy_ref(const float *w, size_t wstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *acc,
-                      size_t astride);
-void vq_half_dot_avx512(const float *q, size_t qstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *s,
-                        size_t sstride);
-void vq_half_axpy_avx512(const float *w, size_t wstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *acc,
-                         size_t astride);
+vq_dense_fn vq_dense_dot_ref, vq_dense_axpy_ref;
+vq_dense_fn vq_dense_dot_avx2, vq_dense_axpy_avx2;
+vq_dense_fn vq_dense_dot_avx512, vq_dense_axpy_avx512;
 
 #endif

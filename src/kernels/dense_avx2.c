@@ -1,5 +1,5 @@
-/* dense_avx2.c -- AVX2/FMA twins of dense.h's kernels (E not a multiple
- * of 8 goes to the scalar reference). Compiled with -mavx2 -mfma. Each output is
+/* dense_avx2.c -- AVX2/FMA twins of dense.h's kernels on float rows (IEEE
+ * half rows, or E not a multiple of 8, go to the scalar reference). Compiled with -mavx2 -mfma. Each output is
  * computed the same way whatever the tile size or the number of queries,
  * so a batch of queries gets bit-identical results to one at a time. */
 #include <immintrin.h>
@@ -13,13 +13,9 @@ static inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
     return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
-void vq_dense_dot_avx2(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
-                       size_t sstride)
+/* dot over float rows, E a multiple of 8 */
+static void dot8(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s, size_t sstride)
 {
-    if (E % 8) {
-        vq_dense_dot_ref(q, qstride, n_q, v, nt, E, s, sstride);
-        return;
-    }
     for (int j = 0; j < n_q; j++) {
         const float *qj = q + (size_t)j * qstride;
         float *sj = s + (size_t)j * sstride;
@@ -50,13 +46,10 @@ void vq_dense_dot_avx2(const float *q, size_t qstride, int n_q, const float *v, 
     }
 }
 
-void vq_dense_axpy_avx2(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
-                        size_t astride)
+/* axpy over float rows, E a multiple of 8 */
+static void axpy8(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
+                  size_t astride)
 {
-    if (E % 8) {
-        vq_dense_axpy_ref(w, wstride, n_q, v, nt, E, acc, astride);
-        return;
-    }
     for (int j = 0; j < n_q; j++) {
         const float *wj = w + (size_t)j * wstride;
         float *a = acc + (size_t)j * astride;
@@ -85,3 +78,18 @@ void vq_dense_axpy_avx2(const float *w, size_t wstride, int n_q, const float *v,
         }
     }
 }
+
+/* the exported kernel NAME: LOOPS on float rows with E a multiple of 8,
+ * anything else (half rows included) the scalar reference REF */
+#define DENSE_ENTRY(NAME, LOOPS, REF)                                                                           \
+    void NAME(const float *x, size_t xstride, int n_q, const void *v, vq_elem elem, size_t nt, size_t E,      \
+              float *out, size_t ostride)                                                                     \
+    {                                                                                                         \
+        if (elem == VQ_ELEM_F32 && E % 8 == 0)                                                                \
+            LOOPS(x, xstride, n_q, v, nt, E, out, ostride);                                                   \
+        else                                                                                                  \
+            REF(x, xstride, n_q, v, elem, nt, E, out, ostride);                                               \
+    }
+
+DENSE_ENTRY(vq_dense_dot_avx2, dot8, vq_dense_dot_ref)
+DENSE_ENTRY(vq_dense_axpy_avx2, axpy8, vq_dense_axpy_ref)

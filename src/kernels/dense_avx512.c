@@ -1,5 +1,5 @@
-/* dense_avx512.c -- AVX-512 twins of dense.h's kernels (E not a multiple
- * of 16 goes to the AVX2 twin). Compiled with -mavx512f/bw/vl/dq.
+/* dense_avx512.c -- AVX-512 twins of dense.h's kernels on float and IEEE
+ * half rows (E not a multiple of 16 goes to the AVX2 twin). Compiled with -mavx512f/bw/vl/dq.
  *
  * dot: four queries x four vectors at a time (16 accumulators), or eight
  * vectors sharing each load of three, two or one queries; the sums are folded 512 -> 256 bits and
@@ -8,9 +8,9 @@
  * axpy: up to four queries share each load of a vector; each accumulator
  * element adds w_i * v_i[e] over i in order with one FMA per token, as the
  * AVX2 twin does (bit-identical to it).
- * half_dot / half_axpy: the same kernels reading IEEE halves converted in
- * registers (exact), so they give the bits of fp16_row into a tile and
- * then dense_dot / dense_axpy. */
+ * Half rows: the same loops reading IEEE halves converted in registers
+ * (exact), so they give the bits of fp16_row into a tile and then the
+ * float kernel. */
 #include <immintrin.h>
 
 #include "kernels/avx512_sums.h"
@@ -113,26 +113,6 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
     }
 }
 
-void vq_dense_dot_avx512(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
-                         size_t sstride)
-{
-    if (E % 16) {
-        vq_dense_dot_avx2(q, qstride, n_q, v, nt, E, s, sstride);
-        return;
-    }
-    dot_impl(q, qstride, n_q, v, nt, E, s, sstride, 0);
-}
-
-void vq_half_dot_avx512(const float *q, size_t qstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *s,
-                        size_t sstride)
-{
-    if (E % 16) {
-        vq_half_dot_ref(q, qstride, n_q, v, nt, E, s, sstride);
-        return;
-    }
-    dot_impl(q, qstride, n_q, v, nt, E, s, sstride, 1);
-}
-
 /* acc rows j0..j0+NQ-1 (NQ in 1..4), columns [e, e+16*W) with W in 1..4 */
 #define AXPY_BLOCK(NQ, W)                                                                                     \
     do {                                                                                                      \
@@ -195,22 +175,20 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
     }
 }
 
-void vq_dense_axpy_avx512(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
-                          size_t astride)
-{
-    if (E % 16) {
-        vq_dense_axpy_avx2(w, wstride, n_q, v, nt, E, acc, astride);
-        return;
+/* the exported kernel NAME: IMPL's loops, one instance per element type
+ * (the type a constant inside the loops), for E a multiple of 16; any
+ * other E goes to LOWER, the AVX2 twin */
+#define DENSE_ENTRY(NAME, IMPL, LOWER)                                                                          \
+    void NAME(const float *x, size_t xstride, int n_q, const void *v, vq_elem elem, size_t nt, size_t E,      \
+              float *out, size_t ostride)                                                                     \
+    {                                                                                                         \
+        if (E % 16)                                                                                           \
+            LOWER(x, xstride, n_q, v, elem, nt, E, out, ostride);                                             \
+        else if (elem == VQ_ELEM_F16)                                                                         \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, 1);                                                 \
+        else                                                                                                  \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, 0);                                                 \
     }
-    axpy_impl(w, wstride, n_q, v, nt, E, acc, astride, 0);
-}
 
-void vq_half_axpy_avx512(const float *w, size_t wstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *acc,
-                         size_t astride)
-{
-    if (E % 16) {
-        vq_half_axpy_ref(w, wstride, n_q, v, nt, E, acc, astride);
-        return;
-    }
-    axpy_impl(w, wstride, n_q, v, nt, E, acc, astride, 1);
-}
+DENSE_ENTRY(vq_dense_dot_avx512, dot_impl, vq_dense_dot_avx2)
+DENSE_ENTRY(vq_dense_axpy_avx512, axpy_impl, vq_dense_axpy_avx2)

@@ -12,13 +12,12 @@ static const vq_kernels k_ref = {
     .simd = 0,
     .dense_dot = vq_dense_dot_ref,
     .dense_axpy = vq_dense_axpy_ref,
-    .half_dot = vq_half_dot_ref,
-    .half_axpy = vq_half_axpy_ref,
     .fp16_row = vq_fp16_row_ref,
     .q8_0_values = vq_q8_0_values_ref,
     .q4_0_values = vq_q4_0_values_ref,
     .lut_row = vq_lut_row_ref,
     .kivi_row = vq_kivi_row_ref,
+    .lut8_row = vq_lut8_row_ref,
     .kivi_group_row = vq_kivi_group_row_ref,
     .kivi_axpy = vq_kivi_axpy_ref,
     .codes_dot = vq_codes_dot_ref,
@@ -30,55 +29,41 @@ static const vq_kernels k_ref = {
 };
 
 #if defined(__x86_64__) || defined(__i386__)
-static const vq_kernels k_avx2 = {
-    .isa = "avx2",
-    .simd = 1,
-    .dense_dot = vq_dense_dot_avx2,
-    .dense_axpy = vq_dense_axpy_avx2,
-    .half_dot = vq_half_dot_ref,
-    .half_axpy = vq_half_axpy_ref,
-    .fp16_row = vq_fp16_row_f16c,
-    .q8_0_values = vq_q8_0_values_avx2,
-    .q4_0_values = vq_q4_0_values_avx2,
-    .lut_row = vq_lut_row_ref,
-    .kivi_row = vq_kivi_row_ref,
-    .kivi_group_row = vq_kivi_group_row_ref,
-    .kivi_axpy = vq_kivi_axpy_ref,
-    .codes_dot = vq_codes_dot_ref,
-    .bitdot = vq_bitdot_avx2,
-    .codes_qprep = vq_codes_qprep,
-    .codes_qdot = vq_codes_qdot_ref,
-    .qaxpy = vq_qaxpy_ref,
-    .qdot = vq_qdot_ref,
-};
+/* Each SIMD table starts as a copy of the next lower one and replaces the
+ * entries it has a twin for (filled once, before first use). */
+static vq_kernels k_avx2, k_avx512;
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
-/* entries that need VPOPCNTDQ / VNNI are filled in by avx512_table() */
-static vq_kernels k_avx512 = {
-    .isa = "avx512",
-    .simd = 1,
-    .dense_dot = vq_dense_dot_avx512,
-    .dense_axpy = vq_dense_axpy_avx512,
-    .half_dot = vq_half_dot_avx512,
-    .half_axpy = vq_half_axpy_avx512,
-    .fp16_row = vq_fp16_row_avx512,
-    .q8_0_values = vq_q8_0_values_avx512,
-    .q4_0_values = vq_q4_0_values_avx512,
-    .lut_row = vq_lut_row_avx512,
-    .kivi_row = vq_kivi_row_avx512,
-    .kivi_group_row = vq_kivi_group_row_avx512,
-    .kivi_axpy = vq_kivi_axpy_avx512,
-    .codes_dot = vq_codes_dot_avx512,
-    .bitdot = vq_bitdot_avx2,
-    .codes_qprep = vq_codes_qprep,
-    .codes_qdot = vq_codes_qdot_ref,
-    .qaxpy = vq_qaxpy_avx512,
-    .qdot = vq_qdot_ref,
-};
-
-static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
-
-static void avx512_fill(void)
+static void fill_tables(void)
 {
+    k_avx2 = k_ref;
+    k_avx2.isa = "avx2";
+    k_avx2.simd = 1;
+    k_avx2.dense_dot = vq_dense_dot_avx2;
+    k_avx2.dense_axpy = vq_dense_axpy_avx2;
+    k_avx2.fp16_row = vq_fp16_row_f16c;
+    k_avx2.q8_0_values = vq_q8_0_values_avx2;
+    k_avx2.q4_0_values = vq_q4_0_values_avx2;
+    k_avx2.bitdot = vq_bitdot_avx2;
+    k_avx2.codes_qdot = vq_codes_qdot_avx2;
+    k_avx2.qdot = vq_qdot_avx2;
+
+    k_avx512 = k_avx2;
+    k_avx512.isa = "avx512";
+    k_avx512.dense_dot = vq_dense_dot_avx512;
+    k_avx512.dense_axpy = vq_dense_axpy_avx512;
+    k_avx512.dense_f16 = 1;
+    k_avx512.fp16_row = vq_fp16_row_avx512;
+    k_avx512.q8_0_values = vq_q8_0_values_avx512;
+    k_avx512.q4_0_values = vq_q4_0_values_avx512;
+    k_avx512.lut_row = vq_lut_row_avx512;
+    k_avx512.kivi_row = vq_kivi_row_avx512;
+    k_avx512.lut8_row = vq_lut8_row_avx512;
+    k_avx512.kivi_group_row = vq_kivi_group_row_avx512;
+    k_avx512.kivi_axpy = vq_kivi_axpy_avx512;
+    k_avx512.codes_dot = vq_codes_dot_avx512;
+    k_avx512.qaxpy = vq_qaxpy_avx512;
+    /* entries that need VPOPCNTDQ / VNNI */
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
         k_avx512.bitdot = vq_bitdot_avx512x;
     if (vq_cpu_features() & VQ_CPU_AVX512_VNNI)
@@ -93,12 +78,11 @@ const vq_kernels *vq_kernels_variant(const char *isa)
     if (!isa || strcmp(isa, "scalar") == 0)
         return &k_ref;
 #if defined(__x86_64__) || defined(__i386__)
+    pthread_once(&tables_once, fill_tables);
     if (strcmp(isa, "avx2") == 0 && (f & VQ_CPU_AVX2))
         return &k_avx2;
-    if (strcmp(isa, "avx512") == 0 && (f & VQ_CPU_AVX512)) {
-        pthread_once(&avx512_once, avx512_fill);
+    if (strcmp(isa, "avx512") == 0 && (f & VQ_CPU_AVX512))
         return &k_avx512;
-    }
 #else
     (void)f;
 #endif

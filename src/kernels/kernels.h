@@ -12,7 +12,9 @@
  *
  * Contracts of the entries (all pointers non-NULL, no allocation, inputs
  * need no alignment):
- *   dense_dot, dense_axpy, half_dot, half_axpy: kernels/dense.h.
+ *   dense_dot, dense_axpy: kernels/dense.h (float or IEEE half rows);
+ *       dense_f16 says whether the half rows have SIMD loops (else they run
+ *       the scalar reference, and a caller converts them to floats first).
  *   fp16_row(src, dst, n): dst[i] = the IEEE half at src + 2i (LE).
  *   q8_0_values, q4_0_values: kernels/qblock_values.h.
  *   lut_row(codes, bits, n, lut, scale, add, out): for the n codes of
@@ -26,6 +28,10 @@
  *       scale and min per group of `group` channels (a multiple of 16
  *       dividing n), read as IEEE halves (LE) from gs16 / gm16:
  *       s[i] = half(gs16, i / group), m[i] = half(gm16, i / group).
+ *   lut8_row(c8, n, lut, s, m, out): out[i] = s[i]*lut[c8[i]] + m[i] (one
+ *       multiply, then one add) for n codes given one per byte, each
+ *       below 256 (lut holds as many floats as the largest code needs):
+ *       kivix at any width (lut[c] = c, or its non-uniform levels).
  *   kivi_axpy(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc,
  *       astride): acc[j*astride + e] += sum_i w[j*wstride + i] * v_i[e] for
  *       nt KIVI value rows (row i at rows + i*rstride: D/group fp16 scales,
@@ -43,10 +49,11 @@
  *       pq[j*n + i] = sum_p 2^p popcount(z_i & plane_jp) (the integer dot
  *       of the bits with the query's integer levels, RaBitQ's estimator).
  *   codes_qdot: kernels/codes_qdot.h (KIVI key codes against int8
- *       queries; the VNNI variant when the CPU has AVX-512 VNNI).
+ *       queries; the VNNI variant when the CPU has AVX-512 VNNI, else the
+ *       AVX2 one).
  *   qaxpy: kernels/qaxpy.h (weighted sums of q8_0 / q4_0 rows).
  *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
- *       variant when the CPU has AVX-512 VNNI). */
+ *       variant when the CPU has AVX-512 VNNI, else the AVX2 one). */
 #ifndef VQ_KERNELS_KERNELS_H
 #define VQ_KERNELS_KERNELS_H
 
@@ -62,19 +69,14 @@
 typedef struct vq_kernels {
     const char *isa; /* "scalar", "avx2", "avx512" */
     int simd;        /* 0 for the scalar references */
-    void (*dense_dot)(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s,
-                      size_t sstride);
-    void (*dense_axpy)(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
-                       size_t astride);
-    void (*half_dot)(const float *q, size_t qstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *s,
-                     size_t sstride);
-    void (*half_axpy)(const float *w, size_t wstride, int n_q, const uint8_t *v, size_t nt, size_t E, float *acc,
-                      size_t astride);
+    vq_dense_fn *dense_dot, *dense_axpy;
+    int dense_f16; /* 1: dense_dot/axpy have SIMD loops for VQ_ELEM_F16 rows */
     void (*fp16_row)(const uint8_t *src, float *dst, size_t n);
     void (*q8_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*q4_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*lut_row)(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
     void (*kivi_row)(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
+    void (*lut8_row)(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out);
     void (*kivi_group_row)(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                            const uint8_t *gm16, float *out);
     void (*kivi_axpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
@@ -104,6 +106,8 @@ void vq_lut_row_ref(const uint8_t *codes, int bits, size_t n, const float *lut, 
 void vq_lut_row_avx512(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
 void vq_kivi_row_ref(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
 void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
+void vq_lut8_row_ref(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out);
+void vq_lut8_row_avx512(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out);
 void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                            const uint8_t *gm16, float *out);
 void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,

@@ -140,10 +140,79 @@ static inline __m512i chunk64(int bits, const uint8_t *row, size_t c)
     return _mm512_and_si512(v, _mm512_set1_epi8(0x03));
 }
 
+/* one query's eight row sums from its integer lane sums: the reference's
+ * bits (exact integers, then one conversion and multiply) */
+static inline void codes_qdot_store(const __m512i I[QROWS], float d, float *s, size_t i, size_t nt)
+{
+    /* (row, half) sums -> row sums */
+    __m512i R = tree8(I);
+    R = _mm512_shuffle_i32x4(R, R, 0xD8); /* #0 #2 #1 #3 */
+    __m256i r = _mm256_add_epi32(_mm512_castsi512_si256(R), _mm512_extracti64x4_epi64(R, 1));
+    vq_store8_upto(s, i, nt, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(r)));
+}
+
+/* Four rows per register (head_dim <= 128): 128-bit lane r holds 16 bytes
+ * of row r, and a shift and mask of it gives 16 codes of one run of
+ * positions in codes_qdot.h's order -- 2 bits: bytes 16c.. of a chunk,
+ * shift 2p = positions 16p..16p+15; 4 bits: bytes 32c+16h.., shift 0 =
+ * positions 16h.., shift 4 = positions 32+16h.. -- so VPDPBUSD against
+ * that run of the query broadcast to every lane adds into lane r row r's
+ * partial sums; two in-lane shuffles and adds then give each row's total.
+ * Integer sums: the reference's bits. */
+static inline __attribute__((always_inline)) void codes_qdot_rows4(const uint8_t *codes, size_t rstride, int bits,
+                                                                   size_t nt, size_t nc, const uint8_t *qbuf,
+                                                                   size_t qstride, int n_q, float *s, size_t sstride)
+{
+    const __m512i gather = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i mask = _mm512_set1_epi8(bits == 2 ? 0x03 : 0x0f);
+    __m512i P[8];     /* four runs per chunk, nc <= 2 */
+    size_t qoff[8];   /* each run's offset in the query */
+    for (size_t i = 0; i < nt; i += 4) {
+        const uint8_t *row[4];
+        for (int t = 0; t < 4; t++)
+            row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
+        int np = 0;
+        for (size_t c = 0; c < nc; c++)
+            for (int h = 0; h < (bits == 2 ? 1 : 2); h++) {
+                const size_t b0 = bits == 2 ? 16 * c : 32 * c + 16 * (size_t)h;
+                __m512i R = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(row[0] + b0)));
+                R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[1] + b0)), 1);
+                R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[2] + b0)), 2);
+                R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[3] + b0)), 3);
+                for (int k = 0; k < (bits == 2 ? 4 : 2); k++) {
+                    P[np] = _mm512_and_si512(_mm512_srli_epi16(R, (unsigned)(bits * k)), mask);
+                    qoff[np++] = 64 * c + (bits == 2 ? 16 * (size_t)k : 32 * (size_t)k + 16 * (size_t)h);
+                }
+            }
+        const size_t left = nt - i < 4 ? nt - i : 4;
+        for (int j = 0; j < n_q; j++) {
+            const uint8_t *qj = qbuf + (size_t)j * qstride + sizeof(float);
+            float d;
+            memcpy(&d, qj - sizeof(float), sizeof d);
+            __m512i acc = _mm512_setzero_si512();
+            for (int k = 0; k < np; k++)
+                acc = _mm512_dpbusd_epi32(
+                    acc, P[k], _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(qj + qoff[k]))));
+            acc = _mm512_add_epi32(acc, _mm512_shuffle_epi32(acc, _MM_PERM_BADC));
+            acc = _mm512_add_epi32(acc, _mm512_shuffle_epi32(acc, _MM_PERM_CDAB));
+            __m128i r = _mm512_castsi512_si128(_mm512_permutexvar_epi32(gather, acc));
+            __m128 f = _mm_mul_ps(_mm_set1_ps(d), _mm_cvtepi32_ps(r));
+            _mm_mask_storeu_ps(s + (size_t)j * sstride + i, (__mmask8)((1u << left) - 1u), f);
+        }
+    }
+}
+
 void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                            size_t qstride, int n_q, float *s, size_t sstride)
 {
     const size_t nc = D / 64;
+    if (nc <= 2) { /* bits a constant in each call: the run loops unroll */
+        if (bits == 2)
+            codes_qdot_rows4(codes, rstride, 2, nt, nc, qbuf, qstride, n_q, s, sstride);
+        else
+            codes_qdot_rows4(codes, rstride, 4, nt, nc, qbuf, qstride, n_q, s, sstride);
+        return;
+    }
     for (size_t i = 0; i < nt; i += QROWS) {
         const uint8_t *row[QROWS];
         for (int t = 0; t < QROWS; t++)
@@ -160,12 +229,7 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
                 for (int t = 0; t < QROWS; t++)
                     I[t] = _mm512_dpbusd_epi32(I[t], chunk64(bits, row[t], c), Q);
             }
-            /* (row, half) sums -> row sums, still integers, then one
-             * conversion and multiply: the reference's bits */
-            __m512i R = tree8(I);
-            R = _mm512_shuffle_i32x4(R, R, 0xD8); /* #0 #2 #1 #3 */
-            __m256i r = _mm256_add_epi32(_mm512_castsi512_si256(R), _mm512_extracti64x4_epi64(R, 1));
-            vq_store8_upto(s + (size_t)j * sstride, i, nt, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(r)));
+            codes_qdot_store(I, d, s + (size_t)j * sstride, i, nt);
         }
     }
 }

@@ -32,35 +32,21 @@ void vq_qdot_prepare(const float *x, size_t D, uint8_t *dst)
     }
 }
 
+static int32_t block_isum_ref(int bits, const uint8_t *blk, const int8_t *qb, int32_t sq)
+{
+    int32_t isum = 0;
+    if (bits == 8) {
+        for (int e = 0; e < 32; e++)
+            isum += (int32_t)(uint8_t)(blk[2 + e] ^ 0x80u) * qb[e];
+        return isum - 128 * sq;
+    }
+    for (int e = 0; e < 16; e++)
+        isum += (int32_t)(blk[2 + e] & 0x0f) * qb[e] + (int32_t)(blk[2 + e] >> 4) * qb[e + 16];
+    return isum - 8 * sq;
+}
+
 void vq_qdot_ref(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                  size_t qstride, int n_q, float *s, size_t sstride)
 {
-    const size_t nb = D / 32, bb = bits == 8 ? 34 : 18;
-    const int32_t off = bits == 8 ? 128 : 8;
-    for (int j = 0; j < n_q; j++) {
-        const uint8_t *qj = qbuf + (size_t)j * qstride;
-        const int8_t *q = (const int8_t *)(const void *)(qj + nb * (sizeof(float) + sizeof(int32_t)));
-        for (size_t i = 0; i < nt; i++) {
-            const uint8_t *row = codes + i * rstride;
-            float acc = 0.0f;
-            for (size_t b = 0; b < nb; b++) {
-                const uint8_t *blk = row + b * bb;
-                float dq;
-                int32_t sq, isum = 0;
-                memcpy(&dq, qj + b * sizeof(float), sizeof dq);
-                memcpy(&sq, qj + nb * sizeof(float) + b * sizeof(int32_t), sizeof sq);
-                const int8_t *qb = q + b * 32;
-                if (bits == 8) {
-                    for (int e = 0; e < 32; e++)
-                        isum += (int32_t)(uint8_t)(blk[2 + e] ^ 0x80u) * qb[e];
-                } else {
-                    for (int e = 0; e < 16; e++)
-                        isum += (int32_t)(blk[2 + e] & 0x0f) * qb[e] + (int32_t)(blk[2 + e] >> 4) * qb[e + 16];
-                }
-                float dk = vq_fp16_to_fp32((vq_fp16)(blk[0] | blk[1] << 8));
-                acc += dk * dq * (float)(isum - off * sq);
-            }
-            s[(size_t)j * sstride + i] = acc;
-        }
-    }
+    vq_qdot_blocks(block_isum_ref, bits, codes, rstride, nt, D, qbuf, qstride, n_q, s, sstride);
 }

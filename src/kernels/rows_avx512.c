@@ -67,6 +67,21 @@ void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, 
     }
 }
 
+void vq_lut8_row_avx512(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(c8 + i)));
+        __m512 v = _mm512_i32gather_ps(idx, lut, 4);
+        __m512 t = _mm512_mul_ps(_mm512_loadu_ps(s + i), v);
+        _mm512_storeu_ps(out + i, _mm512_add_ps(t, _mm512_loadu_ps(m + i)));
+    }
+    for (; i < n; i++) {
+        float t = s[i] * lut[c8[i]];
+        out[i] = t + m[i];
+    }
+}
+
 static inline float half_at(const uint8_t *p, size_t k)
 {
     uint16_t h;
@@ -145,6 +160,9 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
         _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++)                                               \
             _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++)                                          \
                 A[jj][vv] = _mm512_loadu_ps(acc + (size_t)(j0 + jj) * astride + c0 + 16 * (size_t)vv);         \
+        __m512i GI[4]; /* each column block's group, as a permute index (no division per row) */            \
+        _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++)                                              \
+            GI[vv] = _mm512_set1_epi32((int)((c0 + 16 * (size_t)vv) / group));                                \
         for (size_t i = 0; i < nt; i++) {                                                                     \
             const uint8_t *r = rows + i * rstride;                                                            \
             /* the row's ng (<= 16) scales and mins, converted once */                                        \
@@ -154,8 +172,7 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
             _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++) {                                        \
                 size_t e = c0 + 16 * (size_t)vv;                                                              \
                 __m512 c = _mm512_cvtepi32_ps(codes16(r + 4 * ng + e / 8 * (size_t)bits, bits, sh, mask));    \
-                __m512i gi = _mm512_set1_epi32((int)(e / group));                                             \
-                __m512 s = _mm512_permutexvar_ps(gi, S), m = _mm512_permutexvar_ps(gi, M);                    \
+                __m512 s = _mm512_permutexvar_ps(GI[vv], S), m = _mm512_permutexvar_ps(GI[vv], M);            \
                 V[vv] = _mm512_add_ps(_mm512_mul_ps(s, c), m);                                                \
             }                                                                                                 \
             _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++) {                                        \

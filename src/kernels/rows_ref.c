@@ -30,6 +30,14 @@ void vq_kivi_row_ref(const uint8_t *row, int bits, size_t n, const float *s, con
     }
 }
 
+void vq_lut8_row_ref(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        float t = s[i] * lut[c8[i]];
+        out[i] = t + m[i];
+    }
+}
+
 static float half_at(const uint8_t *p, size_t k) { return vq_fp16_to_fp32((vq_fp16)(p[2 * k] | p[2 * k + 1] << 8)); }
 
 void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,

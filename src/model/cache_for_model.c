@@ -63,9 +63,9 @@ uint64_t vq_model_fingerprint(const vq_model *m)
 }
 
 /* shape of the model's cache; layers malloc'd into *layers */
-static vq_status model_shape(const vq_model *m, vq_cache_shape *s, vq_cache_layer_shape **layers)
+static vq_status model_shape(const vq_model *m, vq_cache_shape *s, vq_layer_shape **layers)
 {
-    vq_cache_layer_shape *ls = calloc((size_t)m->n_layers, sizeof *ls);
+    vq_layer_shape *ls = calloc((size_t)m->n_layers, sizeof *ls);
     if (!ls)
         return vq_fail(NULL, VQ_ERR_NOMEM, "cache for model: out of memory");
     for (int l = 0; l < m->n_layers; l++)
@@ -85,7 +85,7 @@ static vq_status create_for_model(const vq_model *m, const vq_cache_config *cfg,
     if (!m || !cfg)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_for_model: NULL argument");
     vq_cache_shape s;
-    vq_cache_layer_shape *ls = NULL;
+    vq_layer_shape *ls = NULL;
     VQ_TRY(model_shape(m, &s, &ls));
     vq_cache *c = NULL;
     vq_status st = vq_cache_create(cfg, &s, VQ_MODEL_CACHE_SEED, &c);
@@ -168,7 +168,7 @@ vq_status vq_cache_load_for_model(const vq_model *m, const char *path, vq_cache 
     if (!m || !path)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_load_for_model: NULL argument");
     vq_cache_shape s;
-    vq_cache_layer_shape *ls = NULL;
+    vq_layer_shape *ls = NULL;
     VQ_TRY(model_shape(m, &s, &ls));
     vq_status st = vq_cache_load(path, &s, out);
     free(ls);

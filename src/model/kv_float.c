@@ -28,7 +28,7 @@ typedef struct {
     int n_threads;
 } kv_float;
 
-static size_t layer_token_floats(const vq_cache_layer_shape *ls)
+static size_t layer_token_floats(const vq_layer_shape *ls)
 {
     return (size_t)ls->n_kv_heads * (size_t)ls->head_dim;
 }
@@ -36,7 +36,7 @@ static size_t layer_token_floats(const vq_cache_layer_shape *ls)
 static vq_status kvf_append(vq_kv *kv, int layer, const float *k, const float *v, int n, int pos0)
 {
     kv_float *f = kv->impl;
-    const vq_cache_layer_shape *ls = &kv->shape.layer[layer];
+    const vq_layer_shape *ls = &kv->shape.layer[layer];
     if (pos0 != f->n_tok[layer])
         return vq_fail(kv->err, VQ_ERR_STATE, "kv float: layer %d append at %d, holds %d",
                        layer, pos0, f->n_tok[layer]);
@@ -73,7 +73,7 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
     attend_job *j = arg;
     vq_kv *kv = j->kv;
     kv_float *f = kv->impl;
-    const vq_cache_layer_shape *ls = &kv->shape.layer[j->layer];
+    const vq_layer_shape *ls = &kv->shape.layer[j->layer];
     size_t hd = (size_t)ls->head_dim, mt = (size_t)kv->shape.max_tokens;
     int nq = ls->n_q_heads, group = ls->n_q_heads / ls->n_kv_heads;
     int per = j->grouped ? ls->n_kv_heads : nq, nh = j->grouped ? group : 1;
@@ -88,7 +88,7 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
         const float *K = f->k[j->layer] + (size_t)g * mt * hd;
         const float *V = f->v[j->layer] + (size_t)g * mt * hd;
         size_t nk = (size_t)(p - lo + 1);
-        kern->dense_dot(q, hd, nh, K + (size_t)lo * hd, nk, hd, s, nk);
+        kern->dense_dot(q, hd, nh, K + (size_t)lo * hd, VQ_ELEM_F32, nk, hd, s, nk);
         for (int r = 0; r < nh; r++) {
             float *sr = s + (size_t)r * nk;
             for (size_t pj = 0; pj < nk; pj++)
@@ -100,7 +100,7 @@ static void attend_items(void *arg, size_t b, size_t e, int tid)
         }
         float *o = j->out + ((size_t)t * (size_t)nq + (size_t)h0) * hd;
         memset(o, 0, (size_t)nh * hd * sizeof(float));
-        kern->dense_axpy(s, nk, nh, V + (size_t)lo * hd, nk, hd, o, hd);
+        kern->dense_axpy(s, nk, nh, V + (size_t)lo * hd, VQ_ELEM_F32, nk, hd, o, hd);
     }
 }
 
@@ -114,7 +114,7 @@ static vq_status kvf_attend(vq_kv *kv, int layer, const float *q, int n, int pos
     /* a batch of tokens (prefill, scoring) groups the query heads of a KV
      * head; one token keeps one item per query head (more items than
      * threads: 3 KV heads on 2 threads would leave one idle a third) */
-    const vq_cache_layer_shape *ls = &kv->shape.layer[layer];
+    const vq_layer_shape *ls = &kv->shape.layer[layer];
     attend_job j = { kv, layer, n, pos0, q, out, n > 1 };
     size_t items = (size_t)n * (size_t)(n > 1 ? ls->n_kv_heads : ls->n_q_heads);
     if (f->n_threads > 1 && items > 1)
@@ -181,7 +181,7 @@ vq_status vq_kv_float_create(const vq_kv_shape *shape, vq_pool *pool, vq_kv **ou
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "kv float: bad shape (%d layers, %d tokens)",
                        shape->n_layers, shape->max_tokens);
     for (int l = 0; l < shape->n_layers; l++) {
-        const vq_cache_layer_shape *ls = &shape->layer[l];
+        const vq_layer_shape *ls = &shape->layer[l];
         if (ls->n_kv_heads < 1 || ls->head_dim < 1 || ls->n_q_heads < ls->n_kv_heads ||
             ls->n_q_heads % ls->n_kv_heads != 0 || ls->window < 0)
             return vq_fail(NULL, VQ_ERR_INVALID_ARG,

@@ -59,7 +59,7 @@ typedef struct {
     int n_layers;
     int max_tokens; /* capacity per layer (positions 0 .. max_tokens-1) */
     float scale;
-    vq_cache_layer_shape layer[VQ_MAX_LAYERS];
+    vq_layer_shape layer[VQ_MAX_LAYERS];
 } vq_kv_shape;
 
 typedef struct vq_kv vq_kv;

@@ -30,7 +30,7 @@ static vq_status kvp_append(vq_kv *kv, int layer, const float *k, const float *v
 static vq_status kvp_attend(vq_kv *kv, int layer, const float *q, int n, int pos0, float *out)
 {
     kv_packed *p = kv->impl;
-    const vq_cache_layer_shape *ls = &kv->shape.layer[layer];
+    const vq_layer_shape *ls = &kv->shape.layer[layer];
     (void)pos0; /* the cache knows the positions of the last append */
     vq_status st = vq_cache_attend(p->cache, layer, q, (size_t)n, ls->n_q_heads, kv->shape.scale, out);
     if (st != VQ_OK)
@@ -92,8 +92,8 @@ vq_status vq_kv_packed_create(const vq_kv_shape *shape, vq_cache *cache, vq_pool
     VQ_TRY(vq_cache_get_shape(cache, &cs));
     size_t bpt = 0;
     for (int l = 0; l < shape->n_layers; l++) {
-        const vq_cache_layer_shape *ls = &shape->layer[l];
-        const vq_cache_layer_shape *cl = &cs.layers[l];
+        const vq_layer_shape *ls = &shape->layer[l];
+        const vq_layer_shape *cl = &cs.layers[l];
         if (ls->n_q_heads != cl->n_q_heads || ls->n_kv_heads != cl->n_kv_heads ||
             ls->head_dim != cl->head_dim || ls->window != cl->window || ls->softcap != cl->softcap)
             return vq_fail(NULL, VQ_ERR_INVALID_ARG,

@@ -468,7 +468,7 @@ vq_status vq_model_info_get(const vq_model *m, vq_model_info *o)
     return VQ_OK;
 }
 
-void vq_model_layer_shape(const vq_model *m, int layer, vq_cache_layer_shape *out)
+void vq_model_layer_shape(const vq_model *m, int layer, vq_layer_shape *out)
 {
     const vq_layer *L = &m->layers[layer];
     out->n_q_heads = L->n_q_heads;
@@ -478,20 +478,14 @@ void vq_model_layer_shape(const vq_model *m, int layer, vq_cache_layer_shape *ou
     out->softcap = m->attn_softcap;
 }
 
-vq_status vq_model_layer_info(const vq_model *m, int layer, vq_layer_info *o)
+vq_status vq_model_layer_info(const vq_model *m, int layer, vq_layer_shape *o)
 {
     if (!m || !o)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "layer info: NULL argument");
     if (layer < 0 || layer >= m->n_layers)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "layer info: layer %d out of range [0, %d)",
                        layer, m->n_layers);
-    vq_cache_layer_shape s;
-    vq_model_layer_shape(m, layer, &s);
-    o->n_q_heads = s.n_q_heads;
-    o->n_kv_heads = s.n_kv_heads;
-    o->head_dim = s.head_dim;
-    o->sliding_window = s.window;
-    o->rope_base = m->layers[layer].rope_base;
+    vq_model_layer_shape(m, layer, o);
     return VQ_OK;
 }
 

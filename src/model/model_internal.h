@@ -69,6 +69,6 @@ struct vq_model {
 /* What a KV cache must know about layer `layer` (0 <= layer < n_layers):
  * the one layer-shape struct (veloxquant.h), used by the float buffers,
  * vq_cache_for_model and vq_model_layer_info alike. */
-void vq_model_layer_shape(const vq_model *m, int layer, vq_cache_layer_shape *out);
+void vq_model_layer_shape(const vq_model *m, int layer, vq_layer_shape *out);
 
 #endif

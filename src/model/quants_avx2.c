@@ -17,6 +17,12 @@
 #include "core/fp16.h"
 #include "model/quants_impl.h"
 
+/* Software prefetch distance of the block loops: decode streams each
+ * weight row once from memory; one core's demand misses alone fall well
+ * short of the memory's rate (quants_avx512x.c measures the same). A
+ * prefetch never faults, so running past the row is harmless. */
+#define PF_BYTES 2048
+
 static inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
 static inline float hsum_ps(__m256 v)
@@ -78,6 +84,7 @@ dot_q4q5_m(const void *w, const void *act, size_t stride, int m, size_t n, float
         extra[j] = 0.0f;
     }
     for (size_t b = 0; b < n / 32; b++, p += bb) {
+        _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
         uint16_t dh, mh = 0;
         memcpy(&dh, p, 2);
         if (kind == 1 || kind == 3)
@@ -110,6 +117,7 @@ dot_q8_0_m(const void *w, const void *act, size_t stride, int m, size_t n, float
         acc[j] = _mm256_setzero_ps();
     }
     for (size_t b = 0; b < n / 32; b++) {
+        _mm_prefetch((const char *)(x + b) + PF_BYTES, _MM_HINT_T0);
         __m256i q = _mm256_loadu_si256((const __m256i *)x[b].qs);
         __m256i aq = _mm256_sign_epi8(q, q);
         float dw = h2f(x[b].d);
@@ -143,6 +151,9 @@ dot_q45_K_m(const void *w, const void *act, size_t stride, int m, size_t n, floa
         acc_min[j] = _mm_setzero_ps();
     }
     for (size_t b = 0; b < n / 256; b++, p += bb) {
+        _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + PF_BYTES + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + PF_BYTES + 128, _MM_HINT_T0);
         uint16_t dh, mh;
         memcpy(&dh, p, 2);
         memcpy(&mh, p + 2, 2);
@@ -220,6 +231,8 @@ dot_q6_K_m(const void *w, const void *act, size_t stride, int m, size_t n, float
         acc[j] = _mm256_setzero_ps();
     }
     for (size_t b = 0; b < n / 256; b++) {
+        for (size_t o = 0; o < sizeof x[b]; o += 64)
+            _mm_prefetch((const char *)(x + b) + PF_BYTES + o, _MM_HINT_T0);
         const int8_t *sc = x[b].scales;
         __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
         float d = h2f(x[b].d);
@@ -277,6 +290,8 @@ dot_q23_K_m(const void *w, const void *act, size_t stride, int m, size_t n, floa
         acc[j] = _mm256_setzero_ps();
     }
     for (size_t b = 0; b < n / 256; b++, p += bb) {
+        for (size_t o = 0; o < bb; o += 64)
+            _mm_prefetch((const char *)p + PF_BYTES + o, _MM_HINT_T0);
         int8_t sc[16];
         __m256i offs16; /* per-group term multiplying bsums: -min (Q2_K) or -4*scale (Q3_K) */
         float d, dm;    /* isum scale, and the offset term's scale */

@@ -138,6 +138,16 @@ static inline __attribute__((always_inline)) __m512 pair_fma(const w_pair *w, co
     return _mm512_fmadd_ps(a->d, t, acc);
 }
 
+/* the m activation vectors at act + j*stride, and zeroed accumulators */
+static inline __attribute__((always_inline)) void act_vectors(const void *act, size_t stride, int m,
+                                                              const vq_act32 **a, __m512 *acc)
+{
+    _Pragma("GCC unroll 4") for (int j = 0; j < m; j++) {
+        a[j] = (const vq_act32 *)(const void *)((const uint8_t *)act + (size_t)j * stride);
+        acc[j] = _mm512_setzero_ps();
+    }
+}
+
 /* kind: 0 = Q4_0, 1 = Q4_1, 2 = Q5_0, 3 = Q5_1 (a constant after inlining);
  * m activation vectors at act + j*stride, as quants_avx2.c's bodies. */
 static inline __attribute__((always_inline)) void
@@ -147,10 +157,7 @@ dot_q4q5_m(const void *w, const void *act, size_t stride, int m, size_t n, float
     const size_t bb = Q4Q5_BB(kind);
     const vq_act32 *a[VQ_DOT_MULTI_MAX];
     __m512 acc[VQ_DOT_MULTI_MAX];
-    _Pragma("GCC unroll 4") for (int j = 0; j < m; j++) {
-        a[j] = (const vq_act32 *)(const void *)((const uint8_t *)act + (size_t)j * stride);
-        acc[j] = _mm512_setzero_ps();
-    }
+    act_vectors(act, stride, m, a, acc);
     const size_t nb = n / 32;
     size_t b = 0;
     for (; b + 2 <= nb; b += 2, p += 2 * bb) { /* whole pairs: no branch in the loop */
@@ -181,10 +188,7 @@ dot_q8_0_m(const void *w, const void *act, size_t stride, int m, size_t n, float
     const vq_blk_q8_0 *x = w;
     const vq_act32 *a[VQ_DOT_MULTI_MAX];
     __m512 acc[VQ_DOT_MULTI_MAX];
-    _Pragma("GCC unroll 4") for (int j = 0; j < m; j++) {
-        a[j] = (const vq_act32 *)(const void *)((const uint8_t *)act + (size_t)j * stride);
-        acc[j] = _mm512_setzero_ps();
-    }
+    act_vectors(act, stride, m, a, acc);
     const size_t nb = n / 32;
     for (size_t b = 0; b < nb; b += 2) {
         const int two = b + 1 < nb;

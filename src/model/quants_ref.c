@@ -300,51 +300,58 @@ void vq_act_quantize256(const float *x, size_t n, vq_act256 *a)
 
 /* ---- scalar dot products -------------------------------------------------------- */
 
-/* sum_b d_w*d_x*sum(q_w*q_x) + m_w*s_x (s_x = d_x * sum q_x) */
-static float dot_q32_generic(vq_wtype t, const void *w, const void *act, size_t n)
+/* one block of 32: d_w*d_x*sum(q_w*q_x) + m_w*s_x (s_x = d_x * sum q_x) */
+static float block_dot32(vq_wtype t, const uint8_t *blk, const void *act)
 {
-    const uint8_t *p = w;
     const vq_act32 *a = act;
-    size_t bb = vq_wtype_block_bytes(t);
-    float acc = 0.0f;
-    for (size_t b = 0; b < n / VQ_QK; b++) {
-        vq_unpacked32 u;
-        vq_unpack32(t, p + b * bb, &u);
-        int32_t s = 0;
-        for (int i = 0; i < VQ_QK; i++)
-            s += (int32_t)u.q[i] * a[b].qs[i];
-        acc += u.d * a[b].d * (float)s + u.m * a[b].s;
-    }
-    return acc;
+    vq_unpacked32 u;
+    vq_unpack32(t, blk, &u);
+    int32_t s = 0;
+    for (int i = 0; i < VQ_QK; i++)
+        s += (int32_t)u.q[i] * a->qs[i];
+    return u.d * a->d * (float)s + u.m * a->s;
 }
 
-/* sum_b d_x * (d_w * sum_g scale_g * sum(q*q_x) - dmin_w * sum_g min_g * bsum_g) */
-static float dot_q256_generic(vq_wtype t, const void *w, const void *act, size_t n)
+/* one block of 256: d_x * (d_w * sum_g scale_g * sum(q*q_x) - dmin_w * sum_g min_g * bsum_g) */
+static float block_dot256(vq_wtype t, const uint8_t *blk, const void *act)
 {
-    const uint8_t *p = w;
     const vq_act256 *a = act;
+    vq_unpacked256 u;
+    vq_unpack256(t, blk, &u);
+    int32_t s = 0, m = 0;
+    for (int g = 0; g < 16; g++) {
+        int32_t sg = 0;
+        for (int i = 16 * g; i < 16 * g + 16; i++)
+            sg += (int32_t)u.q[i] * a->qs[i];
+        s += sg * u.scale[g];
+        m += (int32_t)u.min[g] * a->bsums[g];
+    }
+    return a->d * (u.d * (float)s - u.dmin * (float)m);
+}
+
+/* sum over the n / qk blocks of block_dot (weight blocks of type t, the
+ * activation's blocks act_bytes apart), in order */
+static inline float dot_blocks(vq_wtype t, const void *w, const void *act, size_t n, size_t qk, size_t act_bytes,
+                               float (*block_dot)(vq_wtype, const uint8_t *, const void *))
+{
+    const uint8_t *p = w, *a = act;
     size_t bb = vq_wtype_block_bytes(t);
     float acc = 0.0f;
-    for (size_t b = 0; b < n / VQ_QK_K; b++) {
-        vq_unpacked256 u;
-        vq_unpack256(t, p + b * bb, &u);
-        int32_t s = 0, m = 0;
-        for (int g = 0; g < 16; g++) {
-            int32_t sg = 0;
-            for (int i = 16 * g; i < 16 * g + 16; i++)
-                sg += (int32_t)u.q[i] * a[b].qs[i];
-            s += sg * u.scale[g];
-            m += (int32_t)u.min[g] * a[b].bsums[g];
-        }
-        acc += a[b].d * (u.d * (float)s - u.dmin * (float)m);
-    }
+    for (size_t b = 0; b < n / qk; b++)
+        acc += block_dot(t, p + b * bb, a + b * act_bytes);
     return acc;
 }
 
-#define DOT32(name, type) \
-    static float name(const void *w, const void *a, size_t n) { return dot_q32_generic(type, w, a, n); }
-#define DOT256(name, type) \
-    static float name(const void *w, const void *a, size_t n) { return dot_q256_generic(type, w, a, n); }
+#define DOT32(name, type)                                                                                     \
+    static float name(const void *w, const void *a, size_t n)                                                 \
+    {                                                                                                         \
+        return dot_blocks(type, w, a, n, VQ_QK, sizeof(vq_act32), block_dot32);                               \
+    }
+#define DOT256(name, type)                                                                                    \
+    static float name(const void *w, const void *a, size_t n)                                                 \
+    {                                                                                                         \
+        return dot_blocks(type, w, a, n, VQ_QK_K, sizeof(vq_act256), block_dot256);                           \
+    }
 DOT32(dot_q4_0, VQ_W_Q4_0)
 DOT32(dot_q4_1, VQ_W_Q4_1)
 DOT32(dot_q5_0, VQ_W_Q5_0)

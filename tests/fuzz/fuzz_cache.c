@@ -28,7 +28,7 @@ static void use_cache(vq_cache *c)
     vq_cache_shape sh;
     FUZZ_CHECK(vq_cache_get_shape(c, &sh) == VQ_OK);
     for (int l = 0; l < sh.n_layers; l++) {
-        const vq_cache_layer_shape *ls = &sh.layers[l];
+        const vq_layer_shape *ls = &sh.layers[l];
         size_t hd = (size_t)ls->head_dim, nkv = (size_t)ls->n_kv_heads, nq = (size_t)ls->n_q_heads;
         if (hd * nkv > 4096 || hd * nq > 8192)
             continue;
@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(file);
     if (fd < 0)
         return 0;
-    vq_cache_layer_shape ls[VQ_SEED_LAYERS];
+    vq_layer_shape ls[VQ_SEED_LAYERS];
     vq_seed_cache_shape(ls);
     vq_cache_shape expect = { VQ_SEED_LAYERS, ls, VQ_SEED_FINGERPRINT };
     vq_cache *c = NULL;

@@ -17,9 +17,9 @@ enum { HD = 64, NQ = 2, NKV = 1, NT = 5 };
 
 static void exercise(const vq_cache_config *cfg, int n_layers)
 {
-    vq_cache_layer_shape ls[8];
+    vq_layer_shape ls[8];
     for (int l = 0; l < n_layers; l++)
-        ls[l] = (vq_cache_layer_shape){ NKV, NQ, HD, l == 1 ? 3 : 0, 0.0f };
+        ls[l] = (vq_layer_shape){ NKV, NQ, HD, l == 1 ? 3 : 0, 0.0f };
     vq_cache_shape sh = { n_layers, ls, 42 };
     vq_cache *c = NULL;
     vq_status st = vq_cache_create(cfg, &sh, 7, &c);

@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(vq_model_info_get(m, &info) == VQ_OK);
     FUZZ_CHECK(info.n_layers > 0 && info.n_embd > 0 && info.n_vocab > 0 && info.head_dim > 0);
     for (int l = 0; l < info.n_layers; l++) {
-        vq_layer_info li;
+        vq_layer_shape li;
         FUZZ_CHECK(vq_model_layer_info(m, l, &li) == VQ_OK);
         FUZZ_CHECK(li.n_q_heads > 0 && li.n_kv_heads > 0 && li.head_dim > 0);
     }

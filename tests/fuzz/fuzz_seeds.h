@@ -11,10 +11,10 @@
 #define VQ_SEED_HEAD_DIM 32
 
 /* layer 0 plain, layer 1 a sliding window of 8, layer 2 soft-capped */
-static inline void vq_seed_cache_shape(vq_cache_layer_shape *ls)
+static inline void vq_seed_cache_shape(vq_layer_shape *ls)
 {
     for (int l = 0; l < VQ_SEED_LAYERS; l++)
-        ls[l] = (vq_cache_layer_shape){ 2, 4, VQ_SEED_HEAD_DIM, l == 1 ? 8 : 0, l == 2 ? 30.0f : 0.0f };
+        ls[l] = (vq_layer_shape){ 2, 4, VQ_SEED_HEAD_DIM, l == 1 ? 8 : 0, l == 2 ? 30.0f : 0.0f };
 }
 
 /* the calibrated codecs the calib harness loads states into */

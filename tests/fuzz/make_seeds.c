@@ -148,7 +148,7 @@ static vq_cache *seed_cache(const char *text, int calibrate)
         fprintf(stderr, "config '%s': %s\n", text, vq_last_error());
         exit(1);
     }
-    vq_cache_layer_shape ls[VQ_SEED_LAYERS];
+    vq_layer_shape ls[VQ_SEED_LAYERS];
     vq_seed_cache_shape(ls);
     vq_cache_shape sh = { VQ_SEED_LAYERS, ls, VQ_SEED_FINGERPRINT };
     vq_cache *c = NULL;

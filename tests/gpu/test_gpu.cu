@@ -26,31 +26,9 @@ extern "C" {
 }
 #include "veloxquant.h"
 #include "veloxquant_cuda.h"
+#include "gpu_host_util.h"
 
 #define TOL 2e-4
-#define CK(x)                                                                              \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(2);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static double unif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
-static float gauss(void)
-{
-    double u = unif() + 1e-12, v = unif();
-    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
-}
 
 /* K/V-like data: per-channel offsets and scales plus noise */
 static void fill_kv(float *x, size_t n, int D)
@@ -86,7 +64,36 @@ static const Case cases[] = {
     {"turboquant_rvq:bits=4", "fp16"},
     {"rabitq:bits=1,qbits=0", "kivi:bits=2"},
     {"fp16", "rabitq:bits=1,qbits=0"},
+    {"vecinfer:sub_dim=8,bits=8", "vecinfer:sub_dim=8,bits=8"}, /* calibrated here; tables uploaded */
+    {"vecinfer:sub_dim=4,bits=4", "vecinfer:sub_dim=8,bits=2"},
 };
+
+/* calibrate a codec that needs it on fresh K/V-like samples */
+static bool calibrate_if_needed(vq_codec *c, int D)
+{
+    if (!vq_codec_needs_calibration(c))
+        return true;
+    const size_t n = 2048;
+    std::vector<float> x(n * D);
+    fill_kv(x.data(), n, D);
+    return vq_codec_calibrate(c, x.data(), n) == VQ_OK;
+}
+
+/* device copy of a format's tables (vecinfer), or NULL where it has none */
+static void *upload_tables(vq_codec *c, vq_cuda_format *f)
+{
+    const size_t bytes = vq_cuda_tables_bytes(c);
+    if (!bytes)
+        return NULL;
+    void *d;
+    CK(cudaMalloc(&d, bytes + 16));
+    vq_cuda_format g = *f;
+    CHECK(vq_cuda_tables_upload(c, &g, d, bytes - 4) == VQ_ERR_INVALID_ARG);           /* too small */
+    CHECK(vq_cuda_tables_upload(c, &g, (char *)d + 4, bytes) == VQ_ERR_INVALID_ARG);   /* misaligned */
+    CHECK(g.tables == NULL);
+    CHECKF(vq_cuda_tables_upload(c, f, d, bytes) == VQ_OK, "tables upload: %s", vq_cuda_last_error());
+    return d;
+}
 
 /* CPU reference: one query head over n packed tokens */
 static void ref_attend(vq_codec *kc, vq_codec *vc, const float *q, const uint8_t *kp, const uint8_t *vp, size_t n,
@@ -122,9 +129,13 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         CHECKF(0, "codec create %s / %s: %s", cs.kspec, cs.vspec, vq_last_error());
         return;
     }
+    CHECKF(calibrate_if_needed(kc, D) && calibrate_if_needed(vc, D), "calibrate %s / %s: %s", cs.kspec, cs.vspec,
+           vq_last_error());
     vq_cuda_format kf, vf;
     CHECK(vq_cuda_format_from_codec(kc, &kf) == VQ_OK);
     CHECK(vq_cuda_format_from_codec(vc, &vf) == VQ_OK);
+    void *ktab = upload_tables(kc, &kf), *vtab = upload_tables(vc, &vf);
+    const bool gpu_quant = kf.method != VQ_CUDA_VECINFER && vf.method != VQ_CUDA_VECINFER;
     const int kbt = kf.block_tokens, vbt = vf.block_tokens;
     const int unit = kbt > vbt ? kbt : vbt; /* lengths are multiples of this */
     const int P = 256 > unit ? 256 : unit;  /* page tokens */
@@ -224,13 +235,20 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         CK(cudaMemcpy(dko, koffs.data(), koffs.size() * 8, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(dvo, voffs.data(), voffs.size() * 8, cudaMemcpyHostToDevice));
 
-        /* 1. quantize-on-append: same bytes as the CPU */
+        /* 1. quantize-on-append: same bytes as the CPU (vecinfer: refused,
+         * the pool left as it was) */
         CK(cudaMemset(dk2, 0xA5, kpool.size()));
         CK(cudaMemset(dv2, 0x5A, vpool.size()));
-        CHECKF(vq_cuda_quantize(&kf, dxk, (int64_t)koffs.size(), dko, dk2, 0) == VQ_OK, "quantize: %s",
-               vq_cuda_last_error());
-        CHECKF(vq_cuda_quantize(&vf, dxv, (int64_t)voffs.size(), dvo, dv2, 0) == VQ_OK, "quantize: %s",
-               vq_cuda_last_error());
+        if (gpu_quant) {
+            CHECKF(vq_cuda_quantize(&kf, dxk, (int64_t)koffs.size(), dko, dk2, 0) == VQ_OK, "quantize: %s",
+                   vq_cuda_last_error());
+            CHECKF(vq_cuda_quantize(&vf, dxv, (int64_t)voffs.size(), dvo, dv2, 0) == VQ_OK, "quantize: %s",
+                   vq_cuda_last_error());
+        } else {
+            CHECK(vq_cuda_quantize(&kf, dxk, (int64_t)koffs.size(), dko, dk2, 0) == VQ_ERR_UNSUPPORTED);
+            CK(cudaMemcpy(dk2, kpool.data(), kpool.size(), cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dv2, vpool.data(), vpool.size(), cudaMemcpyHostToDevice));
+        }
         CK(cudaDeviceSynchronize());
         std::vector<uint8_t> gk(kpool.size()), gv(vpool.size());
         CK(cudaMemcpy(gk.data(), dk2, gk.size(), cudaMemcpyDeviceToHost));
@@ -244,24 +262,7 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
                cs.kspec, cs.vspec, D, B, kdiff, gk.size(), vdiff, gv.size());
 
         /* 2. attention, auto and forced splits */
-        vq_cuda_attn_args a;
-        memset(&a, 0, sizeof a);
-        a.batch = B;
-        a.n_q_heads = nq;
-        a.n_kv_heads = nkv;
-        a.head_dim = D;
-        a.page_tokens = P;
-        a.max_pages = max_pages;
-        a.max_seq_len = maxlen;
-        a.page_table = dtab;
-        a.seq_lens = dlen;
-        a.k_pages = dk;
-        a.v_pages = dv;
-        a.k_page_bytes = kpb;
-        a.v_page_bytes = vpb;
-        a.q = dq;
-        a.out = dout;
-        a.scale = scale;
+        vq_cuda_attn_args a = attn_args({B, nq, nkv, D, P, max_pages, maxlen}, dtab, dlen, dk, kpb, dv, vpb, dq, dout);
         /* the tensor-core kernel where it has the pair, and then the
          * CUDA-core kernel for the same data (VQ_CUDA_NO_MMA) */
         const bool has_mma = !strcmp(vq_cuda_attention_kernel(&kf, &vf, &a), "mma");
@@ -301,7 +302,7 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
                    D, nq / nkv, B, a.splits, kname, worst, TOL);
             if (sm == 0)
                 printf("  %-24s %-24s D=%3d G=%d B=%d maxlen=%5d  quantize bytes equal=%s  %-12s rel.err %.2e\n",
-                       cs.kspec, cs.vspec, D, nq / nkv, B, maxlen, kdiff == 0 && vdiff == 0 ? "yes" : "NO", kname,
+                       cs.kspec, cs.vspec, D, nq / nkv, B, maxlen, !gpu_quant ? "n/a" : kdiff == 0 && vdiff == 0 ? "yes" : "NO", kname,
                        worst);
         }
         setenv("VQ_CUDA_NO_MMA", "0", 1);
@@ -318,8 +319,69 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         cudaFree(dko);
         cudaFree(dvo);
     }
+    cudaFree(ktab);
+    cudaFree(vtab);
     vq_codec_free(kc);
     vq_codec_free(vc);
+}
+
+/* The qbits=8 specs of q8_0, q4_0 and kivi keys (integer scoring on the
+ * CPU) store the same bytes as their qbits=0 twins: the GPU must accept
+ * them and see the same format, and the GPU quantizer must write the bytes
+ * the qbits=8 CPU codec writes. */
+static void test_qbits8_specs(void)
+{
+    static const char *const pairs[][2] = {
+        {"q8_0:qbits=8", "q8_0"},
+        {"q8_0:rot=1,qbits=8", "q8_0:rot=1"},
+        {"q4_0:qbits=8", "q4_0"},
+        {"q4_0:rot=1,qbits=8", "q4_0:rot=1"},
+        {"kivi:bits=2,qbits=8", "kivi:bits=2"},
+        {"kivi:bits=4,group=64,qbits=8", "kivi:bits=4,group=64"},
+    };
+    const int dims[] = {64, 128};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        for (int di = 0; di < 2; di++) {
+            const int D = dims[di];
+            const uint64_t seed = rnd();
+            vq_codec *c8 = NULL, *c0 = NULL;
+            if (vq_codec_create(pairs[i][0], D, VQ_ROLE_KEY, seed, &c8) != VQ_OK ||
+                vq_codec_create(pairs[i][1], D, VQ_ROLE_KEY, seed, &c0) != VQ_OK) {
+                CHECKF(0, "codec create %s / %s: %s", pairs[i][0], pairs[i][1], vq_last_error());
+                vq_codec_free(c8);
+                continue;
+            }
+            vq_cuda_format f8, f0;
+            CHECKF(vq_cuda_format_from_codec(c8, &f8) == VQ_OK, "%s D=%d: %s", pairs[i][0], D,
+                   vq_cuda_last_error());
+            CHECK(vq_cuda_format_from_codec(c0, &f0) == VQ_OK);
+            CHECKF(memcmp(&f8, &f0, sizeof f8) == 0, "%s D=%d: format differs from %s", pairs[i][0], D,
+                   pairs[i][1]);
+            /* one block of random rows: CPU (qbits=8) and GPU bytes */
+            const int bt = f8.block_tokens, bb = f8.block_bytes;
+            std::vector<float> x((size_t)bt * D);
+            fill_kv(x.data(), (size_t)bt, D);
+            std::vector<uint8_t> cpu(bb), gpu(bb, 0xA5);
+            vq_codec_encode(c8, x.data(), (size_t)bt, cpu.data());
+            float *dx;
+            int64_t *doff;
+            uint8_t *dpool;
+            const int64_t off0 = 0;
+            CK(cudaMalloc(&dx, x.size() * sizeof(float)));
+            CK(cudaMalloc(&doff, sizeof off0));
+            CK(cudaMalloc(&dpool, (size_t)bb));
+            CK(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(doff, &off0, sizeof off0, cudaMemcpyHostToDevice));
+            CK(cudaMemset(dpool, 0xA5, (size_t)bb));
+            CHECK(vq_cuda_quantize(&f8, dx, 1, doff, dpool, 0) == VQ_OK);
+            CK(cudaMemcpy(gpu.data(), dpool, (size_t)bb, cudaMemcpyDeviceToHost));
+            CHECKF(memcmp(cpu.data(), gpu.data(), (size_t)bb) == 0, "%s D=%d: GPU bytes differ", pairs[i][0], D);
+            cudaFree(dx);
+            cudaFree(doff);
+            cudaFree(dpool);
+            vq_codec_free(c8);
+            vq_codec_free(c0);
+        }
 }
 
 static void test_errors(void)
@@ -330,6 +392,10 @@ static void test_errors(void)
     vq_codec *c = NULL;
     CHECK(vq_codec_create("turboquant_rvq:bits=3", 128, VQ_ROLE_KEY, 1, &c) == VQ_OK);
     CHECK(vq_cuda_format_from_codec(c, &f) == VQ_ERR_UNSUPPORTED);
+    vq_codec_free(c);
+    CHECK(vq_codec_create("vecinfer", 128, VQ_ROLE_KEY, 1, &c) == VQ_OK); /* not calibrated */
+    CHECK(vq_cuda_format_from_codec(c, &f) == VQ_ERR_NEEDS_CALIBRATION);
+    CHECK(strstr(vq_cuda_last_error(), "calibrated") != NULL);
     vq_codec_free(c);
     CHECK(vq_codec_create("qjl", 128, VQ_ROLE_KEY, 1, &c) == VQ_OK);
     CHECK(vq_cuda_format_from_codec(c, &f) == VQ_ERR_UNSUPPORTED);
@@ -368,6 +434,7 @@ int main(int argc, char **argv)
         run_case(cases[c], 128, shapes[0][0], shapes[0][1]);
         run_case(cases[c], 64, shapes[(c % 3) + 1][0], shapes[(c % 3) + 1][1]);
     }
+    test_qbits8_specs();
     test_errors(); /* last: it leaves the context in an error state */
     return vq_test_summary("gpu");
 }

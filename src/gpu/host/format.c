@@ -8,11 +8,14 @@
  * src/gpu/gpu.mk (this folder is outside the glob of library sources, src/LAYER/NAME.c). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codec/codec.h"
 #include "codec/lloyd_max.h"
 #include "codec/rotation.h"
+#include "core/io.h"
+#include "core/rng.h"
 #include "core/spec.h"
 #include "veloxquant_cuda.h"
 
@@ -53,6 +56,84 @@ static void set_rvq_tables(const vq_codec *c, vq_cuda_format *f)
         f->c2[i] = f->s2 * q2.centroid[i];
         f->t2[i] = q2.threshold[i];
     }
+}
+
+/* vecinfer: the codec's own calibration payload (docs/FORMATS.md: u32 D,
+ * sub_dim, bits, smooth; u64 rotation seed; f32 lambda[D]; f32 codebooks
+ * [M][K][sub_dim]) into *buf (malloc'd, the caller frees) */
+static vq_status vecinfer_payload(const vq_codec *c, uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    if (!c->ready)
+        return vq_cuda_fail(VQ_ERR_NEEDS_CALIBRATION, "cuda: %s: codec not calibrated", c->canon);
+    VQ_TRY(c->ops->state_write(c, NULL, 0, len));
+    *buf = malloc(*len);
+    if (!*buf)
+        return vq_cuda_fail(VQ_ERR_NOMEM, "cuda: %s: out of memory", c->canon);
+    vq_status st = c->ops->state_write(c, *buf, *len, len);
+    if (st != VQ_OK || *len < 24 + 4 * (size_t)c->head_dim) {
+        free(*buf);
+        *buf = NULL;
+        return vq_cuda_fail(VQ_ERR_STATE, "cuda: %s: cannot read the calibration state", c->canon);
+    }
+    return VQ_OK;
+}
+
+/* the randomized Hadamard rotation of vecinfer (seeded from its state):
+ * sign bit i set where the codec's +-1 diagonal is -1, as vq_rot_init
+ * draws it */
+static vq_status set_vecinfer(const vq_codec *c, vq_cuda_format *f)
+{
+    uint8_t *pl;
+    size_t len;
+    VQ_TRY(vecinfer_payload(c, &pl, &len));
+    f->sub_dim = (int)vq_get_u32(pl + 4);
+    f->bits = (int)vq_get_u32(pl + 8);
+    vq_rng r;
+    vq_rng_seed(&r, vq_get_u64(pl + 16));
+    free(pl);
+    for (int i = 0; i < c->head_dim; i++)
+        if (vq_rng_sign(&r) < 0)
+            f->sign[i >> 3] |= (uint8_t)(1u << (i & 7));
+    f->rot = 1;
+    if (f->bits != 1 && f->bits != 2 && f->bits != 4 && f->bits != 8)
+        return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: %s: bits=%d has no GPU kernel (1, 2, 4 or 8)", c->canon,
+                            f->bits);
+    return VQ_OK;
+}
+
+size_t vq_cuda_tables_bytes(const vq_codec *c)
+{
+    if (!c || strcmp(c->ops->name, "vecinfer"))
+        return 0;
+    size_t len = 0;
+    if (c->ops->state_write(c, NULL, 0, &len) != VQ_OK || len < 24)
+        return 0;
+    return len - 24; /* lambda and codebooks, floats */
+}
+
+/* host copy of the tables (vq_cuda_tables_upload in attention_vecinfer.cu
+ * sends it to the device): lambda[D] then the codebooks, *n floats */
+vq_status vq_cuda_tables_host(const vq_codec *c, float **out, size_t *n);
+vq_status vq_cuda_tables_host(const vq_codec *c, float **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!c || strcmp(c->ops->name, "vecinfer"))
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: tables: not a vecinfer codec");
+    uint8_t *pl;
+    size_t len;
+    VQ_TRY(vecinfer_payload(c, &pl, &len));
+    *n = (len - 24) / 4;
+    *out = malloc(*n * sizeof(float));
+    if (!*out) {
+        free(pl);
+        return vq_cuda_fail(VQ_ERR_NOMEM, "cuda: tables: out of memory");
+    }
+    for (size_t i = 0; i < *n; i++)
+        (*out)[i] = vq_get_f32(pl + 24 + 4 * i);
+    free(pl);
+    return VQ_OK;
 }
 
 vq_status vq_cuda_format_from_codec(const vq_codec *c, vq_cuda_format *out)
@@ -103,6 +184,9 @@ vq_status vq_cuda_format_from_codec(const vq_codec *c, vq_cuda_format *out)
             return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: %s: only bits=1 has a GPU kernel", c->canon);
         f.bits = 1;
         VQ_TRY(set_rotation(c, &f));
+    } else if (!strcmp(m, "vecinfer")) {
+        f.method = VQ_CUDA_VECINFER;
+        VQ_TRY(set_vecinfer(c, &f));
     } else {
         return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: method %s has no GPU kernel", m);
     }
