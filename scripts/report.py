@@ -228,6 +228,9 @@ def quality_model(m):
                 continue
             for c in extra["configs"]:
                 needle.setdefault(c["cache"], c["accuracy"])
+    # passkey at 4k tokens (third round, the needle followed by a filler line)
+    n4 = load(f"figures/quality/sweeps/{m}-needle-4k-r3.json")
+    needle4k = {c["cache"]: (c["accuracy"], c["trials"]) for c in n4["configs"]} if n4 else {}
     base_mb = None
     if v:
         f = next((a for a in v["arms"] if a["name"] == "fp16" and "error" not in a), None)
@@ -248,6 +251,8 @@ def quality_model(m):
             "ppl": p["ppl"], "dppl": 0.0, "kl": 0.0, "top1": 1.0,
             "needle": needle.get("keys=fp16 values=fp16"), "calibrated": False, "evicts": False,
         })
+        if "keys=fp16 values=fp16" in needle4k:
+            methods[-1]["needle_4k"], methods[-1]["needle_4k_trials"] = needle4k["keys=fp16 values=fp16"]
     for c in p["configs"]:
         if "bits_per_element" not in c:
             continue
@@ -278,6 +283,8 @@ def quality_model(m):
             "evict_budget": budget, "ppl_fp16": c["run_ppl_fp16"], "chunks": c["run_chunks"],
             "bits_per_element_held": c.get("bits_per_element_held"),
         })
+        if c["cache"] in needle4k:
+            methods[-1]["needle_4k"], methods[-1]["needle_4k_trials"] = needle4k[c["cache"]]
     src = f'ppl --ctx {p["ctx"]} --chunks {p["chunks"]} ({p["tokens_scored"]} tokens) on WikiText-2 after --skip {p.get("skip", 0):g}'
     return {
         "model": m, "arch": p["arch"], "n_layers": p.get("n_layers"), "n_kv_heads": p.get("n_kv_heads"),
@@ -329,16 +336,54 @@ def best_by_bits(quals):
             ms = [m for m in q["methods"] if not m["evicts"] and m["name"] != "fp16" and m.get("kl") is not None
                   and m["bits_per_element"] <= L + 0.01]
             if not ms:
-                rows.append([q["model"], f"{L:g}", "_no point at ctx 2048 (ctx 1024 screens: 1-bit keys or values break the model)_", "", "", "", ""])
+                rows.append([q["model"], f"{L:g}", "_no point at ctx 2048 (ctx 1024 screens: 1-bit keys or values break the model)_", "", "", "", "", ""])
                 continue
             m = min(ms, key=lambda m: m["kl"])
             rel = 100.0 * m["dppl"] / m.get("ppl_fp16", q["ppl_fp16"])
+            n4 = f'{m["needle_4k"]:.2f} ({m["needle_4k_trials"]})' if m.get("needle_4k") is not None else "n/a"
             rows.append([q["model"], f"{L:g}", f'`{m["cache"]}`', f'{m["bits_per_element"]:.3f}', f"{rel:+.2f}%",
-                         fmt(m["kl"], ".4f"), fmt(m.get("needle"), ".2f")])
+                         fmt(m["kl"], ".4f"), fmt(m.get("needle"), ".2f"), n4])
     head = ["model", "budget (b/e)", "best config within it (lowest KL)", "bits/element", "dPPL", "KL (nats)",
-            "passkey (2k)"]
+            "passkey (2k)", "passkey 4k (trials)"]
     return table(head, rows) + ("\n\nFrom figures/quality/quality.json (every non-evicting method of the quality "
                                 "table; budgets get +0.01 b/e for page tables).\n")
+
+
+FAMILY_LEVELS = (1.5, 2.0, 2.5, 3.0, 4.0, 4.5)
+
+
+def family_of(cache):
+    """the key codec's method (keys=METHOD:...), the family a row belongs to"""
+    k = re.search(r"keys=([a-z0-9_]+)", cache)
+    return k.group(1) if k else cache
+
+
+def best_by_family(quals):
+    """per model, method family (key codec) and level L in FAMILY_LEVELS:
+    the non-evicting row with the lowest KL among those with bits/element in
+    (previous level + 0.01, L + 0.01] (+0.01 for page tables)"""
+    rows = []
+    for q in quals:
+        fams = sorted({family_of(m["cache"]) for m in q["methods"]
+                       if not m["evicts"] and m["name"] != "fp16"})
+        for fam in fams:
+            for i, L in enumerate(FAMILY_LEVELS):
+                lo = FAMILY_LEVELS[i - 1] + 0.01 if i else 1.0
+                ms = [m for m in q["methods"] if not m["evicts"] and m["name"] != "fp16"
+                      and family_of(m["cache"]) == fam and m.get("kl") is not None
+                      and lo < m["bits_per_element"] <= L + 0.01]
+                if not ms:
+                    continue
+                m = min(ms, key=lambda m: m["kl"])
+                rel = 100.0 * m["dppl"] / m.get("ppl_fp16", q["ppl_fp16"])
+                rows.append([q["model"], fam, f"{L:g}", f'`{m["cache"]}`', f'{m["bits_per_element"]:.3f}',
+                             f"{rel:+.2f}%", fmt(m["kl"], ".4f"), fmt(m["top1"], ".3f")])
+    head = ["model", "family (key codec)", "about (b/e)", "best config (lowest KL)", "bits/element", "dPPL",
+            "KL (nats)", "top-1"]
+    return table(head, rows) + ("\n\nFrom figures/quality/quality.json: per family the lowest-KL row with "
+                                "bits/element above the previous level and at most L (+0.01 for page tables; the first bin starts at 1.0); a family without a row near L was not "
+                                "measured there. The command of each row is under the table of its run "
+                                "(docs/validation-report.md section 6, and the low-bit tables below).\n")
 
 
 def verdict(quals):
@@ -484,6 +529,26 @@ def needle_table(rel):
                                 f'From `{rel}`:\n\n    {needle_command(n)}\n')
 
 
+def plan_block(rels):
+    """tune --plan --json runs: the plan, its nominal and measured bits and
+    KL (on the tune's own tokens), and the command"""
+    rows, cmds = [], []
+    for rel in rels:
+        d = load(rel)
+        if d is None:
+            rows.append([f"_missing: `{rel}`_", "", "", "", "", ""])
+            continue
+        rows.append([d["model"], f'{d["budget"]:g}', f'{d["low"]},{d["high"]}', f'`{d["plan"]}`',
+                     f'{d["bits_per_element"]:.3f}', fmt(d["kl"], ".4f")])
+        g = re.search(r"keys=kivix:[^ ]*group=(\d+)", d["plan"])
+        v = re.search(r"values=kivix:[^ ]*group=(\d+)", d["plan"])
+        cmds.append(f'./build/veloxquant tune --model {d["model"]} --plan {d["low"]},{d["high"]} '
+                    f'--groups {g.group(1) if g else 128},{v.group(1) if v else 128} --budget {d["budget"]:g} '
+                    f'--tokens {d["tokens"]} --json > {rel}')
+    head = ["model", "budget", "bits", "plan (tune's config, residual=32 at 512 tokens)", "bits/element", "KL (tune)"]
+    return table(head, rows) + "\n\nCommands:\n\n" + "".join(f"    {c}\n" for c in cmds)
+
+
 def text_block(rel):
     p = os.path.join(ROOT, rel)
     if not os.path.exists(p):
@@ -553,6 +618,14 @@ def main():
             "outlier-families": text_block("figures/quality/outlier-families.txt"),
             "needle-4k-smollm2": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k.json"),
             "best-by-bits": best_by_bits(qual["models"]),
+            "best-by-family": best_by_family(qual["models"]),
+            "plan-3": plan_block(["figures/quality/sweeps/gemma3-270m-plan-2-3-budget3.json",
+                                  "figures/quality/sweeps/gemma3-270m-plan-2-3-budget2.25.json",
+                                  "figures/quality/sweeps/smollm2-135m-plan-2-3-budget3.json"]),
+            "lowbit3-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit3.json"),
+            "lowbit3-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit3.json"),
+            "needle-4k-smollm2-r3": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r3.json"),
+            "needle-4k-gemma3-r3": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r3.json"),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)

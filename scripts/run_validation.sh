@@ -16,12 +16,19 @@
 #   ppl-lowbit2-smollm2 ppl-lowbit2-gemma3
 #                                 the same with attention sinks and pre-RoPE keys:
 #                                 figures/quality/MODEL-ppl-lowbit2.json
+#   plan-gemma3 plan-smollm2-3     third round: per-layer bit plans (tune --plan 2,3
+#                                 --groups) under 3.0 and 2.25 b/e: figures/quality/sweeps/
+#   ppl-lowbit3-smollm2 ppl-lowbit3-gemma3
+#                                 the third round's configs (bit plans, rabitq mse=1,
+#                                 the 1-bit-key family): figures/quality/MODEL-ppl-lowbit3.json
 #   sweep-kivi-smollm2 sweep-kivix-smollm2 plan-smollm2
 #   sweep-sinks-smollm2 sweep-sinks-gemma3 sweep-nu-smollm2 (ctx 1024, 2 chunks)
 #                                 the exploration behind them (docs/quality.md):
 #                                 figures/quality/sweeps/
 #   needle-smollm2 needle-gemma3  passkey retrieval per method
 #   needle-lowbit2-smollm2        passkey at 4k tokens, 3 seeds per depth, low-bit configs
+#   needle-4k-r3-smollm2 needle-4k-r3-gemma3
+#                                 the same after the prompt fix (a filler line after the key)
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -123,6 +130,33 @@ keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=3,group=128 residual=1
 keys=kivix:bits=3,group=128,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4 prerope=1
 keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=2,group=128 residual=128 sinks=4 prerope=1
 keys=rabitq:bits=1 values=kivix:bits=4,group=128 residual=128 sinks=4
+LIST
+    ;;
+  esac
+}
+
+# The third round (docs/quality.md "Third round"): bit plans from
+# `tune --plan 2,3 --groups 256,G` (plan-gemma3, plan-smollm2-3; the plan's
+# residual=32 of its 512-token measurement raised to the table's 128),
+# rabitq with the least-squares reconstruction (mse=1), the 1-bit-key
+# family with 4-bit values on gemma3. One ppl run per model, 3 chunks.
+lowbit3_methods() {
+  case $1 in
+    smollm2-135m) cat <<LIST
+keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1 kbits=2,3,3,3,3,3,2,3,3,2,3,2,2,2,3,3,2,3,3,2,3,3,3,3,3,2,3,2,2,3 vbits=2,3,3,2,3,3,3,3,3,3,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2
+keys=kivix:bits=3,group=128,outliers=56 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=rabitq:bits=1,mse=1 values=kivix:bits=4,group=64 residual=128 sinks=4
+keys=rabitq:bits=2,mse=1 values=kivix:bits=4,group=64 residual=128 sinks=4
+keys=rabitq:bits=2 values=kivix:bits=4,group=64 residual=128 sinks=4
+LIST
+    ;;
+    gemma3-270m) cat <<LIST
+keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=3,group=256 residual=128 sinks=4 prerope=1 kbits=2,3,3,2,2,3,3,3,3,3,2,3,3,3,3,3,3,3 vbits=3,3,2,3,2,3,3,3,3,3,3,3,3,3,3,3,3,3
+keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=3,group=256 residual=128 sinks=4 prerope=1 kbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2 vbits=3,3,2,2,2,2,2,2,2,2,2,2,2,3,2,2,2,2
+keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=2,group=256 residual=128 sinks=4 prerope=1
+keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=256 residual=128 sinks=4
+keys=rabitq:bits=2,mse=1 values=kivix:bits=4,group=256 residual=128 sinks=4
+keys=rabitq:bits=1,mse=1 values=kivix:bits=4,group=256 residual=128 sinks=4
 LIST
     ;;
   esac
@@ -240,6 +274,16 @@ step() {
     ppl-lowbit-gemma3)  lowbit_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit.json ;;
     ppl-lowbit2-smollm2) lowbit2_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit2.json ;;
     ppl-lowbit2-gemma3)  lowbit2_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit2.json ;;
+    ppl-lowbit3-smollm2) lowbit3_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit3.json ;;
+    ppl-lowbit3-gemma3)  lowbit3_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit3.json ;;
+    plan-gemma3)   mkdir -p figures/quality/sweeps
+                   for b in 3 2.25; do
+                     run "$BIN" tune --model gemma3-270m --plan 2,3 --groups 256,256 --budget $b --file "$WIKI" \
+                       --tokens 512 --json > figures/quality/sweeps/gemma3-270m-plan-2-3-budget$b.json
+                   done ;;
+    plan-smollm2-3) mkdir -p figures/quality/sweeps
+                   run "$BIN" tune --model smollm2-135m --plan 2,3 --groups 256,64 --budget 3 --file "$WIKI" \
+                     --tokens 512 --json > figures/quality/sweeps/smollm2-135m-plan-2-3-budget3.json ;;
     sweep-kivi-smollm2)  mkdir -p figures/quality/sweeps
                          sweep_list kivi | ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-kivi.json ;;
     sweep-kivix-smollm2) mkdir -p figures/quality/sweeps
@@ -273,6 +317,16 @@ step() {
         --cache 'keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4' \
         --json > figures/quality/sweeps/smollm2-135m-needle-4k.json.tmp
       mv figures/quality/sweeps/smollm2-135m-needle-4k.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k.json ;;
+    needle-4k-r3-smollm2)  # third round: the needle always followed by a filler line (cmd_needle.c)
+      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5,1 --seeds 3 \
+        --cache 'keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1 kbits=2,3,3,3,3,3,2,3,3,2,3,2,2,2,3,3,2,3,3,2,3,3,3,3,3,2,3,2,2,3 vbits=2,3,3,2,3,3,3,3,3,3,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2' \
+        --json > figures/quality/sweeps/smollm2-135m-needle-4k-r3.json.tmp
+      mv figures/quality/sweeps/smollm2-135m-needle-4k-r3.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-r3.json ;;
+    needle-4k-r3-gemma3)  # as smollm2, 3 keys per depth
+      run "$BIN" needle --model gemma3-270m --ctx 4096 --depths 0,0.5,1 --seeds 3 \
+        --cache 'keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=3,group=256 residual=128 sinks=4 prerope=1 kbits=2,3,3,2,2,3,3,3,3,3,2,3,3,3,3,3,3,3 vbits=3,3,2,3,2,3,3,3,3,3,3,3,3,3,3,3,3,3' \
+        --json > figures/quality/sweeps/gemma3-270m-needle-4k-r3.json.tmp
+      mv figures/quality/sweeps/gemma3-270m-needle-4k-r3.json.tmp figures/quality/sweeps/gemma3-270m-needle-4k-r3.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;

@@ -6,7 +6,11 @@
  *  - rabitq: the popcount kernel on the quantized query equals the float
  *    reference (qbits=0) up to the query rounding, and extended RaBitQ's
  *    MSE falls by >= 2.5x per extra bit (error ~ 2^-b, MSE ~ 4^-b);
- *  - byte layouts: the stored norm is the first fp16 of each block. */
+ *  - rabitq mse=1 (least-squares reconstruction): decode is corr^2 times
+ *    the unbiased decode of the same codes, its rel MSE is 1 - corr^2
+ *    (1 - 2/pi at 1 bit) and below the unbiased one at every width;
+ *  - byte layouts: the stored norm is the first fp16 of each block
+ *    (||k|| corr^2 with mse=1). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,11 +91,13 @@ static double iso_rel_mse(const char *spec, int D, size_t n)
         x[i] = vq_rng_normal(&g);
     CHECK_OK(vq_codec_encode(c, x, n, codes));
     CHECK_OK(vq_codec_decode(c, codes, n, y));
-    /* the stored norm (first fp16) is ||x|| to fp16 precision */
+    /* the stored norm (first fp16) is ||x|| to fp16 precision (mse=1
+     * stores ||x|| corr^2: test_rabitq_mse) */
     double n0 = 0;
     for (int d = 0; d < D; d++)
         n0 += (double)x[d] * x[d];
-    CHECK_NEAR(vq_fp16_to_fp32((vq_fp16)(codes[0] | codes[1] << 8)), sqrt(n0), 1e-3 * sqrt(n0));
+    if (!strstr(spec, "mse=1"))
+        CHECK_NEAR(vq_fp16_to_fp32((vq_fp16)(codes[0] | codes[1] << 8)), sqrt(n0), 1e-3 * sqrt(n0));
     double e = 0, r = 0;
     for (size_t i = 0; i < n * D; i++) {
         e += (double)(x[i] - y[i]) * (x[i] - y[i]);
@@ -135,6 +141,59 @@ static void test_rabitq_bits_slope(void)
         else
             CHECKF(prev / m >= 2.5, "%s: MSE %.5f only %.2fx below bits=%d", spec, m, prev / m, b - 1);
         prev = m;
+    }
+}
+
+/* mse=1: the same codes, decoded at corr^2 times the unbiased length */
+static void test_rabitq_mse(void)
+{
+    const size_t n = vq_test_quick() ? 32 : 256;
+    const int D = 128;
+    for (int b = 1; b <= 4; b++) {
+        char su[64], sm[64];
+        snprintf(su, sizeof su, "rabitq:bits=%d", b);
+        snprintf(sm, sizeof sm, "rabitq:bits=%d,mse=1", b);
+        double mu = iso_rel_mse(su, D, n), mm = iso_rel_mse(sm, D, n);
+        if (verbose)
+            printf("%s rel MSE %.5f, mse=1 %.5f\n", su, mu, mm);
+        CHECKF(mm < mu, "bits=%d: mse=1 rel MSE %.5f not below the unbiased %.5f", b, mm, mu);
+        if (b == 1) /* 1 - corr^2 with corr -> sqrt(2/pi) */
+            CHECKF(fabs(mm - (1 - 2 / M_PI)) < 0.05, "rabitq:bits=1,mse=1 rel MSE %.4f, theory 0.363", mm);
+        vq_codec *cu = NULL, *cm = NULL;
+        CHECK_OK(vq_codec_create(su, D, VQ_ROLE_KEY, 5, &cu));
+        CHECK_OK(vq_codec_create(sm, D, VQ_ROLE_KEY, 5, &cm));
+        if (!cu || !cm) {
+            vq_codec_free(cu);
+            vq_codec_free(cm);
+            continue;
+        }
+        const size_t bb = vq_codec_bytes_per_token(cu);
+        CHECK(vq_codec_bytes_per_token(cm) == bb);
+        float x[128], yu[128], ym[128];
+        uint8_t bu[128], bm[128];
+        vq_rng g;
+        vq_rng_seed(&g, 40 + (uint64_t)b);
+        for (int t = 0; t < 16; t++) {
+            for (int d = 0; d < D; d++)
+                x[d] = vq_rng_normal(&g) * (d % 9 == 0 ? 6.0f : 1.0f);
+            CHECK_OK(vq_codec_encode(cu, x, 1, bu));
+            CHECK_OK(vq_codec_encode(cm, x, 1, bm));
+            /* same codes and corr; only the norm field differs */
+            CHECK(memcmp(bu + 2, bm + 2, bb - 2) == 0);
+            float corr = vq_fp16_to_fp32((vq_fp16)(bu[2] | bu[3] << 8));
+            CHECK_OK(vq_codec_decode(cu, bu, 1, yu));
+            CHECK_OK(vq_codec_decode(cm, bm, 1, ym));
+            double worst = 0, scale = 0;
+            for (int d = 0; d < D; d++) {
+                worst = fmax(worst, fabs((double)ym[d] - (double)corr * corr * yu[d]));
+                scale = fmax(scale, fabs((double)yu[d]));
+            }
+            /* two fp16 roundings of the norm field: relative 2^-10 */
+            CHECKF(worst <= 2e-3 * scale, "bits=%d token %d: |decode(mse) - corr^2 decode| %.3g (scale %.3g)", b, t,
+                   worst, scale);
+        }
+        vq_codec_free(cu);
+        vq_codec_free(cm);
     }
 }
 
@@ -195,5 +254,6 @@ int main(void)
     RUN(test_qjl_variance);
     RUN(test_rabitq_bits_slope);
     RUN(test_rabitq_popcount_vs_float);
+    RUN(test_rabitq_mse);
     return vq_test_summary("test_codec_sketch");
 }

@@ -4,7 +4,8 @@
  *     (measured bits per element), with the lowest KL of the eligible ones;
  *   - it never picks a config beyond --max-kl: with a threshold below every
  *     candidate's KL nothing is picked and the exit status is 1;
- *   - a budget below every candidate is refused with a message. */
+ *   - a budget below every candidate is refused with a message;
+ *   - --groups KG,VG outside 16..256 is a usage error (exit 2). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,20 @@ static void test_never_breaks(const char *model, const char *wiki)
     cli_json_node_free(r);
 }
 
+static void test_groups_refused(const char *model, const char *wiki)
+{
+    cli_json_node *r = NULL;
+    const char *bad[] = { "--groups 300,64", "--groups 8,64", "--groups 128", "--groups 128,64,1" };
+    for (int i = 0; i < 4; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "--budget 3 --plan 2,3 %s", bad[i]);
+        int rc = tune(model, wiki, args, &r);
+        CHECKF(rc == 2, "tune %s: exit %d (want 2, a usage error)", args, rc);
+        cli_json_node_free(r);
+        r = NULL;
+    }
+}
+
 int main(void)
 {
     const char *b = getenv("VQ_BUILD");
@@ -94,6 +109,7 @@ int main(void)
     if (model && wiki) {
         test_pick(model, wiki);
         test_never_breaks(model, wiki);
+        test_groups_refused(model, wiki);
     }
     return vq_test_summary("tune");
 }

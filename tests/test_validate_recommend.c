@@ -76,6 +76,63 @@ static void test_goals(void)
     CHECKF(strcmp(use, "stream") == 0, "constant-memory at 100k: %s", use);
 }
 
+/* Two configs of the same codecs, one with 4 fp16 sink tokens (93,600
+ * fixed bytes, 0.5 % of the cache at 4096 tokens) and 2.5x lower KL: the
+ * smallest-cache goals take the one with sinks (sizes within 2 % tie), and
+ * a cache clearly smaller still wins. */
+static void test_size_ties(void)
+{
+    static const char T2[] =
+        "{\"schema\":\"veloxquant.quality/1\",\"models\":[{\"model\":\"m\",\"ppl_fp16\":10,\"base_mb\":100,\"methods\":["
+        "{\"name\":\"nosinks\",\"cache\":\"keys=kivix values=kivix\",\"bits_per_element\":3,"
+        "\"kv_bytes_per_token_full\":4320,\"dppl\":0.9,\"kl\":0.08,\"top1\":0.86},"
+        "{\"name\":\"sinks\",\"cache\":\"keys=kivix values=kivix sinks=4\",\"bits_per_element\":3,"
+        "\"kv_bytes_per_token_full\":4320,\"kv_fixed_bytes\":93600,\"dppl\":0.22,\"kl\":0.034,\"top1\":0.9},"
+        "{\"name\":\"small\",\"cache\":\"keys=kivix values=kivix k2\",\"bits_per_element\":2.5,"
+        "\"kv_bytes_per_token_full\":3600,\"dppl\":0.95,\"kl\":0.12,\"top1\":0.8}"
+        "]}]}";
+    char use[256], t2[600];
+    snprintf(t2, sizeof t2, "%.500s/quality2.json", vq_test_tmpdir());
+    FILE *f = fopen(t2, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(T2, f);
+    fclose(f);
+    char saved[600];
+    snprintf(saved, sizeof saved, "%s", table);
+    snprintf(table, sizeof table, "%s", t2);
+    /* 'small' is 17 % smaller: it wins everyday; without it, sinks beats nosinks */
+    CHECK(rec("--model m --ram-mb 1000 --ctx 4096 --goal everyday", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "small") == 0, "everyday: %s (17%% smaller than the others)", use);
+    /* with 'small' poor (dPPL 50 %) the two 3-bit configs remain: their sizes tie */
+    snprintf(table, sizeof table, "%s", saved);
+    f = fopen(t2, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    char *poor = malloc(sizeof T2);
+    CHECK(poor != NULL);
+    if (!poor) {
+        fclose(f);
+        return;
+    }
+    memcpy(poor, T2, sizeof T2);
+    char *at = strstr(poor, "\"dppl\":0.95");
+    CHECK(at != NULL);
+    if (at)
+        memcpy(at, "\"dppl\":5.00", strlen("\"dppl\":5.00"));
+    fputs(poor, f);
+    fclose(f);
+    free(poor);
+    snprintf(table, sizeof table, "%s", t2);
+    CHECK(rec("--model m --ram-mb 1000 --ctx 4096 --goal everyday", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "sinks") == 0, "everyday: %s (sizes within 2%% tie: the lower KL wins)", use);
+    CHECK(rec("--model m --ram-mb 1000 --ctx 4096 --goal max-compression", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "sinks") == 0, "max-compression: %s", use);
+    snprintf(table, sizeof table, "%s", saved);
+}
+
 static void test_bad_input(void)
 {
     char use[256];
@@ -102,6 +159,7 @@ int main(void)
         fputs(TABLE, f);
         fclose(f);
         RUN(test_goals);
+        RUN(test_size_ties);
         RUN(test_bad_input);
     }
     return vq_test_summary("validate_recommend");

@@ -77,7 +77,12 @@ static uint64_t splitmix(uint64_t *s)
 }
 
 /* Prompt text with `n_fill` filler lines and the needle after
- * round(depth * n_fill) of them; malloc'd. */
+ * round(depth * n_fill) of them, but never after the last one: at least one
+ * filler line separates the needle from the question (with the needle's
+ * "... is the pass key." right before "What is the pass key? The pass key
+ * is", base models continue the sentence pattern -- smollm2-135m in fp16
+ * answered " the pass key." for every depth-1 key -- which tests the
+ * prompt, not retrieval); malloc'd. */
 static char *build_prompt(int n_fill, double depth, int key)
 {
     size_t cap = sizeof INTRO + (size_t)n_fill * (sizeof FILLER) + 256;
@@ -86,6 +91,8 @@ static char *build_prompt(int n_fill, double depth, int key)
         return NULL;
     size_t o = (size_t)snprintf(p, cap, "%s", INTRO);
     int at = (int)(depth * n_fill + 0.5);
+    if (at >= n_fill && n_fill > 0)
+        at = n_fill - 1;
     for (int i = 0; i <= n_fill; i++) {
         if (i == at)
             o += (size_t)snprintf(p + o, cap - o, "The pass key is %05d. Remember it. %05d is the pass key.\n", key, key);
@@ -100,7 +107,7 @@ int cmd_needle(int argc, char **argv)
 {
     const char *model = NULL;
     int ctx = 0, seeds = 2, threads = 0;
-    int json = 0;
+    int json = 0, show = 0;
     depth_list dl = { { 0, 0.25, 0.5, 0.75, 1 }, 5 };
     cli_config_list cl = { { "keys=fp16 values=fp16" }, 1, MAX_CONFIGS + 1, "" };
     cli_cache_flags cf = { 0 };
@@ -115,6 +122,7 @@ int cmd_needle(int argc, char **argv)
         CLI_OPT_INT("seeds", &seeds, "S", 1, 1000, "trials per depth, each with another key (default 2)"),
         CLI_OPT_INT("threads", &threads, "N", 1, 256, "(default: all cores)"),
         CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),
+        CLI_OPT_FLAG("show", &show, "print each trial's key and continuation on stderr"),
         CLI_OPT_NOTE("(the single cache flags below describe one more config)"),
         CLI_CACHE_SECTION,
         CLI_CACHE_FIELD_OPTS(&cf),
@@ -215,8 +223,11 @@ int cmd_needle(int argc, char **argv)
                 }
                 char *txt = NULL, want[8];
                 snprintf(want, sizeof want, "%05d", key);
-                if (vq_model_detokenize(m, ans, (size_t)n_ans, &txt) == VQ_OK && strstr(txt, want))
-                    passed[c][d]++;
+                int ok = vq_model_detokenize(m, ans, (size_t)n_ans, &txt) == VQ_OK && strstr(txt, want);
+                passed[c][d] += ok;
+                if (show)
+                    fprintf(stderr, "\nneedle: config %d depth %g key %s (%zu tokens): %s \"%s\"\n", c, depths[d],
+                            want, nt, ok ? "pass" : "FAIL", txt ? txt : "");
                 free(txt);
                 eval_progress_update(&pr, ++done, total);
             }

@@ -27,7 +27,11 @@
  *                    that fit in the RAM
  *   constant-memory  an evicting method: memory stops growing
  * Methods whose cache does not fit at --ctx are skipped (not for
- * constant-memory, which fits by construction when its budget fits). */
+ * constant-memory, which fits by construction when its budget fits).
+ * "Smallest" compares K/V bytes at --ctx with a tolerance: caches within
+ * SIZE_TIE (2 %) of each other count as the same size and the lower KL
+ * wins, so a config without attention sinks (a few fixed tokens less) does
+ * not beat the same codecs with sinks at several times its KL. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -44,6 +48,7 @@
 #define GOOD_REL_DPPL 0.02
 #define FAIR_REL_DPPL 0.10
 #define QUALITY_MIN_COMPRESSION 2.0
+#define SIZE_TIE 0.02
 
 typedef struct {
     const cli_json_node *n;
@@ -197,7 +202,11 @@ int cmd_recommend(int argc, char **argv)
         case 2: better = m->kl < b->kl; break;
         case 3: better = m->max_ctx > b->max_ctx; break;
         case 4: better = m->kl < b->kl; break;
-        default: better = m->kv_mb < b->kv_mb - 1e-9 || (fabs(m->kv_mb - b->kv_mb) <= 1e-9 && m->kl < b->kl); break;
+        default: {
+            double tie = SIZE_TIE * fmin(m->kv_mb, b->kv_mb) + 1e-9;
+            better = m->kv_mb < b->kv_mb - tie || (fabs(m->kv_mb - b->kv_mb) <= tie && m->kl < b->kl);
+            break;
+        }
         }
         if (better)
             best = (int)i;

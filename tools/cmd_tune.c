@@ -60,6 +60,17 @@ static const char *store_plan(void *dst, const char *text)
     return NULL;
 }
 
+/* --groups KG,VG: key tokens per block and value channels per scale */
+static const char *store_groups(void *dst, const char *text)
+{
+    int *p = dst, kg = 0, vg = 0, used = 0;
+    if (sscanf(text, "%d,%d%n", &kg, &vg, &used) != 2 || text[used] || kg < 16 || kg > 256 || vg < 16 || vg > 256)
+        return "KG,VG with 16 <= KG, VG <= 256, e.g. 256,256 (kivix key and value groups)";
+    p[0] = kg;
+    p[1] = vg;
+    return NULL;
+}
+
 /* bytes per token of one codec spec at head_dim D, 0 if refused */
 static double spec_bytes(const char *spec, int D, vq_role role)
 {
@@ -148,7 +159,7 @@ int cmd_tune(int argc, char **argv)
 {
     const char *model = NULL, *file = NULL;
     double budget = 0, skip = 0.25, max_kl = TUNE_BREAKS_KL;
-    int plan[2] = { 0, 0 };
+    int plan[2] = { 0, 0 }, groups[2] = { 0, 0 };
     int tokens_arg = 512, n_meas_arg = 6;
     int json = 0;
     char def_file[512];
@@ -167,6 +178,9 @@ int cmd_tune(int argc, char **argv)
         CLI_OPT_CALL("plan", store_plan, plan, "LOW,HIGH",
                      "a per-layer bit plan (kbits=/vbits=) by measured sensitivity,\n"
                      "each layer's keys and values at LOW or HIGH bits (kivix)"),
+        CLI_OPT_CALL("groups", store_groups, groups, "KG,VG",
+                     "with --plan: kivix key tokens per block and value channels\n"
+                     "per scale (default 128 and min(head_dim, 128))"),
         CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),
         CLI_OPT_END,
     };
@@ -222,7 +236,7 @@ int cmd_tune(int argc, char **argv)
         goto out;
     }
     if (plan_lo) {
-        rc = tune_plan(m, model, toks, n_tok, budget, plan_lo, plan_hi, json);
+        rc = tune_plan(m, model, toks, n_tok, budget, plan_lo, plan_hi, groups[0], groups[1], json);
         goto out;
     }
     const int nv = info.n_vocab;

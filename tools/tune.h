@@ -19,8 +19,10 @@ double tune_measured_bpe(vq_cache *cache);
 
 /* `tune --plan LOW,HIGH`: sensitivity per (layer, role), a plan within
  * `budget` bits per element, the plan measured and printed. toks: n tokens
- * (BOS first when the model uses one). Returns the exit status. */
+ * (BOS first when the model uses one). kgroup: tokens per key block (0:
+ * 128); vgroup: channels per value scale (0: min(head_dim, 128)). Returns
+ * the exit status. */
 int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t n, double budget, int low,
-              int high, int json);
+              int high, int kgroup, int vgroup, int json);
 
 #endif

@@ -2,9 +2,10 @@
  * for keys and values (the config's kbits= / vbits= lists) chosen by
  * measured sensitivity under a bit budget (after KVTuner and similar).
  *
- * Codecs: keys kivix:bits=B,group=128,outliers=64 (per-channel, sparse
- * outliers), values kivix:bits=B,group=min(D,128); every (layer, role)
- * gets LOW or HIGH bits.
+ * Codecs: keys kivix:bits=B,group=KG,outliers=64 (per-channel, sparse
+ * outliers; KG = 128 unless --groups says), values kivix:bits=B,group=VG
+ * (VG = min(D,128) unless --groups says); every (layer, role) gets LOW or
+ * HIGH bits.
  *
  * 1. Sensitivity: for each (layer l, role r), a cache with every layer at
  *    HIGH except (l, r) at LOW runs teacher-forced over the tokens; its mean
@@ -30,7 +31,12 @@
 
 #define BATCH 32
 
-static int value_group(int D) { return D >= 128 ? 128 : D; }
+/* the plan's groups: kg tokens per key block, vg channels per value scale */
+typedef struct {
+    int kg, vg;
+} plan_groups;
+
+static int value_group(const plan_groups *g, int D) { return g->vg ? g->vg : (D >= 128 ? 128 : D); }
 
 static double codec_bpt(const char *spec, int D, vq_role role)
 {
@@ -43,10 +49,10 @@ static double codec_bpt(const char *spec, int D, vq_role role)
 }
 
 /* the config text of a plan: bits[l] keys, bits[L + l] values */
-static void plan_text(const int *bits, int L, int D, const char *res, char *out, size_t cap)
+static void plan_text(const int *bits, int L, int D, const plan_groups *g, const char *res, char *out, size_t cap)
 {
-    size_t o = (size_t)snprintf(out, cap, "keys=kivix:bits=%d,group=128,outliers=64 values=kivix:bits=%d,group=%d%s",
-                                bits[0], bits[L], value_group(D), res);
+    size_t o = (size_t)snprintf(out, cap, "keys=kivix:bits=%d,group=%d,outliers=64 values=kivix:bits=%d,group=%d%s",
+                                bits[0], g->kg, bits[L], value_group(g, D), res);
     for (int r = 0; r < 2 && o < cap; r++) {
         o += (size_t)snprintf(out + o, cap - o, " %s=", r ? "vbits" : "kbits");
         for (int l = 0; l < L && o < cap; l++)
@@ -87,8 +93,9 @@ static vq_status measure(const vq_model *m, const char *cfg, const int32_t *toks
 }
 
 int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t n, double budget, int low,
-              int high, int json)
+              int high, int kgroup, int vgroup, int json)
 {
+    const plan_groups g = { kgroup ? kgroup : 128, vgroup };
     vq_model_info info;
     vq_model_info_get(m, &info);
     const int L = info.n_layers, nv = info.n_vocab;
@@ -117,8 +124,8 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
         for (int r = 0; r < 2; r++) {
             double b[2];
             for (int w = 0; w < 2; w++) {
-                snprintf(ks, sizeof ks, "kivix:bits=%d,group=128,outliers=64", w ? high : low);
-                snprintf(vs, sizeof vs, "kivix:bits=%d,group=%d", w ? high : low, value_group(li.head_dim));
+                snprintf(ks, sizeof ks, "kivix:bits=%d,group=%d,outliers=64", w ? high : low, g.kg);
+                snprintf(vs, sizeof vs, "kivix:bits=%d,group=%d", w ? high : low, value_group(&g, li.head_dim));
                 b[w] = codec_bpt(r ? vs : ks, li.head_dim, r ? VQ_ROLE_VALUE : VQ_ROLE_KEY);
             }
             if (!isfinite(b[0]) || !isfinite(b[1])) {
@@ -149,7 +156,7 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
     for (int i = 0; i < 2 * L; i++) {
         for (int j = 0; j < 2 * L; j++)
             bits[j] = j == i ? low : high;
-        plan_text(bits, L, D, res, cfg, 16384);
+        plan_text(bits, L, D, &g, res, cfg, 16384);
         double t1, bpe;
         if (measure(m, cfg, toks, n, ref, nv, &sens[i], &t1, &bpe) != VQ_OK)
             goto out;
@@ -177,7 +184,7 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
                   budget);
         goto out;
     }
-    plan_text(bits, L, D, res, cfg, 16384);
+    plan_text(bits, L, D, &g, res, cfg, 16384);
     double kl, t1, bpe;
     if (measure(m, cfg, toks, n, ref, nv, &kl, &t1, &bpe) != VQ_OK)
         goto out;

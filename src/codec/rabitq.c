@@ -7,7 +7,11 @@
  *
  * Parameters: bits b in 1..4 (default 1); qbits in {0, 4..8}: bits of the
  * quantized query for the popcount kernel (default 4, as in the paper;
- * only with bits=1), 0 = float query (the reference estimator).
+ * only with bits=1), 0 = float query (the reference estimator); mse 0|1
+ * (default 0): 1 stores ||k|| corr^2 in the norm field, so every decoder
+ * and kernel below (they read ||k|| / corr) reconstructs
+ * k_hat = ||k|| corr R^T x_bar, the least-squares point on the code's line
+ * instead of the unbiased one (see "Estimator").
  *
  * Encode k (no centroid: keys are quantized around 0):
  *   o = k/||k||, y = R o (rotation.h: seeded signs + normalised Hadamard).
@@ -24,7 +28,13 @@
  *                                                   bytes = 4 + b*D/8
  *   (D=128: b=1 20 B (12.8x), b=2 36 B, b=4 68 B)
  * Estimator: <q, k> ~ ||k|| <x_bar, R q> / corr, unbiased over the random
- * rotation (RaBitQ Theorem 3.2, error O(1/sqrt(D))). decode returns
+ * rotation (RaBitQ Theorem 3.2, error O(1/sqrt(D))). Its price: the
+ * decoded vector's error is ||k||^2 (1/corr^2 - 1) in squared norm (0.57
+ * ||k||^2 at 1 bit, corr^2 ~ 2/pi) against ||k||^2 (1 - corr^2) (0.36) for
+ * the least-squares reconstruction (mse=1), and attention's softmax turns
+ * the larger score noise into weight on wrong tokens: on smollm2-135m
+ * (1-bit keys, 4-bit values) +812% PPL unbiased, docs/quality.md for mse=1.
+ * decode returns
  * k_hat = ||k||/corr * R^T x_bar, so the float estimator is exactly
  * <q, decode(k)>.
  * Popcount kernel (b=1, qbits=B): R q is quantized uniformly,
@@ -53,7 +63,7 @@
 #define RQ_GRID 64
 
 typedef struct {
-    int bits, qbits;
+    int bits, qbits, mse;
     vq_rotation r;
     float *y;   /* D floats */
     float *c;   /* D floats */
@@ -62,8 +72,9 @@ typedef struct {
 static vq_status rq_init(vq_codec *c, vq_spec *spec)
 {
     const int D = c->head_dim;
-    long bits, qbits;
+    long bits, qbits, mse;
     VQ_TRY(vq_spec_int(spec, "bits", 1, 1, 4, &bits, c->err));
+    VQ_TRY(vq_spec_int(spec, "mse", 0, 0, 1, &mse, c->err));
     VQ_TRY(vq_spec_int(spec, "qbits", bits == 1 ? 4 : 0, 0, 8, &qbits, c->err));
     if (qbits != 0 && (qbits < 4 || bits != 1))
         return vq_fail(c->err, VQ_ERR_INVALID_ARG,
@@ -74,6 +85,7 @@ static vq_status rq_init(vq_codec *c, vq_spec *spec)
     c->impl = q;
     q->bits = (int)bits;
     q->qbits = (int)qbits;
+    q->mse = (int)mse;
     q->y = malloc(sizeof(float) * (size_t)D);
     q->c = malloc(sizeof(float) * (size_t)D);
     if (!q->y || !q->c)
@@ -86,7 +98,10 @@ static vq_status rq_init(vq_codec *c, vq_spec *spec)
     c->query_bytes = q->qbits ? vq_qplanes_bytes(D, q->qbits) : sizeof(float) * (size_t)D;
     c->accum_size = (size_t)D;
     c->score_own = q->qbits != 0;
-    snprintf(c->canon, sizeof c->canon, "rabitq:bits=%d,qbits=%d", q->bits, q->qbits);
+    if (q->mse)
+        snprintf(c->canon, sizeof c->canon, "rabitq:bits=%d,qbits=%d,mse=1", q->bits, q->qbits);
+    else
+        snprintf(c->canon, sizeof c->canon, "rabitq:bits=%d,qbits=%d", q->bits, q->qbits);
     return VQ_OK;
 }
 
@@ -164,8 +179,10 @@ static void rq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
             q->y[d] = k[d] * inv;
         vq_rot_forward(&q->r, q->y);
         double corr = choose_codes(q->bits, q->y, D, q->c);
-        /* corr > 0 for any non-zero y; store 1 for the zero vector */
-        vq_put_u16(blk, vq_fp32_to_fp16(norm));
+        /* corr > 0 for any non-zero y; store 1 for the zero vector. mse=1:
+         * the norm field holds ||k|| corr^2 (decoders divide by corr) */
+        float stored = q->mse && corr > 0.0 ? (float)((double)norm * corr * corr) : norm;
+        vq_put_u16(blk, vq_fp32_to_fp16(stored));
         vq_put_u16(blk + 2, vq_fp32_to_fp16(corr > 0.0 ? (float)corr : 1.0f));
         for (int d = 0; d < D; d++)
             vq_bits_put(blk + 4, (size_t)d, q->bits, (unsigned)(((int)q->c[d] + L) / 2));
