@@ -180,8 +180,12 @@ vq_status vq_cuda_format_from_codec(const vq_codec *c, vq_cuda_format *out)
         f.method = VQ_CUDA_RABITQ;
         vq_spec_int(&sp, "bits", 1, 1, 4, &bits, err);
         vq_spec_int(&sp, "qbits", 4, 0, 8, &qbits, err);
+        long mse = 0;
+        vq_spec_int(&sp, "mse", 0, 0, 1, &mse, err);
         if (bits != 1)
             return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: %s: only bits=1 has a GPU kernel", c->canon);
+        if (mse) /* the GPU quantizer writes the unbiased norm, not norm * corr^2 */
+            return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: %s: mse=1 has no GPU quantizer", c->canon);
         f.bits = 1;
         VQ_TRY(set_rotation(c, &f));
     } else if (!strcmp(m, "vecinfer")) {
