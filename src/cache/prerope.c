@@ -99,15 +99,46 @@ vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int ne
     return VQ_OK;
 }
 
-/* rows [r0, r1) of a table of angles step * row * f_i: (cos, sin) pairs */
+/* rows [r0, r1) of a table of angles step * row * f_i: each row the D/2
+ * cosines, then the D/2 sines */
 static void angles(float *t, size_t half, const float *f, double step, int32_t r0, int32_t r1)
 {
     for (int32_t r = r0; r < r1; r++)
         for (size_t i = 0; i < half; i++) {
             double th = step * (double)r * (double)f[i];
-            t[((size_t)r * half + i) * 2] = (float)cos(th);
-            t[((size_t)r * half + i) * 2 + 1] = (float)sin(th);
+            t[(size_t)r * 2 * half + i] = (float)cos(th);
+            t[(size_t)r * 2 * half + half + i] = (float)sin(th);
         }
+}
+
+/* RoPE of one key x[2*half] at the angles lo + hi (table rows): cos and
+ * sin by the angle sum, then rope_one's rotation. Always inlined with a
+ * constant half, so that every loop has a known count and vectorizes. */
+static inline __attribute__((always_inline)) void rope_row(float *x, const float *lo, const float *hi, size_t half,
+                                                           int neox)
+{
+    float c[128], sn[128], a[128], b[128];
+    for (size_t i = 0; i < half; i++) {
+        c[i] = hi[i] * lo[i] - hi[half + i] * lo[half + i];
+        sn[i] = hi[half + i] * lo[i] + hi[i] * lo[half + i];
+    }
+    if (neox)
+        for (size_t i = 0; i < half; i++)
+            a[i] = x[i], b[i] = x[i + half];
+    else
+        for (size_t i = 0; i < half; i++)
+            a[i] = x[2 * i], b[i] = x[2 * i + 1];
+    float ra[128], rb[128];
+    for (size_t i = 0; i < half; i++) {
+        ra[i] = a[i] * c[i] - b[i] * sn[i];
+        rb[i] = a[i] * sn[i] + b[i] * c[i];
+    }
+    if (neox)
+        for (size_t i = 0; i < half; i++)
+            x[i] = ra[i], x[i + half] = rb[i];
+    else
+        for (size_t i = 0; i < half; i++)
+            x[2 * i] = ra[i], x[2 * i + 1] = rb[i];
 }
 
 /* layer l's tables cover positions [0, need) */
@@ -184,8 +215,7 @@ void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const v
     size_t D = (size_t)L->shape.head_dim, half = D / 2;
     if (!p->inv_freq[l])
         return;
-    const int o = p->owner[l];
-    float cs[2 * 128]; /* head_dim <= 256 (cache shape rule) */
+    const int o = p->owner[l], neox = p->neox[l];
     for (size_t t = 0; t < n; t++) {
         int32_t pos = vq_head_pos(H, s0 + t);
         float *xt = x + t * D;
@@ -195,23 +225,11 @@ void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const v
         }
         const float *lo = p->lo[o] + (size_t)(pos % ROPE_LO) * 2 * half,
                     *hi = p->hi[o] + (size_t)(pos / ROPE_LO) * 2 * half;
-        for (size_t i = 0; i < half; i++) { /* cos and sin of (256 h + r) f_i */
-            cs[2 * i] = hi[2 * i] * lo[2 * i] - hi[2 * i + 1] * lo[2 * i + 1];
-            cs[2 * i + 1] = hi[2 * i + 1] * lo[2 * i] + hi[2 * i] * lo[2 * i + 1];
+        switch (half) { /* head_dim 32..256 in steps of 32 (cache shape rule) */
+        case 32: rope_row(xt, lo, hi, 32, neox); break;
+        case 64: rope_row(xt, lo, hi, 64, neox); break;
+        default: rope_row(xt, lo, hi, half, neox); break;
         }
-        /* rope_one's rotation */
-        if (p->neox[l])
-            for (size_t i = 0; i < half; i++) {
-                float a = xt[i], b = xt[i + half];
-                xt[i] = a * cs[2 * i] - b * cs[2 * i + 1];
-                xt[i + half] = a * cs[2 * i + 1] + b * cs[2 * i];
-            }
-        else
-            for (size_t i = 0; i < half; i++) {
-                float a = xt[2 * i], b = xt[2 * i + 1];
-                xt[2 * i] = a * cs[2 * i] - b * cs[2 * i + 1];
-                xt[2 * i + 1] = a * cs[2 * i + 1] + b * cs[2 * i];
-            }
     }
 }
 
