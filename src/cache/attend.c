@@ -36,6 +36,11 @@
 #include "cache/prerope.h"
 #include "core/fp16.h"
 #include "core/vexp.h"
+#include "kernels/prefetch.h"
+
+/* bytes of a page fetched ahead of its first use (kernels/prefetch.h: the
+ * row kernels fetch the rest as they go) */
+#define PF_HEAD 1024
 
 /* Turn masked scaled scores s[j*n + i] (-inf = invisible) into softmax
  * numerators in place, updating m, l and rescaling acc and acc2 (may be
@@ -276,6 +281,8 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     /* this chunk's pages */
     size_t np = (H->n_packed + P - 1) / P;
     size_t pb = s * J->chunk_pages, pe = pb + J->chunk_pages < np ? pb + J->chunk_pages : np;
+    if (pb < pe)
+        vq_prefetch_span(H->kpages[pb], 0, PF_HEAD < L->kpage_bytes ? PF_HEAD : L->kpage_bytes);
     for (size_t pg = pb; pg < pe; pg++) {
         size_t s0 = pg * P, n = H->n_packed - s0 < P ? H->n_packed - s0 : P;
         if (vq_head_pos(H, s0) > qmax)
@@ -283,6 +290,11 @@ static vq_status run_item(tile_job *J, size_t it, int w)
         if (L->shape.window > 0 && vq_head_pos(H, s0 + n - 1) <= qmin - L->shape.window)
             continue;
         VQ_TRY(vq_cross_bind(c, L, h, s0, kc, vc));
+        /* this page's values are read after its scores, the next page's keys
+         * after that: fetch both now */
+        vq_prefetch_span(H->vpages[pg], 0, PF_HEAD < n * L->vpage_bytes / P ? PF_HEAD : n * L->vpage_bytes / P);
+        if (pg + 1 < pe)
+            vq_prefetch_span(H->kpages[pg + 1], 0, PF_HEAD < L->kpage_bytes ? PF_HEAD : L->kpage_bytes);
         VQ_TRY(vq_cache_key_scores(c, L, H, kc, pg, n, W->qbuf, W->qf, nq, W->sc)); /* prerope.h */
         mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
                     wb ? wb + s0 : NULL, ns);

@@ -46,6 +46,7 @@
 #include "codec/kivi_quant.h"
 #include "core/fp16.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 
 typedef struct {
     int bits;
@@ -287,6 +288,8 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t 
         float *sm = st->sm, base[KIVI_QS];
         for (size_t blk = 0; blk < n / G; blk++) {
             const uint8_t *in = codes + blk * c->block_bytes;
+            if (blk + 1 < n / G) /* the next block, while this one is scored */
+                vq_prefetch_span(in, c->block_bytes, c->block_bytes);
             k->fp16_row(in, sm, 2 * D); /* scales, then mins */
             for (int j0 = 0; j0 < n_q; j0 += KIVI_QS) {
                 int nj = n_q - j0 < KIVI_QS ? n_q - j0 : KIVI_QS;

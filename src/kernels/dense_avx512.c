@@ -15,6 +15,7 @@
 
 #include "kernels/avx512_sums.h"
 #include "kernels/dense.h"
+#include "kernels/prefetch.h"
 #include <stdint.h>
 
 /* 16 values from element idx of v: floats, or IEEE halves (HALF, a
@@ -44,6 +45,8 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
             size_t r[4];
             for (size_t k = 0; k < 4; k++)
                 r[k] = (i + k < nt ? i + k : nt - 1) * E;
+            if (j == 0) /* the first query pass streams the rows */
+                vq_prefetch_span(v, r[0] * (HALF ? 2 : 4) + VQ_PF_AHEAD, 4 * E * (HALF ? 2 : 4));
             __m512 a[4][4];
             for (int jj = 0; jj < 4; jj++)
                 for (int k = 0; k < 4; k++)
@@ -70,6 +73,8 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
         for (size_t i = 0; i < nt; i += 8) {
             size_t r[8];
             rows8(i, nt, E, r);
+            if (j == 0)
+                vq_prefetch_span(v, r[0] * (HALF ? 2 : 4) + VQ_PF_AHEAD, 8 * E * (HALF ? 2 : 4));
             __m512 a[8], b[8], c[8];
             for (int k = 0; k < 8; k++)
                 a[k] = b[k] = c[k] = _mm512_setzero_ps();
@@ -122,6 +127,8 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
                 A[jj][ww] = _mm512_loadu_ps(acc + (size_t)(j0 + jj) * astride + e + 16 * (size_t)ww);          \
         for (size_t i = 0; i < nt; i++) {                                                                     \
             __m512 V[4];                                                                                      \
+            if (j0 == 0 && e == 0) /* the first pass streams the rows */                                      \
+                vq_prefetch_span(v, i * E * (HALF ? 2 : 4) + VQ_PF_AHEAD, E * (HALF ? 2 : 4));               \
             _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                           \
                 V[ww] = ld16(v, i * E + e + 16 * (size_t)ww, HALF);                                           \
             _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++) {                                        \

@@ -8,6 +8,7 @@
  * qblock_values.h) and added with one FMA per accumulator. */
 #include <immintrin.h>
 
+#include "kernels/prefetch.h"
 #include "kernels/qaxpy.h"
 
 static inline __m512 scale16(const uint8_t *blk)
@@ -43,6 +44,8 @@ static inline void block_values(int bits, const uint8_t *blk, __m512 *v)
         for (size_t i = 0; i < nt; i++) {                                                                     \
             __m512 V[4];                                                                                      \
             const uint8_t *row = codes + i * rstride + b0 * bb;                                               \
+            if (j0 == 0 && b0 == 0) /* the first pass streams the rows */                                     \
+                vq_prefetch_span(row, VQ_PF_AHEAD, rstride);                                                  \
             block_values(bits, row, V);                                                                       \
             if ((NB) == 2)                                                                                    \
                 block_values(bits, row + bb, V + 2);                                                          \

@@ -18,6 +18,7 @@
 #include "core/vexp.h"
 #include "kernels/avx512_sums.h"
 #include "kernels/codes_qdot.h"
+#include "kernels/prefetch.h"
 #include "kernels/qdot.h"
 
 #define QROWS 8
@@ -79,6 +80,8 @@ void vq_qdot_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, 
             const uint8_t *row[QROWS];
             for (int t = 0; t < QROWS; t++)
                 row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
+            if (j0 == 0) /* the first query pass streams the rows */
+                vq_prefetch_span(row[0], VQ_PF_AHEAD, QROWS * rstride);
             __m512 acc[QMAXQ];
             for (int j = 0; j < nq; j++)
                 acc[j] = _mm512_setzero_ps();
@@ -171,6 +174,7 @@ static inline __attribute__((always_inline)) void codes_qdot_rows4(const uint8_t
         const uint8_t *row[4];
         for (int t = 0; t < 4; t++)
             row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
+        vq_prefetch_span(row[0], VQ_PF_AHEAD, 4 * rstride);
         int np = 0;
         for (size_t c = 0; c < nc; c++)
             for (int h = 0; h < (bits == 2 ? 1 : 2); h++) {

@@ -12,6 +12,7 @@
 
 #include "kernels/avx512_sums.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 
 static inline __m512i codes16(const uint8_t *p, int b, __m512i shifts, __m512i mask)
 {
@@ -165,6 +166,8 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
             GI[vv] = _mm512_set1_epi32((int)((c0 + 16 * (size_t)vv) / group));                                \
         for (size_t i = 0; i < nt; i++) {                                                                     \
             const uint8_t *r = rows + i * rstride;                                                            \
+            if (c0 == 0) /* the first column pass streams the rows */                                        \
+                vq_prefetch_span(r, VQ_PF_AHEAD, rstride);                                                    \
             /* the row's ng (<= 16) scales and mins, converted once */                                        \
             const __m512 S = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(gmask, r));                              \
             const __m512 M = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(gmask, r + 2 * ng));                     \
