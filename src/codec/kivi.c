@@ -112,9 +112,10 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     /* keys score from the codes with the scales folded into the query
      * (kivi_score, kernels.h codes_dot), cheaper than decoding a tile */
     c->score_own = c->role == VQ_ROLE_KEY;
-    /* values: where the table has kivi_axpy's SIMD twin it replaces the tile */
-    c->accum_own = c->role == VQ_ROLE_VALUE && vq_kernels_get()->kivi_axpy != vq_kivi_axpy_ref;
-    c->accum_tiled_min_q = VQ_CODEC_TILED_MIN_Q;
+    /* values: always kivi_axpy (never the tile, whose decoded values sum in
+     * another order), so a query's result does not depend on how many
+     * queries share the call or on the instruction set */
+    c->accum_own = c->role == VQ_ROLE_VALUE;
     c->accum_size = D;
     if (st->qbits)
         snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d,qbits=%d", st->bits, st->group, st->qbits);
@@ -365,23 +366,10 @@ static void kivi_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t 
                     a[ch] += ld16(in + 2 * ch) * sum[ch] + ld16(in + 2 * D + 2 * ch) * wsum;
             }
         }
-    } else if (vq_kernels_get()->kivi_axpy != vq_kivi_axpy_ref) {
-        /* values decoded in registers (kernels.h kivi_axpy: the tiled bits) */
-        vq_kernels_get()->kivi_axpy(codes, c->block_bytes, b, n, D, G, w, n, n_q, acc, D);
     } else {
-        const size_t ng = D / G;
-        for (size_t i = 0; i < n; i++) {
-            const uint8_t *in = codes + i * c->block_bytes; /* scales, mins, codes */
-            for (int j = 0; j < n_q; j++) {
-                float wi = w[(size_t)j * n + i];
-                float *a = acc + (size_t)j * D;
-                for (size_t g = 0; g < ng; g++) {
-                    float ws = wi * ld16(in + 2 * g), wm = wi * ld16(in + 2 * ng + 2 * g);
-                    for (size_t ch = g * G; ch < (g + 1) * G; ch++)
-                        a[ch] += ws * (float)vq_bits_get(in + 4 * ng, ch, b) + wm;
-                }
-            }
-        }
+        /* values from the codes, per row the group's w*s and w*m (kernels.h
+         * kivi_axpy: the same bits on every instruction set) */
+        vq_kernels_get()->kivi_axpy(codes, c->block_bytes, b, n, D, G, w, n, n_q, acc, D);
     }
 }
 

@@ -34,9 +34,11 @@
  *       kivix at any width (lut[c] = c, or its non-uniform levels).
  *   kivi_axpy(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc,
  *       astride): acc[j*astride + e] += sum_i w[j*wstride + i] * v_i[e] for
- *       nt KIVI value rows (row i at rows + i*rstride: D/group fp16 scales,
- *       D/group fp16 mins, then the codes), v_i = kivi_group_row's values;
- *       the AVX-512 twin gives the bits of kivi_group_row + dense_axpy.
+ *       nt KIVI value rows (row i at rows + i*rstride: D/group fp16 scales
+ *       s_ig, D/group fp16 mins m_ig, then the codes c_ie), v_i =
+ *       s_ig c_ie + m_ig, as sum_i w_i (s_ig c_ie) + sum_i w_i m_ig: per
+ *       element one FMA per row in row order, then the group's min sum
+ *       (FMAs in row order) added once. Every variant has these bits.
  *   codes_dot(codes, rstride, bits, nt, E, q, qstride, n_q, s, sstride):
  *       s[j*sstride + i] = sum_e q[j*qstride + e] * code_i[e] for nt rows of
  *       E codes of `bits` bits (2 or 4; E a multiple of 16) packed LSB first

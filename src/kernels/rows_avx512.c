@@ -152,51 +152,59 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
     }
 }
 
-/* columns [c0, c0 + 16*NV) (NV 1..4) for weight rows j0..j0+NQ-1: the
- * values of kivi_group_row (one multiply, then one add), then one FMA per
- * accumulator and row, in row order (the tiled path's bits) */
+/* columns [c0, c0 + 16*NV) (NV 1..4) for weight rows j0..j0+NQ-1, in
+ * kernels.h's order: per row, t = s * c for the 16 columns of each block
+ * (the group's scale broadcast by one permute per group met), one FMA
+ * w * t per accumulator, and wm += w * m for the NQ weights at once (one
+ * FMA, lanes = groups); the min sums are added after the last row */
 #define KIVI_AXPY_BLOCK(NQ, NV)                                                                               \
     do {                                                                                                      \
-        __m512 A[4][4];                                                                                       \
-        _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++)                                               \
+        __m512 A[4][4], WM[4];                                                                                \
+        _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++) {                                             \
+            WM[jj] = _mm512_setzero_ps();                                                                     \
             _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++)                                          \
                 A[jj][vv] = _mm512_loadu_ps(acc + (size_t)(j0 + jj) * astride + c0 + 16 * (size_t)vv);         \
-        __m512i GI[4]; /* each column block's group, as a permute index (no division per row) */            \
-        _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++)                                              \
+        }                                                                                                     \
+        __m512i GI[4]; /* each column block's group as a permute index */                                   \
+        int NEWG[4];   /* its group differs from the previous block's */                                     \
+        _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++) {                                            \
             GI[vv] = _mm512_set1_epi32((int)((c0 + 16 * (size_t)vv) / group));                                \
+            NEWG[vv] = vv == 0 || (c0 + 16 * (size_t)vv) / group != (c0 + 16 * (size_t)vv - 16) / group;      \
+        }                                                                                                     \
         for (size_t i = 0; i < nt; i++) {                                                                     \
             const uint8_t *r = rows + i * rstride;                                                            \
             if (c0 == 0) /* the first column pass streams the rows */                                        \
                 vq_prefetch_span(r, VQ_PF_AHEAD, rstride);                                                    \
-            /* the row's ng (<= 16) scales and mins, converted once */                                        \
             const __m512 S = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(gmask, r));                              \
             const __m512 M = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(gmask, r + 2 * ng));                     \
-            __m512 V[4];                                                                                      \
+            __m512 X[4];                                                                                      \
+            _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++) {                                        \
+                X[jj] = _mm512_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);                                   \
+                WM[jj] = _mm512_fmadd_ps(X[jj], M, WM[jj]);                                                   \
+            }                                                                                                 \
+            __m512 sg = S;                                                                                    \
             _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++) {                                        \
                 size_t e = c0 + 16 * (size_t)vv;                                                              \
-                __m512 c = _mm512_cvtepi32_ps(codes16(r + 4 * ng + e / 8 * (size_t)bits, bits, sh, mask));    \
-                __m512 s = _mm512_permutexvar_ps(GI[vv], S), m = _mm512_permutexvar_ps(GI[vv], M);            \
-                V[vv] = _mm512_add_ps(_mm512_mul_ps(s, c), m);                                                \
-            }                                                                                                 \
-            _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++) {                                        \
-                __m512 x = _mm512_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);                                \
-                _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++)                                      \
-                    A[jj][vv] = _mm512_fmadd_ps(x, V[vv], A[jj][vv]);                                         \
+                if (NEWG[vv])                                                                                 \
+                    sg = _mm512_permutexvar_ps(GI[vv], S);                                                    \
+                __m512 c = _mm512_cvtepi32_ps(codes16(r + 4 * ng + e / 8 * (size_t)BITS, BITS, sh, mask));    \
+                __m512 t = _mm512_mul_ps(sg, c);                                                              \
+                _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++)                                      \
+                    A[jj][vv] = _mm512_fmadd_ps(X[jj], t, A[jj][vv]);                                         \
             }                                                                                                 \
         }                                                                                                     \
         _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++)                                               \
             _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++)                                          \
-                _mm512_storeu_ps(acc + (size_t)(j0 + jj) * astride + c0 + 16 * (size_t)vv, A[jj][vv]);         \
+                _mm512_storeu_ps(acc + (size_t)(j0 + jj) * astride + c0 + 16 * (size_t)vv,                     \
+                                 _mm512_add_ps(A[jj][vv], _mm512_permutexvar_ps(GI[vv], WM[jj])));            \
     } while (0)
 
-void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
-                         const float *w, size_t wstride, int n_q, float *acc, size_t astride)
+/* one bit width (a constant after inlining, so codes16 has no branch) */
+static inline __attribute__((always_inline)) void kivi_axpy_bits(const uint8_t *rows, size_t rstride, const int BITS,
+                                                                 size_t nt, size_t D, size_t group, const float *w,
+                                                                 size_t wstride, int n_q, float *acc, size_t astride)
 {
-    if ((bits != 2 && bits != 4) || D % 16 || group % 16 || D / group > 16) {
-        vq_kivi_axpy_ref(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc, astride);
-        return;
-    }
-    const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
+    const __m512i sh = lane_shifts(BITS), mask = _mm512_set1_epi32((1 << BITS) - 1);
     const size_t ng = D / group;
     const __mmask16 gmask = (__mmask16)((1u << ng) - 1u);
     for (int j0 = 0; j0 < n_q; j0 += 4) {
@@ -222,4 +230,17 @@ void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t n
             }
         }
     }
+}
+
+void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
+                         const float *w, size_t wstride, int n_q, float *acc, size_t astride)
+{
+    if ((bits != 2 && bits != 4) || D % 16 || group % 16 || D / group > 16) {
+        vq_kivi_axpy_ref(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc, astride);
+        return;
+    }
+    if (bits == 2)
+        kivi_axpy_bits(rows, rstride, 2, nt, D, group, w, wstride, n_q, acc, astride);
+    else
+        kivi_axpy_bits(rows, rstride, 4, nt, D, group, w, wstride, n_q, acc, astride);
 }

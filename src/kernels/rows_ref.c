@@ -2,6 +2,8 @@
  * (lut_row, kivi_row). */
 #include "kernels/kernels.h"
 
+#include <math.h>
+
 #include "core/fp16.h"
 
 /* code i of width bits (1..8), LSB first (codec/bitstream.h order) */
@@ -66,13 +68,18 @@ void vq_kivi_axpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, 
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride)
 {
     const size_t ng = D / group;
-    for (size_t i = 0; i < nt; i++) {
-        const uint8_t *r = rows + i * rstride;
-        for (size_t e = 0; e < D; e++) {
-            float t = half_at(r, e / group) * (float)code_at(r + 4 * ng, e, bits);
-            float v = t + half_at(r + 2 * ng, e / group);
-            for (int j = 0; j < n_q; j++)
-                acc[(size_t)j * astride + e] += w[(size_t)j * wstride + i] * v;
+    for (int j = 0; j < n_q; j++)
+        for (size_t g = 0; g < ng; g++) {
+            float *a = acc + (size_t)j * astride + g * group;
+            float wm = 0.0f;
+            for (size_t i = 0; i < nt; i++) {
+                const uint8_t *r = rows + i * rstride;
+                const float wi = w[(size_t)j * wstride + i], s = half_at(r, g);
+                for (size_t e = 0; e < group; e++)
+                    a[e] = fmaf(wi, s * (float)code_at(r + 4 * ng, g * group + e, bits), a[e]);
+                wm = fmaf(wi, half_at(r + 2 * ng, g), wm);
+            }
+            for (size_t e = 0; e < group; e++)
+                a[e] += wm;
         }
-    }
 }
