@@ -47,6 +47,7 @@ static void fill_tables(void)
     k_avx2.bitdot = vq_bitdot_avx2;
     k_avx2.codes_qdot = vq_codes_qdot_avx2;
     k_avx2.qdot = vq_qdot_avx2;
+    k_avx2.kivi_axpy = vq_kivi_axpy_avx2;
 
     k_avx512 = k_avx2;
     k_avx512.isa = "avx512";

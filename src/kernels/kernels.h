@@ -117,6 +117,8 @@ void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t gro
 void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
 void vq_kivi_axpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
+void vq_kivi_axpy_avx2(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
+                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                          const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
