@@ -11,9 +11,9 @@
 /* Scoring applies RoPE to every decoded key. Its angles p * f_i come from
  * two small tables instead of cos/sin calls: with p = 256 h + r,
  *   lo[r][i] = (cos, sin)(r f_i) for r < 256,  hi[h][i] = (cos, sin)(256 h f_i),
- * each computed in double and rounded to float, and cos/sin(p f_i) by the
- * angle-sum identity in float (error a few float ulps, far below any
- * codec's). The memory is bounded: lo is 256 x D floats, hi grows by D
+ * each computed in double and rounded to float; RoPE at p is the turn by
+ * lo[r] composed with the turn by hi[h] (error a few float ulps, far below
+ * any codec's), and scoring moves the hi turn onto the queries. The memory is bounded: lo is 256 x D floats, hi grows by D
  * floats per 256 positions (when append packs keys beyond it, so it covers
  * every packed position before any scoring, which runs on worker threads
  * and only reads it). Layers with the same inv_freq share the tables (the
@@ -111,36 +111,6 @@ static void angles(float *t, size_t half, const float *f, double step, int32_t r
         }
 }
 
-/* RoPE of one key x[2*half] at the angles lo + hi (table rows): cos and
- * sin by the angle sum, then rope_one's rotation. Always inlined with a
- * constant half, so that every loop has a known count and vectorizes. */
-static inline __attribute__((always_inline)) void rope_row(float *x, const float *lo, const float *hi, size_t half,
-                                                           int neox)
-{
-    float c[128], sn[128], a[128], b[128];
-    for (size_t i = 0; i < half; i++) {
-        c[i] = hi[i] * lo[i] - hi[half + i] * lo[half + i];
-        sn[i] = hi[half + i] * lo[i] + hi[i] * lo[half + i];
-    }
-    if (neox)
-        for (size_t i = 0; i < half; i++)
-            a[i] = x[i], b[i] = x[i + half];
-    else
-        for (size_t i = 0; i < half; i++)
-            a[i] = x[2 * i], b[i] = x[2 * i + 1];
-    float ra[128], rb[128];
-    for (size_t i = 0; i < half; i++) {
-        ra[i] = a[i] * c[i] - b[i] * sn[i];
-        rb[i] = a[i] * sn[i] + b[i] * c[i];
-    }
-    if (neox)
-        for (size_t i = 0; i < half; i++)
-            x[i] = ra[i], x[i + half] = rb[i];
-    else
-        for (size_t i = 0; i < half; i++)
-            x[2 * i] = ra[i], x[2 * i + 1] = rb[i];
-}
-
 /* layer l's tables cover positions [0, need) */
 static vq_status tab_grow(vq_cache *c, int l, int32_t need)
 {
@@ -205,6 +175,43 @@ vq_status vq_cache_prerope_unrope(vq_cache *c, const vq_cache_layer *L, const in
     return tab_grow(c, l, need); /* these keys are packed next: scoring reads their angles */
 }
 
+/* x (2*half floats) rotated pair by pair by the angles of table row t
+ * (cos, then sin), forward (sgn = 1) or backward (sgn = -1). Always
+ * inlined with a constant half and sgn, so every loop vectorizes. */
+static inline __attribute__((always_inline)) void rope_tab(float *x, const float *t, size_t half, int neox,
+                                                           float sgn)
+{
+    float a[128], b[128];
+    if (neox)
+        for (size_t i = 0; i < half; i++)
+            a[i] = x[i], b[i] = x[i + half];
+    else
+        for (size_t i = 0; i < half; i++)
+            a[i] = x[2 * i], b[i] = x[2 * i + 1];
+    float ra[128], rb[128];
+    for (size_t i = 0; i < half; i++) {
+        const float cs = t[i], sn = sgn * t[half + i];
+        ra[i] = a[i] * cs - b[i] * sn;
+        rb[i] = a[i] * sn + b[i] * cs;
+    }
+    if (neox)
+        for (size_t i = 0; i < half; i++)
+            x[i] = ra[i], x[i + half] = rb[i];
+    else
+        for (size_t i = 0; i < half; i++)
+            x[2 * i] = ra[i], x[2 * i + 1] = rb[i];
+}
+
+static void rope_tab_any(float *x, const float *t, size_t half, int neox, float sgn)
+{
+    if (half == 32)
+        sgn > 0.0f ? rope_tab(x, t, 32, neox, 1.0f) : rope_tab(x, t, 32, neox, -1.0f);
+    else if (half == 64)
+        sgn > 0.0f ? rope_tab(x, t, 64, neox, 1.0f) : rope_tab(x, t, 64, neox, -1.0f);
+    else
+        rope_tab(x, t, half, neox, sgn);
+}
+
 void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, size_t s0,
                              size_t n, float *x)
 {
@@ -220,40 +227,72 @@ void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const v
         int32_t pos = vq_head_pos(H, s0 + t);
         float *xt = x + t * D;
         if (pos < 0 || !p->lo[o] || pos / ROPE_LO >= p->hi_n[o]) { /* not tabled (not for packed keys) */
-            rope_one(xt, D, pos, p->inv_freq[l], p->neox[l], 1.0);
+            rope_one(xt, D, pos, p->inv_freq[l], neox, 1.0);
             continue;
         }
-        const float *lo = p->lo[o] + (size_t)(pos % ROPE_LO) * 2 * half,
-                    *hi = p->hi[o] + (size_t)(pos / ROPE_LO) * 2 * half;
-        switch (half) { /* head_dim 32..256 in steps of 32 (cache shape rule) */
-        case 32: rope_row(xt, lo, hi, 32, neox); break;
-        case 64: rope_row(xt, lo, hi, 64, neox); break;
-        default: rope_row(xt, lo, hi, half, neox); break;
-        }
+        rope_tab_any(xt, p->lo[o] + (size_t)(pos % ROPE_LO) * D, half, neox, 1.0f);
+        rope_tab_any(xt, p->hi[o] + (size_t)(pos / ROPE_LO) * D, half, neox, 1.0f);
     }
 }
 
+/* Scores with prerope: RoPE(k, lo + hi) . q = RoPE(k, lo) . RoPE(q, -hi),
+ * so the keys turn by their lo angles only (one table row, no angle sum)
+ * and the queries by -hi, once per run of keys with the same p / 256
+ * (positions increase, so runs are contiguous). A key outside the tables
+ * (not a packed one) turns by rope_one against the plain queries. */
 vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, vq_codec *kc,
                               size_t pg, size_t n, const uint8_t *qbuf, const float *qf, size_t nq, float *out)
 {
     if (!c->cfg->prerope)
         return vq_codec_score(kc, qbuf, (int)nq, H->kpages[pg], n, out);
-    const size_t D = (size_t)L->shape.head_dim, B = vq_codec_block_tokens(kc), bpt = vq_codec_bytes_per_token(kc);
+    const size_t D = (size_t)L->shape.head_dim, half = D / 2, B = vq_codec_block_tokens(kc),
+                 bpt = vq_codec_bytes_per_token(kc);
     const size_t s0 = pg * L->page_tokens;
     const vq_kernels *kern = vq_kernels_get();
-    float *k = malloc(B * D * sizeof *k);
-    if (!k)
+    const int l = (int)(L - c->layers);
+    const struct vq_prerope *p = c->prerope;
+    const int o = p ? p->owner[l] : 0, neox = p ? p->neox[l] : 0;
+    float *k = malloc(B * D * sizeof *k), *qh = malloc(nq * D * sizeof *qh);
+    if (!k || !qh) {
+        free(k), free(qh);
         return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory for a key block");
+    }
     vq_status st = VQ_OK;
+    int32_t cur_hi = -1; /* the hi row the queries in qh are turned by */
     for (size_t b = 0; b < n && st == VQ_OK; b += B) {
         st = vq_codec_decode(kc, H->kpages[pg] + b * bpt, B, k);
         if (st != VQ_OK)
             break;
-        size_t m = n - b < B ? n - b : B;
-        vq_cache_prerope_rerope(c, L, H, s0 + b, m, k);
-        kern->dense_dot(qf, D, (int)nq, k, VQ_ELEM_F32, m, D, out + b, n);
+        const size_t m = n - b < B ? n - b : B;
+        for (size_t t = 0; t < m;) {
+            const int32_t pos = vq_head_pos(H, s0 + b + t);
+            float *kt = k + t * D;
+            if (!p || !p->inv_freq[l] || pos < 0 || !p->lo[o] || pos / ROPE_LO >= p->hi_n[o]) {
+                if (p && p->inv_freq[l])
+                    rope_one(kt, D, pos, p->inv_freq[l], neox, 1.0);
+                kern->dense_dot(qf, D, (int)nq, kt, VQ_ELEM_F32, 1, D, out + b + t, n);
+                t++;
+                continue;
+            }
+            const int32_t hi = pos / ROPE_LO;
+            size_t e = t;
+            for (; e < m; e++) { /* the run of keys with this hi row */
+                int32_t pe = vq_head_pos(H, s0 + b + e);
+                if (pe < 0 || pe / ROPE_LO != hi)
+                    break;
+                rope_tab_any(k + e * D, p->lo[o] + (size_t)(pe % ROPE_LO) * D, half, neox, 1.0f);
+            }
+            if (hi != cur_hi) {
+                memcpy(qh, qf, nq * D * sizeof *qh);
+                for (size_t j = 0; j < nq; j++)
+                    rope_tab_any(qh + j * D, p->hi[o] + (size_t)hi * D, half, neox, -1.0f);
+                cur_hi = hi;
+            }
+            kern->dense_dot(qh, D, (int)nq, kt, VQ_ELEM_F32, e - t, D, out + b + t, n);
+            t = e;
+        }
     }
-    free(k);
+    free(k), free(qh);
     return st;
 }
 
