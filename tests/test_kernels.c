@@ -530,6 +530,35 @@ static void test_qdot_reference(void)
     }
 }
 
+/* rope_pairs: the reference's bits (rope.h fixes every operation), both
+ * pairings, both directions, unaligned rows; and the reference turns a
+ * vector by a known angle (cos, sin of 0.3 rad) as the rotation formula */
+static void test_rope_pairs(const vq_kernels *k, const vq_kernels *ref)
+{
+    for (size_t half = 16; half <= 128; half *= 2)
+        for (int neox = 0; neox <= 1; neox++)
+            for (int dir = 0; dir < 2; dir++) {
+                float sgn = dir ? -1.0f : 1.0f;
+                float *x1 = malloc(sizeof(float) * (2 * half + 1)), *x2 = malloc(sizeof(float) * (2 * half + 1));
+                float *cs = malloc(sizeof(float) * (2 * half + 1));
+                fill(x1, 2 * half + 1, half + (size_t)neox);
+                fill(cs, 2 * half + 1, 3 * half + 7);
+                memcpy(x2, x1, sizeof(float) * (2 * half + 1));
+                ref->rope_pairs(x1 + 1, cs + 1, half, neox, sgn);
+                k->rope_pairs(x2 + 1, cs + 1, half, neox, sgn);
+                CHECKF(same_bits(x1, x2, 2 * half + 1), "%s rope_pairs half=%zu neox=%d sgn=%g", k->isa, half, neox,
+                       (double)sgn);
+                free(x1), free(x2), free(cs);
+            }
+    float x[32], cs[32];
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)(i + 1), cs[i] = i < 16 ? cosf(0.3f) : sinf(0.3f);
+    ref->rope_pairs(x, cs, 16, 0, 1.0f);
+    CHECKF(fabsf(x[0] - (1.0f * cosf(0.3f) - 2.0f * sinf(0.3f))) < 1e-6f &&
+               fabsf(x[1] - (1.0f * sinf(0.3f) + 2.0f * cosf(0.3f))) < 1e-6f,
+           "rope_pairs_ref: (1, 2) by 0.3 rad gave (%g, %g)", (double)x[0], (double)x[1]);
+}
+
 static void test_tables(void)
 {
     const vq_kernels *ref = vq_kernels_variant("scalar");
@@ -554,6 +583,7 @@ static void test_tables(void)
         test_qaxpy(k, ref);
         test_half(k, ref);
         test_kivi_axpy(k, ref);
+        test_rope_pairs(k, ref);
     }
     /* the scalar references against themselves through the table's own
      * definitions: lut_row of a known code */

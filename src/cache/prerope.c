@@ -175,41 +175,11 @@ vq_status vq_cache_prerope_unrope(vq_cache *c, const vq_cache_layer *L, const in
     return tab_grow(c, l, need); /* these keys are packed next: scoring reads their angles */
 }
 
-/* x (2*half floats) rotated pair by pair by the angles of table row t
- * (cos, then sin), forward (sgn = 1) or backward (sgn = -1). Always
- * inlined with a constant half and sgn, so every loop vectorizes. */
-static inline __attribute__((always_inline)) void rope_tab(float *x, const float *t, size_t half, int neox,
-                                                           float sgn)
+/* x turned by table row t (kernels/rope.h: head_dim is a multiple of 32,
+ * so half is a multiple of 16) */
+static inline void rope_tab(float *x, const float *t, size_t half, int neox, float sgn)
 {
-    float a[128], b[128];
-    if (neox)
-        for (size_t i = 0; i < half; i++)
-            a[i] = x[i], b[i] = x[i + half];
-    else
-        for (size_t i = 0; i < half; i++)
-            a[i] = x[2 * i], b[i] = x[2 * i + 1];
-    float ra[128], rb[128];
-    for (size_t i = 0; i < half; i++) {
-        const float cs = t[i], sn = sgn * t[half + i];
-        ra[i] = a[i] * cs - b[i] * sn;
-        rb[i] = a[i] * sn + b[i] * cs;
-    }
-    if (neox)
-        for (size_t i = 0; i < half; i++)
-            x[i] = ra[i], x[i + half] = rb[i];
-    else
-        for (size_t i = 0; i < half; i++)
-            x[2 * i] = ra[i], x[2 * i + 1] = rb[i];
-}
-
-static void rope_tab_any(float *x, const float *t, size_t half, int neox, float sgn)
-{
-    if (half == 32)
-        sgn > 0.0f ? rope_tab(x, t, 32, neox, 1.0f) : rope_tab(x, t, 32, neox, -1.0f);
-    else if (half == 64)
-        sgn > 0.0f ? rope_tab(x, t, 64, neox, 1.0f) : rope_tab(x, t, 64, neox, -1.0f);
-    else
-        rope_tab(x, t, half, neox, sgn);
+    vq_kernels_get()->rope_pairs(x, t, half, neox, sgn);
 }
 
 void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, size_t s0,
@@ -230,8 +200,8 @@ void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const v
             rope_one(xt, D, pos, p->inv_freq[l], neox, 1.0);
             continue;
         }
-        rope_tab_any(xt, p->lo[o] + (size_t)(pos % ROPE_LO) * D, half, neox, 1.0f);
-        rope_tab_any(xt, p->hi[o] + (size_t)(pos / ROPE_LO) * D, half, neox, 1.0f);
+        rope_tab(xt, p->lo[o] + (size_t)(pos % ROPE_LO) * D, half, neox, 1.0f);
+        rope_tab(xt, p->hi[o] + (size_t)(pos / ROPE_LO) * D, half, neox, 1.0f);
     }
 }
 
@@ -280,12 +250,12 @@ vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cac
                 int32_t pe = vq_head_pos(H, s0 + b + e);
                 if (pe < 0 || pe / ROPE_LO != hi)
                     break;
-                rope_tab_any(k + e * D, p->lo[o] + (size_t)(pe % ROPE_LO) * D, half, neox, 1.0f);
+                rope_tab(k + e * D, p->lo[o] + (size_t)(pe % ROPE_LO) * D, half, neox, 1.0f);
             }
             if (hi != cur_hi) {
                 memcpy(qh, qf, nq * D * sizeof *qh);
                 for (size_t j = 0; j < nq; j++)
-                    rope_tab_any(qh + j * D, p->hi[o] + (size_t)hi * D, half, neox, -1.0f);
+                    rope_tab(qh + j * D, p->hi[o] + (size_t)hi * D, half, neox, -1.0f);
                 cur_hi = hi;
             }
             kern->dense_dot(qh, D, (int)nq, kt, VQ_ELEM_F32, e - t, D, out + b + t, n);

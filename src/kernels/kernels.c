@@ -26,6 +26,7 @@ static const vq_kernels k_ref = {
     .codes_qdot = vq_codes_qdot_ref,
     .qaxpy = vq_qaxpy_ref,
     .qdot = vq_qdot_ref,
+    .rope_pairs = vq_rope_pairs_ref,
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -64,6 +65,7 @@ static void fill_tables(void)
     k_avx512.kivi_axpy = vq_kivi_axpy_avx512;
     k_avx512.codes_dot = vq_codes_dot_avx512;
     k_avx512.qaxpy = vq_qaxpy_avx512;
+    k_avx512.rope_pairs = vq_rope_pairs_avx512;
     /* entries that need VPOPCNTDQ / VNNI */
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
         k_avx512.bitdot = vq_bitdot_avx512x;

@@ -55,7 +55,8 @@
  *       AVX2 one).
  *   qaxpy: kernels/qaxpy.h (weighted sums of q8_0 / q4_0 rows).
  *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
- *       variant when the CPU has AVX-512 VNNI, else the AVX2 one). */
+ *       variant when the CPU has AVX-512 VNNI, else the AVX2 one).
+ *   rope_pairs: kernels/rope.h (RoPE turn of one vector by a table row). */
 #ifndef VQ_KERNELS_KERNELS_H
 #define VQ_KERNELS_KERNELS_H
 
@@ -67,6 +68,7 @@
 #include "kernels/codes_qdot.h"
 #include "kernels/qaxpy.h"
 #include "kernels/qdot.h"
+#include "kernels/rope.h"
 
 typedef struct vq_kernels {
     const char *isa; /* "scalar", "avx2", "avx512" */
@@ -94,6 +96,7 @@ typedef struct vq_kernels {
                   size_t wstride, int n_q, float *acc, size_t astride);
     void (*qdot)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                  size_t qstride, int n_q, float *s, size_t sstride);
+    void (*rope_pairs)(float *x, const float *cs, size_t half, int neox, float sgn);
 } vq_kernels;
 
 /* The table in use (see above). */
