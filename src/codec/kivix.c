@@ -41,7 +41,9 @@
  * Kernels (scalar references): score and accumulate decode a block to
  * floats (scratch) and use plain dot products / sums; `values` is decode
  * (channel domain, accum_size = D, finish is a copy), which gives the
- * tiled SIMD path. */
+ * tiled SIMD path. Values in kivi's row format (uniform 2/4-bit codes, no
+ * outliers, group a multiple of 16) accumulate through kernels.h
+ * kivi_axpy at every query count, as kivi's values do. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +193,10 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     c->shared_bytes = 0;
     c->query_bytes = sizeof(float) * D;
     c->accum_size = D;
+    /* values in kivi's row format (uniform 2- or 4-bit codes, no outlier
+     * table): summed from the codes by kivi_axpy, never the tile */
+    c->accum_own = c->role == VQ_ROLE_VALUE && !st->nu && !st->outliers && (st->bits == 2 || st->bits == 4) &&
+                   D % 16 == 0 && G % 16 == 0;
     size_t o = (size_t)snprintf(c->canon, sizeof c->canon, "kivix:bits=%d,group=%d,outliers=%d", st->bits, st->group,
                                 st->outliers);
     if (st->nu && o < sizeof c->canon)
@@ -410,6 +416,10 @@ static void kx_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
 {
     kx_state *st = c->impl;
     const size_t D = (size_t)c->head_dim, B = c->block_tokens;
+    if (c->accum_own) { /* kivi's value rows (kx_init) */
+        vq_kernels_get()->kivi_axpy(codes, c->block_bytes, st->bits, n, D, st->range_len, w, n, n_q, acc, D);
+        return;
+    }
     for (size_t blk = 0; blk < n / B; blk++) {
         kx_decode_block(c, st, codes + blk * c->block_bytes, st->dec);
         for (int j = 0; j < n_q; j++)
