@@ -334,11 +334,9 @@ static void kx_decode_block(const vq_codec *c, const kx_state *st, const uint8_t
     const uint8_t *codes = src + 4 * R;
     const uint8_t *tab = codes + entries * (size_t)b / 8;
     float sc[256], mn[256];
-    for (size_t r = 0; r < R; r++) {
-        sc[r] = ld16(src + 2 * r);
-        mn[r] = ld16(src + 2 * R + 2 * r);
-    }
     const vq_kernels *kern = vq_kernels_get();
+    kern->fp16_row(src, sc, R); /* exact conversions */
+    kern->fp16_row(src + 2 * R, mn, R);
     if (!st->nu && (b == 2 || b == 4) && D % 16 == 0 && st->range_len % 16 == 0) {
         /* kivi's layouts: its SIMD row kernels (the same multiply, then add) */
         if (c->role == VQ_ROLE_KEY)
