@@ -120,7 +120,7 @@ static void test_exp(void)
         x[i] = i % 17 == 3 ? -INFINITY : 3.0f - 110.0f * vq_rng_uniform(&r); /* <= m = 3 */
     memcpy(a, x, sizeof(float) * N);
     memcpy(b, x, sizeof(float) * N);
-    float sa = vq_exp_shift_ref(a, N, 3.0f), sb = vq_exp_shift_avx2(b, N, 3.0f);
+    float sa = vq_exp_shift_ref(a, N, 1.0f, 3.0f), sb = vq_exp_shift_avx2(b, N, 1.0f, 3.0f);
     double worst = 0.0;
     size_t bad = 0;
     for (size_t i = 0; i < N; i++) {
@@ -144,7 +144,7 @@ static void test_exp(void)
             float *c = malloc(sizeof(float) * (n + 1)), *d = malloc(sizeof(float) * (n + 1));
             memcpy(c, x + 7, sizeof(float) * n);
             memcpy(d, x + 7, sizeof(float) * n);
-            float sc = vq_exp_shift_avx2(c, n, 3.0f), sd = vq_exp_shift_avx512(d, n, 3.0f);
+            float sc = vq_exp_shift_avx2(c, n, 1.0f, 3.0f), sd = vq_exp_shift_avx512(d, n, 1.0f, 3.0f);
             CHECKF(sc == sd && memcmp(c, d, sizeof(float) * n) == 0, "avx512 exp differs from avx2 at n=%zu", n);
             memcpy(c, x + 3, sizeof(float) * n);
             if (n > 5)
@@ -154,9 +154,9 @@ static void test_exp(void)
             free(d);
         }
         memcpy(b, x, sizeof(float) * N);
-        float sd = vq_exp_shift_avx512(b, N, 3.0f);
+        float sd = vq_exp_shift_avx512(b, N, 1.0f, 3.0f);
         memcpy(a, x, sizeof(float) * N);
-        CHECK(sd == vq_exp_shift_avx2(a, N, 3.0f) && memcmp(a, b, sizeof(float) * N) == 0);
+        CHECK(sd == vq_exp_shift_avx2(a, N, 1.0f, 3.0f) && memcmp(a, b, sizeof(float) * N) == 0);
     } else {
         printf("  (no AVX-512: exp twin not run)\n");
     }
@@ -314,12 +314,12 @@ static void test_batch_invariance(void)
         row[i] = row[i] - 4.0f;
     for (size_t n = 1; n <= N; n++) {
         memcpy(pre, row, sizeof row);
-        float s1 = vq_exp_shift(pre, n, 0.0f);
+        float s1 = vq_exp_shift(pre, n, 1.0f, 0.0f);
         float full[N];
         memcpy(full, row, sizeof row);
         for (size_t i = n; i < N; i++)
             full[i] = -INFINITY; /* masked slots after the prefix */
-        float s2 = vq_exp_shift(full, N, 0.0f);
+        float s2 = vq_exp_shift(full, N, 1.0f, 0.0f);
         CHECKF(s1 == s2 && memcmp(pre, full, n * sizeof(float)) == 0, "exp of a %zu-prefix", n);
     }
 }

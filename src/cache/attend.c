@@ -42,11 +42,14 @@
  * row kernels fetch the rest as they go) */
 #define PF_HEAD 1024
 
-/* Turn masked scaled scores s[j*n + i] (-inf = invisible) into softmax
+/* Turn masked scores s[j*n + i] (-inf = invisible), still to be scaled by
+ * sc > 0 (mask_scores' answer; 1 when already scaled), into softmax
  * numerators in place, updating m, l and rescaling acc and acc2 (may be
  * NULL) rows (asz floats) and accr rows (D floats). The exponentials are
- * vq_exp_shift's (vexp.h: SIMD when the CPU has it). */
-static void online_update(float *s, size_t nq, size_t n, float *m, float *l, float *acc, size_t asz,
+ * vq_exp_shift's (vexp.h: SIMD when the CPU has it), the scale applied in
+ * the same pass (the same product as scaling first; the maximum of the
+ * scaled row is the scaled maximum, rounding being monotonic). */
+static void online_update(float *s, float sc, size_t nq, size_t n, float *m, float *l, float *acc, size_t asz,
                           float *acc2, float *accr, size_t D)
 {
     for (size_t j = 0; j < nq; j++) {
@@ -56,6 +59,7 @@ static void online_update(float *s, size_t nq, size_t n, float *m, float *l, flo
             memset(row, 0, n * sizeof *row);
             continue;
         }
+        cmax *= sc;
         if (cmax > m[j]) {
             float f = m[j] == -INFINITY ? 0.0f : expf(m[j] - cmax);
             if (f != 1.0f) {
@@ -69,7 +73,7 @@ static void online_update(float *s, size_t nq, size_t n, float *m, float *l, flo
             }
             m[j] = cmax;
         }
-        l[j] += vq_exp_shift(row, n, m[j]);
+        l[j] += vq_exp_shift(row, n, sc, m[j]);
     }
 }
 
@@ -83,8 +87,10 @@ typedef struct {
 
 /* scale, cap and mask raw scores of n slots with positions pos[] (NULL:
  * pos0 + i) and liveness alive[] (NULL = all live); keep a copy in wrow
- * (stride wstride) if set */
-static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *pos, int32_t pos0,
+ * (stride wstride) if set. Returns the scale still to apply (online_update
+ * does it): in the common case without a copy the scores are left raw and
+ * the answer is the scale; otherwise 1. */
+static float mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *pos, int32_t pos0,
                         const uint8_t *alive, float *wrow, size_t wstride)
 {
     /* common case: every slot live and visible to every query of the tile
@@ -96,6 +102,8 @@ static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *p
     int32_t first = n ? (pos ? pos[0] : pos0) : 0, last = n ? (pos ? pos[n - 1] : pos0 + (int32_t)n - 1) : 0;
     if (all_live && n > 0 && mc->softcap <= 0.0f && last <= qlo && (mc->window == 0 || first > qhi - mc->window)) {
         const float sc = mc->scale;
+        if (!wrow && sc > 0.0f)
+            return sc;
         for (size_t j = 0; j < mc->g * mc->nt; j++) {
             float *row = s + j * n;
             for (size_t i = 0; i < n; i++)
@@ -103,7 +111,7 @@ static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *p
             if (wrow)
                 memcpy(wrow + j * wstride, row, n * sizeof *row);
         }
-        return;
+        return 1.0f;
     }
     for (size_t j = 0; j < mc->g * mc->nt; j++) {
         int32_t p = mc->qpos[j / mc->g];
@@ -119,6 +127,7 @@ static void mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *p
         if (wrow)
             memcpy(wrow + j * wstride, row, n * sizeof *row);
     }
+    return 1.0f;
 }
 
 static int needs_weights(const vq_cache *c)
@@ -221,10 +230,10 @@ static vq_status anchor_pass(tile_job *J, vq_cache_layer *A, size_t h, size_t s,
             break;
         VQ_TRY(vq_codec_score(kc, W->qbuf2, (int)nq, H->kpages[pg], n, W->sc));
         apply_ratios_k(W->sc, nq, n, H->x + s0);
-        mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
+        const float sc = mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
                     NULL, 0);
         mask_unmerged(W->sc, nq, n, H->x + s0);
-        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        online_update(W->sc, sc, nq, n, m, l, acc, asz, acc2, accr, D);
         apply_ratios_v(W->sc, nq, n, H->x + s0);
         VQ_TRY(vq_codec_accumulate(vc, W->sc, (int)nq, H->vpages[pg], n, acc2));
     }
@@ -232,9 +241,9 @@ static vq_status anchor_pass(tile_job *J, vq_cache_layer *A, size_t h, size_t s,
         size_t n = H->n_res;
         VQ_TRY(vq_codec_score(fk, W->qf, (int)nq, H->rk, n, W->sc));
         apply_ratios_k(W->sc, nq, n, H->rx);
-        mask_scores(&mc, W->sc, n, H->rpos, 0, NULL, NULL, 0);
+        const float sc = mask_scores(&mc, W->sc, n, H->rpos, 0, NULL, NULL, 0);
         mask_unmerged(W->sc, nq, n, H->rx);
-        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        online_update(W->sc, sc, nq, n, m, l, acc, asz, acc2, accr, D);
         apply_ratios_v(W->sc, nq, n, H->rx);
         VQ_TRY(vq_codec_accumulate(fv, W->sc, (int)nq, H->rv, n, accr));
     }
@@ -296,17 +305,17 @@ static vq_status run_item(tile_job *J, size_t it, int w)
         if (pg + 1 < pe)
             vq_prefetch_span(H->kpages[pg + 1], 0, PF_HEAD < L->kpage_bytes ? PF_HEAD : L->kpage_bytes);
         VQ_TRY(vq_cache_key_scores(c, L, H, kc, pg, n, W->qbuf, W->qf, nq, W->sc)); /* prerope.h */
-        mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
+        const float sc = mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
                     wb ? wb + s0 : NULL, ns);
-        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        online_update(W->sc, sc, nq, n, m, l, acc, asz, acc2, accr, D);
         VQ_TRY(vq_codec_accumulate(vc, W->sc, (int)nq, H->vpages[pg], n, acc));
     }
     /* the fp16 residual window, with the last chunk */
     if (s == J->chunks - 1 && H->n_res > 0) {
         size_t n = H->n_res;
         VQ_TRY(vq_codec_score(fk, W->qf, (int)nq, H->rk, n, W->sc));
-        mask_scores(&mc, W->sc, n, H->rpos, 0, NULL, wb ? wb + H->n_packed : NULL, ns);
-        online_update(W->sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        const float sc = mask_scores(&mc, W->sc, n, H->rpos, 0, NULL, wb ? wb + H->n_packed : NULL, ns);
+        online_update(W->sc, sc, nq, n, m, l, acc, asz, acc2, accr, D);
         VQ_TRY(vq_codec_accumulate(fv, W->sc, (int)nq, H->rv, n, accr));
     }
     if (A)

@@ -4,25 +4,26 @@
 #include "core/cpu.h"
 #include "core/vexp.h"
 
-float vq_exp_shift_ref(float *x, size_t n, float m)
+float vq_exp_shift_ref(float *x, size_t n, float sc, float m)
 {
     float sum = 0.0f;
     for (size_t i = 0; i < n; i++) {
-        float w = x[i] == -INFINITY ? 0.0f : expf(x[i] - m);
+        const float t = x[i] * sc;
+        float w = x[i] == -INFINITY ? 0.0f : expf(t - m);
         x[i] = w;
         sum += w;
     }
     return sum;
 }
 
-float vq_exp_shift(float *x, size_t n, float m)
+float vq_exp_shift(float *x, size_t n, float sc, float m)
 {
     unsigned f = vq_cpu_features();
     if (f & VQ_CPU_AVX512)
-        return vq_exp_shift_avx512(x, n, m);
+        return vq_exp_shift_avx512(x, n, sc, m);
     if (f & VQ_CPU_AVX2)
-        return vq_exp_shift_avx2(x, n, m);
-    return vq_exp_shift_ref(x, n, m);
+        return vq_exp_shift_avx2(x, n, sc, m);
+    return vq_exp_shift_ref(x, n, sc, m);
 }
 
 float vq_row_max_ref(const float *x, size_t n)

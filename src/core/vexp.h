@@ -1,6 +1,8 @@
-/* vexp.h -- softmax numerators over a row: x[i] <- exp(x[i] - m), with
- * x[i] = -inf giving 0; returns the sum of the new x[i]. The caller keeps
- * x[i] <= m (m the row's running maximum), so no result overflows.
+/* vexp.h -- softmax numerators over a row: x[i] <- exp(x[i]*sc - m), with
+ * x[i] = -inf giving 0; returns the sum of the new x[i]. sc > 0 scales the
+ * raw scores on the way (the product rounded to float, then m subtracted:
+ * with sc = 1 the plain shift); the caller keeps x[i]*sc <= m (m the
+ * row's running maximum of the scaled scores), so no result overflows.
  *
  * vq_exp_shift_ref uses expf and sums left to right (the reference);
  * the twins (vexp_avx2.c, vexp_avx512.c) evaluate a degree-6 polynomial
@@ -16,10 +18,10 @@
 
 #include <stddef.h>
 
-float vq_exp_shift_ref(float *x, size_t n, float m);
-float vq_exp_shift_avx2(float *x, size_t n, float m);
-float vq_exp_shift_avx512(float *x, size_t n, float m);
-float vq_exp_shift(float *x, size_t n, float m);
+float vq_exp_shift_ref(float *x, size_t n, float sc, float m);
+float vq_exp_shift_avx2(float *x, size_t n, float sc, float m);
+float vq_exp_shift_avx512(float *x, size_t n, float sc, float m);
+float vq_exp_shift(float *x, size_t n, float sc, float m);
 
 float vq_row_max_ref(const float *x, size_t n);
 float vq_row_max_avx512(const float *x, size_t n);

@@ -19,12 +19,12 @@ static inline __m256 exp_neg(__m256 t) /* t <= 0 */
 /* Each x[i] gets the same polynomial wherever it sits (the tail is padded,
  * not sent to expf); the sum runs in 16 lanes as the AVX-512 twin's (two
  * registers of 8), so both return the same bits. */
-float vq_exp_shift_avx2(float *x, size_t n, float m)
+float vq_exp_shift_avx2(float *x, size_t n, float sc, float m)
 {
-    __m256 vm = _mm256_set1_ps(m), acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+    __m256 vm = _mm256_set1_ps(m), vs = _mm256_set1_ps(sc), acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256 y = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        __m256 y = exp_neg(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), vm));
         _mm256_storeu_ps(x + i, y);
         acc[(i / 8) % 2] = _mm256_add_ps(acc[(i / 8) % 2], y);
     }
@@ -32,7 +32,7 @@ float vq_exp_shift_avx2(float *x, size_t n, float m)
         float t[8];
         for (size_t k = 0; k < 8; k++)
             t[k] = i + k < n ? x[i + k] : -INFINITY;
-        __m256 y = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(t), vm));
+        __m256 y = exp_neg(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(t), vs), vm));
         _mm256_storeu_ps(t, y);
         memcpy(x + i, t, sizeof(float) * (n - i));
         acc[(i / 8) % 2] = _mm256_add_ps(acc[(i / 8) % 2], y);

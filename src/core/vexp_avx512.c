@@ -16,19 +16,19 @@ static inline __m512 exp_neg16(__m512 t) /* t <= 0 */
     return _mm512_maskz_mov_ps((__mmask16)~under, exp_in_range(_mm512_max_ps(t, _mm512_set1_ps(VQ_EXP_LO))));
 }
 
-float vq_exp_shift_avx512(float *x, size_t n, float m)
+float vq_exp_shift_avx512(float *x, size_t n, float sc, float m)
 {
-    __m512 vm = _mm512_set1_ps(m), acc = _mm512_setzero_ps();
+    __m512 vm = _mm512_set1_ps(m), vs = _mm512_set1_ps(sc), acc = _mm512_setzero_ps();
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 y = exp_neg16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        __m512 y = exp_neg16(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vs), vm));
         _mm512_storeu_ps(x + i, y);
         acc = _mm512_add_ps(acc, y);
     }
     if (i < n) {
         __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
         __m512 t = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, x + i);
-        __m512 y = exp_neg16(_mm512_sub_ps(t, vm));
+        __m512 y = exp_neg16(_mm512_sub_ps(_mm512_mul_ps(t, vs), vm));
         _mm512_mask_storeu_ps(x + i, k, y);
         acc = _mm512_add_ps(acc, y);
     }

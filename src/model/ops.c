@@ -65,7 +65,7 @@ float vq_gelu_tanh(float x)
 
 void vq_softmax(float *x, size_t n)
 {
-    float s = vq_exp_shift(x, n, vq_row_max(x, n)); /* core/vexp.h: SIMD */
+    float s = vq_exp_shift(x, n, 1.0f, vq_row_max(x, n)); /* core/vexp.h: SIMD */
     float inv = 1.0f / s;
     for (size_t i = 0; i < n; i++)
         x[i] *= inv;
