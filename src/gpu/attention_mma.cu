@@ -60,6 +60,9 @@ namespace {
 #ifndef VQ_MMA_MINB
 #define VQ_MMA_MINB(km) 3
 #endif
+#ifndef VQ_MMA_SPLIT /* 0: no lane split of the kivi folds (for comparisons) */
+#define VQ_MMA_SPLIT 1
+#endif
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
 constexpr unsigned FULL = 0xffffffffu;
@@ -114,7 +117,7 @@ __device__ __forceinline__ uint32_t ld32u(const uint8_t *p) { return *(const uin
  * the lane's slice of D/4 channels) and key_exp the bit offset e of the code
  * (operand = code * 2^(e-24)). */
 template <int KM, int D>
-__device__ __forceinline__ constexpr int key_chan(int s, int j)
+__host__ __device__ __forceinline__ constexpr int key_chan(int s, int j)
 {
     if constexpr (KM == FMT_FP16) {
         return 4 * s + j;
@@ -157,6 +160,24 @@ __device__ __forceinline__ constexpr int key_exp(int s)
         return 4 * (s & 1);
     else
         return s;
+}
+
+/* SPLIT_K's assumptions on key_chan: k-step KS/2 + i is k-step i moved
+ * by one constant, and k-steps 2i, 2i + 1 take adjacent channels, the first
+ * even (one aligned 32-bit load of two fp16 scales) */
+template <int KM, int D>
+__host__ __device__ constexpr bool split_k_layout_ok()
+{
+    constexpr int KS = D / 16;
+    const int delta = key_chan<KM, D>(KS / 2, 0) - key_chan<KM, D>(0, 0);
+    for (int i = 0; i < KS / 2; i++)
+        for (int j = 0; j < 4; j++) {
+            if (key_chan<KM, D>(KS / 2 + i, j) != key_chan<KM, D>(i, j) + delta || delta % 2)
+                return false;
+            if (i % 2 == 0 && (key_chan<KM, D>(i + 1, j) != key_chan<KM, D>(i, j) + 1 || key_chan<KM, D>(i, j) % 2))
+                return false;
+        }
+    return true;
 }
 
 template <int KM>
@@ -416,6 +437,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     constexpr int KBB = KM == FMT_Q4 ? 18 : 34;
     constexpr int NG = KIVI_V || Q8_V ? D / 32 : 1; /* value groups (kivi group 32, q8_0 blocks) */
     constexpr int KB = KM & 15;             /* key bits (kivi) */
+    /* G <= 4 leaves query rows 4..7 / 12..15 of the 16-row operands unused:
+     * lanes g >= 4 then fold half of the kivi key k-steps (SPLIT_K) and half
+     * of the kivi value groups (SPLIT_V) for head g - 4, and hand the
+     * fragments over with one shuffle (rows g >= 4 carry junk, never read) */
+    constexpr bool SPLIT_K = KIVI_K && G <= 4 && VQ_MMA_SPLIT;
+    constexpr bool SPLIT_V = KIVI_V && G <= 4 && VQ_MMA_SPLIT;
 
     __shared__ float qs[G][D];
     __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (not kivi keys) */
@@ -426,6 +453,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    /* the reduce launch (a programmatic dependent launch) may be set up
+     * now; it waits for this grid's completion before reading anything */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     const CtaWork cw = cta_work<G>(p);
     if (empty_chunk<G>(p, cw, tid))
         return;
@@ -453,8 +483,23 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             if (t == 0)
                 hsum[g] = live ? sq : 0.0f;
         }
+        if constexpr (SPLIT_K) {
+            /* lane (g, t) folds head g & 3 at k-steps (g >> 2) * KS/2 + i */
+            const int hh = g & 3, hs0 = (g >> 2) * (KS / 2);
+            const float *qh = qs[hh < G ? hh : 0];
 #pragma unroll
-        for (int s = 0; s < KS; s++) {
+            for (int i = 0; i < KS / 2; i++) {
+                float x[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    x[j] = hh < G ? qh[key_channel<KM, D>(t, hs0 + i, j)] : 0.0f;
+                const float f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(hs0 + i)) << 23);
+                qraw[i][lane] = make_float4(x[0], x[1], x[2], x[3]);
+                qlane[i][lane] = make_float4(x[0] * f, x[1] * f, x[2] * f, x[3] * f);
+            }
+        }
+#pragma unroll
+        for (int s = 0; s < (SPLIT_K ? 0 : KS); s++) {
             float x[4];
 #pragma unroll
             for (int j = 0; j < 4; j++)
@@ -490,12 +535,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     const float post = __int_as_float((127 + EXPO) << 23);
 
     float o[NT][4];
-    float mt[NG];
+    constexpr int NMT = SPLIT_V ? NG / 2 : NG; /* minima sums per lane */
+    float mt[NMT];
 #pragma unroll
     for (int n = 0; n < NT; n++)
         o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
 #pragma unroll
-    for (int i = 0; i < NG; i++)
+    for (int i = 0; i < NMT; i++)
         mt[i] = 0.0f;
     float m_run = -INFINITY, l_run = 0.0f;
 
@@ -588,7 +634,60 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             key_load<KM, D>(row, t, kr[n]);
         }
         float base = 0.0f;
-        if constexpr (KIVI_K) {
+        if constexpr (SPLIT_K) {
+            /* as below, but lane (g, t) folds only its KS/2 k-steps
+             * (g >> 2) * KS/2 + i of head g & 3; the lane g ^ 4 holds the
+             * other half: its fragment comes over by a shuffle. The lane's
+             * channels of k-steps i and i + 1 (i even) are adjacent, so one
+             * 32-bit load takes both. */
+            constexpr int KDELTA = key_chan<KM, D>(KS / 2, 0) - key_chan<KM, D>(0, 0);
+            static_assert(split_k_layout_ok<KM, D>(), "kivi key channel layout");
+            const int hb = g >> 2;
+            const __half *scp = (const __half *)(kh + t * (D / 2)) + hb * KDELTA;
+            const __half *mnp = scp + D; /* the minima follow the D scales */
+#pragma unroll
+            for (int ip = 0; ip < KS / 4; ip++) {
+                float2 sc2[4], mn2[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const int c = key_chan<KM, D>(2 * ip, j);
+                    sc2[j] = __half22float2(*(const __half2 *)(scp + c));
+                    mn2[j] = __half22float2(*(const __half2 *)(mnp + c));
+                }
+#pragma unroll
+                for (int ii = 0; ii < 2; ii++) {
+                    const int i = 2 * ip + ii;
+                    const float4 ql = qlane[i][lane], qr = qraw[i][lane];
+                    const float s0_ = ii ? sc2[0].y : sc2[0].x, s1_ = ii ? sc2[1].y : sc2[1].x;
+                    const float s2_ = ii ? sc2[2].y : sc2[2].x, s3_ = ii ? sc2[3].y : sc2[3].x;
+                    uint4 a, ao;
+                    split2(ql.x * s0_, ql.y * s1_, a.x, a.y);
+                    split2(ql.z * s2_, ql.w * s3_, a.z, a.w);
+                    base = fmaf(qr.x, ii ? mn2[0].y : mn2[0].x, base);
+                    base = fmaf(qr.y, ii ? mn2[1].y : mn2[1].x, base);
+                    base = fmaf(qr.z, ii ? mn2[2].y : mn2[2].x, base);
+                    base = fmaf(qr.w, ii ? mn2[3].y : mn2[3].x, base);
+                    ao.x = __shfl_xor_sync(FULL, a.x, 16);
+                    ao.y = __shfl_xor_sync(FULL, a.y, 16);
+                    ao.z = __shfl_xor_sync(FULL, a.z, 16);
+                    ao.w = __shfl_xor_sync(FULL, a.w, 16);
+                    uint32_t b0, b1;
+#pragma unroll
+                    for (int n = 0; n < 4; n++) {
+                        key_frag<KM, D>(kr[n], 0, i, b0, b1);
+                        mma16816(c[n], a, b0, b1);
+                    }
+#pragma unroll
+                    for (int n = 0; n < 4; n++) {
+                        key_frag<KM, D>(kr[n], 0, KS / 2 + i, b0, b1);
+                        mma16816(c[n], ao, b0, b1);
+                    }
+                }
+            }
+            base += __shfl_xor_sync(FULL, base, 1);
+            base += __shfl_xor_sync(FULL, base, 2);
+            base += __shfl_xor_sync(FULL, base, 16);
+        } else if constexpr (KIVI_K) {
             /* the block's per-channel scale folds into Q', its minimum into
              * one float per head: score = sum_c q_c s_c code_c + sum_c q_c m_c */
             const uint8_t *blk = kh;
@@ -687,6 +786,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         x = fac * fmaf(x, post, -hs);
                     }
                 }
+                if constexpr (SPLIT_K) /* rows g >= 4 are junk: constant 0 */
+                    x = g >= 4 ? 0.0f : x;
                 x = tok < s1 ? x : -INFINITY;
                 sc[n][jj] = x;
                 mx = fmaxf(mx, x);
@@ -706,9 +807,11 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 o[n][2] *= al;
                 o[n][3] *= al;
             }
+            /* SPLIT_V: lane g >= 4 holds head g - 4's minima sums */
+            const float alm = SPLIT_V ? __shfl_sync(FULL, al, lane & ~16) : al;
 #pragma unroll
-            for (int i = 0; i < NG; i++)
-                mt[i] *= al;
+            for (int i = 0; i < NMT; i++)
+                mt[i] *= alm;
         }
 #pragma unroll
         for (int n = 0; n < 4; n++)
@@ -803,38 +906,10 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
              * fp16 x NG][codes]; the token's group scale folds into the
              * weight, its minimum into mt[group] */
             constexpr int CB = (VM & 15) * D / 8 / NG; /* code bytes per group */
-            float sv[2][4][NG], mv[2][4][NG];
+            /* kivi value codes of group gr for the two k-tiles */
+            auto val_codes = [&](int gr, uint32_t (&w)[2][4][CB / 4]) {
 #pragma unroll
-            for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    if constexpr (NG == 4) { /* block_bytes % 16 == 0 (D = 128, group 32) */
-                        const uint4 v = *(const uint4 *)vrow[kt][i];
-                        const __half2 *h = (const __half2 *)&v;
-#pragma unroll
-                        for (int k = 0; k < 2; k++) {
-                            const float2 s2 = __half22float2(h[k]), m2 = __half22float2(h[2 + k]);
-                            sv[kt][i][2 * k] = s2.x;
-                            sv[kt][i][2 * k + 1] = s2.y;
-                            mv[kt][i][2 * k] = m2.x;
-                            mv[kt][i][2 * k + 1] = m2.y;
-                        }
-                    } else { /* D = 64: two groups, 8-byte rows */
-                        const uint2 v = *(const uint2 *)vrow[kt][i];
-                        const __half2 *h = (const __half2 *)&v;
-                        const float2 s2 = __half22float2(h[0]), m2 = __half22float2(h[1]);
-                        sv[kt][i][0] = s2.x;
-                        sv[kt][i][1] = s2.y;
-                        mv[kt][i][0] = m2.x;
-                        mv[kt][i][1] = m2.y;
-                    }
-                }
-#pragma unroll
-            for (int gr = 0; gr < NG; gr++) {
-                uint4 a[2];
-                uint32_t w[2][4][CB / 4];
-#pragma unroll
-                for (int kt = 0; kt < 2; kt++) {
+                for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
                         const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
@@ -844,11 +919,10 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                             w[kt][i][2 * k] = v.x;
                             w[kt][i][2 * k + 1] = v.y;
                         }
-                        mt[gr] = fmaf(pw[kt][i], mv[kt][i][gr], mt[gr]);
                     }
-                    split2(pw[kt][0] * sv[kt][0][gr], pw[kt][1] * sv[kt][1][gr], a[kt].x, a[kt].y);
-                    split2(pw[kt][2] * sv[kt][2][gr], pw[kt][3] * sv[kt][3][gr], a[kt].z, a[kt].w);
-                }
+            };
+            /* o[group gr] += A[kt] (codes of group gr) */
+            auto val_mma = [&](int gr, const uint4 (&a)[2], const uint32_t (&w)[2][4][CB / 4]) {
 #pragma unroll
                 for (int e = 0; e < 4; e++) { /* the 4 n-tiles of the group */
 #pragma unroll
@@ -866,6 +940,126 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         mma16816(o[4 * gr + e], a[kt], code_h2(b0, vmask), code_h2(b1, vmask));
                     }
                 }
+            };
+            if constexpr (SPLIT_V) {
+                /* lane (g, t) folds groups 2j + (g >> 2) of head g & 3 (its
+                 * weights come from lane g & 3 by a shuffle); the other
+                 * group's fragment comes from lane g ^ 4. mt[j]: the minima
+                 * sum of group 2j + (g >> 2). */
+                const uint32_t hsel = g >= 4 ? 0x7632u : 0x5410u; /* high or low fp16 halves */
+                float ph[2][4], sv[2][4][NG / 2], mv[2][4][NG / 2];
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        ph[kt][i] = __shfl_sync(FULL, pw[kt][i], lane & ~16);
+                        if constexpr (NG == 4) { /* [s0 s1 s2 s3 m0 m1 m2 m3]: take s_h, s_{2+h}, m_h, m_{2+h} */
+                            const uint4 v = *(const uint4 *)vrow[kt][i];
+                            const uint32_t sp = __byte_perm(v.x, v.y, hsel), mp = __byte_perm(v.z, v.w, hsel);
+                            const float2 s2 = __half22float2(*(const __half2 *)&sp), m2 = __half22float2(*(const __half2 *)&mp);
+                            sv[kt][i][0] = s2.x;
+                            sv[kt][i][1] = s2.y;
+                            mv[kt][i][0] = m2.x;
+                            mv[kt][i][1] = m2.y;
+                        } else { /* [s0 s1 m0 m1]: take s_h, m_h */
+                            const uint2 v = *(const uint2 *)vrow[kt][i];
+                            const uint32_t sp = __byte_perm(v.x, v.y, hsel);
+                            const float2 s2 = __half22float2(*(const __half2 *)&sp);
+                            sv[kt][i][0] = s2.x;
+                            mv[kt][i][0] = s2.y;
+                        }
+                    }
+#pragma unroll
+                for (int j = 0; j < NG / 2; j++) {
+                    uint4 a[2], ao[2];
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            mt[j] = fmaf(ph[kt][i], mv[kt][i][j], mt[j]);
+                        split2(ph[kt][0] * sv[kt][0][j], ph[kt][1] * sv[kt][1][j], a[kt].x, a[kt].y);
+                        split2(ph[kt][2] * sv[kt][2][j], ph[kt][3] * sv[kt][3][j], a[kt].z, a[kt].w);
+                        ao[kt].x = __shfl_xor_sync(FULL, a[kt].x, 16);
+                        ao[kt].y = __shfl_xor_sync(FULL, a[kt].y, 16);
+                        ao[kt].z = __shfl_xor_sync(FULL, a[kt].z, 16);
+                        ao[kt].w = __shfl_xor_sync(FULL, a[kt].w, 16);
+                    }
+                    {
+                        uint32_t w[2][4][CB / 4];
+                        val_codes(2 * j, w);
+                        val_mma(2 * j, a, w);
+                    }
+                    {
+                        uint32_t w[2][4][CB / 4];
+                        val_codes(2 * j + 1, w);
+                        val_mma(2 * j + 1, ao, w);
+                    }
+                }
+            } else {
+                float sv[2][4][NG], mv[2][4][NG];
+    #pragma unroll
+                for (int kt = 0; kt < 2; kt++)
+    #pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        if constexpr (NG == 4) { /* block_bytes % 16 == 0 (D = 128, group 32) */
+                            const uint4 v = *(const uint4 *)vrow[kt][i];
+                            const __half2 *h = (const __half2 *)&v;
+    #pragma unroll
+                            for (int k = 0; k < 2; k++) {
+                                const float2 s2 = __half22float2(h[k]), m2 = __half22float2(h[2 + k]);
+                                sv[kt][i][2 * k] = s2.x;
+                                sv[kt][i][2 * k + 1] = s2.y;
+                                mv[kt][i][2 * k] = m2.x;
+                                mv[kt][i][2 * k + 1] = m2.y;
+                            }
+                        } else { /* D = 64: two groups, 8-byte rows */
+                            const uint2 v = *(const uint2 *)vrow[kt][i];
+                            const __half2 *h = (const __half2 *)&v;
+                            const float2 s2 = __half22float2(h[0]), m2 = __half22float2(h[1]);
+                            sv[kt][i][0] = s2.x;
+                            sv[kt][i][1] = s2.y;
+                            mv[kt][i][0] = m2.x;
+                            mv[kt][i][1] = m2.y;
+                        }
+                    }
+    #pragma unroll
+                for (int gr = 0; gr < NG; gr++) {
+                    uint4 a[2];
+                    uint32_t w[2][4][CB / 4];
+    #pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+    #pragma unroll
+                        for (int i = 0; i < 4; i++) {
+                            const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
+    #pragma unroll
+                            for (int k = 0; k < CB / 8; k++) {
+                                const uint2 v = *(const uint2 *)(cp + 8 * k);
+                                w[kt][i][2 * k] = v.x;
+                                w[kt][i][2 * k + 1] = v.y;
+                            }
+                            mt[gr] = fmaf(pw[kt][i], mv[kt][i][gr], mt[gr]);
+                        }
+                        split2(pw[kt][0] * sv[kt][0][gr], pw[kt][1] * sv[kt][1][gr], a[kt].x, a[kt].y);
+                        split2(pw[kt][2] * sv[kt][2][gr], pw[kt][3] * sv[kt][3][gr], a[kt].z, a[kt].w);
+                    }
+    #pragma unroll
+                    for (int e = 0; e < 4; e++) { /* the 4 n-tiles of the group */
+    #pragma unroll
+                        for (int kt = 0; kt < 2; kt++) {
+                            uint32_t b0, b1;
+                            if constexpr (VM == FMT_KIVI2) {
+                                const uint32_t bs = vbyte + 2 * (e & 1), sel = bs | (bs + 4) << 8;
+                                b0 = __byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel);
+                                b1 = __byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel);
+                            } else {
+                                const uint32_t sel = vbyte | (vbyte + 4) << 8;
+                                b0 = __byte_perm(w[kt][0][e], w[kt][1][e], sel);
+                                b1 = __byte_perm(w[kt][2][e], w[kt][3][e], sel);
+                            }
+                            mma16816(o[4 * gr + e], a[kt], code_h2(b0, vmask), code_h2(b1, vmask));
+                        }
+                    }
+                }
             }
         }
     }
@@ -874,10 +1068,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     l_run += __shfl_xor_sync(FULL, l_run, 1);
     l_run += __shfl_xor_sync(FULL, l_run, 2);
 #pragma unroll
-    for (int i = 0; i < NG; i++) {
+    for (int i = 0; i < NMT; i++) {
         mt[i] += __shfl_xor_sync(FULL, mt[i], 1);
         mt[i] += __shfl_xor_sync(FULL, mt[i], 2);
     }
+    float mo[NMT]; /* SPLIT_V: the odd groups' minima sums, from lane g + 4 */
+#pragma unroll
+    for (int i = 0; i < NMT; i++)
+        mo[i] = SPLIT_V ? __shfl_xor_sync(FULL, mt[i], 16) : 0.0f;
     if (live) {
 #pragma unroll
         for (int n = 0; n < NT; n++)
@@ -885,7 +1083,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             for (int jj = 0; jj < 2; jj++) {
                 const int col = 2 * t + jj;
                 float x = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(col);
-                if constexpr (KIVI_V)
+                if constexpr (SPLIT_V)
+                    x += (n / 4) & 1 ? mo[n / 8] : mt[n / 8];
+                else if constexpr (KIVI_V)
                     x += mt[n / 4];
                 red[warp][g][val_chan<VM>(n, col)] = x;
             }
