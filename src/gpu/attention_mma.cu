@@ -147,6 +147,8 @@ __device__ __forceinline__ int key_channel(int t, int s, int j)
 {
     if constexpr (KM == FMT_Q8 || KM == FMT_Q4) /* k-step s inside block s/2: channels 16 (s%2) + 4t + j */
         return 32 * (s >> 1) + 16 * (s & 1) + 4 * t + j;
+    else if constexpr (KM == FMT_FP16) /* lane t: 16-byte chunks 4i + t of the row (key_load) */
+        return 8 * (4 * (s >> 1) + t) + 4 * (s & 1) + j;
     else
         return t * (D / 4) + key_chan<KM, D>(s, j);
 }
@@ -201,10 +203,12 @@ template <int KM, int D>
 __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D> &r)
 {
     if constexpr (KM == FMT_FP16) {
-        const uint4 *p = (const uint4 *)(row + t * (D / 2));
+        /* chunks 4i + t: a quarter warp reads 4 consecutive chunks of each
+         * of two rows, conflict-free in the padded stage (fp16_stage_row) */
+        const uint4 *p = (const uint4 *)row + t;
 #pragma unroll
         for (int i = 0; i < D / 32; i++) {
-            const uint4 v = p[i];
+            const uint4 v = p[4 * i];
             r.w[0][4 * i] = v.x;
             r.w[0][4 * i + 1] = v.y;
             r.w[0][4 * i + 2] = v.z;
@@ -399,10 +403,28 @@ __host__ __device__ constexpr int stage_bytes()
     return key_stage_bytes<KM, D>() + (staged_v<KM, VM, D>() ? val_stage_bytes<VM, D>() : 0);
 }
 
+/* fp16 keys: one stage per warp (32 rows padded to 2D + 64 bytes, so
+ * that the two rows a quarter warp reads start 16 banks apart), refilled
+ * with the next tile as soon as the lanes hold the current keys in
+ * registers, so the copy runs under the scores and the values of the
+ * current tile. VQ_MMA_NO_STAGE16 turns it off (for comparisons). */
+template <int KM, int D>
+__host__ __device__ constexpr bool stage16()
+{
+#ifdef VQ_MMA_NO_STAGE16
+    return false;
+#else
+    return KM == FMT_FP16;
+#endif
+}
+template <int D>
+__host__ __device__ constexpr int fp16_stage_row() { return 2 * D + 64; }
+
 template <int KM, int VM, int D>
 __host__ __device__ constexpr int stage_smem_bytes()
 {
-    return staged_k<KM, VM, D>() ? NW * 2 * stage_bytes<KM, VM, D>() : 0;
+    return stage16<KM, D>() ? NW * WTOK * fp16_stage_row<D>()
+         : staged_k<KM, VM, D>() ? NW * 2 * stage_bytes<KM, VM, D>() : 0;
 }
 
 __device__ __forceinline__ void cp16(void *dst, const void *src)
@@ -412,6 +434,7 @@ __device__ __forceinline__ void cp16(void *dst, const void *src)
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 /* the warp copies BYTES (a multiple of 16) from src to dst */
 template <int BYTES>
@@ -576,6 +599,23 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         if constexpr (STG_V)
             warp_copy<VSB>(kd + KSB, p.vp + (size_t)pg * p.vpb + (size_t)i0 * p.vf.block_bytes, lane);
     };
+    constexpr bool STG16 = stage16<KM, D>();
+    constexpr int KROW16 = fp16_stage_row<D>();
+    /* fp16 keys of the warp tile at token tt (page pg) into the stage */
+    auto stage16_in = [&](int tt, int32_t pg) {
+        const uint8_t *src = p.kp + (size_t)pg * p.kpb + (size_t)(tt % P) * (2 * D);
+#pragma unroll
+        for (int c = lane; c < WTOK * D / 8; c += 32) { /* 16-byte chunks, D/8 per row */
+            const int r = c / (D / 8), k = c % (D / 8);
+            cp16(stage_mem + (size_t)warp * WTOK * KROW16 + r * KROW16 + 16 * k, src + (size_t)r * (2 * D) + 16 * k);
+        }
+    };
+    if constexpr (STG16) {
+        const int tf = s0 + warp * WTOK;
+        if (tf < s1)
+            stage16_in(tf, pt[tf / P]);
+        cp_commit();
+    }
     int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
     if constexpr (STG) {
         const int tf = s0 + warp * WTOK;
@@ -619,6 +659,11 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 k0 = kpage + (size_t)in0 * p.kf.block_bytes;
             }
             v0 = p.vp + (size_t)pg * p.vpb + (size_t)in0 * p.vf.block_bytes;
+            if constexpr (STG16) {
+                k0 = stage_mem + (size_t)warp * WTOK * KROW16;
+                cp_wait0();
+                __syncwarp();
+            }
         }
 
         /* ---- scores ---- */
@@ -630,8 +675,16 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
         for (int n = 0; n < 4; n++) {
             const int i = min(t0 + 8 * n + g, s1 - 1) - t0;
-            const uint8_t *row = KIVI_K ? k0 + (size_t)i * (KB * D / 8) : k0 + (size_t)i * p.kf.block_bytes;
+            const uint8_t *row = KIVI_K ? k0 + (size_t)i * (KB * D / 8)
+                               : STG16 ? k0 + (size_t)i * KROW16 : k0 + (size_t)i * p.kf.block_bytes;
             key_load<KM, D>(row, t, kr[n]);
+        }
+        if constexpr (STG16) { /* the keys are in registers: refill the stage with the next tile */
+            const int tn = t0 + NW * WTOK;
+            __syncwarp();
+            if (tn < s1)
+                stage16_in(tn, pt[tn / P]);
+            cp_commit();
         }
         float base = 0.0f;
         if constexpr (SPLIT_K) {
