@@ -403,18 +403,19 @@ __host__ __device__ constexpr int stage_bytes()
     return key_stage_bytes<KM, D>() + (staged_v<KM, VM, D>() ? val_stage_bytes<VM, D>() : 0);
 }
 
-/* fp16 keys: one stage per warp (32 rows padded to 2D + 64 bytes, so
- * that the two rows a quarter warp reads start 16 banks apart), refilled
- * with the next tile as soon as the lanes hold the current keys in
- * registers, so the copy runs under the scores and the values of the
- * current tile. VQ_MMA_NO_STAGE16 turns it off (for comparisons). */
+/* fp16 keys, opt-in (-DVQ_MMA_STAGE16): one stage per warp (32 rows
+ * padded to 2D + 64 bytes, so that the two rows a quarter warp reads start
+ * 16 banks apart), refilled with the next tile as soon as the lanes hold
+ * the current keys in registers. Measured on the H200 (docs/gpu.md): 14%
+ * slower at D = 128, 64k x 8 (0.573 vs 0.501 ms), within +-10% either way
+ * at D = 64; so fp16 reads its keys straight from global memory. */
 template <int KM, int D>
 __host__ __device__ constexpr bool stage16()
 {
-#ifdef VQ_MMA_NO_STAGE16
-    return false;
-#else
+#ifdef VQ_MMA_STAGE16
     return KM == FMT_FP16;
+#else
+    return false;
 #endif
 }
 template <int D>
