@@ -463,10 +463,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     constexpr int KB = KM & 15;             /* key bits (kivi) */
     /* G <= 4 leaves query rows 4..7 / 12..15 of the 16-row operands unused:
      * lanes g >= 4 then fold half of the kivi key k-steps (SPLIT_K) and half
-     * of the kivi value groups (SPLIT_V) for head g - 4, and hand the
+     * of the kivi value groups / q8_0, q4_0 value blocks (SPLIT_V) for head
+     * g - 4, and hand the
      * fragments over with one shuffle (rows g >= 4 carry junk, never read) */
     constexpr bool SPLIT_K = KIVI_K && G <= 4 && VQ_MMA_SPLIT;
-    constexpr bool SPLIT_V = KIVI_V && G <= 4 && VQ_MMA_SPLIT;
+    constexpr bool SPLIT_V = (KIVI_V || Q8_V) && G <= 4 && VQ_MMA_SPLIT;
+    constexpr bool SPLIT_MT = SPLIT_V && KIVI_V; /* kivi minima sums split too */
 
     __shared__ float qs[G][D];
     __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (not kivi keys) */
@@ -559,7 +561,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     const float post = __int_as_float((127 + EXPO) << 23);
 
     float o[NT][4];
-    constexpr int NMT = SPLIT_V ? NG / 2 : NG; /* minima sums per lane */
+    constexpr int NMT = SPLIT_MT ? NG / 2 : NG; /* minima sums per lane */
     float mt[NMT];
 #pragma unroll
     for (int n = 0; n < NT; n++)
@@ -862,7 +864,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 o[n][3] *= al;
             }
             /* SPLIT_V: lane g >= 4 holds head g - 4's minima sums */
-            const float alm = SPLIT_V ? __shfl_sync(FULL, al, lane & ~16) : al;
+            const float alm = SPLIT_MT ? __shfl_sync(FULL, al, lane & ~16) : al;
 #pragma unroll
             for (int i = 0; i < NMT; i++)
                 mt[i] *= alm;
@@ -921,26 +923,21 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             /* q8_0 values: per token D/32 blocks [d fp16][32 int8]; the
              * block's d folds into the weight (P*d split hi/lo per block);
              * lane g reads codes 4g..4g+3 of each block, n-tile e of the
-             * block takes byte e (channel 4g + e) of two tokens */
+             * block takes byte e (channel 4g + e) of two tokens.
+             * SPLIT_V: lane g >= 4 folds the odd blocks for head g - 4 (as
+             * for kivi values), one shuffle hands the fragments over. */
+            auto q8_codes = [&](int gr, uint32_t (&w)[2][4]) {
 #pragma unroll
-            for (int gr = 0; gr < NG; gr++) {
-                uint4 a[2];
-                uint32_t w[2][4];
-#pragma unroll
-                for (int kt = 0; kt < 2; kt++) {
-                    float dv[4];
+                for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
-                        const uint8_t *bp = vrow[kt][i] + VBB * gr;
-                        dv[i] = h2f(ld16(bp));
                         /* q8_0: codes 4g..4g+3; q4_0: bytes 4 (g%4).., nibble g/4 */
-                        const uint8_t *cp = bp + 2 + 4 * (VM == FMT_Q4 ? (g & 3) : g); /* aligned in odd blocks */
+                        const uint8_t *cp = vrow[kt][i] + VBB * gr + 2 + 4 * (VM == FMT_Q4 ? (g & 3) : g); /* aligned in odd blocks */
                         const uint32_t cw = gr & 1 ? ld32u(cp) : (uint32_t)ld16(cp) | (uint32_t)ld16(cp + 2) << 16;
                         w[kt][i] = VM == FMT_Q4 ? cw >> (4 * (g >> 2)) : cw ^ 0x80808080u;
                     }
-                    split2(pw[kt][0] * dv[0], pw[kt][1] * dv[1], a[kt].x, a[kt].y);
-                    split2(pw[kt][2] * dv[2], pw[kt][3] * dv[3], a[kt].z, a[kt].w);
-                }
+            };
+            auto q8_mma = [&](int gr, const uint4 (&a)[2], const uint32_t (&w)[2][4]) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)
 #pragma unroll
@@ -954,6 +951,59 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         else
                             mma16816(o[4 * gr + e], a[kt], i8_h2(b0), i8_h2(b1));
                     }
+            };
+            if constexpr (SPLIT_V) {
+                const int hb = g >> 2;
+                float ph[2][4];
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        ph[kt][i] = __shfl_sync(FULL, pw[kt][i], lane & ~16);
+#pragma unroll
+                for (int j = 0; j < NG / 2; j++) {
+                    uint4 a[2], ao[2];
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        float dv[4];
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            dv[i] = h2f(ld16(vrow[kt][i] + VBB * (2 * j + hb)));
+                        split2(ph[kt][0] * dv[0], ph[kt][1] * dv[1], a[kt].x, a[kt].y);
+                        split2(ph[kt][2] * dv[2], ph[kt][3] * dv[3], a[kt].z, a[kt].w);
+                        ao[kt].x = __shfl_xor_sync(FULL, a[kt].x, 16);
+                        ao[kt].y = __shfl_xor_sync(FULL, a[kt].y, 16);
+                        ao[kt].z = __shfl_xor_sync(FULL, a[kt].z, 16);
+                        ao[kt].w = __shfl_xor_sync(FULL, a[kt].w, 16);
+                    }
+                    {
+                        uint32_t w[2][4];
+                        q8_codes(2 * j, w);
+                        q8_mma(2 * j, a, w);
+                    }
+                    {
+                        uint32_t w[2][4];
+                        q8_codes(2 * j + 1, w);
+                        q8_mma(2 * j + 1, ao, w);
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int gr = 0; gr < NG; gr++) {
+                    uint4 a[2];
+                    uint32_t w[2][4];
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        float dv[4];
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            dv[i] = h2f(ld16(vrow[kt][i] + VBB * gr));
+                        split2(pw[kt][0] * dv[0], pw[kt][1] * dv[1], a[kt].x, a[kt].y);
+                        split2(pw[kt][2] * dv[2], pw[kt][3] * dv[3], a[kt].z, a[kt].w);
+                    }
+                    q8_codes(gr, w);
+                    q8_mma(gr, a, w);
+                }
             }
         } else {
             /* kivi values, group 32: per token [scales fp16 x NG][minima
@@ -1129,7 +1179,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     float mo[NMT]; /* SPLIT_V: the odd groups' minima sums, from lane g + 4 */
 #pragma unroll
     for (int i = 0; i < NMT; i++)
-        mo[i] = SPLIT_V ? __shfl_xor_sync(FULL, mt[i], 16) : 0.0f;
+        mo[i] = SPLIT_MT ? __shfl_xor_sync(FULL, mt[i], 16) : 0.0f;
     if (live) {
 #pragma unroll
         for (int n = 0; n < NT; n++)
@@ -1137,7 +1187,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             for (int jj = 0; jj < 2; jj++) {
                 const int col = 2 * t + jj;
                 float x = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(col);
-                if constexpr (SPLIT_V)
+                if constexpr (SPLIT_MT)
                     x += (n / 4) & 1 ? mo[n / 8] : mt[n / 8];
                 else if constexpr (KIVI_V)
                     x += mt[n / 4];
