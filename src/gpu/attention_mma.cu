@@ -469,11 +469,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     constexpr bool SPLIT_K = KIVI_K && G <= 4 && VQ_MMA_SPLIT;
     constexpr bool SPLIT_V = (KIVI_V || Q8_V) && G <= 4 && VQ_MMA_SPLIT;
     constexpr bool SPLIT_MT = SPLIT_V && KIVI_V; /* kivi minima sums split too */
-    /* q8_0 / q4_0 keys, G <= 4: each k-step takes 8 channels of block 2j
-     * (rows 0..3 / 8..11, lanes g < 4) and 8 of block 2j + 1 (rows 4..7 /
-     * 12..15, lanes g >= 4, head g - 4), so every lane applies the block
-     * scale of one block of each pair; one shuffle adds the two halves */
-    constexpr bool SPLIT_Q = (KM == FMT_Q8 || KM == FMT_Q4) && G <= 4 && VQ_MMA_SPLIT;
 
     __shared__ float qs[G][D];
     __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (not kivi keys) */
@@ -535,20 +530,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
             for (int j = 0; j < 4; j++)
                 x[j] = live ? qg[key_channel<KM, D>(t, s, j)] : 0.0f;
-            if constexpr (SPLIT_Q) {
-                /* k-step s = 4 jp + u: k 0..7 are block 2 jp's channels
-                 * 16 (u / 2) + 4t + 2 (u % 2) + {0, 1}, k 8..15 block
-                 * 2 jp + 1's; lane g < 4 fills the first (head g), lane
-                 * g >= 4 the second (head g - 4) */
-                const int hh = g & 3, hb = g >> 2, jp = s >> 2, u = s & 3;
-                const int c0 = 32 * (2 * jp + hb) + 16 * (u >> 1) + 4 * t + 2 * (u & 1);
-                const float *qh = qs[hh < G ? hh : 0];
-                const float y0 = hh < G ? qh[c0] : 0.0f, y1 = hh < G ? qh[c0 + 1] : 0.0f;
-                x[0] = hb ? 0.0f : y0;
-                x[1] = hb ? 0.0f : y1;
-                x[2] = hb ? y0 : 0.0f;
-                x[3] = hb ? y1 : 0.0f;
-            }
             if constexpr (KIVI_K) {
                 const float f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(s)) << 23);
                 qraw[s][lane] = make_float4(x[0], x[1], x[2], x[3]);
@@ -804,40 +785,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
                 for (int jj = 0; jj < 2; jj++)
                     drow[n][jj] = k0 + (size_t)(min(t0 + 8 * n + 2 * t + jj, s1 - 1) - t0) * p.kf.block_bytes;
-            if constexpr (SPLIT_Q) {
-                const int hb = g >> 2;
 #pragma unroll
-                for (int jp = 0; jp < D / 64; jp++) {
-                    float cb[4][4];
-#pragma unroll
-                    for (int n = 0; n < 4; n++)
-                        cb[n][0] = cb[n][1] = cb[n][2] = cb[n][3] = 0.0f;
-#pragma unroll
-                    for (int u = 0; u < 4; u++) {
-                        const uint4 a = afr[0][4 * jp + u][lane];
-#pragma unroll
-                        for (int n = 0; n < 4; n++) {
-                            /* b0: block 2jp, b1: block 2jp + 1; half u / 2 of the block, bytes 2 (u % 2) + {0, 1} */
-                            uint32_t e0, e1, f0, f1;
-                            key_frag<KM, D>(kr[n], 0, 2 * (2 * jp) + (u >> 1), e0, e1);
-                            key_frag<KM, D>(kr[n], 0, 2 * (2 * jp + 1) + (u >> 1), f0, f1);
-                            mma16816(cb[n], a, u & 1 ? e1 : e0, u & 1 ? f1 : f0);
-                        }
-                    }
-#pragma unroll
-                    for (int n = 0; n < 4; n++)
-#pragma unroll
-                        for (int jj = 0; jj < 2; jj++)
-                            c[n][jj] = fmaf(h2f(ld16(drow[n][jj] + KBB * (2 * jp + hb))), cb[n][jj] + cb[n][2 + jj], c[n][jj]);
-                }
-#pragma unroll
-                for (int n = 0; n < 4; n++)
-#pragma unroll
-                    for (int jj = 0; jj < 2; jj++)
-                        c[n][jj] += __shfl_xor_sync(FULL, c[n][jj], 16);
-            }
-#pragma unroll
-            for (int bk = 0; bk < (SPLIT_Q ? 0 : D / 32); bk++) {
+            for (int bk = 0; bk < D / 32; bk++) {
                 float cb[4][4];
 #pragma unroll
                 for (int n = 0; n < 4; n++)
