@@ -314,6 +314,10 @@ __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnPar
     __shared__ float wt[RT], red[D];
     const int h = blockIdx.x, b = blockIdx.y, c = threadIdx.x;
     const size_t row = (size_t)b * p.n_q + h;
+    /* launched as a programmatic dependent launch (launch_reduce): wait for
+     * the split kernel's grid to finish and its writes to be visible (a
+     * no-op in a plain launch) */
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
     const float *ml = p.part_ml + 2 * row * p.splits;
     const float *pa = p.part_acc + row * p.splits * D;
     float M = -INFINITY;
@@ -455,11 +459,39 @@ static vq_status check_format(const vq_cuda_format *f, int D, const char *which)
     return VQ_OK;
 }
 
+/* The reduce launch goes out as a programmatic dependent launch: the
+ * GPU may set it up while the split kernel still runs (attn_reduce waits
+ * for the split kernel's completion and memory with griddepcontrol.wait
+ * before it reads anything). VQ_CUDA_NO_PDL=1 in the environment launches
+ * it plainly (for comparisons). */
+static bool no_pdl(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("VQ_CUDA_NO_PDL");
+        v = e && *e && *e != '0';
+    }
+    return v;
+}
+
 template <int D>
 static cudaError_t launch_reduce(const AttnParams &p, int batch, cudaStream_t s)
 {
-    attn_reduce<D><<<dim3(p.n_q, batch), D, 0, s>>>(p);
-    return cudaGetLastError();
+    if (no_pdl()) {
+        attn_reduce<D><<<dim3(p.n_q, batch), D, 0, s>>>(p);
+        return cudaGetLastError();
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(p.n_q, batch);
+    cfg.blockDim = dim3(D);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, attn_reduce<D>, p);
 }
 
 static bool no_mma(void)
@@ -476,8 +508,7 @@ static cudaError_t launch(const AttnParams &p, int batch, cudaStream_t s)
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return e;
-    attn_reduce<D><<<dim3(p.n_q, batch), D, 0, s>>>(p);
-    return cudaGetLastError();
+    return launch_reduce<D>(p, batch, s);
 }
 
 /* specialised (key, value) format pairs; every other pair runs FMT_ANY */

@@ -60,6 +60,9 @@ namespace {
 #ifndef VQ_MMA_MINB
 #define VQ_MMA_MINB(km) 3
 #endif
+#ifndef VQ_MMA_SPLIT /* 0: no lane split of the kivi folds (for comparisons) */
+#define VQ_MMA_SPLIT 1
+#endif
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
 constexpr unsigned FULL = 0xffffffffu;
@@ -114,7 +117,7 @@ __device__ __forceinline__ uint32_t ld32u(const uint8_t *p) { return *(const uin
  * the lane's slice of D/4 channels) and key_exp the bit offset e of the code
  * (operand = code * 2^(e-24)). */
 template <int KM, int D>
-__device__ __forceinline__ constexpr int key_chan(int s, int j)
+__host__ __device__ __forceinline__ constexpr int key_chan(int s, int j)
 {
     if constexpr (KM == FMT_FP16) {
         return 4 * s + j;
@@ -144,6 +147,8 @@ __device__ __forceinline__ int key_channel(int t, int s, int j)
 {
     if constexpr (KM == FMT_Q8 || KM == FMT_Q4) /* k-step s inside block s/2: channels 16 (s%2) + 4t + j */
         return 32 * (s >> 1) + 16 * (s & 1) + 4 * t + j;
+    else if constexpr (KM == FMT_FP16) /* lane t: 16-byte chunks 4i + t of the row (key_load) */
+        return 8 * (4 * (s >> 1) + t) + 4 * (s & 1) + j;
     else
         return t * (D / 4) + key_chan<KM, D>(s, j);
 }
@@ -157,6 +162,24 @@ __device__ __forceinline__ constexpr int key_exp(int s)
         return 4 * (s & 1);
     else
         return s;
+}
+
+/* SPLIT_K's assumptions on key_chan: k-step KS/2 + i is k-step i moved
+ * by one constant, and k-steps 2i, 2i + 1 take adjacent channels, the first
+ * even (one aligned 32-bit load of two fp16 scales) */
+template <int KM, int D>
+__host__ __device__ constexpr bool split_k_layout_ok()
+{
+    constexpr int KS = D / 16;
+    const int delta = key_chan<KM, D>(KS / 2, 0) - key_chan<KM, D>(0, 0);
+    for (int i = 0; i < KS / 2; i++)
+        for (int j = 0; j < 4; j++) {
+            if (key_chan<KM, D>(KS / 2 + i, j) != key_chan<KM, D>(i, j) + delta || delta % 2)
+                return false;
+            if (i % 2 == 0 && (key_chan<KM, D>(i + 1, j) != key_chan<KM, D>(i, j) + 1 || key_chan<KM, D>(i, j) % 2))
+                return false;
+        }
+    return true;
 }
 
 template <int KM>
@@ -180,10 +203,12 @@ template <int KM, int D>
 __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D> &r)
 {
     if constexpr (KM == FMT_FP16) {
-        const uint4 *p = (const uint4 *)(row + t * (D / 2));
+        /* chunks 4i + t: a quarter warp reads 4 consecutive chunks of each
+         * of two rows, conflict-free in the padded stage (fp16_stage_row) */
+        const uint4 *p = (const uint4 *)row + t;
 #pragma unroll
         for (int i = 0; i < D / 32; i++) {
-            const uint4 v = p[i];
+            const uint4 v = p[4 * i];
             r.w[0][4 * i] = v.x;
             r.w[0][4 * i + 1] = v.y;
             r.w[0][4 * i + 2] = v.z;
@@ -378,10 +403,29 @@ __host__ __device__ constexpr int stage_bytes()
     return key_stage_bytes<KM, D>() + (staged_v<KM, VM, D>() ? val_stage_bytes<VM, D>() : 0);
 }
 
+/* fp16 keys, opt-in (-DVQ_MMA_STAGE16): one stage per warp (32 rows
+ * padded to 2D + 64 bytes, so that the two rows a quarter warp reads start
+ * 16 banks apart), refilled with the next tile as soon as the lanes hold
+ * the current keys in registers. Measured on the H200 (docs/gpu.md): 14%
+ * slower at D = 128, 64k x 8 (0.573 vs 0.501 ms), within +-10% either way
+ * at D = 64; so fp16 reads its keys straight from global memory. */
+template <int KM, int D>
+__host__ __device__ constexpr bool stage16()
+{
+#ifdef VQ_MMA_STAGE16
+    return KM == FMT_FP16;
+#else
+    return false;
+#endif
+}
+template <int D>
+__host__ __device__ constexpr int fp16_stage_row() { return 2 * D + 64; }
+
 template <int KM, int VM, int D>
 __host__ __device__ constexpr int stage_smem_bytes()
 {
-    return staged_k<KM, VM, D>() ? NW * 2 * stage_bytes<KM, VM, D>() : 0;
+    return stage16<KM, D>() ? NW * WTOK * fp16_stage_row<D>()
+         : staged_k<KM, VM, D>() ? NW * 2 * stage_bytes<KM, VM, D>() : 0;
 }
 
 __device__ __forceinline__ void cp16(void *dst, const void *src)
@@ -391,6 +435,7 @@ __device__ __forceinline__ void cp16(void *dst, const void *src)
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 /* the warp copies BYTES (a multiple of 16) from src to dst */
 template <int BYTES>
@@ -416,6 +461,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     constexpr int KBB = KM == FMT_Q4 ? 18 : 34;
     constexpr int NG = KIVI_V || Q8_V ? D / 32 : 1; /* value groups (kivi group 32, q8_0 blocks) */
     constexpr int KB = KM & 15;             /* key bits (kivi) */
+    /* G <= 4 leaves query rows 4..7 / 12..15 of the 16-row operands unused:
+     * lanes g >= 4 then fold half of the kivi key k-steps (SPLIT_K) and half
+     * of the kivi value groups / q8_0, q4_0 value blocks (SPLIT_V) for head
+     * g - 4, and hand the
+     * fragments over with one shuffle (rows g >= 4 carry junk, never read) */
+    constexpr bool SPLIT_K = KIVI_K && G <= 4 && VQ_MMA_SPLIT;
+    constexpr bool SPLIT_V = (KIVI_V || Q8_V) && G <= 4 && VQ_MMA_SPLIT;
+    constexpr bool SPLIT_MT = SPLIT_V && KIVI_V; /* kivi minima sums split too */
 
     __shared__ float qs[G][D];
     __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (not kivi keys) */
@@ -426,6 +479,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    /* the reduce launch (a programmatic dependent launch) may be set up
+     * now; it waits for this grid's completion before reading anything */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     const CtaWork cw = cta_work<G>(p);
     if (empty_chunk<G>(p, cw, tid))
         return;
@@ -453,8 +509,23 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             if (t == 0)
                 hsum[g] = live ? sq : 0.0f;
         }
+        if constexpr (SPLIT_K) {
+            /* lane (g, t) folds head g & 3 at k-steps (g >> 2) * KS/2 + i */
+            const int hh = g & 3, hs0 = (g >> 2) * (KS / 2);
+            const float *qh = qs[hh < G ? hh : 0];
 #pragma unroll
-        for (int s = 0; s < KS; s++) {
+            for (int i = 0; i < KS / 2; i++) {
+                float x[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    x[j] = hh < G ? qh[key_channel<KM, D>(t, hs0 + i, j)] : 0.0f;
+                const float f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(hs0 + i)) << 23);
+                qraw[i][lane] = make_float4(x[0], x[1], x[2], x[3]);
+                qlane[i][lane] = make_float4(x[0] * f, x[1] * f, x[2] * f, x[3] * f);
+            }
+        }
+#pragma unroll
+        for (int s = 0; s < (SPLIT_K ? 0 : KS); s++) {
             float x[4];
 #pragma unroll
             for (int j = 0; j < 4; j++)
@@ -490,12 +561,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     const float post = __int_as_float((127 + EXPO) << 23);
 
     float o[NT][4];
-    float mt[NG];
+    constexpr int NMT = SPLIT_MT ? NG / 2 : NG; /* minima sums per lane */
+    float mt[NMT];
 #pragma unroll
     for (int n = 0; n < NT; n++)
         o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
 #pragma unroll
-    for (int i = 0; i < NG; i++)
+    for (int i = 0; i < NMT; i++)
         mt[i] = 0.0f;
     float m_run = -INFINITY, l_run = 0.0f;
 
@@ -530,6 +602,23 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         if constexpr (STG_V)
             warp_copy<VSB>(kd + KSB, p.vp + (size_t)pg * p.vpb + (size_t)i0 * p.vf.block_bytes, lane);
     };
+    constexpr bool STG16 = stage16<KM, D>();
+    constexpr int KROW16 = fp16_stage_row<D>();
+    /* fp16 keys of the warp tile at token tt (page pg) into the stage */
+    auto stage16_in = [&](int tt, int32_t pg) {
+        const uint8_t *src = p.kp + (size_t)pg * p.kpb + (size_t)(tt % P) * (2 * D);
+#pragma unroll
+        for (int c = lane; c < WTOK * D / 8; c += 32) { /* 16-byte chunks, D/8 per row */
+            const int r = c / (D / 8), k = c % (D / 8);
+            cp16(stage_mem + (size_t)warp * WTOK * KROW16 + r * KROW16 + 16 * k, src + (size_t)r * (2 * D) + 16 * k);
+        }
+    };
+    if constexpr (STG16) {
+        const int tf = s0 + warp * WTOK;
+        if (tf < s1)
+            stage16_in(tf, pt[tf / P]);
+        cp_commit();
+    }
     int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
     if constexpr (STG) {
         const int tf = s0 + warp * WTOK;
@@ -573,6 +662,11 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 k0 = kpage + (size_t)in0 * p.kf.block_bytes;
             }
             v0 = p.vp + (size_t)pg * p.vpb + (size_t)in0 * p.vf.block_bytes;
+            if constexpr (STG16) {
+                k0 = stage_mem + (size_t)warp * WTOK * KROW16;
+                cp_wait0();
+                __syncwarp();
+            }
         }
 
         /* ---- scores ---- */
@@ -584,11 +678,72 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
         for (int n = 0; n < 4; n++) {
             const int i = min(t0 + 8 * n + g, s1 - 1) - t0;
-            const uint8_t *row = KIVI_K ? k0 + (size_t)i * (KB * D / 8) : k0 + (size_t)i * p.kf.block_bytes;
+            const uint8_t *row = KIVI_K ? k0 + (size_t)i * (KB * D / 8)
+                               : STG16 ? k0 + (size_t)i * KROW16 : k0 + (size_t)i * p.kf.block_bytes;
             key_load<KM, D>(row, t, kr[n]);
         }
+        if constexpr (STG16) { /* the keys are in registers: refill the stage with the next tile */
+            const int tn = t0 + NW * WTOK;
+            __syncwarp();
+            if (tn < s1)
+                stage16_in(tn, pt[tn / P]);
+            cp_commit();
+        }
         float base = 0.0f;
-        if constexpr (KIVI_K) {
+        if constexpr (SPLIT_K) {
+            /* as below, but lane (g, t) folds only its KS/2 k-steps
+             * (g >> 2) * KS/2 + i of head g & 3; the lane g ^ 4 holds the
+             * other half: its fragment comes over by a shuffle. The lane's
+             * channels of k-steps i and i + 1 (i even) are adjacent, so one
+             * 32-bit load takes both. */
+            constexpr int KDELTA = key_chan<KM, D>(KS / 2, 0) - key_chan<KM, D>(0, 0);
+            static_assert(split_k_layout_ok<KM, D>(), "kivi key channel layout");
+            const int hb = g >> 2;
+            const __half *scp = (const __half *)(kh + t * (D / 2)) + hb * KDELTA;
+            const __half *mnp = scp + D; /* the minima follow the D scales */
+#pragma unroll
+            for (int ip = 0; ip < KS / 4; ip++) {
+                float2 sc2[4], mn2[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const int c = key_chan<KM, D>(2 * ip, j);
+                    sc2[j] = __half22float2(*(const __half2 *)(scp + c));
+                    mn2[j] = __half22float2(*(const __half2 *)(mnp + c));
+                }
+#pragma unroll
+                for (int ii = 0; ii < 2; ii++) {
+                    const int i = 2 * ip + ii;
+                    const float4 ql = qlane[i][lane], qr = qraw[i][lane];
+                    const float s0_ = ii ? sc2[0].y : sc2[0].x, s1_ = ii ? sc2[1].y : sc2[1].x;
+                    const float s2_ = ii ? sc2[2].y : sc2[2].x, s3_ = ii ? sc2[3].y : sc2[3].x;
+                    uint4 a, ao;
+                    split2(ql.x * s0_, ql.y * s1_, a.x, a.y);
+                    split2(ql.z * s2_, ql.w * s3_, a.z, a.w);
+                    base = fmaf(qr.x, ii ? mn2[0].y : mn2[0].x, base);
+                    base = fmaf(qr.y, ii ? mn2[1].y : mn2[1].x, base);
+                    base = fmaf(qr.z, ii ? mn2[2].y : mn2[2].x, base);
+                    base = fmaf(qr.w, ii ? mn2[3].y : mn2[3].x, base);
+                    ao.x = __shfl_xor_sync(FULL, a.x, 16);
+                    ao.y = __shfl_xor_sync(FULL, a.y, 16);
+                    ao.z = __shfl_xor_sync(FULL, a.z, 16);
+                    ao.w = __shfl_xor_sync(FULL, a.w, 16);
+                    uint32_t b0, b1;
+#pragma unroll
+                    for (int n = 0; n < 4; n++) {
+                        key_frag<KM, D>(kr[n], 0, i, b0, b1);
+                        mma16816(c[n], a, b0, b1);
+                    }
+#pragma unroll
+                    for (int n = 0; n < 4; n++) {
+                        key_frag<KM, D>(kr[n], 0, KS / 2 + i, b0, b1);
+                        mma16816(c[n], ao, b0, b1);
+                    }
+                }
+            }
+            base += __shfl_xor_sync(FULL, base, 1);
+            base += __shfl_xor_sync(FULL, base, 2);
+            base += __shfl_xor_sync(FULL, base, 16);
+        } else if constexpr (KIVI_K) {
             /* the block's per-channel scale folds into Q', its minimum into
              * one float per head: score = sum_c q_c s_c code_c + sum_c q_c m_c */
             const uint8_t *blk = kh;
@@ -687,6 +842,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         x = fac * fmaf(x, post, -hs);
                     }
                 }
+                if constexpr (SPLIT_K) /* rows g >= 4 are junk: constant 0 */
+                    x = g >= 4 ? 0.0f : x;
                 x = tok < s1 ? x : -INFINITY;
                 sc[n][jj] = x;
                 mx = fmaxf(mx, x);
@@ -706,9 +863,11 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 o[n][2] *= al;
                 o[n][3] *= al;
             }
+            /* SPLIT_V: lane g >= 4 holds head g - 4's minima sums */
+            const float alm = SPLIT_MT ? __shfl_sync(FULL, al, lane & ~16) : al;
 #pragma unroll
-            for (int i = 0; i < NG; i++)
-                mt[i] *= al;
+            for (int i = 0; i < NMT; i++)
+                mt[i] *= alm;
         }
 #pragma unroll
         for (int n = 0; n < 4; n++)
@@ -764,26 +923,21 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             /* q8_0 values: per token D/32 blocks [d fp16][32 int8]; the
              * block's d folds into the weight (P*d split hi/lo per block);
              * lane g reads codes 4g..4g+3 of each block, n-tile e of the
-             * block takes byte e (channel 4g + e) of two tokens */
+             * block takes byte e (channel 4g + e) of two tokens.
+             * SPLIT_V: lane g >= 4 folds the odd blocks for head g - 4 (as
+             * for kivi values), one shuffle hands the fragments over. */
+            auto q8_codes = [&](int gr, uint32_t (&w)[2][4]) {
 #pragma unroll
-            for (int gr = 0; gr < NG; gr++) {
-                uint4 a[2];
-                uint32_t w[2][4];
-#pragma unroll
-                for (int kt = 0; kt < 2; kt++) {
-                    float dv[4];
+                for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
-                        const uint8_t *bp = vrow[kt][i] + VBB * gr;
-                        dv[i] = h2f(ld16(bp));
                         /* q8_0: codes 4g..4g+3; q4_0: bytes 4 (g%4).., nibble g/4 */
-                        const uint8_t *cp = bp + 2 + 4 * (VM == FMT_Q4 ? (g & 3) : g); /* aligned in odd blocks */
+                        const uint8_t *cp = vrow[kt][i] + VBB * gr + 2 + 4 * (VM == FMT_Q4 ? (g & 3) : g); /* aligned in odd blocks */
                         const uint32_t cw = gr & 1 ? ld32u(cp) : (uint32_t)ld16(cp) | (uint32_t)ld16(cp + 2) << 16;
                         w[kt][i] = VM == FMT_Q4 ? cw >> (4 * (g >> 2)) : cw ^ 0x80808080u;
                     }
-                    split2(pw[kt][0] * dv[0], pw[kt][1] * dv[1], a[kt].x, a[kt].y);
-                    split2(pw[kt][2] * dv[2], pw[kt][3] * dv[3], a[kt].z, a[kt].w);
-                }
+            };
+            auto q8_mma = [&](int gr, const uint4 (&a)[2], const uint32_t (&w)[2][4]) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)
 #pragma unroll
@@ -797,44 +951,69 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         else
                             mma16816(o[4 * gr + e], a[kt], i8_h2(b0), i8_h2(b1));
                     }
+            };
+            if constexpr (SPLIT_V) {
+                const int hb = g >> 2;
+                float ph[2][4];
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        ph[kt][i] = __shfl_sync(FULL, pw[kt][i], lane & ~16);
+#pragma unroll
+                for (int j = 0; j < NG / 2; j++) {
+                    uint4 a[2], ao[2];
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        float dv[4];
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            dv[i] = h2f(ld16(vrow[kt][i] + VBB * (2 * j + hb)));
+                        split2(ph[kt][0] * dv[0], ph[kt][1] * dv[1], a[kt].x, a[kt].y);
+                        split2(ph[kt][2] * dv[2], ph[kt][3] * dv[3], a[kt].z, a[kt].w);
+                        ao[kt].x = __shfl_xor_sync(FULL, a[kt].x, 16);
+                        ao[kt].y = __shfl_xor_sync(FULL, a[kt].y, 16);
+                        ao[kt].z = __shfl_xor_sync(FULL, a[kt].z, 16);
+                        ao[kt].w = __shfl_xor_sync(FULL, a[kt].w, 16);
+                    }
+                    {
+                        uint32_t w[2][4];
+                        q8_codes(2 * j, w);
+                        q8_mma(2 * j, a, w);
+                    }
+                    {
+                        uint32_t w[2][4];
+                        q8_codes(2 * j + 1, w);
+                        q8_mma(2 * j + 1, ao, w);
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int gr = 0; gr < NG; gr++) {
+                    uint4 a[2];
+                    uint32_t w[2][4];
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        float dv[4];
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            dv[i] = h2f(ld16(vrow[kt][i] + VBB * gr));
+                        split2(pw[kt][0] * dv[0], pw[kt][1] * dv[1], a[kt].x, a[kt].y);
+                        split2(pw[kt][2] * dv[2], pw[kt][3] * dv[3], a[kt].z, a[kt].w);
+                    }
+                    q8_codes(gr, w);
+                    q8_mma(gr, a, w);
+                }
             }
         } else {
             /* kivi values, group 32: per token [scales fp16 x NG][minima
              * fp16 x NG][codes]; the token's group scale folds into the
              * weight, its minimum into mt[group] */
             constexpr int CB = (VM & 15) * D / 8 / NG; /* code bytes per group */
-            float sv[2][4][NG], mv[2][4][NG];
+            /* kivi value codes of group gr for the two k-tiles */
+            auto val_codes = [&](int gr, uint32_t (&w)[2][4][CB / 4]) {
 #pragma unroll
-            for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    if constexpr (NG == 4) { /* block_bytes % 16 == 0 (D = 128, group 32) */
-                        const uint4 v = *(const uint4 *)vrow[kt][i];
-                        const __half2 *h = (const __half2 *)&v;
-#pragma unroll
-                        for (int k = 0; k < 2; k++) {
-                            const float2 s2 = __half22float2(h[k]), m2 = __half22float2(h[2 + k]);
-                            sv[kt][i][2 * k] = s2.x;
-                            sv[kt][i][2 * k + 1] = s2.y;
-                            mv[kt][i][2 * k] = m2.x;
-                            mv[kt][i][2 * k + 1] = m2.y;
-                        }
-                    } else { /* D = 64: two groups, 8-byte rows */
-                        const uint2 v = *(const uint2 *)vrow[kt][i];
-                        const __half2 *h = (const __half2 *)&v;
-                        const float2 s2 = __half22float2(h[0]), m2 = __half22float2(h[1]);
-                        sv[kt][i][0] = s2.x;
-                        sv[kt][i][1] = s2.y;
-                        mv[kt][i][0] = m2.x;
-                        mv[kt][i][1] = m2.y;
-                    }
-                }
-#pragma unroll
-            for (int gr = 0; gr < NG; gr++) {
-                uint4 a[2];
-                uint32_t w[2][4][CB / 4];
-#pragma unroll
-                for (int kt = 0; kt < 2; kt++) {
+                for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
                         const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
@@ -844,11 +1023,10 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                             w[kt][i][2 * k] = v.x;
                             w[kt][i][2 * k + 1] = v.y;
                         }
-                        mt[gr] = fmaf(pw[kt][i], mv[kt][i][gr], mt[gr]);
                     }
-                    split2(pw[kt][0] * sv[kt][0][gr], pw[kt][1] * sv[kt][1][gr], a[kt].x, a[kt].y);
-                    split2(pw[kt][2] * sv[kt][2][gr], pw[kt][3] * sv[kt][3][gr], a[kt].z, a[kt].w);
-                }
+            };
+            /* o[group gr] += A[kt] (codes of group gr) */
+            auto val_mma = [&](int gr, const uint4 (&a)[2], const uint32_t (&w)[2][4][CB / 4]) {
 #pragma unroll
                 for (int e = 0; e < 4; e++) { /* the 4 n-tiles of the group */
 #pragma unroll
@@ -866,6 +1044,126 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         mma16816(o[4 * gr + e], a[kt], code_h2(b0, vmask), code_h2(b1, vmask));
                     }
                 }
+            };
+            if constexpr (SPLIT_V) {
+                /* lane (g, t) folds groups 2j + (g >> 2) of head g & 3 (its
+                 * weights come from lane g & 3 by a shuffle); the other
+                 * group's fragment comes from lane g ^ 4. mt[j]: the minima
+                 * sum of group 2j + (g >> 2). */
+                const uint32_t hsel = g >= 4 ? 0x7632u : 0x5410u; /* high or low fp16 halves */
+                float ph[2][4], sv[2][4][NG / 2], mv[2][4][NG / 2];
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        ph[kt][i] = __shfl_sync(FULL, pw[kt][i], lane & ~16);
+                        if constexpr (NG == 4) { /* [s0 s1 s2 s3 m0 m1 m2 m3]: take s_h, s_{2+h}, m_h, m_{2+h} */
+                            const uint4 v = *(const uint4 *)vrow[kt][i];
+                            const uint32_t sp = __byte_perm(v.x, v.y, hsel), mp = __byte_perm(v.z, v.w, hsel);
+                            const float2 s2 = __half22float2(*(const __half2 *)&sp), m2 = __half22float2(*(const __half2 *)&mp);
+                            sv[kt][i][0] = s2.x;
+                            sv[kt][i][1] = s2.y;
+                            mv[kt][i][0] = m2.x;
+                            mv[kt][i][1] = m2.y;
+                        } else { /* [s0 s1 m0 m1]: take s_h, m_h */
+                            const uint2 v = *(const uint2 *)vrow[kt][i];
+                            const uint32_t sp = __byte_perm(v.x, v.y, hsel);
+                            const float2 s2 = __half22float2(*(const __half2 *)&sp);
+                            sv[kt][i][0] = s2.x;
+                            mv[kt][i][0] = s2.y;
+                        }
+                    }
+#pragma unroll
+                for (int j = 0; j < NG / 2; j++) {
+                    uint4 a[2], ao[2];
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            mt[j] = fmaf(ph[kt][i], mv[kt][i][j], mt[j]);
+                        split2(ph[kt][0] * sv[kt][0][j], ph[kt][1] * sv[kt][1][j], a[kt].x, a[kt].y);
+                        split2(ph[kt][2] * sv[kt][2][j], ph[kt][3] * sv[kt][3][j], a[kt].z, a[kt].w);
+                        ao[kt].x = __shfl_xor_sync(FULL, a[kt].x, 16);
+                        ao[kt].y = __shfl_xor_sync(FULL, a[kt].y, 16);
+                        ao[kt].z = __shfl_xor_sync(FULL, a[kt].z, 16);
+                        ao[kt].w = __shfl_xor_sync(FULL, a[kt].w, 16);
+                    }
+                    {
+                        uint32_t w[2][4][CB / 4];
+                        val_codes(2 * j, w);
+                        val_mma(2 * j, a, w);
+                    }
+                    {
+                        uint32_t w[2][4][CB / 4];
+                        val_codes(2 * j + 1, w);
+                        val_mma(2 * j + 1, ao, w);
+                    }
+                }
+            } else {
+                float sv[2][4][NG], mv[2][4][NG];
+    #pragma unroll
+                for (int kt = 0; kt < 2; kt++)
+    #pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        if constexpr (NG == 4) { /* block_bytes % 16 == 0 (D = 128, group 32) */
+                            const uint4 v = *(const uint4 *)vrow[kt][i];
+                            const __half2 *h = (const __half2 *)&v;
+    #pragma unroll
+                            for (int k = 0; k < 2; k++) {
+                                const float2 s2 = __half22float2(h[k]), m2 = __half22float2(h[2 + k]);
+                                sv[kt][i][2 * k] = s2.x;
+                                sv[kt][i][2 * k + 1] = s2.y;
+                                mv[kt][i][2 * k] = m2.x;
+                                mv[kt][i][2 * k + 1] = m2.y;
+                            }
+                        } else { /* D = 64: two groups, 8-byte rows */
+                            const uint2 v = *(const uint2 *)vrow[kt][i];
+                            const __half2 *h = (const __half2 *)&v;
+                            const float2 s2 = __half22float2(h[0]), m2 = __half22float2(h[1]);
+                            sv[kt][i][0] = s2.x;
+                            sv[kt][i][1] = s2.y;
+                            mv[kt][i][0] = m2.x;
+                            mv[kt][i][1] = m2.y;
+                        }
+                    }
+    #pragma unroll
+                for (int gr = 0; gr < NG; gr++) {
+                    uint4 a[2];
+                    uint32_t w[2][4][CB / 4];
+    #pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+    #pragma unroll
+                        for (int i = 0; i < 4; i++) {
+                            const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
+    #pragma unroll
+                            for (int k = 0; k < CB / 8; k++) {
+                                const uint2 v = *(const uint2 *)(cp + 8 * k);
+                                w[kt][i][2 * k] = v.x;
+                                w[kt][i][2 * k + 1] = v.y;
+                            }
+                            mt[gr] = fmaf(pw[kt][i], mv[kt][i][gr], mt[gr]);
+                        }
+                        split2(pw[kt][0] * sv[kt][0][gr], pw[kt][1] * sv[kt][1][gr], a[kt].x, a[kt].y);
+                        split2(pw[kt][2] * sv[kt][2][gr], pw[kt][3] * sv[kt][3][gr], a[kt].z, a[kt].w);
+                    }
+    #pragma unroll
+                    for (int e = 0; e < 4; e++) { /* the 4 n-tiles of the group */
+    #pragma unroll
+                        for (int kt = 0; kt < 2; kt++) {
+                            uint32_t b0, b1;
+                            if constexpr (VM == FMT_KIVI2) {
+                                const uint32_t bs = vbyte + 2 * (e & 1), sel = bs | (bs + 4) << 8;
+                                b0 = __byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel);
+                                b1 = __byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel);
+                            } else {
+                                const uint32_t sel = vbyte | (vbyte + 4) << 8;
+                                b0 = __byte_perm(w[kt][0][e], w[kt][1][e], sel);
+                                b1 = __byte_perm(w[kt][2][e], w[kt][3][e], sel);
+                            }
+                            mma16816(o[4 * gr + e], a[kt], code_h2(b0, vmask), code_h2(b1, vmask));
+                        }
+                    }
+                }
             }
         }
     }
@@ -874,10 +1172,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     l_run += __shfl_xor_sync(FULL, l_run, 1);
     l_run += __shfl_xor_sync(FULL, l_run, 2);
 #pragma unroll
-    for (int i = 0; i < NG; i++) {
+    for (int i = 0; i < NMT; i++) {
         mt[i] += __shfl_xor_sync(FULL, mt[i], 1);
         mt[i] += __shfl_xor_sync(FULL, mt[i], 2);
     }
+    float mo[NMT]; /* SPLIT_V: the odd groups' minima sums, from lane g + 4 */
+#pragma unroll
+    for (int i = 0; i < NMT; i++)
+        mo[i] = SPLIT_MT ? __shfl_xor_sync(FULL, mt[i], 16) : 0.0f;
     if (live) {
 #pragma unroll
         for (int n = 0; n < NT; n++)
@@ -885,7 +1187,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             for (int jj = 0; jj < 2; jj++) {
                 const int col = 2 * t + jj;
                 float x = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(col);
-                if constexpr (KIVI_V)
+                if constexpr (SPLIT_MT)
+                    x += (n / 4) & 1 ? mo[n / 8] : mt[n / 8];
+                else if constexpr (KIVI_V)
                     x += mt[n / 4];
                 red[warp][g][val_chan<VM>(n, col)] = x;
             }
