@@ -157,6 +157,20 @@ static void test_exp(void)
         float sd = vq_exp_shift_avx512(b, N, 1.0f, 3.0f);
         memcpy(a, x, sizeof(float) * N);
         CHECK(sd == vq_exp_shift_avx2(a, N, 1.0f, 3.0f) && memcmp(a, b, sizeof(float) * N) == 0);
+        /* a scale on the way: the twins agree, and equal scaling first
+         * (x*sc stored, then sc = 1) bit for bit */
+        float *s1 = malloc(sizeof(float) * N), *s2 = malloc(sizeof(float) * N);
+        for (size_t i = 0; i < N; i++)
+            s1[i] = x[i] * 8.0f + 0.37f * (float)(i % 5), s2[i] = s1[i];
+        memcpy(a, s1, sizeof(float) * N);
+        float m8 = vq_row_max_ref(s1, N) * 0.125f;
+        float e1 = vq_exp_shift_avx512(s1, N, 0.125f, m8), e2 = vq_exp_shift_avx2(s2, N, 0.125f, m8);
+        CHECK(e1 == e2 && memcmp(s1, s2, sizeof(float) * N) == 0);
+        for (size_t i = 0; i < N; i++)
+            a[i] *= 0.125f;
+        CHECK(vq_exp_shift_avx512(a, N, 1.0f, m8) == e1 && memcmp(a, s1, sizeof(float) * N) == 0);
+        free(s1);
+        free(s2);
     } else {
         printf("  (no AVX-512: exp twin not run)\n");
     }

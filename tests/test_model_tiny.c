@@ -114,6 +114,9 @@ static void test_llama(void)
     s.seed = 2;
     check_against_ref(&s, "llama_f32_long", vq_test_quick() ? 70 : 140, vq_test_quick() ? 67 : 133,
                       1e-4);
+    /* decode past 1,024 positions: the float buffer's split-K chunks
+     * (kv_float.c) merged, positions 1,020..1,059 decoded one by one */
+    check_against_ref(&s, "llama_f32_chunks", 1060, 1020, 1e-4);
     s.wtype = VQ_W_F16;
     check_against_ref(&s, "llama_f16", 12, 7, 1e-3);
     s.wtype = VQ_W_Q8_0;
@@ -150,6 +153,9 @@ static void test_gemma3(void)
     s.rope_base = 1000000.0f;
     s.rms_eps = 1e-6f;
     check_against_ref(&s, "gemma3_f32", 12, 6, 1e-4);
+    /* decode past a split-K chunk boundary with window layers (their early
+     * chunks are empty) */
+    check_against_ref(&s, "gemma3_f32_chunks", 1040, 1020, 1e-4);
     s.wtype = VQ_W_F16;
     check_against_ref(&s, "gemma3_f16", 12, 6, 1e-3);
 
