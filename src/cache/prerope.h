@@ -4,9 +4,11 @@
  * The model hands the cache RoPE'd keys as always. With prerope=1, when a
  * group leaves the fp16 window its keys are rotated back by -angle(pos)
  * (RoPE undone), and the codec packs the pre-RoPE keys, whose per-channel
- * statistics do not turn with the position. Scoring decodes each key block,
- * applies RoPE at the token's position and takes plain dot products with
- * the (RoPE'd) queries; gather returns RoPE'd keys. So for exact codes the
+ * statistics do not turn with the position. Scoring decodes each key block
+ * and takes plain dot products after RoPE at the token's position, split
+ * as RoPE(k, lo + hi).q = RoPE(k, lo).RoPE(q, -hi) (prerope.c's tables:
+ * each key turns by its low angle row, the queries by minus the high row
+ * once per run of keys sharing it); gather returns RoPE'd keys. So for exact codes the
  * scores equal the post-RoPE ones (up to float rounding), and the codec's
  * error is made where the channels are stable. The RoPE of each layer
  * (inv_freq[D/2] and the pairing) comes from the model:

@@ -38,6 +38,7 @@ static inline void rows8(size_t i, size_t nt, size_t E, size_t r[8])
 static inline __attribute__((always_inline)) void dot_impl(const float *q, size_t qstride, int n_q, const void *v,
                                                            size_t nt, size_t E, float *s, size_t sstride, int HALF)
 {
+    const int pf = nt * E * (HALF ? 2 : 4) >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
     int j = 0;
     for (; n_q - j >= 4 && n_q - j != 5; j += 4) { /* four queries x four rows share each load */
         const float *q0 = q + (size_t)j * qstride;
@@ -45,7 +46,7 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
             size_t r[4];
             for (size_t k = 0; k < 4; k++)
                 r[k] = (i + k < nt ? i + k : nt - 1) * E;
-            if (j == 0) /* the first query pass streams the rows */
+            if (j == 0 && pf) /* the first query pass streams the rows */
                 vq_prefetch_span(v, r[0] * (HALF ? 2 : 4) + VQ_PF_AHEAD, 4 * E * (HALF ? 2 : 4));
             __m512 a[4][4];
             for (int jj = 0; jj < 4; jj++)
@@ -73,7 +74,7 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
         for (size_t i = 0; i < nt; i += 8) {
             size_t r[8];
             rows8(i, nt, E, r);
-            if (j == 0)
+            if (j == 0 && pf)
                 vq_prefetch_span(v, r[0] * (HALF ? 2 : 4) + VQ_PF_AHEAD, 8 * E * (HALF ? 2 : 4));
             __m512 a[8], b[8], c[8];
             for (int k = 0; k < 8; k++)
@@ -127,7 +128,7 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
                 A[jj][ww] = _mm512_loadu_ps(acc + (size_t)(j0 + jj) * astride + e + 16 * (size_t)ww);          \
         for (size_t i = 0; i < nt; i++) {                                                                     \
             __m512 V[4];                                                                                      \
-            if (j0 == 0 && e == 0) /* the first pass streams the rows */                                      \
+            if (pf && j0 == 0 && e == 0) /* the first pass streams the rows */                                \
                 vq_prefetch_span(v, i * E * (HALF ? 2 : 4) + VQ_PF_AHEAD, E * (HALF ? 2 : 4));               \
             _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                           \
                 V[ww] = ld16(v, i * E + e + 16 * (size_t)ww, HALF);                                           \
@@ -146,6 +147,7 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
                                                             size_t nt, size_t E, float *acc, size_t astride,
                                                             int HALF)
 {
+    const int pf = nt * E * (HALF ? 2 : 4) >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
     for (int j0 = 0; j0 < n_q; j0 += 4) {
         int nq = n_q - j0 < 4 ? n_q - j0 : 4;
         for (size_t e = 0; e < E;) {

@@ -15,6 +15,11 @@
 /* how far ahead of the current row a row kernel fetches (bytes) */
 #define VQ_PF_AHEAD 1024
 
+/* rows spanning fewer bytes than this are a tile the caller has just
+ * written (in L1: codec/tiled.c's tiles are 16 KB): the dense kernels do
+ * not prefetch them (it would only cost instructions) */
+#define VQ_PF_MIN_SPAN (24u << 10)
+
 /* hint: bytes [p + off, p + off + n) will be read soon (one line per 64 bytes) */
 static inline void vq_prefetch_span(const void *p, size_t off, size_t n)
 {
