@@ -21,6 +21,9 @@
 #   ppl-lowbit3-smollm2 ppl-lowbit3-gemma3
 #                                 the third round's configs (bit plans, rabitq mse=1,
 #                                 the 1-bit-key family): figures/quality/MODEL-ppl-lowbit3.json
+#   plan4-smollm2 plan4-gemma3    fourth round: bit plans with turboquant_mse values
+#                                 (norm=8, 1/2 bits) and kivix keys (2/3 bits under 2.25
+#                                 b/e, 3/4 under 3.0): figures/quality/sweeps/
 #   sweep-kivi-smollm2 sweep-kivix-smollm2 plan-smollm2
 #   sweep-sinks-smollm2 sweep-sinks-gemma3 sweep-nu-smollm2 (ctx 1024, 2 chunks)
 #                                 the exploration behind them (docs/quality.md):
@@ -284,6 +287,19 @@ step() {
     plan-smollm2-3) mkdir -p figures/quality/sweeps
                    run "$BIN" tune --model smollm2-135m --plan 2,3 --groups 256,64 --budget 3 --file "$WIKI" \
                      --tokens 512 --json > figures/quality/sweeps/smollm2-135m-plan-2-3-budget3.json ;;
+    # fourth round: keys kivix 2/3 or 3/4 bits per layer, values
+    # turboquant_mse (rotation + Lloyd-Max, one-byte norm) 1/2 bits per layer
+    plan4-smollm2|plan4-gemma3)
+                   mkdir -p figures/quality/sweeps
+                   m=smollm2-135m; [ "$1" = plan4-gemma3 ] && m=gemma3-270m
+                   for pb in 2,3:2.25 3,4:3; do
+                     p=${pb%%:*}; b=${pb##*:}
+                     run "$BIN" tune --model $m --plan $p --vplan 1,2 --plan-keys kivix:group=256,outliers=64 \
+                       --plan-values turboquant_mse:norm=8,lsq=1 --budget $b --file "$WIKI" --tokens 512 --json \
+                       > figures/quality/sweeps/$m-plan4-k${p/,/-}-v1-2-budget$b.json.tmp
+                     mv figures/quality/sweeps/$m-plan4-k${p/,/-}-v1-2-budget$b.json.tmp \
+                       figures/quality/sweeps/$m-plan4-k${p/,/-}-v1-2-budget$b.json
+                   done ;;
     sweep-kivi-smollm2)  mkdir -p figures/quality/sweeps
                          sweep_list kivi | ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-kivi.json ;;
     sweep-kivix-smollm2) mkdir -p figures/quality/sweeps
