@@ -24,6 +24,8 @@
 #   plan4-smollm2 plan4-gemma3    fourth round: bit plans with turboquant_mse values
 #                                 (norm=8, 1/2 bits) and kivix keys (2/3 bits under 2.25
 #                                 b/e, 3/4 under 3.0): figures/quality/sweeps/
+#   sweep-1bit-gemma3             fourth round: the 1-bit-key family on gemma3 with
+#                                 pre-RoPE keys (ctx 1024 screen): figures/quality/sweeps/
 #   sweep-kivi-smollm2 sweep-kivix-smollm2 plan-smollm2
 #   sweep-sinks-smollm2 sweep-sinks-gemma3 sweep-nu-smollm2 (ctx 1024, 2 chunks)
 #                                 the exploration behind them (docs/quality.md):
@@ -243,6 +245,13 @@ keys=kivix:bits=2,group=128,nu=35 values=kivix:bits=2,group=64,nu=35 residual=12
 keys=kivix:bits=2,group=128,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1 vbits=1,2,1,2,2,2,2,2,2,2,1,1,2,2,2,2,2,2,2,2,2,2,2,2,2,1,1,2,1,1
 LIST
     ;;
+    onebit-gemma3) cat <<'LIST'
+keys=turboquant_rvq:bits=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4
+keys=turboquant_rvq:bits=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=1
+keys=rabitq:bits=2,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=1
+keys=rabitq:bits=1,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=1
+LIST
+    ;;
   esac
 }
 
@@ -313,6 +322,8 @@ step() {
                          screen_list sinks-lowbit-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-sinks-lowbit.json ;;
     sweep-sinks-gemma3)  mkdir -p figures/quality/sweeps
                          screen_list sinks-prerope-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-sinks-prerope.json ;;
+    sweep-1bit-gemma3)   mkdir -p figures/quality/sweeps  # fourth round: the 1-bit-key family, pre-RoPE
+                         screen_list onebit-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-1bit-prerope.json ;;
     sweep-nu-smollm2)    mkdir -p figures/quality/sweeps
                          screen_list nu-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-nu.json ;;
     needle-smollm2) needle smollm2-135m 2048 ;;
