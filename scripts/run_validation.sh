@@ -24,6 +24,10 @@
 #   plan4-smollm2 plan4-gemma3    fourth round: bit plans with turboquant_mse values
 #                                 (norm=8, 1/2 bits) and kivix keys (2/3 bits under 2.25
 #                                 b/e, 3/4 under 3.0): figures/quality/sweeps/
+#   ppl-lowbit4-smollm2 ppl-lowbit4-gemma3
+#                                 the fourth round's configs (plans and uniform points with
+#                                 turboquant_mse norm=8 values; the 1-bit-key family with
+#                                 pre-RoPE keys): figures/quality/MODEL-ppl-lowbit4.json
 #   sweep-1bit-gemma3             fourth round: the 1-bit-key family on gemma3 with
 #                                 pre-RoPE keys (ctx 1024 screen): figures/quality/sweeps/
 #   sweep-kivi-smollm2 sweep-kivix-smollm2 plan-smollm2
@@ -34,6 +38,9 @@
 #   needle-lowbit2-smollm2        passkey at 4k tokens, 3 seeds per depth, low-bit configs
 #   needle-4k-r3-smollm2 needle-4k-r3-gemma3
 #                                 the same after the prompt fix (a filler line after the key)
+#   needle-4k-r4-smollm2 needle-4k-r4-gemma3
+#                                 passkey at 4k, 3 keys per depth, the first two configs of
+#                                 ppl-lowbit4-MODEL (the 2.25 and 3.0 b/e plans)
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -167,6 +174,26 @@ LIST
   esac
 }
 
+# The fourth round (docs/quality.md "Fourth round"): values
+# turboquant_mse with the one-byte norm (norm=8, lsq=1) at 1-2 bits, keys
+# kivix 2-4 bits; the plans from plan4-MODEL (their residual=32 of the
+# 512-token measurement raised to the table's 128). 3 chunks.
+lowbit4_methods() {
+  case $1 in
+    smollm2-135m) cat <<LIST
+keys=kivix:bits=3,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=3,3,2,2,2,2,2,3,3,2,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2 vbits=2,2,2,2,2,2,2,2,2,2,1,1,2,1,2,2,1,2,2,1,2,1,1,2,2,1,1,1,2,1
+keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=4,4,4,4,3,4,3,3,3,4,4,4,4,4,4,3,4,4,4,4,4,4,3,4,4,4,3,4,3,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,1,2,2,1,2,2,2,2,2,1,2,1,2,2
+keys=kivix:bits=3,group=256,outliers=64 values=turboquant_mse:bits=1,norm=8,lsq=1 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1
+LIST
+    ;;
+    gemma3-270m) cat <<LIST
+GEMMA3_PLACEHOLDER
+LIST
+    ;;
+  esac
+}
+
 ppl_list() {  # model chunks out-file: the configs on stdin, one per line
   local m=$1 chunks=$2 out=$3; local -a a=()
   while IFS= read -r cfg; do [ -n "$cfg" ] && a+=(--cache "$cfg"); done
@@ -288,6 +315,8 @@ step() {
     ppl-lowbit2-gemma3)  lowbit2_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit2.json ;;
     ppl-lowbit3-smollm2) lowbit3_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit3.json ;;
     ppl-lowbit3-gemma3)  lowbit3_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit3.json ;;
+    ppl-lowbit4-smollm2) lowbit4_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit4.json ;;
+    ppl-lowbit4-gemma3)  lowbit4_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit4.json ;;
     plan-gemma3)   mkdir -p figures/quality/sweeps
                    for b in 3 2.25; do
                      run "$BIN" tune --model gemma3-270m --plan 2,3 --groups 256,256 --budget $b --file "$WIKI" \
@@ -354,6 +383,13 @@ step() {
         --cache 'keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=3,group=256 residual=128 sinks=4 prerope=1 kbits=2,3,3,2,2,3,3,3,3,3,2,3,3,3,3,3,3,3 vbits=3,3,2,3,2,3,3,3,3,3,3,3,3,3,3,3,3,3' \
         --json > figures/quality/sweeps/gemma3-270m-needle-4k-r3.json.tmp
       mv figures/quality/sweeps/gemma3-270m-needle-4k-r3.json.tmp figures/quality/sweeps/gemma3-270m-needle-4k-r3.json ;;
+    needle-4k-r4-smollm2|needle-4k-r4-gemma3)  # fourth round: the plans under 3.0 (and 2.25) b/e
+      m=smollm2-135m; [ "$1" = needle-4k-r4-gemma3 ] && m=gemma3-270m
+      a=()
+      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(lowbit4_methods $m | head -2)
+      run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 "${a[@]}" \
+        --json > figures/quality/sweeps/$m-needle-4k-r4.json.tmp
+      mv figures/quality/sweeps/$m-needle-4k-r4.json.tmp figures/quality/sweeps/$m-needle-4k-r4.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;

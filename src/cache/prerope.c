@@ -26,6 +26,7 @@ struct vq_prerope {
     int *owner;       /* [n_layers]: the layer whose tables this one reads */
     float **lo, **hi; /* [n_layers]: owned tables, NULL for readers */
     int32_t *hi_n;    /* [n_layers]: rows of an owned hi table */
+    float **mean;     /* prerope=2: [n_layers] -> [n_kv_heads][D] key means, NULL until a flush */
 };
 
 int vq_cache_prerope_on(const vq_cache *c) { return c && c->cfg->prerope; }
@@ -54,8 +55,9 @@ vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int ne
             p->lo = calloc((size_t)c->n_layers, sizeof *p->lo);
             p->hi = calloc((size_t)c->n_layers, sizeof *p->hi);
             p->hi_n = calloc((size_t)c->n_layers, sizeof *p->hi_n);
+            p->mean = calloc((size_t)c->n_layers, sizeof *p->mean);
         }
-        if (!p || !p->inv_freq || !p->neox || !p->owner || !p->lo || !p->hi || !p->hi_n) {
+        if (!p || !p->inv_freq || !p->neox || !p->owner || !p->lo || !p->hi || !p->hi_n || !p->mean) {
             if (p) {
                 free(p->inv_freq);
                 free(p->neox);
@@ -63,6 +65,7 @@ vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int ne
                 free(p->lo);
                 free(p->hi);
                 free(p->hi_n);
+                free(p->mean);
             }
             free(p);
             return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory");
@@ -205,6 +208,33 @@ vq_status vq_cache_prerope_unrope(vq_cache *c, const vq_cache_layer *L, const in
     return tab_grow(c, l, need); /* these keys are packed next: scoring reads their angles */
 }
 
+vq_status vq_cache_prerope_center(vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, size_t s, size_t n,
+                                  float *x)
+{
+    if (c->cfg->prerope != 2 || !c->prerope || n == 0)
+        return VQ_OK;
+    const int l = (int)(L - c->layers);
+    const size_t D = (size_t)L->shape.head_dim, h = (size_t)(H - L->heads);
+    struct vq_prerope *p = c->prerope;
+    if (!p->mean[l]) {
+        p->mean[l] = calloc((size_t)L->shape.n_kv_heads * D, sizeof(float));
+        if (!p->mean[l])
+            return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory for the key means");
+    }
+    float *mu = p->mean[l] + h * D;
+    if (s == 0) /* the head's first packed group: its mean is the centre from now on */
+        for (size_t d = 0; d < D; d++) {
+            double a = 0.0;
+            for (size_t t = 0; t < n; t++)
+                a += x[t * D + d];
+            mu[d] = (float)(a / (double)n);
+        }
+    for (size_t t = 0; t < n; t++)
+        for (size_t d = 0; d < D; d++)
+            x[t * D + d] -= mu[d];
+    return VQ_OK;
+}
+
 void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, size_t s0,
                              size_t n, float *x)
 {
@@ -215,6 +245,12 @@ void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const v
     size_t D = (size_t)L->shape.head_dim, half = D / 2;
     if (!p->inv_freq[l])
         return;
+    if (p->mean[l]) { /* prerope=2: the centre back before RoPE */
+        const float *mu = p->mean[l] + (size_t)(H - L->heads) * D;
+        for (size_t t = 0; t < n; t++)
+            for (size_t d = 0; d < D; d++)
+                x[t * D + d] += mu[d];
+    }
     const int o = p->owner[l], neox = p->neox[l];
     for (size_t t = 0; t < n; t++) {
         int32_t pos = vq_head_pos(H, s0 + t);
@@ -271,8 +307,10 @@ size_t vq_cache_prerope_bytes(const vq_cache *c)
             b += (size_t)ROPE_LO * D * sizeof(float);
         if (p->hi[l])
             b += (size_t)p->hi_n[l] * D * sizeof(float);
+        if (p->mean[l])
+            b += (size_t)c->layers[l].shape.n_kv_heads * D * sizeof(float);
     }
-    return b;
+    return b + (size_t)c->n_layers * sizeof(float *);
 }
 
 void vq_cache_prerope_free(vq_cache *c)
@@ -283,7 +321,9 @@ void vq_cache_prerope_free(vq_cache *c)
         free(c->prerope->inv_freq[l]);
         free(c->prerope->lo[l]);
         free(c->prerope->hi[l]);
+        free(c->prerope->mean[l]);
     }
+    free(c->prerope->mean);
     free(c->prerope->inv_freq);
     free(c->prerope->neox);
     free(c->prerope->owner);
