@@ -28,8 +28,10 @@
 #                                 the fourth round's configs (plans and uniform points with
 #                                 turboquant_mse norm=8 values; the 1-bit-key family with
 #                                 pre-RoPE keys): figures/quality/MODEL-ppl-lowbit4.json
-#   sweep-1bit-gemma3             fourth round: the 1-bit-key family on gemma3 with
-#                                 pre-RoPE keys (ctx 1024 screen): figures/quality/sweeps/
+#   sweep-1bit-gemma3 sweep-center-gemma3
+#                                 fourth round: the 1-bit-key family on gemma3 with
+#                                 pre-RoPE keys, then centred (prerope=2) (ctx 1024
+#                                 screens): figures/quality/sweeps/
 #   sweep-kivi-smollm2 sweep-kivix-smollm2 plan-smollm2
 #   sweep-sinks-smollm2 sweep-sinks-gemma3 sweep-nu-smollm2 (ctx 1024, 2 chunks)
 #                                 the exploration behind them (docs/quality.md):
@@ -279,6 +281,13 @@ keys=rabitq:bits=2,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=
 keys=rabitq:bits=1,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=1
 LIST
     ;;
+    center-gemma3) cat <<'LIST'
+keys=turboquant_rvq:bits=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
+keys=rabitq:bits=2,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
+keys=rabitq:bits=1,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
+keys=turboquant_mse:bits=2 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
+LIST
+    ;;
   esac
 }
 
@@ -353,6 +362,8 @@ step() {
                          screen_list sinks-prerope-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-sinks-prerope.json ;;
     sweep-1bit-gemma3)   mkdir -p figures/quality/sweeps  # fourth round: the 1-bit-key family, pre-RoPE
                          screen_list onebit-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-1bit-prerope.json ;;
+    sweep-center-gemma3) mkdir -p figures/quality/sweeps  # fourth round: the same with centred keys (prerope=2)
+                         screen_list center-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-1bit-center.json ;;
     sweep-nu-smollm2)    mkdir -p figures/quality/sweeps
                          screen_list nu-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-nu.json ;;
     needle-smollm2) needle smollm2-135m 2048 ;;
