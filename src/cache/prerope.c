@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/sinks.h"
 #include "kernels/kernels.h"
 
 /* Scoring applies RoPE to every decoded key. Its angles p * f_i come from
@@ -222,13 +223,24 @@ vq_status vq_cache_prerope_center(vq_cache *c, const vq_cache_layer *L, const vq
             return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory for the key means");
     }
     float *mu = p->mean[l] + h * D;
-    if (s == 0) /* the head's first packed group: its mean is the centre from now on */
-        for (size_t d = 0; d < D; d++) {
+    if (s == 0) { /* the head's first packed group: the mean of the window's non-sink tokens (pre-RoPE), this
+                   * group first in it, is the centre from now on */
+        const size_t ns = vq_cache_head_sinks(c, L, H), nw = H->n_res - ns;
+        float *w = malloc(nw * D * sizeof *w);
+        if (!w)
+            return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory for the key centre");
+        vq_status st = vq_codec_decode(L->fk, H->rk + ns * 2 * D, nw, w);
+        if (st == VQ_OK)
+            st = vq_cache_prerope_unrope(c, L, H->rpos + ns, nw, w);
+        for (size_t d = 0; st == VQ_OK && d < D; d++) {
             double a = 0.0;
-            for (size_t t = 0; t < n; t++)
-                a += x[t * D + d];
-            mu[d] = (float)(a / (double)n);
+            for (size_t t = 0; t < nw; t++)
+                a += w[t * D + d];
+            mu[d] = (float)(a / (double)nw);
         }
+        free(w);
+        VQ_TRY(st);
+    }
     for (size_t t = 0; t < n; t++)
         for (size_t d = 0; d < D; d++)
             x[t * D + d] -= mu[d];
