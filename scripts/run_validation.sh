@@ -42,7 +42,7 @@
 #                                 the same after the prompt fix (a filler line after the key)
 #   needle-4k-r4-smollm2 needle-4k-r4-gemma3
 #                                 passkey at 4k, 3 keys per depth, the first two configs of
-#                                 ppl-lowbit4-MODEL (the 2.25 and 3.0 b/e plans)
+#                                 ppl-lowbit4-MODEL (the 2.25 and 3.0 b/e plans; gemma3: 3.0 only)
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -190,7 +190,10 @@ keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=
 LIST
     ;;
     gemma3-270m) cat <<LIST
-GEMMA3_PLACEHOLDER
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=1,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=2,3,2,2,2,3,3,3,2,3,2,3,3,3,2,3,2,3 vbits=1,2,2,2,1,2,1,2,1,2,2,2,2,2,2,2,1,2
+keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2
+keys=turboquant_rvq:bits=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
+keys=rabitq:bits=2,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
 LIST
     ;;
   esac
@@ -397,7 +400,8 @@ step() {
     needle-4k-r4-smollm2|needle-4k-r4-gemma3)  # fourth round: the plans under 3.0 (and 2.25) b/e
       m=smollm2-135m; [ "$1" = needle-4k-r4-gemma3 ] && m=gemma3-270m
       a=()
-      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(lowbit4_methods $m | head -2)
+      n=2; [ $m = gemma3-270m ] && n=1  # gemma3: the 3.0 plan only (machine time)
+      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(lowbit4_methods $m | head -2 | tail -$n)
       run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 "${a[@]}" \
         --json > figures/quality/sweeps/$m-needle-4k-r4.json.tmp
       mv figures/quality/sweeps/$m-needle-4k-r4.json.tmp figures/quality/sweeps/$m-needle-4k-r4.json ;;
@@ -407,7 +411,12 @@ step() {
   esac
 }
 
-if [ $# -eq 0 ]; then
-  set -- short-smollm2 short-gemma3 ppl-smollm2 ppl-gemma3 needle-smollm2 needle-gemma3 long-smollm2 long-gemma3 report
-fi
-for s in "$@"; do step "$s"; done
+# (one compound command, read whole before it runs: editing this file while
+# a step runs cannot make bash execute the edited text)
+{
+  if [ $# -eq 0 ]; then
+    set -- short-smollm2 short-gemma3 ppl-smollm2 ppl-gemma3 needle-smollm2 needle-gemma3 long-smollm2 long-gemma3 report
+  fi
+  for s in "$@"; do step "$s"; done
+  exit 0
+}
