@@ -647,6 +647,7 @@ def main():
                                   for m in MODELS for k, b in (("2-3", "2.25"), ("3-4", "3"))]),
             "lowbit4-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit4.json"),
             "lowbit4-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit4.json"),
+            "sweep-values-smollm2": sweep_table("figures/quality/sweeps/smollm2-135m-values.json"),
             "sweep-1bit-gemma3": sweep_table("figures/quality/sweeps/gemma3-270m-1bit-prerope.json"),
             "sweep-center-gemma3": sweep_table("figures/quality/sweeps/gemma3-270m-1bit-center.json"),
             "needle-4k-smollm2-r4": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r4.json"),

@@ -28,8 +28,9 @@
 #                                 the fourth round's configs (plans and uniform points with
 #                                 turboquant_mse norm=8 values; the 1-bit-key family with
 #                                 pre-RoPE keys): figures/quality/MODEL-ppl-lowbit4.json
-#   sweep-1bit-gemma3 sweep-center-gemma3
-#                                 fourth round: the 1-bit-key family on gemma3 with
+#   sweep-values-smollm2 sweep-1bit-gemma3 sweep-center-gemma3
+#                                 fourth round: value codecs at 2 bits (kivix, turboquant_mse
+#                                 with norm=8 / lsq=1); the 1-bit-key family on gemma3 with
 #                                 pre-RoPE keys, then centred (prerope=2) (ctx 1024
 #                                 screens): figures/quality/sweeps/
 #   sweep-kivi-smollm2 sweep-kivix-smollm2 plan-smollm2
@@ -284,6 +285,15 @@ keys=rabitq:bits=2,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=
 keys=rabitq:bits=1,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=1
 LIST
     ;;
+    values-smollm2) cat <<'LIST'
+keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=2 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=1,norm=8,lsq=1 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1
+LIST
+    ;;
     center-gemma3) cat <<'LIST'
 keys=turboquant_rvq:bits=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
 keys=rabitq:bits=2,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
@@ -365,6 +375,8 @@ step() {
                          screen_list sinks-prerope-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-sinks-prerope.json ;;
     sweep-1bit-gemma3)   mkdir -p figures/quality/sweeps  # fourth round: the 1-bit-key family, pre-RoPE
                          screen_list onebit-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-1bit-prerope.json ;;
+    sweep-values-smollm2) mkdir -p figures/quality/sweeps  # fourth round: value codecs at 2 bits, and which role matters
+                         screen_list values-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-values.json ;;
     sweep-center-gemma3) mkdir -p figures/quality/sweeps  # fourth round: the same with centred keys (prerope=2)
                          screen_list center-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-1bit-center.json ;;
     sweep-nu-smollm2)    mkdir -p figures/quality/sweeps
