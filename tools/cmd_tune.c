@@ -178,7 +178,8 @@ int cmd_tune(int argc, char **argv)
           10, NULL, CLI_ABOVE_LO },
         CLI_OPT_CALL("plan", store_plan, plan, "LOW,HIGH",
                      "a per-layer bit plan (kbits=/vbits=) by measured sensitivity,\n"
-                     "each layer's keys and values at LOW or HIGH bits (kivix)"),
+                     "each layer's keys and values at LOW or HIGH bits (kivix\n"
+                     "unless --plan-keys / --plan-values say)"),
         CLI_OPT_CALL("vplan", store_plan, vplan, "LOW,HIGH",
                      "with --plan: the values' two widths (default: --plan's)"),
         CLI_OPT_CALL("groups", store_groups, groups, "KG,VG",
