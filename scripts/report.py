@@ -229,8 +229,12 @@ def quality_model(m):
             for c in extra["configs"]:
                 needle.setdefault(c["cache"], c["accuracy"])
     # passkey at 4k tokens (third round, the needle followed by a filler line)
-    n4 = load(f"figures/quality/sweeps/{m}-needle-4k-r3.json")
-    needle4k = {c["cache"]: (c["accuracy"], c["trials"]) for c in n4["configs"]} if n4 else {}
+    # (and the fourth round's, r4: its configs added, the same prompts)
+    needle4k = {}
+    for r in ("r3", "r4"):
+        n4 = load(f"figures/quality/sweeps/{m}-needle-4k-{r}.json")
+        for c in (n4["configs"] if n4 else []):
+            needle4k.setdefault(c["cache"], (c["accuracy"], c["trials"]))
     base_mb = None
     if v:
         f = next((a for a in v["arms"] if a["name"] == "fp16" and "error" not in a), None)
@@ -538,10 +542,23 @@ def plan_block(rels):
         if d is None:
             rows.append([f"_missing: `{rel}`_", "", "", "", "", ""])
             continue
-        rows.append([d["model"], f'{d["budget"]:g}', f'{d["low"]},{d["high"]}', f'`{d["plan"]}`',
+        bits = f'{d["low"]},{d["high"]}'
+        if "vlow" in d and (d["vlow"], d["vhigh"]) != (d["low"], d["high"]):
+            bits += f' / {d["vlow"]},{d["vhigh"]}'
+        rows.append([d["model"], f'{d["budget"]:g}', bits, f'`{d["plan"]}`',
                      f'{d["bits_per_element"]:.3f}', fmt(d["kl"], ".4f")])
         g = re.search(r"keys=kivix:[^ ]*group=(\d+)", d["plan"])
         v = re.search(r"values=kivix:[^ ]*group=(\d+)", d["plan"])
+        ks = re.search(r"keys=(\S+)", d["plan"]).group(1)
+        vs = re.search(r"values=(\S+)", d["plan"]).group(1)
+        if "vlow" in d and not vs.startswith("kivix:"):  # fourth round: codecs given as templates
+            def templ(spec):
+                return re.sub(r"(,bits=\d+|bits=\d+,)", "", spec)
+            cmds.append(f'./build/veloxquant tune --model {d["model"]} --plan {d["low"]},{d["high"]} '
+                        f'--vplan {d["vlow"]},{d["vhigh"]} --plan-keys {templ(ks)} --plan-values {templ(vs)} '
+                        f'--budget {d["budget"]:g} --file ../shared/data/wikitext-2-test.txt '
+                        f'--tokens {d["tokens"]} --json > {rel}')
+            continue
         cmds.append(f'./build/veloxquant tune --model {d["model"]} --plan {d["low"]},{d["high"]} '
                     f'--groups {g.group(1) if g else 128},{v.group(1) if v else 128} --budget {d["budget"]:g} '
                     f'--tokens {d["tokens"]} --json > {rel}')
@@ -626,6 +643,15 @@ def main():
             "lowbit3-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit3.json"),
             "needle-4k-smollm2-r3": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r3.json"),
             "needle-4k-gemma3-r3": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r3.json"),
+            "plan-4": plan_block([f"figures/quality/sweeps/{m}-plan4-k{k}-v1-2-budget{b}.json"
+                                  for m in MODELS for k, b in (("2-3", "2.25"), ("3-4", "3"))]),
+            "lowbit4-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit4.json"),
+            "lowbit4-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit4.json"),
+            "sweep-values-smollm2": sweep_table("figures/quality/sweeps/smollm2-135m-values.json"),
+            "sweep-1bit-gemma3": sweep_table("figures/quality/sweeps/gemma3-270m-1bit-prerope.json"),
+            "sweep-center-gemma3": sweep_table("figures/quality/sweeps/gemma3-270m-1bit-center.json"),
+            "needle-4k-smollm2-r4": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r4.json"),
+            "needle-4k-gemma3-r4": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r4.json"),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)

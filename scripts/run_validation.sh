@@ -21,6 +21,18 @@
 #   ppl-lowbit3-smollm2 ppl-lowbit3-gemma3
 #                                 the third round's configs (bit plans, rabitq mse=1,
 #                                 the 1-bit-key family): figures/quality/MODEL-ppl-lowbit3.json
+#   plan4-smollm2 plan4-gemma3    fourth round: bit plans with turboquant_mse values
+#                                 (norm=8, 1/2 bits) and kivix keys (2/3 bits under 2.25
+#                                 b/e, 3/4 under 3.0): figures/quality/sweeps/
+#   ppl-lowbit4-smollm2 ppl-lowbit4-gemma3
+#                                 the fourth round's configs (plans and uniform points with
+#                                 turboquant_mse norm=8 values; the 1-bit-key family with
+#                                 pre-RoPE keys): figures/quality/MODEL-ppl-lowbit4.json
+#   sweep-values-smollm2 sweep-1bit-gemma3 sweep-center-gemma3
+#                                 fourth round: value codecs at 2 bits (kivix, turboquant_mse
+#                                 with norm=8 / lsq=1); the 1-bit-key family on gemma3 with
+#                                 pre-RoPE keys, then centred (prerope=2) (ctx 1024
+#                                 screens): figures/quality/sweeps/
 #   sweep-kivi-smollm2 sweep-kivix-smollm2 plan-smollm2
 #   sweep-sinks-smollm2 sweep-sinks-gemma3 sweep-nu-smollm2 (ctx 1024, 2 chunks)
 #                                 the exploration behind them (docs/quality.md):
@@ -29,6 +41,9 @@
 #   needle-lowbit2-smollm2        passkey at 4k tokens, 3 seeds per depth, low-bit configs
 #   needle-4k-r3-smollm2 needle-4k-r3-gemma3
 #                                 the same after the prompt fix (a filler line after the key)
+#   needle-4k-r4-smollm2 needle-4k-r4-gemma3
+#                                 passkey at 4k, 3 keys per depth, the first two configs of
+#                                 ppl-lowbit4-MODEL (the 2.25 and 3.0 b/e plans; gemma3: 3.0 only)
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -162,6 +177,29 @@ LIST
   esac
 }
 
+# The fourth round (docs/quality.md "Fourth round"): values
+# turboquant_mse with the one-byte norm (norm=8, lsq=1) at 1-2 bits, keys
+# kivix 2-4 bits; the plans from plan4-MODEL (their residual=32 of the
+# 512-token measurement raised to the table's 128). 3 chunks.
+lowbit4_methods() {
+  case $1 in
+    smollm2-135m) cat <<LIST
+keys=kivix:bits=3,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=3,3,2,2,2,2,2,3,3,2,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2 vbits=2,2,2,2,2,2,2,2,2,2,1,1,2,1,2,2,1,2,2,1,2,1,1,2,2,1,1,1,2,1
+keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=4,4,4,4,3,4,3,3,3,4,4,4,4,4,4,3,4,4,4,4,4,4,3,4,4,4,3,4,3,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,1,2,2,1,2,2,2,2,2,1,2,1,2,2
+keys=kivix:bits=3,group=256,outliers=64 values=turboquant_mse:bits=1,norm=8,lsq=1 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1
+LIST
+    ;;
+    gemma3-270m) cat <<LIST
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=1,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=2,3,2,2,2,3,3,3,2,3,2,3,3,3,2,3,2,3 vbits=1,2,2,2,1,2,1,2,1,2,2,2,2,2,2,2,1,2
+keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2
+keys=turboquant_rvq:bits=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
+keys=rabitq:bits=2,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
+LIST
+    ;;
+  esac
+}
+
 ppl_list() {  # model chunks out-file: the configs on stdin, one per line
   local m=$1 chunks=$2 out=$3; local -a a=()
   while IFS= read -r cfg; do [ -n "$cfg" ] && a+=(--cache "$cfg"); done
@@ -240,6 +278,29 @@ keys=kivix:bits=2,group=128,nu=35 values=kivix:bits=2,group=64,nu=35 residual=12
 keys=kivix:bits=2,group=128,nu=35 values=kivix:bits=2,group=64,nu=35 residual=128 sinks=4 prerope=1 vbits=1,2,1,2,2,2,2,2,2,2,1,1,2,2,2,2,2,2,2,2,2,2,2,2,2,1,1,2,1,1
 LIST
     ;;
+    onebit-gemma3) cat <<'LIST'
+keys=turboquant_rvq:bits=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4
+keys=turboquant_rvq:bits=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=1
+keys=rabitq:bits=2,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=1
+keys=rabitq:bits=1,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=1
+LIST
+    ;;
+    values-smollm2) cat <<'LIST'
+keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=2,group=64 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=2 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1
+keys=kivix:bits=2,group=256,outliers=64 values=turboquant_mse:bits=1,norm=8,lsq=1 residual=128 sinks=4 prerope=1
+keys=kivix:bits=3,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1
+LIST
+    ;;
+    center-gemma3) cat <<'LIST'
+keys=turboquant_rvq:bits=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
+keys=rabitq:bits=2,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
+keys=rabitq:bits=1,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
+keys=turboquant_mse:bits=2 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
+LIST
+    ;;
   esac
 }
 
@@ -276,6 +337,8 @@ step() {
     ppl-lowbit2-gemma3)  lowbit2_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit2.json ;;
     ppl-lowbit3-smollm2) lowbit3_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit3.json ;;
     ppl-lowbit3-gemma3)  lowbit3_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit3.json ;;
+    ppl-lowbit4-smollm2) lowbit4_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit4.json ;;
+    ppl-lowbit4-gemma3)  lowbit4_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit4.json ;;
     plan-gemma3)   mkdir -p figures/quality/sweeps
                    for b in 3 2.25; do
                      run "$BIN" tune --model gemma3-270m --plan 2,3 --groups 256,256 --budget $b --file "$WIKI" \
@@ -284,6 +347,19 @@ step() {
     plan-smollm2-3) mkdir -p figures/quality/sweeps
                    run "$BIN" tune --model smollm2-135m --plan 2,3 --groups 256,64 --budget 3 --file "$WIKI" \
                      --tokens 512 --json > figures/quality/sweeps/smollm2-135m-plan-2-3-budget3.json ;;
+    # fourth round: keys kivix 2/3 or 3/4 bits per layer, values
+    # turboquant_mse (rotation + Lloyd-Max, one-byte norm) 1/2 bits per layer
+    plan4-smollm2|plan4-gemma3)
+                   mkdir -p figures/quality/sweeps
+                   m=smollm2-135m; [ "$1" = plan4-gemma3 ] && m=gemma3-270m
+                   for pb in 2,3:2.25 3,4:3; do
+                     p=${pb%%:*}; b=${pb##*:}
+                     run "$BIN" tune --model $m --plan $p --vplan 1,2 --plan-keys kivix:group=256,outliers=64 \
+                       --plan-values turboquant_mse:norm=8,lsq=1 --budget $b --file "$WIKI" --tokens 512 --json \
+                       > figures/quality/sweeps/$m-plan4-k${p/,/-}-v1-2-budget$b.json.tmp
+                     mv figures/quality/sweeps/$m-plan4-k${p/,/-}-v1-2-budget$b.json.tmp \
+                       figures/quality/sweeps/$m-plan4-k${p/,/-}-v1-2-budget$b.json
+                   done ;;
     sweep-kivi-smollm2)  mkdir -p figures/quality/sweeps
                          sweep_list kivi | ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-kivi.json ;;
     sweep-kivix-smollm2) mkdir -p figures/quality/sweeps
@@ -297,6 +373,12 @@ step() {
                          screen_list sinks-lowbit-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-sinks-lowbit.json ;;
     sweep-sinks-gemma3)  mkdir -p figures/quality/sweeps
                          screen_list sinks-prerope-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-sinks-prerope.json ;;
+    sweep-1bit-gemma3)   mkdir -p figures/quality/sweeps  # fourth round: the 1-bit-key family, pre-RoPE
+                         screen_list onebit-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-1bit-prerope.json ;;
+    sweep-values-smollm2) mkdir -p figures/quality/sweeps  # fourth round: value codecs at 2 bits, and which role matters
+                         screen_list values-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-values.json ;;
+    sweep-center-gemma3) mkdir -p figures/quality/sweeps  # fourth round: the same with centred keys (prerope=2)
+                         screen_list center-gemma3 | screen_run gemma3-270m figures/quality/sweeps/gemma3-270m-1bit-center.json ;;
     sweep-nu-smollm2)    mkdir -p figures/quality/sweeps
                          screen_list nu-smollm2 | screen_run smollm2-135m figures/quality/sweeps/smollm2-135m-nu.json ;;
     needle-smollm2) needle smollm2-135m 2048 ;;
@@ -327,13 +409,26 @@ step() {
         --cache 'keys=kivix:bits=2,group=256,outliers=64 values=kivix:bits=3,group=256 residual=128 sinks=4 prerope=1 kbits=2,3,3,2,2,3,3,3,3,3,2,3,3,3,3,3,3,3 vbits=3,3,2,3,2,3,3,3,3,3,3,3,3,3,3,3,3,3' \
         --json > figures/quality/sweeps/gemma3-270m-needle-4k-r3.json.tmp
       mv figures/quality/sweeps/gemma3-270m-needle-4k-r3.json.tmp figures/quality/sweeps/gemma3-270m-needle-4k-r3.json ;;
+    needle-4k-r4-smollm2|needle-4k-r4-gemma3)  # fourth round: the plans under 3.0 (and 2.25) b/e
+      m=smollm2-135m; [ "$1" = needle-4k-r4-gemma3 ] && m=gemma3-270m
+      a=()
+      n=2; [ $m = gemma3-270m ] && n=1  # gemma3: the 3.0 plan only (machine time)
+      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(lowbit4_methods $m | head -2 | tail -$n)
+      run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 "${a[@]}" \
+        --json > figures/quality/sweeps/$m-needle-4k-r4.json.tmp
+      mv figures/quality/sweeps/$m-needle-4k-r4.json.tmp figures/quality/sweeps/$m-needle-4k-r4.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
   esac
 }
 
-if [ $# -eq 0 ]; then
-  set -- short-smollm2 short-gemma3 ppl-smollm2 ppl-gemma3 needle-smollm2 needle-gemma3 long-smollm2 long-gemma3 report
-fi
-for s in "$@"; do step "$s"; done
+# (one compound command, read whole before it runs: editing this file while
+# a step runs cannot make bash execute the edited text)
+{
+  if [ $# -eq 0 ]; then
+    set -- short-smollm2 short-gemma3 ppl-smollm2 ppl-gemma3 needle-smollm2 needle-gemma3 long-smollm2 long-gemma3 report
+  fi
+  for s in "$@"; do step "$s"; done
+  exit 0
+}

@@ -9,7 +9,10 @@
  * - prerope: scoring decodes pre-RoPE keys and applies RoPE at the token's
  *   position, so attention equals the reference over the decoded (RoPE'd)
  *   keys gather returns; with fp16 keys the gathered keys equal the input
- *   up to fp16 rounding; without the model's RoPE, append refuses. */
+ *   up to fp16 rounding; without the model's RoPE, append refuses.
+ * - prerope=2 (keys centred per head before the codec): the same reference
+ *   holds, a shared pre-RoPE offset no longer costs a rotated codec, and
+ *   the centres are in total_bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,7 +218,9 @@ static void test_prerope_reference(void)
 {
     const char *cfgs[] = { "keys=kivix:bits=3,group=32,outliers=8 values=kivix:bits=3,group=32 residual=16 prerope=1",
                            "keys=fp16 values=fp16 residual=0 prerope=1",
-                           "keys=kivi:bits=2,group=32 values=kivi:bits=2 residual=8 sinks=4 prerope=1" };
+                           "keys=kivi:bits=2,group=32 values=kivi:bits=2 residual=8 sinks=4 prerope=1",
+                           "keys=turboquant_rvq:bits=1 values=kivix:bits=3,group=32 residual=16 sinks=4 prerope=2",
+                           "keys=fp16 values=fp16 residual=0 prerope=2" };
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) {
         vq_cache *c = make(cfgs[i]);
         CHECKF(c != NULL, "create %s: %s", cfgs[i], vq_last_error());
@@ -227,7 +232,7 @@ static void test_prerope_reference(void)
         set_rope(c);
         double e = run(c, 260, 5, 21 + i);
         CHECKF(e < 1e-4, "%s: pre-RoPE scoring vs post-RoPE reference on decoded keys: %g", cfgs[i], e);
-        if (i == 1) { /* fp16: the gathered keys are the input keys */
+        if (strncmp(cfgs[i], "keys=fp16", 9) == 0) { /* fp16: the gathered keys are the input keys */
             vq_rng r;
             vq_rng_seed(&r, 21 + i);
             size_t D = 64, nh = 2, n = 260;
@@ -253,11 +258,91 @@ static void test_prerope_reference(void)
     }
 }
 
+/* RoPE at position p (layer 0's adjacent pairs or layer 1's NEOX halves) */
+static void rope_at(float *x, size_t D, int32_t p, int neox)
+{
+    size_t half = D / 2;
+    for (size_t i = 0; i < half; i++) {
+        double a = (double)p * pow(10000.0, -2.0 * (double)i / (double)D), cs = cos(a), sn = sin(a);
+        size_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        double x0 = x[i0], x1 = x[i1];
+        x[i0] = (float)(x0 * cs - x1 * sn);
+        x[i1] = (float)(x0 * sn + x1 * cs);
+    }
+}
+
+/* prerope=2 centres each head's pre-RoPE keys on the mean of its first
+ * packed group: with keys whose pre-RoPE form has a large shared offset, a
+ * rotated per-token codec (error proportional to |k|) loses less than with
+ * prerope=1; the centre costs D floats per head, counted in total_bytes
+ * (heap growth minus total_bytes growth is the same as for prerope=1,
+ * checked under ASan) */
+static void test_prerope_center(void)
+{
+    const char *cfgs[2] = { "keys=turboquant_rvq:bits=1 values=fp16 residual=16 prerope=1",
+                            "keys=turboquant_rvq:bits=1 values=fp16 residual=16 prerope=2" };
+    const size_t n = 256;
+    double err[2] = { 0, 0 }, gap[2] = { 0, 0 };
+    int have_heap = 0;
+    for (int i = 0; i < 2; i++) {
+        vq_cache *c = make(cfgs[i]);
+        CHECKF(c != NULL, "create %s: %s", cfgs[i], vq_last_error());
+        if (!c)
+            return;
+        set_rope(c);
+        size_t h0 = 0, h1 = 0;
+        have_heap = heap_bytes(&h0);
+        vq_cache_usage a, b;
+        CHECK(vq_cache_stats(c, -1, &a) == VQ_OK);
+        double num = 0, den = 0;
+        for (int l = 0; l < NL; l++) {
+            size_t D = (size_t)SHAPE[l].head_dim, nh = (size_t)SHAPE[l].n_kv_heads;
+            float *k = malloc(n * nh * D * sizeof *k), *v = malloc(n * nh * D * sizeof *v);
+            float *gk = malloc(n * D * sizeof *gk);
+            vq_rng r;
+            vq_rng_seed(&r, 77 + (uint64_t)l);
+            tc_fill(&r, k, n * nh * D, 1.0f);
+            tc_fill(&r, v, n * nh * D, 1.0f);
+            for (size_t t = 0; t < n; t++)
+                for (size_t hd = 0; hd < nh; hd++) {
+                    float *x = k + (t * nh + hd) * D;
+                    for (size_t d = 0; d < D; d++)
+                        x[d] += (d % 5 == 0) ? 10.0f : 0.0f; /* the pre-RoPE offset */
+                    rope_at(x, D, (int32_t)t, l);
+                }
+            CHECK(vq_cache_append(c, l, k, v, n, 0) == VQ_OK);
+            size_t cnt = 0;
+            CHECK(vq_cache_gather(c, l, 0, n, NULL, gk, NULL, &cnt) == VQ_OK && cnt == n);
+            for (size_t t = 0; t < n - 32; t++) /* the packed part (the window is fp16) */
+                for (size_t d = 0; d < D; d++) {
+                    double x = k[t * nh * D + d], y = gk[t * D + d];
+                    num += (x - y) * (x - y);
+                    den += x * x;
+                }
+            free(k), free(v), free(gk);
+        }
+        if (have_heap)
+            heap_bytes(&h1);
+        CHECK(vq_cache_stats(c, -1, &b) == VQ_OK);
+        gap[i] = ((double)h1 - (double)h0) - ((double)b.total_bytes - (double)a.total_bytes);
+        err[i] = sqrt(num / den);
+        vq_cache_free(c);
+    }
+    CHECKF(err[1] < 0.6 * err[0], "centred keys: relative error %.4f vs %.4f without", err[1], err[0]);
+    if (have_heap)
+        CHECKF(gap[0] == gap[1], "prerope=2: heap minus total_bytes growth %.0f B vs %.0f B for prerope=1", gap[1],
+               gap[0]);
+    vq_cache_config *cfg = NULL;
+    CHECK(vq_cache_config_parse("keys=fp16 values=fp16 prerope=3", &cfg) != VQ_OK);
+    vq_cache_config_free(cfg);
+}
+
 int main(void)
 {
     RUN(test_sinks_exact);
     RUN(test_sinks_refused);
     RUN(test_prerope_reference);
     RUN(test_prerope_bytes);
+    RUN(test_prerope_center);
     return vq_test_summary("cache_sinks");
 }

@@ -93,6 +93,10 @@ static const expect EXPECT[] = {
     { "turboquant_rvq:bits=2", 0.06, 0.35, 2e-5, 1 },  /* measured 0.034, 0.20 */
     { "turboquant_mse:bits=2", 0.2, 0.6, 2e-5, 1 },    /* measured 0.107, 0.36 */
     { "turboquant_mse:bits=4", 0.016, 0.2, 2e-5, 1 }, /* measured 0.0079, 0.105 */
+    /* norm=8 (one-byte log-coded norm, <= 4.4% off) and lsq=1 (least-squares
+     * gain; lower MSE than the norm on the same codes) */
+    { "turboquant_mse:bits=2,norm=8,lsq=1", 0.15, 0.5, 2e-5, 1 }, /* measured 0.082-0.089, 0.25-0.32 */
+    { "turboquant_mse:bits=1,norm=8", 0.35, 0.75, 2e-5, 1 },      /* measured 0.17, 0.37 */
     /* prod: unbiased but noisier: higher MSE than mse at b-1 bits plus a
      * 1-bit sketch (as independent implementers reported; see docs) */
     { "turboquant_prod:bits=3", 0.3, 0.75, 2e-5, 1 },  /* measured 0.17, 0.46 */

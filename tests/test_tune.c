@@ -5,7 +5,8 @@
  *   - it never picks a config beyond --max-kl: with a threshold below every
  *     candidate's KL nothing is picked and the exit status is 1;
  *   - a budget below every candidate is refused with a message;
- *   - --groups KG,VG outside 16..256 is a usage error (exit 2). */
+ *   - --groups KG,VG outside 16..256 and --vplan LOW >= HIGH are usage
+ *     errors (exit 2). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,8 +90,9 @@ static void test_never_breaks(const char *model, const char *wiki)
 static void test_groups_refused(const char *model, const char *wiki)
 {
     cli_json_node *r = NULL;
-    const char *bad[] = { "--groups 300,64", "--groups 8,64", "--groups 128", "--groups 128,64,1" };
-    for (int i = 0; i < 4; i++) {
+    const char *bad[] = { "--groups 300,64", "--groups 8,64", "--groups 128", "--groups 128,64,1", "--vplan 3,2",
+                          "--vplan 0,2" };
+    for (int i = 0; i < 6; i++) {
         char args[128];
         snprintf(args, sizeof args, "--budget 3 --plan 2,3 %s", bad[i]);
         int rc = tune(model, wiki, args, &r);

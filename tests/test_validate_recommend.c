@@ -133,6 +133,50 @@ static void test_size_ties(void)
     snprintf(table, sizeof table, "%s", saved);
 }
 
+/* everyday: a fair pick gives way to a good method at most 10 % larger
+ * (gemma3's 2.78 b/e +8.3 % against the 2.98 b/e +1.7 % plan), not to one
+ * a third larger; max-compression keeps the smallest. */
+static void test_good_premium(void)
+{
+    static const char T3[] =
+        "{\"schema\":\"veloxquant.quality/1\",\"models\":[{\"model\":\"m\",\"ppl_fp16\":10,\"base_mb\":100,\"methods\":["
+        "{\"name\":\"fair\",\"cache\":\"keys=kivix:bits=3 values=kivix:bits=2\",\"bits_per_element\":2.78,"
+        "\"kv_bytes_per_token_full\":2780,\"dppl\":0.83,\"kl\":0.076,\"top1\":0.88},"
+        "{\"name\":\"good\",\"cache\":\"keys=kivix:bits=2 kbits=x\",\"bits_per_element\":2.98,"
+        "\"kv_bytes_per_token_full\":2980,\"dppl\":0.17,\"kl\":0.026,\"top1\":0.92},"
+        "{\"name\":\"good4\",\"cache\":\"keys=kivix:bits=4 values=kivix:bits=4\",\"bits_per_element\":4.28,"
+        "\"kv_bytes_per_token_full\":4280,\"dppl\":0.02,\"kl\":0.009,\"top1\":0.95}"
+        "]}]}";
+    char use[256], t3[600], saved[600];
+    snprintf(t3, sizeof t3, "%.500s/quality3.json", vq_test_tmpdir());
+    FILE *f = fopen(t3, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(T3, f);
+    fclose(f);
+    snprintf(saved, sizeof saved, "%s", table);
+    snprintf(table, sizeof table, "%s", t3);
+    CHECK(rec("--model m --ram-mb 1000 --ctx 4096 --goal everyday", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "good") == 0, "everyday: %s (good and 7%% larger than the fair pick)", use);
+    CHECK(rec("--model m --ram-mb 1000 --ctx 4096 --goal max-compression", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "fair") == 0, "max-compression: %s", use);
+    /* without 'good', the next good method is 54 % larger: the fair one stays */
+    f = fopen(t3, "w");
+    CHECK(f != NULL);
+    if (f) {
+        const char *g0 = strstr(T3, "{\"name\":\"good\""), *g1 = strstr(T3, "{\"name\":\"good4\"");
+        if (g0 && g1) {
+            fwrite(T3, 1, (size_t)(g0 - T3), f);
+            fputs(g1, f);
+        }
+        fclose(f);
+        CHECK(rec("--model m --ram-mb 1000 --ctx 4096 --goal everyday", use, sizeof use) == 0);
+        CHECKF(strcmp(use, "fair") == 0, "everyday: %s (the good one is 54%% larger)", use);
+    }
+    snprintf(table, sizeof table, "%s", saved);
+}
+
 static void test_bad_input(void)
 {
     char use[256];
@@ -160,6 +204,7 @@ int main(void)
         fclose(f);
         RUN(test_goals);
         RUN(test_size_ties);
+        RUN(test_good_premium);
         RUN(test_bad_input);
     }
     return vq_test_summary("validate_recommend");

@@ -19,7 +19,9 @@
  *         then with a warning).
  * Goals:
  *   everyday         no calibration, no eviction, quality good or fair:
- *                    the smallest cache (ties: lower KL)
+ *                    the smallest cache (ties: lower KL); when that one
+ *                    is fair and a good one is at most GOOD_PREMIUM (10 %)
+ *                    larger, the (smallest such) good one
  *   max-compression  no eviction, quality good or fair: the smallest cache
  *                    (calibrated methods allowed)
  *   quality          the lowest KL among methods that compress >= 2x
@@ -49,6 +51,7 @@
 #define FAIR_REL_DPPL 0.10
 #define QUALITY_MIN_COMPRESSION 2.0
 #define SIZE_TIE 0.02
+#define GOOD_PREMIUM 0.10
 
 typedef struct {
     const cli_json_node *n;
@@ -210,6 +213,22 @@ int cmd_recommend(int argc, char **argv)
         }
         if (better)
             best = (int)i;
+    }
+    /* everyday: a good method at most GOOD_PREMIUM larger than the fair
+     * pick replaces it (the smallest such; ties: lower KL) */
+    if (g == 0 && best >= 0 && ms[best].cls == 1) {
+        const double cap = ms[best].kv_mb * (1.0 + GOOD_PREMIUM) + 1e-9;
+        int good = -1;
+        for (size_t i = 0; i < nm; i++) {
+            const method *m = &ms[i];
+            if (m->calibrated || m->evicts || m->cls != 0 || !m->fits || m->kv_mb > cap)
+                continue;
+            if (good < 0 || m->kv_mb < ms[good].kv_mb ||
+                (m->kv_mb == ms[good].kv_mb && m->kl < ms[good].kl))
+                good = (int)i;
+        }
+        if (good >= 0)
+            best = good;
     }
     printf("model %s, %.0f MB RAM (%.0f MB for weights and runtime, measured: %.0f MB left for K/V), context %.0f, "
            "goal %s\n\n",

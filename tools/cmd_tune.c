@@ -159,7 +159,8 @@ int cmd_tune(int argc, char **argv)
 {
     const char *model = NULL, *file = NULL;
     double budget = 0, skip = 0.25, max_kl = TUNE_BREAKS_KL;
-    int plan[2] = { 0, 0 }, groups[2] = { 0, 0 };
+    int plan[2] = { 0, 0 }, vplan[2] = { 0, 0 }, groups[2] = { 0, 0 };
+    const char *plan_keys = NULL, *plan_values = NULL;
     int tokens_arg = 512, n_meas_arg = 6;
     int json = 0;
     char def_file[512];
@@ -177,10 +178,19 @@ int cmd_tune(int argc, char **argv)
           10, NULL, CLI_ABOVE_LO },
         CLI_OPT_CALL("plan", store_plan, plan, "LOW,HIGH",
                      "a per-layer bit plan (kbits=/vbits=) by measured sensitivity,\n"
-                     "each layer's keys and values at LOW or HIGH bits (kivix)"),
+                     "each layer's keys and values at LOW or HIGH bits (kivix\n"
+                     "unless --plan-keys / --plan-values say)"),
+        CLI_OPT_CALL("vplan", store_plan, vplan, "LOW,HIGH",
+                     "with --plan: the values' two widths (default: --plan's)"),
         CLI_OPT_CALL("groups", store_groups, groups, "KG,VG",
                      "with --plan: kivix key tokens per block and value channels\n"
                      "per scale (default 128 and min(head_dim, 128))"),
+        CLI_OPT_STR("plan-keys", &plan_keys, "SPEC",
+                    "with --plan: the key codec without bits (default\n"
+                    "kivix:group=KG,outliers=64)"),
+        CLI_OPT_STR("plan-values", &plan_values, "SPEC",
+                    "with --plan: the value codec without bits, e.g.\n"
+                    "turboquant_mse:norm=8,lsq=1 (default kivix:group=VG)"),
         CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),
         CLI_OPT_END,
     };
@@ -236,7 +246,9 @@ int cmd_tune(int argc, char **argv)
         goto out;
     }
     if (plan_lo) {
-        rc = tune_plan(m, model, toks, n_tok, budget, plan_lo, plan_hi, groups[0], groups[1], json);
+        const tune_plan_opts po = { plan_lo, plan_hi, vplan[0] ? vplan[0] : plan_lo, vplan[0] ? vplan[1] : plan_hi,
+                                    groups[0], groups[1], plan_keys, plan_values };
+        rc = tune_plan(m, model, toks, n_tok, budget, &po, json);
         goto out;
     }
     const int nv = info.n_vocab;

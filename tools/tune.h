@@ -17,12 +17,20 @@
  * averaged over layers and heads; NaN when a layer packed nothing yet. */
 double tune_measured_bpe(vq_cache *cache);
 
+/* The choices of `tune --plan`: keys at klow or khigh bits, values at vlow
+ * or vhigh; kspec / vspec: codec specs without bits (NULL: kivix with
+ * kgroup tokens per key block (0: 128) and 64 outliers, kivix with vgroup
+ * channels per value scale (0: min(head_dim, 128))). */
+typedef struct {
+    int klow, khigh, vlow, vhigh;
+    int kgroup, vgroup;
+    const char *kspec, *vspec;
+} tune_plan_opts;
+
 /* `tune --plan LOW,HIGH`: sensitivity per (layer, role), a plan within
  * `budget` bits per element, the plan measured and printed. toks: n tokens
- * (BOS first when the model uses one). kgroup: tokens per key block (0:
- * 128); vgroup: channels per value scale (0: min(head_dim, 128)). Returns
- * the exit status. */
-int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t n, double budget, int low,
-              int high, int kgroup, int vgroup, int json);
+ * (BOS first when the model uses one). Returns the exit status. */
+int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t n, double budget,
+              const tune_plan_opts *opts, int json);
 
 #endif

@@ -4,8 +4,11 @@
  *
  * Codecs: keys kivix:bits=B,group=KG,outliers=64 (per-channel, sparse
  * outliers; KG = 128 unless --groups says), values kivix:bits=B,group=VG
- * (VG = min(D,128) unless --groups says); every (layer, role) gets LOW or
- * HIGH bits.
+ * (VG = min(D,128) unless --groups says), or any codec with a bits
+ * parameter given by --plan-keys / --plan-values (a spec without bits,
+ * e.g. turboquant_mse:norm=8,lsq=1; bits=B is appended); every key gets
+ * LOW or HIGH bits of --plan, every value those of --vplan (default:
+ * --plan's).
  *
  * 1. Sensitivity: for each (layer l, role r), a cache with every layer at
  *    HIGH except (l, r) at LOW runs teacher-forced over the tokens; its mean
@@ -13,7 +16,7 @@
  * 2. Plan: start with everything at HIGH; while the nominal bits per
  *    element (the codecs' byte formulas, K and V averaged over layers and
  *    heads) exceed the budget, move to LOW the (l, r) still at HIGH with the
- *    smallest s(l, r) per bit saved. If everything at LOW is still over the
+ *    smallest s(l, r) per bit saved (each role at its own LOW and HIGH). If everything at LOW is still over the
  *    budget, there is no plan.
  * 3. The planned config is measured the same way (KL, top-1, measured bits
  *    per element) and printed, ready for `--cache`.
@@ -31,12 +34,22 @@
 
 #define BATCH 32
 
-/* the plan's groups: kg tokens per key block, vg channels per value scale */
-typedef struct {
-    int kg, vg;
-} plan_groups;
+static int value_group(const tune_plan_opts *g, int D) { return g->vgroup ? g->vgroup : (D >= 128 ? 128 : D); }
 
-static int value_group(const plan_groups *g, int D) { return g->vg ? g->vg : (D >= 128 ? 128 : D); }
+/* the codec spec of role r (0 keys, 1 values) at `bits` */
+static void role_spec(const tune_plan_opts *g, int r, int D, int bits, char *out, size_t cap)
+{
+    const char *t = r ? g->vspec : g->kspec;
+    if (t)
+        snprintf(out, cap, "%s%cbits=%d", t, strchr(t, ':') ? ',' : ':', bits);
+    else if (r)
+        snprintf(out, cap, "kivix:bits=%d,group=%d", bits, value_group(g, D));
+    else
+        snprintf(out, cap, "kivix:bits=%d,group=%d,outliers=64", bits, g->kgroup ? g->kgroup : 128);
+}
+
+static int role_low(const tune_plan_opts *g, int r) { return r ? g->vlow : g->klow; }
+static int role_high(const tune_plan_opts *g, int r) { return r ? g->vhigh : g->khigh; }
 
 static double codec_bpt(const char *spec, int D, vq_role role)
 {
@@ -49,10 +62,12 @@ static double codec_bpt(const char *spec, int D, vq_role role)
 }
 
 /* the config text of a plan: bits[l] keys, bits[L + l] values */
-static void plan_text(const int *bits, int L, int D, const plan_groups *g, const char *res, char *out, size_t cap)
+static void plan_text(const int *bits, int L, int D, const tune_plan_opts *g, const char *res, char *out, size_t cap)
 {
-    size_t o = (size_t)snprintf(out, cap, "keys=kivix:bits=%d,group=%d,outliers=64 values=kivix:bits=%d,group=%d%s",
-                                bits[0], g->kg, bits[L], value_group(g, D), res);
+    char ks[160], vs[160];
+    role_spec(g, 0, D, bits[0], ks, sizeof ks);
+    role_spec(g, 1, D, bits[L], vs, sizeof vs);
+    size_t o = (size_t)snprintf(out, cap, "keys=%s values=%s%s", ks, vs, res);
     for (int r = 0; r < 2 && o < cap; r++) {
         o += (size_t)snprintf(out + o, cap - o, " %s=", r ? "vbits" : "kbits");
         for (int l = 0; l < L && o < cap; l++)
@@ -92,10 +107,10 @@ static vq_status measure(const vq_model *m, const char *cfg, const int32_t *toks
     return st;
 }
 
-int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t n, double budget, int low,
-              int high, int kgroup, int vgroup, int json)
+int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t n, double budget,
+              const tune_plan_opts *opts, int json)
 {
-    const plan_groups g = { kgroup ? kgroup : 128, vgroup };
+    const tune_plan_opts g = *opts;
     vq_model_info info;
     vq_model_info_get(m, &info);
     const int L = info.n_layers, nv = info.n_vocab;
@@ -120,16 +135,15 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
         D = li.head_dim;
         share[l] = (double)li.n_kv_heads * li.head_dim;
         elems += 2 * share[l];
-        char ks[96], vs[96];
+        char sp[2][160];
         for (int r = 0; r < 2; r++) {
             double b[2];
             for (int w = 0; w < 2; w++) {
-                snprintf(ks, sizeof ks, "kivix:bits=%d,group=%d,outliers=64", w ? high : low, g.kg);
-                snprintf(vs, sizeof vs, "kivix:bits=%d,group=%d", w ? high : low, value_group(&g, li.head_dim));
-                b[w] = codec_bpt(r ? vs : ks, li.head_dim, r ? VQ_ROLE_VALUE : VQ_ROLE_KEY);
+                role_spec(&g, r, li.head_dim, w ? role_high(&g, r) : role_low(&g, r), sp[w], sizeof sp[w]);
+                b[w] = codec_bpt(sp[w], li.head_dim, r ? VQ_ROLE_VALUE : VQ_ROLE_KEY);
             }
             if (!isfinite(b[0]) || !isfinite(b[1])) {
-                cli_error("tune", "layer %d: kivix at %d/%d bits refused for head_dim %d", l, low, high, li.head_dim);
+                cli_error("tune", "layer %d: %s or %s refused for head_dim %d", l, sp[0], sp[1], li.head_dim);
                 goto out;
             }
             bpt_hi[r * L + l] = 8 * b[1] * li.n_kv_heads;
@@ -155,7 +169,7 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
     eval_progress_start(&pr, "tune plan", "runs");
     for (int i = 0; i < 2 * L; i++) {
         for (int j = 0; j < 2 * L; j++)
-            bits[j] = j == i ? low : high;
+            bits[j] = j == i ? role_low(&g, j >= L) : role_high(&g, j >= L);
         plan_text(bits, L, D, &g, res, cfg, 16384);
         double t1, bpe;
         if (measure(m, cfg, toks, n, ref, nv, &sens[i], &t1, &bpe) != VQ_OK)
@@ -165,23 +179,23 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
     /* greedy: cheapest harm per bit saved goes to LOW first */
     double total = 0;
     for (int i = 0; i < 2 * L; i++) {
-        bits[i] = high;
+        bits[i] = role_high(&g, i >= L);
         total += bpt_hi[i];
     }
     while (total / elems > budget + 1e-12) {
         int best = -1;
         for (int i = 0; i < 2 * L; i++)
-            if (bits[i] == high && save[i] > 0 &&
+            if (bits[i] == role_high(&g, i >= L) && save[i] > 0 &&
                 (best < 0 || sens[i] / save[i] < sens[best] / save[best]))
                 best = i;
         if (best < 0)
             break;
-        bits[best] = low;
+        bits[best] = role_low(&g, best >= L);
         total -= save[best];
     }
     if (total / elems > budget + 1e-12) {
-        cli_error("tune", "no plan: every layer at %d bits is still %.3f bits/element > %.2f", low, total / elems,
-                  budget);
+        cli_error("tune", "no plan: every layer at %d/%d bits (K/V) is still %.3f bits/element > %.2f", g.klow,
+                  g.vlow, total / elems, budget);
         goto out;
     }
     plan_text(bits, L, D, &g, res, cfg, 16384);
@@ -191,27 +205,26 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
     if (json) {
         printf("{\"model\": ");
         cli_json_print_str(stdout, model);
-        printf(", \"budget\": %.4f, \"tokens\": %zu, \"low\": %d, \"high\": %d, \"plan\": \"%s\", "
-               "\"nominal_bits_per_element\": %.4f, \"bits_per_element\": %.4f, \"kl\": %.6g, \"top1\": %.4f, "
-               "\"sensitivity\": [",
-               budget, n, low, high, cfg, total / elems, bpe, kl, t1);
+        printf(", \"budget\": %.4f, \"tokens\": %zu, \"low\": %d, \"high\": %d, \"vlow\": %d, \"vhigh\": %d, "
+               "\"plan\": \"%s\", \"nominal_bits_per_element\": %.4f, \"bits_per_element\": %.4f, \"kl\": %.6g, "
+               "\"top1\": %.4f, \"sensitivity\": [",
+               budget, n, g.klow, g.khigh, g.vlow, g.vhigh, cfg, total / elems, bpe, kl, t1);
         for (int i = 0; i < 2 * L; i++)
             printf("%s{\"layer\": %d, \"role\": \"%s\", \"kl_at_low\": %.6g, \"bits\": %d}", i ? ", " : "", i % L,
                    i < L ? "keys" : "values", sens[i], bits[i]);
         printf("]}\n");
     } else {
-        printf("tune --plan %d,%d: %s, %zu tokens; KL vs fp16 with one layer's keys or values at %d bits (the rest "
-               "at %d):\n",
-               low, high, model, n, low, high);
+        printf("tune --plan %d,%d --vplan %d,%d: %s, %zu tokens; KL vs fp16 with one layer's keys or values at "
+               "LOW bits (the rest at HIGH):\n",
+               g.klow, g.khigh, g.vlow, g.vhigh, model, n);
         printf("layer  keys KL    values KL   plan K/V\n");
         for (int l = 0; l < L; l++)
             printf("%5d  %9.4g  %9.4g   %d/%d\n", l, sens[l], sens[L + l], bits[l], bits[L + l]);
         printf("plan: %s\n  nominal %.3f bits/element (budget %.2f), measured %.3f; KL %.4g nats/token, top-1 "
                "%.1f%%\n",
                cfg, total / elems, budget, bpe, kl, 100 * t1);
-        printf("  why: layers and roles whose %d-bit version harmed the model least per bit saved were lowered "
-               "first, until the budget held\n",
-               low);
+        printf("  why: layers and roles whose LOW-bit version harmed the model least per bit saved were lowered "
+               "first, until the budget held\n");
     }
     rc = kl <= TUNE_BREAKS_KL ? 0 : 1;
     if (rc)

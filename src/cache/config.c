@@ -122,7 +122,7 @@ static vq_status apply_field(vq_cache_config *cfg, const char *key, const char *
     if (strcmp(key, "sinks") == 0) /* cache/sinks.h */
         return parse_long(key, val, 0, 4096, &cfg->sinks);
     if (strcmp(key, "prerope") == 0) /* cache/prerope.h */
-        return parse_long(key, val, 0, 1, &cfg->prerope);
+        return parse_long(key, val, 0, 2, &cfg->prerope);
     if (strcmp(key, "check") == 0) { /* model/cache_check.h */
         static const char *const CHECKS[] = { "none", "warn", "strict" };
         for (int i = 0; i < 3; i++)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/sinks.h"
 #include "kernels/kernels.h"
 
 /* Scoring applies RoPE to every decoded key. Its angles p * f_i come from
@@ -26,6 +27,7 @@ struct vq_prerope {
     int *owner;       /* [n_layers]: the layer whose tables this one reads */
     float **lo, **hi; /* [n_layers]: owned tables, NULL for readers */
     int32_t *hi_n;    /* [n_layers]: rows of an owned hi table */
+    float **mean;     /* prerope=2: [n_layers] -> [n_kv_heads][D] key means, NULL until a flush */
 };
 
 int vq_cache_prerope_on(const vq_cache *c) { return c && c->cfg->prerope; }
@@ -54,8 +56,9 @@ vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int ne
             p->lo = calloc((size_t)c->n_layers, sizeof *p->lo);
             p->hi = calloc((size_t)c->n_layers, sizeof *p->hi);
             p->hi_n = calloc((size_t)c->n_layers, sizeof *p->hi_n);
+            p->mean = calloc((size_t)c->n_layers, sizeof *p->mean);
         }
-        if (!p || !p->inv_freq || !p->neox || !p->owner || !p->lo || !p->hi || !p->hi_n) {
+        if (!p || !p->inv_freq || !p->neox || !p->owner || !p->lo || !p->hi || !p->hi_n || !p->mean) {
             if (p) {
                 free(p->inv_freq);
                 free(p->neox);
@@ -63,6 +66,7 @@ vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int ne
                 free(p->lo);
                 free(p->hi);
                 free(p->hi_n);
+                free(p->mean);
             }
             free(p);
             return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory");
@@ -182,6 +186,44 @@ static inline void rope_tab(float *x, const float *t, size_t half, int neox, flo
     vq_kernels_get()->rope_pairs(x, t, half, neox, sgn);
 }
 
+vq_status vq_cache_prerope_center(vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, size_t s, size_t n,
+                                  float *x)
+{
+    if (c->cfg->prerope != 2 || !c->prerope || n == 0)
+        return VQ_OK;
+    const int l = (int)(L - c->layers);
+    const size_t D = (size_t)L->shape.head_dim, h = (size_t)(H - L->heads);
+    struct vq_prerope *p = c->prerope;
+    if (!p->mean[l]) {
+        p->mean[l] = calloc((size_t)L->shape.n_kv_heads * D, sizeof(float));
+        if (!p->mean[l])
+            return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory for the key means");
+    }
+    float *mu = p->mean[l] + h * D;
+    if (s == 0) { /* the head's first packed group: the mean of the window's non-sink tokens (pre-RoPE), this
+                   * group first in it, is the centre from now on */
+        const size_t ns = vq_cache_head_sinks(c, L, H), nw = H->n_res - ns;
+        float *w = malloc(nw * D * sizeof *w);
+        if (!w)
+            return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory for the key centre");
+        vq_status st = vq_codec_decode(L->fk, H->rk + ns * 2 * D, nw, w);
+        if (st == VQ_OK)
+            st = vq_cache_prerope_unrope(c, L, H->rpos + ns, nw, w);
+        for (size_t d = 0; st == VQ_OK && d < D; d++) {
+            double a = 0.0;
+            for (size_t t = 0; t < nw; t++)
+                a += w[t * D + d];
+            mu[d] = (float)(a / (double)nw);
+        }
+        free(w);
+        VQ_TRY(st);
+    }
+    for (size_t t = 0; t < n; t++)
+        for (size_t d = 0; d < D; d++)
+            x[t * D + d] -= mu[d];
+    return VQ_OK;
+}
+
 void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, size_t s0,
                              size_t n, float *x)
 {
@@ -192,6 +234,12 @@ void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const v
     size_t D = (size_t)L->shape.head_dim, half = D / 2;
     if (!p->inv_freq[l])
         return;
+    if (p->mean[l]) { /* prerope=2: the centre back before RoPE */
+        const float *mu = p->mean[l] + (size_t)(H - L->heads) * D;
+        for (size_t t = 0; t < n; t++)
+            for (size_t d = 0; d < D; d++)
+                x[t * D + d] += mu[d];
+    }
     const int o = p->owner[l], neox = p->neox[l];
     for (size_t t = 0; t < n; t++) {
         int32_t pos = vq_head_pos(H, s0 + t);
@@ -234,6 +282,12 @@ vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cac
         if (st != VQ_OK)
             break;
         const size_t m = n - b < B ? n - b : B;
+        if (p && p->mean[l]) { /* prerope=2: the centre back before RoPE */
+            const float *mu = p->mean[l] + (size_t)(H - L->heads) * D;
+            for (size_t t = 0; t < m; t++)
+                for (size_t d = 0; d < D; d++)
+                    k[t * D + d] += mu[d];
+        }
         for (size_t t = 0; t < m;) {
             const int32_t pos = vq_head_pos(H, s0 + b + t);
             float *kt = k + t * D;
@@ -280,8 +334,10 @@ size_t vq_cache_prerope_bytes(const vq_cache *c)
             b += (size_t)ROPE_LO * D * sizeof(float);
         if (p->hi[l])
             b += (size_t)p->hi_n[l] * D * sizeof(float);
+        if (p->mean[l])
+            b += (size_t)c->layers[l].shape.n_kv_heads * D * sizeof(float);
     }
-    return b;
+    return b + (size_t)c->n_layers * sizeof(float *);
 }
 
 void vq_cache_prerope_free(vq_cache *c)
@@ -292,7 +348,9 @@ void vq_cache_prerope_free(vq_cache *c)
         free(c->prerope->inv_freq[l]);
         free(c->prerope->lo[l]);
         free(c->prerope->hi[l]);
+        free(c->prerope->mean[l]);
     }
+    free(c->prerope->mean);
     free(c->prerope->inv_freq);
     free(c->prerope->neox);
     free(c->prerope->owner);

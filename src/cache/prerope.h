@@ -17,7 +17,15 @@
  * layer, and the angle tables of prerope.c: 256 x D floats per distinct
  * RoPE plus D floats per 256 positions; all counted in the cache's buffer
  * bytes). Scoring uses the SIMD dense_dot. Saving refuses (a loaded cache
- * would need the model's RoPE again). */
+ * would need the model's RoPE again).
+ *
+ * prerope=2: as 1, and the pre-RoPE keys are centred per (layer, KV head):
+ * the mean mu of the fp16 window's non-sink tokens when the head's first
+ * group is packed (residual + G tokens after the sinks) is kept (D floats per head, in the buffer bytes) and the codec packs
+ * k - mu; decoding adds mu back before RoPE, so scores and gather see
+ * decode(k - mu) + mu. For codecs whose error grows with |k| (the rotated
+ * per-token codecs: turboquant_*, rabitq) the keys' shared offset then
+ * costs nothing. */
 #ifndef VQ_CACHE_PREROPE_H
 #define VQ_CACHE_PREROPE_H
 
@@ -35,7 +43,13 @@ int vq_cache_prerope_on(const vq_cache *c);
 vq_status vq_cache_prerope_ready(vq_cache *c, const vq_cache_layer *L);
 /* keys x[n][D] at positions pos[]: undo RoPE in place (no-op without) */
 vq_status vq_cache_prerope_unrope(vq_cache *c, const vq_cache_layer *L, const int32_t *pos, size_t n, float *x);
-/* keys x[n][D] decoded from packed slots s0.. of H: apply RoPE in place */
+/* prerope=2: keys x[n][D] (pre-RoPE) about to be packed at slots s.. of H
+ * (still in H's window): subtract the head's centre, which the flush at
+ * s == 0 sets from the window (no-op for other prerope values) */
+vq_status vq_cache_prerope_center(vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, size_t s, size_t n,
+                                  float *x);
+/* keys x[n][D] decoded from packed slots s0.. of H: add the centre
+ * (prerope=2), apply RoPE in place */
 void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, size_t s0,
                              size_t n, float *x);
 /* Raw scores of the n packed keys of page pg of H for nq queries (as

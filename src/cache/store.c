@@ -388,6 +388,7 @@ vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head 
         VQ_TRY(vq_cross_bind(c, L, (size_t)(H - L->heads), s, L->kc, L->vc));
         VQ_TRY(vq_codec_decode(L->fk, rk, G, c->tmp));
         VQ_TRY(vq_cache_prerope_unrope(c, L, rpos, G, c->tmp));
+        VQ_TRY(vq_cache_prerope_center(c, L, H, s, G, c->tmp));
         vq_status st = vq_codec_encode(L->kc, c->tmp, G, kslot(L, H, s));
         if (st != VQ_OK)
             return vq_fail(c->err, st, "cache: keys: %s", vq_codec_error(L->kc));

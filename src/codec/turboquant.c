@@ -14,6 +14,14 @@
  *  turboquant_mse  (bits 1..4, default 2): y_hat = s1 * c1[i], c1 the b-bit
  *      Lloyd-Max centroids of N(0,1), s1 = 1/sqrt(D).
  *      layout: fp16 n | D codes of b bits.          bytes = 2 + b*D/8
+ *      Options (turboquant_mse only; defaults keep the layout above):
+ *      norm=8: the norm field is one byte e, a log code with 8 steps per
+ *        octave: n^ = 2^((e - 128)/8) for e in 1..255 (about 1.7e-5 to
+ *        6.1e4; relative error <= 4.4%), e = 0 for n = 0; codes follow at
+ *        byte 1.                                  bytes = 1 + b*D/8
+ *      lsq=1: the field holds the least-squares gain g = n <y, y^>/|y^|^2
+ *        instead of n (the g minimising |k - g R^T y^|; same reader, same
+ *        bytes); the norm's own error is not what decode needs.
  *  turboquant_rvq  (bits 1..4, default 1), as ../shared/docs/METHODS.md:
  *      stage 1 as turboquant_mse; stage 2 quantizes the residual
  *      y - y_hat1 with the b-bit Lloyd-Max quantizer of a Laplacian of
@@ -71,7 +79,31 @@ typedef struct {
     float *tmp;     /* D floats */
     float *tmp2;    /* D floats */
     int qbits;      /* rvq, bits=1: query bit planes for popcount scores (0 = float query) */
+    int norm8;      /* mse, norm=8: one-byte log-coded norm field */
+    int lsq;        /* mse, lsq=1: the field holds the least-squares gain */
 } tq;
+
+/* the stored gain of a token (fp16, or norm=8's log code; see the header) */
+static inline float tq_norm(const tq *t, const uint8_t *blk)
+{
+    if (t->norm8)
+        return blk[0] ? exp2f((float)((int)blk[0] - 128) * 0.125f) : 0.0f;
+    return vq_fp16_to_fp32(vq_get_u16(blk));
+}
+
+static void tq_put_norm(const tq *t, uint8_t *blk, float n)
+{
+    if (!t->norm8) {
+        vq_put_u16(blk, vq_fp32_to_fp16(n));
+        return;
+    }
+    if (!(n > 0.0f)) { /* 0, negative or NaN */
+        blk[0] = 0;
+        return;
+    }
+    float e = roundf(8.0f * log2f(n)) + 128.0f;
+    blk[0] = (uint8_t)(e < 1.0f ? 1.0f : (e > 255.0f ? 255.0f : e));
+}
 
 static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
 {
@@ -79,7 +111,13 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     long bits;
     long lo = v == TQ_PROD ? 2 : 1, def = v == TQ_RVQ ? 1 : v == TQ_MSE ? 2 : 3;
     VQ_TRY(vq_spec_int(spec, "bits", def, lo, 4, &bits, c->err));
-    long qbits = 0;
+    long qbits = 0, nbits = 16, lsq = 0;
+    if (v == TQ_MSE) {
+        VQ_TRY(vq_spec_int(spec, "norm", 16, 8, 16, &nbits, c->err));
+        VQ_TRY(vq_spec_int(spec, "lsq", 0, 0, 1, &lsq, c->err));
+        if (nbits != 8 && nbits != 16)
+            return vq_fail(c->err, VQ_ERR_INVALID_ARG, "turboquant_mse: parameter norm=%ld unsupported (8 or 16)", nbits);
+    }
     if (v == TQ_RVQ) {
         VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
         if (qbits != 0 && (qbits < 4 || bits != 1))
@@ -93,6 +131,8 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     t->v = v;
     t->bits = (int)bits;
     t->qbits = (int)qbits;
+    t->norm8 = nbits == 8;
+    t->lsq = (int)lsq;
     t->b1 = v == TQ_PROD ? t->bits - 1 : t->bits;
     t->tmp = calloc((size_t)D, sizeof(float));
     t->tmp2 = calloc((size_t)D, sizeof(float));
@@ -117,8 +157,8 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     c->query_bytes = sizeof(float) * (size_t)D;
     c->accum_size = (size_t)D;
     if (v == TQ_MSE) {
-        t->off1 = 2;
-        c->block_bytes = 2 + codes1;
+        t->off1 = t->norm8 ? 1 : 2;
+        c->block_bytes = t->off1 + codes1;
     } else if (v == TQ_RVQ) {
         t->off1 = 2;
         t->off2 = 2 + codes1;
@@ -144,7 +184,11 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         c->score_own = 1;
         snprintf(c->canon, sizeof c->canon, "%s:bits=%d,qbits=%d", c->ops->name, t->bits, t->qbits);
     } else {
-        snprintf(c->canon, sizeof c->canon, "%s:bits=%d", c->ops->name, t->bits);
+        int o = snprintf(c->canon, sizeof c->canon, "%s:bits=%d", c->ops->name, t->bits);
+        if (t->norm8 && o > 0 && (size_t)o < sizeof c->canon)
+            o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",norm=8");
+        if (t->lsq && o > 0 && (size_t)o < sizeof c->canon)
+            snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",lsq=1");
     }
     return VQ_OK;
 }
@@ -202,15 +246,18 @@ static void tq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
         memset(blk, 0, c->block_bytes);
         float norm = vq_vec_norm(k, (size_t)D);
         float inv = norm > 0.0f ? 1.0f / norm : 0.0f;
-        vq_put_u16(blk, vq_fp32_to_fp16(norm));
         for (int d = 0; d < D; d++)
             y[d] = k[d] * inv;
         vq_rot_forward(&t->r, y);
+        double yq = 0.0, qq = 0.0; /* <y, y^>, |y^|^2 (lsq=1) */
         for (int d = 0; d < D; d++) {
             int j = vq_lm_index(&t->q1, y[d] / t->s1);
             vq_bits_put(blk + t->off1, (size_t)d, t->b1, (unsigned)j);
             r[d] = y[d] - t->c1[j];
+            yq += (double)y[d] * t->c1[j];
+            qq += (double)t->c1[j] * t->c1[j];
         }
+        tq_put_norm(t, blk, t->lsq && qq > 0.0 ? (float)((double)norm * yq / qq) : norm);
         if (t->v == TQ_RVQ) {
             for (int d = 0; d < D; d++) {
                 int j = vq_lm_index(&t->q2, r[d] / t->s2);
@@ -247,7 +294,7 @@ static void tq_decode_token(vq_codec *c, const uint8_t *blk, float *k)
         }
     }
     vq_rot_inverse(&t->r, k);
-    float norm = vq_fp16_to_fp32(vq_get_u16(blk));
+    float norm = tq_norm(t, blk);
     for (int d = 0; d < D; d++)
         k[d] *= norm;
 }
@@ -289,7 +336,7 @@ static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
         size_t nt = n - t0 < TOK ? n - t0 : TOK;
         const uint8_t *blk0 = codes + t0 * c->block_bytes;
         for (size_t i = 0; i < nt; i++)
-            norm[i] = vq_fp16_to_fp32(vq_get_u16(blk0 + i * c->block_bytes));
+            norm[i] = tq_norm(t, blk0 + i * c->block_bytes);
         for (int j0 = 0; j0 < n_q; j0 += QRY) {
             int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
             const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
@@ -321,7 +368,7 @@ static void tq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
     float *yh = t->tmp;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *blk = codes + i * c->block_bytes;
-        float norm = vq_fp16_to_fp32(vq_get_u16(blk));
+        float norm = tq_norm(t, blk);
         stage_values(t, blk, D, yh); /* codes unpacked once for all queries */
         for (int j = 0; j < n_q; j++) {
             const float *y = qs + (size_t)j * qstride;
@@ -346,7 +393,7 @@ static void tq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
     float *yh = t->tmp;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *blk = codes + i * c->block_bytes;
-        float norm = vq_fp16_to_fp32(vq_get_u16(blk));
+        float norm = tq_norm(t, blk);
         stage_values(t, blk, D, yh);
         for (int j = 0; j < n_q; j++) {
             float wn = w[(size_t)j * n + i] * norm;
@@ -373,7 +420,7 @@ static void tq_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
     const vq_kernels *k = vq_kernels_get();
     for (size_t i = 0; i < n; i++) {
         const uint8_t *blk = codes + i * c->block_bytes;
-        float *o = out + i * c->accum_size, norm = vq_fp16_to_fp32(vq_get_u16(blk));
+        float *o = out + i * c->accum_size, norm = tq_norm(t, blk);
         k->lut_row(blk + t->off1, t->b1, (size_t)D, t->c1, norm, 0, o);
         if (t->v == TQ_RVQ)
             k->lut_row(blk + t->off2, t->bits, (size_t)D, t->c2, norm, 1, o);
