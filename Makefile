@@ -7,7 +7,7 @@
 # Layout: sources in src/<layer>/*.c form the library; tools/*.c the CLI;
 # tests/test_*.c are one test program each, linked with tests/util/*.c.
 # Files named *_avx2.c / *_avx512.c / *_avx512x.c (AVX-512 + VPOPCNTDQ +
-# VNNI) are compiled with those ISA flags and are only called after run-time
+# VNNI + VBMI) are compiled with those ISA flags and are only called after run-time
 # dispatch (src/core/cpu.h, src/kernels/kernels.h).
 
 CC      ?= cc
@@ -58,11 +58,12 @@ $(BUILD)/obj/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -mpopcnt -mavx512f -mavx512bw -mavx512vl -mavx512dq -MMD -MP -c $< -o $@
 
-# AVX-512 with the VPOPCNTDQ and VNNI extensions (cpu.h VQ_CPU_AVX512_*)
+# AVX-512 with the VPOPCNTDQ, VNNI and VBMI extensions (cpu.h VQ_CPU_AVX512_*;
+# each function is reached only where the ones it uses are present)
 $(BUILD)/obj/%_avx512x.o: %_avx512x.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -mpopcnt -mavx512f -mavx512bw -mavx512vl -mavx512dq \
-	  -mavx512vpopcntdq -mavx512vnni -MMD -MP -c $< -o $@
+	  -mavx512vpopcntdq -mavx512vnni -mavx512vbmi -MMD -MP -c $< -o $@
 
 # the CLI sees the public header and tools/ only (no src/); tests may
 # include tools/util headers (they test that code and link its objects)

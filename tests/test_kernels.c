@@ -19,6 +19,8 @@
  *     its reference against codes_dot with the dequantized query;
  *   kivi_axpy (KIVI value rows decoded in registers): relative error
  *     <= 2e-6, and the bits of kivi_group_row + dense_axpy;
+ *   kivi_qaxpy (the same with int8 weights): the reference's bits, and
+ *     the reference within its rounding bound of kivi_axpy;
  *   qaxpy (q8_0 / q4_0 rows decoded in registers): relative error <= 2e-6,
  *     and the tiled path's bits (block values, then dense_axpy);
  *   qdot (int8 queries against q8_0 / q4_0 rows): relative error <= 2e-6
@@ -386,6 +388,73 @@ static void test_kivi_axpy(const vq_kernels *k, const vq_kernels *ref)
                     }
 }
 
+static float half_of(const uint8_t *p, size_t i) { return vq_fp16_to_fp32((vq_fp16)(p[2 * i] | p[2 * i + 1] << 8)); }
+
+/* kivi_qaxpy against the reference: the same bits; and the reference
+ * against kivi_axpy (float weights) within the weights' rounding bound of
+ * kivi_qaxpy.h, sum over blocks of A/254 * sum_i c_ie, plus 1e-5 of the
+ * sum of |w v| for float rounding */
+static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 64, 128, 256, 512 }, nts[] = { 1, 7, 32, 45, 100 };
+    for (int bits = 2; bits <= 4; bits += 2)
+        for (size_t id = 0; id < 4; id++)
+            for (size_t G = 16; G <= 128; G *= 2)
+                for (size_t in = 0; in < 5; in++)
+                    for (int nq = 1; nq <= 5; nq += 2) {
+                        const size_t D = Ds[id], nt = nts[in], ng = D / G;
+                        if (ng > 16)
+                            continue;
+                        size_t rs = 4 * ng + D * (size_t)bits / 8 + 3, ws = nt + 2, as = D + 5;
+                        uint8_t *rows = malloc(rs * nt + 1);
+                        float *w = malloc(sizeof(float) * ws * (size_t)nq);
+                        float *a1 = malloc(sizeof(float) * as * (size_t)nq), *a2 = malloc(sizeof(float) * as * (size_t)nq);
+                        float *a3 = malloc(sizeof(float) * as * (size_t)nq);
+                        fill_bytes(rows, rs * nt + 1, 3 * D + G + nt);
+                        for (size_t i = 0; i < nt; i++) /* valid fp16 scales and mins */
+                            for (size_t g = 0; g < 2 * ng; g++) {
+                                vq_fp16 h = vq_fp32_to_fp16((float)((g * 5 + i) % 11) * 0.29f - 1.3f);
+                                rows[1 + i * rs + 2 * g] = (uint8_t)h, rows[2 + i * rs + 2 * g] = (uint8_t)(h >> 8);
+                            }
+                        fill(w, ws * (size_t)nq, 11 * D + nt + (size_t)nq);
+                        fill(a1, as * (size_t)nq, 9);
+                        memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
+                        memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
+                        ref->kivi_qaxpy(rows + 1, rs, bits, nt, D, G, w + 1, ws, nq, a1, as);
+                        k->kivi_qaxpy(rows + 1, rs, bits, nt, D, G, w + 1, ws, nq, a2, as);
+                        CHECKF(same_bits(a2, a1, as * (size_t)nq), "%s kivi_qaxpy bits=%d D=%zu G=%zu nt=%zu nq=%d",
+                               k->isa, bits, D, G, nt, nq);
+                        if (k != vq_kernels_variant("avx512"))
+                            goto next; /* the bound once per case */
+                        ref->kivi_axpy(rows + 1, rs, bits, nt, D, G, w + 1, ws, nq, a3, as);
+                        double worst = 0.0;
+                        for (int j = 0; j < nq; j++)
+                            for (size_t e = 0; e < D; e++) {
+                                const size_t g = e / G;
+                                double bound = 0.0, mag = 0.0;
+                                for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
+                                    double A = 0.0, cs = 0.0;
+                                    for (size_t i = b; i < nt && i < b + VQ_KQ_BLOCK; i++) {
+                                        const uint8_t *r = rows + 1 + i * rs;
+                                        const double c = (r[4 * ng + e * (size_t)bits / 8] >> (e * (size_t)bits % 8)) &
+                                                         ((1u << bits) - 1u);
+                                        const double wi = w[1 + (size_t)j * ws + i];
+                                        A = fmax(A, fabs((float)(wi * half_of(r, g))));
+                                        cs += c;
+                                        mag += fabs(wi) * (fabs(half_of(r, g)) * c + fabs(half_of(r, ng + g)));
+                                    }
+                                    bound += A / 254.0 * cs;
+                                }
+                                const size_t o = (size_t)j * as + e;
+                                worst = fmax(worst, fabs((double)a1[o] - a3[o]) / (bound + 1e-5 * (mag + fabs(a3[o]))));
+                            }
+                        CHECKF(worst <= 1.0, "kivi_qaxpy reference bits=%d D=%zu G=%zu nt=%zu: %.3g of the rounding bound",
+                               bits, D, G, nt, worst);
+                    next:
+                        free(rows), free(w), free(a1), free(a2), free(a3);
+                    }
+}
+
 /* qaxpy against the reference (tolerance) and, for SIMD tables, against
  * the tiled path it replaces (block values, then dense_axpy): same bits */
 static void test_qaxpy(const vq_kernels *k, const vq_kernels *ref)
@@ -583,6 +652,7 @@ static void test_tables(void)
         test_qaxpy(k, ref);
         test_half(k, ref);
         test_kivi_axpy(k, ref);
+        test_kivi_qaxpy(k, ref);
         test_rope_pairs(k, ref);
     }
     /* the scalar references against themselves through the table's own

@@ -3,7 +3,11 @@
  * Quantization for KV Cache", 2024).
  *
  * Parameters: bits in {2, 4} (default 2), group in {16, 32, 64, 128}
- * (default 32). Canonical spec "kivi:bits=B,group=G".
+ * (default 32), qbits in {0, 8} (default 0; 8 needs head_dim a multiple
+ * of 64): keys scored against the query rounded to int8, values summed
+ * with the attention weights rounded to int8 per block of 32 rows
+ * (kernels/codes_qdot.h, kernels/kivi_qaxpy.h). Canonical spec
+ * "kivi:bits=B,group=G" (",qbits=8" when set).
  *
  * For a set of values x with min m and max M: scale s = (M - m)/(2^b - 1),
  * code = round((x - m)/s) in [0, 2^b - 1], x^ = s*code + m. s and m are
@@ -54,7 +58,8 @@ typedef struct {
     size_t D, G, row; /* head_dim, group, bytes of a row of codes */
     float *scratch; /* KIVI_QS*D floats: folded queries (score) or code sums (accumulate) */
     float *sm;      /* 2*D floats: a block's scales and mins as floats (values) */
-    int qbits;      /* keys: 0 float folded query, 8 int8 (kernels/codes_qdot.h) */
+    int qbits;      /* 8: keys against int8 queries (kernels/codes_qdot.h), values
+                     * summed with int8 weights (kernels/kivi_qaxpy.h); 0: float */
     uint8_t *qprep; /* qbits=8: KIVI_QS prepared int8 queries */
 } kivi_state;
 
@@ -71,10 +76,10 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
     if (qbits != 0 && qbits != 8)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivi: qbits must be 0 (float query) or 8, got %ld", qbits);
-    if (qbits && (c->role != VQ_ROLE_KEY || c->head_dim % 64 != 0))
+    if (qbits && c->head_dim % 64 != 0)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG,
-                       "kivi: qbits=8 scores keys with an int8 query and needs the key role and head_dim a multiple of 64 (got %s, %d)",
-                       c->role == VQ_ROLE_KEY ? "keys" : "values", c->head_dim);
+                       "kivi: qbits=8 (int8 queries for keys, int8 attention weights for values) needs head_dim a multiple of 64 (got %d)",
+                       c->head_dim);
     if (group != 16 && group != 32 && group != 64 && group != 128)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivi: parameter group=%ld unsupported (16, 32, 64 or 128)", group);
     const size_t D = (size_t)c->head_dim;
@@ -97,7 +102,7 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     st->qbits = (int)qbits;
     st->D = D, st->G = (size_t)group, st->row = (size_t)bits * D / 8;
     c->impl = st;
-    if (qbits && !(st->qprep = malloc(KIVI_QS * vq_codes_query_bytes(D))))
+    if (qbits && c->role == VQ_ROLE_KEY && !(st->qprep = malloc(KIVI_QS * vq_codes_query_bytes(D))))
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivi: out of memory");
     const size_t row = st->row;
     if (c->role == VQ_ROLE_KEY) {
@@ -112,9 +117,9 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     /* keys score from the codes with the scales folded into the query
      * (kivi_score, kernels.h codes_dot), cheaper than decoding a tile */
     c->score_own = c->role == VQ_ROLE_KEY;
-    /* values: always kivi_axpy (never the tile, whose decoded values sum in
-     * another order), so a query's result does not depend on how many
-     * queries share the call or on the instruction set */
+    /* values: always kivi_axpy or kivi_qaxpy (never the tile, whose decoded
+     * values sum in another order), so a query's result does not depend on
+     * how many queries share the call or on the instruction set */
     c->accum_own = c->role == VQ_ROLE_VALUE;
     c->accum_size = D;
     if (st->qbits)
@@ -368,8 +373,10 @@ static void kivi_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t 
         }
     } else {
         /* values from the codes, per row the group's w*s and w*m (kernels.h
-         * kivi_axpy: the same bits on every instruction set) */
-        vq_kernels_get()->kivi_axpy(codes, c->block_bytes, b, n, D, G, w, n, n_q, acc, D);
+         * kivi_axpy, or kivi_qaxpy with qbits=8: the same bits on every
+         * instruction set) */
+        const vq_kernels *k = vq_kernels_get();
+        (st->qbits ? k->kivi_qaxpy : k->kivi_axpy)(codes, c->block_bytes, b, n, D, G, w, n, n_q, acc, D);
     }
 }
 

@@ -39,6 +39,8 @@ static unsigned detect(void)
             f |= VQ_CPU_AVX512_VPOPCNT;
         if ((c >> 11) & 1)
             f |= VQ_CPU_AVX512_VNNI;
+        if ((c >> 1) & 1)
+            f |= VQ_CPU_AVX512_VBMI;
     }
     return f;
 }

@@ -5,7 +5,7 @@
  * environment variable VQ_FORCE_ISA=scalar|avx2|avx512f|avx512
  * caps the reported features, so tests can run every kernel path on one
  * machine (a variant the CPU lacks is never enabled); avx512 keeps the
- * AVX-512 extensions, avx512f drops them (VPOPCNTDQ, VNNI). The first call
+ * AVX-512 extensions, avx512f drops them (VPOPCNTDQ, VNNI, VBMI). The first call
  * decides; later calls return the same value. */
 #ifndef VQ_CORE_CPU_H
 #define VQ_CORE_CPU_H
@@ -15,6 +15,7 @@ enum {
     VQ_CPU_AVX512 = 1 << 1,        /* AVX-512 F/BW/VL/DQ */
     VQ_CPU_AVX512_VPOPCNT = 1 << 2, /* AVX-512 VPOPCNTDQ (with VQ_CPU_AVX512) */
     VQ_CPU_AVX512_VNNI = 1 << 3,   /* AVX-512 VNNI (with VQ_CPU_AVX512) */
+    VQ_CPU_AVX512_VBMI = 1 << 4,   /* AVX-512 VBMI (with VQ_CPU_AVX512) */
 };
 
 unsigned vq_cpu_features(void);

@@ -20,6 +20,7 @@ static const vq_kernels k_ref = {
     .lut8_row = vq_lut8_row_ref,
     .kivi_group_row = vq_kivi_group_row_ref,
     .kivi_axpy = vq_kivi_axpy_ref,
+    .kivi_qaxpy = vq_kivi_qaxpy_ref,
     .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_ref,
     .codes_qprep = vq_codes_qprep,
@@ -72,6 +73,8 @@ static void fill_tables(void)
     if (vq_cpu_features() & VQ_CPU_AVX512_VNNI)
         k_avx512.qdot = vq_qdot_avx512x, k_avx512.codes_qdot = vq_codes_qdot_avx512x,
         k_avx512.codes_qprep = vq_codes_qprep_avx512x;
+    if ((vq_cpu_features() & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX512_VBMI)) == (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX512_VBMI))
+        k_avx512.kivi_qaxpy = vq_kivi_qaxpy_avx512x;
 }
 #endif
 

@@ -39,6 +39,9 @@
  *       s_ig c_ie + m_ig, as sum_i w_i (s_ig c_ie) + sum_i w_i m_ig: per
  *       element one FMA per row in row order, then the group's min sum
  *       (FMAs in row order) added once. Every variant has these bits.
+ *   kivi_qaxpy: kernels/kivi_qaxpy.h (the same sums with the weights
+ *       rounded to int8 per block of rows; the VNNI + VBMI variant where
+ *       the CPU has both, else the reference).
  *   codes_dot(codes, rstride, bits, nt, E, q, qstride, n_q, s, sstride):
  *       s[j*sstride + i] = sum_e q[j*qstride + e] * code_i[e] for nt rows of
  *       E codes of `bits` bits (2 or 4; E a multiple of 16) packed LSB first
@@ -66,6 +69,7 @@
 #include "kernels/dense.h"
 #include "kernels/qblock_values.h"
 #include "kernels/codes_qdot.h"
+#include "kernels/kivi_qaxpy.h"
 #include "kernels/qaxpy.h"
 #include "kernels/qdot.h"
 #include "kernels/rope.h"
@@ -85,6 +89,8 @@ typedef struct vq_kernels {
                            const uint8_t *gm16, float *out);
     void (*kivi_axpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
+    void (*kivi_qaxpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
+                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     void (*codes_dot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
                       size_t qstride, int n_q, float *s, size_t sstride);
     void (*bitdot)(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
