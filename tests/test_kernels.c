@@ -493,7 +493,7 @@ static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
     static const size_t Ds[] = { 64, 128, 256 };
     for (int bits = 2; bits <= 4; bits += 2)
         for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
-            for (size_t nt = 1; nt <= 21; nt += 4)
+            for (size_t nt = 1; nt <= 37; nt += 4)
                 for (int nq = 1; nq <= 10; nq += 3) {
                     size_t D = Ds[id], rs = D * (size_t)bits / 8 + 3, qs = vq_codes_query_bytes(D) + 1, ss = nt + 2;
                     uint8_t *rows = malloc(rs * nt + 1), *qb = malloc(qs * (size_t)nq + 1);

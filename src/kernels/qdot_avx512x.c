@@ -160,48 +160,84 @@ static inline void codes_qdot_store(const __m512i I[QROWS], float d, float *s, s
  * shift 2p = positions 16p..16p+15; 4 bits: bytes 32c+16h.., shift 0 =
  * positions 16h.., shift 4 = positions 32+16h.. -- so VPDPBUSD against
  * that run of the query broadcast to every lane adds into lane r row r's
- * partial sums; two in-lane shuffles and adds then give each row's total.
- * Integer sums: the reference's bits. */
-static inline __attribute__((always_inline)) void codes_qdot_rows4(const uint8_t *codes, size_t rstride, int bits,
-                                                                   size_t nt, size_t nc, const uint8_t *qbuf,
-                                                                   size_t qstride, int n_q, float *s, size_t sstride)
+ * partial sums. Sixteen rows (four such registers) per pass: their 64
+ * partial sums become 16 row sums by two rounds of unpack-and-add and one
+ * permute. Integer sums: the reference's bits. NQ queries (1..4) at a
+ * time, the sums in registers. */
+static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_t *codes, size_t rstride, int bits,
+                                                                    size_t nt, size_t nc, const uint8_t *qbuf,
+                                                                    size_t qstride, const int NQ, float *s,
+                                                                    size_t sstride)
 {
-    const __m512i gather = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m512i mask = _mm512_set1_epi8(bits == 2 ? 0x03 : 0x0f);
-    __m512i P[8];     /* four runs per chunk, nc <= 2 */
-    size_t qoff[8];   /* each run's offset in the query */
-    for (size_t i = 0; i < nt; i += 4) {
-        const uint8_t *row[4];
-        for (int t = 0; t < 4; t++)
-            row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
-        vq_prefetch_span(row[0], VQ_PF_AHEAD, 4 * rstride);
-        int np = 0;
-        for (size_t c = 0; c < nc; c++)
-            for (int h = 0; h < (bits == 2 ? 1 : 2); h++) {
-                const size_t b0 = bits == 2 ? 16 * c : 32 * c + 16 * (size_t)h;
-                __m512i R = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(row[0] + b0)));
-                R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[1] + b0)), 1);
-                R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[2] + b0)), 2);
-                R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[3] + b0)), 3);
-                for (int k = 0; k < (bits == 2 ? 4 : 2); k++) {
-                    P[np] = _mm512_and_si512(_mm512_srli_epi16(R, (unsigned)(bits * k)), mask);
-                    qoff[np++] = 64 * c + (bits == 2 ? 16 * (size_t)k : 32 * (size_t)k + 16 * (size_t)h);
+    /* lane 4r + quad -> row 4quad + r */
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    size_t qoff[8]; /* each run's offset in the query, nc <= 2 */
+    int np = 0;
+    for (size_t c = 0; c < nc; c++)
+        for (int h = 0; h < (bits == 2 ? 1 : 2); h++)
+            for (int k = 0; k < (bits == 2 ? 4 : 2); k++)
+                qoff[np++] = 64 * c + (bits == 2 ? 16 * (size_t)k : 32 * (size_t)k + 16 * (size_t)h);
+    for (size_t i = 0; i < nt; i += 16) {
+        __m512i acc[4][4]; /* [query][quad] */
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+            _Pragma("GCC unroll 4") for (int qd = 0; qd < 4; qd++)
+                acc[j][qd] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 4") for (int qd = 0; qd < 4; qd++) {
+            const size_t i0 = i + 4 * (size_t)qd;
+            if (i0 >= nt)
+                break;
+            const uint8_t *row[4];
+            for (int t = 0; t < 4; t++)
+                row[t] = codes + (i0 + (size_t)t < nt ? i0 + (size_t)t : nt - 1) * rstride;
+            vq_prefetch_span(row[0], VQ_PF_AHEAD, 4 * rstride);
+            int kp = 0;
+            for (size_t c = 0; c < nc; c++)
+                for (int h = 0; h < (bits == 2 ? 1 : 2); h++) {
+                    const size_t b0 = bits == 2 ? 16 * c : 32 * c + 16 * (size_t)h;
+                    __m512i R = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(row[0] + b0)));
+                    R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[1] + b0)), 1);
+                    R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[2] + b0)), 2);
+                    R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[3] + b0)), 3);
+                    for (int k = 0; k < (bits == 2 ? 4 : 2); k++, kp++) {
+                        const __m512i P = _mm512_and_si512(_mm512_srli_epi16(R, (unsigned)(bits * k)), mask);
+                        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) {
+                            const uint8_t *qj = qbuf + (size_t)j * qstride + sizeof(float) + qoff[kp];
+                            acc[j][qd] = _mm512_dpbusd_epi32(
+                                acc[j][qd], P, _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)qj)));
+                        }
+                    }
                 }
-            }
-        const size_t left = nt - i < 4 ? nt - i : 4;
-        for (int j = 0; j < n_q; j++) {
-            const uint8_t *qj = qbuf + (size_t)j * qstride + sizeof(float);
+        }
+        const size_t left = nt - i < 16 ? nt - i : 16;
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) {
             float d;
-            memcpy(&d, qj - sizeof(float), sizeof d);
-            __m512i acc = _mm512_setzero_si512();
-            for (int k = 0; k < np; k++)
-                acc = _mm512_dpbusd_epi32(
-                    acc, P[k], _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(qj + qoff[k]))));
-            acc = _mm512_add_epi32(acc, _mm512_shuffle_epi32(acc, _MM_PERM_BADC));
-            acc = _mm512_add_epi32(acc, _mm512_shuffle_epi32(acc, _MM_PERM_CDAB));
-            __m128i r = _mm512_castsi512_si128(_mm512_permutexvar_epi32(gather, acc));
-            __m128 f = _mm_mul_ps(_mm_set1_ps(d), _mm_cvtepi32_ps(r));
-            _mm_mask_storeu_ps(s + (size_t)j * sstride + i, (__mmask8)((1u << left) - 1u), f);
+            memcpy(&d, qbuf + (size_t)j * qstride, sizeof d);
+            /* lane 4r + x of acc[j][q]: partial x of row 4q + r */
+            const __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[j][0], acc[j][1]),
+                                                 _mm512_unpackhi_epi32(acc[j][0], acc[j][1]));
+            const __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[j][2], acc[j][3]),
+                                                 _mm512_unpackhi_epi32(acc[j][2], acc[j][3]));
+            const __m512i r = _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
+            const __m512 f = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(order, r)));
+            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, (__mmask16)((1u << left) - 1u), f);
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void codes_qdot_rows16_bits(const uint8_t *codes, size_t rstride,
+                                                                         int bits, size_t nt, size_t nc,
+                                                                         const uint8_t *qbuf, size_t qstride,
+                                                                         int n_q, float *s, size_t sstride)
+{
+    for (int j0 = 0; j0 < n_q; j0 += 4) {
+        const uint8_t *q = qbuf + (size_t)j0 * qstride;
+        float *o = s + (size_t)j0 * sstride;
+        switch (n_q - j0 < 4 ? n_q - j0 : 4) {
+        case 4: codes_qdot_rows16(codes, rstride, bits, nt, nc, q, qstride, 4, o, sstride); break;
+        case 3: codes_qdot_rows16(codes, rstride, bits, nt, nc, q, qstride, 3, o, sstride); break;
+        case 2: codes_qdot_rows16(codes, rstride, bits, nt, nc, q, qstride, 2, o, sstride); break;
+        default: codes_qdot_rows16(codes, rstride, bits, nt, nc, q, qstride, 1, o, sstride); break;
         }
     }
 }
@@ -212,9 +248,9 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
     const size_t nc = D / 64;
     if (nc <= 2) { /* bits a constant in each call: the run loops unroll */
         if (bits == 2)
-            codes_qdot_rows4(codes, rstride, 2, nt, nc, qbuf, qstride, n_q, s, sstride);
+            codes_qdot_rows16_bits(codes, rstride, 2, nt, nc, qbuf, qstride, n_q, s, sstride);
         else
-            codes_qdot_rows4(codes, rstride, 4, nt, nc, qbuf, qstride, n_q, s, sstride);
+            codes_qdot_rows16_bits(codes, rstride, 4, nt, nc, qbuf, qstride, n_q, s, sstride);
         return;
     }
     for (size_t i = 0; i < nt; i += QROWS) {
