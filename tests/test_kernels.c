@@ -23,6 +23,8 @@
  *     the reference within its rounding bound of kivi_axpy;
  *   qaxpy (q8_0 / q4_0 rows decoded in registers): relative error <= 2e-6,
  *     and the tiled path's bits (block values, then dense_axpy);
+ *   qaxpy8 (the same with int8 weights): the reference's bits, and the
+ *     reference within its rounding bound of qaxpy;
  *   qdot (int8 queries against q8_0 / q4_0 rows): relative error <= 2e-6
  *     (exact integer sums, float sums over blocks in another order); the
  *     reference itself against a double-precision dot of the decoded rows
@@ -392,8 +394,8 @@ static float half_of(const uint8_t *p, size_t i) { return vq_fp16_to_fp32((vq_fp
 
 /* kivi_qaxpy against the reference: the same bits; and the reference
  * against kivi_axpy (float weights) within the weights' rounding bound of
- * kivi_qaxpy.h, sum over blocks of A/254 * sum_i c_ie, plus 1e-5 of the
- * sum of |w v| for float rounding */
+ * kivi_qaxpy.h, sum over blocks of A/254 * sum_i |c_ie - h|, plus 1e-5 of
+ * the sum of |w v| for float rounding */
 static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Ds[] = { 64, 128, 256, 512 }, nts[] = { 1, 7, 32, 45, 100 };
@@ -440,7 +442,7 @@ static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
                                                          ((1u << bits) - 1u);
                                         const double wi = w[1 + (size_t)j * ws + i];
                                         A = fmax(A, fabs((float)(wi * half_of(r, g))));
-                                        cs += c;
+                                        cs += fabs(c - (double)(1u << (bits - 1))); /* centred codes */
                                         mag += fabs(wi) * (fabs(half_of(r, g)) * c + fabs(half_of(r, ng + g)));
                                     }
                                     bound += A / 254.0 * cs;
@@ -453,6 +455,65 @@ static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
                     next:
                         free(rows), free(w), free(a1), free(a2), free(a3);
                     }
+}
+
+/* qaxpy8 against the reference: the same bits; and the reference against
+ * qaxpy (float weights) within the weights' rounding bound of qaxpy.h:
+ * sum over blocks of A/254 * sum_i |code_ie|, plus 1e-5 of sum |w value| */
+static void test_qaxpy8(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 32, 64, 96, 128, 256, 512 }, nts[] = { 1, 6, 32, 45, 100 };
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+            for (size_t in = 0; in < 5; in++)
+                for (int nq = 1; nq <= 9; nq += 4) {
+                    const size_t D = Ds[id], nt = nts[in], bb = bits == 8 ? 34 : 18, nb = D / 32;
+                    size_t rs = nb * bb + 1, ws = nt + 1, as = D + 3;
+                    uint8_t *rows = malloc(rs * nt + 1);
+                    float *w = malloc(sizeof(float) * ws * (size_t)nq), *vals = malloc(sizeof(float) * 32);
+                    float *a1 = malloc(sizeof(float) * as * (size_t)nq), *a2 = malloc(sizeof(float) * as * (size_t)nq);
+                    float *a3 = malloc(sizeof(float) * as * (size_t)nq);
+                    fill_qrows(bits, rows + 1, rs, nt, D, 5 * D + nt + (size_t)bits);
+                    for (size_t i = 0; i < nt; i++) /* negative scales too (q4_0 keeps the sign of vmax) */
+                        for (size_t b = 0; b < nb; b++)
+                            if ((i + b) % 3 == 1)
+                                rows[1 + i * rs + b * bb + 1] |= 0x80;
+                    fill(w, ws * (size_t)nq, 2 * nt + (size_t)nq);
+                    fill(a1, as * (size_t)nq, 77);
+                    memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
+                    memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
+                    ref->qaxpy8(bits, rows + 1, rs, nt, D, w, ws, nq, a1, as);
+                    k->qaxpy8(bits, rows + 1, rs, nt, D, w, ws, nq, a2, as);
+                    CHECKF(same_bits(a2, a1, as * (size_t)nq), "%s qaxpy8 bits=%d D=%zu nt=%zu nq=%d", k->isa, bits, D,
+                           nt, nq);
+                    if (k == vq_kernels_variant("avx512")) { /* the bound once per case */
+                        ref->qaxpy(bits, rows + 1, rs, nt, D, w, ws, nq, a3, as);
+                        double worst = 0.0;
+                        for (int j = 0; j < nq; j++)
+                            for (size_t e = 0; e < D; e++) {
+                                const size_t g = e / 32;
+                                double bound = 0.0, mag = 0.0;
+                                for (size_t b0 = 0; b0 < nt; b0 += VQ_KQ_BLOCK) {
+                                    double A = 0.0, vs = 0.0;
+                                    for (size_t i = b0; i < nt && i < b0 + VQ_KQ_BLOCK; i++) {
+                                        const uint8_t *blk = rows + 1 + i * rs + g * bb;
+                                        const float d = vq_fp16_to_fp32((vq_fp16)(blk[0] | blk[1] << 8));
+                                        (bits == 8 ? vq_q8_0_values_ref : vq_q4_0_values_ref)(blk, 1, vals);
+                                        const double wi = w[(size_t)j * ws + i], v = vals[e % 32];
+                                        A = fmax(A, fabs((float)(wi * d)));
+                                        vs += d != 0.0f ? fabs(v / d) : 0.0;
+                                        mag += fabs(wi * v);
+                                    }
+                                    bound += A / 254.0 * vs;
+                                }
+                                const size_t o = (size_t)j * as + e;
+                                worst = fmax(worst, fabs((double)a1[o] - a3[o]) / (bound + 1e-5 * (mag + fabs(a3[o]))));
+                            }
+                        CHECKF(worst <= 1.0, "qaxpy8 reference bits=%d D=%zu nt=%zu: %.3g of the rounding bound", bits, D,
+                               nt, worst);
+                    }
+                    free(rows), free(w), free(vals), free(a1), free(a2), free(a3);
+                }
 }
 
 /* qaxpy against the reference (tolerance) and, for SIMD tables, against
@@ -653,6 +714,7 @@ static void test_tables(void)
         test_half(k, ref);
         test_kivi_axpy(k, ref);
         test_kivi_qaxpy(k, ref);
+        test_qaxpy8(k, ref);
         test_rope_pairs(k, ref);
     }
     /* the scalar references against themselves through the table's own

@@ -17,12 +17,12 @@
  * accumulate sums w*code in the rotated domain and accum_finish applies
  * R^T. Shared state: the sign diagonal, D/8 bytes (0 without rotation).
  *
- * qbits=8 (default 0): scores are computed in the integer domain against
- * the query quantized to int8 per block of 32 (kernels/qdot.h: VNNI on
- * AVX-512), as llama.cpp's q8_0 activations; the stored bytes are the
- * same. The score differs from the float query's by the query's rounding
- * (<= d/2 per value, d = block amax/127). Only scoring changes, so the
- * option means nothing for values. */
+ * qbits=8 (default 0): keys are scored in the integer domain against the
+ * query quantized to int8 per block of 32 (kernels/qdot.h: VNNI on
+ * AVX-512), as llama.cpp's q8_0 activations; values are summed with the
+ * attention weights rounded to int8 per block of 32 rows (kernels/qaxpy.h
+ * vq_qaxpy8). The stored bytes are the same; the results differ from the
+ * float ones by that rounding (<= d/2 per value, d = block amax/127). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +76,8 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
      * in registers), it replaces the tile; elsewhere the tiled path stays */
     c->accum_own = vq_kernels_get()->qaxpy != vq_qaxpy_ref;
     c->accum_tiled_min_q = VQ_CODEC_TILED_MIN_Q;
+    if (qbits && c->role == VQ_ROLE_VALUE) /* int8 weights: always vq_qaxpy8, on every instruction set */
+        c->accum_own = 1, c->accum_tiled_min_q = 0;
     if (qbits)
         snprintf(c->canon, sizeof c->canon, "%s:rot=%d,qbits=%d", c->ops->name, q->rot, q->qbits);
     else
@@ -233,8 +235,9 @@ static void qb_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
 static void qb_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
 {
     qblocks *q = c->impl;
-    vq_kernels_get()->qaxpy(q->bits, codes, c->block_bytes, n, (size_t)c->head_dim, w, n, n_q, acc,
-                            (size_t)c->head_dim);
+    const vq_kernels *k = vq_kernels_get();
+    (q->qbits ? k->qaxpy8 : k->qaxpy)(q->bits, codes, c->block_bytes, n, (size_t)c->head_dim, w, n, n_q, acc,
+                                      (size_t)c->head_dim);
 }
 
 /* accum-domain vectors: block values, still rotated when rot=1 (a token's

@@ -26,6 +26,7 @@ static const vq_kernels k_ref = {
     .codes_qprep = vq_codes_qprep,
     .codes_qdot = vq_codes_qdot_ref,
     .qaxpy = vq_qaxpy_ref,
+    .qaxpy8 = vq_qaxpy8_ref,
     .qdot = vq_qdot_ref,
     .rope_pairs = vq_rope_pairs_ref,
 };
@@ -74,7 +75,7 @@ static void fill_tables(void)
         k_avx512.qdot = vq_qdot_avx512x, k_avx512.codes_qdot = vq_codes_qdot_avx512x,
         k_avx512.codes_qprep = vq_codes_qprep_avx512x;
     if ((vq_cpu_features() & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX512_VBMI)) == (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX512_VBMI))
-        k_avx512.kivi_qaxpy = vq_kivi_qaxpy_avx512x;
+        k_avx512.kivi_qaxpy = vq_kivi_qaxpy_avx512x, k_avx512.qaxpy8 = vq_qaxpy8_avx512x;
 }
 #endif
 

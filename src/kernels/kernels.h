@@ -56,7 +56,9 @@
  *   codes_qdot: kernels/codes_qdot.h (KIVI key codes against int8
  *       queries; the VNNI variant when the CPU has AVX-512 VNNI, else the
  *       AVX2 one).
- *   qaxpy: kernels/qaxpy.h (weighted sums of q8_0 / q4_0 rows).
+ *   qaxpy: kernels/qaxpy.h (weighted sums of q8_0 / q4_0 rows); qaxpy8 the
+ *       same with int8 weights (the VNNI + VBMI variant where the CPU has
+ *       both, else the reference).
  *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
  *       variant when the CPU has AVX-512 VNNI, else the AVX2 one).
  *   rope_pairs: kernels/rope.h (RoPE turn of one vector by a table row). */
@@ -100,6 +102,8 @@ typedef struct vq_kernels {
                        size_t qstride, int n_q, float *s, size_t sstride);
     void (*qaxpy)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
                   size_t wstride, int n_q, float *acc, size_t astride);
+    void (*qaxpy8)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
+                   size_t wstride, int n_q, float *acc, size_t astride);
     void (*qdot)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                  size_t qstride, int n_q, float *s, size_t sstride);
     void (*rope_pairs)(float *x, const float *cs, size_t half, int neox, float sgn);

@@ -12,13 +12,17 @@
  *   the rows form blocks of VQ_KQ_BLOCK from the first (the last may be
  *   short); per block, j and g: a_i = w_ji * s_ig (one multiply),
  *   A = max |a_i|, d = A / 127, q_i = a_i * (127 / A) rounded to nearest
- *   even and held to [-127, 127] (all 0 when A is 0), I_e = sum q_i c_ie
- *   (exact), and F_je = fmaf(d, (float)I_e, F_je) block after block from 0;
- *   M_jg: 16 lanes, lane l = fmaf(w_ji, m_ig, lane) for the rows i = l
- *   mod 16 in order, reduced by vq_sum16_lanes.
+ *   even and held to [-127, 127] (all 0 when A is 0), I_e = sum q_i
+ *   (c_ie - h) with h = 2^(bits-1) (exact; the codes centred, so that
+ *   the rounding does not meet the values' offset), and F_je = fmaf(d,
+ *   (float)I_e, F_je) block after block from 0;
+ *   M_jg: 16 lanes, lane l = fmaf(w_ji, fmaf(h, s_ig, m_ig), lane) for the
+ *   rows i = l mod 16 in order, reduced by vq_sum16_lanes
+ *   (v = s (c - h) + (m + h s)).
  * Every variant returns the reference's bits (for finite inputs). The
  * rounding of the weights adds an error of at most A / 254 per row and
- * code unit, against a KIVI step of (max - min) / (2^bits - 1).
+ * code unit from the centre, against a KIVI step of (max - min) /
+ * (2^bits - 1).
  * bits is 2 or 4, group a multiple of 16 dividing D, D / group <= 16. */
 #ifndef VQ_KERNELS_KIVI_QAXPY_H
 #define VQ_KERNELS_KIVI_QAXPY_H
@@ -28,13 +32,11 @@
 
 #define VQ_KQ_BLOCK 32 /* rows sharing one weight scale per (j, g) */
 
-void vq_kivi_qaxpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt,
-                       size_t D, size_t group, const float *w, size_t wstride,
-                       int n_q, float *acc, size_t astride);
+void vq_kivi_qaxpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group, const float *w,
+                       size_t wstride, int n_q, float *acc, size_t astride);
 /* VNNI + VBMI; D a multiple of 64 up to 512, group a power of two (else
  * the reference) */
-void vq_kivi_qaxpy_avx512x(const uint8_t *rows, size_t rstride, int bits,
-                           size_t nt, size_t D, size_t group, const float *w,
-                           size_t wstride, int n_q, float *acc, size_t astride);
+void vq_kivi_qaxpy_avx512x(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
+                           const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 
 #endif

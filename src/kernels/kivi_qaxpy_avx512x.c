@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/vexp.h"
+#include "kernels/wq_avx512x.h"
 
 #define KQ_MAXQ 4 /* weight rows per pass */
 #define KQ_MAXC 8 /* 64-channel chunks: D <= 512 */
@@ -27,298 +28,246 @@
  * 2k + 1) are copied into columns by plain loads and stores (gathers are
  * slow where microcode guards them), then each column is split into its
  * two halves */
-static inline void block_headers(const uint8_t *rows, size_t rstride, size_t m,
-                                 size_t ng, __m512 S[16][2], __m512 Mn[16][2]) {
-  uint32_t col[16][VQ_KQ_BLOCK];
-  for (size_t i = 0; i < VQ_KQ_BLOCK; i++)
-    for (size_t k = 0; k < ng; k++) {
-      uint32_t v = 0;
-      if (i < m)
-        memcpy(&v, rows + i * rstride + 4 * k, 4);
-      col[k][i] = v;
-    }
-  for (size_t h = 0; h < 2; h++)
-    for (size_t k = 0; k < ng; k++) {
-      const __m512i wv = _mm512_loadu_si512(&col[k][16 * h]);
-      const __m512 lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(wv));
-      const __m512 hi =
-          _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(wv, 16)));
-      for (size_t t = 0; t < 2; t++) {
-        const size_t half = 2 * k + t;
-        const __m512 v = t ? hi : lo;
-        if (half < ng)
-          S[half][h] = v;
-        else
-          Mn[half - ng][h] = v;
-      }
-    }
-}
-
-/* four rows' 16 bytes at p[t] + off into the register's four lanes,
- * transposed: 32-bit lane b = byte b of rows 0..3 */
-static inline __m512i quad_bytes(const uint8_t *const p[4], size_t off,
-                                 __m512i tidx) {
-  __m512i x = _mm512_castsi128_si512(
-      _mm_loadu_si128((const __m128i *)(const void *)(p[0] + off)));
-  x = _mm512_inserti32x4(
-      x, _mm_loadu_si128((const __m128i *)(const void *)(p[1] + off)), 1);
-  x = _mm512_inserti32x4(
-      x, _mm_loadu_si128((const __m128i *)(const void *)(p[2] + off)), 2);
-  x = _mm512_inserti32x4(
-      x, _mm_loadu_si128((const __m128i *)(const void *)(p[3] + off)), 3);
-  return _mm512_permutexvar_epi8(tidx, x);
+static inline void block_headers(const uint8_t *rows, size_t rstride, size_t m, size_t ng, __m512 S[16][2],
+                                 __m512 Mn[16][2])
+{
+    uint32_t col[16][VQ_KQ_BLOCK];
+    for (size_t i = 0; i < VQ_KQ_BLOCK; i++)
+        for (size_t k = 0; k < ng; k++) {
+            uint32_t v = 0;
+            if (i < m)
+                memcpy(&v, rows + i * rstride + 4 * k, 4);
+            col[k][i] = v;
+        }
+    for (size_t h = 0; h < 2; h++)
+        for (size_t k = 0; k < ng; k++) {
+            const __m512i wv = _mm512_loadu_si512(&col[k][16 * h]);
+            const __m512 lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(wv));
+            const __m512 hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(wv, 16)));
+            for (size_t t = 0; t < 2; t++) {
+                const size_t half = 2 * k + t;
+                const __m512 v = t ? hi : lo;
+                if (half < ng)
+                    S[half][h] = v;
+                else
+                    Mn[half - ng][h] = v;
+            }
+        }
 }
 
 /* lane b's group (group = 1 << lg): channel ch0 + step*b */
-static inline __m512i group_index(size_t ch0, int step, int lg) {
-  const __m512i lane =
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i ch =
-      _mm512_add_epi32(_mm512_set1_epi32((int)ch0),
-                       _mm512_mullo_epi32(lane, _mm512_set1_epi32(step)));
-  return _mm512_srli_epi32(ch, (unsigned)lg);
+static inline __m512i group_index(size_t ch0, int step, int lg)
+{
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i ch = _mm512_add_epi32(_mm512_set1_epi32((int)ch0), _mm512_mullo_epi32(lane, _mm512_set1_epi32(step)));
+    return _mm512_srli_epi32(ch, (unsigned)lg);
 }
 
 /* the same relative to group g0, times 8 (the words of a group in qw) */
-static inline __m512i word_index(size_t ch0, int step, int lg, size_t g0) {
-  return _mm512_slli_epi32(
-      _mm512_sub_epi32(group_index(ch0, step, lg), _mm512_set1_epi32((int)g0)),
-      3);
-}
-
-/* the maxima of the lanes of a, b, c, d: [max a, max b, max c, max d] */
-static inline __m128 max4x16(__m512 a, __m512 b, __m512 c, __m512 d) {
-  const __m512 ab = _mm512_max_ps(_mm512_shuffle_f32x4(a, b, 0x44),
-                                  _mm512_shuffle_f32x4(a, b, 0xEE));
-  const __m512 cd = _mm512_max_ps(_mm512_shuffle_f32x4(c, d, 0x44),
-                                  _mm512_shuffle_f32x4(c, d, 0xEE));
-  __m512 x = _mm512_max_ps(_mm512_shuffle_f32x4(ab, cd, 0x88),
-                           _mm512_shuffle_f32x4(ab, cd, 0xDD));
-  x = _mm512_max_ps(x, _mm512_permute_ps(x, 0x4E));
-  x = _mm512_max_ps(x, _mm512_permute_ps(x, 0xB1));
-  return _mm512_castps512_ps128(_mm512_permutexvar_ps(
-      _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), x));
+static inline __m512i word_index(size_t ch0, int step, int lg, size_t g0)
+{
+    return _mm512_slli_epi32(_mm512_sub_epi32(group_index(ch0, step, lg), _mm512_set1_epi32((int)g0)), 3);
 }
 
 /* one 64-channel chunk c of a block of m rows: the integer sums of the
  * NQ weight rows, folded into F[j][c] with the block's scales */
-static inline __attribute__((always_inline)) void
-chunk_block(const int BITS, const int NQ, const uint8_t *blk, size_t rstride,
-            size_t coff, size_t m, size_t c, size_t g0, int lg, __m512i tidx,
-            __m512i cmask, int8_t qw[KQ_MAXQ][20][VQ_KQ_BLOCK],
-            float dd[KQ_MAXQ][16], __m512 F[KQ_MAXQ][KQ_MAXC][4]) {
-  __m512i QA[KQ_MAXQ], QB[KQ_MAXQ], I[KQ_MAXQ][4];
-  _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) {
-    QA[j] = _mm512_loadu_si512(&qw[j][g0][0]);
-    QB[j] = _mm512_loadu_si512(&qw[j][g0 + 2][0]);
-    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) I[j][r] =
-        _mm512_setzero_si512();
-  }
-  /* the weight words of each lane's group (2 bits: one map; 4 bits: one per
-   * byte half) */
-  const __m512i x0 = word_index(64 * c, BITS == 2 ? 4 : 2, lg, g0),
-                x1 = word_index(64 * c + 32, 2, lg, g0);
-  for (size_t u = 0; 4 * u < m; u++) {
-    const uint8_t *p[4];
-    p[0] = blk + 4 * u * rstride + coff;
-    if (4 * u + 4 <= m) {
-      p[1] = p[0] + rstride, p[2] = p[1] + rstride, p[3] = p[2] + rstride;
-    } else { /* the rows past m repeat the last one (their weights are 0) */
-      const uint8_t *last = blk + (m - 1) * rstride + coff;
-      p[1] = 4 * u + 1 < m ? p[0] + rstride : last;
-      p[2] = 4 * u + 2 < m ? p[0] + 2 * rstride : last;
-      p[3] = last;
+static inline __attribute__((always_inline)) void chunk_block(const int BITS, const int NQ, const uint8_t *blk,
+                                                              size_t rstride, size_t coff, size_t m, size_t c,
+                                                              size_t g0, int lg, __m512i tidx, __m512i cmask,
+                                                              int8_t qw[KQ_MAXQ][20][VQ_KQ_BLOCK],
+                                                              float dd[KQ_MAXQ][16], int32_t sqh[KQ_MAXQ][16],
+                                                              __m512 F[KQ_MAXQ][KQ_MAXC][4])
+{
+    __m512i QA[KQ_MAXQ], QB[KQ_MAXQ], I[KQ_MAXQ][4];
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+    {
+        QA[j] = _mm512_loadu_si512(&qw[j][g0][0]);
+        QB[j] = _mm512_loadu_si512(&qw[j][g0 + 2][0]);
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) I[j][r] = _mm512_setzero_si512();
     }
-    const __m512i uu = _mm512_set1_epi32((int)u);
-    __m512i P[4];
-    if (BITS == 2) {
-      const __m512i T = quad_bytes(p, 16 * c, tidx);
-      _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) P[k] =
-          _mm512_and_si512(_mm512_srli_epi16(T, (unsigned)(2 * k)), cmask);
-      const __m512i ix = _mm512_add_epi32(x0, uu);
-      _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) {
-        const __m512i Wq = _mm512_permutex2var_epi32(QA[j], ix, QB[j]);
-        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) I[j][k] =
-            _mm512_dpbusd_epi32(I[j][k], P[k], Wq);
-      }
-    } else {
-      for (int h = 0; h < 2; h++) {
-        const __m512i T = quad_bytes(p, 32 * c + 16 * (size_t)h, tidx);
-        P[2 * h] = _mm512_and_si512(T, cmask);
-        P[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(T, 4), cmask);
-      }
-      const __m512i ia = _mm512_add_epi32(x0, uu),
-                    ib = _mm512_add_epi32(x1, uu);
-      _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) {
-        const __m512i Wa = _mm512_permutex2var_epi32(QA[j], ia, QB[j]);
-        const __m512i Wb = _mm512_permutex2var_epi32(QA[j], ib, QB[j]);
-        I[j][0] = _mm512_dpbusd_epi32(I[j][0], P[0], Wa);
-        I[j][1] = _mm512_dpbusd_epi32(I[j][1], P[1], Wa);
-        I[j][2] = _mm512_dpbusd_epi32(I[j][2], P[2], Wb);
-        I[j][3] = _mm512_dpbusd_epi32(I[j][3], P[3], Wb);
-      }
+    /* the weight words of each lane's group (2 bits: one map; 4 bits: one per
+     * byte half) */
+    const __m512i x0 = word_index(64 * c, BITS == 2 ? 4 : 2, lg, g0), x1 = word_index(64 * c + 32, 2, lg, g0);
+    for (size_t u = 0; 4 * u < m; u++) {
+        const uint8_t *p[4];
+        p[0] = blk + 4 * u * rstride + coff;
+        if (4 * u + 4 <= m) {
+            p[1] = p[0] + rstride, p[2] = p[1] + rstride, p[3] = p[2] + rstride;
+        } else { /* the rows past m repeat the last one (their weights are 0) */
+            const uint8_t *last = blk + (m - 1) * rstride + coff;
+            p[1] = 4 * u + 1 < m ? p[0] + rstride : last;
+            p[2] = 4 * u + 2 < m ? p[0] + 2 * rstride : last;
+            p[3] = last;
+        }
+        const __m512i uu = _mm512_set1_epi32((int)u);
+        __m512i P[4];
+        if (BITS == 2) {
+            const __m512i T = vq_quad_bytes(p, 16 * c, tidx);
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) P[k] =
+                _mm512_and_si512(_mm512_srli_epi16(T, (unsigned)(2 * k)), cmask);
+            const __m512i ix = _mm512_add_epi32(x0, uu);
+            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+            {
+                const __m512i Wq = _mm512_permutex2var_epi32(QA[j], ix, QB[j]);
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) I[j][k] = _mm512_dpbusd_epi32(I[j][k], P[k], Wq);
+            }
+        } else {
+            for (int h = 0; h < 2; h++) {
+                const __m512i T = vq_quad_bytes(p, 32 * c + 16 * (size_t)h, tidx);
+                P[2 * h] = _mm512_and_si512(T, cmask);
+                P[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(T, 4), cmask);
+            }
+            const __m512i ia = _mm512_add_epi32(x0, uu), ib = _mm512_add_epi32(x1, uu);
+            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+            {
+                const __m512i Wa = _mm512_permutex2var_epi32(QA[j], ia, QB[j]);
+                const __m512i Wb = _mm512_permutex2var_epi32(QA[j], ib, QB[j]);
+                I[j][0] = _mm512_dpbusd_epi32(I[j][0], P[0], Wa);
+                I[j][1] = _mm512_dpbusd_epi32(I[j][1], P[1], Wa);
+                I[j][2] = _mm512_dpbusd_epi32(I[j][2], P[2], Wb);
+                I[j][3] = _mm512_dpbusd_epi32(I[j][3], P[3], Wb);
+            }
+        }
     }
-  }
-  const __m512i gx0 = group_index(64 * c, BITS == 2 ? 4 : 2, lg),
-                gx1 = group_index(64 * c + 32, 2, lg);
-  _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) {
-    const __m512 ds = _mm512_loadu_ps(dd[j]);
-    const __m512 d0 = _mm512_permutexvar_ps(gx0, ds),
-                 d1 = _mm512_permutexvar_ps(gx1, ds);
-    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) F[j][c][r] =
-        _mm512_fmadd_ps(BITS == 4 && r >= 2 ? d1 : d0,
-                        _mm512_cvtepi32_ps(I[j][r]), F[j][c][r]);
-  }
+    const __m512i gx0 = group_index(64 * c, BITS == 2 ? 4 : 2, lg), gx1 = group_index(64 * c + 32, 2, lg);
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+    {
+        const __m512 ds = _mm512_loadu_ps(dd[j]);
+        const __m512 d0 = _mm512_permutexvar_ps(gx0, ds), d1 = _mm512_permutexvar_ps(gx1, ds);
+        const __m512i hs = _mm512_loadu_si512(sqh[j]); /* h * sum q: the codes' centring */
+        const __m512i h0 = _mm512_permutexvar_epi32(gx0, hs), h1 = _mm512_permutexvar_epi32(gx1, hs);
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        {
+            const int hi = BITS == 4 && r >= 2;
+            F[j][c][r] = _mm512_fmadd_ps(hi ? d1 : d0, _mm512_cvtepi32_ps(_mm512_sub_epi32(I[j][r], hi ? h1 : h0)),
+                                         F[j][c][r]);
+        }
+    }
 }
 
-static inline __attribute__((always_inline)) void
-qaxpy_bits(const uint8_t *rows, size_t rstride, const int BITS, size_t nt,
-           size_t D, size_t group, const float *w, size_t wstride, int n_q,
-           float *acc, size_t astride) {
-  const size_t ng = D / group, nc = D / 64, coff = 4 * ng;
-  const int lg = __builtin_ctzll(group);
-  int8_t tix[64];
-  for (int p = 0; p < 64; p++)
-    tix[p] = (int8_t)((p % 4) * 16 + p / 4);
-  const __m512i tidx = _mm512_loadu_si512(tix),
-                cmask = _mm512_set1_epi8((char)((1 << BITS) - 1));
-  for (int j0 = 0; j0 < n_q; j0 += KQ_MAXQ) {
-    const int nq = n_q - j0 < KQ_MAXQ ? n_q - j0 : KQ_MAXQ;
-    __m512 F[KQ_MAXQ][KQ_MAXC][4], MW[KQ_MAXQ][16];
-    int8_t qw[KQ_MAXQ][20][VQ_KQ_BLOCK]; /* int8 weights [j][g][row]; 4 groups
-                                            past ng padded */
-    float dd[KQ_MAXQ][16];
-    memset(qw, 0, sizeof qw);
-    memset(dd, 0, sizeof dd);
-    for (int j = 0; j < nq; j++) {
-      for (size_t c = 0; c < nc; c++)
-        for (int r = 0; r < 4; r++)
-          F[j][c][r] = _mm512_setzero_ps();
-      for (size_t g = 0; g < ng; g++)
-        MW[j][g] = _mm512_setzero_ps();
-    }
-    for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
-      const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
-      const uint8_t *blk = rows + b * rstride;
-      __m512 S[16][2], Mn[16][2];
-      block_headers(blk, rstride, m, ng, S, Mn);
-      const __mmask16 v0 = m >= 16 ? 0xFFFF : (__mmask16)((1u << m) - 1u);
-      const __mmask16 v1 = m <= 16   ? 0
-                           : m >= 32 ? 0xFFFF
-                                     : (__mmask16)((1u << (m - 16)) - 1u);
-      /* |a| maxima of every (j, g), their scales four at a time, then the int8
-       * weights
-       * (|a * 127/A| <= 127 up to rounding: saturation never clips) */
-      __m512 W[KQ_MAXQ][2], V[KQ_MAXQ * 16 + 3];
-      float Am[KQ_MAXQ * 16 + 3], inv[KQ_MAXQ * 16 + 3];
-      for (int j = 0; j < nq; j++) {
-        const float *wj = w + (size_t)(j0 + j) * wstride + b;
-        W[j][0] = _mm512_maskz_loadu_ps(v0, wj),
-        W[j][1] = _mm512_maskz_loadu_ps(v1, wj + 16);
-        for (size_t g = 0; g < ng; g++) {
-          V[(size_t)j * ng + g] =
-              _mm512_max_ps(_mm512_abs_ps(_mm512_mul_ps(W[j][0], S[g][0])),
-                            _mm512_abs_ps(_mm512_mul_ps(W[j][1], S[g][1])));
-          MW[j][g] = _mm512_fmadd_ps(
-              W[j][1], Mn[g][1], _mm512_fmadd_ps(W[j][0], Mn[g][0], MW[j][g]));
+static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows, size_t rstride, const int BITS,
+                                                             size_t nt, size_t D, size_t group, const float *w,
+                                                             size_t wstride, int n_q, float *acc, size_t astride)
+{
+    const size_t ng = D / group, nc = D / 64, coff = 4 * ng;
+    const int lg = __builtin_ctzll(group);
+    int8_t tix[64];
+    for (int p = 0; p < 64; p++)
+        tix[p] = (int8_t)((p % 4) * 16 + p / 4);
+    const __m512i tidx = _mm512_loadu_si512(tix), cmask = _mm512_set1_epi8((char)((1 << BITS) - 1));
+    for (int j0 = 0; j0 < n_q; j0 += KQ_MAXQ) {
+        const int nq = n_q - j0 < KQ_MAXQ ? n_q - j0 : KQ_MAXQ;
+        __m512 F[KQ_MAXQ][KQ_MAXC][4], MW[KQ_MAXQ][16];
+        int8_t qw[KQ_MAXQ][20][VQ_KQ_BLOCK]; /* int8 weights [j][g][row]; 4 groups
+                                                past ng padded */
+        float dd[KQ_MAXQ][16];
+        int32_t sqh[KQ_MAXQ][16];
+        memset(qw, 0, sizeof qw);
+        memset(dd, 0, sizeof dd);
+        memset(sqh, 0, sizeof sqh);
+        for (int j = 0; j < nq; j++) {
+            for (size_t c = 0; c < nc; c++)
+                for (int r = 0; r < 4; r++)
+                    F[j][c][r] = _mm512_setzero_ps();
+            for (size_t g = 0; g < ng; g++)
+                MW[j][g] = _mm512_setzero_ps();
         }
-      }
-      const size_t np = (size_t)nq * ng;
-      for (size_t k = np; k % 4; k++)
-        V[k] = _mm512_setzero_ps();
-      for (size_t k = 0; k < np; k += 4) {
-        const __m128 A4 = max4x16(V[k], V[k + 1], V[k + 2], V[k + 3]);
-        const __m128 i4 = _mm_div_ps(_mm_set1_ps(127.0f), A4);
-        _mm_storeu_ps(Am + k, _mm_div_ps(A4, _mm_set1_ps(127.0f)));
-        _mm_storeu_ps(inv + k,
-                      _mm_and_ps(i4, _mm_cmpgt_ps(A4, _mm_setzero_ps())));
-      }
-      for (int j = 0; j < nq; j++)
-        for (size_t g = 0; g < ng; g++) {
-          const size_t k = (size_t)j * ng + g;
-          const __m512 vi = _mm512_set1_ps(inv[k]);
-          dd[j][g] = Am[k];
-          const __m512i q0 = _mm512_cvtps_epi32(
-              _mm512_mul_ps(_mm512_mul_ps(W[j][0], S[g][0]), vi));
-          const __m512i q1 = _mm512_cvtps_epi32(
-              _mm512_mul_ps(_mm512_mul_ps(W[j][1], S[g][1]), vi));
-          _mm_storeu_si128((__m128i *)(void *)&qw[j][g][0],
-                           _mm512_cvtsepi32_epi8(q0));
-          _mm_storeu_si128((__m128i *)(void *)&qw[j][g][16],
-                           _mm512_cvtsepi32_epi8(q1));
+        for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
+            const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
+            const uint8_t *blk = rows + b * rstride;
+            __m512 S[16][2], Mn[16][2];
+            block_headers(blk, rstride, m, ng, S, Mn);
+            const __mmask16 v0 = m >= 16 ? 0xFFFF : (__mmask16)((1u << m) - 1u);
+            const __mmask16 v1 = m <= 16 ? 0 : m >= 32 ? 0xFFFF : (__mmask16)((1u << (m - 16)) - 1u);
+            const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1))); /* v = s (c - h) + (m + h s) */
+            /* |a| maxima of every (j, g), their scales four at a time, then the int8
+             * weights
+             * (|a * 127/A| <= 127 up to rounding: saturation never clips) */
+            __m512 W[KQ_MAXQ][2], V[KQ_MAXQ * 16 + 3];
+            float Am[KQ_MAXQ * 16 + 3], inv[KQ_MAXQ * 16 + 3];
+            for (int j = 0; j < nq; j++) {
+                const float *wj = w + (size_t)(j0 + j) * wstride + b;
+                W[j][0] = _mm512_maskz_loadu_ps(v0, wj), W[j][1] = _mm512_maskz_loadu_ps(v1, wj + 16);
+                for (size_t g = 0; g < ng; g++) {
+                    V[(size_t)j * ng + g] = _mm512_max_ps(_mm512_abs_ps(_mm512_mul_ps(W[j][0], S[g][0])),
+                                                          _mm512_abs_ps(_mm512_mul_ps(W[j][1], S[g][1])));
+                    const __m512 m0 = _mm512_fmadd_ps(hv, S[g][0], Mn[g][0]), m1 = _mm512_fmadd_ps(hv, S[g][1], Mn[g][1]);
+                    MW[j][g] = _mm512_fmadd_ps(W[j][1], m1, _mm512_fmadd_ps(W[j][0], m0, MW[j][g]));
+                }
+            }
+            const size_t np = (size_t)nq * ng;
+            for (size_t k = np; k % 4; k++)
+                V[k] = _mm512_setzero_ps();
+            for (size_t k = 0; k < np; k += 4) {
+                const __m128 A4 = vq_max4x16(V[k], V[k + 1], V[k + 2], V[k + 3]);
+                const __m128 i4 = _mm_div_ps(_mm_set1_ps(127.0f), A4);
+                _mm_storeu_ps(Am + k, _mm_div_ps(A4, _mm_set1_ps(127.0f)));
+                _mm_storeu_ps(inv + k, _mm_and_ps(i4, _mm_cmpgt_ps(A4, _mm_setzero_ps())));
+            }
+            for (int j = 0; j < nq; j++)
+                for (size_t g = 0; g < ng; g++) {
+                    const size_t k = (size_t)j * ng + g;
+                    const __m512 vi = _mm512_set1_ps(inv[k]);
+                    dd[j][g] = Am[k];
+                    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][0], S[g][0]), vi));
+                    const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][1], S[g][1]), vi));
+                    _mm_storeu_si128((__m128i *)(void *)&qw[j][g][0], _mm512_cvtsepi32_epi8(q0));
+                    _mm_storeu_si128((__m128i *)(void *)&qw[j][g][16], _mm512_cvtsepi32_epi8(q1));
+                    sqh[j][g] = (1 << (BITS - 1)) * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+                }
+            for (size_t c = 0; c < nc; c++) {
+                const size_t g0 = 64 * c / group;
+                switch (nq) { /* a constant count: the sums stay in registers */
+                case 4: chunk_block(BITS, 4, blk, rstride, coff, m, c, g0, lg, tidx, cmask, qw, dd, sqh, F); break;
+                case 3: chunk_block(BITS, 3, blk, rstride, coff, m, c, g0, lg, tidx, cmask, qw, dd, sqh, F); break;
+                case 2: chunk_block(BITS, 2, blk, rstride, coff, m, c, g0, lg, tidx, cmask, qw, dd, sqh, F); break;
+                default: chunk_block(BITS, 1, blk, rstride, coff, m, c, g0, lg, tidx, cmask, qw, dd, sqh, F); break;
+                }
+            }
         }
-      for (size_t c = 0; c < nc; c++) {
-        const size_t g0 = 64 * c / group;
-        switch (nq) { /* a constant count: the sums stay in registers */
-        case 4:
-          chunk_block(BITS, 4, blk, rstride, coff, m, c, g0, lg, tidx, cmask,
-                      qw, dd, F);
-          break;
-        case 3:
-          chunk_block(BITS, 3, blk, rstride, coff, m, c, g0, lg, tidx, cmask,
-                      qw, dd, F);
-          break;
-        case 2:
-          chunk_block(BITS, 2, blk, rstride, coff, m, c, g0, lg, tidx, cmask,
-                      qw, dd, F);
-          break;
-        default:
-          chunk_block(BITS, 1, blk, rstride, coff, m, c, g0, lg, tidx, cmask,
-                      qw, dd, F);
-          break;
+        /* back in channel order, plus the mins' sums */
+        __m512i OX[4];
+        for (int mo = 0; mo < 4; mo++) {
+            int32_t ix[16];
+            for (int l = 0; l < 16; l++)
+                ix[l] = BITS == 2 ? (l % 4 & 1) * 16 + 4 * mo + l / 4 : (l % 2) * 16 + 8 * (mo % 2) + l / 2;
+            OX[mo] = _mm512_loadu_si512(ix);
         }
-      }
-    }
-    /* back in channel order, plus the mins' sums */
-    __m512i OX[4];
-    for (int mo = 0; mo < 4; mo++) {
-      int32_t ix[16];
-      for (int l = 0; l < 16; l++)
-        ix[l] = BITS == 2 ? (l % 4 & 1) * 16 + 4 * mo + l / 4
-                          : (l % 2) * 16 + 8 * (mo % 2) + l / 2;
-      OX[mo] = _mm512_loadu_si512(ix);
-    }
-    for (int j = 0; j < nq; j++) {
-      float Mg[16] = {0};
-      for (size_t g = 0; g < ng; g++) {
-        float lanes[16];
-        _mm512_storeu_ps(lanes, MW[j][g]);
-        Mg[g] = vq_sum16_lanes(lanes);
-      }
-      const __m512 Mv = _mm512_loadu_ps(Mg);
-      float *a = acc + (size_t)(j0 + j) * astride;
-      for (size_t c = 0; c < nc; c++)
-        for (size_t mo = 0; mo < 4; mo++) {
-          __m512 out;
-          if (BITS == 2) /* lane l: register l % 4, lane 4mo + l / 4 */
-            out = _mm512_mask_blend_ps(
-                0xCCCC, _mm512_permutex2var_ps(F[j][c][0], OX[mo], F[j][c][1]),
-                _mm512_permutex2var_ps(F[j][c][2], OX[mo], F[j][c][3]));
-          else /* lane l: register 2(mo / 2) + l % 2, lane 8(mo % 2) + l / 2 */
-            out = _mm512_permutex2var_ps(F[j][c][2 * (mo / 2)], OX[mo],
-                                         F[j][c][2 * (mo / 2) + 1]);
-          const size_t e = 64 * c + 16 * mo;
-          const __m512 Me = _mm512_permutexvar_ps(group_index(e, 1, lg), Mv);
-          _mm512_storeu_ps(a + e, _mm512_add_ps(_mm512_loadu_ps(a + e),
-                                                _mm512_add_ps(out, Me)));
+        for (int j = 0; j < nq; j++) {
+            float Mg[16] = {0};
+            for (size_t g = 0; g < ng; g++) {
+                float lanes[16];
+                _mm512_storeu_ps(lanes, MW[j][g]);
+                Mg[g] = vq_sum16_lanes(lanes);
+            }
+            const __m512 Mv = _mm512_loadu_ps(Mg);
+            float *a = acc + (size_t)(j0 + j) * astride;
+            for (size_t c = 0; c < nc; c++)
+                for (size_t mo = 0; mo < 4; mo++) {
+                    __m512 out;
+                    if (BITS == 2) /* lane l: register l % 4, lane 4mo + l / 4 */
+                        out = _mm512_mask_blend_ps(0xCCCC, _mm512_permutex2var_ps(F[j][c][0], OX[mo], F[j][c][1]),
+                                                   _mm512_permutex2var_ps(F[j][c][2], OX[mo], F[j][c][3]));
+                    else /* lane l: register 2(mo / 2) + l % 2, lane 8(mo % 2) + l / 2 */
+                        out = _mm512_permutex2var_ps(F[j][c][2 * (mo / 2)], OX[mo], F[j][c][2 * (mo / 2) + 1]);
+                    const size_t e = 64 * c + 16 * mo;
+                    const __m512 Me = _mm512_permutexvar_ps(group_index(e, 1, lg), Mv);
+                    _mm512_storeu_ps(a + e, _mm512_add_ps(_mm512_loadu_ps(a + e), _mm512_add_ps(out, Me)));
+                }
         }
     }
-  }
 }
 
-void vq_kivi_qaxpy_avx512x(const uint8_t *rows, size_t rstride, int bits,
-                           size_t nt, size_t D, size_t group, const float *w,
-                           size_t wstride, int n_q, float *acc,
-                           size_t astride) {
-  if ((bits != 2 && bits != 4) || D % 64 || D > 64 * KQ_MAXC || group < 16 ||
-      (group & (group - 1)) || D % group || D / group > 16 ||
-      rstride > (1u << 26)) { /* (group a power of two here) */
-    vq_kivi_qaxpy_ref(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc,
-                      astride);
-    return;
-  }
-  if (bits == 2)
-    qaxpy_bits(rows, rstride, 2, nt, D, group, w, wstride, n_q, acc, astride);
-  else
-    qaxpy_bits(rows, rstride, 4, nt, D, group, w, wstride, n_q, acc, astride);
+void vq_kivi_qaxpy_avx512x(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
+                           const float *w, size_t wstride, int n_q, float *acc, size_t astride)
+{
+    if ((bits != 2 && bits != 4) || D % 64 || D > 64 * KQ_MAXC || group < 16 || (group & (group - 1)) || D % group ||
+        D / group > 16 || rstride > (1u << 26)) { /* (group a power of two here) */
+        vq_kivi_qaxpy_ref(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc, astride);
+        return;
+    }
+    if (bits == 2)
+        qaxpy_bits(rows, rstride, 2, nt, D, group, w, wstride, n_q, acc, astride);
+    else
+        qaxpy_bits(rows, rstride, 4, nt, D, group, w, wstride, n_q, acc, astride);
 }

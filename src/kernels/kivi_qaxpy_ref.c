@@ -7,62 +7,62 @@
 #include "core/fp16.h"
 #include "core/vexp.h"
 
-static inline float half_at(const uint8_t *p, size_t i) {
-  return vq_fp16_to_fp32((vq_fp16)(p[2 * i] | (p[2 * i + 1] << 8)));
+static inline float half_at(const uint8_t *p, size_t i)
+{
+    return vq_fp16_to_fp32((vq_fp16)(p[2 * i] | (p[2 * i + 1] << 8)));
 }
 
-static inline int code_at(const uint8_t *src, size_t i, int bits) {
-  size_t bit =
-      i * (size_t)bits; /* bits 2 or 4: a code never straddles a byte */
-  return (src[bit >> 3] >> (bit & 7)) & ((1 << bits) - 1);
+static inline int code_at(const uint8_t *src, size_t i, int bits)
+{
+    size_t bit = i * (size_t)bits; /* bits 2 or 4: a code never straddles a byte */
+    return (src[bit >> 3] >> (bit & 7)) & ((1 << bits) - 1);
 }
 
 /* the block's int8 weights q[0..m) for row j, group g; returns d */
-static float block_weights(const uint8_t *rows, size_t rstride, size_t m,
-                           size_t g, const float *wj, int q[]) {
-  float a[VQ_KQ_BLOCK], A = 0.0f;
-  for (size_t i = 0; i < m; i++) {
-    a[i] = wj[i] * half_at(rows + i * rstride, g);
-    A = fmaxf(A, fabsf(a[i]));
-  }
-  const float inv = A > 0.0f ? 127.0f / A : 0.0f;
-  for (size_t i = 0; i < m; i++) {
-    long r = lrintf(a[i] * inv);
-    q[i] = (int)(r > 127 ? 127 : r < -127 ? -127 : r);
-  }
-  return A / 127.0f;
+static float block_weights(const uint8_t *rows, size_t rstride, size_t m, size_t g, const float *wj, int q[])
+{
+    float a[VQ_KQ_BLOCK], A = 0.0f;
+    for (size_t i = 0; i < m; i++) {
+        a[i] = wj[i] * half_at(rows + i * rstride, g);
+        A = fmaxf(A, fabsf(a[i]));
+    }
+    const float inv = A > 0.0f ? 127.0f / A : 0.0f;
+    for (size_t i = 0; i < m; i++) {
+        long r = lrintf(a[i] * inv);
+        q[i] = (int)(r > 127 ? 127 : r < -127 ? -127 : r);
+    }
+    return A / 127.0f;
 }
 
-void vq_kivi_qaxpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt,
-                       size_t D, size_t group, const float *w, size_t wstride,
-                       int n_q, float *acc, size_t astride) {
-  const size_t ng = D / group;
-  for (int j = 0; j < n_q; j++) {
-    const float *wj = w + (size_t)j * wstride;
-    for (size_t g = 0; g < ng; g++) {
-      float lanes[16] = {0};
-      for (size_t i = 0; i < nt; i++)
-        lanes[i % 16] =
-            fmaf(wj[i], half_at(rows + i * rstride + 2 * ng, g), lanes[i % 16]);
-      const float M = vq_sum16_lanes(lanes);
-      for (size_t e0 = g * group; e0 < (g + 1) * group; e0 += 16) {
-        float F[16] = {0};
-        for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
-          const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
-          int q[VQ_KQ_BLOCK];
-          const float d =
-              block_weights(rows + b * rstride, rstride, m, g, wj + b, q);
-          for (size_t e = 0; e < 16; e++) {
-            int32_t I = 0;
-            for (size_t i = 0; i < m; i++)
-              I += q[i] *
-                   code_at(rows + (b + i) * rstride + 4 * ng, e0 + e, bits);
-            F[e] = fmaf(d, (float)I, F[e]);
-          }
+void vq_kivi_qaxpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group, const float *w,
+                       size_t wstride, int n_q, float *acc, size_t astride)
+{
+    const size_t ng = D / group;
+    const float h = (float)(1 << (bits - 1)); /* v = s (c - h) + (m + h s): centred codes */
+    for (int j = 0; j < n_q; j++) {
+        const float *wj = w + (size_t)j * wstride;
+        for (size_t g = 0; g < ng; g++) {
+            float lanes[16] = {0};
+            for (size_t i = 0; i < nt; i++)
+                lanes[i % 16] = fmaf(wj[i], fmaf(h, half_at(rows + i * rstride, g), half_at(rows + i * rstride + 2 * ng, g)),
+                                     lanes[i % 16]);
+            const float M = vq_sum16_lanes(lanes);
+            for (size_t e0 = g * group; e0 < (g + 1) * group; e0 += 16) {
+                float F[16] = {0};
+                for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
+                    const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
+                    int q[VQ_KQ_BLOCK];
+                    const float d = block_weights(rows + b * rstride, rstride, m, g, wj + b, q);
+                    for (size_t e = 0; e < 16; e++) {
+                        int32_t I = 0;
+                        for (size_t i = 0; i < m; i++)
+                            I += q[i] * (code_at(rows + (b + i) * rstride + 4 * ng, e0 + e, bits) - (1 << (bits - 1)));
+                        F[e] = fmaf(d, (float)I, F[e]);
+                    }
+                }
+                for (size_t e = 0; e < 16; e++)
+                    acc[(size_t)j * astride + e0 + e] += F[e] + M;
+            }
         }
-        for (size_t e = 0; e < 16; e++)
-          acc[(size_t)j * astride + e0 + e] += F[e] + M;
-      }
     }
-  }
 }

@@ -20,4 +20,20 @@ void vq_qaxpy_ref(int bits, const uint8_t *codes, size_t rstride, size_t nt, siz
 void vq_qaxpy_avx512(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
                      size_t wstride, int n_q, float *acc, size_t astride);
 
+/* vq_qaxpy8: the same sums with the weights rounded to int8, so that the
+ * codes meet them in integer dot products (VNNI). Rows form blocks of
+ * VQ_KQ_BLOCK (kernels/kivi_qaxpy.h) from the first (the last may be
+ * short); per block, weight row j and column block g (32 values, scale
+ * d_ig): a_i = w_ji * d_ig (one multiply), A = max |a_i|, s = A / 127,
+ * q_i = a_i * (127 / A) rounded to nearest even and held to [-127, 127]
+ * (all 0 when A is 0), I_e = sum_i q_i v_ie (exact, v the signed code:
+ * the int8 of q8_0, the nibble - 8 of q4_0), F_je = fmaf(s, (float)I_e,
+ * F_je) block after block from 0; then acc[j*astride + e] += F_je. The
+ * rounding adds at most A / 254 per row and code unit. The AVX-512 twin
+ * (VNNI + VBMI) returns the reference's bits for finite inputs. */
+void vq_qaxpy8_ref(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
+                   size_t wstride, int n_q, float *acc, size_t astride);
+void vq_qaxpy8_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
+                       size_t wstride, int n_q, float *acc, size_t astride);
+
 #endif

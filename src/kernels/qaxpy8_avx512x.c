@@ -1,0 +1,166 @@
+/* qaxpy8_avx512x.c -- AVX-512 VNNI + VBMI twin of vq_qaxpy8
+ * (kernels/qaxpy.h): the reference's bits.
+ *
+ * Per block of 32 rows the rows' block scales are copied into columns,
+ * and the int8 weights of every (weight row, column block) made at once.
+ * Then per column block and quad of rows, the quad's 16 code bytes (q4_0;
+ * q8_0: two runs of 16) are transposed by one VPERMB so that 32-bit lane b
+ * holds byte b of rows 0..3: q4_0's low and high nibbles are then values b
+ * and 16 + b, q8_0's bytes (flipped to unsigned, +128) values b and
+ * 16 + b; VPDPBUSD against the quad's four weights (one broadcast word)
+ * adds the exact sums, and the offset (8 or 128 times the weights' sum)
+ * comes off once per block before the float fold. */
+#include "kernels/qaxpy.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/kivi_qaxpy.h"
+#include "kernels/wq_avx512x.h"
+
+#define Q8_MAXQ 4  /* weight rows per pass */
+#define Q8_MAXB 16 /* column blocks: D <= 512 */
+
+/* column block g of a block of m rows: the NQ weight rows' integer sums,
+ * folded into F[j][g] */
+static inline __attribute__((always_inline)) void
+block_column(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, size_t m, size_t g, __m512i tidx,
+             int8_t qw[Q8_MAXQ][Q8_MAXB][VQ_KQ_BLOCK], const float sc[Q8_MAXQ][Q8_MAXB],
+             const int32_t sq[Q8_MAXQ][Q8_MAXB], __m512 F[Q8_MAXQ][Q8_MAXB][2])
+{
+    const size_t off = g * (BITS == 8 ? 34 : 18) + 2;
+    __m512i I[Q8_MAXQ][2];
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) I[j][0] = I[j][1] = _mm512_setzero_si512();
+    for (size_t u = 0; 4 * u < m; u++) {
+        const uint8_t *p[4];
+        p[0] = blk + 4 * u * rstride + off;
+        if (4 * u + 4 <= m) {
+            p[1] = p[0] + rstride, p[2] = p[1] + rstride, p[3] = p[2] + rstride;
+        } else { /* the rows past m repeat the last one (their weights are 0) */
+            const uint8_t *last = blk + (m - 1) * rstride + off;
+            p[1] = 4 * u + 1 < m ? p[0] + rstride : last;
+            p[2] = 4 * u + 2 < m ? p[0] + 2 * rstride : last;
+            p[3] = last;
+        }
+        __m512i P0, P1;
+        if (BITS == 4) {
+            const __m512i T = vq_quad_bytes(p, 0, tidx), lo = _mm512_set1_epi8(0x0f);
+            P0 = _mm512_and_si512(T, lo);
+            P1 = _mm512_and_si512(_mm512_srli_epi16(T, 4), lo);
+        } else {
+            const __m512i flip = _mm512_set1_epi8((char)0x80);
+            P0 = _mm512_xor_si512(vq_quad_bytes(p, 0, tidx), flip);
+            P1 = _mm512_xor_si512(vq_quad_bytes(p, 16, tidx), flip);
+        }
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        {
+            int32_t wd;
+            memcpy(&wd, &qw[j][g][4 * u], sizeof wd);
+            const __m512i Wq = _mm512_set1_epi32(wd);
+            I[j][0] = _mm512_dpbusd_epi32(I[j][0], P0, Wq);
+            I[j][1] = _mm512_dpbusd_epi32(I[j][1], P1, Wq);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+    {
+        const __m512i corr = _mm512_set1_epi32((BITS == 8 ? 128 : 8) * sq[j][g]);
+        const __m512 s = _mm512_set1_ps(sc[j][g]);
+        for (int h = 0; h < 2; h++)
+            F[j][g][h] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(_mm512_sub_epi32(I[j][h], corr)), F[j][g][h]);
+    }
+}
+
+static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, const uint8_t *codes, size_t rstride,
+                                                              size_t nt, size_t D, const float *w, size_t wstride,
+                                                              int n_q, float *acc, size_t astride)
+{
+    const size_t nb = D / 32, bb = BITS == 8 ? 34 : 18;
+    const __m512i tidx = vq_quad_index();
+    for (int j0 = 0; j0 < n_q; j0 += Q8_MAXQ) {
+        const int nq = n_q - j0 < Q8_MAXQ ? n_q - j0 : Q8_MAXQ;
+        __m512 F[Q8_MAXQ][Q8_MAXB][2];
+        for (int j = 0; j < nq; j++)
+            for (size_t g = 0; g < nb; g++)
+                F[j][g][0] = F[j][g][1] = _mm512_setzero_ps();
+        for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
+            const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
+            const uint8_t *blk = codes + b * rstride;
+            /* the rows' block scales as columns (rows past m: 0) */
+            uint16_t col[Q8_MAXB][VQ_KQ_BLOCK];
+            for (size_t i = 0; i < VQ_KQ_BLOCK; i++)
+                for (size_t g = 0; g < nb; g++) {
+                    uint16_t v = 0;
+                    if (i < m)
+                        memcpy(&v, blk + i * rstride + g * bb, 2);
+                    col[g][i] = v;
+                }
+            const __mmask16 v0 = m >= 16 ? 0xFFFF : (__mmask16)((1u << m) - 1u);
+            const __mmask16 v1 = m <= 16 ? 0 : m >= 32 ? 0xFFFF : (__mmask16)((1u << (m - 16)) - 1u);
+            __m512 W[Q8_MAXQ][2], V[Q8_MAXQ * Q8_MAXB + 3], Dv[Q8_MAXB][2];
+            for (size_t g = 0; g < nb; g++)
+                for (int h = 0; h < 2; h++)
+                    Dv[g][h] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)&col[g][16 * h]));
+            for (int j = 0; j < nq; j++) {
+                const float *wj = w + (size_t)(j0 + j) * wstride + b;
+                W[j][0] = _mm512_maskz_loadu_ps(v0, wj), W[j][1] = _mm512_maskz_loadu_ps(v1, wj + 16);
+                for (size_t g = 0; g < nb; g++)
+                    V[(size_t)j * nb + g] = _mm512_max_ps(_mm512_abs_ps(_mm512_mul_ps(W[j][0], Dv[g][0])),
+                                                          _mm512_abs_ps(_mm512_mul_ps(W[j][1], Dv[g][1])));
+            }
+            /* scales four at a time, then the int8 weights (|a * 127/A| <= 127
+             * up to rounding: saturation never clips) and their sums */
+            const size_t np = (size_t)nq * nb;
+            float Am[Q8_MAXQ * Q8_MAXB + 3], inv[Q8_MAXQ * Q8_MAXB + 3];
+            for (size_t k = np; k % 4; k++)
+                V[k] = _mm512_setzero_ps();
+            for (size_t k = 0; k < np; k += 4) {
+                const __m128 A4 = vq_max4x16(V[k], V[k + 1], V[k + 2], V[k + 3]);
+                const __m128 i4 = _mm_div_ps(_mm_set1_ps(127.0f), A4);
+                _mm_storeu_ps(Am + k, _mm_div_ps(A4, _mm_set1_ps(127.0f)));
+                _mm_storeu_ps(inv + k, _mm_and_ps(i4, _mm_cmpgt_ps(A4, _mm_setzero_ps())));
+            }
+            int8_t qw[Q8_MAXQ][Q8_MAXB][VQ_KQ_BLOCK];
+            float sc[Q8_MAXQ][Q8_MAXB];
+            int32_t sq[Q8_MAXQ][Q8_MAXB];
+            for (int j = 0; j < nq; j++)
+                for (size_t g = 0; g < nb; g++) {
+                    const size_t k = (size_t)j * nb + g;
+                    const __m512 vi = _mm512_set1_ps(inv[k]);
+                    sc[j][g] = Am[k];
+                    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][0], Dv[g][0]), vi));
+                    const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][1], Dv[g][1]), vi));
+                    _mm_storeu_si128((__m128i *)(void *)&qw[j][g][0], _mm512_cvtsepi32_epi8(q0));
+                    _mm_storeu_si128((__m128i *)(void *)&qw[j][g][16], _mm512_cvtsepi32_epi8(q1));
+                    sq[j][g] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+                }
+            for (size_t g = 0; g < nb; g++)
+                switch (nq) { /* a constant count: the sums stay in registers */
+                case 4: block_column(BITS, 4, blk, rstride, m, g, tidx, qw, sc, sq, F); break;
+                case 3: block_column(BITS, 3, blk, rstride, m, g, tidx, qw, sc, sq, F); break;
+                case 2: block_column(BITS, 2, blk, rstride, m, g, tidx, qw, sc, sq, F); break;
+                default: block_column(BITS, 1, blk, rstride, m, g, tidx, qw, sc, sq, F); break;
+                }
+        }
+        for (int j = 0; j < nq; j++) {
+            float *a = acc + (size_t)(j0 + j) * astride;
+            for (size_t g = 0; g < nb; g++)
+                for (int h = 0; h < 2; h++) {
+                    float *e = a + 32 * g + 16 * (size_t)h;
+                    _mm512_storeu_ps(e, _mm512_add_ps(_mm512_loadu_ps(e), F[j][g][h]));
+                }
+        }
+    }
+}
+
+void vq_qaxpy8_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
+                       size_t wstride, int n_q, float *acc, size_t astride)
+{
+    if ((bits != 4 && bits != 8) || D % 32 || D > 32 * Q8_MAXB) {
+        vq_qaxpy8_ref(bits, codes, rstride, nt, D, w, wstride, n_q, acc, astride);
+        return;
+    }
+    if (bits == 4)
+        qaxpy8_bits(4, codes, rstride, nt, D, w, wstride, n_q, acc, astride);
+    else
+        qaxpy8_bits(8, codes, rstride, nt, D, w, wstride, n_q, acc, astride);
+}
