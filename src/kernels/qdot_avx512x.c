@@ -274,24 +274,15 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
     }
 }
 
-/* source channel of output position p (codes_qdot.h's order) */
-static const int32_t QP_IDX4[64] = { 0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
-                                     32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62,
-                                     1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
-                                     33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63 };
-static const int32_t QP_IDX2[64] = { 0, 4, 8,  12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60,
-                                     1, 5, 9,  13, 17, 21, 25, 29, 33, 37, 41, 45, 49, 53, 57, 61,
-                                     2, 6, 10, 14, 18, 22, 26, 30, 34, 38, 42, 46, 50, 54, 58, 62,
-                                     3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63 };
-
 /* vq_codes_qprep's twin: the same bytes and sum (q*s, amax, d and inv as
  * the reference computes them, x*inv rounded to nearest even as lrintf
- * does; q*m by one FMA per lane), each chunk's 64 values permuted into the
- * unpack order in registers */
+ * does, saturated to int8: |x*inv| <= 127 up to rounding; q*m by one FMA
+ * per lane, the lanes summed in vq_sum16_lanes' tree). Each chunk's 64
+ * bytes are rounded in channel order, then put in the unpack order by an
+ * in-lane byte shuffle and a dword (2 bits) or qword (4 bits) permute. */
 float vq_codes_qprep_avx512x(const float *qv, const float *sv, const float *mv, size_t D, int bits, uint8_t *dst)
 {
     int8_t *q = (int8_t *)(void *)(dst + sizeof(float));
-    const int32_t *idx = bits == 4 ? QP_IDX4 : QP_IDX2;
     __m512 mx = _mm512_setzero_ps(), base = _mm512_setzero_ps();
     for (size_t e = 0; e < D; e += 16) {
         __m512 x = _mm512_loadu_ps(qv + e);
@@ -300,23 +291,33 @@ float vq_codes_qprep_avx512x(const float *qv, const float *sv, const float *mv, 
     }
     float amax = _mm512_reduce_max_ps(mx);
     float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-    __m512 vi = _mm512_set1_ps(inv);
+    const __m512 vi = _mm512_set1_ps(inv);
+    /* 2 bits: in lane L (channels 16L + 4a + b) byte 4a + b -> 4b + a, then
+     * dword (L, b) -> (b, L); 4 bits: evens then odds in each lane, then
+     * qwords (L, 0) -> L, (L, 1) -> 4 + L */
+    const __m512i shuf = bits == 4 ? _mm512_broadcast_i32x4(_mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9,
+                                                                           11, 13, 15))
+                                   : _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14,
+                                                                           3, 7, 11, 15));
+    const __m512i perm = bits == 4 ? _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7)
+                                   : _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     for (size_t c = 0; c < D / 64; c++) {
-        __m512 v[4];
-        for (int r = 0; r < 4; r++)
-            v[r] = _mm512_mul_ps(_mm512_loadu_ps(qv + 64 * c + 16 * r), _mm512_loadu_ps(sv + 64 * c + 16 * r));
+        __m128i b[4];
         for (int r = 0; r < 4; r++) {
-            __m512i ix = _mm512_loadu_si512((const void *)(idx + 16 * r));
-            __m512 lo = _mm512_permutex2var_ps(v[0], ix, v[1]);
-            __m512 hi = _mm512_permutex2var_ps(v[2], _mm512_and_si512(ix, _mm512_set1_epi32(31)), v[3]);
-            __m512 g = _mm512_mask_blend_ps(_mm512_cmpge_epi32_mask(ix, _mm512_set1_epi32(32)), lo, hi);
-            __m512i t = _mm512_cvtps_epi32(_mm512_mul_ps(g, vi));
-            t = _mm512_max_epi32(_mm512_min_epi32(t, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
-            _mm_storeu_si128((__m128i *)(void *)(q + 64 * c + 16 * r), _mm512_cvtepi32_epi8(t));
+            const size_t e = 64 * c + 16 * (size_t)r;
+            const __m512 x = _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(qv + e), _mm512_loadu_ps(sv + e)), vi);
+            b[r] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(x));
         }
+        __m512i v = _mm512_inserti32x4(_mm512_castsi128_si512(b[0]), b[1], 1);
+        v = _mm512_inserti32x4(_mm512_inserti32x4(v, b[2], 2), b[3], 3);
+        v = _mm512_shuffle_epi8(v, shuf);
+        v = bits == 4 ? _mm512_permutexvar_epi64(perm, v) : _mm512_permutexvar_epi32(perm, v);
+        _mm512_storeu_si512((void *)(q + 64 * c), v);
     }
     memcpy(dst, &d, sizeof d);
-    float lanes[16];
-    _mm512_storeu_ps(lanes, base);
-    return vq_sum16_lanes(lanes);
+    /* vq_sum16_lanes' tree: (l_k + l_k+8), then + 4, + 2, + 1 */
+    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(base), _mm512_extractf32x8_ps(base, 1));
+    const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+    const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+    return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
 }
