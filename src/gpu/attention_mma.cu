@@ -63,6 +63,9 @@ namespace {
 #ifndef VQ_MMA_SPLIT /* 0: no lane split of the kivi folds (for comparisons) */
 #define VQ_MMA_SPLIT 1
 #endif
+#ifndef VQ_MMA_VBYTE /* 0: kivi value columns spread over the bytes (the older layout, for comparisons) */
+#define VQ_MMA_VBYTE 1
+#endif
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
 constexpr unsigned FULL = 0xffffffffu;
@@ -91,9 +94,39 @@ __device__ __forceinline__ void split2(float x0, float x1, uint32_t &hi, uint32_
  * (a subnormal operand would be exact too, but the tensor cores sum with an
  * absolute floor near 2^-43: products of subnormals and small softmax
  * weights lost bits, measured 2e-4 relative error) */
+#if !VQ_MMA_VBYTE
 __device__ __forceinline__ uint32_t code_h2(uint32_t x, uint32_t mask)
 {
     const uint32_t y = (x & mask) | 0x64006400u;
+    return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6400u), __ushort_as_half(0x6400u))));
+}
+#endif
+
+/* (x & MASK) | magic in one LOP3, magic = 0x64006400 held in a register
+ * (written as C, both constants become immediates: two LOP3) */
+template <uint32_t MASK>
+__device__ __forceinline__ uint32_t and_or(uint32_t x, uint32_t magic)
+{
+    uint32_t y;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(y) : "r"(x), "n"(MASK), "r"(magic));
+    return y;
+}
+
+/* the magic constant 0x64006400, opaque to the compiler so that it stays
+ * in a register */
+__device__ __forceinline__ uint32_t magic6400()
+{
+    uint32_t m;
+    asm("mov.b32 %0, 0x64006400;" : "=r"(m));
+    return m;
+}
+
+/* code_h2 for a constant mask: codes at bit offset <= 8 of each half ->
+ * exact fp16 code * 2^offset */
+template <uint32_t MASK>
+__device__ __forceinline__ uint32_t code_h2c(uint32_t x, uint32_t magic)
+{
+    const uint32_t y = and_or<MASK>(x, magic);
     return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6400u), __ushort_as_half(0x6400u))));
 }
 
@@ -326,16 +359,21 @@ __device__ __forceinline__ int val_chan(int nt, int c)
         return 32 * (nt >> 2) + 4 * c + (nt & 3);
     else if constexpr (VM == FMT_Q4) /* block nt/4; column c: byte 4 (c%4) + nt%4, nibble c/4 */
         return 32 * (nt >> 2) + 16 * (c >> 2) + 4 * (c & 3) + (nt & 3);
+    else if constexpr (VQ_MMA_VBYTE) /* kivi (VBYTE): group nt/4, column c: channels 4c..4c+3, n-tile nt%4 */
+        return 32 * (nt >> 2) + 4 * c + (nt & 3);
     else
         return 8 * nt + c;
 }
 
-/* the power of two that undoes a value code's in-place offset, column c */
+/* the power of two that undoes a value code's in-place offset, n-tile nt,
+ * column c */
 template <int VM>
-__device__ __forceinline__ float val_colscale(int c)
+__device__ __forceinline__ float val_colscale(int nt, int c)
 {
     if constexpr (VM == FMT_FP16 || VM == FMT_Q8 || VM == FMT_Q4)
         return 1.0f;
+    else if constexpr (VQ_MMA_VBYTE) /* the code's bit offset follows the n-tile */
+        return __int_as_float((127 - (VM == FMT_KIVI2 ? 2 * (nt & 3) : 4 * (nt & 1))) << 23);
     else if constexpr (VM == FMT_KIVI2)
         return __int_as_float((127 - 2 * (c & 3)) << 23);
     else
@@ -573,15 +611,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 
     const int32_t *pt = p.page_table + ((size_t)b * p.n_kv + kvh) * p.max_pages;
     const int P = p.page_tokens;
-    /* values: the byte permute brings the byte holding column g's code of
-     * two tokens into bytes 0 and 2, the mask keeps the code (bits 0..7 of
-     * each fp16 half), code_h2 makes it the fp16 number code * 2^off. kivi2: channel
-     * 8n + g is code g & 7 of its 16-bit word half: byte (g >> 2), bits
-     * 2 (g & 3); kivi4: channel 8n + g is code g of its 32-bit word: byte
-     * g >> 1, bits 4 (g & 1). */
-    const uint32_t vmask = VM == FMT_KIVI2 ? 0x00030003u << (2 * (g & 3)) : 0x000f000fu << (4 * (g & 1));
-    const uint32_t vbyte = VM == FMT_KIVI2 ? (uint32_t)(g >> 2) : (uint32_t)(g >> 1);
-
     constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
     constexpr int KSB = key_stage_bytes<KM, D>(), VSB = val_stage_bytes<VM, D>(), SB = stage_bytes<KM, VM, D>();
     extern __shared__ __align__(16) uint8_t stage_mem[];
@@ -937,6 +966,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         w[kt][i] = VM == FMT_Q4 ? cw >> (4 * (g >> 2)) : cw ^ 0x80808080u;
                     }
             };
+            const uint32_t magic = magic6400();
             auto q8_mma = [&](int gr, const uint4 (&a)[2], const uint32_t (&w)[2][4]) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)
@@ -944,8 +974,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     for (int kt = 0; kt < 2; kt++) {
                         const uint32_t sel = e | (4 + e) << 8;
                         constexpr uint32_t cm = VM == FMT_Q4 ? 0x000f000fu : 0x00ff00ffu;
-                        const uint32_t b0 = (__byte_perm(w[kt][0], w[kt][1], sel) & cm) | 0x64006400u;
-                        const uint32_t b1 = (__byte_perm(w[kt][2], w[kt][3], sel) & cm) | 0x64006400u;
+                        const uint32_t b0 = and_or<cm>(__byte_perm(w[kt][0], w[kt][1], sel), magic);
+                        const uint32_t b1 = and_or<cm>(__byte_perm(w[kt][2], w[kt][3], sel), magic);
                         if constexpr (VM == FMT_Q4)
                             mma16816(o[4 * gr + e], a[kt], u4_h2(b0), u4_h2(b1));
                         else
@@ -1010,38 +1040,72 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
              * fp16 x NG][codes]; the token's group scale folds into the
              * weight, its minimum into mt[group] */
             constexpr int CB = (VM & 15) * D / 8 / NG; /* code bytes per group */
-            /* kivi value codes of group gr for the two k-tiles */
-            auto val_codes = [&](int gr, uint32_t (&w)[2][4][CB / 4]) {
+            /* the codes of one group of the lane's 8 tokens (4 per k-tile):
+             * VBYTE: lane (g, t) takes byte g (kivi2) or bytes 2g, 2g + 1
+             * (kivi4) of the group's codes, channels 4g..4g+3, n-tile e
+             * channel 4g + e; one byte permute puts a byte of two tokens in
+             * bytes 0 and 2 (w[kt][pair][k]), then each n-tile masks its code
+             * there (bit offset 2e / 4(e & 1)). Otherwise: channel 8e + g of
+             * the group, the tokens' 8-byte words (w[kt][token][word]) and a
+             * byte permute per n-tile. */
+            constexpr int WI = VQ_MMA_VBYTE ? 2 : 4, WN = VQ_MMA_VBYTE ? 2 : CB / 4;
+            const uint32_t magic = magic6400();
+            auto val_codes = [&](int gr, uint32_t (&w)[2][WI][WN]) {
 #pragma unroll
                 for (int kt = 0; kt < 2; kt++)
 #pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
+                    for (int i = 0; i < WI; i++) {
+                        if constexpr (VQ_MMA_VBYTE) {
+                            const uint8_t *pa = vrow[kt][2 * i] + 4 * NG + gr * CB, *pb = vrow[kt][2 * i + 1] + 4 * NG + gr * CB;
+                            if constexpr (VM == FMT_KIVI2) {
+                                w[kt][i][0] = __byte_perm((uint32_t)pa[g], (uint32_t)pb[g], 0x0400u);
+                            } else {
+                                const uint32_t ua = ld16(pa + 2 * g), ub = ld16(pb + 2 * g);
+                                w[kt][i][0] = __byte_perm(ua, ub, 0x0400u);
+                                w[kt][i][1] = __byte_perm(ua, ub, 0x0501u);
+                            }
+                        } else {
+                            const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
 #pragma unroll
-                        for (int k = 0; k < CB / 8; k++) {
-                            const uint2 v = *(const uint2 *)(cp + 8 * k);
-                            w[kt][i][2 * k] = v.x;
-                            w[kt][i][2 * k + 1] = v.y;
+                            for (int k = 0; k < CB / 8; k++) {
+                                const uint2 v = *(const uint2 *)(cp + 8 * k);
+                                w[kt][i][2 * k] = v.x;
+                                w[kt][i][2 * k + 1] = v.y;
+                            }
                         }
                     }
             };
             /* o[group gr] += A[kt] (codes of group gr) */
-            auto val_mma = [&](int gr, const uint4 (&a)[2], const uint32_t (&w)[2][4][CB / 4]) {
+            auto val_mma = [&](int gr, const uint4 (&a)[2], const uint32_t (&w)[2][WI][WN]) {
 #pragma unroll
                 for (int e = 0; e < 4; e++) { /* the 4 n-tiles of the group */
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++) {
                         uint32_t b0, b1;
-                        if constexpr (VM == FMT_KIVI2) {
-                            const uint32_t bs = vbyte + 2 * (e & 1), sel = bs | (bs + 4) << 8;
-                            b0 = __byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel);
-                            b1 = __byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel);
+                        if constexpr (VQ_MMA_VBYTE) {
+                            const int k = VM == FMT_KIVI2 ? 0 : e >> 1;
+                            constexpr uint32_t M0 = VM == FMT_KIVI2 ? 0x00030003u : 0x000f000fu;
+                            constexpr int SH = VM == FMT_KIVI2 ? 2 : 4, EM = VM == FMT_KIVI2 ? 3 : 1;
+                            switch (e & EM) { /* e is a compile-time constant: one case remains */
+                            case 0: b0 = code_h2c<M0>(w[kt][0][k], magic); b1 = code_h2c<M0>(w[kt][1][k], magic); break;
+                            case 1: b0 = code_h2c<(M0 << SH)>(w[kt][0][k], magic); b1 = code_h2c<(M0 << SH)>(w[kt][1][k], magic); break;
+                            case 2: b0 = code_h2c<(M0 << 2 * SH)>(w[kt][0][k], magic); b1 = code_h2c<(M0 << 2 * SH)>(w[kt][1][k], magic); break;
+                            default: b0 = code_h2c<(M0 << 3 * SH)>(w[kt][0][k], magic); b1 = code_h2c<(M0 << 3 * SH)>(w[kt][1][k], magic); break;
+                            }
                         } else {
-                            const uint32_t sel = vbyte | (vbyte + 4) << 8;
-                            b0 = __byte_perm(w[kt][0][e], w[kt][1][e], sel);
-                            b1 = __byte_perm(w[kt][2][e], w[kt][3][e], sel);
+                            const uint32_t vmask = VM == FMT_KIVI2 ? 0x00030003u << (2 * (g & 3)) : 0x000f000fu << (4 * (g & 1));
+                            const uint32_t vbyte = VM == FMT_KIVI2 ? (uint32_t)(g >> 2) : (uint32_t)(g >> 1);
+                            if constexpr (VM == FMT_KIVI2) {
+                                const uint32_t bs = vbyte + 2 * (e & 1), sel = bs | (bs + 4) << 8;
+                                b0 = code_h2(__byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel), vmask);
+                                b1 = code_h2(__byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel), vmask);
+                            } else {
+                                const uint32_t sel = vbyte | (vbyte + 4) << 8;
+                                b0 = code_h2(__byte_perm(w[kt][0][e], w[kt][1][e], sel), vmask);
+                                b1 = code_h2(__byte_perm(w[kt][2][e], w[kt][3][e], sel), vmask);
+                            }
                         }
-                        mma16816(o[4 * gr + e], a[kt], code_h2(b0, vmask), code_h2(b1, vmask));
+                        mma16816(o[4 * gr + e], a[kt], b0, b1);
                     }
                 }
             };
@@ -1089,12 +1153,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         ao[kt].w = __shfl_xor_sync(FULL, a[kt].w, 16);
                     }
                     {
-                        uint32_t w[2][4][CB / 4];
+                        uint32_t w[2][WI][WN];
                         val_codes(2 * j, w);
                         val_mma(2 * j, a, w);
                     }
                     {
-                        uint32_t w[2][4][CB / 4];
+                        uint32_t w[2][WI][WN];
                         val_codes(2 * j + 1, w);
                         val_mma(2 * j + 1, ao, w);
                     }
@@ -1126,43 +1190,20 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                             mv[kt][i][1] = m2.y;
                         }
                     }
-    #pragma unroll
+#pragma unroll
                 for (int gr = 0; gr < NG; gr++) {
                     uint4 a[2];
-                    uint32_t w[2][4][CB / 4];
-    #pragma unroll
+                    uint32_t w[2][WI][WN];
+                    val_codes(gr, w);
+#pragma unroll
                     for (int kt = 0; kt < 2; kt++) {
-    #pragma unroll
-                        for (int i = 0; i < 4; i++) {
-                            const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
-    #pragma unroll
-                            for (int k = 0; k < CB / 8; k++) {
-                                const uint2 v = *(const uint2 *)(cp + 8 * k);
-                                w[kt][i][2 * k] = v.x;
-                                w[kt][i][2 * k + 1] = v.y;
-                            }
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
                             mt[gr] = fmaf(pw[kt][i], mv[kt][i][gr], mt[gr]);
-                        }
                         split2(pw[kt][0] * sv[kt][0][gr], pw[kt][1] * sv[kt][1][gr], a[kt].x, a[kt].y);
                         split2(pw[kt][2] * sv[kt][2][gr], pw[kt][3] * sv[kt][3][gr], a[kt].z, a[kt].w);
                     }
-    #pragma unroll
-                    for (int e = 0; e < 4; e++) { /* the 4 n-tiles of the group */
-    #pragma unroll
-                        for (int kt = 0; kt < 2; kt++) {
-                            uint32_t b0, b1;
-                            if constexpr (VM == FMT_KIVI2) {
-                                const uint32_t bs = vbyte + 2 * (e & 1), sel = bs | (bs + 4) << 8;
-                                b0 = __byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel);
-                                b1 = __byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel);
-                            } else {
-                                const uint32_t sel = vbyte | (vbyte + 4) << 8;
-                                b0 = __byte_perm(w[kt][0][e], w[kt][1][e], sel);
-                                b1 = __byte_perm(w[kt][2][e], w[kt][3][e], sel);
-                            }
-                            mma16816(o[4 * gr + e], a[kt], code_h2(b0, vmask), code_h2(b1, vmask));
-                        }
-                    }
+                    val_mma(gr, a, w);
                 }
             }
         }
@@ -1186,7 +1227,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
                 const int col = 2 * t + jj;
-                float x = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(col);
+                float x = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(n, col);
                 if constexpr (SPLIT_MT)
                     x += (n / 4) & 1 ? mo[n / 8] : mt[n / 8];
                 else if constexpr (KIVI_V)
