@@ -616,9 +616,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     extern __shared__ __align__(16) uint8_t stage_mem[];
     uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SB;
     const int lgk = KIVI_K ? __ffs(p.kf.group) - 1 : 0;
-    /* issue the copies of the warp tile at token t (page pg) into stage st */
-    auto stage_in = [&](int t, int32_t pg, int st) {
-        const int i0 = t % P;
+    /* issue the copies of the warp tile at in-page offset i0 of page pg into stage st */
+    auto stage_in = [&](int i0, int32_t pg, int st) {
         uint8_t *kd = wstage + st * SB;
         const uint8_t *kpg = p.kp + (size_t)pg * p.kpb;
         if constexpr (KIVI_K) {
@@ -648,17 +647,42 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             stage16_in(tf, pt[tf / P]);
         cp_commit();
     }
+    /* page-table index and in-page offset of the current tile's first
+     * token (cur) and, staged, of the next tile's (nxt): advanced by
+     * NW * WTOK tokens per iteration, no division in the loop */
+    struct PagePos {
+        int pi, off;
+    };
+    auto advance = [&](PagePos &q) {
+        q.off += NW * WTOK;
+        while (q.off >= P) {
+            q.off -= P;
+            q.pi++;
+        }
+    };
+    PagePos cur = {(s0 + warp * WTOK) / P, (s0 + warp * WTOK) % P}, nxt = cur;
     int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
     if constexpr (STG) {
         const int tf = s0 + warp * WTOK;
         if (tf < s1) {
-            pg_cur = pt[tf / P];
-            stage_in(tf, pg_cur, 0);
+            pg_cur = pt[cur.pi];
+            stage_in(cur.off, pg_cur, 0);
         }
         cp_commit();
+        advance(nxt);
         if (tf + NW * WTOK < s1)
-            pg_next = pt[(tf + NW * WTOK) / P];
+            pg_next = pt[nxt.pi];
     }
+    /* staged rows: fixed strides; a partial last tile gets its missing rows
+     * filled with copies of its last token's row (stage_fill), so rows are
+     * read at constant offsets with no clamping (their scores are masked) */
+    constexpr int KROW = KIVI_K ? KB * D / 8 : KSB / WTOK, VROW = VSB / WTOK;
+    auto stage_fill = [&](uint8_t *base, int rowb, int nv) {
+        const int hw = rowb / 2;
+        const uint16_t *src = (const uint16_t *)(base + (size_t)(nv - 1) * rowb);
+        for (int k = lane; k < (WTOK - nv) * hw; k += 32)
+            ((uint16_t *)(base + (size_t)(nv + k / hw) * rowb))[k % hw] = src[k % hw];
+    };
 
     int stg = 0;
     for (int t0 = s0 + warp * WTOK; t0 < s1; t0 += NW * WTOK, stg ^= 1) {
@@ -669,20 +693,29 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             const int tn = t0 + NW * WTOK;
             __syncwarp(); /* every lane is done with the stage refilled below */
             if (tn < s1)
-                stage_in(tn, pg_next, stg ^ 1);
+                stage_in(nxt.off, pg_next, stg ^ 1);
             cp_commit();
             uint8_t *kd = wstage + stg * SB;
             kh = kd;
             k0 = KIVI_K ? kd + 4 * D : kd;
-            v0 = STG_V ? kd + KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)(t0 % P) * p.vf.block_bytes;
+            v0 = STG_V ? kd + KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)cur.off * p.vf.block_bytes;
             pg_cur = pg_next;
+            cur = nxt;
+            advance(nxt);
             if (tn + NW * WTOK < s1)
-                pg_next = pt[(tn + NW * WTOK) / P];
+                pg_next = pt[nxt.pi];
             cp_wait1();
             __syncwarp();
+            if (s1 - t0 < WTOK) { /* partial tile: fill its missing rows */
+                stage_fill((uint8_t *)k0, KROW, s1 - t0);
+                if constexpr (STG_V)
+                    stage_fill((uint8_t *)v0, VROW, s1 - t0);
+                __syncwarp();
+            }
         } else {
-            const int32_t pg = pt[t0 / P];
-            const int in0 = t0 % P;
+            const int32_t pg = pt[cur.pi];
+            const int in0 = cur.off;
+            advance(cur);
             const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
             if constexpr (KIVI_K) {
                 kh = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
@@ -706,8 +739,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         KeyRaw<KM, D> kr[4];
 #pragma unroll
         for (int n = 0; n < 4; n++) {
-            const int i = min(t0 + 8 * n + g, s1 - 1) - t0;
-            const uint8_t *row = KIVI_K ? k0 + (size_t)i * (KB * D / 8)
+            const int i = STG ? 8 * n + g : min(t0 + 8 * n + g, s1 - 1) - t0;
+            const uint8_t *row = STG ? k0 + i * KROW : KIVI_K ? k0 + (size_t)i * (KB * D / 8)
                                : STG16 ? k0 + (size_t)i * KROW16 : k0 + (size_t)i * p.kf.block_bytes;
             key_load<KM, D>(row, t, kr[n]);
         }
@@ -813,7 +846,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             for (int n = 0; n < 4; n++)
 #pragma unroll
                 for (int jj = 0; jj < 2; jj++)
-                    drow[n][jj] = k0 + (size_t)(min(t0 + 8 * n + 2 * t + jj, s1 - 1) - t0) * p.kf.block_bytes;
+                    drow[n][jj] = STG ? k0 + (8 * n + 2 * t + jj) * KROW
+                                      : k0 + (size_t)(min(t0 + 8 * n + 2 * t + jj, s1 - 1) - t0) * p.kf.block_bytes;
 #pragma unroll
             for (int bk = 0; bk < D / 32; bk++) {
                 float cb[4][4];
@@ -853,6 +887,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         /* scores of head g, tokens 8n + 2t + jj */
         float sc[4][2];
         float mx = -INFINITY;
+        const int nv = s1 - t0; /* tokens of this tile (< WTOK: the last one, partial) */
 #pragma unroll
         for (int n = 0; n < 4; n++)
 #pragma unroll
@@ -863,7 +898,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 } else if constexpr (KIVI_K) {
                     x = fmaf(x, post, base);
                 } else {
-                    const uint8_t *row = k0 + (size_t)(min(tok, s1 - 1) - t0) * p.kf.block_bytes;
+                    const uint8_t *row = STG ? k0 + (8 * n + 2 * t + jj) * KROW : k0 + (size_t)(min(tok, s1 - 1) - t0) * p.kf.block_bytes;
                     if constexpr (KM == FMT_RVQ1) {
                         x = h2f(ld16(row)) * fmaf(x, post, hs);
                     } else {
@@ -873,10 +908,17 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 }
                 if constexpr (SPLIT_K) /* rows g >= 4 are junk: constant 0 */
                     x = g >= 4 ? 0.0f : x;
-                x = tok < s1 ? x : -INFINITY;
                 sc[n][jj] = x;
-                mx = fmaxf(mx, x);
             }
+        if (nv < WTOK) /* tokens past the end: weight 0 */
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++)
+                    sc[n][jj] = 8 * n + 2 * t + jj < nv ? sc[n][jj] : -INFINITY;
+#pragma unroll
+        for (int n = 0; n < 4; n++)
+            mx = fmaxf(mx, fmaxf(sc[n][0], sc[n][1]));
         /* online softmax: the running max moves only when a score passes it */
         if (__any_sync(FULL, mx > m_run)) {
             mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
@@ -913,8 +955,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         for (int kt = 0; kt < 2; kt++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const int tok = min(t0 + 16 * kt + 2 * t + (i & 1) + 8 * (i >> 1), s1 - 1);
-                vrow[kt][i] = v0 + (size_t)(tok - t0) * p.vf.block_bytes;
+                const int r = 16 * kt + 2 * t + (i & 1) + 8 * (i >> 1);
+                vrow[kt][i] = STG_V ? v0 + r * VROW : v0 + (size_t)(min(r, nv - 1)) * p.vf.block_bytes;
                 pw[kt][i] = sc[2 * kt + (i >> 1)][i & 1];
             }
         if constexpr (VM == FMT_FP16) {
@@ -974,8 +1016,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     for (int kt = 0; kt < 2; kt++) {
                         const uint32_t sel = e | (4 + e) << 8;
                         constexpr uint32_t cm = VM == FMT_Q4 ? 0x000f000fu : 0x00ff00ffu;
-                        const uint32_t b0 = and_or<cm>(__byte_perm(w[kt][0], w[kt][1], sel), magic);
-                        const uint32_t b1 = and_or<cm>(__byte_perm(w[kt][2], w[kt][3], sel), magic);
+                        uint32_t b0 = __byte_perm(w[kt][0], w[kt][1], sel), b1 = __byte_perm(w[kt][2], w[kt][3], sel);
+                        if constexpr (STG_V) { /* one LOP3 each */
+                            b0 = and_or<cm>(b0, magic);
+                            b1 = and_or<cm>(b1, magic);
+                        } else { /* values from global memory (q8_0, D = 128): this form measured 1.5% faster */
+                            b0 = (b0 & cm) | 0x64006400u;
+                            b1 = (b1 & cm) | 0x64006400u;
+                        }
                         if constexpr (VM == FMT_Q4)
                             mma16816(o[4 * gr + e], a[kt], u4_h2(b0), u4_h2(b1));
                         else
