@@ -63,6 +63,9 @@ namespace {
 #ifndef VQ_MMA_SPLIT /* 0: no lane split of the kivi folds (for comparisons) */
 #define VQ_MMA_SPLIT 1
 #endif
+#ifndef VQ_MMA_EX2 /* 0: exp2f (for comparisons) */
+#define VQ_MMA_EX2 1
+#endif
 #ifndef VQ_MMA_VBYTE /* 0: kivi value columns spread over the bytes (the older layout, for comparisons) */
 #define VQ_MMA_VBYTE 1
 #endif
@@ -79,6 +82,20 @@ __device__ __forceinline__ void mma16816(float c[4], const uint4 &a, uint32_t b0
 }
 
 __device__ __forceinline__ uint32_t h2u(__half2 h) { return *(uint32_t *)&h; }
+
+/* 2^x, one MUFU.EX2 (exp2f adds a range check and two multiplies for
+ * results below 2^-126, which are flushed to 0 here: softmax weights
+ * relative to the running maximum, so such weights are negligible) */
+__device__ __forceinline__ float ex2(float x)
+{
+#if VQ_MMA_EX2
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return exp2f(x);
+#endif
+}
 
 /* x0, x1 -> hi = fp16(x), lo = fp16(x - hi), as half2 pairs */
 __device__ __forceinline__ void split2(float x0, float x1, uint32_t &hi, uint32_t &lo)
@@ -596,7 +613,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         hs = (p.kf.c1[0] + p.kf.c2[0]) * hsum[g];
     if constexpr (KM == FMT_RABITQ1)
         hs = hsum[g];
-    const float post = __int_as_float((127 + EXPO) << 23);
+    /* SPLIT_K: rows g >= 4 are junk (finite): their scores become the
+     * constant 0 through post = base = 0 */
+    const float post = SPLIT_K && g >= 4 ? 0.0f : __int_as_float((127 + EXPO) << 23);
 
     float o[NT][4];
     constexpr int NMT = SPLIT_MT ? NG / 2 : NG; /* minima sums per lane */
@@ -805,6 +824,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             base += __shfl_xor_sync(FULL, base, 1);
             base += __shfl_xor_sync(FULL, base, 2);
             base += __shfl_xor_sync(FULL, base, 16);
+            base = g >= 4 ? 0.0f : base;
         } else if constexpr (KIVI_K) {
             /* the block's per-channel scale folds into Q', its minimum into
              * one float per head: score = sum_c q_c s_c code_c + sum_c q_c m_c */
@@ -906,8 +926,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         x = fac * fmaf(x, post, -hs);
                     }
                 }
-                if constexpr (SPLIT_K) /* rows g >= 4 are junk: constant 0 */
-                    x = g >= 4 ? 0.0f : x;
                 sc[n][jj] = x;
             }
         if (nv < WTOK) /* tokens past the end: weight 0 */
@@ -924,7 +942,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
             const float mnew = fmaxf(m_run, mx);
-            const float al = exp2f(m_run - mnew);
+            const float al = ex2(m_run - mnew);
             m_run = mnew;
             l_run *= al;
 #pragma unroll
@@ -944,7 +962,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         for (int n = 0; n < 4; n++)
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
-                sc[n][jj] = exp2f(sc[n][jj] - m_run);
+                sc[n][jj] = ex2(sc[n][jj] - m_run);
                 l_run += sc[n][jj];
             }
 
