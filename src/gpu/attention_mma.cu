@@ -54,9 +54,11 @@ using namespace vqg;
 
 namespace {
 
-/* CTAs per SM the register allocation aims at: 3 (168 registers, a few
- * bytes spilled) measured 0-12% faster at 64k x 8 than 1 (185-250
- * registers, 2 CTAs). attention.cu's split choice assumes this value. */
+/* CTAs per SM the register allocation aims at: 3 (<= 168 registers)
+ * measured 0-12% faster at 64k x 8 than 1 (185-250 registers, 2 CTAs), and
+ * 4 (128 registers, spills in some instantiations) 5-30% slower at D = 128.
+ * attention.cu's split choice asks each instantiation's occupancy
+ * (vq_mma_ctas_per_sm): the D = 64 ones fit 4 per SM. */
 #ifndef VQ_MMA_MINB
 #define VQ_MMA_MINB(km) 3
 #endif
@@ -1309,17 +1311,44 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     combine_warps<G, D>(p, red, wml, part0, tid);
 }
 
+/* the dynamic shared memory limit of this instantiation raised to what it
+ * uses (once; idempotent: a race only repeats it) */
 template <int D, int G, int KM, int VM>
-cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+cudaError_t set_smem_attr()
 {
     constexpr int smem = stage_smem_bytes<KM, VM, D>();
-    static bool attr_set = false; /* once per instantiation (idempotent: a race only repeats it) */
+    static bool attr_set = false;
     if (smem > 0 && !attr_set) {
         cudaError_t e = cudaFuncSetAttribute(attn_mma<D, G, KM, VM>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         attr_set = true;
     }
+    return cudaSuccess;
+}
+
+template <int D, int G, int KM, int VM>
+int ctas_per_sm()
+{
+    static int n = 0; /* once per instantiation */
+    if (!n) {
+        int r = 0;
+        if (set_smem_attr<D, G, KM, VM>() != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, attn_mma<D, G, KM, VM>, NW * 32, stage_smem_bytes<KM, VM, D>()) != cudaSuccess ||
+            r < 1)
+            r = 3;
+        n = r < VQ_MMA_MAX_CTAS ? r : VQ_MMA_MAX_CTAS;
+    }
+    return n;
+}
+
+template <int D, int G, int KM, int VM>
+cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+{
+    constexpr int smem = stage_smem_bytes<KM, VM, D>();
+    const cudaError_t e = set_smem_attr<D, G, KM, VM>();
+    if (e != cudaSuccess)
+        return e;
     dim3 grid(p.splits, p.n_kv, batch);
     attn_mma<D, G, KM, VM><<<grid, NW * 32, smem, s>>>(p);
     return cudaGetLastError();
@@ -1339,6 +1368,16 @@ bool launch_dg(const AttnParams &p, int batch, cudaStream_t s, int km, int vm, c
     VQ_MMA_PAIRS(VQ_TRY)
 #undef VQ_TRY
     return false;
+}
+
+template <int D, int G>
+int ctas_dg(int km, int vm)
+{
+#define VQ_OCC(K, V) \
+    if (km == K && vm == V) return ctas_per_sm<D, G, K, V>();
+    VQ_MMA_PAIRS(VQ_OCC)
+#undef VQ_OCC
+    return 3;
 }
 
 } // namespace
@@ -1363,6 +1402,21 @@ bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D,
     VQ_MMA_PAIRS(VQ_IS)
 #undef VQ_IS
     return false;
+}
+
+int vq_mma_ctas_per_sm(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G)
+{
+    const int km = fmt_code(kf), vm = fmt_code(vf);
+#define VQ_DG(DD, GG) \
+    if (D == DD && G == GG) return ctas_dg<DD, GG>(km, vm);
+#ifdef VQ_MMA_QUICK
+    VQ_DG(128, 4)
+#else
+    VQ_DG(64, 1) VQ_DG(64, 2) VQ_DG(64, 4) VQ_DG(64, 8)
+    VQ_DG(128, 1) VQ_DG(128, 2) VQ_DG(128, 4) VQ_DG(128, 8)
+#endif
+#undef VQ_DG
+    return 3;
 }
 
 bool vq_mma_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err)
