@@ -68,6 +68,9 @@ namespace {
 #ifndef VQ_MMA_EX2 /* 0: exp2f (for comparisons) */
 #define VQ_MMA_EX2 1
 #endif
+#ifndef VQ_MMA_Q4B /* 0: q4_0 value columns spread over the 4-byte words (the older layout, for comparisons) */
+#define VQ_MMA_Q4B 1
+#endif
 #ifndef VQ_MMA_VBYTE /* 0: kivi value columns spread over the bytes (the older layout, for comparisons) */
 #define VQ_MMA_VBYTE 1
 #endif
@@ -376,6 +379,8 @@ __device__ __forceinline__ int val_chan(int nt, int c)
         return 8 * c + (nt & 7) + 64 * (nt >> 3);
     else if constexpr (VM == FMT_Q8) /* n-tile nt: block nt/4, channels 4c + nt%4 */
         return 32 * (nt >> 2) + 4 * c + (nt & 3);
+    else if constexpr (VM == FMT_Q4 && VQ_MMA_Q4B) /* block nt/4; column c: byte 2c + (nt%4)/2, nibble nt%2 */
+        return 32 * (nt >> 2) + 2 * c + ((nt & 3) >> 1) + 16 * (nt & 1);
     else if constexpr (VM == FMT_Q4) /* block nt/4; column c: byte 4 (c%4) + nt%4, nibble c/4 */
         return 32 * (nt >> 2) + 16 * (c >> 2) + 4 * (c & 3) + (nt & 3);
     else if constexpr (VQ_MMA_VBYTE) /* kivi (VBYTE): group nt/4, column c: channels 4c..4c+3, n-tile nt%4 */
@@ -389,7 +394,9 @@ __device__ __forceinline__ int val_chan(int nt, int c)
 template <int VM>
 __device__ __forceinline__ float val_colscale(int nt, int c)
 {
-    if constexpr (VM == FMT_FP16 || VM == FMT_Q8 || VM == FMT_Q4)
+    if constexpr (VM == FMT_Q4 && VQ_MMA_Q4B) /* high nibbles come out times 16 */
+        return nt & 1 ? 0.0625f : 1.0f;
+    else if constexpr (VM == FMT_FP16 || VM == FMT_Q8 || VM == FMT_Q4)
         return 1.0f;
     else if constexpr (VQ_MMA_VBYTE) /* the code's bit offset follows the n-tile */
         return __int_as_float((127 - (VM == FMT_KIVI2 ? 2 * (nt & 3) : 4 * (nt & 1))) << 23);
@@ -1022,6 +1029,15 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
+                        if constexpr (VM == FMT_Q4 && VQ_MMA_Q4B) {
+                            /* q4_0 (Q4B): bytes 2g, 2g + 1 of the block's 16 (channels 2g, 2g + 1 low
+                             * nibbles, + 16 high) of tokens 2 (i/2), 2 (i/2) + 1: w[kt][i] holds byte
+                             * 2g + i%2 of the two tokens in bytes 0 and 2 */
+                            const uint32_t ua = ld16(vrow[kt][i & 2] + VBB * gr + 2 + 2 * g);
+                            const uint32_t ub = ld16(vrow[kt][(i & 2) + 1] + VBB * gr + 2 + 2 * g);
+                            w[kt][i] = __byte_perm(ua, ub, i & 1 ? 0x0501u : 0x0400u);
+                            continue;
+                        }
                         /* q8_0: codes 4g..4g+3; q4_0: bytes 4 (g%4).., nibble g/4 */
                         const uint8_t *cp = vrow[kt][i] + VBB * gr + 2 + 4 * (VM == FMT_Q4 ? (g & 3) : g); /* aligned in odd blocks */
                         const uint32_t cw = gr & 1 ? ld32u(cp) : (uint32_t)ld16(cp) | (uint32_t)ld16(cp + 2) << 16;
@@ -1034,6 +1050,23 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 for (int e = 0; e < 4; e++)
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++) {
+                        if constexpr (VM == FMT_Q4 && VQ_MMA_Q4B) {
+                            /* n-tile e: byte 2g + e/2, nibble e%2; (1024 + u) - 1032 = u - 8, (1024 + 16u) - 1152 = 16 (u - 8) */
+                            const int k = e >> 1;
+                            uint32_t b0, b1;
+                            if (e & 1) {
+                                b0 = and_or<0x00f000f0u>(w[kt][k], magic);
+                                b1 = and_or<0x00f000f0u>(w[kt][2 + k], magic);
+                                const __half2 off = __half2(__ushort_as_half(0x6480u), __ushort_as_half(0x6480u));
+                                b0 = h2u(__hsub2(*(const __half2 *)&b0, off));
+                                b1 = h2u(__hsub2(*(const __half2 *)&b1, off));
+                            } else {
+                                b0 = u4_h2(and_or<0x000f000fu>(w[kt][k], magic));
+                                b1 = u4_h2(and_or<0x000f000fu>(w[kt][2 + k], magic));
+                            }
+                            mma16816(o[4 * gr + e], a[kt], b0, b1);
+                            continue;
+                        }
                         const uint32_t sel = e | (4 + e) << 8;
                         constexpr uint32_t cm = VM == FMT_Q4 ? 0x000f000fu : 0x00ff00ffu;
                         uint32_t b0 = __byte_perm(w[kt][0], w[kt][1], sel), b1 = __byte_perm(w[kt][2], w[kt][3], sel);
