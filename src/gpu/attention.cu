@@ -386,15 +386,15 @@ static int choose_splits(const vq_cuda_attn_args *a)
     return want < 1 ? 1 : want;
 }
 
-/* Splits for the tensor-core kernel (3 CTAs of 4 warps per SM): the fewest
- * that fill the resident CTA slots to >= 90% in whole waves (a partial last
- * wave costs a whole wave's time), chunks of >= 256 tokens. */
-#define MMA_CTAS_PER_SM 3
-static int choose_splits_mma(const vq_cuda_attn_args *a)
+/* Splits for the tensor-core kernel (ctas resident CTAs of 4 warps per SM,
+ * the kernel's occupancy: vq_mma_ctas_per_sm): the fewest that fill the
+ * resident CTA slots to >= 90% in whole waves (a partial last wave costs a
+ * whole wave's time), chunks of >= 256 tokens. */
+static int choose_splits_mma(const vq_cuda_attn_args *a, int ctas)
 {
     if (a->splits > 0)
         return a->splits;
-    const int pairs = a->batch * a->n_kv_heads, slots = MMA_CTAS_PER_SM * sm_count();
+    const int pairs = a->batch * a->n_kv_heads, slots = ctas * sm_count();
     const int max_s = a->max_seq_len / 256 > 1 ? a->max_seq_len / 256 : 1;
     int best = 1;
     double best_eff = 0.0;
@@ -434,8 +434,11 @@ extern "C" size_t vq_cuda_attention_workspace(const vq_cuda_attn_args *a)
 {
     if (!a || a->batch < 1 || a->n_q_heads < 1 || a->head_dim < 1)
         return 0;
-    int s = choose_splits(a), sm = choose_splits_mma(a);
-    s = sm > s ? sm : s; /* either kernel may run */
+    int s = choose_splits(a);
+    for (int c = 1; c <= VQ_MMA_MAX_CTAS; c++) { /* either kernel may run, at any occupancy */
+        const int sm = choose_splits_mma(a, c);
+        s = sm > s ? sm : s;
+    }
     size_t rows = (size_t)a->batch * a->n_q_heads * s;
     return rows * ((size_t)a->head_dim + 2) * sizeof(float);
 }
@@ -604,7 +607,7 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
         if (vst != VQ_OK)
             return vst;
     }
-    p.splits = mma ? choose_splits_mma(a) : vecinfer ? choose_splits_vecinfer(a) : choose_splits(a);
+    p.splits = mma ? choose_splits_mma(a, vq_mma_ctas_per_sm(*kf, *vf, D, G)) : vecinfer ? choose_splits_vecinfer(a) : choose_splits(a);
     p.chunk = chunk_of(a, p.splits);
     p.page_table = a->page_table;
     p.seq_lens = a->seq_lens;

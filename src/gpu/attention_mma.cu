@@ -54,14 +54,25 @@ using namespace vqg;
 
 namespace {
 
-/* CTAs per SM the register allocation aims at: 3 (168 registers, a few
- * bytes spilled) measured 0-12% faster at 64k x 8 than 1 (185-250
- * registers, 2 CTAs). attention.cu's split choice assumes this value. */
+/* CTAs per SM the register allocation aims at: 3 (<= 168 registers)
+ * measured 0-12% faster at 64k x 8 than 1 (185-250 registers, 2 CTAs), and
+ * 4 (128 registers, spills in some instantiations) 5-30% slower at D = 128.
+ * attention.cu's split choice asks each instantiation's occupancy
+ * (vq_mma_ctas_per_sm): the D = 64 ones fit 4 per SM. */
 #ifndef VQ_MMA_MINB
 #define VQ_MMA_MINB(km) 3
 #endif
 #ifndef VQ_MMA_SPLIT /* 0: no lane split of the kivi folds (for comparisons) */
 #define VQ_MMA_SPLIT 1
+#endif
+#ifndef VQ_MMA_EX2 /* 0: exp2f (for comparisons) */
+#define VQ_MMA_EX2 1
+#endif
+#ifndef VQ_MMA_Q4B /* 0: q4_0 value columns spread over the 4-byte words (the older layout, for comparisons) */
+#define VQ_MMA_Q4B 1
+#endif
+#ifndef VQ_MMA_VBYTE /* 0: kivi value columns spread over the bytes (the older layout, for comparisons) */
+#define VQ_MMA_VBYTE 1
 #endif
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
@@ -77,6 +88,20 @@ __device__ __forceinline__ void mma16816(float c[4], const uint4 &a, uint32_t b0
 
 __device__ __forceinline__ uint32_t h2u(__half2 h) { return *(uint32_t *)&h; }
 
+/* 2^x, one MUFU.EX2 (exp2f adds a range check and two multiplies for
+ * results below 2^-126, which are flushed to 0 here: softmax weights
+ * relative to the running maximum, so such weights are negligible) */
+__device__ __forceinline__ float ex2(float x)
+{
+#if VQ_MMA_EX2
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return exp2f(x);
+#endif
+}
+
 /* x0, x1 -> hi = fp16(x), lo = fp16(x - hi), as half2 pairs */
 __device__ __forceinline__ void split2(float x0, float x1, uint32_t &hi, uint32_t &lo)
 {
@@ -91,9 +116,39 @@ __device__ __forceinline__ void split2(float x0, float x1, uint32_t &hi, uint32_
  * (a subnormal operand would be exact too, but the tensor cores sum with an
  * absolute floor near 2^-43: products of subnormals and small softmax
  * weights lost bits, measured 2e-4 relative error) */
+#if !VQ_MMA_VBYTE
 __device__ __forceinline__ uint32_t code_h2(uint32_t x, uint32_t mask)
 {
     const uint32_t y = (x & mask) | 0x64006400u;
+    return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6400u), __ushort_as_half(0x6400u))));
+}
+#endif
+
+/* (x & MASK) | magic in one LOP3, magic = 0x64006400 held in a register
+ * (written as C, both constants become immediates: two LOP3) */
+template <uint32_t MASK>
+__device__ __forceinline__ uint32_t and_or(uint32_t x, uint32_t magic)
+{
+    uint32_t y;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(y) : "r"(x), "n"(MASK), "r"(magic));
+    return y;
+}
+
+/* the magic constant 0x64006400, opaque to the compiler so that it stays
+ * in a register */
+__device__ __forceinline__ uint32_t magic6400()
+{
+    uint32_t m;
+    asm("mov.b32 %0, 0x64006400;" : "=r"(m));
+    return m;
+}
+
+/* code_h2 for a constant mask: codes at bit offset <= 8 of each half ->
+ * exact fp16 code * 2^offset */
+template <uint32_t MASK>
+__device__ __forceinline__ uint32_t code_h2c(uint32_t x, uint32_t magic)
+{
+    const uint32_t y = and_or<MASK>(x, magic);
     return h2u(__hsub2(*(const __half2 *)&y, __half2(__ushort_as_half(0x6400u), __ushort_as_half(0x6400u))));
 }
 
@@ -324,18 +379,27 @@ __device__ __forceinline__ int val_chan(int nt, int c)
         return 8 * c + (nt & 7) + 64 * (nt >> 3);
     else if constexpr (VM == FMT_Q8) /* n-tile nt: block nt/4, channels 4c + nt%4 */
         return 32 * (nt >> 2) + 4 * c + (nt & 3);
+    else if constexpr (VM == FMT_Q4 && VQ_MMA_Q4B) /* block nt/4; column c: byte 2c + (nt%4)/2, nibble nt%2 */
+        return 32 * (nt >> 2) + 2 * c + ((nt & 3) >> 1) + 16 * (nt & 1);
     else if constexpr (VM == FMT_Q4) /* block nt/4; column c: byte 4 (c%4) + nt%4, nibble c/4 */
         return 32 * (nt >> 2) + 16 * (c >> 2) + 4 * (c & 3) + (nt & 3);
+    else if constexpr (VQ_MMA_VBYTE) /* kivi (VBYTE): group nt/4, column c: channels 4c..4c+3, n-tile nt%4 */
+        return 32 * (nt >> 2) + 4 * c + (nt & 3);
     else
         return 8 * nt + c;
 }
 
-/* the power of two that undoes a value code's in-place offset, column c */
+/* the power of two that undoes a value code's in-place offset, n-tile nt,
+ * column c */
 template <int VM>
-__device__ __forceinline__ float val_colscale(int c)
+__device__ __forceinline__ float val_colscale(int nt, int c)
 {
-    if constexpr (VM == FMT_FP16 || VM == FMT_Q8 || VM == FMT_Q4)
+    if constexpr (VM == FMT_Q4 && VQ_MMA_Q4B) /* high nibbles come out times 16 */
+        return nt & 1 ? 0.0625f : 1.0f;
+    else if constexpr (VM == FMT_FP16 || VM == FMT_Q8 || VM == FMT_Q4)
         return 1.0f;
+    else if constexpr (VQ_MMA_VBYTE) /* the code's bit offset follows the n-tile */
+        return __int_as_float((127 - (VM == FMT_KIVI2 ? 2 * (nt & 3) : 4 * (nt & 1))) << 23);
     else if constexpr (VM == FMT_KIVI2)
         return __int_as_float((127 - 2 * (c & 3)) << 23);
     else
@@ -558,7 +622,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         hs = (p.kf.c1[0] + p.kf.c2[0]) * hsum[g];
     if constexpr (KM == FMT_RABITQ1)
         hs = hsum[g];
-    const float post = __int_as_float((127 + EXPO) << 23);
+    /* SPLIT_K: rows g >= 4 are junk (finite): their scores become the
+     * constant 0 through post = base = 0 */
+    const float post = SPLIT_K && g >= 4 ? 0.0f : __int_as_float((127 + EXPO) << 23);
 
     float o[NT][4];
     constexpr int NMT = SPLIT_MT ? NG / 2 : NG; /* minima sums per lane */
@@ -573,23 +639,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 
     const int32_t *pt = p.page_table + ((size_t)b * p.n_kv + kvh) * p.max_pages;
     const int P = p.page_tokens;
-    /* values: the byte permute brings the byte holding column g's code of
-     * two tokens into bytes 0 and 2, the mask keeps the code (bits 0..7 of
-     * each fp16 half), code_h2 makes it the fp16 number code * 2^off. kivi2: channel
-     * 8n + g is code g & 7 of its 16-bit word half: byte (g >> 2), bits
-     * 2 (g & 3); kivi4: channel 8n + g is code g of its 32-bit word: byte
-     * g >> 1, bits 4 (g & 1). */
-    const uint32_t vmask = VM == FMT_KIVI2 ? 0x00030003u << (2 * (g & 3)) : 0x000f000fu << (4 * (g & 1));
-    const uint32_t vbyte = VM == FMT_KIVI2 ? (uint32_t)(g >> 2) : (uint32_t)(g >> 1);
-
     constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
     constexpr int KSB = key_stage_bytes<KM, D>(), VSB = val_stage_bytes<VM, D>(), SB = stage_bytes<KM, VM, D>();
     extern __shared__ __align__(16) uint8_t stage_mem[];
     uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SB;
     const int lgk = KIVI_K ? __ffs(p.kf.group) - 1 : 0;
-    /* issue the copies of the warp tile at token t (page pg) into stage st */
-    auto stage_in = [&](int t, int32_t pg, int st) {
-        const int i0 = t % P;
+    /* issue the copies of the warp tile at in-page offset i0 of page pg into stage st */
+    auto stage_in = [&](int i0, int32_t pg, int st) {
         uint8_t *kd = wstage + st * SB;
         const uint8_t *kpg = p.kp + (size_t)pg * p.kpb;
         if constexpr (KIVI_K) {
@@ -619,17 +675,42 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             stage16_in(tf, pt[tf / P]);
         cp_commit();
     }
+    /* page-table index and in-page offset of the current tile's first
+     * token (cur) and, staged, of the next tile's (nxt): advanced by
+     * NW * WTOK tokens per iteration, no division in the loop */
+    struct PagePos {
+        int pi, off;
+    };
+    auto advance = [&](PagePos &q) {
+        q.off += NW * WTOK;
+        while (q.off >= P) {
+            q.off -= P;
+            q.pi++;
+        }
+    };
+    PagePos cur = {(s0 + warp * WTOK) / P, (s0 + warp * WTOK) % P}, nxt = cur;
     int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
     if constexpr (STG) {
         const int tf = s0 + warp * WTOK;
         if (tf < s1) {
-            pg_cur = pt[tf / P];
-            stage_in(tf, pg_cur, 0);
+            pg_cur = pt[cur.pi];
+            stage_in(cur.off, pg_cur, 0);
         }
         cp_commit();
+        advance(nxt);
         if (tf + NW * WTOK < s1)
-            pg_next = pt[(tf + NW * WTOK) / P];
+            pg_next = pt[nxt.pi];
     }
+    /* staged rows: fixed strides; a partial last tile gets its missing rows
+     * filled with copies of its last token's row (stage_fill), so rows are
+     * read at constant offsets with no clamping (their scores are masked) */
+    constexpr int KROW = KIVI_K ? KB * D / 8 : KSB / WTOK, VROW = VSB / WTOK;
+    auto stage_fill = [&](uint8_t *base, int rowb, int nv) {
+        const int hw = rowb / 2;
+        const uint16_t *src = (const uint16_t *)(base + (size_t)(nv - 1) * rowb);
+        for (int k = lane; k < (WTOK - nv) * hw; k += 32)
+            ((uint16_t *)(base + (size_t)(nv + k / hw) * rowb))[k % hw] = src[k % hw];
+    };
 
     int stg = 0;
     for (int t0 = s0 + warp * WTOK; t0 < s1; t0 += NW * WTOK, stg ^= 1) {
@@ -640,20 +721,29 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             const int tn = t0 + NW * WTOK;
             __syncwarp(); /* every lane is done with the stage refilled below */
             if (tn < s1)
-                stage_in(tn, pg_next, stg ^ 1);
+                stage_in(nxt.off, pg_next, stg ^ 1);
             cp_commit();
             uint8_t *kd = wstage + stg * SB;
             kh = kd;
             k0 = KIVI_K ? kd + 4 * D : kd;
-            v0 = STG_V ? kd + KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)(t0 % P) * p.vf.block_bytes;
+            v0 = STG_V ? kd + KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)cur.off * p.vf.block_bytes;
             pg_cur = pg_next;
+            cur = nxt;
+            advance(nxt);
             if (tn + NW * WTOK < s1)
-                pg_next = pt[(tn + NW * WTOK) / P];
+                pg_next = pt[nxt.pi];
             cp_wait1();
             __syncwarp();
+            if (s1 - t0 < WTOK) { /* partial tile: fill its missing rows */
+                stage_fill((uint8_t *)k0, KROW, s1 - t0);
+                if constexpr (STG_V)
+                    stage_fill((uint8_t *)v0, VROW, s1 - t0);
+                __syncwarp();
+            }
         } else {
-            const int32_t pg = pt[t0 / P];
-            const int in0 = t0 % P;
+            const int32_t pg = pt[cur.pi];
+            const int in0 = cur.off;
+            advance(cur);
             const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
             if constexpr (KIVI_K) {
                 kh = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
@@ -677,8 +767,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         KeyRaw<KM, D> kr[4];
 #pragma unroll
         for (int n = 0; n < 4; n++) {
-            const int i = min(t0 + 8 * n + g, s1 - 1) - t0;
-            const uint8_t *row = KIVI_K ? k0 + (size_t)i * (KB * D / 8)
+            const int i = STG ? 8 * n + g : min(t0 + 8 * n + g, s1 - 1) - t0;
+            const uint8_t *row = STG ? k0 + i * KROW : KIVI_K ? k0 + (size_t)i * (KB * D / 8)
                                : STG16 ? k0 + (size_t)i * KROW16 : k0 + (size_t)i * p.kf.block_bytes;
             key_load<KM, D>(row, t, kr[n]);
         }
@@ -743,6 +833,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             base += __shfl_xor_sync(FULL, base, 1);
             base += __shfl_xor_sync(FULL, base, 2);
             base += __shfl_xor_sync(FULL, base, 16);
+            base = g >= 4 ? 0.0f : base;
         } else if constexpr (KIVI_K) {
             /* the block's per-channel scale folds into Q', its minimum into
              * one float per head: score = sum_c q_c s_c code_c + sum_c q_c m_c */
@@ -784,7 +875,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             for (int n = 0; n < 4; n++)
 #pragma unroll
                 for (int jj = 0; jj < 2; jj++)
-                    drow[n][jj] = k0 + (size_t)(min(t0 + 8 * n + 2 * t + jj, s1 - 1) - t0) * p.kf.block_bytes;
+                    drow[n][jj] = STG ? k0 + (8 * n + 2 * t + jj) * KROW
+                                      : k0 + (size_t)(min(t0 + 8 * n + 2 * t + jj, s1 - 1) - t0) * p.kf.block_bytes;
 #pragma unroll
             for (int bk = 0; bk < D / 32; bk++) {
                 float cb[4][4];
@@ -824,6 +916,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         /* scores of head g, tokens 8n + 2t + jj */
         float sc[4][2];
         float mx = -INFINITY;
+        const int nv = s1 - t0; /* tokens of this tile (< WTOK: the last one, partial) */
 #pragma unroll
         for (int n = 0; n < 4; n++)
 #pragma unroll
@@ -834,7 +927,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 } else if constexpr (KIVI_K) {
                     x = fmaf(x, post, base);
                 } else {
-                    const uint8_t *row = k0 + (size_t)(min(tok, s1 - 1) - t0) * p.kf.block_bytes;
+                    const uint8_t *row = STG ? k0 + (8 * n + 2 * t + jj) * KROW : k0 + (size_t)(min(tok, s1 - 1) - t0) * p.kf.block_bytes;
                     if constexpr (KM == FMT_RVQ1) {
                         x = h2f(ld16(row)) * fmaf(x, post, hs);
                     } else {
@@ -842,18 +935,23 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         x = fac * fmaf(x, post, -hs);
                     }
                 }
-                if constexpr (SPLIT_K) /* rows g >= 4 are junk: constant 0 */
-                    x = g >= 4 ? 0.0f : x;
-                x = tok < s1 ? x : -INFINITY;
                 sc[n][jj] = x;
-                mx = fmaxf(mx, x);
             }
+        if (nv < WTOK) /* tokens past the end: weight 0 */
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++)
+                    sc[n][jj] = 8 * n + 2 * t + jj < nv ? sc[n][jj] : -INFINITY;
+#pragma unroll
+        for (int n = 0; n < 4; n++)
+            mx = fmaxf(mx, fmaxf(sc[n][0], sc[n][1]));
         /* online softmax: the running max moves only when a score passes it */
         if (__any_sync(FULL, mx > m_run)) {
             mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
             const float mnew = fmaxf(m_run, mx);
-            const float al = exp2f(m_run - mnew);
+            const float al = ex2(m_run - mnew);
             m_run = mnew;
             l_run *= al;
 #pragma unroll
@@ -873,7 +971,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         for (int n = 0; n < 4; n++)
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
-                sc[n][jj] = exp2f(sc[n][jj] - m_run);
+                sc[n][jj] = ex2(sc[n][jj] - m_run);
                 l_run += sc[n][jj];
             }
 
@@ -884,8 +982,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         for (int kt = 0; kt < 2; kt++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const int tok = min(t0 + 16 * kt + 2 * t + (i & 1) + 8 * (i >> 1), s1 - 1);
-                vrow[kt][i] = v0 + (size_t)(tok - t0) * p.vf.block_bytes;
+                const int r = 16 * kt + 2 * t + (i & 1) + 8 * (i >> 1);
+                vrow[kt][i] = STG_V ? v0 + r * VROW : v0 + (size_t)(min(r, nv - 1)) * p.vf.block_bytes;
                 pw[kt][i] = sc[2 * kt + (i >> 1)][i & 1];
             }
         if constexpr (VM == FMT_FP16) {
@@ -931,21 +1029,54 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
+                        if constexpr (VM == FMT_Q4 && VQ_MMA_Q4B) {
+                            /* q4_0 (Q4B): bytes 2g, 2g + 1 of the block's 16 (channels 2g, 2g + 1 low
+                             * nibbles, + 16 high) of tokens 2 (i/2), 2 (i/2) + 1: w[kt][i] holds byte
+                             * 2g + i%2 of the two tokens in bytes 0 and 2 */
+                            const uint32_t ua = ld16(vrow[kt][i & 2] + VBB * gr + 2 + 2 * g);
+                            const uint32_t ub = ld16(vrow[kt][(i & 2) + 1] + VBB * gr + 2 + 2 * g);
+                            w[kt][i] = __byte_perm(ua, ub, i & 1 ? 0x0501u : 0x0400u);
+                            continue;
+                        }
                         /* q8_0: codes 4g..4g+3; q4_0: bytes 4 (g%4).., nibble g/4 */
                         const uint8_t *cp = vrow[kt][i] + VBB * gr + 2 + 4 * (VM == FMT_Q4 ? (g & 3) : g); /* aligned in odd blocks */
                         const uint32_t cw = gr & 1 ? ld32u(cp) : (uint32_t)ld16(cp) | (uint32_t)ld16(cp + 2) << 16;
                         w[kt][i] = VM == FMT_Q4 ? cw >> (4 * (g >> 2)) : cw ^ 0x80808080u;
                     }
             };
+            const uint32_t magic = magic6400();
             auto q8_mma = [&](int gr, const uint4 (&a)[2], const uint32_t (&w)[2][4]) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++) {
+                        if constexpr (VM == FMT_Q4 && VQ_MMA_Q4B) {
+                            /* n-tile e: byte 2g + e/2, nibble e%2; (1024 + u) - 1032 = u - 8, (1024 + 16u) - 1152 = 16 (u - 8) */
+                            const int k = e >> 1;
+                            uint32_t b0, b1;
+                            if (e & 1) {
+                                b0 = and_or<0x00f000f0u>(w[kt][k], magic);
+                                b1 = and_or<0x00f000f0u>(w[kt][2 + k], magic);
+                                const __half2 off = __half2(__ushort_as_half(0x6480u), __ushort_as_half(0x6480u));
+                                b0 = h2u(__hsub2(*(const __half2 *)&b0, off));
+                                b1 = h2u(__hsub2(*(const __half2 *)&b1, off));
+                            } else {
+                                b0 = u4_h2(and_or<0x000f000fu>(w[kt][k], magic));
+                                b1 = u4_h2(and_or<0x000f000fu>(w[kt][2 + k], magic));
+                            }
+                            mma16816(o[4 * gr + e], a[kt], b0, b1);
+                            continue;
+                        }
                         const uint32_t sel = e | (4 + e) << 8;
                         constexpr uint32_t cm = VM == FMT_Q4 ? 0x000f000fu : 0x00ff00ffu;
-                        const uint32_t b0 = (__byte_perm(w[kt][0], w[kt][1], sel) & cm) | 0x64006400u;
-                        const uint32_t b1 = (__byte_perm(w[kt][2], w[kt][3], sel) & cm) | 0x64006400u;
+                        uint32_t b0 = __byte_perm(w[kt][0], w[kt][1], sel), b1 = __byte_perm(w[kt][2], w[kt][3], sel);
+                        if constexpr (STG_V) { /* one LOP3 each */
+                            b0 = and_or<cm>(b0, magic);
+                            b1 = and_or<cm>(b1, magic);
+                        } else { /* values from global memory (q8_0, D = 128): this form measured 1.5% faster */
+                            b0 = (b0 & cm) | 0x64006400u;
+                            b1 = (b1 & cm) | 0x64006400u;
+                        }
                         if constexpr (VM == FMT_Q4)
                             mma16816(o[4 * gr + e], a[kt], u4_h2(b0), u4_h2(b1));
                         else
@@ -1010,38 +1141,72 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
              * fp16 x NG][codes]; the token's group scale folds into the
              * weight, its minimum into mt[group] */
             constexpr int CB = (VM & 15) * D / 8 / NG; /* code bytes per group */
-            /* kivi value codes of group gr for the two k-tiles */
-            auto val_codes = [&](int gr, uint32_t (&w)[2][4][CB / 4]) {
+            /* the codes of one group of the lane's 8 tokens (4 per k-tile):
+             * VBYTE: lane (g, t) takes byte g (kivi2) or bytes 2g, 2g + 1
+             * (kivi4) of the group's codes, channels 4g..4g+3, n-tile e
+             * channel 4g + e; one byte permute puts a byte of two tokens in
+             * bytes 0 and 2 (w[kt][pair][k]), then each n-tile masks its code
+             * there (bit offset 2e / 4(e & 1)). Otherwise: channel 8e + g of
+             * the group, the tokens' 8-byte words (w[kt][token][word]) and a
+             * byte permute per n-tile. */
+            constexpr int WI = VQ_MMA_VBYTE ? 2 : 4, WN = VQ_MMA_VBYTE ? 2 : CB / 4;
+            const uint32_t magic = magic6400();
+            auto val_codes = [&](int gr, uint32_t (&w)[2][WI][WN]) {
 #pragma unroll
                 for (int kt = 0; kt < 2; kt++)
 #pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
+                    for (int i = 0; i < WI; i++) {
+                        if constexpr (VQ_MMA_VBYTE) {
+                            const uint8_t *pa = vrow[kt][2 * i] + 4 * NG + gr * CB, *pb = vrow[kt][2 * i + 1] + 4 * NG + gr * CB;
+                            if constexpr (VM == FMT_KIVI2) {
+                                w[kt][i][0] = __byte_perm((uint32_t)pa[g], (uint32_t)pb[g], 0x0400u);
+                            } else {
+                                const uint32_t ua = ld16(pa + 2 * g), ub = ld16(pb + 2 * g);
+                                w[kt][i][0] = __byte_perm(ua, ub, 0x0400u);
+                                w[kt][i][1] = __byte_perm(ua, ub, 0x0501u);
+                            }
+                        } else {
+                            const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
 #pragma unroll
-                        for (int k = 0; k < CB / 8; k++) {
-                            const uint2 v = *(const uint2 *)(cp + 8 * k);
-                            w[kt][i][2 * k] = v.x;
-                            w[kt][i][2 * k + 1] = v.y;
+                            for (int k = 0; k < CB / 8; k++) {
+                                const uint2 v = *(const uint2 *)(cp + 8 * k);
+                                w[kt][i][2 * k] = v.x;
+                                w[kt][i][2 * k + 1] = v.y;
+                            }
                         }
                     }
             };
             /* o[group gr] += A[kt] (codes of group gr) */
-            auto val_mma = [&](int gr, const uint4 (&a)[2], const uint32_t (&w)[2][4][CB / 4]) {
+            auto val_mma = [&](int gr, const uint4 (&a)[2], const uint32_t (&w)[2][WI][WN]) {
 #pragma unroll
                 for (int e = 0; e < 4; e++) { /* the 4 n-tiles of the group */
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++) {
                         uint32_t b0, b1;
-                        if constexpr (VM == FMT_KIVI2) {
-                            const uint32_t bs = vbyte + 2 * (e & 1), sel = bs | (bs + 4) << 8;
-                            b0 = __byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel);
-                            b1 = __byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel);
+                        if constexpr (VQ_MMA_VBYTE) {
+                            const int k = VM == FMT_KIVI2 ? 0 : e >> 1;
+                            constexpr uint32_t M0 = VM == FMT_KIVI2 ? 0x00030003u : 0x000f000fu;
+                            constexpr int SH = VM == FMT_KIVI2 ? 2 : 4, EM = VM == FMT_KIVI2 ? 3 : 1;
+                            switch (e & EM) { /* e is a compile-time constant: one case remains */
+                            case 0: b0 = code_h2c<M0>(w[kt][0][k], magic); b1 = code_h2c<M0>(w[kt][1][k], magic); break;
+                            case 1: b0 = code_h2c<(M0 << SH)>(w[kt][0][k], magic); b1 = code_h2c<(M0 << SH)>(w[kt][1][k], magic); break;
+                            case 2: b0 = code_h2c<(M0 << 2 * SH)>(w[kt][0][k], magic); b1 = code_h2c<(M0 << 2 * SH)>(w[kt][1][k], magic); break;
+                            default: b0 = code_h2c<(M0 << 3 * SH)>(w[kt][0][k], magic); b1 = code_h2c<(M0 << 3 * SH)>(w[kt][1][k], magic); break;
+                            }
                         } else {
-                            const uint32_t sel = vbyte | (vbyte + 4) << 8;
-                            b0 = __byte_perm(w[kt][0][e], w[kt][1][e], sel);
-                            b1 = __byte_perm(w[kt][2][e], w[kt][3][e], sel);
+                            const uint32_t vmask = VM == FMT_KIVI2 ? 0x00030003u << (2 * (g & 3)) : 0x000f000fu << (4 * (g & 1));
+                            const uint32_t vbyte = VM == FMT_KIVI2 ? (uint32_t)(g >> 2) : (uint32_t)(g >> 1);
+                            if constexpr (VM == FMT_KIVI2) {
+                                const uint32_t bs = vbyte + 2 * (e & 1), sel = bs | (bs + 4) << 8;
+                                b0 = code_h2(__byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel), vmask);
+                                b1 = code_h2(__byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel), vmask);
+                            } else {
+                                const uint32_t sel = vbyte | (vbyte + 4) << 8;
+                                b0 = code_h2(__byte_perm(w[kt][0][e], w[kt][1][e], sel), vmask);
+                                b1 = code_h2(__byte_perm(w[kt][2][e], w[kt][3][e], sel), vmask);
+                            }
                         }
-                        mma16816(o[4 * gr + e], a[kt], code_h2(b0, vmask), code_h2(b1, vmask));
+                        mma16816(o[4 * gr + e], a[kt], b0, b1);
                     }
                 }
             };
@@ -1089,12 +1254,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         ao[kt].w = __shfl_xor_sync(FULL, a[kt].w, 16);
                     }
                     {
-                        uint32_t w[2][4][CB / 4];
+                        uint32_t w[2][WI][WN];
                         val_codes(2 * j, w);
                         val_mma(2 * j, a, w);
                     }
                     {
-                        uint32_t w[2][4][CB / 4];
+                        uint32_t w[2][WI][WN];
                         val_codes(2 * j + 1, w);
                         val_mma(2 * j + 1, ao, w);
                     }
@@ -1126,43 +1291,20 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                             mv[kt][i][1] = m2.y;
                         }
                     }
-    #pragma unroll
+#pragma unroll
                 for (int gr = 0; gr < NG; gr++) {
                     uint4 a[2];
-                    uint32_t w[2][4][CB / 4];
-    #pragma unroll
+                    uint32_t w[2][WI][WN];
+                    val_codes(gr, w);
+#pragma unroll
                     for (int kt = 0; kt < 2; kt++) {
-    #pragma unroll
-                        for (int i = 0; i < 4; i++) {
-                            const uint8_t *cp = vrow[kt][i] + 4 * NG + gr * CB;
-    #pragma unroll
-                            for (int k = 0; k < CB / 8; k++) {
-                                const uint2 v = *(const uint2 *)(cp + 8 * k);
-                                w[kt][i][2 * k] = v.x;
-                                w[kt][i][2 * k + 1] = v.y;
-                            }
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
                             mt[gr] = fmaf(pw[kt][i], mv[kt][i][gr], mt[gr]);
-                        }
                         split2(pw[kt][0] * sv[kt][0][gr], pw[kt][1] * sv[kt][1][gr], a[kt].x, a[kt].y);
                         split2(pw[kt][2] * sv[kt][2][gr], pw[kt][3] * sv[kt][3][gr], a[kt].z, a[kt].w);
                     }
-    #pragma unroll
-                    for (int e = 0; e < 4; e++) { /* the 4 n-tiles of the group */
-    #pragma unroll
-                        for (int kt = 0; kt < 2; kt++) {
-                            uint32_t b0, b1;
-                            if constexpr (VM == FMT_KIVI2) {
-                                const uint32_t bs = vbyte + 2 * (e & 1), sel = bs | (bs + 4) << 8;
-                                b0 = __byte_perm(w[kt][0][e >> 1], w[kt][1][e >> 1], sel);
-                                b1 = __byte_perm(w[kt][2][e >> 1], w[kt][3][e >> 1], sel);
-                            } else {
-                                const uint32_t sel = vbyte | (vbyte + 4) << 8;
-                                b0 = __byte_perm(w[kt][0][e], w[kt][1][e], sel);
-                                b1 = __byte_perm(w[kt][2][e], w[kt][3][e], sel);
-                            }
-                            mma16816(o[4 * gr + e], a[kt], code_h2(b0, vmask), code_h2(b1, vmask));
-                        }
-                    }
+                    val_mma(gr, a, w);
                 }
             }
         }
@@ -1186,7 +1328,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
                 const int col = 2 * t + jj;
-                float x = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(col);
+                float x = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(n, col);
                 if constexpr (SPLIT_MT)
                     x += (n / 4) & 1 ? mo[n / 8] : mt[n / 8];
                 else if constexpr (KIVI_V)
@@ -1202,17 +1344,44 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     combine_warps<G, D>(p, red, wml, part0, tid);
 }
 
+/* the dynamic shared memory limit of this instantiation raised to what it
+ * uses (once; idempotent: a race only repeats it) */
 template <int D, int G, int KM, int VM>
-cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+cudaError_t set_smem_attr()
 {
     constexpr int smem = stage_smem_bytes<KM, VM, D>();
-    static bool attr_set = false; /* once per instantiation (idempotent: a race only repeats it) */
+    static bool attr_set = false;
     if (smem > 0 && !attr_set) {
         cudaError_t e = cudaFuncSetAttribute(attn_mma<D, G, KM, VM>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         attr_set = true;
     }
+    return cudaSuccess;
+}
+
+template <int D, int G, int KM, int VM>
+int ctas_per_sm()
+{
+    static int n = 0; /* once per instantiation */
+    if (!n) {
+        int r = 0;
+        if (set_smem_attr<D, G, KM, VM>() != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, attn_mma<D, G, KM, VM>, NW * 32, stage_smem_bytes<KM, VM, D>()) != cudaSuccess ||
+            r < 1)
+            r = 3;
+        n = r < VQ_MMA_MAX_CTAS ? r : VQ_MMA_MAX_CTAS;
+    }
+    return n;
+}
+
+template <int D, int G, int KM, int VM>
+cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+{
+    constexpr int smem = stage_smem_bytes<KM, VM, D>();
+    const cudaError_t e = set_smem_attr<D, G, KM, VM>();
+    if (e != cudaSuccess)
+        return e;
     dim3 grid(p.splits, p.n_kv, batch);
     attn_mma<D, G, KM, VM><<<grid, NW * 32, smem, s>>>(p);
     return cudaGetLastError();
@@ -1232,6 +1401,16 @@ bool launch_dg(const AttnParams &p, int batch, cudaStream_t s, int km, int vm, c
     VQ_MMA_PAIRS(VQ_TRY)
 #undef VQ_TRY
     return false;
+}
+
+template <int D, int G>
+int ctas_dg(int km, int vm)
+{
+#define VQ_OCC(K, V) \
+    if (km == K && vm == V) return ctas_per_sm<D, G, K, V>();
+    VQ_MMA_PAIRS(VQ_OCC)
+#undef VQ_OCC
+    return 3;
 }
 
 } // namespace
@@ -1256,6 +1435,21 @@ bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D,
     VQ_MMA_PAIRS(VQ_IS)
 #undef VQ_IS
     return false;
+}
+
+int vq_mma_ctas_per_sm(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G)
+{
+    const int km = fmt_code(kf), vm = fmt_code(vf);
+#define VQ_DG(DD, GG) \
+    if (D == DD && G == GG) return ctas_dg<DD, GG>(km, vm);
+#ifdef VQ_MMA_QUICK
+    VQ_DG(128, 4)
+#else
+    VQ_DG(64, 1) VQ_DG(64, 2) VQ_DG(64, 4) VQ_DG(64, 8)
+    VQ_DG(128, 1) VQ_DG(128, 2) VQ_DG(128, 4) VQ_DG(128, 8)
+#endif
+#undef VQ_DG
+    return 3;
 }
 
 bool vq_mma_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err)

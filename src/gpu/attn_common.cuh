@@ -116,6 +116,10 @@ __device__ __forceinline__ void combine_warps(const AttnParams &p, const float (
 /* whether attn_mma has this pair and shape */
 bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G, int page_tokens);
 bool vq_mma_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err);
+/* resident CTAs per SM of attn_mma for a supported pair and shape (the
+ * occupancy calculator's answer, 1..VQ_MMA_MAX_CTAS; 3 where it fails) */
+#define VQ_MMA_MAX_CTAS 8
+int vq_mma_ctas_per_sm(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G);
 
 /* The vecinfer split kernel (attention_vecinfer.cu): vq_vecinfer_check
  * says whether this pair and G can run (a vq_status with a message);
