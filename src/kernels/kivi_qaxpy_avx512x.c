@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/vexp.h"
+#include "kernels/prefetch.h"
 #include "kernels/wq_avx512x.h"
 
 #define KQ_MAXQ 4 /* weight rows per pass */
@@ -175,6 +176,9 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
         for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
             const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
             const uint8_t *blk = rows + b * rstride;
+            if (b + VQ_KQ_BLOCK < nt) /* the next block's rows while this one is summed (a page is read cold) */
+                vq_prefetch_span(blk, VQ_KQ_BLOCK * rstride,
+                                 (nt - b - VQ_KQ_BLOCK < VQ_KQ_BLOCK ? nt - b - VQ_KQ_BLOCK : VQ_KQ_BLOCK) * rstride);
             __m512 S[16][2], Mn[16][2];
             block_headers(blk, rstride, m, ng, S, Mn);
             const __mmask16 v0 = m >= 16 ? 0xFFFF : (__mmask16)((1u << m) - 1u);

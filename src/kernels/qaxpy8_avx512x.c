@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/kivi_qaxpy.h"
+#include "kernels/prefetch.h"
 #include "kernels/wq_avx512x.h"
 
 #define Q8_MAXQ 4  /* weight rows per pass */
@@ -85,6 +86,9 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
         for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
             const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
             const uint8_t *blk = codes + b * rstride;
+            if (b + VQ_KQ_BLOCK < nt) /* the next block's rows while this one is summed (a page is read cold) */
+                vq_prefetch_span(blk, VQ_KQ_BLOCK * rstride,
+                                 (nt - b - VQ_KQ_BLOCK < VQ_KQ_BLOCK ? nt - b - VQ_KQ_BLOCK : VQ_KQ_BLOCK) * rstride);
             /* the rows' block scales as columns (rows past m: 0) */
             uint16_t col[Q8_MAXB][VQ_KQ_BLOCK];
             for (size_t i = 0; i < VQ_KQ_BLOCK; i++)
