@@ -81,7 +81,7 @@ for s in "${steps[@]}"; do
                               kivi:bits=2 kivi:bits=2,qbits=8 kivi:bits=2,group=128,qbits=8 rabitq:bits=1 \
                               turboquant_rvq:bits=1,qbits=4 V:fp16 V:q8_0 V:q4_0:rot=1 V:q4_0:rot=1,qbits=8 V:kivi:bits=2 V:kivi:bits=2,qbits=8 V:kivi:bits=4
                       done; } > "$out/codecs-cpu.txt" ;;
-    e2e)          run e2e-smollm2 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 32 \
+    e2e)          run e2e-smollm2 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 64 \
                       --cache "keys=q8_0 values=q8_0" --cache "keys=q4_0:rot=1 values=q4_0:rot=1" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
                       --cache "keys=q8_0:qbits=8 values=q8_0:qbits=8" \
@@ -90,7 +90,7 @@ for s in "${steps[@]}"; do
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
                       --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" ;;
-    e2e16k)       run e2e-smollm2-16k bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 32 \
+    e2e16k)       run e2e-smollm2-16k bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 64 \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
