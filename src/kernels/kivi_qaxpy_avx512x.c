@@ -72,12 +72,10 @@ static inline __m512i word_index(size_t ch0, int step, int lg, size_t g0)
 
 /* one 64-channel chunk c of a block of m rows: the integer sums of the
  * NQ weight rows, folded into F[j][c] with the block's scales */
-static inline __attribute__((always_inline)) void chunk_block(const int BITS, const int NQ, const uint8_t *blk,
-                                                              size_t rstride, size_t coff, size_t m, size_t c,
-                                                              size_t g0, int lg, __m512i tidx, __m512i cmask,
-                                                              int8_t qw[KQ_MAXQ][20][VQ_KQ_BLOCK],
-                                                              float dd[KQ_MAXQ][16], int32_t sqh[KQ_MAXQ][16],
-                                                              __m512 F[KQ_MAXQ][KQ_MAXC][4])
+static inline __attribute__((always_inline)) void
+chunk_block(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, size_t coff, size_t m, size_t c,
+            size_t g0, int lg, __m512i tidx, __m512i cmask, int8_t qw[KQ_MAXQ][20][VQ_KQ_BLOCK], float dd[KQ_MAXQ][16],
+            int32_t sqh[KQ_MAXQ][16], __m512 F[KQ_MAXQ][KQ_MAXC][4])
 {
     __m512i QA[KQ_MAXQ], QB[KQ_MAXQ], I[KQ_MAXQ][4];
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
@@ -91,15 +89,7 @@ static inline __attribute__((always_inline)) void chunk_block(const int BITS, co
     const __m512i x0 = word_index(64 * c, BITS == 2 ? 4 : 2, lg, g0), x1 = word_index(64 * c + 32, 2, lg, g0);
     for (size_t u = 0; 4 * u < m; u++) {
         const uint8_t *p[4];
-        p[0] = blk + 4 * u * rstride + coff;
-        if (4 * u + 4 <= m) {
-            p[1] = p[0] + rstride, p[2] = p[1] + rstride, p[3] = p[2] + rstride;
-        } else { /* the rows past m repeat the last one (their weights are 0) */
-            const uint8_t *last = blk + (m - 1) * rstride + coff;
-            p[1] = 4 * u + 1 < m ? p[0] + rstride : last;
-            p[2] = 4 * u + 2 < m ? p[0] + 2 * rstride : last;
-            p[3] = last;
-        }
+        vq_quad_rows(blk, rstride, coff, u, m, p);
         const __m512i uu = _mm512_set1_epi32((int)u);
         __m512i P[4];
         if (BITS == 2) {
@@ -140,8 +130,8 @@ static inline __attribute__((always_inline)) void chunk_block(const int BITS, co
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
         {
             const int hi = BITS == 4 && r >= 2;
-            F[j][c][r] = _mm512_fmadd_ps(hi ? d1 : d0, _mm512_cvtepi32_ps(_mm512_sub_epi32(I[j][r], hi ? h1 : h0)),
-                                         F[j][c][r]);
+            F[j][c][r] =
+                _mm512_fmadd_ps(hi ? d1 : d0, _mm512_cvtepi32_ps(_mm512_sub_epi32(I[j][r], hi ? h1 : h0)), F[j][c][r]);
         }
     }
 }
@@ -184,9 +174,8 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
             const __mmask16 v0 = m >= 16 ? 0xFFFF : (__mmask16)((1u << m) - 1u);
             const __mmask16 v1 = m <= 16 ? 0 : m >= 32 ? 0xFFFF : (__mmask16)((1u << (m - 16)) - 1u);
             const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1))); /* v = s (c - h) + (m + h s) */
-            /* |a| maxima of every (j, g), their scales four at a time, then the int8
-             * weights
-             * (|a * 127/A| <= 127 up to rounding: saturation never clips) */
+            /* |a| maxima of every (j, g), their scales, then the int8 weights
+             * and their sums (kernels/wq_avx512x.h) */
             __m512 W[KQ_MAXQ][2], V[KQ_MAXQ * 16 + 3];
             float Am[KQ_MAXQ * 16 + 3], inv[KQ_MAXQ * 16 + 3];
             for (int j = 0; j < nq; j++) {
@@ -195,29 +184,19 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                 for (size_t g = 0; g < ng; g++) {
                     V[(size_t)j * ng + g] = _mm512_max_ps(_mm512_abs_ps(_mm512_mul_ps(W[j][0], S[g][0])),
                                                           _mm512_abs_ps(_mm512_mul_ps(W[j][1], S[g][1])));
-                    const __m512 m0 = _mm512_fmadd_ps(hv, S[g][0], Mn[g][0]), m1 = _mm512_fmadd_ps(hv, S[g][1], Mn[g][1]);
+                    const __m512 m0 = _mm512_fmadd_ps(hv, S[g][0], Mn[g][0]),
+                                 m1 = _mm512_fmadd_ps(hv, S[g][1], Mn[g][1]);
                     MW[j][g] = _mm512_fmadd_ps(W[j][1], m1, _mm512_fmadd_ps(W[j][0], m0, MW[j][g]));
                 }
             }
             const size_t np = (size_t)nq * ng;
-            for (size_t k = np; k % 4; k++)
-                V[k] = _mm512_setzero_ps();
-            for (size_t k = 0; k < np; k += 4) {
-                const __m128 A4 = vq_max4x16(V[k], V[k + 1], V[k + 2], V[k + 3]);
-                const __m128 i4 = _mm_div_ps(_mm_set1_ps(127.0f), A4);
-                _mm_storeu_ps(Am + k, _mm_div_ps(A4, _mm_set1_ps(127.0f)));
-                _mm_storeu_ps(inv + k, _mm_and_ps(i4, _mm_cmpgt_ps(A4, _mm_setzero_ps())));
-            }
+            vq_weight_scales(V, np, Am, inv);
             for (int j = 0; j < nq; j++)
                 for (size_t g = 0; g < ng; g++) {
                     const size_t k = (size_t)j * ng + g;
-                    const __m512 vi = _mm512_set1_ps(inv[k]);
                     dd[j][g] = Am[k];
-                    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][0], S[g][0]), vi));
-                    const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][1], S[g][1]), vi));
-                    _mm_storeu_si128((__m128i *)(void *)&qw[j][g][0], _mm512_cvtsepi32_epi8(q0));
-                    _mm_storeu_si128((__m128i *)(void *)&qw[j][g][16], _mm512_cvtsepi32_epi8(q1));
-                    sqh[j][g] = (1 << (BITS - 1)) * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+                    sqh[j][g] = (1 << (BITS - 1)) * vq_round_weights(_mm512_mul_ps(W[j][0], S[g][0]),
+                                                                     _mm512_mul_ps(W[j][1], S[g][1]), inv[k], qw[j][g]);
                 }
             for (size_t c = 0; c < nc; c++) {
                 const size_t g0 = 64 * c / group;

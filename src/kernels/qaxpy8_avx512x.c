@@ -34,15 +34,7 @@ block_column(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, s
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) I[j][0] = I[j][1] = _mm512_setzero_si512();
     for (size_t u = 0; 4 * u < m; u++) {
         const uint8_t *p[4];
-        p[0] = blk + 4 * u * rstride + off;
-        if (4 * u + 4 <= m) {
-            p[1] = p[0] + rstride, p[2] = p[1] + rstride, p[3] = p[2] + rstride;
-        } else { /* the rows past m repeat the last one (their weights are 0) */
-            const uint8_t *last = blk + (m - 1) * rstride + off;
-            p[1] = 4 * u + 1 < m ? p[0] + rstride : last;
-            p[2] = 4 * u + 2 < m ? p[0] + 2 * rstride : last;
-            p[3] = last;
-        }
+        vq_quad_rows(blk, rstride, off, u, m, p);
         __m512i P0, P1;
         if (BITS == 4) {
             const __m512i T = vq_quad_bytes(p, 0, tidx), lo = _mm512_set1_epi8(0x0f);
@@ -111,31 +103,19 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
                     V[(size_t)j * nb + g] = _mm512_max_ps(_mm512_abs_ps(_mm512_mul_ps(W[j][0], Dv[g][0])),
                                                           _mm512_abs_ps(_mm512_mul_ps(W[j][1], Dv[g][1])));
             }
-            /* scales four at a time, then the int8 weights (|a * 127/A| <= 127
-             * up to rounding: saturation never clips) and their sums */
+            /* the scales, then the int8 weights and their sums (kernels/wq_avx512x.h) */
             const size_t np = (size_t)nq * nb;
             float Am[Q8_MAXQ * Q8_MAXB + 3], inv[Q8_MAXQ * Q8_MAXB + 3];
-            for (size_t k = np; k % 4; k++)
-                V[k] = _mm512_setzero_ps();
-            for (size_t k = 0; k < np; k += 4) {
-                const __m128 A4 = vq_max4x16(V[k], V[k + 1], V[k + 2], V[k + 3]);
-                const __m128 i4 = _mm_div_ps(_mm_set1_ps(127.0f), A4);
-                _mm_storeu_ps(Am + k, _mm_div_ps(A4, _mm_set1_ps(127.0f)));
-                _mm_storeu_ps(inv + k, _mm_and_ps(i4, _mm_cmpgt_ps(A4, _mm_setzero_ps())));
-            }
+            vq_weight_scales(V, np, Am, inv);
             int8_t qw[Q8_MAXQ][Q8_MAXB][VQ_KQ_BLOCK];
             float sc[Q8_MAXQ][Q8_MAXB];
             int32_t sq[Q8_MAXQ][Q8_MAXB];
             for (int j = 0; j < nq; j++)
                 for (size_t g = 0; g < nb; g++) {
                     const size_t k = (size_t)j * nb + g;
-                    const __m512 vi = _mm512_set1_ps(inv[k]);
                     sc[j][g] = Am[k];
-                    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][0], Dv[g][0]), vi));
-                    const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][1], Dv[g][1]), vi));
-                    _mm_storeu_si128((__m128i *)(void *)&qw[j][g][0], _mm512_cvtsepi32_epi8(q0));
-                    _mm_storeu_si128((__m128i *)(void *)&qw[j][g][16], _mm512_cvtsepi32_epi8(q1));
-                    sq[j][g] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+                    sq[j][g] = vq_round_weights(_mm512_mul_ps(W[j][0], Dv[g][0]), _mm512_mul_ps(W[j][1], Dv[g][1]),
+                                                inv[k], qw[j][g]);
                 }
             for (size_t g = 0; g < nb; g++)
                 switch (nq) { /* a constant count: the sums stay in registers */

@@ -1,6 +1,6 @@
 /* wq_avx512x.h -- helpers of the int8-weight sums (kernels/kivi_qaxpy.h,
- * kernels/qaxpy.h vq_qaxpy8): a four-row byte transpose for VPDPBUSD and
- * four horizontal maxima at once. Only for *_avx512x.c files (AVX-512
+ * kernels/qaxpy.h vq_qaxpy8): a four-row byte transpose for VPDPBUSD,
+ * four horizontal maxima at once, the weights' scales and rounding. Only for *_avx512x.c files (AVX-512
  * with VNNI and VBMI). */
 #ifndef VQ_KERNELS_WQ_AVX512X_H
 #define VQ_KERNELS_WQ_AVX512X_H
@@ -39,6 +39,49 @@ static inline __m128 vq_max4x16(__m512 a, __m512 b, __m512 c, __m512 d)
     x = _mm512_max_ps(x, _mm512_permute_ps(x, 0xB1));
     return _mm512_castps512_ps128(
         _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), x));
+}
+
+/* the rows of quad u of a block of m rows (row i at blk + i*rstride +
+ * off): rows at or past m repeat the last one (the caller gives them
+ * weight 0, and reads stay inside the block) */
+static inline void vq_quad_rows(const uint8_t *blk, size_t rstride, size_t off, size_t u, size_t m, const uint8_t *p[4])
+{
+    p[0] = blk + 4 * u * rstride + off;
+    if (4 * u + 4 <= m) {
+        p[1] = p[0] + rstride, p[2] = p[1] + rstride, p[3] = p[2] + rstride;
+    } else {
+        const uint8_t *last = blk + (m - 1) * rstride + off;
+        p[1] = 4 * u + 1 < m ? p[0] + rstride : last;
+        p[2] = 4 * u + 2 < m ? p[0] + 2 * rstride : last;
+        p[3] = last;
+    }
+}
+
+/* the weight scales of np (weight row, group) pairs from their |a| maxima
+ * V[k]: sc[k] = A/127 and inv[k] = 127/A (0 when A is 0), four at a time
+ * (V padded with zeros to a multiple of 4; sc, inv hold as many) */
+static inline void vq_weight_scales(__m512 *V, size_t np, float *sc, float *inv)
+{
+    for (size_t k = np; k % 4; k++)
+        V[k] = _mm512_setzero_ps();
+    for (size_t k = 0; k < np; k += 4) {
+        const __m128 A4 = vq_max4x16(V[k], V[k + 1], V[k + 2], V[k + 3]);
+        const __m128 i4 = _mm_div_ps(_mm_set1_ps(127.0f), A4);
+        _mm_storeu_ps(sc + k, _mm_div_ps(A4, _mm_set1_ps(127.0f)));
+        _mm_storeu_ps(inv + k, _mm_and_ps(i4, _mm_cmpgt_ps(A4, _mm_setzero_ps())));
+    }
+}
+
+/* a pair's 32 weights a0 (rows 0-15), a1 (16-31) times inv, rounded to
+ * nearest even and stored as int8 (|a * inv| <= 127 up to rounding:
+ * saturation never clips); returns their sum */
+static inline int32_t vq_round_weights(__m512 a0, __m512 a1, float inv, int8_t dst[32])
+{
+    const __m512 vi = _mm512_set1_ps(inv);
+    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(a0, vi)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(a1, vi));
+    _mm_storeu_si128((__m128i *)(void *)dst, _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128((__m128i *)(void *)(dst + 16), _mm512_cvtsepi32_epi8(q1));
+    return _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
 }
 
 #endif
