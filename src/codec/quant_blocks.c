@@ -236,7 +236,8 @@ static void qb_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
 {
     qblocks *q = c->impl;
     const vq_kernels *k = vq_kernels_get();
-    (q->qbits ? k->qaxpy8 : k->qaxpy)(q->bits, codes, c->block_bytes, n, (size_t)c->head_dim, w, n, n_q, acc,
+    /* qbits on a value codec: int8 weights (a key codec's qbits is its query's) */
+    (q->qbits && c->role == VQ_ROLE_VALUE ? k->qaxpy8 : k->qaxpy)(q->bits, codes, c->block_bytes, n, (size_t)c->head_dim, w, n, n_q, acc,
                                       (size_t)c->head_dim);
 }
 
