@@ -294,9 +294,11 @@ static void check_spec(const char *spec)
         /* accumulate is exact for every method (weights apply to decoded
          * values): float rounding over n terms only; except that qbits=8
          * on a q8_0 / q4_0 value codec rounds the weights to int8 per 32
-         * rows (kernels/qaxpy.h; test_kernels checks its exact bound):
-         * measured up to 3.1e-2 of the output rms here */
-        const double atol = strstr(spec, "qbits=8") && strncmp(spec, "q", 1) == 0 ? 6e-2 : 2e-5;
+         * rows (kernels/qaxpy.h; test_kernels checks its exact bound).
+         * On these keys (outlier channels: block scales far apart from
+         * row to row, so rows with small scales keep few weight levels)
+         * measured 3.1e-2 of the output rms at 256 rows, 1.0e-1 at 64 */
+        const double atol = strstr(spec, "qbits=8") && strncmp(spec, "q", 1) == 0 ? 0.2 : 2e-5;
         CHECKF(m.fused_accum < atol, "%s D=%d: fused accumulate differs by %.3e", spec, dims[k], m.fused_accum);
     }
 }
