@@ -43,7 +43,7 @@
 #                                 the same after the prompt fix (a filler line after the key)
 #   needle-4k-r4-smollm2 needle-4k-r4-gemma3
 #                                 passkey at 4k, 3 keys per depth, the first two configs of
-#                                 ppl-lowbit4-MODEL (the 2.25 and 3.0 b/e plans; gemma3: 3.0 only)
+#                                 ppl-lowbit4-MODEL (the 2.25 and 3.0 b/e plans)
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -360,6 +360,19 @@ step() {
                      mv figures/quality/sweeps/$m-plan4-k${p/,/-}-v1-2-budget$b.json.tmp \
                        figures/quality/sweeps/$m-plan4-k${p/,/-}-v1-2-budget$b.json
                    done ;;
+    # fifth round: the 1-bit-key family on gemma3 with a per-layer key plan
+    # (keys <= 2.5 b/e: budget (2.5 + 4.031) / 2 with 4-bit values), centred
+    # pre-RoPE keys (prerope=2); values turboquant_mse 4 bits in every layer
+    plan5-gemma3)  mkdir -p figures/quality/sweeps
+                   for kb in turboquant_rvq:1,2 rabitq:mse=1:2,3; do
+                     k=${kb%:*}; p=${kb##*:}; n=${k%%:*}
+                     run "$BIN" tune --model gemma3-270m --plan $p --vplan 4,4 --plan-keys $k \
+                       --plan-values turboquant_mse:norm=8 --plan-cache "sinks=4 prerope=2" --budget 3.265 \
+                       --file "$WIKI" --tokens 1024 --json \
+                       > figures/quality/sweeps/gemma3-270m-plan5-$n-k${p/,/-}-v4-budget3.265.json.tmp
+                     mv figures/quality/sweeps/gemma3-270m-plan5-$n-k${p/,/-}-v4-budget3.265.json.tmp \
+                       figures/quality/sweeps/gemma3-270m-plan5-$n-k${p/,/-}-v4-budget3.265.json
+                   done ;;
     sweep-kivi-smollm2)  mkdir -p figures/quality/sweeps
                          sweep_list kivi | ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-kivi.json ;;
     sweep-kivix-smollm2) mkdir -p figures/quality/sweeps
@@ -412,9 +425,9 @@ step() {
     needle-4k-r4-smollm2|needle-4k-r4-gemma3)  # fourth round: the plans under 3.0 (and 2.25) b/e
       m=smollm2-135m; [ "$1" = needle-4k-r4-gemma3 ] && m=gemma3-270m
       a=()
-      n=2; [ $m = gemma3-270m ] && n=1  # gemma3: the 3.0 plan only (machine time)
-      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(lowbit4_methods $m | head -2 | tail -$n)
-      run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 "${a[@]}" \
+      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(lowbit4_methods $m | head -2)
+      # --show: every trial's key and continuation on stderr (the failures' answers)
+      run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show "${a[@]}" \
         --json > figures/quality/sweeps/$m-needle-4k-r4.json.tmp
       mv figures/quality/sweeps/$m-needle-4k-r4.json.tmp figures/quality/sweeps/$m-needle-4k-r4.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
