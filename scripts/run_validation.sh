@@ -44,6 +44,14 @@
 #   needle-4k-r4-smollm2 needle-4k-r4-gemma3
 #                                 passkey at 4k, 3 keys per depth, the first two configs of
 #                                 ppl-lowbit4-MODEL (the 2.25 and 3.0 b/e plans)
+#   needle-4k-diag5-gemma3 needle-4k-diag5-smollm2
+#                                 fifth round: the keys a plan lost, with one thing changed per config
+#   plan5-gemma3                  fifth round: per-layer key plans for the 1-bit-key family (turboquant_rvq
+#                                 1/2 bits, rabitq 2/3 bits) with centred pre-RoPE keys, keys <= 2.5 b/e
+#   ppl-lowbit5-smollm2 ppl-lowbit5-gemma3
+#                                 the fifth round's configs: figures/quality/MODEL-ppl-lowbit5.json
+#   needle-4k-r5-smollm2 needle-4k-r5-gemma3
+#                                 passkey at 4k, 3 keys per depth, the fifth round's configs
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -430,6 +438,22 @@ step() {
       run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show "${a[@]}" \
         --json > figures/quality/sweeps/$m-needle-4k-r4.json.tmp
       mv figures/quality/sweeps/$m-needle-4k-r4.json.tmp figures/quality/sweeps/$m-needle-4k-r4.json ;;
+    needle-4k-diag5-gemma3)  # fifth round: gemma3's 3.0 plan lost key 79036 at depth 0 (needle-4k-r4);
+      # the same depth-0 keys with one thing changed each: values at 3 bits, keys at 4 bits, 16 sinks
+      p='keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2'
+      v3=${p/values=turboquant_mse:bits=2/values=turboquant_mse:bits=3}; v3=${v3/ vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2/}
+      k4=${p/kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 /}
+      run "$BIN" needle --model gemma3-270m --ctx 4096 --depths 0 --seeds 3 --show --cache "$p" --cache "$v3" \
+        --cache "$k4" --cache "${p/sinks=4/sinks=16}" --json > figures/quality/sweeps/gemma3-270m-needle-4k-diag5.json.tmp
+      mv figures/quality/sweeps/gemma3-270m-needle-4k-diag5.json.tmp figures/quality/sweeps/gemma3-270m-needle-4k-diag5.json ;;
+    needle-4k-diag5-smollm2)  # fifth round: smollm2's 2.25 plan lost two keys at depth 0.5 (needle-4k-r4);
+      # the same keys (depths 0 and 0.5) with one thing changed each: values at 2 bits, keys at 3 bits, 16 sinks
+      p='keys=kivix:bits=3,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=3,3,2,2,2,2,2,3,3,2,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2 vbits=2,2,2,2,2,2,2,2,2,2,1,1,2,1,2,2,1,2,2,1,2,1,1,2,2,1,1,1,2,1'
+      v2=${p/ vbits=2,2,2,2,2,2,2,2,2,2,1,1,2,1,2,2,1,2,2,1,2,1,1,2,2,1,1,1,2,1/}
+      k3=${p/kbits=3,3,2,2,2,2,2,3,3,2,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2 /}
+      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5 --seeds 3 --show --cache "$p" --cache "$v2" \
+        --cache "$k3" --cache "${p/sinks=4/sinks=16}" --json > figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json.tmp
+      mv figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
