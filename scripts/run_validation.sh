@@ -48,8 +48,7 @@
 #                                 fifth round: the keys a plan lost, with one thing changed per config
 #   plan5-gemma3                  fifth round: per-layer key plans for the 1-bit-key family (turboquant_rvq
 #                                 1/2 bits, rabitq 2/3 bits) with centred pre-RoPE keys, keys <= 2.5 b/e
-#   ppl-lowbit5-smollm2 ppl-lowbit5-gemma3
-#                                 the fifth round's configs: figures/quality/MODEL-ppl-lowbit5.json
+#   ppl-lowbit5-gemma3            the fifth round's configs: figures/quality/MODEL-ppl-lowbit5.json
 #   needle-4k-r5-smollm2 needle-4k-r5-gemma3
 #                                 passkey at 4k, 3 keys per depth, the fifth round's configs
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
@@ -205,6 +204,29 @@ keys=turboquant_rvq:bits=1 values=turboquant_mse:bits=4,norm=8 residual=128 sink
 keys=rabitq:bits=2,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
 LIST
     ;;
+  esac
+}
+
+# The fifth round (docs/quality.md "Fifth round"): gemma3's 3.0 plan with 16
+# sinks (needle-4k-diag5-gemma3); the 1-bit-key family with per-layer key
+# plans from plan5-gemma3 (their measurement already at residual=128). 3 chunks.
+lowbit5_methods() {
+  case $1 in
+    gemma3-270m) cat <<LIST
+keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=16 prerope=1 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2
+keys=turboquant_rvq:bits=1 values=turboquant_mse:norm=8,bits=4 residual=128 sinks=4 prerope=2 kbits=1,1,1,1,1,2,1,1,1,1,1,2,1,2,1,1,1,1 vbits=4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4
+keys=rabitq:mse=1,bits=2 values=turboquant_mse:norm=8,bits=4 residual=128 sinks=4 prerope=2 kbits=2,3,2,2,3,3,2,2,3,2,3,3,2,2,2,2,2,2 vbits=4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4
+LIST
+    ;;
+  esac
+}
+
+# passkey configs of the fifth round: gemma3's 3.0 plan with 16 sinks and the
+# rabitq key plan; smollm2's 1-bit-key row (turboquant_rvq:bits=1 keys, 2.25 b/e)
+needle5_methods() {
+  case $1 in
+    gemma3-270m) lowbit5_methods gemma3-270m | sed -n '1p;3p' ;;
+    smollm2-135m) echo 'keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4' ;;
   esac
 }
 
@@ -454,6 +476,14 @@ step() {
       run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5 --seeds 3 --show --cache "$p" --cache "$v2" \
         --cache "$k3" --cache "${p/sinks=4/sinks=16}" --json > figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json.tmp
       mv figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json ;;
+    ppl-lowbit5-gemma3) lowbit5_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit5.json ;;
+    needle-4k-r5-smollm2|needle-4k-r5-gemma3)
+      m=smollm2-135m; [ "$1" = needle-4k-r5-gemma3 ] && m=gemma3-270m
+      a=()
+      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(needle5_methods $m)
+      run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show "${a[@]}" \
+        --json > figures/quality/sweeps/$m-needle-4k-r5.json.tmp
+      mv figures/quality/sweeps/$m-needle-4k-r5.json.tmp figures/quality/sweeps/$m-needle-4k-r5.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
