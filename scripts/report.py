@@ -664,6 +664,7 @@ def main():
             "plan-5": plan_block(["figures/quality/sweeps/gemma3-270m-plan5-turboquant_rvq-k1-2-v4-budget3.265.json",
                                   "figures/quality/sweeps/gemma3-270m-plan5-rabitq-k2-3-v4-budget3.265.json"]),
             "lowbit5-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit5.json", True),
+            "lowbit5b-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit5b.json", True),
             "needle-4k-diag5-gemma3": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-diag5.json"),
             "needle-4k-smollm2-r5": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r5.json"),
             "needle-4k-gemma3-r5": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r5.json"),

@@ -48,7 +48,8 @@
 #                                 fifth round: the keys a plan lost, with one thing changed per config
 #   plan5-gemma3                  fifth round: per-layer key plans for the 1-bit-key family (turboquant_rvq
 #                                 1/2 bits, rabitq 2/3 bits) with centred pre-RoPE keys, keys <= 2.5 b/e
-#   ppl-lowbit5-gemma3            the fifth round's configs: figures/quality/MODEL-ppl-lowbit5.json
+#   ppl-lowbit5-gemma3 ppl-lowbit5b-gemma3
+#                                 the fifth round's configs: figures/quality/gemma3-270m-ppl-lowbit5{,b}.json
 #   needle-4k-r5-smollm2 needle-4k-r5-gemma3
 #                                 passkey at 4k, 3 keys per depth, the fifth round's configs
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
@@ -212,13 +213,22 @@ LIST
 lowbit5_methods() {
   case $1 in
     # (the rabitq plan only: tune's KL 0.063 against the rvq plan's 0.109; a
-    # gemma3 ctx 2048 run costs about 10 tokens/s per config on the shared
-    # 2-core machine, so the rvq plan and the 3.0 plan with sinks=16 were not run)
+    # gemma3 ctx 2048 run went at about 10 tokens/s per config while the shared
+    # 2-core machine was busy, so the rest moved to lowbit5b)
     gemma3-270m) cat <<LIST
 keys=rabitq:mse=1,bits=2 values=turboquant_mse:norm=8,bits=4 residual=128 sinks=4 prerope=2 kbits=2,3,2,2,3,3,2,2,3,2,3,3,2,2,2,2,2,2 vbits=4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4
 LIST
     ;;
   esac
+}
+
+# run after lowbit5 (when the machine was free again): the rvq key plan of
+# plan5-gemma3 and gemma3's 3.0 plan with 16 sinks (needle-4k-diag5-gemma3)
+lowbit5b_methods() {
+  cat <<LIST
+keys=turboquant_rvq:bits=1 values=turboquant_mse:norm=8,bits=4 residual=128 sinks=4 prerope=2 kbits=1,1,1,1,1,2,1,1,1,1,1,2,1,2,1,1,1,1 vbits=4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4
+keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=16 prerope=1 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2
+LIST
 }
 
 # passkey configs of the fifth round: gemma3's rabitq key plan; smollm2's 1-bit-key row (turboquant_rvq:bits=1 keys, 2.25 b/e)
@@ -475,6 +485,7 @@ step() {
       run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5 --seeds 3 --show --cache "$p" --cache "$v2" \
         --cache "$k3" --cache "${p/sinks=4/sinks=16}" --json > figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json.tmp
       mv figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json ;;
+    ppl-lowbit5b-gemma3) lowbit5b_methods | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit5b.json ;;
     ppl-lowbit5-gemma3) lowbit5_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit5.json ;;
     needle-4k-r5-smollm2|needle-4k-r5-gemma3)
       m=smollm2-135m; [ "$1" = needle-4k-r5-gemma3 ] && m=gemma3-270m
