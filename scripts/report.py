@@ -559,7 +559,7 @@ def plan_block(rels):
         vs = re.search(r"values=(\S+)", d["plan"]).group(1)
         if "vlow" in d and not vs.startswith("kivix:"):  # fourth round: codecs given as templates
             def templ(spec):
-                return re.sub(r"(,bits=\d+|bits=\d+,)", "", spec)
+                return re.sub(r"(,bits=\d+|bits=\d+,|:bits=\d+$)", "", spec)
             fields = re.search(r"residual=\d+ (.*?) kbits=", d["plan"])
             pc = "" if not fields or fields.group(1) == "sinks=4 prerope=1" else f" --plan-cache '{fields.group(1)}'"
             cmds.append(f'./build/veloxquant tune --model {d["model"]} --plan {d["low"]},{d["high"]} '
