@@ -231,7 +231,7 @@ def quality_model(m):
     # passkey at 4k tokens (third round, the needle followed by a filler line)
     # (and the fourth and fifth rounds', r4 and r5: their configs added, the same prompts)
     needle4k = {}
-    for r in ("r3", "r4", "r5"):
+    for r in ("r3", "r4", "r5", "r5b"):
         n4 = load(f"figures/quality/sweeps/{m}-needle-4k-{r}.json")
         for c in (n4["configs"] if n4 else []):
             needle4k.setdefault(c["cache"], (c["accuracy"], c["trials"]))
@@ -668,6 +668,7 @@ def main():
             "needle-4k-diag5-gemma3": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-diag5.json"),
             "needle-4k-smollm2-r5": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r5.json"),
             "needle-4k-gemma3-r5": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r5.json"),
+            "needle-4k-gemma3-r5b": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json"),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)

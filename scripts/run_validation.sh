@@ -494,6 +494,10 @@ step() {
       run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show "${a[@]}" \
         --json > figures/quality/sweeps/$m-needle-4k-r5.json.tmp
       mv figures/quality/sweeps/$m-needle-4k-r5.json.tmp figures/quality/sweeps/$m-needle-4k-r5.json ;;
+    needle-4k-r5b-gemma3)  # gemma3's 3.0 plan with 16 sinks (lowbit5b's second config)
+      run "$BIN" needle --model gemma3-270m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show \
+        --cache "$(lowbit5b_methods | sed -n 2p)" --json > figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json.tmp
+      mv figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json.tmp figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
