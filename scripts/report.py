@@ -229,9 +229,9 @@ def quality_model(m):
             for c in extra["configs"]:
                 needle.setdefault(c["cache"], c["accuracy"])
     # passkey at 4k tokens (third round, the needle followed by a filler line)
-    # (and the fourth round's, r4: its configs added, the same prompts)
+    # (and the fourth and fifth rounds', r4 and r5: their configs added, the same prompts)
     needle4k = {}
-    for r in ("r3", "r4"):
+    for r in ("r3", "r4", "r5", "r5b"):
         n4 = load(f"figures/quality/sweeps/{m}-needle-4k-{r}.json")
         for c in (n4["configs"] if n4 else []):
             needle4k.setdefault(c["cache"], (c["accuracy"], c["trials"]))
@@ -497,18 +497,24 @@ def cross_table(rel):
 # ---------------------------------------------------------------- sweeps (docs/quality.md)
 
 
-def sweep_table(rel):
-    """every config of one exploration run, as measured (figures/quality/sweeps/)"""
+def sweep_table(rel, kv_split=False):
+    """every config of one exploration run, as measured (figures/quality/sweeps/);
+    kv_split: bits/element with its key and value parts"""
     p = load(rel)
     if p is None:
         return f"_not measured yet: `{rel}` is missing._"
     rows = []
+    kv = kv_split and all("bits_per_element_k" in c for c in p["configs"])
     for c in p["configs"]:
         rel_d = 100.0 * c["dppl"] / p["ppl"]
-        rows.append([f'`{c["cache"]}`', fmt(c.get("bits_per_element"), ".3f"),
+        bpe = fmt(c.get("bits_per_element"), ".3f")
+        if kv:
+            bpe += f' ({c["bits_per_element_k"]:.3f} / {c["bits_per_element_v"]:.3f})'
+        rows.append([f'`{c["cache"]}`', bpe,
                      fmt(c.get("bits_per_element_held"), ".2f"), f'{c["ppl"]:.3f}', f'{rel_d:+.2f}%',
                      fmt(c["kl"], ".4f"), fmt(c["top1"], ".3f")])
-    head = ["cache config", "bits/element", "b/e held", "PPL", "dPPL", "KL (nats)", "top-1"]
+    head = ["cache config", "bits/element (K / V)" if kv else "bits/element", "b/e held", "PPL", "dPPL",
+            "KL (nats)", "top-1"]
     note = (f'\n\n{p["model"]}, fp16 PPL {p["ppl"]:.3f}, ctx {p["ctx"]}, {p["chunks"]} chunks '
             f'({p["tokens_scored"]} tokens) after --skip {p.get("skip", 0):g}. From `{rel}`:\n\n    {ppl_command(p)}\n')
     if "bits_per_element_held" not in p["configs"][0]:
@@ -553,16 +559,19 @@ def plan_block(rels):
         vs = re.search(r"values=(\S+)", d["plan"]).group(1)
         if "vlow" in d and not vs.startswith("kivix:"):  # fourth round: codecs given as templates
             def templ(spec):
-                return re.sub(r"(,bits=\d+|bits=\d+,)", "", spec)
+                return re.sub(r"(,bits=\d+|bits=\d+,|:bits=\d+$)", "", spec)
+            fields = re.search(r"residual=\d+ (.*?) kbits=", d["plan"])
+            pc = "" if not fields or fields.group(1) == "sinks=4 prerope=1" else f" --plan-cache '{fields.group(1)}'"
             cmds.append(f'./build/veloxquant tune --model {d["model"]} --plan {d["low"]},{d["high"]} '
-                        f'--vplan {d["vlow"]},{d["vhigh"]} --plan-keys {templ(ks)} --plan-values {templ(vs)} '
+                        f'--vplan {d["vlow"]},{d["vhigh"]} --plan-keys {templ(ks)} --plan-values {templ(vs)}{pc} '
                         f'--budget {d["budget"]:g} --file ../shared/data/wikitext-2-test.txt '
                         f'--tokens {d["tokens"]} --json > {rel}')
             continue
         cmds.append(f'./build/veloxquant tune --model {d["model"]} --plan {d["low"]},{d["high"]} '
                     f'--groups {g.group(1) if g else 128},{v.group(1) if v else 128} --budget {d["budget"]:g} '
                     f'--tokens {d["tokens"]} --json > {rel}')
-    head = ["model", "budget", "bits", "plan (tune's config, residual=32 at 512 tokens)", "bits/element", "KL (tune)"]
+    head = ["model", "budget", "bits", "plan (tune's config; residual=32 below 1024 tokens, else 128)", "bits/element",
+            "KL (tune)"]
     return table(head, rows) + "\n\nCommands:\n\n" + "".join(f"    {c}\n" for c in cmds)
 
 
@@ -652,6 +661,14 @@ def main():
             "sweep-center-gemma3": sweep_table("figures/quality/sweeps/gemma3-270m-1bit-center.json"),
             "needle-4k-smollm2-r4": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r4.json"),
             "needle-4k-gemma3-r4": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r4.json"),
+            "plan-5": plan_block(["figures/quality/sweeps/gemma3-270m-plan5-turboquant_rvq-k1-2-v4-budget3.265.json",
+                                  "figures/quality/sweeps/gemma3-270m-plan5-rabitq-k2-3-v4-budget3.265.json"]),
+            "lowbit5-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit5.json", True),
+            "lowbit5b-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit5b.json", True),
+            "needle-4k-diag5-gemma3": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-diag5.json"),
+            "needle-4k-smollm2-r5": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r5.json"),
+            "needle-4k-gemma3-r5": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r5.json"),
+            "needle-4k-gemma3-r5b": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json"),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)

@@ -43,7 +43,15 @@
 #                                 the same after the prompt fix (a filler line after the key)
 #   needle-4k-r4-smollm2 needle-4k-r4-gemma3
 #                                 passkey at 4k, 3 keys per depth, the first two configs of
-#                                 ppl-lowbit4-MODEL (the 2.25 and 3.0 b/e plans; gemma3: 3.0 only)
+#                                 ppl-lowbit4-MODEL (the 2.25 and 3.0 b/e plans)
+#   needle-4k-diag5-gemma3 needle-4k-diag5-smollm2
+#                                 fifth round: the keys a plan lost, with one thing changed per config
+#   plan5-gemma3                  fifth round: per-layer key plans for the 1-bit-key family (turboquant_rvq
+#                                 1/2 bits, rabitq 2/3 bits) with centred pre-RoPE keys, keys <= 2.5 b/e
+#   ppl-lowbit5-gemma3 ppl-lowbit5b-gemma3
+#                                 the fifth round's configs: figures/quality/gemma3-270m-ppl-lowbit5{,b}.json
+#   needle-4k-r5-smollm2 needle-4k-r5-gemma3
+#                                 passkey at 4k, 3 keys per depth, the fifth round's configs
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -197,6 +205,37 @@ keys=turboquant_rvq:bits=1 values=turboquant_mse:bits=4,norm=8 residual=128 sink
 keys=rabitq:bits=2,mse=1 values=turboquant_mse:bits=4,norm=8 residual=128 sinks=4 prerope=2
 LIST
     ;;
+  esac
+}
+
+# The fifth round (docs/quality.md "Fifth round"): the 1-bit-key family with
+# a per-layer key plan from plan5-gemma3 (their measurement already at residual=128). 3 chunks.
+lowbit5_methods() {
+  case $1 in
+    # (the rabitq plan only: tune's KL 0.063 against the rvq plan's 0.109; a
+    # gemma3 ctx 2048 run went at about 10 tokens/s per config while the shared
+    # 2-core machine was busy, so the rest moved to lowbit5b)
+    gemma3-270m) cat <<LIST
+keys=rabitq:mse=1,bits=2 values=turboquant_mse:norm=8,bits=4 residual=128 sinks=4 prerope=2 kbits=2,3,2,2,3,3,2,2,3,2,3,3,2,2,2,2,2,2 vbits=4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4
+LIST
+    ;;
+  esac
+}
+
+# run after lowbit5 (when the machine was free again): the rvq key plan of
+# plan5-gemma3 and gemma3's 3.0 plan with 16 sinks (needle-4k-diag5-gemma3)
+lowbit5b_methods() {
+  cat <<LIST
+keys=turboquant_rvq:bits=1 values=turboquant_mse:norm=8,bits=4 residual=128 sinks=4 prerope=2 kbits=1,1,1,1,1,2,1,1,1,1,1,2,1,2,1,1,1,1 vbits=4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4
+keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=16 prerope=1 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2
+LIST
+}
+
+# passkey configs of the fifth round: gemma3's rabitq key plan; smollm2's 1-bit-key row (turboquant_rvq:bits=1 keys, 2.25 b/e)
+needle5_methods() {
+  case $1 in
+    gemma3-270m) lowbit5_methods gemma3-270m ;;
+    smollm2-135m) echo 'keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4' ;;
   esac
 }
 
@@ -360,6 +399,19 @@ step() {
                      mv figures/quality/sweeps/$m-plan4-k${p/,/-}-v1-2-budget$b.json.tmp \
                        figures/quality/sweeps/$m-plan4-k${p/,/-}-v1-2-budget$b.json
                    done ;;
+    # fifth round: the 1-bit-key family on gemma3 with a per-layer key plan
+    # (keys <= 2.5 b/e: budget (2.5 + 4.031) / 2 with 4-bit values), centred
+    # pre-RoPE keys (prerope=2); values turboquant_mse 4 bits in every layer
+    plan5-gemma3)  mkdir -p figures/quality/sweeps
+                   for kb in turboquant_rvq:1,2 rabitq:mse=1:2,3; do
+                     k=${kb%:*}; p=${kb##*:}; n=${k%%:*}
+                     run "$BIN" tune --model gemma3-270m --plan $p --vplan 4,4 --plan-keys $k \
+                       --plan-values turboquant_mse:norm=8 --plan-cache "sinks=4 prerope=2" --budget 3.265 \
+                       --file "$WIKI" --tokens 1024 --json \
+                       > figures/quality/sweeps/gemma3-270m-plan5-$n-k${p/,/-}-v4-budget3.265.json.tmp
+                     mv figures/quality/sweeps/gemma3-270m-plan5-$n-k${p/,/-}-v4-budget3.265.json.tmp \
+                       figures/quality/sweeps/gemma3-270m-plan5-$n-k${p/,/-}-v4-budget3.265.json
+                   done ;;
     sweep-kivi-smollm2)  mkdir -p figures/quality/sweeps
                          sweep_list kivi | ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-kivi.json ;;
     sweep-kivix-smollm2) mkdir -p figures/quality/sweeps
@@ -412,11 +464,40 @@ step() {
     needle-4k-r4-smollm2|needle-4k-r4-gemma3)  # fourth round: the plans under 3.0 (and 2.25) b/e
       m=smollm2-135m; [ "$1" = needle-4k-r4-gemma3 ] && m=gemma3-270m
       a=()
-      n=2; [ $m = gemma3-270m ] && n=1  # gemma3: the 3.0 plan only (machine time)
-      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(lowbit4_methods $m | head -2 | tail -$n)
-      run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 "${a[@]}" \
+      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(lowbit4_methods $m | head -2)
+      # --show: every trial's key and continuation on stderr (the failures' answers)
+      run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show "${a[@]}" \
         --json > figures/quality/sweeps/$m-needle-4k-r4.json.tmp
       mv figures/quality/sweeps/$m-needle-4k-r4.json.tmp figures/quality/sweeps/$m-needle-4k-r4.json ;;
+    needle-4k-diag5-gemma3)  # fifth round: gemma3's 3.0 plan lost key 79036 at depth 0 (needle-4k-r4);
+      # the same depth-0 keys with one thing changed each: values at 3 bits, keys at 4 bits, 16 sinks
+      p='keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2'
+      v3=${p/values=turboquant_mse:bits=2/values=turboquant_mse:bits=3}; v3=${v3/ vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2/}
+      k4=${p/kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 /}
+      run "$BIN" needle --model gemma3-270m --ctx 4096 --depths 0 --seeds 3 --show --cache "$p" --cache "$v3" \
+        --cache "$k4" --cache "${p/sinks=4/sinks=16}" --json > figures/quality/sweeps/gemma3-270m-needle-4k-diag5.json.tmp
+      mv figures/quality/sweeps/gemma3-270m-needle-4k-diag5.json.tmp figures/quality/sweeps/gemma3-270m-needle-4k-diag5.json ;;
+    needle-4k-diag5-smollm2)  # fifth round: smollm2's 2.25 plan lost two keys at depth 0.5 (needle-4k-r4);
+      # the same keys (depths 0 and 0.5) with one thing changed each: values at 2 bits, keys at 3 bits, 16 sinks
+      p='keys=kivix:bits=3,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=3,3,2,2,2,2,2,3,3,2,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2 vbits=2,2,2,2,2,2,2,2,2,2,1,1,2,1,2,2,1,2,2,1,2,1,1,2,2,1,1,1,2,1'
+      v2=${p/ vbits=2,2,2,2,2,2,2,2,2,2,1,1,2,1,2,2,1,2,2,1,2,1,1,2,2,1,1,1,2,1/}
+      k3=${p/kbits=3,3,2,2,2,2,2,3,3,2,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2 /}
+      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5 --seeds 3 --show --cache "$p" --cache "$v2" \
+        --cache "$k3" --cache "${p/sinks=4/sinks=16}" --json > figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json.tmp
+      mv figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json ;;
+    ppl-lowbit5b-gemma3) lowbit5b_methods | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit5b.json ;;
+    ppl-lowbit5-gemma3) lowbit5_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit5.json ;;
+    needle-4k-r5-smollm2|needle-4k-r5-gemma3)
+      m=smollm2-135m; [ "$1" = needle-4k-r5-gemma3 ] && m=gemma3-270m
+      a=()
+      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(needle5_methods $m)
+      run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show "${a[@]}" \
+        --json > figures/quality/sweeps/$m-needle-4k-r5.json.tmp
+      mv figures/quality/sweeps/$m-needle-4k-r5.json.tmp figures/quality/sweeps/$m-needle-4k-r5.json ;;
+    needle-4k-r5b-gemma3)  # gemma3's 3.0 plan with 16 sinks (lowbit5b's second config)
+      run "$BIN" needle --model gemma3-270m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show \
+        --cache "$(lowbit5b_methods | sed -n 2p)" --json > figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json.tmp
+      mv figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json.tmp figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;

@@ -5,7 +5,7 @@
  *   - it never picks a config beyond --max-kl: with a threshold below every
  *     candidate's KL nothing is picked and the exit status is 1;
  *   - a budget below every candidate is refused with a message;
- *   - --groups KG,VG outside 16..256 and --vplan LOW >= HIGH are usage
+ *   - --groups KG,VG outside 16..256 and --vplan LOW > HIGH are usage
  *     errors (exit 2). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -60,6 +60,17 @@ static const char *store_plan(void *dst, const char *text)
     return NULL;
 }
 
+/* --vplan LOW,HIGH: as --plan, and LOW = HIGH keeps every value at one width */
+static const char *store_vplan(void *dst, const char *text)
+{
+    int *p = dst, lo = 0, hi = 0, used = 0;
+    if (sscanf(text, "%d,%d%n", &lo, &hi, &used) != 2 || text[used] || lo < 1 || hi > 8 || lo > hi)
+        return "LOW,HIGH bits with 1 <= LOW <= HIGH <= 8, e.g. 1,2 (4,4: every value at 4 bits)";
+    p[0] = lo;
+    p[1] = hi;
+    return NULL;
+}
+
 /* --groups KG,VG: key tokens per block and value channels per scale */
 static const char *store_groups(void *dst, const char *text)
 {
@@ -160,7 +171,7 @@ int cmd_tune(int argc, char **argv)
     const char *model = NULL, *file = NULL;
     double budget = 0, skip = 0.25, max_kl = TUNE_BREAKS_KL;
     int plan[2] = { 0, 0 }, vplan[2] = { 0, 0 }, groups[2] = { 0, 0 };
-    const char *plan_keys = NULL, *plan_values = NULL;
+    const char *plan_keys = NULL, *plan_values = NULL, *plan_cache = NULL;
     int tokens_arg = 512, n_meas_arg = 6;
     int json = 0;
     char def_file[512];
@@ -180,8 +191,9 @@ int cmd_tune(int argc, char **argv)
                      "a per-layer bit plan (kbits=/vbits=) by measured sensitivity,\n"
                      "each layer's keys and values at LOW or HIGH bits (kivix\n"
                      "unless --plan-keys / --plan-values say)"),
-        CLI_OPT_CALL("vplan", store_plan, vplan, "LOW,HIGH",
-                     "with --plan: the values' two widths (default: --plan's)"),
+        CLI_OPT_CALL("vplan", store_vplan, vplan, "LOW,HIGH",
+                     "with --plan: the values' two widths (default: --plan's;\n"
+                     "LOW = HIGH: every value at that width)"),
         CLI_OPT_CALL("groups", store_groups, groups, "KG,VG",
                      "with --plan: kivix key tokens per block and value channels\n"
                      "per scale (default 128 and min(head_dim, 128))"),
@@ -191,6 +203,9 @@ int cmd_tune(int argc, char **argv)
         CLI_OPT_STR("plan-values", &plan_values, "SPEC",
                     "with --plan: the value codec without bits, e.g.\n"
                     "turboquant_mse:norm=8,lsq=1 (default kivix:group=VG)"),
+        CLI_OPT_STR("plan-cache", &plan_cache, "FIELDS",
+                    "with --plan: the cache fields after residual= (default\n"
+                    "\"sinks=4 prerope=1\"; e.g. \"sinks=4 prerope=2\")"),
         CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),
         CLI_OPT_END,
     };
@@ -247,7 +262,7 @@ int cmd_tune(int argc, char **argv)
     }
     if (plan_lo) {
         const tune_plan_opts po = { plan_lo, plan_hi, vplan[0] ? vplan[0] : plan_lo, vplan[0] ? vplan[1] : plan_hi,
-                                    groups[0], groups[1], plan_keys, plan_values };
+                                    groups[0], groups[1], plan_keys, plan_values, plan_cache };
         rc = tune_plan(m, model, toks, n_tok, budget, &po, json);
         goto out;
     }

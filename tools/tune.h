@@ -20,11 +20,14 @@ double tune_measured_bpe(vq_cache *cache);
 /* The choices of `tune --plan`: keys at klow or khigh bits, values at vlow
  * or vhigh; kspec / vspec: codec specs without bits (NULL: kivix with
  * kgroup tokens per key block (0: 128) and 64 outliers, kivix with vgroup
- * channels per value scale (0: min(head_dim, 128))). */
+ * channels per value scale (0: min(head_dim, 128))); cache: the cache
+ * fields after residual= (NULL: "sinks=4 prerope=1"). vlow = vhigh keeps
+ * every value at that width (its sensitivity runs are skipped). */
 typedef struct {
     int klow, khigh, vlow, vhigh;
     int kgroup, vgroup;
     const char *kspec, *vspec;
+    const char *cache;
 } tune_plan_opts;
 
 /* `tune --plan LOW,HIGH`: sensitivity per (layer, role), a plan within

@@ -8,7 +8,8 @@
  * parameter given by --plan-keys / --plan-values (a spec without bits,
  * e.g. turboquant_mse:norm=8,lsq=1; bits=B is appended); every key gets
  * LOW or HIGH bits of --plan, every value those of --vplan (default:
- * --plan's).
+ * --plan's; --vplan B,B: every value at B bits, not measured). --plan-cache
+ * sets the cache fields after residual= (default "sinks=4 prerope=1").
  *
  * 1. Sensitivity: for each (layer l, role r), a cache with every layer at
  *    HIGH except (l, r) at LOW runs teacher-forced over the tokens; its mean
@@ -120,7 +121,8 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
     int *bits = malloc(2 * (size_t)L * sizeof *bits);
     float *ref = malloc(n * (size_t)nv * sizeof *ref);
     char *cfg = malloc(16384);
-    const char *res = n >= 1024 ? " residual=128 sinks=4 prerope=1" : " residual=32 sinks=4 prerope=1";
+    char res[256];
+    snprintf(res, sizeof res, " residual=%d %s", n >= 1024 ? 128 : 32, g.cache ? g.cache : "sinks=4 prerope=1");
     int rc = 1;
     if (!share || !sens || !save || !bpt_hi || !bits || !ref || !cfg) {
         cli_error("tune", "out of memory (reference logits: %zu x %d floats)", n, nv);
@@ -168,6 +170,11 @@ int tune_plan(const vq_model *m, const char *model, const int32_t *toks, size_t 
     eval_progress pr;
     eval_progress_start(&pr, "tune plan", "runs");
     for (int i = 0; i < 2 * L; i++) {
+        if (role_low(&g, i >= L) == role_high(&g, i >= L)) { /* one width: nothing to measure */
+            sens[i] = 0;
+            eval_progress_update(&pr, i + 1, 2 * L);
+            continue;
+        }
         for (int j = 0; j < 2 * L; j++)
             bits[j] = j == i ? role_low(&g, j >= L) : role_high(&g, j >= L);
         plan_text(bits, L, D, &g, res, cfg, 16384);
