@@ -26,7 +26,7 @@ ISA_FLAGS = {
     "_avx2.c": ["-mavx2", "-mfma", "-mf16c", "-mpopcnt"],
     "_avx512.c": ["-mavx2", "-mfma", "-mf16c", "-mpopcnt", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq"],
     "_avx512x.c": ["-mavx2", "-mfma", "-mf16c", "-mpopcnt", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq",
-                   "-mavx512vpopcntdq", "-mavx512vnni"],
+                   "-mavx512vpopcntdq", "-mavx512vnni", "-mavx512vbmi"],
 }
 
 
