@@ -259,19 +259,19 @@ static void run_config(const char *cfgtext, long residual, long page, size_t pre
  * depart (the int8 path is taken) */
 static void test_int8_weights(void)
 {
-    static const char *cfgs[] = { "keys=fp16 values=kivi:bits=2,qbits=8 residual=16 page=64",
-                                  "keys=fp16 values=kivi:bits=4,group=64,qbits=8 residual=0 page=64",
-                                  "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8 residual=16 page=32",
-                                  "keys=fp16 values=q4_0:rot=1,qbits=8 residual=0 page=64",
-                                  "keys=fp16 values=q8_0:qbits=8 residual=16 page=64",
-                                  "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8 residual=8 page=32" };
+    static const struct {
+        const char *cfg;
+        long residual, page; /* as in cfg */
+    } cases[] = { { "keys=fp16 values=kivi:bits=2,qbits=8 residual=16 page=64", 16, 64 },
+                  { "keys=fp16 values=kivi:bits=4,group=64,qbits=8 residual=0 page=64", 0, 64 },
+                  { "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8 residual=16 page=32", 16, 32 },
+                  { "keys=fp16 values=q4_0:rot=1,qbits=8 residual=0 page=64", 0, 64 },
+                  { "keys=fp16 values=q8_0:qbits=8 residual=16 page=64", 16, 64 },
+                  { "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8 residual=8 page=32", 8, 32 } };
     size_t prefill = vq_test_quick() ? 40 : 100, decode = vq_test_quick() ? 10 : 40;
-    for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++)
-    {
-        double worst =
-            run_config_tol(cfgs[i], strstr(cfgs[i], "residual=16") ? 16 : strstr(cfgs[i], "residual=8") ? 8 : 0,
-                           strstr(cfgs[i], "page=32") ? 32 : 64, prefill, decode, 3e-2);
-        CHECKF(worst > 1e-5, "%s: the same as the float weights (%.3g): int8 path not taken", cfgs[i], worst);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        double worst = run_config_tol(cases[i].cfg, cases[i].residual, cases[i].page, prefill, decode, 3e-2);
+        CHECKF(worst > 1e-5, "%s: the same as the float weights (%.3g): int8 path not taken", cases[i].cfg, worst);
     }
 }
 

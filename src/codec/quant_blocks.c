@@ -40,6 +40,7 @@ typedef struct {
     int bits;   /* 8 or 4 */
     int rot;
     int qbits;  /* 0: float query; 8: int8 query, integer scores */
+    int w8;     /* qbits on a value codec: int8 attention weights (vq_qaxpy8) */
     vq_rotation r;
     float *tmp; /* D floats of scratch */
 } qblocks;
@@ -61,6 +62,7 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
     q->bits = bits;
     q->rot = (int)rot;
     q->qbits = (int)qbits;
+    q->w8 = qbits && c->role == VQ_ROLE_VALUE; /* a key codec's qbits rounds its query only */
     q->tmp = calloc((size_t)c->head_dim, sizeof(float));
     if (!q->tmp)
         return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
@@ -76,7 +78,7 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
      * in registers), it replaces the tile; elsewhere the tiled path stays */
     c->accum_own = vq_kernels_get()->qaxpy != vq_qaxpy_ref;
     c->accum_tiled_min_q = VQ_CODEC_TILED_MIN_Q;
-    if (qbits && c->role == VQ_ROLE_VALUE) /* int8 weights: always vq_qaxpy8, on every instruction set */
+    if (q->w8) /* int8 weights: always vq_qaxpy8, on every instruction set */
         c->accum_own = 1, c->accum_tiled_min_q = 0;
     if (qbits)
         snprintf(c->canon, sizeof c->canon, "%s:rot=%d,qbits=%d", c->ops->name, q->rot, q->qbits);
@@ -236,8 +238,7 @@ static void qb_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
 {
     qblocks *q = c->impl;
     const vq_kernels *k = vq_kernels_get();
-    /* qbits on a value codec: int8 weights (a key codec's qbits is its query's) */
-    (q->qbits && c->role == VQ_ROLE_VALUE ? k->qaxpy8 : k->qaxpy)(q->bits, codes, c->block_bytes, n, (size_t)c->head_dim, w, n, n_q, acc,
+    (q->w8 ? k->qaxpy8 : k->qaxpy)(q->bits, codes, c->block_bytes, n, (size_t)c->head_dim, w, n, n_q, acc,
                                       (size_t)c->head_dim);
 }
 

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "core/vexp.h"
-#include "kernels/prefetch.h"
 #include "kernels/wq_avx512x.h"
 
 #define KQ_MAXQ 4 /* weight rows per pass */
@@ -164,15 +163,12 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                 MW[j][g] = _mm512_setzero_ps();
         }
         for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
-            const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
+            __mmask16 vm[2];
+            const size_t m = vq_block_start(rows, rstride, b, nt, vm);
             const uint8_t *blk = rows + b * rstride;
-            if (b + VQ_KQ_BLOCK < nt) /* the next block's rows while this one is summed (a page is read cold) */
-                vq_prefetch_span(blk, VQ_KQ_BLOCK * rstride,
-                                 (nt - b - VQ_KQ_BLOCK < VQ_KQ_BLOCK ? nt - b - VQ_KQ_BLOCK : VQ_KQ_BLOCK) * rstride);
             __m512 S[16][2], Mn[16][2];
             block_headers(blk, rstride, m, ng, S, Mn);
-            const __mmask16 v0 = m >= 16 ? 0xFFFF : (__mmask16)((1u << m) - 1u);
-            const __mmask16 v1 = m <= 16 ? 0 : m >= 32 ? 0xFFFF : (__mmask16)((1u << (m - 16)) - 1u);
+            const __mmask16 v0 = vm[0], v1 = vm[1];
             const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1))); /* v = s (c - h) + (m + h s) */
             /* |a| maxima of every (j, g), their scales, then the int8 weights
              * and their sums (kernels/wq_avx512x.h) */

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "kernels/kivi_qaxpy.h"
-#include "kernels/prefetch.h"
 #include "kernels/wq_avx512x.h"
 
 #define Q8_MAXQ 4  /* weight rows per pass */
@@ -76,11 +75,9 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
             for (size_t g = 0; g < nb; g++)
                 F[j][g][0] = F[j][g][1] = _mm512_setzero_ps();
         for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
-            const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
+            __mmask16 vm[2];
+            const size_t m = vq_block_start(codes, rstride, b, nt, vm);
             const uint8_t *blk = codes + b * rstride;
-            if (b + VQ_KQ_BLOCK < nt) /* the next block's rows while this one is summed (a page is read cold) */
-                vq_prefetch_span(blk, VQ_KQ_BLOCK * rstride,
-                                 (nt - b - VQ_KQ_BLOCK < VQ_KQ_BLOCK ? nt - b - VQ_KQ_BLOCK : VQ_KQ_BLOCK) * rstride);
             /* the rows' block scales as columns (rows past m: 0) */
             uint16_t col[Q8_MAXB][VQ_KQ_BLOCK];
             for (size_t i = 0; i < VQ_KQ_BLOCK; i++)
@@ -90,8 +87,7 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
                         memcpy(&v, blk + i * rstride + g * bb, 2);
                     col[g][i] = v;
                 }
-            const __mmask16 v0 = m >= 16 ? 0xFFFF : (__mmask16)((1u << m) - 1u);
-            const __mmask16 v1 = m <= 16 ? 0 : m >= 32 ? 0xFFFF : (__mmask16)((1u << (m - 16)) - 1u);
+            const __mmask16 v0 = vm[0], v1 = vm[1];
             __m512 W[Q8_MAXQ][2], V[Q8_MAXQ * Q8_MAXB + 3], Dv[Q8_MAXB][2];
             for (size_t g = 0; g < nb; g++)
                 for (int h = 0; h < 2; h++)

@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/kivi_qaxpy.h"
+#include "kernels/prefetch.h"
+
 /* the VPERMB index of vq_quad_bytes: byte 4b + r <- byte 16r + b */
 static inline __m512i vq_quad_index(void)
 {
@@ -82,6 +85,21 @@ static inline int32_t vq_round_weights(__m512 a0, __m512 a1, float inv, int8_t d
     _mm_storeu_si128((__m128i *)(void *)dst, _mm512_cvtsepi32_epi8(q0));
     _mm_storeu_si128((__m128i *)(void *)(dst + 16), _mm512_cvtsepi32_epi8(q1));
     return _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+}
+
+/* the block of rows starting at row b of nt (at rows + b*rstride): its row
+ * count m (<= VQ_KQ_BLOCK), the lane masks of its rows 0-15 and 16-31, and
+ * a prefetch of the next block (a page is read cold) */
+static inline size_t vq_block_start(const uint8_t *rows, size_t rstride, size_t b, size_t nt, __mmask16 v[2])
+{
+    const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
+    v[0] = m >= 16 ? 0xFFFF : (__mmask16)((1u << m) - 1u);
+    v[1] = m <= 16 ? 0 : m >= 32 ? 0xFFFF : (__mmask16)((1u << (m - 16)) - 1u);
+    if (b + VQ_KQ_BLOCK < nt) {
+        const size_t next = nt - b - VQ_KQ_BLOCK < VQ_KQ_BLOCK ? nt - b - VQ_KQ_BLOCK : VQ_KQ_BLOCK;
+        vq_prefetch_span(rows + b * rstride, VQ_KQ_BLOCK * rstride, next * rstride);
+    }
+    return m;
 }
 
 #endif
