@@ -11,6 +11,8 @@
  *   codes_dot: relative error <= 4e-6 (float sums in another order);
  *   bitdot (popcounts): equal integers (the AVX2 table holds the POPCNT
  *     twin, the AVX-512 table the VPOPCNTDQ one when the CPU has it);
+ *     signscore (its counts combined in float, one or two bit sets):
+ *     bit-identical;
  *   dense dot/axpy on IEEE half rows: relative error <= 2e-6, and the
  *     bits of fp16_row into a tile, then the float kernels (tables with
  *     dense_f16, E a multiple of 16; else the reference's bits);
@@ -241,6 +243,36 @@ static void test_bitdot(const vq_kernels *k, const vq_kernels *ref)
                            "%s bitdot D=%zu n=%zu nq=%d qbits=%d differs", k->isa, D, n, nq, qbits);
                     free(codes), free(planes), free(z1), free(z2), free(p1), free(p2);
                 }
+}
+
+static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 32, 64, 96, 128, 256 };
+    for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+        for (size_t n = 1; n <= 70; n += 23)
+            for (int nq = 1; nq <= 18; nq += 8)
+                for (int qbits = 1; qbits <= 8; qbits += 3)
+                    for (int sets = 1; sets <= 2; sets++) {
+                        const size_t D = Ds[id], stride = 2 * (D / 8) + 5, qstride = (size_t)qbits * D / 8 + 3;
+                        const size_t offs[2] = { 3, 3 + D / 8 };
+                        const float w[2] = { 0.061f, -0.0237f };
+                        uint8_t *codes = malloc(stride * n + 1), *planes = malloc(qstride * (size_t)nq + 1);
+                        float *f = malloc(n * sizeof(float)), *qc = malloc(3 * (size_t)nq * sizeof(float));
+                        float *s1 = malloc(n * (size_t)nq * sizeof(float)), *s2 = malloc(n * (size_t)nq * sizeof(float));
+                        fill_bytes(codes, stride * n + 1, D + n + (size_t)sets);
+                        fill_bytes(planes, qstride * (size_t)nq + 1, D * 5 + (size_t)qbits);
+                        fill(f, n, 7 + n);
+                        fill(qc, 3 * (size_t)nq, 11 + (size_t)nq);
+                        for (size_t i = 0; i < n * (size_t)nq; i++) /* poisoned apart: every output is written */
+                            s1[i] = -1.0f, s2[i] = NAN;
+                        ref->signscore(codes + 1, stride, n, D, offs, w, sets, f, planes + 1, qstride, qc, nq, qbits,
+                                       s1, n);
+                        k->signscore(codes + 1, stride, n, D, offs, w, sets, f, planes + 1, qstride, qc, nq, qbits, s2,
+                                     n);
+                        CHECKF(same_bits(s1, s2, n * (size_t)nq), "%s signscore D=%zu n=%zu nq=%d qbits=%d sets=%d",
+                               k->isa, D, n, nq, qbits, sets);
+                        free(codes), free(planes), free(f), free(qc), free(s1), free(s2);
+                    }
 }
 
 static void test_codes_dot(const vq_kernels *k, const vq_kernels *ref)
@@ -707,6 +739,7 @@ static void test_tables(void)
         test_rows(k, ref);
         test_lut8_row(k, ref);
         test_bitdot(k, ref);
+        test_signscore(k, ref);
         test_codes_dot(k, ref);
         test_qdot(k, ref);
         test_codes_qdot(k, ref);

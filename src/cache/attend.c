@@ -267,7 +267,9 @@ static vq_status run_item(tile_job *J, size_t it, int w)
         memset(acc2, 0, nq * asz * sizeof(float));
     }
 
-    for (size_t tt = 0; tt < J->nt; tt++)
+    /* the head's queries, prepared once per worker and tile job (a worker
+     * runs several chunks of a head) */
+    for (size_t tt = 0; W->qhead != h && tt < J->nt; tt++)
         for (size_t gi = 0; gi < g; gi++) {
             const float *qv = J->q + ((J->t0 + tt) * (size_t)J->nqh + h * g + gi) * D;
             size_t j = tt * g + gi;
@@ -276,6 +278,7 @@ static vq_status run_item(tile_job *J, size_t it, int w)
             if (A)
                 VQ_TRY(vq_codec_prepare_query(A->kcw[w], qv, W->qbuf2 + j * kqb));
         }
+    W->qhead = h;
     for (size_t j = 0; j < nq; j++) {
         m[j] = -INFINITY;
         l[j] = 0.0f;
@@ -443,7 +446,7 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
             J.woff = woff;
         }
         for (int w = 0; w < c->n_workers; w++)
-            c->workers[w].st = VQ_OK;
+            c->workers[w].st = VQ_OK, c->workers[w].qhead = SIZE_MAX;
         if (c->threads && items > 1)
             vq_pool_for(c->threads, items, 1, items_fn, &J);
         else

@@ -135,6 +135,8 @@ typedef struct {
     float *qf;     /* nq_max * max head_dim (fp16 residual queries) */
     float *sc;     /* nq_max * max(page_tokens, res_cap) scores */
     vq_status st;  /* first failure of this worker in a job */
+    size_t qhead;  /* the KV head whose queries qbuf, qbuf2 and qf hold in
+                      this tile job (SIZE_MAX: none yet) */
 } vq_attn_worker;
 
 typedef struct {

@@ -1,5 +1,5 @@
 /* qplanes.h -- a query quantized to bit planes, for scores against 1-bit
- * codes by popcount (kernels.h bitdot), as RaBitQ does.
+ * codes by popcount (kernels.h bitdot / signscore), as RaBitQ does.
  *
  * y (D floats, D a multiple of 32) is quantized uniformly to qbits (1..8)
  * bits: y_d ~= lo + delta * v_d with v_d = round((y_d - lo)/delta) clamped
@@ -23,8 +23,8 @@ static inline size_t vq_qplanes_bytes(int D, int qbits) { return 12 + (size_t)qb
 
 void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf);
 
-/* The header of qbuf as the constants of vq_qplanes_sign_dot: lo, delta
- * and base = D lo + delta sum v (read once per query, outside token loops). */
+/* The header of qbuf: lo, delta and base = D lo + delta sum v (read once
+ * per query, outside token loops). */
 typedef struct {
     float lo, delta, base;
 } vq_qplanes_consts;
@@ -40,11 +40,15 @@ static inline vq_qplanes_consts vq_qplanes_header(const uint8_t *qbuf, int D)
     return k;
 }
 
-/* <y', s> for sign bits with popcount |z| = pz and pq = sum_j 2^j
- * popcount(z & plane_j) (kernels.h bitdot) */
-static inline float vq_qplanes_sign_dot(vq_qplanes_consts k, uint32_t pz, uint32_t pq)
+/* The constants of kernels.h signscore for a query whose scores weigh
+ * n_sets sign-bit sets by weights summing to wsum: 2 lo, 2 delta and
+ * base * wsum (each set's <y', s> = 2 lo pz + 2 delta pq - base). */
+static inline void vq_qplanes_score_consts(const uint8_t *qbuf, int D, float wsum, float *qc)
 {
-    return 2.0f * (k.lo * (float)pz + k.delta * (float)pq) - k.base;
+    const vq_qplanes_consts k = vq_qplanes_header(qbuf, D);
+    qc[0] = 2.0f * k.lo;
+    qc[1] = 2.0f * k.delta;
+    qc[2] = k.base * wsum;
 }
 
 #endif

@@ -237,32 +237,29 @@ static void rq_prepare_query(vq_codec *c, const float *qv, uint8_t *qbuf)
     vq_qplanes_encode(y, D, q->qbits, qbuf);
 }
 
-/* scores from the bit counts of kernels.h bitdot (qplanes.h), times the
- * token's factor */
+/* scores from the sign bits by popcounts (kernels.h signscore, qplanes.h),
+ * times the token's factor */
 static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
     enum { TOK = 64, QRY = 16 };
     rabitq *q = c->impl;
     const int D = c->head_dim;
     const vq_kernels *k = vq_kernels_get();
-    uint32_t pz[TOK], pq[QRY * TOK];
-    float f[TOK];
+    const size_t off = 4; /* the sign bits follow the fp16 norm and correction */
+    const float w = 1.0f;
+    float f[TOK], qc[3 * QRY];
     const float cnorm = sqrtf((float)D); /* ||c|| of D signs */
-    for (size_t t0 = 0; t0 < n; t0 += TOK) {
-        size_t nt = n - t0 < TOK ? n - t0 : TOK;
-        for (size_t t = 0; t < nt; t++)
-            f[t] = block_factor(codes + (t0 + t) * c->block_bytes, cnorm);
-        for (int j0 = 0; j0 < n_q; j0 += QRY) {
-            int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
-            const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
-            k->bitdot(codes + t0 * c->block_bytes + 4, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj,
-                      q->qbits, pz, pq);
-            for (int j = 0; j < nj; j++) {
-                const vq_qplanes_consts qk = vq_qplanes_header(qb0 + (size_t)j * c->query_bytes, D);
-                float *out = scores + (size_t)(j0 + j) * n + t0;
-                for (size_t t = 0; t < nt; t++)
-                    out[t] = f[t] * vq_qplanes_sign_dot(qk, pz[t], pq[(size_t)j * nt + t]);
-            }
+    for (int j0 = 0; j0 < n_q; j0 += QRY) {
+        const int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
+        const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
+        for (int j = 0; j < nj; j++)
+            vq_qplanes_score_consts(qb0 + (size_t)j * c->query_bytes, D, w, qc + 3 * j);
+        for (size_t t0 = 0; t0 < n; t0 += TOK) {
+            const size_t nt = n - t0 < TOK ? n - t0 : TOK;
+            for (size_t t = 0; t < nt; t++)
+                f[t] = block_factor(codes + (t0 + t) * c->block_bytes, cnorm);
+            k->signscore(codes + t0 * c->block_bytes, c->block_bytes, nt, (size_t)D, &off, &w, 1, f, qb0 + 12,
+                         c->query_bytes, qc, nj, q->qbits, scores + (size_t)j0 * n + t0, n);
         }
     }
 }

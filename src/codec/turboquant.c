@@ -323,34 +323,28 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 
 /* rvq, bits=1, quantized query: both stages are sign codes with symmetric
  * levels (c[0] = -c[1]), so <R q', y_hat> = c1[1] <q', s1> + c2[1] <q', s2>
- * with each <q', s> from popcounts (kernels.h bitdot, qplanes.h) */
+ * with each <q', s> from popcounts (kernels.h signscore, qplanes.h) */
 static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
     enum { TOK = 64, QRY = 16 };
     tq *t = c->impl;
     const int D = c->head_dim;
     const vq_kernels *k = vq_kernels_get();
-    uint32_t z1[TOK], z2[TOK], p1[QRY * TOK], p2[QRY * TOK];
-    float norm[TOK];
-    for (size_t t0 = 0; t0 < n; t0 += TOK) {
-        size_t nt = n - t0 < TOK ? n - t0 : TOK;
-        const uint8_t *blk0 = codes + t0 * c->block_bytes;
-        for (size_t i = 0; i < nt; i++)
-            norm[i] = tq_norm(t, blk0 + i * c->block_bytes);
-        for (int j0 = 0; j0 < n_q; j0 += QRY) {
-            int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
-            const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
-            k->bitdot(blk0 + t->off1, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj, t->qbits, z1, p1);
-            k->bitdot(blk0 + t->off2, c->block_bytes, nt, (size_t)D, qb0 + 12, c->query_bytes, nj, t->qbits, z2, p2);
-            for (int j = 0; j < nj; j++) {
-                const vq_qplanes_consts qk = vq_qplanes_header(qb0 + (size_t)j * c->query_bytes, D);
-                const uint32_t *q1 = p1 + (size_t)j * nt, *q2 = p2 + (size_t)j * nt;
-                const float a1 = t->c1[1], a2 = t->c2[1];
-                float *out = scores + (size_t)(j0 + j) * n + t0;
-                for (size_t i = 0; i < nt; i++)
-                    out[i] = norm[i] * (a1 * vq_qplanes_sign_dot(qk, z1[i], q1[i]) +
-                                        a2 * vq_qplanes_sign_dot(qk, z2[i], q2[i]));
-            }
+    const size_t offs[2] = { t->off1, t->off2 };
+    const float w[2] = { t->c1[1], t->c2[1] };
+    float norm[TOK], qc[3 * QRY];
+    for (int j0 = 0; j0 < n_q; j0 += QRY) {
+        const int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
+        const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
+        for (int j = 0; j < nj; j++)
+            vq_qplanes_score_consts(qb0 + (size_t)j * c->query_bytes, D, w[0] + w[1], qc + 3 * j);
+        for (size_t t0 = 0; t0 < n; t0 += TOK) {
+            const size_t nt = n - t0 < TOK ? n - t0 : TOK;
+            const uint8_t *blk0 = codes + t0 * c->block_bytes;
+            for (size_t i = 0; i < nt; i++)
+                norm[i] = tq_norm(t, blk0 + i * c->block_bytes);
+            k->signscore(blk0, c->block_bytes, nt, (size_t)D, offs, w, 2, norm, qb0 + 12, c->query_bytes, qc, nj,
+                         t->qbits, scores + (size_t)j0 * n + t0, n);
         }
     }
 }

@@ -1,11 +1,14 @@
-/* bits_avx512x.c -- bitdot (kernels.h) with AVX-512 VPOPCNTDQ: 512/D
- * tokens share one register (D = 64, 128 or 256; other D go to the POPCNT
- * twin), each query's bit planes are broadcast to every token's lane, and
- * the per-quadword counts, weighted by 2^p, are summed per token. Exact
- * integer results, equal to the reference. */
+/* bits_avx512x.c -- bitdot and signscore (kernels.h) with AVX-512
+ * VPOPCNTDQ: 512/D tokens share one register (D = 64, 128 or 256; other D
+ * go to the POPCNT twin), each query's bit planes are broadcast to every
+ * token's lane, and the per-quadword counts, weighted by 2^p, are summed
+ * per token. bitdot's integers equal the reference's; signscore keeps the
+ * sums in the registers and does the reference's float steps on them, in
+ * its order, so its scores have the reference's bits too. */
 #include <immintrin.h>
 
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 
 /* T = 512/D tokens from codes + i*stride into one register */
 static inline __m512i load_tokens(const uint8_t *z, size_t stride, size_t D, size_t have)
@@ -77,6 +80,68 @@ void vq_bitdot_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, 
                 acc = _mm512_add_epi64(acc, _mm512_sllv_epi64(c, _mm512_set1_epi64(p)));
             }
             token_sums(acc, Q, have, pq + (size_t)j * n + i);
+        }
+    }
+}
+
+/* per-quadword counts summed over each token's Q quadwords; the sum lands
+ * in the token's first dword (token_lanes) */
+static inline __m512i reduce_tokens(__m512i x, size_t Q)
+{
+    if (Q >= 2)
+        x = _mm512_add_epi64(x, _mm512_shuffle_epi32(x, _MM_PERM_BADC));
+    if (Q == 4)
+        x = _mm512_add_epi64(x, _mm512_permutex_epi64(x, 0x4E));
+    return x;
+}
+
+static inline __mmask16 token_lanes(size_t Q) { return Q == 1 ? 0x5555 : Q == 2 ? 0x1111 : 0x0101; }
+
+void vq_signscore_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs,
+                          const float *w, int n_sets, const float *f, const uint8_t *planes, size_t qstride,
+                          const float *qc, int n_q, int qbits, float *s, size_t sstride)
+{
+    if ((D != 64 && D != 128 && D != 256) || n_sets < 1 || n_sets > 2) {
+        vq_signscore_via(vq_bitdot_avx2, codes, stride, n, D, offs, w, n_sets, f, planes, qstride, qc, n_q, qbits,
+                         s, sstride);
+        return;
+    }
+    const size_t T = 512 / D, Q = D / 64;
+    const __mmask16 lanes = token_lanes(Q);
+    __mmask16 first[9]; /* first[h]: the token lanes of the first h tokens */
+    for (size_t h = 0, b = 0; h <= T; h++) {
+        first[h] = (__mmask16)(lanes & ((1u << b) - 1u));
+        b += 16 / T;
+    }
+    const int two = n_sets == 2;
+    const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(two ? w[1] : 0.0f);
+    for (size_t i = 0; i < n; i += T) {
+        const size_t have = n - i < T ? n - i : T;
+        const uint8_t *blk = codes + i * stride;
+        vq_prefetch_span(blk, VQ_PF_AHEAD, T * stride);
+        const __m512i z0 = load_tokens(blk + offs[0], stride, D, have);
+        const __m512i z1 = two ? load_tokens(blk + offs[1], stride, D, have) : _mm512_setzero_si512();
+        __m512 Z = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(reduce_tokens(_mm512_popcnt_epi64(z0), Q)));
+        if (two)
+            Z = _mm512_add_ps(Z, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(reduce_tokens(_mm512_popcnt_epi64(z1), Q))));
+        const __m512 F = _mm512_maskz_expandloadu_ps(first[have], f + i);
+        const __mmask16 out_lanes = (__mmask16)((1u << have) - 1u);
+        for (int j = 0; j < n_q; j++) {
+            const uint8_t *v = planes + (size_t)j * qstride;
+            __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+            for (int p = qbits - 1; p >= 0; p--) { /* Horner: a = 2a + count of plane p */
+                const __m512i pl = bcast_plane(v + (size_t)p * (D / 8), D);
+                a0 = _mm512_add_epi64(_mm512_add_epi64(a0, a0), _mm512_popcnt_epi64(_mm512_and_si512(z0, pl)));
+                if (two)
+                    a1 = _mm512_add_epi64(_mm512_add_epi64(a1, a1), _mm512_popcnt_epi64(_mm512_and_si512(z1, pl)));
+            }
+            __m512 P = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(reduce_tokens(a0, Q)));
+            if (two)
+                P = _mm512_add_ps(P, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(reduce_tokens(a1, Q))));
+            const float *c = qc + 3 * (size_t)j;
+            const __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(c[0]), Z), _mm512_mul_ps(_mm512_set1_ps(c[1]), P));
+            const __m512 u = _mm512_mul_ps(F, _mm512_sub_ps(t, _mm512_set1_ps(c[2])));
+            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, out_lanes, _mm512_maskz_compress_ps(lanes, u));
         }
     }
 }

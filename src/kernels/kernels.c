@@ -23,6 +23,7 @@ static const vq_kernels k_ref = {
     .kivi_qaxpy = vq_kivi_qaxpy_ref,
     .codes_dot = vq_codes_dot_ref,
     .bitdot = vq_bitdot_ref,
+    .signscore = vq_signscore_ref,
     .codes_qprep = vq_codes_qprep,
     .codes_qdot = vq_codes_qdot_ref,
     .qaxpy = vq_qaxpy_ref,
@@ -48,6 +49,7 @@ static void fill_tables(void)
     k_avx2.q8_0_values = vq_q8_0_values_avx2;
     k_avx2.q4_0_values = vq_q4_0_values_avx2;
     k_avx2.bitdot = vq_bitdot_avx2;
+    k_avx2.signscore = vq_signscore_avx2;
     k_avx2.codes_qdot = vq_codes_qdot_avx2;
     k_avx2.qdot = vq_qdot_avx2;
     k_avx2.kivi_axpy = vq_kivi_axpy_avx2;
@@ -70,7 +72,7 @@ static void fill_tables(void)
     k_avx512.rope_pairs = vq_rope_pairs_avx512;
     /* entries that need VPOPCNTDQ / VNNI */
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
-        k_avx512.bitdot = vq_bitdot_avx512x;
+        k_avx512.bitdot = vq_bitdot_avx512x, k_avx512.signscore = vq_signscore_avx512x;
     if (vq_cpu_features() & VQ_CPU_AVX512_VNNI)
         k_avx512.qdot = vq_qdot_avx512x, k_avx512.codes_qdot = vq_codes_qdot_avx512x,
         k_avx512.codes_qprep = vq_codes_qprep_avx512x;

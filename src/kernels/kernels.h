@@ -53,6 +53,17 @@
  *       D/8 bytes start at planes + j*qstride,
  *       pq[j*n + i] = sum_p 2^p popcount(z_i & plane_jp) (the integer dot
  *       of the bits with the query's integer levels, RaBitQ's estimator).
+ *   signscore(codes, stride, n, D, offs, w, n_sets, f, planes, qstride, qc,
+ *       n_q, qbits, s, sstride): scores from sign bits, bitdot's counts
+ *       combined in float. Token i has n_sets (1 or 2) sets of D bits at
+ *       codes + i*stride + offs[k] and the factor f[i]; query j has its
+ *       bit planes as bitdot's at planes + j*qstride and the constants
+ *       qc[3j], qc[3j+1], qc[3j+2]. With pz_k, pq_k the counts of set k:
+ *         Z = w[0] pz_0 (+ w[1] pz_1),  P = w[0] pq_0 (+ w[1] pq_1)
+ *         s[j*sstride + i] = f[i] * ((qc[3j] Z + qc[3j+1] P) - qc[3j+2])
+ *       every product and sum rounded on its own, in this order (no FMA),
+ *       so every variant has the reference's bits (codec/qplanes.h gives
+ *       the constants: 2 lo, 2 delta, base * sum w).
  *   codes_qdot: kernels/codes_qdot.h (KIVI key codes against int8
  *       queries; the VNNI variant when the CPU has AVX-512 VNNI, else the
  *       AVX2 one).
@@ -76,6 +87,12 @@
 #include "kernels/qdot.h"
 #include "kernels/rope.h"
 
+typedef void vq_signscore_fn(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs,
+                             const float *w, int n_sets, const float *f, const uint8_t *planes, size_t qstride,
+                             const float *qc, int n_q, int qbits, float *s, size_t sstride);
+typedef void vq_bitdot_fn(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes,
+                          size_t qstride, int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+
 typedef struct vq_kernels {
     const char *isa; /* "scalar", "avx2", "avx512" */
     int simd;        /* 0 for the scalar references */
@@ -95,8 +112,8 @@ typedef struct vq_kernels {
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     void (*codes_dot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
                       size_t qstride, int n_q, float *s, size_t sstride);
-    void (*bitdot)(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
-                   int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+    vq_bitdot_fn *bitdot;
+    vq_signscore_fn *signscore;
     float (*codes_qprep)(const float *q, const float *s, const float *m, size_t D, int bits, uint8_t *dst);
     void (*codes_qdot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                        size_t qstride, int n_q, float *s, size_t sstride);
@@ -144,5 +161,11 @@ void vq_bitdot_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, con
                     int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 void vq_bitdot_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes,
                        size_t qstride, int n_q, int qbits, uint32_t *pz, uint32_t *pq);
+/* signscore from a bitdot's counts and the reference's float steps (the
+ * scalar and AVX2 tables, and the AVX-512 one where D is not 64/128/256) */
+void vq_signscore_via(vq_bitdot_fn *bitdot, const uint8_t *codes, size_t stride, size_t n, size_t D,
+                      const size_t *offs, const float *w, int n_sets, const float *f, const uint8_t *planes,
+                      size_t qstride, const float *qc, int n_q, int qbits, float *s, size_t sstride);
+vq_signscore_fn vq_signscore_ref, vq_signscore_avx2, vq_signscore_avx512x;
 
 #endif
