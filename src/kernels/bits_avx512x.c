@@ -97,23 +97,19 @@ static inline __m512i reduce_tokens(__m512i x, size_t Q)
 
 static inline __mmask16 token_lanes(size_t Q) { return Q == 1 ? 0x5555 : Q == 2 ? 0x1111 : 0x0101; }
 
-void vq_signscore_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs,
-                          const float *w, int n_sets, const float *f, const uint8_t *planes, size_t qstride,
-                          const float *qc, int n_q, int qbits, float *s, size_t sstride)
+/* the loop of vq_signscore_avx512x for one D (64, 128 or 256) and set
+ * count, inlined with both constant so the plane loads and the reductions
+ * have no branches */
+static inline __attribute__((always_inline)) void
+signscore_loop(const size_t D, const int two, const uint8_t *codes, size_t stride, size_t n, const size_t *offs,
+               const float *w, const float *f, const uint8_t *planes, size_t qstride, const float *qc, int n_q,
+               int qbits, float *s, size_t sstride)
 {
-    if ((D != 64 && D != 128 && D != 256) || n_sets < 1 || n_sets > 2) {
-        vq_signscore_via(vq_bitdot_avx2, codes, stride, n, D, offs, w, n_sets, f, planes, qstride, qc, n_q, qbits,
-                         s, sstride);
-        return;
-    }
     const size_t T = 512 / D, Q = D / 64;
     const __mmask16 lanes = token_lanes(Q);
     __mmask16 first[9]; /* first[h]: the token lanes of the first h tokens */
-    for (size_t h = 0, b = 0; h <= T; h++) {
-        first[h] = (__mmask16)(lanes & ((1u << b) - 1u));
-        b += 16 / T;
-    }
-    const int two = n_sets == 2;
+    for (size_t h = 0; h <= T; h++)
+        first[h] = (__mmask16)(lanes & ((1u << (h * (16 / T))) - 1u));
     const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(two ? w[1] : 0.0f);
     for (size_t i = 0; i < n; i += T) {
         const size_t have = n - i < T ? n - i : T;
@@ -144,4 +140,22 @@ void vq_signscore_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t 
             _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, out_lanes, _mm512_maskz_compress_ps(lanes, u));
         }
     }
+}
+
+void vq_signscore_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs,
+                          const float *w, int n_sets, const float *f, const uint8_t *planes, size_t qstride,
+                          const float *qc, int n_q, int qbits, float *s, size_t sstride)
+{
+#define SIGNSCORE_LOOP(DIM, TWO)                                                                                       \
+    signscore_loop(DIM, TWO, codes, stride, n, offs, w, f, planes, qstride, qc, n_q, qbits, s, sstride)
+    if (n_sets == 1 && D == 64) SIGNSCORE_LOOP(64, 0);
+    else if (n_sets == 1 && D == 128) SIGNSCORE_LOOP(128, 0);
+    else if (n_sets == 1 && D == 256) SIGNSCORE_LOOP(256, 0);
+    else if (n_sets == 2 && D == 64) SIGNSCORE_LOOP(64, 1);
+    else if (n_sets == 2 && D == 128) SIGNSCORE_LOOP(128, 1);
+    else if (n_sets == 2 && D == 256) SIGNSCORE_LOOP(256, 1);
+    else
+        vq_signscore_via(vq_bitdot_avx2, codes, stride, n, D, offs, w, n_sets, f, planes, qstride, qc, n_q, qbits,
+                         s, sstride);
+#undef SIGNSCORE_LOOP
 }
