@@ -252,27 +252,36 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
         for (size_t n = 1; n <= 70; n += 23)
             for (int nq = 1; nq <= 18; nq += 8)
                 for (int qbits = 1; qbits <= 8; qbits += 3)
-                    for (int sets = 1; sets <= 2; sets++) {
-                        const size_t D = Ds[id], stride = 2 * (D / 8) + 5, qstride = (size_t)qbits * D / 8 + 3;
-                        const size_t offs[2] = { 3, 3 + D / 8 };
-                        const float w[2] = { 0.061f, -0.0237f };
-                        uint8_t *codes = malloc(stride * n + 1), *planes = malloc(qstride * (size_t)nq + 1);
-                        float *f = malloc(n * sizeof(float)), *qc = malloc(3 * (size_t)nq * sizeof(float));
-                        float *s1 = malloc(n * (size_t)nq * sizeof(float)), *s2 = malloc(n * (size_t)nq * sizeof(float));
-                        fill_bytes(codes, stride * n + 1, D + n + (size_t)sets);
-                        fill_bytes(planes, qstride * (size_t)nq + 1, D * 5 + (size_t)qbits);
-                        fill(f, n, 7 + n);
-                        fill(qc, 3 * (size_t)nq, 11 + (size_t)nq);
-                        for (size_t i = 0; i < n * (size_t)nq; i++) /* poisoned apart: every output is written */
-                            s1[i] = -1.0f, s2[i] = NAN;
-                        ref->signscore(codes + 1, stride, n, D, offs, w, sets, f, planes + 1, qstride, qc, nq, qbits,
-                                       s1, n);
-                        k->signscore(codes + 1, stride, n, D, offs, w, sets, f, planes + 1, qstride, qc, nq, qbits, s2,
-                                     n);
-                        CHECKF(same_bits(s1, s2, n * (size_t)nq), "%s signscore D=%zu n=%zu nq=%d qbits=%d sets=%d",
-                               k->isa, D, n, nq, qbits, sets);
-                        free(codes), free(planes), free(f), free(qc), free(s1), free(s2);
-                    }
+                    for (int sets = 1; sets <= 2; sets++)
+                        for (int halves = 0; halves <= 1; halves++) {
+                            /* token: 1 byte | fp16 factor | 2 sets of D bits */
+                            const size_t D = Ds[id], stride = 2 * (D / 8) + 5, qstride = (size_t)qbits * D / 8 + 3;
+                            const size_t offs[2] = { 3, 3 + D / 8 };
+                            const float w[2] = { 0.061f, -0.0237f };
+                            uint8_t *codes = malloc(stride * n + 1), *planes = malloc(qstride * (size_t)nq + 1);
+                            float *f = malloc(n * sizeof(float)), *qc = malloc(3 * (size_t)nq * sizeof(float));
+                            float *s1 = malloc(n * (size_t)nq * sizeof(float));
+                            float *s2 = malloc(n * (size_t)nq * sizeof(float));
+                            fill_bytes(codes, stride * n + 1, D + n + (size_t)sets);
+                            fill_bytes(planes, qstride * (size_t)nq + 1, D * 5 + (size_t)qbits);
+                            fill(f, n, 7 + n);
+                            fill(qc, 3 * (size_t)nq, 11 + (size_t)nq);
+                            for (size_t i = 0; i < n; i++) { /* finite halves, at byte 1 of each token */
+                                const uint16_t h = vq_fp32_to_fp16(f[i]);
+                                memcpy(codes + 1 + i * stride + 1, &h, 2);
+                            }
+                            for (size_t i = 0; i < n * (size_t)nq; i++) /* poisoned apart: every output is written */
+                                s1[i] = -1.0f, s2[i] = NAN;
+                            const float *fs = halves ? NULL : f;
+                            ref->signscore(codes + 1, stride, n, D, offs, w, sets, fs, 1, planes + 1, qstride, qc, nq,
+                                           qbits, s1, n);
+                            k->signscore(codes + 1, stride, n, D, offs, w, sets, fs, 1, planes + 1, qstride, qc, nq,
+                                         qbits, s2, n);
+                            CHECKF(same_bits(s1, s2, n * (size_t)nq),
+                                   "%s signscore D=%zu n=%zu nq=%d qbits=%d sets=%d halves=%d", k->isa, D, n, nq, qbits,
+                                   sets, halves);
+                            free(codes), free(planes), free(f), free(qc), free(s1), free(s2);
+                        }
 }
 
 static void test_codes_dot(const vq_kernels *k, const vq_kernels *ref)

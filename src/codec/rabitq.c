@@ -258,7 +258,7 @@ static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
             const size_t nt = n - t0 < TOK ? n - t0 : TOK;
             for (size_t t = 0; t < nt; t++)
                 f[t] = block_factor(codes + (t0 + t) * c->block_bytes, cnorm);
-            k->signscore(codes + t0 * c->block_bytes, c->block_bytes, nt, (size_t)D, &off, &w, 1, f, qb0 + 12,
+            k->signscore(codes + t0 * c->block_bytes, c->block_bytes, nt, (size_t)D, &off, &w, 1, f, 0, qb0 + 12,
                          c->query_bytes, qc, nj, q->qbits, scores + (size_t)j0 * n + t0, n);
         }
     }

@@ -326,26 +326,21 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
  * with each <q', s> from popcounts (kernels.h signscore, qplanes.h) */
 static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
-    enum { TOK = 64, QRY = 16 };
+    enum { QRY = 16 };
     tq *t = c->impl;
     const int D = c->head_dim;
     const vq_kernels *k = vq_kernels_get();
     const size_t offs[2] = { t->off1, t->off2 };
     const float w[2] = { t->c1[1], t->c2[1] };
-    float norm[TOK], qc[3 * QRY];
+    float qc[3 * QRY];
     for (int j0 = 0; j0 < n_q; j0 += QRY) {
         const int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
         const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
         for (int j = 0; j < nj; j++)
             vq_qplanes_score_consts(qb0 + (size_t)j * c->query_bytes, D, w[0] + w[1], qc + 3 * j);
-        for (size_t t0 = 0; t0 < n; t0 += TOK) {
-            const size_t nt = n - t0 < TOK ? n - t0 : TOK;
-            const uint8_t *blk0 = codes + t0 * c->block_bytes;
-            for (size_t i = 0; i < nt; i++)
-                norm[i] = tq_norm(t, blk0 + i * c->block_bytes);
-            k->signscore(blk0, c->block_bytes, nt, (size_t)D, offs, w, 2, norm, qb0 + 12, c->query_bytes, qc, nj,
-                         t->qbits, scores + (size_t)j0 * n + t0, n);
-        }
+        /* the factor: the fp16 norm at byte 0 (rvq has no norm=8) */
+        k->signscore(codes, c->block_bytes, n, (size_t)D, offs, w, 2, NULL, 0, qb0 + 12, c->query_bytes, qc, nj,
+                     t->qbits, scores + (size_t)j0 * n, n);
     }
 }
 

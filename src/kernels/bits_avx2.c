@@ -52,9 +52,9 @@ void vq_bitdot_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, con
 }
 
 void vq_signscore_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs, const float *w,
-                       int n_sets, const float *f, const uint8_t *planes, size_t qstride, const float *qc, int n_q,
-                       int qbits, float *s, size_t sstride)
+                       int n_sets, const float *f, size_t hoff, const uint8_t *planes, size_t qstride,
+                       const float *qc, int n_q, int qbits, float *s, size_t sstride)
 {
-    vq_signscore_via(vq_bitdot_avx2, codes, stride, n, D, offs, w, n_sets, f, planes, qstride, qc, n_q, qbits, s,
-                     sstride);
+    vq_signscore_via(vq_bitdot_avx2, codes, stride, n, D, offs, w, n_sets, f, hoff, planes, qstride, qc, n_q, qbits,
+                     s, sstride);
 }

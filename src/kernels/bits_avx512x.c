@@ -6,6 +6,7 @@
  * sums in the registers and does the reference's float steps on them, in
  * its order, so its scores have the reference's bits too. */
 #include <immintrin.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
@@ -95,6 +96,16 @@ static inline __m512i reduce_tokens(__m512i x, size_t Q)
     return x;
 }
 
+/* the IEEE halves at p + k*stride, k < have (<= 8), as floats 0 .. have-1
+ * (VCVTPH2PS: exact, as the reference's conversion) */
+static inline __m512 halves(const uint8_t *p, size_t stride, size_t have)
+{
+    uint16_t h[16] = { 0 };
+    for (size_t k = 0; k < have; k++)
+        memcpy(&h[k], p + k * stride, 2);
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)h));
+}
+
 static inline __mmask16 token_lanes(size_t Q) { return Q == 1 ? 0x5555 : Q == 2 ? 0x1111 : 0x0101; }
 
 /* the loop of vq_signscore_avx512x for one D (64, 128 or 256) and set
@@ -102,8 +113,8 @@ static inline __mmask16 token_lanes(size_t Q) { return Q == 1 ? 0x5555 : Q == 2 
  * have no branches */
 static inline __attribute__((always_inline)) void
 signscore_loop(const size_t D, const int two, const uint8_t *codes, size_t stride, size_t n, const size_t *offs,
-               const float *w, const float *f, const uint8_t *planes, size_t qstride, const float *qc, int n_q,
-               int qbits, float *s, size_t sstride)
+               const float *w, const float *f, size_t hoff, const uint8_t *planes, size_t qstride, const float *qc,
+               int n_q, int qbits, float *s, size_t sstride)
 {
     const size_t T = 512 / D, Q = D / 64;
     const __mmask16 lanes = token_lanes(Q);
@@ -120,7 +131,8 @@ signscore_loop(const size_t D, const int two, const uint8_t *codes, size_t strid
         __m512 Z = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(reduce_tokens(_mm512_popcnt_epi64(z0), Q)));
         if (two)
             Z = _mm512_add_ps(Z, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(reduce_tokens(_mm512_popcnt_epi64(z1), Q))));
-        const __m512 F = _mm512_maskz_expandloadu_ps(first[have], f + i);
+        const __m512 F = f ? _mm512_maskz_expandloadu_ps(first[have], f + i)
+                           : _mm512_maskz_expand_ps(first[have], halves(blk + hoff, stride, have));
         const __mmask16 out_lanes = (__mmask16)((1u << have) - 1u);
         for (int j = 0; j < n_q; j++) {
             const uint8_t *v = planes + (size_t)j * qstride;
@@ -143,11 +155,11 @@ signscore_loop(const size_t D, const int two, const uint8_t *codes, size_t strid
 }
 
 void vq_signscore_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs,
-                          const float *w, int n_sets, const float *f, const uint8_t *planes, size_t qstride,
-                          const float *qc, int n_q, int qbits, float *s, size_t sstride)
+                          const float *w, int n_sets, const float *f, size_t hoff, const uint8_t *planes,
+                          size_t qstride, const float *qc, int n_q, int qbits, float *s, size_t sstride)
 {
 #define SIGNSCORE_LOOP(DIM, TWO)                                                                                       \
-    signscore_loop(DIM, TWO, codes, stride, n, offs, w, f, planes, qstride, qc, n_q, qbits, s, sstride)
+    signscore_loop(DIM, TWO, codes, stride, n, offs, w, f, hoff, planes, qstride, qc, n_q, qbits, s, sstride)
     if (n_sets == 1 && D == 64) SIGNSCORE_LOOP(64, 0);
     else if (n_sets == 1 && D == 128) SIGNSCORE_LOOP(128, 0);
     else if (n_sets == 1 && D == 256) SIGNSCORE_LOOP(256, 0);
@@ -155,7 +167,7 @@ void vq_signscore_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t 
     else if (n_sets == 2 && D == 128) SIGNSCORE_LOOP(128, 1);
     else if (n_sets == 2 && D == 256) SIGNSCORE_LOOP(256, 1);
     else
-        vq_signscore_via(vq_bitdot_avx2, codes, stride, n, D, offs, w, n_sets, f, planes, qstride, qc, n_q, qbits,
-                         s, sstride);
+        vq_signscore_via(vq_bitdot_avx2, codes, stride, n, D, offs, w, n_sets, f, hoff, planes, qstride, qc, n_q,
+                         qbits, s, sstride);
 #undef SIGNSCORE_LOOP
 }

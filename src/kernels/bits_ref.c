@@ -1,6 +1,9 @@
 /* bits_ref.c -- scalar references of kernels.h bitdot and signscore. */
 #include "kernels/kernels.h"
 
+#include "core/fp16.h"
+#include "core/io.h"
+
 static unsigned pop32(uint32_t x)
 {
     x = x - ((x >> 1) & 0x55555555u);
@@ -38,8 +41,9 @@ void vq_bitdot_ref(const uint8_t *codes, size_t stride, size_t n, size_t D, cons
 enum { SS_TOK = 64, SS_QRY = 16 };
 
 void vq_signscore_via(vq_bitdot_fn *bitdot, const uint8_t *codes, size_t stride, size_t n, size_t D,
-                      const size_t *offs, const float *w, int n_sets, const float *f, const uint8_t *planes,
-                      size_t qstride, const float *qc, int n_q, int qbits, float *s, size_t sstride)
+                      const size_t *offs, const float *w, int n_sets, const float *f, size_t hoff,
+                      const uint8_t *planes, size_t qstride, const float *qc, int n_q, int qbits, float *s,
+                      size_t sstride)
 {
     uint32_t pz[2][SS_TOK], pq[2][SS_QRY * SS_TOK];
     for (size_t i0 = 0; i0 < n; i0 += SS_TOK) {
@@ -66,7 +70,8 @@ void vq_signscore_via(vq_bitdot_fn *bitdot, const uint8_t *codes, size_t stride,
                     const float b = c[1] * p;
                     const float t = a + b;
                     const float u = t - c[2];
-                    out[i] = f[i0 + i] * u;
+                    const size_t ti = i0 + i;
+                    out[i] = (f ? f[ti] : vq_fp16_to_fp32(vq_get_u16(codes + ti * stride + hoff))) * u;
                 }
             }
         }
@@ -74,9 +79,9 @@ void vq_signscore_via(vq_bitdot_fn *bitdot, const uint8_t *codes, size_t stride,
 }
 
 void vq_signscore_ref(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs, const float *w,
-                      int n_sets, const float *f, const uint8_t *planes, size_t qstride, const float *qc, int n_q,
-                      int qbits, float *s, size_t sstride)
+                      int n_sets, const float *f, size_t hoff, const uint8_t *planes, size_t qstride, const float *qc,
+                      int n_q, int qbits, float *s, size_t sstride)
 {
-    vq_signscore_via(vq_bitdot_ref, codes, stride, n, D, offs, w, n_sets, f, planes, qstride, qc, n_q, qbits, s,
-                     sstride);
+    vq_signscore_via(vq_bitdot_ref, codes, stride, n, D, offs, w, n_sets, f, hoff, planes, qstride, qc, n_q, qbits,
+                     s, sstride);
 }

@@ -53,10 +53,11 @@
  *       D/8 bytes start at planes + j*qstride,
  *       pq[j*n + i] = sum_p 2^p popcount(z_i & plane_jp) (the integer dot
  *       of the bits with the query's integer levels, RaBitQ's estimator).
- *   signscore(codes, stride, n, D, offs, w, n_sets, f, planes, qstride, qc,
- *       n_q, qbits, s, sstride): scores from sign bits, bitdot's counts
+ *   signscore(codes, stride, n, D, offs, w, n_sets, f, hoff, planes, qstride,
+ *       qc, n_q, qbits, s, sstride): scores from sign bits, bitdot's counts
  *       combined in float. Token i has n_sets (1 or 2) sets of D bits at
- *       codes + i*stride + offs[k] and the factor f[i]; query j has its
+ *       codes + i*stride + offs[k] and the factor f[i] (f NULL: the IEEE
+ *       half, LE, at codes + i*stride + hoff, exactly); query j has its
  *       bit planes as bitdot's at planes + j*qstride and the constants
  *       qc[3j], qc[3j+1], qc[3j+2]. With pz_k, pq_k the counts of set k:
  *         Z = w[0] pz_0 (+ w[1] pz_1),  P = w[0] pq_0 (+ w[1] pq_1)
@@ -88,8 +89,8 @@
 #include "kernels/rope.h"
 
 typedef void vq_signscore_fn(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs,
-                             const float *w, int n_sets, const float *f, const uint8_t *planes, size_t qstride,
-                             const float *qc, int n_q, int qbits, float *s, size_t sstride);
+                             const float *w, int n_sets, const float *f, size_t hoff, const uint8_t *planes,
+                             size_t qstride, const float *qc, int n_q, int qbits, float *s, size_t sstride);
 typedef void vq_bitdot_fn(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes,
                           size_t qstride, int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 
@@ -164,8 +165,9 @@ void vq_bitdot_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, 
 /* signscore from a bitdot's counts and the reference's float steps (the
  * scalar and AVX2 tables, and the AVX-512 one where D is not 64/128/256) */
 void vq_signscore_via(vq_bitdot_fn *bitdot, const uint8_t *codes, size_t stride, size_t n, size_t D,
-                      const size_t *offs, const float *w, int n_sets, const float *f, const uint8_t *planes,
-                      size_t qstride, const float *qc, int n_q, int qbits, float *s, size_t sstride);
+                      const size_t *offs, const float *w, int n_sets, const float *f, size_t hoff,
+                      const uint8_t *planes, size_t qstride, const float *qc, int n_q, int qbits, float *s,
+                      size_t sstride);
 vq_signscore_fn vq_signscore_ref, vq_signscore_avx2, vq_signscore_avx512x;
 
 #endif
