@@ -19,6 +19,8 @@
  *   codes_qdot (KIVI codes against int8 queries; prepared queries): the
  *     reference's bits (exact integer sums, one multiply);
  *     its reference against codes_dot with the dequantized query;
+ *   lut_axpy (code levels summed in registers, one or two sets): the
+ *     reference's bits, and within 2e-6 of lut_row + dense_axpy;
  *   kivi_axpy (KIVI value rows decoded in registers): relative error
  *     <= 2e-6, and the bits of kivi_group_row + dense_axpy;
  *   kivi_qaxpy (the same with int8 weights): the reference's bits, and
@@ -431,6 +433,56 @@ static void test_kivi_axpy(const vq_kernels *k, const vq_kernels *ref)
                     }
 }
 
+/* lut_axpy: the reference's bits; and close to the tiled sum (lut_row
+ * values, then dense_axpy) */
+static void test_lut_axpy(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 16, 48, 64, 128, 144, 256 };
+    for (int bits = 1; bits <= 4; bits++)
+        for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+            for (int sets = 1; sets <= 2; sets++)
+                for (size_t nt = 1; nt <= 13; nt += 6)
+                    for (int nq = 1; nq <= 6; nq += 5)
+                        for (int halves = 0; halves <= 1; halves++) {
+                            /* row: 1 byte | fp16 factor | sets of D codes */
+                            const size_t D = Ds[id], cb = D * (size_t)bits / 8, rs = 3 + 2 * cb, ws = nt + 1,
+                                         as = D + 3, L = (size_t)1 << bits;
+                            const size_t offs[2] = { 3, 3 + cb };
+                            uint8_t *rows = malloc(rs * nt + 1);
+                            float *w = malloc(sizeof(float) * ws * (size_t)nq), *f = malloc(sizeof(float) * nt);
+                            float lut[32], *tile = malloc(sizeof(float) * D * nt);
+                            float *a1 = malloc(sizeof(float) * as * (size_t)nq), *a2 = malloc(sizeof(float) * as * (size_t)nq);
+                            float *a3 = malloc(sizeof(float) * as * (size_t)nq);
+                            fill_bytes(rows, rs * nt + 1, D + nt + (size_t)bits);
+                            fill(f, nt, 3 + nt);
+                            fill(lut, 32, 9 + (size_t)bits);
+                            for (size_t i = 0; i < nt; i++) {
+                                const vq_fp16 h = vq_fp32_to_fp16(f[i]);
+                                rows[1 + i * rs + 1] = (uint8_t)h, rows[1 + i * rs + 2] = (uint8_t)(h >> 8);
+                                f[i] = vq_fp16_to_fp32(h);
+                            }
+                            fill(w, ws * (size_t)nq, 7 * D + nt);
+                            fill(a1, as * (size_t)nq, 5);
+                            memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
+                            memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
+                            const float *fs = halves ? NULL : f;
+                            ref->lut_axpy(rows + 1, rs, nt, D, offs, bits, lut, sets, fs, 1, w, ws, nq, a1, as);
+                            k->lut_axpy(rows + 1, rs, nt, D, offs, bits, lut, sets, fs, 1, w, ws, nq, a2, as);
+                            CHECKF(same_bits(a2, a1, as * (size_t)nq),
+                                   "%s lut_axpy bits=%d D=%zu sets=%d nt=%zu nq=%d halves=%d", k->isa, bits, D, sets,
+                                   nt, nq, halves);
+                            for (size_t i = 0; i < nt; i++) {
+                                k->lut_row(rows + 1 + i * rs + offs[0], bits, D, lut, f[i], 0, tile + i * D);
+                                if (sets > 1)
+                                    k->lut_row(rows + 1 + i * rs + offs[1], bits, D, lut + L, f[i], 1, tile + i * D);
+                            }
+                            k->dense_axpy(w, ws, nq, tile, VQ_ELEM_F32, nt, D, a3, as);
+                            CHECKF(rel_diff(a2, a3, as * (size_t)nq) <= 2e-6,
+                                   "%s lut_axpy bits=%d D=%zu: far from the tiled sum", k->isa, bits, D);
+                            free(rows), free(w), free(f), free(tile), free(a1), free(a2), free(a3);
+                        }
+}
+
 static float half_of(const uint8_t *p, size_t i) { return vq_fp16_to_fp32((vq_fp16)(p[2 * i] | p[2 * i + 1] << 8)); }
 
 /* kivi_qaxpy against the reference: the same bits; and the reference
@@ -749,6 +801,7 @@ static void test_tables(void)
         test_lut8_row(k, ref);
         test_bitdot(k, ref);
         test_signscore(k, ref);
+        test_lut_axpy(k, ref);
         test_codes_dot(k, ref);
         test_qdot(k, ref);
         test_codes_qdot(k, ref);

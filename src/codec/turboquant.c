@@ -80,6 +80,7 @@ typedef struct {
     float *tmp2;    /* D floats */
     int qbits;      /* rvq, bits=1: query bit planes for popcount scores (0 = float query) */
     int norm8;      /* mse, norm=8: one-byte log-coded norm field */
+    float norm8_of[256]; /* norm=8: the norm of each byte (0 for 0) */
     int lsq;        /* mse, lsq=1: the field holds the least-squares gain */
 } tq;
 
@@ -87,7 +88,7 @@ typedef struct {
 static inline float tq_norm(const tq *t, const uint8_t *blk)
 {
     if (t->norm8)
-        return blk[0] ? exp2f((float)((int)blk[0] - 128) * 0.125f) : 0.0f;
+        return t->norm8_of[blk[0]];
     return vq_fp16_to_fp32(vq_get_u16(blk));
 }
 
@@ -132,6 +133,8 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     t->bits = (int)bits;
     t->qbits = (int)qbits;
     t->norm8 = nbits == 8;
+    for (int e = 0; e < 256; e++) /* n^ = 2^((e - 128)/8), e = 0 for n = 0 */
+        t->norm8_of[e] = e ? exp2f((float)(e - 128) * 0.125f) : 0.0f;
     t->lsq = (int)lsq;
     t->b1 = v == TQ_PROD ? t->bits - 1 : t->bits;
     t->tmp = calloc((size_t)D, sizeof(float));
@@ -179,6 +182,9 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         c->query_bytes = 2 * sizeof(float) * (size_t)D; /* R q, then S R q */
         c->accum_size = 2 * (size_t)D;                  /* rotated, sketch */
     }
+    /* values: mse and rvq sum their code levels in registers (kernels.h
+     * lut_axpy) where the table has a SIMD twin; else through the tile */
+    c->accum_own = v != TQ_PROD && c->role == VQ_ROLE_VALUE && vq_kernels_get()->lut_axpy != vq_lut_axpy_ref;
     if (t->qbits) {
         c->query_bytes = vq_qplanes_bytes(D, t->qbits);
         c->score_own = 1;
@@ -375,10 +381,40 @@ static void tq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
     }
 }
 
+/* mse and rvq values: kernels.h lut_axpy over the stages' levels, the norm
+ * as the factor (its fp16 field, or the norm=8 byte decoded per token) */
+static void tq_accumulate_levels(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
+{
+    enum { TOK = 64 };
+    tq *t = c->impl;
+    const size_t D = (size_t)c->head_dim, L = (size_t)1 << t->bits;
+    const vq_kernels *k = vq_kernels_get();
+    const size_t offs[2] = { t->off1, t->off2 };
+    const int sets = t->v == TQ_RVQ ? 2 : 1;
+    float lut[2 * VQ_LM_MAX_LEVELS], f[TOK];
+    memcpy(lut, t->c1, L * sizeof *lut);
+    memcpy(lut + L, t->c2, L * sizeof *lut);
+    if (!t->norm8) {
+        k->lut_axpy(codes, c->block_bytes, n, D, offs, t->bits, lut, sets, NULL, 0, w, n, n_q, acc, c->accum_size);
+        return;
+    }
+    for (size_t i0 = 0; i0 < n; i0 += TOK) {
+        const size_t nt = n - i0 < TOK ? n - i0 : TOK;
+        for (size_t i = 0; i < nt; i++)
+            f[i] = tq_norm(t, codes + (i0 + i) * c->block_bytes);
+        k->lut_axpy(codes + i0 * c->block_bytes, c->block_bytes, nt, D, offs, t->bits, lut, sets, f, 0, w + i0, n, n_q,
+                    acc, c->accum_size);
+    }
+}
+
 static void tq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
 {
     tq *t = c->impl;
     const int D = c->head_dim;
+    if (t->v != TQ_PROD) {
+        tq_accumulate_levels(c, w, n_q, codes, n, acc);
+        return;
+    }
     float *yh = t->tmp;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *blk = codes + i * c->block_bytes;

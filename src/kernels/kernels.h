@@ -39,6 +39,16 @@
  *       s_ig c_ie + m_ig, as sum_i w_i (s_ig c_ie) + sum_i w_i m_ig: per
  *       element one FMA per row in row order, then the group's min sum
  *       (FMAs in row order) added once. Every variant has these bits.
+ *   lut_axpy(codes, stride, nt, D, offs, bits, lut, n_sets, f, hoff, w,
+ *       wstride, n_q, acc, astride): weighted sums of rows of code levels
+ *       (TurboQuant's values in the rotated domain). Row i has n_sets (1 or
+ *       2) sets of D codes of `bits` bits (1..4, packed LSB first) at
+ *       codes + i*stride + offs[k], set k's levels at lut + k*2^bits, and
+ *       the factor f_i (f[i], or f NULL: the IEEE half at codes + i*stride
+ *       + hoff); v_ie = f_i*lut_0[c_0ie] (+ f_i*lut_1[c_1ie], then one add:
+ *       lut_row's values) and acc[j*astride + e] = fmaf(w[j*wstride + i],
+ *       v_ie, acc) row after row. D a multiple of 16. Every variant has
+ *       these bits.
  *   kivi_qaxpy: kernels/kivi_qaxpy.h (the same sums with the weights
  *       rounded to int8 per block of rows; the VNNI + VBMI variant where
  *       the CPU has both, else the reference).
@@ -94,6 +104,10 @@ typedef void vq_signscore_fn(const uint8_t *codes, size_t stride, size_t n, size
 typedef void vq_bitdot_fn(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes,
                           size_t qstride, int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 
+typedef void vq_lut_axpy_fn(const uint8_t *codes, size_t stride, size_t nt, size_t D, const size_t *offs, int bits,
+                            const float *lut, int n_sets, const float *f, size_t hoff, const float *w, size_t wstride,
+                            int n_q, float *acc, size_t astride);
+
 typedef struct vq_kernels {
     const char *isa; /* "scalar", "avx2", "avx512" */
     int simd;        /* 0 for the scalar references */
@@ -109,6 +123,7 @@ typedef struct vq_kernels {
                            const uint8_t *gm16, float *out);
     void (*kivi_axpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
+    vq_lut_axpy_fn *lut_axpy;
     void (*kivi_qaxpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     void (*codes_dot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
@@ -152,6 +167,7 @@ void vq_kivi_axpy_avx2(const uint8_t *rows, size_t rstride, int bits, size_t nt,
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                          const float *w, size_t wstride, int n_q, float *acc, size_t astride);
+vq_lut_axpy_fn vq_lut_axpy_ref, vq_lut_axpy_avx512;
 void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
                       size_t qstride, int n_q, float *s, size_t sstride);
 void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,

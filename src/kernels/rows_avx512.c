@@ -46,10 +46,10 @@ static inline __m512i lane_shifts(int b)
 void vq_lut_row_avx512(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out)
 {
     const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
-    float tab[16] = { 0 };
-    for (int k = 0; k < (1 << bits); k++)
-        tab[k] = scale * lut[k];
-    const __m512 levels = _mm512_loadu_ps(tab);
+    /* scale * lut[k] in lane k, one multiply each as the reference (a
+     * vector: a table built by scalar stores would stall its reload) */
+    const __m512 levels =
+        _mm512_mul_ps(_mm512_set1_ps(scale), _mm512_maskz_loadu_ps((__mmask16)((1u << (1 << bits)) - 1u), lut));
     for (size_t i = 0; i < n; i += 16) {
         __m512 x = _mm512_permutexvar_ps(codes16(codes + i / 8 * (size_t)bits, bits, sh, mask), levels);
         if (add)
@@ -243,4 +243,69 @@ void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t n
         kivi_axpy_bits(rows, rstride, 2, nt, D, group, w, wstride, n_q, acc, astride);
     else
         kivi_axpy_bits(rows, rstride, 4, nt, D, group, w, wstride, n_q, acc, astride);
+}
+
+/* lut_axpy for NQ (1..4) weight rows and the channels [c0, c0 + 16 nc),
+ * nc <= 4: the accumulators stay in registers over all rows */
+static inline __attribute__((always_inline)) void
+lut_axpy_chunk(const int NQ, const uint8_t *codes, size_t stride, size_t nt, size_t c0, size_t nc, const size_t *offs,
+               int bits, __m512 L0, __m512 L1, int two, const float *f, size_t hoff, const float *w, size_t wstride,
+               float *acc, size_t astride)
+{
+    const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
+    __m512 A[4][4];
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        _Pragma("GCC unroll 4") for (size_t u = 0; u < 4; u++)
+            A[j][u] = u < nc ? _mm512_loadu_ps(acc + (size_t)j * astride + c0 + 16 * u) : _mm512_setzero_ps();
+    for (size_t i = 0; i < nt; i++) {
+        const uint8_t *r = codes + i * stride;
+        vq_prefetch_span(r, VQ_PF_AHEAD, 1);
+        const __m512 fi = _mm512_set1_ps(f ? f[i] : half_at(r + hoff, 0));
+        const __m512 l0 = _mm512_mul_ps(fi, L0), l1 = _mm512_mul_ps(fi, L1);
+        __m512 v[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+        _Pragma("GCC unroll 4") for (size_t u = 0; u < 4; u++)
+        {
+            if (u >= nc)
+                break;
+            const size_t at = (c0 + 16 * u) / 8 * (size_t)bits;
+            v[u] = _mm512_permutexvar_ps(codes16(r + offs[0] + at, bits, sh, mask), l0);
+            if (two)
+                v[u] = _mm512_add_ps(v[u], _mm512_permutexvar_ps(codes16(r + offs[1] + at, bits, sh, mask), l1));
+        }
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        {
+            const __m512 wj = _mm512_set1_ps(w[(size_t)j * wstride + i]);
+            _Pragma("GCC unroll 4") for (size_t u = 0; u < 4; u++) if (u < nc) A[j][u] =
+                _mm512_fmadd_ps(wj, v[u], A[j][u]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        _Pragma("GCC unroll 4") for (size_t u = 0; u < 4; u++) if (u < nc)
+            _mm512_storeu_ps(acc + (size_t)j * astride + c0 + 16 * u, A[j][u]);
+}
+
+void vq_lut_axpy_avx512(const uint8_t *codes, size_t stride, size_t nt, size_t D, const size_t *offs, int bits,
+                        const float *lut, int n_sets, const float *f, size_t hoff, const float *w, size_t wstride,
+                        int n_q, float *acc, size_t astride)
+{
+    if (D % 16 || bits < 1 || bits > 4) {
+        vq_lut_axpy_ref(codes, stride, nt, D, offs, bits, lut, n_sets, f, hoff, w, wstride, n_q, acc, astride);
+        return;
+    }
+    const int L = 1 << bits, two = n_sets > 1;
+    const __mmask16 lm = (__mmask16)((1u << L) - 1u);
+    const __m512 L0 = _mm512_maskz_loadu_ps(lm, lut), L1 = two ? _mm512_maskz_loadu_ps(lm, lut + L) : _mm512_setzero_ps();
+    for (size_t c0 = 0; c0 < D; c0 += 64) {
+        const size_t nc = D - c0 < 64 ? (D - c0) / 16 : 4;
+        for (int j0 = 0; j0 < n_q; j0 += 4) {
+            const float *wj = w + (size_t)j0 * wstride;
+            float *aj = acc + (size_t)j0 * astride;
+            switch (n_q - j0 < 4 ? n_q - j0 : 4) { /* a constant count: the sums stay in registers */
+            case 4: lut_axpy_chunk(4, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride); break;
+            case 3: lut_axpy_chunk(3, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride); break;
+            case 2: lut_axpy_chunk(2, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride); break;
+            default: lut_axpy_chunk(1, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride); break;
+            }
+        }
+    }
 }

@@ -1,5 +1,6 @@
 /* rows_ref.c -- scalar references of the row decoders of kernels.h
- * (lut_row, kivi_row). */
+ * (lut_row, kivi_row, ...) and of the sums that decode rows in registers
+ * (lut_axpy, kivi_axpy). */
 #include "kernels/kernels.h"
 
 #include <math.h>
@@ -82,4 +83,27 @@ void vq_kivi_axpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, 
             for (size_t e = 0; e < group; e++)
                 a[e] += wm;
         }
+}
+
+void vq_lut_axpy_ref(const uint8_t *codes, size_t stride, size_t nt, size_t D, const size_t *offs, int bits,
+                     const float *lut, int n_sets, const float *f, size_t hoff, const float *w, size_t wstride, int n_q,
+                     float *acc, size_t astride)
+{
+    const size_t L = (size_t)1 << bits;
+    for (size_t i = 0; i < nt; i++) {
+        const uint8_t *r = codes + i * stride;
+        const float fi = f ? f[i] : half_at(r + hoff, 0);
+        for (int j = 0; j < n_q; j++) {
+            const float wi = w[(size_t)j * wstride + i];
+            float *a = acc + (size_t)j * astride;
+            for (size_t e = 0; e < D; e++) {
+                float v = fi * lut[code_at(r + offs[0], e, bits)];
+                if (n_sets > 1) {
+                    const float v1 = fi * lut[L + code_at(r + offs[1], e, bits)];
+                    v = v + v1;
+                }
+                a[e] = fmaf(wi, v, a[e]);
+            }
+        }
+    }
 }
