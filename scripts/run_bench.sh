@@ -27,10 +27,15 @@ configs=(
   --config "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8"
   --config "keys=turboquant_rvq:bits=1 values=kivi:bits=2"
   --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2"
+  --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8"
   --config "keys=rabitq:bits=1 values=q4_0:rot=1"
   --config "keys=rabitq:bits=1 values=kivi:bits=2"
   --config "keys=turboquant_mse:bits=2 values=turboquant_mse:bits=2"
 )
+
+# smollm2's <= 3.0 b/e quality plan (docs/quality.md, fourth round): how fast
+# the configuration chosen for quality decodes
+plan30="keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=4,4,4,4,3,4,3,3,3,4,4,4,4,4,4,3,4,4,4,4,4,4,3,4,4,4,3,4,3,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,1,2,2,1,2,2,2,2,2,1,2,1,2,2"
 
 quiet() { # wait for a 1-minute load average under 0.5
     local waited=0
@@ -79,7 +84,9 @@ for s in "${steps[@]}"; do
                           # shellcheck disable=SC2086
                           taskset -c 1 ./build/bench/bench_codecs $spec fp16 q8_0 q8_0:qbits=8 q4_0:rot=1 q4_0:rot=1,qbits=8 \
                               kivi:bits=2 kivi:bits=2,qbits=8 kivi:bits=2,group=128,qbits=8 rabitq:bits=1 \
-                              turboquant_rvq:bits=1,qbits=4 V:fp16 V:q8_0 V:q4_0:rot=1 V:q4_0:rot=1,qbits=8 V:kivi:bits=2 V:kivi:bits=2,qbits=8 V:kivi:bits=4
+                              turboquant_rvq:bits=1,qbits=4 turboquant_mse:bits=2 V:fp16 V:q8_0 V:q4_0:rot=1 V:q4_0:rot=1,qbits=8 \
+                              V:kivi:bits=2 V:kivi:bits=2,qbits=8 V:kivi:bits=4 V:turboquant_mse:bits=2 \
+                              V:turboquant_mse:bits=2,norm=8,lsq=1 V:turboquant_rvq:bits=1
                       done; } > "$out/codecs-cpu.txt" ;;
     e2e)          run e2e-smollm2 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 64 \
                       --cache "keys=q8_0 values=q8_0" --cache "keys=q4_0:rot=1 values=q4_0:rot=1" \
@@ -89,12 +96,15 @@ for s in "${steps[@]}"; do
                       --cache "keys=kivi:bits=2 values=kivi:bits=2" --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
-                      --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" ;;
+                      --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
+                      --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" \
+                      --cache "$plan30" ;;
     e2e16k)       run e2e-smollm2-16k bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 64 \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
-                      --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" ;;
+                      --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
+                      --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
     esac
 done
