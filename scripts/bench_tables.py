@@ -20,8 +20,10 @@ def fmt(x, nd=2):
 
 def attention_table(r):
     out = []
+    layers = r.get("layers", 1)
     out.append(f"CPU {r['cpu']}, {r['threads']} thread(s); {r['kv_heads']} KV heads, {r['q_heads']} query heads, "
-               f"head_dim {r['head_dim']}; memory read bandwidth {fmt(r['bandwidth_gbs'], 1)} GB/s")
+               f"head_dim {r['head_dim']}; {layers} layer(s) attended per step (times and MB per layer); "
+               f"memory read bandwidth {fmt(r['bandwidth_gbs'], 1)} GB/s")
     out.append("")
     out.append("| keys | values | ctx | KV MB | ms/token | GB/s | of memory BW | of cached read | vs fp16 | "
                "key scoring ms | scoring vs fp16 |")

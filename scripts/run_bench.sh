@@ -5,8 +5,10 @@
 # step it waits (up to VQ_BENCH_WAIT seconds, default 900) for the 1-minute
 # load average to fall under 0.5, and records the load it started at
 # (docs/PERF.md). Steps: codecs (per-token kernel cost, CPU time, into
-# codecs-cpu.txt), attention128, attention64, attentionbig, e2e (default: all
-# of these), e2e16k (prefills 16,384 tokens per config: about 10 minutes).
+# codecs-cpu.txt), attention128, attention64 (one layer: its cache may sit
+# in the L3 cache), attention128mem, attention64mem (32 layers per step, as a
+# model: read from memory), attentionbig, e2e (default: all of these),
+# e2e16k (prefills 16,384 tokens per config: about 15 minutes).
 #   bash scripts/run_bench.sh [STEP...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,13 +66,17 @@ EOF
 }
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(codecs attention128 attention64 attentionbig e2e)
+[ ${#steps[@]} -gt 0 ] || steps=(codecs attention128 attention64 attention128mem attention64mem attentionbig e2e)
 for s in "${steps[@]}"; do
     case $s in
     attention128) run attention-d128 bench attention --ctx 4096,16384 --head-dim 128 --kv-heads 4 --q-heads 16 \
                       --threads 2 "${configs[@]}" ;;
     attention64)  run attention-d64 bench attention --ctx 4096,16384 --head-dim 64 --kv-heads 4 --q-heads 16 \
                       --threads 2 "${configs[@]}" ;;
+    attention128mem) run attention-d128-32l bench attention --ctx 16384 --head-dim 128 --kv-heads 4 --q-heads 16 \
+                      --layers 32 --threads 2 "${configs[@]}" ;;
+    attention64mem) run attention-d64-32l bench attention --ctx 16384 --head-dim 64 --kv-heads 4 --q-heads 16 \
+                      --layers 32 --threads 2 "${configs[@]}" ;;
     attentionbig) run attention-d128-131k bench attention --ctx 131072 --head-dim 128 --kv-heads 8 --q-heads 32 \
                       --threads 2 --repeats 5 --config "keys=q8_0 values=q8_0" --config "keys=q4_0:rot=1 values=q4_0:rot=1" \
                       --config "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
@@ -115,7 +121,7 @@ done
     echo "JSON result) and \`scripts/bench_tables.py\`. Read ratios within one table (docs/PERF.md)."
     echo
     files=()
-    for f in attention-d128 attention-d64 attention-d128-131k e2e-smollm2 llamacpp-smollm2; do
+    for f in attention-d128 attention-d64 attention-d128-32l attention-d64-32l attention-d128-131k e2e-smollm2 e2e-smollm2-16k llamacpp-smollm2; do
         [ -f "$out/$f.json" ] && files+=("$out/$f.json")
     done
     [ ${#files[@]} -eq 0 ] || python3 scripts/bench_tables.py "${files[@]}"

@@ -30,6 +30,7 @@
 #define MAX_CONFIGS 32
 #define MAX_CTX 16
 #define MAX_THREADS 64
+#define MAX_LAYERS 64
 #define FILL_CHUNK 256
 
 int cmd_bench_e2e(int argc, char **argv);
@@ -179,8 +180,8 @@ done:
 /* Median seconds of one decode step of attention (1 query token) over a
  * cache of ctx tokens; *bytes gets the cache's accounted K+V bytes.
  * < 0 on failure. */
-static double time_attention(const char *cfg_text, int D, int kv, int qh, size_t ctx, int n_threads, int repeats,
-                             const float *data, size_t n_data, double *bytes)
+static double time_attention(const char *cfg_text, int D, int kv, int qh, int layers, size_t ctx, int n_threads,
+                             int repeats, const float *data, size_t n_data, double *bytes)
 {
     vq_cache_config *cfg = NULL;
     vq_cache *c = NULL;
@@ -188,8 +189,10 @@ static double time_attention(const char *cfg_text, int D, int kv, int qh, size_t
     float *kbuf = malloc((size_t)FILL_CHUNK * (size_t)kv * (size_t)D * sizeof(float));
     float *vbuf = malloc((size_t)FILL_CHUNK * (size_t)kv * (size_t)D * sizeof(float));
     float *q = malloc((size_t)qh * (size_t)D * sizeof(float)), *out = malloc((size_t)qh * (size_t)D * sizeof(float));
-    vq_layer_shape ls = { kv, qh, D, 0, 0.0f };
-    vq_cache_shape sh = { 1, &ls, 0 };
+    vq_layer_shape ls[MAX_LAYERS];
+    for (int l = 0; l < layers; l++)
+        ls[l] = (vq_layer_shape){ kv, qh, D, 0, 0.0f };
+    vq_cache_shape sh = { layers, ls, 0 };
     if (!t || !kbuf || !vbuf || !q || !out) {
         cli_error("bench", "out of memory");
         goto done;
@@ -202,40 +205,44 @@ static double time_attention(const char *cfg_text, int D, int kv, int qh, size_t
         cli_error("bench", "threads: %s", vq_cache_error(c));
         goto done;
     }
-    /* calibration (methods that need it) on the first tokens of the data */
+    /* calibration (methods that need it) on the first tokens of the data;
+     * then every layer filled with its own stretch of the data */
     size_t nc = n_data / (size_t)kv < 1024 ? n_data / (size_t)kv : 1024;
-    if (vq_cache_calibrate(c, 0, data, data, nc) != VQ_OK) {
-        cli_error("bench", "config \"%s\": calibration: %s", cfg_text, vq_cache_error(c));
-        goto done;
-    }
-    for (size_t p = 0; p <= ctx; p += FILL_CHUNK) {
-        size_t n = ctx + 1 - p < FILL_CHUNK ? ctx + 1 - p : FILL_CHUNK;
-        for (size_t i = 0; i < n * (size_t)kv * (size_t)D; i++) {
-            size_t off = ((p * (size_t)kv * (size_t)D) + i) % (n_data * (size_t)D);
-            kbuf[i] = data[off];
-            vbuf[i] = data[(off + 131 * (size_t)D) % (n_data * (size_t)D)];
-        }
-        if (vq_cache_append(c, 0, kbuf, vbuf, n, (int32_t)p) != VQ_OK) {
-            cli_error("bench", "config \"%s\": append: %s", cfg_text, vq_cache_error(c));
+    for (int l = 0; l < layers; l++)
+        if (vq_cache_calibrate(c, l, data, data, nc) != VQ_OK) {
+            cli_error("bench", "config \"%s\": calibration: %s", cfg_text, vq_cache_error(c));
             goto done;
         }
-    }
+    for (int l = 0; l < layers; l++)
+        for (size_t p = 0; p <= ctx; p += FILL_CHUNK) {
+            size_t n = ctx + 1 - p < FILL_CHUNK ? ctx + 1 - p : FILL_CHUNK;
+            for (size_t i = 0; i < n * (size_t)kv * (size_t)D; i++) {
+                size_t off = ((p * (size_t)kv * (size_t)D) + i + (size_t)l * 977 * (size_t)D) % (n_data * (size_t)D);
+                kbuf[i] = data[off];
+                vbuf[i] = data[(off + 131 * (size_t)D) % (n_data * (size_t)D)];
+            }
+            if (vq_cache_append(c, l, kbuf, vbuf, n, (int32_t)p) != VQ_OK) {
+                cli_error("bench", "config \"%s\": append: %s", cfg_text, vq_cache_error(c));
+                goto done;
+            }
+        }
     /* the last append ended with the decode token: attend for it */
     for (size_t i = 0; i < (size_t)qh * (size_t)D; i++)
         q[i] = data[(i * 31 + 5) % (n_data * (size_t)D)];
     vq_cache_usage u;
     if (vq_cache_stats(c, -1, &u) != VQ_OK)
         goto done;
-    *bytes = (double)(u.keys.accounted_bytes + u.values.accounted_bytes);
+    *bytes = (double)(u.keys.accounted_bytes + u.values.accounted_bytes) / layers; /* per layer */
     float scale = 1.0f / sqrtf((float)D);
     for (int r = -1; r < repeats; r++) {
         double t0 = bench_now();
-        if (vq_cache_attend(c, 0, q, 1, qh, scale, out) != VQ_OK) {
-            cli_error("bench", "config \"%s\": attend: %s", cfg_text, vq_cache_error(c));
-            goto done;
-        }
+        for (int l = 0; l < layers; l++) /* one decode step: every layer in turn */
+            if (vq_cache_attend(c, l, q, 1, qh, scale, out) != VQ_OK) {
+                cli_error("bench", "config \"%s\": attend: %s", cfg_text, vq_cache_error(c));
+                goto done;
+            }
         if (r >= 0)
-            t[r] = bench_now() - t0;
+            t[r] = (bench_now() - t0) / layers;
     }
     res = bench_median(t, repeats);
 done:
@@ -272,7 +279,7 @@ typedef struct {
 
 static int cmd_bench_attention(int argc, char **argv)
 {
-    int D = 128, kv = 4, qh = 0, threads = 1, repeats = 9, json = 0;
+    int D = 128, kv = 4, qh = 0, layers = 1, threads = 1, repeats = 9, json = 0;
     bench_ctx_list cl = { { 16384 }, 1, MAX_CTX, 1L << 22 };
     bench_config_list cfl = { { "keys=fp16 values=fp16" }, 1, MAX_CONFIGS + 1 };
     const cli_opt opts[] = {
@@ -280,6 +287,11 @@ static int cmd_bench_attention(int argc, char **argv)
         CLI_OPT_INT("head-dim", &D, "D", 32, 256, "a multiple of 32 (default 128)"),
         CLI_OPT_INT("kv-heads", &kv, "H", 1, 64, "(default 4)"),
         CLI_OPT_INT("q-heads", &qh, "Q", 1, 256, "a multiple of H (default 4*H)"),
+        CLI_OPT_INT("layers", &layers, "L", 1, MAX_LAYERS,
+                    "layers of that shape attended in turn per step, as in a\n"
+                    "model (default 1); times and bytes are per layer. With\n"
+                    "L x the cache larger than the L3 cache, the caches are\n"
+                    "read from memory, as in long-context decode"),
         CLI_OPT_CALL("config", bench_store_config, &cfl, "\"keys=SPEC values=SPEC ...\"",
                      "a cache config (repeatable);\n"
                      "fp16 keys and values always run first"),
@@ -333,12 +345,14 @@ static int cmd_bench_attention(int argc, char **argv)
     bench_cpu_name(cpu, sizeof cpu);
     double bw = bench_read_bandwidth(threads);
     if (!json) {
-        printf("decode attention, 1 layer: %d KV heads, %d query heads, head_dim %d, %d thread(s); CPU %s\n", kv, qh, D,
-               threads, cpu);
+        printf("decode attention, %d layer(s) per step (times per layer): %d KV heads, %d query heads, head_dim %d, "
+               "%d thread(s); CPU %s\n",
+               layers, kv, qh, D, threads, cpu);
         printf("streaming read bandwidth (this run, %d thread(s), buffer larger than the L3 cache): %.1f GB/s\n", threads,
                bw);
         printf("(\"of BW\": of that bandwidth; \"of cached\": of the read rate of a buffer the size of the fp16\n"
-               " cache at that context, measured in this run -- the floor when the cache fits in the CPU's caches)\n\n");
+               " cache at that context (all layers), measured in this run -- the floor when the cache fits in the CPU's\n"
+               " caches)\n\n");
         printf("%-58s %7s %9s %9s %8s %7s %7s %8s %9s %8s\n", "config", "ctx", "cache MB", "ms/token", "GB/s", "of BW",
                "of cached", "vs fp16", "score ms", "vs fp16");
     }
@@ -351,14 +365,16 @@ static int cmd_bench_attention(int argc, char **argv)
             r->cfg = configs[k];
             r->ctx = ctxs[ci];
             config_specs(configs[k], r->keys, r->values, sizeof r->keys);
-            r->ms = 1e3 * time_attention(configs[k], D, kv, qh, (size_t)ctxs[ci], threads, repeats, data, n_data,
-                                         &r->bytes);
-            r->score_ms = 1e3 * time_scoring(r->keys, D, kv, qh / kv, (size_t)ctxs[ci], threads, repeats, data,
-                                             n_data);
+            r->ms = 1e3 * time_attention(configs[k], D, kv, qh, layers, (size_t)ctxs[ci], threads, repeats, data,
+                                         n_data, &r->bytes);
+            /* scoring: the layers' heads as more heads, per layer */
+            r->score_ms = 1e3 * time_scoring(r->keys, D, kv * layers, qh / kv, (size_t)ctxs[ci], threads, repeats,
+                                             data, n_data) / layers;
             if (r->ms < 0 || r->score_ms < 0)
                 rc = 1;
             const att_result *f = &res[ci * n_cfg];
-            r->cached_bw = k == 0 ? (f->bytes > 0 ? bench_read_bandwidth_cached(threads, (size_t)f->bytes) : 0.0)
+            r->cached_bw = k == 0 ? (f->bytes > 0 ? bench_read_bandwidth_cached(threads, (size_t)(f->bytes * layers))
+                                                  : 0.0)
                                   : f->cached_bw;
             eval_progress_update(&pr, ++done, n_ctx * n_cfg);
             if (!json && r->ms >= 0) {
@@ -372,8 +388,8 @@ static int cmd_bench_attention(int argc, char **argv)
     if (json) {
         printf("{\n  \"schema\": \"veloxquant.bench-attention/1\",\n  \"cpu\": ");
         cli_json_print_str(stdout, cpu);
-        printf(",\n  \"threads\": %d,\n  \"head_dim\": %d,\n  \"kv_heads\": %d,\n  \"q_heads\": %d,\n", threads, D, kv,
-               qh);
+        printf(",\n  \"threads\": %d,\n  \"head_dim\": %d,\n  \"kv_heads\": %d,\n  \"q_heads\": %d,\n  \"layers\": %d,\n",
+               threads, D, kv, qh, layers);
         printf("  \"bandwidth_gbs\": %.3f,\n  \"results\": [", bw);
         int first = 1;
         for (int i = 0; i < n_cfg * n_ctx; i++) {
