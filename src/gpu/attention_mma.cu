@@ -74,6 +74,18 @@ namespace {
 #ifndef VQ_MMA_VBYTE /* 0: kivi value columns spread over the bytes (the older layout, for comparisons) */
 #define VQ_MMA_VBYTE 1
 #endif
+#ifndef VQ_MMA_HFOLD /* 0: the kivi folds (q * s, P * s) in float32 with a hi/lo split per product (for comparisons) */
+#define VQ_MMA_HFOLD 1
+#endif
+#ifndef VQ_MMA_MINMMA /* 0: kivi2 value minima sums (VLDSM) by float FMAs instead of one mma per k-tile */
+#define VQ_MMA_MINMMA 1
+#endif
+#ifndef VQ_MMA_LEANSTAGE /* 0: the staging copies' addresses in 64-bit arithmetic per copy (for comparisons) */
+#define VQ_MMA_LEANSTAGE 1
+#endif
+#ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
+#define VQ_MMA_VLDSM 1
+#endif
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
 constexpr unsigned FULL = 0xffffffffu;
@@ -109,6 +121,20 @@ __device__ __forceinline__ void split2(float x0, float x1, uint32_t &hi, uint32_
     const float2 f = __half22float2(h);
     hi = h2u(h);
     lo = h2u(__floats2half2_rn(x0 - f.x, x1 - f.y));
+}
+
+/* (hi, lo) of (xh + xl) * y in fp16 pairs, xh + xl a hi/lo split of x:
+ * hi = fp16(xh * y), its rounding error xh * y - hi exactly (one FMA),
+ * lo = fp16(xl * y + that error); hi + lo is x * y within about 2^-21
+ * relative (a float32 product split afterwards: 2^-22) */
+__device__ __forceinline__ void hfold(uint32_t xh, uint32_t xl, uint32_t y, uint32_t &hi, uint32_t &lo)
+{
+    const __half2 a = *(const __half2 *)&xh, b = *(const __half2 *)&xl, c = *(const __half2 *)&y;
+    const __half2 h = __hmul2(a, c);
+    const __half2 e = __hfma2(a, c, __hneg2(h));
+    const __half2 l = __hfma2(b, c, e);
+    hi = h2u(h);
+    lo = h2u(l);
 }
 
 /* the codes selected by mask in both 16-bit halves of x, as exact normal
@@ -165,6 +191,18 @@ __device__ __forceinline__ uint32_t u4_h2(uint32_t y)
 }
 
 __device__ __forceinline__ uint32_t ld32u(const uint8_t *p) { return *(const uint32_t *)p; }
+
+/* ldmatrix .x4 .trans: lane i gives the 16-byte row address of row i % 8
+ * of matrix i / 8; lane (g, t) gets, per matrix j, the 16-bit word g of
+ * rows 2t (low half) and 2t + 1 (high half) in r[j] */
+__device__ __forceinline__ void ldsm4t(const void *row, uint32_t (&r)[4])
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a)
+                 : "memory");
+}
 
 /* ---- key formats ------------------------------------------------------------
  * Lane (g, t) holds, per k-step s, the B fragment b0 = channels (j = 0, 1),
@@ -501,6 +539,26 @@ __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_grou
 __device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
+#if VQ_MMA_LEANSTAGE
+/* cp16 to a shared-memory address given as a 32-bit shared-window offset */
+__device__ __forceinline__ void cp16s(uint32_t sa, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+}
+
+/* the warp copies BYTES (a multiple of 16) from src to the shared address
+ * sa, both already advanced by 16 * lane (so the copies are at constant
+ * offsets) */
+template <int BYTES>
+__device__ __forceinline__ void warp_copy_l(uint32_t sa, const uint8_t *src, int lane)
+{
+#pragma unroll
+    for (int o = 0; o < BYTES; o += 512)
+        if (o + 512 <= BYTES || 16 * lane < BYTES - o)
+            cp16s(sa + o, src + o);
+}
+#endif
+
 /* the warp copies BYTES (a multiple of 16) from src to dst */
 template <int BYTES>
 __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int lane)
@@ -533,9 +591,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     constexpr bool SPLIT_K = KIVI_K && G <= 4 && VQ_MMA_SPLIT;
     constexpr bool SPLIT_V = (KIVI_V || Q8_V) && G <= 4 && VQ_MMA_SPLIT;
     constexpr bool SPLIT_MT = SPLIT_V && KIVI_V; /* kivi minima sums split too */
+    /* kivi2 values at D = 128 by ldmatrix, lanes' columns split between
+     * two groups (see the value step); needs the staged values (16-byte
+     * aligned 48-byte rows) */
+    constexpr bool VLDSM = VQ_MMA_VLDSM && VQ_MMA_VBYTE && SPLIT_V && VM == FMT_KIVI2 && D == 128 && staged_v<KM, VM, D>();
+    constexpr bool MINMMA = VLDSM && VQ_MMA_HFOLD && VQ_MMA_MINMMA;
 
     __shared__ float qs[G][D];
-    __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (not kivi keys) */
+    __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (kivi keys, HFOLD: hi/lo of q * 2^(24-e-EXPO)) */
     __shared__ __align__(16) float4 qlane[KS][32];   /* kivi keys: q * 2^(24-e-EXPO) per lane */
     __shared__ __align__(16) float4 qraw[KS][32];    /* kivi keys: q per lane */
     __shared__ float red[NW][G][D];
@@ -586,6 +649,10 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 const float f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(hs0 + i)) << 23);
                 qraw[i][lane] = make_float4(x[0], x[1], x[2], x[3]);
                 qlane[i][lane] = make_float4(x[0] * f, x[1] * f, x[2] * f, x[3] * f);
+                uint4 a; /* HFOLD: (hi, lo) of q * f for channels j = 0, 1 and 2, 3 */
+                split2(x[0] * f, x[1] * f, a.x, a.y);
+                split2(x[2] * f, x[3] * f, a.z, a.w);
+                afr[0][i][lane] = a;
             }
         }
 #pragma unroll
@@ -636,6 +703,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     for (int i = 0; i < NMT; i++)
         mt[i] = 0.0f;
     float m_run = -INFINITY, l_run = 0.0f;
+    /* MINMMA: sum over tokens of P * (value minimum of group n) as an mma
+     * accumulator: lane (g, t) holds head g (rows g, g + 8) x groups 2t, 2t + 1 */
+    float mmn[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
     const int32_t *pt = p.page_table + ((size_t)b * p.n_kv + kvh) * p.max_pages;
     const int P = p.page_tokens;
@@ -645,6 +715,25 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SB;
     const int lgk = KIVI_K ? __ffs(p.kf.group) - 1 : 0;
     /* issue the copies of the warp tile at in-page offset i0 of page pg into stage st */
+#if VQ_MMA_LEANSTAGE
+    /* the stage's shared address with the lane's 16 bytes added, computed
+     * once; sources: one 64-bit page base per pool plus 32-bit in-page
+     * offsets, the copies at constant offsets from there */
+    const uint32_t wst_s = (uint32_t)__cvta_generic_to_shared(wstage) + 16 * lane;
+    auto stage_in = [&](int i0, int32_t pg, int st) {
+        const uint32_t sa = wst_s + st * SB;
+        const uint8_t *kpg = p.kp + (size_t)(uint32_t)pg * p.kpb + 16 * lane;
+        if constexpr (KIVI_K) {
+            const uint8_t *blk = kpg + (uint32_t)(i0 >> lgk) * (uint32_t)p.kf.block_bytes;
+            warp_copy_l<4 * D>(sa, blk, lane);
+            warp_copy_l<KSB - 4 * D>(sa + 4 * D, blk + (4 * D + (uint32_t)(i0 & (p.kf.group - 1)) * (KB * D / 8)), lane);
+        } else {
+            warp_copy_l<KSB>(sa, kpg + (uint32_t)i0 * (uint32_t)p.kf.block_bytes, lane);
+        }
+        if constexpr (STG_V)
+            warp_copy_l<VSB>(sa + KSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (16 * lane + (uint32_t)i0 * (uint32_t)p.vf.block_bytes), lane);
+    };
+#else
     auto stage_in = [&](int i0, int32_t pg, int st) {
         uint8_t *kd = wstage + st * SB;
         const uint8_t *kpg = p.kp + (size_t)pg * p.kpb;
@@ -658,6 +747,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         if constexpr (STG_V)
             warp_copy<VSB>(kd + KSB, p.vp + (size_t)pg * p.vpb + (size_t)i0 * p.vf.block_bytes, lane);
     };
+#endif
     constexpr bool STG16 = stage16<KM, D>();
     constexpr int KROW16 = fp16_stage_row<D>();
     /* fp16 keys of the warp tile at token tt (page pg) into the stage */
@@ -794,21 +884,33 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
             for (int ip = 0; ip < KS / 4; ip++) {
                 float2 sc2[4], mn2[4];
+                uint32_t sw2[4];
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     const int c = key_chan<KM, D>(2 * ip, j);
-                    sc2[j] = __half22float2(*(const __half2 *)(scp + c));
+                    sw2[j] = *(const uint32_t *)(scp + c);
+                    sc2[j] = __half22float2(*(const __half2 *)&sw2[j]);
                     mn2[j] = __half22float2(*(const __half2 *)(mnp + c));
                 }
 #pragma unroll
                 for (int ii = 0; ii < 2; ii++) {
                     const int i = 2 * ip + ii;
-                    const float4 ql = qlane[i][lane], qr = qraw[i][lane];
-                    const float s0_ = ii ? sc2[0].y : sc2[0].x, s1_ = ii ? sc2[1].y : sc2[1].x;
-                    const float s2_ = ii ? sc2[2].y : sc2[2].x, s3_ = ii ? sc2[3].y : sc2[3].x;
+                    const float4 qr = qraw[i][lane];
                     uint4 a, ao;
-                    split2(ql.x * s0_, ql.y * s1_, a.x, a.y);
-                    split2(ql.z * s2_, ql.w * s3_, a.z, a.w);
+                    if constexpr (VQ_MMA_HFOLD) {
+                        /* scale pairs (channels j = 0, 1 / 2, 3 of k-step i) from the
+                         * k-step pairs' words, folded in fp16 pairs (hfold) */
+                        const uint4 qa = afr[0][i][lane];
+                        const uint32_t sel = ii ? 0x7632u : 0x5410u;
+                        hfold(qa.x, qa.y, __byte_perm(sw2[0], sw2[1], sel), a.x, a.y);
+                        hfold(qa.z, qa.w, __byte_perm(sw2[2], sw2[3], sel), a.z, a.w);
+                    } else {
+                        const float4 ql = qlane[i][lane];
+                        const float s0_ = ii ? sc2[0].y : sc2[0].x, s1_ = ii ? sc2[1].y : sc2[1].x;
+                        const float s2_ = ii ? sc2[2].y : sc2[2].x, s3_ = ii ? sc2[3].y : sc2[3].x;
+                        split2(ql.x * s0_, ql.y * s1_, a.x, a.y);
+                        split2(ql.z * s2_, ql.w * s3_, a.z, a.w);
+                    }
                     base = fmaf(qr.x, ii ? mn2[0].y : mn2[0].x, base);
                     base = fmaf(qr.y, ii ? mn2[1].y : mn2[1].x, base);
                     base = fmaf(qr.z, ii ? mn2[2].y : mn2[2].x, base);
@@ -954,15 +1056,21 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             const float al = ex2(m_run - mnew);
             m_run = mnew;
             l_run *= al;
+            /* SPLIT_V: lane g >= 4 holds head g - 4's minima sums (VLDSM:
+             * and its accumulator rows) */
+            const float alm = SPLIT_MT ? __shfl_sync(FULL, al, lane & ~16) : al;
+            const float alo = VLDSM ? alm : al;
+            if constexpr (MINMMA)
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    mmn[k] *= al;
 #pragma unroll
             for (int n = 0; n < NT; n++) {
-                o[n][0] *= al;
-                o[n][1] *= al;
-                o[n][2] *= al;
-                o[n][3] *= al;
+                o[n][0] *= alo;
+                o[n][1] *= alo;
+                o[n][2] *= alo;
+                o[n][3] *= alo;
             }
-            /* SPLIT_V: lane g >= 4 holds head g - 4's minima sums */
-            const float alm = SPLIT_MT ? __shfl_sync(FULL, al, lane & ~16) : al;
 #pragma unroll
             for (int i = 0; i < NMT; i++)
                 mt[i] *= alm;
@@ -1210,7 +1318,112 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     }
                 }
             };
-            if constexpr (SPLIT_V) {
+            if constexpr (VLDSM) {
+                /* kivi2, D = 128, staged, G <= 4: the codes come by
+                 * ldmatrix .trans, 16 code bytes (groups 2c, 2c + 1) of 8
+                 * tokens per matrix: lane (g, t) gets bytes 2g, 2g + 1 of
+                 * the 16, which are in group 2c + (g >> 2), for tokens 2t,
+                 * 2t + 1 in the two halves: already the B operand's layout
+                 * (4 matrices: b0, b1 of both k-tiles). So the n-tile's
+                 * columns 0..3 are group 2c, columns 4..7 group 2c + 1, and
+                 * the A rows follow: rows 0..3 / 8..11 (lanes g < 4) carry
+                 * head g's P * s of group 2c, rows 4..7 / 12..15 (lanes
+                 * g >= 4) head g - 4's P * s of group 2c + 1 (G <= 4 leaves
+                 * those rows free); each lane folds only its own group, no
+                 * exchange. Rows of one group times columns of the other
+                 * are junk, never read (the output step takes lane (g, t)'s
+                 * columns only where (g >> 2) == (t >> 1)). n-tile 8c + e:
+                 * byte 2g + (e >> 2), code e & 3 (bit offset 2 (e & 3)). */
+                const uint32_t hsel = g >= 4 ? 0x7632u : 0x5410u;
+                uint32_t cw[2][4];
+#pragma unroll
+                for (int c2 = 0; c2 < 2; c2++)
+                    ldsm4t(v0 + lane * VROW + 4 * NG + 16 * c2, cw[c2]);
+                float ph[2][4], sv[2][4][2], mv[2][4][2];
+                uint4 hv[2][4];          /* the tokens' headers [s0 s1 s2 s3 m0 m1 m2 m3] */
+                uint32_t phl[2][2][2];   /* HFOLD: (hi, lo) of the weights of token pairs (2t, 2t + 1), (2t + 8, 2t + 9) */
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        ph[kt][i] = __shfl_sync(FULL, pw[kt][i], lane & ~16);
+                        if constexpr (MINMMA) { /* the scales only (the minima go by the mma) */
+                            const uint2 v = *(const uint2 *)vrow[kt][i];
+                            hv[kt][i] = make_uint4(v.x, v.y, 0u, 0u);
+                            continue;
+                        }
+                        const uint4 v = *(const uint4 *)vrow[kt][i];
+                        hv[kt][i] = v;
+                        const uint32_t sp = __byte_perm(v.x, v.y, hsel), mp = __byte_perm(v.z, v.w, hsel);
+                        const float2 s2 = __half22float2(*(const __half2 *)&sp), m2 = __half22float2(*(const __half2 *)&mp);
+                        sv[kt][i][0] = s2.x;
+                        sv[kt][i][1] = s2.y;
+                        mv[kt][i][0] = m2.x;
+                        mv[kt][i][1] = m2.y;
+                    }
+                if constexpr (VQ_MMA_HFOLD)
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                        for (int pr = 0; pr < 2; pr++)
+                            split2(ph[kt][2 * pr], ph[kt][2 * pr + 1], phl[kt][pr][0], phl[kt][pr][1]);
+                if constexpr (MINMMA) {
+                    /* mmn += P (hi/lo rows) x M, M[token][column n] = the
+                     * token's minimum of group n & 3 (exact fp16): lane (g, t)
+                     * gives column g, tokens 2t, 2t + 1 (b0) and 2t + 8, 2t + 9 (b1) */
+                    const uint32_t msel = g & 1 ? 0x7632u : 0x5410u;
+                    const int moff = 4 * NG + 4 * ((g >> 1) & 1); /* the word of minimum g & 3 */
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        uint32_t mw[4];
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            mw[i] = ld32u(vrow[kt][i] + moff);
+                        const uint4 a = make_uint4(phl[kt][0][0], phl[kt][0][1], phl[kt][1][0], phl[kt][1][1]);
+                        mma16816(mmn, a, __byte_perm(mw[0], mw[1], msel), __byte_perm(mw[2], mw[3], msel));
+                    }
+                }
+#pragma unroll
+                for (int c2 = 0; c2 < 2; c2++) {
+                    uint4 a[2];
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        if constexpr (!MINMMA)
+#pragma unroll
+                            for (int i = 0; i < 4; i++)
+                                mt[c2] = fmaf(ph[kt][i], mv[kt][i][c2], mt[c2]);
+                        if constexpr (VQ_MMA_HFOLD) {
+                            /* the pair's scales of group 2c + (g >> 2): half g >> 2 of word c2 of both headers */
+                            const uint32_t s01 = __byte_perm(c2 ? hv[kt][0].y : hv[kt][0].x, c2 ? hv[kt][1].y : hv[kt][1].x, hsel);
+                            const uint32_t s23 = __byte_perm(c2 ? hv[kt][2].y : hv[kt][2].x, c2 ? hv[kt][3].y : hv[kt][3].x, hsel);
+                            hfold(phl[kt][0][0], phl[kt][0][1], s01, a[kt].x, a[kt].y);
+                            hfold(phl[kt][1][0], phl[kt][1][1], s23, a[kt].z, a[kt].w);
+                        } else {
+                            split2(ph[kt][0] * sv[kt][0][c2], ph[kt][1] * sv[kt][1][c2], a[kt].x, a[kt].y);
+                            split2(ph[kt][2] * sv[kt][2][c2], ph[kt][3] * sv[kt][3][c2], a[kt].z, a[kt].w);
+                        }
+                    }
+                    uint32_t hiw[4]; /* the high bytes (2g + 1) moved down to bits 0..7 / 16..23 */
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        hiw[k] = cw[c2][k] >> 8;
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+#pragma unroll
+                        for (int kt = 0; kt < 2; kt++) {
+                            const uint32_t x0 = e < 4 ? cw[c2][2 * kt] : hiw[2 * kt];
+                            const uint32_t x1 = e < 4 ? cw[c2][2 * kt + 1] : hiw[2 * kt + 1];
+                            uint32_t b0, b1;
+                            switch (e & 3) { /* e is a compile-time constant: one case remains */
+                            case 0: b0 = code_h2c<0x00030003u>(x0, magic); b1 = code_h2c<0x00030003u>(x1, magic); break;
+                            case 1: b0 = code_h2c<0x000c000cu>(x0, magic); b1 = code_h2c<0x000c000cu>(x1, magic); break;
+                            case 2: b0 = code_h2c<0x00300030u>(x0, magic); b1 = code_h2c<0x00300030u>(x1, magic); break;
+                            default: b0 = code_h2c<0x00c000c0u>(x0, magic); b1 = code_h2c<0x00c000c0u>(x1, magic); break;
+                            }
+                            mma16816(o[8 * c2 + e], a[kt], b0, b1);
+                        }
+                }
+            } else if constexpr (SPLIT_V) {
                 /* lane (g, t) folds groups 2j + (g >> 2) of head g & 3 (its
                  * weights come from lane g & 3 by a shuffle); the other
                  * group's fragment comes from lane g ^ 4. mt[j]: the minima
@@ -1322,7 +1535,36 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
     for (int i = 0; i < NMT; i++)
         mo[i] = SPLIT_MT ? __shfl_xor_sync(FULL, mt[i], 16) : 0.0f;
-    if (live) {
+    if constexpr (VLDSM) {
+        /* lane (g, t): head g & 3, group 2c + (g >> 2) of n-tiles 8c + e;
+         * its columns 2t, 2t + 1 are of that group where (g >> 2) == (t >> 1) */
+        float mg[2]; /* the minima sums of the lane's groups 2c + (g >> 2) */
+#pragma unroll
+        for (int c2 = 0; c2 < 2; c2++) {
+            if constexpr (MINMMA) {
+                /* head h, group n: lane (h, n >> 1), mmn[n & 1] + mmn[2 + (n & 1)] */
+                const float x0 = __shfl_sync(FULL, mmn[0] + mmn[2], 4 * (g & 3) + c2);
+                const float x1 = __shfl_sync(FULL, mmn[1] + mmn[3], 4 * (g & 3) + c2);
+                mg[c2] = g >> 2 ? x1 : x0;
+            } else {
+                mg[c2] = mt[c2];
+            }
+        }
+        if ((g & 3) < G && (g >> 2) == (t >> 1)) {
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++) {
+                    const int col = 2 * t + jj, c2 = n >> 3, e = n & 7;
+                    const float x = (o[n][jj] + o[n][2 + jj]) * __int_as_float((127 - 2 * (e & 3)) << 23) + mg[c2];
+                    red[warp][g & 3][32 * (2 * c2 + (col >> 2)) + 8 * (col & 3) + 4 * (e >> 2) + (e & 3)] = x;
+                }
+        }
+        if (live && t == 0) {
+            wml[warp][g][0] = m_run;
+            wml[warp][g][1] = l_run;
+        }
+    } else if (live) {
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
