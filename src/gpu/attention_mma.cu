@@ -83,6 +83,12 @@ namespace {
 #ifndef VQ_MMA_LEANSTAGE /* 0: the staging copies' addresses in 64-bit arithmetic per copy (for comparisons) */
 #define VQ_MMA_LEANSTAGE 1
 #endif
+#ifndef VQ_MMA_KMINMMA /* 0: kivi key minima (sum_c q_c m_c per block) by float FMAs instead of mma (SPLIT_K) */
+#define VQ_MMA_KMINMMA 1
+#endif
+#ifndef VQ_MMA_BULK /* 1: the staging by bulk copies (cp.async.bulk, one lane, an mbarrier per stage) instead of 16-byte cp.async per lane */
+#define VQ_MMA_BULK 0
+#endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
 #endif
@@ -536,12 +542,12 @@ __device__ __forceinline__ void cp16(void *dst, const void *src)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+[[maybe_unused]] __device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 #if VQ_MMA_LEANSTAGE
 /* cp16 to a shared-memory address given as a 32-bit shared-window offset */
-__device__ __forceinline__ void cp16s(uint32_t sa, const void *src)
+[[maybe_unused]] __device__ __forceinline__ void cp16s(uint32_t sa, const void *src)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
 }
@@ -556,6 +562,34 @@ __device__ __forceinline__ void warp_copy_l(uint32_t sa, const uint8_t *src, int
     for (int o = 0; o < BYTES; o += 512)
         if (o + 512 <= BYTES || 16 * lane < BYTES - o)
             cp16s(sa + o, src + o);
+}
+#endif
+
+#if VQ_MMA_BULK
+/* mbarrier and bulk-copy primitives (shared addresses as 32-bit offsets) */
+__device__ __forceinline__ void mbar_init(uint32_t bar)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t phase)
+{
+    asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT_%=;\n}\n" ::"r"(bar),
+                 "r"(phase)
+                 : "memory");
 }
 #endif
 
@@ -591,6 +625,11 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     constexpr bool SPLIT_K = KIVI_K && G <= 4 && VQ_MMA_SPLIT;
     constexpr bool SPLIT_V = (KIVI_V || Q8_V) && G <= 4 && VQ_MMA_SPLIT;
     constexpr bool SPLIT_MT = SPLIT_V && KIVI_V; /* kivi minima sums split too */
+    /* kivi key minima: sum_c q_c m_c per block by one mma per k-step pair
+     * (SPLIT_K; see the score step); q scaled by 2^KMIN_EXP (exact) so
+     * that its lo half stays a normal fp16 number */
+    constexpr bool KMIN = SPLIT_K && VQ_MMA_KMINMMA && VQ_MMA_HFOLD;
+    constexpr int KMIN_EXP = 8;
     /* kivi2 values at D = 128 by ldmatrix, lanes' columns split between
      * two groups (see the value step); needs the staged values (16-byte
      * aligned 48-byte rows) */
@@ -601,6 +640,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (kivi keys, HFOLD: hi/lo of q * 2^(24-e-EXPO)) */
     __shared__ __align__(16) float4 qlane[KS][32];   /* kivi keys: q * 2^(24-e-EXPO) per lane */
     __shared__ __align__(16) float4 qraw[KS][32];    /* kivi keys: q per lane */
+    __shared__ __align__(16) uint4 qu[KS][32];       /* KMIN: hi/lo of q * 2^KMIN_EXP per lane (A operand) */
     __shared__ float red[NW][G][D];
     __shared__ float wml[NW][G][2];
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
@@ -653,6 +693,10 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 split2(x[0] * f, x[1] * f, a.x, a.y);
                 split2(x[2] * f, x[3] * f, a.z, a.w);
                 afr[0][i][lane] = a;
+                constexpr float fu = (float)(1 << KMIN_EXP);
+                split2(x[0] * fu, x[1] * fu, a.x, a.y);
+                split2(x[2] * fu, x[3] * fu, a.z, a.w);
+                qu[i][lane] = a;
             }
         }
 #pragma unroll
@@ -715,7 +759,43 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SB;
     const int lgk = KIVI_K ? __ffs(p.kf.group) - 1 : 0;
     /* issue the copies of the warp tile at in-page offset i0 of page pg into stage st */
-#if VQ_MMA_LEANSTAGE
+#if VQ_MMA_BULK
+    /* one lane copies the tile's key (and value) bytes with 1-3 bulk copies
+     * that complete on the stage's mbarrier (transaction bytes) */
+    __shared__ __align__(8) uint64_t mbar[NW][2];
+    const uint32_t wst_b = (uint32_t)__cvta_generic_to_shared(wstage);
+    const uint32_t mbar_s = (uint32_t)__cvta_generic_to_shared(&mbar[warp][0]);
+    if constexpr (STG) {
+        if (lane == 0) {
+            mbar_init(mbar_s);
+            mbar_init(mbar_s + 8);
+            mbar_init_fence();
+        }
+        __syncwarp();
+    }
+    auto stage_in = [&](int i0, int32_t pg, int st) {
+        if (lane != 0)
+            return;
+        const uint32_t sa = wst_b + st * SB, bar = mbar_s + 8 * st;
+        mbar_expect_tx(bar, SB);
+        const uint8_t *kpg = p.kp + (size_t)(uint32_t)pg * p.kpb;
+        if constexpr (KIVI_K) {
+            const uint8_t *blk = kpg + (uint32_t)(i0 >> lgk) * (uint32_t)p.kf.block_bytes;
+            const uint32_t coff = (uint32_t)(i0 & (p.kf.group - 1)) * (KB * D / 8);
+            if (coff == 0) { /* the header and the tile's code rows are contiguous */
+                bulk_g2s(sa, blk, KSB, bar);
+            } else {
+                bulk_g2s(sa, blk, 4 * D, bar);
+                bulk_g2s(sa + 4 * D, blk + 4 * D + coff, KSB - 4 * D, bar);
+            }
+        } else {
+            bulk_g2s(sa, kpg + (uint32_t)i0 * (uint32_t)p.kf.block_bytes, KSB, bar);
+        }
+        if constexpr (STG_V)
+            bulk_g2s(sa + KSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (uint32_t)i0 * (uint32_t)p.vf.block_bytes, VSB, bar);
+    };
+    uint32_t phs = 0; /* bit st: the parity the next wait on stage st expects */
+#elif VQ_MMA_LEANSTAGE
     /* the stage's shared address with the lane's 16 bytes added, computed
      * once; sources: one 64-bit page base per pool plus 32-bit in-page
      * offsets, the copies at constant offsets from there */
@@ -778,18 +858,22 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             q.pi++;
         }
     };
-    PagePos cur = {(s0 + warp * WTOK) / P, (s0 + warp * WTOK) % P}, nxt = cur;
+    /* pi: the index into the whole page table (a 32-bit register that the
+     * loop advances, rather than a row pointer rebuilt from the block index) */
+    const int32_t *const ptab = p.page_table;
+    const int pt0 = (b * p.n_kv + kvh) * p.max_pages;
+    PagePos cur = {pt0 + (s0 + warp * WTOK) / P, (s0 + warp * WTOK) % P}, nxt = cur;
     int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
     if constexpr (STG) {
         const int tf = s0 + warp * WTOK;
         if (tf < s1) {
-            pg_cur = pt[cur.pi];
+            pg_cur = ptab[cur.pi];
             stage_in(cur.off, pg_cur, 0);
         }
         cp_commit();
         advance(nxt);
         if (tf + NW * WTOK < s1)
-            pg_next = pt[nxt.pi];
+            pg_next = ptab[nxt.pi];
     }
     /* staged rows: fixed strides; a partial last tile gets its missing rows
      * filled with copies of its last token's row (stage_fill), so rows are
@@ -821,9 +905,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             cur = nxt;
             advance(nxt);
             if (tn + NW * WTOK < s1)
-                pg_next = pt[nxt.pi];
+                pg_next = ptab[nxt.pi];
+#if VQ_MMA_BULK
+            mbar_wait(mbar_s + 8 * stg, (phs >> stg) & 1);
+            phs ^= 1u << stg;
+#else
             cp_wait1();
             __syncwarp();
+#endif
             if (s1 - t0 < WTOK) { /* partial tile: fill its missing rows */
                 stage_fill((uint8_t *)k0, KROW, s1 - t0);
                 if constexpr (STG_V)
@@ -831,7 +920,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 __syncwarp();
             }
         } else {
-            const int32_t pg = pt[cur.pi];
+            const int32_t pg = ptab[cur.pi];
             const int in0 = cur.off;
             advance(cur);
             const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
@@ -881,16 +970,18 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             const int hb = g >> 2;
             const __half *scp = (const __half *)(kh + t * (D / 2)) + hb * KDELTA;
             const __half *mnp = scp + D; /* the minima follow the D scales */
+            float cmin[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int ip = 0; ip < KS / 4; ip++) {
                 float2 sc2[4], mn2[4];
-                uint32_t sw2[4];
+                uint32_t sw2[4], mw2[4];
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     const int c = key_chan<KM, D>(2 * ip, j);
                     sw2[j] = *(const uint32_t *)(scp + c);
                     sc2[j] = __half22float2(*(const __half2 *)&sw2[j]);
-                    mn2[j] = __half22float2(*(const __half2 *)(mnp + c));
+                    mw2[j] = *(const uint32_t *)(mnp + c);
+                    mn2[j] = __half22float2(*(const __half2 *)&mw2[j]);
                 }
 #pragma unroll
                 for (int ii = 0; ii < 2; ii++) {
@@ -911,10 +1002,20 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         split2(ql.x * s0_, ql.y * s1_, a.x, a.y);
                         split2(ql.z * s2_, ql.w * s3_, a.z, a.w);
                     }
-                    base = fmaf(qr.x, ii ? mn2[0].y : mn2[0].x, base);
-                    base = fmaf(qr.y, ii ? mn2[1].y : mn2[1].x, base);
-                    base = fmaf(qr.z, ii ? mn2[2].y : mn2[2].x, base);
-                    base = fmaf(qr.w, ii ? mn2[3].y : mn2[3].x, base);
+                    if constexpr (KMIN) {
+                        /* A: q (hi/lo rows) of the lane's k-step; B: the minima of
+                         * the k-step's channels in every column (lanes g < 4 the
+                         * first half's k-step i, lanes g >= 4 the second half's):
+                         * rows 0..7 x columns 0..3 and rows 4..7 x columns 4..7
+                         * are head (g & 3)'s sums, the rest junk */
+                        const uint32_t sel = ii ? 0x7632u : 0x5410u;
+                        mma16816(cmin, qu[i][lane], __byte_perm(mw2[0], mw2[1], sel), __byte_perm(mw2[2], mw2[3], sel));
+                    } else {
+                        base = fmaf(qr.x, ii ? mn2[0].y : mn2[0].x, base);
+                        base = fmaf(qr.y, ii ? mn2[1].y : mn2[1].x, base);
+                        base = fmaf(qr.z, ii ? mn2[2].y : mn2[2].x, base);
+                        base = fmaf(qr.w, ii ? mn2[3].y : mn2[3].x, base);
+                    }
                     ao.x = __shfl_xor_sync(FULL, a.x, 16);
                     ao.y = __shfl_xor_sync(FULL, a.y, 16);
                     ao.z = __shfl_xor_sync(FULL, a.z, 16);
@@ -932,9 +1033,17 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     }
                 }
             }
-            base += __shfl_xor_sync(FULL, base, 1);
-            base += __shfl_xor_sync(FULL, base, 2);
-            base += __shfl_xor_sync(FULL, base, 16);
+            if constexpr (KMIN) {
+                /* head h: lane (h, 0) rows h, h + 8 column 0 (first half) plus
+                 * lane (h + 4, 2) rows h + 4, h + 12 column 4 (second half) */
+                float x = cmin[0] + cmin[2];
+                x += __shfl_xor_sync(FULL, x, 18);
+                base = __shfl_sync(FULL, x, 4 * (g & 3)) * (1.0f / (float)(1 << KMIN_EXP));
+            } else {
+                base += __shfl_xor_sync(FULL, base, 1);
+                base += __shfl_xor_sync(FULL, base, 2);
+                base += __shfl_xor_sync(FULL, base, 16);
+            }
             base = g >= 4 ? 0.0f : base;
         } else if constexpr (KIVI_K) {
             /* the block's per-channel scale folds into Q', its minimum into
@@ -1372,7 +1481,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                      * token's minimum of group n & 3 (exact fp16): lane (g, t)
                      * gives column g, tokens 2t, 2t + 1 (b0) and 2t + 8, 2t + 9 (b1) */
                     const uint32_t msel = g & 1 ? 0x7632u : 0x5410u;
-                    const int moff = 4 * NG + 4 * ((g >> 1) & 1); /* the word of minimum g & 3 */
+                    const int moff = 2 * NG + 4 * ((g >> 1) & 1); /* the word of minimum g & 3 (the minima follow the NG scales) */
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++) {
                         uint32_t mw[4];
