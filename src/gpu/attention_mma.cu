@@ -45,6 +45,7 @@
  * below). */
 #include <cuda_fp16.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "attn_common.cuh"
 #include "formats.cuh"
@@ -88,6 +89,9 @@ namespace {
 #endif
 #ifndef VQ_MMA_BULK /* 1: the staging by bulk copies (cp.async.bulk, one lane, an mbarrier per stage) instead of 16-byte cp.async per lane */
 #define VQ_MMA_BULK 0
+#endif
+#ifndef VQ_MMA_SUB2 /* 0: warp tiles of 32 tokens only (1: 64 tokens per iteration, two sub-tiles, where the stage fits) */
+#define VQ_MMA_SUB2 1
 #endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
@@ -529,11 +533,25 @@ __host__ __device__ constexpr bool stage16()
 template <int D>
 __host__ __device__ constexpr int fp16_stage_row() { return 2 * D + 64; }
 
-template <int KM, int VM, int D>
+template <int KM, int VM, int D, int SUB = 1>
 __host__ __device__ constexpr int stage_smem_bytes()
 {
     return stage16<KM, D>() ? NW * WTOK * fp16_stage_row<D>()
-         : staged_k<KM, VM, D>() ? NW * 2 * stage_bytes<KM, VM, D>() : 0;
+         : staged_k<KM, VM, D>() ? NW * 2 * SUB * stage_bytes<KM, VM, D>() : 0;
+}
+
+/* 64-token warp iterations (two sub-tiles of 32 sharing the loop's page,
+ * staging and address work) where keys and values are staged and both
+ * sub-tiles fit one stage; the launch takes them when page_tokens % 64 == 0
+ * (chunks start at multiples of 64, so such a tile never crosses a page) */
+template <int KM, int VM, int D>
+__host__ __device__ constexpr bool sub2_ok()
+{
+#if VQ_MMA_SUB2 && VQ_MMA_LEANSTAGE && !VQ_MMA_BULK && !defined(VQ_MMA_STAGE16)
+    return staged_v<KM, VM, D>() && 2 * stage_bytes<KM, VM, D>() <= STAGE_MAX;
+#else
+    return false;
+#endif
 }
 
 __device__ __forceinline__ void cp16(void *dst, const void *src)
@@ -604,9 +622,11 @@ __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int 
 
 /* ---- the kernel ------------------------------------------------------------ */
 
-template <int D, int G, int KM, int VM>
+template <int D, int G, int KM, int VM, int SUB>
 __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __grid_constant__ AttnParams p)
 {
+    static_assert(SUB == 1 || sub2_ok<KM, VM, D>(), "64-token iterations need staged keys and values");
+    constexpr int TT = SUB * WTOK; /* tokens per warp iteration */
     constexpr int KS = D / 16; /* k-steps of Q K^T */
     constexpr int NT = D / 8;  /* n-tiles of P V */
     constexpr int PL = key_planes<KM>();
@@ -751,12 +771,11 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
      * accumulator: lane (g, t) holds head g (rows g, g + 8) x groups 2t, 2t + 1 */
     float mmn[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
-    const int32_t *pt = p.page_table + ((size_t)b * p.n_kv + kvh) * p.max_pages;
     const int P = p.page_tokens;
     constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
     constexpr int KSB = key_stage_bytes<KM, D>(), VSB = val_stage_bytes<VM, D>(), SB = stage_bytes<KM, VM, D>();
     extern __shared__ __align__(16) uint8_t stage_mem[];
-    uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SB;
+    uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SUB * SB;
     const int lgk = KIVI_K ? __ffs(p.kf.group) - 1 : 0;
     /* issue the copies of the warp tile at in-page offset i0 of page pg into stage st */
 #if VQ_MMA_BULK
@@ -799,19 +818,29 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     /* the stage's shared address with the lane's 16 bytes added, computed
      * once; sources: one 64-bit page base per pool plus 32-bit in-page
      * offsets, the copies at constant offsets from there */
+    /* a stage holds SUB sub-tiles: keys of sub-tile h at h * KSB, values
+     * at SUB * KSB + h * VSB */
     const uint32_t wst_s = (uint32_t)__cvta_generic_to_shared(wstage) + 16 * lane;
     auto stage_in = [&](int i0, int32_t pg, int st) {
-        const uint32_t sa = wst_s + st * SB;
+        const uint32_t sa = wst_s + st * (SUB * SB);
         const uint8_t *kpg = p.kp + (size_t)(uint32_t)pg * p.kpb + 16 * lane;
         if constexpr (KIVI_K) {
-            const uint8_t *blk = kpg + (uint32_t)(i0 >> lgk) * (uint32_t)p.kf.block_bytes;
-            warp_copy_l<4 * D>(sa, blk, lane);
-            warp_copy_l<KSB - 4 * D>(sa + 4 * D, blk + (4 * D + (uint32_t)(i0 & (p.kf.group - 1)) * (KB * D / 8)), lane);
+            if (SUB > 1 && p.kf.group == WTOK) { /* SUB whole blocks, back to back */
+                warp_copy_l<SUB * KSB>(sa, kpg + (uint32_t)(i0 >> lgk) * (uint32_t)p.kf.block_bytes, lane);
+            } else {
+#pragma unroll
+                for (int h = 0; h < SUB; h++) {
+                    const int i = i0 + h * WTOK;
+                    const uint8_t *blk = kpg + (uint32_t)(i >> lgk) * (uint32_t)p.kf.block_bytes;
+                    warp_copy_l<4 * D>(sa + h * KSB, blk, lane);
+                    warp_copy_l<KSB - 4 * D>(sa + h * KSB + 4 * D, blk + (4 * D + (uint32_t)(i & (p.kf.group - 1)) * (KB * D / 8)), lane);
+                }
+            }
         } else {
-            warp_copy_l<KSB>(sa, kpg + (uint32_t)i0 * (uint32_t)p.kf.block_bytes, lane);
+            warp_copy_l<SUB * KSB>(sa, kpg + (uint32_t)i0 * (uint32_t)p.kf.block_bytes, lane);
         }
         if constexpr (STG_V)
-            warp_copy_l<VSB>(sa + KSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (16 * lane + (uint32_t)i0 * (uint32_t)p.vf.block_bytes), lane);
+            warp_copy_l<SUB * VSB>(sa + SUB * KSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (16 * lane + (uint32_t)i0 * (uint32_t)p.vf.block_bytes), lane);
     };
 #else
     auto stage_in = [&](int i0, int32_t pg, int st) {
@@ -842,7 +871,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     if constexpr (STG16) {
         const int tf = s0 + warp * WTOK;
         if (tf < s1)
-            stage16_in(tf, pt[tf / P]);
+            stage16_in(tf, p.page_table[(b * p.n_kv + kvh) * p.max_pages + tf / P]);
         cp_commit();
     }
     /* page-table index and in-page offset of the current tile's first
@@ -852,7 +881,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         int pi, off;
     };
     auto advance = [&](PagePos &q) {
-        q.off += NW * WTOK;
+        q.off += NW * TT;
         while (q.off >= P) {
             q.off -= P;
             q.pi++;
@@ -862,17 +891,17 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
      * loop advances, rather than a row pointer rebuilt from the block index) */
     const int32_t *const ptab = p.page_table;
     const int pt0 = (b * p.n_kv + kvh) * p.max_pages;
-    PagePos cur = {pt0 + (s0 + warp * WTOK) / P, (s0 + warp * WTOK) % P}, nxt = cur;
+    PagePos cur = {pt0 + (s0 + warp * TT) / P, (s0 + warp * TT) % P}, nxt = cur;
     int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
     if constexpr (STG) {
-        const int tf = s0 + warp * WTOK;
+        const int tf = s0 + warp * TT;
         if (tf < s1) {
             pg_cur = ptab[cur.pi];
             stage_in(cur.off, pg_cur, 0);
         }
         cp_commit();
         advance(nxt);
-        if (tf + NW * WTOK < s1)
+        if (tf + NW * TT < s1)
             pg_next = ptab[nxt.pi];
     }
     /* staged rows: fixed strides; a partial last tile gets its missing rows
@@ -887,24 +916,25 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     };
 
     int stg = 0;
-    for (int t0 = s0 + warp * WTOK; t0 < s1; t0 += NW * WTOK, stg ^= 1) {
-        /* k0: token t0's key row (kivi: kh the block's scale/min header, k0
-         * token t0's code row), v0: its value row; token t0 + i at + i rows */
-        const uint8_t *k0, *kh = nullptr, *v0;
+    for (int tb = s0 + warp * TT; tb < s1; tb += NW * TT, stg ^= 1) {
+        /* k0b: token tb's key row (kivi: khb the block's scale/min header,
+         * k0b token tb's code row), v0b: its value row; token tb + i at + i
+         * rows (SUB = 2: the second sub-tile's keys at + KSB, values + VSB) */
+        const uint8_t *k0b, *khb = nullptr, *v0b;
         if constexpr (STG) {
-            const int tn = t0 + NW * WTOK;
+            const int tn = tb + NW * TT;
             __syncwarp(); /* every lane is done with the stage refilled below */
             if (tn < s1)
                 stage_in(nxt.off, pg_next, stg ^ 1);
             cp_commit();
-            uint8_t *kd = wstage + stg * SB;
-            kh = kd;
-            k0 = KIVI_K ? kd + 4 * D : kd;
-            v0 = STG_V ? kd + KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)cur.off * p.vf.block_bytes;
+            uint8_t *kd = wstage + stg * (SUB * SB);
+            khb = kd;
+            k0b = KIVI_K ? kd + 4 * D : kd;
+            v0b = STG_V ? kd + SUB * KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)cur.off * p.vf.block_bytes;
             pg_cur = pg_next;
             cur = nxt;
             advance(nxt);
-            if (tn + NW * WTOK < s1)
+            if (tn + NW * TT < s1)
                 pg_next = ptab[nxt.pi];
 #if VQ_MMA_BULK
             mbar_wait(mbar_s + 8 * stg, (phs >> stg) & 1);
@@ -913,10 +943,16 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             cp_wait1();
             __syncwarp();
 #endif
-            if (s1 - t0 < WTOK) { /* partial tile: fill its missing rows */
-                stage_fill((uint8_t *)k0, KROW, s1 - t0);
-                if constexpr (STG_V)
-                    stage_fill((uint8_t *)v0, VROW, s1 - t0);
+            if (s1 - tb < TT) { /* partial tile: fill its missing rows */
+#pragma unroll
+                for (int h = 0; h < SUB; h++) {
+                    const int nvh = s1 - tb - h * WTOK;
+                    if (nvh > 0 && nvh < WTOK) {
+                        stage_fill((uint8_t *)k0b + h * KSB, KROW, nvh);
+                        if constexpr (STG_V)
+                            stage_fill((uint8_t *)v0b + h * VSB, VROW, nvh);
+                    }
+                }
                 __syncwarp();
             }
         } else {
@@ -925,18 +961,24 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             advance(cur);
             const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
             if constexpr (KIVI_K) {
-                kh = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
-                k0 = kh + 4 * D + (size_t)(in0 & (p.kf.group - 1)) * (KB * D / 8);
+                khb = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
+                k0b = khb + 4 * D + (size_t)(in0 & (p.kf.group - 1)) * (KB * D / 8);
             } else {
-                k0 = kpage + (size_t)in0 * p.kf.block_bytes;
+                k0b = kpage + (size_t)in0 * p.kf.block_bytes;
             }
-            v0 = p.vp + (size_t)pg * p.vpb + (size_t)in0 * p.vf.block_bytes;
+            v0b = p.vp + (size_t)pg * p.vpb + (size_t)in0 * p.vf.block_bytes;
             if constexpr (STG16) {
-                k0 = stage_mem + (size_t)warp * WTOK * KROW16;
+                k0b = stage_mem + (size_t)warp * WTOK * KROW16;
                 cp_wait0();
                 __syncwarp();
             }
         }
+#pragma unroll 1
+        for (int h = 0; h < SUB; h++) {
+        const int t0 = tb + h * WTOK;
+        if (SUB > 1 && t0 >= s1)
+            break;
+        const uint8_t *const kh = khb + h * KSB, *const k0 = k0b + h * KSB, *const v0 = v0b + h * VSB;
 
         /* ---- scores ---- */
         float c[4][4];
@@ -955,7 +997,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             const int tn = t0 + NW * WTOK;
             __syncwarp();
             if (tn < s1)
-                stage16_in(tn, pt[tn / P]);
+                stage16_in(tn, p.page_table[(b * p.n_kv + kvh) * p.max_pages + tn / P]);
             cp_commit();
         }
         float base = 0.0f;
@@ -1630,6 +1672,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 }
             }
         }
+        } /* sub-tiles */
     }
 
     /* ---- this warp's (m, l, acc) per head, then the CTA's ---- */
@@ -1697,13 +1740,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 
 /* the dynamic shared memory limit of this instantiation raised to what it
  * uses (once; idempotent: a race only repeats it) */
-template <int D, int G, int KM, int VM>
+template <int D, int G, int KM, int VM, int SUB>
 cudaError_t set_smem_attr()
 {
-    constexpr int smem = stage_smem_bytes<KM, VM, D>();
+    constexpr int smem = stage_smem_bytes<KM, VM, D, SUB>();
     static bool attr_set = false;
     if (smem > 0 && !attr_set) {
-        cudaError_t e = cudaFuncSetAttribute(attn_mma<D, G, KM, VM>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        cudaError_t e = cudaFuncSetAttribute(attn_mma<D, G, KM, VM, SUB>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         attr_set = true;
@@ -1711,14 +1754,14 @@ cudaError_t set_smem_attr()
     return cudaSuccess;
 }
 
-template <int D, int G, int KM, int VM>
-int ctas_per_sm()
+template <int D, int G, int KM, int VM, int SUB>
+int ctas_per_sm_sub()
 {
     static int n = 0; /* once per instantiation */
     if (!n) {
         int r = 0;
-        if (set_smem_attr<D, G, KM, VM>() != cudaSuccess ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, attn_mma<D, G, KM, VM>, NW * 32, stage_smem_bytes<KM, VM, D>()) != cudaSuccess ||
+        if (set_smem_attr<D, G, KM, VM, SUB>() != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, attn_mma<D, G, KM, VM, SUB>, NW * 32, stage_smem_bytes<KM, VM, D, SUB>()) != cudaSuccess ||
             r < 1)
             r = 3;
         n = r < VQ_MMA_MAX_CTAS ? r : VQ_MMA_MAX_CTAS;
@@ -1726,16 +1769,40 @@ int ctas_per_sm()
     return n;
 }
 
+/* the occupancy the split choice assumes: the smaller of the two
+ * iteration shapes' (the launch picks one by page_tokens) */
 template <int D, int G, int KM, int VM>
-cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+int ctas_per_sm()
 {
-    constexpr int smem = stage_smem_bytes<KM, VM, D>();
-    const cudaError_t e = set_smem_attr<D, G, KM, VM>();
+    const int a = ctas_per_sm_sub<D, G, KM, VM, 1>();
+    if constexpr (sub2_ok<KM, VM, D>()) {
+        const int b = ctas_per_sm_sub<D, G, KM, VM, 2>();
+        return b < a ? b : a;
+    }
+    return a;
+}
+
+template <int D, int G, int KM, int VM, int SUB>
+cudaError_t launch_mma_sub(const AttnParams &p, int batch, cudaStream_t s)
+{
+    constexpr int smem = stage_smem_bytes<KM, VM, D, SUB>();
+    const cudaError_t e = set_smem_attr<D, G, KM, VM, SUB>();
     if (e != cudaSuccess)
         return e;
     dim3 grid(p.splits, p.n_kv, batch);
-    attn_mma<D, G, KM, VM><<<grid, NW * 32, smem, s>>>(p);
+    attn_mma<D, G, KM, VM, SUB><<<grid, NW * 32, smem, s>>>(p);
     return cudaGetLastError();
+}
+
+template <int D, int G, int KM, int VM>
+cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+{
+    if constexpr (sub2_ok<KM, VM, D>()) {
+        const char *e = getenv("VQ_CUDA_NO_SUB2"); /* 1: the 32-token iterations (the test checks both) */
+        if (p.page_tokens % (2 * WTOK) == 0 && p.chunk % (2 * WTOK) == 0 && !(e && atoi(e) == 1))
+            return launch_mma_sub<D, G, KM, VM, 2>(p, batch, s);
+    }
+    return launch_mma_sub<D, G, KM, VM, 1>(p, batch, s);
 }
 
 #define VQ_MMA_PAIRS(X) \
