@@ -45,6 +45,7 @@
  * below). */
 #include <cuda_fp16.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "attn_common.cuh"
 #include "formats.cuh"
@@ -73,6 +74,27 @@ namespace {
 #endif
 #ifndef VQ_MMA_VBYTE /* 0: kivi value columns spread over the bytes (the older layout, for comparisons) */
 #define VQ_MMA_VBYTE 1
+#endif
+#ifndef VQ_MMA_HFOLD /* 0: the kivi folds (q * s, P * s) in float32 with a hi/lo split per product (for comparisons) */
+#define VQ_MMA_HFOLD 1
+#endif
+#ifndef VQ_MMA_MINMMA /* 0: kivi2 value minima sums (VLDSM) by float FMAs instead of one mma per k-tile */
+#define VQ_MMA_MINMMA 1
+#endif
+#ifndef VQ_MMA_LEANSTAGE /* 0: the staging copies' addresses in 64-bit arithmetic per copy (for comparisons) */
+#define VQ_MMA_LEANSTAGE 1
+#endif
+#ifndef VQ_MMA_KMINMMA /* 0: kivi key minima (sum_c q_c m_c per block) by float FMAs instead of mma (SPLIT_K) */
+#define VQ_MMA_KMINMMA 1
+#endif
+#ifndef VQ_MMA_BULK /* 1: the staging by bulk copies (cp.async.bulk, one lane, an mbarrier per stage) instead of 16-byte cp.async per lane */
+#define VQ_MMA_BULK 0
+#endif
+#ifndef VQ_MMA_SUB2 /* 0: warp tiles of 32 tokens only (1: 64 tokens per iteration, two sub-tiles, where the stage fits) */
+#define VQ_MMA_SUB2 1
+#endif
+#ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
+#define VQ_MMA_VLDSM 1
 #endif
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
@@ -109,6 +131,20 @@ __device__ __forceinline__ void split2(float x0, float x1, uint32_t &hi, uint32_
     const float2 f = __half22float2(h);
     hi = h2u(h);
     lo = h2u(__floats2half2_rn(x0 - f.x, x1 - f.y));
+}
+
+/* (hi, lo) of (xh + xl) * y in fp16 pairs, xh + xl a hi/lo split of x:
+ * hi = fp16(xh * y), its rounding error xh * y - hi exactly (one FMA),
+ * lo = fp16(xl * y + that error); hi + lo is x * y within about 2^-21
+ * relative (a float32 product split afterwards: 2^-22) */
+__device__ __forceinline__ void hfold(uint32_t xh, uint32_t xl, uint32_t y, uint32_t &hi, uint32_t &lo)
+{
+    const __half2 a = *(const __half2 *)&xh, b = *(const __half2 *)&xl, c = *(const __half2 *)&y;
+    const __half2 h = __hmul2(a, c);
+    const __half2 e = __hfma2(a, c, __hneg2(h));
+    const __half2 l = __hfma2(b, c, e);
+    hi = h2u(h);
+    lo = h2u(l);
 }
 
 /* the codes selected by mask in both 16-bit halves of x, as exact normal
@@ -165,6 +201,18 @@ __device__ __forceinline__ uint32_t u4_h2(uint32_t y)
 }
 
 __device__ __forceinline__ uint32_t ld32u(const uint8_t *p) { return *(const uint32_t *)p; }
+
+/* ldmatrix .x4 .trans: lane i gives the 16-byte row address of row i % 8
+ * of matrix i / 8; lane (g, t) gets, per matrix j, the 16-bit word g of
+ * rows 2t (low half) and 2t + 1 (high half) in r[j] */
+__device__ __forceinline__ void ldsm4t(const void *row, uint32_t (&r)[4])
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a)
+                 : "memory");
+}
 
 /* ---- key formats ------------------------------------------------------------
  * Lane (g, t) holds, per k-step s, the B fragment b0 = channels (j = 0, 1),
@@ -485,11 +533,25 @@ __host__ __device__ constexpr bool stage16()
 template <int D>
 __host__ __device__ constexpr int fp16_stage_row() { return 2 * D + 64; }
 
-template <int KM, int VM, int D>
+template <int KM, int VM, int D, int SUB = 1>
 __host__ __device__ constexpr int stage_smem_bytes()
 {
     return stage16<KM, D>() ? NW * WTOK * fp16_stage_row<D>()
-         : staged_k<KM, VM, D>() ? NW * 2 * stage_bytes<KM, VM, D>() : 0;
+         : staged_k<KM, VM, D>() ? NW * 2 * SUB * stage_bytes<KM, VM, D>() : 0;
+}
+
+/* 64-token warp iterations (two sub-tiles of 32 sharing the loop's page,
+ * staging and address work) where keys and values are staged and both
+ * sub-tiles fit one stage; the launch takes them when page_tokens % 64 == 0
+ * (chunks start at multiples of 64, so such a tile never crosses a page) */
+template <int KM, int VM, int D>
+__host__ __device__ constexpr bool sub2_ok()
+{
+#if VQ_MMA_SUB2 && VQ_MMA_LEANSTAGE && !VQ_MMA_BULK && !defined(VQ_MMA_STAGE16)
+    return staged_v<KM, VM, D>() && 2 * stage_bytes<KM, VM, D>() <= STAGE_MAX;
+#else
+    return false;
+#endif
 }
 
 __device__ __forceinline__ void cp16(void *dst, const void *src)
@@ -498,8 +560,56 @@ __device__ __forceinline__ void cp16(void *dst, const void *src)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+[[maybe_unused]] __device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+#if VQ_MMA_LEANSTAGE
+/* cp16 to a shared-memory address given as a 32-bit shared-window offset */
+[[maybe_unused]] __device__ __forceinline__ void cp16s(uint32_t sa, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+}
+
+/* the warp copies BYTES (a multiple of 16) from src to the shared address
+ * sa, both already advanced by 16 * lane (so the copies are at constant
+ * offsets) */
+template <int BYTES>
+__device__ __forceinline__ void warp_copy_l(uint32_t sa, const uint8_t *src, int lane)
+{
+#pragma unroll
+    for (int o = 0; o < BYTES; o += 512)
+        if (o + 512 <= BYTES || 16 * lane < BYTES - o)
+            cp16s(sa + o, src + o);
+}
+#endif
+
+#if VQ_MMA_BULK
+/* mbarrier and bulk-copy primitives (shared addresses as 32-bit offsets) */
+__device__ __forceinline__ void mbar_init(uint32_t bar)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t phase)
+{
+    asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT_%=;\n}\n" ::"r"(bar),
+                 "r"(phase)
+                 : "memory");
+}
+#endif
 
 /* the warp copies BYTES (a multiple of 16) from src to dst */
 template <int BYTES>
@@ -512,9 +622,11 @@ __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int 
 
 /* ---- the kernel ------------------------------------------------------------ */
 
-template <int D, int G, int KM, int VM>
+template <int D, int G, int KM, int VM, int SUB>
 __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __grid_constant__ AttnParams p)
 {
+    static_assert(SUB == 1 || sub2_ok<KM, VM, D>(), "64-token iterations need staged keys and values");
+    constexpr int TT = SUB * WTOK; /* tokens per warp iteration */
     constexpr int KS = D / 16; /* k-steps of Q K^T */
     constexpr int NT = D / 8;  /* n-tiles of P V */
     constexpr int PL = key_planes<KM>();
@@ -533,11 +645,22 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     constexpr bool SPLIT_K = KIVI_K && G <= 4 && VQ_MMA_SPLIT;
     constexpr bool SPLIT_V = (KIVI_V || Q8_V) && G <= 4 && VQ_MMA_SPLIT;
     constexpr bool SPLIT_MT = SPLIT_V && KIVI_V; /* kivi minima sums split too */
+    /* kivi key minima: sum_c q_c m_c per block by one mma per k-step pair
+     * (SPLIT_K; see the score step); q scaled by 2^KMIN_EXP (exact) so
+     * that its lo half stays a normal fp16 number */
+    constexpr bool KMIN = SPLIT_K && VQ_MMA_KMINMMA && VQ_MMA_HFOLD;
+    constexpr int KMIN_EXP = 8;
+    /* kivi2 values at D = 128 by ldmatrix, lanes' columns split between
+     * two groups (see the value step); needs the staged values (16-byte
+     * aligned 48-byte rows) */
+    constexpr bool VLDSM = VQ_MMA_VLDSM && VQ_MMA_VBYTE && SPLIT_V && VM == FMT_KIVI2 && D == 128 && staged_v<KM, VM, D>();
+    constexpr bool MINMMA = VLDSM && VQ_MMA_HFOLD && VQ_MMA_MINMMA;
 
     __shared__ float qs[G][D];
-    __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (not kivi keys) */
+    __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (kivi keys, HFOLD: hi/lo of q * 2^(24-e-EXPO)) */
     __shared__ __align__(16) float4 qlane[KS][32];   /* kivi keys: q * 2^(24-e-EXPO) per lane */
     __shared__ __align__(16) float4 qraw[KS][32];    /* kivi keys: q per lane */
+    __shared__ __align__(16) uint4 qu[KS][32];       /* KMIN: hi/lo of q * 2^KMIN_EXP per lane (A operand) */
     __shared__ float red[NW][G][D];
     __shared__ float wml[NW][G][2];
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
@@ -586,6 +709,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 const float f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(hs0 + i)) << 23);
                 qraw[i][lane] = make_float4(x[0], x[1], x[2], x[3]);
                 qlane[i][lane] = make_float4(x[0] * f, x[1] * f, x[2] * f, x[3] * f);
+                uint4 a; /* HFOLD: (hi, lo) of q * f for channels j = 0, 1 and 2, 3 */
+                split2(x[0] * f, x[1] * f, a.x, a.y);
+                split2(x[2] * f, x[3] * f, a.z, a.w);
+                afr[0][i][lane] = a;
+                constexpr float fu = (float)(1 << KMIN_EXP);
+                split2(x[0] * fu, x[1] * fu, a.x, a.y);
+                split2(x[2] * fu, x[3] * fu, a.z, a.w);
+                qu[i][lane] = a;
             }
         }
 #pragma unroll
@@ -636,15 +767,82 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     for (int i = 0; i < NMT; i++)
         mt[i] = 0.0f;
     float m_run = -INFINITY, l_run = 0.0f;
+    /* MINMMA: sum over tokens of P * (value minimum of group n) as an mma
+     * accumulator: lane (g, t) holds head g (rows g, g + 8) x groups 2t, 2t + 1 */
+    float mmn[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
-    const int32_t *pt = p.page_table + ((size_t)b * p.n_kv + kvh) * p.max_pages;
     const int P = p.page_tokens;
     constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
     constexpr int KSB = key_stage_bytes<KM, D>(), VSB = val_stage_bytes<VM, D>(), SB = stage_bytes<KM, VM, D>();
     extern __shared__ __align__(16) uint8_t stage_mem[];
-    uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SB;
+    uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SUB * SB;
     const int lgk = KIVI_K ? __ffs(p.kf.group) - 1 : 0;
     /* issue the copies of the warp tile at in-page offset i0 of page pg into stage st */
+#if VQ_MMA_BULK
+    /* one lane copies the tile's key (and value) bytes with 1-3 bulk copies
+     * that complete on the stage's mbarrier (transaction bytes) */
+    __shared__ __align__(8) uint64_t mbar[NW][2];
+    const uint32_t wst_b = (uint32_t)__cvta_generic_to_shared(wstage);
+    const uint32_t mbar_s = (uint32_t)__cvta_generic_to_shared(&mbar[warp][0]);
+    if constexpr (STG) {
+        if (lane == 0) {
+            mbar_init(mbar_s);
+            mbar_init(mbar_s + 8);
+            mbar_init_fence();
+        }
+        __syncwarp();
+    }
+    auto stage_in = [&](int i0, int32_t pg, int st) {
+        if (lane != 0)
+            return;
+        const uint32_t sa = wst_b + st * SB, bar = mbar_s + 8 * st;
+        mbar_expect_tx(bar, SB);
+        const uint8_t *kpg = p.kp + (size_t)(uint32_t)pg * p.kpb;
+        if constexpr (KIVI_K) {
+            const uint8_t *blk = kpg + (uint32_t)(i0 >> lgk) * (uint32_t)p.kf.block_bytes;
+            const uint32_t coff = (uint32_t)(i0 & (p.kf.group - 1)) * (KB * D / 8);
+            if (coff == 0) { /* the header and the tile's code rows are contiguous */
+                bulk_g2s(sa, blk, KSB, bar);
+            } else {
+                bulk_g2s(sa, blk, 4 * D, bar);
+                bulk_g2s(sa + 4 * D, blk + 4 * D + coff, KSB - 4 * D, bar);
+            }
+        } else {
+            bulk_g2s(sa, kpg + (uint32_t)i0 * (uint32_t)p.kf.block_bytes, KSB, bar);
+        }
+        if constexpr (STG_V)
+            bulk_g2s(sa + KSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (uint32_t)i0 * (uint32_t)p.vf.block_bytes, VSB, bar);
+    };
+    uint32_t phs = 0; /* bit st: the parity the next wait on stage st expects */
+#elif VQ_MMA_LEANSTAGE
+    /* the stage's shared address with the lane's 16 bytes added, computed
+     * once; sources: one 64-bit page base per pool plus 32-bit in-page
+     * offsets, the copies at constant offsets from there */
+    /* a stage holds SUB sub-tiles: keys of sub-tile h at h * KSB, values
+     * at SUB * KSB + h * VSB */
+    const uint32_t wst_s = (uint32_t)__cvta_generic_to_shared(wstage) + 16 * lane;
+    auto stage_in = [&](int i0, int32_t pg, int st) {
+        const uint32_t sa = wst_s + st * (SUB * SB);
+        const uint8_t *kpg = p.kp + (size_t)(uint32_t)pg * p.kpb + 16 * lane;
+        if constexpr (KIVI_K) {
+            if (SUB > 1 && p.kf.group == WTOK) { /* SUB whole blocks, back to back */
+                warp_copy_l<SUB * KSB>(sa, kpg + (uint32_t)(i0 >> lgk) * (uint32_t)p.kf.block_bytes, lane);
+            } else {
+#pragma unroll
+                for (int h = 0; h < SUB; h++) {
+                    const int i = i0 + h * WTOK;
+                    const uint8_t *blk = kpg + (uint32_t)(i >> lgk) * (uint32_t)p.kf.block_bytes;
+                    warp_copy_l<4 * D>(sa + h * KSB, blk, lane);
+                    warp_copy_l<KSB - 4 * D>(sa + h * KSB + 4 * D, blk + (4 * D + (uint32_t)(i & (p.kf.group - 1)) * (KB * D / 8)), lane);
+                }
+            }
+        } else {
+            warp_copy_l<SUB * KSB>(sa, kpg + (uint32_t)i0 * (uint32_t)p.kf.block_bytes, lane);
+        }
+        if constexpr (STG_V)
+            warp_copy_l<SUB * VSB>(sa + SUB * KSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (16 * lane + (uint32_t)i0 * (uint32_t)p.vf.block_bytes), lane);
+    };
+#else
     auto stage_in = [&](int i0, int32_t pg, int st) {
         uint8_t *kd = wstage + st * SB;
         const uint8_t *kpg = p.kp + (size_t)pg * p.kpb;
@@ -658,6 +856,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         if constexpr (STG_V)
             warp_copy<VSB>(kd + KSB, p.vp + (size_t)pg * p.vpb + (size_t)i0 * p.vf.block_bytes, lane);
     };
+#endif
     constexpr bool STG16 = stage16<KM, D>();
     constexpr int KROW16 = fp16_stage_row<D>();
     /* fp16 keys of the warp tile at token tt (page pg) into the stage */
@@ -672,7 +871,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     if constexpr (STG16) {
         const int tf = s0 + warp * WTOK;
         if (tf < s1)
-            stage16_in(tf, pt[tf / P]);
+            stage16_in(tf, p.page_table[(b * p.n_kv + kvh) * p.max_pages + tf / P]);
         cp_commit();
     }
     /* page-table index and in-page offset of the current tile's first
@@ -682,24 +881,28 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         int pi, off;
     };
     auto advance = [&](PagePos &q) {
-        q.off += NW * WTOK;
+        q.off += NW * TT;
         while (q.off >= P) {
             q.off -= P;
             q.pi++;
         }
     };
-    PagePos cur = {(s0 + warp * WTOK) / P, (s0 + warp * WTOK) % P}, nxt = cur;
+    /* pi: the index into the whole page table (a 32-bit register that the
+     * loop advances, rather than a row pointer rebuilt from the block index) */
+    const int32_t *const ptab = p.page_table;
+    const int pt0 = (b * p.n_kv + kvh) * p.max_pages;
+    PagePos cur = {pt0 + (s0 + warp * TT) / P, (s0 + warp * TT) % P}, nxt = cur;
     int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
     if constexpr (STG) {
-        const int tf = s0 + warp * WTOK;
+        const int tf = s0 + warp * TT;
         if (tf < s1) {
-            pg_cur = pt[cur.pi];
+            pg_cur = ptab[cur.pi];
             stage_in(cur.off, pg_cur, 0);
         }
         cp_commit();
         advance(nxt);
-        if (tf + NW * WTOK < s1)
-            pg_next = pt[nxt.pi];
+        if (tf + NW * TT < s1)
+            pg_next = ptab[nxt.pi];
     }
     /* staged rows: fixed strides; a partial last tile gets its missing rows
      * filled with copies of its last token's row (stage_fill), so rows are
@@ -713,51 +916,69 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     };
 
     int stg = 0;
-    for (int t0 = s0 + warp * WTOK; t0 < s1; t0 += NW * WTOK, stg ^= 1) {
-        /* k0: token t0's key row (kivi: kh the block's scale/min header, k0
-         * token t0's code row), v0: its value row; token t0 + i at + i rows */
-        const uint8_t *k0, *kh = nullptr, *v0;
+    for (int tb = s0 + warp * TT; tb < s1; tb += NW * TT, stg ^= 1) {
+        /* k0b: token tb's key row (kivi: khb the block's scale/min header,
+         * k0b token tb's code row), v0b: its value row; token tb + i at + i
+         * rows (SUB = 2: the second sub-tile's keys at + KSB, values + VSB) */
+        const uint8_t *k0b, *khb = nullptr, *v0b;
         if constexpr (STG) {
-            const int tn = t0 + NW * WTOK;
+            const int tn = tb + NW * TT;
             __syncwarp(); /* every lane is done with the stage refilled below */
             if (tn < s1)
                 stage_in(nxt.off, pg_next, stg ^ 1);
             cp_commit();
-            uint8_t *kd = wstage + stg * SB;
-            kh = kd;
-            k0 = KIVI_K ? kd + 4 * D : kd;
-            v0 = STG_V ? kd + KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)cur.off * p.vf.block_bytes;
+            uint8_t *kd = wstage + stg * (SUB * SB);
+            khb = kd;
+            k0b = KIVI_K ? kd + 4 * D : kd;
+            v0b = STG_V ? kd + SUB * KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)cur.off * p.vf.block_bytes;
             pg_cur = pg_next;
             cur = nxt;
             advance(nxt);
-            if (tn + NW * WTOK < s1)
-                pg_next = pt[nxt.pi];
+            if (tn + NW * TT < s1)
+                pg_next = ptab[nxt.pi];
+#if VQ_MMA_BULK
+            mbar_wait(mbar_s + 8 * stg, (phs >> stg) & 1);
+            phs ^= 1u << stg;
+#else
             cp_wait1();
             __syncwarp();
-            if (s1 - t0 < WTOK) { /* partial tile: fill its missing rows */
-                stage_fill((uint8_t *)k0, KROW, s1 - t0);
-                if constexpr (STG_V)
-                    stage_fill((uint8_t *)v0, VROW, s1 - t0);
+#endif
+            if (s1 - tb < TT) { /* partial tile: fill its missing rows */
+#pragma unroll
+                for (int h = 0; h < SUB; h++) {
+                    const int nvh = s1 - tb - h * WTOK;
+                    if (nvh > 0 && nvh < WTOK) {
+                        stage_fill((uint8_t *)k0b + h * KSB, KROW, nvh);
+                        if constexpr (STG_V)
+                            stage_fill((uint8_t *)v0b + h * VSB, VROW, nvh);
+                    }
+                }
                 __syncwarp();
             }
         } else {
-            const int32_t pg = pt[cur.pi];
+            const int32_t pg = ptab[cur.pi];
             const int in0 = cur.off;
             advance(cur);
             const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
             if constexpr (KIVI_K) {
-                kh = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
-                k0 = kh + 4 * D + (size_t)(in0 & (p.kf.group - 1)) * (KB * D / 8);
+                khb = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
+                k0b = khb + 4 * D + (size_t)(in0 & (p.kf.group - 1)) * (KB * D / 8);
             } else {
-                k0 = kpage + (size_t)in0 * p.kf.block_bytes;
+                k0b = kpage + (size_t)in0 * p.kf.block_bytes;
             }
-            v0 = p.vp + (size_t)pg * p.vpb + (size_t)in0 * p.vf.block_bytes;
+            v0b = p.vp + (size_t)pg * p.vpb + (size_t)in0 * p.vf.block_bytes;
             if constexpr (STG16) {
-                k0 = stage_mem + (size_t)warp * WTOK * KROW16;
+                k0b = stage_mem + (size_t)warp * WTOK * KROW16;
                 cp_wait0();
                 __syncwarp();
             }
         }
+#pragma unroll 1
+        for (int h = 0; h < SUB; h++) {
+        const int t0 = tb + h * WTOK;
+        if (SUB > 1 && t0 >= s1)
+            break;
+        const uint8_t *const kh = khb + h * KSB, *const k0 = k0b + h * KSB, *const v0 = v0b + h * VSB;
 
         /* ---- scores ---- */
         float c[4][4];
@@ -776,7 +997,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             const int tn = t0 + NW * WTOK;
             __syncwarp();
             if (tn < s1)
-                stage16_in(tn, pt[tn / P]);
+                stage16_in(tn, p.page_table[(b * p.n_kv + kvh) * p.max_pages + tn / P]);
             cp_commit();
         }
         float base = 0.0f;
@@ -791,28 +1012,52 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             const int hb = g >> 2;
             const __half *scp = (const __half *)(kh + t * (D / 2)) + hb * KDELTA;
             const __half *mnp = scp + D; /* the minima follow the D scales */
+            float cmin[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int ip = 0; ip < KS / 4; ip++) {
                 float2 sc2[4], mn2[4];
+                uint32_t sw2[4], mw2[4];
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     const int c = key_chan<KM, D>(2 * ip, j);
-                    sc2[j] = __half22float2(*(const __half2 *)(scp + c));
-                    mn2[j] = __half22float2(*(const __half2 *)(mnp + c));
+                    sw2[j] = *(const uint32_t *)(scp + c);
+                    sc2[j] = __half22float2(*(const __half2 *)&sw2[j]);
+                    mw2[j] = *(const uint32_t *)(mnp + c);
+                    mn2[j] = __half22float2(*(const __half2 *)&mw2[j]);
                 }
 #pragma unroll
                 for (int ii = 0; ii < 2; ii++) {
                     const int i = 2 * ip + ii;
-                    const float4 ql = qlane[i][lane], qr = qraw[i][lane];
-                    const float s0_ = ii ? sc2[0].y : sc2[0].x, s1_ = ii ? sc2[1].y : sc2[1].x;
-                    const float s2_ = ii ? sc2[2].y : sc2[2].x, s3_ = ii ? sc2[3].y : sc2[3].x;
+                    const float4 qr = qraw[i][lane];
                     uint4 a, ao;
-                    split2(ql.x * s0_, ql.y * s1_, a.x, a.y);
-                    split2(ql.z * s2_, ql.w * s3_, a.z, a.w);
-                    base = fmaf(qr.x, ii ? mn2[0].y : mn2[0].x, base);
-                    base = fmaf(qr.y, ii ? mn2[1].y : mn2[1].x, base);
-                    base = fmaf(qr.z, ii ? mn2[2].y : mn2[2].x, base);
-                    base = fmaf(qr.w, ii ? mn2[3].y : mn2[3].x, base);
+                    if constexpr (VQ_MMA_HFOLD) {
+                        /* scale pairs (channels j = 0, 1 / 2, 3 of k-step i) from the
+                         * k-step pairs' words, folded in fp16 pairs (hfold) */
+                        const uint4 qa = afr[0][i][lane];
+                        const uint32_t sel = ii ? 0x7632u : 0x5410u;
+                        hfold(qa.x, qa.y, __byte_perm(sw2[0], sw2[1], sel), a.x, a.y);
+                        hfold(qa.z, qa.w, __byte_perm(sw2[2], sw2[3], sel), a.z, a.w);
+                    } else {
+                        const float4 ql = qlane[i][lane];
+                        const float s0_ = ii ? sc2[0].y : sc2[0].x, s1_ = ii ? sc2[1].y : sc2[1].x;
+                        const float s2_ = ii ? sc2[2].y : sc2[2].x, s3_ = ii ? sc2[3].y : sc2[3].x;
+                        split2(ql.x * s0_, ql.y * s1_, a.x, a.y);
+                        split2(ql.z * s2_, ql.w * s3_, a.z, a.w);
+                    }
+                    if constexpr (KMIN) {
+                        /* A: q (hi/lo rows) of the lane's k-step; B: the minima of
+                         * the k-step's channels in every column (lanes g < 4 the
+                         * first half's k-step i, lanes g >= 4 the second half's):
+                         * rows 0..7 x columns 0..3 and rows 4..7 x columns 4..7
+                         * are head (g & 3)'s sums, the rest junk */
+                        const uint32_t sel = ii ? 0x7632u : 0x5410u;
+                        mma16816(cmin, qu[i][lane], __byte_perm(mw2[0], mw2[1], sel), __byte_perm(mw2[2], mw2[3], sel));
+                    } else {
+                        base = fmaf(qr.x, ii ? mn2[0].y : mn2[0].x, base);
+                        base = fmaf(qr.y, ii ? mn2[1].y : mn2[1].x, base);
+                        base = fmaf(qr.z, ii ? mn2[2].y : mn2[2].x, base);
+                        base = fmaf(qr.w, ii ? mn2[3].y : mn2[3].x, base);
+                    }
                     ao.x = __shfl_xor_sync(FULL, a.x, 16);
                     ao.y = __shfl_xor_sync(FULL, a.y, 16);
                     ao.z = __shfl_xor_sync(FULL, a.z, 16);
@@ -830,9 +1075,17 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     }
                 }
             }
-            base += __shfl_xor_sync(FULL, base, 1);
-            base += __shfl_xor_sync(FULL, base, 2);
-            base += __shfl_xor_sync(FULL, base, 16);
+            if constexpr (KMIN) {
+                /* head h: lane (h, 0) rows h, h + 8 column 0 (first half) plus
+                 * lane (h + 4, 2) rows h + 4, h + 12 column 4 (second half) */
+                float x = cmin[0] + cmin[2];
+                x += __shfl_xor_sync(FULL, x, 18);
+                base = __shfl_sync(FULL, x, 4 * (g & 3)) * (1.0f / (float)(1 << KMIN_EXP));
+            } else {
+                base += __shfl_xor_sync(FULL, base, 1);
+                base += __shfl_xor_sync(FULL, base, 2);
+                base += __shfl_xor_sync(FULL, base, 16);
+            }
             base = g >= 4 ? 0.0f : base;
         } else if constexpr (KIVI_K) {
             /* the block's per-channel scale folds into Q', its minimum into
@@ -954,15 +1207,21 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             const float al = ex2(m_run - mnew);
             m_run = mnew;
             l_run *= al;
+            /* SPLIT_V: lane g >= 4 holds head g - 4's minima sums (VLDSM:
+             * and its accumulator rows) */
+            const float alm = SPLIT_MT ? __shfl_sync(FULL, al, lane & ~16) : al;
+            const float alo = VLDSM ? alm : al;
+            if constexpr (MINMMA)
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    mmn[k] *= al;
 #pragma unroll
             for (int n = 0; n < NT; n++) {
-                o[n][0] *= al;
-                o[n][1] *= al;
-                o[n][2] *= al;
-                o[n][3] *= al;
+                o[n][0] *= alo;
+                o[n][1] *= alo;
+                o[n][2] *= alo;
+                o[n][3] *= alo;
             }
-            /* SPLIT_V: lane g >= 4 holds head g - 4's minima sums */
-            const float alm = SPLIT_MT ? __shfl_sync(FULL, al, lane & ~16) : al;
 #pragma unroll
             for (int i = 0; i < NMT; i++)
                 mt[i] *= alm;
@@ -1210,7 +1469,112 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     }
                 }
             };
-            if constexpr (SPLIT_V) {
+            if constexpr (VLDSM) {
+                /* kivi2, D = 128, staged, G <= 4: the codes come by
+                 * ldmatrix .trans, 16 code bytes (groups 2c, 2c + 1) of 8
+                 * tokens per matrix: lane (g, t) gets bytes 2g, 2g + 1 of
+                 * the 16, which are in group 2c + (g >> 2), for tokens 2t,
+                 * 2t + 1 in the two halves: already the B operand's layout
+                 * (4 matrices: b0, b1 of both k-tiles). So the n-tile's
+                 * columns 0..3 are group 2c, columns 4..7 group 2c + 1, and
+                 * the A rows follow: rows 0..3 / 8..11 (lanes g < 4) carry
+                 * head g's P * s of group 2c, rows 4..7 / 12..15 (lanes
+                 * g >= 4) head g - 4's P * s of group 2c + 1 (G <= 4 leaves
+                 * those rows free); each lane folds only its own group, no
+                 * exchange. Rows of one group times columns of the other
+                 * are junk, never read (the output step takes lane (g, t)'s
+                 * columns only where (g >> 2) == (t >> 1)). n-tile 8c + e:
+                 * byte 2g + (e >> 2), code e & 3 (bit offset 2 (e & 3)). */
+                const uint32_t hsel = g >= 4 ? 0x7632u : 0x5410u;
+                uint32_t cw[2][4];
+#pragma unroll
+                for (int c2 = 0; c2 < 2; c2++)
+                    ldsm4t(v0 + lane * VROW + 4 * NG + 16 * c2, cw[c2]);
+                float ph[2][4], sv[2][4][2], mv[2][4][2];
+                uint4 hv[2][4];          /* the tokens' headers [s0 s1 s2 s3 m0 m1 m2 m3] */
+                uint32_t phl[2][2][2];   /* HFOLD: (hi, lo) of the weights of token pairs (2t, 2t + 1), (2t + 8, 2t + 9) */
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        ph[kt][i] = __shfl_sync(FULL, pw[kt][i], lane & ~16);
+                        if constexpr (MINMMA) { /* the scales only (the minima go by the mma) */
+                            const uint2 v = *(const uint2 *)vrow[kt][i];
+                            hv[kt][i] = make_uint4(v.x, v.y, 0u, 0u);
+                            continue;
+                        }
+                        const uint4 v = *(const uint4 *)vrow[kt][i];
+                        hv[kt][i] = v;
+                        const uint32_t sp = __byte_perm(v.x, v.y, hsel), mp = __byte_perm(v.z, v.w, hsel);
+                        const float2 s2 = __half22float2(*(const __half2 *)&sp), m2 = __half22float2(*(const __half2 *)&mp);
+                        sv[kt][i][0] = s2.x;
+                        sv[kt][i][1] = s2.y;
+                        mv[kt][i][0] = m2.x;
+                        mv[kt][i][1] = m2.y;
+                    }
+                if constexpr (VQ_MMA_HFOLD)
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                        for (int pr = 0; pr < 2; pr++)
+                            split2(ph[kt][2 * pr], ph[kt][2 * pr + 1], phl[kt][pr][0], phl[kt][pr][1]);
+                if constexpr (MINMMA) {
+                    /* mmn += P (hi/lo rows) x M, M[token][column n] = the
+                     * token's minimum of group n & 3 (exact fp16): lane (g, t)
+                     * gives column g, tokens 2t, 2t + 1 (b0) and 2t + 8, 2t + 9 (b1) */
+                    const uint32_t msel = g & 1 ? 0x7632u : 0x5410u;
+                    const int moff = 2 * NG + 4 * ((g >> 1) & 1); /* the word of minimum g & 3 (the minima follow the NG scales) */
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        uint32_t mw[4];
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            mw[i] = ld32u(vrow[kt][i] + moff);
+                        const uint4 a = make_uint4(phl[kt][0][0], phl[kt][0][1], phl[kt][1][0], phl[kt][1][1]);
+                        mma16816(mmn, a, __byte_perm(mw[0], mw[1], msel), __byte_perm(mw[2], mw[3], msel));
+                    }
+                }
+#pragma unroll
+                for (int c2 = 0; c2 < 2; c2++) {
+                    uint4 a[2];
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        if constexpr (!MINMMA)
+#pragma unroll
+                            for (int i = 0; i < 4; i++)
+                                mt[c2] = fmaf(ph[kt][i], mv[kt][i][c2], mt[c2]);
+                        if constexpr (VQ_MMA_HFOLD) {
+                            /* the pair's scales of group 2c + (g >> 2): half g >> 2 of word c2 of both headers */
+                            const uint32_t s01 = __byte_perm(c2 ? hv[kt][0].y : hv[kt][0].x, c2 ? hv[kt][1].y : hv[kt][1].x, hsel);
+                            const uint32_t s23 = __byte_perm(c2 ? hv[kt][2].y : hv[kt][2].x, c2 ? hv[kt][3].y : hv[kt][3].x, hsel);
+                            hfold(phl[kt][0][0], phl[kt][0][1], s01, a[kt].x, a[kt].y);
+                            hfold(phl[kt][1][0], phl[kt][1][1], s23, a[kt].z, a[kt].w);
+                        } else {
+                            split2(ph[kt][0] * sv[kt][0][c2], ph[kt][1] * sv[kt][1][c2], a[kt].x, a[kt].y);
+                            split2(ph[kt][2] * sv[kt][2][c2], ph[kt][3] * sv[kt][3][c2], a[kt].z, a[kt].w);
+                        }
+                    }
+                    uint32_t hiw[4]; /* the high bytes (2g + 1) moved down to bits 0..7 / 16..23 */
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        hiw[k] = cw[c2][k] >> 8;
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+#pragma unroll
+                        for (int kt = 0; kt < 2; kt++) {
+                            const uint32_t x0 = e < 4 ? cw[c2][2 * kt] : hiw[2 * kt];
+                            const uint32_t x1 = e < 4 ? cw[c2][2 * kt + 1] : hiw[2 * kt + 1];
+                            uint32_t b0, b1;
+                            switch (e & 3) { /* e is a compile-time constant: one case remains */
+                            case 0: b0 = code_h2c<0x00030003u>(x0, magic); b1 = code_h2c<0x00030003u>(x1, magic); break;
+                            case 1: b0 = code_h2c<0x000c000cu>(x0, magic); b1 = code_h2c<0x000c000cu>(x1, magic); break;
+                            case 2: b0 = code_h2c<0x00300030u>(x0, magic); b1 = code_h2c<0x00300030u>(x1, magic); break;
+                            default: b0 = code_h2c<0x00c000c0u>(x0, magic); b1 = code_h2c<0x00c000c0u>(x1, magic); break;
+                            }
+                            mma16816(o[8 * c2 + e], a[kt], b0, b1);
+                        }
+                }
+            } else if constexpr (SPLIT_V) {
                 /* lane (g, t) folds groups 2j + (g >> 2) of head g & 3 (its
                  * weights come from lane g & 3 by a shuffle); the other
                  * group's fragment comes from lane g ^ 4. mt[j]: the minima
@@ -1308,6 +1672,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 }
             }
         }
+        } /* sub-tiles */
     }
 
     /* ---- this warp's (m, l, acc) per head, then the CTA's ---- */
@@ -1322,7 +1687,36 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
     for (int i = 0; i < NMT; i++)
         mo[i] = SPLIT_MT ? __shfl_xor_sync(FULL, mt[i], 16) : 0.0f;
-    if (live) {
+    if constexpr (VLDSM) {
+        /* lane (g, t): head g & 3, group 2c + (g >> 2) of n-tiles 8c + e;
+         * its columns 2t, 2t + 1 are of that group where (g >> 2) == (t >> 1) */
+        float mg[2]; /* the minima sums of the lane's groups 2c + (g >> 2) */
+#pragma unroll
+        for (int c2 = 0; c2 < 2; c2++) {
+            if constexpr (MINMMA) {
+                /* head h, group n: lane (h, n >> 1), mmn[n & 1] + mmn[2 + (n & 1)] */
+                const float x0 = __shfl_sync(FULL, mmn[0] + mmn[2], 4 * (g & 3) + c2);
+                const float x1 = __shfl_sync(FULL, mmn[1] + mmn[3], 4 * (g & 3) + c2);
+                mg[c2] = g >> 2 ? x1 : x0;
+            } else {
+                mg[c2] = mt[c2];
+            }
+        }
+        if ((g & 3) < G && (g >> 2) == (t >> 1)) {
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++) {
+                    const int col = 2 * t + jj, c2 = n >> 3, e = n & 7;
+                    const float x = (o[n][jj] + o[n][2 + jj]) * __int_as_float((127 - 2 * (e & 3)) << 23) + mg[c2];
+                    red[warp][g & 3][32 * (2 * c2 + (col >> 2)) + 8 * (col & 3) + 4 * (e >> 2) + (e & 3)] = x;
+                }
+        }
+        if (live && t == 0) {
+            wml[warp][g][0] = m_run;
+            wml[warp][g][1] = l_run;
+        }
+    } else if (live) {
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
@@ -1346,13 +1740,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 
 /* the dynamic shared memory limit of this instantiation raised to what it
  * uses (once; idempotent: a race only repeats it) */
-template <int D, int G, int KM, int VM>
+template <int D, int G, int KM, int VM, int SUB>
 cudaError_t set_smem_attr()
 {
-    constexpr int smem = stage_smem_bytes<KM, VM, D>();
+    constexpr int smem = stage_smem_bytes<KM, VM, D, SUB>();
     static bool attr_set = false;
     if (smem > 0 && !attr_set) {
-        cudaError_t e = cudaFuncSetAttribute(attn_mma<D, G, KM, VM>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        cudaError_t e = cudaFuncSetAttribute(attn_mma<D, G, KM, VM, SUB>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         attr_set = true;
@@ -1360,14 +1754,14 @@ cudaError_t set_smem_attr()
     return cudaSuccess;
 }
 
-template <int D, int G, int KM, int VM>
-int ctas_per_sm()
+template <int D, int G, int KM, int VM, int SUB>
+int ctas_per_sm_sub()
 {
     static int n = 0; /* once per instantiation */
     if (!n) {
         int r = 0;
-        if (set_smem_attr<D, G, KM, VM>() != cudaSuccess ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, attn_mma<D, G, KM, VM>, NW * 32, stage_smem_bytes<KM, VM, D>()) != cudaSuccess ||
+        if (set_smem_attr<D, G, KM, VM, SUB>() != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, attn_mma<D, G, KM, VM, SUB>, NW * 32, stage_smem_bytes<KM, VM, D, SUB>()) != cudaSuccess ||
             r < 1)
             r = 3;
         n = r < VQ_MMA_MAX_CTAS ? r : VQ_MMA_MAX_CTAS;
@@ -1375,16 +1769,40 @@ int ctas_per_sm()
     return n;
 }
 
+/* the occupancy the split choice assumes: the smaller of the two
+ * iteration shapes' (the launch picks one by page_tokens) */
 template <int D, int G, int KM, int VM>
-cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+int ctas_per_sm()
 {
-    constexpr int smem = stage_smem_bytes<KM, VM, D>();
-    const cudaError_t e = set_smem_attr<D, G, KM, VM>();
+    const int a = ctas_per_sm_sub<D, G, KM, VM, 1>();
+    if constexpr (sub2_ok<KM, VM, D>()) {
+        const int b = ctas_per_sm_sub<D, G, KM, VM, 2>();
+        return b < a ? b : a;
+    }
+    return a;
+}
+
+template <int D, int G, int KM, int VM, int SUB>
+cudaError_t launch_mma_sub(const AttnParams &p, int batch, cudaStream_t s)
+{
+    constexpr int smem = stage_smem_bytes<KM, VM, D, SUB>();
+    const cudaError_t e = set_smem_attr<D, G, KM, VM, SUB>();
     if (e != cudaSuccess)
         return e;
     dim3 grid(p.splits, p.n_kv, batch);
-    attn_mma<D, G, KM, VM><<<grid, NW * 32, smem, s>>>(p);
+    attn_mma<D, G, KM, VM, SUB><<<grid, NW * 32, smem, s>>>(p);
     return cudaGetLastError();
+}
+
+template <int D, int G, int KM, int VM>
+cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+{
+    if constexpr (sub2_ok<KM, VM, D>()) {
+        const char *e = getenv("VQ_CUDA_NO_SUB2"); /* 1: the 32-token iterations (the test checks both) */
+        if (p.page_tokens % (2 * WTOK) == 0 && p.chunk % (2 * WTOK) == 0 && !(e && atoi(e) == 1))
+            return launch_mma_sub<D, G, KM, VM, 2>(p, batch, s);
+    }
+    return launch_mma_sub<D, G, KM, VM, 1>(p, batch, s);
 }
 
 #define VQ_MMA_PAIRS(X) \

@@ -267,10 +267,15 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
          * CUDA-core kernel for the same data (VQ_CUDA_NO_MMA) */
         const bool has_mma = !strcmp(vq_cuda_attention_kernel(&kf, &vf, &a), "mma");
         const int split_modes[] = {0, 1, 7};
-        for (int run = 0; run < (has_mma ? 6 : 3); run++) {
+        /* runs 0..2: the kernel the call picks, 3..5: CUDA cores, 6: the
+         * tensor-core kernel with 32-token warp iterations only
+         * (VQ_CUDA_NO_SUB2; pages here hold 256 tokens, so pairs with
+         * 64-token iterations take those otherwise) */
+        for (int run = 0; run < (has_mma ? 7 : 3); run++) {
             const int sm = run % 3;
-            setenv("VQ_CUDA_NO_MMA", run >= 3 ? "1" : "0", 1);
-            const char *kname = vq_cuda_attention_kernel(&kf, &vf, &a);
+            setenv("VQ_CUDA_NO_MMA", run >= 3 && run < 6 ? "1" : "0", 1);
+            setenv("VQ_CUDA_NO_SUB2", run == 6 ? "1" : "0", 1);
+            const char *kname = run == 6 ? "mma-32tok" : vq_cuda_attention_kernel(&kf, &vf, &a);
             a.splits = split_modes[sm];
             size_t wsb = vq_cuda_attention_workspace(&a);
             void *ws;
@@ -302,10 +307,11 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
                    D, nq / nkv, B, a.splits, kname, worst, TOL);
             if (sm == 0)
                 printf("  %-24s %-24s D=%3d G=%d B=%d maxlen=%5d  quantize bytes equal=%s  %-12s rel.err %.2e\n",
-                       cs.kspec, cs.vspec, D, nq / nkv, B, maxlen, !gpu_quant ? "n/a" : kdiff == 0 && vdiff == 0 ? "yes" : "NO", kname,
-                       worst);
+                       cs.kspec, cs.vspec, D, nq / nkv, B, maxlen, !gpu_quant ? "n/a" : kdiff == 0 && vdiff == 0 ? "yes" : "NO",
+                       kname, worst);
         }
         setenv("VQ_CUDA_NO_MMA", "0", 1);
+        setenv("VQ_CUDA_NO_SUB2", "0", 1);
         cudaFree(dk);
         cudaFree(dv);
         cudaFree(dk2);
