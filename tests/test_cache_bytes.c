@@ -205,7 +205,6 @@ int main(void)
         { "keys=q4_0 values=q4_0 evict=h2o:budget=120,sinks=2,recent=20 page=32", 1, 0 },
         { "keys=q4_0 values=q4_0 evict=snapkv:budget=100,window=16 page=32", 1, 1 },
         { "keys=kivix:bits=3,group=32,outliers=8 values=kivix:bits=2,group=32 residual=16 sinks=4 page=32", 0, 1 },
-        { "keys=kivix:bits=3,group=32,outliers=8 values=kivix:bits=2,group=32 residual=16 sinks=4 page=32", 0, 0 },
         { "keys=kivix:bits=2,group=32 values=turboquant_mse:bits=1,norm=8,lsq=1 residual=16 page=32", 0, 0 },
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++)
