@@ -673,6 +673,7 @@ def main():
             "lowbit6-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit6.json", True),
             "needle-4k-smollm2-r6": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r6.json"),
             "needle-4k-diag6-smollm2": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-diag6.json"),
+            "needle-4k-diag6b-smollm2": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-diag6b.json"),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)

@@ -52,7 +52,7 @@
 #                                 the fifth round's configs: figures/quality/gemma3-270m-ppl-lowbit5{,b}.json
 #   needle-4k-r5-smollm2 needle-4k-r5-gemma3
 #                                 passkey at 4k, 3 keys per depth, the fifth round's configs
-#   plan6-smollm2 ppl-lowbit6-smollm2 needle-4k-r6-smollm2 needle-4k-diag6-smollm2
+#   plan6-smollm2 ppl-lowbit6-smollm2 needle-4k-r6-smollm2 needle-4k-diag6-smollm2 needle-4k-diag6b-smollm2
 #                                 sixth round: the 1-bit-key family on smollm2 (rabitq 1/2-bit key
 #                                 plan, keys <= 2.5 b/e; ctx 2048 ppl, passkey at 4k) and why
 #                                 turboquant_rvq:bits=1 keys lose the key (depth 0.5, one change per config)
@@ -255,8 +255,9 @@ LIST
 }
 
 # passkey diagnosis of the 1-bit-key family on smollm2-135m (depth 0.5, where
-# turboquant_rvq:bits=1 lost all three keys in needle-4k-r5-smollm2): one
-# thing changed per config
+# turboquant_rvq:bits=1 lost all three keys in needle-4k-r5-smollm2; with one
+# depth, needle's keys are r5's depth-0 keys, so the plain config is rerun as
+# the control, 7th line): one thing changed per config
 diag6_methods() {
   local r='values=kivix:bits=4,group=64 residual=128 sinks=4'
   local lo=1,1,1,1,1,1,1,1,1,1,1,1,1,1,1 hi=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2
@@ -267,7 +268,7 @@ keys=turboquant_rvq:bits=1 $r kbits=$lo,$hi
 keys=turboquant_mse:bits=2 $r
 keys=turboquant_prod:bits=2 $r
 keys=rabitq:bits=1,mse=1 $r
-keys=rabitq:bits=2,mse=1 $r
+keys=turboquant_rvq:bits=1 $r
 keys=turboquant_rvq:bits=1 $r prerope=2
 LIST
 }
@@ -543,12 +544,13 @@ step() {
       run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show \
         --cache "$(lowbit6_methods | sed -n 1p)" --json > figures/quality/sweeps/smollm2-135m-needle-4k-r6.json.tmp
       mv figures/quality/sweeps/smollm2-135m-needle-4k-r6.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-r6.json ;;
-    needle-4k-diag6-smollm2)  # why turboquant_rvq:bits=1 keys lose the key: depth 0.5, one change per config
-      a=()
-      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(diag6_methods)
-      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0.5 --seeds 3 --show "${a[@]}" \
-        --json > figures/quality/sweeps/smollm2-135m-needle-4k-diag6.json.tmp
-      mv figures/quality/sweeps/smollm2-135m-needle-4k-diag6.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-diag6.json ;;
+    needle-4k-diag6-smollm2|needle-4k-diag6b-smollm2)  # why turboquant_rvq:bits=1 keys lose the key:
+      # depth 0.5, one change per config; diag6 the first four configs of diag6_methods, diag6b the rest
+      a=(); o=figures/quality/sweeps/smollm2-135m-needle-4k-diag6.json; r=1,4
+      [ "$1" = needle-4k-diag6b-smollm2 ] && { o=figures/quality/sweeps/smollm2-135m-needle-4k-diag6b.json; r='5,$'; }
+      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(diag6_methods | sed -n "${r}p")
+      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0.5 --seeds 3 --show "${a[@]}" --json > $o.tmp
+      mv $o.tmp $o ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
