@@ -256,8 +256,11 @@ LIST
 
 # passkey diagnosis of the 1-bit-key family on smollm2-135m (depth 0.5, where
 # turboquant_rvq:bits=1 lost all three keys in needle-4k-r5-smollm2; with one
-# depth, needle's keys are r5's depth-0 keys, so the plain config is rerun as
-# the control, 7th line): one thing changed per config
+# depth, needle's keys are r5's depth-0 keys): one thing changed per config.
+# diag6: RVQ at 2 bits, 2-bit RVQ keys in the first / second half of the
+# layers, turboquant_mse 2 bits (RVQ-1bit's 18 bytes); diag6b (run after it,
+# once a 2-bit rabitq plan had passed): TurboQuant with the QJL residual
+# sketch (turboquant_prod, 20 bytes) and rabitq 2 bits without mse=1
 diag6_methods() {
   local r='values=kivix:bits=4,group=64 residual=128 sinks=4'
   local lo=1,1,1,1,1,1,1,1,1,1,1,1,1,1,1 hi=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2
@@ -267,9 +270,7 @@ keys=turboquant_rvq:bits=1 $r kbits=$hi,$lo
 keys=turboquant_rvq:bits=1 $r kbits=$lo,$hi
 keys=turboquant_mse:bits=2 $r
 keys=turboquant_prod:bits=2 $r
-keys=rabitq:bits=1,mse=1 $r
-keys=turboquant_rvq:bits=1 $r
-keys=turboquant_rvq:bits=1 $r prerope=2
+keys=rabitq:bits=2 $r
 LIST
 }
 
