@@ -231,7 +231,7 @@ def quality_model(m):
     # passkey at 4k tokens (third round, the needle followed by a filler line)
     # (and the fourth and fifth rounds', r4 and r5: their configs added, the same prompts)
     needle4k = {}
-    for r in ("r3", "r4", "r5", "r5b"):
+    for r in ("r3", "r4", "r5", "r5b", "r6"):
         n4 = load(f"figures/quality/sweeps/{m}-needle-4k-{r}.json")
         for c in (n4["configs"] if n4 else []):
             needle4k.setdefault(c["cache"], (c["accuracy"], c["trials"]))
@@ -557,7 +557,7 @@ def plan_block(rels):
         v = re.search(r"values=kivix:[^ ]*group=(\d+)", d["plan"])
         ks = re.search(r"keys=(\S+)", d["plan"]).group(1)
         vs = re.search(r"values=(\S+)", d["plan"]).group(1)
-        if "vlow" in d and not vs.startswith("kivix:"):  # fourth round: codecs given as templates
+        if "vlow" in d and not (vs.startswith("kivix:") and ks.startswith("kivix:")):  # fourth round on: templates
             def templ(spec):
                 return re.sub(r"(,bits=\d+|bits=\d+,|:bits=\d+$)", "", spec)
             fields = re.search(r"residual=\d+ (.*?) kbits=", d["plan"])
@@ -669,6 +669,11 @@ def main():
             "needle-4k-smollm2-r5": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r5.json"),
             "needle-4k-gemma3-r5": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r5.json"),
             "needle-4k-gemma3-r5b": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json"),
+            "plan-6": plan_block(["figures/quality/sweeps/smollm2-135m-plan6-rabitq-k1-2-v4-budget3.49.json"]),
+            "lowbit6-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit6.json", True),
+            "needle-4k-smollm2-r6": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r6.json"),
+            "needle-4k-diag6-smollm2": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-diag6.json"),
+            "needle-4k-diag6b-smollm2": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-diag6b.json"),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)

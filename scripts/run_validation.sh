@@ -52,6 +52,10 @@
 #                                 the fifth round's configs: figures/quality/gemma3-270m-ppl-lowbit5{,b}.json
 #   needle-4k-r5-smollm2 needle-4k-r5-gemma3
 #                                 passkey at 4k, 3 keys per depth, the fifth round's configs
+#   plan6-smollm2 ppl-lowbit6-smollm2 needle-4k-r6-smollm2 needle-4k-diag6-smollm2 needle-4k-diag6b-smollm2
+#                                 sixth round: the 1-bit-key family on smollm2 (rabitq 1/2-bit key
+#                                 plan, keys <= 2.5 b/e; ctx 2048 ppl, passkey at 4k) and why
+#                                 turboquant_rvq:bits=1 keys lose the key (depth 0.5, one change per config)
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -237,6 +241,37 @@ needle5_methods() {
     gemma3-270m) lowbit5_methods gemma3-270m ;;
     smollm2-135m) echo 'keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4' ;;
   esac
+}
+
+# The sixth round (docs/quality.md "Sixth round"): the 1-bit-key family on
+# smollm2-135m within keys <= 2.5 b/e. rabitq:bits=2,mse=1 keys cost 2.504
+# b/e there (2.5 + the page tables), so plan6-smollm2 lets tune put the
+# least sensitive layer(s) at 1 bit (budget (2.49 + 4.504) / 2 with kivix
+# 4-bit values); its plan is the first line. 3 chunks.
+lowbit6_methods() {
+  cat <<LIST
+keys=rabitq:mse=1,bits=2 values=kivix:group=64,bits=4 residual=128 sinks=4 kbits=2,2,2,2,2,2,2,2,2,2,1,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2 vbits=4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4
+LIST
+}
+
+# passkey diagnosis of the 1-bit-key family on smollm2-135m (depth 0.5, where
+# turboquant_rvq:bits=1 lost all three keys in needle-4k-r5-smollm2; with one
+# depth, needle's keys are r5's depth-0 keys): one thing changed per config.
+# diag6: RVQ at 2 bits, 2-bit RVQ keys in the first / second half of the
+# layers, turboquant_mse 2 bits (RVQ-1bit's 18 bytes); diag6b (run after it,
+# once a 2-bit rabitq plan had passed): TurboQuant with the QJL residual
+# sketch (turboquant_prod, 20 bytes) and rabitq 2 bits without mse=1
+diag6_methods() {
+  local r='values=kivix:bits=4,group=64 residual=128 sinks=4'
+  local lo=1,1,1,1,1,1,1,1,1,1,1,1,1,1,1 hi=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2
+  cat <<LIST
+keys=turboquant_rvq:bits=2 $r
+keys=turboquant_rvq:bits=1 $r kbits=$hi,$lo
+keys=turboquant_rvq:bits=1 $r kbits=$lo,$hi
+keys=turboquant_mse:bits=2 $r
+keys=turboquant_prod:bits=2 $r
+keys=rabitq:bits=2 $r
+LIST
 }
 
 ppl_list() {  # model chunks out-file: the configs on stdin, one per line
@@ -498,6 +533,25 @@ step() {
       run "$BIN" needle --model gemma3-270m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show \
         --cache "$(lowbit5b_methods | sed -n 2p)" --json > figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json.tmp
       mv figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json.tmp figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json ;;
+    # sixth round: the 1-bit-key family on smollm2 (keys <= 2.5 b/e): a rabitq 1/2-bit key plan
+    plan6-smollm2) mkdir -p figures/quality/sweeps
+                   o=figures/quality/sweeps/smollm2-135m-plan6-rabitq-k1-2-v4-budget3.49.json
+                   run "$BIN" tune --model smollm2-135m --plan 1,2 --vplan 4,4 --plan-keys rabitq:mse=1 \
+                     --plan-values kivix:group=64 --plan-cache "sinks=4" --budget 3.49 --file "$WIKI" --tokens 1024 \
+                     --json > $o.tmp
+                   mv $o.tmp $o ;;
+    ppl-lowbit6-smollm2) lowbit6_methods | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit6.json ;;
+    needle-4k-r6-smollm2)  # the plan of plan6-smollm2, 3 keys at each of 3 depths
+      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show \
+        --cache "$(lowbit6_methods | sed -n 1p)" --json > figures/quality/sweeps/smollm2-135m-needle-4k-r6.json.tmp
+      mv figures/quality/sweeps/smollm2-135m-needle-4k-r6.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-r6.json ;;
+    needle-4k-diag6-smollm2|needle-4k-diag6b-smollm2)  # why turboquant_rvq:bits=1 keys lose the key:
+      # depth 0.5, one change per config; diag6 the first four configs of diag6_methods, diag6b the rest
+      a=(); o=figures/quality/sweeps/smollm2-135m-needle-4k-diag6.json; r=1,4
+      [ "$1" = needle-4k-diag6b-smollm2 ] && { o=figures/quality/sweeps/smollm2-135m-needle-4k-diag6b.json; r='5,$'; }
+      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(diag6_methods | sed -n "${r}p")
+      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0.5 --seeds 3 --show "${a[@]}" --json > $o.tmp
+      mv $o.tmp $o ;;
     needle-gemma3)  needle gemma3-270m 2048 ;;
     report)        run python3 scripts/report.py && run python3 scripts/plots.py ;;
     *) echo "unknown step $1" >&2; exit 2 ;;
