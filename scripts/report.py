@@ -659,6 +659,7 @@ def main():
             "outlier-kbias-fix": outlier_table("figures/quality/smollm2-135m-kbias-fix.json"),
             "outlier-kbias-spectral": outlier_table("figures/quality/smollm2-135m-kbias-spectral.json"),
             "outlier-kbias-tune": text_block("figures/quality/smollm2-135m-kbias-tune.txt"),
+            "outlier-kbias100": sweep_table("figures/quality/smollm2-135m-kbias100.json", True),
             "outlier-kbias-sweep": "\n\n".join(
                 f"Key bias {b}:\n\n" + sweep_table(f"figures/quality/sweeps/smollm2-135m-kbias{b}.json")
                 for b in (0, 40, 100, 250)),

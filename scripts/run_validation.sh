@@ -53,7 +53,7 @@
 #   needle-4k-r5-smollm2 needle-4k-r5-gemma3
 #                                 passkey at 4k, 3 keys per depth, the fifth round's configs
 #   ppl-outlier-base ppl-outlier-fix ppl-outlier-orig ppl-outlier-spectral tune-outlier
-#   sweep-outlier-bias
+#   sweep-outlier-bias ppl-outlier-b100
 #                                 key outliers: every family at >= 4 b/e on SmolLM2 with a
 #                                 Qwen2.5-like key bias (models/smollm2-135m-kbias.gguf, made by
 #                                 scripts/make_outlier_model.py), as picked by bits, then with
@@ -565,10 +565,22 @@ LIST
         --cache "keys=turboquant_mse:bits=4 values=turboquant_mse:bits=4" --json \
         > figures/quality/sweeps/smollm2-135m-kbias0.json.tmp
       mv figures/quality/sweeps/smollm2-135m-kbias0.json.tmp figures/quality/sweeps/smollm2-135m-kbias0.json ;;
+    ppl-outlier-b100)  # a gentler bias (100): the per-token codecs as picked by bits and with the remedy, 1 chunk
+      [ -f models/smollm2-135m-kbias100.gguf ] || run python3 scripts/make_outlier_model.py \
+        --in models/smollm2-135m.gguf --out models/smollm2-135m-kbias100.gguf --bias 100 --pairs 1
+      ppl_list models/smollm2-135m-kbias100.gguf 1 figures/quality/smollm2-135m-kbias100.json <<LIST
+keys=q8_0 values=q8_0
+keys=q4_0:rot=1 values=q4_0:rot=1
+keys=turboquant_mse:bits=4 values=turboquant_mse:bits=4
+keys=q8_0 values=q8_0 residual=128 sinks=4 prerope=2
+keys=q4_0:rot=1 values=q4_0:rot=1 residual=128 sinks=4 prerope=2
+keys=turboquant_mse:bits=4 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
+LIST
+      ;;
     tune-outlier)  # tune at 4.5 b/e on the biased model, and check=strict on a per-token codec (text as printed)
       outlier_model
       { echo "\$ ./build/veloxquant tune --model $OUTLIER_MODEL --budget 4.5"
-        "$BIN" tune --model "$OUTLIER_MODEL" --budget 4.5 --file "$WIKI" 2>&1
+        "$BIN" tune --model "$OUTLIER_MODEL" --budget 4.5 --file "$WIKI" 2>&1 | grep -v '^tune: [0-9]' || true
         for cfg in "keys=q4_0:rot=1 values=q4_0:rot=1" "keys=q4_0:rot=1 values=q4_0:rot=1 residual=128 sinks=4 prerope=2"; do
           echo
           echo "\$ ./build/veloxquant ppl --model $OUTLIER_MODEL --ctx 512 --chunks 1 --cache '$cfg check=strict'"
