@@ -575,6 +575,19 @@ def plan_block(rels):
     return table(head, rows) + "\n\nCommands:\n\n" + "".join(f"    {c}\n" for c in cmds)
 
 
+def outlier_table(rel):
+    """a run on the key-bias model (scripts/make_outlier_model.py), with the
+    fp16 PPL of the unmodified model on the same chunks beside it"""
+    out = sweep_table(rel, True)
+    orig = load("figures/quality/smollm2-135m-orig-fp16.json")
+    p = load(rel)
+    if orig is not None and p is not None and orig["chunks"] == p["chunks"]:
+        out += (f'\nThe unmodified smollm2-135m on the same chunks: fp16 PPL {orig["ppl"]:.3f} '
+                f'(the key bias moves it {100.0 * (p["ppl"] / orig["ppl"] - 1):+.2f}%; '
+                f'`figures/quality/smollm2-135m-orig-fp16.json`: `{ppl_command(orig)}`).\n')
+    return out
+
+
 def text_block(rel):
     p = os.path.join(ROOT, rel)
     if not os.path.exists(p):
@@ -642,6 +655,14 @@ def main():
             "lowbit2-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit2.json"),
             "lowbit2-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit2.json"),
             "outlier-families": text_block("figures/quality/outlier-families.txt"),
+            "outlier-kbias-base": outlier_table("figures/quality/smollm2-135m-kbias-base.json"),
+            "outlier-kbias-fix": outlier_table("figures/quality/smollm2-135m-kbias-fix.json"),
+            "outlier-kbias-spectral": outlier_table("figures/quality/smollm2-135m-kbias-spectral.json"),
+            "outlier-kbias-tune": text_block("figures/quality/smollm2-135m-kbias-tune.txt"),
+            "outlier-kbias100": sweep_table("figures/quality/smollm2-135m-kbias100.json", True),
+            "outlier-kbias-sweep": "\n\n".join(
+                f"Key bias {b}:\n\n" + sweep_table(f"figures/quality/sweeps/smollm2-135m-kbias{b}.json")
+                for b in (0, 40, 100, 250)),
             "needle-4k-smollm2": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k.json"),
             "best-by-bits": best_by_bits(qual["models"]),
             "best-by-family": best_by_family(qual["models"]),

@@ -56,6 +56,16 @@
 #                                 sixth round: the 1-bit-key family on smollm2 (rabitq 1/2-bit key
 #                                 plan, keys <= 2.5 b/e; ctx 2048 ppl, passkey at 4k) and why
 #                                 turboquant_rvq:bits=1 keys lose the key (depth 0.5, one change per config)
+#   ppl-outlier-base ppl-outlier-fix ppl-outlier-orig ppl-outlier-spectral tune-outlier
+#   sweep-outlier-bias ppl-outlier-b100
+#                                 key outliers: every family at >= 4 b/e on SmolLM2 with a
+#                                 Qwen2.5-like key bias (models/smollm2-135m-kbias.gguf, made by
+#                                 scripts/make_outlier_model.py), as picked by bits, then with
+#                                 residual=128 sinks=4 prerope=2; the original's fp16 PPL:
+#                                 figures/quality/smollm2-135m-{kbias-base,kbias-fix,orig-fp16}.json;
+#                                 spectral:bits=4 calibrated on that model (models/*.vqc, not committed);
+#                                 tune --budget 4.5 and check=strict there: figures/quality/smollm2-135m-kbias-tune.txt;
+#                                 the bias magnitude screen (0, 40, 100, 250; ctx 512): figures/quality/sweeps/
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -221,6 +231,44 @@ lowbit5_methods() {
     # 2-core machine was busy, so the rest moved to lowbit5b)
     gemma3-270m) cat <<LIST
 keys=rabitq:mse=1,bits=2 values=turboquant_mse:norm=8,bits=4 residual=128 sinks=4 prerope=2 kbits=2,3,2,2,3,3,2,2,3,2,3,3,2,2,2,2,2,2 vbits=4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4
+LIST
+    ;;
+  esac
+}
+
+# Key outliers (docs/quality.md "Every method family on a model with strong
+# key outliers"): SmolLM2 with a key-projection bias of +250/-125 on the
+# lowest-frequency RoPE pair of every KV head (scripts/make_outlier_model.py;
+# Qwen2.5-like outlier channels). Every family at >= 4 b/e as a user picks it
+# by bits (outlier-base), then with the cache's own remedy: a 128-token fp16
+# window, 4 sink tokens, keys centred before RoPE (prerope=2) (outlier-fix).
+OUTLIER_MODEL=models/smollm2-135m-kbias.gguf
+outlier_model() {
+  [ -f "$OUTLIER_MODEL" ] || run python3 scripts/make_outlier_model.py --in models/smollm2-135m.gguf \
+    --out "$OUTLIER_MODEL" --bias 250 --pairs 1
+}
+outlier_methods() {
+  case $1 in
+    base) cat <<LIST
+keys=q8_0 values=q8_0
+keys=q4_0 values=q4_0
+keys=q4_0:rot=1 values=q4_0:rot=1
+keys=kivi:bits=4,group=128 values=kivi:bits=4,group=64 residual=128
+keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=4,group=64 residual=128 sinks=4 prerope=1
+keys=turboquant_mse:bits=4 values=turboquant_mse:bits=4
+keys=turboquant_rvq:bits=2 values=turboquant_mse:bits=4
+keys=rabitq:bits=4 values=turboquant_mse:bits=4
+LIST
+    ;;
+    fix) cat <<LIST
+keys=q8_0 values=q8_0 residual=128 sinks=4 prerope=2
+keys=q4_0 values=q4_0 residual=128 sinks=4 prerope=2
+keys=q4_0:rot=1 values=q4_0:rot=1 residual=128 sinks=4 prerope=2
+keys=q4_0:rot=1 values=q4_0:rot=1 prerope=2
+keys=turboquant_mse:bits=4 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
+keys=turboquant_rvq:bits=2 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
+keys=rabitq:bits=4 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
+keys=kivi:bits=4,group=128 values=kivi:bits=4,group=64 residual=128 sinks=4 prerope=2
 LIST
     ;;
   esac
@@ -521,6 +569,65 @@ step() {
         --cache "$k3" --cache "${p/sinks=4/sinks=16}" --json > figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json.tmp
       mv figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-diag5.json ;;
     ppl-lowbit5b-gemma3) lowbit5b_methods | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit5b.json ;;
+    ppl-outlier-base)  # 1 chunk: the failures are factors, not percents (and the 2-core machine was shared)
+      outlier_model
+      outlier_methods base | ppl_list "$OUTLIER_MODEL" 1 figures/quality/smollm2-135m-kbias-base.json ;;
+    ppl-outlier-fix)
+      outlier_model
+      outlier_methods fix | ppl_list "$OUTLIER_MODEL" 2 figures/quality/smollm2-135m-kbias-fix.json ;;
+    ppl-outlier-spectral)  # spectral:bits=4 (4.5 b/e) calibrated on the biased model's own keys/values
+      outlier_model
+      [ -f models/smollm2-135m-kbias-spectral4.vqc ] || run "$BIN" calibrate --model "$OUTLIER_MODEL" \
+        --method spectral --spec spectral:bits=4 --out models/smollm2-135m-kbias-spectral4.vqc
+      ppl_list "$OUTLIER_MODEL" 2 figures/quality/smollm2-135m-kbias-spectral.json <<LIST
+keys=spectral:bits=4,calib=models/smollm2-135m-kbias-spectral4.vqc values=spectral:bits=4,calib=models/smollm2-135m-kbias-spectral4.vqc
+keys=spectral:bits=4,calib=models/smollm2-135m-kbias-spectral4.vqc values=spectral:bits=4,calib=models/smollm2-135m-kbias-spectral4.vqc residual=128 sinks=4
+LIST
+      ;;
+    sweep-outlier-bias)  # the bias magnitude: 40, 100, 250 (ctx 512, 1 chunk screens)
+      mkdir -p figures/quality/sweeps
+      for b in 40 100 250; do
+        [ -f models/smollm2-135m-kbias$b.gguf ] || run python3 scripts/make_outlier_model.py \
+          --in models/smollm2-135m.gguf --out models/smollm2-135m-kbias$b.gguf --bias $b --pairs 1
+        run "$BIN" ppl --model models/smollm2-135m-kbias$b.gguf --file "$WIKI" --skip 0.25 --ctx 512 --chunks 1 \
+          --cache "keys=q8_0 values=q8_0" --cache "keys=q4_0:rot=1 values=q4_0:rot=1" \
+          --cache "keys=turboquant_mse:bits=4 values=turboquant_mse:bits=4" --json \
+          > figures/quality/sweeps/smollm2-135m-kbias$b.json.tmp
+        mv figures/quality/sweeps/smollm2-135m-kbias$b.json.tmp figures/quality/sweeps/smollm2-135m-kbias$b.json
+      done
+      run "$BIN" ppl --model smollm2-135m --file "$WIKI" --skip 0.25 --ctx 512 --chunks 1 \
+        --cache "keys=q8_0 values=q8_0" --cache "keys=q4_0:rot=1 values=q4_0:rot=1" \
+        --cache "keys=turboquant_mse:bits=4 values=turboquant_mse:bits=4" --json \
+        > figures/quality/sweeps/smollm2-135m-kbias0.json.tmp
+      mv figures/quality/sweeps/smollm2-135m-kbias0.json.tmp figures/quality/sweeps/smollm2-135m-kbias0.json ;;
+    ppl-outlier-b100)  # a gentler bias (100): the per-token codecs as picked by bits and with the remedy, 1 chunk
+      [ -f models/smollm2-135m-kbias100.gguf ] || run python3 scripts/make_outlier_model.py \
+        --in models/smollm2-135m.gguf --out models/smollm2-135m-kbias100.gguf --bias 100 --pairs 1
+      ppl_list models/smollm2-135m-kbias100.gguf 1 figures/quality/smollm2-135m-kbias100.json <<LIST
+keys=q8_0 values=q8_0
+keys=q4_0:rot=1 values=q4_0:rot=1
+keys=turboquant_mse:bits=4 values=turboquant_mse:bits=4
+keys=q8_0 values=q8_0 residual=128 sinks=4 prerope=2
+keys=q4_0:rot=1 values=q4_0:rot=1 residual=128 sinks=4 prerope=2
+keys=turboquant_mse:bits=4 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
+LIST
+      ;;
+    tune-outlier)  # tune at 4.5 b/e on the biased model, and check=strict on a per-token codec (text as printed)
+      outlier_model
+      { echo "\$ ./build/veloxquant tune --model $OUTLIER_MODEL --budget 4.5"
+        "$BIN" tune --model "$OUTLIER_MODEL" --budget 4.5 --file "$WIKI" 2>&1 | grep -v '^tune: [0-9]' || true
+        for cfg in "keys=q4_0:rot=1 values=q4_0:rot=1" "keys=q4_0:rot=1 values=q4_0:rot=1 residual=128 sinks=4 prerope=2"; do
+          echo
+          echo "\$ ./build/veloxquant ppl --model $OUTLIER_MODEL --ctx 512 --chunks 1 --cache '$cfg check=strict'"
+          "$BIN" ppl --model "$OUTLIER_MODEL" --file "$WIKI" --skip 0.25 --ctx 512 --chunks 1 \
+            --cache "$cfg check=strict" 2>&1 | grep -v '^ppl: ' || true
+        done
+      } > figures/quality/smollm2-135m-kbias-tune.txt.tmp
+      mv figures/quality/smollm2-135m-kbias-tune.txt.tmp figures/quality/smollm2-135m-kbias-tune.txt ;;
+    ppl-outlier-orig)  # fp16 PPL of the unmodified model on the same chunks (and binary)
+      run "$BIN" ppl --model smollm2-135m --file "$WIKI" --skip 0.25 --ctx 2048 --chunks 2 --json \
+        > figures/quality/smollm2-135m-orig-fp16.json.tmp
+      mv figures/quality/smollm2-135m-orig-fp16.json.tmp figures/quality/smollm2-135m-orig-fp16.json ;;
     ppl-lowbit5-gemma3) lowbit5_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit5.json ;;
     needle-4k-r5-smollm2|needle-4k-r5-gemma3)
       m=smollm2-135m; [ "$1" = needle-4k-r5-gemma3 ] && m=gemma3-270m

@@ -57,12 +57,12 @@ static double rel_err(const float *a, const double *ref, int n)
 
 /* Run n tokens: the first n_prefill in one call (all logits), the rest one
  * by one (decode path); compare every token's logits with the reference. */
-static void check_against_ref(const vq_tiny_spec *s, const char *tag, int n, int n_prefill,
-                              double tol)
+static void check_against_ref_k(const vq_tiny_spec *s, float k_outlier, const char *tag, int n,
+                                int n_prefill, double tol)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s.gguf", vq_test_tmpdir(), tag);
-    CHECKF(vq_tiny_write(s, path) == 0, "%s: cannot write %s", tag, path);
+    CHECKF(vq_tiny_write_outliers(s, k_outlier, path) == 0, "%s: cannot write %s", tag, path);
     int V = s->n_vocab;
     int32_t *tok = malloc((size_t)n * sizeof *tok);
     for (int i = 0; i < n; i++)
@@ -103,6 +103,44 @@ static void check_against_ref(const vq_tiny_spec *s, const char *tag, int n, int
     free(lg1);
     free(tok);
     free(ref);
+}
+
+static void check_against_ref(const vq_tiny_spec *s, const char *tag, int n, int n_prefill,
+                              double tol)
+{
+    check_against_ref_k(s, 0.0f, tag, n, n_prefill, tol);
+}
+
+/* llama with an attn_k.bias (optional in llama GGUFs, as llama.cpp reads
+ * them; scripts/make_outlier_model.py adds one to SmolLM2): the runtime
+ * must add it. The reference's logits with and without the bias differ by
+ * far more than the tolerance, so a loader that skipped it fails. */
+static void test_llama_key_bias(void)
+{
+    vq_tiny_spec s = base_spec("llama");
+    s.tied = 1;
+    s.seed = 3;
+    enum { N = 12 };
+    int32_t tok[N];
+    for (int i = 0; i < N; i++)
+        tok[i] = (int32_t)((i * 37 + 11) % s.n_vocab);
+    char p0[512], p1[512];
+    snprintf(p0, sizeof p0, "%s/llama_nobias.gguf", vq_test_tmpdir());
+    snprintf(p1, sizeof p1, "%s/llama_kbias.gguf", vq_test_tmpdir());
+    CHECK(vq_tiny_write(&s, p0) == 0);
+    CHECK(vq_tiny_write_outliers(&s, 8.0f, p1) == 0);
+    double *r0 = malloc((size_t)N * s.n_vocab * sizeof *r0), *r1 = malloc((size_t)N * s.n_vocab * sizeof *r1);
+    CHECK(vq_ref_forward(&s, p0, tok, N, r0) == 0);
+    CHECK(vq_ref_forward(&s, p1, tok, N, r1) == 0);
+    double md = 0, mr = 0;
+    for (int i = 0; i < N * s.n_vocab; i++) {
+        md = fmax(md, fabs(r0[i] - r1[i]));
+        mr = fmax(mr, fabs(r0[i]));
+    }
+    CHECKF(md > 1e-2 * mr, "the key bias hardly changes the reference (%.3g of %.3g)", md, mr);
+    free(r0);
+    free(r1);
+    check_against_ref_k(&s, 8.0f, "llama_kbias_f32", N, 7, 1e-4);
 }
 
 static void test_llama(void)
@@ -246,6 +284,7 @@ static void test_load_errors(void)
 int main(void)
 {
     RUN(test_llama);
+    RUN(test_llama_key_bias);
     RUN(test_qwen2);
     RUN(test_qwen3);
     RUN(test_gemma3);

@@ -5,7 +5,8 @@
  *
  * Candidates: built-in configs of the per-channel-key families (kivix keys
  * at 2..8 bits with a sparse outlier table, kivix values at 2..8 bits, keys
- * never below the values; kivi; q8_0/q4_0 with rotation), each with its
+ * never below the values; kivi; q8_0/q4_0 with rotation, keys centred
+ * before RoPE), each with its
  * nominal bits per element from the codecs' byte formulas at the model's
  * head_dim. Those within the budget are ranked by nominal bits (more bits
  * first) and the first K (default 6) are measured: N tokens (default 512,
@@ -124,8 +125,15 @@ static int build_candidates(cand *cs, int D, long tokens)
             n = add(cs, n, D, k, v, res);
         }
     n = add(cs, n, D, "kivi:bits=4,group=32", "kivi:bits=4,group=32", res);
-    n = add(cs, n, D, "q8_0", "q8_0", "");
-    n = add(cs, n, D, "q4_0:rot=1", "q4_0:rot=1", "");
+    /* per-token codecs: the same window and sinks, keys centred before RoPE
+     * (prerope=2). Their block scales follow a key's largest channel, so a
+     * model whose keys share a large per-channel offset (Qwen2-style key
+     * biases) breaks them uncentred: SmolLM2 with such a bias, q4_0:rot=1
+     * multiplies PPL by ~160, q8_0 +37%; centred +0.4% and +0.03%
+     * (docs/quality.md, key outliers). */
+    const char *res_tok = tokens >= 1024 ? " residual=128 sinks=4 prerope=2" : " residual=32 sinks=4 prerope=2";
+    n = add(cs, n, D, "q8_0", "q8_0", res_tok);
+    n = add(cs, n, D, "q4_0:rot=1", "q4_0:rot=1", res_tok);
     return n;
 }
 

@@ -12,7 +12,8 @@
  * Architecture facts (as llama.cpp runs these GGUF conversions):
  *   llama  : RMSNorm pre-norms, SwiGLU, RoPE with adjacent pairs (the
  *            converter permutes Q/K rows for it), optional rope_freqs
- *            (Llama 3 frequency factors), tied output if output.weight absent.
+ *            (Llama 3 frequency factors), tied output if output.weight absent,
+ *            optional Q/K/V biases (attn_q/k/v.bias, each read when present).
  *   qwen2  : as llama plus Q/K/V biases, RoPE NEOX pairing (i, i + d/2).
  *   qwen3  : as llama plus per-head RMSNorm of Q and K (before RoPE), NEOX.
  *   gemma3 : embeddings scaled by sqrt(n_embd); per-head Q/K RMSNorm; RMSNorm
@@ -285,10 +286,11 @@ static vq_status load_layers(vq_model *m)
         MAT(w_down, "ffn_down", E, F);
         VEC(attn_norm, "attn_norm", "weight", E, 1);
         VEC(ffn_norm, "ffn_norm", "weight", E, 1);
-        if (m->arch == VQ_ARCH_QWEN2) {
-            VEC(bq, "attn_q", "bias", QD, 1);
-            VEC(bk, "attn_k", "bias", KD, 1);
-            VEC(bv, "attn_v", "bias", KD, 1);
+        if (m->arch == VQ_ARCH_QWEN2 || m->arch == VQ_ARCH_LLAMA) {
+            const int breq = m->arch == VQ_ARCH_QWEN2; /* llama: optional, as llama.cpp */
+            VEC(bq, "attn_q", "bias", QD, breq);
+            VEC(bk, "attn_k", "bias", KD, breq);
+            VEC(bv, "attn_v", "bias", KD, breq);
         }
         if (m->arch == VQ_ARCH_QWEN3 || m->arch == VQ_ARCH_GEMMA3) {
             VEC(q_norm, "attn_q_norm", "weight", hd, 1);

@@ -34,7 +34,7 @@ typedef struct {
     float *attn_norm, *ffn_norm;     /* [n_embd] */
     float *post_attn_norm, *post_ffn_norm; /* gemma3 [n_embd]; NULL otherwise */
     float *q_norm, *k_norm;          /* qwen3/gemma3 [head_dim]; NULL otherwise */
-    float *bq, *bk, *bv;             /* qwen2 biases; NULL otherwise */
+    float *bq, *bk, *bv;             /* qwen2 biases (llama: when present); NULL otherwise */
     int n_q_heads, n_kv_heads, head_dim;
     int window;                      /* 0 = full attention */
     float rope_base;

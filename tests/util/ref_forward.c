@@ -89,8 +89,10 @@ int vq_ref_forward(const vq_tiny_spec *s, const char *path, const int32_t *token
         double *wv = T("attn_v.weight", KD * E), *wo = T("attn_output.weight", E * QD);
         double *wg = T("ffn_gate.weight", F * E), *wu = T("ffn_up.weight", F * E);
         double *wd = T("ffn_down.weight", E * F);
-        double *bq = qwen2 ? T("attn_q.bias", QD) : NULL, *bk = qwen2 ? T("attn_k.bias", KD) : NULL;
-        double *bv = qwen2 ? T("attn_v.bias", KD) : NULL;
+        /* qwen2: Q/K/V biases; llama: each when present (NULL otherwise) */
+        int biased = qwen2 || llama;
+        double *bq = biased ? T("attn_q.bias", QD) : NULL, *bk = biased ? T("attn_k.bias", KD) : NULL;
+        double *bv = biased ? T("attn_v.bias", KD) : NULL;
         double *qn = (qwen3 || gemma) ? T("attn_q_norm.weight", hd) : NULL;
         double *kn = (qwen3 || gemma) ? T("attn_k_norm.weight", hd) : NULL;
         double *pan = gemma ? T("post_attention_norm.weight", E) : NULL;
@@ -106,12 +108,12 @@ int vq_ref_forward(const vq_tiny_spec *s, const char *path, const int32_t *token
             matvec(wq, h, QD, E, q);
             matvec(wk, h, KD, E, k);
             matvec(wv, h, KD, E, v);
-            for (int i = 0; qwen2 && i < QD; i++)
+            for (int i = 0; bq && i < QD; i++)
                 q[i] += bq[i];
-            for (int i = 0; qwen2 && i < KD; i++) {
+            for (int i = 0; bk && i < KD; i++)
                 k[i] += bk[i];
+            for (int i = 0; bv && i < KD; i++)
                 v[i] += bv[i];
-            }
             for (int hh = 0; hh < nq; hh++) {
                 if (qn)
                     rmsnorm(q + hh * hd, q + hh * hd, qn, hd, eps);

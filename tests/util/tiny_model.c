@@ -76,6 +76,7 @@ int vq_tiny_write(const vq_tiny_spec *s, const char *path) { return vq_tiny_writ
 int vq_tiny_write_outliers(const vq_tiny_spec *s, float k_outlier, const char *path)
 {
     int qwen2 = strcmp(s->arch, "qwen2") == 0, qwen3 = strcmp(s->arch, "qwen3") == 0;
+    int llama = strcmp(s->arch, "llama") == 0;
     int gemma = strcmp(s->arch, "gemma3") == 0;
     if (s->n_q_heads % s->n_kv_heads || (s->wtype != VQ_W_F32 && s->n_embd % 32))
         return -1;
@@ -115,8 +116,9 @@ int vq_tiny_write_outliers(const vq_tiny_spec *s, float k_outlier, const char *p
         add_mat(w, &r, t, NM("attn_k.weight"), KD, E);
         add_mat(w, &r, t, NM("attn_v.weight"), KD, E);
         add_mat(w, &r, t, NM("attn_output.weight"), E, QD);
-        if (qwen2) {
-            add_vec(w, &r, NM("attn_q.bias"), QD, 0.0f, 0.1f);
+        if (qwen2 || (llama && k_outlier > 0.0f)) {
+            if (qwen2)
+                add_vec(w, &r, NM("attn_q.bias"), QD, 0.0f, 0.1f);
             if (k_outlier > 0.0f) { /* outlier channels: every 8th, alternating sign */
                 float *kb = malloc((size_t)KD * sizeof *kb);
                 for (int i = 0; i < KD; i++)
@@ -127,7 +129,8 @@ int vq_tiny_write_outliers(const vq_tiny_spec *s, float k_outlier, const char *p
             } else {
                 add_vec(w, &r, NM("attn_k.bias"), KD, 0.0f, 0.1f);
             }
-            add_vec(w, &r, NM("attn_v.bias"), KD, 0.0f, 0.1f);
+            if (qwen2)
+                add_vec(w, &r, NM("attn_v.bias"), KD, 0.0f, 0.1f);
         }
         if (qwen3 || gemma) {
             add_vec(w, &r, NM("attn_q_norm.weight"), s->head_dim, 1.0f, 0.1f);

@@ -27,7 +27,8 @@ typedef struct {
 int vq_tiny_write(const vq_tiny_spec *s, const char *path);
 /* As vq_tiny_write; for qwen2, k_outlier > 0 sets every 8th key-bias
  * channel to +-k_outlier (strong key outlier channels, as real Qwen2
- * models have) instead of small biases. */
+ * models have) instead of small biases. For llama, k_outlier > 0 adds
+ * that attn_k.bias alone (llama GGUFs may carry optional biases). */
 int vq_tiny_write_outliers(const vq_tiny_spec *s, float k_outlier, const char *path);
 /* The shape the outlier tests use with vq_tiny_write_outliers: qwen2, 2
  * layers, 128 wide, 2 query heads on 1 KV head of dim 64, 300 tokens, F32,
