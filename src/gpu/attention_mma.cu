@@ -124,6 +124,18 @@ __device__ __forceinline__ float ex2(float x)
 #endif
 }
 
+/* a value row's header [s0 s1 s2 s3 m0 m1 m2 m3] (fp16): the lane's two
+ * scales and two minima, picked by hsel (high or low halves) */
+__device__ __forceinline__ void scales_mins(const uint4 &v, uint32_t hsel, float s[2], float m[2])
+{
+    const uint32_t sp = __byte_perm(v.x, v.y, hsel), mp = __byte_perm(v.z, v.w, hsel);
+    const float2 s2 = __half22float2(*(const __half2 *)&sp), m2 = __half22float2(*(const __half2 *)&mp);
+    s[0] = s2.x;
+    s[1] = s2.y;
+    m[0] = m2.x;
+    m[1] = m2.y;
+}
+
 /* x0, x1 -> hi = fp16(x), lo = fp16(x - hi), as half2 pairs */
 __device__ __forceinline__ void split2(float x0, float x1, uint32_t &hi, uint32_t &lo)
 {
@@ -1505,12 +1517,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         }
                         const uint4 v = *(const uint4 *)vrow[kt][i];
                         hv[kt][i] = v;
-                        const uint32_t sp = __byte_perm(v.x, v.y, hsel), mp = __byte_perm(v.z, v.w, hsel);
-                        const float2 s2 = __half22float2(*(const __half2 *)&sp), m2 = __half22float2(*(const __half2 *)&mp);
-                        sv[kt][i][0] = s2.x;
-                        sv[kt][i][1] = s2.y;
-                        mv[kt][i][0] = m2.x;
-                        mv[kt][i][1] = m2.y;
+                        scales_mins(v, hsel, sv[kt][i], mv[kt][i]);
                     }
                 if constexpr (VQ_MMA_HFOLD)
 #pragma unroll
@@ -1587,13 +1594,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     for (int i = 0; i < 4; i++) {
                         ph[kt][i] = __shfl_sync(FULL, pw[kt][i], lane & ~16);
                         if constexpr (NG == 4) { /* [s0 s1 s2 s3 m0 m1 m2 m3]: take s_h, s_{2+h}, m_h, m_{2+h} */
-                            const uint4 v = *(const uint4 *)vrow[kt][i];
-                            const uint32_t sp = __byte_perm(v.x, v.y, hsel), mp = __byte_perm(v.z, v.w, hsel);
-                            const float2 s2 = __half22float2(*(const __half2 *)&sp), m2 = __half22float2(*(const __half2 *)&mp);
-                            sv[kt][i][0] = s2.x;
-                            sv[kt][i][1] = s2.y;
-                            mv[kt][i][0] = m2.x;
-                            mv[kt][i][1] = m2.y;
+                            scales_mins(*(const uint4 *)vrow[kt][i], hsel, sv[kt][i], mv[kt][i]);
                         } else { /* [s0 s1 m0 m1]: take s_h, m_h */
                             const uint2 v = *(const uint2 *)vrow[kt][i];
                             const uint32_t sp = __byte_perm(v.x, v.y, hsel);

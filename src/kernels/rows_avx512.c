@@ -250,7 +250,7 @@ void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t n
 static inline __attribute__((always_inline)) void
 lut_axpy_chunk(const int NQ, const uint8_t *codes, size_t stride, size_t nt, size_t c0, size_t nc, const size_t *offs,
                int bits, __m512 L0, __m512 L1, int two, const float *f, size_t hoff, const float *w, size_t wstride,
-               float *acc, size_t astride)
+               float *acc, size_t astride, int pf)
 {
     const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
     __m512 A[4][4];
@@ -259,7 +259,8 @@ lut_axpy_chunk(const int NQ, const uint8_t *codes, size_t stride, size_t nt, siz
             A[j][u] = u < nc ? _mm512_loadu_ps(acc + (size_t)j * astride + c0 + 16 * u) : _mm512_setzero_ps();
     for (size_t i = 0; i < nt; i++) {
         const uint8_t *r = codes + i * stride;
-        vq_prefetch_span(r, VQ_PF_AHEAD, 1);
+        if (pf) /* the first pass over the rows streams them */
+            vq_prefetch_span(r, VQ_PF_AHEAD, 1);
         const __m512 fi = _mm512_set1_ps(f ? f[i] : half_at(r + hoff, 0));
         const __m512 l0 = _mm512_mul_ps(fi, L0), l1 = _mm512_mul_ps(fi, L1);
         __m512 v[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
@@ -300,11 +301,12 @@ void vq_lut_axpy_avx512(const uint8_t *codes, size_t stride, size_t nt, size_t D
         for (int j0 = 0; j0 < n_q; j0 += 4) {
             const float *wj = w + (size_t)j0 * wstride;
             float *aj = acc + (size_t)j0 * astride;
+            const int pf = c0 == 0 && j0 == 0;
             switch (n_q - j0 < 4 ? n_q - j0 : 4) { /* a constant count: the sums stay in registers */
-            case 4: lut_axpy_chunk(4, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride); break;
-            case 3: lut_axpy_chunk(3, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride); break;
-            case 2: lut_axpy_chunk(2, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride); break;
-            default: lut_axpy_chunk(1, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride); break;
+            case 4: lut_axpy_chunk(4, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride, pf); break;
+            case 3: lut_axpy_chunk(3, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride, pf); break;
+            case 2: lut_axpy_chunk(2, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride, pf); break;
+            default: lut_axpy_chunk(1, codes, stride, nt, c0, nc, offs, bits, L0, L1, two, f, hoff, wj, wstride, aj, astride, pf); break;
             }
         }
     }
