@@ -662,10 +662,10 @@ static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
                         if (j == 1)
                             memset(x, 0, sizeof(float) * D); /* an all-zero query */
                         uint8_t *pj = qb + 1 + (size_t)j * qs, *pk = malloc(qs);
-                        float b1 = vq_codes_qprep(x, sc, mn, D, bits, pj);
-                        float b2 = k->codes_qprep(x, sc, mn, D, bits, pk);
-                        CHECKF(memcmp(pj, pk, vq_codes_query_bytes(D)) == 0 && b1 == b2,
-                               "%s codes_qprep bits=%d D=%zu: other bytes or sum", k->isa, bits, D);
+                        vq_codes_qprep(x, sc, mn, D, bits, pj);
+                        k->codes_qprep(x, sc, mn, D, bits, pk);
+                        CHECKF(memcmp(pj, pk, vq_codes_query_bytes(D)) == 0,
+                               "%s codes_qprep bits=%d D=%zu: other bytes (scale, sum or codes)", k->isa, bits, D);
                         free(pk);
                     }
                     free(sc), free(mn);
@@ -677,23 +677,29 @@ static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
                 }
 }
 
-/* codes_qdot's reference against codes_dot with the dequantized query:
- * the chunk order and the unpack order agree */
+/* codes_qdot's reference against codes_dot with the dequantized query
+ * plus the mins' sum: the chunk order and the unpack order agree, and the
+ * prepared base is sum x*m */
 static void test_codes_qdot_reference(void)
 {
     const size_t D = 128, nt = 5, rs = D / 2;
     for (int bits = 2; bits <= 4; bits += 2) {
-        uint8_t rows[5 * 64], qb[4 + 128];
-        float x[128], deq[128], s1[5], s2[5];
+        uint8_t rows[5 * 64], qb[VQ_CQ_HEAD + 128];
+        float x[128], deq[128], s1[5], s2[5], mins[128];
         fill_bytes(rows, sizeof rows, 3 + (uint64_t)bits);
         fill(x, D, 17);
-        float ones[128], zeros[128] = { 0 };
+        fill(mins, D, 19);
+        float ones[128];
+        double want = 0.0;
         for (size_t e = 0; e < D; e++)
-            ones[e] = 1.0f;
-        CHECK(vq_codes_qprep(x, ones, zeros, D, bits, qb) == 0.0f);
-        const int8_t *q = (const int8_t *)(qb + sizeof(float));
-        float d;
+            ones[e] = 1.0f, want += (double)x[e] * mins[e];
+        CHECK(vq_codes_query_bytes(D) == sizeof qb);
+        vq_codes_qprep(x, ones, mins, D, bits, qb);
+        const int8_t *q = (const int8_t *)(qb + VQ_CQ_HEAD);
+        float d, base;
         memcpy(&d, qb, 4);
+        memcpy(&base, qb + 4, 4);
+        CHECKF(fabs(base - want) <= 1e-5 * (1.0 + fabs(want)), "codes_qprep base %g, sum x*m %g", base, want);
         for (size_t c = 0; c < 2; c++) {
             for (size_t p = 0; p < 64; p++) {
                 size_t ch = bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : 4 * (p % 16) + p / 16;
@@ -703,6 +709,8 @@ static void test_codes_qdot_reference(void)
         }
         vq_codes_qdot_ref(rows, rs * (size_t)bits / 4, bits, nt, D, qb, sizeof qb, 1, s1, nt);
         vq_codes_dot_ref(rows, rs * (size_t)bits / 4, bits, nt, D, deq, D, 1, s2, nt);
+        for (size_t i = 0; i < nt; i++)
+            s2[i] += base;
         CHECKF(rel_diff(s1, s2, nt) <= 1e-5, "codes_qdot_ref bits=%d vs codes_dot: %g", bits, rel_diff(s1, s2, nt));
     }
 }

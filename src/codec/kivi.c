@@ -301,24 +301,24 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t 
                 int nj = n_q - j0 < KIVI_QS ? n_q - j0 : KIVI_QS;
                 float *out = scores + (size_t)j0 * n + blk * G;
                 if (st->qbits) {
-                    /* fold, round to int8 and sum q*m in one pass (codes_qdot.h) */
+                    /* fold, round to int8 and sum q*m in one pass; the dots
+                     * add the sum (codes_qdot.h) */
                     const size_t qb = vq_codes_query_bytes(D);
                     for (int j = 0; j < nj; j++)
-                        base[j] = k->codes_qprep(qall + (size_t)(j0 + j) * qstride, sm, sm + D, D, b,
-                                                 st->qprep + (size_t)j * qb);
+                        k->codes_qprep(qall + (size_t)(j0 + j) * qstride, sm, sm + D, D, b, st->qprep + (size_t)j * qb);
                     k->codes_qdot(in + 4 * D, row, b, G, D, st->qprep, qb, nj, out, n);
-                } else {
-                    for (int j = 0; j < nj; j++) {
-                        const float *q = qall + (size_t)(j0 + j) * qstride;
-                        float bs = 0.0f;
-                        for (size_t ch = 0; ch < D; ch++) {
-                            qs[(size_t)j * D + ch] = q[ch] * sm[ch];
-                            bs += q[ch] * sm[D + ch];
-                        }
-                        base[j] = bs;
-                    }
-                    k->codes_dot(in + 4 * D, row, b, G, D, qs, D, nj, out, n);
+                    continue;
                 }
+                for (int j = 0; j < nj; j++) {
+                    const float *q = qall + (size_t)(j0 + j) * qstride;
+                    float bs = 0.0f;
+                    for (size_t ch = 0; ch < D; ch++) {
+                        qs[(size_t)j * D + ch] = q[ch] * sm[ch];
+                        bs += q[ch] * sm[D + ch];
+                    }
+                    base[j] = bs;
+                }
+                k->codes_dot(in + 4 * D, row, b, G, D, qs, D, nj, out, n);
                 for (int j = 0; j < nj; j++)
                     for (size_t t = 0; t < G; t++)
                         out[(size_t)j * n + t] += base[j];

@@ -10,26 +10,30 @@
  *   2 bits: position 16j + k is channel 4k + j.
  * A prepared query (vq_codes_qprep) is vq_codes_query_bytes(D) bytes:
  *   float  d       scale, amax/127 over all D values (0 if all are zero)
+ *   float  base    added to every score (KIVI: the mins' part)
  *   int8_t q[D]    round(x/d), chunk by chunk in the order above
  *
  * vq_codes_qdot(codes, rstride, bits, nt, D, qbuf, qstride, n_q, s, sstride):
- *   s[j*sstride + i] = d_j * (float)(sum_e code_ie * q_je)
- * for nt rows at codes + i*rstride and n_q prepared queries at
- * qbuf + j*qstride. The integer sum is exact, so every variant returns
- * the reference's bits. _ref is the scalar reference. */
+ *   s[j*sstride + i] = d_j * (float)(sum_e code_ie * q_je) + base_j
+ * (a rounded product, then a rounded add) for nt rows at codes +
+ * i*rstride and n_q prepared queries at qbuf + j*qstride. The integer sum
+ * is exact, so every variant returns the reference's bits. _ref is the
+ * scalar reference. */
 #ifndef VQ_KERNELS_CODES_QDOT_H
 #define VQ_KERNELS_CODES_QDOT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#define VQ_CQ_HEAD (2 * sizeof(float)) /* d and base, before q */
+
 size_t vq_codes_query_bytes(size_t D);
 /* prepares x[e] = q[e] * s[e] (KIVI: the query folded with a block's
- * channel scales) and returns sum_e q[e] * m[e] (its mins' part of the
+ * channel scales) with base = sum_e q[e] * m[e] (its mins' part of the
  * score; summed in 16 lanes reduced by vq_sum16_lanes' tree in both
- * variants, so the bytes and the sum are the same) */
-float vq_codes_qprep(const float *q, const float *s, const float *m, size_t D, int bits, uint8_t *dst);
-float vq_codes_qprep_avx512x(const float *q, const float *s, const float *m, size_t D, int bits, uint8_t *dst);
+ * variants, so the bytes are the same) */
+void vq_codes_qprep(const float *q, const float *s, const float *m, size_t D, int bits, uint8_t *dst);
+void vq_codes_qprep_avx512x(const float *q, const float *s, const float *m, size_t D, int bits, uint8_t *dst);
 
 void vq_codes_qdot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                        size_t qstride, int n_q, float *s, size_t sstride);

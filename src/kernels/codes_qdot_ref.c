@@ -7,14 +7,14 @@
 
 #include "core/vexp.h"
 
-size_t vq_codes_query_bytes(size_t D) { return sizeof(float) + D; }
+size_t vq_codes_query_bytes(size_t D) { return VQ_CQ_HEAD + D; }
 
 /* channel of position p in a chunk */
 static size_t chan_of(int bits, size_t p) { return bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : 4 * (p % 16) + p / 16; }
 
-float vq_codes_qprep(const float *qv, const float *sv, const float *mv, size_t D, int bits, uint8_t *dst)
+void vq_codes_qprep(const float *qv, const float *sv, const float *mv, size_t D, int bits, uint8_t *dst)
 {
-    int8_t *q = (int8_t *)(void *)(dst + sizeof(float));
+    int8_t *q = (int8_t *)(void *)(dst + VQ_CQ_HEAD);
     float amax = 0.0f, lanes[16] = { 0 };
     for (size_t e = 0; e < D; e++) {
         amax = fmaxf(amax, fabsf(qv[e] * sv[e]));
@@ -27,8 +27,9 @@ float vq_codes_qprep(const float *qv, const float *sv, const float *mv, size_t D
             long v = lrintf(qv[e] * sv[e] * inv);
             q[64 * c + p] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
         }
+    const float base = vq_sum16_lanes(lanes);
     memcpy(dst, &d, sizeof d);
-    return vq_sum16_lanes(lanes);
+    memcpy(dst + sizeof d, &base, sizeof base);
 }
 
 static unsigned code_at(const uint8_t *row, int bits, size_t ch)
@@ -41,16 +42,17 @@ void vq_codes_qdot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt
 {
     for (int j = 0; j < n_q; j++) {
         const uint8_t *qj = qbuf + (size_t)j * qstride;
-        const int8_t *q = (const int8_t *)(const void *)(qj + sizeof(float));
-        float d;
+        const int8_t *q = (const int8_t *)(const void *)(qj + VQ_CQ_HEAD);
+        float d, base;
         memcpy(&d, qj, sizeof d);
+        memcpy(&base, qj + sizeof d, sizeof base);
         for (size_t i = 0; i < nt; i++) {
             const uint8_t *row = codes + i * rstride;
             int32_t isum = 0;
             for (size_t c = 0; c < D / 64; c++)
                 for (size_t p = 0; p < 64; p++)
                     isum += (int32_t)code_at(row, bits, 64 * c + chan_of(bits, p)) * q[64 * c + p];
-            s[(size_t)j * sstride + i] = d * (float)isum;
+            s[(size_t)j * sstride + i] = d * (float)isum + base;
         }
     }
 }

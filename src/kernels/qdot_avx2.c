@@ -77,9 +77,10 @@ void vq_codes_qdot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t n
         const uint8_t *row = codes + i * rstride;
         for (int j = 0; j < n_q; j++) {
             const uint8_t *qj = qbuf + (size_t)j * qstride;
-            const int8_t *q = (const int8_t *)(const void *)(qj + sizeof(float));
-            float d;
+            const int8_t *q = (const int8_t *)(const void *)(qj + VQ_CQ_HEAD);
+            float d, base;
             memcpy(&d, qj, sizeof d);
+            memcpy(&base, qj + sizeof d, sizeof base);
             __m256i acc = _mm256_setzero_si256();
             for (size_t c = 0; c < nc; c++) {
                 __m256i lo, hi;
@@ -88,7 +89,7 @@ void vq_codes_qdot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t n
                 acc = _mm256_add_epi32(acc,
                                        dot_u8s8(hi, _mm256_loadu_si256((const __m256i *)(const void *)(q + 64 * c + 32))));
             }
-            s[(size_t)j * sstride + i] = d * (float)hsum_epi32(acc);
+            s[(size_t)j * sstride + i] = d * (float)hsum_epi32(acc) + base;
         }
     }
 }

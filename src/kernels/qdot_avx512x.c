@@ -145,13 +145,14 @@ static inline __m512i chunk64(int bits, const uint8_t *row, size_t c)
 
 /* one query's eight row sums from its integer lane sums: the reference's
  * bits (exact integers, then one conversion and multiply) */
-static inline void codes_qdot_store(const __m512i I[QROWS], float d, float *s, size_t i, size_t nt)
+static inline void codes_qdot_store(const __m512i I[QROWS], float d, float base, float *s, size_t i, size_t nt)
 {
     /* (row, half) sums -> row sums */
     __m512i R = tree8(I);
     R = _mm512_shuffle_i32x4(R, R, 0xD8); /* #0 #2 #1 #3 */
     __m256i r = _mm256_add_epi32(_mm512_castsi512_si256(R), _mm512_extracti64x4_epi64(R, 1));
-    vq_store8_upto(s, i, nt, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(r)));
+    vq_store8_upto(s, i, nt,
+                   _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(r)), _mm256_set1_ps(base)));
 }
 
 /* Four rows per register (head_dim <= 128): 128-bit lane r holds 16 bytes
@@ -202,7 +203,7 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
                     for (int k = 0; k < (bits == 2 ? 4 : 2); k++, kp++) {
                         const __m512i P = _mm512_and_si512(_mm512_srli_epi16(R, (unsigned)(bits * k)), mask);
                         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) {
-                            const uint8_t *qj = qbuf + (size_t)j * qstride + sizeof(float) + qoff[kp];
+                            const uint8_t *qj = qbuf + (size_t)j * qstride + VQ_CQ_HEAD + qoff[kp];
                             acc[j][qd] = _mm512_dpbusd_epi32(
                                 acc[j][qd], P, _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)qj)));
                         }
@@ -211,15 +212,18 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
         }
         const size_t left = nt - i < 16 ? nt - i : 16;
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) {
-            float d;
+            float d, base;
             memcpy(&d, qbuf + (size_t)j * qstride, sizeof d);
+            memcpy(&base, qbuf + (size_t)j * qstride + sizeof d, sizeof base);
             /* lane 4r + x of acc[j][q]: partial x of row 4q + r */
             const __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[j][0], acc[j][1]),
                                                  _mm512_unpackhi_epi32(acc[j][0], acc[j][1]));
             const __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[j][2], acc[j][3]),
                                                  _mm512_unpackhi_epi32(acc[j][2], acc[j][3]));
             const __m512i r = _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
-            const __m512 f = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(order, r)));
+            const __m512 f = _mm512_add_ps(
+                _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(order, r))),
+                _mm512_set1_ps(base));
             _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, (__mmask16)((1u << left) - 1u), f);
         }
     }
@@ -259,17 +263,18 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
             row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
         for (int j = 0; j < n_q; j++) {
             const uint8_t *qj = qbuf + (size_t)j * qstride;
-            float d;
+            float d, base;
             memcpy(&d, qj, sizeof d);
+            memcpy(&base, qj + sizeof d, sizeof base);
             __m512i I[QROWS];
             for (int t = 0; t < QROWS; t++)
                 I[t] = _mm512_setzero_si512();
             for (size_t c = 0; c < nc; c++) {
-                const __m512i Q = _mm512_loadu_si512((const void *)(qj + sizeof(float) + 64 * c));
+                const __m512i Q = _mm512_loadu_si512((const void *)(qj + VQ_CQ_HEAD + 64 * c));
                 for (int t = 0; t < QROWS; t++)
                     I[t] = _mm512_dpbusd_epi32(I[t], chunk64(bits, row[t], c), Q);
             }
-            codes_qdot_store(I, d, s + (size_t)j * sstride, i, nt);
+            codes_qdot_store(I, d, base, s + (size_t)j * sstride, i, nt);
         }
     }
 }
@@ -280,9 +285,9 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
  * per lane, the lanes summed in vq_sum16_lanes' tree). Each chunk's 64
  * bytes are rounded in channel order, then put in the unpack order by an
  * in-lane byte shuffle and a dword (2 bits) or qword (4 bits) permute. */
-float vq_codes_qprep_avx512x(const float *qv, const float *sv, const float *mv, size_t D, int bits, uint8_t *dst)
+void vq_codes_qprep_avx512x(const float *qv, const float *sv, const float *mv, size_t D, int bits, uint8_t *dst)
 {
-    int8_t *q = (int8_t *)(void *)(dst + sizeof(float));
+    int8_t *q = (int8_t *)(void *)(dst + VQ_CQ_HEAD);
     __m512 mx = _mm512_setzero_ps(), base = _mm512_setzero_ps();
     for (size_t e = 0; e < D; e += 16) {
         __m512 x = _mm512_loadu_ps(qv + e);
@@ -319,5 +324,6 @@ float vq_codes_qprep_avx512x(const float *qv, const float *sv, const float *mv, 
     const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(base), _mm512_extractf32x8_ps(base, 1));
     const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
     const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-    return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
+    const float sum = _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
+    memcpy(dst + sizeof d, &sum, sizeof sum);
 }

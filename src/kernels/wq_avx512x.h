@@ -21,15 +21,19 @@ static inline __m512i vq_quad_index(void)
     return _mm512_loadu_si512(tix);
 }
 
-/* four rows' 16 bytes at p[t] + off into the register's four lanes,
- * transposed: 32-bit lane b = byte b of rows 0..3 */
-static inline __m512i vq_quad_bytes(const uint8_t *const p[4], size_t off, __m512i tidx)
+/* four rows' 16 bytes at p[t] + off, row t in 128-bit lane t */
+static inline __m512i vq_quad_bytes16(const uint8_t *const p[4], size_t off)
 {
     __m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(p[0] + off)));
     x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(p[1] + off)), 1);
     x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(p[2] + off)), 2);
-    x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(p[3] + off)), 3);
-    return _mm512_permutexvar_epi8(tidx, x);
+    return _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(p[3] + off)), 3);
+}
+
+/* the same, transposed: 32-bit lane b = byte b of rows 0..3 */
+static inline __m512i vq_quad_bytes(const uint8_t *const p[4], size_t off, __m512i tidx)
+{
+    return _mm512_permutexvar_epi8(tidx, vq_quad_bytes16(p, off));
 }
 
 /* the maxima of the lanes of a, b, c, d: [max a, max b, max c, max d] */
