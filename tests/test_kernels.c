@@ -343,7 +343,7 @@ static void test_qdot(const vq_kernels *k, const vq_kernels *ref)
                     k->qdot(bits, rows + 1, rs, nt, D, qb + 1, qs, nq, s2, ss);
                     CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= 2e-6, "%s qdot bits=%d D=%zu nt=%zu nq=%d: %g", k->isa,
                            bits, D, nt, nq, rel_diff(s2, s1, ss * (size_t)nq));
-                    free(rows), free(qb), free(x), free(s1), free(s2);
+                    free(rows), free(qb), free(s1), free(s2);
                 }
 }
 
@@ -651,29 +651,33 @@ static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
                 for (int nq = 1; nq <= 10; nq += 3) {
                     size_t D = Ds[id], rs = D * (size_t)bits / 8 + 3, qs = vq_codes_query_bytes(D) + 1, ss = nt + 2;
                     uint8_t *rows = malloc(rs * nt + 1), *qb = malloc(qs * (size_t)nq + 1);
-                    float *x = malloc(sizeof(float) * D), *s1 = calloc(ss * (size_t)nq, 4);
-                    float *s2 = calloc(ss * (size_t)nq, 4);
+                    float *s1 = calloc(ss * (size_t)nq, 4), *s2 = calloc(ss * (size_t)nq, 4);
                     fill_bytes(rows, rs * nt + 1, D + nt);
-                    float *sc = malloc(sizeof(float) * D), *mn = malloc(sizeof(float) * D);
-                    for (int j = 0; j < nq; j++) {
-                        fill(x, D, 31 + (uint64_t)j + D);
-                        fill(sc, D, 41 + (uint64_t)j);
-                        fill(mn, D, 51 + (uint64_t)j);
-                        if (j == 1)
-                            memset(x, 0, sizeof(float) * D); /* an all-zero query */
-                        uint8_t *pj = qb + 1 + (size_t)j * qs, *pk = malloc(qs);
-                        vq_codes_qprep(x, sc, mn, D, bits, pj);
-                        k->codes_qprep(x, sc, mn, D, bits, pk);
-                        CHECKF(memcmp(pj, pk, vq_codes_query_bytes(D)) == 0,
-                               "%s codes_qprep bits=%d D=%zu: other bytes (scale, sum or codes)", k->isa, bits, D);
-                        free(pk);
+                    /* nq queries (one all zero) and a block header of random
+                     * scales and mins, prepared by the reference into qb + 1
+                     * and by k elsewhere: the same bytes */
+                    float *xs = malloc(sizeof(float) * D * (size_t)nq), *hf = malloc(sizeof(float) * 2 * D);
+                    uint8_t *hdr = malloc(4 * D + 1), *pk = malloc(qs * (size_t)nq);
+                    fill(xs, D * (size_t)nq, 31 + D);
+                    if (nq > 1)
+                        memset(xs + D, 0, sizeof(float) * D);
+                    fill(hf, 2 * D, 41 + D);
+                    for (size_t e = 0; e < 2 * D; e++) {
+                        const vq_fp16 h = vq_fp32_to_fp16(hf[e]);
+                        hdr[1 + 2 * e] = (uint8_t)h, hdr[2 + 2 * e] = (uint8_t)(h >> 8);
                     }
-                    free(sc), free(mn);
+                    vq_codes_qprep(xs, D, nq, hdr + 1, D, bits, qb + 1, qs);
+                    k->codes_qprep(xs, D, nq, hdr + 1, D, bits, pk, qs);
+                    for (int j = 0; j < nq; j++)
+                        CHECKF(memcmp(qb + 1 + (size_t)j * qs, pk + (size_t)j * qs, vq_codes_query_bytes(D)) == 0,
+                               "%s codes_qprep bits=%d D=%zu query %d: other bytes (scale, sum or codes)", k->isa, bits,
+                               D, j);
+                    free(xs), free(hf), free(hdr), free(pk);
                     ref->codes_qdot(rows + 1, rs, bits, nt, D, qb + 1, qs, nq, s1, ss);
                     k->codes_qdot(rows + 1, rs, bits, nt, D, qb + 1, qs, nq, s2, ss);
                     CHECKF(same_bits(s2, s1, ss * (size_t)nq), "%s codes_qdot bits=%d D=%zu nt=%zu nq=%d: %g",
                            k->isa, bits, D, nt, nq, rel_diff(s2, s1, ss * (size_t)nq));
-                    free(rows), free(qb), free(x), free(s1), free(s2);
+                    free(rows), free(qb), free(s1), free(s2);
                 }
 }
 
@@ -689,12 +693,17 @@ static void test_codes_qdot_reference(void)
         fill_bytes(rows, sizeof rows, 3 + (uint64_t)bits);
         fill(x, D, 17);
         fill(mins, D, 19);
-        float ones[128];
+        /* header: scales 1.0, mins as fp16 (want: sum x * fp16(m)) */
+        uint8_t hdr[4 * 128];
         double want = 0.0;
-        for (size_t e = 0; e < D; e++)
-            ones[e] = 1.0f, want += (double)x[e] * mins[e];
+        for (size_t e = 0; e < D; e++) {
+            const vq_fp16 one = vq_fp32_to_fp16(1.0f), m = vq_fp32_to_fp16(mins[e]);
+            hdr[2 * e] = (uint8_t)one, hdr[2 * e + 1] = (uint8_t)(one >> 8);
+            hdr[2 * D + 2 * e] = (uint8_t)m, hdr[2 * D + 2 * e + 1] = (uint8_t)(m >> 8);
+            want += (double)x[e] * vq_fp16_to_fp32(m);
+        }
         CHECK(vq_codes_query_bytes(D) == sizeof qb);
-        vq_codes_qprep(x, ones, mins, D, bits, qb);
+        vq_codes_qprep(x, D, 1, hdr, D, bits, qb, sizeof qb);
         const int8_t *q = (const int8_t *)(qb + VQ_CQ_HEAD);
         float d, base;
         memcpy(&d, qb, 4);

@@ -296,16 +296,16 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t 
             const uint8_t *in = codes + blk * c->block_bytes;
             if (blk + 1 < n / G) /* the next block, while this one is scored */
                 vq_prefetch_span(in, c->block_bytes, c->block_bytes);
-            k->fp16_row(in, sm, 2 * D); /* scales, then mins */
+            if (!st->qbits)
+                k->fp16_row(in, sm, 2 * D); /* scales, then mins */
             for (int j0 = 0; j0 < n_q; j0 += KIVI_QS) {
                 int nj = n_q - j0 < KIVI_QS ? n_q - j0 : KIVI_QS;
                 float *out = scores + (size_t)j0 * n + blk * G;
                 if (st->qbits) {
-                    /* fold, round to int8 and sum q*m in one pass; the dots
-                     * add the sum (codes_qdot.h) */
+                    /* fold with the header's scales, round to int8 and sum
+                     * q*m; the dots add the sum (codes_qdot.h) */
                     const size_t qb = vq_codes_query_bytes(D);
-                    for (int j = 0; j < nj; j++)
-                        k->codes_qprep(qall + (size_t)(j0 + j) * qstride, sm, sm + D, D, b, st->qprep + (size_t)j * qb);
+                    k->codes_qprep(qall + (size_t)j0 * qstride, qstride, nj, in, D, b, st->qprep, qb);
                     k->codes_qdot(in + 4 * D, row, b, G, D, st->qprep, qb, nj, out, n);
                     continue;
                 }

@@ -28,12 +28,18 @@
 #define VQ_CQ_HEAD (2 * sizeof(float)) /* d and base, before q */
 
 size_t vq_codes_query_bytes(size_t D);
-/* prepares x[e] = q[e] * s[e] (KIVI: the query folded with a block's
- * channel scales) with base = sum_e q[e] * m[e] (its mins' part of the
- * score; summed in 16 lanes reduced by vq_sum16_lanes' tree in both
- * variants, so the bytes are the same) */
-void vq_codes_qprep(const float *q, const float *s, const float *m, size_t D, int bits, uint8_t *dst);
-void vq_codes_qprep_avx512x(const float *q, const float *s, const float *m, size_t D, int bits, uint8_t *dst);
+/* vq_codes_qprep(q, qstride, n_q, hdr, D, bits, dst, dstride) prepares
+ * n_q queries (query j: the floats at q + j*qstride) against one KIVI key
+ * block whose header hdr holds D fp16 channel scales s[e], then D fp16
+ * mins m[e] (little-endian): query j's prepared bytes at dst + j*dstride,
+ * from x[e] = q[e] * s[e] (the query folded with the block's scales), with
+ * base = sum_e q[e] * m[e] (the mins' part of the score; fmaf in 16 lanes,
+ * lane e % 16, reduced by vq_sum16_lanes' tree). Every variant writes the
+ * reference's bytes (for finite inputs). */
+void vq_codes_qprep(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
+                    size_t dstride);
+void vq_codes_qprep_avx512x(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits,
+                            uint8_t *dst, size_t dstride);
 
 void vq_codes_qdot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                        size_t qstride, int n_q, float *s, size_t sstride);

@@ -5,31 +5,40 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/fp16.h"
 #include "core/vexp.h"
 
 size_t vq_codes_query_bytes(size_t D) { return VQ_CQ_HEAD + D; }
 
+/* the IEEE half at p + 2i (little-endian) */
+static float half_at(const uint8_t *p, size_t i) { return vq_fp16_to_fp32((vq_fp16)(p[2 * i] | p[2 * i + 1] << 8)); }
+
 /* channel of position p in a chunk */
 static size_t chan_of(int bits, size_t p) { return bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : 4 * (p % 16) + p / 16; }
 
-void vq_codes_qprep(const float *qv, const float *sv, const float *mv, size_t D, int bits, uint8_t *dst)
+void vq_codes_qprep(const float *qs, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
+                    size_t dstride)
 {
-    int8_t *q = (int8_t *)(void *)(dst + VQ_CQ_HEAD);
-    float amax = 0.0f, lanes[16] = { 0 };
-    for (size_t e = 0; e < D; e++) {
-        amax = fmaxf(amax, fabsf(qv[e] * sv[e]));
-        lanes[e % 16] = fmaf(qv[e], mv[e], lanes[e % 16]);
-    }
-    float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-    for (size_t c = 0; c < D / 64; c++)
-        for (size_t p = 0; p < 64; p++) {
-            size_t e = 64 * c + chan_of(bits, p);
-            long v = lrintf(qv[e] * sv[e] * inv);
-            q[64 * c + p] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+    for (int j = 0; j < n_q; j++) {
+        const float *qv = qs + (size_t)j * qstride;
+        uint8_t *out = dst + (size_t)j * dstride;
+        int8_t *q = (int8_t *)(void *)(out + VQ_CQ_HEAD);
+        float amax = 0.0f, lanes[16] = { 0 };
+        for (size_t e = 0; e < D; e++) {
+            amax = fmaxf(amax, fabsf(qv[e] * half_at(hdr, e)));
+            lanes[e % 16] = fmaf(qv[e], half_at(hdr, D + e), lanes[e % 16]);
         }
-    const float base = vq_sum16_lanes(lanes);
-    memcpy(dst, &d, sizeof d);
-    memcpy(dst + sizeof d, &base, sizeof base);
+        float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        for (size_t c = 0; c < D / 64; c++)
+            for (size_t p = 0; p < 64; p++) {
+                size_t e = 64 * c + chan_of(bits, p);
+                long v = lrintf(qv[e] * half_at(hdr, e) * inv);
+                q[64 * c + p] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+            }
+        const float base = vq_sum16_lanes(lanes);
+        memcpy(out, &d, sizeof d);
+        memcpy(out + sizeof d, &base, sizeof base);
+    }
 }
 
 static unsigned code_at(const uint8_t *row, int bits, size_t ch)

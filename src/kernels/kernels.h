@@ -130,7 +130,8 @@ typedef struct vq_kernels {
                       size_t qstride, int n_q, float *s, size_t sstride);
     vq_bitdot_fn *bitdot;
     vq_signscore_fn *signscore;
-    void (*codes_qprep)(const float *q, const float *s, const float *m, size_t D, int bits, uint8_t *dst);
+    void (*codes_qprep)(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
+                        size_t dstride);
     void (*codes_qdot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                        size_t qstride, int n_q, float *s, size_t sstride);
     void (*qaxpy)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,

@@ -279,51 +279,69 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
     }
 }
 
-/* vq_codes_qprep's twin: the same bytes and sum (q*s, amax, d and inv as
- * the reference computes them, x*inv rounded to nearest even as lrintf
- * does, saturated to int8: |x*inv| <= 127 up to rounding; q*m by one FMA
- * per lane, the lanes summed in vq_sum16_lanes' tree). Each chunk's 64
- * bytes are rounded in channel order, then put in the unpack order by an
- * in-lane byte shuffle and a dword (2 bits) or qword (4 bits) permute. */
-void vq_codes_qprep_avx512x(const float *qv, const float *sv, const float *mv, size_t D, int bits, uint8_t *dst)
+/* vq_codes_qprep's twin: the same bytes (q*s, amax, d and inv as the
+ * reference computes them, x*inv rounded to nearest even as lrintf does;
+ * |x*inv| <= 127 up to rounding, so the saturating packs never clip; q*m
+ * by one FMA per lane, the lanes summed in vq_sum16_lanes' tree). The
+ * header's halves are converted once for all queries. Per 64-channel
+ * chunk the four rounded registers are packed to bytes by two rounds of
+ * saturating packs (lane L then holds channels 4L..4L+3 of each register)
+ * and put in codes_qdot.h's order by one VPERMB. D a multiple of 64 up to
+ * 256 (else the reference). */
+void vq_codes_qprep_avx512x(const float *qs, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits,
+                            uint8_t *dst, size_t dstride)
 {
-    int8_t *q = (int8_t *)(void *)(dst + VQ_CQ_HEAD);
-    __m512 mx = _mm512_setzero_ps(), base = _mm512_setzero_ps();
-    for (size_t e = 0; e < D; e += 16) {
-        __m512 x = _mm512_loadu_ps(qv + e);
-        mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_mul_ps(x, _mm512_loadu_ps(sv + e))));
-        base = _mm512_fmadd_ps(x, _mm512_loadu_ps(mv + e), base);
+    /* byte p of a chunk <- the packed byte of its channel ch (codes_qdot.h's
+     * order): register ch / 16, lane (ch % 16) / 4, element ch % 4, i.e.
+     * byte 16 ((ch % 16) / 4) + 4 (ch / 16) + ch % 4 */
+    static const int8_t order2[64] = {
+        0, 16, 32, 48, 4, 20, 36, 52, 8, 24, 40, 56, 12, 28, 44, 60,
+        1, 17, 33, 49, 5, 21, 37, 53, 9, 25, 41, 57, 13, 29, 45, 61,
+        2, 18, 34, 50, 6, 22, 38, 54, 10, 26, 42, 58, 14, 30, 46, 62,
+        3, 19, 35, 51, 7, 23, 39, 55, 11, 27, 43, 59, 15, 31, 47, 63,
+    };
+    static const int8_t order4[64] = {
+        0, 2, 16, 18, 32, 34, 48, 50, 4, 6, 20, 22, 36, 38, 52, 54,
+        8, 10, 24, 26, 40, 42, 56, 58, 12, 14, 28, 30, 44, 46, 60, 62,
+        1, 3, 17, 19, 33, 35, 49, 51, 5, 7, 21, 23, 37, 39, 53, 55,
+        9, 11, 25, 27, 41, 43, 57, 59, 13, 15, 29, 31, 45, 47, 61, 63,
+    };
+    if (D % 64 || D > 256) {
+        vq_codes_qprep(qs, qstride, n_q, hdr, D, bits, dst, dstride);
+        return;
     }
-    float amax = _mm512_reduce_max_ps(mx);
-    float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-    const __m512 vi = _mm512_set1_ps(inv);
-    /* 2 bits: in lane L (channels 16L + 4a + b) byte 4a + b -> 4b + a, then
-     * dword (L, b) -> (b, L); 4 bits: evens then odds in each lane, then
-     * qwords (L, 0) -> L, (L, 1) -> 4 + L */
-    const __m512i shuf = bits == 4 ? _mm512_broadcast_i32x4(_mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9,
-                                                                           11, 13, 15))
-                                   : _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14,
-                                                                           3, 7, 11, 15));
-    const __m512i perm = bits == 4 ? _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7)
-                                   : _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    for (size_t c = 0; c < D / 64; c++) {
-        __m128i b[4];
-        for (int r = 0; r < 4; r++) {
-            const size_t e = 64 * c + 16 * (size_t)r;
-            const __m512 x = _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(qv + e), _mm512_loadu_ps(sv + e)), vi);
-            b[r] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(x));
+    __m512 S[16], M[16];
+    for (size_t k = 0; k < D / 16; k++) {
+        S[k] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 32 * k)));
+        M[k] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 2 * D + 32 * k)));
+    }
+    const __m512i order = _mm512_loadu_si512(bits == 4 ? order4 : order2);
+    for (int j = 0; j < n_q; j++) {
+        const float *qv = qs + (size_t)j * qstride;
+        uint8_t *out = dst + (size_t)j * dstride;
+        __m512 X[16], mx = _mm512_setzero_ps(), base = _mm512_setzero_ps();
+        for (size_t k = 0; k < D / 16; k++) {
+            const __m512 x = _mm512_loadu_ps(qv + 16 * k);
+            X[k] = _mm512_mul_ps(x, S[k]);
+            mx = _mm512_max_ps(mx, _mm512_abs_ps(X[k]));
+            base = _mm512_fmadd_ps(x, M[k], base);
         }
-        __m512i v = _mm512_inserti32x4(_mm512_castsi128_si512(b[0]), b[1], 1);
-        v = _mm512_inserti32x4(_mm512_inserti32x4(v, b[2], 2), b[3], 3);
-        v = _mm512_shuffle_epi8(v, shuf);
-        v = bits == 4 ? _mm512_permutexvar_epi64(perm, v) : _mm512_permutexvar_epi32(perm, v);
-        _mm512_storeu_si512((void *)(q + 64 * c), v);
+        const float amax = _mm512_reduce_max_ps(mx);
+        const float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        const __m512 vi = _mm512_set1_ps(inv);
+        for (size_t c = 0; c < D / 64; c++) {
+            __m512i r[4];
+            for (int t = 0; t < 4; t++)
+                r[t] = _mm512_cvtps_epi32(_mm512_mul_ps(X[4 * c + (size_t)t], vi));
+            const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
+            _mm512_storeu_si512((void *)(out + VQ_CQ_HEAD + 64 * c), _mm512_permutexvar_epi8(order, b));
+        }
+        /* vq_sum16_lanes' tree: (l_k + l_k+8), then + 4, + 2, + 1 */
+        const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(base), _mm512_extractf32x8_ps(base, 1));
+        const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+        const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+        const float sum = _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
+        memcpy(out, &d, sizeof d);
+        memcpy(out + sizeof d, &sum, sizeof sum);
     }
-    memcpy(dst, &d, sizeof d);
-    /* vq_sum16_lanes' tree: (l_k + l_k+8), then + 4, + 2, + 1 */
-    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(base), _mm512_extractf32x8_ps(base, 1));
-    const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-    const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-    const float sum = _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
-    memcpy(dst + sizeof d, &sum, sizeof sum);
 }
