@@ -11,7 +11,10 @@
 size_t vq_codes_query_bytes(size_t D) { return VQ_CQ_HEAD + D; }
 
 /* the IEEE half at p + 2i (little-endian) */
-static float half_at(const uint8_t *p, size_t i) { return vq_fp16_to_fp32((vq_fp16)(p[2 * i] | p[2 * i + 1] << 8)); }
+static float half_at(const uint8_t *p, size_t i)
+{
+    return vq_fp16_to_fp32((vq_fp16)(p[2 * i] | p[2 * i + 1] << 8));
+}
 
 /* channel of position p in a chunk */
 static size_t chan_of(int bits, size_t p) { return bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : 4 * (p % 16) + p / 16; }

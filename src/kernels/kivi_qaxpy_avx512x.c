@@ -28,7 +28,8 @@
  * header are code bytes, unused). Rows at or past m read row m - 1 (the
  * caller zeroes their lanes). Four rows' 16 bytes per register, a 4 x 4
  * transpose of words within each 128-bit lane, then rows back in order */
-static inline void header_words16(const uint8_t *blk, size_t rstride, size_t m, size_t h, __m512i H[4])
+static inline __attribute__((always_inline)) void header_words16(const uint8_t *blk, size_t rstride, size_t m,
+                                                                 size_t h, __m512i H[4])
 {
     __m512i A[4];
     for (size_t q = 0; q < 4; q++) {
@@ -54,8 +55,8 @@ static inline void header_words16(const uint8_t *blk, size_t rstride, size_t m, 
  * longer ones copied into columns by plain loads and stores (gathers are
  * slow where microcode guards them). Then each word column is split into
  * its two halves */
-static inline void block_headers(const uint8_t *rows, size_t rstride, size_t m, size_t ng, __m512 S[16][2],
-                                 __m512 Mn[16][2])
+static inline __attribute__((always_inline)) void block_headers(const uint8_t *rows, size_t rstride, size_t m,
+                                                                size_t ng, __m512 S[16][2], __m512 Mn[16][2])
 {
     __m512i W[2][16];
     if (ng <= 4) {
@@ -173,6 +174,27 @@ chunk_block(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, si
     }
 }
 
+/* the block's weights (kivi_qaxpy.h), group by group: the int8 weights
+ * of the NQ weight rows with their scales dd and centring sums sqh (h
+ * times the sum; kernels/wq_avx512x.h), and the mins' float sums MW */
+static inline __attribute__((always_inline)) void
+block_weights(const int BITS, const int NQ, const __m512 W[KQ_MAXQ][2], size_t ng, const __m512 S[16][2],
+              const __m512 Mn[16][2], int8_t qw[KQ_MAXQ][20][VQ_KQ_BLOCK], float dd[KQ_MAXQ][16],
+              int32_t sqh[KQ_MAXQ][16], __m512 MW[KQ_MAXQ][16])
+{
+    const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1))); /* v = s (c - h) + (m + h s) */
+    for (size_t g = 0; g < ng; g++) {
+        const __m512 m0 = _mm512_fmadd_ps(hv, S[g][0], Mn[g][0]), m1 = _mm512_fmadd_ps(hv, S[g][1], Mn[g][1]);
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+            MW[j][g] = _mm512_fmadd_ps(W[j][1], m1, _mm512_fmadd_ps(W[j][0], m0, MW[j][g]));
+        float sc[4];
+        int32_t sq[4];
+        vq_column_weights(NQ, W, S[g][0], S[g][1], &qw[0][g][0], sizeof qw[0], sc, sq);
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+            dd[j][g] = sc[j], sqh[j][g] = (1 << (BITS - 1)) * sq[j];
+    }
+}
+
 static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows, size_t rstride, const int BITS,
                                                              size_t nt, size_t D, size_t group, const float *w,
                                                              size_t wstride, int n_q, float *acc, size_t astride)
@@ -206,32 +228,17 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
             const uint8_t *blk = rows + b * rstride;
             __m512 S[16][2], Mn[16][2];
             block_headers(blk, rstride, m, ng, S, Mn);
-            const __mmask16 v0 = vm[0], v1 = vm[1];
-            const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1))); /* v = s (c - h) + (m + h s) */
-            /* |a| maxima of every (j, g), their scales, then the int8 weights
-             * and their sums (kernels/wq_avx512x.h) */
-            __m512 W[KQ_MAXQ][2], V[KQ_MAXQ * 16 + 3];
-            float Am[KQ_MAXQ * 16 + 3], inv[KQ_MAXQ * 16 + 3];
+            __m512 W[KQ_MAXQ][2];
             for (int j = 0; j < nq; j++) {
                 const float *wj = w + (size_t)(j0 + j) * wstride + b;
-                W[j][0] = _mm512_maskz_loadu_ps(v0, wj), W[j][1] = _mm512_maskz_loadu_ps(v1, wj + 16);
-                for (size_t g = 0; g < ng; g++) {
-                    V[(size_t)j * ng + g] = _mm512_max_ps(_mm512_abs_ps(_mm512_mul_ps(W[j][0], S[g][0])),
-                                                          _mm512_abs_ps(_mm512_mul_ps(W[j][1], S[g][1])));
-                    const __m512 m0 = _mm512_fmadd_ps(hv, S[g][0], Mn[g][0]),
-                                 m1 = _mm512_fmadd_ps(hv, S[g][1], Mn[g][1]);
-                    MW[j][g] = _mm512_fmadd_ps(W[j][1], m1, _mm512_fmadd_ps(W[j][0], m0, MW[j][g]));
-                }
+                W[j][0] = _mm512_maskz_loadu_ps(vm[0], wj), W[j][1] = _mm512_maskz_loadu_ps(vm[1], wj + 16);
             }
-            const size_t np = (size_t)nq * ng;
-            vq_weight_scales(V, np, Am, inv);
-            for (int j = 0; j < nq; j++)
-                for (size_t g = 0; g < ng; g++) {
-                    const size_t k = (size_t)j * ng + g;
-                    dd[j][g] = Am[k];
-                    sqh[j][g] = (1 << (BITS - 1)) * vq_round_weights(_mm512_mul_ps(W[j][0], S[g][0]),
-                                                                     _mm512_mul_ps(W[j][1], S[g][1]), inv[k], qw[j][g]);
-                }
+            switch (nq) {
+            case 4: block_weights(BITS, 4, W, ng, S, Mn, qw, dd, sqh, MW); break;
+            case 3: block_weights(BITS, 3, W, ng, S, Mn, qw, dd, sqh, MW); break;
+            case 2: block_weights(BITS, 2, W, ng, S, Mn, qw, dd, sqh, MW); break;
+            default: block_weights(BITS, 1, W, ng, S, Mn, qw, dd, sqh, MW); break;
+            }
             for (size_t c = 0; c < nc; c++) {
                 const size_t g0 = 64 * c / group;
                 switch (nq) { /* a constant count: the sums stay in registers */
