@@ -5,13 +5,15 @@
  * in lanes), the int8 weights of every (j, g) made at once. Then per
  * 64-channel chunk and quad of rows, the quad's code bytes are loaded
  * into the four 128-bit lanes of a register and transposed by one VPERMB
- * so that 32-bit lane b holds byte b of rows 0..3; a shift and mask per
- * code position k gives registers whose lane b holds the four rows' codes
- * of one channel (2 bits: 4b + k; 4 bits: 32h + 2b + k for byte half h),
- * and VPDPBUSD against the four rows' weights of that channel's group
- * (one VPERMT2D per quad and query) adds the exact integer sums. Block
- * sums fold into float accumulators (one FMA), which are put back in
- * channel order once at the end. */
+ * so that 32-bit lane b holds byte b of rows 0..3; a mask per code
+ * position k gives registers whose lane b holds the four rows' codes of
+ * one channel (2 bits: 4b + k; 4 bits: 32h + 2b + k for byte half h), left
+ * in place (times 4^k, or 16 for high nibbles), and VPDPBUSD against the
+ * four rows' weights of that channel's group (one VPERMT2D per quad and
+ * query) adds the exact integer sums. Block sums are shifted back (exact:
+ * every product is a multiple of the place value) and fold into float
+ * accumulators (one FMA), which are put back in channel order once at the
+ * end. */
 #include "kernels/kivi_qaxpy.h"
 
 #include <immintrin.h>
@@ -130,10 +132,10 @@ chunk_block(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, si
         vq_quad_rows(blk, rstride, coff, u, m, p);
         const __m512i uu = _mm512_set1_epi32((int)u);
         __m512i P[4];
-        if (BITS == 2) {
+        if (BITS == 2) { /* code k left in place: 4^k times it (undone per block) */
             const __m512i T = vq_quad_bytes(p, 16 * c, tidx);
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) P[k] =
-                _mm512_and_si512(_mm512_srli_epi16(T, (unsigned)(2 * k)), cmask);
+                _mm512_and_si512(T, _mm512_set1_epi8((char)(3 << (2 * k))));
             const __m512i ix = _mm512_add_epi32(x0, uu);
             _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             {
@@ -141,10 +143,10 @@ chunk_block(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, si
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) I[j][k] = _mm512_dpbusd_epi32(I[j][k], P[k], Wq);
             }
         } else {
-            for (int h = 0; h < 2; h++) {
+            for (int h = 0; h < 2; h++) { /* high nibbles in place: 16 times them */
                 const __m512i T = vq_quad_bytes(p, 32 * c + 16 * (size_t)h, tidx);
                 P[2 * h] = _mm512_and_si512(T, cmask);
-                P[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(T, 4), cmask);
+                P[2 * h + 1] = _mm512_and_si512(T, _mm512_set1_epi8((char)0xF0));
             }
             const __m512i ia = _mm512_add_epi32(x0, uu), ib = _mm512_add_epi32(x1, uu);
             _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
@@ -168,8 +170,9 @@ chunk_block(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, si
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
         {
             const int hi = BITS == 4 && r >= 2;
-            F[j][c][r] =
-                _mm512_fmadd_ps(hi ? d1 : d0, _mm512_cvtepi32_ps(_mm512_sub_epi32(I[j][r], hi ? h1 : h0)), F[j][c][r]);
+            /* the codes' place values off: every product was a multiple (exact) */
+            const __m512i Ir = _mm512_srai_epi32(I[j][r], (unsigned)(BITS == 2 ? 2 * r : 4 * (r & 1)));
+            F[j][c][r] = _mm512_fmadd_ps(hi ? d1 : d0, _mm512_cvtepi32_ps(_mm512_sub_epi32(Ir, hi ? h1 : h0)), F[j][c][r]);
         }
     }
 }
