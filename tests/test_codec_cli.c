@@ -4,24 +4,11 @@
  * bad spec must exit non-zero with one line on stderr naming the bad part. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "test.h"
 #include "veloxquant.h"
 
 static char cli[512];
-
-/* run cmd, capture up to cap-1 bytes of its stdout; returns exit status */
-static int run(const char *cmd, char *out, size_t cap)
-{
-    FILE *f = popen(cmd, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(out, 1, cap - 1, f);
-    out[n] = '\0';
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* the JSON object (up to its closing brace) whose name is `name` */
 static const char *find_object(const char *json, const char *name, char *obj, size_t cap)
@@ -53,7 +40,7 @@ static void test_json_lists_every_method(void)
     static char out[65536];
     char cmd[1024], obj[1024];
     snprintf(cmd, sizeof cmd, "%s codecs --head-dim 128 --json", cli);
-    CHECKF(run(cmd, out, sizeof out) == 0, "'%s' failed", cmd);
+    CHECKF(vq_test_run(cmd, out, sizeof out) == 0, "'%s' failed", cmd);
     CHECK(out[0] == '[' && strstr(out, "]") != NULL);
     int n = 0;
     for (int i = 0;; i++) {
@@ -92,11 +79,11 @@ static void test_one_spec_and_table(void)
     static char out[65536];
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s codecs --head-dim 64 --spec q4_0:rot=1 --json", cli);
-    CHECK(run(cmd, out, sizeof out) == 0);
+    CHECK(vq_test_run(cmd, out, sizeof out) == 0);
     CHECK(strstr(out, "\"spec\": \"q4_0:rot=1\"") && strstr(out, "\"bytes_per_token\": 36"));
     CHECK(strstr(out, "\"name\": \"fp16\"") == NULL); /* only the given spec */
     snprintf(cmd, sizeof cmd, "%s codecs --head-dim 256", cli);
-    CHECK(run(cmd, out, sizeof out) == 0);
+    CHECK(vq_test_run(cmd, out, sizeof out) == 0);
     CHECK(strstr(out, "turboquant_rvq") && strstr(out, "rabitq"));
 }
 
@@ -105,7 +92,7 @@ static void expect_bad(const char *args, const char *needle)
 {
     char cmd[1024], err[4096];
     snprintf(cmd, sizeof cmd, "%s codecs %s 2>&1 >/dev/null", cli, args);
-    int rc = run(cmd, err, sizeof err);
+    int rc = vq_test_run(cmd, err, sizeof err);
     CHECKF(rc != 0 && rc != -1, "'%s' exited %d", args, rc);
     int lines = 0;
     for (const char *p = err; *p; p++)

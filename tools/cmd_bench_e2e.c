@@ -3,10 +3,13 @@
  * float K/V buffer and the fp16 cache in the same run, against the floor
  * that the machine's read bandwidth sets.
  *
- * For each context length L and config: a fresh context, a prompt of L
- * tokens of real text (vq_ctx_forward, batched) timed as prefill, then
- * --decode greedy tokens one at a time timed as decode. A decode step reads
- * every weight once and the cache's K+V once, so
+ * For each context length L: per config a fresh context and a prompt of
+ * L tokens of real text (vq_ctx_forward, batched) timed as prefill; then
+ * --decode greedy tokens per config, one token of each config in turn, each
+ * token timed on its own and summed per config as decode (round robin: a
+ * slow spell of a shared machine falls on every config alike, so the
+ * ratios hold). A decode step reads every weight once and the cache's K+V
+ * once, so
  *   bytes_per_step = weight bytes + K+V bytes held after the prompt
  *   floor_tok_s    = bandwidth / bytes_per_step
  * with the bandwidth a streaming read measured at the start of the run on
@@ -67,48 +70,60 @@ static int argmax(const float *x, int n)
     return b;
 }
 
-static void run_one(const vq_model *m, int n_vocab, e2e_result *r, const int32_t *prompt, int n_decode,
-                    int threads)
+/* one config's context during a run */
+typedef struct {
+    vq_ctx *ctx;
+    vq_cache *cache;
+    float *logits;
+    double decode_s; /* summed decode step times */
+} e2e_live;
+
+/* opens r's context and runs the prompt (timed as prefill); r->ok = 0 and
+ * nothing held on failure */
+static void open_prefill(const vq_model *m, int n_vocab, e2e_result *r, const int32_t *prompt, int n_decode,
+                         int threads, e2e_live *lv)
 {
-    vq_ctx *ctx = NULL;
-    vq_cache *cache = NULL;
-    float *logits = malloc((size_t)n_vocab * sizeof *logits);
+    memset(lv, 0, sizeof *lv);
     r->ok = 0;
-    if (!logits)
+    if (!(lv->logits = malloc((size_t)n_vocab * sizeof *lv->logits)))
         return;
-    if (eval_ctx_open(m, r->cache, (int)r->ctx + n_decode + 1, threads, &ctx, &cache) != VQ_OK) {
+    if (eval_ctx_open(m, r->cache, (int)r->ctx + n_decode + 1, threads, &lv->ctx, &lv->cache) != VQ_OK) {
         cli_error("bench", "%s: %s", r->cache ? r->cache : "float", vq_last_error());
-        free(logits);
+        free(lv->logits), lv->logits = NULL;
         return;
     }
     double t0 = bench_now();
-    if (vq_ctx_forward(ctx, prompt, (int)r->ctx, logits, VQ_LOGITS_LAST) != VQ_OK) {
-        cli_error("bench", "%s: prefill: %s", r->cache ? r->cache : "float", vq_ctx_error(ctx));
-        goto done;
+    if (vq_ctx_forward(lv->ctx, prompt, (int)r->ctx, lv->logits, VQ_LOGITS_LAST) != VQ_OK) {
+        cli_error("bench", "%s: prefill: %s", r->cache ? r->cache : "float", vq_ctx_error(lv->ctx));
+        eval_ctx_close(lv->ctx, lv->cache);
+        free(lv->logits);
+        memset(lv, 0, sizeof *lv);
+        return;
     }
-    double t1 = bench_now();
+    r->prefill_tok_s = (double)r->ctx / (bench_now() - t0);
     /* the bytes a decode step reads: the tokens held (the float buffer's
      * allocation may be larger) */
-    r->kv_bytes = (double)vq_ctx_kv_bytes_per_token(ctx) * (double)vq_ctx_n_tokens(ctx);
-    if (cache) {
+    r->kv_bytes = (double)vq_ctx_kv_bytes_per_token(lv->ctx) * (double)vq_ctx_n_tokens(lv->ctx);
+    if (lv->cache) {
         vq_cache_usage u;
-        if (vq_cache_stats(cache, -1, &u) == VQ_OK)
+        if (vq_cache_stats(lv->cache, -1, &u) == VQ_OK)
             r->kv_bytes = (double)(u.keys.accounted_bytes + u.values.accounted_bytes);
     }
-    for (int i = 0; i < n_decode; i++) {
-        int32_t tok = argmax(logits, n_vocab);
-        if (vq_ctx_forward(ctx, &tok, 1, logits, VQ_LOGITS_LAST) != VQ_OK) {
-            cli_error("bench", "%s: decode: %s", r->cache ? r->cache : "float", vq_ctx_error(ctx));
-            goto done;
-        }
-    }
-    double t2 = bench_now();
-    r->prefill_tok_s = (double)r->ctx / (t1 - t0);
-    r->decode_tok_s = n_decode / (t2 - t1);
     r->ok = 1;
-done:
-    eval_ctx_close(ctx, cache);
-    free(logits);
+}
+
+/* one greedy decode step of a live context, its time added to decode_s;
+ * r->ok = 0 on failure */
+static void decode_step(int n_vocab, e2e_result *r, e2e_live *lv)
+{
+    int32_t tok = argmax(lv->logits, n_vocab);
+    double t0 = bench_now();
+    if (vq_ctx_forward(lv->ctx, &tok, 1, lv->logits, VQ_LOGITS_LAST) != VQ_OK) {
+        cli_error("bench", "%s: decode: %s", r->cache ? r->cache : "float", vq_ctx_error(lv->ctx));
+        r->ok = 0;
+        return;
+    }
+    lv->decode_s += bench_now() - t0;
 }
 
 int cmd_bench_e2e(int argc, char **argv)
@@ -191,18 +206,35 @@ int cmd_bench_e2e(int argc, char **argv)
                "of floor", "vs fp16");
     }
     eval_progress pr;
-    eval_progress_start(&pr, "bench e2e", "runs");
+    eval_progress_start(&pr, "bench e2e", "prompts");
     int rc = 0, done = 0;
-    for (int ci = 0; ci < n_ctx; ci++)
+    e2e_live *live = calloc((size_t)n_cfg, sizeof *live);
+    if (!live) {
+        cli_error("bench", "out of memory");
+        rc = 1;
+    }
+    for (int ci = 0; live && ci < n_ctx; ci++) {
+        e2e_result *row = &res[ci * n_cfg];
         for (int k = 0; k < n_cfg; k++) {
-            e2e_result *r = &res[ci * n_cfg + k];
-            r->cache = configs[k];
-            r->ctx = ctxs[ci];
-            run_one(m, info.n_vocab, r, prompt, n_decode, threads);
-            if (!r->ok)
-                rc = 1;
+            row[k].cache = configs[k];
+            row[k].ctx = ctxs[ci];
+            open_prefill(m, info.n_vocab, &row[k], prompt, n_decode, threads, &live[k]);
             eval_progress_update(&pr, ++done, n_ctx * n_cfg);
-            const e2e_result *f = &res[ci * n_cfg + 1];
+        }
+        for (int i = 0; i < n_decode; i++) /* round robin */
+            for (int k = 0; k < n_cfg; k++)
+                if (row[k].ok)
+                    decode_step(info.n_vocab, &row[k], &live[k]);
+        for (int k = 0; k < n_cfg; k++) {
+            e2e_result *r = &row[k];
+            if (r->ok)
+                r->decode_tok_s = n_decode / live[k].decode_s;
+            else
+                rc = 1;
+            if (live[k].ctx)
+                eval_ctx_close(live[k].ctx, live[k].cache);
+            free(live[k].logits);
+            const e2e_result *f = &row[1];
             if (!json && r->ok) {
                 double floor = bw * 1e9 / (wbytes + r->kv_bytes);
                 printf("%-58s %6ld %10.1f %10.2f %9.2f %10.2f %7.1f%% %7.2fx\n", r->cache ? r->cache : "float (no cache)",
@@ -211,6 +243,8 @@ int cmd_bench_e2e(int argc, char **argv)
                 fflush(stdout);
             }
         }
+    }
+    free(live);
     if (json) {
         printf("{\n  \"schema\": \"veloxquant.bench-e2e/1\",\n  \"model\": ");
         cli_json_print_str(stdout, model);

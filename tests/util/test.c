@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "veloxquant.h"
@@ -87,4 +88,15 @@ const char *vq_test_tmpdir(void)
             fprintf(stderr, "cannot create %s\n", dir);
     }
     return dir;
+}
+
+int vq_test_run(const char *cmd, char *out, size_t cap)
+{
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -13,6 +13,7 @@
 #define VQ_TEST_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 
 extern int vq_test_passed, vq_test_failed;
@@ -30,6 +31,10 @@ const char *vq_test_model(const char *name);
 const char *vq_test_data(const char *rel);
 /* A scratch directory unique to this test process (created on first use). */
 const char *vq_test_tmpdir(void);
+/* Runs the shell command cmd, capturing up to cap-1 bytes of its stdout
+ * into out (NUL-terminated); returns its exit status, -1 when it could not
+ * run or did not exit normally. */
+int vq_test_run(const char *cmd, char *out, size_t cap);
 
 #define CHECK(cond) vq_test_check(!!(cond), __FILE__, __LINE__, #cond)
 #define CHECKF(cond, ...) vq_test_checkf(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
