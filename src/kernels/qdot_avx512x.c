@@ -189,8 +189,13 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
             if (i0 >= nt)
                 break;
             const uint8_t *row[4];
-            for (int t = 0; t < 4; t++)
-                row[t] = codes + (i0 + (size_t)t < nt ? i0 + (size_t)t : nt - 1) * rstride;
+            row[0] = codes + i0 * rstride;
+            if (i0 + 4 <= nt) { /* a whole quad: no clamping */
+                row[1] = row[0] + rstride, row[2] = row[1] + rstride, row[3] = row[2] + rstride;
+            } else {
+                for (int t = 1; t < 4; t++)
+                    row[t] = codes + (i0 + (size_t)t < nt ? i0 + (size_t)t : nt - 1) * rstride;
+            }
             vq_prefetch_span(row[0], VQ_PF_AHEAD, 4 * rstride);
             int kp = 0;
             for (size_t c = 0; c < nc; c++)
