@@ -111,6 +111,11 @@ static const expect EXPECT[] = {
      * MSE; the score error is of the same order. It needs m >> D. */
     { "qjl", 2.0, 2.2, 2e-5, 1, 0 },                      /* measured 1.3-1.56, 0.9-1.6 */
     { "qjl:dim=512", 1.0, 1.2, 2e-5, 1, 0 },              /* pi*D/(2m): 0.2, 0.39, 0.79 */
+    /* qbits: the sketch S q quantized to bit planes and scored by popcounts
+     * (as rabitq's query); the fused score differs from <q, decode(k)> by
+     * that rounding only */
+    { "qjl:qbits=4", 2.0, 2.2, 0.12, 1, 0 },
+    { "qjl:qbits=8", 2.0, 2.2, 0.01, 1, 0 },
     /* RaBitQ 1 bit: MSE 1/corr^2 - 1 with corr = <x_bar, y> (0.57 on
      * isotropic data, lower here). Default qbits=4: the fused score uses the
      * 4-bit query, so it differs from <q, decode(k)> by the query rounding,

@@ -277,6 +277,7 @@ static void test_methods(void)
         "fp16", "q8_0", "q8_0:rot=1", "q4_0", "q4_0:rot=1", "turboquant_mse:bits=3", "turboquant_rvq:bits=1",
         "turboquant_rvq:bits=2", "turboquant_prod:bits=3", "kivi:bits=2,group=32", "kivi:bits=4,group=128",
         "rabitq:bits=1", "rabitq:bits=3", "kivix:bits=3,group=32,outliers=8", "kivix:bits=5,group=128,outliers=40",
+        "qjl", "qjl:dim=96",
     };
     static const int Ds[] = { 32, 64, 128, 256 };
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
@@ -288,7 +289,7 @@ static void test_methods(void)
         }
     /* a method without the op keeps its own kernels */
     vq_codec *c = NULL;
-    CHECK_OK(vq_codec_create("qjl", 64, VQ_ROLE_KEY, 1, &c));
+    CHECK_OK(vq_codec_create("vecinfer", 64, VQ_ROLE_KEY, 1, &c));
     CHECK(c && c->tile == NULL && !vq_codec_tiled_accum_ok(c));
     vq_codec_free(c);
 }

@@ -3,13 +3,17 @@
  * Quantization with Zero Overhead", 2024).
  *
  * Parameters: dim = m, the sketch size (multiple of 32 in 32..1024,
- * default D).
+ * default D); qbits = 0 (default: the query sketch S q kept in floats, as
+ * the paper) or 4..8: S q quantized uniformly to that many bits
+ * (codec/qplanes.h) and scored against the sign bits by popcounts
+ * (kernels.h signscore), as RaBitQ's query.
  * Encode k: S is a seeded m x D matrix of i.i.d. N(0,1) entries; store
  * ||k|| as fp16 and z = sign(S k) as m bits (bit set = +1).
  *   layout: fp16 ||k|| | m/8 bytes of sign bits, LSB first
  *                                                  bytes = 2 + m/8
  *   (D=128, m=128: 18 B, 14.2x vs fp16)
- * The query is projected but not quantized (prepare_query: S q, m floats);
+ * The query is projected (prepare_query: S q, m floats; with qbits, its bit
+ * planes);
  * score = sqrt(pi/2)/m * ||k|| * <S q, z>, which is an unbiased estimate of
  * <q, k> (QJL Lemma 3.2: E[<s,q> sign(<s,k>)] = sqrt(2/pi) <q,k>/||k|| for
  * s ~ N(0, I)). decode returns the vector whose dot products are exactly
@@ -17,7 +21,12 @@
  * <q, decode(k)> to rounding; accumulate sums w * sqrt(pi/2)/m * ||k|| * z
  * in the m-dimensional sketch domain and accum_finish applies S^T.
  * This is the plain estimator: the paper's outlier-channel handling is not
- * implemented. Shared state: S as fp32, 4*m*D bytes. */
+ * implemented. Shared state: S as fp32, 4*m*D bytes.
+ * Attention takes the tiled path (codec/tiled.h): `values` gives each
+ * token's sketch-domain vector g z (g = sqrt(pi/2)/m ||k||, z in +-1, by
+ * kernels.h lut_row), the prepared query S q is its dot partner, and the
+ * SIMD dense kernels score and sum over tiles of them; qjl_score and
+ * qjl_accumulate are the scalar references. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,34 +34,43 @@
 
 #include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/qplanes.h"
 #include "codec/vecops.h"
 #include "core/fp16.h"
 #include "core/io.h"
 #include "core/rng.h"
+#include "kernels/kernels.h"
 
 typedef struct {
-    int m;
+    int m, qbits;
     float scale; /* sqrt(pi/2)/m */
     float *S;    /* m x D, row-major */
     float *tmp;  /* m floats */
+    float *y;    /* m floats: the query sketch before quantization */
 } qjl;
 
 static vq_status qjl_init(vq_codec *c, vq_spec *spec)
 {
     const int D = c->head_dim;
     long m;
+    long qbits;
     VQ_TRY(vq_spec_int(spec, "dim", D, 32, 1024, &m, c->err));
+    VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
     if (m % 32 != 0)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "qjl: parameter dim=%ld is not a multiple of 32", m);
+    if (qbits != 0 && qbits < 4)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "qjl: parameter qbits=%ld unsupported (0, or 4..8)", qbits);
     qjl *j = calloc(1, sizeof *j);
     if (!j)
         return vq_fail(c->err, VQ_ERR_NOMEM, "qjl: out of memory");
     c->impl = j;
     j->m = (int)m;
+    j->qbits = (int)qbits;
     j->scale = sqrtf((float)M_PI / 2.0f) / (float)m;
     j->S = malloc(sizeof(float) * (size_t)m * D);
     j->tmp = malloc(sizeof(float) * (size_t)m);
-    if (!j->S || !j->tmp)
+    j->y = malloc(sizeof(float) * (size_t)m);
+    if (!j->S || !j->tmp || !j->y)
         return vq_fail(c->err, VQ_ERR_NOMEM, "qjl: out of memory");
     vq_rng g;
     vq_rng_seed(&g, vq_seed_mix(c->seed, 0x716a6c70u /* "qjlp" */));
@@ -61,9 +79,13 @@ static vq_status qjl_init(vq_codec *c, vq_spec *spec)
     c->block_tokens = 1;
     c->block_bytes = 2 + (size_t)m / 8;
     c->shared_bytes = sizeof(float) * (size_t)m * D;
-    c->query_bytes = sizeof(float) * (size_t)m;
+    c->query_bytes = j->qbits ? vq_qplanes_bytes(j->m, j->qbits) : sizeof(float) * (size_t)m;
     c->accum_size = (size_t)m;
-    snprintf(c->canon, sizeof c->canon, "qjl:dim=%d", j->m);
+    c->score_own = j->qbits != 0; /* bit planes: not a float dot partner */
+    if (j->qbits)
+        snprintf(c->canon, sizeof c->canon, "qjl:dim=%d,qbits=%d", j->m, j->qbits);
+    else
+        snprintf(c->canon, sizeof c->canon, "qjl:dim=%d", j->m);
     return VQ_OK;
 }
 
@@ -73,6 +95,7 @@ static void qjl_destroy(vq_codec *c)
     if (j) {
         free(j->S);
         free(j->tmp);
+        free(j->y);
     }
     free(j);
     c->impl = NULL;
@@ -135,12 +158,46 @@ static void qjl_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
 
 static void qjl_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 {
-    project(c->impl, q, c->head_dim, (float *)(void *)qbuf);
+    qjl *j = c->impl;
+    if (j->qbits == 0) {
+        project(j, q, c->head_dim, (float *)(void *)qbuf);
+        return;
+    }
+    project(j, q, c->head_dim, j->y);
+    vq_qplanes_encode(j->y, j->m, j->qbits, qbuf);
+}
+
+/* qbits: g <S q', z> by popcounts (kernels.h signscore): the token's factor
+ * is its fp16 norm, the scale sqrt(pi/2)/m folded into the query's
+ * constants (qplanes.h: 2 lo, 2 delta, base) */
+static void qjl_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
+{
+    enum { QRY = 16 };
+    qjl *j = c->impl;
+    const vq_kernels *k = vq_kernels_get();
+    const size_t off = 2; /* the sign bits follow the fp16 norm */
+    const float w = 1.0f;
+    float qc[3 * QRY];
+    for (int j0 = 0; j0 < n_q; j0 += QRY) {
+        const int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
+        const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
+        for (int a = 0; a < nj; a++) {
+            vq_qplanes_score_consts(qb0 + (size_t)a * c->query_bytes, j->m, w, qc + 3 * a);
+            for (int t = 0; t < 3; t++)
+                qc[3 * a + t] *= j->scale;
+        }
+        k->signscore(codes, c->block_bytes, n, (size_t)j->m, &off, &w, 1, NULL, 0, qb0 + 12, c->query_bytes, qc, nj,
+                     j->qbits, scores + (size_t)j0 * n, n);
+    }
 }
 
 static void qjl_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
     qjl *j = c->impl;
+    if (j->qbits) {
+        qjl_score_bits(c, qbuf, n_q, codes, n, scores);
+        return;
+    }
     const float *qs = (const float *)(const void *)qbuf;
     for (size_t t = 0; t < n; t++) {
         const uint8_t *blk = codes + t * c->block_bytes;
@@ -175,6 +232,20 @@ static void qjl_finish(vq_codec *c, const float *acc, float *out)
     }
 }
 
+/* the sketch-domain vectors g z of n tokens (m floats each), the vectors
+ * qjl_accumulate adds and qjl_score dots with S q */
+static void qjl_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
+{
+    qjl *j = c->impl;
+    static const float pm1[2] = { -1.0f, 1.0f };
+    const vq_kernels *k = vq_kernels_get();
+    for (size_t t = 0; t < n; t++) {
+        const uint8_t *blk = codes + t * c->block_bytes;
+        k->lut_row(blk + 2, 1, (size_t)j->m, pm1, j->scale * vq_fp16_to_fp32(vq_get_u16(blk)), 0,
+                   out + t * (size_t)j->m);
+    }
+}
+
 const vq_codec_ops vq_codec_qjl_ops = {
     .name = "qjl",
     .default_spec = "qjl",
@@ -186,4 +257,6 @@ const vq_codec_ops vq_codec_qjl_ops = {
     .score = qjl_score,
     .accumulate = qjl_accumulate,
     .accum_finish = qjl_finish,
+    .values = qjl_values,
+    .dot_query = 1, /* the prepared query is S q, m floats (qbits=0; bit planes score in qjl_score) */
 };
