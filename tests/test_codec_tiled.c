@@ -220,6 +220,12 @@ static void check_method(const char *spec, int D, vq_role role)
     CHECKF(st == VQ_OK, "%s D=%d: %s", spec, D, vq_last_error());
     if (st != VQ_OK)
         return;
+    if (vq_codec_needs_calibration(c)) { /* on 512 random vectors */
+        float *cal = malloc(sizeof(float) * 512 * (size_t)D);
+        fill(cal, 512 * (size_t)D, (uint64_t)D + 5);
+        CHECK_OK(vq_codec_calibrate(c, cal, 512));
+        free(cal);
+    }
     CHECKF(c->tile != NULL && c->tile_tokens % c->block_tokens == 0, "%s has a tile", spec);
     const size_t bt = c->block_tokens, E = c->accum_size;
     const size_t ns[] = { bt, 3 * bt, (c->tile_tokens / bt + 1) * bt, (2 * c->tile_tokens / bt + 3) * bt };
@@ -286,6 +292,15 @@ static void test_methods(void)
                 continue;
             check_method(specs[i], Ds[d], VQ_ROLE_KEY);
             check_method(specs[i], Ds[d], VQ_ROLE_VALUE);
+        }
+    /* calibrated methods (D <= 128: the eigen-solve of the calibration);
+     * spectral's wide signal slots take the scalar unpack inside values */
+    static const char *calibrated[] = { "spectral:bits=4", "spectral:bits=2",
+                                        "spectral:bits=2,signal_bits=4,signal=12" };
+    for (size_t i = 0; i < sizeof calibrated / sizeof *calibrated; i++)
+        for (size_t d = 0; d < 3; d++) {
+            check_method(calibrated[i], Ds[d], VQ_ROLE_KEY);
+            check_method(calibrated[i], Ds[d], VQ_ROLE_VALUE);
         }
     /* a method without the op keeps its own kernels */
     vq_codec *c = NULL;

@@ -34,10 +34,13 @@
  *   bytes/token = 4 + ceil((S_slots*signal_bits + (D - S_slots)*bits)/8),
  *   = (D*bits + 32)/8 with the default signal_bits = bits.
  *
- * Query: q' = (U^T q) * s (D floats) and <q, mu> (1 float):
+ * Query: q' = (U^T q) * s (D floats), <q, mu> (1 float), then zeros (SP_PAD - 1):
  *   score = <q, mu> + r * sum_i q'_i level(code_i).
- * Accumulate (accum_size D+1): acc_i += w r level(code_i), acc_D += w;
+ * Accumulate (accum_size D+16, the row padded to a multiple of 16 floats
+ * for the SIMD kernels): acc_i += w r level(code_i), acc_D += w;
  *   finish: out = U (s * acc) + acc_D mu.
+ * Attention takes the tiled path (codec/tiled.h) with spectral_values;
+ * spectral_score / spectral_accumulate are the scalar references.
  * Shared state: U (D*D), mu, s (D each) and both codebooks, fp32. State
  * payload: docs/FORMATS.md, "spectral". */
 #include <math.h>
@@ -51,8 +54,10 @@
 #include "codec/eigen.h"
 #include "codec/scalar_codebook.h"
 #include "core/io.h"
+#include "kernels/kernels.h"
 
 #define VQ_SPECTRAL_ITERS 100
+#define SP_PAD 16 /* query and accumulator rows: D + SP_PAD floats ([D]: the mean's term, then zeros) */
 #define VQ_SPECTRAL_MAX_VALUES 262144 /* samples per codebook fit */
 
 typedef struct {
@@ -137,8 +142,8 @@ static vq_status spectral_init(vq_codec *c, vq_spec *spec)
     c->block_tokens = 1;
     c->block_bytes = 4 + (code_bits + 7) / 8;
     c->shared_bytes = sizeof(float) * ((size_t)D * D + 2 * (size_t)D + ((size_t)1 << sbits) + ((size_t)1 << bits));
-    c->query_bytes = sizeof(float) * ((size_t)D + 1);
-    c->accum_size = (size_t)D + 1;
+    c->query_bytes = sizeof(float) * ((size_t)D + SP_PAD);
+    c->accum_size = (size_t)D + SP_PAD;
     if (st->slots)
         snprintf(c->canon, sizeof c->canon, "spectral:bits=%d,signal_bits=%d,signal=%d", st->bits, st->sbits,
                  st->slots);
@@ -245,6 +250,7 @@ static void spectral_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
         f[j] = s * st->std[j];
     }
     f[D] = qm;
+    memset(f + D + 1, 0, sizeof(float) * (SP_PAD - 1));
 }
 
 static void spectral_score(vq_codec *c, const uint8_t *qbuf, int n_q,
@@ -256,7 +262,7 @@ static void spectral_score(vq_codec *c, const uint8_t *qbuf, int n_q,
     for (size_t t = 0; t < n; t++) {
         sp_unpack(st, D, codes + t * c->block_bytes, st->tmp); /* r * level */
         for (int j = 0; j < n_q; j++) {
-            const float *q = qall + (size_t)j * (D + 1);
+            const float *q = qall + (size_t)j * (D + SP_PAD);
             float s = 0.0f;
             for (int i = 0; i < D; i++)
                 s += q[i] * st->tmp[i];
@@ -274,11 +280,43 @@ static void spectral_accumulate(vq_codec *c, const float *w, int n_q,
         sp_unpack(st, D, codes + t * c->block_bytes, st->tmp);
         for (int j = 0; j < n_q; j++) {
             float wt = w[(size_t)j * n + t];
-            float *a = acc + (size_t)j * (D + 1);
+            float *a = acc + (size_t)j * (D + SP_PAD);
             for (int i = 0; i < D; i++)
                 a[i] += wt * st->tmp[i];
             a[D] += wt;
         }
+    }
+}
+
+/* the tiled path's vectors (codec.h values): [r level(code_i) for i < D,
+ * 1, 0...] per token (accum_size D+16), whose dot with the query [q',
+ * <q, mu>, 0...] is
+ * the score and whose weighted sum is the accumulator. Codes of one width
+ * up to 4 bits (no wide signal slots) by kernels.h lut_row: the noise
+ * levels over all D, then the signal levels over the first d_sig (rounded
+ * up to 16, the extra values dropped); else sp_unpack */
+static void spectral_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
+{
+    spectral_state *st = c->impl;
+    const int D = c->head_dim;
+    const size_t row = (size_t)D + SP_PAD;
+    const int fast = st->slots == 0 && st->bits <= 4 && D % 16 == 0;
+    const vq_kernels *k = vq_kernels_get();
+    float sig[256 + 16];
+    const size_t nsig = ((size_t)st->d_sig + 15) / 16 * 16;
+    for (size_t t = 0; t < n; t++) {
+        const uint8_t *in = codes + t * c->block_bytes;
+        float *o = out + t * row;
+        if (fast) {
+            const float r = vq_get_f32(in);
+            k->lut_row(in + 4, st->bits, (size_t)D, st->lv_noise, r, 0, o);
+            k->lut_row(in + 4, st->bits, nsig, st->lv_sig, r, 0, sig);
+            memcpy(o, sig, sizeof(float) * (size_t)st->d_sig);
+        } else {
+            sp_unpack(st, D, in, o);
+        }
+        o[D] = 1.0f;
+        memset(o + D + 1, 0, sizeof(float) * (SP_PAD - 1));
     }
 }
 
@@ -506,6 +544,8 @@ const vq_codec_ops vq_codec_spectral_ops = {
     .score = spectral_score,
     .accumulate = spectral_accumulate,
     .accum_finish = spectral_finish,
+    .values = spectral_values,
+    .dot_query = 1, /* the prepared query is [q', <q, mu>, 0...], D+16 floats */
     .calibrate = spectral_calibrate,
     .state_write = spectral_state_write,
     .state_read = spectral_state_read,
