@@ -112,12 +112,9 @@ static void test_bad_spec(void)
 
 int main(void)
 {
-    const char *b = getenv("VQ_BUILD");
-    snprintf(cli, sizeof cli, "%s/veloxquant", b && *b ? b : "build");
-    FILE *f = fopen(cli, "r");
-    CHECKF(f != NULL, "%s not built (run `make` first)", cli);
-    if (f) {
-        fclose(f);
+    const char *path = vq_test_cli();
+    if (path) {
+        snprintf(cli, sizeof cli, "%s", path);
         RUN(test_json_lists_every_method);
         RUN(test_one_spec_and_table);
         RUN(test_bad_spec);

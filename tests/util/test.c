@@ -100,3 +100,16 @@ int vq_test_run(const char *cmd, char *out, size_t cap)
     int st = pclose(f);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+const char *vq_test_cli(void)
+{
+    static char path[512];
+    const char *b = getenv("VQ_BUILD");
+    snprintf(path, sizeof path, "%s/veloxquant", b && *b ? b : "build");
+    FILE *f = fopen(path, "r");
+    vq_test_checkf(f != NULL, __FILE__, __LINE__, "%s not built (run `make` first)", path);
+    if (!f)
+        return NULL;
+    fclose(f);
+    return path;
+}

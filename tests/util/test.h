@@ -35,6 +35,9 @@ const char *vq_test_tmpdir(void);
  * into out (NUL-terminated); returns its exit status, -1 when it could not
  * run or did not exit normally. */
 int vq_test_run(const char *cmd, char *out, size_t cap);
+/* Path of the built CLI, $VQ_BUILD/veloxquant (default build/, run from the
+ * repo root), or NULL (and a counted failure) when it is not built. */
+const char *vq_test_cli(void);
 
 #define CHECK(cond) vq_test_check(!!(cond), __FILE__, __LINE__, #cond)
 #define CHECKF(cond, ...) vq_test_checkf(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
