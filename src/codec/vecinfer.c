@@ -246,15 +246,22 @@ static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
     vecinfer_state *st = c->impl;
     const size_t bb = c->block_bytes, lsz = (size_t)st->M * st->K;
     const float *lut = (const float *)(const void *)qbuf;
+    enum { QS = 16 };
     unsigned code[256]; /* M = D/sub_dim <= 64 */
     for (size_t i = 0; i < n; i++) {
         vi_codes(st, codes + i * bb, code); /* unpacked once for all queries */
-        for (int j = 0; j < n_q; j++) {
-            const float *l = lut + (size_t)j * lsz;
-            float s = 0.0f;
-            for (int m = 0; m < st->M; m++)
-                s += l[(size_t)m * st->K + code[m]];
-            scores[(size_t)j * n + i] = s;
+        /* up to QS queries' sums side by side (independent add chains; each
+         * query's sum still in piece order) */
+        for (int j0 = 0; j0 < n_q; j0 += QS) {
+            const int nj = n_q - j0 < QS ? n_q - j0 : QS;
+            float s[QS] = { 0 };
+            for (int m = 0; m < st->M; m++) {
+                const float *l = lut + (size_t)j0 * lsz + (size_t)m * st->K + code[m];
+                for (int j = 0; j < nj; j++)
+                    s[j] += l[(size_t)j * lsz];
+            }
+            for (int j = 0; j < nj; j++)
+                scores[(size_t)(j0 + j) * n + i] = s[j];
         }
     }
 }
