@@ -33,6 +33,8 @@ configs=(
   --config "keys=rabitq:bits=1 values=q4_0:rot=1"
   --config "keys=rabitq:bits=1 values=kivi:bits=2"
   --config "keys=turboquant_mse:bits=2 values=turboquant_mse:bits=2"
+  --config "keys=qjl:qbits=4 values=kivi:bits=2,qbits=8"
+  --config "keys=spectral:bits=4 values=spectral:bits=4"
 )
 
 # smollm2's <= 3.0 b/e quality plan (docs/quality.md, fourth round): how fast
@@ -90,7 +92,7 @@ for s in "${steps[@]}"; do
                           # shellcheck disable=SC2086
                           taskset -c 1 ./build/bench/bench_codecs $spec fp16 q8_0 q8_0:qbits=8 q4_0:rot=1 q4_0:rot=1,qbits=8 \
                               kivi:bits=2 kivi:bits=2,qbits=8 kivi:bits=2,group=128,qbits=8 rabitq:bits=1 \
-                              turboquant_rvq:bits=1,qbits=4 turboquant_mse:bits=2 V:fp16 V:q8_0 V:q4_0:rot=1 V:q4_0:rot=1,qbits=8 \
+                              turboquant_rvq:bits=1,qbits=4 turboquant_mse:bits=2 qjl qjl:qbits=4 V:fp16 V:q8_0 V:q4_0:rot=1 V:q4_0:rot=1,qbits=8 \
                               V:kivi:bits=2 V:kivi:bits=2,qbits=8 V:kivi:bits=4 V:turboquant_mse:bits=2 \
                               V:turboquant_mse:bits=2,norm=8,lsq=1 V:turboquant_rvq:bits=1
                       done; } > "$out/codecs-cpu.txt" ;;
