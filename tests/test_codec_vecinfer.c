@@ -113,6 +113,50 @@ static int calibrated_metrics(const char *spec, vq_role role, const dataset *ds,
     return rc;
 }
 
+/* qbits=8: the query's tables rounded to bytes (kernels/lut8_scan.h). Its
+ * scores differ from the float tables' by at most M * delta / 2 (delta =
+ * the widest piece table's range / 255); on the calibrated keys they keep
+ * the float tables' quality */
+static void test_byte_tables(void)
+{
+    const int D = 128;
+    dataset ds = make_data(D, 1, vq_test_quick() ? 1024 : 2048, 512);
+    vq_codec_metrics mf, mb;
+    if (calibrated_metrics("vecinfer:sub_dim=8,bits=8", VQ_ROLE_KEY, &ds, ds.cal, &mf) == 0 &&
+        calibrated_metrics("vecinfer:sub_dim=8,bits=8,qbits=8", VQ_ROLE_KEY, &ds, ds.cal, &mb) == 0) {
+        CHECKF(mb.rel_score < 1.05 * mf.rel_score + 1e-3, "byte tables: rel_score %g, float tables %g",
+               mb.rel_score, mf.rel_score);
+        CHECKF(mb.fused_score < 0.02, "byte tables: fused score off by %g", mb.fused_score); /* measured 0.0084 */
+    }
+    /* the bound, query by query: scores of the same codes with both tables */
+    vq_codec *f = make("vecinfer:sub_dim=8,bits=8", D, VQ_ROLE_KEY, 42);
+    vq_codec *b = make("vecinfer:sub_dim=8,bits=8,qbits=8", D, VQ_ROLE_KEY, 42);
+    if (f && b && vq_codec_calibrate(f, ds.cal, ds.n_cal) == VQ_OK && vq_codec_calibrate(b, ds.cal, ds.n_cal) == VQ_OK) {
+        const size_t n = 100;
+        uint8_t *codes = malloc(n * vq_codec_block_bytes(f));
+        uint8_t *qf = malloc(vq_codec_query_bytes(f)), *qb = malloc(vq_codec_query_bytes(b));
+        float sf[100], sb[100];
+        CHECK_OK(vq_codec_encode(f, ds.eval, n, codes));
+        for (int j = 0; j < ds.n_q; j++) {
+            CHECK_OK(vq_codec_prepare_query(f, ds.q + (size_t)j * D, qf));
+            CHECK_OK(vq_codec_prepare_query(b, ds.q + (size_t)j * D, qb));
+            CHECK_OK(vq_codec_score(f, qf, 1, codes, n, sf));
+            CHECK_OK(vq_codec_score(b, qb, 1, codes, n, sb));
+            float delta;
+            memcpy(&delta, qb + 4, sizeof delta);
+            double worst = 0.0;
+            for (size_t i = 0; i < n; i++)
+                worst = fmax(worst, fabs((double)sb[i] - sf[i]));
+            CHECKF(worst <= 16 * delta / 2 * 1.001 + 1e-4, "query %d: |byte - float| %g > M delta / 2 = %g", j, worst,
+                   8.0 * delta);
+        }
+        free(codes), free(qf), free(qb);
+    }
+    vq_codec_free(f);
+    vq_codec_free(b);
+    free_data(&ds);
+}
+
 /* Quality, measured on a fresh set from the calibration distribution.
  * PQ with k-means in sub_dim dimensions: at high rate the distortion falls
  * as 2^(-2*bits/sub_dim) (Gersho), i.e. x4 from 4 to 8 bits at sub_dim 4.
@@ -226,6 +270,7 @@ static void test_bad_params(void)
     struct { const char *spec; const char *word; } bad[] = {
         { "vecinfer:sub_dim=5", "sub_dim" }, { "vecinfer:bits=13", "bits" }, { "vecinfer:bits=0", "bits" },
         { "vecinfer:sub_dim=16", "sub_dim" }, { "vecinfer:rot=1", "rot" },
+        { "vecinfer:bits=4,qbits=8", "qbits" }, { "vecinfer:qbits=4", "qbits" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         vq_codec *c = (vq_codec *)1;
@@ -240,6 +285,7 @@ int main(void)
     RUN(test_byte_formula);
     RUN(test_needs_calibration);
     RUN(test_quality);
+    RUN(test_byte_tables);
     RUN(test_gaussian_codebooks_fail);
     RUN(test_determinism);
     RUN(test_bad_params);

@@ -799,6 +799,49 @@ static void test_rope_pairs(const vq_kernels *k, const vq_kernels *ref)
            "rope_pairs_ref: (1, 2) by 0.3 rad gave (%g, %g)", (double)x[0], (double)x[1]);
 }
 
+/* lut8_scan against the reference: bit-identical scores for token counts
+ * around the 64-token pass (tails), piece counts 1..64 and past the SIMD
+ * limit, odd strides (unaligned rows), every code value, poisoned outputs;
+ * and the reference against its definition on one hand-made token */
+static void test_lut8_scan(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ms[] = { 1, 8, 16, 32, 64, 65 };
+    static const size_t ns[] = { 1, 63, 64, 65, 200 };
+    for (size_t im = 0; im < sizeof Ms / sizeof *Ms; im++)
+        for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
+            for (int nq = 1; nq <= 5; nq += 2) {
+                const size_t M = Ms[im], n = ns[in], stride = M + 3, qs = VQ_L8_HEAD + M * 256 + 5, ss = n + 3;
+                uint8_t *codes = malloc(stride * n + 1), *tab = malloc(qs * (size_t)nq + 1);
+                float *s1 = malloc(sizeof(float) * ss * (size_t)nq), *s2 = malloc(sizeof(float) * ss * (size_t)nq);
+                fill_bytes(codes, stride * n + 1, M * 7 + n);
+                fill_bytes(tab, qs * (size_t)nq + 1, M + n + (size_t)nq);
+                for (int j = 0; j < nq; j++) { /* finite bias and delta */
+                    const float bd[2] = { 0.25f * (float)(j + 1) - 3.0f, 1.0f / 512.0f * (float)(j + 1) };
+                    memcpy(tab + 1 + (size_t)j * qs, bd, sizeof bd);
+                }
+                for (size_t i = 0; i < ss * (size_t)nq; i++)
+                    s1[i] = s2[i] = NAN; /* poisoned: every score must be written, and nothing past n */
+                ref->lut8_scan(codes + 1, stride, n, M, tab + 1, qs, nq, s1, ss);
+                k->lut8_scan(codes + 1, stride, n, M, tab + 1, qs, nq, s2, ss);
+                int ok = 1;
+                for (int j = 0; j < nq; j++)
+                    for (size_t i = 0; i < ss; i++) {
+                        const float a = s1[(size_t)j * ss + i], b = s2[(size_t)j * ss + i];
+                        ok &= i < n ? (memcmp(&a, &b, sizeof a) == 0 && !isnan(a)) : (isnan(a) && isnan(b));
+                    }
+                CHECKF(ok, "%s lut8_scan M=%zu n=%zu nq=%d: other scores", k->isa, M, n, nq);
+                free(codes), free(tab), free(s1), free(s2);
+            }
+    /* one token, M = 3, codes 0, 255, 128: bias + delta * (T0[0] + T1[255] + T2[128]) */
+    uint8_t tab[VQ_L8_HEAD + 3 * 256] = { 0 }, c[3] = { 0, 255, 128 };
+    const float bd[2] = { 1.5f, 0.5f };
+    memcpy(tab, bd, sizeof bd);
+    tab[VQ_L8_HEAD + 0] = 7, tab[VQ_L8_HEAD + 256 + 255] = 200, tab[VQ_L8_HEAD + 512 + 128] = 13;
+    float out = 0.0f;
+    ref->lut8_scan(c, 3, 1, 3, tab, sizeof tab, 1, &out, 1);
+    CHECKF(out == 1.5f + 0.5f * 220.0f, "lut8_scan_ref: %g, want 111.5", (double)out);
+}
+
 static void test_tables(void)
 {
     const vq_kernels *ref = vq_kernels_variant("scalar");
@@ -828,6 +871,7 @@ static void test_tables(void)
         test_kivi_qaxpy(k, ref);
         test_qaxpy8(k, ref);
         test_rope_pairs(k, ref);
+        test_lut8_scan(k, ref);
     }
     /* the scalar references against themselves through the table's own
      * definitions: lut_row of a known code */

@@ -48,6 +48,7 @@
 #include "codec/codec.h"
 #include "codec/vecops.h"
 #include "codec/kmeans.h"
+#include "kernels/kernels.h"
 #include "core/hadamard.h"
 #include "core/io.h"
 #include "core/rng.h"
@@ -56,7 +57,7 @@
 #define VQ_VECINFER_MAX_TRAIN 8192
 
 typedef struct {
-    int sub_dim, bits, M, K;
+    int sub_dim, bits, qbits, M, K;
     int smooth;         /* 1 for keys */
     int hist;           /* accumulate by histograms (K <= 256) */
     uint64_t rot_seed;  /* seed of the +-1 diagonal */
@@ -64,6 +65,7 @@ typedef struct {
     float *lambda;      /* D */
     float *cb;          /* M*K*sub_dim */
     float *tmp;         /* D scratch */
+    float *lut;         /* qbits=8: M*K, the float table before rounding */
 } vecinfer_state;
 
 /* ---- transform ---------------------------------------------------------- */
@@ -118,6 +120,7 @@ static void vecinfer_destroy(vq_codec *c)
         free(st->lambda);
         free(st->cb);
         free(st->tmp);
+        free(st->lut);
     }
     free(st);
     c->impl = NULL;
@@ -137,7 +140,8 @@ static vq_status vecinfer_clone(const vq_codec *src, vq_codec *dst)
     st->lambda = vq_vec_dup(s->lambda, D);
     st->cb = vq_vec_dup(s->cb, (size_t)s->K * D);
     st->tmp = vq_vec_dup(s->tmp, D);
-    if (!st->sign || !st->lambda || !st->cb || !st->tmp)
+    st->lut = s->lut ? vq_vec_dup(s->lut, (size_t)s->M * s->K) : NULL;
+    if (!st->sign || !st->lambda || !st->cb || !st->tmp || (s->lut && !st->lut))
         return vq_fail(dst->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
     return VQ_OK;
 }
@@ -149,6 +153,11 @@ static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
     if (sub != 4 && sub != 8)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vecinfer: parameter sub_dim=%ld unsupported (4 or 8)", sub);
     VQ_TRY(vq_spec_int(spec, "bits", 8, 1, 12, &bits, c->err));
+    long qbits;
+    VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
+    if (qbits != 0 && (qbits != 8 || bits != 8))
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "vecinfer: parameter qbits=%ld unsupported (0, or 8 with bits=8)",
+                       qbits);
     const int D = c->head_dim;
     vecinfer_state *st = calloc(1, sizeof *st);
     if (!st)
@@ -156,6 +165,7 @@ static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
     c->impl = st;
     st->sub_dim = (int)sub;
     st->bits = (int)bits;
+    st->qbits = (int)qbits;
     st->M = D / st->sub_dim;
     st->K = 1 << st->bits;
     st->smooth = c->role == VQ_ROLE_KEY;
@@ -173,9 +183,19 @@ static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
     c->block_tokens = 1;
     c->block_bytes = ((size_t)st->M * (size_t)st->bits + 7) / 8;
     c->shared_bytes = sizeof(float) * ((size_t)st->K * D + (size_t)D);
+    /* qbits=8: the byte tables (kernels/lut8_scan.h); the float table is
+     * made in tmp first, so the buffer holds the larger of the two */
     c->query_bytes = sizeof(float) * (size_t)st->M * st->K;
     c->accum_size = st->hist ? (size_t)st->M * st->K : (size_t)D;
-    snprintf(c->canon, sizeof c->canon, "vecinfer:sub_dim=%d,bits=%d", st->sub_dim, st->bits);
+    st->lut = st->qbits ? malloc(sizeof(float) * (size_t)st->M * st->K) : NULL;
+    if (st->qbits && !st->lut)
+        return vq_fail(c->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
+    if (st->qbits) {
+        c->query_bytes = VQ_L8_HEAD + (size_t)st->M * 256;
+        snprintf(c->canon, sizeof c->canon, "vecinfer:sub_dim=%d,bits=%d,qbits=8", st->sub_dim, st->bits);
+    } else {
+        snprintf(c->canon, sizeof c->canon, "vecinfer:sub_dim=%d,bits=%d", st->sub_dim, st->bits);
+    }
     return VQ_OK;
 }
 
@@ -213,20 +233,52 @@ static void vecinfer_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
 
 /* ---- fused kernels ------------------------------------------------------ */
 
+/* qbits=8: the float table lut rounded to bytes with one step for all
+ * pieces, delta = max_m (max_k - min_k) / 255, T[m][k] = (lut[m][k] -
+ * min_m) / delta rounded half up, bias = sum_m min_m; score ~ bias + delta
+ * sum_m T[m][c_m] (kernels/lut8_scan.h; each table entry off by at most
+ * delta / 2). Plain loops the compiler vectorizes (no libm calls) */
+static void vi_byte_tables(const vecinfer_state *st, const float *lut, uint8_t *qbuf)
+{
+    float bias = 0.0f, range = 0.0f, lo[256];
+    for (int m = 0; m < st->M; m++) {
+        const float *l = lut + (size_t)m * 256;
+        float mn = l[0], mx = l[0];
+        for (int k = 1; k < 256; k++) {
+            mn = l[k] < mn ? l[k] : mn;
+            mx = l[k] > mx ? l[k] : mx;
+        }
+        lo[m] = mn;
+        bias += mn;
+        range = mx - mn > range ? mx - mn : range;
+    }
+    const float delta = range / 255.0f, inv = range > 0.0f ? 255.0f / range : 0.0f;
+    uint8_t *T = qbuf + VQ_L8_HEAD;
+    for (int m = 0; m < st->M; m++) {
+        const float *l = lut + (size_t)m * 256;
+        for (int k = 0; k < 256; k++) {
+            const float v = (l[k] - lo[m]) * inv + 0.5f; /* in [0.5, 255.5] up to rounding; NaN -> 0 */
+            T[(size_t)m * 256 + k] = (uint8_t)(v >= 255.0f ? 255.0f : v >= 0.0f ? v : 0.0f);
+        }
+    }
+    memcpy(qbuf, &bias, sizeof bias);
+    memcpy(qbuf + sizeof bias, &delta, sizeof delta);
+}
+
 static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 {
     vecinfer_state *st = c->impl;
     const int D = c->head_dim, sd = st->sub_dim;
-    float *lut = (float *)(void *)qbuf;
+    float *lut = st->qbits ? st->lut : (float *)(void *)qbuf;
     vi_forward(st, D, q, st->smooth ? 1 : 0, st->tmp);
+    /* LUT[m][k] = <q~_m, C_m,k>: the K centroids of piece m as rows of sd
+     * floats against one query (kernels.h dense_dot) */
+    const vq_kernels *kt = vq_kernels_get();
     for (int m = 0; m < st->M; m++)
-        for (int k = 0; k < st->K; k++) {
-            const float *cent = st->cb + ((size_t)m * st->K + k) * sd;
-            float s = 0.0f;
-            for (int d = 0; d < sd; d++)
-                s += st->tmp[m * sd + d] * cent[d];
-            lut[(size_t)m * st->K + k] = s;
-        }
+        kt->dense_dot(st->tmp + m * sd, (size_t)sd, 1, st->cb + (size_t)m * st->K * sd, VQ_ELEM_F32, (size_t)st->K,
+                      (size_t)sd, lut + (size_t)m * st->K, (size_t)st->K);
+    if (st->qbits)
+        vi_byte_tables(st, lut, qbuf);
 }
 
 /* the M piece codes of one token (bytes as they are for 8-bit codes) */
@@ -246,6 +298,10 @@ static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
     vecinfer_state *st = c->impl;
     const size_t bb = c->block_bytes, lsz = (size_t)st->M * st->K;
     const float *lut = (const float *)(const void *)qbuf;
+    if (st->qbits) { /* byte tables: kernels/lut8_scan.h */
+        vq_kernels_get()->lut8_scan(codes, bb, n, (size_t)st->M, qbuf, c->query_bytes, n_q, scores, n);
+        return;
+    }
     enum { QS = 16 };
     unsigned code[256]; /* M = D/sub_dim <= 64 */
     for (size_t i = 0; i < n; i++) {

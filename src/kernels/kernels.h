@@ -83,7 +83,10 @@
  *       both, else the reference).
  *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
  *       variant when the CPU has AVX-512 VNNI, else the AVX2 one).
- *   rope_pairs: kernels/rope.h (RoPE turn of one vector by a table row). */
+ *   rope_pairs: kernels/rope.h (RoPE turn of one vector by a table row).
+ *   lut8_scan: kernels/lut8_scan.h (byte codes scored from per-query byte
+ *       tables: vecinfer with qbits=8; the VBMI variant where the CPU has
+ *       it, else the reference). */
 #ifndef VQ_KERNELS_KERNELS_H
 #define VQ_KERNELS_KERNELS_H
 
@@ -94,6 +97,7 @@
 #include "kernels/qblock_values.h"
 #include "kernels/codes_qdot.h"
 #include "kernels/kivi_qaxpy.h"
+#include "kernels/lut8_scan.h"
 #include "kernels/qaxpy.h"
 #include "kernels/qdot.h"
 #include "kernels/rope.h"
@@ -141,6 +145,8 @@ typedef struct vq_kernels {
     void (*qdot)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                  size_t qstride, int n_q, float *s, size_t sstride);
     void (*rope_pairs)(float *x, const float *cs, size_t half, int neox, float sgn);
+    void (*lut8_scan)(const uint8_t *codes, size_t stride, size_t n, size_t M, const uint8_t *tab, size_t qstride,
+                      int n_q, float *s, size_t sstride);
 } vq_kernels;
 
 /* The table in use (see above). */
