@@ -93,6 +93,12 @@ namespace {
 #ifndef VQ_MMA_SUB2 /* 0: warp tiles of 32 tokens only (1: 64 tokens per iteration, two sub-tiles, where the stage fits) */
 #define VQ_MMA_SUB2 1
 #endif
+#ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16 */
+#define VQ_MMA_I8K 3
+#endif
+#ifndef VQ_MMA_VSUBN /* 0: kivi2 VLDSM value codes as normal fp16 numbers ((1024 + c) - 1024, an HSUB2 per pair) instead of subnormals with the weights scaled up */
+#define VQ_MMA_VSUBN 1
+#endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
 #endif
@@ -107,6 +113,17 @@ __device__ __forceinline__ void mma16816(float c[4], const uint4 &a, uint32_t b0
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
+
+#if VQ_MMA_I8K
+/* c += a b, m16n8k32: a signed bytes (rows of 32 k), b unsigned bytes, exact int32 sums */
+__device__ __forceinline__ void mma16832(int c[4], const uint4 &a, uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+#endif
 
 __device__ __forceinline__ uint32_t h2u(__half2 h) { return *(uint32_t *)&h; }
 
@@ -667,6 +684,23 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
      * aligned 48-byte rows) */
     constexpr bool VLDSM = VQ_MMA_VLDSM && VQ_MMA_VBYTE && SPLIT_V && VM == FMT_KIVI2 && D == 128 && staged_v<KM, VM, D>();
     constexpr bool MINMMA = VLDSM && VQ_MMA_HFOLD && VQ_MMA_MINMMA;
+    /* VSUBN: the VLDSM value codes stay subnormal fp16 (code * 2^(o-24),
+     * o the bit offset: one AND per pair, no HSUB2) and the weights P * s
+     * are scaled by 2^vF so that the products stay far above the tensor
+     * cores' floor near 2^-43 (see the value step) */
+    constexpr bool VSUBN = MINMMA && VQ_MMA_VSUBN;
+    /* I8K: one-bit keys (D = 128, G <= 4) by int8 mma m16n8k32. B: the
+     * bits of the lane's 32-channel word w of each plane, 4 channels per
+     * register (w & 0x01010101 << sh: channels 8i + sh of the word as
+     * bytes 0 or 2^sh), one AND per 4 channels (fp16: per 2). A: q times
+     * the plane factor times 2^(K - sh), split into 4 signed pieces of 7
+     * bits (x = p0 + p1 2^-7 + p2 2^-14 + p3 2^-21, |p| <= 64), piece r of
+     * head h in row 4r + h; the int32 sums are exact. Lane (g, t) holds
+     * rows g, g + 8: pieces 0, 1 (g < 4) or 2, 3 (g >= 4) of head g & 3,
+     * combined as 128 c0 + c2 (< 2^29), converted once, and one shuffle
+     * adds the lane g + 4's part times 2^-14. */
+    constexpr bool I8K = D == 128 && G <= 4 &&
+                         ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 1)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 2)));
 
     __shared__ float qs[G][D];
     __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (kivi keys, HFOLD: hi/lo of q * 2^(24-e-EXPO)) */
@@ -676,6 +710,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     __shared__ float red[NW][G][D];
     __shared__ float wml[NW][G][2];
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
+    __shared__ __align__(16) uint4 ai8[I8K ? PL : 1][4][32]; /* I8K: A fragments per plane, k-step, lane */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     /* the reduce launch (a programmatic dependent launch) may be set up
@@ -732,7 +767,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             }
         }
 #pragma unroll
-        for (int s = 0; s < (SPLIT_K ? 0 : KS); s++) {
+        for (int s = 0; s < (SPLIT_K || I8K ? 0 : KS); s++) {
             float x[4];
 #pragma unroll
             for (int j = 0; j < 4; j++)
@@ -767,7 +802,59 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         hs = hsum[g];
     /* SPLIT_K: rows g >= 4 are junk (finite): their scores become the
      * constant 0 through post = base = 0 */
-    const float post = SPLIT_K && g >= 4 ? 0.0f : __int_as_float((127 + EXPO) << 23);
+    float post = SPLIT_K && g >= 4 ? 0.0f : __int_as_float((127 + EXPO) << 23);
+    if constexpr (I8K) {
+        /* K per head: max_c |q_c| * max(|f_pl|) * 2^K < 64 (each warp the
+         * same; the warps build the A fragments of plane/k-step pairs warp,
+         * warp + NW, ...). Lane (g, t): head g & 3, channels 32t..32t+31 */
+        const int h = g & 3;
+        const float *qh = qs[h < G ? h : 0];
+        float f[PL];
+#pragma unroll
+        for (int pl = 0; pl < PL; pl++) {
+            if constexpr (KM == FMT_RVQ1)
+                f[pl] = pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
+            else
+                f[pl] = 2.0f;
+        }
+        float mx = 0.0f;
+        for (int c = 32 * t; c < 32 * t + 32; c++)
+            mx = fmaxf(mx, fabsf(qh[c]));
+        mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
+        float fm = 0.0f;
+#pragma unroll
+        for (int pl = 0; pl < PL; pl++)
+            fm = fmaxf(fm, fabsf(f[pl]));
+        mx = h < G ? mx * fm : 0.0f;
+        const int K = mx > 0.0f ? min(100, max(-100, 5 - ilogbf(mx))) : 0;
+        post = g < 4 && h < G ? __int_as_float((127 - 7 - K) << 23) : 0.0f;
+        for (int idx = warp; idx < PL * 4; idx += NW) {
+            const int pl = idx >> 2, ks = idx & 3;
+            uint32_t ar[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) { /* k 4t + i (hf 0) and 16 + 4t + i (hf 1): shift sh */
+                const int sh = 2 * ks + hf;
+                const float fs = (PL > 1 && pl ? f[PL - 1] : f[0]) * __int_as_float((127 + K - sh) << 23);
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    float x = h < G ? qh[32 * t + 8 * i + sh] * fs : 0.0f;
+                    int pc[4];
+#pragma unroll
+                    for (int r = 0; r < 4; r++) {
+                        const float rx = rintf(x);
+                        pc[r] = (int)rx;
+                        x = (x - rx) * 128.0f;
+                    }
+                    const int pa = g < 4 ? pc[0] : pc[2], pb = g < 4 ? pc[1] : pc[3];
+                    ar[2 * hf] |= ((uint32_t)pa & 0xffu) << (8 * i);
+                    ar[2 * hf + 1] |= ((uint32_t)pb & 0xffu) << (8 * i);
+                }
+            }
+            ai8[pl][ks][lane] = make_uint4(ar[0], ar[1], ar[2], ar[3]);
+        }
+        __syncthreads();
+    }
 
     float o[NT][4];
     constexpr int NMT = SPLIT_MT ? NG / 2 : NG; /* minima sums per lane */
@@ -782,6 +869,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     /* MINMMA: sum over tokens of P * (value minimum of group n) as an mma
      * accumulator: lane (g, t) holds head g (rows g, g + 8) x groups 2t, 2t + 1 */
     float mmn[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    /* VSUBN: o and mmn are sums times 2^vF (warp-uniform, only decreases:
+     * 2^vF * s < 2^15 for every value scale s seen so far) */
+    int vF = 15;
 
     const int P = p.page_tokens;
     constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
@@ -1164,6 +1254,28 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     for (int jj = 0; jj < 2; jj++)
                         c[n][jj] = fmaf(h2f(ld16(drow[n][jj] + KBB * bk)), cb[n][jj] + cb[n][2 + jj], c[n][jj]);
             }
+        } else if constexpr (I8K) {
+            int ci[4][4];
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+                ci[n][0] = ci[n][1] = ci[n][2] = ci[n][3] = 0;
+#pragma unroll
+            for (int pl = 0; pl < PL; pl++)
+#pragma unroll
+                for (int ks = 0; ks < 4; ks++) {
+                    const uint4 a = ai8[pl][ks][lane];
+#pragma unroll
+                    for (int n = 0; n < 4; n++)
+                        mma16832(ci[n], a, kr[n].w[pl][0] & (0x01010101u << (2 * ks)),
+                                 kr[n].w[pl][0] & (0x01010101u << (2 * ks + 1)));
+                }
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++) {
+                    const float x = (float)(ci[n][jj] * 128 + ci[n][2 + jj]);
+                    c[n][jj] = fmaf(__shfl_xor_sync(FULL, x, 16), 1.0f / 16384.0f, x);
+                }
         } else {
 #pragma unroll
             for (int pl = 0; pl < PL; pl++)
@@ -1519,12 +1631,50 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         hv[kt][i] = v;
                         scales_mins(v, hsel, sv[kt][i], mv[kt][i]);
                     }
+                /* the pairs' scales of group 2c + (g >> 2) (half g >> 2 of word c2 of both headers) */
+                uint32_t sp[2][2][2];
+#pragma unroll
+                for (int c2 = 0; c2 < 2; c2++)
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        sp[c2][kt][0] = __byte_perm(c2 ? hv[kt][0].y : hv[kt][0].x, c2 ? hv[kt][1].y : hv[kt][1].x, hsel);
+                        sp[c2][kt][1] = __byte_perm(c2 ? hv[kt][2].y : hv[kt][2].x, c2 ? hv[kt][3].y : hv[kt][3].x, hsel);
+                    }
+                float fsc = 1.0f; /* VSUBN: 2^vF */
+                if constexpr (VSUBN) {
+                    /* the largest of the lane's 16 scales (fp16 >= 0: their
+                     * bits order as integers), then of the warp's; vF drops to
+                     * 29 - its exponent field e (s < 2^(e-14), so P * 2^vF * s
+                     * < 2^15 with P <= 1), the sums rescaled by the change */
+                    __half2 m2 = __hmax2(*(const __half2 *)&sp[0][0][0], *(const __half2 *)&sp[0][0][1]);
+                    m2 = __hmax2(m2, __hmax2(*(const __half2 *)&sp[0][1][0], *(const __half2 *)&sp[0][1][1]));
+                    m2 = __hmax2(m2, __hmax2(*(const __half2 *)&sp[1][0][0], *(const __half2 *)&sp[1][0][1]));
+                    m2 = __hmax2(m2, __hmax2(*(const __half2 *)&sp[1][1][0], *(const __half2 *)&sp[1][1][1]));
+                    const uint32_t mu = h2u(m2);
+                    const uint32_t ml = max(mu & 0xffffu, mu >> 16);
+                    const int e = (int)(__reduce_max_sync(FULL, ml) >> 10);
+                    if (29 - e < vF) { /* warp-uniform */
+                        const float f = __int_as_float((127 + 29 - e - vF) << 23);
+                        vF = 29 - e;
+#pragma unroll
+                        for (int n = 0; n < NT; n++) {
+                            o[n][0] *= f;
+                            o[n][1] *= f;
+                            o[n][2] *= f;
+                            o[n][3] *= f;
+                        }
+#pragma unroll
+                        for (int k = 0; k < 4; k++)
+                            mmn[k] *= f;
+                    }
+                    fsc = __int_as_float((127 + vF) << 23);
+                }
                 if constexpr (VQ_MMA_HFOLD)
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                         for (int pr = 0; pr < 2; pr++)
-                            split2(ph[kt][2 * pr], ph[kt][2 * pr + 1], phl[kt][pr][0], phl[kt][pr][1]);
+                            split2(ph[kt][2 * pr] * fsc, ph[kt][2 * pr + 1] * fsc, phl[kt][pr][0], phl[kt][pr][1]);
                 if constexpr (MINMMA) {
                     /* mmn += P (hi/lo rows) x M, M[token][column n] = the
                      * token's minimum of group n & 3 (exact fp16): lane (g, t)
@@ -1552,10 +1702,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                                 mt[c2] = fmaf(ph[kt][i], mv[kt][i][c2], mt[c2]);
                         if constexpr (VQ_MMA_HFOLD) {
                             /* the pair's scales of group 2c + (g >> 2): half g >> 2 of word c2 of both headers */
-                            const uint32_t s01 = __byte_perm(c2 ? hv[kt][0].y : hv[kt][0].x, c2 ? hv[kt][1].y : hv[kt][1].x, hsel);
-                            const uint32_t s23 = __byte_perm(c2 ? hv[kt][2].y : hv[kt][2].x, c2 ? hv[kt][3].y : hv[kt][3].x, hsel);
-                            hfold(phl[kt][0][0], phl[kt][0][1], s01, a[kt].x, a[kt].y);
-                            hfold(phl[kt][1][0], phl[kt][1][1], s23, a[kt].z, a[kt].w);
+                            hfold(phl[kt][0][0], phl[kt][0][1], sp[c2][kt][0], a[kt].x, a[kt].y);
+                            hfold(phl[kt][1][0], phl[kt][1][1], sp[c2][kt][1], a[kt].z, a[kt].w);
                         } else {
                             split2(ph[kt][0] * sv[kt][0][c2], ph[kt][1] * sv[kt][1][c2], a[kt].x, a[kt].y);
                             split2(ph[kt][2] * sv[kt][2][c2], ph[kt][3] * sv[kt][3][c2], a[kt].z, a[kt].w);
@@ -1572,6 +1720,11 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                             const uint32_t x0 = e < 4 ? cw[c2][2 * kt] : hiw[2 * kt];
                             const uint32_t x1 = e < 4 ? cw[c2][2 * kt + 1] : hiw[2 * kt + 1];
                             uint32_t b0, b1;
+                            if constexpr (VSUBN) { /* code * 2^(2 (e & 3) - 24), subnormal */
+                                const uint32_t M = 0x00030003u << (2 * (e & 3));
+                                b0 = x0 & M;
+                                b1 = x1 & M;
+                            } else
                             switch (e & 3) { /* e is a compile-time constant: one case remains */
                             case 0: b0 = code_h2c<0x00030003u>(x0, magic); b1 = code_h2c<0x00030003u>(x1, magic); break;
                             case 1: b0 = code_h2c<0x000c000cu>(x0, magic); b1 = code_h2c<0x000c000cu>(x1, magic); break;
@@ -1698,7 +1851,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 /* head h, group n: lane (h, n >> 1), mmn[n & 1] + mmn[2 + (n & 1)] */
                 const float x0 = __shfl_sync(FULL, mmn[0] + mmn[2], 4 * (g & 3) + c2);
                 const float x1 = __shfl_sync(FULL, mmn[1] + mmn[3], 4 * (g & 3) + c2);
-                mg[c2] = g >> 2 ? x1 : x0;
+                mg[c2] = (g >> 2 ? x1 : x0) * (VSUBN ? __int_as_float((127 - vF) << 23) : 1.0f);
             } else {
                 mg[c2] = mt[c2];
             }
@@ -1709,7 +1862,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
                 for (int jj = 0; jj < 2; jj++) {
                     const int col = 2 * t + jj, c2 = n >> 3, e = n & 7;
-                    const float x = (o[n][jj] + o[n][2 + jj]) * __int_as_float((127 - 2 * (e & 3)) << 23) + mg[c2];
+                    const int ex = VSUBN ? 24 - vF - 2 * (e & 3) : -2 * (e & 3);
+                    const float x = (o[n][jj] + o[n][2 + jj]) * __int_as_float((127 + ex) << 23) + mg[c2];
                     red[warp][g & 3][32 * (2 * c2 + (col >> 2)) + 8 * (col & 3) + 4 * (e >> 2) + (e & 3)] = x;
                 }
         }
