@@ -70,6 +70,8 @@ static const Case cases[] = {
     {"rabitq:bits=1,qbits=0", "kivi:bits=2", 0},
     {"kivi:bits=2", "kivi:bits=2", 1},
     {"turboquant_rvq:bits=1", "kivi:bits=2", 2},
+    {"turboquant_rvq:bits=2", "kivi:bits=2", 0}, /* tensor cores at D = 128 only */
+    {"turboquant_rvq:bits=2", "kivi:bits=2", 1},
     {"fp16", "rabitq:bits=1,qbits=0", 0},
     {"vecinfer:sub_dim=8,bits=8", "vecinfer:sub_dim=8,bits=8", 0}, /* calibrated here; tables uploaded */
     {"vecinfer:sub_dim=4,bits=4", "vecinfer:sub_dim=8,bits=2", 0},
@@ -448,7 +450,10 @@ int main(int argc, char **argv)
     }
     printf("test_gpu on %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
     const int shapes[][2] = {{32, 8}, {8, 8}, {16, 2}, {16, 8}};
+    const char *only = getenv("TEST_GPU_KEYS"); /* tuning runs: only the cases whose key spec contains this */
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (only && !strstr(cases[c].kspec, only))
+            continue;
         run_case(cases[c], 128, shapes[0][0], shapes[0][1]);
         run_case(cases[c], 64, shapes[(c % 3) + 1][0], shapes[(c % 3) + 1][1]);
         if (cases[c].vmode) /* also D = 128 with G = 2 (rows of absent heads in the tensor-core operands) */
