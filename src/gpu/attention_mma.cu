@@ -520,6 +520,21 @@ __device__ __forceinline__ uint32_t i8_breg(const KeyRaw<KM, D> &r, int x, int h
     }
 }
 
+/* the largest element of a small register array (>= 0) */
+template <int A, int B, int C>
+__device__ __forceinline__ float arr_max(const float (&x)[A][B][C])
+{
+    float m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < A; i++)
+#pragma unroll
+        for (int j = 0; j < B; j++)
+#pragma unroll
+            for (int k = 0; k < C; k++)
+                m = fmaxf(m, x[i][j][k]);
+    return m;
+}
+
 /* VSUBN (mode m): is the code of VLDSM column e (0..7: code e & 3 of the
  * low (e < 4) or high byte) a subnormal operand, and its bit offset in
  * the operand (the column's output is times 2^(pos - 24), or 2^pos) */
@@ -997,10 +1012,18 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
         return __int_as_float((127 + vF) << 23);
     };
-    /* VSC, float scales: the warp's largest s (>= 0) in smax */
-    auto vscale_f = [&](float smax) {
-        const int e = (int)(__reduce_max_sync(FULL, __float_as_uint(smax)) >> 23) - 127; /* s < 2^(e+1) */
-        return vscale(14 - e);
+    /* VSC, float scales: the warp's largest s (>= 0) in smax; ws = w * 2^vF */
+    auto scale_weights = [&](const float (&w)[2][4], float smax, float (&ws)[2][4]) {
+        float fsc = 1.0f;
+        if constexpr (VSC) {
+            const int e = (int)(__reduce_max_sync(FULL, __float_as_uint(smax)) >> 23) - 127; /* s < 2^(e+1) */
+            fsc = vscale(14 - e);
+        }
+#pragma unroll
+        for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                ws[kt][i] = w[kt][i] * fsc;
     };
 
     const int P = p.page_tokens;
@@ -1875,25 +1898,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         }
                     }
                 float phs[2][4]; /* VSC: the weights times 2^vF, for the folds */
-                {
-                    float fsc = 1.0f;
-                    if constexpr (VSC) {
-                        float smax = 0.0f;
-#pragma unroll
-                        for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                            for (int i = 0; i < 4; i++)
-#pragma unroll
-                                for (int j = 0; j < NG / 2; j++)
-                                    smax = fmaxf(smax, sv[kt][i][j]);
-                        fsc = vscale_f(smax);
-                    }
-#pragma unroll
-                    for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                        for (int i = 0; i < 4; i++)
-                            phs[kt][i] = ph[kt][i] * fsc;
-                }
+                scale_weights(ph, VSC ? arr_max(sv) : 0.0f, phs);
 #pragma unroll
                 for (int j = 0; j < NG / 2; j++) {
                     uint4 a[2], ao[2];
@@ -1948,25 +1953,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         }
                     }
                 float pws[2][4]; /* VSC: the weights times 2^vF, for the folds */
-                {
-                    float fsc = 1.0f;
-                    if constexpr (VSC) {
-                        float smax = 0.0f;
-#pragma unroll
-                        for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                            for (int i = 0; i < 4; i++)
-#pragma unroll
-                                for (int gr = 0; gr < NG; gr++)
-                                    smax = fmaxf(smax, sv[kt][i][gr]);
-                        fsc = vscale_f(smax);
-                    }
-#pragma unroll
-                    for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                        for (int i = 0; i < 4; i++)
-                            pws[kt][i] = pw[kt][i] * fsc;
-                }
+                scale_weights(pw, VSC ? arr_max(sv) : 0.0f, pws);
 #pragma unroll
                 for (int gr = 0; gr < NG; gr++) {
                     uint4 a[2];
