@@ -93,6 +93,15 @@ namespace {
 #ifndef VQ_MMA_SUB2 /* 0: warp tiles of 32 tokens only (1: 64 tokens per iteration, two sub-tiles, where the stage fits) */
 #define VQ_MMA_SUB2 1
 #endif
+#ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 128, G <= 4; otherwise CUDA cores) */
+#define VQ_MMA_I8K 7
+#endif
+#ifndef VQ_MMA_VSUBN /* kivi2 VLDSM value codes: 0 normal fp16 numbers ((1024 + c) - 1024, an HSUB2 per pair); else subnormal fp16 (one AND), the weights scaled up: 1 every code at its own bit offset (0..6), 2 codes at offsets 4, 6 only (the others as in 0), 3 every code shifted to offset 4, 6 or 8 */
+#define VQ_MMA_VSUBN 3
+#endif
+#ifndef VQ_MMA_VSCALE /* 0: the other kivi value paths fold P * s unscaled (1: times a warp-uniform 2^vF, so that the lo halves stay normal fp16 numbers for small value scales) */
+#define VQ_MMA_VSCALE 1
+#endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
 #endif
@@ -107,6 +116,17 @@ __device__ __forceinline__ void mma16816(float c[4], const uint4 &a, uint32_t b0
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
+
+#if VQ_MMA_I8K
+/* c += a b, m16n8k32: a signed bytes (rows of 32 k), b unsigned bytes, exact int32 sums */
+__device__ __forceinline__ void mma16832(int c[4], const uint4 &a, uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+#endif
 
 __device__ __forceinline__ uint32_t h2u(__half2 h) { return *(uint32_t *)&h; }
 
@@ -298,13 +318,14 @@ __host__ __device__ constexpr bool split_k_layout_ok()
 }
 
 template <int KM>
-__host__ __device__ constexpr int key_planes() { return KM == FMT_RVQ1 ? 2 : 1; }
+__host__ __device__ constexpr int key_planes() { return KM == FMT_RVQ1 || KM == FMT_RVQ2 ? 2 : 1; }
 
 /* the raw bits of a lane's slice of one token: W words per plane */
 template <int KM, int D>
 __host__ __device__ constexpr int key_words()
 {
-    return KM == FMT_FP16 ? D / 8 : KM == FMT_Q8 ? D / 16 : KM == FMT_Q4 ? D / 32 : KM == FMT_KIVI2 ? D / 64 : KM == FMT_KIVI4 ? D / 32 : 1;
+    return KM == FMT_FP16 ? D / 8 : KM == FMT_Q8 ? D / 16 : KM == FMT_Q4 ? D / 32 : KM == FMT_KIVI2 ? D / 64 : KM == FMT_KIVI4 ? D / 32
+         : KM == FMT_RVQ2 ? 2 : 1;
 }
 
 template <int KM, int D>
@@ -367,6 +388,17 @@ __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D
             r.w[0][0] = v.x;
             r.w[0][1] = v.y;
         }
+    } else if constexpr (KM == FMT_RVQ2) {
+        /* [norm fp16][stage 1: 2-bit codes, D/4 bytes][stage 2: D/4]; D =
+         * 128 only (I8K): lane t takes bytes 8t..8t+7 of each stage
+         * (channels 32t..32t+31), 2-byte aligned */
+#pragma unroll
+        for (int st = 0; st < 2; st++)
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const uint8_t *b = row + 2 + st * (D / 4) + 8 * t + 4 * u;
+                r.w[st][u] = (uint32_t)ld16(b) | (uint32_t)ld16(b + 2) << 16;
+            }
     } else {
         /* rvq1: [norm fp16][plane a: D/8 bytes][plane b: D/8]; rabitq1:
          * [2 x fp16][bits: D/8]; D/32 bytes per lane, 2-byte aligned */
@@ -429,6 +461,89 @@ __device__ __forceinline__ void key_frag(const KeyRaw<KM, D> &r, int pl, int s, 
     }
 }
 
+/* ---- I8K: one- and two-bit keys by int8 mma (D = 128) ----------------------
+ * k-step x (of i8_ksteps) takes B registers hf = 0, 1 of the lane's words:
+ * one AND each (bytes 0 or 2^sh); A byte i of half hf is the query at
+ * channel 32t + i8_chan (the lane's 32 channels) times plane factor i8_fac
+ * times 2^-sh. rvq1 / rabitq1: plane pl = x / 4, word bits 8i + sh, sh =
+ * 2 (x % 4) + hf. rvq2 (2-bit codes c = b0 + 2 b1 at bits 2k, 2k + 1 of
+ * each byte): per stage and word u (channels 16u..16u+15) 4 k-steps of
+ * the b0 / b1 planes (hf) and 2 of the b0 AND b1 plane, so that the
+ * centroid t[c] = t0 + (t1 - t0) b0 + (t2 - t0) b1 + (t3 - t2 - t1 + t0) b0 b1 */
+template <int KM>
+__host__ __device__ constexpr int i8_ksteps() { return KM == FMT_RVQ2 ? 24 : 4 * key_planes<KM>(); }
+
+template <int KM>
+__host__ __device__ constexpr int i8_sh(int x, int hf)
+{
+    if constexpr (KM == FMT_RVQ2) {
+        const int y = x % 6;
+        return y < 4 ? 2 * y + hf : 2 * (2 * (y - 4) + hf);
+    } else {
+        return 2 * (x & 3) + hf;
+    }
+}
+
+template <int KM>
+__host__ __device__ constexpr int i8_chan(int x, int hf, int i)
+{
+    if constexpr (KM == FMT_RVQ2) {
+        const int u = (x / 6) & 1, y = x % 6;
+        return 16 * u + 4 * i + (y < 4 ? y : i8_sh<KM>(x, hf) / 2);
+    } else {
+        return 8 * i + i8_sh<KM>(x, hf);
+    }
+}
+
+/* index of the plane factor (rvq2: 3 per stage: b0, b1, b0 b1) */
+template <int KM>
+__host__ __device__ constexpr int i8_fac(int x, int hf)
+{
+    if constexpr (KM == FMT_RVQ2)
+        return 3 * (x / 12) + (x % 6 < 4 ? hf : 2);
+    else
+        return x >> 2;
+}
+
+template <int KM>
+__host__ __device__ constexpr int i8_nfac() { return KM == FMT_RVQ2 ? 6 : key_planes<KM>(); }
+
+template <int KM, int D>
+__device__ __forceinline__ uint32_t i8_breg(const KeyRaw<KM, D> &r, int x, int hf)
+{
+    const uint32_t m = 0x01010101u << i8_sh<KM>(x, hf);
+    if constexpr (KM == FMT_RVQ2) {
+        const uint32_t w = r.w[x / 12][(x / 6) & 1];
+        return x % 6 < 4 ? w & m : w & (w >> 1) & m;
+    } else {
+        return r.w[x >> 2][0] & m;
+    }
+}
+
+/* the largest element of a small register array (>= 0) */
+template <int A, int B, int C>
+__device__ __forceinline__ float arr_max(const float (&x)[A][B][C])
+{
+    float m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < A; i++)
+#pragma unroll
+        for (int j = 0; j < B; j++)
+#pragma unroll
+            for (int k = 0; k < C; k++)
+                m = fmaxf(m, x[i][j][k]);
+    return m;
+}
+
+/* VSUBN (mode m): is the code of VLDSM column e (0..7: code e & 3 of the
+ * low (e < 4) or high byte) a subnormal operand, and its bit offset in
+ * the operand (the column's output is times 2^(pos - 24), or 2^pos) */
+__host__ __device__ constexpr bool vsub_sub(int m, int e) { return m == 1 || m == 3 || (m == 2 && (e & 3) >= 2); }
+__host__ __device__ constexpr int vsub_pos(int m, int e)
+{
+    return m == 3 ? (e == 0 ? 4 : e == 2 || e == 4 || e == 6 ? 8 : 6) : 2 * (e & 3);
+}
+
 /* ---- value formats ------------------------------------------------------- */
 
 /* channel of output column c (0..7) of n-tile nt */
@@ -483,6 +598,7 @@ __host__ __device__ constexpr int key_stage_bytes()
          : KM == FMT_KIVI2 ? 4 * D + WTOK * 2 * D / 8
          : KM == FMT_KIVI4 ? 4 * D + WTOK * 4 * D / 8
          : KM == FMT_RVQ1 ? WTOK * (2 + 2 * D / 8)
+         : KM == FMT_RVQ2 ? WTOK * (2 + 4 * D / 8)
                           : WTOK * (4 + D / 8); /* rabitq:bits=1 */
 }
 
@@ -667,6 +783,30 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
      * aligned 48-byte rows) */
     constexpr bool VLDSM = VQ_MMA_VLDSM && VQ_MMA_VBYTE && SPLIT_V && VM == FMT_KIVI2 && D == 128 && staged_v<KM, VM, D>();
     constexpr bool MINMMA = VLDSM && VQ_MMA_HFOLD && VQ_MMA_MINMMA;
+    /* VSUBN: the VLDSM value codes stay subnormal fp16 (code * 2^(o-24),
+     * o the bit offset: one AND per pair, no HSUB2) and the weights P * s
+     * are scaled by 2^vF so that the products stay far above the tensor
+     * cores' floor near 2^-43 (see the value step) */
+    constexpr bool VSUBN = MINMMA && VQ_MMA_VSUBN;
+    /* VSC: the kivi weights P * s folded times 2^vF (VSUBN; and the other
+     * kivi value paths: fp16 hi/lo halves of small P * s lost bits as
+     * subnormals, measured 2.5e-4 .. 1e-3 relative error with value scales
+     * near 2^-7) */
+    constexpr bool VSC = VSUBN || (KIVI_V && !VLDSM && VQ_MMA_VSCALE);
+    /* I8K: one-bit keys (D = 128, G <= 4) by int8 mma m16n8k32. B: the
+     * bits of the lane's 32-channel word w of each plane, 4 channels per
+     * register (w & 0x01010101 << sh: channels 8i + sh of the word as
+     * bytes 0 or 2^sh), one AND per 4 channels (fp16: per 2). A: q times
+     * the plane factor times 2^(K - sh), split into 4 signed pieces of 7
+     * bits (x = p0 + p1 2^-7 + p2 2^-14 + p3 2^-21, |p| <= 64), piece r of
+     * head h in row 4r + h; the int32 sums are exact. Lane (g, t) holds
+     * rows g, g + 8: pieces 0, 1 (g < 4) or 2, 3 (g >= 4) of head g & 3,
+     * combined as 128 c0 + c2 (< 2^29), converted once, and one shuffle
+     * adds the lane g + 4's part times 2^-14. */
+    constexpr bool I8K = D == 128 && G <= 4 &&
+                         ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 1)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 2)) || KM == FMT_RVQ2);
+    static_assert(KM != FMT_RVQ2 || I8K, "turboquant_rvq:bits=2 keys only by I8K");
+    constexpr int NKS8 = i8_ksteps<KM>(), NF8 = i8_nfac<KM>();
 
     __shared__ float qs[G][D];
     __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (kivi keys, HFOLD: hi/lo of q * 2^(24-e-EXPO)) */
@@ -676,6 +816,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     __shared__ float red[NW][G][D];
     __shared__ float wml[NW][G][2];
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
+    __shared__ __align__(16) uint4 ai8[I8K ? NKS8 : 1][32]; /* I8K: A fragments per k-step, lane */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     /* the reduce launch (a programmatic dependent launch) may be set up
@@ -699,7 +840,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     const bool live = g < G; /* rows g >= G are padding (zero queries) */
     if (warp == 0) {
         const float *qg = qs[live ? g : 0];
-        if constexpr (KM == FMT_RVQ1 || KM == FMT_RABITQ1) {
+        if constexpr (KM == FMT_RVQ1 || KM == FMT_RVQ2 || KM == FMT_RABITQ1) {
             float sq = 0.0f;
             for (int c = t; c < D; c += 4)
                 sq += qg[c];
@@ -732,7 +873,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             }
         }
 #pragma unroll
-        for (int s = 0; s < (SPLIT_K ? 0 : KS); s++) {
+        for (int s = 0; s < (SPLIT_K || I8K ? 0 : KS); s++) {
             float x[4];
 #pragma unroll
             for (int j = 0; j < 4; j++)
@@ -761,13 +902,80 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     }
     __syncthreads();
     float hs = 0.0f; /* rvq1: (c1[0] + c2[0]) * sum q; rabitq: sum q */
-    if constexpr (KM == FMT_RVQ1)
+    if constexpr (KM == FMT_RVQ1 || KM == FMT_RVQ2)
         hs = (p.kf.c1[0] + p.kf.c2[0]) * hsum[g];
     if constexpr (KM == FMT_RABITQ1)
         hs = hsum[g];
     /* SPLIT_K: rows g >= 4 are junk (finite): their scores become the
      * constant 0 through post = base = 0 */
-    const float post = SPLIT_K && g >= 4 ? 0.0f : __int_as_float((127 + EXPO) << 23);
+    float post = SPLIT_K && g >= 4 ? 0.0f : __int_as_float((127 + EXPO) << 23);
+    if constexpr (I8K) {
+        /* K per head: max_c |q_c| * max(|f_pl|) * 2^K < 64 (each warp the
+         * same; the warps build the A fragments of plane/k-step pairs warp,
+         * warp + NW, ...). Lane (g, t): head g & 3, channels 32t..32t+31 */
+        const int h = g & 3;
+        const float *qh = qs[h < G ? h : 0];
+        float f[NF8]; /* the plane factors */
+        if constexpr (KM == FMT_RVQ2) {
+#pragma unroll
+            for (int st = 0; st < 2; st++) {
+                const float *tc = st ? p.kf.c2 : p.kf.c1;
+                f[3 * st] = tc[1] - tc[0];
+                f[3 * st + 1] = tc[2] - tc[0];
+                f[3 * st + 2] = (tc[3] - tc[2]) - (tc[1] - tc[0]);
+            }
+        } else {
+#pragma unroll
+            for (int pl = 0; pl < PL; pl++)
+                f[pl] = KM == FMT_RABITQ1 ? 2.0f : pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
+        }
+        float mx = 0.0f;
+        for (int c = 32 * t; c < 32 * t + 32; c++)
+            mx = fmaxf(mx, fabsf(qh[c]));
+        mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
+        float fm = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NF8; i++)
+            fm = fmaxf(fm, fabsf(f[i]));
+        mx = h < G ? mx * fm : 0.0f;
+        const int K = mx > 0.0f ? min(100, max(-100, 5 - ilogbf(mx))) : 0;
+        post = g < 4 && h < G ? __int_as_float((127 - 7 - K) << 23) : 0.0f;
+        /* the k-steps' A fragments, warp w builds k-steps w, w + NW, ... */
+#pragma unroll
+        for (int x0 = 0; x0 < NKS8; x0 += NW) {
+            const int x = x0 + warp;
+            uint32_t ar[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) { /* k 4t + i (hf 0) and 16 + 4t + i (hf 1) */
+                float fx = 0.0f;
+#pragma unroll
+                for (int j = 0; j < NW; j++) /* (x is warp-uniform; constant indices into f) */
+                    fx = warp == j ? f[i8_fac<KM>(x0 + j, hf)] * __int_as_float((127 + K - i8_sh<KM>(x0 + j, hf)) << 23) : fx;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    int ch = 0;
+#pragma unroll
+                    for (int j = 0; j < NW; j++)
+                        ch = warp == j ? i8_chan<KM>(x0 + j, hf, i) : ch;
+                    float xv = h < G ? qh[32 * t + ch] * fx : 0.0f;
+                    int pc[4];
+#pragma unroll
+                    for (int r = 0; r < 4; r++) {
+                        const float rx = rintf(xv);
+                        pc[r] = (int)rx;
+                        xv = (xv - rx) * 128.0f;
+                    }
+                    const int pa = g < 4 ? pc[0] : pc[2], pb = g < 4 ? pc[1] : pc[3];
+                    ar[2 * hf] |= ((uint32_t)pa & 0xffu) << (8 * i);
+                    ar[2 * hf + 1] |= ((uint32_t)pb & 0xffu) << (8 * i);
+                }
+            }
+            if (x < NKS8)
+                ai8[x][lane] = make_uint4(ar[0], ar[1], ar[2], ar[3]);
+        }
+        __syncthreads();
+    }
 
     float o[NT][4];
     constexpr int NMT = SPLIT_MT ? NG / 2 : NG; /* minima sums per lane */
@@ -782,6 +990,41 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     /* MINMMA: sum over tokens of P * (value minimum of group n) as an mma
      * accumulator: lane (g, t) holds head g (rows g, g + 8) x groups 2t, 2t + 1 */
     float mmn[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    /* VSC: o and mmn are sums times 2^vF (warp-uniform, only decreases:
+     * 2^vF * s < 2^15 for every value scale s seen so far) */
+    int vF = 15;
+    /* VSC: vF lowered to vn where needed, the sums rescaled by the change;
+     * returns 2^vF */
+    auto vscale = [&](int vn) {
+        if (vn < vF) { /* warp-uniform */
+            const float f = __int_as_float((127 + vn - vF) << 23);
+            vF = vn;
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                o[n][0] *= f;
+                o[n][1] *= f;
+                o[n][2] *= f;
+                o[n][3] *= f;
+            }
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                mmn[k] *= f;
+        }
+        return __int_as_float((127 + vF) << 23);
+    };
+    /* VSC, float scales: the warp's largest s (>= 0) in smax; ws = w * 2^vF */
+    auto scale_weights = [&](const float (&w)[2][4], float smax, float (&ws)[2][4]) {
+        float fsc = 1.0f;
+        if constexpr (VSC) {
+            const int e = (int)(__reduce_max_sync(FULL, __float_as_uint(smax)) >> 23) - 127; /* s < 2^(e+1) */
+            fsc = vscale(14 - e);
+        }
+#pragma unroll
+        for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                ws[kt][i] = w[kt][i] * fsc;
+    };
 
     const int P = p.page_tokens;
     constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
@@ -1164,6 +1407,25 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     for (int jj = 0; jj < 2; jj++)
                         c[n][jj] = fmaf(h2f(ld16(drow[n][jj] + KBB * bk)), cb[n][jj] + cb[n][2 + jj], c[n][jj]);
             }
+        } else if constexpr (I8K) {
+            int ci[4][4];
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+                ci[n][0] = ci[n][1] = ci[n][2] = ci[n][3] = 0;
+#pragma unroll
+            for (int x = 0; x < NKS8; x++) {
+                const uint4 a = ai8[x][lane];
+#pragma unroll
+                for (int n = 0; n < 4; n++)
+                    mma16832(ci[n], a, i8_breg<KM, D>(kr[n], x, 0), i8_breg<KM, D>(kr[n], x, 1));
+            }
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++) {
+                    const float x = (float)(ci[n][jj] * 128 + ci[n][2 + jj]);
+                    c[n][jj] = fmaf(__shfl_xor_sync(FULL, x, 16), 1.0f / 16384.0f, x);
+                }
         } else {
 #pragma unroll
             for (int pl = 0; pl < PL; pl++)
@@ -1193,7 +1455,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     x = fmaf(x, post, base);
                 } else {
                     const uint8_t *row = STG ? k0 + (8 * n + 2 * t + jj) * KROW : k0 + (size_t)(min(tok, s1 - 1) - t0) * p.kf.block_bytes;
-                    if constexpr (KM == FMT_RVQ1) {
+                    if constexpr (KM == FMT_RVQ1 || KM == FMT_RVQ2) {
                         x = h2f(ld16(row)) * fmaf(x, post, hs);
                     } else {
                         const float fac = h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
@@ -1519,12 +1781,36 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                         hv[kt][i] = v;
                         scales_mins(v, hsel, sv[kt][i], mv[kt][i]);
                     }
+                /* the pairs' scales of group 2c + (g >> 2) (half g >> 2 of word c2 of both headers) */
+                uint32_t sp[2][2][2];
+#pragma unroll
+                for (int c2 = 0; c2 < 2; c2++)
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        sp[c2][kt][0] = __byte_perm(c2 ? hv[kt][0].y : hv[kt][0].x, c2 ? hv[kt][1].y : hv[kt][1].x, hsel);
+                        sp[c2][kt][1] = __byte_perm(c2 ? hv[kt][2].y : hv[kt][2].x, c2 ? hv[kt][3].y : hv[kt][3].x, hsel);
+                    }
+                float fsc = 1.0f; /* VSUBN: 2^vF */
+                if constexpr (VSUBN) {
+                    /* the largest of the lane's 16 scales (fp16 >= 0: their
+                     * bits order as integers), then of the warp's; vF drops to
+                     * 29 - its exponent field e (s < 2^(e-14), so P * 2^vF * s
+                     * < 2^15 with P <= 1), the sums rescaled by the change */
+                    __half2 m2 = __hmax2(*(const __half2 *)&sp[0][0][0], *(const __half2 *)&sp[0][0][1]);
+                    m2 = __hmax2(m2, __hmax2(*(const __half2 *)&sp[0][1][0], *(const __half2 *)&sp[0][1][1]));
+                    m2 = __hmax2(m2, __hmax2(*(const __half2 *)&sp[1][0][0], *(const __half2 *)&sp[1][0][1]));
+                    m2 = __hmax2(m2, __hmax2(*(const __half2 *)&sp[1][1][0], *(const __half2 *)&sp[1][1][1]));
+                    const uint32_t mu = h2u(m2);
+                    const uint32_t ml = max(mu & 0xffffu, mu >> 16);
+                    const int e = (int)(__reduce_max_sync(FULL, ml) >> 10);
+                    fsc = vscale(29 - e);
+                }
                 if constexpr (VQ_MMA_HFOLD)
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                         for (int pr = 0; pr < 2; pr++)
-                            split2(ph[kt][2 * pr], ph[kt][2 * pr + 1], phl[kt][pr][0], phl[kt][pr][1]);
+                            split2(ph[kt][2 * pr] * fsc, ph[kt][2 * pr + 1] * fsc, phl[kt][pr][0], phl[kt][pr][1]);
                 if constexpr (MINMMA) {
                     /* mmn += P (hi/lo rows) x M, M[token][column n] = the
                      * token's minimum of group n & 3 (exact fp16): lane (g, t)
@@ -1552,10 +1838,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                                 mt[c2] = fmaf(ph[kt][i], mv[kt][i][c2], mt[c2]);
                         if constexpr (VQ_MMA_HFOLD) {
                             /* the pair's scales of group 2c + (g >> 2): half g >> 2 of word c2 of both headers */
-                            const uint32_t s01 = __byte_perm(c2 ? hv[kt][0].y : hv[kt][0].x, c2 ? hv[kt][1].y : hv[kt][1].x, hsel);
-                            const uint32_t s23 = __byte_perm(c2 ? hv[kt][2].y : hv[kt][2].x, c2 ? hv[kt][3].y : hv[kt][3].x, hsel);
-                            hfold(phl[kt][0][0], phl[kt][0][1], s01, a[kt].x, a[kt].y);
-                            hfold(phl[kt][1][0], phl[kt][1][1], s23, a[kt].z, a[kt].w);
+                            hfold(phl[kt][0][0], phl[kt][0][1], sp[c2][kt][0], a[kt].x, a[kt].y);
+                            hfold(phl[kt][1][0], phl[kt][1][1], sp[c2][kt][1], a[kt].z, a[kt].w);
                         } else {
                             split2(ph[kt][0] * sv[kt][0][c2], ph[kt][1] * sv[kt][1][c2], a[kt].x, a[kt].y);
                             split2(ph[kt][2] * sv[kt][2][c2], ph[kt][3] * sv[kt][3][c2], a[kt].z, a[kt].w);
@@ -1572,6 +1856,16 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                             const uint32_t x0 = e < 4 ? cw[c2][2 * kt] : hiw[2 * kt];
                             const uint32_t x1 = e < 4 ? cw[c2][2 * kt + 1] : hiw[2 * kt + 1];
                             uint32_t b0, b1;
+                            if (VSUBN && VQ_MMA_VSUBN == 3) { /* code * 2^(pos - 24): shifted to pos 4, 6 or 8 */
+                                const uint32_t M = 0x00030003u << vsub_pos(3, e);
+                                const uint32_t y0 = cw[c2][2 * kt], y1 = cw[c2][2 * kt + 1];
+                                b0 = (e < 3 ? y0 << 4 : e < 5 ? y0 : e < 7 ? y0 >> 4 : y0 >> 8) & M;
+                                b1 = (e < 3 ? y1 << 4 : e < 5 ? y1 : e < 7 ? y1 >> 4 : y1 >> 8) & M;
+                            } else if (VSUBN && vsub_sub(VQ_MMA_VSUBN, e)) { /* code * 2^(2 (e & 3) - 24), subnormal */
+                                const uint32_t M = 0x00030003u << (2 * (e & 3));
+                                b0 = x0 & M;
+                                b1 = x1 & M;
+                            } else
                             switch (e & 3) { /* e is a compile-time constant: one case remains */
                             case 0: b0 = code_h2c<0x00030003u>(x0, magic); b1 = code_h2c<0x00030003u>(x1, magic); break;
                             case 1: b0 = code_h2c<0x000c000cu>(x0, magic); b1 = code_h2c<0x000c000cu>(x1, magic); break;
@@ -1603,6 +1897,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                             mv[kt][i][0] = s2.y;
                         }
                     }
+                float phs[2][4]; /* VSC: the weights times 2^vF, for the folds */
+                scale_weights(ph, VSC ? arr_max(sv) : 0.0f, phs);
 #pragma unroll
                 for (int j = 0; j < NG / 2; j++) {
                     uint4 a[2], ao[2];
@@ -1611,8 +1907,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
                         for (int i = 0; i < 4; i++)
                             mt[j] = fmaf(ph[kt][i], mv[kt][i][j], mt[j]);
-                        split2(ph[kt][0] * sv[kt][0][j], ph[kt][1] * sv[kt][1][j], a[kt].x, a[kt].y);
-                        split2(ph[kt][2] * sv[kt][2][j], ph[kt][3] * sv[kt][3][j], a[kt].z, a[kt].w);
+                        split2(phs[kt][0] * sv[kt][0][j], phs[kt][1] * sv[kt][1][j], a[kt].x, a[kt].y);
+                        split2(phs[kt][2] * sv[kt][2][j], phs[kt][3] * sv[kt][3][j], a[kt].z, a[kt].w);
                         ao[kt].x = __shfl_xor_sync(FULL, a[kt].x, 16);
                         ao[kt].y = __shfl_xor_sync(FULL, a[kt].y, 16);
                         ao[kt].z = __shfl_xor_sync(FULL, a[kt].z, 16);
@@ -1656,6 +1952,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                             mv[kt][i][1] = m2.y;
                         }
                     }
+                float pws[2][4]; /* VSC: the weights times 2^vF, for the folds */
+                scale_weights(pw, VSC ? arr_max(sv) : 0.0f, pws);
 #pragma unroll
                 for (int gr = 0; gr < NG; gr++) {
                     uint4 a[2];
@@ -1666,8 +1964,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
                         for (int i = 0; i < 4; i++)
                             mt[gr] = fmaf(pw[kt][i], mv[kt][i][gr], mt[gr]);
-                        split2(pw[kt][0] * sv[kt][0][gr], pw[kt][1] * sv[kt][1][gr], a[kt].x, a[kt].y);
-                        split2(pw[kt][2] * sv[kt][2][gr], pw[kt][3] * sv[kt][3][gr], a[kt].z, a[kt].w);
+                        split2(pws[kt][0] * sv[kt][0][gr], pws[kt][1] * sv[kt][1][gr], a[kt].x, a[kt].y);
+                        split2(pws[kt][2] * sv[kt][2][gr], pws[kt][3] * sv[kt][3][gr], a[kt].z, a[kt].w);
                     }
                     val_mma(gr, a, w);
                 }
@@ -1698,7 +1996,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 /* head h, group n: lane (h, n >> 1), mmn[n & 1] + mmn[2 + (n & 1)] */
                 const float x0 = __shfl_sync(FULL, mmn[0] + mmn[2], 4 * (g & 3) + c2);
                 const float x1 = __shfl_sync(FULL, mmn[1] + mmn[3], 4 * (g & 3) + c2);
-                mg[c2] = g >> 2 ? x1 : x0;
+                mg[c2] = (g >> 2 ? x1 : x0) * (VSUBN ? __int_as_float((127 - vF) << 23) : 1.0f);
             } else {
                 mg[c2] = mt[c2];
             }
@@ -1709,7 +2007,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
                 for (int jj = 0; jj < 2; jj++) {
                     const int col = 2 * t + jj, c2 = n >> 3, e = n & 7;
-                    const float x = (o[n][jj] + o[n][2 + jj]) * __int_as_float((127 - 2 * (e & 3)) << 23) + mg[c2];
+                    const int ex = VSUBN ? (vsub_sub(VQ_MMA_VSUBN, e) ? 24 : 0) - vF - vsub_pos(VQ_MMA_VSUBN, e) : -2 * (e & 3);
+                    const float x = (o[n][jj] + o[n][2 + jj]) * __int_as_float((127 + ex) << 23) + mg[c2];
                     red[warp][g & 3][32 * (2 * c2 + (col >> 2)) + 8 * (col & 3) + 4 * (e >> 2) + (e & 3)] = x;
                 }
         }
@@ -1723,7 +2022,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
                 const int col = 2 * t + jj;
-                float x = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(n, col);
+                float x = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(n, col) * (VSC ? __int_as_float((127 - vF) << 23) : 1.0f);
                 if constexpr (SPLIT_MT)
                     x += (n / 4) & 1 ? mo[n / 8] : mt[n / 8];
                 else if constexpr (KIVI_V)
@@ -1806,17 +2105,25 @@ cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
     return launch_mma_sub<D, G, KM, VM, 1>(p, batch, s);
 }
 
+/* instantiated at all: turboquant_rvq:bits=2 keys only at D = 128, G <= 4 (I8K) */
+template <int D, int G, int KM>
+constexpr bool mma_shape_ok()
+{
+    return KM != FMT_RVQ2 || (D == 128 && G <= 4 && (VQ_MMA_I8K & 4));
+}
+
 #define VQ_MMA_PAIRS(X) \
-    X(FMT_FP16, FMT_FP16) X(FMT_Q8, FMT_Q8) X(FMT_Q4, FMT_Q4) X(FMT_KIVI2, FMT_KIVI2) X(FMT_KIVI4, FMT_KIVI4) X(FMT_RVQ1, FMT_KIVI2) X(FMT_RABITQ1, FMT_KIVI2)
+    X(FMT_FP16, FMT_FP16) X(FMT_Q8, FMT_Q8) X(FMT_Q4, FMT_Q4) X(FMT_KIVI2, FMT_KIVI2) X(FMT_KIVI4, FMT_KIVI4) X(FMT_RVQ1, FMT_KIVI2) X(FMT_RABITQ1, FMT_KIVI2) X(FMT_RVQ2, FMT_KIVI2)
 
 template <int D, int G>
 bool launch_dg(const AttnParams &p, int batch, cudaStream_t s, int km, int vm, cudaError_t *err)
 {
 #define VQ_TRY(K, V)                                   \
-    if (km == K && vm == V) {                          \
-        *err = launch_mma<D, G, K, V>(p, batch, s);    \
-        return true;                                   \
-    }
+    if constexpr (mma_shape_ok<D, G, K>())             \
+        if (km == K && vm == V) {                      \
+            *err = launch_mma<D, G, K, V>(p, batch, s); \
+            return true;                               \
+        }
     VQ_MMA_PAIRS(VQ_TRY)
 #undef VQ_TRY
     return false;
@@ -1826,7 +2133,8 @@ template <int D, int G>
 int ctas_dg(int km, int vm)
 {
 #define VQ_OCC(K, V) \
-    if (km == K && vm == V) return ctas_per_sm<D, G, K, V>();
+    if constexpr (mma_shape_ok<D, G, K>())  \
+        if (km == K && vm == V) return ctas_per_sm<D, G, K, V>();
     VQ_MMA_PAIRS(VQ_OCC)
 #undef VQ_OCC
     return 3;
@@ -1850,6 +2158,8 @@ bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D,
     if (vf.rot && vf.method != VQ_CUDA_Q8_0 && vf.method != VQ_CUDA_Q4_0) /* (attn_reduce rotates back) */
         return false;
     const int km = fmt_code(kf), vm = fmt_code(vf);
+    if (km == FMT_RVQ2 && !(D == 128 && G <= 4 && (VQ_MMA_I8K & 4)))
+        return false;
 #define VQ_IS(K, V) if (km == K && vm == V) return true;
     VQ_MMA_PAIRS(VQ_IS)
 #undef VQ_IS
