@@ -131,7 +131,8 @@ static void test_byte_tables(void)
     /* the bound, query by query: scores of the same codes with both tables */
     vq_codec *f = make("vecinfer:sub_dim=8,bits=8", D, VQ_ROLE_KEY, 42);
     vq_codec *b = make("vecinfer:sub_dim=8,bits=8,qbits=8", D, VQ_ROLE_KEY, 42);
-    if (f && b && vq_codec_calibrate(f, ds.cal, ds.n_cal) == VQ_OK && vq_codec_calibrate(b, ds.cal, ds.n_cal) == VQ_OK) {
+    if (f && b && vq_codec_calibrate(f, ds.cal, ds.n_cal) == VQ_OK &&
+        vq_codec_calibrate(b, ds.cal, ds.n_cal) == VQ_OK) {
         const size_t n = 100;
         uint8_t *codes = malloc(n * vq_codec_block_bytes(f));
         uint8_t *qf = malloc(vq_codec_query_bytes(f)), *qb = malloc(vq_codec_query_bytes(b));

@@ -172,7 +172,8 @@ chunk_block(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, si
             const int hi = BITS == 4 && r >= 2;
             /* the codes' place values off: every product was a multiple (exact) */
             const __m512i Ir = _mm512_srai_epi32(I[j][r], (unsigned)(BITS == 2 ? 2 * r : 4 * (r & 1)));
-            F[j][c][r] = _mm512_fmadd_ps(hi ? d1 : d0, _mm512_cvtepi32_ps(_mm512_sub_epi32(Ir, hi ? h1 : h0)), F[j][c][r]);
+            const __m512 If = _mm512_cvtepi32_ps(_mm512_sub_epi32(Ir, hi ? h1 : h0));
+            F[j][c][r] = _mm512_fmadd_ps(hi ? d1 : d0, If, F[j][c][r]);
         }
     }
 }

@@ -104,13 +104,16 @@ void vq_lut8_scan_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t 
             const __m512 vb = _mm512_set1_ps(bias), vd = _mm512_set1_ps(delta);
             float *out = s + (size_t)j * sstride + i0;
             for (size_t L = 0; 16 * L < nb; L++) {
+                /* lane L of lo, then of hi (the lane index must be a constant) */
                 __m256i h;
-                switch (L) { /* the lane index must be a constant */
-                case 0: h = _mm256_setr_m128i(_mm512_extracti32x4_epi32(lo, 0), _mm512_extracti32x4_epi32(hi, 0)); break;
-                case 1: h = _mm256_setr_m128i(_mm512_extracti32x4_epi32(lo, 1), _mm512_extracti32x4_epi32(hi, 1)); break;
-                case 2: h = _mm256_setr_m128i(_mm512_extracti32x4_epi32(lo, 2), _mm512_extracti32x4_epi32(hi, 2)); break;
-                default: h = _mm256_setr_m128i(_mm512_extracti32x4_epi32(lo, 3), _mm512_extracti32x4_epi32(hi, 3)); break;
-                }
+                if (L == 0)
+                    h = _mm256_setr_m128i(_mm512_extracti32x4_epi32(lo, 0), _mm512_extracti32x4_epi32(hi, 0));
+                else if (L == 1)
+                    h = _mm256_setr_m128i(_mm512_extracti32x4_epi32(lo, 1), _mm512_extracti32x4_epi32(hi, 1));
+                else if (L == 2)
+                    h = _mm256_setr_m128i(_mm512_extracti32x4_epi32(lo, 2), _mm512_extracti32x4_epi32(hi, 2));
+                else
+                    h = _mm256_setr_m128i(_mm512_extracti32x4_epi32(lo, 3), _mm512_extracti32x4_epi32(hi, 3));
                 const __m512 sum = _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(h));
                 const __m512 r = _mm512_add_ps(vb, _mm512_mul_ps(vd, sum));
                 const size_t left = nb - 16 * L;
