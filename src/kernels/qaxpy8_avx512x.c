@@ -87,30 +87,32 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
                         memcpy(&v, blk + i * rstride + g * bb, 2);
                     col[g][i] = v;
                 }
-            __m512 W[Q8_MAXQ][2], Dv[Q8_MAXB][2];
+            const __mmask16 v0 = vm[0], v1 = vm[1];
+            __m512 W[Q8_MAXQ][2], V[Q8_MAXQ * Q8_MAXB + 3], Dv[Q8_MAXB][2];
             for (size_t g = 0; g < nb; g++)
                 for (int h = 0; h < 2; h++)
                     Dv[g][h] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)&col[g][16 * h]));
             for (int j = 0; j < nq; j++) {
                 const float *wj = w + (size_t)(j0 + j) * wstride + b;
-                W[j][0] = _mm512_maskz_loadu_ps(vm[0], wj), W[j][1] = _mm512_maskz_loadu_ps(vm[1], wj + 16);
+                W[j][0] = _mm512_maskz_loadu_ps(v0, wj), W[j][1] = _mm512_maskz_loadu_ps(v1, wj + 16);
+                for (size_t g = 0; g < nb; g++)
+                    V[(size_t)j * nb + g] = _mm512_max_ps(_mm512_abs_ps(_mm512_mul_ps(W[j][0], Dv[g][0])),
+                                                          _mm512_abs_ps(_mm512_mul_ps(W[j][1], Dv[g][1])));
             }
-            /* the int8 weights, their scales and sums (kernels/wq_avx512x.h) */
+            /* the scales, then the int8 weights and their sums (kernels/wq_avx512x.h) */
+            const size_t np = (size_t)nq * nb;
+            float Am[Q8_MAXQ * Q8_MAXB + 3], inv[Q8_MAXQ * Q8_MAXB + 3];
+            vq_weight_scales(V, np, Am, inv);
             int8_t qw[Q8_MAXQ][Q8_MAXB][VQ_KQ_BLOCK];
             float sc[Q8_MAXQ][Q8_MAXB];
             int32_t sq[Q8_MAXQ][Q8_MAXB];
-            for (size_t g = 0; g < nb; g++) {
-                float s4[4];
-                int32_t q4[4];
-                switch (nq) {
-                case 4: vq_column_weights(4, W, Dv[g][0], Dv[g][1], &qw[0][g][0], sizeof qw[0], s4, q4); break;
-                case 3: vq_column_weights(3, W, Dv[g][0], Dv[g][1], &qw[0][g][0], sizeof qw[0], s4, q4); break;
-                case 2: vq_column_weights(2, W, Dv[g][0], Dv[g][1], &qw[0][g][0], sizeof qw[0], s4, q4); break;
-                default: vq_column_weights(1, W, Dv[g][0], Dv[g][1], &qw[0][g][0], sizeof qw[0], s4, q4); break;
+            for (int j = 0; j < nq; j++)
+                for (size_t g = 0; g < nb; g++) {
+                    const size_t k = (size_t)j * nb + g;
+                    sc[j][g] = Am[k];
+                    sq[j][g] = vq_round_weights(_mm512_mul_ps(W[j][0], Dv[g][0]), _mm512_mul_ps(W[j][1], Dv[g][1]),
+                                                inv[k], qw[j][g]);
                 }
-                for (int j = 0; j < nq; j++)
-                    sc[j][g] = s4[j], sq[j][g] = q4[j];
-            }
             for (size_t g = 0; g < nb; g++)
                 switch (nq) { /* a constant count: the sums stay in registers */
                 case 4: block_column(BITS, 4, blk, rstride, m, g, tidx, qw, sc, sq, F); break;
