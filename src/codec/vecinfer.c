@@ -48,6 +48,7 @@
 #include "codec/codec.h"
 #include "codec/vecops.h"
 #include "codec/kmeans.h"
+#include "codec/lut_bytes.h"
 #include "kernels/kernels.h"
 #include "core/hadamard.h"
 #include "core/io.h"
@@ -191,7 +192,7 @@ static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
     if (st->qbits && !st->lut)
         return vq_fail(c->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
     if (st->qbits) {
-        c->query_bytes = VQ_L8_HEAD + (size_t)st->M * 256;
+        c->query_bytes = vq_lut_bytes_size(st->M);
         snprintf(c->canon, sizeof c->canon, "vecinfer:sub_dim=%d,bits=%d,qbits=8", st->sub_dim, st->bits);
     } else {
         snprintf(c->canon, sizeof c->canon, "vecinfer:sub_dim=%d,bits=%d", st->sub_dim, st->bits);
@@ -233,38 +234,6 @@ static void vecinfer_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
 
 /* ---- fused kernels ------------------------------------------------------ */
 
-/* qbits=8: the float table lut rounded to bytes with one step for all
- * pieces, delta = max_m (max_k - min_k) / 255, T[m][k] = (lut[m][k] -
- * min_m) / delta rounded half up, bias = sum_m min_m; score ~ bias + delta
- * sum_m T[m][c_m] (kernels/lut8_scan.h; each table entry off by at most
- * delta / 2). Plain loops the compiler vectorizes (no libm calls) */
-static void vi_byte_tables(const vecinfer_state *st, const float *lut, uint8_t *qbuf)
-{
-    float bias = 0.0f, range = 0.0f, lo[256];
-    for (int m = 0; m < st->M; m++) {
-        const float *l = lut + (size_t)m * 256;
-        float mn = l[0], mx = l[0];
-        for (int k = 1; k < 256; k++) {
-            mn = l[k] < mn ? l[k] : mn;
-            mx = l[k] > mx ? l[k] : mx;
-        }
-        lo[m] = mn;
-        bias += mn;
-        range = mx - mn > range ? mx - mn : range;
-    }
-    const float delta = range / 255.0f, inv = range > 0.0f ? 255.0f / range : 0.0f;
-    uint8_t *T = qbuf + VQ_L8_HEAD;
-    for (int m = 0; m < st->M; m++) {
-        const float *l = lut + (size_t)m * 256;
-        for (int k = 0; k < 256; k++) {
-            const float v = (l[k] - lo[m]) * inv + 0.5f; /* in [0.5, 255.5] up to rounding; NaN -> 0 */
-            T[(size_t)m * 256 + k] = (uint8_t)(v >= 255.0f ? 255.0f : v >= 0.0f ? v : 0.0f);
-        }
-    }
-    memcpy(qbuf, &bias, sizeof bias);
-    memcpy(qbuf + sizeof bias, &delta, sizeof delta);
-}
-
 static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 {
     vecinfer_state *st = c->impl;
@@ -277,8 +246,8 @@ static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     for (int m = 0; m < st->M; m++)
         kt->dense_dot(st->tmp + m * sd, (size_t)sd, 1, st->cb + (size_t)m * st->K * sd, VQ_ELEM_F32, (size_t)st->K,
                       (size_t)sd, lut + (size_t)m * st->K, (size_t)st->K);
-    if (st->qbits)
-        vi_byte_tables(st, lut, qbuf);
+    if (st->qbits) /* byte tables (codec/lut_bytes.h) */
+        vq_lut_bytes(lut, st->M, qbuf);
 }
 
 /* the M piece codes of one token (bytes as they are for 8-bit codes) */
