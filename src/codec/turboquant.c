@@ -22,6 +22,11 @@
  *      lsq=1: the field holds the least-squares gain g = n <y, y^>/|y^|^2
  *        instead of n (the g minimising |k - g R^T y^|; same reader, same
  *        bytes); the norm's own error is not what decode needs.
+ *      qbits=8 (bits 1, 2 or 4): keys scored from byte tables: per code
+ *        byte the 256 sums of its 8/b coordinates' levels against R q,
+ *        rounded to bytes with one step (codec/lut_bytes.h), summed by
+ *        kernels.h lut8_scan and scaled by the norm; off the float score by
+ *        at most norm * (bD/8) * delta / 2. Same layout and bytes.
  *  turboquant_rvq  (bits 1..4, default 1), as ../shared/docs/METHODS.md:
  *      stage 1 as turboquant_mse; stage 2 quantizes the residual
  *      y - y_hat1 with the b-bit Lloyd-Max quantizer of a Laplacian of
@@ -54,6 +59,7 @@
 #include "codec/bitstream.h"
 #include "codec/codec.h"
 #include "codec/lloyd_max.h"
+#include "codec/lut_bytes.h"
 #include "codec/qplanes.h"
 #include "codec/rotation.h"
 #include "codec/vecops.h"
@@ -79,6 +85,8 @@ typedef struct {
     float *tmp;     /* D floats */
     float *tmp2;    /* D floats */
     int qbits;      /* rvq, bits=1: query bit planes for popcount scores (0 = float query) */
+    int scan;       /* mse, qbits=8: byte tables per code byte (codec/lut_bytes.h) */
+    float *lut;     /* scan: the float tables, 256 per code byte */
     int norm8;      /* mse, norm=8: one-byte log-coded norm field */
     float norm8_of[256]; /* norm=8: the norm of each byte (0 for 0) */
     int lsq;        /* mse, lsq=1: the field holds the least-squares gain */
@@ -113,11 +121,18 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     long lo = v == TQ_PROD ? 2 : 1, def = v == TQ_RVQ ? 1 : v == TQ_MSE ? 2 : 3;
     VQ_TRY(vq_spec_int(spec, "bits", def, lo, 4, &bits, c->err));
     long qbits = 0, nbits = 16, lsq = 0;
+    int scan = 0;
     if (v == TQ_MSE) {
         VQ_TRY(vq_spec_int(spec, "norm", 16, 8, 16, &nbits, c->err));
         VQ_TRY(vq_spec_int(spec, "lsq", 0, 0, 1, &lsq, c->err));
         if (nbits != 8 && nbits != 16)
             return vq_fail(c->err, VQ_ERR_INVALID_ARG, "turboquant_mse: parameter norm=%ld unsupported (8 or 16)", nbits);
+        long sq;
+        VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &sq, c->err));
+        if (sq != 0 && (sq != 8 || bits == 3))
+            return vq_fail(c->err, VQ_ERR_INVALID_ARG,
+                           "turboquant_mse: parameter qbits=%ld unsupported (0, or 8 with bits 1, 2 or 4)", sq);
+        scan = sq == 8;
     }
     if (v == TQ_RVQ) {
         VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
@@ -136,6 +151,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     for (int e = 0; e < 256; e++) /* n^ = 2^((e - 128)/8), e = 0 for n = 0 */
         t->norm8_of[e] = e ? exp2f((float)(e - 128) * 0.125f) : 0.0f;
     t->lsq = (int)lsq;
+    t->scan = scan;
     t->b1 = v == TQ_PROD ? t->bits - 1 : t->bits;
     t->tmp = calloc((size_t)D, sizeof(float));
     t->tmp2 = calloc((size_t)D, sizeof(float));
@@ -185,6 +201,13 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     /* values: mse and rvq sum their code levels in registers (kernels.h
      * lut_axpy) where the table has a SIMD twin; else through the tile */
     c->accum_own = v != TQ_PROD && c->role == VQ_ROLE_VALUE && vq_kernels_get()->lut_axpy != vq_lut_axpy_ref;
+    if (t->scan) { /* the codes' bytes scored from byte tables */
+        const int M = t->bits * D / 8;
+        c->query_bytes = vq_lut_bytes_size(M);
+        c->score_own = 1;
+        if (!(t->lut = malloc(sizeof(float) * 256 * (size_t)M)))
+            return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
+    }
     if (t->qbits) {
         c->query_bytes = vq_qplanes_bytes(D, t->qbits);
         c->score_own = 1;
@@ -194,7 +217,9 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         if (t->norm8 && o > 0 && (size_t)o < sizeof c->canon)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",norm=8");
         if (t->lsq && o > 0 && (size_t)o < sizeof c->canon)
-            snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",lsq=1");
+            o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",lsq=1");
+        if (t->scan && o > 0 && (size_t)o < sizeof c->canon)
+            snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",qbits=8");
     }
     return VQ_OK;
 }
@@ -210,6 +235,7 @@ static void tq_destroy(vq_codec *c)
         free(t->tmp);
         free(t->tmp2);
         free(t->S);
+        free(t->lut);
     }
     free(t);
     c->impl = NULL;
@@ -310,10 +336,43 @@ static void tq_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
     vq_codec_decode_each(c, src, n, x, tq_decode_token);
 }
 
+/* mse, qbits=8: per code byte m (the 8/b codes of coordinates m*8/b..),
+ * the float table lut[m][x] = sum_i y_(m*8/b + i) c1[code i of x], as the
+ * sum of two 16-entry tables of its low and high nibble (each half's
+ * products summed in coordinate order), then rounded to bytes
+ * (codec/lut_bytes.h) */
+static void tq_scan_tables(tq *t, const float *y, int D, uint8_t *qbuf)
+{
+    const int b = t->bits, cpb = 8 / b, M = b * D / 8, half = cpb / 2;
+    const unsigned mask = (1u << b) - 1u;
+    for (int m = 0; m < M; m++) {
+        float A[16], B[16];
+        const float *ym = y + m * cpb;
+        for (unsigned x = 0; x < 16; x++) {
+            float a = 0.0f, bb = 0.0f;
+            for (int i = 0; i < half; i++) {
+                a += ym[i] * t->c1[(x >> (b * i)) & mask];
+                bb += ym[half + i] * t->c1[(x >> (b * i)) & mask];
+            }
+            A[x] = a, B[x] = bb;
+        }
+        float *l = t->lut + (size_t)m * 256;
+        for (unsigned x = 0; x < 256; x++)
+            l[x] = A[x & 15] + B[x >> 4];
+    }
+    vq_lut_bytes(t->lut, M, qbuf);
+}
+
 static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 {
     tq *t = c->impl;
     const int D = c->head_dim;
+    if (t->scan) {
+        memcpy(t->tmp, q, sizeof(float) * (size_t)D);
+        vq_rot_forward(&t->r, t->tmp);
+        tq_scan_tables(t, t->tmp, D, qbuf);
+        return;
+    }
     if (t->qbits) { /* bit planes of R q (qplanes.h) */
         memcpy(t->tmp, q, sizeof(float) * (size_t)D);
         vq_rot_forward(&t->r, t->tmp);
@@ -355,6 +414,16 @@ static void tq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
     tq *t = c->impl;
     if (t->qbits) {
         tq_score_bits(c, qbuf, n_q, codes, n, scores);
+        return;
+    }
+    if (t->scan) { /* norm * (bias + delta sum_m T[m][byte m]): kernels.h lut8_scan */
+        vq_kernels_get()->lut8_scan(codes + t->off1, c->block_bytes, n, (size_t)(t->bits * c->head_dim / 8), qbuf,
+                                    c->query_bytes, n_q, scores, n);
+        for (size_t i = 0; i < n; i++) {
+            const float norm = tq_norm(t, codes + i * c->block_bytes);
+            for (int j = 0; j < n_q; j++)
+                scores[(size_t)j * n + i] *= norm;
+        }
         return;
     }
     const int D = c->head_dim;
