@@ -267,6 +267,7 @@ keys=q4_0:rot=1 values=q4_0:rot=1 residual=128 sinks=4 prerope=2
 keys=q4_0:rot=1 values=q4_0:rot=1 prerope=2
 keys=turboquant_mse:bits=4 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
 keys=turboquant_rvq:bits=2 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
+keys=turboquant_rvq:bits=2,fit=1 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
 keys=rabitq:bits=4 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
 keys=kivi:bits=4,group=128 values=kivi:bits=4,group=64 residual=128 sinks=4 prerope=2
 LIST
@@ -572,9 +573,9 @@ step() {
     ppl-outlier-base)  # 1 chunk: the failures are factors, not percents (and the 2-core machine was shared)
       outlier_model
       outlier_methods base | ppl_list "$OUTLIER_MODEL" 1 figures/quality/smollm2-135m-kbias-base.json ;;
-    ppl-outlier-fix)
+    ppl-outlier-fix)  # 3 chunks; turboquant_rvq:bits=2 with its specified stage 2 and with fit=1
       outlier_model
-      outlier_methods fix | ppl_list "$OUTLIER_MODEL" 2 figures/quality/smollm2-135m-kbias-fix.json ;;
+      outlier_methods fix | ppl_list "$OUTLIER_MODEL" 3 figures/quality/smollm2-135m-kbias-fix.json ;;
     ppl-outlier-spectral)  # spectral:bits=4 (4.5 b/e) calibrated on the biased model's own keys/values
       outlier_model
       [ -f models/smollm2-135m-kbias-spectral4.vqc ] || run "$BIN" calibrate --model "$OUTLIER_MODEL" \

@@ -62,6 +62,8 @@ static const Case cases[] = {
     {"turboquant_rvq:bits=1", "kivi:bits=2"},
     {"turboquant_rvq:bits=2", "turboquant_rvq:bits=1"},
     {"turboquant_rvq:bits=4", "fp16"},
+    {"turboquant_rvq:bits=2,fit=1", "turboquant_rvq:bits=4,fit=1"}, /* tables from tq_stage2.h */
+    {"turboquant_rvq:bits=1,fit=1", "kivi:bits=2"},
     {"rabitq:bits=1,qbits=0", "kivi:bits=2"},
     {"fp16", "rabitq:bits=1,qbits=0"},
     {"vecinfer:sub_dim=8,bits=8", "vecinfer:sub_dim=8,bits=8"}, /* calibrated here; tables uploaded */
