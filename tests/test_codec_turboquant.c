@@ -182,7 +182,9 @@ static void test_rvq_fit(void)
 {
     vq_rng g;
     vq_rng_seed(&g, 11);
-    const size_t n = vq_test_quick() ? 20000 : 4000000;
+    /* not fewer in quick runs: at b >= 3 the MSE is made by rare tail
+     * samples (200k samples were 5% off at b=4) */
+    const size_t n = 2000000;
     for (int b = 1; b <= 4; b++) {
         vq_lloyd_max_q q1, qf, ql;
         CHECK(vq_lloyd_max(VQ_LM_GAUSSIAN, b, &q1) == 0);
@@ -214,7 +216,7 @@ static void test_rvq_fit(void)
         if (getenv("VQ_TEST_VERBOSE"))
             printf("b=%d residual %.5f: fitted stage 2 %.3g (computed %.3g), Laplacian bound %.3g, levels %.4f..%.4f\n",
                    b, rr, ef, qf.mse, el, qf.centroid[0], qf.centroid[qf.levels - 1]);
-        const size_t m = vq_test_quick() ? 64 : 512;
+        const size_t m = 512; /* 64 vectors were 14% off at b=2 */
         char fit[64], spec[64];
         snprintf(fit, sizeof fit, "turboquant_rvq:bits=%d,fit=1", b);
         snprintf(spec, sizeof spec, "turboquant_rvq:bits=%d", b);
