@@ -579,12 +579,16 @@ def outlier_table(rel):
     """a run on the key-bias model (scripts/make_outlier_model.py), with the
     fp16 PPL of the unmodified model on the same chunks beside it"""
     out = sweep_table(rel, True)
-    orig = load("figures/quality/smollm2-135m-orig-fp16.json")
     p = load(rel)
-    if orig is not None and p is not None and orig["chunks"] == p["chunks"]:
+    orig = None
+    for o in ("figures/quality/smollm2-135m-orig-fp16.json", "figures/quality/smollm2-135m-orig-fp16-c3.json"):
+        cand = load(o)
+        if cand is not None and p is not None and cand["chunks"] == p["chunks"]:
+            orig, orig_rel = cand, o
+    if orig is not None:
         out += (f'\nThe unmodified smollm2-135m on the same chunks: fp16 PPL {orig["ppl"]:.3f} '
                 f'(the key bias moves it {100.0 * (p["ppl"] / orig["ppl"] - 1):+.2f}%; '
-                f'`figures/quality/smollm2-135m-orig-fp16.json`: `{ppl_command(orig)}`).\n')
+                f'`{orig_rel}`: `{ppl_command(orig)}`).\n')
     return out
 
 
@@ -660,6 +664,7 @@ def main():
             "outlier-kbias-spectral": outlier_table("figures/quality/smollm2-135m-kbias-spectral.json"),
             "outlier-kbias-tune": text_block("figures/quality/smollm2-135m-kbias-tune.txt"),
             "outlier-kbias100": sweep_table("figures/quality/smollm2-135m-kbias100.json", True),
+            "rvqfit-smollm2": sweep_table("figures/quality/sweeps/smollm2-135m-rvqfit.json", True),
             "outlier-kbias-sweep": "\n\n".join(
                 f"Key bias {b}:\n\n" + sweep_table(f"figures/quality/sweeps/smollm2-135m-kbias{b}.json")
                 for b in (0, 40, 100, 250)),

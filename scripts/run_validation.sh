@@ -66,6 +66,9 @@
 #                                 spectral:bits=4 calibrated on that model (models/*.vqc, not committed);
 #                                 tune --budget 4.5 and check=strict there: figures/quality/smollm2-135m-kbias-tune.txt;
 #                                 the bias magnitude screen (0, 40, 100, 250; ctx 512): figures/quality/sweeps/
+#   ppl-outlier-orig3 ppl-rvqfit-smollm2
+#                                 the unmodified model's fp16 PPL on ppl-outlier-fix's 3 chunks;
+#                                 turboquant_rvq fit=1 vs its specified stage 2 on smollm2-135m
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -267,6 +270,7 @@ keys=q4_0:rot=1 values=q4_0:rot=1 residual=128 sinks=4 prerope=2
 keys=q4_0:rot=1 values=q4_0:rot=1 prerope=2
 keys=turboquant_mse:bits=4 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
 keys=turboquant_rvq:bits=2 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
+keys=turboquant_rvq:bits=2,fit=1 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
 keys=rabitq:bits=4 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
 keys=kivi:bits=4,group=128 values=kivi:bits=4,group=64 residual=128 sinks=4 prerope=2
 LIST
@@ -572,9 +576,9 @@ step() {
     ppl-outlier-base)  # 1 chunk: the failures are factors, not percents (and the 2-core machine was shared)
       outlier_model
       outlier_methods base | ppl_list "$OUTLIER_MODEL" 1 figures/quality/smollm2-135m-kbias-base.json ;;
-    ppl-outlier-fix)
+    ppl-outlier-fix)  # 3 chunks; turboquant_rvq:bits=2 with its specified stage 2 and with fit=1
       outlier_model
-      outlier_methods fix | ppl_list "$OUTLIER_MODEL" 2 figures/quality/smollm2-135m-kbias-fix.json ;;
+      outlier_methods fix | ppl_list "$OUTLIER_MODEL" 3 figures/quality/smollm2-135m-kbias-fix.json ;;
     ppl-outlier-spectral)  # spectral:bits=4 (4.5 b/e) calibrated on the biased model's own keys/values
       outlier_model
       [ -f models/smollm2-135m-kbias-spectral4.vqc ] || run "$BIN" calibrate --model "$OUTLIER_MODEL" \
@@ -628,6 +632,20 @@ LIST
       run "$BIN" ppl --model smollm2-135m --file "$WIKI" --skip 0.25 --ctx 2048 --chunks 2 --json \
         > figures/quality/smollm2-135m-orig-fp16.json.tmp
       mv figures/quality/smollm2-135m-orig-fp16.json.tmp figures/quality/smollm2-135m-orig-fp16.json ;;
+    ppl-outlier-orig3)  # the same on 3 chunks (ppl-outlier-fix's since the seventh round)
+      run "$BIN" ppl --model smollm2-135m --file "$WIKI" --skip 0.25 --ctx 2048 --chunks 3 --json \
+        > figures/quality/smollm2-135m-orig-fp16-c3.json.tmp
+      mv figures/quality/smollm2-135m-orig-fp16-c3.json.tmp figures/quality/smollm2-135m-orig-fp16-c3.json ;;
+    ppl-rvqfit-smollm2)  # turboquant_rvq fit=1 against the specified stage 2 on the default model, 3 chunks
+      # (under sweeps/: an exploration, not rows of the quality table that recommend reads)
+      mkdir -p figures/quality/sweeps
+      ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-rvqfit.json <<LIST
+keys=turboquant_rvq:bits=1 values=fp16
+keys=turboquant_rvq:bits=1,fit=1 values=fp16
+keys=turboquant_rvq:bits=2 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
+keys=turboquant_rvq:bits=2,fit=1 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
+LIST
+      ;;
     ppl-lowbit5-gemma3) lowbit5_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit5.json ;;
     needle-4k-r5-smollm2|needle-4k-r5-gemma3)
       m=smollm2-135m; [ "$1" = needle-4k-r5-gemma3 ] && m=gemma3-270m

@@ -96,6 +96,13 @@ static const expect EXPECT[] = {
      * theory: relative MSE = Lloyd-Max MSE, 0.36 / 0.12 / 0.035 / 0.0095) */
     { "turboquant_rvq:bits=1", 0.12, 0.5, 2e-5, 1, 0 },   /* measured 0.066, 0.28 */
     { "turboquant_rvq:bits=2", 0.06, 0.35, 2e-5, 1, 0 },  /* measured 0.034, 0.20 */
+    /* fit=1: stage 2 fitted to the Gaussian residual (2.5x lower MSE at b=2
+     * on isotropic data; test_codec_turboquant). Here at b=1 it does worse
+     * than fit=0: the outlier channel makes the rotated coordinates nearly
+     * +-a/sqrt(D), so the 1-bit residual is narrower than the Gaussian one */
+    { "turboquant_rvq:bits=1,fit=1", 0.15, 0.55, 2e-5, 1, 0 },   /* measured 0.072-0.077, 0.24-0.31 */
+    { "turboquant_rvq:bits=2,fit=1", 0.014, 0.15, 2e-5, 1, 0 },  /* measured 0.0068, 0.065-0.091 */
+    { "turboquant_rvq:bits=4,fit=1", 2e-4, 0.02, 2e-5, 1, 0 },   /* measured 9.2e-5, 0.0077-0.011 */
     { "turboquant_mse:bits=2", 0.2, 0.6, 2e-5, 1, 0 },    /* measured 0.107, 0.36 */
     { "turboquant_mse:bits=4", 0.016, 0.2, 2e-5, 1, 0 }, /* measured 0.0079, 0.105 */
     /* norm=8 (one-byte log-coded norm, <= 4.4% off) and lsq=1 (least-squares

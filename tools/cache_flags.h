@@ -58,7 +58,7 @@ int cli_cache_text(const cli_cache_flags *f, char *buf, size_t cap);
  * parse error prints "veloxquant CMD: MESSAGE" and returns 0; else 1. */
 int cli_cache_config(const cli_cache_flags *f, const char *cmd, vq_cache_config **out);
 
-#define CLI_MAX_CONFIGS 8
+#define CLI_MAX_CONFIGS 12
 
 /* Config texts to compare (ppl, needle); text[0..n). max: how many the
  * list takes (at most CLI_MAX_CONFIGS + 1). */

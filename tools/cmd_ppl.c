@@ -45,7 +45,7 @@
 #include "util/json_write.h"
 #include "veloxquant.h"
 
-#define MAX_CONFIGS 8
+#define MAX_CONFIGS 12
 #define BATCH 32
 
 /* One compared config: its context and running sums. */
@@ -166,7 +166,7 @@ int cmd_ppl(int argc, char **argv)
                     "0.25 = WikiText evaluation part, after the calibration part)"),
         CLI_OPT_CALL("cache", cli_config_add, &cl, "CONFIG",
                      "also score this KV-cache config against fp16: ppl, dPPL, KL,\n"
-                     "top-1 agreement (repeatable, up to 8); the single cache\n"
+                     "top-1 agreement (repeatable, up to 12); the single cache\n"
                      "flags below describe one more config"),
         CLI_OPT_INT("threads", &threads_arg, "N", 1, 64, "(default: all cores)"),
         CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),

@@ -32,6 +32,16 @@ typedef struct {
 /* bits in 1..VQ_LM_MAX_BITS; returns 0, or -1 for bad arguments. */
 int vq_lloyd_max(vq_lm_density density, int bits, vq_lloyd_max_q *q);
 
+/* The b-bit Lloyd-Max quantizer of the residual u - c1(u) of u ~ N(0, 1)
+ * after its bits1-bit Lloyd-Max quantizer c1 (vq_lloyd_max, GAUSSIAN, as
+ * float): the density of stage 2 of turboquant_rvq with fit=1. On stage-1
+ * cell j the residual is u - c1[j], so its density is the sum over j of
+ * phi(r + c1[j]) on t1[j] - c1[j] < r < t1[j+1] - c1[j]; cell moments in
+ * closed form (erfc, phi), as above. Unit scale is N(0, 1)'s: scale the
+ * result by the stage-1 sigma. bits and bits1 in 1..VQ_LM_MAX_BITS;
+ * returns 0, or -1 for bad arguments. */
+int vq_lloyd_max_residual(int bits1, int bits, vq_lloyd_max_q *q);
+
 /* Index of the cell holding x (x already divided by the scale). */
 static inline int vq_lm_index(const vq_lloyd_max_q *q, float x)
 {

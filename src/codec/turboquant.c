@@ -37,7 +37,12 @@
  *      (D=128, b=1: 34 B, 7.53x vs fp16.) Note: sigma_r follows the
  *      TurboQuant MSE bound, not the actual residual of a Lloyd-Max
  *      quantizer (for b=1 the true residual std is sqrt(1-2/pi) = 0.60/sqrt(D),
- *      sigma_r is 0.38/sqrt(D)); we keep the specified value.
+ *      sigma_r is 0.38/sqrt(D); b=2: 0.343 against 0.096); the default keeps
+ *      the specified value.
+ *      Option fit=1 (any bits; same layout and bytes): stage 2 is the b-bit
+ *      Lloyd-Max quantizer of the residual's actual density (N(0,1/D) minus
+ *      its stage-1 centroid; lloyd_max.h vq_lloyd_max_residual) at scale
+ *      1/sqrt(D), tq_stage2.h.
  *  turboquant_prod (bits 2..4, default 3): TurboQuant_prod (Algorithm 2):
  *      b-1 bits of turboquant_mse, then the residual r = y - y_hat1 is
  *      sketched by QJL: z = sign(S r) with S a seeded D x D matrix of
@@ -62,6 +67,7 @@
 #include "codec/lut_bytes.h"
 #include "codec/qplanes.h"
 #include "codec/rotation.h"
+#include "codec/tq_stage2.h"
 #include "codec/vecops.h"
 #include "core/fp16.h"
 #include "core/io.h"
@@ -90,6 +96,7 @@ typedef struct {
     int norm8;      /* mse, norm=8: one-byte log-coded norm field */
     float norm8_of[256]; /* norm=8: the norm of each byte (0 for 0) */
     int lsq;        /* mse, lsq=1: the field holds the least-squares gain */
+    int fit;        /* rvq, fit=1: stage 2 fitted to the real residual (tq_stage2.h) */
 } tq;
 
 /* the stored gain of a token (fp16, or norm=8's log code; see the header) */
@@ -120,7 +127,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     long bits;
     long lo = v == TQ_PROD ? 2 : 1, def = v == TQ_RVQ ? 1 : v == TQ_MSE ? 2 : 3;
     VQ_TRY(vq_spec_int(spec, "bits", def, lo, 4, &bits, c->err));
-    long qbits = 0, nbits = 16, lsq = 0;
+    long qbits = 0, nbits = 16, lsq = 0, fit = 0;
     int scan = 0;
     if (v == TQ_MSE) {
         VQ_TRY(vq_spec_int(spec, "norm", 16, 8, 16, &nbits, c->err));
@@ -136,6 +143,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     }
     if (v == TQ_RVQ) {
         VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
+        VQ_TRY(vq_spec_int(spec, "fit", 0, 0, 1, &fit, c->err));
         if (qbits != 0 && (qbits < 4 || bits != 1))
             return vq_fail(c->err, VQ_ERR_INVALID_ARG,
                            "turboquant_rvq: parameter qbits=%ld unsupported (0, or 4..8 with bits=1)", qbits);
@@ -152,6 +160,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         t->norm8_of[e] = e ? exp2f((float)(e - 128) * 0.125f) : 0.0f;
     t->lsq = (int)lsq;
     t->scan = scan;
+    t->fit = (int)fit;
     t->b1 = v == TQ_PROD ? t->bits - 1 : t->bits;
     t->tmp = calloc((size_t)D, sizeof(float));
     t->tmp2 = calloc((size_t)D, sizeof(float));
@@ -164,9 +173,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     for (int i = 0; i < t->q1.levels; i++)
         t->c1[i] = t->s1 * t->q1.centroid[i];
     if (v == TQ_RVQ) {
-        vq_lloyd_max(VQ_LM_LAPLACIAN, t->bits, &t->q2);
-        double sigma_r = sqrt(1.0 / D) * (sqrt(3.0 * M_PI) / 2.0) * pow(4.0, -t->bits);
-        t->s2 = (float)(sigma_r / sqrt(2.0));
+        t->s2 = vq_tq_stage2(D, t->bits, t->fit, &t->q2);
         for (int i = 0; i < t->q2.levels; i++)
             t->c2[i] = t->s2 * t->q2.centroid[i];
     }
@@ -211,7 +218,8 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     if (t->qbits) {
         c->query_bytes = vq_qplanes_bytes(D, t->qbits);
         c->score_own = 1;
-        snprintf(c->canon, sizeof c->canon, "%s:bits=%d,qbits=%d", c->ops->name, t->bits, t->qbits);
+        snprintf(c->canon, sizeof c->canon, "%s:bits=%d,qbits=%d%s", c->ops->name, t->bits, t->qbits,
+                 t->fit ? ",fit=1" : "");
     } else {
         int o = snprintf(c->canon, sizeof c->canon, "%s:bits=%d", c->ops->name, t->bits);
         if (t->norm8 && o > 0 && (size_t)o < sizeof c->canon)
@@ -219,7 +227,9 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         if (t->lsq && o > 0 && (size_t)o < sizeof c->canon)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",lsq=1");
         if (t->scan && o > 0 && (size_t)o < sizeof c->canon)
-            snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",qbits=8");
+            o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",qbits=8");
+        if (t->fit && o > 0 && (size_t)o < sizeof c->canon)
+            snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",fit=1");
     }
     return VQ_OK;
 }

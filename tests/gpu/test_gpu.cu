@@ -67,6 +67,8 @@ static const Case cases[] = {
     {"turboquant_rvq:bits=1", "kivi:bits=2", 0},
     {"turboquant_rvq:bits=2", "turboquant_rvq:bits=1", 0},
     {"turboquant_rvq:bits=4", "fp16", 0},
+    {"turboquant_rvq:bits=2,fit=1", "turboquant_rvq:bits=4,fit=1", 0}, /* tables from tq_stage2.h */
+    {"turboquant_rvq:bits=1,fit=1", "kivi:bits=2", 0},
     {"rabitq:bits=1,qbits=0", "kivi:bits=2", 0},
     {"kivi:bits=2", "kivi:bits=2", 1},
     {"turboquant_rvq:bits=1", "kivi:bits=2", 2},

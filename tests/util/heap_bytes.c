@@ -1,6 +1,11 @@
 /* heap_bytes.c -- the allocator's own count of heap bytes (heap_bytes.h). */
 #include "heap_bytes.h"
 
+/* a libc header first: it defines __GLIBC__ (via <features.h>), which
+ * heap_bytes.h's <stddef.h> (the compiler's own) does not, so without it
+ * the glibc branch below was never compiled and the counter was absent */
+#include <stdlib.h>
+
 #if defined(__SANITIZE_ADDRESS__)
 #define HAVE_ASAN 1
 #elif defined(__has_feature)

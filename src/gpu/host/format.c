@@ -14,14 +14,11 @@
 #include "codec/codec.h"
 #include "codec/lloyd_max.h"
 #include "codec/rotation.h"
+#include "codec/tq_stage2.h"
 #include "core/io.h"
 #include "core/rng.h"
 #include "core/spec.h"
 #include "veloxquant_cuda.h"
-
-#ifndef M_PI
-#define M_PI 3.14159265358979323846
-#endif
 
 vq_status vq_cuda_fail(vq_status st, const char *fmt, ...);
 
@@ -37,15 +34,13 @@ static vq_status set_rotation(const vq_codec *c, vq_cuda_format *f)
 }
 
 /* turboquant_rvq tables, as turboquant.c's tq_init computes them */
-static void set_rvq_tables(const vq_codec *c, vq_cuda_format *f)
+static void set_rvq_tables(const vq_codec *c, int fit, vq_cuda_format *f)
 {
     const int D = c->head_dim;
     vq_lloyd_max_q q1, q2;
     vq_lloyd_max(VQ_LM_GAUSSIAN, f->bits, &q1);
-    vq_lloyd_max(VQ_LM_LAPLACIAN, f->bits, &q2);
     f->s1 = 1.0f / sqrtf((float)D);
-    double sigma_r = sqrt(1.0 / D) * (sqrt(3.0 * M_PI) / 2.0) * pow(4.0, -f->bits);
-    f->s2 = (float)(sigma_r / sqrt(2.0));
+    f->s2 = vq_tq_stage2(D, f->bits, fit, &q2);
     f->levels1 = q1.levels;
     f->levels2 = q2.levels;
     for (int i = 0; i < q1.levels; i++) {
@@ -170,12 +165,14 @@ vq_status vq_cuda_format_from_codec(const vq_codec *c, vq_cuda_format *out)
         f.group = (int)group;
     } else if (!strcmp(m, "turboquant_rvq")) {
         f.method = VQ_CUDA_TQ_RVQ;
+        long fit = 0;
         vq_spec_int(&sp, "bits", 1, 1, 4, &bits, err);
+        vq_spec_int(&sp, "fit", 0, 0, 1, &fit, err);
         if (bits == 3)
             return vq_cuda_fail(VQ_ERR_UNSUPPORTED, "cuda: %s: bits=3 has no GPU kernel (1, 2 or 4)", c->canon);
         f.bits = (int)bits;
         VQ_TRY(set_rotation(c, &f));
-        set_rvq_tables(c, &f);
+        set_rvq_tables(c, (int)fit, &f);
     } else if (!strcmp(m, "rabitq")) {
         f.method = VQ_CUDA_RABITQ;
         vq_spec_int(&sp, "bits", 1, 1, 4, &bits, err);
