@@ -665,6 +665,8 @@ def main():
             "outlier-kbias-tune": text_block("figures/quality/smollm2-135m-kbias-tune.txt"),
             "outlier-kbias100": sweep_table("figures/quality/smollm2-135m-kbias100.json", True),
             "rvqfit-smollm2": sweep_table("figures/quality/sweeps/smollm2-135m-rvqfit.json", True),
+            "rvqfit1-smollm2": sweep_table("figures/quality/sweeps/smollm2-135m-rvqfit-1bit.json", True),
+            "needle-4k-rvqfit1": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-rvqfit1.json"),
             "outlier-kbias-sweep": "\n\n".join(
                 f"Key bias {b}:\n\n" + sweep_table(f"figures/quality/sweeps/smollm2-135m-kbias{b}.json")
                 for b in (0, 40, 100, 250)),

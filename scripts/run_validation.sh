@@ -66,9 +66,10 @@
 #                                 spectral:bits=4 calibrated on that model (models/*.vqc, not committed);
 #                                 tune --budget 4.5 and check=strict there: figures/quality/smollm2-135m-kbias-tune.txt;
 #                                 the bias magnitude screen (0, 40, 100, 250; ctx 512): figures/quality/sweeps/
-#   ppl-outlier-orig3 ppl-rvqfit-smollm2
+#   ppl-outlier-orig3 ppl-rvqfit-smollm2 ppl-rvqfit1-smollm2 needle-4k-rvqfit1-smollm2
 #                                 the unmodified model's fp16 PPL on ppl-outlier-fix's 3 chunks;
 #                                 turboquant_rvq fit=1 vs its specified stage 2 on smollm2-135m
+#                                 (1 and 2 bits; the 1-bit-key row of the quality table)
 #   short-smollm2 short-gemma3    validate, default prompt (short context)
 #   long-smollm2 long-gemma3      validate, prompt grown with --prompt-repeat
 #   report                        tables (scripts/report.py) and figures (scripts/plots.py)
@@ -644,6 +645,19 @@ keys=turboquant_rvq:bits=1 values=fp16
 keys=turboquant_rvq:bits=1,fit=1 values=fp16
 keys=turboquant_rvq:bits=2 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
 keys=turboquant_rvq:bits=2,fit=1 values=turboquant_mse:bits=4 residual=128 sinks=4 prerope=2
+LIST
+      ;;
+    needle-4k-rvqfit1-smollm2)  # passkey at 4k of the fit=1 1-bit-key row (fit=0: needle-4k-r5-smollm2), 3 keys x 3 depths
+      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show \
+        --cache "keys=turboquant_rvq:bits=1,fit=1 values=kivix:bits=4,group=64 residual=128 sinks=4" --json \
+        > figures/quality/sweeps/smollm2-135m-needle-4k-rvqfit1.json.tmp
+      mv figures/quality/sweeps/smollm2-135m-needle-4k-rvqfit1.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-rvqfit1.json ;;
+    ppl-rvqfit1-smollm2)  # fit=1 on the quality table's 1-bit-key row (rvq keys, kivix 4-bit values), 3 chunks
+      mkdir -p figures/quality/sweeps
+      ppl_list smollm2-135m 3 figures/quality/sweeps/smollm2-135m-rvqfit-1bit.json <<LIST
+keys=turboquant_rvq:bits=1 values=kivix:bits=4,group=64 residual=128 sinks=4
+keys=turboquant_rvq:bits=1,fit=1 values=kivix:bits=4,group=64 residual=128 sinks=4
+keys=turboquant_rvq:bits=1,fit=1 values=kivix:bits=4,group=64 residual=128 sinks=4 prerope=2
 LIST
       ;;
     ppl-lowbit5-gemma3) lowbit5_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit5.json ;;
