@@ -105,9 +105,6 @@ namespace {
 #ifndef VQ_MMA_QSCALE /* 0: the q8_0 / q4_0 value paths fold P * d unscaled (1: times a warp-uniform 2^vF as VSCALE, for small block scales d) */
 #define VQ_MMA_QSCALE 1
 #endif
-#ifndef VQ_MMA_VEXP /* 1: VSUBN's 2^vF enters the softmax exponent (P * 2^vF = 2^(x - (m - vF)); the weight sum scaled alike) instead of a multiply per weight */
-#define VQ_MMA_VEXP 1
-#endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
 #endif
@@ -796,8 +793,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
      * are scaled by 2^vF so that the products stay far above the tensor
      * cores' floor near 2^-43 (see the value step) */
     constexpr bool VSUBN = MINMMA && VQ_MMA_VSUBN;
-    /* VEXP: the softmax weights come out times 2^vF (VSUBN), l_run too */
-    constexpr bool VEXP = VSUBN && VQ_MMA_VEXP;
     /* VSC: the kivi weights P * s folded times 2^vF (VSUBN; and the other
      * kivi value paths: fp16 hi/lo halves of small P * s lost bits as
      * subnormals, measured 2.5e-4 .. 1e-3 relative error with value scales
@@ -1019,8 +1014,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
             for (int k = 0; k < 4; k++)
                 mmn[k] *= f;
-            if constexpr (VEXP)
-                l_run *= f;
         }
         return __int_as_float((127 + vF) << 23);
     };
@@ -1512,44 +1505,11 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             for (int i = 0; i < NMT; i++)
                 mt[i] *= alm;
         }
-        /* VSUBN: the pairs' value scales of group 2c + (g >> 2) (half g >> 2
-         * of word c2 of both token headers [s0 s1 s2 s3 ...]), and vF from
-         * the largest of the warp's: the largest of the lane's 16 scales
-         * (fp16 >= 0: their bits order as integers), one redux; vF drops to
-         * 29 - its exponent field e (s < 2^(e-14), so P * 2^vF * s < 2^15
-         * with P <= 1), the sums rescaled by the change (vscale) */
-        uint32_t vsp[2][2][2] = {};
-        float fsc = 1.0f; /* 2^vF */
-        if constexpr (VSUBN) {
-            const uint32_t hsel = g >= 4 ? 0x7632u : 0x5410u;
-            uint2 hv[2][4];
-#pragma unroll
-            for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    hv[kt][i] = *(const uint2 *)(v0 + (16 * kt + 2 * t + (i & 1) + 8 * (i >> 1)) * VROW);
-#pragma unroll
-            for (int c2 = 0; c2 < 2; c2++)
-#pragma unroll
-                for (int kt = 0; kt < 2; kt++) {
-                    vsp[c2][kt][0] = __byte_perm(c2 ? hv[kt][0].y : hv[kt][0].x, c2 ? hv[kt][1].y : hv[kt][1].x, hsel);
-                    vsp[c2][kt][1] = __byte_perm(c2 ? hv[kt][2].y : hv[kt][2].x, c2 ? hv[kt][3].y : hv[kt][3].x, hsel);
-                }
-            __half2 m2 = __hmax2(*(const __half2 *)&vsp[0][0][0], *(const __half2 *)&vsp[0][0][1]);
-            m2 = __hmax2(m2, __hmax2(*(const __half2 *)&vsp[0][1][0], *(const __half2 *)&vsp[0][1][1]));
-            m2 = __hmax2(m2, __hmax2(*(const __half2 *)&vsp[1][0][0], *(const __half2 *)&vsp[1][0][1]));
-            m2 = __hmax2(m2, __hmax2(*(const __half2 *)&vsp[1][1][0], *(const __half2 *)&vsp[1][1][1]));
-            const uint32_t mu = h2u(m2);
-            const uint32_t ml = max(mu & 0xffffu, mu >> 16);
-            const int e = (int)(__reduce_max_sync(FULL, ml) >> 10);
-            fsc = vscale(29 - e);
-        }
-        const float mex = VEXP ? m_run - (float)vF : m_run; /* VEXP: weights times 2^vF */
 #pragma unroll
         for (int n = 0; n < 4; n++)
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
-                sc[n][jj] = ex2(sc[n][jj] - mex);
+                sc[n][jj] = ex2(sc[n][jj] - m_run);
                 l_run += sc[n][jj];
             }
 
@@ -1840,17 +1800,30 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 for (int c2 = 0; c2 < 2; c2++)
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++) {
-                        sp[c2][kt][0] = VSUBN ? vsp[c2][kt][0] : __byte_perm(c2 ? hv[kt][0].y : hv[kt][0].x, c2 ? hv[kt][1].y : hv[kt][1].x, hsel);
-                        sp[c2][kt][1] = VSUBN ? vsp[c2][kt][1] : __byte_perm(c2 ? hv[kt][2].y : hv[kt][2].x, c2 ? hv[kt][3].y : hv[kt][3].x, hsel);
+                        sp[c2][kt][0] = __byte_perm(c2 ? hv[kt][0].y : hv[kt][0].x, c2 ? hv[kt][1].y : hv[kt][1].x, hsel);
+                        sp[c2][kt][1] = __byte_perm(c2 ? hv[kt][2].y : hv[kt][2].x, c2 ? hv[kt][3].y : hv[kt][3].x, hsel);
                     }
+                float fsc = 1.0f; /* VSUBN: 2^vF */
+                if constexpr (VSUBN) {
+                    /* the largest of the lane's 16 scales (fp16 >= 0: their
+                     * bits order as integers), then of the warp's; vF drops to
+                     * 29 - its exponent field e (s < 2^(e-14), so P * 2^vF * s
+                     * < 2^15 with P <= 1), the sums rescaled by the change */
+                    __half2 m2 = __hmax2(*(const __half2 *)&sp[0][0][0], *(const __half2 *)&sp[0][0][1]);
+                    m2 = __hmax2(m2, __hmax2(*(const __half2 *)&sp[0][1][0], *(const __half2 *)&sp[0][1][1]));
+                    m2 = __hmax2(m2, __hmax2(*(const __half2 *)&sp[1][0][0], *(const __half2 *)&sp[1][0][1]));
+                    m2 = __hmax2(m2, __hmax2(*(const __half2 *)&sp[1][1][0], *(const __half2 *)&sp[1][1][1]));
+                    const uint32_t mu = h2u(m2);
+                    const uint32_t ml = max(mu & 0xffffu, mu >> 16);
+                    const int e = (int)(__reduce_max_sync(FULL, ml) >> 10);
+                    fsc = vscale(29 - e);
+                }
                 if constexpr (VQ_MMA_HFOLD)
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++)
 #pragma unroll
-                        for (int pr = 0; pr < 2; pr++) {
-                            const float f = VEXP ? 1.0f : fsc; /* VEXP: the weights are already times 2^vF */
-                            split2(ph[kt][2 * pr] * f, ph[kt][2 * pr + 1] * f, phl[kt][pr][0], phl[kt][pr][1]);
-                        }
+                        for (int pr = 0; pr < 2; pr++)
+                            split2(ph[kt][2 * pr] * fsc, ph[kt][2 * pr + 1] * fsc, phl[kt][pr][0], phl[kt][pr][1]);
                 if constexpr (MINMMA) {
                     /* mmn += P (hi/lo rows) x M, M[token][column n] = the
                      * token's minimum of group n & 3 (exact fp16): lane (g, t)
@@ -2022,8 +1995,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     /* ---- this warp's (m, l, acc) per head, then the CTA's ---- */
     l_run += __shfl_xor_sync(FULL, l_run, 1);
     l_run += __shfl_xor_sync(FULL, l_run, 2);
-    if constexpr (VEXP) /* the weight sum was times 2^vF */
-        l_run *= __int_as_float((127 - vF) << 23);
 #pragma unroll
     for (int i = 0; i < NMT; i++) {
         mt[i] += __shfl_xor_sync(FULL, mt[i], 1);
