@@ -96,11 +96,14 @@ namespace {
 #ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 128, G <= 4; otherwise CUDA cores) */
 #define VQ_MMA_I8K 7
 #endif
-#ifndef VQ_MMA_VSUBN /* kivi2 VLDSM value codes: 0 normal fp16 numbers ((1024 + c) - 1024, an HSUB2 per pair); else subnormal fp16 (one AND), the weights scaled up: 1 every code at its own bit offset (0..6), 2 codes at offsets 4, 6 only (the others as in 0), 3 every code shifted to offset 4, 6 or 8 */
-#define VQ_MMA_VSUBN 3
+#ifndef VQ_MMA_VSUBN /* kivi2 VLDSM value codes: 0 normal fp16 numbers ((1024 + c) - 1024, an HSUB2 per pair); else subnormal fp16 (one AND), the weights scaled up: 1 every code at its own bit offset (0..6), 2 codes at offsets 4, 6 only (the others as in 0), 3 every code shifted to offset 4, 6 or 8 (3 shifts per register), 4 the same offsets by 2 shifts per register (x << 6, x, x >> 6) */
+#define VQ_MMA_VSUBN 4
 #endif
 #ifndef VQ_MMA_VSCALE /* 0: the other kivi value paths fold P * s unscaled (1: times a warp-uniform 2^vF, so that the lo halves stay normal fp16 numbers for small value scales) */
 #define VQ_MMA_VSCALE 1
+#endif
+#ifndef VQ_MMA_QSCALE /* 0: the q8_0 / q4_0 value paths fold P * d unscaled (1: times a warp-uniform 2^vF as VSCALE, for small block scales d) */
+#define VQ_MMA_QSCALE 1
 #endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
@@ -520,8 +523,8 @@ __device__ __forceinline__ uint32_t i8_breg(const KeyRaw<KM, D> &r, int x, int h
     }
 }
 
-/* the largest element of a small register array (>= 0) */
-template <int A, int B, int C>
+/* the largest element (ABS: magnitude) of a small register array, >= 0 */
+template <bool ABS = false, int A, int B, int C>
 __device__ __forceinline__ float arr_max(const float (&x)[A][B][C])
 {
     float m = 0.0f;
@@ -531,17 +534,19 @@ __device__ __forceinline__ float arr_max(const float (&x)[A][B][C])
         for (int j = 0; j < B; j++)
 #pragma unroll
             for (int k = 0; k < C; k++)
-                m = fmaxf(m, x[i][j][k]);
+                m = fmaxf(m, ABS ? fabsf(x[i][j][k]) : x[i][j][k]);
     return m;
 }
 
 /* VSUBN (mode m): is the code of VLDSM column e (0..7: code e & 3 of the
  * low (e < 4) or high byte) a subnormal operand, and its bit offset in
  * the operand (the column's output is times 2^(pos - 24), or 2^pos) */
-__host__ __device__ constexpr bool vsub_sub(int m, int e) { return m == 1 || m == 3 || (m == 2 && (e & 3) >= 2); }
+__host__ __device__ constexpr bool vsub_sub(int m, int e) { return m == 1 || m >= 3 || (m == 2 && (e & 3) >= 2); }
 __host__ __device__ constexpr int vsub_pos(int m, int e)
 {
-    return m == 3 ? (e == 0 ? 4 : e == 2 || e == 4 || e == 6 ? 8 : 6) : 2 * (e & 3);
+    return m == 3   ? (e == 0 ? 4 : e == 2 || e == 4 || e == 6 ? 8 : 6)
+           : m == 4 ? 4 + 2 * ((e + 1) % 3) /* e = 0..7: 6 8 4 6 8 4 6 8 */
+                    : 2 * (e & 3);
 }
 
 /* ---- value formats ------------------------------------------------------- */
@@ -792,7 +797,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
      * kivi value paths: fp16 hi/lo halves of small P * s lost bits as
      * subnormals, measured 2.5e-4 .. 1e-3 relative error with value scales
      * near 2^-7) */
-    constexpr bool VSC = VSUBN || (KIVI_V && !VLDSM && VQ_MMA_VSCALE);
+    constexpr bool VSC = VSUBN || (KIVI_V && !VLDSM && VQ_MMA_VSCALE) || (Q8_V && VQ_MMA_QSCALE);
     /* I8K: one-bit keys (D = 128, G <= 4) by int8 mma m16n8k32. B: the
      * bits of the lane's 32-channel word w of each plane, 4 channels per
      * register (w & 0x01010101 << sh: channels 8i + sh of the word as
@@ -1012,7 +1017,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
         return __int_as_float((127 + vF) << 23);
     };
-    /* VSC, float scales: the warp's largest s (>= 0) in smax; ws = w * 2^vF */
+    /* VSC, float scales: the warp's largest |s| in smax (>= 0); ws = w * 2^vF */
     auto scale_weights = [&](const float (&w)[2][4], float smax, float (&ws)[2][4]) {
         float fsc = 1.0f;
         if constexpr (VSC) {
@@ -1616,25 +1621,28 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                             mma16816(o[4 * gr + e], a[kt], i8_h2(b0), i8_h2(b1));
                     }
             };
+            /* VSC (QSCALE): the weights times 2^vF, vF from the warp's
+             * largest |d| of the tile (d may be negative: q4_0) */
             if constexpr (SPLIT_V) {
                 const int hb = g >> 2;
-                float ph[2][4];
+                float ph[2][4], phs[2][4], dv[NG / 2][2][4];
 #pragma unroll
                 for (int kt = 0; kt < 2; kt++)
 #pragma unroll
-                    for (int i = 0; i < 4; i++)
+                    for (int i = 0; i < 4; i++) {
                         ph[kt][i] = __shfl_sync(FULL, pw[kt][i], lane & ~16);
+#pragma unroll
+                        for (int j = 0; j < NG / 2; j++)
+                            dv[j][kt][i] = h2f(ld16(vrow[kt][i] + VBB * (2 * j + hb)));
+                    }
+                scale_weights(ph, VSC ? arr_max<true>(dv) : 0.0f, phs);
 #pragma unroll
                 for (int j = 0; j < NG / 2; j++) {
                     uint4 a[2], ao[2];
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++) {
-                        float dv[4];
-#pragma unroll
-                        for (int i = 0; i < 4; i++)
-                            dv[i] = h2f(ld16(vrow[kt][i] + VBB * (2 * j + hb)));
-                        split2(ph[kt][0] * dv[0], ph[kt][1] * dv[1], a[kt].x, a[kt].y);
-                        split2(ph[kt][2] * dv[2], ph[kt][3] * dv[3], a[kt].z, a[kt].w);
+                        split2(phs[kt][0] * dv[j][kt][0], phs[kt][1] * dv[j][kt][1], a[kt].x, a[kt].y);
+                        split2(phs[kt][2] * dv[j][kt][2], phs[kt][3] * dv[j][kt][3], a[kt].z, a[kt].w);
                         ao[kt].x = __shfl_xor_sync(FULL, a[kt].x, 16);
                         ao[kt].y = __shfl_xor_sync(FULL, a[kt].y, 16);
                         ao[kt].z = __shfl_xor_sync(FULL, a[kt].z, 16);
@@ -1652,18 +1660,23 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     }
                 }
             } else {
+                float dv[NG][2][4], pws[2][4];
+#pragma unroll
+                for (int gr = 0; gr < NG; gr++)
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            dv[gr][kt][i] = h2f(ld16(vrow[kt][i] + VBB * gr));
+                scale_weights(pw, VSC ? arr_max<true>(dv) : 0.0f, pws);
 #pragma unroll
                 for (int gr = 0; gr < NG; gr++) {
                     uint4 a[2];
                     uint32_t w[2][4];
 #pragma unroll
                     for (int kt = 0; kt < 2; kt++) {
-                        float dv[4];
-#pragma unroll
-                        for (int i = 0; i < 4; i++)
-                            dv[i] = h2f(ld16(vrow[kt][i] + VBB * gr));
-                        split2(pw[kt][0] * dv[0], pw[kt][1] * dv[1], a[kt].x, a[kt].y);
-                        split2(pw[kt][2] * dv[2], pw[kt][3] * dv[3], a[kt].z, a[kt].w);
+                        split2(pws[kt][0] * dv[gr][kt][0], pws[kt][1] * dv[gr][kt][1], a[kt].x, a[kt].y);
+                        split2(pws[kt][2] * dv[gr][kt][2], pws[kt][3] * dv[gr][kt][3], a[kt].z, a[kt].w);
                     }
                     q8_codes(gr, w);
                     q8_mma(gr, a, w);
@@ -1856,7 +1869,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                             const uint32_t x0 = e < 4 ? cw[c2][2 * kt] : hiw[2 * kt];
                             const uint32_t x1 = e < 4 ? cw[c2][2 * kt + 1] : hiw[2 * kt + 1];
                             uint32_t b0, b1;
-                            if (VSUBN && VQ_MMA_VSUBN == 3) { /* code * 2^(pos - 24): shifted to pos 4, 6 or 8 */
+                            if (VSUBN && VQ_MMA_VSUBN == 4) { /* code * 2^(pos - 24): codes 0, 1 by x << 6, 2..4 in place, 5..7 by x >> 6 (pos 4..8) */
+                                const uint32_t M = 0x00030003u << vsub_pos(4, e);
+                                const uint32_t y0 = cw[c2][2 * kt], y1 = cw[c2][2 * kt + 1];
+                                b0 = (e < 2 ? y0 << 6 : e < 5 ? y0 : y0 >> 6) & M;
+                                b1 = (e < 2 ? y1 << 6 : e < 5 ? y1 : y1 >> 6) & M;
+                            } else if (VSUBN && VQ_MMA_VSUBN == 3) { /* code * 2^(pos - 24): shifted to pos 4, 6 or 8 */
                                 const uint32_t M = 0x00030003u << vsub_pos(3, e);
                                 const uint32_t y0 = cw[c2][2 * kt], y1 = cw[c2][2 * kt + 1];
                                 b0 = (e < 3 ? y0 << 4 : e < 5 ? y0 : e < 7 ? y0 >> 4 : y0 >> 8) & M;

@@ -48,7 +48,8 @@ struct Case {
     /* values: 0 as fill_kv makes them; 1 each token's row times 2^u, u
      * uniform in [-10, 10] (kivi value scales spread over 2^20, so the
      * tensor-core kernel's weight exponent changes inside a chunk); 2 every
-     * row times 2^-10 (small scales only) */
+     * row times 2^-10 (small scales only); 3 every row times 2^10 (large
+     * scales only) */
     int vmode;
 };
 
@@ -75,6 +76,12 @@ static const Case cases[] = {
     {"turboquant_rvq:bits=2", "kivi:bits=2", 0}, /* tensor cores at D = 128 only */
     {"turboquant_rvq:bits=2", "kivi:bits=2", 1},
     {"fp16", "rabitq:bits=1,qbits=0", 0},
+    {"q8_0", "q8_0", 1}, /* block scales d spread over 2^20 */
+    {"q8_0", "q8_0", 2}, /* small d: P * d below the fp16 normal range unless scaled */
+    {"q4_0:rot=1", "q4_0:rot=1", 2},
+    {"q4_0", "q4_0", 1},
+    {"q8_0:rot=1", "q4_0", 3},
+    {"q8_0", "q8_0", 3},
     {"vecinfer:sub_dim=8,bits=8", "vecinfer:sub_dim=8,bits=8", 0}, /* calibrated here; tables uploaded */
     {"vecinfer:sub_dim=4,bits=4", "vecinfer:sub_dim=8,bits=2", 0},
 };
@@ -192,7 +199,7 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
                 fill_kv(k.data(), n, D);
                 fill_kv(v.data(), n, D);
                 for (int i = 0; i < n && cs.vmode; i++) {
-                    const float f = cs.vmode == 1 ? exp2f((float)(unif() * 20.0 - 10.0)) : 1.0f / 1024.0f;
+                    const float f = cs.vmode == 1 ? exp2f((float)(unif() * 20.0 - 10.0)) : cs.vmode == 2 ? 1.0f / 1024.0f : 1024.0f;
                     for (int d = 0; d < D; d++)
                         v[(size_t)i * D + d] *= f;
                 }
@@ -323,7 +330,7 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
                    D, nq / nkv, B, a.splits, kname, worst, TOL);
             if (sm == 0)
                 printf("  %-24s %-22s%s D=%3d G=%d B=%d maxlen=%5d  quantize bytes equal=%s  %-12s rel.err %.2e\n",
-                       cs.kspec, cs.vspec, cs.vmode == 1 ? "~" : cs.vmode == 2 ? "-" : " ", D, nq / nkv, B, maxlen, !gpu_quant ? "n/a" : kdiff == 0 && vdiff == 0 ? "yes" : "NO",
+                       cs.kspec, cs.vspec, cs.vmode == 1 ? "~" : cs.vmode == 2 ? "-" : cs.vmode == 3 ? "+" : " ", D, nq / nkv, B, maxlen, !gpu_quant ? "n/a" : kdiff == 0 && vdiff == 0 ? "yes" : "NO",
                        kname, worst);
         }
         setenv("VQ_CUDA_NO_MMA", "0", 1);
