@@ -5,11 +5,12 @@
  *
  * For each context length L: per config a fresh context and a prompt of
  * L tokens of real text (vq_ctx_forward, batched) timed as prefill; then
- * --decode greedy tokens per config, one token of each config in turn, each
- * token timed on its own and summed per config as decode (round robin: a
- * slow spell of a shared machine falls on every config alike, so the
- * ratios hold). A decode step reads every weight once and the cache's K+V
- * once, so
+ * --decode greedy tokens per config in rounds: each config in turn decodes
+ * one untimed token (its cache and the weights back in the CPU's caches
+ * after the other configs' rounds, as in a single stream) and then up to
+ * E2E_ROUND timed tokens, summed per config as decode (a slow spell of a
+ * shared machine falls on every config alike, so the ratios hold). A
+ * decode step reads every weight once and the cache's K+V once, so
  *   bytes_per_step = weight bytes + K+V bytes held after the prompt
  *   floor_tok_s    = bandwidth / bytes_per_step
  * with the bandwidth a streaming read measured at the start of the run on
@@ -31,6 +32,7 @@
 
 #define MAX_CONFIGS 16
 #define MAX_CTX 8
+#define E2E_ROUND 16 /* timed decode tokens per config and round */
 
 int cmd_bench_e2e(int argc, char **argv);
 
@@ -87,7 +89,9 @@ static void open_prefill(const vq_model *m, int n_vocab, e2e_result *r, const in
     r->ok = 0;
     if (!(lv->logits = malloc((size_t)n_vocab * sizeof *lv->logits)))
         return;
-    if (eval_ctx_open(m, r->cache, (int)r->ctx + n_decode + 1, threads, &lv->ctx, &lv->cache) != VQ_OK) {
+    /* the prompt, the timed tokens and one untimed token per round */
+    const int room = (int)r->ctx + n_decode + (n_decode + E2E_ROUND - 1) / E2E_ROUND + 1;
+    if (eval_ctx_open(m, r->cache, room, threads, &lv->ctx, &lv->cache) != VQ_OK) {
         cli_error("bench", "%s: %s", r->cache ? r->cache : "float", vq_last_error());
         free(lv->logits), lv->logits = NULL;
         return;
@@ -112,9 +116,9 @@ static void open_prefill(const vq_model *m, int n_vocab, e2e_result *r, const in
     r->ok = 1;
 }
 
-/* one greedy decode step of a live context, its time added to decode_s;
- * r->ok = 0 on failure */
-static void decode_step(int n_vocab, e2e_result *r, e2e_live *lv)
+/* one greedy decode step of a live context, its time added to decode_s
+ * when timed; r->ok = 0 on failure */
+static void decode_step(int n_vocab, e2e_result *r, e2e_live *lv, int timed)
 {
     int32_t tok = argmax(lv->logits, n_vocab);
     double t0 = bench_now();
@@ -123,7 +127,8 @@ static void decode_step(int n_vocab, e2e_result *r, e2e_live *lv)
         r->ok = 0;
         return;
     }
-    lv->decode_s += bench_now() - t0;
+    if (timed)
+        lv->decode_s += bench_now() - t0;
 }
 
 int cmd_bench_e2e(int argc, char **argv)
@@ -221,10 +226,10 @@ int cmd_bench_e2e(int argc, char **argv)
             open_prefill(m, info.n_vocab, &row[k], prompt, n_decode, threads, &live[k]);
             eval_progress_update(&pr, ++done, n_ctx * n_cfg);
         }
-        for (int i = 0; i < n_decode; i++) /* round robin */
+        for (int i0 = 0; i0 < n_decode; i0 += E2E_ROUND) /* rounds */
             for (int k = 0; k < n_cfg; k++)
-                if (row[k].ok)
-                    decode_step(info.n_vocab, &row[k], &live[k]);
+                for (int i = i0 - 1; i < i0 + E2E_ROUND && i < n_decode && row[k].ok; i++)
+                    decode_step(info.n_vocab, &row[k], &live[k], i >= i0);
         for (int k = 0; k < n_cfg; k++) {
             e2e_result *r = &row[k];
             if (r->ok)
