@@ -343,7 +343,7 @@ static void test_qdot(const vq_kernels *k, const vq_kernels *ref)
                     k->qdot(bits, rows + 1, rs, nt, D, qb + 1, qs, nq, s2, ss);
                     CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= 2e-6, "%s qdot bits=%d D=%zu nt=%zu nq=%d: %g", k->isa,
                            bits, D, nt, nq, rel_diff(s2, s1, ss * (size_t)nq));
-                    free(rows), free(qb), free(s1), free(s2);
+                    free(rows), free(qb), free(x), free(s1), free(s2);
                 }
 }
 
