@@ -2,7 +2,8 @@
  * Compiled with -mavx512f/bw/vl/dq -mavx512vnni; reached through the
  * kernel table only when the CPU has VNNI.
  *
- * Eight rows at a time, two blocks (64 codes) at a time: each row's 64
+ * D <= 256: qdot_rows16 below (the reference's bits). Longer rows:
+ * eight rows at a time, two blocks (64 codes) at a time: each row's 64
  * codes as unsigned bytes in one register, VPDPBUSD against the query's 64
  * int8 values gives 16 lanes of 4-product sums (lanes 0-7: the first block,
  * 8-15: the second); a transpose-add tree turns the eight rows' registers
@@ -63,10 +64,125 @@ static inline __m512i pair4i(int32_t a, int32_t b)
     return _mm512_mask_blend_epi32(0xF0F0, _mm512_set1_epi32(a), _mm512_set1_epi32(b));
 }
 
+/* Sixteen rows at a time, four per register: 128-bit lane t of a quad's
+ * register holds 16 code bytes of one block of row t -- q4_0: the 16
+ * nibble bytes, whose low nibbles are the block's codes 0-15 and high
+ * nibbles codes 16-31; q8_0: bytes 0-15 in one register, 16-31 in a
+ * second (made unsigned by flipping the top bit) -- each meeting its half
+ * of the query block broadcast to every lane (VPDPBUSD): lane 4t + x then
+ * holds partial x of row t. Per block, the four quads' partials become
+ * sixteen row sums by two rounds of unpack-and-add and one permute, and
+ * the float part follows the reference's order exactly (t = dk * dq,
+ * t = t * isum, acc = acc + t, block after block): the reference's bits.
+ * NQ queries (1..4) at a time; nb <= QROWS16_MAXB blocks. */
+#define QROWS16_MAXB 8
+static inline __m512i quad_lanes(const uint8_t *const r[4], size_t off)
+{
+    __m512i R = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(r[0] + off)));
+    R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(r[1] + off)), 1);
+    R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(r[2] + off)), 2);
+    return _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(r[3] + off)), 3);
+}
+
+static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, const uint8_t *codes, size_t rstride,
+                                                              size_t nt, size_t nb, const uint8_t *qbuf,
+                                                              size_t qstride, const int NQ, float *s, size_t sstride)
+{
+    const __m512i mask = _mm512_set1_epi8(BITS == 8 ? (char)0x80 : 0x0f);
+    const size_t bb = BITS == 8 ? 34 : 18;
+    const int32_t off = BITS == 8 ? 128 : 8;
+    /* lane 4r + quad -> row 4quad + r */
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const size_t qoff = nb * (sizeof(float) + sizeof(int32_t));
+    for (size_t i = 0; i < nt; i += 16) {
+        const uint8_t *row[16];
+        row[0] = codes + i * rstride;
+        if (i + 16 <= nt) /* sixteen whole rows: no clamping */
+            for (int t = 1; t < 16; t++)
+                row[t] = row[t - 1] + rstride;
+        else
+            for (int t = 1; t < 16; t++)
+                row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
+        vq_prefetch_span(row[0], VQ_PF_AHEAD, 16 * rstride);
+        __m512 acc[4];
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) acc[j] = _mm512_setzero_ps();
+        for (size_t b = 0; b < nb; b++) {
+            const size_t o = b * bb;
+            uint16_t dk[16];
+            for (int t = 0; t < 16; t++)
+                memcpy(&dk[t], row[t] + o, 2);
+            const __m512 DK = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)dk));
+            __m512i QL[4], QH[4], I[4][4];
+            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+            {
+                const uint8_t *qj = qbuf + (size_t)j * qstride + qoff + b * 32;
+                QL[j] = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)qj));
+                QH[j] = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(qj + 16)));
+            }
+            _Pragma("GCC unroll 4") for (int qd = 0; qd < 4; qd++)
+            {
+                const uint8_t *const *r = row + 4 * qd;
+                __m512i L, H; /* the block's codes 0-15 and 16-31 of the quad's rows, unsigned */
+                if (BITS == 8) {
+                    L = _mm512_xor_si512(quad_lanes(r, o + 2), mask);
+                    H = _mm512_xor_si512(quad_lanes(r, o + 18), mask);
+                } else {
+                    const __m512i R = quad_lanes(r, o + 2);
+                    L = _mm512_and_si512(R, mask), H = _mm512_and_si512(_mm512_srli_epi16(R, 4), mask);
+                }
+                _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) I[j][qd] =
+                    _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), L, QL[j]), H, QH[j]);
+            }
+            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+            {
+                const uint8_t *qj = qbuf + (size_t)j * qstride;
+                float dq;
+                int32_t sq;
+                memcpy(&dq, qj + b * sizeof(float), sizeof dq);
+                memcpy(&sq, qj + nb * sizeof(float) + b * sizeof(int32_t), sizeof sq);
+                /* lane 4r + x of I[j][q]: partial x of row 4q + r */
+                const __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(I[j][0], I[j][1]),
+                                                     _mm512_unpackhi_epi32(I[j][0], I[j][1]));
+                const __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(I[j][2], I[j][3]),
+                                                     _mm512_unpackhi_epi32(I[j][2], I[j][3]));
+                const __m512i rs = _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
+                const __m512i isum = _mm512_sub_epi32(_mm512_permutexvar_epi32(order, rs), _mm512_set1_epi32(off * sq));
+                const __m512 t = _mm512_mul_ps(_mm512_mul_ps(DK, _mm512_set1_ps(dq)), _mm512_cvtepi32_ps(isum));
+                acc[j] = _mm512_add_ps(acc[j], t);
+            }
+        }
+        const __mmask16 live = nt - i >= 16 ? 0xFFFF : (__mmask16)((1u << (nt - i)) - 1u);
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, live, acc[j]);
+    }
+}
+
 void vq_qdot_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                      size_t qstride, int n_q, float *s, size_t sstride)
 {
     const size_t nb = D / 32;
+    if (nb <= QROWS16_MAXB) {
+        for (int j0 = 0; j0 < n_q; j0 += 4) {
+            const uint8_t *q = qbuf + (size_t)j0 * qstride;
+            float *o = s + (size_t)j0 * sstride;
+            const int nq = n_q - j0 < 4 ? n_q - j0 : 4; /* a constant count: the sums stay in registers */
+            if (bits == 8)
+                switch (nq) {
+                case 4: qdot_rows16(8, codes, rstride, nt, nb, q, qstride, 4, o, sstride); break;
+                case 3: qdot_rows16(8, codes, rstride, nt, nb, q, qstride, 3, o, sstride); break;
+                case 2: qdot_rows16(8, codes, rstride, nt, nb, q, qstride, 2, o, sstride); break;
+                default: qdot_rows16(8, codes, rstride, nt, nb, q, qstride, 1, o, sstride); break;
+                }
+            else
+                switch (nq) {
+                case 4: qdot_rows16(4, codes, rstride, nt, nb, q, qstride, 4, o, sstride); break;
+                case 3: qdot_rows16(4, codes, rstride, nt, nb, q, qstride, 3, o, sstride); break;
+                case 2: qdot_rows16(4, codes, rstride, nt, nb, q, qstride, 2, o, sstride); break;
+                default: qdot_rows16(4, codes, rstride, nt, nb, q, qstride, 1, o, sstride); break;
+                }
+        }
+        return;
+    }
     if (nb % 2) {
         vq_qdot_ref(bits, codes, rstride, nt, D, qbuf, qstride, n_q, s, sstride);
         return;
