@@ -199,11 +199,14 @@ block_weights(const int BITS, const int NQ, const __m512 W[KQ_MAXQ][2], size_t n
     }
 }
 
+/* NG: the group count D / group when a constant (the header work for
+ * groups that do not exist compiles away), else 0 */
 static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows, size_t rstride, const int BITS,
-                                                             size_t nt, size_t D, size_t group, const float *w,
-                                                             size_t wstride, int n_q, float *acc, size_t astride)
+                                                             const size_t NG, size_t nt, size_t D, size_t group,
+                                                             const float *w, size_t wstride, int n_q, float *acc,
+                                                             size_t astride)
 {
-    const size_t ng = D / group, nc = D / 64, coff = 4 * ng;
+    const size_t ng = NG ? NG : D / group, nc = D / 64, coff = 4 * ng;
     const int lg = __builtin_ctzll(group);
     int8_t tix[64];
     for (int p = 0; p < 64; p++)
@@ -294,8 +297,13 @@ void vq_kivi_qaxpy_avx512x(const uint8_t *rows, size_t rstride, int bits, size_t
         vq_kivi_qaxpy_ref(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc, astride);
         return;
     }
-    if (bits == 2)
-        qaxpy_bits(rows, rstride, 2, nt, D, group, w, wstride, n_q, acc, astride);
+    const size_t ng = D / group;
+    if (bits == 2 && ng == 2) /* head_dim 64, group 32 */
+        qaxpy_bits(rows, rstride, 2, 2, nt, D, group, w, wstride, n_q, acc, astride);
+    else if (bits == 2 && ng == 4) /* head_dim 128, group 32 */
+        qaxpy_bits(rows, rstride, 2, 4, nt, D, group, w, wstride, n_q, acc, astride);
+    else if (bits == 2)
+        qaxpy_bits(rows, rstride, 2, 0, nt, D, group, w, wstride, n_q, acc, astride);
     else
-        qaxpy_bits(rows, rstride, 4, nt, D, group, w, wstride, n_q, acc, astride);
+        qaxpy_bits(rows, rstride, 4, 0, nt, D, group, w, wstride, n_q, acc, astride);
 }
