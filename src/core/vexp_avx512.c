@@ -7,13 +7,17 @@
 #include "core/vexp.h"
 #include "core/vexp_poly.h"
 
-#define ROUND_NEAREST(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-VQ_EXP_DEFINE(exp_in_range, 512, ROUND_NEAREST)
-
+/* vexp_poly.h's steps, with 2^k applied by VSCALEFPS (exact, as the AVX2
+ * twin's multiply by the built power of two: k >= -126 wherever t >=
+ * VQ_EXP_LO) and no clamp of t: lanes below VQ_EXP_LO (also -inf, whose
+ * reduction is NaN) are zeroed by the mask, as in the AVX2 twin */
 static inline __m512 exp_neg16(__m512 t) /* t <= 0 */
 {
-    __mmask16 under = _mm512_cmp_ps_mask(t, _mm512_set1_ps(VQ_EXP_LO), _CMP_LT_OQ); /* also -inf */
-    return _mm512_maskz_mov_ps((__mmask16)~under, exp_in_range(_mm512_max_ps(t, _mm512_set1_ps(VQ_EXP_LO))));
+    const __mmask16 live = _mm512_cmp_ps_mask(t, _mm512_set1_ps(VQ_EXP_LO), _CMP_GE_OQ);
+    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(VQ_EXP_LOG2E)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 r = VQ_EXP_REDUCE(512, k, t);
+    return _mm512_maskz_scalef_ps(live, VQ_EXP_POLY(512, r), k);
 }
 
 float vq_exp_shift_avx512(float *x, size_t n, float sc, float m)
