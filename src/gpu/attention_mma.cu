@@ -108,10 +108,13 @@ namespace {
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
 #endif
-#ifndef VQ_MMA_QSUBV /* q4_0 values (QSCALE): bit 0 the high nibbles, bit 1 the low nibbles as subnormal u = c + 8 (one AND per two codes; 0: (1024 + u) - 1032, an HSUB2 per two), the offset -8 * sum of the folded weights by one mma per block and k-tile */
-#define VQ_MMA_QSUBV 0
+#ifndef VQ_MMA_MFOLD /* 1: the running maximum subtracted inside the score's last FMA (mref, below); 0: a subtraction per score before the exponential */
+#define VQ_MMA_MFOLD 1
 #endif
-#ifndef VQ_MMA_QSUBK /* q8_0 / q4_0 keys: 1 the unsigned codes u = c + 128 / c + 8 as subnormal fp16 (one AND per two codes), the offset (-128 / -8 times the block's sum of q) as the start of the block's accumulators; 0 exact fp16 integers c (a byte permute and an HSUB2 per two codes) */
+#ifndef VQ_MMA_QHFOLD /* 1: q8_0 / q4_0 value weights (G <= 4, QSCALE) folded in fp16 pairs as kivi's (HFOLD: P split once per token pair, hfold with the block scales as stored); 0: a float product and hi/lo split per weight and block */
+#define VQ_MMA_QHFOLD 1
+#endif
+#ifndef VQ_MMA_QSUBK /* q4_0 keys: 1 the unsigned nibbles u = c + 8 as subnormal fp16 (one AND per two codes), the offset (-8 times the block's sum of q) as the start of the block's accumulators; 0 exact fp16 integers c (a byte permute and an HSUB2 per two codes) */
 #define VQ_MMA_QSUBK 1
 #endif
 constexpr int WTOK = 32; /* tokens per warp iteration */
@@ -220,23 +223,6 @@ __device__ __forceinline__ uint32_t magic6400()
     return m;
 }
 
-/* (x & MASK) ^ c in one LOP3, c held in a register */
-template <uint32_t MASK>
-__device__ __forceinline__ uint32_t and_xor(uint32_t x, uint32_t c)
-{
-    uint32_t y;
-    asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(y) : "r"(x), "n"(MASK), "r"(c));
-    return y;
-}
-
-/* 0x00800080, opaque to the compiler (kept in a register) */
-__device__ __forceinline__ uint32_t magic0080()
-{
-    uint32_t m;
-    asm("mov.b32 %0, 0x00800080;" : "=r"(m));
-    return m;
-}
-
 /* code_h2 for a constant mask: codes at bit offset <= 8 of each half ->
  * exact fp16 code * 2^offset */
 template <uint32_t MASK>
@@ -306,7 +292,7 @@ __host__ __device__ __forceinline__ constexpr int key_chan(int s, int j)
 template <int KM, int D>
 __device__ __forceinline__ int key_channel(int t, int s, int j)
 {
-    if constexpr ((KM == FMT_Q8 || KM == FMT_Q4) && VQ_MMA_QSUBK) /* as below, bytes 0, 2 of the lane's word in b0, 1, 3 in b1 */
+    if constexpr (KM == FMT_Q4 && VQ_MMA_QSUBK) /* as below, bytes 0, 2 of the lane's word in b0, 1, 3 in b1 */
         return 32 * (s >> 1) + 16 * (s & 1) + 4 * t + (j == 0 ? 0 : j == 1 ? 2 : j == 2 ? 1 : 3);
     else if constexpr (KM == FMT_Q8 || KM == FMT_Q4) /* k-step s inside block s/2: channels 16 (s%2) + 4t + j */
         return 32 * (s >> 1) + 16 * (s & 1) + 4 * t + j;
@@ -325,8 +311,6 @@ __device__ __forceinline__ constexpr int key_exp(int s)
         return 4 * (s & 1);
     else if constexpr (KM == FMT_Q4) /* QSUBK: high nibbles (odd k-steps) in place at bit 4 */
         return 4 * (s & 1);
-    else if constexpr (KM == FMT_Q8)
-        return 0;
     else
         return s;
 }
@@ -455,12 +439,6 @@ __device__ __forceinline__ void key_frag(const KeyRaw<KM, D> &r, int pl, int s, 
     if constexpr (KM == FMT_FP16) {
         b0 = r.w[0][2 * s];
         b1 = r.w[0][2 * s + 1];
-    } else if constexpr (KM == FMT_Q8 && VQ_MMA_QSUBK) {
-        /* bytes 0, 2 (b0) and 1, 3 (b1) as u = c + 128 (the top bit
-         * flipped) at bit 0 of each half: subnormal u * 2^-24 */
-        const uint32_t c80 = magic0080();
-        b0 = and_xor<0x00ff00ffu>(r.w[0][s], c80);
-        b1 = and_xor<0x00ff00ffu>(r.w[0][s] >> 8, c80);
     } else if constexpr (KM == FMT_Q4 && VQ_MMA_QSUBK) {
         /* k-step 2b: low nibbles of bytes 0, 2 (b0) and 1, 3 (b1) at bit
          * 0 of each half, 2b + 1: the high nibbles in place at bit 4;
@@ -617,10 +595,8 @@ __device__ __forceinline__ int val_chan(int nt, int c)
 template <int VM>
 __device__ __forceinline__ float val_colscale(int nt, int c)
 {
-    if constexpr (VM == FMT_Q4 && VQ_MMA_Q4B) { /* high nibbles come out times 16; QSUBV: subnormal u * 2^-20 / u * 2^-24 */
-        constexpr bool hi = VQ_MMA_QSCALE && (VQ_MMA_QSUBV & 1), lo = VQ_MMA_QSCALE && (VQ_MMA_QSUBV & 2);
-        return nt & 1 ? (hi ? 1048576.0f : 0.0625f) : (lo ? 16777216.0f : 1.0f);
-    }
+    if constexpr (VM == FMT_Q4 && VQ_MMA_Q4B) /* high nibbles come out times 16 */
+        return nt & 1 ? 0.0625f : 1.0f;
     else if constexpr (VM == FMT_FP16 || VM == FMT_Q8 || VM == FMT_Q4)
         return 1.0f;
     else if constexpr (VQ_MMA_VBYTE) /* the code's bit offset follows the n-tile */
@@ -843,14 +819,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
      * subnormals, measured 2.5e-4 .. 1e-3 relative error with value scales
      * near 2^-7) */
     constexpr bool VSC = VSUBN || (KIVI_V && !VLDSM && VQ_MMA_VSCALE) || (Q8_V && VQ_MMA_QSCALE);
-    /* QSUBV: q4_0 value nibbles (high: QSV_HI, low: QSV_LO) as subnormal
-     * u * 2^(e-24) (u = c + 8, e = 4 / 0), the weights scaled (QSCALE); the
-     * -8 offset: sum over tokens of A (the folded weights P * 2^vF * d) per
-     * head and block, by one mma per block and k-tile with B = ones in
-     * column `block` (accumulated in mmn, rescaled as the output) */
-    constexpr bool QSV_HI = VM == FMT_Q4 && VQ_MMA_Q4B && VQ_MMA_QSCALE && (VQ_MMA_QSUBV & 1);
-    constexpr bool QSV_LO = VM == FMT_Q4 && VQ_MMA_Q4B && VQ_MMA_QSCALE && (VQ_MMA_QSUBV & 2);
-    constexpr bool QSV = QSV_HI || QSV_LO;
     /* I8K: one-bit keys (D = 128, G <= 4) by int8 mma m16n8k32. B: the
      * bits of the lane's 32-channel word w of each plane, 4 channels per
      * register (w & 0x01010101 << sh: channels 8i + sh of the word as
@@ -865,11 +833,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                          ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 1)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 2)) || KM == FMT_RVQ2);
     static_assert(KM != FMT_RVQ2 || I8K, "turboquant_rvq:bits=2 keys only by I8K");
     constexpr int NKS8 = i8_ksteps<KM>(), NF8 = i8_nfac<KM>();
-    /* QSUBK: q8_0 / q4_0 key codes as subnormal u = c + off (see key_frag);
-     * Q' carries 2^(24-e-EXPO) as for kivi, and each block's accumulators
-     * start at -off * 2^-EXPO * (the block's sum of q), per head (kqs) */
-    constexpr bool QSUBK = (KM == FMT_Q8 || KM == FMT_Q4) && VQ_MMA_QSUBK;
-    constexpr float QOFF = KM == FMT_Q8 ? 128.0f : 8.0f;
+    /* QSUBK: q4_0 key codes as subnormal u = c + 8 (see key_frag); Q'
+     * carries 2^(24-e-EXPO) as for kivi, and each block's accumulators start
+     * at -8 * 2^-EXPO * (the block's sum of q), per head (kqs). (q8_0 keys
+     * the same way, u = c + 128, measured no faster: 0.3260 / 0.3250 ->
+     * 0.3274 / 0.3285 ms at 64k x 8) */
+    constexpr bool QSUBK = KM == FMT_Q4 && VQ_MMA_QSUBK;
+    constexpr float QOFF = 8.0f;
 
     __shared__ float qs[G][D];
     __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (kivi keys, HFOLD: hi/lo of q * 2^(24-e-EXPO)) */
@@ -1067,6 +1037,11 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     for (int i = 0; i < NMT; i++)
         mt[i] = 0.0f;
     float m_run = -INFINITY, l_run = 0.0f;
+    /* MFOLD: the scores come out as y = x - mref, mref = m_run once the
+     * first tile has set it (0 before: m_run is -inf then); the running max
+     * moves when some y > mthr = m_run - mref (-inf, then 0) */
+    float mref = 0.0f, mthr = -INFINITY;
+    constexpr bool MF = VQ_MMA_MFOLD;
     /* MINMMA: sum over tokens of P * (value minimum of group n) as an mma
      * accumulator: lane (g, t) holds head g (rows g, g + 8) x groups 2t, 2t + 1 */
     float mmn[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -1523,10 +1498,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     }
                 }
         }
-        /* scores of head g, tokens 8n + 2t + jj */
+        /* scores of head g, tokens 8n + 2t + jj (MFOLD: minus mref) */
         float sc[4][2];
         float mx = -INFINITY;
         const int nv = s1 - t0; /* tokens of this tile (< WTOK: the last one, partial) */
+        const float mr = MF ? mref : 0.0f;
+        const float baser = base - mr;
 #pragma unroll
         for (int n = 0; n < 4; n++)
 #pragma unroll
@@ -1534,17 +1511,18 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 const int tok = t0 + 8 * n + 2 * t + jj;
                 float x = c[n][jj] + c[n][2 + jj];
                 if constexpr (QSUBK) {
-                    x *= __int_as_float((127 + EXPO) << 23);
+                    x = fmaf(x, __int_as_float((127 + EXPO) << 23), -mr);
                 } else if constexpr (KM == FMT_FP16 || KM == FMT_Q8 || KM == FMT_Q4) {
+                    x -= mr;
                 } else if constexpr (KIVI_K) {
-                    x = fmaf(x, post, base);
+                    x = fmaf(x, post, baser);
                 } else {
                     const uint8_t *row = STG ? k0 + (8 * n + 2 * t + jj) * KROW : k0 + (size_t)(min(tok, s1 - 1) - t0) * p.kf.block_bytes;
                     if constexpr (KM == FMT_RVQ1 || KM == FMT_RVQ2) {
-                        x = h2f(ld16(row)) * fmaf(x, post, hs);
+                        x = fmaf(h2f(ld16(row)), fmaf(x, post, hs), -mr);
                     } else {
                         const float fac = h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
-                        x = fac * fmaf(x, post, -hs);
+                        x = fmaf(fac, fmaf(x, post, -hs), -mr);
                     }
                 }
                 sc[n][jj] = x;
@@ -1559,18 +1537,28 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         for (int n = 0; n < 4; n++)
             mx = fmaxf(mx, fmaxf(sc[n][0], sc[n][1]));
         /* online softmax: the running max moves only when a score passes it */
-        if (__any_sync(FULL, mx > m_run)) {
+        if (__any_sync(FULL, mx > (MF ? mthr : m_run))) {
             mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
-            const float mnew = fmaxf(m_run, mx);
+            const float mnew = fmaxf(m_run, MF ? mx + mref : mx);
             const float al = ex2(m_run - mnew);
             m_run = mnew;
             l_run *= al;
+            if constexpr (MF) { /* the tile's scores relative to the new maximum */
+                const float dl = mnew - mref;
+#pragma unroll
+                for (int n = 0; n < 4; n++) {
+                    sc[n][0] -= dl;
+                    sc[n][1] -= dl;
+                }
+                mref = mnew;
+                mthr = 0.0f;
+            }
             /* SPLIT_V: lane g >= 4 holds head g - 4's minima sums (VLDSM:
              * and its accumulator rows) */
             const float alm = SPLIT_MT ? __shfl_sync(FULL, al, lane & ~16) : al;
             const float alo = VLDSM ? alm : al;
-            if constexpr (MINMMA || QSV)
+            if constexpr (MINMMA)
 #pragma unroll
                 for (int k = 0; k < 4; k++)
                     mmn[k] *= al;
@@ -1589,7 +1577,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         for (int n = 0; n < 4; n++)
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
-                sc[n][jj] = ex2(sc[n][jj] - m_run);
+                sc[n][jj] = ex2(MF ? sc[n][jj] : sc[n][jj] - m_run);
                 l_run += sc[n][jj];
             }
 
@@ -1672,13 +1660,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                             /* n-tile e: byte 2g + e/2, nibble e%2; (1024 + u) - 1032 = u - 8, (1024 + 16u) - 1152 = 16 (u - 8) */
                             const int k = e >> 1;
                             uint32_t b0, b1;
-                            if ((e & 1) && QSV_HI) { /* subnormal 16u * 2^-24 */
-                                b0 = w[kt][k] & 0x00f000f0u;
-                                b1 = w[kt][2 + k] & 0x00f000f0u;
-                            } else if (!(e & 1) && QSV_LO) { /* subnormal u * 2^-24 */
-                                b0 = w[kt][k] & 0x000f000fu;
-                                b1 = w[kt][2 + k] & 0x000f000fu;
-                            } else if (e & 1) {
+                            if (e & 1) {
                                 b0 = and_or<0x00f000f0u>(w[kt][k], magic);
                                 b1 = and_or<0x00f000f0u>(w[kt][2 + k], magic);
                                 const __half2 off = __half2(__ushort_as_half(0x6480u), __ushort_as_half(0x6480u));
@@ -1689,10 +1671,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                                 b1 = u4_h2(and_or<0x000f000fu>(w[kt][2 + k], magic));
                             }
                             mma16816(o[4 * gr + e], a[kt], b0, b1);
-                            if (QSV && e == 0) { /* mmn column gr += sum of A over the k-tile's tokens */
-                                const uint32_t ones = g == gr ? 0x3c003c00u : 0u;
-                                mma16816(mmn, a[kt], ones, ones);
-                            }
                             continue;
                         }
                         const uint32_t sel = e | (4 + e) << 8;
@@ -1713,7 +1691,66 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             };
             /* VSC (QSCALE): the weights times 2^vF, vF from the warp's
              * largest |d| of the tile (d may be negative: q4_0) */
-            if constexpr (SPLIT_V) {
+            if constexpr (SPLIT_V && VQ_MMA_QHFOLD && VSC) {
+                /* as below, the folds in fp16 pairs (hfold): the lane's
+                 * weights P * 2^vF split once per token pair, the block
+                 * scales d of tokens (2t, 2t + 1), (2t + 8, 2t + 9) paired as
+                 * stored; vF from the largest |d| by its fp16 exponent field
+                 * e (|d| < 2^(e-14), so 2^vF |d| < 2^15 with vF = 29 - e) */
+                const int hb = g >> 2;
+                float ph[2][4];
+                uint32_t dh[NG / 2][2][2], phl[2][2][2];
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++) {
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        ph[kt][i] = __shfl_sync(FULL, pw[kt][i], lane & ~16);
+#pragma unroll
+                    for (int j = 0; j < NG / 2; j++)
+#pragma unroll
+                        for (int pr = 0; pr < 2; pr++)
+                            dh[j][kt][pr] = (uint32_t)ld16(vrow[kt][2 * pr] + VBB * (2 * j + hb)) |
+                                            (uint32_t)ld16(vrow[kt][2 * pr + 1] + VBB * (2 * j + hb)) << 16;
+                }
+                uint32_t mu = 0u; /* the lane's largest |d| per half: fp16 magnitudes order as integers */
+#pragma unroll
+                for (int j = 0; j < NG / 2; j++)
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                        for (int pr = 0; pr < 2; pr++)
+                            mu = __vmaxu2(mu, dh[j][kt][pr] & 0x7fff7fffu);
+                const int e = (int)(__reduce_max_sync(FULL, max(mu & 0xffffu, mu >> 16)) >> 10);
+                const float fsc = vscale(29 - e);
+#pragma unroll
+                for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+                    for (int pr = 0; pr < 2; pr++)
+                        split2(ph[kt][2 * pr] * fsc, ph[kt][2 * pr + 1] * fsc, phl[kt][pr][0], phl[kt][pr][1]);
+#pragma unroll
+                for (int j = 0; j < NG / 2; j++) {
+                    uint4 a[2], ao[2];
+#pragma unroll
+                    for (int kt = 0; kt < 2; kt++) {
+                        hfold(phl[kt][0][0], phl[kt][0][1], dh[j][kt][0], a[kt].x, a[kt].y);
+                        hfold(phl[kt][1][0], phl[kt][1][1], dh[j][kt][1], a[kt].z, a[kt].w);
+                        ao[kt].x = __shfl_xor_sync(FULL, a[kt].x, 16);
+                        ao[kt].y = __shfl_xor_sync(FULL, a[kt].y, 16);
+                        ao[kt].z = __shfl_xor_sync(FULL, a[kt].z, 16);
+                        ao[kt].w = __shfl_xor_sync(FULL, a[kt].w, 16);
+                    }
+                    {
+                        uint32_t w[2][4];
+                        q8_codes(2 * j, w);
+                        q8_mma(2 * j, a, w);
+                    }
+                    {
+                        uint32_t w[2][4];
+                        q8_codes(2 * j + 1, w);
+                        q8_mma(2 * j + 1, ao, w);
+                    }
+                }
+            } else if constexpr (SPLIT_V) {
                 const int hb = g >> 2;
                 float ph[2][4], phs[2][4], dv[NG / 2][2][4];
 #pragma unroll
@@ -2124,27 +2161,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             wml[warp][g][0] = m_run;
             wml[warp][g][1] = l_run;
         }
-    } else {
-        /* QSV: -8 times the sum of head g's weights of block bk: lane
-         * (g, bk >> 1), column bk & 1 of rows g, g + 8 */
-        float qoff[QSV ? NG : 1];
-        qoff[0] = 0.0f;
-        if constexpr (QSV) {
-            const float m0 = mmn[0] + mmn[2], m1 = mmn[1] + mmn[3];
-#pragma unroll
-            for (int bk = 0; bk < NG; bk++)
-                qoff[bk] = -8.0f * __shfl_sync(FULL, bk & 1 ? m1 : m0, 4 * g + (bk >> 1));
-        }
-        if (live) {
+    } else if (live) {
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
                 const int col = 2 * t + jj;
-                float xs = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(n, col);
-                if constexpr (QSV)
-                    xs += ((n & 1) ? QSV_HI : QSV_LO) ? qoff[n >> 2] : 0.0f;
-                float x = xs * (VSC ? __int_as_float((127 - vF) << 23) : 1.0f);
+                float x = (o[n][jj] + o[n][2 + jj]) * val_colscale<VM>(n, col) * (VSC ? __int_as_float((127 - vF) << 23) : 1.0f);
                 if constexpr (SPLIT_MT)
                     x += (n / 4) & 1 ? mo[n / 8] : mt[n / 8];
                 else if constexpr (KIVI_V)
@@ -2154,7 +2177,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         if (t == 0) {
             wml[warp][g][0] = m_run;
             wml[warp][g][1] = l_run;
-        }
         }
     }
     __syncthreads();
