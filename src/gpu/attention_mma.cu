@@ -17,6 +17,8 @@
  *    code * 2^e (exponent OR'ed in, 1024 subtracted: code_h2). q8_0 / q4_0
  *    codes are small integers, made exact fp16 numbers the same way
  *    (i8_h2, u4_h2); their per-block scales stay outside the product.
+ *    q4_0 keys (QSUBK): the unsigned nibble u = c + 8 as a subnormal key
+ *    operand, its offset -8 * sum q per block as the accumulators' start.
  *  - the query (times the key codec's per-channel factors) and the softmax
  *    weights (times the value codec's per-token group scale) are float32
  *    numbers split into hi + lo fp16 halves: hi in rows 0..7 of the 16-row
@@ -107,12 +109,6 @@ namespace {
 #endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
-#endif
-#ifndef VQ_MMA_MFOLD /* 1: the running maximum subtracted inside the score's last FMA (mref, below); 0: a subtraction per score before the exponential */
-#define VQ_MMA_MFOLD 1
-#endif
-#ifndef VQ_MMA_QHFOLD /* 1: q8_0 / q4_0 value weights (G <= 4, QSCALE) folded in fp16 pairs as kivi's (HFOLD: P split once per token pair, hfold with the block scales as stored); 0: a float product and hi/lo split per weight and block */
-#define VQ_MMA_QHFOLD 1
 #endif
 #ifndef VQ_MMA_QSUBK /* q4_0 keys: 1 the unsigned nibbles u = c + 8 as subnormal fp16 (one AND per two codes), the offset (-8 times the block's sum of q) as the start of the block's accumulators; 0 exact fp16 integers c (a byte permute and an HSUB2 per two codes) */
 #define VQ_MMA_QSUBK 1
@@ -1037,11 +1033,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     for (int i = 0; i < NMT; i++)
         mt[i] = 0.0f;
     float m_run = -INFINITY, l_run = 0.0f;
-    /* MFOLD: the scores come out as y = x - mref, mref = m_run once the
-     * first tile has set it (0 before: m_run is -inf then); the running max
-     * moves when some y > mthr = m_run - mref (-inf, then 0) */
-    float mref = 0.0f, mthr = -INFINITY;
-    constexpr bool MF = VQ_MMA_MFOLD;
     /* MINMMA: sum over tokens of P * (value minimum of group n) as an mma
      * accumulator: lane (g, t) holds head g (rows g, g + 8) x groups 2t, 2t + 1 */
     float mmn[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -1498,12 +1489,10 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     }
                 }
         }
-        /* scores of head g, tokens 8n + 2t + jj (MFOLD: minus mref) */
+        /* scores of head g, tokens 8n + 2t + jj */
         float sc[4][2];
         float mx = -INFINITY;
         const int nv = s1 - t0; /* tokens of this tile (< WTOK: the last one, partial) */
-        const float mr = MF ? mref : 0.0f;
-        const float baser = base - mr;
 #pragma unroll
         for (int n = 0; n < 4; n++)
 #pragma unroll
@@ -1511,18 +1500,17 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 const int tok = t0 + 8 * n + 2 * t + jj;
                 float x = c[n][jj] + c[n][2 + jj];
                 if constexpr (QSUBK) {
-                    x = fmaf(x, __int_as_float((127 + EXPO) << 23), -mr);
+                    x *= __int_as_float((127 + EXPO) << 23);
                 } else if constexpr (KM == FMT_FP16 || KM == FMT_Q8 || KM == FMT_Q4) {
-                    x -= mr;
                 } else if constexpr (KIVI_K) {
-                    x = fmaf(x, post, baser);
+                    x = fmaf(x, post, base);
                 } else {
                     const uint8_t *row = STG ? k0 + (8 * n + 2 * t + jj) * KROW : k0 + (size_t)(min(tok, s1 - 1) - t0) * p.kf.block_bytes;
                     if constexpr (KM == FMT_RVQ1 || KM == FMT_RVQ2) {
-                        x = fmaf(h2f(ld16(row)), fmaf(x, post, hs), -mr);
+                        x = h2f(ld16(row)) * fmaf(x, post, hs);
                     } else {
                         const float fac = h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
-                        x = fmaf(fac, fmaf(x, post, -hs), -mr);
+                        x = fac * fmaf(x, post, -hs);
                     }
                 }
                 sc[n][jj] = x;
@@ -1537,23 +1525,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         for (int n = 0; n < 4; n++)
             mx = fmaxf(mx, fmaxf(sc[n][0], sc[n][1]));
         /* online softmax: the running max moves only when a score passes it */
-        if (__any_sync(FULL, mx > (MF ? mthr : m_run))) {
+        if (__any_sync(FULL, mx > m_run)) {
             mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
-            const float mnew = fmaxf(m_run, MF ? mx + mref : mx);
+            const float mnew = fmaxf(m_run, mx);
             const float al = ex2(m_run - mnew);
             m_run = mnew;
             l_run *= al;
-            if constexpr (MF) { /* the tile's scores relative to the new maximum */
-                const float dl = mnew - mref;
-#pragma unroll
-                for (int n = 0; n < 4; n++) {
-                    sc[n][0] -= dl;
-                    sc[n][1] -= dl;
-                }
-                mref = mnew;
-                mthr = 0.0f;
-            }
             /* SPLIT_V: lane g >= 4 holds head g - 4's minima sums (VLDSM:
              * and its accumulator rows) */
             const float alm = SPLIT_MT ? __shfl_sync(FULL, al, lane & ~16) : al;
@@ -1577,7 +1555,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         for (int n = 0; n < 4; n++)
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
-                sc[n][jj] = ex2(MF ? sc[n][jj] : sc[n][jj] - m_run);
+                sc[n][jj] = ex2(sc[n][jj] - m_run);
                 l_run += sc[n][jj];
             }
 
@@ -1691,66 +1669,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             };
             /* VSC (QSCALE): the weights times 2^vF, vF from the warp's
              * largest |d| of the tile (d may be negative: q4_0) */
-            if constexpr (SPLIT_V && VQ_MMA_QHFOLD && VSC) {
-                /* as below, the folds in fp16 pairs (hfold): the lane's
-                 * weights P * 2^vF split once per token pair, the block
-                 * scales d of tokens (2t, 2t + 1), (2t + 8, 2t + 9) paired as
-                 * stored; vF from the largest |d| by its fp16 exponent field
-                 * e (|d| < 2^(e-14), so 2^vF |d| < 2^15 with vF = 29 - e) */
-                const int hb = g >> 2;
-                float ph[2][4];
-                uint32_t dh[NG / 2][2][2], phl[2][2][2];
-#pragma unroll
-                for (int kt = 0; kt < 2; kt++) {
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        ph[kt][i] = __shfl_sync(FULL, pw[kt][i], lane & ~16);
-#pragma unroll
-                    for (int j = 0; j < NG / 2; j++)
-#pragma unroll
-                        for (int pr = 0; pr < 2; pr++)
-                            dh[j][kt][pr] = (uint32_t)ld16(vrow[kt][2 * pr] + VBB * (2 * j + hb)) |
-                                            (uint32_t)ld16(vrow[kt][2 * pr + 1] + VBB * (2 * j + hb)) << 16;
-                }
-                uint32_t mu = 0u; /* the lane's largest |d| per half: fp16 magnitudes order as integers */
-#pragma unroll
-                for (int j = 0; j < NG / 2; j++)
-#pragma unroll
-                    for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                        for (int pr = 0; pr < 2; pr++)
-                            mu = __vmaxu2(mu, dh[j][kt][pr] & 0x7fff7fffu);
-                const int e = (int)(__reduce_max_sync(FULL, max(mu & 0xffffu, mu >> 16)) >> 10);
-                const float fsc = vscale(29 - e);
-#pragma unroll
-                for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                    for (int pr = 0; pr < 2; pr++)
-                        split2(ph[kt][2 * pr] * fsc, ph[kt][2 * pr + 1] * fsc, phl[kt][pr][0], phl[kt][pr][1]);
-#pragma unroll
-                for (int j = 0; j < NG / 2; j++) {
-                    uint4 a[2], ao[2];
-#pragma unroll
-                    for (int kt = 0; kt < 2; kt++) {
-                        hfold(phl[kt][0][0], phl[kt][0][1], dh[j][kt][0], a[kt].x, a[kt].y);
-                        hfold(phl[kt][1][0], phl[kt][1][1], dh[j][kt][1], a[kt].z, a[kt].w);
-                        ao[kt].x = __shfl_xor_sync(FULL, a[kt].x, 16);
-                        ao[kt].y = __shfl_xor_sync(FULL, a[kt].y, 16);
-                        ao[kt].z = __shfl_xor_sync(FULL, a[kt].z, 16);
-                        ao[kt].w = __shfl_xor_sync(FULL, a[kt].w, 16);
-                    }
-                    {
-                        uint32_t w[2][4];
-                        q8_codes(2 * j, w);
-                        q8_mma(2 * j, a, w);
-                    }
-                    {
-                        uint32_t w[2][4];
-                        q8_codes(2 * j + 1, w);
-                        q8_mma(2 * j + 1, ao, w);
-                    }
-                }
-            } else if constexpr (SPLIT_V) {
+            if constexpr (SPLIT_V) {
                 const int hb = g >> 2;
                 float ph[2][4], phs[2][4], dv[NG / 2][2][4];
 #pragma unroll
