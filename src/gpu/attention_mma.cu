@@ -110,9 +110,6 @@ namespace {
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
 #endif
-#ifndef VQ_MMA_NS3 /* 1: 3 stages per warp (copies two tiles ahead) where they fit 56 KB per CTA; 0: 2 stages */
-#define VQ_MMA_NS3 0
-#endif
 #ifndef VQ_MMA_QSUBK /* q4_0 keys: 1 the unsigned nibbles u = c + 8 as subnormal fp16 (one AND per two codes), the offset (-8 times the block's sum of q) as the start of the block's accumulators; 0 exact fp16 integers c (a byte permute and an HSUB2 per two codes) */
 #define VQ_MMA_QSUBK 1
 #endif
@@ -686,19 +683,11 @@ __host__ __device__ constexpr bool stage16()
 template <int D>
 __host__ __device__ constexpr int fp16_stage_row() { return 2 * D + 64; }
 
-/* stages per warp: 2, or 3 (NS3: the copies two tiles ahead) where
- * they fit 56 KB per CTA (3 CTAs per SM with the static arrays) */
-template <int KM, int VM, int D, int SUB = 1>
-__host__ __device__ constexpr int n_stages()
-{
-    return VQ_MMA_NS3 && VQ_MMA_LEANSTAGE && !VQ_MMA_BULK && !stage16<KM, D>() && NW * 3 * SUB * stage_bytes<KM, VM, D>() <= 57344 ? 3 : 2;
-}
-
 template <int KM, int VM, int D, int SUB = 1>
 __host__ __device__ constexpr int stage_smem_bytes()
 {
     return stage16<KM, D>() ? NW * WTOK * fp16_stage_row<D>()
-         : staged_k<KM, VM, D>() ? NW * n_stages<KM, VM, D, SUB>() * SUB * stage_bytes<KM, VM, D>() : 0;
+         : staged_k<KM, VM, D>() ? NW * 2 * SUB * stage_bytes<KM, VM, D>() : 0;
 }
 
 /* 64-token warp iterations (two sub-tiles of 32 sharing the loop's page,
@@ -722,7 +711,6 @@ __device__ __forceinline__ void cp16(void *dst, const void *src)
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 [[maybe_unused]] __device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
-[[maybe_unused]] __device__ __forceinline__ void cp_wait2() { asm volatile("cp.async.wait_group 2;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 #if VQ_MMA_LEANSTAGE
@@ -1088,8 +1076,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
     constexpr int KSB = key_stage_bytes<KM, D>(), VSB = val_stage_bytes<VM, D>(), SB = stage_bytes<KM, VM, D>();
     extern __shared__ __align__(16) uint8_t stage_mem[];
-    constexpr int NST = n_stages<KM, VM, D, SUB>();
-    uint8_t *const wstage = stage_mem + (size_t)warp * NST * SUB * SB;
+    uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SUB * SB;
     const int lgk = KIVI_K ? __ffs(p.kf.group) - 1 : 0;
     /* issue the copies of the warp tile at in-page offset i0 of page pg into stage st */
 #if VQ_MMA_BULK
@@ -1205,8 +1192,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
      * loop advances, rather than a row pointer rebuilt from the block index) */
     const int32_t *const ptab = p.page_table;
     const int pt0 = (b * p.n_kv + kvh) * p.max_pages;
-    PagePos cur = {pt0 + (s0 + warp * TT) / P, (s0 + warp * TT) % P}, nxt = cur, mid = cur;
-    int32_t pg_cur = 0, pg_next = 0, pg_mid = 0; /* pages of the current and next tile (NST = 3: mid, the one between) */
+    PagePos cur = {pt0 + (s0 + warp * TT) / P, (s0 + warp * TT) % P}, nxt = cur;
+    int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
     if constexpr (STG) {
         const int tf = s0 + warp * TT;
         if (tf < s1) {
@@ -1215,19 +1202,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
         cp_commit();
         advance(nxt);
-        if constexpr (NST == 3) { /* the second tile into stage 1 now */
-            mid = nxt;
-            if (tf + NW * TT < s1) {
-                pg_mid = ptab[mid.pi];
-                stage_in(mid.off, pg_mid, 1);
-            }
-            cp_commit();
-            advance(nxt);
-            if (tf + 2 * NW * TT < s1)
-                pg_next = ptab[nxt.pi];
-        } else if (tf + NW * TT < s1) {
+        if (tf + NW * TT < s1)
             pg_next = ptab[nxt.pi];
-        }
     }
     /* staged rows: fixed strides; a partial last tile gets its missing rows
      * filled with copies of its last token's row (stage_fill), so rows are
@@ -1241,30 +1217,23 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     };
 
     int stg = 0;
-    for (int tb = s0 + warp * TT; tb < s1; tb += NW * TT, stg = stg == NST - 1 ? 0 : stg + 1) {
+    for (int tb = s0 + warp * TT; tb < s1; tb += NW * TT, stg ^= 1) {
         /* k0b: token tb's key row (kivi: khb the block's scale/min header,
          * k0b token tb's code row), v0b: its value row; token tb + i at + i
          * rows (SUB = 2: the second sub-tile's keys at + KSB, values + VSB) */
         const uint8_t *k0b, *khb = nullptr, *v0b;
         if constexpr (STG) {
-            const int tn = tb + (NST - 1) * NW * TT; /* the tile copied now */
+            const int tn = tb + NW * TT;
             __syncwarp(); /* every lane is done with the stage refilled below */
             if (tn < s1)
-                stage_in(nxt.off, pg_next, stg == 0 ? NST - 1 : stg - 1);
+                stage_in(nxt.off, pg_next, stg ^ 1);
             cp_commit();
             uint8_t *kd = wstage + stg * (SUB * SB);
             khb = kd;
             k0b = KIVI_K ? kd + 4 * D : kd;
             v0b = STG_V ? kd + SUB * KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)cur.off * p.vf.block_bytes;
-            if constexpr (NST == 3) {
-                pg_cur = pg_mid;
-                cur = mid;
-                pg_mid = pg_next;
-                mid = nxt;
-            } else {
-                pg_cur = pg_next;
-                cur = nxt;
-            }
+            pg_cur = pg_next;
+            cur = nxt;
             advance(nxt);
             if (tn + NW * TT < s1)
                 pg_next = ptab[nxt.pi];
@@ -1272,10 +1241,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             mbar_wait(mbar_s + 8 * stg, (phs >> stg) & 1);
             phs ^= 1u << stg;
 #else
-            if constexpr (NST == 3)
-                cp_wait2();
-            else
-                cp_wait1();
+            cp_wait1();
             __syncwarp();
 #endif
             if (s1 - tb < TT) { /* partial tile: fill its missing rows */
