@@ -17,6 +17,8 @@
  *    code * 2^e (exponent OR'ed in, 1024 subtracted: code_h2). q8_0 / q4_0
  *    codes are small integers, made exact fp16 numbers the same way
  *    (i8_h2, u4_h2); their per-block scales stay outside the product.
+ *    q4_0 keys (QSUBK): the unsigned nibble u = c + 8 as a subnormal key
+ *    operand, its offset -8 * sum q per block as the accumulators' start.
  *  - the query (times the key codec's per-channel factors) and the softmax
  *    weights (times the value codec's per-token group scale) are float32
  *    numbers split into hi + lo fp16 halves: hi in rows 0..7 of the 16-row
@@ -107,6 +109,9 @@ namespace {
 #endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
+#endif
+#ifndef VQ_MMA_QSUBK /* q4_0 keys: 1 the unsigned nibbles u = c + 8 as subnormal fp16 (one AND per two codes), the offset (-8 times the block's sum of q) as the start of the block's accumulators; 0 exact fp16 integers c (a byte permute and an HSUB2 per two codes) */
+#define VQ_MMA_QSUBK 1
 #endif
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
@@ -283,7 +288,9 @@ __host__ __device__ __forceinline__ constexpr int key_chan(int s, int j)
 template <int KM, int D>
 __device__ __forceinline__ int key_channel(int t, int s, int j)
 {
-    if constexpr (KM == FMT_Q8 || KM == FMT_Q4) /* k-step s inside block s/2: channels 16 (s%2) + 4t + j */
+    if constexpr (KM == FMT_Q4 && VQ_MMA_QSUBK) /* as below, bytes 0, 2 of the lane's word in b0, 1, 3 in b1 */
+        return 32 * (s >> 1) + 16 * (s & 1) + 4 * t + (j == 0 ? 0 : j == 1 ? 2 : j == 2 ? 1 : 3);
+    else if constexpr (KM == FMT_Q8 || KM == FMT_Q4) /* k-step s inside block s/2: channels 16 (s%2) + 4t + j */
         return 32 * (s >> 1) + 16 * (s & 1) + 4 * t + j;
     else if constexpr (KM == FMT_FP16) /* lane t: 16-byte chunks 4i + t of the row (key_load) */
         return 8 * (4 * (s >> 1) + t) + 4 * (s & 1) + j;
@@ -297,6 +304,8 @@ __device__ __forceinline__ constexpr int key_exp(int s)
     if constexpr (KM == FMT_KIVI2)
         return D == 128 ? 2 * (s & 3) : 2 * s;
     else if constexpr (KM == FMT_KIVI4)
+        return 4 * (s & 1);
+    else if constexpr (KM == FMT_Q4) /* QSUBK: high nibbles (odd k-steps) in place at bit 4 */
         return 4 * (s & 1);
     else
         return s;
@@ -426,6 +435,14 @@ __device__ __forceinline__ void key_frag(const KeyRaw<KM, D> &r, int pl, int s, 
     if constexpr (KM == FMT_FP16) {
         b0 = r.w[0][2 * s];
         b1 = r.w[0][2 * s + 1];
+    } else if constexpr (KM == FMT_Q4 && VQ_MMA_QSUBK) {
+        /* k-step 2b: low nibbles of bytes 0, 2 (b0) and 1, 3 (b1) at bit
+         * 0 of each half, 2b + 1: the high nibbles in place at bit 4;
+         * subnormal u * 2^(e-24), u = c + 8 */
+        const uint32_t w = r.w[0][s >> 1];
+        const uint32_t m = s & 1 ? 0x00f000f0u : 0x000f000fu;
+        b0 = w & m;
+        b1 = (w >> 8) & m;
     } else if constexpr (KM == FMT_Q8) {
         /* signed bytes c -> fp16 (1024 + 128 + c) - 1152: exact */
         const uint32_t x = r.w[0][s] ^ 0x80808080u;
@@ -812,6 +829,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                          ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 1)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 2)) || KM == FMT_RVQ2);
     static_assert(KM != FMT_RVQ2 || I8K, "turboquant_rvq:bits=2 keys only by I8K");
     constexpr int NKS8 = i8_ksteps<KM>(), NF8 = i8_nfac<KM>();
+    /* QSUBK: q4_0 key codes as subnormal u = c + 8 (see key_frag); Q'
+     * carries 2^(24-e-EXPO) as for kivi, and each block's accumulators start
+     * at -8 * 2^-EXPO * (the block's sum of q), per head (kqs). (q8_0 keys
+     * the same way, u = c + 128, measured no faster: 0.3260 / 0.3250 ->
+     * 0.3274 / 0.3285 ms at 64k x 8) */
+    constexpr bool QSUBK = KM == FMT_Q4 && VQ_MMA_QSUBK;
+    constexpr float QOFF = 8.0f;
 
     __shared__ float qs[G][D];
     __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (kivi keys, HFOLD: hi/lo of q * 2^(24-e-EXPO)) */
@@ -822,6 +846,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     __shared__ float wml[NW][G][2];
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
     __shared__ __align__(16) uint4 ai8[I8K ? NKS8 : 1][32]; /* I8K: A fragments per k-step, lane */
+    __shared__ float kqs[QSUBK ? D / 32 : 1][8];            /* QSUBK: per block and query row, the accumulators' start */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     /* the reduce launch (a programmatic dependent launch) may be set up
@@ -891,7 +916,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
                 for (int pl = 0; pl < PL; pl++) {
                     float f = 1.0f;
-                    if constexpr (KM != FMT_FP16 && KM != FMT_Q8 && KM != FMT_Q4)
+                    if constexpr ((KM != FMT_FP16 && KM != FMT_Q8 && KM != FMT_Q4) || QSUBK)
                         f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(s)) << 23);
                     if constexpr (KM == FMT_RVQ1)
                         f *= pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
@@ -902,6 +927,22 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     split2(x[2] * f, x[3] * f, a.z, a.w);
                     afr[pl][s][lane] = a;
                 }
+            }
+        }
+    }
+    if constexpr (QSUBK) {
+        if (warp == 0) { /* head g's sum over each block's 32 channels (lane t: channels t + 4i) */
+            const float *qg = qs[live ? g : 0];
+#pragma unroll
+            for (int bk = 0; bk < D / 32; bk++) {
+                float sq = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    sq += qg[32 * bk + t + 4 * i];
+                sq += __shfl_xor_sync(FULL, sq, 1);
+                sq += __shfl_xor_sync(FULL, sq, 2);
+                if (t == 0)
+                    kqs[bk][g] = live ? -QOFF * __int_as_float((127 - EXPO) << 23) * sq : 0.0f;
             }
         }
     }
@@ -1393,9 +1434,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
             for (int bk = 0; bk < D / 32; bk++) {
                 float cb[4][4];
+                const float k0 = QSUBK ? kqs[bk][g] : 0.0f; /* rows g (the hi halves' sums) start there */
 #pragma unroll
-                for (int n = 0; n < 4; n++)
-                    cb[n][0] = cb[n][1] = cb[n][2] = cb[n][3] = 0.0f;
+                for (int n = 0; n < 4; n++) {
+                    cb[n][0] = cb[n][1] = k0;
+                    cb[n][2] = cb[n][3] = 0.0f;
+                }
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const uint4 a = afr[0][2 * bk + h][lane];
@@ -1455,7 +1499,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             for (int jj = 0; jj < 2; jj++) {
                 const int tok = t0 + 8 * n + 2 * t + jj;
                 float x = c[n][jj] + c[n][2 + jj];
-                if constexpr (KM == FMT_FP16 || KM == FMT_Q8 || KM == FMT_Q4) {
+                if constexpr (QSUBK) {
+                    x *= __int_as_float((127 + EXPO) << 23);
+                } else if constexpr (KM == FMT_FP16 || KM == FMT_Q8 || KM == FMT_Q4) {
                 } else if constexpr (KIVI_K) {
                     x = fmaf(x, post, base);
                 } else {
