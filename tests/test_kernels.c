@@ -652,37 +652,38 @@ static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
     for (int bits = 2; bits <= 4; bits += 2)
         for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
             for (size_t nt = 1; nt <= 37; nt += 4)
-                for (int nq = 1; nq <= 10; nq += 3) {
-                    size_t D = Ds[id], rs = D * (size_t)bits / 8 + 3, qs = vq_codes_query_bytes(D) + 1, ss = nt + 2;
-                    uint8_t *rows = malloc(rs * nt + 1), *qb = malloc(qs * (size_t)nq + 1);
-                    float *s1 = calloc(ss * (size_t)nq, 4), *s2 = calloc(ss * (size_t)nq, 4);
-                    fill_bytes(rows, rs * nt + 1, D + nt);
-                    /* nq queries (one all zero) and a block header of random
-                     * scales and mins, prepared by the reference into qb + 1
-                     * and by k elsewhere: the same bytes */
-                    float *xs = malloc(sizeof(float) * D * (size_t)nq), *hf = malloc(sizeof(float) * 2 * D);
-                    uint8_t *hdr = malloc(4 * D + 1), *pk = malloc(qs * (size_t)nq);
-                    fill(xs, D * (size_t)nq, 31 + D);
-                    if (nq > 1)
-                        memset(xs + D, 0, sizeof(float) * D);
-                    fill(hf, 2 * D, 41 + D);
-                    for (size_t e = 0; e < 2 * D; e++) {
-                        const vq_fp16 h = vq_fp32_to_fp16(hf[e]);
-                        hdr[1 + 2 * e] = (uint8_t)h, hdr[2 + 2 * e] = (uint8_t)(h >> 8);
+                for (int nq = 1; nq <= 10; nq += 3)
+                    for (size_t pad = 0; pad <= 3; pad += 3) { /* rows packed (the codec's) and apart */
+                        size_t D = Ds[id], rs = D * (size_t)bits / 8 + pad, qs = vq_codes_query_bytes(D) + 1, ss = nt + 2;
+                        uint8_t *rows = malloc(rs * nt + 1), *qb = malloc(qs * (size_t)nq + 1);
+                        float *s1 = calloc(ss * (size_t)nq, 4), *s2 = calloc(ss * (size_t)nq, 4);
+                        fill_bytes(rows, rs * nt + 1, D + nt);
+                        /* nq queries (one all zero) and a block header of random
+                         * scales and mins, prepared by the reference into qb + 1
+                         * and by k elsewhere: the same bytes */
+                        float *xs = malloc(sizeof(float) * D * (size_t)nq), *hf = malloc(sizeof(float) * 2 * D);
+                        uint8_t *hdr = malloc(4 * D + 1), *pk = malloc(qs * (size_t)nq);
+                        fill(xs, D * (size_t)nq, 31 + D);
+                        if (nq > 1)
+                            memset(xs + D, 0, sizeof(float) * D);
+                        fill(hf, 2 * D, 41 + D);
+                        for (size_t e = 0; e < 2 * D; e++) {
+                            const vq_fp16 h = vq_fp32_to_fp16(hf[e]);
+                            hdr[1 + 2 * e] = (uint8_t)h, hdr[2 + 2 * e] = (uint8_t)(h >> 8);
+                        }
+                        vq_codes_qprep(xs, D, nq, hdr + 1, D, bits, qb + 1, qs);
+                        k->codes_qprep(xs, D, nq, hdr + 1, D, bits, pk, qs);
+                        for (int j = 0; j < nq; j++)
+                            CHECKF(memcmp(qb + 1 + (size_t)j * qs, pk + (size_t)j * qs, vq_codes_query_bytes(D)) == 0,
+                                   "%s codes_qprep bits=%d D=%zu query %d: other bytes (scale, sum or codes)", k->isa, bits,
+                                   D, j);
+                        free(xs), free(hf), free(hdr), free(pk);
+                        ref->codes_qdot(rows + 1, rs, bits, nt, D, qb + 1, qs, nq, s1, ss);
+                        k->codes_qdot(rows + 1, rs, bits, nt, D, qb + 1, qs, nq, s2, ss);
+                        CHECKF(same_bits(s2, s1, ss * (size_t)nq), "%s codes_qdot bits=%d D=%zu nt=%zu nq=%d: %g",
+                               k->isa, bits, D, nt, nq, rel_diff(s2, s1, ss * (size_t)nq));
+                        free(rows), free(qb), free(s1), free(s2);
                     }
-                    vq_codes_qprep(xs, D, nq, hdr + 1, D, bits, qb + 1, qs);
-                    k->codes_qprep(xs, D, nq, hdr + 1, D, bits, pk, qs);
-                    for (int j = 0; j < nq; j++)
-                        CHECKF(memcmp(qb + 1 + (size_t)j * qs, pk + (size_t)j * qs, vq_codes_query_bytes(D)) == 0,
-                               "%s codes_qprep bits=%d D=%zu query %d: other bytes (scale, sum or codes)", k->isa, bits,
-                               D, j);
-                    free(xs), free(hf), free(hdr), free(pk);
-                    ref->codes_qdot(rows + 1, rs, bits, nt, D, qb + 1, qs, nq, s1, ss);
-                    k->codes_qdot(rows + 1, rs, bits, nt, D, qb + 1, qs, nq, s2, ss);
-                    CHECKF(same_bits(s2, s1, ss * (size_t)nq), "%s codes_qdot bits=%d D=%zu nt=%zu nq=%d: %g",
-                           k->isa, bits, D, nt, nq, rel_diff(s2, s1, ss * (size_t)nq));
-                    free(rows), free(qb), free(s1), free(s2);
-                }
 }
 
 /* codes_qdot's reference against codes_dot with the dequantized query
