@@ -17,16 +17,12 @@
  * accumulate sums w*code in the rotated domain and accum_finish applies
  * R^T. Shared state: the sign diagonal, D/8 bytes (0 without rotation).
  *
- * qbits=8: keys are scored in the integer domain against the query
- * quantized to int8 per block of 32 (kernels/qdot.h: VNNI on AVX-512), as
- * llama.cpp's q8_0 activations; values are summed with the attention
- * weights rounded to int8 per block of 32 rows (kernels/qaxpy.h
+ * qbits=8 (default 0): keys are scored in the integer domain against the
+ * query quantized to int8 per block of 32 (kernels/qdot.h: VNNI on
+ * AVX-512), as llama.cpp's q8_0 activations; values are summed with the
+ * attention weights rounded to int8 per block of 32 rows (kernels/qaxpy.h
  * vq_qaxpy8). The stored bytes are the same; the results differ from the
- * float ones by that rounding (<= d/2 per value, d = block amax/127).
- * Default: 8 for q4_0 keys (their own 4-bit error dominates the query's
- * rounding: figures/bench/qbits-quality.txt), 0 otherwise (q8_0 keys: the
- * rounding is of their own size); a q4_0 key codec's canonical spec
- * always names qbits. */
+ * float ones by that rounding (<= d/2 per value, d = block amax/127). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +51,7 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
 {
     long rot, qbits;
     VQ_TRY(vq_spec_int(spec, "rot", 0, 0, 1, &rot, c->err));
-    const int q4_key = bits == 4 && c->role == VQ_ROLE_KEY;
-    VQ_TRY(vq_spec_int(spec, "qbits", q4_key ? 8 : 0, 0, 8, &qbits, c->err));
+    VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
     if (qbits != 0 && qbits != 8)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "%s: qbits must be 0 (float query) or 8, got %ld", c->ops->name,
                        qbits);
@@ -85,7 +80,7 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
     c->accum_tiled_min_q = VQ_CODEC_TILED_MIN_Q;
     if (q->w8) /* int8 weights: always vq_qaxpy8, on every instruction set */
         c->accum_own = 1, c->accum_tiled_min_q = 0;
-    if (qbits || q4_key)
+    if (qbits)
         snprintf(c->canon, sizeof c->canon, "%s:rot=%d,qbits=%d", c->ops->name, q->rot, q->qbits);
     else
         snprintf(c->canon, sizeof c->canon, "%s:rot=%d", c->ops->name, q->rot);

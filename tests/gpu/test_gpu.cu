@@ -53,16 +53,13 @@ struct Case {
     int vmode;
 };
 
-/* q4_0 keys name qbits=0: the GPU scores them with the float query, the
- * CPU codec's float twin (its default for q4_0 keys is the int8 query,
- * whose rounding is above this test's thresholds) */
 static const Case cases[] = {
     {"fp16", "fp16", 0},
     {"q8_0", "q8_0", 0},
     {"q8_0:rot=1", "q4_0", 0},
     {"q8_0:rot=1", "q8_0:rot=1", 0},
-    {"q4_0:rot=1,qbits=0", "q4_0:rot=1", 0},
-    {"q4_0:qbits=0", "q4_0", 0},
+    {"q4_0:rot=1", "q4_0:rot=1", 0},
+    {"q4_0", "q4_0", 0},
     {"kivi:bits=2", "kivi:bits=2", 0},
     {"kivi:bits=4", "kivi:bits=4", 0},
     {"kivi:bits=4,group=64", "kivi:bits=4,group=16", 0},
@@ -81,8 +78,8 @@ static const Case cases[] = {
     {"fp16", "rabitq:bits=1,qbits=0", 0},
     {"q8_0", "q8_0", 1}, /* block scales d spread over 2^20 */
     {"q8_0", "q8_0", 2}, /* small d: P * d below the fp16 normal range unless scaled */
-    {"q4_0:rot=1,qbits=0", "q4_0:rot=1", 2},
-    {"q4_0:qbits=0", "q4_0", 1},
+    {"q4_0:rot=1", "q4_0:rot=1", 2},
+    {"q4_0", "q4_0", 1},
     {"q8_0:rot=1", "q4_0", 3},
     {"q8_0", "q8_0", 3},
     {"vecinfer:sub_dim=8,bits=8", "vecinfer:sub_dim=8,bits=8", 0}, /* calibrated here; tables uploaded */
