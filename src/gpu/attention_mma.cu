@@ -110,7 +110,7 @@ namespace {
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
 #endif
-#ifndef VQ_MMA_SWP /* 64-token iterations (SUB2): 1 software-pipelined (the next sub-tile's key product beside this one's value product), each sub-tile's stage refilled as soon as it is consumed; 2 the same with whole-tile refills (the copies have half a tile's time in flight); 0 off */
+#ifndef VQ_MMA_SWP /* 0: 64-token iterations (SUB2) without the software pipeline (1: the next sub-tile's key product in the same straight-line code as this one's value product) */
 #define VQ_MMA_SWP 1
 #endif
 #ifndef VQ_MMA_QSUBK /* q4_0 keys: 1 the unsigned nibbles u = c + 8 as subnormal fp16 (one AND per two codes), the offset (-8 times the block's sum of q) as the start of the block's accumulators; 0 exact fp16 integers c (a byte permute and an HSUB2 per two codes) */
@@ -714,7 +714,6 @@ __device__ __forceinline__ void cp16(void *dst, const void *src)
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 [[maybe_unused]] __device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
-[[maybe_unused]] __device__ __forceinline__ void cp_wait2() { asm volatile("cp.async.wait_group 2;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 #if VQ_MMA_LEANSTAGE
@@ -1147,25 +1146,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
         if constexpr (STG_V)
             warp_copy_l<SUB * VSB>(sa + SUB * KSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (16 * lane + (uint32_t)i0 * (uint32_t)p.vf.block_bytes), lane);
-    };
-    /* the same for sub-tile h of the tile only (SWP) */
-    auto stage_in1 = [&](int i0, int32_t pg, int st, int h) {
-        const uint32_t sa = wst_s + st * (SUB * SB);
-        const uint8_t *kpg = p.kp + (size_t)(uint32_t)pg * p.kpb + 16 * lane;
-        const int i = i0 + h * WTOK;
-        if constexpr (KIVI_K) {
-            const uint8_t *blk = kpg + (uint32_t)(i >> lgk) * (uint32_t)p.kf.block_bytes;
-            if (p.kf.group == WTOK) {
-                warp_copy_l<KSB>(sa + h * KSB, blk, lane);
-            } else {
-                warp_copy_l<4 * D>(sa + h * KSB, blk, lane);
-                warp_copy_l<KSB - 4 * D>(sa + h * KSB + 4 * D, blk + (4 * D + (uint32_t)(i & (p.kf.group - 1)) * (KB * D / 8)), lane);
-            }
-        } else {
-            warp_copy_l<KSB>(sa + h * KSB, kpg + (uint32_t)i * (uint32_t)p.kf.block_bytes, lane);
-        }
-        if constexpr (STG_V)
-            warp_copy_l<VSB>(sa + SUB * KSB + h * VSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (16 * lane + (uint32_t)i * (uint32_t)p.vf.block_bytes), lane);
     };
 #else
     auto stage_in = [&](int i0, int32_t pg, int st) {
@@ -2008,27 +1988,25 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
          * this one's softmax, in the same straight-line code as this one's
          * value product, so the scheduler can interleave two independent
          * chains (gpu9's profile: on 36-46% of the cycles no warp was
-         * ready). The next tile's first sub-tile is therefore scored
-         * beside the current tile's second value product. SWP = 1: each
-         * sub-tile's part of the stage is refilled (with the same sub-tile
-         * two tiles ahead, one commit group per sub-tile) as soon as its
-         * value product is done, so every copy has about a tile's time in
-         * flight, as without SWP (wait_group 2 before each sub-tile: the
-         * two later sub-tiles' copies may be pending); SWP = 2: the whole stage is refilled
-         * after the tile (half a tile in flight). Past the end, a missing
-         * second sub-tile and the tile after the last are scored on stale
-         * stage bytes: the former all masked (weight 0; its value rows
-         * filled with copies of the tile's last row, so that 0 times them
-         * is 0), the latter never used. */
+         * ready). The next tile's first sub-tile is therefore scored beside
+         * the current tile's second value product: its stage is waited for
+         * (wait_group 0) before that, and the stage the current tile leaves
+         * is refilled (two tiles ahead) after it, so a copy has about half
+         * a tile's time in flight instead of a whole tile's (refilling each
+         * sub-tile's part as soon as it is consumed kept a tile in flight
+         * but measured slower: more copy instructions, Round gpu10 in
+         * docs/gpu.md). Past the end, a missing second sub-tile and the
+         * tile after the last are scored on stale stage bytes: the former
+         * all masked (weight 0; its value rows filled with copies of the
+         * tile's last row, so that 0 times them is 0), the latter never
+         * used. (In 32-token iterations the same pipeline left a copy only
+         * a softmax in flight: 3-6% slower, so they run the plain loop.) */
         constexpr int K0 = KIVI_K ? 4 * D : 0; /* code rows after the kivi block header */
-        constexpr bool RING = VQ_MMA_SWP == 1;
         int tb = s0 + warp * TT;
-        /* a partial tile at tf (stage kd): its copies completed, its
+        /* a partial tile at tf (stage kd, its copies completed): its
          * missing rows filled */
         auto fill = [&](uint8_t *kd, int tf) {
             if (tf < s1 && s1 - tf < TT) {
-                cp_wait0();
-                __syncwarp();
 #pragma unroll
                 for (int h = 0; h < SUB; h++) {
                     const int nvh = s1 - tf - h * WTOK;
@@ -2039,55 +2017,29 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 __syncwarp();
             }
         };
-        /* sub-tile h of the tile two ahead (at nxt, page pg_next) into
-         * stage st, if there is one; a commit group either way */
-        auto refill = [&](int tf, int st, int h) {
-            if (tf < s1)
-                stage_in1(nxt.off, pg_next, st, h);
-            cp_commit();
-        };
         if (tb < s1) {
             const int tn = tb + NW * TT; /* the second tile into stage 1 */
-            if constexpr (RING) {
-                refill(tn, 1, 0);
-                refill(tn, 1, 1);
-            } else {
-                if (tn < s1)
-                    stage_in(nxt.off, pg_next, 1);
-                cp_commit();
-            }
+            if (tn < s1)
+                stage_in(nxt.off, pg_next, 1);
+            cp_commit();
             advance(nxt);
             if (tn + NW * TT < s1)
                 pg_next = ptab[nxt.pi];
-            if constexpr (RING)
-                cp_wait2();
-            else
-                cp_wait1();
+            cp_wait1();
             __syncwarp();
             fill(wstage, tb);
-            float sc[4][2], sn[4][2]; /* scores, then weights, of two sub-tiles */
+            float sc[4][2], sn[4][2]; /* scores, then weights, of the two sub-tiles */
             score_tile(wstage, wstage + K0, tb, sc);
             int stg = 0;
 #pragma unroll 1
             for (;;) {
                 uint8_t *const kd = wstage + stg * (SUB * SB), *const kn = wstage + (stg ^ 1) * (SUB * SB);
-                const int tn = tb + NW * TT, tn2 = tn + NW * TT;
                 soft_tile(sc);
-                if constexpr (RING) { /* sub-tile 1 of this tile (two later sub-tiles' copies may be pending) */
-                    cp_wait2();
-                    __syncwarp();
-                }
                 score_tile(kd + KSB, kd + KSB + K0, tb + WTOK, sn);
                 value_tile(kd + SUB * KSB, s1 - tb, sc);
-                if constexpr (RING) {
-                    __syncwarp(); /* every lane is done with sub-tile 0 of stage stg */
-                    refill(tn2, stg, 0);
-                }
                 soft_tile(sn);
-                if constexpr (RING)
-                    cp_wait2();
-                else
-                    cp_wait0();
+                const int tn = tb + NW * TT;
+                cp_wait0();
                 __syncwarp();
                 fill(kn, tn);
                 score_tile(kn, kn + K0, tn, sc); /* stale bytes when tn >= s1: unused */
@@ -2095,13 +2047,10 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 if (tn >= s1)
                     break;
                 __syncwarp(); /* every lane is done with stage stg */
-                if constexpr (RING) {
-                    refill(tn2, stg, 1);
-                } else {
-                    if (tn2 < s1)
-                        stage_in(nxt.off, pg_next, stg);
-                    cp_commit();
-                }
+                const int tn2 = tn + NW * TT;
+                if (tn2 < s1)
+                    stage_in(nxt.off, pg_next, stg);
+                cp_commit();
                 advance(nxt);
                 if (tn2 + NW * TT < s1)
                     pg_next = ptab[nxt.pi];
