@@ -44,7 +44,9 @@
  *  2t+9 of the k-tile, pairing two tokens per register with a byte permute.
  * Packed keys (and values where they fit) reach the warp through its own
  * 2-stage shared-memory buffer filled by cp.async one tile ahead (staging,
- * below). */
+ * below). 64-token iterations (two sub-tiles of 32) run as a software
+ * pipeline: the next sub-tile's scores beside this one's value product
+ * (SWP, the main loop). */
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdlib.h>
@@ -1210,8 +1212,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             pg_next = ptab[nxt.pi];
     }
     /* staged rows: fixed strides; a partial last tile gets its missing rows
-     * filled with copies of its last token's row (stage_fill), so rows are
-     * read at constant offsets with no clamping (their scores are masked) */
+     * filled with copies of its last token's row (stage_fill: rows nv..rows-1
+     * of the area at base from row nv - 1), so rows are read at constant
+     * offsets with no clamping (their scores are masked) */
     constexpr int KROW = KIVI_K ? KB * D / 8 : KSB / WTOK, VROW = VSB / WTOK;
     auto stage_fill = [&](uint8_t *base, int rowb, int nv, int rows) {
         const int hw = rowb / 2;
