@@ -44,7 +44,9 @@
  *  2t+9 of the k-tile, pairing two tokens per register with a byte permute.
  * Packed keys (and values where they fit) reach the warp through its own
  * 2-stage shared-memory buffer filled by cp.async one tile ahead (staging,
- * below). */
+ * below). 64-token iterations (two sub-tiles of 32) run as a software
+ * pipeline: the next sub-tile's scores beside this one's value product
+ * (SWP, the main loop). */
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdlib.h>
@@ -109,6 +111,9 @@ namespace {
 #endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
+#endif
+#ifndef VQ_MMA_SWP /* 0: 64-token iterations (SUB2) without the software pipeline (1: the next sub-tile's key product in the same straight-line code as this one's value product) */
+#define VQ_MMA_SWP 1
 #endif
 #ifndef VQ_MMA_QSUBK /* q4_0 keys: 1 the unsigned nibbles u = c + 8 as subnormal fp16 (one AND per two codes), the offset (-8 times the block's sum of q) as the start of the block's accumulators; 0 exact fp16 integers c (a byte permute and an HSUB2 per two codes) */
 #define VQ_MMA_QSUBK 1
@@ -835,6 +840,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
      * the same way, u = c + 128, measured no faster: 0.3260 / 0.3250 ->
      * 0.3274 / 0.3285 ms at 64k x 8) */
     constexpr bool QSUBK = KM == FMT_Q4 && VQ_MMA_QSUBK;
+    constexpr bool SWP = SUB == 2 && VQ_MMA_SWP; /* see the main loop */
     constexpr float QOFF = 8.0f;
 
     __shared__ float qs[G][D];
@@ -1206,81 +1212,21 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             pg_next = ptab[nxt.pi];
     }
     /* staged rows: fixed strides; a partial last tile gets its missing rows
-     * filled with copies of its last token's row (stage_fill), so rows are
-     * read at constant offsets with no clamping (their scores are masked) */
+     * filled with copies of its last token's row (stage_fill: rows nv..rows-1
+     * of the area at base from row nv - 1), so rows are read at constant
+     * offsets with no clamping (their scores are masked) */
     constexpr int KROW = KIVI_K ? KB * D / 8 : KSB / WTOK, VROW = VSB / WTOK;
-    auto stage_fill = [&](uint8_t *base, int rowb, int nv) {
+    auto stage_fill = [&](uint8_t *base, int rowb, int nv, int rows) {
         const int hw = rowb / 2;
         const uint16_t *src = (const uint16_t *)(base + (size_t)(nv - 1) * rowb);
-        for (int k = lane; k < (WTOK - nv) * hw; k += 32)
+        for (int k = lane; k < (rows - nv) * hw; k += 32)
             ((uint16_t *)(base + (size_t)(nv + k / hw) * rowb))[k % hw] = src[k % hw];
     };
 
-    int stg = 0;
-    for (int tb = s0 + warp * TT; tb < s1; tb += NW * TT, stg ^= 1) {
-        /* k0b: token tb's key row (kivi: khb the block's scale/min header,
-         * k0b token tb's code row), v0b: its value row; token tb + i at + i
-         * rows (SUB = 2: the second sub-tile's keys at + KSB, values + VSB) */
-        const uint8_t *k0b, *khb = nullptr, *v0b;
-        if constexpr (STG) {
-            const int tn = tb + NW * TT;
-            __syncwarp(); /* every lane is done with the stage refilled below */
-            if (tn < s1)
-                stage_in(nxt.off, pg_next, stg ^ 1);
-            cp_commit();
-            uint8_t *kd = wstage + stg * (SUB * SB);
-            khb = kd;
-            k0b = KIVI_K ? kd + 4 * D : kd;
-            v0b = STG_V ? kd + SUB * KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)cur.off * p.vf.block_bytes;
-            pg_cur = pg_next;
-            cur = nxt;
-            advance(nxt);
-            if (tn + NW * TT < s1)
-                pg_next = ptab[nxt.pi];
-#if VQ_MMA_BULK
-            mbar_wait(mbar_s + 8 * stg, (phs >> stg) & 1);
-            phs ^= 1u << stg;
-#else
-            cp_wait1();
-            __syncwarp();
-#endif
-            if (s1 - tb < TT) { /* partial tile: fill its missing rows */
-#pragma unroll
-                for (int h = 0; h < SUB; h++) {
-                    const int nvh = s1 - tb - h * WTOK;
-                    if (nvh > 0 && nvh < WTOK) {
-                        stage_fill((uint8_t *)k0b + h * KSB, KROW, nvh);
-                        if constexpr (STG_V)
-                            stage_fill((uint8_t *)v0b + h * VSB, VROW, nvh);
-                    }
-                }
-                __syncwarp();
-            }
-        } else {
-            const int32_t pg = ptab[cur.pi];
-            const int in0 = cur.off;
-            advance(cur);
-            const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
-            if constexpr (KIVI_K) {
-                khb = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
-                k0b = khb + 4 * D + (size_t)(in0 & (p.kf.group - 1)) * (KB * D / 8);
-            } else {
-                k0b = kpage + (size_t)in0 * p.kf.block_bytes;
-            }
-            v0b = p.vp + (size_t)pg * p.vpb + (size_t)in0 * p.vf.block_bytes;
-            if constexpr (STG16) {
-                k0b = stage_mem + (size_t)warp * WTOK * KROW16;
-                cp_wait0();
-                __syncwarp();
-            }
-        }
-#pragma unroll 1
-        for (int h = 0; h < SUB; h++) {
-        const int t0 = tb + h * WTOK;
-        if (SUB > 1 && t0 >= s1)
-            break;
-        const uint8_t *const kh = khb + h * KSB, *const k0 = k0b + h * KSB, *const v0 = v0b + h * VSB;
-
+    /* one 32-token sub-tile in three steps: its scores (keys at kh / k0,
+     * first token t0) into sc, the online softmax turning them into
+     * weights, the value product (values at v0, nv tokens left from t0) */
+    auto score_tile = [&](const uint8_t *const kh, const uint8_t *const k0, const int t0, float (&sc)[4][2]) {
         /* ---- scores ---- */
         float c[4][4];
 #pragma unroll
@@ -1490,8 +1436,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 }
         }
         /* scores of head g, tokens 8n + 2t + jj */
-        float sc[4][2];
-        float mx = -INFINITY;
         const int nv = s1 - t0; /* tokens of this tile (< WTOK: the last one, partial) */
 #pragma unroll
         for (int n = 0; n < 4; n++)
@@ -1521,6 +1465,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #pragma unroll
                 for (int jj = 0; jj < 2; jj++)
                     sc[n][jj] = 8 * n + 2 * t + jj < nv ? sc[n][jj] : -INFINITY;
+    };
+    auto soft_tile = [&](float (&sc)[4][2]) {
+        float mx = -INFINITY;
 #pragma unroll
         for (int n = 0; n < 4; n++)
             mx = fmaxf(mx, fmaxf(sc[n][0], sc[n][1]));
@@ -1558,7 +1505,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 sc[n][jj] = ex2(sc[n][jj] - m_run);
                 l_run += sc[n][jj];
             }
-
+    };
+    auto value_tile = [&](const uint8_t *const v0, const int nv, float (&sc)[4][2]) {
         /* ---- values: two k-tiles of 16 tokens (loads of both issued together) ---- */
         const uint8_t *vrow[2][4];
         float pw[2][4];
@@ -2035,8 +1983,155 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 }
             }
         }
+    };
+
+    if constexpr (SWP) {
+        /* SWP (64-token iterations): a software pipeline over the warp's
+         * sub-tiles. The keys of the next sub-tile are scored right after
+         * this one's softmax, in the same straight-line code as this one's
+         * value product, so the scheduler can interleave two independent
+         * chains (gpu9's profile: on 36-46% of the cycles no warp was
+         * ready). The next tile's first sub-tile is therefore scored beside
+         * the current tile's second value product: its stage is waited for
+         * (wait_group 0) before that, and the stage the current tile leaves
+         * is refilled (two tiles ahead) after it, so a copy has about half
+         * a tile's time in flight instead of a whole tile's (refilling each
+         * sub-tile's part as soon as it is consumed kept a tile in flight
+         * but measured slower: more copy instructions, Round gpu10 in
+         * docs/gpu.md). Past the end, a missing second sub-tile and the
+         * tile after the last are scored on stale stage bytes: the former
+         * all masked (weight 0; its value rows filled with copies of the
+         * tile's last row, so that 0 times them is 0), the latter never
+         * used. (In 32-token iterations the same pipeline left a copy only
+         * a softmax in flight: 3-6% slower, so they run the plain loop.) */
+        constexpr int K0 = KIVI_K ? 4 * D : 0; /* code rows after the kivi block header */
+        int tb = s0 + warp * TT;
+        /* a partial tile at tf (stage kd, its copies completed): its
+         * missing rows filled */
+        auto fill = [&](uint8_t *kd, int tf) {
+            if (tf < s1 && s1 - tf < TT) {
+#pragma unroll
+                for (int h = 0; h < SUB; h++) {
+                    const int nvh = s1 - tf - h * WTOK;
+                    if (nvh > 0 && nvh < WTOK)
+                        stage_fill(kd + K0 + h * KSB, KROW, nvh, WTOK);
+                }
+                stage_fill(kd + SUB * KSB, VROW, s1 - tf, TT);
+                __syncwarp();
+            }
+        };
+        if (tb < s1) {
+            const int tn = tb + NW * TT; /* the second tile into stage 1 */
+            if (tn < s1)
+                stage_in(nxt.off, pg_next, 1);
+            cp_commit();
+            advance(nxt);
+            if (tn + NW * TT < s1)
+                pg_next = ptab[nxt.pi];
+            cp_wait1();
+            __syncwarp();
+            fill(wstage, tb);
+            float sc[4][2], sn[4][2]; /* scores, then weights, of the two sub-tiles */
+            score_tile(wstage, wstage + K0, tb, sc);
+            int stg = 0;
+#pragma unroll 1
+            for (;;) {
+                uint8_t *const kd = wstage + stg * (SUB * SB), *const kn = wstage + (stg ^ 1) * (SUB * SB);
+                soft_tile(sc);
+                score_tile(kd + KSB, kd + KSB + K0, tb + WTOK, sn);
+                value_tile(kd + SUB * KSB, s1 - tb, sc);
+                soft_tile(sn);
+                const int tn = tb + NW * TT;
+                cp_wait0();
+                __syncwarp();
+                fill(kn, tn);
+                score_tile(kn, kn + K0, tn, sc); /* stale bytes when tn >= s1: unused */
+                value_tile(kd + SUB * KSB + VSB, s1 - tb - WTOK, sn);
+                if (tn >= s1)
+                    break;
+                __syncwarp(); /* every lane is done with stage stg */
+                const int tn2 = tn + NW * TT;
+                if (tn2 < s1)
+                    stage_in(nxt.off, pg_next, stg);
+                cp_commit();
+                advance(nxt);
+                if (tn2 + NW * TT < s1)
+                    pg_next = ptab[nxt.pi];
+                tb = tn;
+                stg ^= 1;
+            }
+        }
+    } else {
+    int stg = 0;
+    for (int tb = s0 + warp * TT; tb < s1; tb += NW * TT, stg ^= 1) {
+        /* k0b: token tb's key row (kivi: khb the block's scale/min header,
+         * k0b token tb's code row), v0b: its value row; token tb + i at + i
+         * rows (SUB = 2: the second sub-tile's keys at + KSB, values + VSB) */
+        const uint8_t *k0b, *khb = nullptr, *v0b;
+        if constexpr (STG) {
+            const int tn = tb + NW * TT;
+            __syncwarp(); /* every lane is done with the stage refilled below */
+            if (tn < s1)
+                stage_in(nxt.off, pg_next, stg ^ 1);
+            cp_commit();
+            uint8_t *kd = wstage + stg * (SUB * SB);
+            khb = kd;
+            k0b = KIVI_K ? kd + 4 * D : kd;
+            v0b = STG_V ? kd + SUB * KSB : p.vp + (size_t)pg_cur * p.vpb + (size_t)cur.off * p.vf.block_bytes;
+            pg_cur = pg_next;
+            cur = nxt;
+            advance(nxt);
+            if (tn + NW * TT < s1)
+                pg_next = ptab[nxt.pi];
+#if VQ_MMA_BULK
+            mbar_wait(mbar_s + 8 * stg, (phs >> stg) & 1);
+            phs ^= 1u << stg;
+#else
+            cp_wait1();
+            __syncwarp();
+#endif
+            if (s1 - tb < TT) { /* partial tile: fill its missing rows */
+#pragma unroll
+                for (int h = 0; h < SUB; h++) {
+                    const int nvh = s1 - tb - h * WTOK;
+                    if (nvh > 0 && nvh < WTOK) {
+                        stage_fill((uint8_t *)k0b + h * KSB, KROW, nvh, WTOK);
+                        if constexpr (STG_V)
+                            stage_fill((uint8_t *)v0b + h * VSB, VROW, nvh, WTOK);
+                    }
+                }
+                __syncwarp();
+            }
+        } else {
+            const int32_t pg = ptab[cur.pi];
+            const int in0 = cur.off;
+            advance(cur);
+            const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
+            if constexpr (KIVI_K) {
+                khb = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
+                k0b = khb + 4 * D + (size_t)(in0 & (p.kf.group - 1)) * (KB * D / 8);
+            } else {
+                k0b = kpage + (size_t)in0 * p.kf.block_bytes;
+            }
+            v0b = p.vp + (size_t)pg * p.vpb + (size_t)in0 * p.vf.block_bytes;
+            if constexpr (STG16) {
+                k0b = stage_mem + (size_t)warp * WTOK * KROW16;
+                cp_wait0();
+                __syncwarp();
+            }
+        }
+#pragma unroll 1
+        for (int h = 0; h < SUB; h++) {
+            const int t0 = tb + h * WTOK;
+            if (SUB > 1 && t0 >= s1)
+                break;
+            float sc[4][2];
+            score_tile(khb + h * KSB, k0b + h * KSB, t0, sc);
+            soft_tile(sc);
+            value_tile(v0b + h * VSB, s1 - t0, sc);
         } /* sub-tiles */
     }
+    } /* SWP */
 
     /* ---- this warp's (m, l, acc) per head, then the CTA's ---- */
     l_run += __shfl_xor_sync(FULL, l_run, 1);
