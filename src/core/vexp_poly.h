@@ -5,11 +5,11 @@
  *
  * exp(t) = 2^k * exp(r), k = round(t / ln 2), r = t - k ln 2 (ln 2 split
  * in two parts so r is exact enough), exp(r) by the minimax polynomial
- * used by Cephes' expf on |r| <= ln(2)/2; VQ_EXP_DEFINE puts it
- * together (the AVX2 twin; the AVX-512 twin uses the reduction and the
- * polynomial and applies 2^k by VSCALEFPS, with the same bits). The twin passes its rounding (the instruction differs between
- * the widths), clamps t to >= VQ_EXP_LO (so 2^k stays normal) and flushes
- * arguments below it to 0 (the mask form differs too). */
+ * used by Cephes' expf on |r| <= ln(2)/2. VQ_EXP_DEFINE puts it together
+ * for the AVX2 twin, which passes its rounding, clamps t to >= VQ_EXP_LO
+ * (so 2^k stays normal) and flushes arguments below it to 0; the AVX-512
+ * twin uses the reduction and the polynomial and applies 2^k by VSCALEFPS,
+ * with the same bits. */
 #ifndef VQ_CORE_VEXP_POLY_H
 #define VQ_CORE_VEXP_POLY_H
 

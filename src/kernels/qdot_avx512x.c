@@ -21,6 +21,7 @@
 #include "kernels/codes_qdot.h"
 #include "kernels/prefetch.h"
 #include "kernels/qdot.h"
+#include "kernels/wq_avx512x.h"
 
 #define QROWS 8
 #define QMAXQ 8 /* queries per pass */
@@ -76,13 +77,6 @@ static inline __m512i pair4i(int32_t a, int32_t b)
  * t = t * isum, acc = acc + t, block after block): the reference's bits.
  * NQ queries (1..4) at a time; nb <= QROWS16_MAXB blocks. */
 #define QROWS16_MAXB 8
-static inline __m512i quad_lanes(const uint8_t *const r[4], size_t off)
-{
-    __m512i R = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(r[0] + off)));
-    R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(r[1] + off)), 1);
-    R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(r[2] + off)), 2);
-    return _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(r[3] + off)), 3);
-}
 
 static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, const uint8_t *codes, size_t rstride,
                                                               size_t nt, size_t nb, const uint8_t *qbuf,
@@ -124,10 +118,10 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
                 const uint8_t *const *r = row + 4 * qd;
                 __m512i L, H; /* the block's codes 0-15 and 16-31 of the quad's rows, unsigned */
                 if (BITS == 8) {
-                    L = _mm512_xor_si512(quad_lanes(r, o + 2), mask);
-                    H = _mm512_xor_si512(quad_lanes(r, o + 18), mask);
+                    L = _mm512_xor_si512(vq_quad_bytes16(r, o + 2), mask);
+                    H = _mm512_xor_si512(vq_quad_bytes16(r, o + 18), mask);
                 } else {
-                    const __m512i R = quad_lanes(r, o + 2);
+                    const __m512i R = vq_quad_bytes16(r, o + 2);
                     L = _mm512_and_si512(R, mask), H = _mm512_and_si512(_mm512_srli_epi16(R, 4), mask);
                 }
                 _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) I[j][qd] =
@@ -317,10 +311,7 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
             for (size_t c = 0; c < nc; c++)
                 for (int h = 0; h < (bits == 2 ? 1 : 2); h++) {
                     const size_t b0 = bits == 2 ? 16 * c : 32 * c + 16 * (size_t)h;
-                    __m512i R = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(row[0] + b0)));
-                    R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[1] + b0)), 1);
-                    R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[2] + b0)), 2);
-                    R = _mm512_inserti32x4(R, _mm_loadu_si128((const __m128i *)(const void *)(row[3] + b0)), 3);
+                    const __m512i R = vq_quad_bytes16(row, b0);
                     for (int k = 0; k < (bits == 2 ? 4 : 2); k++, kp++) {
                         const __m512i P = _mm512_and_si512(_mm512_srli_epi16(R, (unsigned)(bits * k)), mask);
                         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) {

@@ -1,5 +1,6 @@
 /* wq_avx512x.h -- helpers of the int8-weight sums (kernels/kivi_qaxpy.h,
- * kernels/qaxpy.h vq_qaxpy8): a four-row byte transpose for VPDPBUSD,
+ * kernels/qaxpy.h vq_qaxpy8) and of the four-rows-per-register key dots
+ * (qdot_avx512x.c): a four-row byte gather and transpose for VPDPBUSD,
  * four horizontal maxima at once, the weights' scales and rounding. Only for *_avx512x.c files (AVX-512
  * with VNNI and VBMI). */
 #ifndef VQ_KERNELS_WQ_AVX512X_H
