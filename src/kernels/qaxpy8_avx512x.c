@@ -1,7 +1,7 @@
 /* qaxpy8_avx512x.c -- AVX-512 VNNI + VBMI twin of vq_qaxpy8
  * (kernels/qaxpy.h): the reference's bits.
  *
- * Per block of 32 rows the rows' block scales are copied into columns,
+ * Per block of 32 rows the rows' block scales are gathered into columns,
  * and the int8 weights of every (weight row, column block) made at once.
  * Then per column block and quad of rows, the quad's 16 code bytes (q4_0;
  * q8_0: two runs of 16) are transposed by one VPERMB so that 32-bit lane b
@@ -68,6 +68,9 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
 {
     const size_t nb = D / 32, bb = BITS == 8 ? 34 : 18;
     const __m512i tidx = vq_quad_index();
+    /* row r's offset in a half block (gathers) */
+    const __m512i rix = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32((int)rstride));
     for (int j0 = 0; j0 < n_q; j0 += Q8_MAXQ) {
         const int nq = n_q - j0 < Q8_MAXQ ? n_q - j0 : Q8_MAXQ;
         __m512 F[Q8_MAXQ][Q8_MAXB][2];
@@ -78,20 +81,16 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
             __mmask16 vm[2];
             const size_t m = vq_block_start(codes, rstride, b, nt, vm);
             const uint8_t *blk = codes + b * rstride;
-            /* the rows' block scales as columns (rows past m: 0) */
-            uint16_t col[Q8_MAXB][VQ_KQ_BLOCK];
-            for (size_t i = 0; i < VQ_KQ_BLOCK; i++)
-                for (size_t g = 0; g < nb; g++) {
-                    uint16_t v = 0;
-                    if (i < m)
-                        memcpy(&v, blk + i * rstride + g * bb, 2);
-                    col[g][i] = v;
-                }
+            /* the rows' block scales as columns (rows past m: 0): one
+             * gather of 16 rows' words per column block and half */
             const __mmask16 v0 = vm[0], v1 = vm[1];
             __m512 W[Q8_MAXQ][2], V[Q8_MAXQ * Q8_MAXB + 3], Dv[Q8_MAXB][2];
             for (size_t g = 0; g < nb; g++)
-                for (int h = 0; h < 2; h++)
-                    Dv[g][h] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)&col[g][16 * h]));
+                for (int h = 0; h < 2; h++) {
+                    const uint8_t *at = blk + 16 * (size_t)h * rstride + g * bb;
+                    const __m512i wd = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), vm[h], rix, at, 1);
+                    Dv[g][h] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(wd));
+                }
             for (int j = 0; j < nq; j++) {
                 const float *wj = w + (size_t)(j0 + j) * wstride + b;
                 W[j][0] = _mm512_maskz_loadu_ps(v0, wj), W[j][1] = _mm512_maskz_loadu_ps(v1, wj + 16);
@@ -135,7 +134,7 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
 void vq_qaxpy8_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
                        size_t wstride, int n_q, float *acc, size_t astride)
 {
-    if ((bits != 4 && bits != 8) || D % 32 || D > 32 * Q8_MAXB) {
+    if ((bits != 4 && bits != 8) || D % 32 || D > 32 * Q8_MAXB || rstride > (1u << 26)) {
         vq_qaxpy8_ref(bits, codes, rstride, nt, D, w, wstride, n_q, acc, astride);
         return;
     }
