@@ -25,63 +25,19 @@
 #define KQ_MAXQ 4 /* weight rows per pass */
 #define KQ_MAXC 8 /* 64-channel chunks: D <= 512 */
 
-/* the header words of the block's rows 16h..16h+15 when they fit in 16
- * bytes (ng <= 4): H[k] lane r = word k of row 16h + r (words past the
- * header are code bytes, unused). Rows at or past m read row m - 1 (the
- * caller zeroes their lanes). Four rows' 16 bytes per register, a 4 x 4
- * transpose of words within each 128-bit lane, then rows back in order */
-static inline __attribute__((always_inline)) void header_words16(const uint8_t *blk, size_t rstride, size_t m,
-                                                                 size_t h, __m512i H[4])
-{
-    __m512i A[4];
-    for (size_t q = 0; q < 4; q++) {
-        const uint8_t *p[4];
-        for (size_t l = 0; l < 4; l++) {
-            const size_t i = 16 * h + 4 * q + l;
-            p[l] = blk + (i < m ? i : m - 1) * rstride;
-        }
-        A[q] = vq_quad_bytes16(p, 0); /* lane l: row 16h + 4q + l */
-    }
-    const __m512i t0 = _mm512_unpacklo_epi32(A[0], A[1]), t1 = _mm512_unpackhi_epi32(A[0], A[1]);
-    const __m512i t2 = _mm512_unpacklo_epi32(A[2], A[3]), t3 = _mm512_unpackhi_epi32(A[2], A[3]);
-    /* B_k: element 4l + q = word k of row 16h + 4q + l */
-    const __m512i B[4] = { _mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
-                           _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3) };
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    for (int k = 0; k < 4; k++)
-        H[k] = _mm512_permutexvar_epi32(order, B[k]);
-}
-
 /* scales S[g][h] and mins Mn[g][h] of the block's rows 16h..16h+15 (rows
- * at or past m read as 0). Headers of up to 16 bytes by header_words16;
- * longer ones copied into columns by plain loads and stores (gathers are
- * slow where microcode guards them). Then each word column is split into
- * its two halves */
+ * at or past m read as 0): header word k of 16 rows by one gather (rix:
+ * the rows' offsets), then each word column split into its two halves */
 static inline __attribute__((always_inline)) void block_headers(const uint8_t *rows, size_t rstride, size_t m,
-                                                                size_t ng, __m512 S[16][2], __m512 Mn[16][2])
+                                                                size_t ng, __m512i rix, __m512 S[16][2],
+                                                                __m512 Mn[16][2])
 {
-    __m512i W[2][16];
-    if (ng <= 4) {
-        for (size_t h = 0; h < 2; h++)
-            header_words16(rows, rstride, m, h, W[h]);
-    } else {
-        uint32_t col[16][VQ_KQ_BLOCK];
-        for (size_t i = 0; i < VQ_KQ_BLOCK; i++)
-            for (size_t k = 0; k < ng; k++) {
-                uint32_t v = 0;
-                if (i < m)
-                    memcpy(&v, rows + i * rstride + 4 * k, 4);
-                col[k][i] = v;
-            }
-        for (size_t h = 0; h < 2; h++)
-            for (size_t k = 0; k < ng; k++)
-                W[h][k] = _mm512_loadu_si512(&col[k][16 * h]);
-    }
     for (size_t h = 0; h < 2; h++) {
         const size_t left = m > 16 * h ? m - 16 * h : 0;
         const __mmask16 live = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
         for (size_t k = 0; k < ng; k++) {
-            const __m512i wv = _mm512_maskz_mov_epi32(live, W[h][k]);
+            const __m512i wv =
+                _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rix, rows + 16 * h * rstride + 4 * k, 1);
             const __m512 lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(wv));
             const __m512 hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(wv, 16)));
             for (size_t t = 0; t < 2; t++) {
@@ -212,6 +168,8 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
     for (int p = 0; p < 64; p++)
         tix[p] = (int8_t)((p % 4) * 16 + p / 4);
     const __m512i tidx = _mm512_loadu_si512(tix), cmask = _mm512_set1_epi8((char)((1 << BITS) - 1));
+    const __m512i rix = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32((int)rstride));
     for (int j0 = 0; j0 < n_q; j0 += KQ_MAXQ) {
         const int nq = n_q - j0 < KQ_MAXQ ? n_q - j0 : KQ_MAXQ;
         __m512 F[KQ_MAXQ][KQ_MAXC][4], MW[KQ_MAXQ][16];
@@ -234,7 +192,7 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
             const size_t m = vq_block_start(rows, rstride, b, nt, vm);
             const uint8_t *blk = rows + b * rstride;
             __m512 S[16][2], Mn[16][2];
-            block_headers(blk, rstride, m, ng, S, Mn);
+            block_headers(blk, rstride, m, ng, rix, S, Mn);
             __m512 W[KQ_MAXQ][2];
             for (int j = 0; j < nq; j++) {
                 const float *wj = w + (size_t)(j0 + j) * wstride + b;
