@@ -49,6 +49,7 @@
 #include "codec/codec.h"
 #include "codec/kivi_quant.h"
 #include "core/fp16.h"
+#include "core/vexp.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 
@@ -60,10 +61,11 @@ typedef struct {
     float *sm;      /* 2*D floats: a block's scales and mins as floats (values) */
     int qbits;      /* 8: keys against int8 queries (kernels/codes_qdot.h), values
                      * summed with int8 weights (kernels/kivi_qaxpy.h); 0: float */
-    uint8_t *qprep; /* qbits=8: KIVI_QS prepared int8 queries */
+    uint8_t *qprep; /* qbits=8: KIVI_PB blocks' KIVI_QS prepared int8 queries */
 } kivi_state;
 
 #define KIVI_QS 16 /* queries folded at a time by the key score */
+#define KIVI_PB 8  /* qbits=8: blocks whose queries are prepared before their dots */
 
 static vq_status kivi_init(vq_codec *c, vq_spec *spec)
 {
@@ -102,7 +104,7 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     st->qbits = (int)qbits;
     st->D = D, st->G = (size_t)group, st->row = (size_t)bits * D / 8;
     c->impl = st;
-    if (qbits && c->role == VQ_ROLE_KEY && !(st->qprep = malloc(KIVI_QS * vq_codes_query_bytes(D))))
+    if (qbits && c->role == VQ_ROLE_KEY && !(st->qprep = malloc(KIVI_PB * KIVI_QS * vq_codes_query_bytes(D))))
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivi: out of memory");
     const size_t row = st->row;
     if (c->role == VQ_ROLE_KEY) {
@@ -142,6 +144,27 @@ static void kivi_destroy(vq_codec *c)
 }
 
 /* ---- small helpers ------------------------------------------------------ */
+
+/* dst[i] = a[i] * b[i]; x[i] += v. Whole runs of 16 first: fixed-count
+ * loops that the compiler vectorizes at -O2 */
+static inline void mul_rows(float *restrict dst, const float *restrict a, const float *restrict b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (size_t l = 0; l < 16; l++)
+            dst[i + l] = a[i + l] * b[i + l];
+    for (; i < n; i++)
+        dst[i] = a[i] * b[i];
+}
+static inline void add_scalar(float *restrict x, float v, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (size_t l = 0; l < 16; l++)
+            x[i + l] += v;
+    for (; i < n; i++)
+        x[i] += v;
+}
 
 static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32((vq_fp16)(p[0] | p[1] << 8)); }
 static inline void st16(uint8_t *p, float f)
@@ -286,6 +309,31 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t 
     const size_t qstride = c->query_bytes / sizeof(float);
     const float *qall = (const float *)(const void *)qbuf;
     float *qs = st->scratch;
+    if (c->role == VQ_ROLE_KEY && st->qbits) {
+        /* per block and query: the query folded with the header's scales,
+         * rounded to int8, and the sum q*m (codes_qdot.h); up to KIVI_PB
+         * blocks' queries are prepared before their dots, so that the
+         * preparations' latency chains overlap */
+        const vq_kernels *k = vq_kernels_get();
+        const size_t qb = vq_codes_query_bytes(D), nb = n / G;
+        for (size_t b0 = 0; b0 < nb; b0 += KIVI_PB) {
+            const size_t pb = nb - b0 < KIVI_PB ? nb - b0 : KIVI_PB;
+            for (int j0 = 0; j0 < n_q; j0 += KIVI_QS) {
+                const int nj = n_q - j0 < KIVI_QS ? n_q - j0 : KIVI_QS;
+                for (size_t u = 0; u < pb; u++)
+                    k->codes_qprep(qall + (size_t)j0 * qstride, qstride, nj, codes + (b0 + u) * c->block_bytes, D, b,
+                                   st->qprep + u * KIVI_QS * qb, qb);
+                for (size_t u = 0; u < pb; u++) {
+                    const uint8_t *in = codes + (b0 + u) * c->block_bytes;
+                    if (b0 + u + 1 < nb) /* the next block, while this one is scored */
+                        vq_prefetch_span(in, c->block_bytes, c->block_bytes);
+                    k->codes_qdot(in + 4 * D, row, b, G, D, st->qprep + u * KIVI_QS * qb, qb, nj,
+                                  scores + (size_t)j0 * n + (b0 + u) * G, n);
+                }
+            }
+        }
+        return;
+    }
     if (c->role == VQ_ROLE_KEY) {
         /* per block and query: qs = q * s (the block's channel scales), base =
          * <q, m>; then the codes' dots with qs (kernels.h codes_dot), up to
@@ -296,32 +344,27 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t 
             const uint8_t *in = codes + blk * c->block_bytes;
             if (blk + 1 < n / G) /* the next block, while this one is scored */
                 vq_prefetch_span(in, c->block_bytes, c->block_bytes);
-            if (!st->qbits)
-                k->fp16_row(in, sm, 2 * D); /* scales, then mins */
+            k->fp16_row(in, sm, 2 * D); /* scales, then mins */
             for (int j0 = 0; j0 < n_q; j0 += KIVI_QS) {
                 int nj = n_q - j0 < KIVI_QS ? n_q - j0 : KIVI_QS;
                 float *out = scores + (size_t)j0 * n + blk * G;
-                if (st->qbits) {
-                    /* fold with the header's scales, round to int8 and sum
-                     * q*m; the dots add the sum (codes_qdot.h) */
-                    const size_t qb = vq_codes_query_bytes(D);
-                    k->codes_qprep(qall + (size_t)j0 * qstride, qstride, nj, in, D, b, st->qprep, qb);
-                    k->codes_qdot(in + 4 * D, row, b, G, D, st->qprep, qb, nj, out, n);
-                    continue;
-                }
                 for (int j = 0; j < nj; j++) {
                     const float *q = qall + (size_t)(j0 + j) * qstride;
-                    float bs = 0.0f;
-                    for (size_t ch = 0; ch < D; ch++) {
-                        qs[(size_t)j * D + ch] = q[ch] * sm[ch];
-                        bs += q[ch] * sm[D + ch];
-                    }
-                    base[j] = bs;
+                    float *qj = qs + (size_t)j * D, lane[16] = { 0 };
+                    mul_rows(qj, q, sm, D);
+                    /* <q, m> in 16 lanes (lane ch % 16, in order), then
+                     * vq_sum16_lanes' tree: loops the compiler vectorizes */
+                    size_t ch = 0;
+                    for (; ch + 16 <= D; ch += 16)
+                        for (size_t l = 0; l < 16; l++)
+                            lane[l] += q[ch + l] * sm[D + ch + l];
+                    for (; ch < D; ch++)
+                        lane[ch % 16] += q[ch] * sm[D + ch];
+                    base[j] = vq_sum16_lanes(lane);
                 }
                 k->codes_dot(in + 4 * D, row, b, G, D, qs, D, nj, out, n);
                 for (int j = 0; j < nj; j++)
-                    for (size_t t = 0; t < G; t++)
-                        out[(size_t)j * n + t] += base[j];
+                    add_scalar(out + (size_t)j * n, base[j], G);
             }
         }
     } else {

@@ -400,8 +400,9 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
  * saturating packs (lane L then holds channels 4L..4L+3 of each register)
  * and put in codes_qdot.h's order by one VPERMB. D a multiple of 64 up to
  * 256 (else the reference). */
-void vq_codes_qprep_avx512x(const float *qs, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits,
-                            uint8_t *dst, size_t dstride)
+static inline __attribute__((always_inline)) void codes_qprep(const float *qs, size_t qstride, int n_q,
+                                                              const uint8_t *hdr, const size_t D, int bits, uint8_t *dst,
+                                                              size_t dstride)
 {
     /* byte p of a chunk <- the packed byte of its channel ch (codes_qdot.h's
      * order): register ch / 16, lane (ch % 16) / 4, element ch % 4, i.e.
@@ -418,10 +419,6 @@ void vq_codes_qprep_avx512x(const float *qs, size_t qstride, int n_q, const uint
         1, 3, 17, 19, 33, 35, 49, 51, 5, 7, 21, 23, 37, 39, 53, 55,
         9, 11, 25, 27, 41, 43, 57, 59, 13, 15, 29, 31, 45, 47, 61, 63,
     };
-    if (D % 64 || D > 256) {
-        vq_codes_qprep(qs, qstride, n_q, hdr, D, bits, dst, dstride);
-        return;
-    }
     __m512 S[16], M[16];
     for (size_t k = 0; k < D / 16; k++) {
         S[k] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 32 * k)));
@@ -455,5 +452,17 @@ void vq_codes_qprep_avx512x(const float *qs, size_t qstride, int n_q, const uint
         const float sum = _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
         memcpy(out, &d, sizeof d);
         memcpy(out + sizeof d, &sum, sizeof sum);
+    }
+}
+
+void vq_codes_qprep_avx512x(const float *qs, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits,
+                            uint8_t *dst, size_t dstride)
+{
+    switch (D) { /* D a constant: the folded query stays in registers */
+    case 64: codes_qprep(qs, qstride, n_q, hdr, 64, bits, dst, dstride); break;
+    case 128: codes_qprep(qs, qstride, n_q, hdr, 128, bits, dst, dstride); break;
+    case 192: codes_qprep(qs, qstride, n_q, hdr, 192, bits, dst, dstride); break;
+    case 256: codes_qprep(qs, qstride, n_q, hdr, 256, bits, dst, dstride); break;
+    default: vq_codes_qprep(qs, qstride, n_q, hdr, D, bits, dst, dstride); break;
     }
 }
