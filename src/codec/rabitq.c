@@ -209,6 +209,24 @@ static float block_factor(const uint8_t *blk, float cnorm)
     return norm / (corr * cnorm);
 }
 
+/* block_factor of nt <= RQ_FTOK blocks stride bytes apart (the same
+ * floats: exact half conversions by the kernel table's fp16_row, then
+ * the same division), for the score's batches */
+#define RQ_FTOK 64
+static void block_factors(const vq_kernels *k, const uint8_t *blk, size_t stride, size_t nt, float cnorm, float *f)
+{
+    uint8_t h[4 * RQ_FTOK]; /* norms' halves, then corrections' */
+    float v[2 * RQ_FTOK];
+    for (size_t t = 0; t < RQ_FTOK; t++) { /* past nt: 1.0 (0x3c00), unused */
+        const uint8_t *b = blk + t * stride;
+        h[2 * t] = t < nt ? b[0] : 0x00, h[2 * t + 1] = t < nt ? b[1] : 0x3c;
+        h[2 * RQ_FTOK + 2 * t] = t < nt ? b[2] : 0x00, h[2 * RQ_FTOK + 2 * t + 1] = t < nt ? b[3] : 0x3c;
+    }
+    k->fp16_row(h, v, 2 * RQ_FTOK);
+    for (size_t t = 0; t < RQ_FTOK; t++)
+        f[t] = v[t] / (v[RQ_FTOK + t] * cnorm);
+}
+
 static void rq_decode_token(vq_codec *c, const uint8_t *blk, float *k)
 {
     rabitq *q = c->impl;
@@ -248,6 +266,7 @@ static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
     const size_t off = 4; /* the sign bits follow the fp16 norm and correction */
     const float w = 1.0f;
     float f[TOK], qc[3 * QRY];
+    _Static_assert(TOK == RQ_FTOK, "block_factors' batch");
     const float cnorm = sqrtf((float)D); /* ||c|| of D signs */
     for (int j0 = 0; j0 < n_q; j0 += QRY) {
         const int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
@@ -256,8 +275,7 @@ static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
             vq_qplanes_score_consts(qb0 + (size_t)j * c->query_bytes, D, w, qc + 3 * j);
         for (size_t t0 = 0; t0 < n; t0 += TOK) {
             const size_t nt = n - t0 < TOK ? n - t0 : TOK;
-            for (size_t t = 0; t < nt; t++)
-                f[t] = block_factor(codes + (t0 + t) * c->block_bytes, cnorm);
+            block_factors(k, codes + t0 * c->block_bytes, c->block_bytes, nt, cnorm, f);
             k->signscore(codes + t0 * c->block_bytes, c->block_bytes, nt, (size_t)D, &off, &w, 1, f, 0, qb0 + 12,
                          c->query_bytes, qc, nj, q->qbits, scores + (size_t)j0 * n + t0, n);
         }
