@@ -256,10 +256,13 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
             for (int nq = 1; nq <= 18; nq += 8)
                 for (int qbits = 1; qbits <= 8; qbits += 3)
                     for (int sets = 1; sets <= 2; sets++)
-                        for (int halves = 0; halves <= 1; halves++) {
-                            /* token: 1 byte | fp16 factor | 2 sets of D bits */
+                        for (int halves = 0; halves <= 2; halves++) {
+                            /* token: 1 byte | fp16 factor | 2 sets of D bits; halves == 2:
+                             * 1 byte | 2 sets of D bits | 2 bytes | fp16 factor (the last
+                             * bytes of the token) */
                             const size_t D = Ds[id], stride = 2 * (D / 8) + 5, qstride = (size_t)qbits * D / 8 + 3;
-                            const size_t offs[2] = { 3, 3 + D / 8 };
+                            const size_t hoff = halves == 2 ? stride - 2 : 1;
+                            const size_t offs[2] = { halves == 2 ? 1 : 3, (halves == 2 ? 1 : 3) + D / 8 };
                             const float w[2] = { 0.061f, -0.0237f };
                             uint8_t *codes = malloc(stride * n + 1), *planes = malloc(qstride * (size_t)nq + 1);
                             float *f = malloc(n * sizeof(float)), *qc = malloc(3 * (size_t)nq * sizeof(float));
@@ -269,16 +272,16 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
                             fill_bytes(planes, qstride * (size_t)nq + 1, D * 5 + (size_t)qbits);
                             fill(f, n, 7 + n);
                             fill(qc, 3 * (size_t)nq, 11 + (size_t)nq);
-                            for (size_t i = 0; i < n; i++) { /* finite halves, at byte 1 of each token */
+                            for (size_t i = 0; i < n; i++) { /* finite halves, at byte hoff of each token */
                                 const uint16_t h = vq_fp32_to_fp16(f[i]);
-                                memcpy(codes + 1 + i * stride + 1, &h, 2);
+                                memcpy(codes + 1 + i * stride + hoff, &h, 2);
                             }
                             for (size_t i = 0; i < n * (size_t)nq; i++) /* poisoned apart: every output is written */
                                 s1[i] = -1.0f, s2[i] = NAN;
                             const float *fs = halves ? NULL : f;
-                            ref->signscore(codes + 1, stride, n, D, offs, w, sets, fs, 1, planes + 1, qstride, qc, nq,
-                                           qbits, s1, n);
-                            k->signscore(codes + 1, stride, n, D, offs, w, sets, fs, 1, planes + 1, qstride, qc, nq,
+                            ref->signscore(codes + 1, stride, n, D, offs, w, sets, fs, hoff, planes + 1, qstride, qc,
+                                           nq, qbits, s1, n);
+                            k->signscore(codes + 1, stride, n, D, offs, w, sets, fs, hoff, planes + 1, qstride, qc, nq,
                                          qbits, s2, n);
                             CHECKF(same_bits(s1, s2, n * (size_t)nq),
                                    "%s signscore D=%zu n=%zu nq=%d qbits=%d sets=%d halves=%d", k->isa, D, n, nq, qbits,

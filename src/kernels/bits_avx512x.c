@@ -96,60 +96,101 @@ static inline __m512i reduce_tokens(__m512i x, size_t Q)
     return x;
 }
 
-/* the IEEE halves at p + k*stride, k < have (<= 8), as floats 0 .. have-1
- * (VCVTPH2PS: exact, as the reference's conversion) */
-static inline __m512 halves(const uint8_t *p, size_t stride, size_t have)
+/* the IEEE halves at base + hoff + k*stride, k < have (<= 16), as floats
+ * 0 .. have-1 (one gather of the 4 bytes that hold the half and stay
+ * inside the token's stride bytes; VCVTPH2PS: exact, as the reference's
+ * conversion); rix: the offsets k*stride */
+static inline __m512 halves16(const uint8_t *base, size_t hoff, size_t stride, __m512i rix, size_t have)
 {
-    uint16_t h[16] = { 0 };
-    for (size_t k = 0; k < have; k++)
-        memcpy(&h[k], p + k * stride, 2);
-    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)h));
+    const __mmask16 m = have >= 16 ? 0xFFFF : (__mmask16)((1u << have) - 1u);
+    const int high = hoff + 4 > stride; /* the half is the word's upper one */
+    __m512i x = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, rix, base + hoff - (high ? 2 : 0), 1);
+    if (high)
+        x = _mm512_srli_epi32(x, 16);
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(x));
 }
 
 static inline __mmask16 token_lanes(size_t Q) { return Q == 1 ? 0x5555 : Q == 2 ? 0x1111 : 0x0101; }
 
+/* x's per-token sums (reduce_tokens: at dword t*S, S = 16/T, of token t)
+ * put at dwords t*S + s of acc (token s*T + t of a 16-token group); up_s:
+ * dword i - s for each i (a permute moves them up by s) */
+static inline __m512i merge_tokens(__m512i acc, __m512i x, size_t Q, int s, __mmask16 lanes, __m512i up_s)
+{
+    x = reduce_tokens(x, Q);
+    if (s == 0)
+        return _mm512_maskz_mov_epi32(lanes, x);
+    return _mm512_mask_permutexvar_epi32(acc, (__mmask16)(lanes << s), up_s, x);
+}
+
 /* the loop of vq_signscore_avx512x for one D (64, 128 or 256) and set
  * count, inlined with both constant so the plane loads and the reductions
- * have no branches */
+ * have no branches. Sixteen tokens per group: T = 512/D per register, the
+ * integer sums of the group's S = 16/T registers merged into one (dword
+ * t*S + s: token s*T + t), the float steps once per group and query, and
+ * the scores put back in token order by one permute */
 static inline __attribute__((always_inline)) void
 signscore_loop(const size_t D, const int two, const uint8_t *codes, size_t stride, size_t n, const size_t *offs,
                const float *w, const float *f, size_t hoff, const uint8_t *planes, size_t qstride, const float *qc,
                int n_q, int qbits, float *s, size_t sstride)
 {
-    const size_t T = 512 / D, Q = D / 64;
+    const size_t T = 512 / D, Q = D / 64, S = 16 / T;
     const __mmask16 lanes = token_lanes(Q);
-    __mmask16 first[9]; /* first[h]: the token lanes of the first h tokens */
-    for (size_t h = 0; h <= T; h++)
-        first[h] = (__mmask16)(lanes & ((1u << (h * (16 / T))) - 1u));
+    int32_t order[16], merged[16]; /* token g = sT + t sits at dword p = tS + s */
+    for (size_t g = 0; g < 16; g++)
+        order[g] = (int32_t)((g % T) * S + g / T), merged[g] = (int32_t)((g % S) * T + g / S);
+    const __m512i ord = _mm512_loadu_si512(order), mrg = _mm512_loadu_si512(merged);
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i rix = _mm512_mullo_epi32(iota, _mm512_set1_epi32((int)stride));
     const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(two ? w[1] : 0.0f);
-    for (size_t i = 0; i < n; i += T) {
-        const size_t have = n - i < T ? n - i : T;
-        const uint8_t *blk = codes + i * stride;
-        vq_prefetch_span(blk, VQ_PF_AHEAD, T * stride);
-        const __m512i z0 = load_tokens(blk + offs[0], stride, D, have);
-        const __m512i z1 = two ? load_tokens(blk + offs[1], stride, D, have) : _mm512_setzero_si512();
-        __m512 Z = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(reduce_tokens(_mm512_popcnt_epi64(z0), Q)));
+    for (size_t i = 0; i < n; i += 16) {
+        const size_t left = n - i < 16 ? n - i : 16;
+        const uint8_t *grp = codes + i * stride;
+        vq_prefetch_span(grp, VQ_PF_AHEAD, 16 * stride);
+        __m512i z0[16], z1[16], Z0 = _mm512_setzero_si512(), Z1 = _mm512_setzero_si512();
+        for (size_t r = 0; r < S && r * T < left; r++) {
+            const size_t have = left - r * T < T ? left - r * T : T;
+            const uint8_t *blk = grp + r * T * stride;
+            const __m512i up = _mm512_sub_epi32(iota, _mm512_set1_epi32((int)r));
+            z0[r] = load_tokens(blk + offs[0], stride, D, have);
+            Z0 = merge_tokens(Z0, _mm512_popcnt_epi64(z0[r]), Q, (int)r, lanes, up);
+            if (two) {
+                z1[r] = load_tokens(blk + offs[1], stride, D, have);
+                Z1 = merge_tokens(Z1, _mm512_popcnt_epi64(z1[r]), Q, (int)r, lanes, up);
+            }
+        }
+        __m512 Z = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(Z0));
         if (two)
-            Z = _mm512_add_ps(Z, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(reduce_tokens(_mm512_popcnt_epi64(z1), Q))));
-        const __m512 F = f ? _mm512_maskz_expandloadu_ps(first[have], f + i)
-                           : _mm512_maskz_expand_ps(first[have], halves(blk + hoff, stride, have));
-        const __mmask16 out_lanes = (__mmask16)((1u << have) - 1u);
+            Z = _mm512_add_ps(Z, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(Z1)));
+        /* the factors in the merged order */
+        const __mmask16 out_lanes = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
+        const __m512 F = _mm512_permutexvar_ps(mrg, f ? _mm512_maskz_loadu_ps(out_lanes, f + i)
+                                                      : halves16(grp, hoff, stride, rix, left));
         for (int j = 0; j < n_q; j++) {
             const uint8_t *v = planes + (size_t)j * qstride;
-            __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
-            for (int p = qbits - 1; p >= 0; p--) { /* Horner: a = 2a + count of plane p */
-                const __m512i pl = bcast_plane(v + (size_t)p * (D / 8), D);
-                a0 = _mm512_add_epi64(_mm512_add_epi64(a0, a0), _mm512_popcnt_epi64(_mm512_and_si512(z0, pl)));
+            __m512i P0 = _mm512_setzero_si512(), P1 = _mm512_setzero_si512();
+            for (size_t r = 0; r < S && r * T < left; r++) {
+                const __m512i up = _mm512_sub_epi32(iota, _mm512_set1_epi32((int)r));
+                __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+                for (int p = qbits - 1; p >= 0; p--) { /* Horner: a = 2a + count of plane p */
+                    const __m512i pl = bcast_plane(v + (size_t)p * (D / 8), D);
+                    a0 = _mm512_add_epi64(_mm512_add_epi64(a0, a0), _mm512_popcnt_epi64(_mm512_and_si512(z0[r], pl)));
+                    if (two)
+                        a1 = _mm512_add_epi64(_mm512_add_epi64(a1, a1),
+                                              _mm512_popcnt_epi64(_mm512_and_si512(z1[r], pl)));
+                }
+                P0 = merge_tokens(P0, a0, Q, (int)r, lanes, up);
                 if (two)
-                    a1 = _mm512_add_epi64(_mm512_add_epi64(a1, a1), _mm512_popcnt_epi64(_mm512_and_si512(z1, pl)));
+                    P1 = merge_tokens(P1, a1, Q, (int)r, lanes, up);
             }
-            __m512 P = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(reduce_tokens(a0, Q)));
+            __m512 P = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(P0));
             if (two)
-                P = _mm512_add_ps(P, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(reduce_tokens(a1, Q))));
+                P = _mm512_add_ps(P, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(P1)));
             const float *c = qc + 3 * (size_t)j;
             const __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(c[0]), Z), _mm512_mul_ps(_mm512_set1_ps(c[1]), P));
             const __m512 u = _mm512_mul_ps(F, _mm512_sub_ps(t, _mm512_set1_ps(c[2])));
-            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, out_lanes, _mm512_maskz_compress_ps(lanes, u));
+            /* back in token order */
+            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, out_lanes, _mm512_permutexvar_ps(ord, u));
         }
     }
 }
