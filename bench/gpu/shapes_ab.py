@@ -11,11 +11,8 @@ median over rounds per (label, pair, shape).
         "base=ab/bench_base --dims 128 --pair 0" "new=ab/bench_new --dims 128 --pair 0"
 """
 import argparse
-import json
 import os
-import shlex
 import statistics
-import subprocess
 import sys
 
 ap = argparse.ArgumentParser()
@@ -25,26 +22,20 @@ ap.add_argument("--torch", action="store_true")
 ap.add_argument("variants", nargs="+")
 args = ap.parse_args()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ab  # noqa: E402
 res = {}
 for r in range(args.rounds):
     for sh in args.shapes.split(":"):
         ctx, b = (int(x) for x in sh.split(","))
         for arg in args.variants:
             label, cmd = arg.split("=", 1)
-            words = shlex.split(cmd)
-            env = dict(os.environ)
-            while words and "=" in words[0] and not words[0].startswith("-"):
-                k, v = words.pop(0).split("=", 1)
-                env[k] = v
-            out = subprocess.run(words + ["--quick", "--shape", sh], capture_output=True, text=True, env=env)
-            if out.returncode:
-                print(f"{label}: failed {out.returncode}: {out.stderr[-300:]}", flush=True)
-            for line in out.stdout.splitlines():
-                if line.startswith("{") and "keys" in line:
-                    j = json.loads(line)
-                    key = (label, j["keys"][:16] + "/" + j["values"][:12], j["head_dim"], ctx, b)
-                    res.setdefault(key, []).append(j["ms"])
-                    print(f"r{r} {label:>8} {key[1]:>30} D={j['head_dim']} {ctx:6d}x{b:<2d} {j['ms']:.4f} ms", flush=True)
+            rc, err, rows = ab.run(cmd, ["--quick", "--shape", sh])
+            if rc:
+                print(f"{label}: failed {rc}: {err[-300:]}", flush=True)
+            for j in rows:
+                key = (label, j["keys"][:16] + "/" + j["values"][:12], j["head_dim"], ctx, b)
+                res.setdefault(key, []).append(j["ms"])
+                print(f"r{r} {label:>8} {key[1]:>30} D={j['head_dim']} {ctx:6d}x{b:<2d} {j['ms']:.4f} ms", flush=True)
     if args.torch:
         import run_bench
         dims = sorted({k[2] for k in res}) or [128]

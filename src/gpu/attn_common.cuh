@@ -127,7 +127,8 @@ int vq_mma_ctas_per_sm(const vq_cuda_format &kf, const vq_cuda_format &vf, int D
  *  - for fp16 keys (not staged: bound by the loads in flight), at any
  *    batch (measured faster at batch 1, 8 and 32);
  *  - for pairs whose keys and values are both staged when there are
- *    fewer pairs than sms / 4 (batch 1 with 8 KV heads: short chunks);
+ *    fewer pairs than sms / 4 (batch 1 to 4 with 8 KV heads on 132 SMs:
+ *    short chunks; measured at batch 1);
  *    with more pairs the packed kernels, bound by instruction issue, want
  *    all their warps (q4_0 at 64k / 128k x 8: 2-4% slower at 2 per SM);
  *    q8_0 (values read from global memory) keeps its occupancy (2-5%
