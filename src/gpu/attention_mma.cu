@@ -2373,15 +2373,18 @@ int vq_mma_ctas_per_sm(const vq_cuda_format &kf, const vq_cuda_format &vf, int D
 int vq_mma_plan_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G, int pairs, int sms)
 {
     const int occ = vq_mma_ctas_per_sm(kf, vf, D, G);
+    const int km = fmt_code(kf), vm = fmt_code(vf);
+    const bool few = 4 * pairs < sms;
+    if (D == 64) /* fp16 at small batch: one fewer than the occupancy (4) */
+        return km == FMT_FP16 && few && occ > 3 ? 3 : occ;
     if (D != 128 || occ <= 2)
         return occ;
-    const int km = fmt_code(kf), vm = fmt_code(vf);
     bool stg_v = false; /* keys and values staged (all D = 128 pairs but fp16 and q8_0 values) */
 #define VQ_SV(K, V) \
     if (km == K && vm == V) stg_v = staged_v<K, V, 128>();
     VQ_MMA_PAIRS(VQ_SV)
 #undef VQ_SV
-    return km == FMT_FP16 || (stg_v && 4 * pairs < sms) ? 2 : occ;
+    return km == FMT_FP16 || (stg_v && few) ? 2 : occ;
 }
 
 bool vq_mma_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err)
