@@ -386,23 +386,30 @@ static int choose_splits(const vq_cuda_attn_args *a)
     return want < 1 ? 1 : want;
 }
 
-/* Splits for the tensor-core kernel (ctas resident CTAs of 4 warps per SM,
- * the kernel's occupancy: vq_mma_ctas_per_sm): the fewest that fill the
+/* Splits for the tensor-core kernel (ctas resident CTAs of 4 warps per SM
+ * planned for: vq_mma_plan_ctas, at most the kernel's occupancy): the fewest that fill the
  * resident CTA slots to >= 90% in whole waves (a partial last wave costs a
  * whole wave's time), chunks of >= 256 tokens. */
 static int choose_splits_mma(const vq_cuda_attn_args *a, int ctas)
 {
     if (a->splits > 0)
         return a->splits;
-    const int pairs = a->batch * a->n_kv_heads, slots = ctas * sm_count();
+    /* (called on every launch, for each occupancy by the workspace size:
+     * the waves are counted up as s grows and the 90% test is done in
+     * integers, 10 n >= 9 w slots, which is (double)n / (w slots) >= 0.9
+     * exactly; no division on the path that returns) */
+    const long pairs = (long)a->batch * a->n_kv_heads, slots = (long)ctas * sm_count();
     const int max_s = a->max_seq_len / 256 > 1 ? a->max_seq_len / 256 : 1;
     int best = 1;
     double best_eff = 0.0;
+    long n = 0, waves = 0; /* CTAs and waves at s splits */
     for (int s = 1; s <= max_s && s <= 1024; s++) {
-        const long ctas = (long)pairs * s, waves = (ctas + slots - 1) / slots;
-        const double eff = (double)ctas / ((double)waves * slots);
-        if (eff >= 0.9)
+        n += pairs;
+        while (n > waves * slots)
+            waves++;
+        if (10 * n >= 9 * waves * slots)
             return s;
+        const double eff = (double)n / ((double)waves * slots);
         if (eff > best_eff + 1e-9) {
             best_eff = eff;
             best = s;
@@ -607,7 +614,7 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
         if (vst != VQ_OK)
             return vst;
     }
-    p.splits = mma ? choose_splits_mma(a, vq_mma_ctas_per_sm(*kf, *vf, D, G)) : vecinfer ? choose_splits_vecinfer(a) : choose_splits(a);
+    p.splits = mma ? choose_splits_mma(a, vq_mma_plan_ctas(*kf, *vf, D, G, a->batch * a->n_kv_heads, sm_count())) : vecinfer ? choose_splits_vecinfer(a) : choose_splits(a);
     p.chunk = chunk_of(a, p.splits);
     p.page_table = a->page_table;
     p.seq_lens = a->seq_lens;

@@ -115,6 +115,15 @@ namespace {
 #ifndef VQ_MMA_SWP /* 0: 64-token iterations (SUB2) without the software pipeline (1: the next sub-tile's key product in the same straight-line code as this one's value product) */
 #define VQ_MMA_SWP 1
 #endif
+#ifndef VQ_MMA_PGPF /* unstaged keys (fp16): 1 the next tile's page-table entry read one tile ahead (0: at the tile's start) */
+#define VQ_MMA_PGPF 1
+#endif
+#ifndef VQ_MMA_VPF /* unstaged values (fp16; q8_0 at D = 128): 1 the tile's value rows prefetched into L2 (prefetch.global.L2) when the tile starts, before its key loads (measured 2-8% slower: off) */
+#define VQ_MMA_VPF 0
+#endif
+#ifndef VQ_MMA_KPF /* unstaged keys (fp16): 1 the next tile's key rows prefetched into L2 when a tile starts (measured 15-20% slower: off) */
+#define VQ_MMA_KPF 0
+#endif
 #ifndef VQ_MMA_QSUBK /* q4_0 keys: 1 the unsigned nibbles u = c + 8 as subnormal fp16 (one AND per two codes), the offset (-8 times the block's sum of q) as the start of the block's accumulators; 0 exact fp16 integers c (a byte permute and an HSUB2 per two codes) */
 #define VQ_MMA_QSUBK 1
 #endif
@@ -766,6 +775,15 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t phase)
 }
 #endif
 
+/* the 128-byte lines of the n bytes at a prefetched into L2, spread over
+ * the warp's lanes (a hint: no register, no wait) */
+__device__ __forceinline__ void l2_prefetch(const uint8_t *a, int n, int lane)
+{
+    const uintptr_t end = (uintptr_t)a + (uintptr_t)n;
+    for (uintptr_t x = ((uintptr_t)a & ~(uintptr_t)127) + 128 * (uintptr_t)lane; x < end; x += 32 * 128)
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(x));
+}
+
 /* the warp copies BYTES (a multiple of 16) from src to dst */
 template <int BYTES>
 __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int lane)
@@ -1210,6 +1228,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         advance(nxt);
         if (tf + NW * TT < s1)
             pg_next = ptab[nxt.pi];
+    } else if constexpr (VQ_MMA_PGPF) { /* unstaged: the first tile's page, then one tile ahead */
+        if (s0 + warp * TT < s1)
+            pg_cur = ptab[cur.pi];
     }
     /* staged rows: fixed strides; a partial last tile gets its missing rows
      * filled with copies of its last token's row (stage_fill: rows nv..rows-1
@@ -2103,9 +2124,16 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 __syncwarp();
             }
         } else {
-            const int32_t pg = ptab[cur.pi];
+            const int32_t pg = VQ_MMA_PGPF ? pg_cur : ptab[cur.pi];
             const int in0 = cur.off;
             advance(cur);
+            if constexpr (VQ_MMA_PGPF) /* the next tile's page, read while this one computes */
+                if (tb + NW * TT < s1)
+                    pg_cur = ptab[cur.pi];
+            if constexpr (VQ_MMA_KPF) /* the next tile's keys into L2 */
+                if (tb + NW * TT < s1)
+                    l2_prefetch(p.kp + (size_t)pg_cur * p.kpb + (size_t)cur.off * p.kf.block_bytes,
+                                min(TT, s1 - tb - NW * TT) * p.kf.block_bytes, lane);
             const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
             if constexpr (KIVI_K) {
                 khb = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
@@ -2120,6 +2148,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 __syncwarp();
             }
         }
+        if constexpr (!STG_V && VQ_MMA_VPF) /* unstaged values: the tile's rows into L2 while the keys load */
+            l2_prefetch(v0b, min(TT, s1 - tb) * p.vf.block_bytes, lane);
 #pragma unroll 1
         for (int h = 0; h < SUB; h++) {
             const int t0 = tb + h * WTOK;
@@ -2338,6 +2368,23 @@ int vq_mma_ctas_per_sm(const vq_cuda_format &kf, const vq_cuda_format &vf, int D
 #endif
 #undef VQ_DG
     return 3;
+}
+
+int vq_mma_plan_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G, int pairs, int sms)
+{
+    const int occ = vq_mma_ctas_per_sm(kf, vf, D, G);
+    const int km = fmt_code(kf), vm = fmt_code(vf);
+    const bool few = 4 * pairs < sms;
+    if (D == 64) /* fp16 at small batch: one fewer than the occupancy (4) */
+        return km == FMT_FP16 && few && occ > 3 ? 3 : occ;
+    if (D != 128 || occ <= 2)
+        return occ;
+    bool stg_v = false; /* keys and values staged (all D = 128 pairs but fp16 and q8_0 values) */
+#define VQ_SV(K, V) \
+    if (km == K && vm == V) stg_v = staged_v<K, V, 128>();
+    VQ_MMA_PAIRS(VQ_SV)
+#undef VQ_SV
+    return km == FMT_FP16 || (stg_v && few) ? 2 : occ;
 }
 
 bool vq_mma_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err)

@@ -120,6 +120,24 @@ bool vq_mma_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s,
  * occupancy calculator's answer, 1..VQ_MMA_MAX_CTAS; 3 where it fails) */
 #define VQ_MMA_MAX_CTAS 8
 int vq_mma_ctas_per_sm(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G);
+/* the resident CTAs per SM the split count plans for, with `pairs`
+ * (sequence, KV head) pairs on `sms` SMs: the occupancy, except at D = 128
+ * (Round gpu11 in docs/gpu.md) 2 per SM (fewer,
+ * longer chunks, less per-CTA setup and fewer partials to reduce)
+ *  - for fp16 keys (not staged: bound by the loads in flight), at any
+ *    batch (measured faster at batch 1, 8 and 32);
+ *  - for pairs whose keys and values are both staged when there are
+ *    fewer pairs than sms / 4 (batch 1 to 4 with 8 KV heads on 132 SMs:
+ *    short chunks; measured at batch 1);
+ *    with more pairs the packed kernels, bound by instruction issue, want
+ *    all their warps (q4_0 at 64k / 128k x 8: 2-4% slower at 2 per SM);
+ *    q8_0 (values read from global memory) keeps its occupancy (2-5%
+ *    slower at 2 per SM at 64k and 128k x 1).
+ * At D = 64 fp16 plans for 3 per SM (the occupancy is 4) when there are
+ * fewer pairs than sms / 4 (measured faster at batch 1; slower at batch 8
+ * and 32, which keep the occupancy); the other D = 64 pairs were not
+ * measured and keep it. */
+int vq_mma_plan_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G, int pairs, int sms);
 
 /* The vecinfer split kernel (attention_vecinfer.cu): vq_vecinfer_check
  * says whether this pair and G can run (a vq_status with a message);
