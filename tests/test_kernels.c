@@ -293,22 +293,30 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
 static void test_codes_dot(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Es[] = { 16, 32, 64, 128, 256 };
-    for (int bits = 2; bits <= 4; bits += 2)
-        for (size_t ie = 0; ie < sizeof Es / sizeof *Es; ie++)
-            for (size_t nt = 1; nt <= 19; nt += 6)
-                for (int nq = 1; nq <= 5; nq += 2) {
-                    size_t E = Es[ie], rs = E * (size_t)bits / 8 + 3, qs = E + 1, ss = nt + 2;
-                    uint8_t *codes = malloc(rs * nt + 1);
-                    float *q = malloc(sizeof(float) * qs * (size_t)nq), *s1 = calloc(ss * (size_t)nq, 4);
-                    float *s2 = calloc(ss * (size_t)nq, 4);
-                    fill_bytes(codes, rs * nt + 1, E + nt + (size_t)bits);
-                    fill(q, qs * (size_t)nq, E * 5 + nt);
-                    ref->codes_dot(codes + 1, rs, bits, nt, E, q, qs, nq, s1, ss);
-                    k->codes_dot(codes + 1, rs, bits, nt, E, q, qs, nq, s2, ss);
-                    CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= 4e-6, "%s codes_dot bits=%d E=%zu nt=%zu nq=%d: %g",
-                           k->isa, bits, E, nt, nq, rel_diff(s2, s1, ss * (size_t)nq));
-                    free(codes), free(q), free(s1), free(s2);
-                }
+    float lv[16]; /* levels of a code table (lut: bits 1..4) */
+    fill(lv, 16, 99);
+    for (int bits = 1; bits <= 4; bits++)
+        for (int use_lut = 0; use_lut <= 1; use_lut++) {
+            if (!use_lut && bits % 2) /* integer codes: KIVI's 2 and 4 bits */
+                continue;
+            const float *lut = use_lut ? lv : NULL;
+            for (size_t ie = 0; ie < sizeof Es / sizeof *Es; ie++)
+                for (size_t nt = 1; nt <= 19; nt += 6)
+                    for (int nq = 1; nq <= 5; nq += 2) {
+                        size_t E = Es[ie], rs = E * (size_t)bits / 8 + 3, qs = E + 1, ss = nt + 2;
+                        uint8_t *codes = malloc(rs * nt + 1);
+                        float *q = malloc(sizeof(float) * qs * (size_t)nq), *s1 = calloc(ss * (size_t)nq, 4);
+                        float *s2 = calloc(ss * (size_t)nq, 4);
+                        fill_bytes(codes, rs * nt + 1, E + nt + (size_t)bits);
+                        fill(q, qs * (size_t)nq, E * 5 + nt);
+                        ref->codes_dot(codes + 1, rs, bits, nt, E, lut, q, qs, nq, s1, ss);
+                        k->codes_dot(codes + 1, rs, bits, nt, E, lut, q, qs, nq, s2, ss);
+                        CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= 4e-6,
+                               "%s codes_dot bits=%d lut=%d E=%zu nt=%zu nq=%d: %g", k->isa, bits, use_lut, E, nt,
+                               nq, rel_diff(s2, s1, ss * (size_t)nq));
+                        free(codes), free(q), free(s1), free(s2);
+                    }
+        }
 }
 
 /* nt random q8_0 / q4_0 rows of D values (valid fp16 scales) at stride rs */
@@ -725,7 +733,7 @@ static void test_codes_qdot_reference(void)
             }
         }
         vq_codes_qdot_ref(rows, rs * (size_t)bits / 4, bits, nt, D, qb, sizeof qb, 1, s1, nt);
-        vq_codes_dot_ref(rows, rs * (size_t)bits / 4, bits, nt, D, deq, D, 1, s2, nt);
+        vq_codes_dot_ref(rows, rs * (size_t)bits / 4, bits, nt, D, NULL, deq, D, 1, s2, nt);
         for (size_t i = 0; i < nt; i++)
             s2[i] += base;
         CHECKF(rel_diff(s1, s2, nt) <= 1e-5, "codes_qdot_ref bits=%d vs codes_dot: %g", bits, rel_diff(s1, s2, nt));

@@ -354,7 +354,7 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t 
                         lane[ch % 16] += q[ch] * sm[D + ch];
                     base[j] = vq_sum16_lanes(lane);
                 }
-                k->codes_dot(in + 4 * D, row, b, G, D, qs, D, nj, out, n);
+                k->codes_dot(in + 4 * D, row, b, G, D, NULL, qs, D, nj, out, n);
                 for (int j = 0; j < nj; j++)
                     add_scalar(out + (size_t)j * n, base[j], G);
             }

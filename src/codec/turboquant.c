@@ -97,6 +97,7 @@ typedef struct {
     float norm8_of[256]; /* norm=8: the norm of each byte (0 for 0) */
     int lsq;        /* mse, lsq=1: the field holds the least-squares gain */
     int fit;        /* rvq, fit=1: stage 2 fitted to the real residual (tq_stage2.h) */
+    int fused;      /* mse / rvq keys, float query: scored from the codes (tq_score_levels) */
 } tq;
 
 /* the stored gain of a token (fp16, or norm=8's log code; see the header) */
@@ -215,6 +216,11 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         if (!(t->lut = malloc(sizeof(float) * 256 * (size_t)M)))
             return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
     }
+    /* mse / rvq keys with the float query: scored from the codes where the
+     * kernel table has a SIMD codes_dot (else through the tile) */
+    if (c->role == VQ_ROLE_KEY && v != TQ_PROD && !t->scan && !t->qbits && D % 16 == 0 &&
+        vq_kernels_get()->codes_dot != vq_codes_dot_ref)
+        t->fused = c->score_own = 1;
     if (t->qbits) {
         c->query_bytes = vq_qplanes_bytes(D, t->qbits);
         c->score_own = 1;
@@ -419,9 +425,45 @@ static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
     }
 }
 
+/* mse / rvq keys against the float (rotated) query: norm_i * (sum_e y_e
+ * c1[a_ie] (+ sum_e y_e c2[b_ie])), the level sums by kernels.h codes_dot
+ * over the codes, batches of TOK tokens and QRY queries */
+static void tq_score_levels(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n,
+                            float *scores)
+{
+    enum { TOK = 64, QRY = 16 };
+    const tq *t = c->impl;
+    const size_t D = (size_t)c->head_dim, qstride = c->query_bytes / sizeof(float), bb = c->block_bytes;
+    const float *qs = (const float *)(const void *)qbuf;
+    const vq_kernels *k = vq_kernels_get();
+    float f[TOK], s2[QRY * TOK];
+    for (size_t i0 = 0; i0 < n; i0 += TOK) {
+        const size_t nt = n - i0 < TOK ? n - i0 : TOK;
+        const uint8_t *blk = codes + i0 * bb;
+        for (size_t i = 0; i < nt; i++)
+            f[i] = tq_norm(t, blk + i * bb);
+        for (int j0 = 0; j0 < n_q; j0 += QRY) {
+            const int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
+            float *out = scores + (size_t)j0 * n + i0;
+            k->codes_dot(blk + t->off1, bb, t->b1, nt, D, t->c1, qs + (size_t)j0 * qstride, qstride, nj, out, n);
+            if (t->v == TQ_RVQ)
+                k->codes_dot(blk + t->off2, bb, t->bits, nt, D, t->c2, qs + (size_t)j0 * qstride, qstride, nj, s2,
+                             TOK);
+            for (int j = 0; j < nj; j++)
+                for (size_t i = 0; i < nt; i++)
+                    out[(size_t)j * n + i] =
+                        f[i] * (t->v == TQ_RVQ ? out[(size_t)j * n + i] + s2[(size_t)j * TOK + i] : out[(size_t)j * n + i]);
+        }
+    }
+}
+
 static void tq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
     tq *t = c->impl;
+    if (t->fused) {
+        tq_score_levels(c, qbuf, n_q, codes, n, scores);
+        return;
+    }
     if (t->qbits) {
         tq_score_bits(c, qbuf, n_q, codes, n, scores);
         return;

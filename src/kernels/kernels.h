@@ -52,11 +52,12 @@
  *   kivi_qaxpy: kernels/kivi_qaxpy.h (the same sums with the weights
  *       rounded to int8 per block of rows; the VNNI + VBMI variant where
  *       the CPU has both, else the reference).
- *   codes_dot(codes, rstride, bits, nt, E, q, qstride, n_q, s, sstride):
- *       s[j*sstride + i] = sum_e q[j*qstride + e] * code_i[e] for nt rows of
- *       E codes of `bits` bits (2 or 4; E a multiple of 16) packed LSB first
- *       at codes + i*rstride: dense_dot over integer codes decoded in
- *       registers (KIVI keys with the block's scales folded into q).
+ *   codes_dot(codes, rstride, bits, nt, E, lut, q, qstride, n_q, s, sstride):
+ *       s[j*sstride + i] = sum_e q[j*qstride + e] * v(code_i[e]) for nt rows
+ *       of E codes of `bits` bits (1..4; E a multiple of 16) packed LSB
+ *       first at codes + i*rstride, v(c) = c (lut NULL: KIVI keys with the
+ *       block's scales folded into q) or lut[c] (2^bits floats: TurboQuant's
+ *       code levels): dense_dot over values decoded in registers.
  *   bitdot(codes, stride, n, D, planes, qstride, n_q, qbits, pz, pq): for
  *       n tokens whose D bits (D a multiple of 32) start at codes + i*stride,
  *       pz[i] = popcount(z_i) and, for n_q queries whose qbits bit planes of
@@ -130,8 +131,8 @@ typedef struct vq_kernels {
     vq_lut_axpy_fn *lut_axpy;
     void (*kivi_qaxpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
-    void (*codes_dot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
-                      size_t qstride, int n_q, float *s, size_t sstride);
+    void (*codes_dot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
+                      const float *q, size_t qstride, int n_q, float *s, size_t sstride);
     vq_bitdot_fn *bitdot;
     vq_signscore_fn *signscore;
     void (*codes_qprep)(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
@@ -175,10 +176,10 @@ void vq_kivi_axpy_avx2(const uint8_t *rows, size_t rstride, int bits, size_t nt,
 void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                          const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 vq_lut_axpy_fn vq_lut_axpy_ref, vq_lut_axpy_avx512;
-void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
-                      size_t qstride, int n_q, float *s, size_t sstride);
-void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
-                         size_t qstride, int n_q, float *s, size_t sstride);
+void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
+                      const float *q, size_t qstride, int n_q, float *s, size_t sstride);
+void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
+                         const float *q, size_t qstride, int n_q, float *s, size_t sstride);
 void vq_bitdot_ref(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 void vq_bitdot_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,

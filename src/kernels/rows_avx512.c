@@ -115,40 +115,73 @@ void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n)
     }
 }
 
-/* Four tokens by up to four queries per pass (16 accumulators): each
- * token's codes are decoded once per 16 channels for all the queries. */
-void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
-                         size_t qstride, int n_q, float *s, size_t sstride)
+/* NJ queries (1..4, a constant: no work for absent ones) over all rows,
+ * four tokens per pass (up to 16 accumulators): each token's codes are
+ * decoded once per 16 channels for all the queries. SIGN: one-bit codes
+ * with a table, picked from its two levels by the code bits as a mask (the
+ * values the permute would give) */
+static inline __attribute__((always_inline)) void
+codes_dot_rows(const int NJ, const int SIGN, const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E,
+               const float *lut, const float *const qj[4], float *s, size_t sstride)
 {
-    if ((bits != 2 && bits != 4) || E % 16) {
-        vq_codes_dot_ref(codes, rstride, bits, nt, E, q, qstride, n_q, s, sstride);
+    const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
+    /* the levels in lanes 0 .. 2^bits - 1 (lut), looked up by one permute */
+    const __m512 L = lut ? _mm512_maskz_loadu_ps((__mmask16)((1u << (1 << bits)) - 1u), lut) : _mm512_setzero_ps();
+    const __m512 L0 = _mm512_set1_ps(SIGN ? lut[0] : 0.0f), L1 = _mm512_set1_ps(SIGN ? lut[1] : 0.0f);
+    for (size_t i = 0; i < nt; i += 4) {
+        const uint8_t *r[4];
+        for (size_t k = 0; k < 4; k++) /* past the end: the last row again */
+            r[k] = codes + (i + k < nt ? i + k : nt - 1) * rstride;
+        __m512 a[4][4];
+        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[j][k] = _mm512_setzero_ps();
+        for (size_t e = 0; e < E; e += 16) {
+            __m512 c[4];
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                const uint8_t *p = r[k] + e / 8 * (size_t)bits;
+                if (SIGN) {
+                    uint16_t m;
+                    memcpy(&m, p, 2);
+                    c[k] = _mm512_mask_blend_ps((__mmask16)m, L0, L1);
+                } else {
+                    c[k] = lut ? _mm512_permutexvar_ps(codes16(p, bits, sh, mask), L)
+                               : _mm512_cvtepi32_ps(codes16(p, bits, sh, mask));
+                }
+            }
+            _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) {
+                __m512 x = _mm512_loadu_ps(qj[j] + e);
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[j][k] = _mm512_fmadd_ps(x, c[k], a[j][k]);
+            }
+        }
+        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
+            vq_store4_upto(s + (size_t)j * sstride, i, nt, vq_hsum4x512(a[j][0], a[j][1], a[j][2], a[j][3]));
+    }
+}
+
+void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
+                         const float *q, size_t qstride, int n_q, float *s, size_t sstride)
+{
+    if (bits < 1 || bits > 4 || E % 16) {
+        vq_codes_dot_ref(codes, rstride, bits, nt, E, lut, q, qstride, n_q, s, sstride);
         return;
     }
-    const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
+    const int sign = bits == 1 && lut;
     for (int j0 = 0; j0 < n_q; j0 += 4) {
         const int nj = n_q - j0 < 4 ? n_q - j0 : 4;
         const float *qj[4];
-        for (int j = 0; j < 4; j++) /* missing queries repeat the last one */
+        for (int j = 0; j < 4; j++)
             qj[j] = q + (size_t)(j0 + (j < nj ? j : nj - 1)) * qstride;
-        for (size_t i = 0; i < nt; i += 4) {
-            const uint8_t *r[4];
-            for (size_t k = 0; k < 4; k++) /* past the end: the last row again */
-                r[k] = codes + (i + k < nt ? i + k : nt - 1) * rstride;
-            __m512 a[4][4];
-            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
-                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[j][k] = _mm512_setzero_ps();
-            for (size_t e = 0; e < E; e += 16) {
-                __m512 c[4];
-                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-                    c[k] = _mm512_cvtepi32_ps(codes16(r[k] + e / 8 * (size_t)bits, bits, sh, mask));
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
-                    __m512 x = _mm512_loadu_ps(qj[j] + e);
-                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[j][k] = _mm512_fmadd_ps(x, c[k], a[j][k]);
-                }
-            }
-            for (int j = 0; j < nj; j++)
-                vq_store4_upto(s + (size_t)(j0 + j) * sstride, i, nt, vq_hsum4x512(a[j][0], a[j][1], a[j][2], a[j][3]));
+        float *o = s + (size_t)j0 * sstride;
+#define CODES_DOT_ROWS(NJ)                                                                                           \
+    (sign ? codes_dot_rows(NJ, 1, codes, rstride, bits, nt, E, lut, qj, o, sstride)                                  \
+          : codes_dot_rows(NJ, 0, codes, rstride, bits, nt, E, lut, qj, o, sstride))
+        switch (nj) {
+        case 4: CODES_DOT_ROWS(4); break;
+        case 3: CODES_DOT_ROWS(3); break;
+        case 2: CODES_DOT_ROWS(2); break;
+        default: CODES_DOT_ROWS(1); break;
         }
+#undef CODES_DOT_ROWS
     }
 }
 

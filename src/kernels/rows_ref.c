@@ -52,15 +52,17 @@ void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group,
     }
 }
 
-void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *q,
-                      size_t qstride, int n_q, float *s, size_t sstride)
+void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
+                      const float *q, size_t qstride, int n_q, float *s, size_t sstride)
 {
     for (int j = 0; j < n_q; j++)
         for (size_t i = 0; i < nt; i++) {
             const uint8_t *row = codes + i * rstride;
             float t = 0.0f;
-            for (size_t e = 0; e < E; e++)
-                t += q[(size_t)j * qstride + e] * (float)code_at(row, e, bits);
+            for (size_t e = 0; e < E; e++) {
+                const unsigned c = code_at(row, e, bits);
+                t += q[(size_t)j * qstride + e] * (lut ? lut[c] : (float)c);
+            }
             s[(size_t)j * sstride + i] = t;
         }
 }
