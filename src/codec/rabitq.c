@@ -53,6 +53,7 @@
 
 #include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/halves.h"
 #include "codec/qplanes.h"
 #include "codec/rotation.h"
 #include "codec/vecops.h"
@@ -210,21 +211,16 @@ static float block_factor(const uint8_t *blk, float cnorm)
 }
 
 /* block_factor of nt <= RQ_FTOK blocks stride bytes apart (the same
- * floats: exact half conversions by the kernel table's fp16_row, then
- * the same division), for the score's batches */
-#define RQ_FTOK 64
+ * floats: halves.h's exact conversions, then the same division), for the
+ * score's batches */
+#define RQ_FTOK VQ_HALVES_BATCH
 static void block_factors(const vq_kernels *k, const uint8_t *blk, size_t stride, size_t nt, float cnorm, float *f)
 {
-    uint8_t h[4 * RQ_FTOK]; /* norms' halves, then corrections' */
-    float v[2 * RQ_FTOK];
-    for (size_t t = 0; t < RQ_FTOK; t++) { /* past nt: 1.0 (0x3c00), unused */
-        const uint8_t *b = blk + t * stride;
-        h[2 * t] = t < nt ? b[0] : 0x00, h[2 * t + 1] = t < nt ? b[1] : 0x3c;
-        h[2 * RQ_FTOK + 2 * t] = t < nt ? b[2] : 0x00, h[2 * RQ_FTOK + 2 * t + 1] = t < nt ? b[3] : 0x3c;
-    }
-    k->fp16_row(h, v, 2 * RQ_FTOK);
-    for (size_t t = 0; t < RQ_FTOK; t++)
-        f[t] = v[t] / (v[RQ_FTOK + t] * cnorm);
+    float corr[RQ_FTOK];
+    vq_halves_strided(k, blk, stride, nt, f);
+    vq_halves_strided(k, blk + 2, stride, nt, corr);
+    for (size_t t = 0; t < nt; t++)
+        f[t] = f[t] / (corr[t] * cnorm);
 }
 
 static void rq_decode_token(vq_codec *c, const uint8_t *blk, float *k)

@@ -63,6 +63,7 @@
 
 #include "codec/bitstream.h"
 #include "codec/codec.h"
+#include "codec/halves.h"
 #include "codec/lloyd_max.h"
 #include "codec/lut_bytes.h"
 #include "codec/qplanes.h"
@@ -106,6 +107,17 @@ static inline float tq_norm(const tq *t, const uint8_t *blk)
     if (t->norm8)
         return t->norm8_of[blk[0]];
     return vq_fp16_to_fp32(vq_get_u16(blk));
+}
+
+/* tq_norm of n <= VQ_HALVES_BATCH blocks stride bytes apart */
+static void tq_norms(const tq *t, const vq_kernels *k, const uint8_t *blk, size_t stride, size_t n, float *f)
+{
+    if (!t->norm8) {
+        vq_halves_strided(k, blk, stride, n, f);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        f[i] = t->norm8_of[blk[i * stride]];
 }
 
 static void tq_put_norm(const tq *t, uint8_t *blk, float n)
@@ -437,11 +449,11 @@ static void tq_score_levels(vq_codec *c, const uint8_t *qbuf, int n_q, const uin
     const float *qs = (const float *)(const void *)qbuf;
     const vq_kernels *k = vq_kernels_get();
     float f[TOK], s2[QRY * TOK];
+    _Static_assert(TOK <= VQ_HALVES_BATCH, "tq_norms' batch");
     for (size_t i0 = 0; i0 < n; i0 += TOK) {
         const size_t nt = n - i0 < TOK ? n - i0 : TOK;
         const uint8_t *blk = codes + i0 * bb;
-        for (size_t i = 0; i < nt; i++)
-            f[i] = tq_norm(t, blk + i * bb);
+        tq_norms(t, k, blk, bb, nt, f);
         for (int j0 = 0; j0 < n_q; j0 += QRY) {
             const int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
             float *out = scores + (size_t)j0 * n + i0;
@@ -521,8 +533,7 @@ static void tq_accumulate_levels(vq_codec *c, const float *w, int n_q, const uin
     }
     for (size_t i0 = 0; i0 < n; i0 += TOK) {
         const size_t nt = n - i0 < TOK ? n - i0 : TOK;
-        for (size_t i = 0; i < nt; i++)
-            f[i] = tq_norm(t, codes + (i0 + i) * c->block_bytes);
+        tq_norms(t, k, codes + i0 * c->block_bytes, c->block_bytes, nt, f);
         k->lut_axpy(codes + i0 * c->block_bytes, c->block_bytes, nt, D, offs, t->bits, lut, sets, f, 0, w + i0, n, n_q,
                     acc, c->accum_size);
     }

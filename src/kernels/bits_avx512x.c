@@ -10,6 +10,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
+#include "kernels/rows16_avx512.h"
 
 /* T = 512/D tokens from codes + i*stride into one register */
 static inline __m512i load_tokens(const uint8_t *z, size_t stride, size_t D, size_t have)
@@ -102,12 +103,9 @@ static inline __m512i reduce_tokens(__m512i x, size_t Q)
  * conversion); rix: the offsets k*stride */
 static inline __m512 halves16(const uint8_t *base, size_t hoff, size_t stride, __m512i rix, size_t have)
 {
-    const __mmask16 m = have >= 16 ? 0xFFFF : (__mmask16)((1u << have) - 1u);
     const int high = hoff + 4 > stride; /* the half is the word's upper one */
-    __m512i x = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, rix, base + hoff - (high ? 2 : 0), 1);
-    if (high)
-        x = _mm512_srli_epi32(x, 16);
-    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(x));
+    const __m512i x = vq_rows16_words(base + hoff - (high ? 2 : 0), rix, vq_rows16_live(have));
+    return vq_low_halves16(high ? _mm512_srli_epi32(x, 16) : x);
 }
 
 static inline __mmask16 token_lanes(size_t Q) { return Q == 1 ? 0x5555 : Q == 2 ? 0x1111 : 0x0101; }
@@ -141,7 +139,7 @@ signscore_loop(const size_t D, const int two, const uint8_t *codes, size_t strid
         order[g] = (int32_t)((g % T) * S + g / T), merged[g] = (int32_t)((g % S) * T + g / S);
     const __m512i ord = _mm512_loadu_si512(order), mrg = _mm512_loadu_si512(merged);
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i rix = _mm512_mullo_epi32(iota, _mm512_set1_epi32((int)stride));
+    const __m512i rix = vq_rows16_index(stride);
     const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(two ? w[1] : 0.0f);
     for (size_t i = 0; i < n; i += 16) {
         const size_t left = n - i < 16 ? n - i : 16;

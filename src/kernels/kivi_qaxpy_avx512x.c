@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/vexp.h"
+#include "kernels/rows16_avx512.h"
 #include "kernels/wq_avx512x.h"
 
 #define KQ_MAXQ 4 /* weight rows per pass */
@@ -33,13 +34,10 @@ static inline __attribute__((always_inline)) void block_headers(const uint8_t *r
                                                                 __m512 Mn[16][2])
 {
     for (size_t h = 0; h < 2; h++) {
-        const size_t left = m > 16 * h ? m - 16 * h : 0;
-        const __mmask16 live = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
+        const __mmask16 live = vq_rows16_live(m > 16 * h ? m - 16 * h : 0);
         for (size_t k = 0; k < ng; k++) {
-            const __m512i wv =
-                _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rix, rows + 16 * h * rstride + 4 * k, 1);
-            const __m512 lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(wv));
-            const __m512 hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(wv, 16)));
+            const __m512i wv = vq_rows16_words(rows + 16 * h * rstride + 4 * k, rix, live);
+            const __m512 lo = vq_low_halves16(wv), hi = vq_low_halves16(_mm512_srli_epi32(wv, 16));
             for (size_t t = 0; t < 2; t++) {
                 const size_t half = 2 * k + t;
                 const __m512 v = t ? hi : lo;
@@ -168,8 +166,7 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
     for (int p = 0; p < 64; p++)
         tix[p] = (int8_t)((p % 4) * 16 + p / 4);
     const __m512i tidx = _mm512_loadu_si512(tix), cmask = _mm512_set1_epi8((char)((1 << BITS) - 1));
-    const __m512i rix = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32((int)rstride));
+    const __m512i rix = vq_rows16_index(rstride);
     for (int j0 = 0; j0 < n_q; j0 += KQ_MAXQ) {
         const int nq = n_q - j0 < KQ_MAXQ ? n_q - j0 : KQ_MAXQ;
         __m512 F[KQ_MAXQ][KQ_MAXC][4], MW[KQ_MAXQ][16];

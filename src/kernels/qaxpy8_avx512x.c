@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/kivi_qaxpy.h"
+#include "kernels/rows16_avx512.h"
 #include "kernels/wq_avx512x.h"
 
 #define Q8_MAXQ 4  /* weight rows per pass */
@@ -69,8 +70,7 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
     const size_t nb = D / 32, bb = BITS == 8 ? 34 : 18;
     const __m512i tidx = vq_quad_index();
     /* row r's offset in a half block (gathers) */
-    const __m512i rix = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32((int)rstride));
+    const __m512i rix = vq_rows16_index(rstride);
     for (int j0 = 0; j0 < n_q; j0 += Q8_MAXQ) {
         const int nq = n_q - j0 < Q8_MAXQ ? n_q - j0 : Q8_MAXQ;
         __m512 F[Q8_MAXQ][Q8_MAXB][2];
@@ -88,8 +88,7 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
             for (size_t g = 0; g < nb; g++)
                 for (int h = 0; h < 2; h++) {
                     const uint8_t *at = blk + 16 * (size_t)h * rstride + g * bb;
-                    const __m512i wd = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), vm[h], rix, at, 1);
-                    Dv[g][h] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(wd));
+                    Dv[g][h] = vq_low_halves16(vq_rows16_words(at, rix, vm[h]));
                 }
             for (int j = 0; j < nq; j++) {
                 const float *wj = w + (size_t)(j0 + j) * wstride + b;

@@ -12,6 +12,7 @@
 
 #include "kernels/kivi_qaxpy.h"
 #include "kernels/prefetch.h"
+#include "kernels/rows16_avx512.h"
 
 /* the VPERMB index of vq_quad_bytes: byte 4b + r <- byte 16r + b */
 static inline __m512i vq_quad_index(void)
@@ -163,8 +164,8 @@ static inline int32_t vq_round_weights(__m512 a0, __m512 a1, float inv, int8_t d
 static inline size_t vq_block_start(const uint8_t *rows, size_t rstride, size_t b, size_t nt, __mmask16 v[2])
 {
     const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
-    v[0] = m >= 16 ? 0xFFFF : (__mmask16)((1u << m) - 1u);
-    v[1] = m <= 16 ? 0 : m >= 32 ? 0xFFFF : (__mmask16)((1u << (m - 16)) - 1u);
+    v[0] = vq_rows16_live(m);
+    v[1] = vq_rows16_live(m > 16 ? m - 16 : 0);
     if (b + VQ_KQ_BLOCK < nt) {
         const size_t next = nt - b - VQ_KQ_BLOCK < VQ_KQ_BLOCK ? nt - b - VQ_KQ_BLOCK : VQ_KQ_BLOCK;
         vq_prefetch_span(rows + b * rstride, VQ_KQ_BLOCK * rstride, next * rstride);
