@@ -815,6 +815,89 @@ static void test_rope_pairs(const vq_kernels *k, const vq_kernels *ref)
            "rope_pairs_ref: (1, 2) by 0.3 rad gave (%g, %g)", (double)x[0], (double)x[1]);
 }
 
+/* rope_codes_dot: the rows it scores are built here from integer codes
+ * (packed LSB first by this test), s * c + m, the patches, rope_pairs;
+ * the reference's scores have the bits of the scalar dense_dot of those
+ * rows, a SIMD variant's the bits of its own table's dense_dot (rope.h),
+ * and the two agree to float rounding. Every width 1..8, head sizes
+ * 32..256 (32: the VBMI variant's fallback), tile tails, unaligned codes,
+ * patches (two on one element: the later wins) and poisoned outputs. */
+static void test_rope_codes_dot(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 32, 64, 128, 256 };
+    static const size_t ns[] = { 1, 15, 16, 17, 40 };
+    for (int bits = 1; bits <= 8; bits++)
+        for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+            for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
+                for (int nq = 1; nq <= 5; nq += 2) {
+                    const size_t D = Ds[id], n = ns[in], rb = D * (size_t)bits / 8, os = n + 3;
+                    const int neox = (int)(in % 2), patched = (int)((in + id) % 2);
+                    uint8_t *raw = calloc(rb * n + 1, 1), *c8 = malloc(n * D);
+                    float *s = malloc(D * sizeof *s), *m = malloc(D * sizeof *m), *tab = malloc(8 * D * sizeof *tab);
+                    float *q = malloc((size_t)nq * D * sizeof *q), *v = malloc(n * D * sizeof *v);
+                    float *o1 = malloc(os * (size_t)nq * sizeof *o1), *o2 = malloc(os * (size_t)nq * sizeof *o2);
+                    float *w1 = malloc(os * (size_t)nq * sizeof *w1), *w2 = malloc(os * (size_t)nq * sizeof *w2);
+                    int32_t *rows = malloc(n * sizeof *rows);
+                    uint32_t *pstart = calloc(n + 1, sizeof *pstart);
+                    uint16_t pch[8];
+                    float pval[8];
+                    fill_bytes(c8, n * D, 11 * D + (size_t)bits);
+                    fill(s, D, D + 1), fill(m, D, D + 2), fill(tab, 8 * D, D + 3), fill(q, (size_t)nq * D, D + 4);
+                    for (size_t i = 0; i < n; i++) {
+                        rows[i] = (int32_t)((i * 5 + 3) % 8);
+                        for (size_t e = 0; e < D; e++) {
+                            const size_t bit = (i * D + e) * (size_t)bits;
+                            c8[i * D + e] &= (uint8_t)((1u << bits) - 1u);
+                            for (int b = 0; b < bits; b++)
+                                raw[1 + (bit + (size_t)b) / 8] |=
+                                    (uint8_t)(((c8[i * D + e] >> b) & 1u) << ((bit + (size_t)b) % 8));
+                            v[i * D + e] = s[e] * (float)c8[i * D + e] + m[e];
+                        }
+                    }
+                    size_t np = 0;
+                    if (patched) { /* token 0: channels 3 then 3 again; the last token: channel D - 1 */
+                        pch[0] = 3, pval[0] = 7.5f, pch[1] = 3, pval[1] = -2.25f;
+                        pch[2] = (uint16_t)(D - 1), pval[2] = 1e3f;
+                        np = 3;
+                        for (size_t i = 0; i <= n; i++)
+                            pstart[i] = i == 0 ? 0 : i < n ? 2 : 3;
+                        if (n == 1)
+                            pstart[1] = 3;
+                        v[3] = -2.25f, v[(n - 1) * D + D - 1] = 1e3f;
+                    }
+                    for (size_t i = 0; i < n; i++)
+                        ref->rope_pairs(v + i * D, tab + (size_t)rows[i] * D, D / 2, neox, 1.0f);
+                    const int simd = k->rope_codes_dot != vq_rope_codes_dot_ref && D % 64 == 0; /* rope.h */
+                    for (size_t x = 0; x < os * (size_t)nq; x++)
+                        o1[x] = o2[x] = w1[x] = w2[x] = NAN;
+                    ref->dense_dot(q, D, nq, v, VQ_ELEM_F32, n, D, w1, os);
+                    (simd ? k : ref)->dense_dot(q, D, nq, v, VQ_ELEM_F32, n, D, w2, os);
+                    const vq_rope_keys keys = { .codes = raw + 1, .bits = bits, .D = D, .n = n, .s = s, .m = m,
+                                                .pstart = np ? pstart : NULL, .pch = pch, .pval = pval,
+                                                .tab = tab, .rows = rows, .neox = neox };
+                    ref->rope_codes_dot(&keys, q, D, nq, o1, os);
+                    k->rope_codes_dot(&keys, q, D, nq, o2, os);
+                    int untouched = 1;
+                    for (int j = 0; j < nq; j++)
+                        for (size_t x = n; x < os; x++)
+                            untouched &= isnan(o2[(size_t)j * os + x]);
+                    double r = 0.0; /* |difference| / sum_e |q_e v_e| (scores may cancel) */
+                    for (int j = 0; j < nq; j++)
+                        for (size_t i = 0; i < n; i++) {
+                            double mag = 1e-30;
+                            for (size_t e = 0; e < D; e++)
+                                mag += fabs((double)q[(size_t)j * D + e] * v[i * D + e]);
+                            r = fmax(r, fabs((double)o2[(size_t)j * os + i] - o1[(size_t)j * os + i]) / mag);
+                        }
+                    CHECKF(untouched && same_bits(o1, w1, os * (size_t)nq) && same_bits(o2, w2, os * (size_t)nq) &&
+                               r <= DENSE_TOL,
+                           "%s rope_codes_dot bits=%d D=%zu n=%zu nq=%d neox=%d patched=%d: rel %g", k->isa, bits, D, n,
+                           nq, neox, patched, r);
+                    free(raw), free(c8), free(s), free(m), free(tab), free(q), free(v), free(o1), free(o2), free(w1),
+                        free(w2), free(rows), free(pstart);
+                }
+}
+
 /* lut8_scan against the reference: bit-identical scores for token counts
  * around the 64-token pass (tails), piece counts 1..64 and past the SIMD
  * limit, odd strides (unaligned rows), every code value, poisoned outputs;
@@ -887,6 +970,7 @@ static void test_tables(void)
         test_kivi_qaxpy(k, ref);
         test_qaxpy8(k, ref);
         test_rope_pairs(k, ref);
+        test_rope_codes_dot(k, ref);
         test_lut8_scan(k, ref);
     }
     /* the scalar references against themselves through the table's own

@@ -256,8 +256,11 @@ void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const v
 /* Scores with prerope: RoPE(k, lo + hi) . q = RoPE(k, lo) . RoPE(q, -hi),
  * so the keys turn by their lo angles only (one table row, no angle sum)
  * and the queries by -hi, once per run of keys with the same p / 256
- * (positions increase, so runs are contiguous). A key outside the tables
- * (not a packed one) turns by rope_one against the plain queries. */
+ * (positions increase, so runs are contiguous). A run is scored from the
+ * codes by the codec's score_rope where it has one (codec.h); otherwise,
+ * and for prerope=2's centre, the block is decoded once and its keys turned
+ * in place. A key outside the tables (not a packed one) turns by rope_one
+ * against the plain queries. */
 vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, vq_codec *kc,
                               size_t pg, size_t n, const uint8_t *qbuf, const float *qf, size_t nq, float *out)
 {
@@ -270,53 +273,71 @@ vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cac
     const int l = (int)(L - c->layers);
     const struct vq_prerope *p = c->prerope;
     const int o = p ? p->owner[l] : 0, neox = p ? p->neox[l] : 0;
+    const int fused = kc->ops->score_rope && !(p && p->mean[l]);
     float *k = malloc(B * D * sizeof *k), *qh = malloc(nq * D * sizeof *qh);
-    if (!k || !qh) {
-        free(k), free(qh);
+    int32_t *rows = malloc(B * sizeof *rows);
+    if (!k || !qh || !rows) {
+        free(k), free(qh), free(rows);
         return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory for a key block");
     }
     vq_status st = VQ_OK;
     int32_t cur_hi = -1; /* the hi row the queries in qh are turned by */
     for (size_t b = 0; b < n && st == VQ_OK; b += B) {
-        st = vq_codec_decode(kc, H->kpages[pg] + b * bpt, B, k);
-        if (st != VQ_OK)
-            break;
+        const uint8_t *src = H->kpages[pg] + b * bpt;
         const size_t m = n - b < B ? n - b : B;
-        if (p && p->mean[l]) { /* prerope=2: the centre back before RoPE */
-            const float *mu = p->mean[l] + (size_t)(H - L->heads) * D;
-            for (size_t t = 0; t < m; t++)
-                for (size_t d = 0; d < D; d++)
-                    k[t * D + d] += mu[d];
-        }
-        for (size_t t = 0; t < m;) {
+        int decoded = 0;
+        for (size_t t = 0; t < m && st == VQ_OK;) {
             const int32_t pos = vq_head_pos(H, s0 + b + t);
+            const int tabled = p && p->inv_freq[l] && pos >= 0 && p->lo[o] && pos / ROPE_LO < p->hi_n[o];
+            size_t e = t + 1;
+            if (tabled) { /* the run of keys with this hi row, and their lo rows */
+                rows[t] = pos % ROPE_LO;
+                while (e < m) {
+                    const int32_t pe = vq_head_pos(H, s0 + b + e);
+                    if (pe < 0 || pe / ROPE_LO != pos / ROPE_LO)
+                        break;
+                    rows[e++] = pe % ROPE_LO;
+                }
+            }
+            if (tabled && pos / ROPE_LO != cur_hi) {
+                cur_hi = pos / ROPE_LO;
+                memcpy(qh, qf, nq * D * sizeof *qh);
+                for (size_t j = 0; j < nq; j++)
+                    rope_tab(qh + j * D, p->hi[o] + (size_t)cur_hi * D, half, neox, -1.0f);
+            }
+            if (tabled && fused) {
+                if (kc->ops->score_rope(kc, src, t, e - t, p->lo[o], rows + t, neox, qh, D, (int)nq, out + b + t, n)) {
+                    t = e;
+                    continue;
+                }
+            }
+            if (!decoded) {
+                st = vq_codec_decode(kc, src, B, k);
+                if (st != VQ_OK)
+                    break;
+                if (p && p->mean[l]) { /* prerope=2: the centre back before RoPE */
+                    const float *mu = p->mean[l] + (size_t)(H - L->heads) * D;
+                    for (size_t u = 0; u < m; u++)
+                        for (size_t d = 0; d < D; d++)
+                            k[u * D + d] += mu[d];
+                }
+                decoded = 1;
+            }
             float *kt = k + t * D;
-            if (!p || !p->inv_freq[l] || pos < 0 || !p->lo[o] || pos / ROPE_LO >= p->hi_n[o]) {
+            if (!tabled) {
                 if (p && p->inv_freq[l])
                     rope_one(kt, D, pos, p->inv_freq[l], neox, 1.0);
                 kern->dense_dot(qf, D, (int)nq, kt, VQ_ELEM_F32, 1, D, out + b + t, n);
                 t++;
                 continue;
             }
-            const int32_t hi = pos / ROPE_LO;
-            size_t e = t;
-            for (; e < m; e++) { /* the run of keys with this hi row */
-                int32_t pe = vq_head_pos(H, s0 + b + e);
-                if (pe < 0 || pe / ROPE_LO != hi)
-                    break;
-                rope_tab(k + e * D, p->lo[o] + (size_t)(pe % ROPE_LO) * D, half, neox, 1.0f);
-            }
-            if (hi != cur_hi) {
-                memcpy(qh, qf, nq * D * sizeof *qh);
-                for (size_t j = 0; j < nq; j++)
-                    rope_tab(qh + j * D, p->hi[o] + (size_t)hi * D, half, neox, -1.0f);
-                cur_hi = hi;
-            }
+            for (size_t u = t; u < e; u++)
+                rope_tab(k + u * D, p->lo[o] + (size_t)rows[u] * D, half, neox, 1.0f);
             kern->dense_dot(qh, D, (int)nq, kt, VQ_ELEM_F32, e - t, D, out + b + t, n);
             t = e;
         }
     }
-    free(k), free(qh);
+    free(k), free(qh), free(rows);
     return st;
 }
 

@@ -16,7 +16,9 @@
  * No bytes per token are added (the tables are the model's: D/2 floats per
  * layer, and the angle tables of prerope.c: 256 x D floats per distinct
  * RoPE plus D floats per 256 positions; all counted in the cache's buffer
- * bytes). Scoring uses the SIMD dense_dot. Saving refuses (a loaded cache
+ * bytes). A codec with score_rope (codec.h; kivix) scores a run of keys
+ * from its codes, turning each in registers (kernels.h rope_codes_dot);
+ * other codecs decode the block, then rope_pairs and dense_dot. Saving refuses (a loaded cache
  * would need the model's RoPE again).
  *
  * prerope=2: as 1, and the pre-RoPE keys are centred per (layer, KV head):

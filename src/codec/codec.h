@@ -60,6 +60,17 @@ typedef struct vq_codec_ops {
     void (*values)(vq_codec *c, const uint8_t *codes, size_t n, float *out);
     int dot_query;
 
+    /* Optional, for keys packed before RoPE (cache/prerope.h): the raw
+     * scores of tokens [t0, t0 + n) of the one block at src against n_q
+     * float queries q (qstride floats apart), each token's decoded vector
+     * first turned forward by the RoPE table row tab + rows[i]*head_dim
+     * (kernels/rope.h layout and pairing), into s[j*sstride + i]: decode,
+     * rope_pairs, dense_dot up to float rounding, without a decoded block.
+     * Returns 0, writing nothing, where the codec's parameters have no such
+     * path (the caller decodes then). */
+    int (*score_rope)(vq_codec *c, const uint8_t *src, size_t t0, size_t n, const float *tab, const int32_t *rows,
+                      int neox, const float *q, size_t qstride, int n_q, float *s, size_t sstride);
+
     /* Optional: make dst->impl for a second handle of src (dst holds a
      * copy of src's generic fields, impl NULL): its own scratch, the same
      * parameters and calibration state, so that dst encodes and scores

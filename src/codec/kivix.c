@@ -43,7 +43,9 @@
  * (channel domain, accum_size = D, finish is a copy), which gives the
  * tiled SIMD path. Values in kivi's row format (uniform 2/4-bit codes, no
  * outliers, group a multiple of 16) accumulate through kernels.h
- * kivi_axpy at every query count, as kivi's values do. */
+ * kivi_axpy at every query count, as kivi's values do. Keys with uniform
+ * levels packed before RoPE (cache/prerope.h) are scored from their codes by
+ * score_rope (kernels.h rope_codes_dot: no decoded block). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -432,6 +434,64 @@ static void kx_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
 
 static void kx_values(vq_codec *c, const uint8_t *codes, size_t n, float *out) { kx_decode(c, codes, n, out); }
 
+/* codec.h score_rope for keys with uniform levels: the block's scales and
+ * mins as kx_decode_block converts them, its outliers in [t0, t0 + n) as
+ * per-token patches in table order (a later entry for the same element
+ * wins, as in decode), then kernels.h rope_codes_dot over the codes */
+static int kx_score_rope(vq_codec *c, const uint8_t *src, size_t t0, size_t n, const float *tab, const int32_t *rows,
+                         int neox, const float *q, size_t qstride, int n_q, float *s, size_t sstride)
+{
+    const kx_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, B = c->block_tokens, entries = B * D;
+    const int b = st->bits;
+    if (c->role != VQ_ROLE_KEY || st->nu || D % 32 || D > 512 || B > 256 || t0 + n > B || n == 0)
+        return 0;
+    const vq_kernels *kern = vq_kernels_get();
+    float sc[512], mn[512], pval[1024];
+    uint32_t pstart[257] = { 0 };
+    uint16_t pch[1024];
+    kern->fp16_row(src, sc, D);
+    kern->fp16_row(src + 2 * D, mn, D);
+    const uint8_t *codes = src + 4 * D, *tab_o = codes + entries * (size_t)b / 8;
+    /* the entries of tokens [t0, t0 + n): elements [e0, e1) (entries >= e1) */
+    const size_t e0 = t0 * D, e1 = (t0 + n) * D;
+    const int pow2 = (D & (D - 1)) == 0, lg = __builtin_ctzll(D); /* token = (el - e0) >> lg */
+    size_t np = 0;
+    for (int k = 0; k < st->outliers; k++) { /* counts per token, at pstart[t + 1] */
+        const size_t el = (size_t)tab_o[4 * k] | (size_t)tab_o[4 * k + 1] << 8;
+        if (el >= e0 && el < e1)
+            pstart[(pow2 ? (el - e0) >> lg : (el - e0) / D) + 1]++, np++;
+    }
+    if (np) {
+        uint32_t fill[256];
+        for (size_t t = 0; t < n; t++)
+            pstart[t + 1] += pstart[t], fill[t] = pstart[t];
+        for (int k = 0; k < st->outliers; k++) {
+            const uint8_t *e = tab_o + 4 * (size_t)k;
+            const size_t el = (size_t)e[0] | (size_t)e[1] << 8;
+            if (el >= e0 && el < e1) {
+                const size_t t = pow2 ? (el - e0) >> lg : (el - e0) / D;
+                const uint32_t p = fill[t]++;
+                pch[p] = (uint16_t)(el - e0 - t * D), pval[p] = ld16(e + 2);
+            }
+        }
+    }
+    const vq_rope_keys keys = { .codes = codes + t0 * D * (size_t)b / 8,
+                                .bits = b,
+                                .D = D,
+                                .n = n,
+                                .s = sc,
+                                .m = mn,
+                                .pstart = np ? pstart : NULL,
+                                .pch = pch,
+                                .pval = pval,
+                                .tab = tab,
+                                .rows = rows,
+                                .neox = neox };
+    kern->rope_codes_dot(&keys, q, qstride, n_q, s, sstride);
+    return 1;
+}
+
 const vq_codec_ops vq_codec_kivix_ops = {
     .name = "kivix",
     .default_spec = "kivix:bits=3,group=32,outliers=0",
@@ -445,4 +505,5 @@ const vq_codec_ops vq_codec_kivix_ops = {
     .accum_finish = vq_codec_finish_copy,
     .values = kx_values,
     .dot_query = 1,
+    .score_rope = kx_score_rope,
 };

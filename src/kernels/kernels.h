@@ -85,6 +85,9 @@
  *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
  *       variant when the CPU has AVX-512 VNNI, else the AVX2 one).
  *   rope_pairs: kernels/rope.h (RoPE turn of one vector by a table row).
+ *   rope_codes_dot: kernels/rope.h (pre-RoPE integer keys scored against
+ *       float queries, each token turned by its table row; the VBMI
+ *       variant where the CPU has it, else the reference).
  *   lut8_scan: kernels/lut8_scan.h (byte codes scored from per-query byte
  *       tables: vecinfer with qbits=8; the VBMI variant where the CPU has
  *       it, else the reference). */
@@ -146,6 +149,8 @@ typedef struct vq_kernels {
     void (*qdot)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                  size_t qstride, int n_q, float *s, size_t sstride);
     void (*rope_pairs)(float *x, const float *cs, size_t half, int neox, float sgn);
+    void (*rope_codes_dot)(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out,
+                           size_t ostride);
     void (*lut8_scan)(const uint8_t *codes, size_t stride, size_t n, size_t M, const uint8_t *tab, size_t qstride,
                       int n_q, float *s, size_t sstride);
 } vq_kernels;

@@ -12,8 +12,44 @@
 #define VQ_KERNELS_ROPE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 void vq_rope_pairs_ref(float *x, const float *cs, size_t half, int neox, float sgn);
 void vq_rope_pairs_avx512(float *x, const float *cs, size_t half, int neox, float sgn);
+
+/* Keys stored before RoPE as per-channel affine integer codes (kivix keys,
+ * cache/prerope.h), scored without a decoded block:
+ *
+ * rope_codes_dot(k, q, qstride, n_q, out, ostride): for token i < k->n,
+ *   v_i[e] = s[e] * code_i[e] + m[e]      (one multiply, then one add)
+ * with code_i[e] the e-th of the D codes of `bits` bits (1..8) packed LSB
+ * first from codes + i*D*bits/8 (D*bits a multiple of 8); then patches:
+ * v_i[pch[p]] = pval[p] for p in [pstart[i], pstart[i+1]) in order
+ * (pstart NULL: none); then v_i turned forward (sgn = 1) by the table row
+ * tab + rows[i]*D exactly as rope_pairs; then
+ *   out[j*ostride + i] = sum_e q[j*qstride + e] * v_i[e]
+ * as dense_dot of the same table on the turned rows (the reference: the
+ * scalar dense_dot). So every variant's v_i has the reference's bits and
+ * the scores agree to float rounding. D a multiple of 32 up to 512,
+ * n_q >= 1; no allocation. */
+typedef struct vq_rope_keys {
+    const uint8_t *codes;
+    int bits;
+    size_t D, n;
+    const float *s, *m;     /* D scales, D offsets */
+    const uint32_t *pstart; /* n + 1 patch starts, or NULL */
+    const uint16_t *pch;    /* patched channel (< D) */
+    const float *pval;      /* patched value */
+    const float *tab;       /* RoPE rows: D/2 cosines, then D/2 sines */
+    const int32_t *rows;    /* row of each token */
+    int neox;               /* pairing as rope_pairs */
+} vq_rope_keys;
+
+void vq_rope_codes_dot_ref(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out,
+                           size_t ostride);
+/* VBMI (byte permutes, multishifts); D not a multiple of 64 goes to the
+ * reference */
+void vq_rope_codes_dot_avx512x(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out,
+                               size_t ostride);
 
 #endif

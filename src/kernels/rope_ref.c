@@ -1,4 +1,6 @@
-/* rope_ref.c -- scalar reference of rope.h's turn. */
+/* rope_ref.c -- scalar references of rope.h's turn and of its scoring of
+ * pre-RoPE integer keys. */
+#include "kernels/dense.h"
 #include "kernels/rope.h"
 
 void vq_rope_pairs_ref(float *x, const float *cs, size_t half, int neox, float sgn)
@@ -9,5 +11,24 @@ void vq_rope_pairs_ref(float *x, const float *cs, size_t half, int neox, float s
         const float ac = a * c, bs = b * s, as = a * s, bc = b * c;
         x[i0] = ac - bs;
         x[i1] = as + bc;
+    }
+}
+
+void vq_rope_codes_dot_ref(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out, size_t ostride)
+{
+    const size_t D = k->D, mask = ((size_t)1 << k->bits) - 1;
+    float v[512];
+    for (size_t i = 0; i < k->n; i++) {
+        const uint8_t *c = k->codes + i * D * (size_t)k->bits / 8;
+        for (size_t e = 0; e < D; e++) {
+            const size_t bit = e * (size_t)k->bits;
+            const unsigned w = c[bit / 8] | (bit / 8 + 1 < D * (size_t)k->bits / 8 ? (unsigned)c[bit / 8 + 1] << 8 : 0u);
+            v[e] = k->s[e] * (float)((w >> (bit % 8)) & mask) + k->m[e];
+        }
+        if (k->pstart)
+            for (uint32_t p = k->pstart[i]; p < k->pstart[i + 1]; p++)
+                v[k->pch[p]] = k->pval[p];
+        vq_rope_pairs_ref(v, k->tab + (size_t)k->rows[i] * D, D / 2, k->neox, 1.0f);
+        vq_dense_dot_ref(q, qstride, n_q, v, VQ_ELEM_F32, 1, D, out + i, ostride);
     }
 }

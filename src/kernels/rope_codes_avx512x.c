@@ -1,0 +1,97 @@
+/* rope_codes_avx512x.c -- rope.h's rope_codes_dot with AVX-512 VBMI.
+ *
+ * Sixteen tokens at a time are turned into float rows of a stack tile that
+ * stays in L1. A token's row is built in registers (head sizes 64, 128 and
+ * 256 are compile-time constants of their own loops): per 64 channels one
+ * masked load of the 8*bits code bytes, one byte permute that gives 64-bit
+ * lane g the bytes of codes 8g..8g+7, one multishift that moves code k of
+ * each lane to byte k, one mask; the bytes widened to floats, s * c + m
+ * (multiply, then add: the reference's bits); the patches (through the
+ * tile, for the few tokens that have any); rope_avx512.h's turn; one store.
+ * The tile is scored by the table's dense_dot (dense_avx512.c), whose
+ * scores do not depend on the tile size. */
+#include <immintrin.h>
+
+#include "kernels/dense.h"
+#include "kernels/rope.h"
+#include "kernels/rope_avx512.h"
+
+#define RC_TILE 16
+
+/* the 64 codes of `bits` bits at src as bytes */
+static inline __m512i codes64(const uint8_t *src, __mmask64 ld, __m512i perm, __m512i shifts, __m512i low)
+{
+    const __m512i raw = _mm512_maskz_loadu_epi8(ld, src);
+    return _mm512_and_si512(_mm512_multishift_epi64_epi8(shifts, _mm512_permutexvar_epi8(perm, raw)), low);
+}
+
+/* tokens [i0, i0 + m) into the tile X (rows of D floats) */
+static inline __attribute__((always_inline)) void turn_tile(const size_t D, const vq_rope_keys *k, size_t i0, size_t m,
+                                                            float *X)
+{
+    const int b = k->bits;
+    const size_t half = D / 2, row_bytes = D * (size_t)b / 8;
+    int8_t pix[64], shx[64];
+    for (int g = 0; g < 8; g++)
+        for (int j = 0; j < 8; j++)
+            pix[8 * g + j] = (int8_t)(g * b + j), shx[8 * g + j] = (int8_t)(j * b);
+    const __m512i perm = _mm512_loadu_si512(pix), shifts = _mm512_loadu_si512(shx);
+    const __m512i low = _mm512_set1_epi8((char)((1u << b) - 1u));
+    const __mmask64 ld = b == 8 ? ~(__mmask64)0 : (((__mmask64)1 << (8 * b)) - 1);
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (size_t t = 0; t < m; t++) {
+        const size_t i = i0 + t;
+        const uint8_t *src = k->codes + i * row_bytes;
+        const float *cs = k->tab + (size_t)k->rows[i] * D;
+        float *x = X + t * D;
+        __m512 F[32];
+        _Pragma("GCC unroll 4") for (size_t c = 0; c < D; c += 64)
+        {
+            const __m512i cb = codes64(src + c / 8 * (size_t)b, ld, perm, shifts, low);
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
+            {
+                const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(cb, v)));
+                const size_t e = c + 16 * (size_t)v;
+                F[e / 16] = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(k->s + e), f), _mm512_loadu_ps(k->m + e));
+            }
+        }
+        if (k->pstart && k->pstart[i] < k->pstart[i + 1]) {
+            for (size_t v = 0; v < D / 16; v++)
+                _mm512_storeu_ps(x + 16 * v, F[v]);
+            for (uint32_t p = k->pstart[i]; p < k->pstart[i + 1]; p++)
+                x[k->pch[p]] = k->pval[p];
+            for (size_t v = 0; v < D / 16; v++)
+                F[v] = _mm512_loadu_ps(x + 16 * v);
+        }
+        if (k->neox) {
+            _Pragma("GCC unroll 8") for (size_t v = 0; v < half / 16; v++)
+                vq_rope_neox16(&F[v], &F[half / 16 + v], cs, half, 16 * v, one);
+        } else {
+            _Pragma("GCC unroll 16") for (size_t v = 0; v < D / 16; v++) F[v] = vq_rope_adj8(F[v], cs, half, 8 * v, one);
+        }
+        _Pragma("GCC unroll 16") for (size_t v = 0; v < D / 16; v++) _mm512_storeu_ps(x + 16 * v, F[v]);
+    }
+}
+
+void vq_rope_codes_dot_avx512x(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out,
+                               size_t ostride)
+{
+    const size_t D = k->D;
+    if (D % 64 || D > 512) {
+        vq_rope_codes_dot_ref(k, q, qstride, n_q, out, ostride);
+        return;
+    }
+    float X[RC_TILE * 512];
+    for (size_t i0 = 0; i0 < k->n; i0 += RC_TILE) {
+        const size_t m = k->n - i0 < RC_TILE ? k->n - i0 : RC_TILE;
+        if (D == 64)
+            turn_tile(64, k, i0, m, X);
+        else if (D == 128)
+            turn_tile(128, k, i0, m, X);
+        else if (D == 256)
+            turn_tile(256, k, i0, m, X);
+        else
+            turn_tile(D, k, i0, m, X);
+        vq_dense_dot_avx512(q, qstride, n_q, X, VQ_ELEM_F32, m, D, out + i0, ostride);
+    }
+}
