@@ -118,15 +118,19 @@ namespace {
 #ifndef VQ_MMA_PGPF /* unstaged keys (fp16): 1 the next tile's page-table entry read one tile ahead (0: at the tile's start) */
 #define VQ_MMA_PGPF 1
 #endif
-#ifndef VQ_MMA_VPF /* unstaged values (fp16; q8_0 at D = 128): 1 the tile's value rows prefetched into L2 (prefetch.global.L2) when the tile starts, before its key loads (measured 2-8% slower: off) */
-#define VQ_MMA_VPF 0
-#endif
-#ifndef VQ_MMA_KPF /* unstaged keys (fp16): 1 the next tile's key rows prefetched into L2 when a tile starts (measured 15-20% slower: off) */
-#define VQ_MMA_KPF 0
-#endif
 #ifndef VQ_MMA_QSUBK /* q4_0 keys: 1 the unsigned nibbles u = c + 8 as subnormal fp16 (one AND per two codes), the offset (-8 times the block's sum of q) as the start of the block's accumulators; 0 exact fp16 integers c (a byte permute and an HSUB2 per two codes) */
 #define VQ_MMA_QSUBK 1
 #endif
+#ifndef VQ_MMA_NWM /* warps per CTA of this kernel (the CUDA-core kernels: NW = 4); with VQ_MMA_MINB it sets the register cap, 65536 / (32 NWM MINB) */
+#define VQ_MMA_NWM 4
+#endif
+#ifndef VQ_MMA_RBF /* rabitq:bits=1 keys: 1 each token's factor computed once (lane i: token i) and shuffled to the scores (0: one division per score) */
+#define VQ_MMA_RBF 1
+#endif
+#ifndef VQ_MMA_REDSTG /* 1: the warps' partial accumulators (red) in the stage memory after the loop where it is large enough (less static shared memory per CTA) */
+#define VQ_MMA_REDSTG 1
+#endif
+constexpr int MW = VQ_MMA_NWM;
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
 constexpr unsigned FULL = 0xffffffffu;
@@ -700,8 +704,8 @@ __host__ __device__ constexpr int fp16_stage_row() { return 2 * D + 64; }
 template <int KM, int VM, int D, int SUB = 1>
 __host__ __device__ constexpr int stage_smem_bytes()
 {
-    return stage16<KM, D>() ? NW * WTOK * fp16_stage_row<D>()
-         : staged_k<KM, VM, D>() ? NW * 2 * SUB * stage_bytes<KM, VM, D>() : 0;
+    return stage16<KM, D>() ? MW * WTOK * fp16_stage_row<D>()
+         : staged_k<KM, VM, D>() ? MW * 2 * SUB * stage_bytes<KM, VM, D>() : 0;
 }
 
 /* 64-token warp iterations (two sub-tiles of 32 sharing the loop's page,
@@ -775,15 +779,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t phase)
 }
 #endif
 
-/* the 128-byte lines of the n bytes at a prefetched into L2, spread over
- * the warp's lanes (a hint: no register, no wait) */
-__device__ __forceinline__ void l2_prefetch(const uint8_t *a, int n, int lane)
-{
-    const uintptr_t end = (uintptr_t)a + (uintptr_t)n;
-    for (uintptr_t x = ((uintptr_t)a & ~(uintptr_t)127) + 128 * (uintptr_t)lane; x < end; x += 32 * 128)
-        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(x));
-}
-
 /* the warp copies BYTES (a multiple of 16) from src to dst */
 template <int BYTES>
 __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int lane)
@@ -796,7 +791,7 @@ __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int 
 /* ---- the kernel ------------------------------------------------------------ */
 
 template <int D, int G, int KM, int VM, int SUB>
-__global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __grid_constant__ AttnParams p)
+__global__ void __launch_bounds__(MW * 32, VQ_MMA_MINB(KM)) attn_mma(const __grid_constant__ AttnParams p)
 {
     static_assert(SUB == 1 || sub2_ok<KM, VM, D>(), "64-token iterations need staged keys and values");
     constexpr int TT = SUB * WTOK; /* tokens per warp iteration */
@@ -866,8 +861,11 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     __shared__ __align__(16) float4 qlane[KS][32];   /* kivi keys: q * 2^(24-e-EXPO) per lane */
     __shared__ __align__(16) float4 qraw[KS][32];    /* kivi keys: q per lane */
     __shared__ __align__(16) uint4 qu[KS][32];       /* KMIN: hi/lo of q * 2^KMIN_EXP per lane (A operand) */
-    __shared__ float red[NW][G][D];
-    __shared__ float wml[NW][G][2];
+    /* REDSTG: the warps' partial accumulators go to the stage memory once
+     * the loop is done (a barrier first), where it is large enough */
+    constexpr bool REDSTG = VQ_MMA_REDSTG && stage_smem_bytes<KM, VM, D, SUB>() >= (int)sizeof(float) * MW * G * D;
+    __shared__ __align__(16) float red_s[REDSTG ? 1 : MW][G][D];
+    __shared__ float wml[MW][G][2];
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
     __shared__ __align__(16) uint4 ai8[I8K ? NKS8 : 1][32]; /* I8K: A fragments per k-step, lane */
     __shared__ float kqs[QSUBK ? D / 32 : 1][8];            /* QSUBK: per block and query row, the accumulators' start */
@@ -879,14 +877,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     const CtaWork cw = cta_work<G>(p);
     if (empty_chunk<G>(p, cw, tid))
         return;
-    load_query<G, D>(p, cw, qs, tid);
+    load_query<G, D, MW>(p, cw, qs, tid);
     const int g = lane >> 2, t = lane & 3;
     const int kvh = cw.kvh, b = cw.b, s0 = cw.s0, s1 = cw.s1;
     const size_t part0 = cw.part0;
     __syncthreads();
     if (p.kf.rot)
-        rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, NW * 32);
-    for (int i = tid; i < G * D; i += NW * 32)
+        rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, MW * 32);
+    for (int i = tid; i < G * D; i += MW * 32)
         qs[i / D][i % D] *= p.qscale;
     __syncthreads();
 
@@ -982,7 +980,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     if constexpr (I8K) {
         /* K per head: max_c |q_c| * max(|f_pl|) * 2^K < 64 (each warp the
          * same; the warps build the A fragments of plane/k-step pairs warp,
-         * warp + NW, ...). Lane (g, t): head g & 3, channels 32t..32t+31 */
+         * warp + MW, ...). Lane (g, t): head g & 3, channels 32t..32t+31 */
         const int h = g & 3;
         const float *qh = qs[h < G ? h : 0];
         float f[NF8]; /* the plane factors */
@@ -1011,23 +1009,26 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         mx = h < G ? mx * fm : 0.0f;
         const int K = mx > 0.0f ? min(100, max(-100, 5 - ilogbf(mx))) : 0;
         post = g < 4 && h < G ? __int_as_float((127 - 7 - K) << 23) : 0.0f;
-        /* the k-steps' A fragments, warp w builds k-steps w, w + NW, ... */
+        /* the k-steps' A fragments, warp w builds k-steps w, w + MW, ...
+         * (xcl: the indices of warps past the last k-step clamped; those
+         * warps store nothing) */
+        auto xcl = [](int x) { return x < NKS8 ? x : NKS8 - 1; };
 #pragma unroll
-        for (int x0 = 0; x0 < NKS8; x0 += NW) {
+        for (int x0 = 0; x0 < NKS8; x0 += MW) {
             const int x = x0 + warp;
             uint32_t ar[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) { /* k 4t + i (hf 0) and 16 + 4t + i (hf 1) */
                 float fx = 0.0f;
 #pragma unroll
-                for (int j = 0; j < NW; j++) /* (x is warp-uniform; constant indices into f) */
-                    fx = warp == j ? f[i8_fac<KM>(x0 + j, hf)] * __int_as_float((127 + K - i8_sh<KM>(x0 + j, hf)) << 23) : fx;
+                for (int j = 0; j < MW; j++) /* (x is warp-uniform; constant indices into f) */
+                    fx = warp == j ? f[i8_fac<KM>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM>(xcl(x0 + j), hf)) << 23) : fx;
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     int ch = 0;
 #pragma unroll
-                    for (int j = 0; j < NW; j++)
-                        ch = warp == j ? i8_chan<KM>(x0 + j, hf, i) : ch;
+                    for (int j = 0; j < MW; j++)
+                        ch = warp == j ? i8_chan<KM>(xcl(x0 + j), hf, i) : ch;
                     float xv = h < G ? qh[32 * t + ch] * fx : 0.0f;
                     int pc[4];
 #pragma unroll
@@ -1106,7 +1107,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #if VQ_MMA_BULK
     /* one lane copies the tile's key (and value) bytes with 1-3 bulk copies
      * that complete on the stage's mbarrier (transaction bytes) */
-    __shared__ __align__(8) uint64_t mbar[NW][2];
+    __shared__ __align__(8) uint64_t mbar[MW][2];
     const uint32_t wst_b = (uint32_t)__cvta_generic_to_shared(wstage);
     const uint32_t mbar_s = (uint32_t)__cvta_generic_to_shared(&mbar[warp][0]);
     if constexpr (STG) {
@@ -1201,12 +1202,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     }
     /* page-table index and in-page offset of the current tile's first
      * token (cur) and, staged, of the next tile's (nxt): advanced by
-     * NW * WTOK tokens per iteration, no division in the loop */
+     * MW * WTOK tokens per iteration, no division in the loop */
     struct PagePos {
         int pi, off;
     };
     auto advance = [&](PagePos &q) {
-        q.off += NW * TT;
+        q.off += MW * TT;
         while (q.off >= P) {
             q.off -= P;
             q.pi++;
@@ -1226,7 +1227,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
         cp_commit();
         advance(nxt);
-        if (tf + NW * TT < s1)
+        if (tf + MW * TT < s1)
             pg_next = ptab[nxt.pi];
     } else if constexpr (VQ_MMA_PGPF) { /* unstaged: the first tile's page, then one tile ahead */
         if (s0 + warp * TT < s1)
@@ -1262,7 +1263,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             key_load<KM, D>(row, t, kr[n]);
         }
         if constexpr (STG16) { /* the keys are in registers: refill the stage with the next tile */
-            const int tn = t0 + NW * WTOK;
+            const int tn = t0 + MW * WTOK;
             __syncwarp();
             if (tn < s1)
                 stage16_in(tn, p.page_table[(b * p.n_kv + kvh) * p.max_pages + tn / P]);
@@ -1458,6 +1459,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
         /* scores of head g, tokens 8n + 2t + jj */
         const int nv = s1 - t0; /* tokens of this tile (< WTOK: the last one, partial) */
+        /* RBF (rabitq): lane i computes token i's factor norm / (corr *
+         * sqrt(D)) (one division per lane instead of one per score; the
+         * same floats), the scores take theirs by a shuffle */
+        [[maybe_unused]] float facl = 0.0f;
+        if constexpr (KM == FMT_RABITQ1 && VQ_MMA_RBF) {
+            const uint8_t *row = STG ? k0 + lane * KROW : k0 + (size_t)(min(t0 + lane, s1 - 1) - t0) * p.kf.block_bytes;
+            facl = h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
+        }
 #pragma unroll
         for (int n = 0; n < 4; n++)
 #pragma unroll
@@ -1474,7 +1483,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     if constexpr (KM == FMT_RVQ1 || KM == FMT_RVQ2) {
                         x = h2f(ld16(row)) * fmaf(x, post, hs);
                     } else {
-                        const float fac = h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
+                        const float fac = VQ_MMA_RBF ? __shfl_sync(FULL, facl, 8 * n + 2 * t + jj)
+                                                     : h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
                         x = fac * fmaf(x, post, -hs);
                     }
                 }
@@ -2042,12 +2052,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             }
         };
         if (tb < s1) {
-            const int tn = tb + NW * TT; /* the second tile into stage 1 */
+            const int tn = tb + MW * TT; /* the second tile into stage 1 */
             if (tn < s1)
                 stage_in(nxt.off, pg_next, 1);
             cp_commit();
             advance(nxt);
-            if (tn + NW * TT < s1)
+            if (tn + MW * TT < s1)
                 pg_next = ptab[nxt.pi];
             cp_wait1();
             __syncwarp();
@@ -2062,7 +2072,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 score_tile(kd + KSB, kd + KSB + K0, tb + WTOK, sn);
                 value_tile(kd + SUB * KSB, s1 - tb, sc);
                 soft_tile(sn);
-                const int tn = tb + NW * TT;
+                const int tn = tb + MW * TT;
                 cp_wait0();
                 __syncwarp();
                 fill(kn, tn);
@@ -2071,12 +2081,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 if (tn >= s1)
                     break;
                 __syncwarp(); /* every lane is done with stage stg */
-                const int tn2 = tn + NW * TT;
+                const int tn2 = tn + MW * TT;
                 if (tn2 < s1)
                     stage_in(nxt.off, pg_next, stg);
                 cp_commit();
                 advance(nxt);
-                if (tn2 + NW * TT < s1)
+                if (tn2 + MW * TT < s1)
                     pg_next = ptab[nxt.pi];
                 tb = tn;
                 stg ^= 1;
@@ -2084,13 +2094,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
     } else {
     int stg = 0;
-    for (int tb = s0 + warp * TT; tb < s1; tb += NW * TT, stg ^= 1) {
+    for (int tb = s0 + warp * TT; tb < s1; tb += MW * TT, stg ^= 1) {
         /* k0b: token tb's key row (kivi: khb the block's scale/min header,
          * k0b token tb's code row), v0b: its value row; token tb + i at + i
          * rows (SUB = 2: the second sub-tile's keys at + KSB, values + VSB) */
         const uint8_t *k0b, *khb = nullptr, *v0b;
         if constexpr (STG) {
-            const int tn = tb + NW * TT;
+            const int tn = tb + MW * TT;
             __syncwarp(); /* every lane is done with the stage refilled below */
             if (tn < s1)
                 stage_in(nxt.off, pg_next, stg ^ 1);
@@ -2102,7 +2112,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             pg_cur = pg_next;
             cur = nxt;
             advance(nxt);
-            if (tn + NW * TT < s1)
+            if (tn + MW * TT < s1)
                 pg_next = ptab[nxt.pi];
 #if VQ_MMA_BULK
             mbar_wait(mbar_s + 8 * stg, (phs >> stg) & 1);
@@ -2128,12 +2138,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             const int in0 = cur.off;
             advance(cur);
             if constexpr (VQ_MMA_PGPF) /* the next tile's page, read while this one computes */
-                if (tb + NW * TT < s1)
+                if (tb + MW * TT < s1)
                     pg_cur = ptab[cur.pi];
-            if constexpr (VQ_MMA_KPF) /* the next tile's keys into L2 */
-                if (tb + NW * TT < s1)
-                    l2_prefetch(p.kp + (size_t)pg_cur * p.kpb + (size_t)cur.off * p.kf.block_bytes,
-                                min(TT, s1 - tb - NW * TT) * p.kf.block_bytes, lane);
             const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
             if constexpr (KIVI_K) {
                 khb = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
@@ -2148,8 +2154,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 __syncwarp();
             }
         }
-        if constexpr (!STG_V && VQ_MMA_VPF) /* unstaged values: the tile's rows into L2 while the keys load */
-            l2_prefetch(v0b, min(TT, s1 - tb) * p.vf.block_bytes, lane);
 #pragma unroll 1
         for (int h = 0; h < SUB; h++) {
             const int t0 = tb + h * WTOK;
@@ -2164,6 +2168,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     } /* SWP */
 
     /* ---- this warp's (m, l, acc) per head, then the CTA's ---- */
+    if constexpr (REDSTG)
+        __syncthreads(); /* every warp is done with its stages */
+    float (&red)[MW][G][D] = *reinterpret_cast<float (*)[MW][G][D]>(REDSTG ? (void *)stage_mem : (void *)&red_s[0][0][0]);
     l_run += __shfl_xor_sync(FULL, l_run, 1);
     l_run += __shfl_xor_sync(FULL, l_run, 2);
 #pragma unroll
@@ -2224,7 +2231,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
     }
     __syncthreads();
-    combine_warps<G, D>(p, red, wml, part0, tid);
+    combine_warps<G, D, MW>(p, red, wml, part0, tid);
 }
 
 /* the dynamic shared memory limit of this instantiation raised to what it
@@ -2250,7 +2257,7 @@ int ctas_per_sm_sub()
     if (!n) {
         int r = 0;
         if (set_smem_attr<D, G, KM, VM, SUB>() != cudaSuccess ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, attn_mma<D, G, KM, VM, SUB>, NW * 32, stage_smem_bytes<KM, VM, D, SUB>()) != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, attn_mma<D, G, KM, VM, SUB>, MW * 32, stage_smem_bytes<KM, VM, D, SUB>()) != cudaSuccess ||
             r < 1)
             r = 3;
         n = r < VQ_MMA_MAX_CTAS ? r : VQ_MMA_MAX_CTAS;
@@ -2279,7 +2286,7 @@ cudaError_t launch_mma_sub(const AttnParams &p, int batch, cudaStream_t s)
     if (e != cudaSuccess)
         return e;
     dim3 grid(p.splits, p.n_kv, batch);
-    attn_mma<D, G, KM, VM, SUB><<<grid, NW * 32, smem, s>>>(p);
+    attn_mma<D, G, KM, VM, SUB><<<grid, MW * 32, smem, s>>>(p);
     return cudaGetLastError();
 }
 
