@@ -437,6 +437,38 @@ static int chunk_of(const vq_cuda_attn_args *a, int splits)
     return per;
 }
 
+/* Warps per CTA of the tensor-core kernel, and the CTAs per SM its split
+ * count plans for (*ctas): 12 warps, one CTA per SM, where the pair has
+ * that instantiation (vq_mma_wide_ctas: D = 128, keys and values staged)
+ * and each of its warps gets a 64-token tile of the chunk (chunk >= 768
+ * tokens), unless the (sequence, KV head) pairs alone fill the SMs and
+ * the chunks are short (< 6144 tokens); else 4 warps and
+ * vq_mma_plan_ctas. Fewer, longer chunks with the same 12 warps per SM
+ * (8 at batch 1 before): each CTA's setup, its partials and the reduce
+ * are paid a third as often. Measured on the H200 (Round gpu12 in
+ * docs/gpu.md): 1-10% faster at batch 1 and 8 from 4k x 8, within +-2%
+ * at 16k / 64k x 32, 1-2% slower for some pairs at 4k x 32 (which keeps
+ * 4 warps). VQ_CUDA_MMA_WIDE=0 / 1 in the environment: never / always
+ * where instantiated (comparisons, the test). */
+static int plan_warps(const vq_cuda_format *kf, const vq_cuda_format *vf, const vq_cuda_attn_args *a, int D, int G,
+                      int *ctas)
+{
+    const int pairs = a->batch * a->n_kv_heads;
+    *ctas = vq_mma_plan_ctas(*kf, *vf, D, G, pairs, sm_count());
+    const int wc = vq_mma_wide_ctas(*kf, *vf, D, G);
+    const char *e = getenv("VQ_CUDA_MMA_WIDE");
+    const int force = e && *e ? atoi(e) : -1;
+    if (wc < 1 || force == 0)
+        return 4;
+    if (force != 1) {
+        const int chunk = chunk_of(a, choose_splits_mma(a, wc));
+        if (chunk < 12 * 64 || (pairs >= sm_count() && chunk < 6144))
+            return 4;
+    }
+    *ctas = wc;
+    return 12;
+}
+
 extern "C" size_t vq_cuda_attention_workspace(const vq_cuda_attn_args *a)
 {
     if (!a || a->batch < 1 || a->n_q_heads < 1 || a->head_dim < 1)
@@ -614,7 +646,9 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
         if (vst != VQ_OK)
             return vst;
     }
-    p.splits = mma ? choose_splits_mma(a, vq_mma_plan_ctas(*kf, *vf, D, G, a->batch * a->n_kv_heads, sm_count())) : vecinfer ? choose_splits_vecinfer(a) : choose_splits(a);
+    int ctas = 0;
+    p.warps = mma ? plan_warps(kf, vf, a, D, G, &ctas) : NW;
+    p.splits = mma ? choose_splits_mma(a, ctas) : vecinfer ? choose_splits_vecinfer(a) : choose_splits(a);
     p.chunk = chunk_of(a, p.splits);
     p.page_table = a->page_table;
     p.seq_lens = a->seq_lens;

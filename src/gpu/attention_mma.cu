@@ -118,15 +118,23 @@ namespace {
 #ifndef VQ_MMA_PGPF /* unstaged keys (fp16): 1 the next tile's page-table entry read one tile ahead (0: at the tile's start) */
 #define VQ_MMA_PGPF 1
 #endif
-#ifndef VQ_MMA_VPF /* unstaged values (fp16; q8_0 at D = 128): 1 the tile's value rows prefetched into L2 (prefetch.global.L2) when the tile starts, before its key loads (measured 2-8% slower: off) */
-#define VQ_MMA_VPF 0
-#endif
-#ifndef VQ_MMA_KPF /* unstaged keys (fp16): 1 the next tile's key rows prefetched into L2 when a tile starts (measured 15-20% slower: off) */
-#define VQ_MMA_KPF 0
-#endif
 #ifndef VQ_MMA_QSUBK /* q4_0 keys: 1 the unsigned nibbles u = c + 8 as subnormal fp16 (one AND per two codes), the offset (-8 times the block's sum of q) as the start of the block's accumulators; 0 exact fp16 integers c (a byte permute and an HSUB2 per two codes) */
 #define VQ_MMA_QSUBK 1
 #endif
+#ifndef VQ_MMA_WIDE /* 1: a second instantiation with 12 warps per CTA (one CTA per SM, 168 registers) for the pairs whose keys and values are staged, at D = 128; the host picks it for long chunks (vq_mma_plan_warps) */
+#define VQ_MMA_WIDE 1
+#endif
+#ifndef VQ_MMA_RBF /* rabitq:bits=1 keys: 1 each token's factor computed once (lane i: token i) and shuffled to the scores (0: one division per score) */
+#define VQ_MMA_RBF 1
+#endif
+#ifndef VQ_MMA_REDSTG /* 1: the warps' partial accumulators (red) in the stage memory after the loop where it is large enough (less static shared memory per CTA) */
+#define VQ_MMA_REDSTG 1
+#endif
+/* CTAs per SM the register cap of a W-warp CTA aims at: 12 warps per SM
+ * (3 per scheduler, <= 168 registers; the register file is 16 K words
+ * per scheduler, so 13-16 warps would all cap at 128) */
+template <int W, int KM>
+__host__ __device__ constexpr int mma_minb() { return W == 4 ? VQ_MMA_MINB(KM) : 12 / W; }
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
 constexpr unsigned FULL = 0xffffffffu;
@@ -697,11 +705,18 @@ __host__ __device__ constexpr bool stage16()
 template <int D>
 __host__ __device__ constexpr int fp16_stage_row() { return 2 * D + 64; }
 
-template <int KM, int VM, int D, int SUB = 1>
+template <int KM, int VM, int D, int SUB = 1, int W = 4>
 __host__ __device__ constexpr int stage_smem_bytes()
 {
-    return stage16<KM, D>() ? NW * WTOK * fp16_stage_row<D>()
-         : staged_k<KM, VM, D>() ? NW * 2 * SUB * stage_bytes<KM, VM, D>() : 0;
+    return stage16<KM, D>() ? W * WTOK * fp16_stage_row<D>()
+         : staged_k<KM, VM, D>() ? W * 2 * SUB * stage_bytes<KM, VM, D>() : 0;
+}
+
+/* the 12-warp instantiation (VQ_MMA_WIDE) exists for this pair and D */
+template <int KM, int VM, int D>
+__host__ __device__ constexpr bool wide_ok()
+{
+    return VQ_MMA_WIDE && D == 128 && staged_v<KM, VM, D>();
 }
 
 /* 64-token warp iterations (two sub-tiles of 32 sharing the loop's page,
@@ -775,15 +790,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t phase)
 }
 #endif
 
-/* the 128-byte lines of the n bytes at a prefetched into L2, spread over
- * the warp's lanes (a hint: no register, no wait) */
-__device__ __forceinline__ void l2_prefetch(const uint8_t *a, int n, int lane)
-{
-    const uintptr_t end = (uintptr_t)a + (uintptr_t)n;
-    for (uintptr_t x = ((uintptr_t)a & ~(uintptr_t)127) + 128 * (uintptr_t)lane; x < end; x += 32 * 128)
-        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(x));
-}
-
 /* the warp copies BYTES (a multiple of 16) from src to dst */
 template <int BYTES>
 __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int lane)
@@ -795,8 +801,8 @@ __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int 
 
 /* ---- the kernel ------------------------------------------------------------ */
 
-template <int D, int G, int KM, int VM, int SUB>
-__global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __grid_constant__ AttnParams p)
+template <int D, int G, int KM, int VM, int SUB, int W>
+__global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __grid_constant__ AttnParams p)
 {
     static_assert(SUB == 1 || sub2_ok<KM, VM, D>(), "64-token iterations need staged keys and values");
     constexpr int TT = SUB * WTOK; /* tokens per warp iteration */
@@ -866,8 +872,11 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     __shared__ __align__(16) float4 qlane[KS][32];   /* kivi keys: q * 2^(24-e-EXPO) per lane */
     __shared__ __align__(16) float4 qraw[KS][32];    /* kivi keys: q per lane */
     __shared__ __align__(16) uint4 qu[KS][32];       /* KMIN: hi/lo of q * 2^KMIN_EXP per lane (A operand) */
-    __shared__ float red[NW][G][D];
-    __shared__ float wml[NW][G][2];
+    /* REDSTG: the warps' partial accumulators go to the stage memory once
+     * the loop is done (a barrier first), where it is large enough */
+    constexpr bool REDSTG = VQ_MMA_REDSTG && stage_smem_bytes<KM, VM, D, SUB, W>() >= (int)sizeof(float) * W * G * D;
+    __shared__ __align__(16) float red_s[REDSTG ? 1 : W][G][D];
+    __shared__ float wml[W][G][2];
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
     __shared__ __align__(16) uint4 ai8[I8K ? NKS8 : 1][32]; /* I8K: A fragments per k-step, lane */
     __shared__ float kqs[QSUBK ? D / 32 : 1][8];            /* QSUBK: per block and query row, the accumulators' start */
@@ -879,14 +888,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     const CtaWork cw = cta_work<G>(p);
     if (empty_chunk<G>(p, cw, tid))
         return;
-    load_query<G, D>(p, cw, qs, tid);
+    load_query<G, D, W>(p, cw, qs, tid);
     const int g = lane >> 2, t = lane & 3;
     const int kvh = cw.kvh, b = cw.b, s0 = cw.s0, s1 = cw.s1;
     const size_t part0 = cw.part0;
     __syncthreads();
     if (p.kf.rot)
-        rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, NW * 32);
-    for (int i = tid; i < G * D; i += NW * 32)
+        rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, W * 32);
+    for (int i = tid; i < G * D; i += W * 32)
         qs[i / D][i % D] *= p.qscale;
     __syncthreads();
 
@@ -982,7 +991,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     if constexpr (I8K) {
         /* K per head: max_c |q_c| * max(|f_pl|) * 2^K < 64 (each warp the
          * same; the warps build the A fragments of plane/k-step pairs warp,
-         * warp + NW, ...). Lane (g, t): head g & 3, channels 32t..32t+31 */
+         * warp + W, ...). Lane (g, t): head g & 3, channels 32t..32t+31 */
         const int h = g & 3;
         const float *qh = qs[h < G ? h : 0];
         float f[NF8]; /* the plane factors */
@@ -1011,23 +1020,26 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         mx = h < G ? mx * fm : 0.0f;
         const int K = mx > 0.0f ? min(100, max(-100, 5 - ilogbf(mx))) : 0;
         post = g < 4 && h < G ? __int_as_float((127 - 7 - K) << 23) : 0.0f;
-        /* the k-steps' A fragments, warp w builds k-steps w, w + NW, ... */
+        /* the k-steps' A fragments, warp w builds k-steps w, w + W, ...
+         * (xcl: the indices of warps past the last k-step clamped; those
+         * warps store nothing) */
+        auto xcl = [](int x) { return x < NKS8 ? x : NKS8 - 1; };
 #pragma unroll
-        for (int x0 = 0; x0 < NKS8; x0 += NW) {
+        for (int x0 = 0; x0 < NKS8; x0 += W) {
             const int x = x0 + warp;
             uint32_t ar[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) { /* k 4t + i (hf 0) and 16 + 4t + i (hf 1) */
                 float fx = 0.0f;
 #pragma unroll
-                for (int j = 0; j < NW; j++) /* (x is warp-uniform; constant indices into f) */
-                    fx = warp == j ? f[i8_fac<KM>(x0 + j, hf)] * __int_as_float((127 + K - i8_sh<KM>(x0 + j, hf)) << 23) : fx;
+                for (int j = 0; j < W; j++) /* (x is warp-uniform; constant indices into f) */
+                    fx = warp == j ? f[i8_fac<KM>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM>(xcl(x0 + j), hf)) << 23) : fx;
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     int ch = 0;
 #pragma unroll
-                    for (int j = 0; j < NW; j++)
-                        ch = warp == j ? i8_chan<KM>(x0 + j, hf, i) : ch;
+                    for (int j = 0; j < W; j++)
+                        ch = warp == j ? i8_chan<KM>(xcl(x0 + j), hf, i) : ch;
                     float xv = h < G ? qh[32 * t + ch] * fx : 0.0f;
                     int pc[4];
 #pragma unroll
@@ -1106,7 +1118,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
 #if VQ_MMA_BULK
     /* one lane copies the tile's key (and value) bytes with 1-3 bulk copies
      * that complete on the stage's mbarrier (transaction bytes) */
-    __shared__ __align__(8) uint64_t mbar[NW][2];
+    __shared__ __align__(8) uint64_t mbar[W][2];
     const uint32_t wst_b = (uint32_t)__cvta_generic_to_shared(wstage);
     const uint32_t mbar_s = (uint32_t)__cvta_generic_to_shared(&mbar[warp][0]);
     if constexpr (STG) {
@@ -1201,12 +1213,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     }
     /* page-table index and in-page offset of the current tile's first
      * token (cur) and, staged, of the next tile's (nxt): advanced by
-     * NW * WTOK tokens per iteration, no division in the loop */
+     * W * WTOK tokens per iteration, no division in the loop */
     struct PagePos {
         int pi, off;
     };
     auto advance = [&](PagePos &q) {
-        q.off += NW * TT;
+        q.off += W * TT;
         while (q.off >= P) {
             q.off -= P;
             q.pi++;
@@ -1226,7 +1238,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
         cp_commit();
         advance(nxt);
-        if (tf + NW * TT < s1)
+        if (tf + W * TT < s1)
             pg_next = ptab[nxt.pi];
     } else if constexpr (VQ_MMA_PGPF) { /* unstaged: the first tile's page, then one tile ahead */
         if (s0 + warp * TT < s1)
@@ -1262,7 +1274,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             key_load<KM, D>(row, t, kr[n]);
         }
         if constexpr (STG16) { /* the keys are in registers: refill the stage with the next tile */
-            const int tn = t0 + NW * WTOK;
+            const int tn = t0 + W * WTOK;
             __syncwarp();
             if (tn < s1)
                 stage16_in(tn, p.page_table[(b * p.n_kv + kvh) * p.max_pages + tn / P]);
@@ -1458,6 +1470,14 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
         /* scores of head g, tokens 8n + 2t + jj */
         const int nv = s1 - t0; /* tokens of this tile (< WTOK: the last one, partial) */
+        /* RBF (rabitq): lane i computes token i's factor norm / (corr *
+         * sqrt(D)) (one division per lane instead of one per score; the
+         * same floats), the scores take theirs by a shuffle */
+        [[maybe_unused]] float facl = 0.0f;
+        if constexpr (KM == FMT_RABITQ1 && VQ_MMA_RBF) {
+            const uint8_t *row = STG ? k0 + lane * KROW : k0 + (size_t)(min(t0 + lane, s1 - 1) - t0) * p.kf.block_bytes;
+            facl = h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
+        }
 #pragma unroll
         for (int n = 0; n < 4; n++)
 #pragma unroll
@@ -1474,7 +1494,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                     if constexpr (KM == FMT_RVQ1 || KM == FMT_RVQ2) {
                         x = h2f(ld16(row)) * fmaf(x, post, hs);
                     } else {
-                        const float fac = h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
+                        const float fac = VQ_MMA_RBF ? __shfl_sync(FULL, facl, 8 * n + 2 * t + jj)
+                                                     : h2f(ld16(row)) / (h2f(ld16(row + 2)) * sqrtf((float)D));
                         x = fac * fmaf(x, post, -hs);
                     }
                 }
@@ -2042,12 +2063,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             }
         };
         if (tb < s1) {
-            const int tn = tb + NW * TT; /* the second tile into stage 1 */
+            const int tn = tb + W * TT; /* the second tile into stage 1 */
             if (tn < s1)
                 stage_in(nxt.off, pg_next, 1);
             cp_commit();
             advance(nxt);
-            if (tn + NW * TT < s1)
+            if (tn + W * TT < s1)
                 pg_next = ptab[nxt.pi];
             cp_wait1();
             __syncwarp();
@@ -2062,7 +2083,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 score_tile(kd + KSB, kd + KSB + K0, tb + WTOK, sn);
                 value_tile(kd + SUB * KSB, s1 - tb, sc);
                 soft_tile(sn);
-                const int tn = tb + NW * TT;
+                const int tn = tb + W * TT;
                 cp_wait0();
                 __syncwarp();
                 fill(kn, tn);
@@ -2071,12 +2092,12 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 if (tn >= s1)
                     break;
                 __syncwarp(); /* every lane is done with stage stg */
-                const int tn2 = tn + NW * TT;
+                const int tn2 = tn + W * TT;
                 if (tn2 < s1)
                     stage_in(nxt.off, pg_next, stg);
                 cp_commit();
                 advance(nxt);
-                if (tn2 + NW * TT < s1)
+                if (tn2 + W * TT < s1)
                     pg_next = ptab[nxt.pi];
                 tb = tn;
                 stg ^= 1;
@@ -2084,13 +2105,13 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
     } else {
     int stg = 0;
-    for (int tb = s0 + warp * TT; tb < s1; tb += NW * TT, stg ^= 1) {
+    for (int tb = s0 + warp * TT; tb < s1; tb += W * TT, stg ^= 1) {
         /* k0b: token tb's key row (kivi: khb the block's scale/min header,
          * k0b token tb's code row), v0b: its value row; token tb + i at + i
          * rows (SUB = 2: the second sub-tile's keys at + KSB, values + VSB) */
         const uint8_t *k0b, *khb = nullptr, *v0b;
         if constexpr (STG) {
-            const int tn = tb + NW * TT;
+            const int tn = tb + W * TT;
             __syncwarp(); /* every lane is done with the stage refilled below */
             if (tn < s1)
                 stage_in(nxt.off, pg_next, stg ^ 1);
@@ -2102,7 +2123,7 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             pg_cur = pg_next;
             cur = nxt;
             advance(nxt);
-            if (tn + NW * TT < s1)
+            if (tn + W * TT < s1)
                 pg_next = ptab[nxt.pi];
 #if VQ_MMA_BULK
             mbar_wait(mbar_s + 8 * stg, (phs >> stg) & 1);
@@ -2128,12 +2149,8 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
             const int in0 = cur.off;
             advance(cur);
             if constexpr (VQ_MMA_PGPF) /* the next tile's page, read while this one computes */
-                if (tb + NW * TT < s1)
+                if (tb + W * TT < s1)
                     pg_cur = ptab[cur.pi];
-            if constexpr (VQ_MMA_KPF) /* the next tile's keys into L2 */
-                if (tb + NW * TT < s1)
-                    l2_prefetch(p.kp + (size_t)pg_cur * p.kpb + (size_t)cur.off * p.kf.block_bytes,
-                                min(TT, s1 - tb - NW * TT) * p.kf.block_bytes, lane);
             const uint8_t *kpage = p.kp + (size_t)pg * p.kpb;
             if constexpr (KIVI_K) {
                 khb = kpage + (size_t)(in0 >> lgk) * p.kf.block_bytes;
@@ -2148,8 +2165,6 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
                 __syncwarp();
             }
         }
-        if constexpr (!STG_V && VQ_MMA_VPF) /* unstaged values: the tile's rows into L2 while the keys load */
-            l2_prefetch(v0b, min(TT, s1 - tb) * p.vf.block_bytes, lane);
 #pragma unroll 1
         for (int h = 0; h < SUB; h++) {
             const int t0 = tb + h * WTOK;
@@ -2164,6 +2179,9 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
     } /* SWP */
 
     /* ---- this warp's (m, l, acc) per head, then the CTA's ---- */
+    if constexpr (REDSTG)
+        __syncthreads(); /* every warp is done with its stages */
+    float (&red)[W][G][D] = *reinterpret_cast<float (*)[W][G][D]>(REDSTG ? (void *)stage_mem : (void *)&red_s[0][0][0]);
     l_run += __shfl_xor_sync(FULL, l_run, 1);
     l_run += __shfl_xor_sync(FULL, l_run, 2);
 #pragma unroll
@@ -2224,18 +2242,18 @@ __global__ void __launch_bounds__(NW * 32, VQ_MMA_MINB(KM)) attn_mma(const __gri
         }
     }
     __syncthreads();
-    combine_warps<G, D>(p, red, wml, part0, tid);
+    combine_warps<G, D, W>(p, red, wml, part0, tid);
 }
 
 /* the dynamic shared memory limit of this instantiation raised to what it
  * uses (once; idempotent: a race only repeats it) */
-template <int D, int G, int KM, int VM, int SUB>
+template <int D, int G, int KM, int VM, int SUB, int W>
 cudaError_t set_smem_attr()
 {
-    constexpr int smem = stage_smem_bytes<KM, VM, D, SUB>();
+    constexpr int smem = stage_smem_bytes<KM, VM, D, SUB, W>();
     static bool attr_set = false;
     if (smem > 0 && !attr_set) {
-        cudaError_t e = cudaFuncSetAttribute(attn_mma<D, G, KM, VM, SUB>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        cudaError_t e = cudaFuncSetAttribute(attn_mma<D, G, KM, VM, SUB, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         attr_set = true;
@@ -2243,14 +2261,14 @@ cudaError_t set_smem_attr()
     return cudaSuccess;
 }
 
-template <int D, int G, int KM, int VM, int SUB>
+template <int D, int G, int KM, int VM, int SUB, int W>
 int ctas_per_sm_sub()
 {
     static int n = 0; /* once per instantiation */
     if (!n) {
         int r = 0;
-        if (set_smem_attr<D, G, KM, VM, SUB>() != cudaSuccess ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, attn_mma<D, G, KM, VM, SUB>, NW * 32, stage_smem_bytes<KM, VM, D, SUB>()) != cudaSuccess ||
+        if (set_smem_attr<D, G, KM, VM, SUB, W>() != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, attn_mma<D, G, KM, VM, SUB, W>, W * 32, stage_smem_bytes<KM, VM, D, SUB, W>()) != cudaSuccess ||
             r < 1)
             r = 3;
         n = r < VQ_MMA_MAX_CTAS ? r : VQ_MMA_MAX_CTAS;
@@ -2260,38 +2278,48 @@ int ctas_per_sm_sub()
 
 /* the occupancy the split choice assumes: the smaller of the two
  * iteration shapes' (the launch picks one by page_tokens) */
-template <int D, int G, int KM, int VM>
+template <int D, int G, int KM, int VM, int W = 4>
 int ctas_per_sm()
 {
-    const int a = ctas_per_sm_sub<D, G, KM, VM, 1>();
+    const int a = ctas_per_sm_sub<D, G, KM, VM, 1, W>();
     if constexpr (sub2_ok<KM, VM, D>()) {
-        const int b = ctas_per_sm_sub<D, G, KM, VM, 2>();
+        const int b = ctas_per_sm_sub<D, G, KM, VM, 2, W>();
         return b < a ? b : a;
     }
     return a;
 }
 
-template <int D, int G, int KM, int VM, int SUB>
+template <int D, int G, int KM, int VM, int SUB, int W>
 cudaError_t launch_mma_sub(const AttnParams &p, int batch, cudaStream_t s)
 {
-    constexpr int smem = stage_smem_bytes<KM, VM, D, SUB>();
-    const cudaError_t e = set_smem_attr<D, G, KM, VM, SUB>();
+    constexpr int smem = stage_smem_bytes<KM, VM, D, SUB, W>();
+    const cudaError_t e = set_smem_attr<D, G, KM, VM, SUB, W>();
     if (e != cudaSuccess)
         return e;
     dim3 grid(p.splits, p.n_kv, batch);
-    attn_mma<D, G, KM, VM, SUB><<<grid, NW * 32, smem, s>>>(p);
+    attn_mma<D, G, KM, VM, SUB, W><<<grid, W * 32, smem, s>>>(p);
     return cudaGetLastError();
 }
 
-template <int D, int G, int KM, int VM>
-cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+template <int D, int G, int KM, int VM, int W>
+cudaError_t launch_mma_w(const AttnParams &p, int batch, cudaStream_t s)
 {
     if constexpr (sub2_ok<KM, VM, D>()) {
         const char *e = getenv("VQ_CUDA_NO_SUB2"); /* 1: the 32-token iterations (the test checks both) */
         if (p.page_tokens % (2 * WTOK) == 0 && p.chunk % (2 * WTOK) == 0 && !(e && atoi(e) == 1))
-            return launch_mma_sub<D, G, KM, VM, 2>(p, batch, s);
+            return launch_mma_sub<D, G, KM, VM, 2, W>(p, batch, s);
     }
-    return launch_mma_sub<D, G, KM, VM, 1>(p, batch, s);
+    return launch_mma_sub<D, G, KM, VM, 1, W>(p, batch, s);
+}
+
+/* p.warps (vq_mma_plan_warps) picks the instantiation */
+template <int D, int G, int KM, int VM>
+cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+{
+    if constexpr (wide_ok<KM, VM, D>())
+        if (p.warps == 12)
+            return launch_mma_w<D, G, KM, VM, 12>(p, batch, s);
+    return launch_mma_w<D, G, KM, VM, 4>(p, batch, s);
 }
 
 /* instantiated at all: turboquant_rvq:bits=2 keys only at D = 128, G <= 4 (I8K) */
@@ -2368,6 +2396,31 @@ int vq_mma_ctas_per_sm(const vq_cuda_format &kf, const vq_cuda_format &vf, int D
 #endif
 #undef VQ_DG
     return 3;
+}
+
+template <int D, int G>
+int wide_ctas_dg(int km, int vm)
+{
+#define VQ_OCCW(K, V)                                         \
+    if constexpr (mma_shape_ok<D, G, K>() && wide_ok<K, V, D>()) \
+        if (km == K && vm == V) return ctas_per_sm<D, G, K, V, 12>();
+    VQ_MMA_PAIRS(VQ_OCCW)
+#undef VQ_OCCW
+    return 0;
+}
+
+int vq_mma_wide_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G)
+{
+    const int km = fmt_code(kf), vm = fmt_code(vf);
+#define VQ_DG(DD, GG) \
+    if (D == DD && G == GG) return wide_ctas_dg<DD, GG>(km, vm);
+#ifdef VQ_MMA_QUICK
+    VQ_DG(128, 4)
+#else
+    VQ_DG(128, 1) VQ_DG(128, 2) VQ_DG(128, 4) VQ_DG(128, 8)
+#endif
+#undef VQ_DG
+    return 0;
 }
 
 int vq_mma_plan_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G, int pairs, int sms)

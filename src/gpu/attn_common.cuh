@@ -27,6 +27,7 @@ struct AttnParams {
     float qscale;        /* scale * log2(e) */
     float *part_acc;     /* [b][n_q][splits][D] */
     float *part_ml;      /* [b][n_q][splits][2] */
+    int warps;           /* tensor-core kernel: warps per CTA (4, or 12: vq_mma_wide_ctas) */
 };
 
 /* The work of a split CTA: chunk blockIdx.x of KV head kvh = blockIdx.y of
@@ -69,32 +70,33 @@ __device__ __forceinline__ bool empty_chunk(const AttnParams &p, const CtaWork &
 
 /* the CTA's G query rows (float32, unscaled) into shared memory; the
  * caller synchronises */
-template <int G, int D>
+template <int G, int D, int W = NW>
 __device__ __forceinline__ void load_query(const AttnParams &p, const CtaWork &w, float (&qs)[G][D], int tid)
 {
-    for (int i = tid; i < G * D; i += NW * 32)
+    for (int i = tid; i < G * D; i += W * 32)
         qs[i / D][i % D] = p.q[w.qrow0 * D + i];
 }
 
-/* The last step of the split kernels: combine the NW warps' partial
+/* The last step of the split kernels: combine the W (= NW unless the
+ * kernel says otherwise) warps' partial
  * (max m, sum l, accumulator red) of each of the CTA's G query heads into
  * the chunk's (M, l, acc) in the workspace (part0: this CTA's first
  * partial row; head g's row is part0 + g * splits). A warp that saw no
  * token has m = -inf, l = 0. Needs a __syncthreads() after red / wml were
- * written; all NW * 32 threads call it. */
-template <int G, int D>
-__device__ __forceinline__ void combine_warps(const AttnParams &p, const float (&red)[NW][G][D],
-                                              const float (&wml)[NW][G][2], size_t part0, int tid)
+ * written; all W * 32 threads call it. */
+template <int G, int D, int W = NW>
+__device__ __forceinline__ void combine_warps(const AttnParams &p, const float (&red)[W][G][D],
+                                              const float (&wml)[W][G][2], size_t part0, int tid)
 {
-    for (int i = tid; i < G * D; i += NW * 32) {
+    for (int i = tid; i < G * D; i += W * 32) {
         const int g = i / D, c = i % D;
         float M = -INFINITY;
 #pragma unroll
-        for (int w = 0; w < NW; w++)
+        for (int w = 0; w < W; w++)
             M = fmaxf(M, wml[w][g][0]);
         float s = 0.0f, l = 0.0f;
 #pragma unroll
-        for (int w = 0; w < NW; w++) {
+        for (int w = 0; w < W; w++) {
             if (wml[w][g][0] == -INFINITY)
                 continue;
             const float f = exp2f(wml[w][g][0] - M);
@@ -138,6 +140,10 @@ int vq_mma_ctas_per_sm(const vq_cuda_format &kf, const vq_cuda_format &vf, int D
  * and 32, which keep the occupancy); the other D = 64 pairs were not
  * measured and keep it. */
 int vq_mma_plan_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G, int pairs, int sms);
+/* resident CTAs per SM of the 12-warp instantiation of attn_mma (one CTA
+ * per SM at 168 registers), 0 where the pair and shape have none (it
+ * exists at D = 128 for the pairs whose keys and values are staged) */
+int vq_mma_wide_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G);
 
 /* The vecinfer split kernel (attention_vecinfer.cu): vq_vecinfer_check
  * says whether this pair and G can run (a vq_status with a message);

@@ -293,12 +293,15 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         /* runs 0..2: the kernel the call picks, 3..5: CUDA cores, 6: the
          * tensor-core kernel with 32-token warp iterations only
          * (VQ_CUDA_NO_SUB2; pages here hold 256 tokens, so pairs with
-         * 64-token iterations take those otherwise) */
-        for (int run = 0; run < (has_mma ? 7 : 3); run++) {
+         * 64-token iterations take those otherwise); 7..9: its 12-warp
+         * instantiation where the pair has one (VQ_CUDA_MMA_WIDE=1; these
+         * short contexts never pick it), 9 with 32-token iterations */
+        for (int run = 0; run < (has_mma ? 10 : 3); run++) {
             const int sm = run % 3;
             setenv("VQ_CUDA_NO_MMA", run >= 3 && run < 6 ? "1" : "0", 1);
-            setenv("VQ_CUDA_NO_SUB2", run == 6 ? "1" : "0", 1);
-            const char *kname = run == 6 ? "mma-32tok" : vq_cuda_attention_kernel(&kf, &vf, &a);
+            setenv("VQ_CUDA_NO_SUB2", run == 6 || run == 9 ? "1" : "0", 1);
+            setenv("VQ_CUDA_MMA_WIDE", run >= 7 ? "1" : "-1", 1);
+            const char *kname = run == 6 ? "mma-32tok" : run == 9 ? "mma-w12-32tok" : run >= 7 ? "mma-w12" : vq_cuda_attention_kernel(&kf, &vf, &a);
             a.splits = split_modes[sm];
             size_t wsb = vq_cuda_attention_workspace(&a);
             void *ws;
@@ -335,6 +338,7 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         }
         setenv("VQ_CUDA_NO_MMA", "0", 1);
         setenv("VQ_CUDA_NO_SUB2", "0", 1);
+        setenv("VQ_CUDA_MMA_WIDE", "-1", 1);
         cudaFree(dk);
         cudaFree(dv);
         cudaFree(dk2);
