@@ -224,6 +224,14 @@ static void test_lut8_row(const vq_kernels *k, const vq_kernels *ref)
             ref->lut8_row(c8 + 1, n, lut, sc + 1, mn + 1, r);
             k->lut8_row(c8 + 1, n, lut, sc + 1, mn + 1, s);
             CHECKF(same_bits(r, s, n), "%s lut8_row bits=%d n=%zu differs", k->isa, bits, n);
+            /* lut NULL: the code itself, as a table of lut[c] = c */
+            for (int c = 0; c < 256; c++)
+                lut[c] = (float)c;
+            ref->lut8_row(c8 + 1, n, lut, sc + 1, mn + 1, r);
+            k->lut8_row(c8 + 1, n, NULL, sc + 1, mn + 1, s);
+            CHECKF(same_bits(r, s, n), "%s lut8_row (identity) bits=%d n=%zu differs", k->isa, bits, n);
+            ref->lut8_row(c8 + 1, n, NULL, sc + 1, mn + 1, s);
+            CHECKF(same_bits(r, s, n), "lut8_row_ref (identity) bits=%d n=%zu differs", bits, n);
         }
 }
 
@@ -815,6 +823,33 @@ static void test_rope_pairs(const vq_kernels *k, const vq_kernels *ref)
            "rope_pairs_ref: (1, 2) by 0.3 rad gave (%g, %g)", (double)x[0], (double)x[1]);
 }
 
+/* bits_unpack: the reference's bytes at every width, counts around the
+ * 64-code step, unaligned sources, nothing written past n; and the
+ * reference against codes packed here one bit at a time */
+static void test_bits_unpack(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t ns[] = { 1, 7, 8, 63, 64, 65, 130, 1000 };
+    for (int bits = 1; bits <= 8; bits++)
+        for (size_t in = 0; in < sizeof ns / sizeof *ns; in++) {
+            const size_t n = ns[in], nb = (n * (size_t)bits + 7) / 8;
+            uint8_t *codes = malloc(n), *src = calloc(nb + 1, 1), *o1 = malloc(n + 8), *o2 = malloc(n + 8);
+            fill_bytes(codes, n, 7 * n + (size_t)bits);
+            for (size_t i = 0; i < n; i++) {
+                codes[i] &= (uint8_t)((1u << bits) - 1u);
+                for (int b = 0; b < bits; b++) {
+                    const size_t bit = i * (size_t)bits + (size_t)b;
+                    src[1 + bit / 8] |= (uint8_t)(((codes[i] >> b) & 1u) << (bit % 8));
+                }
+            }
+            memset(o1, 0xA5, n + 8), memset(o2, 0xA5, n + 8);
+            ref->bits_unpack(src + 1, n, bits, o1);
+            k->bits_unpack(src + 1, n, bits, o2);
+            CHECKF(memcmp(o1, codes, n) == 0 && memcmp(o1, o2, n + 8) == 0,
+                   "%s bits_unpack bits=%d n=%zu differs (or wrote past n)", k->isa, bits, n);
+            free(codes), free(src), free(o1), free(o2);
+        }
+}
+
 /* rope_codes_dot: the rows it scores are built here from integer codes
  * (packed LSB first by this test), s * c + m, the patches, rope_pairs;
  * the reference's scores have the bits of the scalar dense_dot of those
@@ -971,6 +1006,7 @@ static void test_tables(void)
         test_qaxpy8(k, ref);
         test_rope_pairs(k, ref);
         test_rope_codes_dot(k, ref);
+        test_bits_unpack(k, ref);
         test_lut8_scan(k, ref);
     }
     /* the scalar references against themselves through the table's own

@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
-#include "codec/bitstream.h"
+#include "core/bitstream.h"
 #include "codec/eigen.h"
 #include "core/fp16.h"
 #include "core/mem.h"

@@ -41,7 +41,7 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
-#include "codec/bitstream.h"
+#include "core/bitstream.h"
 #include "codec/vecops.h"
 #include "core/fp16.h"
 #include "core/io.h"

@@ -45,7 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/bitstream.h"
+#include "core/bitstream.h"
 #include "codec/codec.h"
 #include "codec/kivi_quant.h"
 #include "core/fp16.h"

@@ -51,7 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/bitstream.h"
+#include "core/bitstream.h"
 #include "codec/codec.h"
 #include "codec/vecops.h"
 #include "core/fp16.h"
@@ -352,9 +352,9 @@ static void kx_decode_block(const vq_codec *c, const kx_state *st, const uint8_t
          * the levels, s' = s * maxc (non-uniform: s * maxc * lev is
          * evaluated as (s * maxc) * lev, as before; lv: kx_init) */
         uint8_t *c8 = st->c8;
-        vq_bits_unpack(codes, entries, b, c8);
+        kern->bits_unpack(codes, entries, b, c8);
         const float span = (float)((1u << b) - 1);
-        const float *lv = st->lv;
+        const float *lv = st->nu ? st->lv : NULL; /* NULL: the code itself (kernels.h lut8_row) */
         float s2[256], m2[256];
         if (c->role == VQ_ROLE_KEY) { /* range = channel */
             for (size_t ch = 0; ch < D; ch++)
@@ -364,9 +364,12 @@ static void kx_decode_block(const vq_codec *c, const kx_state *st, const uint8_t
         } else { /* range = group of range_len channels */
             const size_t G = st->range_len;
             for (size_t r = 0; r < R; r++) {
-                const float sr = st->nu ? sc[r] * span : sc[r];
-                for (size_t ch = r * G; ch < (r + 1) * G; ch++)
-                    s2[ch] = sr, m2[ch] = mn[r];
+                const float sr = st->nu ? sc[r] * span : sc[r], mr = mn[r];
+                size_t ch = r * G;
+                for (; ch + 8 <= (r + 1) * G; ch += 8) /* eight adjacent stores: vector stores */
+                    _Pragma("GCC unroll 8") for (int u = 0; u < 8; u++) s2[ch + u] = sr, m2[ch + u] = mr;
+                for (; ch < (r + 1) * G; ch++)
+                    s2[ch] = sr, m2[ch] = mr;
             }
             kern->lut8_row(c8, D, lv, s2, m2, out);
         }

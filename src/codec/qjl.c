@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/bitstream.h"
+#include "core/bitstream.h"
 #include "codec/codec.h"
 #include "codec/qplanes.h"
 #include "codec/vecops.h"

@@ -4,7 +4,7 @@
 
 #include <math.h>
 
-#include "codec/bitstream.h"
+#include "core/bitstream.h"
 #include "core/hadamard.h"
 #include "core/rng.h"
 

@@ -61,7 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/bitstream.h"
+#include "core/bitstream.h"
 #include "codec/codec.h"
 #include "codec/halves.h"
 #include "codec/lloyd_max.h"

@@ -44,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/bitstream.h"
+#include "core/bitstream.h"
 #include "codec/codec.h"
 #include "codec/vecops.h"
 #include "codec/kmeans.h"

@@ -1,5 +1,5 @@
 /* codes_qdot.h -- integer dots of packed 2- or 4-bit codes (KIVI keys'
- * rows, packed LSB first as codec/bitstream.h) with queries quantized to
+ * rows, packed LSB first as core/bitstream.h) with queries quantized to
  * int8 (VNNI on AVX-512, VPMADDUBSW on AVX2): the integer counterpart of
  * codes_dot (kernels.h).
  *

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/bitstream.h"
 #include "core/fp16.h"
 #include "core/vexp.h"
 
@@ -44,10 +45,7 @@ void vq_codes_qprep(const float *qs, size_t qstride, int n_q, const uint8_t *hdr
     }
 }
 
-static unsigned code_at(const uint8_t *row, int bits, size_t ch)
-{
-    return bits == 4 ? (row[ch >> 1] >> (4 * (ch & 1))) & 15u : (row[ch >> 2] >> (2 * (ch & 3))) & 3u;
-}
+static unsigned code_at(const uint8_t *row, int bits, size_t ch) { return vq_bits_get(row, ch, bits); }
 
 void vq_codes_qdot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                        size_t qstride, int n_q, float *s, size_t sstride)

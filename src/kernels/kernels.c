@@ -32,6 +32,7 @@ static const vq_kernels k_ref = {
     .qdot = vq_qdot_ref,
     .rope_pairs = vq_rope_pairs_ref,
     .rope_codes_dot = vq_rope_codes_dot_ref,
+    .bits_unpack = vq_bits_unpack_ref,
     .lut8_scan = vq_lut8_scan_ref,
 };
 
@@ -83,7 +84,8 @@ static void fill_tables(void)
     if ((vq_cpu_features() & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX512_VBMI)) == (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX512_VBMI))
         k_avx512.kivi_qaxpy = vq_kivi_qaxpy_avx512x, k_avx512.qaxpy8 = vq_qaxpy8_avx512x;
     if (vq_cpu_features() & VQ_CPU_AVX512_VBMI)
-        k_avx512.lut8_scan = vq_lut8_scan_avx512x, k_avx512.rope_codes_dot = vq_rope_codes_dot_avx512x;
+        k_avx512.lut8_scan = vq_lut8_scan_avx512x, k_avx512.rope_codes_dot = vq_rope_codes_dot_avx512x,
+        k_avx512.bits_unpack = vq_bits_unpack_avx512x;
 }
 #endif
 

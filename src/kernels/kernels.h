@@ -19,7 +19,7 @@
  *   q8_0_values, q4_0_values: kernels/qblock_values.h.
  *   lut_row(codes, bits, n, lut, scale, add, out): for the n codes of
  *       `bits` bits (1..4) packed LSB first from codes[0] bit 0
- *       (codec/bitstream.h order), out[i] = (add ? out[i] : 0) +
+ *       (core/bitstream.h order), out[i] = (add ? out[i] : 0) +
  *       scale * lut[code_i]; n a multiple of 16; lut holds 2^bits floats.
  *   kivi_row(row, bits, n, s, m, out): out[i] = s[i]*code_i + m[i] (one
  *       multiply, then one add, as the reference) for n codes of bits 2 or 4
@@ -31,7 +31,8 @@
  *   lut8_row(c8, n, lut, s, m, out): out[i] = s[i]*lut[c8[i]] + m[i] (one
  *       multiply, then one add) for n codes given one per byte, each
  *       below 256 (lut holds as many floats as the largest code needs):
- *       kivix at any width (lut[c] = c, or its non-uniform levels).
+ *       kivix at any width (lut NULL: the code itself, or its non-uniform
+ *       levels).
  *   kivi_axpy(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc,
  *       astride): acc[j*astride + e] += sum_i w[j*wstride + i] * v_i[e] for
  *       nt KIVI value rows (row i at rows + i*rstride: D/group fp16 scales
@@ -85,6 +86,10 @@
  *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
  *       variant when the CPU has AVX-512 VNNI, else the AVX2 one).
  *   rope_pairs: kernels/rope.h (RoPE turn of one vector by a table row).
+ *   bits_unpack(src, n, bits, out): out[i] = code i of the n codes of
+ *       `bits` bits (1..8) packed at src (core/bitstream.h), one per byte;
+ *       reads only the bytes the codes lie in (the reference is
+ *       vq_bits_unpack; the VBMI variant where the CPU has it).
  *   rope_codes_dot: kernels/rope.h (pre-RoPE integer keys scored against
  *       float queries, each token turned by its table row; the VBMI
  *       variant where the CPU has it, else the reference).
@@ -149,6 +154,7 @@ typedef struct vq_kernels {
     void (*qdot)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                  size_t qstride, int n_q, float *s, size_t sstride);
     void (*rope_pairs)(float *x, const float *cs, size_t half, int neox, float sgn);
+    void (*bits_unpack)(const uint8_t *src, size_t n, int bits, uint8_t *out);
     void (*rope_codes_dot)(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out,
                            size_t ostride);
     void (*lut8_scan)(const uint8_t *codes, size_t stride, size_t n, size_t M, const uint8_t *tab, size_t qstride,
@@ -174,6 +180,8 @@ void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group,
 void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                               const uint8_t *gm16, float *out);
 void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
+void vq_bits_unpack_ref(const uint8_t *src, size_t n, int bits, uint8_t *out);
+void vq_bits_unpack_avx512x(const uint8_t *src, size_t n, int bits, uint8_t *out);
 void vq_kivi_axpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 void vq_kivi_axpy_avx2(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,

@@ -4,6 +4,7 @@
 
 #include <math.h>
 
+#include "core/bitstream.h"
 #include "core/fp16.h"
 #include "core/vexp.h"
 
@@ -12,11 +13,7 @@ static inline float half_at(const uint8_t *p, size_t i)
     return vq_fp16_to_fp32((vq_fp16)(p[2 * i] | (p[2 * i + 1] << 8)));
 }
 
-static inline int code_at(const uint8_t *src, size_t i, int bits)
-{
-    size_t bit = i * (size_t)bits; /* bits 2 or 4: a code never straddles a byte */
-    return (src[bit >> 3] >> (bit & 7)) & ((1 << bits) - 1);
-}
+static inline int code_at(const uint8_t *src, size_t i, int bits) { return (int)vq_bits_get(src, i, bits); }
 
 /* the block's int8 weights q[0..m) for row j, group g; returns d */
 static float block_weights(const uint8_t *rows, size_t rstride, size_t m, size_t g, const float *wj, int q[])

@@ -2,10 +2,8 @@
  *
  * Sixteen tokens at a time are turned into float rows of a stack tile that
  * stays in L1. A token's row is built in registers (head sizes 64, 128 and
- * 256 are compile-time constants of their own loops): per 64 channels one
- * masked load of the 8*bits code bytes, one byte permute that gives 64-bit
- * lane g the bytes of codes 8g..8g+7, one multishift that moves code k of
- * each lane to byte k, one mask; the bytes widened to floats, s * c + m
+ * 256 are compile-time constants of their own loops): per 64 channels the
+ * codes by unpack_avx512x.h; the bytes widened to floats, s * c + m
  * (multiply, then add: the reference's bits); the patches (through the
  * tile, for the few tokens that have any); rope_avx512.h's turn; one store.
  * The tile is scored by the table's dense_dot (dense_avx512.c), whose
@@ -15,15 +13,9 @@
 #include "kernels/dense.h"
 #include "kernels/rope.h"
 #include "kernels/rope_avx512.h"
+#include "kernels/unpack_avx512x.h"
 
 #define RC_TILE 16
-
-/* the 64 codes of `bits` bits at src as bytes */
-static inline __m512i codes64(const uint8_t *src, __mmask64 ld, __m512i perm, __m512i shifts, __m512i low)
-{
-    const __m512i raw = _mm512_maskz_loadu_epi8(ld, src);
-    return _mm512_and_si512(_mm512_multishift_epi64_epi8(shifts, _mm512_permutexvar_epi8(perm, raw)), low);
-}
 
 /* tokens [i0, i0 + m) into the tile X (rows of D floats) */
 static inline __attribute__((always_inline)) void turn_tile(const size_t D, const vq_rope_keys *k, size_t i0, size_t m,
@@ -31,13 +23,7 @@ static inline __attribute__((always_inline)) void turn_tile(const size_t D, cons
 {
     const int b = k->bits;
     const size_t half = D / 2, row_bytes = D * (size_t)b / 8;
-    int8_t pix[64], shx[64];
-    for (int g = 0; g < 8; g++)
-        for (int j = 0; j < 8; j++)
-            pix[8 * g + j] = (int8_t)(g * b + j), shx[8 * g + j] = (int8_t)(j * b);
-    const __m512i perm = _mm512_loadu_si512(pix), shifts = _mm512_loadu_si512(shx);
-    const __m512i low = _mm512_set1_epi8((char)((1u << b) - 1u));
-    const __mmask64 ld = b == 8 ? ~(__mmask64)0 : (((__mmask64)1 << (8 * b)) - 1);
+    const vq_unpack64_ctl u = vq_unpack64_init(b);
     const __m512 one = _mm512_set1_ps(1.0f);
     for (size_t t = 0; t < m; t++) {
         const size_t i = i0 + t;
@@ -47,7 +33,7 @@ static inline __attribute__((always_inline)) void turn_tile(const size_t D, cons
         __m512 F[32];
         _Pragma("GCC unroll 4") for (size_t c = 0; c < D; c += 64)
         {
-            const __m512i cb = codes64(src + c / 8 * (size_t)b, ld, perm, shifts, low);
+            const __m512i cb = vq_unpack64(src + c / 8 * (size_t)b, u.ld, &u);
             _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
             {
                 const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(cb, v)));

@@ -1,5 +1,6 @@
 /* rope_ref.c -- scalar references of rope.h's turn and of its scoring of
  * pre-RoPE integer keys. */
+#include "core/bitstream.h"
 #include "kernels/dense.h"
 #include "kernels/rope.h"
 
@@ -16,15 +17,12 @@ void vq_rope_pairs_ref(float *x, const float *cs, size_t half, int neox, float s
 
 void vq_rope_codes_dot_ref(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out, size_t ostride)
 {
-    const size_t D = k->D, mask = ((size_t)1 << k->bits) - 1;
+    const size_t D = k->D;
     float v[512];
     for (size_t i = 0; i < k->n; i++) {
         const uint8_t *c = k->codes + i * D * (size_t)k->bits / 8;
-        for (size_t e = 0; e < D; e++) {
-            const size_t bit = e * (size_t)k->bits;
-            const unsigned w = c[bit / 8] | (bit / 8 + 1 < D * (size_t)k->bits / 8 ? (unsigned)c[bit / 8 + 1] << 8 : 0u);
-            v[e] = k->s[e] * (float)((w >> (bit % 8)) & mask) + k->m[e];
-        }
+        for (size_t e = 0; e < D; e++)
+            v[e] = k->s[e] * (float)vq_bits_get(c, e, k->bits) + k->m[e];
         if (k->pstart)
             for (uint32_t p = k->pstart[i]; p < k->pstart[i + 1]; p++)
                 v[k->pch[p]] = k->pval[p];

@@ -73,12 +73,12 @@ void vq_lut8_row_avx512(const uint8_t *c8, size_t n, const float *lut, const flo
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(c8 + i)));
-        __m512 v = _mm512_i32gather_ps(idx, lut, 4);
+        __m512 v = lut ? _mm512_i32gather_ps(idx, lut, 4) : _mm512_cvtepi32_ps(idx);
         __m512 t = _mm512_mul_ps(_mm512_loadu_ps(s + i), v);
         _mm512_storeu_ps(out + i, _mm512_add_ps(t, _mm512_loadu_ps(m + i)));
     }
     for (; i < n; i++) {
-        float t = s[i] * lut[c8[i]];
+        float t = s[i] * (lut ? lut[c8[i]] : (float)c8[i]);
         out[i] = t + m[i];
     }
 }

@@ -5,17 +5,13 @@
 
 #include <math.h>
 
+#include "core/bitstream.h"
 #include "core/fp16.h"
 
-/* code i of width bits (1..8), LSB first (codec/bitstream.h order) */
-static inline unsigned code_at(const uint8_t *src, size_t i, int bits)
-{
-    size_t bit = i * (size_t)bits;
-    unsigned sh = (unsigned)(bit & 7), w = src[bit >> 3];
-    if (sh + (unsigned)bits > 8)
-        w |= (unsigned)src[(bit >> 3) + 1] << 8;
-    return (w >> sh) & ((1u << bits) - 1u);
-}
+/* code i of width bits (1..8), LSB first */
+static inline unsigned code_at(const uint8_t *src, size_t i, int bits) { return vq_bits_get(src, i, bits); }
+
+void vq_bits_unpack_ref(const uint8_t *src, size_t n, int bits, uint8_t *out) { vq_bits_unpack(src, n, bits, out); }
 
 void vq_lut_row_ref(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out)
 {
@@ -36,7 +32,7 @@ void vq_kivi_row_ref(const uint8_t *row, int bits, size_t n, const float *s, con
 void vq_lut8_row_ref(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out)
 {
     for (size_t i = 0; i < n; i++) {
-        float t = s[i] * lut[c8[i]];
+        float t = s[i] * (lut ? lut[c8[i]] : (float)c8[i]);
         out[i] = t + m[i];
     }
 }

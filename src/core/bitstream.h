@@ -1,6 +1,6 @@
 /* bitstream.h -- packing of small unsigned codes into bytes, LSB first:
  * the one bit packing of the library (codecs, the cache's xquant/xkv
- * codes; the GPU kernels and kernels/rows_ref.c read the same layout).
+ * codes; the kernels' scalar references; the GPU kernels read the same layout).
  *
  * A code of width `bits` (1..16) at bit offset `bit` occupies bits
  * [bit, bit + bits) of the byte string, bit j of the stream being bit
@@ -9,8 +9,8 @@
  * 3), so packing a row never reads or writes past the row's last code.
  * The caller zeroes the destination before putting (puts OR) and passes
  * values that fit in `bits` (higher bits are dropped). */
-#ifndef VQ_CODEC_BITSTREAM_H
-#define VQ_CODEC_BITSTREAM_H
+#ifndef VQ_CORE_BITSTREAM_H
+#define VQ_CORE_BITSTREAM_H
 
 #include <stddef.h>
 #include <stdint.h>
