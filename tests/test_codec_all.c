@@ -73,6 +73,11 @@ typedef struct {
 static const expect EXPECT[] = {
     /* exact up to fp16 rounding of the data (2^-11 relative) */
     { "fp16", 1e-6, 1e-3, 2e-5, 0, 0 },
+    /* kivix's default (3-bit values summed by kivi_axpy in its split form,
+     * sum w*s*c + sum w*m: another rounding than the decoded values' sum,
+     * measured up to 2.4e-5 at D=96); the other bounds as for a method
+     * without an entry */
+    { "kivix:bits=3,group=32,outliers=0", 1.0, 1.0, 2e-5, 0, 5e-5 },
     /* 8-bit symmetric per 32: step amax/127; the outlier channel inflates
      * amax of its block, so error is dominated by those blocks */
     { "q8_0", 3e-4, 4e-2, 2e-5, 0, 0 },            /* measured 1.5e-4, 2.3e-2 */
@@ -336,7 +341,8 @@ static void check_other_dims(const char *spec)
         CHECKF(m.rel_mse < max_mse, "%s D=%d: relative MSE %.3e >= %.3e", spec, dims[k], m.rel_mse, max_mse);
         CHECKF(m.fused_score < (e ? e->fused_tol * 2 : 2e-5), "%s D=%d: fused score off by %.3e", spec, dims[k],
                m.fused_score);
-        CHECKF(m.fused_accum < 2e-5, "%s D=%d: fused accumulate off by %.3e", spec, dims[k], m.fused_accum);
+        const double atol = e && e->accum_tol > 0 ? e->accum_tol : 2e-5;
+        CHECKF(m.fused_accum < atol, "%s D=%d: fused accumulate off by %.3e", spec, dims[k], m.fused_accum);
     }
 }
 

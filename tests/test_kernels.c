@@ -422,7 +422,7 @@ static void test_half(const vq_kernels *k, const vq_kernels *ref)
 static void test_kivi_axpy(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Ds[] = { 64, 128, 256 };
-    for (int bits = 2; bits <= 4; bits += 2)
+    for (int bits = 1; bits <= 4; bits++)
         for (size_t id = 0; id < 3; id++)
             for (size_t G = 16; G <= 64; G *= 2)
                 for (size_t nt = 1; nt <= 13; nt += 6)
@@ -446,9 +446,10 @@ static void test_kivi_axpy(const vq_kernels *k, const vq_kernels *ref)
                         k->kivi_axpy(rows + 1, rs, bits, nt, D, G, w, ws, nq, a2, as);
                         CHECKF(same_bits(a2, a1, as * (size_t)nq), "%s kivi_axpy bits=%d D=%zu G=%zu nt=%zu nq=%d",
                                k->isa, bits, D, G, nt, nq);
-                        for (size_t i = 0; i < nt; i++)
-                            k->kivi_group_row(rows + 1 + i * rs + 4 * ng, bits, D, G, rows + 1 + i * rs,
-                                              rows + 1 + i * rs + 2 * ng, tile + i * D);
+                        for (size_t i = 0; i < nt; i++) /* kivi_group_row: 2 or 4 bits (the reference: any) */
+                            (bits % 2 ? ref : k)
+                                ->kivi_group_row(rows + 1 + i * rs + 4 * ng, bits, D, G, rows + 1 + i * rs,
+                                                 rows + 1 + i * rs + 2 * ng, tile + i * D);
                         k->dense_axpy(w, ws, nq, tile, VQ_ELEM_F32, nt, D, a3, as);
                         CHECKF(rel_diff(a2, a3, as * (size_t)nq) <= 2e-6, "%s kivi_axpy bits=%d D=%zu G=%zu: far from the tiled sum",
                                k->isa, bits, D, G);

@@ -41,7 +41,7 @@
  * Kernels (scalar references): score and accumulate decode a block to
  * floats (scratch) and use plain dot products / sums; `values` is decode
  * (channel domain, accum_size = D, finish is a copy), which gives the
- * tiled SIMD path. Values in kivi's row format (uniform 2/4-bit codes, no
+ * tiled SIMD path. Values in kivi's row format (uniform 1-4-bit codes, no
  * outliers, group a multiple of 16) accumulate through kernels.h
  * kivi_axpy at every query count, as kivi's values do. Keys with uniform
  * levels packed before RoPE (cache/prerope.h) are scored from their codes by
@@ -195,9 +195,9 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     c->shared_bytes = 0;
     c->query_bytes = sizeof(float) * D;
     c->accum_size = D;
-    /* values in kivi's row format (uniform 2- or 4-bit codes, no outlier
+    /* values in kivi's row format (uniform codes of 1-4 bits, no outlier
      * table): summed from the codes by kivi_axpy, never the tile */
-    c->accum_own = c->role == VQ_ROLE_VALUE && !st->nu && !st->outliers && (st->bits == 2 || st->bits == 4) &&
+    c->accum_own = c->role == VQ_ROLE_VALUE && !st->nu && !st->outliers && st->bits <= 4 &&
                    D % 16 == 0 && G % 16 == 0;
     size_t o = (size_t)snprintf(c->canon, sizeof c->canon, "kivix:bits=%d,group=%d,outliers=%d", st->bits, st->group,
                                 st->outliers);

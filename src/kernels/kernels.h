@@ -36,7 +36,8 @@
  *   kivi_axpy(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc,
  *       astride): acc[j*astride + e] += sum_i w[j*wstride + i] * v_i[e] for
  *       nt KIVI value rows (row i at rows + i*rstride: D/group fp16 scales
- *       s_ig, D/group fp16 mins m_ig, then the codes c_ie), v_i =
+ *       s_ig, D/group fp16 mins m_ig, then the codes c_ie of `bits` bits,
+ *       1..4; kivi itself stores 2 or 4), v_i =
  *       s_ig c_ie + m_ig, as sum_i w_i (s_ig c_ie) + sum_i w_i m_ig: per
  *       element one FMA per row in row order, then the group's min sum
  *       (FMAs in row order) added once. Every variant has these bits.

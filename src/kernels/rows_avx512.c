@@ -268,14 +268,16 @@ static inline __attribute__((always_inline)) void kivi_axpy_bits(const uint8_t *
 void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                          const float *w, size_t wstride, int n_q, float *acc, size_t astride)
 {
-    if ((bits != 2 && bits != 4) || D % 16 || group % 16 || D / group > 16) {
+    if (bits < 1 || bits > 4 || D % 16 || group % 16 || D / group > 16) {
         vq_kivi_axpy_ref(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc, astride);
         return;
     }
-    if (bits == 2)
-        kivi_axpy_bits(rows, rstride, 2, nt, D, group, w, wstride, n_q, acc, astride);
-    else
-        kivi_axpy_bits(rows, rstride, 4, nt, D, group, w, wstride, n_q, acc, astride);
+    switch (bits) { /* codes16 reads each width */
+    case 1: kivi_axpy_bits(rows, rstride, 1, nt, D, group, w, wstride, n_q, acc, astride); break;
+    case 2: kivi_axpy_bits(rows, rstride, 2, nt, D, group, w, wstride, n_q, acc, astride); break;
+    case 3: kivi_axpy_bits(rows, rstride, 3, nt, D, group, w, wstride, n_q, acc, astride); break;
+    default: kivi_axpy_bits(rows, rstride, 4, nt, D, group, w, wstride, n_q, acc, astride); break;
+    }
 }
 
 /* lut_axpy for NQ (1..4) weight rows and the channels [c0, c0 + 16 nc),
