@@ -41,6 +41,9 @@ configs=(
 # the configuration chosen for quality decodes
 plan30="keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 prerope=1 kbits=4,4,4,4,3,4,3,3,3,4,4,4,4,4,4,3,4,4,4,4,4,4,3,4,4,4,3,4,3,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,1,2,2,1,2,2,2,2,2,1,2,1,2,2"
 
+# its 4.0 b/e plan (docs/quality.md, the 4-bit row)
+plan40="keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=64 residual=128 sinks=4 prerope=1"
+
 quiet() { # wait for a 1-minute load average under 0.5
     local waited=0
     while awk '{ exit !($1 >= 0.5) }' /proc/loadavg && [ "$waited" -lt "${VQ_BENCH_WAIT:-900}" ]; do
@@ -106,7 +109,7 @@ for s in "${steps[@]}"; do
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
                       --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" \
-                      --cache "$plan30" ;;
+                      --cache "$plan30" --cache "$plan40" ;;
     e2e16k)       run e2e-smollm2-16k bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 64 \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
