@@ -34,9 +34,11 @@ static inline __attribute__((always_inline)) void turn_tile(const size_t D, cons
         _Pragma("GCC unroll 4") for (size_t c = 0; c < D; c += 64)
         {
             const __m512i cb = vq_unpack64(src + c / 8 * (size_t)b, u.ld, &u);
+            const __m128i q16[4] = { _mm512_castsi512_si128(cb), _mm512_extracti32x4_epi32(cb, 1),
+                                     _mm512_extracti32x4_epi32(cb, 2), _mm512_extracti32x4_epi32(cb, 3) };
             _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
             {
-                const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(cb, v)));
+                const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q16[v]));
                 const size_t e = c + 16 * (size_t)v;
                 F[e / 16] = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(k->s + e), f), _mm512_loadu_ps(k->m + e));
             }
