@@ -75,6 +75,8 @@ typedef struct {
 } kx_state;
 
 static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32(vq_get_u16(p)); }
+/* the element index of outlier entry k of the table at tab (u16, LE) */
+static inline size_t outlier_at(const uint8_t *tab, int k) { return (size_t)vq_get_u16(tab + 4 * (size_t)k); }
 static inline void st16(uint8_t *p, float f) { vq_put_u16(p, vq_fp32_to_fp16(f)); }
 static inline float clamp16(float f)
 {
@@ -376,7 +378,7 @@ static void kx_decode_block(const vq_codec *c, const kx_state *st, const uint8_t
     }
     for (int k = 0; k < st->outliers; k++) {
         const uint8_t *e = tab + 4 * (size_t)k;
-        size_t el = (size_t)e[0] | (size_t)e[1] << 8;
+        size_t el = outlier_at(tab, k);
         if (el < entries)
             out[el] = ld16(e + 2);
     }
@@ -461,7 +463,7 @@ static int kx_score_rope(vq_codec *c, const uint8_t *src, size_t t0, size_t n, c
     const int pow2 = (D & (D - 1)) == 0, lg = __builtin_ctzll(D); /* token = (el - e0) >> lg */
     size_t np = 0;
     for (int k = 0; k < st->outliers; k++) { /* counts per token, at pstart[t + 1] */
-        const size_t el = (size_t)tab_o[4 * k] | (size_t)tab_o[4 * k + 1] << 8;
+        const size_t el = outlier_at(tab_o, k);
         if (el >= e0 && el < e1)
             pstart[(pow2 ? (el - e0) >> lg : (el - e0) / D) + 1]++, np++;
     }
@@ -471,7 +473,7 @@ static int kx_score_rope(vq_codec *c, const uint8_t *src, size_t t0, size_t n, c
             pstart[t + 1] += pstart[t], fill[t] = pstart[t];
         for (int k = 0; k < st->outliers; k++) {
             const uint8_t *e = tab_o + 4 * (size_t)k;
-            const size_t el = (size_t)e[0] | (size_t)e[1] << 8;
+            const size_t el = outlier_at(tab_o, k);
             if (el >= e0 && el < e1) {
                 const size_t t = pow2 ? (el - e0) >> lg : (el - e0) / D;
                 const uint32_t p = fill[t]++;
