@@ -21,12 +21,34 @@ static inline __m128 vq_hsum4x512(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
     return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
-/* [sum(a0), ..., sum(a7)]: two hsum4x512, so every vector is reduced by the
- * same tree whichever of the two a kernel uses */
+/* [fold(a) | fold(b)]: the two vectors' halves added in one register */
+static inline __m512 vq_fold2x512(__m512 a, __m512 b)
+{
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+}
+
+/* in each 128-bit lane L: x0 + x1, x2 + x3, y0 + y1, y2 + y3 (what
+ * _mm256_hadd_ps does per lane, four lanes at a time) */
+static inline __m512 vq_pairadd512(__m512 x, __m512 y)
+{
+    return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xDD));
+}
+
+/* [sum(a0), ..., sum(a7)] by hsum4x512's tree for every vector (fold, then
+ * pairs of neighbours, then pairs of pairs, then the two halves: the same
+ * additions of the same operands, so the same bits), computed in 512-bit
+ * registers: fold2x512 puts two folded vectors in one register, two rounds
+ * of pairadd512 leave vector k's two quarter sums in lanes 0/1 (k even) or
+ * 2/3 (k odd), element k / 2, and one add and one permute finish. */
 static inline __m256 vq_hsum8x512(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __m512 a4, __m512 a5, __m512 a6,
                                   __m512 a7)
 {
-    return _mm256_set_m128(vq_hsum4x512(a4, a5, a6, a7), vq_hsum4x512(a0, a1, a2, a3));
+    const __m512 h0 = vq_pairadd512(vq_fold2x512(a0, a1), vq_fold2x512(a2, a3));
+    const __m512 h1 = vq_pairadd512(vq_fold2x512(a4, a5), vq_fold2x512(a6, a7));
+    const __m512 k = vq_pairadd512(h0, h1);
+    /* lanes 0 + 1: sums 0 2 4 6; lanes 2 + 3: sums 1 3 5 7 */
+    const __m512 y = _mm512_add_ps(_mm512_shuffle_f32x4(k, k, 0x88), _mm512_shuffle_f32x4(k, k, 0xDD));
+    return _mm256_permutevar8x32_ps(_mm512_castps512_ps256(y), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
 /* the first min(4, nt - i) lanes of r into s[i..] */

@@ -2,8 +2,8 @@
  * half rows (E not a multiple of 16 goes to the AVX2 twin). Compiled with -mavx512f/bw/vl/dq.
  *
  * dot: four queries x four vectors at a time (16 accumulators), or eight
- * vectors sharing each load of three, two or one queries; the sums are folded 512 -> 256 bits and
- * reduced by one transpose-add tree, the same for every lane, so a score
+ * vectors sharing each load of three, two or one queries (the sums in
+ * registers); every sum is reduced by vq_hsum8x512's tree, so a score
  * does not depend on its place in the tile or on the other queries.
  * axpy: up to four queries share each load of a vector; each accumulator
  * element adds w_i * v_i[e] over i in order with one FMA per token, as the
@@ -35,6 +35,38 @@ static inline void rows8(size_t i, size_t nt, size_t E, size_t r[8])
         r[k] = (i + k < nt ? i + k : nt - 1) * E;
 }
 
+/* NQ (1..3, a constant) queries at q + jj*qstride against nt rows, eight
+ * rows sharing each load of the queries; the sums stay in registers
+ * (24 accumulators at most) and each row's is reduced by vq_hsum8x512.
+ * STREAM: prefetch the rows ahead (the first query pass over streamed
+ * rows). */
+static inline __attribute__((always_inline)) void dot_rows8(const float *q, size_t qstride, const int NQ,
+                                                            const void *v, size_t nt, size_t E, float *s,
+                                                            size_t sstride, int HALF, int STREAM)
+{
+    for (size_t i = 0; i < nt; i += 8) {
+        size_t r[8];
+        rows8(i, nt, E, r);
+        if (STREAM)
+            vq_prefetch_span(v, r[0] * (HALF ? 2 : 4) + VQ_PF_AHEAD, 8 * E * (HALF ? 2 : 4));
+        __m512 a[3][8];
+        _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) a[jj][k] = _mm512_setzero_ps();
+        for (size_t e = 0; e < E; e += 16) {
+            __m512 x[3];
+            _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++) x[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e);
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+            {
+                const __m512 t = ld16(v, r[k] + e, HALF);
+                _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++) a[jj][k] = _mm512_fmadd_ps(x[jj], t, a[jj][k]);
+            }
+        }
+        _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+            vq_store8_upto(s + (size_t)jj * sstride, i, nt,
+                           vq_hsum8x512(a[jj][0], a[jj][1], a[jj][2], a[jj][3], a[jj][4], a[jj][5], a[jj][6], a[jj][7]));
+    }
+}
+
 static inline __attribute__((always_inline)) void dot_impl(const float *q, size_t qstride, int n_q, const void *v,
                                                            size_t nt, size_t E, float *s, size_t sstride, int HALF)
 {
@@ -61,61 +93,31 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
                     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm512_fmadd_ps(x, t[k], a[jj][k]);
                 }
             }
-            /* hsum4x512 reduces each vector by the same tree as hsum8x512,
-             * so a score has the same bits on either path */
-            for (int jj = 0; jj < 4; jj++)
-                vq_store4_upto(s + (size_t)(j + jj) * sstride, i, nt, vq_hsum4x512(a[jj][0], a[jj][1], a[jj][2], a[jj][3]));
+            /* two queries' four sums per hsum8x512: each vector reduced by
+             * the same tree on either path */
+            for (int jj = 0; jj < 4; jj += 2) {
+                const __m256 h = vq_hsum8x512(a[jj][0], a[jj][1], a[jj][2], a[jj][3], a[jj + 1][0], a[jj + 1][1],
+                                              a[jj + 1][2], a[jj + 1][3]);
+                vq_store4_upto(s + (size_t)(j + jj) * sstride, i, nt, _mm256_castps256_ps128(h));
+                vq_store4_upto(s + (size_t)(j + jj + 1) * sstride, i, nt, _mm256_extractf128_ps(h, 1));
+            }
         }
     }
     while (j < n_q) {
         const int rem = n_q - j;
-        const int nq = rem >= 3 && rem != 4 ? 3 : rem >= 2 ? 2 : 1; /* queries sharing each row load */
-        const float *qa = q + (size_t)j * qstride, *qb = qa + qstride, *qc = qb + qstride;
-        for (size_t i = 0; i < nt; i += 8) {
-            size_t r[8];
-            rows8(i, nt, E, r);
-            if (j == 0 && pf)
-                vq_prefetch_span(v, r[0] * (HALF ? 2 : 4) + VQ_PF_AHEAD, 8 * E * (HALF ? 2 : 4));
-            __m512 a[8], b[8], c[8];
-            for (int k = 0; k < 8; k++)
-                a[k] = b[k] = c[k] = _mm512_setzero_ps();
-            if (nq == 3) {
-                for (size_t e = 0; e < E; e += 16) {
-                    __m512 x = _mm512_loadu_ps(qa + e), y = _mm512_loadu_ps(qb + e), z = _mm512_loadu_ps(qc + e);
-                    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-                    {
-                        __m512 t = ld16(v, r[k] + e, HALF);
-                        a[k] = _mm512_fmadd_ps(x, t, a[k]);
-                        b[k] = _mm512_fmadd_ps(y, t, b[k]);
-                        c[k] = _mm512_fmadd_ps(z, t, c[k]);
-                    }
-                }
-            } else if (nq == 2) {
-                for (size_t e = 0; e < E; e += 16) {
-                    __m512 x = _mm512_loadu_ps(qa + e), y = _mm512_loadu_ps(qb + e);
-                    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-                    {
-                        __m512 t = ld16(v, r[k] + e, HALF);
-                        a[k] = _mm512_fmadd_ps(x, t, a[k]);
-                        b[k] = _mm512_fmadd_ps(y, t, b[k]);
-                    }
-                }
-            } else {
-                for (size_t e = 0; e < E; e += 16) {
-                    __m512 x = _mm512_loadu_ps(qa + e);
-                    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-                        a[k] = _mm512_fmadd_ps(x, ld16(v, r[k] + e, HALF), a[k]);
-                }
-            }
-            vq_store8_upto(s + (size_t)j * sstride, i, nt, vq_hsum8x512(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
-            if (nq >= 2)
-                vq_store8_upto(s + (size_t)(j + 1) * sstride, i, nt,
-                               vq_hsum8x512(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]));
-            if (nq == 3)
-                vq_store8_upto(s + (size_t)(j + 2) * sstride, i, nt,
-                               vq_hsum8x512(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]));
+        const float *qj = q + (size_t)j * qstride;
+        float *sj = s + (size_t)j * sstride;
+        const int first = j == 0 && pf;
+        if (rem >= 3 && rem != 4) {
+            dot_rows8(qj, qstride, 3, v, nt, E, sj, sstride, HALF, first);
+            j += 3;
+        } else if (rem >= 2) {
+            dot_rows8(qj, qstride, 2, v, nt, E, sj, sstride, HALF, first);
+            j += 2;
+        } else {
+            dot_rows8(qj, qstride, 1, v, nt, E, sj, sstride, HALF, first);
+            j += 1;
         }
-        j += nq;
     }
 }
 
