@@ -590,11 +590,48 @@ static void test_real_weights(void)
     check_model_weights(vq_test_model("gemma3-270m"));
 }
 
+/* The AVX-512 activation quantizer writes the reference's bytes: random
+ * blocks at scales from 2^-140 (subnormal) to 2^100, codes landing on
+ * halves (round to even), all-zero blocks, and NaN / infinities in place. */
+static void test_act_quantize32_twin(void)
+{
+    if (!(vq_cpu_features() & VQ_CPU_AVX512_VNNI)) {
+        printf("  (no AVX-512 VNNI: twin not run)\n");
+        return;
+    }
+    vq_rng r;
+    vq_rng_seed(&r, 31);
+    enum { N = 32 * 64 };
+    static float x[N];
+    static vq_act32 a[N / 32], b[N / 32];
+    int diff = 0;
+    for (int round = 0; round < 200; round++) {
+        for (size_t blk = 0; blk < N / 32; blk++) {
+            const int e = (int)((uint32_t)vq_rng_next(&r) % 241) - 140;
+            for (int i = 0; i < 32; i++) {
+                float v = ldexpf(vq_rng_uniform(&r) * 2.0f - 1.0f, e);
+                if (blk % 7 == 3) /* halves of the step: ties to even */
+                    v = ldexpf((float)((int)((uint32_t)vq_rng_next(&r) % 255) - 127) * 0.5f, e);
+                x[32 * blk + i] = blk % 11 == 5 ? 0.0f : v;
+            }
+            if (blk % 13 == 4)
+                x[32 * blk + (uint32_t)vq_rng_next(&r) % 32] = NAN;
+            if (blk % 17 == 8)
+                x[32 * blk + (uint32_t)vq_rng_next(&r) % 32] = ((uint32_t)vq_rng_next(&r) & 1) ? INFINITY : -INFINITY;
+        }
+        vq_act_quantize32(x, N, a);
+        vq_act_quantize32_avx512x(x, N, b);
+        diff += memcmp(a, b, sizeof a) != 0;
+    }
+    CHECKF(diff == 0, "%d of 200 rounds differ from the reference's bytes", diff);
+}
+
 int main(void)
 {
     RUN(test_traits);
     RUN(test_dequantize_vs_reference);
     RUN(test_act_quantization_bound);
+    RUN(test_act_quantize32_twin);
     RUN(test_dot_all_variants);
     RUN(test_dot_multi);
     RUN(test_dot_rows);

@@ -89,16 +89,16 @@ static void act_tokens(void *arg, size_t b, size_t e, int tid)
 typedef struct {
     float *gate;
     const float *up;
-    size_t width;
     int gelu;
 } glu_job;
 
-/* gate = act(gate) * up for tokens [b, e). */
-static void glu_tokens(void *arg, size_t b, size_t e, int tid)
+/* gate[i] = act(gate[i]) * up[i] for elements [b, e) of the batch's
+ * n * width (each element on its own: any split gives the same floats). */
+static void glu_elems(void *arg, size_t b, size_t e, int tid)
 {
     (void)tid;
     const glu_job *g = arg;
-    for (size_t i = b * g->width; i < e * g->width; i++) {
+    for (size_t i = b; i < e; i++) {
         float v = g->gate[i];
         g->gate[i] = (g->gelu ? vq_gelu_tanh(v) : vq_silu(v)) * g->up[i];
     }
@@ -248,11 +248,9 @@ static vq_status layer_forward(vq_ctx *c, int il, int n, int pos0)
         matmul_group(c, 2, ws, c->xn, n, ys, ss);
     }
     {
-        glu_job gj = { c->gate, c->up, F, m->gelu_ffn };
-        if (n >= 8)
-            vq_pool_for(c->pool, (size_t)n, 4, glu_tokens, &gj);
-        else
-            glu_tokens(&gj, 0, (size_t)n, 0);
+        /* both threads also for one token (decode): 512 elements per chunk */
+        glu_job gj = { c->gate, c->up, m->gelu_ffn };
+        vq_pool_for(c->pool, (size_t)n * F, 512, glu_elems, &gj);
     }
     c->act_src = NULL;
     matmul(c, &L->w_down, c->gate, n, c->tmp, E);

@@ -6,7 +6,9 @@
  * has it, else the AVX2 kernel where one exists and the CPU has AVX2 (each
  * capped by VQ_FORCE_ISA), else the scalar reference. The choice is a
  * table of function pointers filled under pthread_once, so concurrent first
- * calls from several threads are safe. */
+ * calls from several threads are safe. The 32-element activation quantizer
+ * is chosen with them (its AVX-512 twin with the VNNI kernels: the same
+ * bytes). */
 #include <pthread.h>
 #include <string.h>
 
@@ -19,11 +21,14 @@ static vq_dot_kernel dot_table[N_WTYPES];
 static vq_dot4_kernel dot4_table[N_WTYPES]; /* NULL: loop over vq_dot */
 static vq_rows4_kernel rows4_table[N_WTYPES]; /* NULL: loop over vq_dot */
 static vq_tile4_kernel tile4_table[N_WTYPES]; /* NULL: rows through vq_dot_multi */
+static void (*act32_fn)(const float *, size_t, vq_act32 *) = vq_act_quantize32;
 static pthread_once_t dot_table_once = PTHREAD_ONCE_INIT;
 
 static void init_table(void)
 {
     unsigned f = vq_cpu_features();
+    if (f & VQ_CPU_AVX512_VNNI)
+        act32_fn = vq_act_quantize32_avx512x;
     for (int t = 0; t < N_WTYPES; t++) {
         vq_dot_kernel k = NULL;
         vq_dot4_kernel k4 = NULL;
@@ -71,7 +76,10 @@ void vq_act_prepare(vq_wtype t, const float *x, size_t n, void *act)
 {
     switch (vq_act_kind_of(t)) {
     case VQ_ACT_F32: memcpy(act, x, n * sizeof(float)); return;
-    case VQ_ACT_Q32: vq_act_quantize32(x, n, act); return;
+    case VQ_ACT_Q32:
+        pthread_once(&dot_table_once, init_table);
+        act32_fn(x, n, act);
+        return;
     case VQ_ACT_Q256: vq_act_quantize256(x, n, act); return;
     default: return;
     }

@@ -359,3 +359,34 @@ vq_dot4_kernel vq_dot4_avx512x_kernel(vq_wtype t)
     default: return NULL;
     }
 }
+
+/* vq_act_quantize32's twin, the same bytes and floats for every input
+ * (NaN and infinities included): per block of 32, amax by max over |x|
+ * (a NaN never wins: VMAXPS returns its second operand, the running
+ * maximum), d = amax / 127, and each code (x * id + 1.5*2^23) - 1.5*2^23
+ * as separate rounded multiply, add and subtract (the reference's float
+ * operations, no FMA), NaN to 0, clamped to [-127, 127]; s = d * (sum of
+ * the codes). */
+void vq_act_quantize32_avx512x(const float *x, size_t n, vq_act32 *a)
+{
+    const __m512 magic = _mm512_set1_ps(12582912.0f), lim = _mm512_set1_ps(127.0f);
+    for (size_t b = 0; b < n / 32; b++) {
+        const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
+        const __m512 m = _mm512_max_ps(_mm512_abs_ps(x1), _mm512_max_ps(_mm512_abs_ps(x0), _mm512_setzero_ps()));
+        const float amax = _mm512_reduce_max_ps(m);
+        const float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+        const __m512 vid = _mm512_set1_ps(id);
+        __m512i q[2];
+        for (int h = 0; h < 2; h++) {
+            __m512 v = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(h ? x1 : x0, vid), magic), magic);
+            v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v); /* NaN -> 0 */
+            v = _mm512_min_ps(_mm512_max_ps(v, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
+            q[h] = _mm512_cvttps_epi32(v);
+        }
+        vq_act32 *o = &a[b];
+        _mm_storeu_si128((__m128i *)(void *)o->qs, _mm512_cvtepi32_epi8(q[0]));
+        _mm_storeu_si128((__m128i *)(void *)(o->qs + 16), _mm512_cvtepi32_epi8(q[1]));
+        o->d = d;
+        o->s = d * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
+    }
+}

@@ -72,8 +72,11 @@ void vq_unpack256(vq_wtype t, const void *blk, vq_unpacked256 *u);
 /* Q4_K/Q5_K packed 6-bit (scale, min) pair j (0..7). */
 void vq_k4_scale_min(const uint8_t *scales12, int j, int *scale, int *min);
 
-/* Scalar activation quantizers (quants_ref.c). */
+/* Scalar activation quantizers (quants_ref.c); vq_act_quantize32_avx512x
+ * (quants_avx512x.c) writes the same bytes, and vq_act_prepare takes it
+ * where quants.c's dot table takes the AVX-512 VNNI kernels. */
 void vq_act_quantize32(const float *x, size_t n, vq_act32 *a);
+void vq_act_quantize32_avx512x(const float *x, size_t n, vq_act32 *a);
 void vq_act_quantize256(const float *x, size_t n, vq_act256 *a);
 
 /* The weight types with dot kernels, X(TYPE, suffix) for VQ_W_TYPE and

@@ -255,9 +255,13 @@ void vq_dequantize(vq_wtype t, const void *src, float *dst, size_t n)
 /* Symmetric int8: d = amax/127, q = round(x/d); an all-zero block has d = 0. */
 static float quantize_int8(const float *x, int n, int8_t *q)
 {
+    /* max |x| by comparisons (NaN never wins, as with fmaxf): the loop
+     * vectorizes, where fmaxf was a library call per element */
     float amax = 0.0f;
-    for (int i = 0; i < n; i++)
-        amax = fmaxf(amax, fabsf(x[i]));
+    for (int i = 0; i < n; i++) {
+        const float a = fabsf(x[i]);
+        amax = a > amax ? a : amax;
+    }
     float d = amax / 127.0f;
     float id = d > 0.0f ? 1.0f / d : 0.0f;
     /* round to nearest even by adding and subtracting 1.5*2^23 (exact for

@@ -131,12 +131,20 @@ int32_t vq_sampler_sample(vq_sampler *s, const float *logits, const int32_t *his
                           size_t n_hist)
 {
     size_t n = (size_t)s->n_vocab;
+    const int penalize = s->p.repeat_penalty != 1.0f && history && n_hist && s->p.repeat_last_n > 0;
+    if (!(s->p.temperature > 0) && !penalize) { /* greedy, nothing to change: the logits as they are */
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++)
+            if (logits[i] > logits[best])
+                best = i;
+        return (int32_t)best;
+    }
     for (size_t i = 0; i < n; i++) {
         s->c[i].logit = logits[i];
         s->c[i].id = (int32_t)i;
     }
     /* 1. repetition penalty, each distinct recent token once */
-    if (s->p.repeat_penalty != 1.0f && history && n_hist && s->p.repeat_last_n > 0) {
+    if (penalize) {
         if (++s->epoch == 0) { /* stamp wrap-around: clear */
             memset(s->stamp, 0, n * sizeof *s->stamp);
             s->epoch = 1;
