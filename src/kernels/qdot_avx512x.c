@@ -20,6 +20,7 @@
 #include "kernels/avx512_sums.h"
 #include "kernels/codes_qdot.h"
 #include "kernels/prefetch.h"
+#include "kernels/rows16_avx512.h"
 #include "kernels/qdot.h"
 #include "kernels/wq_avx512x.h"
 
@@ -88,6 +89,7 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
     /* lane 4r + quad -> row 4quad + r */
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const size_t qoff = nb * (sizeof(float) + sizeof(int32_t));
+    const __m512i ix = vq_rows16_index(rstride);
     for (size_t i = 0; i < nt; i += 16) {
         const uint8_t *row[16];
         row[0] = codes + i * rstride;
@@ -100,12 +102,11 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
         vq_prefetch_span(row[0], VQ_PF_AHEAD, 16 * rstride);
         __m512 acc[4];
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) acc[j] = _mm512_setzero_ps();
+        const __mmask16 live = vq_rows16_live(nt - i);
         for (size_t b = 0; b < nb; b++) {
             const size_t o = b * bb;
-            uint16_t dk[16];
-            for (int t = 0; t < 16; t++)
-                memcpy(&dk[t], row[t] + o, 2);
-            const __m512 DK = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)dk));
+            /* the 16 rows' block scales (0 past nt: never stored) */
+            const __m512 DK = vq_low_halves16(vq_rows16_words(row[0] + o, ix, live));
             __m512i QL[4], QH[4], I[4][4];
             _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             {
@@ -145,7 +146,6 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
                 acc[j] = _mm512_add_ps(acc[j], t);
             }
         }
-        const __mmask16 live = nt - i >= 16 ? 0xFFFF : (__mmask16)((1u << (nt - i)) - 1u);
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, live, acc[j]);
     }
@@ -155,7 +155,7 @@ void vq_qdot_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, 
                      size_t qstride, int n_q, float *s, size_t sstride)
 {
     const size_t nb = D / 32;
-    if (nb <= QROWS16_MAXB) {
+    if (nb <= QROWS16_MAXB && rstride <= (1u << 26)) { /* (the scales' gather offsets fit 31 bits) */
         for (int j0 = 0; j0 < n_q; j0 += 4) {
             const uint8_t *q = qbuf + (size_t)j0 * qstride;
             float *o = s + (size_t)j0 * sstride;
@@ -265,6 +265,16 @@ static inline void codes_qdot_store(const __m512i I[QROWS], float d, float base,
                    _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(r)), _mm256_set1_ps(base)));
 }
 
+/* acc[j][qd] += the codes P (one run of 16 positions in each 128-bit lane)
+ * times the 16 query bytes at q + j*qstride, for the NQ queries */
+static inline __attribute__((always_inline)) void codes_run(__m512i acc[4][4], int qd, __m512i P, const uint8_t *q,
+                                                            size_t qstride, const int NQ)
+{
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        acc[j][qd] = _mm512_dpbusd_epi32(
+            acc[j][qd], P, _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(q + (size_t)j * qstride))));
+}
+
 /* Four rows per register (head_dim <= 128): 128-bit lane r holds 16 bytes
  * of row r, and a shift and mask of it gives 16 codes of one run of
  * positions in codes_qdot.h's order -- 2 bits: bytes 16c.. of a chunk,
@@ -283,12 +293,6 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
     const __m512i mask = _mm512_set1_epi8(bits == 2 ? 0x03 : 0x0f);
     /* lane 4r + quad -> row 4quad + r */
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    size_t qoff[8]; /* each run's offset in the query, nc <= 2 */
-    int np = 0;
-    for (size_t c = 0; c < nc; c++)
-        for (int h = 0; h < (bits == 2 ? 1 : 2); h++)
-            for (int k = 0; k < (bits == 2 ? 4 : 2); k++)
-                qoff[np++] = 64 * c + (bits == 2 ? 16 * (size_t)k : 32 * (size_t)k + 16 * (size_t)h);
     for (size_t i = 0; i < nt; i += 16) {
         __m512i acc[4][4]; /* [query][quad] */
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
@@ -307,20 +311,24 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
                     row[t] = codes + (i0 + (size_t)t < nt ? i0 + (size_t)t : nt - 1) * rstride;
             }
             vq_prefetch_span(row[0], VQ_PF_AHEAD, 4 * rstride);
-            int kp = 0;
-            for (size_t c = 0; c < nc; c++)
-                for (int h = 0; h < (bits == 2 ? 1 : 2); h++) {
-                    const size_t b0 = bits == 2 ? 16 * c : 32 * c + 16 * (size_t)h;
-                    const __m512i R = vq_quad_bytes16(row, b0);
-                    for (int k = 0; k < (bits == 2 ? 4 : 2); k++, kp++) {
-                        const __m512i P = _mm512_and_si512(_mm512_srli_epi16(R, (unsigned)(bits * k)), mask);
-                        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) {
-                            const uint8_t *qj = qbuf + (size_t)j * qstride + VQ_CQ_HEAD + qoff[kp];
-                            acc[j][qd] = _mm512_dpbusd_epi32(
-                                acc[j][qd], P, _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)qj)));
-                        }
+            /* the runs of each 16-byte column, their shifts as literals */
+            for (size_t c = 0; c < nc; c++) {
+                if (bits == 2) {
+                    const __m512i R = vq_quad_bytes16(row, 16 * c);
+                    const uint8_t *q = qbuf + VQ_CQ_HEAD + 64 * c;
+                    codes_run(acc, qd, _mm512_and_si512(R, mask), q, qstride, NQ);
+                    codes_run(acc, qd, _mm512_and_si512(_mm512_srli_epi16(R, 2), mask), q + 16, qstride, NQ);
+                    codes_run(acc, qd, _mm512_and_si512(_mm512_srli_epi16(R, 4), mask), q + 32, qstride, NQ);
+                    codes_run(acc, qd, _mm512_and_si512(_mm512_srli_epi16(R, 6), mask), q + 48, qstride, NQ);
+                } else {
+                    for (size_t h = 0; h < 2; h++) {
+                        const __m512i R = vq_quad_bytes16(row, 32 * c + 16 * h);
+                        const uint8_t *q = qbuf + VQ_CQ_HEAD + 64 * c + 16 * h;
+                        codes_run(acc, qd, _mm512_and_si512(R, mask), q, qstride, NQ);
+                        codes_run(acc, qd, _mm512_and_si512(_mm512_srli_epi16(R, 4), mask), q + 32, qstride, NQ);
                     }
                 }
+            }
         }
         const size_t left = nt - i < 16 ? nt - i : 16;
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) {
@@ -362,11 +370,15 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
                            size_t qstride, int n_q, float *s, size_t sstride)
 {
     const size_t nc = D / 64;
-    if (nc <= 2) { /* bits a constant in each call: the run loops unroll */
-        if (bits == 2)
-            codes_qdot_rows16_bits(codes, rstride, 2, nt, nc, qbuf, qstride, n_q, s, sstride);
+    if (nc <= 2) { /* bits and nc constants in each call: the run loops unroll */
+        if (bits == 2 && nc == 1)
+            codes_qdot_rows16_bits(codes, rstride, 2, nt, 1, qbuf, qstride, n_q, s, sstride);
+        else if (bits == 2)
+            codes_qdot_rows16_bits(codes, rstride, 2, nt, 2, qbuf, qstride, n_q, s, sstride);
+        else if (nc == 1)
+            codes_qdot_rows16_bits(codes, rstride, 4, nt, 1, qbuf, qstride, n_q, s, sstride);
         else
-            codes_qdot_rows16_bits(codes, rstride, 4, nt, nc, qbuf, qstride, n_q, s, sstride);
+            codes_qdot_rows16_bits(codes, rstride, 4, nt, 2, qbuf, qstride, n_q, s, sstride);
         return;
     }
     for (size_t i = 0; i < nt; i += QROWS) {
