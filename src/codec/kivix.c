@@ -57,6 +57,7 @@
 #include "core/fp16.h"
 #include "core/io.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 
 #define KX_FP16_MAX 65504.0f
 
@@ -458,6 +459,10 @@ static int kx_score_rope(vq_codec *c, const uint8_t *src, size_t t0, size_t n, c
     kern->fp16_row(src, sc, D);
     kern->fp16_row(src + 2 * D, mn, D);
     const uint8_t *codes = src + 4 * D, *tab_o = codes + entries * (size_t)b / 8;
+    if (t0 == 0) { /* the next block's scales, mins and outlier table (read first by its call; past the page: harmless) */
+        vq_prefetch_span(src, c->block_bytes, 4 * D);
+        vq_prefetch_span(tab_o, c->block_bytes, 4 * (size_t)st->outliers);
+    }
     /* the entries of tokens [t0, t0 + n): elements [e0, e1) (entries >= e1) */
     const size_t e0 = t0 * D, e1 = (t0 + n) * D;
     const int pow2 = (D & (D - 1)) == 0, lg = __builtin_ctzll(D); /* token = (el - e0) >> lg */
