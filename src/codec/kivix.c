@@ -454,7 +454,7 @@ static int kx_score_rope(vq_codec *c, const uint8_t *src, size_t t0, size_t n, c
         return 0;
     const vq_kernels *kern = vq_kernels_get();
     float sc[512], mn[512], pval[1024];
-    uint32_t pstart[257] = { 0 };
+    uint32_t pstart[257];
     uint16_t pch[1024];
     kern->fp16_row(src, sc, D);
     kern->fp16_row(src + 2 * D, mn, D);
@@ -467,15 +467,19 @@ static int kx_score_rope(vq_codec *c, const uint8_t *src, size_t t0, size_t n, c
     const size_t e0 = t0 * D, e1 = (t0 + n) * D;
     const int pow2 = (D & (D - 1)) == 0, lg = __builtin_ctzll(D); /* token = (el - e0) >> lg */
     size_t np = 0;
+    memset(pstart, 0, (n + 1) * sizeof *pstart);
     for (int k = 0; k < st->outliers; k++) { /* counts per token, at pstart[t + 1] */
         const size_t el = outlier_at(tab_o, k);
         if (el >= e0 && el < e1)
             pstart[(pow2 ? (el - e0) >> lg : (el - e0) / D) + 1]++, np++;
     }
     if (np) {
-        uint32_t fill[256];
-        for (size_t t = 0; t < n; t++)
-            pstart[t + 1] += pstart[t], fill[t] = pstart[t];
+        uint32_t fill[256], run = 0; /* the counts' running sum in a register */
+        for (size_t t = 0; t < n; t++) {
+            fill[t] = run;
+            run += pstart[t + 1];
+            pstart[t + 1] = run;
+        }
         for (int k = 0; k < st->outliers; k++) {
             const uint8_t *e = tab_o + 4 * (size_t)k;
             const size_t el = outlier_at(tab_o, k);
