@@ -77,6 +77,41 @@ __device__ __forceinline__ int lut_idx(int k, int m, int g, int M)
 template <int D, int G>
 constexpr size_t static_smem() { return sizeof(float) * (G * D + VNW * 32 * G + VNW * G * 2) + VNW * 32 * VRB; }
 
+/* the value codebook [m][k][vsub] (global) into vtab[k][h][m] (16-byte
+ * words, shared) by asynchronous copies of all NT threads; the caller
+ * waits (cp.async.wait_all) and synchronises */
+__device__ __forceinline__ void copy_vtab(const vq_cuda_format &vf, int D, float *vtab, int tid)
+{
+    const int vS = vf.sub_dim, MV = D / vS, H = vS / 4, vK = 1 << vf.bits;
+    const float *vcb = vf.tables + D;
+    for (int i = tid; i < vK * H * MV; i += NT) {
+        const int m = i % MV, h = (i / MV) % H, k = i / (MV * H);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(vtab + 4 * (size_t)i)),
+                     "l"(vcb + ((size_t)m * vK + k) * vS + 4 * h)
+                     : "memory");
+    }
+}
+
+/* the key centroids of entries i0, i0 + NT, ... (EPR of them, piece m;
+ * an entry past the end loads the last one's) into c, zero-padded to 8 */
+template <int EPR>
+__device__ __forceinline__ void load_cents(const float *kcb, int m, int K, int S, int M, int i0, float (&c)[EPR][8])
+{
+#pragma unroll
+    for (int u = 0; u < EPR; u++) {
+        const int k = min(i0 + u * NT, M * K - 1) / M;
+        const float *cent = kcb + ((size_t)m * K + k) * S;
+        const float4 c0 = __ldg((const float4 *)cent);
+        c[u][0] = c0.x, c[u][1] = c0.y, c[u][2] = c0.z, c[u][3] = c0.w;
+        if (S == 8) {
+            const float4 c1 = __ldg((const float4 *)cent + 1);
+            c[u][4] = c1.x, c[u][5] = c1.y, c[u][6] = c1.z, c[u][7] = c1.w;
+        } else {
+            c[u][4] = c[u][5] = c[u][6] = c[u][7] = 0.0f;
+        }
+    }
+}
+
 /* the 32 - lane rotation by r bytes of a token's W code words (byte j of
  * the result = byte (j + r) mod 4W of the row), 0 <= r < 4W */
 template <int W>
@@ -123,11 +158,47 @@ __device__ __forceinline__ void stage_row(const uint8_t *src, int bb, uint8_t *d
     }
 }
 
-/* score of one token for its G heads (scaled, base 2): the fast path for
- * byte codes of 8-float pieces (M = D / 8 bytes, read in one load), else
- * piece by piece from the row in global memory */
+/* A lane's token of the next tile, loaded ahead (the tile before is
+ * processed meanwhile): its rows' addresses, the key codes of the fast
+ * path (byte codes of 8-float pieces: D / 8 bytes) and a value row of 8
+ * or 16 bytes (others are staged from vrow when used) */
+template <int D>
+struct TokRows {
+    const uint8_t *krow, *vrow;
+    uint32_t kw[D / 32];
+    uint4 vw;
+};
+
+template <int D>
+__device__ __forceinline__ void load_rows(const AttnParams &p, const int32_t *pt, int tok, bool kfast, int vbb,
+                                          TokRows<D> &r)
+{
+    const int32_t pg = pt[tok / p.page_tokens];
+    const int ti = tok % p.page_tokens;
+    r.krow = p.kp + (size_t)pg * p.kpb + (size_t)ti * p.kf.block_bytes;
+    r.vrow = p.vp + (size_t)pg * p.vpb + (size_t)ti * vbb;
+    if (kfast) {
+        if constexpr (D == 128) {
+            const uint4 v = __ldg((const uint4 *)r.krow);
+            r.kw[0] = v.x, r.kw[1] = v.y, r.kw[2] = v.z, r.kw[3] = v.w;
+        } else {
+            const uint2 v = __ldg((const uint2 *)r.krow);
+            r.kw[0] = v.x, r.kw[1] = v.y;
+        }
+    }
+    if (vbb == 16) {
+        r.vw = __ldg((const uint4 *)r.vrow);
+    } else if (vbb == 8) {
+        const uint2 v = __ldg((const uint2 *)r.vrow);
+        r.vw.x = v.x, r.vw.y = v.y;
+    }
+}
+
+/* score of one token for its G heads (scaled, base 2): the fast path from
+ * the preloaded code bytes, else piece by piece from the row in global
+ * memory */
 template <int D, int G>
-__device__ __forceinline__ void token_scores(const float *lut, const uint8_t *krow, bool fast, int M, int kbits,
+__device__ __forceinline__ void token_scores(const float *lut, const TokRows<D> &r, bool fast, int M, int kbits,
                                              int rot, float (&sc)[G])
 {
 #pragma unroll
@@ -136,13 +207,9 @@ __device__ __forceinline__ void token_scores(const float *lut, const uint8_t *kr
     if (fast) {
         constexpr int MF = D / 8, W = MF / 4;
         uint32_t w[W];
-        if constexpr (W == 4) {
-            const uint4 v = __ldg((const uint4 *)krow);
-            w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-        } else {
-            const uint2 v = __ldg((const uint2 *)krow);
-            w[0] = v.x, w[1] = v.y;
-        }
+#pragma unroll
+        for (int i = 0; i < W; i++)
+            w[i] = r.kw[i];
         rotate_bytes<W>(w, rot);
 #pragma unroll
         for (int s = 0; s < MF; s++) {
@@ -168,7 +235,7 @@ __device__ __forceinline__ void token_scores(const float *lut, const uint8_t *kr
     } else {
         for (int s = 0; s < M; s++) {
             const int m = (s + rot) & (M - 1);
-            const unsigned code = vi_code(krow, m, kbits);
+            const unsigned code = vi_code(r.krow, m, kbits);
 #pragma unroll
             for (int g = 0; g < G; g++)
                 sc[g] += lut[lut_idx<G>(code, m, g, M)];
@@ -176,9 +243,54 @@ __device__ __forceinline__ void token_scores(const float *lut, const uint8_t *kr
     }
 }
 
+/* The fast path's score (byte codes of 8-float pieces, preloaded): the
+ * lane's code words rotated by rot bytes; piece s of the rotated row is
+ * m = (s + rot) mod MF, and one byte permute makes the byte offset
+ * (code * 256 + mb[s]) / SC of its entry, mb (mbw: two pieces' per word,
+ * bytes 0 and 2) the lane's m * 256 / ROWB, SC = 256 / ROWB */
+template <int D, int G>
+__device__ __forceinline__ void fast_scores(const float *lut, const uint32_t (&kw)[D / 32],
+                                            const uint32_t (&mbw)[D / 16], int rot, float (&sc)[G])
+{
+    constexpr int MF = D / 8, W = MF / 4;
+    constexpr int GQ = G >= 4 ? G / 4 : 1, GW = G >= 4 ? 4 : G;
+    constexpr int ROWB = GQ * MF * GW * 4; /* bytes per code k */
+    uint32_t w[W];
+#pragma unroll
+    for (int i = 0; i < W; i++)
+        w[i] = kw[i];
+    rotate_bytes<W>(w, rot);
+#pragma unroll
+    for (int g = 0; g < G; g++)
+        sc[g] = 0.0f;
+    const char *lb = (const char *)lut;
+#pragma unroll
+    for (int s = 0; s < MF; s++) {
+        const unsigned sel = (s & 1 ? 6u : 4u) | (unsigned)(s & 3) << 4 | 0x5500u;
+        const unsigned x = __byte_perm(w[s >> 2], mbw[s >> 1], sel);
+        const unsigned off = ROWB >= 256 ? x * (ROWB / 256) : x / (256 / ROWB);
+        if constexpr (G >= 4) {
+#pragma unroll
+            for (int q = 0; q < G / 4; q++) {
+                const float4 e = *(const float4 *)(lb + off + q * MF * 16);
+                sc[4 * q] += e.x;
+                sc[4 * q + 1] += e.y;
+                sc[4 * q + 2] += e.z;
+                sc[4 * q + 3] += e.w;
+            }
+        } else if constexpr (G == 2) {
+            const float2 e = *(const float2 *)(lb + off);
+            sc[0] += e.x;
+            sc[1] += e.y;
+        } else {
+            sc[0] += *(const float *)(lb + off);
+        }
+    }
+}
+
 /* the warp's pass over its tiles and its share of the CTA's partial
  * (VS: the value pieces' floats, 4 or 8) */
-template <int D, int G, bool VSM, int VS>
+template <int D, int G, bool VSM, int VS, bool FAST>
 __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, const float *lut, const float *vtab,
                                         float (&wts)[VNW][32][G], uint8_t (&vrow)[VNW][32][VRB],
                                         float (&wml)[VNW][G][2], float *dyn, int tid)
@@ -187,14 +299,23 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
     const int warp = tid >> 5, lane = tid & 31;
     const int s0 = cw.s0, s1 = cw.s1;
     const int kS = p.kf.sub_dim, M = D / kS, kbits = p.kf.bits, vbits = p.vf.bits, vK = 1 << vbits;
-    const bool kfast = kS == 8 && kbits == 8;
+    const bool kfast = FAST || (kS == 8 && kbits == 8);
     const int rmask = G >= 4 ? 7 : G == 2 ? 15 : 31;
     const int rot = lane & rmask & (M - 1);
-    const int kbb = p.kf.block_bytes, vbb = p.vf.block_bytes;
+    const int vbb = FAST ? D / 8 : p.vf.block_bytes;
+    /* fast path: the lane's entry offsets m * 256 / ROWB per piece step
+     * (fast_scores), two per word */
+    uint32_t mbw[D / 16];
+    if constexpr (FAST) {
+        constexpr int MF = D / 8, GQ = G >= 4 ? G / 4 : 1;
+#pragma unroll
+        for (int j = 0; j < MF / 2; j++)
+            mbw[j] = (uint32_t)(((2 * j + rot) & (MF - 1)) * (256 / (MF * GQ))) |
+                     (uint32_t)(((2 * j + 1 + rot) & (MF - 1)) * (256 / (MF * GQ))) << 16;
+    }
     const int vm = lane % MV, tsub = lane / MV; /* my value piece, my token in each group of TPI */
     const float *vcb = p.vf.tables + D;
     const int32_t *pt = p.page_table + ((size_t)cw.b * p.n_kv + cw.kvh) * p.max_pages;
-    const int P = p.page_tokens;
 
     float m_run[G], l_run[G], acc[G][VS];
 #pragma unroll
@@ -205,14 +326,24 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
         for (int e = 0; e < VS; e++)
             acc[g][e] = 0.0f;
     }
+    TokRows<D> cur, nxt;
+    if (s0 + warp * 32 < s1)
+        load_rows<D>(p, pt, min(s0 + warp * 32 + lane, s1 - 1), kfast, vbb, cur);
     for (int t0 = s0 + warp * 32; t0 < s1; t0 += NT) {
         const int t = t0 + lane;
-        const int tok = min(t, s1 - 1);
-        const int32_t pg = pt[tok / P];
-        const int ti = tok % P;
-        stage_row(p.vp + (size_t)pg * p.vpb + (size_t)ti * vbb, vbb, vrow[warp][lane]);
+        if (t0 + NT < s1) /* the next tile's rows, in flight during this one */
+            load_rows<D>(p, pt, min(t + NT, s1 - 1), kfast, vbb, nxt);
+        if (vbb == 16)
+            *(uint4 *)vrow[warp][lane] = cur.vw;
+        else if (vbb == 8)
+            *(uint2 *)vrow[warp][lane] = make_uint2(cur.vw.x, cur.vw.y);
+        else
+            stage_row(cur.vrow, vbb, vrow[warp][lane]);
         float sc[G];
-        token_scores<D, G>(lut, p.kp + (size_t)pg * p.kpb + (size_t)ti * kbb, kfast, M, kbits, rot, sc);
+        if constexpr (FAST)
+            fast_scores<D, G>(lut, cur.kw, mbw, rot, sc);
+        else
+            token_scores<D, G>(lut, cur, kfast, M, kbits, rot, sc);
         /* online softmax per head over the tile (tokens past s1 weigh 0);
          * the accumulators are rescaled only when a running max grows */
         bool grow = false;
@@ -253,11 +384,12 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
                 wts[warp][lane][g] = pw[g];
         }
         __syncwarp();
-        /* values: TPI tokens per round, lane (vm, tsub) */
-        const int nv = min(32, s1 - t0);
-        for (int i = 0; i < nv; i += TPI) {
+        /* values: TPI tokens per round, lane (vm, tsub); all 32 tokens
+         * (those past s1 weigh 0 and have the row of token s1 - 1) */
+#pragma unroll
+        for (int i = 0; i < 32; i += TPI) {
             const int tt = i + tsub;
-            const unsigned code = vi_code(vrow[warp][tt], vm, vbits);
+            const unsigned code = FAST ? vrow[warp][tt][vm] : vi_code(vrow[warp][tt], vm, vbits);
             float w[G];
             if constexpr (G >= 4) {
 #pragma unroll
@@ -287,6 +419,7 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
             }
         }
         __syncwarp();
+        cur = nxt;
     }
     /* the lanes of one piece summed; the warp's (m, l) */
 #pragma unroll
@@ -334,33 +467,34 @@ __global__ void __launch_bounds__(NT, 1) attn_vecinfer(const __grid_constant__ A
     const float *klam = p.kf.tables, *kcb = p.kf.tables + D;
     float *lut = dyn, *vtab = dyn + (size_t)G * M * K;
 
+    if constexpr (VSM) /* the value codebook, in flight while the key tables are built */
+        copy_vtab(p.vf, D, vtab, tid);
+    /* the key tables: entry (k, m) for all G heads, EPR entries per round
+     * (NT is a multiple of M: a thread keeps its piece m and its G query
+     * pieces); the first round's centroid loads are issued before the
+     * query's rotation */
+    constexpr int EPR = G >= 8 ? 2 : 8; /* (G = 8: qv takes the registers) */
+    const int m = tid % M;
+    float c[EPR][8];
+    load_cents<EPR>(kcb, m, K, S, M, tid, c);
+
     /* q~ = R (q * lambda) */
     for (int i = tid; i < G * D; i += NT)
         qs[i / D][i % D] = p.q[cw.qrow0 * D + i] * klam[i % D];
     __syncthreads();
     rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, NT);
-    /* the key tables: entry (k, m) for all G heads per thread step (NT is
-     * a multiple of M: a thread keeps its piece m and its G query pieces) */
-    {
-        const int m = tid % M;
-        float qv[G][8];
+    float qv[G][8];
 #pragma unroll
-        for (int g = 0; g < G; g++)
+    for (int g = 0; g < G; g++)
 #pragma unroll
-            for (int d = 0; d < 8; d++)
-                qv[g][d] = d < S ? qs[g][m * S + d] : 0.0f;
-        for (int i = tid; i < M * K; i += NT) {
-            const int k = i / M;
-            const float *cent = kcb + ((size_t)m * K + k) * S;
-            float c[8];
-            const float4 c0 = __ldg((const float4 *)cent);
-            c[0] = c0.x, c[1] = c0.y, c[2] = c0.z, c[3] = c0.w;
-            if (S == 8) {
-                const float4 c1 = __ldg((const float4 *)cent + 1);
-                c[4] = c1.x, c[5] = c1.y, c[6] = c1.z, c[7] = c1.w;
-            } else {
-                c[4] = c[5] = c[6] = c[7] = 0.0f;
-            }
+        for (int d = 0; d < 8; d++)
+            qv[g][d] = d < S ? qs[g][m * S + d] : 0.0f;
+    for (int i0 = tid; i0 < M * K; i0 += EPR * NT) {
+#pragma unroll
+        for (int u = 0; u < EPR; u++) {
+            if (i0 + u * NT >= M * K)
+                break;
+            const int k = (i0 + u * NT) / M;
 #pragma unroll
             for (int g = 0; g < G; g++) {
                 /* the CPU's order: sum over d, then times the scale
@@ -368,24 +502,22 @@ __global__ void __launch_bounds__(NT, 1) attn_vecinfer(const __grid_constant__ A
                 float s = 0.0f;
 #pragma unroll
                 for (int d = 0; d < 8; d++)
-                    s += qv[g][d] * c[d];
+                    s += qv[g][d] * c[u][d];
                 lut[lut_idx<G>(k, m, g, M)] = s * p.qscale;
             }
         }
+        if (i0 + EPR * NT < M * K)
+            load_cents<EPR>(kcb, m, K, S, M, i0 + EPR * NT, c);
     }
-    if constexpr (VSM) { /* the value codebook, vtab[k][h][m] */
-        const int vS = p.vf.sub_dim, MV = D / vS, H = vS / 4, vK = 1 << p.vf.bits;
-        const float *vcb = p.vf.tables + D;
-        for (int i = tid; i < vK * H * MV; i += NT) {
-            const int m = i % MV, h = (i / MV) % H, k = i / (MV * H);
-            *(float4 *)&vtab[(size_t)i * 4] = __ldg((const float4 *)&vcb[((size_t)m * vK + k) * vS + 4 * h]);
-        }
-    }
+    if constexpr (VSM)
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
     __syncthreads();
-    if (p.vf.sub_dim == 8)
-        vi_main<D, G, VSM, 8>(p, cw, lut, vtab, wts, vrow, wml, dyn, tid);
+    if (S == 8 && p.kf.bits == 8 && p.vf.sub_dim == 8 && p.vf.bits == 8)
+        vi_main<D, G, VSM, 8, true>(p, cw, lut, vtab, wts, vrow, wml, dyn, tid);
+    else if (p.vf.sub_dim == 8)
+        vi_main<D, G, VSM, 8, false>(p, cw, lut, vtab, wts, vrow, wml, dyn, tid);
     else
-        vi_main<D, G, VSM, 4>(p, cw, lut, vtab, wts, vrow, wml, dyn, tid);
+        vi_main<D, G, VSM, 4, false>(p, cw, lut, vtab, wts, vrow, wml, dyn, tid);
 }
 
 /* dynamic shared memory of attn_vecinfer<D, G, VSM> for these formats */
