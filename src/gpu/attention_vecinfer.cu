@@ -112,7 +112,7 @@ __device__ __forceinline__ void load_cents(const float *kcb, int m, int K, int S
     }
 }
 
-/* the 32 - lane rotation by r bytes of a token's W code words (byte j of
+/* a lane's rotation by r bytes of its token's W code words (byte j of
  * the result = byte (j + r) mod 4W of the row), 0 <= r < 4W */
 template <int W>
 __device__ __forceinline__ void rotate_bytes(uint32_t (&w)[W], int r)
@@ -160,8 +160,8 @@ __device__ __forceinline__ void stage_row(const uint8_t *src, int bb, uint8_t *d
 
 /* A lane's token of the next tile, loaded ahead (the tile before is
  * processed meanwhile): its rows' addresses, the key codes of the fast
- * path (byte codes of 8-float pieces: D / 8 bytes) and a value row of 8
- * or 16 bytes (others are staged from vrow when used) */
+ * instantiation (byte codes of 8-float pieces: D / 8 bytes; kfast) and a
+ * value row of 8 or 16 bytes (others are staged from vrow when used) */
 template <int D>
 struct TokRows {
     const uint8_t *krow, *vrow;
@@ -194,52 +194,22 @@ __device__ __forceinline__ void load_rows(const AttnParams &p, const int32_t *pt
     }
 }
 
-/* score of one token for its G heads (scaled, base 2): the fast path from
- * the preloaded code bytes, else piece by piece from the row in global
- * memory */
+/* score of one token for its G heads (scaled, base 2), the formats other
+ * than the fast instantiation's: piece by piece from the row in global
+ * memory (piece m = (s + rot) mod M at step s, as fast_scores) */
 template <int D, int G>
-__device__ __forceinline__ void token_scores(const float *lut, const TokRows<D> &r, bool fast, int M, int kbits,
-                                             int rot, float (&sc)[G])
+__device__ __forceinline__ void token_scores(const float *lut, const uint8_t *krow, int M, int kbits, int rot,
+                                             float (&sc)[G])
 {
 #pragma unroll
     for (int g = 0; g < G; g++)
         sc[g] = 0.0f;
-    if (fast) {
-        constexpr int MF = D / 8, W = MF / 4;
-        uint32_t w[W];
+    for (int s = 0; s < M; s++) {
+        const int m = (s + rot) & (M - 1);
+        const unsigned code = vi_code(krow, m, kbits);
 #pragma unroll
-        for (int i = 0; i < W; i++)
-            w[i] = r.kw[i];
-        rotate_bytes<W>(w, rot);
-#pragma unroll
-        for (int s = 0; s < MF; s++) {
-            const unsigned code = (w[s >> 2] >> (8 * (s & 3))) & 255u;
-            const int m = (s + rot) & (MF - 1);
-            if constexpr (G >= 4) {
-#pragma unroll
-                for (int q = 0; q < G / 4; q++) {
-                    const float4 e = *(const float4 *)&lut[lut_idx<G>(code, m, 4 * q, MF)];
-                    sc[4 * q] += e.x;
-                    sc[4 * q + 1] += e.y;
-                    sc[4 * q + 2] += e.z;
-                    sc[4 * q + 3] += e.w;
-                }
-            } else if constexpr (G == 2) {
-                const float2 e = *(const float2 *)&lut[lut_idx<G>(code, m, 0, MF)];
-                sc[0] += e.x;
-                sc[1] += e.y;
-            } else {
-                sc[0] += lut[lut_idx<G>(code, m, 0, MF)];
-            }
-        }
-    } else {
-        for (int s = 0; s < M; s++) {
-            const int m = (s + rot) & (M - 1);
-            const unsigned code = vi_code(r.krow, m, kbits);
-#pragma unroll
-            for (int g = 0; g < G; g++)
-                sc[g] += lut[lut_idx<G>(code, m, g, M)];
-        }
+        for (int g = 0; g < G; g++)
+            sc[g] += lut[lut_idx<G>(code, m, g, M)];
     }
 }
 
@@ -299,7 +269,6 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
     const int warp = tid >> 5, lane = tid & 31;
     const int s0 = cw.s0, s1 = cw.s1;
     const int kS = p.kf.sub_dim, M = D / kS, kbits = p.kf.bits, vbits = p.vf.bits, vK = 1 << vbits;
-    const bool kfast = FAST || (kS == 8 && kbits == 8);
     const int rmask = G >= 4 ? 7 : G == 2 ? 15 : 31;
     const int rot = lane & rmask & (M - 1);
     const int vbb = FAST ? D / 8 : p.vf.block_bytes;
@@ -328,11 +297,11 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
     }
     TokRows<D> cur, nxt;
     if (s0 + warp * 32 < s1)
-        load_rows<D>(p, pt, min(s0 + warp * 32 + lane, s1 - 1), kfast, vbb, cur);
+        load_rows<D>(p, pt, min(s0 + warp * 32 + lane, s1 - 1), FAST, vbb, cur);
     for (int t0 = s0 + warp * 32; t0 < s1; t0 += NT) {
         const int t = t0 + lane;
         if (t0 + NT < s1) /* the next tile's rows, in flight during this one */
-            load_rows<D>(p, pt, min(t + NT, s1 - 1), kfast, vbb, nxt);
+            load_rows<D>(p, pt, min(t + NT, s1 - 1), FAST, vbb, nxt);
         if (vbb == 16)
             *(uint4 *)vrow[warp][lane] = cur.vw;
         else if (vbb == 8)
@@ -343,7 +312,7 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
         if constexpr (FAST)
             fast_scores<D, G>(lut, cur.kw, mbw, rot, sc);
         else
-            token_scores<D, G>(lut, cur, kfast, M, kbits, rot, sc);
+            token_scores<D, G>(lut, cur.krow, M, kbits, rot, sc);
         /* online softmax per head over the tile (tokens past s1 weigh 0);
          * the accumulators are rescaled only when a running max grows */
         bool grow = false;
