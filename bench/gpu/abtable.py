@@ -16,6 +16,8 @@ def short(spec):
     """a readable pair name: 'kivi:bits=2,group=32' -> 'kivi2'"""
     m = re.search(r"[:,]bits=(\d)", spec)
     name = spec.split(":")[0]
+    if name == "vecinfer":  # (ab.py cuts the spec short)
+        return name
     if name == "kivi" and m:
         return "kivi" + m.group(1)
     if name in ("turboquant_rvq", "rabitq") and m:
@@ -49,12 +51,14 @@ def main():
         print(f"{c['name']}: medians in ms (readings per cell in parentheses where more than one)\n")
         print("| pair | shape | " + " | ".join(c["labels"]) + " |")
         print("|---|---|" + "---|" * len(c["labels"]))
-        for (pair, d, ctx, b), by in sorted(c["rows"].items(), key=lambda x: (x[0][2] * x[0][3], x[0][2], x[0][0])):
+        dims = {k[1] for k in c["rows"]}  # the head size shown where the call has several
+        for (pair, d, ctx, b), by in sorted(c["rows"].items(), key=lambda x: (x[0][2] * x[0][3], x[0][2], x[0][0], -x[0][1])):
             cells = []
             for lab in c["labels"]:
                 xs = by.get(lab, [])
                 cells.append("" if not xs else f"{statistics.median(xs):.4f}" + (f" ({len(xs)})" if len(xs) > 1 else ""))
-            print(f"| {pair} | {ctx // 1024}k x {b} | " + " | ".join(cells) + " |")
+            shape = f"{ctx // 1024}k x {b}" + (f", D={d}" if len(dims) > 1 else "")
+            print(f"| {pair} | {shape} | " + " | ".join(cells) + " |")
         print()
 
 

@@ -418,16 +418,15 @@ static int choose_splits_mma(const vq_cuda_attn_args *a, int ctas)
     return best;
 }
 
-/* Splits for the vecinfer kernel: as choose_splits, with chunks of at
- * least 512 tokens (each CTA first builds G tables of M*K entries). Never
- * more than choose_splits (the workspace size assumes so). */
-static int choose_splits_vecinfer(const vq_cuda_attn_args *a)
+/* Splits for the vecinfer kernel (ctas resident CTAs per SM:
+ * vq_vecinfer_ctas): as the tensor-core kernel's, the fewest that fill the
+ * resident CTA slots to >= 90% in whole waves, chunks of >= 256 tokens.
+ * Each CTA first builds its key tables (and copies the value codebook),
+ * so fewer, longer chunks pay that less often (Round gpu13 in
+ * docs/gpu.md). ctas <= VQ_MMA_MAX_CTAS: the workspace size covers it. */
+static int choose_splits_vecinfer(const vq_cuda_attn_args *a, int ctas)
 {
-    const int s = choose_splits(a);
-    if (a->splits > 0)
-        return s;
-    const int cap = (a->max_seq_len + 511) / 512;
-    return s < cap ? s : (cap < 1 ? 1 : cap);
+    return choose_splits_mma(a, ctas);
 }
 
 static int chunk_of(const vq_cuda_attn_args *a, int splits)
@@ -648,7 +647,9 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
     }
     int ctas = 0;
     p.warps = mma ? plan_warps(kf, vf, a, D, G, &ctas) : NW;
-    p.splits = mma ? choose_splits_mma(a, ctas) : vecinfer ? choose_splits_vecinfer(a) : choose_splits(a);
+    if (vecinfer)
+        ctas = vq_vecinfer_ctas(*kf, *vf, D, G);
+    p.splits = mma ? choose_splits_mma(a, ctas) : vecinfer ? choose_splits_vecinfer(a, ctas) : choose_splits(a);
     p.chunk = chunk_of(a, p.splits);
     p.page_table = a->page_table;
     p.seq_lens = a->seq_lens;

@@ -150,5 +150,9 @@ int vq_mma_wide_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, 
  * vq_vecinfer_launch launches it (the reduce launch is the caller's). */
 vq_status vq_vecinfer_check(const vq_cuda_format &kf, const vq_cuda_format &vf, int G);
 cudaError_t vq_vecinfer_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s);
+/* resident CTAs per SM of the vecinfer kernel for this pair and G (the
+ * occupancy calculator's, 1..VQ_MMA_MAX_CTAS; 1 where it fails): one where
+ * the value codebook sits in shared memory */
+int vq_vecinfer_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G);
 
 #endif

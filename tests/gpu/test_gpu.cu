@@ -289,19 +289,25 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         /* the tensor-core kernel where it has the pair, and then the
          * CUDA-core kernel for the same data (VQ_CUDA_NO_MMA) */
         const bool has_mma = !strcmp(vq_cuda_attention_kernel(&kf, &vf, &a), "mma");
+        const bool is_vi = !strcmp(vq_cuda_attention_kernel(&kf, &vf, &a), "vecinfer");
         const int split_modes[] = {0, 1, 7};
         /* runs 0..2: the kernel the call picks, 3..5: CUDA cores, 6: the
          * tensor-core kernel with 32-token warp iterations only
          * (VQ_CUDA_NO_SUB2; pages here hold 256 tokens, so pairs with
          * 64-token iterations take those otherwise); 7..9: its 12-warp
          * instantiation where the pair has one (VQ_CUDA_MMA_WIDE=1; these
-         * short contexts never pick it), 9 with 32-token iterations */
-        for (int run = 0; run < (has_mma ? 10 : 3); run++) {
+         * short contexts never pick it), 9 with 32-token iterations;
+         * vecinfer: 3..5 with the value codebook read from global memory
+         * (VQ_CUDA_VI_VGLOBAL=1, the instantiation for tables that leave
+         * it no room in shared memory) */
+        for (int run = 0; run < (has_mma ? 10 : is_vi ? 6 : 3); run++) {
             const int sm = run % 3;
+            setenv("VQ_CUDA_VI_VGLOBAL", is_vi && run >= 3 ? "1" : "0", 1);
             setenv("VQ_CUDA_NO_MMA", run >= 3 && run < 6 ? "1" : "0", 1);
             setenv("VQ_CUDA_NO_SUB2", run == 6 || run == 9 ? "1" : "0", 1);
             setenv("VQ_CUDA_MMA_WIDE", run >= 7 ? "1" : "-1", 1);
-            const char *kname = run == 6 ? "mma-32tok" : run == 9 ? "mma-w12-32tok" : run >= 7 ? "mma-w12" : vq_cuda_attention_kernel(&kf, &vf, &a);
+            const char *kname = run == 6 ? "mma-32tok" : run == 9 ? "mma-w12-32tok" : run >= 7 ? "mma-w12"
+                                : is_vi && run >= 3 ? "vecinfer-vglobal" : vq_cuda_attention_kernel(&kf, &vf, &a);
             a.splits = split_modes[sm];
             size_t wsb = vq_cuda_attention_workspace(&a);
             void *ws;
@@ -339,6 +345,7 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         setenv("VQ_CUDA_NO_MMA", "0", 1);
         setenv("VQ_CUDA_NO_SUB2", "0", 1);
         setenv("VQ_CUDA_MMA_WIDE", "-1", 1);
+        setenv("VQ_CUDA_VI_VGLOBAL", "0", 1);
         cudaFree(dk);
         cudaFree(dv);
         cudaFree(dk2);
