@@ -33,7 +33,10 @@
  *     (exact integer sums, float sums over blocks in another order), and
  *     the reference's bits for D <= 256 (every variant keeps its order); the
  *     reference itself against a double-precision dot of the decoded rows
- *     with the dequantized query, and the query's rounding bound. */
+ *     with the dequantized query, and the query's rounding bound;
+ *   fwht (every power of two 1..1024 and three times 16..512, unaligned),
+ *   flip_signs (counts 1..300, unaligned): the reference's bits; the
+ *     reference flip against a sign copy per element. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -977,6 +980,45 @@ static void test_lut8_scan(const vq_kernels *k, const vq_kernels *ref)
     CHECKF(out == 1.5f + 0.5f * 220.0f, "lut8_scan_ref: %g, want 111.5", (double)out);
 }
 
+/* fwht and flip_signs: the reference's bits at every size they take,
+ * unaligned; the reference flip against the bit it reads */
+static void test_fwht(const vq_kernels *k, const vq_kernels *ref)
+{
+    size_t sizes[32], ns = 0;
+    for (size_t n = 1; n <= 1024; n *= 2)
+        sizes[ns++] = n;
+    for (size_t m = 16; m <= 512; m *= 2)
+        sizes[ns++] = 3 * m;
+    sizes[ns++] = 24; /* three blocks of 8: the reference */
+    for (size_t i = 0; i < ns; i++) {
+        const size_t n = sizes[i];
+        float *a = malloc(sizeof(float) * (n + 1)), *b = malloc(sizeof(float) * (n + 1));
+        fill(a, n + 1, 900 + n);
+        memcpy(b, a, sizeof(float) * (n + 1));
+        ref->fwht(a + 1, n);
+        k->fwht(b + 1, n);
+        CHECKF(same_bits(a, b, n + 1), "%s fwht n=%zu", k->isa, n);
+        free(a), free(b);
+    }
+    for (size_t n = 1; n <= 300; n += n < 40 ? 1 : 37) {
+        float *a = malloc(sizeof(float) * (n + 1)), *b = malloc(sizeof(float) * (n + 1)),
+              *x = malloc(sizeof(float) * (n + 1));
+        uint8_t bits[48];
+        fill(a, n + 1, 950 + n);
+        fill_bytes(bits, sizeof bits, 970 + n);
+        memcpy(b, a, sizeof(float) * (n + 1));
+        memcpy(x, a, sizeof(float) * (n + 1));
+        ref->flip_signs(a + 1, bits, n);
+        k->flip_signs(b + 1, bits, n);
+        CHECKF(same_bits(a, b, n + 1), "%s flip_signs n=%zu", k->isa, n);
+        int ok = a[0] == x[0];
+        for (size_t e = 0; e < n; e++)
+            ok &= a[1 + e] == ((bits[e / 8] >> (e % 8)) & 1 ? -x[1 + e] : x[1 + e]);
+        CHECKF(ok, "flip_signs_ref n=%zu: not the bits' sign flips", n);
+        free(a), free(b), free(x);
+    }
+}
+
 static void test_tables(void)
 {
     const vq_kernels *ref = vq_kernels_variant("scalar");
@@ -1009,6 +1051,7 @@ static void test_tables(void)
         test_rope_codes_dot(k, ref);
         test_bits_unpack(k, ref);
         test_lut8_scan(k, ref);
+        test_fwht(k, ref);
     }
     /* the scalar references against themselves through the table's own
      * definitions: lut_row of a known code */

@@ -136,16 +136,6 @@ static void q4_block_encode(const float *x, uint8_t *dst)
     }
 }
 
-/* values of one block (scale applied) into out[32]: the kernel layer's
- * scalar reference (kernels/qblock_values.h) */
-static void block_values(int bits, const uint8_t *b, float *out)
-{
-    if (bits == 8)
-        vq_q8_0_values_ref(b, 1, out);
-    else
-        vq_q4_0_values_ref(b, 1, out);
-}
-
 /* <y, block> for 32 query values y, from the integer codes */
 static float block_dot(int bits, const uint8_t *b, const float *y)
 {
@@ -189,12 +179,11 @@ static void qb_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
 {
     qblocks *q = c->impl;
     const int D = c->head_dim;
-    const size_t bs = block_size(q->bits);
+    const vq_kernels *k = vq_kernels_get();
     for (size_t t = 0; t < n; t++) {
         float *v = x + t * (size_t)D;
         const uint8_t *s = src + t * c->block_bytes;
-        for (int b = 0; b < D / QB; b++)
-            block_values(q->bits, s + (size_t)b * bs, v + b * QB);
+        (q->bits == 8 ? k->q8_0_values : k->q4_0_values)(s, (size_t)(D / QB), v); /* blocks back to back */
         if (q->rot)
             vq_rot_inverse(&q->r, v);
     }

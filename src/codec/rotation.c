@@ -1,5 +1,7 @@
 /* rotation.c -- randomized Hadamard rotation for any head_dim multiple of
- * 32 (see rotation.h for the construction). Scalar reference. */
+ * 32 (see rotation.h for the construction). The sign flips and the
+ * transform run through the kernel table (kernels/fwht.h: every variant
+ * has the reference's bits); the DCT mix is scalar. */
 #include "codec/rotation.h"
 
 #include <math.h>
@@ -7,6 +9,7 @@
 #include "core/bitstream.h"
 #include "core/hadamard.h"
 #include "core/rng.h"
+#include "kernels/kernels.h"
 
 int vq_rot_supported(int dim)
 {
@@ -42,13 +45,6 @@ int vq_rot_init(vq_rotation *r, int dim, uint64_t seed)
     return 0;
 }
 
-static void apply_signs(const vq_rotation *r, float *x)
-{
-    for (int i = 0; i < r->dim; i++)
-        if (vq_bits_get(r->sign, (size_t)i, 1))
-            x[i] = -x[i];
-}
-
 /* mix position i of the m chunks with the DCT (transpose if inverse) */
 static void mix_chunks(const vq_rotation *r, float *x, int transpose)
 {
@@ -68,20 +64,22 @@ static void mix_chunks(const vq_rotation *r, float *x, int transpose)
 
 void vq_rot_forward(const vq_rotation *r, float *x)
 {
-    apply_signs(r, x);
+    const vq_kernels *k = vq_kernels_get();
+    k->flip_signs(x, r->sign, (size_t)r->dim);
     for (int j = 0; j < r->m; j++)
-        vq_fwht(x + (size_t)j * r->p, (size_t)r->p);
+        k->fwht(x + (size_t)j * r->p, (size_t)r->p);
     if (r->m > 1)
         mix_chunks(r, x, 0);
 }
 
 void vq_rot_inverse(const vq_rotation *r, float *x)
 {
+    const vq_kernels *k = vq_kernels_get();
     if (r->m > 1)
         mix_chunks(r, x, 1);
     for (int j = 0; j < r->m; j++)
-        vq_fwht(x + (size_t)j * r->p, (size_t)r->p);
-    apply_signs(r, x);
+        k->fwht(x + (size_t)j * r->p, (size_t)r->p);
+    k->flip_signs(x, r->sign, (size_t)r->dim);
 }
 
 size_t vq_rot_shared_bytes(const vq_rotation *r) { return (size_t)r->dim / 8; }

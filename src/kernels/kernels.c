@@ -6,6 +6,7 @@
 
 #include "core/cpu.h"
 #include "core/fp16_row.h"
+#include "core/hadamard.h"
 
 static const vq_kernels k_ref = {
     .isa = "scalar",
@@ -31,6 +32,8 @@ static const vq_kernels k_ref = {
     .qaxpy8 = vq_qaxpy8_ref,
     .qdot = vq_qdot_ref,
     .rope_pairs = vq_rope_pairs_ref,
+    .fwht = vq_fwht,
+    .flip_signs = vq_flip_signs_ref,
     .rope_codes_dot = vq_rope_codes_dot_ref,
     .bits_unpack = vq_bits_unpack_ref,
     .lut8_scan = vq_lut8_scan_ref,
@@ -75,6 +78,8 @@ static void fill_tables(void)
     k_avx512.codes_dot = vq_codes_dot_avx512;
     k_avx512.qaxpy = vq_qaxpy_avx512;
     k_avx512.rope_pairs = vq_rope_pairs_avx512;
+    k_avx512.fwht = vq_fwht_avx512;
+    k_avx512.flip_signs = vq_flip_signs_avx512;
     /* entries that need VPOPCNTDQ / VNNI */
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
         k_avx512.bitdot = vq_bitdot_avx512x, k_avx512.signscore = vq_signscore_avx512x;

@@ -87,6 +87,8 @@
  *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
  *       variant when the CPU has AVX-512 VNNI, else the AVX2 one).
  *   rope_pairs: kernels/rope.h (RoPE turn of one vector by a table row).
+ *   fwht, flip_signs: kernels/fwht.h (the Hadamard rotation's transform and
+ *       sign flips).
  *   bits_unpack(src, n, bits, out): out[i] = code i of the n codes of
  *       `bits` bits (1..8) packed at src (core/bitstream.h), one per byte;
  *       reads only the bytes the codes lie in (the reference is
@@ -104,6 +106,7 @@
 #include <stdint.h>
 
 #include "kernels/dense.h"
+#include "kernels/fwht.h"
 #include "kernels/qblock_values.h"
 #include "kernels/codes_qdot.h"
 #include "kernels/kivi_qaxpy.h"
@@ -155,6 +158,8 @@ typedef struct vq_kernels {
     void (*qdot)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                  size_t qstride, int n_q, float *s, size_t sstride);
     void (*rope_pairs)(float *x, const float *cs, size_t half, int neox, float sgn);
+    void (*fwht)(float *x, size_t n);
+    void (*flip_signs)(float *x, const uint8_t *bits, size_t n);
     void (*bits_unpack)(const uint8_t *src, size_t n, int bits, uint8_t *out);
     void (*rope_codes_dot)(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out,
                            size_t ostride);
