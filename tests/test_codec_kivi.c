@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "codec_eval.h"
+#include "core/bitstream.h"
+#include "core/fp16.h"
 #include "synth_kv.h"
 #include "test.h"
 #include "veloxquant.h"
@@ -48,6 +50,61 @@ static void test_byte_formula(void)
     c = make("kivi:bits=4,group=64", 128, VQ_ROLE_VALUE);
     CHECK(c && vq_codec_bytes_per_token(c) == 64 + 8);
     vq_codec_free(c);
+}
+
+/* decode against the row format read here one value at a time
+ * (s * code + m, one multiply then one add), head sizes 32 to 256 */
+static void test_decode_bytes(void)
+{
+    struct { const char *spec; int D; int roles; } cases[] = {
+        { "kivi:bits=2", 64, 3 }, { "kivi:bits=4,group=64", 128, 3 }, { "kivi:bits=2,group=16", 96, 3 },
+        { "kivi:bits=4,group=16", 32, 3 }, { "kivi:bits=2,group=128", 256, 3 },
+    };
+    const size_t n = 128; /* whole key groups of up to 128 */
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int role = 0; role < 2; role++) {
+            if (!(cases[ci].roles >> role & 1))
+                continue;
+            const size_t D = (size_t)cases[ci].D;
+            vq_codec *c = make(cases[ci].spec, (int)D, (vq_role)role);
+            if (!c)
+                continue;
+            float *x = malloc(n * D * sizeof(float)), *y = malloc(n * D * sizeof(float));
+            vq_rng r;
+            vq_rng_seed(&r, 40 + ci);
+            for (size_t i = 0; i < n * D; i++)
+                x[i] = vq_rng_normal(&r) * (1.0f + (float)(i % D % 5));
+            const size_t bt = vq_codec_block_tokens(c), bb = vq_codec_block_bytes(c);
+            uint8_t *codes = malloc(n / bt * bb);
+            CHECK_OK(vq_codec_encode(c, x, n, codes));
+            CHECK_OK(vq_codec_decode(c, codes, n, y));
+            const int b = cases[ci].spec[10] - '0';
+            const size_t row = (size_t)b * D / 8;
+            int bad = 0;
+            for (size_t t = 0; t < n; t++)
+                for (size_t e = 0; e < D; e++) {
+                    float s, m;
+                    unsigned q;
+                    if (role == VQ_ROLE_KEY) { /* block: D scales, D mins, then rows */
+                        const uint8_t *blk = codes + t / bt * bb;
+                        s = vq_fp16_to_fp32((vq_fp16)(blk[2 * e] | blk[2 * e + 1] << 8));
+                        m = vq_fp16_to_fp32((vq_fp16)(blk[2 * D + 2 * e] | blk[2 * D + 2 * e + 1] << 8));
+                        q = (unsigned)vq_bits_get(blk + 4 * D + t % bt * row, e, b);
+                    } else { /* row: ng scales, ng mins, codes */
+                        const size_t ng = (bb - row) / 4, g = e / (D / ng);
+                        const uint8_t *in = codes + t * bb;
+                        s = vq_fp16_to_fp32((vq_fp16)(in[2 * g] | in[2 * g + 1] << 8));
+                        m = vq_fp16_to_fp32((vq_fp16)(in[2 * ng + 2 * g] | in[2 * ng + 2 * g + 1] << 8));
+                        q = (unsigned)vq_bits_get(in + 4 * ng, e, b);
+                    }
+                    const float want = s * (float)q + m;
+                    bad += memcmp(&want, &y[t * D + e], sizeof want) != 0;
+                }
+            CHECKF(bad == 0, "%s D=%zu role %d: %d decoded values differ from the bytes' formula", cases[ci].spec, D,
+                   role, bad);
+            free(x), free(y), free(codes);
+            vq_codec_free(c);
+        }
 }
 
 /* Quality on key-like data (outlier channels 10-50x, non-zero means).
@@ -320,5 +377,6 @@ int main(void)
     RUN(test_bad_params);
     RUN(test_qbits8);
     RUN(test_qbits8_values);
+    RUN(test_decode_bytes);
     return vq_test_summary("codec_kivi");
 }

@@ -113,7 +113,7 @@ static vq_status check_args(const char *spec, int head_dim, vq_role role, vq_cod
         *out = NULL;
     if (!out || !spec)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_codec_create: %s is NULL", out ? "spec" : "out");
-    if (head_dim < 32 || head_dim > 256 || head_dim % 32 != 0)
+    if (head_dim < 32 || head_dim > VQ_CODEC_MAX_HEAD_DIM || head_dim % 32 != 0)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG,
                        "vq_codec_create: head_dim %d unsupported (need a multiple of 32 in 32..256)", head_dim);
     if (role != VQ_ROLE_KEY && role != VQ_ROLE_VALUE)

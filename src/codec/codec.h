@@ -24,6 +24,8 @@
 #include "core/error.h"
 #include "core/spec.h"
 
+#define VQ_CODEC_MAX_HEAD_DIM 256 /* head_dim: a multiple of 32 up to this (vq_codec_create) */
+
 typedef struct vq_codec_ops {
     const char *name;
     const char *default_spec;  /* e.g. "turboquant_rvq:bits=1" */

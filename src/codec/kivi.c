@@ -214,28 +214,32 @@ static void kivi_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
     }
 }
 
+/* s * code + m per value (one multiply, then one add) through the kernel
+ * table's kivi_row / kivi_group_row (the same bits; head_dim is a multiple
+ * of 32 up to 256, groups multiples of 16: their shapes). The scales and
+ * mins live on the stack: decode may run beside the codec's scoring (a
+ * cache's load check, a cross-layer merge), whose scratch it must not
+ * touch. */
 static void kivi_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
 {
     kivi_state *st = c->impl;
     const size_t D = st->D, G = st->G, row = st->row;
     const int b = st->bits;
+    const vq_kernels *k = vq_kernels_get();
     if (c->role == VQ_ROLE_KEY) {
+        float s[VQ_CODEC_MAX_HEAD_DIM], m[VQ_CODEC_MAX_HEAD_DIM];
         for (size_t blk = 0; blk < n / G; blk++) {
             const uint8_t *in = src + blk * c->block_bytes;
-            const uint8_t *codes = in + 4 * D;
+            k->fp16_row(in, s, D);
+            k->fp16_row(in + 2 * D, m, D);
             for (size_t t = 0; t < G; t++)
-                for (size_t ch = 0; ch < D; ch++)
-                    x[(blk * G + t) * D + ch] =
-                        ld16(in + 2 * ch) * (float)vq_bits_get(codes + t * row, ch, b) + ld16(in + 2 * D + 2 * ch);
+                k->kivi_row(in + 4 * D + t * row, b, D, s, m, x + (blk * G + t) * D);
         }
     } else {
         const size_t ng = D / G;
         for (size_t i = 0; i < n; i++) {
             const uint8_t *in = src + i * c->block_bytes;
-            for (size_t ch = 0; ch < D; ch++) {
-                size_t g = ch / G;
-                x[i * D + ch] = ld16(in + 2 * g) * (float)vq_bits_get(in + 4 * ng, ch, b) + ld16(in + 2 * ng + 2 * g);
-            }
+            k->kivi_group_row(in + 4 * ng, b, D, G, in, in + 2 * ng, x + i * D);
         }
     }
 }
