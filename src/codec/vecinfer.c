@@ -73,12 +73,13 @@ typedef struct {
 
 static void vi_fwht(float *y, size_t D)
 {
+    const vq_kernels *k = vq_kernels_get(); /* kernels/fwht.h: the reference's bits */
     if (vq_fwht_supported(D)) {
-        vq_fwht(y, D);
+        k->fwht(y, D);
         return;
     }
     for (size_t o = 0; o < D; o += 32)
-        vq_fwht(y + o, 32);
+        k->fwht(y + o, 32);
 }
 
 static void vi_make_signs(vecinfer_state *st, int D)
