@@ -15,8 +15,10 @@
 #include <stdint.h>
 
 void vq_flip_signs_ref(float *x, const uint8_t *bits, size_t n);
-/* AVX-512F: n a power of two from 16 to 512, or three of them (else the
- * reference) */
+/* AVX2 (AVX-512F): n a power of two from 8 (16) to 512, or three of them
+ * (else the reference) */
+void vq_fwht_avx2(float *x, size_t n);
+void vq_flip_signs_avx2(float *x, const uint8_t *bits, size_t n);
 void vq_fwht_avx512(float *x, size_t n);
 void vq_flip_signs_avx512(float *x, const uint8_t *bits, size_t n);
 
