@@ -301,6 +301,10 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
 
 /* ---- reduce kernel --------------------------------------------------------- */
 
+#ifndef VQ_RED_FAST /* 1: up to 16 splits reduced in one pass of loads (0: the tiled path always, for comparisons) */
+#define VQ_RED_FAST 1
+#endif
+
 /* One CTA of D threads per (query head, sequence). The chunks' weights
  * exp2(m_s - M) are computed in parallel, RT splits at a time, into shared
  * memory; each thread then sums its channel over the chunks with
@@ -320,6 +324,47 @@ __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnPar
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
     const float *ml = p.part_ml + 2 * row * p.splits;
     const float *pa = p.part_acc + row * p.splits * D;
+#if VQ_RED_FAST
+    constexpr int RS = 16; /* at most this many splits take the one-pass path */
+    if (p.splits <= RS) {
+        /* few chunks (batch 8 and 32, most of batch 1): every load at once
+         * (the chunks' (m, l) broadcast to all threads, the channel's
+         * values), one memory latency instead of three; the same sums in
+         * the same order as below */
+        float m[RS], l[RS], x[RS];
+#pragma unroll
+        for (int s = 0; s < RS; s++)
+            if (s < p.splits) {
+                m[s] = ml[2 * s];
+                l[s] = ml[2 * s + 1];
+                x[s] = pa[(size_t)s * D + c];
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int s = 0; s < RS; s++)
+            if (s < p.splits)
+                M = fmaxf(M, m[s]);
+        float L = 0.0f, a = 0.0f;
+#pragma unroll
+        for (int s = 0; s < RS; s++)
+            if (s < p.splits && M != -INFINITY) {
+                const float w = m[s] == -INFINITY ? 0.0f : exp2f(m[s] - M); /* empty chunk: l, x never written */
+                L += w != 0.0f ? l[s] * w : 0.0f;
+                a += w != 0.0f ? x[s] * w : 0.0f;
+            }
+        const float v = L > 0.0f ? a / L : 0.0f;
+        if (!p.vf.rot) { /* (uniform) */
+            p.out[row * D + c] = v;
+            return;
+        }
+        o[c] = v;
+        __syncthreads();
+        rot_inverse_smem<D, 1>(o, p.vf.sign, c, D);
+        __syncthreads();
+        p.out[row * D + c] = o[c];
+        return;
+    }
+#endif
     float M = -INFINITY;
     for (int s = c; s < p.splits; s += D)
         M = fmaxf(M, ml[2 * s]);
