@@ -131,7 +131,7 @@ namespace {
 #define VQ_MMA_REDSTG 1
 #endif
 #ifndef VQ_MMA_EARLY /* 1: the first tiles' page-table entries read and their stage copies issued before the query setup (the query loaded into registers first), so that their latency overlaps the setup; 0: after it (for comparisons) */
-#define VQ_MMA_EARLY 1
+#define VQ_MMA_EARLY 0
 #endif
 /* CTAs per SM the register cap of a W-warp CTA aims at: 12 warps per SM
  * (3 per scheduler, <= 168 registers; the register file is 16 K words
@@ -804,8 +804,9 @@ __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int 
 
 /* ---- the kernel ------------------------------------------------------------ */
 
+/* the work of one CTA on one chunk (cw) */
 template <int D, int G, int KM, int VM, int SUB, int W>
-__global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __grid_constant__ AttnParams p)
+__device__ __forceinline__ void attn_mma_chunk(const AttnParams &p, const CtaWork &cw)
 {
     static_assert(SUB == 1 || sub2_ok<KM, VM, D>(), "64-token iterations need staged keys and values");
     constexpr int TT = SUB * WTOK; /* tokens per warp iteration */
@@ -885,10 +886,6 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     __shared__ float kqs[QSUBK ? D / 32 : 1][8];            /* QSUBK: per block and query row, the accumulators' start */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    /* the reduce launch (a programmatic dependent launch) may be set up
-     * now; it waits for this grid's completion before reading anything */
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-    const CtaWork cw = cta_work<G>(p);
     if (empty_chunk<G>(p, cw, tid))
         return;
     const int g = lane >> 2, t = lane & 3;
@@ -2307,6 +2304,34 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     combine_warps<G, D, W>(p, red, wml, part0, tid);
 }
 
+/* The split kernel: one chunk per CTA (grid: chunk, KV head, sequence),
+ * or under the stream-K plan (p.sk_ctas > 0, a 1-D grid) the CTA's
+ * segments one after the other (a barrier between them: the next
+ * segment's setup and copies overwrite the shared memory the last one's
+ * combine read) */
+template <int D, int G, int KM, int VM, int SUB, int W>
+__global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __grid_constant__ AttnParams p)
+{
+    /* the reduce launch (a programmatic dependent launch) may be set up
+     * now; it waits for this grid's completion before reading anything */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#pragma unroll 1
+    for (int seg = 0;; seg++) {
+        CtaWork cw;
+        if (p.sk_ctas > 0) {
+            if (!sk_segment<G>(p, seg, cw))
+                break;
+            if (seg > 0)
+                __syncthreads();
+        } else {
+            if (seg > 0)
+                break;
+            cw = cta_work<G>(p);
+        }
+        attn_mma_chunk<D, G, KM, VM, SUB, W>(p, cw);
+    }
+}
+
 /* the dynamic shared memory limit of this instantiation raised to what it
  * uses (once; idempotent: a race only repeats it) */
 template <int D, int G, int KM, int VM, int SUB, int W>
@@ -2358,7 +2383,7 @@ cudaError_t launch_mma_sub(const AttnParams &p, int batch, cudaStream_t s)
     const cudaError_t e = set_smem_attr<D, G, KM, VM, SUB, W>();
     if (e != cudaSuccess)
         return e;
-    dim3 grid(p.splits, p.n_kv, batch);
+    const dim3 grid = p.sk_ctas > 0 ? dim3(p.sk_ctas) : dim3(p.splits, p.n_kv, batch);
     attn_mma<D, G, KM, VM, SUB, W><<<grid, W * 32, smem, s>>>(p);
     return cudaGetLastError();
 }
