@@ -301,15 +301,21 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
 
 /* ---- reduce kernel --------------------------------------------------------- */
 
-#ifndef VQ_RED_FAST /* 1: up to 16 splits reduced in one pass of loads (0: the tiled path always, for comparisons) */
+#ifndef VQ_RED_FAST /* 1: up to 32 splits reduced in one pass of loads, more with a warp-shuffle maximum (0: the tiled path with a shared-memory tree always, for comparisons) */
 #define VQ_RED_FAST 1
 #endif
 
-/* One CTA of D threads per (query head, sequence). The chunks' weights
+/* One CTA of D threads per (query head, sequence). Up to RS = 32 splits
+ * (every shape of the benchmark but batch 1 at D = 64 and some CUDA-core
+ * plans; VQ_RED_FAST) each thread loads every chunk's (m, l) and its
+ * channel's values at once and combines them in registers: one memory
+ * latency after the split grid (the tiled path below has three in a row
+ * plus a barrier tree). More splits: the chunks' weights
  * exp2(m_s - M) are computed in parallel, RT splits at a time, into shared
  * memory; each thread then sums its channel over the chunks with
  * independent loads (unrolled), so the time does not grow with the split
- * count times the memory latency. */
+ * count times the memory latency. Both paths add the same terms in the
+ * same order (the same results). */
 template <int D>
 __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnParams p)
 {
@@ -324,15 +330,11 @@ __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnPar
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
     const float *ml = p.part_ml + 2 * row * p.splits;
     const float *pa = p.part_acc + row * p.splits * D;
-    /* the partial rows written: splits, or under the stream-K plan the
-     * CTAs that touched this head's pair (the stride stays splits) */
-    int ns = p.splits;
-    if (p.sk_ctas > 0)
-        ns = sk_rows((long long)b * p.n_kv + h / (p.n_q / p.n_kv), p.sk_lt, (long long)p.sk_pairs * p.sk_lt, p.sk_ctas);
+    const int ns = p.splits;
 #if VQ_RED_FAST
-    constexpr int RS = 16; /* at most this many splits take the one-pass path */
+    constexpr int RS = 32; /* at most this many splits take the one-pass path */
     if (ns <= RS) {
-        /* few chunks (batch 8 and 32, most of batch 1): every load at once
+        /* few chunks: every load at once
          * (the chunks' (m, l) broadcast to all threads, the channel's
          * values), one memory latency instead of three; the same sums in
          * the same order as below */
@@ -373,6 +375,18 @@ __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnPar
     float M = -INFINITY;
     for (int s = c; s < ns; s += D)
         M = fmaxf(M, ml[2 * s]);
+#if VQ_RED_FAST
+    /* the maximum over the warp by shuffles, then over the D / 32 warps */
+#pragma unroll
+    for (int k = 16; k > 0; k >>= 1)
+        M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, k));
+    if ((c & 31) == 0)
+        red[c >> 5] = M;
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < D / 32; w++)
+        M = fmaxf(M, red[w]);
+#else
     red[c] = M;
     __syncthreads();
     for (int k = D / 2; k > 0; k >>= 1) {
@@ -381,6 +395,7 @@ __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnPar
         __syncthreads();
     }
     M = red[0];
+#endif
     float L = 0.0f, a = 0.0f;
     if (M != -INFINITY)
         for (int s0 = 0; s0 < ns; s0 += RT) {
@@ -391,7 +406,7 @@ __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnPar
                 wt[i] = m == -INFINITY ? 0.0f : exp2f(m - M); /* empty chunk: acc never written */
             }
             __syncthreads();
-#pragma unroll 8
+#pragma unroll 16
             for (int i = 0; i < n; i++) {
                 /* loads always (they stay inside the workspace), a select
                  * drops an empty chunk's unwritten values */
@@ -479,42 +494,6 @@ static int choose_splits_vecinfer(const vq_cuda_attn_args *a, int ctas)
     return choose_splits_mma(a, ctas);
 }
 
-/* The stream-K plan of the 12-warp tensor-core kernel (sk_segment in
- * attn_common.cuh): N = ctas x SMs CTAs share all pairs' tiles equally.
- * Taken where the split plan (splits per pair) leaves resident CTA slots
- * idle in its last wave and each CTA gets >= SK_MIN_TILES tiles (about
- * 6144 tokens: a CTA pays a second setup where its range crosses a
- * pair). VQ_CUDA_MMA_SK=0 / 1 in the environment: never / wherever each
- * CTA gets >= 12 tiles (comparisons, the test). Fills p's sk_* fields
- * and returns the partial rows per head it needs (0: not taken). */
-#define SK_MIN_TILES 96
-static int sk_rows_max(long long lt, long long T, long long N)
-{
-    const long long r = T / N; /* the shortest range, >= 12 tiles */
-    return (int)((lt + r - 1) / r + 1);
-}
-
-static int sk_plan(const vq_cuda_attn_args *a, int ctas, int splits, AttnParams *p)
-{
-    const long long pairs = (long long)a->batch * a->n_kv_heads, N = (long long)ctas * sm_count();
-    const long long lt = (a->max_seq_len + SK_TILE - 1) / SK_TILE, T = pairs * lt;
-    const char *e = getenv("VQ_CUDA_MMA_SK");
-    const int force = e && *e ? atoi(e) : -1;
-    if (force == 0 || N < 1 || T < 12 * N || N > INT32_MAX || lt > INT32_MAX)
-        return 0;
-    if (force != 1) {
-        if (a->splits > 0) /* a split count the caller asked for */
-            return 0;
-        const long long n = pairs * splits, waves = (n + N - 1) / N;
-        if (n == waves * N || T < SK_MIN_TILES * N)
-            return 0;
-    }
-    p->sk_ctas = (int)N;
-    p->sk_lt = (int)lt;
-    p->sk_pairs = (int)pairs;
-    return sk_rows_max(lt, T, N);
-}
-
 static int chunk_of(const vq_cuda_attn_args *a, int splits)
 {
     int per = (a->max_seq_len + splits - 1) / splits;
@@ -559,16 +538,9 @@ extern "C" size_t vq_cuda_attention_workspace(const vq_cuda_attn_args *a)
     if (!a || a->batch < 1 || a->n_q_heads < 1 || a->head_dim < 1)
         return 0;
     int s = choose_splits(a);
-    const long long pairs = (long long)a->batch * a->n_kv_heads;
-    const long long lt = (a->max_seq_len + SK_TILE - 1) / SK_TILE;
     for (int c = 1; c <= VQ_MMA_MAX_CTAS; c++) { /* either kernel may run, at any occupancy */
         const int sm = choose_splits_mma(a, c);
         s = sm > s ? sm : s;
-        const long long N = (long long)c * sm_count(); /* a stream-K plan's rows (sk_plan) */
-        if (pairs * lt >= 12 * N) {
-            const int r = sk_rows_max(lt, pairs * lt, N);
-            s = r > s ? r : s;
-        }
     }
     size_t rows = (size_t)a->batch * a->n_q_heads * s;
     return rows * ((size_t)a->head_dim + 2) * sizeof(float);
@@ -744,14 +716,6 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
         ctas = vq_vecinfer_ctas(*kf, *vf, D, G);
     p.splits = mma ? choose_splits_mma(a, ctas) : vecinfer ? choose_splits_vecinfer(a, ctas) : choose_splits(a);
     p.chunk = chunk_of(a, p.splits);
-    p.sk_ctas = p.sk_lt = p.sk_pairs = 0;
-    if (mma && p.warps == 12) {
-        const int rows = sk_plan(a, ctas, p.splits, &p);
-        if (rows > 0) {
-            p.splits = rows; /* the partial-row stride */
-            p.chunk = SK_TILE; /* (segments start at whole tiles) */
-        }
-    }
     p.page_table = a->page_table;
     p.seq_lens = a->seq_lens;
     p.kp = (const uint8_t *)a->k_pages;

@@ -130,9 +130,6 @@ namespace {
 #ifndef VQ_MMA_REDSTG /* 1: the warps' partial accumulators (red) in the stage memory after the loop where it is large enough (less static shared memory per CTA) */
 #define VQ_MMA_REDSTG 1
 #endif
-#ifndef VQ_MMA_EARLY /* 1: the first tiles' page-table entries read and their stage copies issued before the query setup (the query loaded into registers first), so that their latency overlaps the setup; 0: after it (for comparisons) */
-#define VQ_MMA_EARLY 0
-#endif
 /* CTAs per SM the register cap of a W-warp CTA aims at: 12 warps per SM
  * (3 per scheduler, <= 168 registers; the register file is 16 K words
  * per scheduler, so 13-16 warps would all cap at 128) */
@@ -804,9 +801,8 @@ __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int 
 
 /* ---- the kernel ------------------------------------------------------------ */
 
-/* the work of one CTA on one chunk (cw) */
 template <int D, int G, int KM, int VM, int SUB, int W>
-__device__ __forceinline__ void attn_mma_chunk(const AttnParams &p, const CtaWork &cw)
+__global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __grid_constant__ AttnParams p)
 {
     static_assert(SUB == 1 || sub2_ok<KM, VM, D>(), "64-token iterations need staged keys and values");
     constexpr int TT = SUB * WTOK; /* tokens per warp iteration */
@@ -886,209 +882,22 @@ __device__ __forceinline__ void attn_mma_chunk(const AttnParams &p, const CtaWor
     __shared__ float kqs[QSUBK ? D / 32 : 1][8];            /* QSUBK: per block and query row, the accumulators' start */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    /* the reduce launch (a programmatic dependent launch) may be set up
+     * now; it waits for this grid's completion before reading anything */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+    const CtaWork cw = cta_work<G>(p);
     if (empty_chunk<G>(p, cw, tid))
         return;
+    load_query<G, D, W>(p, cw, qs, tid);
     const int g = lane >> 2, t = lane & 3;
     const int kvh = cw.kvh, b = cw.b, s0 = cw.s0, s1 = cw.s1;
     const size_t part0 = cw.part0;
-
-    const int P = p.page_tokens;
-    constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
-    constexpr int KSB = key_stage_bytes<KM, D>(), VSB = val_stage_bytes<VM, D>(), SB = stage_bytes<KM, VM, D>();
-    extern __shared__ __align__(16) uint8_t stage_mem[];
-    uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SUB * SB;
-    const int lgk = KIVI_K ? __ffs(p.kf.group) - 1 : 0;
-    /* issue the copies of the warp tile at in-page offset i0 of page pg into stage st */
-#if VQ_MMA_BULK
-    /* one lane copies the tile's key (and value) bytes with 1-3 bulk copies
-     * that complete on the stage's mbarrier (transaction bytes) */
-    __shared__ __align__(8) uint64_t mbar[W][2];
-    const uint32_t wst_b = (uint32_t)__cvta_generic_to_shared(wstage);
-    const uint32_t mbar_s = (uint32_t)__cvta_generic_to_shared(&mbar[warp][0]);
-    if constexpr (STG) {
-        if (lane == 0) {
-            mbar_init(mbar_s);
-            mbar_init(mbar_s + 8);
-            mbar_init_fence();
-        }
-        __syncwarp();
-    }
-    auto stage_in = [&](int i0, int32_t pg, int st) {
-        if (lane != 0)
-            return;
-        const uint32_t sa = wst_b + st * SB, bar = mbar_s + 8 * st;
-        mbar_expect_tx(bar, SB);
-        const uint8_t *kpg = p.kp + (size_t)(uint32_t)pg * p.kpb;
-        if constexpr (KIVI_K) {
-            const uint8_t *blk = kpg + (uint32_t)(i0 >> lgk) * (uint32_t)p.kf.block_bytes;
-            const uint32_t coff = (uint32_t)(i0 & (p.kf.group - 1)) * (KB * D / 8);
-            if (coff == 0) { /* the header and the tile's code rows are contiguous */
-                bulk_g2s(sa, blk, KSB, bar);
-            } else {
-                bulk_g2s(sa, blk, 4 * D, bar);
-                bulk_g2s(sa + 4 * D, blk + 4 * D + coff, KSB - 4 * D, bar);
-            }
-        } else {
-            bulk_g2s(sa, kpg + (uint32_t)i0 * (uint32_t)p.kf.block_bytes, KSB, bar);
-        }
-        if constexpr (STG_V)
-            bulk_g2s(sa + KSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (uint32_t)i0 * (uint32_t)p.vf.block_bytes, VSB, bar);
-    };
-    uint32_t phs = 0; /* bit st: the parity the next wait on stage st expects */
-#elif VQ_MMA_LEANSTAGE
-    /* the stage's shared address with the lane's 16 bytes added, computed
-     * once; sources: one 64-bit page base per pool plus 32-bit in-page
-     * offsets, the copies at constant offsets from there */
-    /* a stage holds SUB sub-tiles: keys of sub-tile h at h * KSB, values
-     * at SUB * KSB + h * VSB */
-    const uint32_t wst_s = (uint32_t)__cvta_generic_to_shared(wstage) + 16 * lane;
-    auto stage_in = [&](int i0, int32_t pg, int st) {
-        const uint32_t sa = wst_s + st * (SUB * SB);
-        const uint8_t *kpg = p.kp + (size_t)(uint32_t)pg * p.kpb + 16 * lane;
-        if constexpr (KIVI_K) {
-            if (SUB > 1 && p.kf.group == WTOK) { /* SUB whole blocks, back to back */
-                warp_copy_l<SUB * KSB>(sa, kpg + (uint32_t)(i0 >> lgk) * (uint32_t)p.kf.block_bytes, lane);
-            } else {
-#pragma unroll
-                for (int h = 0; h < SUB; h++) {
-                    const int i = i0 + h * WTOK;
-                    const uint8_t *blk = kpg + (uint32_t)(i >> lgk) * (uint32_t)p.kf.block_bytes;
-                    warp_copy_l<4 * D>(sa + h * KSB, blk, lane);
-                    warp_copy_l<KSB - 4 * D>(sa + h * KSB + 4 * D, blk + (4 * D + (uint32_t)(i & (p.kf.group - 1)) * (KB * D / 8)), lane);
-                }
-            }
-        } else {
-            warp_copy_l<SUB * KSB>(sa, kpg + (uint32_t)i0 * (uint32_t)p.kf.block_bytes, lane);
-        }
-        if constexpr (STG_V)
-            warp_copy_l<SUB * VSB>(sa + SUB * KSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (16 * lane + (uint32_t)i0 * (uint32_t)p.vf.block_bytes), lane);
-    };
-#else
-    auto stage_in = [&](int i0, int32_t pg, int st) {
-        uint8_t *kd = wstage + st * SB;
-        const uint8_t *kpg = p.kp + (size_t)pg * p.kpb;
-        if constexpr (KIVI_K) {
-            const uint8_t *blk = kpg + (size_t)(i0 >> lgk) * p.kf.block_bytes;
-            warp_copy<4 * D>(kd, blk, lane);
-            warp_copy<KSB - 4 * D>(kd + 4 * D, blk + 4 * D + (size_t)(i0 & (p.kf.group - 1)) * (KB * D / 8), lane);
-        } else {
-            warp_copy<KSB>(kd, kpg + (size_t)i0 * p.kf.block_bytes, lane);
-        }
-        if constexpr (STG_V)
-            warp_copy<VSB>(kd + KSB, p.vp + (size_t)pg * p.vpb + (size_t)i0 * p.vf.block_bytes, lane);
-    };
-#endif
-    constexpr bool STG16 = stage16<KM, D>();
-    constexpr int KROW16 = fp16_stage_row<D>();
-    /* fp16 keys of the warp tile at token tt (page pg) into the stage */
-    auto stage16_in = [&](int tt, int32_t pg) {
-        const uint8_t *src = p.kp + (size_t)pg * p.kpb + (size_t)(tt % P) * (2 * D);
-#pragma unroll
-        for (int c = lane; c < WTOK * D / 8; c += 32) { /* 16-byte chunks, D/8 per row */
-            const int r = c / (D / 8), k = c % (D / 8);
-            cp16(stage_mem + (size_t)warp * WTOK * KROW16 + r * KROW16 + 16 * k, src + (size_t)r * (2 * D) + 16 * k);
-        }
-    };
-    /* page-table index and in-page offset of the current tile's first
-     * token (cur) and, staged, of the next tile's (nxt): advanced by
-     * W * WTOK tokens per iteration, no division in the loop */
-    struct PagePos {
-        int pi, off;
-    };
-    auto advance = [&](PagePos &q) {
-        q.off += W * TT;
-        while (q.off >= P) {
-            q.off -= P;
-            q.pi++;
-        }
-    };
-    /* pi: the index into the whole page table (a 32-bit register that the
-     * loop advances, rather than a row pointer rebuilt from the block index) */
-    const int32_t *const ptab = p.page_table;
-    const int pt0 = (b * p.n_kv + kvh) * p.max_pages;
-    PagePos cur = {pt0 + (s0 + warp * TT) / P, (s0 + warp * TT) % P}, nxt = cur;
-    int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
-    /* the first tiles: page-table entries, stage copies (one commit group
-     * per stage; with SWP the second tile's too, into stage 1) */
-    auto prologue = [&]() {
-        if constexpr (STG16) {
-            const int tf = s0 + warp * WTOK;
-            if (tf < s1)
-                stage16_in(tf, p.page_table[(b * p.n_kv + kvh) * p.max_pages + tf / P]);
-            cp_commit();
-        }
-        if constexpr (STG && SWP && VQ_MMA_EARLY) {
-            const int tf = s0 + warp * TT;
-            PagePos n1 = cur;
-            advance(n1);
-            int32_t pa = 0, pb = 0; /* both entries in flight together */
-            if (tf < s1)
-                pa = ptab[cur.pi];
-            if (tf + W * TT < s1)
-                pb = ptab[n1.pi];
-            if (tf < s1)
-                stage_in(cur.off, pa, 0);
-            cp_commit();
-            if (tf + W * TT < s1)
-                stage_in(n1.off, pb, 1);
-            cp_commit();
-            pg_cur = pa;
-            nxt = n1;
-            advance(nxt);
-            if (tf + 2 * W * TT < s1)
-                pg_next = ptab[nxt.pi];
-        } else if constexpr (STG) {
-            const int tf = s0 + warp * TT;
-            if (tf < s1) {
-                pg_cur = ptab[cur.pi];
-                stage_in(cur.off, pg_cur, 0);
-            }
-            cp_commit();
-            advance(nxt);
-            if (tf + W * TT < s1)
-                pg_next = ptab[nxt.pi];
-        } else if constexpr (VQ_MMA_PGPF) { /* unstaged: the first tile's page, then one tile ahead */
-            if (s0 + warp * TT < s1)
-                pg_cur = ptab[cur.pi];
-        }
-    };
-
-    if constexpr (VQ_MMA_EARLY) {
-        /* EARLY: the query's loads first, then the first tiles' page-table
-         * reads and copies (they do not depend on the query), then the
-         * query into shared memory; without a rotation it is scaled on the
-         * way (the same single product as below) */
-        constexpr int NQL = (G * D + W * 32 - 1) / (W * 32);
-        float qv[NQL];
-#pragma unroll
-        for (int j = 0; j < NQL; j++) {
-            const int i = tid + j * W * 32;
-            qv[j] = i < G * D ? p.q[cw.qrow0 * D + i] : 0.0f;
-        }
-        prologue();
-        const float f = p.kf.rot ? 1.0f : p.qscale;
-#pragma unroll
-        for (int j = 0; j < NQL; j++) {
-            const int i = tid + j * W * 32;
-            if (i < G * D)
-                qs[i / D][i % D] = qv[j] * f;
-        }
-        __syncthreads();
-        if (p.kf.rot) {
-            rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, W * 32);
-            for (int i = tid; i < G * D; i += W * 32)
-                qs[i / D][i % D] *= p.qscale;
-            __syncthreads();
-        }
-    } else {
-        load_query<G, D, W>(p, cw, qs, tid);
-        __syncthreads();
-        if (p.kf.rot)
-            rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, W * 32);
-        for (int i = tid; i < G * D; i += W * 32)
-            qs[i / D][i % D] *= p.qscale;
-        __syncthreads();
-    }
+    __syncthreads();
+    if (p.kf.rot)
+        rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, W * 32);
+    for (int i = tid; i < G * D; i += W * 32)
+        qs[i / D][i % D] *= p.qscale;
+    __syncthreads();
 
     /* per-lane query operands (warp 0 builds them; all warps use them) */
     const bool live = g < G; /* rows g >= G are padding (zero queries) */
@@ -1299,8 +1108,142 @@ __device__ __forceinline__ void attn_mma_chunk(const AttnParams &p, const CtaWor
                 ws[kt][i] = w[kt][i] * fsc;
     };
 
-    if constexpr (!VQ_MMA_EARLY)
-        prologue();
+    const int P = p.page_tokens;
+    constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
+    constexpr int KSB = key_stage_bytes<KM, D>(), VSB = val_stage_bytes<VM, D>(), SB = stage_bytes<KM, VM, D>();
+    extern __shared__ __align__(16) uint8_t stage_mem[];
+    uint8_t *const wstage = stage_mem + (size_t)warp * 2 * SUB * SB;
+    const int lgk = KIVI_K ? __ffs(p.kf.group) - 1 : 0;
+    /* issue the copies of the warp tile at in-page offset i0 of page pg into stage st */
+#if VQ_MMA_BULK
+    /* one lane copies the tile's key (and value) bytes with 1-3 bulk copies
+     * that complete on the stage's mbarrier (transaction bytes) */
+    __shared__ __align__(8) uint64_t mbar[W][2];
+    const uint32_t wst_b = (uint32_t)__cvta_generic_to_shared(wstage);
+    const uint32_t mbar_s = (uint32_t)__cvta_generic_to_shared(&mbar[warp][0]);
+    if constexpr (STG) {
+        if (lane == 0) {
+            mbar_init(mbar_s);
+            mbar_init(mbar_s + 8);
+            mbar_init_fence();
+        }
+        __syncwarp();
+    }
+    auto stage_in = [&](int i0, int32_t pg, int st) {
+        if (lane != 0)
+            return;
+        const uint32_t sa = wst_b + st * SB, bar = mbar_s + 8 * st;
+        mbar_expect_tx(bar, SB);
+        const uint8_t *kpg = p.kp + (size_t)(uint32_t)pg * p.kpb;
+        if constexpr (KIVI_K) {
+            const uint8_t *blk = kpg + (uint32_t)(i0 >> lgk) * (uint32_t)p.kf.block_bytes;
+            const uint32_t coff = (uint32_t)(i0 & (p.kf.group - 1)) * (KB * D / 8);
+            if (coff == 0) { /* the header and the tile's code rows are contiguous */
+                bulk_g2s(sa, blk, KSB, bar);
+            } else {
+                bulk_g2s(sa, blk, 4 * D, bar);
+                bulk_g2s(sa + 4 * D, blk + 4 * D + coff, KSB - 4 * D, bar);
+            }
+        } else {
+            bulk_g2s(sa, kpg + (uint32_t)i0 * (uint32_t)p.kf.block_bytes, KSB, bar);
+        }
+        if constexpr (STG_V)
+            bulk_g2s(sa + KSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (uint32_t)i0 * (uint32_t)p.vf.block_bytes, VSB, bar);
+    };
+    uint32_t phs = 0; /* bit st: the parity the next wait on stage st expects */
+#elif VQ_MMA_LEANSTAGE
+    /* the stage's shared address with the lane's 16 bytes added, computed
+     * once; sources: one 64-bit page base per pool plus 32-bit in-page
+     * offsets, the copies at constant offsets from there */
+    /* a stage holds SUB sub-tiles: keys of sub-tile h at h * KSB, values
+     * at SUB * KSB + h * VSB */
+    const uint32_t wst_s = (uint32_t)__cvta_generic_to_shared(wstage) + 16 * lane;
+    auto stage_in = [&](int i0, int32_t pg, int st) {
+        const uint32_t sa = wst_s + st * (SUB * SB);
+        const uint8_t *kpg = p.kp + (size_t)(uint32_t)pg * p.kpb + 16 * lane;
+        if constexpr (KIVI_K) {
+            if (SUB > 1 && p.kf.group == WTOK) { /* SUB whole blocks, back to back */
+                warp_copy_l<SUB * KSB>(sa, kpg + (uint32_t)(i0 >> lgk) * (uint32_t)p.kf.block_bytes, lane);
+            } else {
+#pragma unroll
+                for (int h = 0; h < SUB; h++) {
+                    const int i = i0 + h * WTOK;
+                    const uint8_t *blk = kpg + (uint32_t)(i >> lgk) * (uint32_t)p.kf.block_bytes;
+                    warp_copy_l<4 * D>(sa + h * KSB, blk, lane);
+                    warp_copy_l<KSB - 4 * D>(sa + h * KSB + 4 * D, blk + (4 * D + (uint32_t)(i & (p.kf.group - 1)) * (KB * D / 8)), lane);
+                }
+            }
+        } else {
+            warp_copy_l<SUB * KSB>(sa, kpg + (uint32_t)i0 * (uint32_t)p.kf.block_bytes, lane);
+        }
+        if constexpr (STG_V)
+            warp_copy_l<SUB * VSB>(sa + SUB * KSB, p.vp + (size_t)(uint32_t)pg * p.vpb + (16 * lane + (uint32_t)i0 * (uint32_t)p.vf.block_bytes), lane);
+    };
+#else
+    auto stage_in = [&](int i0, int32_t pg, int st) {
+        uint8_t *kd = wstage + st * SB;
+        const uint8_t *kpg = p.kp + (size_t)pg * p.kpb;
+        if constexpr (KIVI_K) {
+            const uint8_t *blk = kpg + (size_t)(i0 >> lgk) * p.kf.block_bytes;
+            warp_copy<4 * D>(kd, blk, lane);
+            warp_copy<KSB - 4 * D>(kd + 4 * D, blk + 4 * D + (size_t)(i0 & (p.kf.group - 1)) * (KB * D / 8), lane);
+        } else {
+            warp_copy<KSB>(kd, kpg + (size_t)i0 * p.kf.block_bytes, lane);
+        }
+        if constexpr (STG_V)
+            warp_copy<VSB>(kd + KSB, p.vp + (size_t)pg * p.vpb + (size_t)i0 * p.vf.block_bytes, lane);
+    };
+#endif
+    constexpr bool STG16 = stage16<KM, D>();
+    constexpr int KROW16 = fp16_stage_row<D>();
+    /* fp16 keys of the warp tile at token tt (page pg) into the stage */
+    auto stage16_in = [&](int tt, int32_t pg) {
+        const uint8_t *src = p.kp + (size_t)pg * p.kpb + (size_t)(tt % P) * (2 * D);
+#pragma unroll
+        for (int c = lane; c < WTOK * D / 8; c += 32) { /* 16-byte chunks, D/8 per row */
+            const int r = c / (D / 8), k = c % (D / 8);
+            cp16(stage_mem + (size_t)warp * WTOK * KROW16 + r * KROW16 + 16 * k, src + (size_t)r * (2 * D) + 16 * k);
+        }
+    };
+    if constexpr (STG16) {
+        const int tf = s0 + warp * WTOK;
+        if (tf < s1)
+            stage16_in(tf, p.page_table[(b * p.n_kv + kvh) * p.max_pages + tf / P]);
+        cp_commit();
+    }
+    /* page-table index and in-page offset of the current tile's first
+     * token (cur) and, staged, of the next tile's (nxt): advanced by
+     * W * WTOK tokens per iteration, no division in the loop */
+    struct PagePos {
+        int pi, off;
+    };
+    auto advance = [&](PagePos &q) {
+        q.off += W * TT;
+        while (q.off >= P) {
+            q.off -= P;
+            q.pi++;
+        }
+    };
+    /* pi: the index into the whole page table (a 32-bit register that the
+     * loop advances, rather than a row pointer rebuilt from the block index) */
+    const int32_t *const ptab = p.page_table;
+    const int pt0 = (b * p.n_kv + kvh) * p.max_pages;
+    PagePos cur = {pt0 + (s0 + warp * TT) / P, (s0 + warp * TT) % P}, nxt = cur;
+    int32_t pg_cur = 0, pg_next = 0; /* pages of the current and next tile */
+    if constexpr (STG) {
+        const int tf = s0 + warp * TT;
+        if (tf < s1) {
+            pg_cur = ptab[cur.pi];
+            stage_in(cur.off, pg_cur, 0);
+        }
+        cp_commit();
+        advance(nxt);
+        if (tf + W * TT < s1)
+            pg_next = ptab[nxt.pi];
+    } else if constexpr (VQ_MMA_PGPF) { /* unstaged: the first tile's page, then one tile ahead */
+        if (s0 + warp * TT < s1)
+            pg_cur = ptab[cur.pi];
+    }
     /* staged rows: fixed strides; a partial last tile gets its missing rows
      * filled with copies of its last token's row (stage_fill: rows nv..rows-1
      * of the area at base from row nv - 1), so rows are read at constant
@@ -2120,15 +2063,13 @@ __device__ __forceinline__ void attn_mma_chunk(const AttnParams &p, const CtaWor
             }
         };
         if (tb < s1) {
-            if constexpr (!VQ_MMA_EARLY) { /* (EARLY: issued by the prologue) */
-                const int tn = tb + W * TT; /* the second tile into stage 1 */
-                if (tn < s1)
-                    stage_in(nxt.off, pg_next, 1);
-                cp_commit();
-                advance(nxt);
-                if (tn + W * TT < s1)
-                    pg_next = ptab[nxt.pi];
-            }
+            const int tn = tb + W * TT; /* the second tile into stage 1 */
+            if (tn < s1)
+                stage_in(nxt.off, pg_next, 1);
+            cp_commit();
+            advance(nxt);
+            if (tn + W * TT < s1)
+                pg_next = ptab[nxt.pi];
             cp_wait1();
             __syncwarp();
             fill(wstage, tb);
@@ -2304,34 +2245,6 @@ __device__ __forceinline__ void attn_mma_chunk(const AttnParams &p, const CtaWor
     combine_warps<G, D, W>(p, red, wml, part0, tid);
 }
 
-/* The split kernel: one chunk per CTA (grid: chunk, KV head, sequence),
- * or under the stream-K plan (p.sk_ctas > 0, a 1-D grid) the CTA's
- * segments one after the other (a barrier between them: the next
- * segment's setup and copies overwrite the shared memory the last one's
- * combine read) */
-template <int D, int G, int KM, int VM, int SUB, int W>
-__global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __grid_constant__ AttnParams p)
-{
-    /* the reduce launch (a programmatic dependent launch) may be set up
-     * now; it waits for this grid's completion before reading anything */
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#pragma unroll 1
-    for (int seg = 0;; seg++) {
-        CtaWork cw;
-        if (p.sk_ctas > 0) {
-            if (!sk_segment<G>(p, seg, cw))
-                break;
-            if (seg > 0)
-                __syncthreads();
-        } else {
-            if (seg > 0)
-                break;
-            cw = cta_work<G>(p);
-        }
-        attn_mma_chunk<D, G, KM, VM, SUB, W>(p, cw);
-    }
-}
-
 /* the dynamic shared memory limit of this instantiation raised to what it
  * uses (once; idempotent: a race only repeats it) */
 template <int D, int G, int KM, int VM, int SUB, int W>
@@ -2383,7 +2296,7 @@ cudaError_t launch_mma_sub(const AttnParams &p, int batch, cudaStream_t s)
     const cudaError_t e = set_smem_attr<D, G, KM, VM, SUB, W>();
     if (e != cudaSuccess)
         return e;
-    const dim3 grid = p.sk_ctas > 0 ? dim3(p.sk_ctas) : dim3(p.splits, p.n_kv, batch);
+    dim3 grid(p.splits, p.n_kv, batch);
     attn_mma<D, G, KM, VM, SUB, W><<<grid, W * 32, smem, s>>>(p);
     return cudaGetLastError();
 }

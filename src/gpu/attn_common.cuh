@@ -28,11 +28,6 @@ struct AttnParams {
     float *part_acc;     /* [b][n_q][splits][D] */
     float *part_ml;      /* [b][n_q][splits][2] */
     int warps;           /* tensor-core kernel: warps per CTA (4, or 12: vq_mma_wide_ctas) */
-    /* stream-K plan of the tensor-core kernel (sk_ctas > 0; see
-     * sk_segment): sk_ctas CTAs in a 1-D grid share the sk_pairs
-     * (sequence, KV head) pairs' tiles of SK_TILE tokens (sk_lt per pair)
-     * in equal ranges; splits is then the partial-row stride per head */
-    int sk_ctas, sk_lt, sk_pairs;
 };
 
 /* The work of a split CTA: chunk blockIdx.x of KV head kvh = blockIdx.y of
@@ -56,49 +51,6 @@ __device__ __forceinline__ CtaWork cta_work(const AttnParams &p)
     w.qrow0 = (size_t)w.b * p.n_q + (size_t)w.kvh * G;
     w.part0 = w.qrow0 * p.splits + split;
     return w;
-}
-
-/* Stream-K plan (p.sk_ctas > 0): the pairs' tiles, pair-major (pair
- * b * n_kv + kvh, tiles [pair * sk_lt, (pair + 1) * sk_lt)), are cut into
- * sk_ctas contiguous ranges, CTA c taking [c T / N, (c + 1) T / N) (T
- * tiles, N CTAs; the host plans T >= N, so every range holds a tile). A
- * CTA's range crosses pair boundaries: its segment seg is its part of
- * the seg-th pair it touches, written to that pair's partial row number
- * c - sk_first(first tile of the pair): the CTAs that touch a pair
- * number its rows 0, 1, ... (sk_rows of them; the reduce reads only
- * those). So every SM works on the same number of tiles whatever the
- * number of pairs (a split count per pair leaves SMs idle when pairs x
- * splits is not a multiple of the SMs: 128 CTAs on 132 SMs at 64k x 8). */
-#define SK_TILE 64
-
-/* the CTA whose range holds tile x (T tiles over N CTAs) */
-__host__ __device__ __forceinline__ long long sk_first(long long x, long long T, long long N)
-{
-    return ((x + 1) * N - 1) / T;
-}
-
-/* the number of CTAs whose ranges touch pair pr (its partial rows) */
-__host__ __device__ __forceinline__ int sk_rows(long long pr, long long lt, long long T, long long N)
-{
-    return (int)(sk_first((pr + 1) * lt - 1, T, N) - sk_first(pr * lt, T, N) + 1);
-}
-
-/* segment seg of this CTA under the stream-K plan: false past its last */
-template <int G>
-__device__ __forceinline__ bool sk_segment(const AttnParams &p, int seg, CtaWork &w)
-{
-    const long long N = p.sk_ctas, lt = p.sk_lt, T = (long long)p.sk_pairs * lt, c = blockIdx.x;
-    const long long lo = c * T / N, hi = (c + 1) * T / N, pr = lo / lt + seg;
-    const long long t0 = lo > pr * lt ? lo : pr * lt, t1 = hi < (pr + 1) * lt ? hi : (pr + 1) * lt;
-    if (t0 >= t1)
-        return false;
-    w.b = (int)(pr / p.n_kv);
-    w.kvh = (int)(pr % p.n_kv);
-    w.s0 = (int)(t0 - pr * lt) * SK_TILE;
-    w.s1 = min(p.seq_lens[w.b], (int)(t1 - pr * lt) * SK_TILE);
-    w.qrow0 = (size_t)w.b * p.n_q + (size_t)w.kvh * G;
-    w.part0 = w.qrow0 * p.splits + (size_t)(c - sk_first(pr * lt, T, N));
-    return true;
 }
 
 /* true for an empty chunk (no token of the sequence in it), whose partial

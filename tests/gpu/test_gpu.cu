@@ -138,8 +138,6 @@ static void ref_attend(vq_codec *kc, vq_codec *vc, const float *q, const uint8_t
     vq_codec_accum_finish(vc, acc.data(), out);
 }
 
-static int sk_runs; /* runs in which the stream-K plan was forced and applies (each CTA >= 12 tiles of 64 tokens) */
-
 static void run_case(const Case &cs, int D, int nq, int nkv)
 {
     vq_codec *kc = NULL, *vc = NULL;
@@ -303,8 +301,8 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
          * (VQ_CUDA_VI_VGLOBAL=1, the instantiation for tables that leave
          * it no room in shared memory) */
         const int nrun = has_mma ? 10 : is_vi ? 6 : 3;
-        /* the last run (extra): the kernel the call picks with 19 splits,
-         * more than the reduce launch's one-pass path takes (16; the
+        /* the last run (extra): the kernel the call picks with 37 splits,
+         * more than the reduce launch's one-pass path takes (32; the
          * other runs have fewer), some of them empty */
         for (int run = 0; run <= nrun; run++) {
             const bool extra = run == nrun;
@@ -313,20 +311,10 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
             setenv("VQ_CUDA_NO_MMA", run >= 3 && run < 6 && !extra ? "1" : "0", 1);
             setenv("VQ_CUDA_NO_SUB2", (run == 6 || run == 9) && !extra ? "1" : "0", 1);
             setenv("VQ_CUDA_MMA_WIDE", run >= 7 && !extra ? "1" : "-1", 1);
-            /* run 8 (12 warps, 7 splits asked): the stream-K plan where each
-             * CTA gets >= 12 tiles (B = 8 here), which ignores the split
-             * count; the other 12-warp runs never take it */
-            setenv("VQ_CUDA_MMA_SK", run == 8 ? "1" : run >= 7 && !extra ? "0" : "-1", 1);
-            const char *kname = extra ? "picked-19-splits" : run == 6 ? "mma-32tok" : run == 9 ? "mma-w12-32tok"
-                                : run == 8 ? "mma-w12-sk" : run >= 7 ? "mma-w12" : is_vi && run >= 3 ? "vecinfer-vglobal"
+            const char *kname = extra ? "picked-37-splits" : run == 6 ? "mma-32tok" : run == 9 ? "mma-w12-32tok"
+                                : run >= 7 ? "mma-w12" : is_vi && run >= 3 ? "vecinfer-vglobal"
                                 : vq_cuda_attention_kernel(&kf, &vf, &a);
-            a.splits = extra ? 19 : split_modes[sm];
-            if (run == 8) {
-                int nsm = 0, dev = 0;
-                CK(cudaGetDevice(&dev));
-                CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-                sk_runs += (long long)B * nkv * ((maxlen + 63) / 64) >= 12LL * nsm;
-            }
+            a.splits = extra ? 37 : split_modes[sm];
             size_t wsb = vq_cuda_attention_workspace(&a);
             void *ws;
             CK(cudaMalloc(&ws, wsb));
@@ -364,7 +352,6 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         setenv("VQ_CUDA_NO_SUB2", "0", 1);
         setenv("VQ_CUDA_MMA_WIDE", "-1", 1);
         setenv("VQ_CUDA_VI_VGLOBAL", "0", 1);
-        setenv("VQ_CUDA_MMA_SK", "-1", 1);
         cudaFree(dk);
         cudaFree(dv);
         cudaFree(dk2);
@@ -498,8 +485,6 @@ int main(int argc, char **argv)
         if (cases[c].vmode) /* also D = 128 with G = 2 (rows of absent heads in the tensor-core operands) */
             run_case(cases[c], 128, 16, 8);
     }
-    printf("stream-K plan forced and taken in %d runs\n", sk_runs);
-    CHECK(only || sk_runs > 0);
     test_qbits8_specs();
     test_errors(); /* last: it leaves the context in an error state */
     return vq_test_summary("gpu");
