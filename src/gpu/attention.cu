@@ -334,10 +334,9 @@ __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnPar
 #if VQ_RED_FAST
     constexpr int RS = 32; /* at most this many splits take the one-pass path */
     if (ns <= RS) {
-        /* few chunks: every load at once
-         * (the chunks' (m, l) broadcast to all threads, the channel's
-         * values), one memory latency instead of three; the same sums in
-         * the same order as below */
+        /* few chunks: every load at once (the chunks' (m, l), the same
+         * for all threads, and the channel's values), one memory latency
+         * instead of three; the same sums in the same order as below */
         float m[RS], l[RS], x[RS];
 #pragma unroll
         for (int s = 0; s < RS; s++)
