@@ -301,11 +301,21 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
 
 /* ---- reduce kernel --------------------------------------------------------- */
 
-/* One CTA of D threads per (query head, sequence). The chunks' weights
+#ifndef VQ_RED_FAST /* 1: up to 32 splits reduced in one pass of loads, more with a warp-shuffle maximum (0: the tiled path with a shared-memory tree always, for comparisons) */
+#define VQ_RED_FAST 1
+#endif
+
+/* One CTA of D threads per (query head, sequence). Up to RS = 32 splits
+ * (every shape of the benchmark but batch 1 at D = 64 and some CUDA-core
+ * plans; VQ_RED_FAST) each thread loads every chunk's (m, l) and its
+ * channel's values at once and combines them in registers: one memory
+ * latency after the split grid (the tiled path below has three in a row
+ * plus a barrier tree). More splits: the chunks' weights
  * exp2(m_s - M) are computed in parallel, RT splits at a time, into shared
  * memory; each thread then sums its channel over the chunks with
  * independent loads (unrolled), so the time does not grow with the split
- * count times the memory latency. */
+ * count times the memory latency. Both paths add the same terms in the
+ * same order (the same results). */
 template <int D>
 __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnParams p)
 {
@@ -320,9 +330,62 @@ __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnPar
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
     const float *ml = p.part_ml + 2 * row * p.splits;
     const float *pa = p.part_acc + row * p.splits * D;
+    const int ns = p.splits;
+#if VQ_RED_FAST
+    constexpr int RS = 32; /* at most this many splits take the one-pass path */
+    if (ns <= RS) {
+        /* few chunks: every load at once (the chunks' (m, l), the same
+         * for all threads, and the channel's values), one memory latency
+         * instead of three; the same sums in the same order as below */
+        float m[RS], l[RS], x[RS];
+#pragma unroll
+        for (int s = 0; s < RS; s++)
+            if (s < ns) {
+                m[s] = ml[2 * s];
+                l[s] = ml[2 * s + 1];
+                x[s] = pa[(size_t)s * D + c];
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int s = 0; s < RS; s++)
+            if (s < ns)
+                M = fmaxf(M, m[s]);
+        float L = 0.0f, a = 0.0f;
+#pragma unroll
+        for (int s = 0; s < RS; s++)
+            if (s < ns && M != -INFINITY) {
+                const float w = m[s] == -INFINITY ? 0.0f : exp2f(m[s] - M); /* empty chunk: l, x never written */
+                L += w != 0.0f ? l[s] * w : 0.0f;
+                a += w != 0.0f ? x[s] * w : 0.0f;
+            }
+        const float v = L > 0.0f ? a / L : 0.0f;
+        if (!p.vf.rot) { /* (uniform) */
+            p.out[row * D + c] = v;
+            return;
+        }
+        o[c] = v;
+        __syncthreads();
+        rot_inverse_smem<D, 1>(o, p.vf.sign, c, D);
+        __syncthreads();
+        p.out[row * D + c] = o[c];
+        return;
+    }
+#endif
     float M = -INFINITY;
-    for (int s = c; s < p.splits; s += D)
+    for (int s = c; s < ns; s += D)
         M = fmaxf(M, ml[2 * s]);
+#if VQ_RED_FAST
+    /* the maximum over the warp by shuffles, then over the D / 32 warps */
+#pragma unroll
+    for (int k = 16; k > 0; k >>= 1)
+        M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, k));
+    if ((c & 31) == 0)
+        red[c >> 5] = M;
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < D / 32; w++)
+        M = fmaxf(M, red[w]);
+#else
     red[c] = M;
     __syncthreads();
     for (int k = D / 2; k > 0; k >>= 1) {
@@ -331,17 +394,18 @@ __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnPar
         __syncthreads();
     }
     M = red[0];
+#endif
     float L = 0.0f, a = 0.0f;
     if (M != -INFINITY)
-        for (int s0 = 0; s0 < p.splits; s0 += RT) {
-            const int n = min(RT, p.splits - s0);
+        for (int s0 = 0; s0 < ns; s0 += RT) {
+            const int n = min(RT, ns - s0);
             __syncthreads(); /* the previous tile's weights are used up */
             for (int i = c; i < n; i += D) {
                 const float m = ml[2 * (s0 + i)];
                 wt[i] = m == -INFINITY ? 0.0f : exp2f(m - M); /* empty chunk: acc never written */
             }
             __syncthreads();
-#pragma unroll 8
+#pragma unroll 16
             for (int i = 0; i < n; i++) {
                 /* loads always (they stay inside the workspace), a select
                  * drops an empty chunk's unwritten values */
