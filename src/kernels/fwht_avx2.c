@@ -6,7 +6,7 @@
 #include <immintrin.h>
 #include <math.h>
 
-#include "core/hadamard.h"
+#include "kernels/fwht_blocks.h"
 
 /* stage h < 8 on one register: hi selects the lanes whose bit h is set */
 static inline __m256 lane_stage(__m256 x, __m256 p, __m256 hi)
@@ -53,18 +53,7 @@ static int fwht_pow2_avx2(float *x, size_t n)
     }
 }
 
-void vq_fwht_avx2(float *x, size_t n)
-{
-    if (fwht_pow2_avx2(x, n))
-        return;
-    if (n % 3 == 0 && (n / 3) % 8 == 0 && n / 3 <= 512) { /* three blocks (hadamard.h) */
-        const size_t m = n / 3;
-        for (int b = 0; b < 3; b++)
-            fwht_pow2_avx2(x + (size_t)b * m, m);
-        return;
-    }
-    vq_fwht(x, n);
-}
+void vq_fwht_avx2(float *x, size_t n) { vq_fwht_blocks(x, n, fwht_pow2_avx2); }
 
 void vq_flip_signs_avx2(float *x, const uint8_t *bits, size_t n)
 {

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/hadamard.h"
+#include "kernels/fwht_blocks.h"
 
 /* stage h < 16 on one register: hi holds the lanes whose bit h is set */
 static inline __m512 lane_stage(__m512 x, __m512 p, __mmask16 hi)
@@ -54,18 +54,7 @@ static int fwht_pow2_avx512(float *x, size_t n)
     }
 }
 
-void vq_fwht_avx512(float *x, size_t n)
-{
-    if (fwht_pow2_avx512(x, n))
-        return;
-    if (n % 3 == 0 && (n / 3) % 16 == 0 && n / 3 <= 512) { /* three blocks (hadamard.h) */
-        const size_t m = n / 3;
-        for (int b = 0; b < 3; b++)
-            fwht_pow2_avx512(x + (size_t)b * m, m);
-        return;
-    }
-    vq_fwht(x, n);
-}
+void vq_fwht_avx512(float *x, size_t n) { vq_fwht_blocks(x, n, fwht_pow2_avx512); }
 
 void vq_flip_signs_avx512(float *x, const uint8_t *bits, size_t n)
 {
