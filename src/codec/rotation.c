@@ -7,7 +7,6 @@
 #include <math.h>
 
 #include "core/bitstream.h"
-#include "core/hadamard.h"
 #include "core/rng.h"
 #include "kernels/kernels.h"
 
