@@ -87,7 +87,7 @@ void vq_bitdot_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, 
 }
 
 /* per-quadword counts summed over each token's Q quadwords; the sum lands
- * in the token's first dword (token_lanes) */
+ * in the token's first dword */
 static inline __m512i reduce_tokens(__m512i x, size_t Q)
 {
     if (Q >= 2)
@@ -108,105 +108,125 @@ static inline __m512 halves16(const uint8_t *base, size_t hoff, size_t stride, _
     return vq_low_halves16(high ? _mm512_srli_epi32(x, 16) : x);
 }
 
-static inline __mmask16 token_lanes(size_t Q) { return Q == 1 ? 0x5555 : Q == 2 ? 0x1111 : 0x0101; }
-
-/* x's per-token sums (reduce_tokens: at dword t*S, S = 16/T, of token t)
- * put at dwords t*S + s of acc (token s*T + t of a 16-token group); up_s:
- * dword i - s for each i (a permute moves them up by s) */
-static inline __m512i merge_tokens(__m512i acc, __m512i x, size_t Q, int s, __mmask16 lanes, __m512i up_s)
+/* x's per-token sums (reduce_tokens: token t's at dword t*S, S = 16/T)
+ * put in token order at dwords r*T + t of acc (token r*T + t of a 16-token
+ * group) by one masked permute; sidx: dword (i*S) mod 16 for each i, which
+ * is t*S at i = r*T + t for every r (T*S = 16) */
+static inline __m512i merge_tokens(__m512i acc, __m512i x, size_t Q, size_t T, size_t r, __m512i sidx)
 {
-    x = reduce_tokens(x, Q);
-    if (s == 0)
-        return _mm512_maskz_mov_epi32(lanes, x);
-    return _mm512_mask_permutexvar_epi32(acc, (__mmask16)(lanes << s), up_s, x);
+    return _mm512_mask_permutexvar_epi32(acc, (__mmask16)(((1u << T) - 1u) << (r * T)), sidx, reduce_tokens(x, Q));
 }
 
-/* the loop of vq_signscore_avx512x for one D (64, 128 or 256) and set
- * count, inlined with both constant so the plane loads and the reductions
- * have no branches. Sixteen tokens per group: T = 512/D per register, the
- * integer sums of the group's S = 16/T registers merged into one (dword
- * t*S + s: token s*T + t), the float steps once per group and query, and
- * the scores put back in token order by one permute */
+/* one group of up to 16 tokens of vq_signscore_avx512x (D 64, 128 or
+ * 256, `two` sets, QB query planes or, QB = 0, qbits of them; all three
+ * constants where inlined, and left too for whole groups, so the register
+ * and plane loops unroll into independent chains). T = 512/D tokens per
+ * register, the integer sums of the group's S = 16/T registers merged into
+ * one in token order (merge_tokens), the float steps once per group and
+ * query */
 static inline __attribute__((always_inline)) void
-signscore_loop(const size_t D, const int two, const uint8_t *codes, size_t stride, size_t n, const size_t *offs,
-               const float *w, const float *f, size_t hoff, const uint8_t *planes, size_t qstride, const float *qc,
-               int n_q, int qbits, float *s, size_t sstride)
+signscore_group(const size_t D, const int two, const int QB, const uint8_t *grp, size_t stride, const size_t left,
+                const size_t *offs, __m512 w0, __m512 w1, const float *f, size_t hoff, __m512i rix, __m512i sidx,
+                const uint8_t *planes, size_t qstride, const float *qc, int n_q, int qbits, float *s,
+                size_t sstride)
 {
     const size_t T = 512 / D, Q = D / 64, S = 16 / T;
-    const __mmask16 lanes = token_lanes(Q);
-    int32_t order[16], merged[16]; /* token g = sT + t sits at dword p = tS + s */
-    for (size_t g = 0; g < 16; g++)
-        order[g] = (int32_t)((g % T) * S + g / T), merged[g] = (int32_t)((g % S) * T + g / S);
-    const __m512i ord = _mm512_loadu_si512(order), mrg = _mm512_loadu_si512(merged);
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i rix = vq_rows16_index(stride);
-    const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(two ? w[1] : 0.0f);
-    for (size_t i = 0; i < n; i += 16) {
-        const size_t left = n - i < 16 ? n - i : 16;
-        const uint8_t *grp = codes + i * stride;
-        vq_prefetch_span(grp, VQ_PF_AHEAD, 16 * stride);
-        __m512i z0[16], z1[16], Z0 = _mm512_setzero_si512(), Z1 = _mm512_setzero_si512();
-        for (size_t r = 0; r < S && r * T < left; r++) {
-            const size_t have = left - r * T < T ? left - r * T : T;
-            const uint8_t *blk = grp + r * T * stride;
-            const __m512i up = _mm512_sub_epi32(iota, _mm512_set1_epi32((int)r));
-            z0[r] = load_tokens(blk + offs[0], stride, D, have);
-            Z0 = merge_tokens(Z0, _mm512_popcnt_epi64(z0[r]), Q, (int)r, lanes, up);
-            if (two) {
-                z1[r] = load_tokens(blk + offs[1], stride, D, have);
-                Z1 = merge_tokens(Z1, _mm512_popcnt_epi64(z1[r]), Q, (int)r, lanes, up);
-            }
-        }
-        __m512 Z = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(Z0));
-        if (two)
-            Z = _mm512_add_ps(Z, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(Z1)));
-        /* the factors in the merged order */
-        const __mmask16 out_lanes = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
-        const __m512 F = _mm512_permutexvar_ps(mrg, f ? _mm512_maskz_loadu_ps(out_lanes, f + i)
-                                                      : halves16(grp, hoff, stride, rix, left));
-        for (int j = 0; j < n_q; j++) {
-            const uint8_t *v = planes + (size_t)j * qstride;
-            __m512i P0 = _mm512_setzero_si512(), P1 = _mm512_setzero_si512();
-            for (size_t r = 0; r < S && r * T < left; r++) {
-                const __m512i up = _mm512_sub_epi32(iota, _mm512_set1_epi32((int)r));
-                __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
-                for (int p = qbits - 1; p >= 0; p--) { /* Horner: a = 2a + count of plane p */
-                    const __m512i pl = bcast_plane(v + (size_t)p * (D / 8), D);
-                    a0 = _mm512_add_epi64(_mm512_add_epi64(a0, a0), _mm512_popcnt_epi64(_mm512_and_si512(z0[r], pl)));
-                    if (two)
-                        a1 = _mm512_add_epi64(_mm512_add_epi64(a1, a1),
-                                              _mm512_popcnt_epi64(_mm512_and_si512(z1[r], pl)));
-                }
-                P0 = merge_tokens(P0, a0, Q, (int)r, lanes, up);
-                if (two)
-                    P1 = merge_tokens(P1, a1, Q, (int)r, lanes, up);
-            }
-            __m512 P = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(P0));
-            if (two)
-                P = _mm512_add_ps(P, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(P1)));
-            const float *c = qc + 3 * (size_t)j;
-            const __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(c[0]), Z), _mm512_mul_ps(_mm512_set1_ps(c[1]), P));
-            const __m512 u = _mm512_mul_ps(F, _mm512_sub_ps(t, _mm512_set1_ps(c[2])));
-            /* back in token order */
-            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, out_lanes, _mm512_permutexvar_ps(ord, u));
+    const int nb = QB ? QB : qbits;
+    vq_prefetch_span(grp, VQ_PF_AHEAD, 16 * stride);
+    __m512i z0[8], z1[8], Z0 = _mm512_setzero_si512(), Z1 = _mm512_setzero_si512(); /* S <= 8 */
+    _Pragma("GCC unroll 8") for (size_t r = 0; r < S; r++)
+        z0[r] = z1[r] = _mm512_setzero_si512(); /* (registers past a partial group's end stay unread) */
+    _Pragma("GCC unroll 8") for (size_t r = 0; r < S; r++)
+    {
+        if (r * T >= left)
+            break;
+        const size_t have = left - r * T < T ? left - r * T : T;
+        const uint8_t *blk = grp + r * T * stride;
+        z0[r] = load_tokens(blk + offs[0], stride, D, have);
+        Z0 = merge_tokens(Z0, _mm512_popcnt_epi64(z0[r]), Q, T, r, sidx);
+        if (two) {
+            z1[r] = load_tokens(blk + offs[1], stride, D, have);
+            Z1 = merge_tokens(Z1, _mm512_popcnt_epi64(z1[r]), Q, T, r, sidx);
         }
     }
+    __m512 Z = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(Z0));
+    if (two)
+        Z = _mm512_add_ps(Z, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(Z1)));
+    const __mmask16 out_lanes = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
+    const __m512 F = f ? _mm512_maskz_loadu_ps(out_lanes, f) : halves16(grp, hoff, stride, rix, left);
+    for (int j = 0; j < n_q; j++) {
+        const uint8_t *v = planes + (size_t)j * qstride;
+        __m512i P0 = _mm512_setzero_si512(), P1 = _mm512_setzero_si512();
+        _Pragma("GCC unroll 8") for (size_t r = 0; r < S; r++)
+        {
+            if (r * T >= left)
+                break;
+            __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+            _Pragma("GCC unroll 8") for (int p = nb - 1; p >= 0; p--)
+            { /* Horner: a = 2a + count of plane p */
+                const __m512i pl = bcast_plane(v + (size_t)p * (D / 8), D);
+                a0 = _mm512_add_epi64(_mm512_add_epi64(a0, a0), _mm512_popcnt_epi64(_mm512_and_si512(z0[r], pl)));
+                if (two)
+                    a1 = _mm512_add_epi64(_mm512_add_epi64(a1, a1), _mm512_popcnt_epi64(_mm512_and_si512(z1[r], pl)));
+            }
+            P0 = merge_tokens(P0, a0, Q, T, r, sidx);
+            if (two)
+                P1 = merge_tokens(P1, a1, Q, T, r, sidx);
+        }
+        __m512 P = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(P0));
+        if (two)
+            P = _mm512_add_ps(P, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(P1)));
+        const float *c = qc + 3 * (size_t)j;
+        const __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(c[0]), Z), _mm512_mul_ps(_mm512_set1_ps(c[1]), P));
+        const __m512 u = _mm512_mul_ps(F, _mm512_sub_ps(t, _mm512_set1_ps(c[2])));
+        _mm512_mask_storeu_ps(s + (size_t)j * sstride, out_lanes, u);
+    }
+}
+
+/* the loop of vq_signscore_avx512x for one D, set count and QB (see
+ * signscore_group): whole groups of 16 tokens with left a constant, then
+ * the last, partial one */
+static inline __attribute__((always_inline)) void
+signscore_loop(const size_t D, const int two, const int QB, const uint8_t *codes, size_t stride, size_t n,
+               const size_t *offs, const float *w, const float *f, size_t hoff, const uint8_t *planes, size_t qstride,
+               const float *qc, int n_q, int qbits, float *s, size_t sstride)
+{
+    const size_t S = D / 32; /* 16 / T */
+    const __m512i sidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int)S));
+    const __m512i rix = vq_rows16_index(stride);
+    const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(two ? w[1] : 0.0f);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        signscore_group(D, two, QB, codes + i * stride, stride, 16, offs, w0, w1, f ? f + i : NULL, hoff, rix, sidx,
+                        planes, qstride, qc, n_q, qbits, s + i, sstride);
+    if (i < n)
+        signscore_group(D, two, QB, codes + i * stride, stride, n - i, offs, w0, w1, f ? f + i : NULL, hoff, rix,
+                        sidx, planes, qstride, qc, n_q, qbits, s + i, sstride);
 }
 
 void vq_signscore_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs,
                           const float *w, int n_sets, const float *f, size_t hoff, const uint8_t *planes,
                           size_t qstride, const float *qc, int n_q, int qbits, float *s, size_t sstride)
 {
-#define SIGNSCORE_LOOP(DIM, TWO)                                                                                       \
-    signscore_loop(DIM, TWO, codes, stride, n, offs, w, f, hoff, planes, qstride, qc, n_q, qbits, s, sstride)
-    if (n_sets == 1 && D == 64) SIGNSCORE_LOOP(64, 0);
-    else if (n_sets == 1 && D == 128) SIGNSCORE_LOOP(128, 0);
-    else if (n_sets == 1 && D == 256) SIGNSCORE_LOOP(256, 0);
-    else if (n_sets == 2 && D == 64) SIGNSCORE_LOOP(64, 1);
-    else if (n_sets == 2 && D == 128) SIGNSCORE_LOOP(128, 1);
-    else if (n_sets == 2 && D == 256) SIGNSCORE_LOOP(256, 1);
+#define SIGNSCORE_LOOP(DIM, TWO, QB)                                                                                   \
+    signscore_loop(DIM, TWO, QB, codes, stride, n, offs, w, f, hoff, planes, qstride, qc, n_q, qbits, s, sstride)
+#define SIGNSCORE_QB(DIM, TWO)                                                                                         \
+    do {                                                                                                               \
+        if (qbits == 4) /* the codecs' default: the plane loop unrolled */                                            \
+            SIGNSCORE_LOOP(DIM, TWO, 4);                                                                               \
+        else                                                                                                           \
+            SIGNSCORE_LOOP(DIM, TWO, 0);                                                                               \
+    } while (0)
+    if (n_sets == 1 && D == 64) SIGNSCORE_QB(64, 0);
+    else if (n_sets == 1 && D == 128) SIGNSCORE_QB(128, 0);
+    else if (n_sets == 1 && D == 256) SIGNSCORE_QB(256, 0);
+    else if (n_sets == 2 && D == 64) SIGNSCORE_QB(64, 1);
+    else if (n_sets == 2 && D == 128) SIGNSCORE_QB(128, 1);
+    else if (n_sets == 2 && D == 256) SIGNSCORE_QB(256, 1);
     else
         vq_signscore_via(vq_bitdot_avx2, codes, stride, n, D, offs, w, n_sets, f, hoff, planes, qstride, qc, n_q,
                          qbits, s, sstride);
+#undef SIGNSCORE_QB
 #undef SIGNSCORE_LOOP
 }

@@ -407,11 +407,43 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
  * reference computes them, x*inv rounded to nearest even as lrintf does;
  * |x*inv| <= 127 up to rounding, so the saturating packs never clip; q*m
  * by one FMA per lane, the lanes summed in vq_sum16_lanes' tree). The
- * header's halves are converted once for all queries. Per 64-channel
- * chunk the four rounded registers are packed to bytes by two rounds of
- * saturating packs (lane L then holds channels 4L..4L+3 of each register)
- * and put in codes_qdot.h's order by one VPERMB. D a multiple of 64 up to
- * 256 (else the reference). */
+ * header's halves are converted once for all queries. Queries go four at
+ * a time: their maxima and sums are reduced together (qprep_max4 /
+ * qprep_sum4) and d, inv divided as one vector (IEEE division: the
+ * reference's quotients), so the four reduction chains overlap. Per
+ * 64-channel chunk the four rounded registers are packed to bytes by two
+ * rounds of saturating packs (lane L then holds channels 4L..4L+3 of each
+ * register) and put in codes_qdot.h's order by one VPERMB. D a multiple of
+ * 64 up to 256 (else the reference). */
+
+/* [max(a), max(b), max(c), max(d)] (max is exact: any order) */
+static inline __m128 qprep_max4(__m512 a, __m512 b, __m512 c, __m512 d)
+{
+    const __m512 t0 = _mm512_max_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    const __m512 t1 = _mm512_max_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+    __m512 u = _mm512_max_ps(_mm512_shuffle_f32x4(t0, t1, 0x88), _mm512_shuffle_f32x4(t0, t1, 0xDD));
+    u = _mm512_max_ps(u, _mm512_shuffle_ps(u, u, 0x4E));
+    u = _mm512_max_ps(u, _mm512_shuffle_ps(u, u, 0xB1));
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                                          0, 0, 0),
+                                                        u));
+}
+
+/* [sum(a), sum(b), sum(c), sum(d)], each by vq_sum16_lanes' tree: l_k +
+ * l_k+8, then + 4, + 2, + 1 (the same operand pairs; a + b has b + a's
+ * bits) */
+static inline __m128 qprep_sum4(__m512 a, __m512 b, __m512 c, __m512 d)
+{
+    const __m512 t0 = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    const __m512 t1 = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+    __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(t0, t1, 0x88), _mm512_shuffle_f32x4(t0, t1, 0xDD));
+    u = _mm512_add_ps(u, _mm512_shuffle_ps(u, u, 0x4E));
+    u = _mm512_add_ps(u, _mm512_shuffle_ps(u, u, 0xB1));
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                                          0, 0, 0),
+                                                        u));
+}
+
 static inline __attribute__((always_inline)) void codes_qprep(const float *qs, size_t qstride, int n_q,
                                                               const uint8_t *hdr, const size_t D, int bits, uint8_t *dst,
                                                               size_t dstride)
@@ -432,38 +464,50 @@ static inline __attribute__((always_inline)) void codes_qprep(const float *qs, s
         9, 11, 25, 27, 41, 43, 57, 59, 13, 15, 29, 31, 45, 47, 61, 63,
     };
     __m512 S[16], M[16];
-    for (size_t k = 0; k < D / 16; k++) {
+    _Pragma("GCC unroll 16") for (size_t k = 0; k < D / 16; k++) {
         S[k] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 32 * k)));
         M[k] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 2 * D + 32 * k)));
     }
     const __m512i order = _mm512_loadu_si512(bits == 4 ? order4 : order2);
-    for (int j = 0; j < n_q; j++) {
-        const float *qv = qs + (size_t)j * qstride;
-        uint8_t *out = dst + (size_t)j * dstride;
-        __m512 X[16], mx = _mm512_setzero_ps(), base = _mm512_setzero_ps();
-        for (size_t k = 0; k < D / 16; k++) {
-            const __m512 x = _mm512_loadu_ps(qv + 16 * k);
-            X[k] = _mm512_mul_ps(x, S[k]);
-            mx = _mm512_max_ps(mx, _mm512_abs_ps(X[k]));
-            base = _mm512_fmadd_ps(x, M[k], base);
+    for (int j0 = 0; j0 < n_q; j0 += 4) {
+        const int nj = n_q - j0 < 4 ? n_q - j0 : 4;
+        __m512 mx[4], base[4];
+        _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++) {
+            mx[t] = base[t] = _mm512_setzero_ps();
+            if (t >= nj) /* absent queries reduce zeros */
+                continue;
+            const float *qv = qs + (size_t)(j0 + t) * qstride;
+            _Pragma("GCC unroll 16") for (size_t k = 0; k < D / 16; k++) {
+                const __m512 x = _mm512_loadu_ps(qv + 16 * k);
+                mx[t] = _mm512_max_ps(mx[t], _mm512_abs_ps(_mm512_mul_ps(x, S[k])));
+                base[t] = _mm512_fmadd_ps(x, M[k], base[t]);
+            }
         }
-        const float amax = _mm512_reduce_max_ps(mx);
-        const float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-        const __m512 vi = _mm512_set1_ps(inv);
-        for (size_t c = 0; c < D / 64; c++) {
-            __m512i r[4];
-            for (int t = 0; t < 4; t++)
-                r[t] = _mm512_cvtps_epi32(_mm512_mul_ps(X[4 * c + (size_t)t], vi));
-            const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
-            _mm512_storeu_si512((void *)(out + VQ_CQ_HEAD + 64 * c), _mm512_permutexvar_epi8(order, b));
+        const __m128 amax = qprep_max4(mx[0], mx[1], mx[2], mx[3]);
+        const __m128 sum = qprep_sum4(base[0], base[1], base[2], base[3]);
+        const __m128 d = _mm_div_ps(amax, _mm_set1_ps(127.0f));
+        const __m128 inv = _mm_maskz_div_ps(_mm_cmp_ps_mask(amax, _mm_setzero_ps(), _CMP_GT_OQ), _mm_set1_ps(127.0f),
+                                            amax);
+        float dv[4], sv[4], iv[4];
+        _mm_storeu_ps(dv, d);
+        _mm_storeu_ps(sv, sum);
+        _mm_storeu_ps(iv, inv);
+        for (int t = 0; t < nj; t++) {
+            const float *qv = qs + (size_t)(j0 + t) * qstride;
+            uint8_t *out = dst + (size_t)(j0 + t) * dstride;
+            const __m512 vi = _mm512_set1_ps(iv[t]);
+            _Pragma("GCC unroll 4") for (size_t c = 0; c < D / 64; c++) {
+                __m512i r[4];
+                _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+                    const size_t k = 4 * c + (size_t)u;
+                    r[u] = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(qv + 16 * k), S[k]), vi));
+                }
+                const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
+                _mm512_storeu_si512((void *)(out + VQ_CQ_HEAD + 64 * c), _mm512_permutexvar_epi8(order, b));
+            }
+            memcpy(out, dv + t, sizeof(float));
+            memcpy(out + sizeof(float), sv + t, sizeof(float));
         }
-        /* vq_sum16_lanes' tree: (l_k + l_k+8), then + 4, + 2, + 1 */
-        const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(base), _mm512_extractf32x8_ps(base, 1));
-        const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-        const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-        const float sum = _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
-        memcpy(out, &d, sizeof d);
-        memcpy(out + sizeof d, &sum, sizeof sum);
     }
 }
 
