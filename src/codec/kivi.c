@@ -61,11 +61,10 @@ typedef struct {
     float *sm;      /* 2*D floats: a block's scales and mins as floats (values) */
     int qbits;      /* 8: keys against int8 queries (kernels/codes_qdot.h), values
                      * summed with int8 weights (kernels/kivi_qaxpy.h); 0: float */
-    uint8_t *qprep; /* qbits=8: KIVI_PB blocks' KIVI_QS prepared int8 queries */
+    uint8_t *qprep; /* qbits=8: KIVI_QS prepared int8 queries */
 } kivi_state;
 
 #define KIVI_QS 16 /* queries folded at a time by the key score */
-#define KIVI_PB 8  /* blocks whose int8 queries are prepared at a time (qbits=8) */
 
 static vq_status kivi_init(vq_codec *c, vq_spec *spec)
 {
@@ -104,7 +103,7 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     st->qbits = (int)qbits;
     st->D = D, st->G = (size_t)group, st->row = (size_t)bits * D / 8;
     c->impl = st;
-    if (qbits && c->role == VQ_ROLE_KEY && !(st->qprep = malloc(KIVI_PB * KIVI_QS * vq_codes_query_bytes(D))))
+    if (qbits && c->role == VQ_ROLE_KEY && !(st->qprep = malloc(KIVI_QS * vq_codes_query_bytes(D))))
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivi: out of memory");
     const size_t row = st->row;
     if (c->role == VQ_ROLE_KEY) {
@@ -318,24 +317,17 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t 
          * rounded to int8, and the sum q*m; then the dots, which add the
          * sum (codes_qdot.h) */
         const vq_kernels *k = vq_kernels_get();
-        const size_t qb = vq_codes_query_bytes(D), nblk = n / G;
-        for (size_t b0 = 0; b0 < nblk; b0 += KIVI_PB)
+        const size_t qb = vq_codes_query_bytes(D);
+        for (size_t blk = 0; blk < n / G; blk++) {
+            const uint8_t *in = codes + blk * c->block_bytes;
+            if (blk + 1 < n / G) /* the next block, while this one is scored */
+                vq_prefetch_span(in, c->block_bytes, c->block_bytes);
             for (int j0 = 0; j0 < n_q; j0 += KIVI_QS) {
                 const int nj = n_q - j0 < KIVI_QS ? n_q - j0 : KIVI_QS;
-                const size_t nb = nblk - b0 < KIVI_PB ? nblk - b0 : KIVI_PB, pstride = (size_t)nj * qb;
-                /* the run's queries prepared first (independent chains; their
-                 * bytes are stored long before the dots read them) */
-                for (size_t t = 0; t < nb; t++)
-                    k->codes_qprep(qall + (size_t)j0 * qstride, qstride, nj, codes + (b0 + t) * c->block_bytes, D, b,
-                                   st->qprep + t * pstride, qb);
-                for (size_t t = 0; t < nb; t++) {
-                    const uint8_t *in = codes + (b0 + t) * c->block_bytes;
-                    if (b0 + t + 1 < nblk) /* the next block, while this one is scored */
-                        vq_prefetch_span(in, c->block_bytes, c->block_bytes);
-                    k->codes_qdot(in + 4 * D, row, b, G, D, st->qprep + t * pstride, qb, nj,
-                                  scores + (size_t)j0 * n + (b0 + t) * G, n);
-                }
+                k->codes_qprep(qall + (size_t)j0 * qstride, qstride, nj, in, D, b, st->qprep, qb);
+                k->codes_qdot(in + 4 * D, row, b, G, D, st->qprep, qb, nj, scores + (size_t)j0 * n + blk * G, n);
             }
+        }
         return;
     }
     if (c->role == VQ_ROLE_KEY) {
