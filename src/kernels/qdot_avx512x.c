@@ -408,41 +408,13 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
  * |x*inv| <= 127 up to rounding, so the saturating packs never clip; q*m
  * by one FMA per lane, the lanes summed in vq_sum16_lanes' tree). The
  * header's halves are converted once for all queries. Queries go four at
- * a time: their maxima and sums are reduced together (qprep_max4 /
- * qprep_sum4) and d, inv divided as one vector (IEEE division: the
+ * a time: their maxima and sums are reduced together (wq_avx512x.h
+ * vq_tree4x16) and d, inv divided as one vector (IEEE division: the
  * reference's quotients), so the four reduction chains overlap. Per
  * 64-channel chunk the four rounded registers are packed to bytes by two
  * rounds of saturating packs (lane L then holds channels 4L..4L+3 of each
  * register) and put in codes_qdot.h's order by one VPERMB. D a multiple of
  * 64 up to 256 (else the reference). */
-
-/* [max(a), max(b), max(c), max(d)] (max is exact: any order) */
-static inline __m128 qprep_max4(__m512 a, __m512 b, __m512 c, __m512 d)
-{
-    const __m512 t0 = _mm512_max_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
-    const __m512 t1 = _mm512_max_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
-    __m512 u = _mm512_max_ps(_mm512_shuffle_f32x4(t0, t1, 0x88), _mm512_shuffle_f32x4(t0, t1, 0xDD));
-    u = _mm512_max_ps(u, _mm512_shuffle_ps(u, u, 0x4E));
-    u = _mm512_max_ps(u, _mm512_shuffle_ps(u, u, 0xB1));
-    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                                                          0, 0, 0),
-                                                        u));
-}
-
-/* [sum(a), sum(b), sum(c), sum(d)], each by vq_sum16_lanes' tree: l_k +
- * l_k+8, then + 4, + 2, + 1 (the same operand pairs; a + b has b + a's
- * bits) */
-static inline __m128 qprep_sum4(__m512 a, __m512 b, __m512 c, __m512 d)
-{
-    const __m512 t0 = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
-    const __m512 t1 = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
-    __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(t0, t1, 0x88), _mm512_shuffle_f32x4(t0, t1, 0xDD));
-    u = _mm512_add_ps(u, _mm512_shuffle_ps(u, u, 0x4E));
-    u = _mm512_add_ps(u, _mm512_shuffle_ps(u, u, 0xB1));
-    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                                                          0, 0, 0),
-                                                        u));
-}
 
 static inline __attribute__((always_inline)) void codes_qprep(const float *qs, size_t qstride, int n_q,
                                                               const uint8_t *hdr, const size_t D, int bits, uint8_t *dst,
@@ -483,8 +455,8 @@ static inline __attribute__((always_inline)) void codes_qprep(const float *qs, s
                 base[t] = _mm512_fmadd_ps(x, M[k], base[t]);
             }
         }
-        const __m128 amax = qprep_max4(mx[0], mx[1], mx[2], mx[3]);
-        const __m128 sum = qprep_sum4(base[0], base[1], base[2], base[3]);
+        const __m128 amax = vq_tree4x16(mx[0], mx[1], mx[2], mx[3], 0);
+        const __m128 sum = vq_tree4x16(base[0], base[1], base[2], base[3], 1);
         const __m128 d = _mm_div_ps(amax, _mm_set1_ps(127.0f));
         const __m128 inv = _mm_maskz_div_ps(_mm_cmp_ps_mask(amax, _mm_setzero_ps(), _CMP_GT_OQ), _mm_set1_ps(127.0f),
                                             amax);

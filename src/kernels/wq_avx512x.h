@@ -38,17 +38,25 @@ static inline __m512i vq_quad_bytes(const uint8_t *const p[4], size_t off, __m51
     return _mm512_permutexvar_epi8(tidx, vq_quad_bytes16(p, off));
 }
 
-/* the maxima of the lanes of a, b, c, d: [max a, max b, max c, max d] */
-static inline __m128 vq_max4x16(__m512 a, __m512 b, __m512 c, __m512 d)
+/* [op(a), op(b), op(c), op(d)], op the maximum (sum 0) or the sum (sum 1)
+ * of a vector's 16 lanes, by one tree for all four: l_k with l_k+8, then
+ * + 4, + 2, + 1 (vq_sum16_lanes' order: the sum has its bits; the maximum
+ * is exact in any order) */
+static inline __m128 vq_tree4x16(__m512 a, __m512 b, __m512 c, __m512 d, const int sum)
 {
-    const __m512 ab = _mm512_max_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
-    const __m512 cd = _mm512_max_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
-    __m512 x = _mm512_max_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
-    x = _mm512_max_ps(x, _mm512_permute_ps(x, 0x4E));
-    x = _mm512_max_ps(x, _mm512_permute_ps(x, 0xB1));
+#define VQ_TREE_OP(x, y) (sum ? _mm512_add_ps((x), (y)) : _mm512_max_ps((x), (y)))
+    const __m512 ab = VQ_TREE_OP(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    const __m512 cd = VQ_TREE_OP(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+    __m512 x = VQ_TREE_OP(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+    x = VQ_TREE_OP(x, _mm512_permute_ps(x, 0x4E));
+    x = VQ_TREE_OP(x, _mm512_permute_ps(x, 0xB1));
+#undef VQ_TREE_OP
     return _mm512_castps512_ps128(
         _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), x));
 }
+
+/* the maxima of the lanes of a, b, c, d: [max a, max b, max c, max d] */
+static inline __m128 vq_max4x16(__m512 a, __m512 b, __m512 c, __m512 d) { return vq_tree4x16(a, b, c, d, 0); }
 
 /* the rows of quad u of a block of m rows (row i at blk + i*rstride +
  * off): rows at or past m repeat the last one (the caller gives them
