@@ -97,7 +97,7 @@ namespace {
 #ifndef VQ_MMA_SUB2 /* 0: warp tiles of 32 tokens only (1: 64 tokens per iteration, two sub-tiles, where the stage fits) */
 #define VQ_MMA_SUB2 1
 #endif
-#ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 128, G <= 4; otherwise CUDA cores) */
+#ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 64 or 128, G <= 4; otherwise CUDA cores) */
 #define VQ_MMA_I8K 7
 #endif
 #ifndef VQ_MMA_VSUBN /* kivi2 VLDSM value codes: 0 normal fp16 numbers ((1024 + c) - 1024, an HSUB2 per pair); else subnormal fp16 (one AND), the weights scaled up: 1 every code at its own bit offset (0..6), 2 codes at offsets 4, 6 only (the others as in 0), 3 every code shifted to offset 4, 6 or 8 (3 shifts per register), 4 the same offsets by 2 shifts per register (x << 6, x, x >> 6) */
@@ -359,7 +359,7 @@ template <int KM, int D>
 __host__ __device__ constexpr int key_words()
 {
     return KM == FMT_FP16 ? D / 8 : KM == FMT_Q8 ? D / 16 : KM == FMT_Q4 ? D / 32 : KM == FMT_KIVI2 ? D / 64 : KM == FMT_KIVI4 ? D / 32
-         : KM == FMT_RVQ2 ? 2 : 1;
+         : KM == FMT_RVQ2 ? D / 64 : 1;
 }
 
 template <int KM, int D>
@@ -423,14 +423,15 @@ __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D
             r.w[0][1] = v.y;
         }
     } else if constexpr (KM == FMT_RVQ2) {
-        /* [norm fp16][stage 1: 2-bit codes, D/4 bytes][stage 2: D/4]; D =
-         * 128 only (I8K): lane t takes bytes 8t..8t+7 of each stage
-         * (channels 32t..32t+31), 2-byte aligned */
+        /* [norm fp16][stage 1: 2-bit codes, D/4 bytes][stage 2: D/4]; I8K
+         * only: lane t takes bytes (D/16) t .. (D/16) t + D/16 - 1 of each
+         * stage (channels (D/4) t .. (D/4) t + D/4 - 1), D/64 words,
+         * 2-byte aligned */
 #pragma unroll
         for (int st = 0; st < 2; st++)
 #pragma unroll
-            for (int u = 0; u < 2; u++) {
-                const uint8_t *b = row + 2 + st * (D / 4) + 8 * t + 4 * u;
+            for (int u = 0; u < D / 64; u++) {
+                const uint8_t *b = row + 2 + st * (D / 4) + (D / 16) * t + 4 * u;
                 r.w[st][u] = (uint32_t)ld16(b) | (uint32_t)ld16(b + 2) << 16;
             }
     } else {
@@ -503,17 +504,19 @@ __device__ __forceinline__ void key_frag(const KeyRaw<KM, D> &r, int pl, int s, 
     }
 }
 
-/* ---- I8K: one- and two-bit keys by int8 mma (D = 128) ----------------------
+/* ---- I8K: one- and two-bit keys by int8 mma (rvq1 / rabitq1: D = 128;
+ * rvq2: D = 64 or 128) ------------------------------------------------------
  * k-step x (of i8_ksteps) takes B registers hf = 0, 1 of the lane's words:
  * one AND each (bytes 0 or 2^sh); A byte i of half hf is the query at
- * channel 32t + i8_chan (the lane's 32 channels) times plane factor i8_fac
- * times 2^-sh. rvq1 / rabitq1: plane pl = x / 4, word bits 8i + sh, sh =
- * 2 (x % 4) + hf. rvq2 (2-bit codes c = b0 + 2 b1 at bits 2k, 2k + 1 of
- * each byte): per stage and word u (channels 16u..16u+15) 4 k-steps of
- * the b0 / b1 planes (hf) and 2 of the b0 AND b1 plane, so that the
- * centroid t[c] = t0 + (t1 - t0) b0 + (t2 - t0) b1 + (t3 - t2 - t1 + t0) b0 b1 */
-template <int KM>
-__host__ __device__ constexpr int i8_ksteps() { return KM == FMT_RVQ2 ? 24 : 4 * key_planes<KM>(); }
+ * channel (D/4) t + i8_chan (the lane's D/4 channels) times plane factor
+ * i8_fac times 2^-sh. rvq1 / rabitq1: plane pl = x / 4, word bits 8i + sh,
+ * sh = 2 (x % 4) + hf. rvq2 (2-bit codes c = b0 + 2 b1 at bits 2k, 2k + 1
+ * of each byte): per stage and word u (channels 16u..16u+15; D/64 words
+ * per stage) 4 k-steps of the b0 / b1 planes (hf) and 2 of the b0 AND b1
+ * plane, so that the centroid
+ * t[c] = t0 + (t1 - t0) b0 + (t2 - t0) b1 + (t3 - t2 - t1 + t0) b0 b1 */
+template <int KM, int D>
+__host__ __device__ constexpr int i8_ksteps() { return KM == FMT_RVQ2 ? 12 * (D / 64) : 4 * key_planes<KM>(); }
 
 template <int KM>
 __host__ __device__ constexpr int i8_sh(int x, int hf)
@@ -526,11 +529,11 @@ __host__ __device__ constexpr int i8_sh(int x, int hf)
     }
 }
 
-template <int KM>
+template <int KM, int D>
 __host__ __device__ constexpr int i8_chan(int x, int hf, int i)
 {
     if constexpr (KM == FMT_RVQ2) {
-        const int u = (x / 6) & 1, y = x % 6;
+        const int u = (x / 6) % (D / 64), y = x % 6;
         return 16 * u + 4 * i + (y < 4 ? y : i8_sh<KM>(x, hf) / 2);
     } else {
         return 8 * i + i8_sh<KM>(x, hf);
@@ -538,11 +541,11 @@ __host__ __device__ constexpr int i8_chan(int x, int hf, int i)
 }
 
 /* index of the plane factor (rvq2: 3 per stage: b0, b1, b0 b1) */
-template <int KM>
+template <int KM, int D>
 __host__ __device__ constexpr int i8_fac(int x, int hf)
 {
     if constexpr (KM == FMT_RVQ2)
-        return 3 * (x / 12) + (x % 6 < 4 ? hf : 2);
+        return 3 * (x / (6 * (D / 64))) + (x % 6 < 4 ? hf : 2);
     else
         return x >> 2;
 }
@@ -555,7 +558,7 @@ __device__ __forceinline__ uint32_t i8_breg(const KeyRaw<KM, D> &r, int x, int h
 {
     const uint32_t m = 0x01010101u << i8_sh<KM>(x, hf);
     if constexpr (KM == FMT_RVQ2) {
-        const uint32_t w = r.w[x / 12][(x / 6) & 1];
+        const uint32_t w = r.w[x / (6 * (D / 64))][(x / 6) % (D / 64)];
         return x % 6 < 4 ? w & m : w & (w >> 1) & m;
     } else {
         return r.w[x >> 2][0] & m;
@@ -844,7 +847,9 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
      * subnormals, measured 2.5e-4 .. 1e-3 relative error with value scales
      * near 2^-7) */
     constexpr bool VSC = VSUBN || (KIVI_V && !VLDSM && VQ_MMA_VSCALE) || (Q8_V && VQ_MMA_QSCALE);
-    /* I8K: one-bit keys (D = 128, G <= 4) by int8 mma m16n8k32. B: the
+    /* I8K: one-bit keys (D = 128, G <= 4) and turboquant_rvq:bits=2 keys
+     * (D = 64 or 128, G <= 4; the lane's D/4 channels of each stage) by
+     * int8 mma m16n8k32. B: the
      * bits of the lane's 32-channel word w of each plane, 4 channels per
      * register (w & 0x01010101 << sh: channels 8i + sh of the word as
      * bytes 0 or 2^sh), one AND per 4 channels (fp16: per 2). A: q times
@@ -854,10 +859,10 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
      * rows g, g + 8: pieces 0, 1 (g < 4) or 2, 3 (g >= 4) of head g & 3,
      * combined as 128 c0 + c2 (< 2^29), converted once, and one shuffle
      * adds the lane g + 4's part times 2^-14. */
-    constexpr bool I8K = D == 128 && G <= 4 &&
-                         ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 1)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 2)) || KM == FMT_RVQ2);
+    constexpr bool I8K = G <= 4 && ((D == 128 && ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 1)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 2)))) ||
+                                    KM == FMT_RVQ2);
     static_assert(KM != FMT_RVQ2 || I8K, "turboquant_rvq:bits=2 keys only by I8K");
-    constexpr int NKS8 = i8_ksteps<KM>(), NF8 = i8_nfac<KM>();
+    constexpr int NKS8 = i8_ksteps<KM, D>(), NF8 = i8_nfac<KM>();
     /* QSUBK: q4_0 key codes as subnormal u = c + 8 (see key_frag); Q'
      * carries 2^(24-e-EXPO) as for kivi, and each block's accumulators start
      * at -8 * 2^-EXPO * (the block's sum of q), per head (kqs). (q8_0 keys
@@ -1009,7 +1014,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                 f[pl] = KM == FMT_RABITQ1 ? 2.0f : pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
         }
         float mx = 0.0f;
-        for (int c = 32 * t; c < 32 * t + 32; c++)
+        for (int c = (D / 4) * t; c < (D / 4) * (t + 1); c++)
             mx = fmaxf(mx, fabsf(qh[c]));
         mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
@@ -1033,14 +1038,14 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                 float fx = 0.0f;
 #pragma unroll
                 for (int j = 0; j < W; j++) /* (x is warp-uniform; constant indices into f) */
-                    fx = warp == j ? f[i8_fac<KM>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM>(xcl(x0 + j), hf)) << 23) : fx;
+                    fx = warp == j ? f[i8_fac<KM, D>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM>(xcl(x0 + j), hf)) << 23) : fx;
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     int ch = 0;
 #pragma unroll
                     for (int j = 0; j < W; j++)
-                        ch = warp == j ? i8_chan<KM>(xcl(x0 + j), hf, i) : ch;
-                    float xv = h < G ? qh[32 * t + ch] * fx : 0.0f;
+                        ch = warp == j ? i8_chan<KM, D>(xcl(x0 + j), hf, i) : ch;
+                    float xv = h < G ? qh[(D / 4) * t + ch] * fx : 0.0f;
                     int pc[4];
 #pragma unroll
                     for (int r = 0; r < 4; r++) {
@@ -2322,11 +2327,11 @@ cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
     return launch_mma_w<D, G, KM, VM, 4>(p, batch, s);
 }
 
-/* instantiated at all: turboquant_rvq:bits=2 keys only at D = 128, G <= 4 (I8K) */
+/* instantiated at all: turboquant_rvq:bits=2 keys only at G <= 4 (I8K) */
 template <int D, int G, int KM>
 constexpr bool mma_shape_ok()
 {
-    return KM != FMT_RVQ2 || (D == 128 && G <= 4 && (VQ_MMA_I8K & 4));
+    return KM != FMT_RVQ2 || (G <= 4 && (VQ_MMA_I8K & 4));
 }
 
 #define VQ_MMA_PAIRS(X) \
@@ -2375,7 +2380,7 @@ bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D,
     if (vf.rot && vf.method != VQ_CUDA_Q8_0 && vf.method != VQ_CUDA_Q4_0) /* (attn_reduce rotates back) */
         return false;
     const int km = fmt_code(kf), vm = fmt_code(vf);
-    if (km == FMT_RVQ2 && !(D == 128 && G <= 4 && (VQ_MMA_I8K & 4)))
+    if (km == FMT_RVQ2 && !(G <= 4 && (VQ_MMA_I8K & 4)))
         return false;
 #define VQ_IS(K, V) if (km == K && vm == V) return true;
     VQ_MMA_PAIRS(VQ_IS)
