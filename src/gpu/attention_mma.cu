@@ -97,8 +97,17 @@ namespace {
 #ifndef VQ_MMA_SUB2 /* 0: warp tiles of 32 tokens only (1: 64 tokens per iteration, two sub-tiles, where the stage fits) */
 #define VQ_MMA_SUB2 1
 #endif
-#ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 64 or 128, G <= 4; otherwise CUDA cores) */
-#define VQ_MMA_I8K 7
+#ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 64 or 128, G <= 4; otherwise CUDA cores); bits 3, 4: rvq1, rabitq1 keys by int8 mma at D = 64 (G <= 4) too */
+#define VQ_MMA_I8K 31
+#endif
+#ifndef VQ_MMA_LDH /* 1: fp16 keys and values loaded with ld.global.nc.L1::no_allocate.L2::256B (0: plain loads) */
+#define VQ_MMA_LDH 0
+#endif
+#ifndef VQ_MMA_CPL2 /* 1: the stage copies ask for 256-byte L2 prefetches (cp.async ... .L2::256B) */
+#define VQ_MMA_CPL2 0
+#endif
+#ifndef VQ_MMA_RSYM /* 0: turboquant_rvq:bits=2 keys always take the b0 AND b1 k-steps (1: skipped when both stages' tables are symmetric, t3 - t2 = t1 - t0, so that the cross factor is 0: every table the library builds) */
+#define VQ_MMA_RSYM 1
 #endif
 #ifndef VQ_MMA_VSUBN /* kivi2 VLDSM value codes: 0 normal fp16 numbers ((1024 + c) - 1024, an HSUB2 per pair); else subnormal fp16 (one AND), the weights scaled up: 1 every code at its own bit offset (0..6), 2 codes at offsets 4, 6 only (the others as in 0), 3 every code shifted to offset 4, 6 or 8 (3 shifts per register), 4 the same offsets by 2 shifts per register (x << 6, x, x >> 6) */
 #define VQ_MMA_VSUBN 4
@@ -138,6 +147,21 @@ __host__ __device__ constexpr int mma_minb() { return W == 4 ? VQ_MMA_MINB(KM) :
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
 constexpr unsigned FULL = 0xffffffffu;
+
+/* a 16-byte load of cache bytes read once (LDH: no L1 allocation, 256-byte
+ * L2 fetches) */
+__device__ __forceinline__ uint4 ld_once(const void *p)
+{
+#if VQ_MMA_LDH && !defined(VQ_MMA_STAGE16) /* (STAGE16: fp16 keys come from shared memory) */
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+#else
+    return *(const uint4 *)p;
+#endif
+}
 
 __device__ __forceinline__ void mma16816(float c[4], const uint4 &a, uint32_t b0, uint32_t b1)
 {
@@ -369,7 +393,7 @@ struct KeyRaw {
 
 /* load the slice of lane t of the token row at `row` (for kivi: the token's
  * code row inside its block) */
-template <int KM, int D>
+template <int KM, int D, bool I8 = false>
 __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D> &r)
 {
     if constexpr (KM == FMT_FP16) {
@@ -378,7 +402,7 @@ __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D
         const uint4 *p = (const uint4 *)row + t;
 #pragma unroll
         for (int i = 0; i < D / 32; i++) {
-            const uint4 v = p[4 * i];
+            const uint4 v = ld_once(p + 4 * i);
             r.w[0][4 * i] = v.x;
             r.w[0][4 * i + 1] = v.y;
             r.w[0][4 * i + 2] = v.z;
@@ -443,6 +467,10 @@ __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D
             const uint8_t *b = row + off0 + pl * (D / 8) + t * (D / 32);
             if constexpr (D == 128) {
                 r.w[pl][0] = (uint32_t)ld16(b) | (uint32_t)ld16(b + 2) << 16;
+            } else if constexpr (I8) {
+                /* I8K: channels 0..3, 8..11, 4..7, 12..15 in bytes 0..3' low nibbles */
+                const uint32_t v = ld16(b);
+                r.w[pl][0] = (v & 0x0f0fu) | (v & 0xf0f0u) << 12;
             } else {
                 const uint32_t v = ld16(b); /* channels 0..7 low half, 8..15 high half */
                 r.w[pl][0] = (v & 0xffu) | (v & 0xff00u) << 8;
@@ -509,23 +537,26 @@ __device__ __forceinline__ void key_frag(const KeyRaw<KM, D> &r, int pl, int s, 
  * k-step x (of i8_ksteps) takes B registers hf = 0, 1 of the lane's words:
  * one AND each (bytes 0 or 2^sh); A byte i of half hf is the query at
  * channel (D/4) t + i8_chan (the lane's D/4 channels) times plane factor
- * i8_fac times 2^-sh. rvq1 / rabitq1: plane pl = x / 4, word bits 8i + sh,
- * sh = 2 (x % 4) + hf. rvq2 (2-bit codes c = b0 + 2 b1 at bits 2k, 2k + 1
+ * i8_fac times 2^-sh. rvq1 / rabitq1, D = 128: plane pl = x / 4, word
+ * bits 8i + sh, sh = 2 (x % 4) + hf; D = 64: the lane's 16 bits of a
+ * plane spread over the 4 bytes' low nibbles (key_load: byte i holds
+ * channels 4 perm(i) .. 4 perm(i) + 3, perm = 0, 2, 1, 3), plane x / 2,
+ * sh = 2 (x % 2) + hf. rvq2 (2-bit codes c = b0 + 2 b1 at bits 2k, 2k + 1
  * of each byte): per stage and word u (channels 16u..16u+15; D/64 words
  * per stage) 4 k-steps of the b0 / b1 planes (hf) and 2 of the b0 AND b1
  * plane, so that the centroid
  * t[c] = t0 + (t1 - t0) b0 + (t2 - t0) b1 + (t3 - t2 - t1 + t0) b0 b1 */
 template <int KM, int D>
-__host__ __device__ constexpr int i8_ksteps() { return KM == FMT_RVQ2 ? 12 * (D / 64) : 4 * key_planes<KM>(); }
+__host__ __device__ constexpr int i8_ksteps() { return KM == FMT_RVQ2 ? 12 * (D / 64) : (D / 32) * key_planes<KM>(); }
 
-template <int KM>
+template <int KM, int D>
 __host__ __device__ constexpr int i8_sh(int x, int hf)
 {
     if constexpr (KM == FMT_RVQ2) {
         const int y = x % 6;
         return y < 4 ? 2 * y + hf : 2 * (2 * (y - 4) + hf);
     } else {
-        return 2 * (x & 3) + hf;
+        return 2 * (x % (D / 32)) + hf;
     }
 }
 
@@ -534,9 +565,11 @@ __host__ __device__ constexpr int i8_chan(int x, int hf, int i)
 {
     if constexpr (KM == FMT_RVQ2) {
         const int u = (x / 6) % (D / 64), y = x % 6;
-        return 16 * u + 4 * i + (y < 4 ? y : i8_sh<KM>(x, hf) / 2);
+        return 16 * u + 4 * i + (y < 4 ? y : i8_sh<KM, D>(x, hf) / 2);
+    } else if constexpr (D == 128) {
+        return 8 * i + i8_sh<KM, D>(x, hf);
     } else {
-        return 8 * i + i8_sh<KM>(x, hf);
+        return 4 * ((i >> 1) | (i & 1) << 1) + i8_sh<KM, D>(x, hf);
     }
 }
 
@@ -547,7 +580,7 @@ __host__ __device__ constexpr int i8_fac(int x, int hf)
     if constexpr (KM == FMT_RVQ2)
         return 3 * (x / (6 * (D / 64))) + (x % 6 < 4 ? hf : 2);
     else
-        return x >> 2;
+        return x / (D / 32);
 }
 
 template <int KM>
@@ -556,12 +589,12 @@ __host__ __device__ constexpr int i8_nfac() { return KM == FMT_RVQ2 ? 6 : key_pl
 template <int KM, int D>
 __device__ __forceinline__ uint32_t i8_breg(const KeyRaw<KM, D> &r, int x, int hf)
 {
-    const uint32_t m = 0x01010101u << i8_sh<KM>(x, hf);
+    const uint32_t m = 0x01010101u << i8_sh<KM, D>(x, hf);
     if constexpr (KM == FMT_RVQ2) {
         const uint32_t w = r.w[x / (6 * (D / 64))][(x / 6) % (D / 64)];
         return x % 6 < 4 ? w & m : w & (w >> 1) & m;
     } else {
-        return r.w[x >> 2][0] & m;
+        return r.w[x / (D / 32)][0] & m;
     }
 }
 
@@ -739,7 +772,11 @@ __host__ __device__ constexpr bool sub2_ok()
 __device__ __forceinline__ void cp16(void *dst, const void *src)
 {
     const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+#if VQ_MMA_CPL2
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+#endif
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 [[maybe_unused]] __device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
@@ -749,7 +786,11 @@ __device__ __forceinline__ void cp_wait0() { asm volatile("cp.async.wait_group 0
 /* cp16 to a shared-memory address given as a 32-bit shared-window offset */
 [[maybe_unused]] __device__ __forceinline__ void cp16s(uint32_t sa, const void *src)
 {
+#if VQ_MMA_CPL2
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+#endif
 }
 
 /* the warp copies BYTES (a multiple of 16) from src to the shared address
@@ -847,7 +888,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
      * subnormals, measured 2.5e-4 .. 1e-3 relative error with value scales
      * near 2^-7) */
     constexpr bool VSC = VSUBN || (KIVI_V && !VLDSM && VQ_MMA_VSCALE) || (Q8_V && VQ_MMA_QSCALE);
-    /* I8K: one-bit keys (D = 128, G <= 4) and turboquant_rvq:bits=2 keys
+    /* I8K: one-bit keys (D = 64 or 128, G <= 4) and turboquant_rvq:bits=2 keys
      * (D = 64 or 128, G <= 4; the lane's D/4 channels of each stage) by
      * int8 mma m16n8k32. B: the
      * bits of the lane's 32-channel word w of each plane, 4 channels per
@@ -860,6 +901,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
      * combined as 128 c0 + c2 (< 2^29), converted once, and one shuffle
      * adds the lane g + 4's part times 2^-14. */
     constexpr bool I8K = G <= 4 && ((D == 128 && ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 1)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 2)))) ||
+                                    (D == 64 && ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 8)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 16)))) ||
                                     KM == FMT_RVQ2);
     static_assert(KM != FMT_RVQ2 || I8K, "turboquant_rvq:bits=2 keys only by I8K");
     constexpr int NKS8 = i8_ksteps<KM, D>(), NF8 = i8_nfac<KM>();
@@ -1038,7 +1080,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                 float fx = 0.0f;
 #pragma unroll
                 for (int j = 0; j < W; j++) /* (x is warp-uniform; constant indices into f) */
-                    fx = warp == j ? f[i8_fac<KM, D>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM>(xcl(x0 + j), hf)) << 23) : fx;
+                    fx = warp == j ? f[i8_fac<KM, D>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM, D>(xcl(x0 + j), hf)) << 23) : fx;
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     int ch = 0;
@@ -1063,6 +1105,15 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
         }
         __syncthreads();
     }
+
+    /* RSYM: turboquant_rvq:bits=2 with symmetric tables (centroids -a, -b,
+     * b, a, as vq_lloyd_max makes them): the b0 AND b1 plane's factor
+     * (t3 - t2) - (t1 - t0) is exactly 0 in both stages, so its k-steps
+     * add exact zeros and are skipped (warp-uniform) */
+    [[maybe_unused]] bool rsym = false;
+    if constexpr (KM == FMT_RVQ2)
+        rsym = (p.kf.c1[3] - p.kf.c1[2]) - (p.kf.c1[1] - p.kf.c1[0]) == 0.0f &&
+               (p.kf.c2[3] - p.kf.c2[2]) - (p.kf.c2[1] - p.kf.c2[0]) == 0.0f;
 
     float o[NT][4];
     constexpr int NMT = SPLIT_MT ? NG / 2 : NG; /* minima sums per lane */
@@ -1276,7 +1327,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
             const int i = STG ? 8 * n + g : min(t0 + 8 * n + g, s1 - 1) - t0;
             const uint8_t *row = STG ? k0 + i * KROW : KIVI_K ? k0 + (size_t)i * (KB * D / 8)
                                : STG16 ? k0 + (size_t)i * KROW16 : k0 + (size_t)i * p.kf.block_bytes;
-            key_load<KM, D>(row, t, kr[n]);
+            key_load<KM, D, I8K>(row, t, kr[n]);
         }
         if constexpr (STG16) { /* the keys are in registers: refill the stage with the next tile */
             const int tn = t0 + W * WTOK;
@@ -1447,6 +1498,9 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                 ci[n][0] = ci[n][1] = ci[n][2] = ci[n][3] = 0;
 #pragma unroll
             for (int x = 0; x < NKS8; x++) {
+                if constexpr (KM == FMT_RVQ2 && VQ_MMA_RSYM)
+                    if (x % 6 >= 4 && rsym) /* the b0 AND b1 plane times a zero factor */
+                        continue;
                 const uint4 a = ai8[x][lane];
 #pragma unroll
                 for (int n = 0; n < 4; n++)
@@ -1579,7 +1633,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                 for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
-                        const uint4 v = *(const uint4 *)(vrow[kt][i] + 128 * u + 16 * g);
+                        const uint4 v = ld_once(vrow[kt][i] + 128 * u + 16 * g);
                         w[kt][i][0] = v.x;
                         w[kt][i][1] = v.y;
                         w[kt][i][2] = v.z;

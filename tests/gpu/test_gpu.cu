@@ -485,6 +485,8 @@ int main(int argc, char **argv)
         run_case(cases[c], 64, shapes[0][0], shapes[0][1]); /* D = 64, G = 4: the benchmark's shape */
         if (cases[c].vmode) /* also D = 128 with G = 2 (rows of absent heads in the tensor-core operands) */
             run_case(cases[c], 128, 16, 8);
+        if (cases[c].vmode || strstr(cases[c].kspec, "rvq:bits=2")) /* and G = 8 (two int8 A tiles for rvq2 keys) */
+            run_case(cases[c], 128, 16, 2);
     }
     test_qbits8_specs();
     test_errors(); /* last: it leaves the context in an error state */
