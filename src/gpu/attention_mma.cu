@@ -97,7 +97,7 @@ namespace {
 #ifndef VQ_MMA_SUB2 /* 0: warp tiles of 32 tokens only (1: 64 tokens per iteration, two sub-tiles, where the stage fits) */
 #define VQ_MMA_SUB2 1
 #endif
-#ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 64 or 128, G <= 4; otherwise CUDA cores); bits 3, 4: rvq1, rabitq1 keys by int8 mma at D = 64 (G <= 4) too */
+#ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 64 or 128, G = 1..8; otherwise CUDA cores); bits 3, 4: rvq1, rabitq1 keys by int8 mma at D = 64 (G <= 4) too */
 #define VQ_MMA_I8K 31
 #endif
 #ifndef VQ_MMA_LDH /* 1: fp16 keys and values loaded with ld.global.nc.L1::no_allocate.L2::256B (0: plain loads) */
@@ -900,11 +900,15 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
      * rows g, g + 8: pieces 0, 1 (g < 4) or 2, 3 (g >= 4) of head g & 3,
      * combined as 128 c0 + c2 (< 2^29), converted once, and one shuffle
      * adds the lane g + 4's part times 2^-14. */
-    constexpr bool I8K = G <= 4 && ((D == 128 && ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 1)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 2)))) ||
-                                    (D == 64 && ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 8)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 16)))) ||
-                                    KM == FMT_RVQ2);
+    constexpr bool I8K = (G <= 4 && ((D == 128 && ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 1)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 2)))) ||
+                                     (D == 64 && ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 8)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 16)))))) ||
+                         KM == FMT_RVQ2;
     static_assert(KM != FMT_RVQ2 || I8K, "turboquant_rvq:bits=2 keys only by I8K");
     constexpr int NKS8 = i8_ksteps<KM, D>(), NF8 = i8_nfac<KM>();
+    /* I8K with G = 8 (turboquant_rvq:bits=2): two A tiles, heads 0..3 and
+     * 4..7, each as above (two int8 mma per k-step and n-tile, the B
+     * registers shared) */
+    constexpr int NH8 = G > 4 ? 2 : 1;
     /* QSUBK: q4_0 key codes as subnormal u = c + 8 (see key_frag); Q'
      * carries 2^(24-e-EXPO) as for kivi, and each block's accumulators start
      * at -8 * 2^-EXPO * (the block's sum of q), per head (kqs). (q8_0 keys
@@ -925,7 +929,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     __shared__ __align__(16) float red_s[REDSTG ? 1 : W][G][D];
     __shared__ float wml[W][G][2];
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
-    __shared__ __align__(16) uint4 ai8[I8K ? NKS8 : 1][32]; /* I8K: A fragments per k-step, lane */
+    __shared__ __align__(16) uint4 ai8[I8K ? NKS8 : 1][I8K ? NH8 : 1][32]; /* I8K: A fragments per k-step, head tile, lane */
     __shared__ float kqs[QSUBK ? D / 32 : 1][8];            /* QSUBK: per block and query row, the accumulators' start */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -1038,9 +1042,8 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     if constexpr (I8K) {
         /* K per head: max_c |q_c| * max(|f_pl|) * 2^K < 64 (each warp the
          * same; the warps build the A fragments of plane/k-step pairs warp,
-         * warp + W, ...). Lane (g, t): head g & 3, channels 32t..32t+31 */
-        const int h = g & 3;
-        const float *qh = qs[h < G ? h : 0];
+         * warp + W, ...). Lane (g, t): head 4 hh + (g & 3) of tile hh,
+         * channels (D/4) t .. (D/4) t + D/4 - 1 */
         float f[NF8]; /* the plane factors */
         if constexpr (KM == FMT_RVQ2) {
 #pragma unroll
@@ -1055,53 +1058,60 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
             for (int pl = 0; pl < PL; pl++)
                 f[pl] = KM == FMT_RABITQ1 ? 2.0f : pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
         }
-        float mx = 0.0f;
-        for (int c = (D / 4) * t; c < (D / 4) * (t + 1); c++)
-            mx = fmaxf(mx, fabsf(qh[c]));
-        mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
         float fm = 0.0f;
 #pragma unroll
         for (int i = 0; i < NF8; i++)
             fm = fmaxf(fm, fabsf(f[i]));
-        mx = h < G ? mx * fm : 0.0f;
-        const int K = mx > 0.0f ? min(100, max(-100, 5 - ilogbf(mx))) : 0;
-        post = g < 4 && h < G ? __int_as_float((127 - 7 - K) << 23) : 0.0f;
-        /* the k-steps' A fragments, warp w builds k-steps w, w + W, ...
-         * (xcl: the indices of warps past the last k-step clamped; those
-         * warps store nothing) */
-        auto xcl = [](int x) { return x < NKS8 ? x : NKS8 - 1; };
+#pragma unroll 1
+        for (int hh = 0; hh < NH8; hh++) {
+            const int h = 4 * hh + (g & 3);
+            const float *qh = qs[h < G ? h : 0];
+            float mx = 0.0f;
+            for (int c = (D / 4) * t; c < (D / 4) * (t + 1); c++)
+                mx = fmaxf(mx, fabsf(qh[c]));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
+            mx = h < G ? mx * fm : 0.0f;
+            const int K = mx > 0.0f ? min(100, max(-100, 5 - ilogbf(mx))) : 0;
+            /* the lane's own head: g < 4 in tile 0; g >= 4 (G = 8) in tile 1 */
+            if (hh == (NH8 > 1 ? g >> 2 : 0))
+                post = (NH8 > 1 || g < 4) && h < G ? __int_as_float((127 - 7 - K) << 23) : 0.0f;
+            /* the k-steps' A fragments, warp w builds k-steps w, w + W, ...
+             * (xcl: the indices of warps past the last k-step clamped; those
+             * warps store nothing) */
+            auto xcl = [](int x) { return x < NKS8 ? x : NKS8 - 1; };
 #pragma unroll
-        for (int x0 = 0; x0 < NKS8; x0 += W) {
-            const int x = x0 + warp;
-            uint32_t ar[4] = {0u, 0u, 0u, 0u};
+            for (int x0 = 0; x0 < NKS8; x0 += W) {
+                const int x = x0 + warp;
+                uint32_t ar[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-            for (int hf = 0; hf < 2; hf++) { /* k 4t + i (hf 0) and 16 + 4t + i (hf 1) */
-                float fx = 0.0f;
+                for (int hf = 0; hf < 2; hf++) { /* k 4t + i (hf 0) and 16 + 4t + i (hf 1) */
+                    float fx = 0.0f;
 #pragma unroll
-                for (int j = 0; j < W; j++) /* (x is warp-uniform; constant indices into f) */
-                    fx = warp == j ? f[i8_fac<KM, D>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM, D>(xcl(x0 + j), hf)) << 23) : fx;
+                    for (int j = 0; j < W; j++) /* (x is warp-uniform; constant indices into f) */
+                        fx = warp == j ? f[i8_fac<KM, D>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM, D>(xcl(x0 + j), hf)) << 23) : fx;
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    int ch = 0;
+                    for (int i = 0; i < 4; i++) {
+                        int ch = 0;
 #pragma unroll
-                    for (int j = 0; j < W; j++)
-                        ch = warp == j ? i8_chan<KM, D>(xcl(x0 + j), hf, i) : ch;
-                    float xv = h < G ? qh[(D / 4) * t + ch] * fx : 0.0f;
-                    int pc[4];
+                        for (int j = 0; j < W; j++)
+                            ch = warp == j ? i8_chan<KM, D>(xcl(x0 + j), hf, i) : ch;
+                        float xv = h < G ? qh[(D / 4) * t + ch] * fx : 0.0f;
+                        int pc[4];
 #pragma unroll
-                    for (int r = 0; r < 4; r++) {
-                        const float rx = rintf(xv);
-                        pc[r] = (int)rx;
-                        xv = (xv - rx) * 128.0f;
+                        for (int r = 0; r < 4; r++) {
+                            const float rx = rintf(xv);
+                            pc[r] = (int)rx;
+                            xv = (xv - rx) * 128.0f;
+                        }
+                        const int pa = g < 4 ? pc[0] : pc[2], pb = g < 4 ? pc[1] : pc[3];
+                        ar[2 * hf] |= ((uint32_t)pa & 0xffu) << (8 * i);
+                        ar[2 * hf + 1] |= ((uint32_t)pb & 0xffu) << (8 * i);
                     }
-                    const int pa = g < 4 ? pc[0] : pc[2], pb = g < 4 ? pc[1] : pc[3];
-                    ar[2 * hf] |= ((uint32_t)pa & 0xffu) << (8 * i);
-                    ar[2 * hf + 1] |= ((uint32_t)pb & 0xffu) << (8 * i);
                 }
+                if (x < NKS8)
+                    ai8[x][hh][lane] = make_uint4(ar[0], ar[1], ar[2], ar[3]);
             }
-            if (x < NKS8)
-                ai8[x][lane] = make_uint4(ar[0], ar[1], ar[2], ar[3]);
         }
         __syncthreads();
     }
@@ -1492,26 +1502,46 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                         c[n][jj] = fmaf(h2f(ld16(drow[n][jj] + KBB * bk)), cb[n][jj] + cb[n][2 + jj], c[n][jj]);
             }
         } else if constexpr (I8K) {
-            int ci[4][4];
+            int ci[NH8][4][4];
 #pragma unroll
-            for (int n = 0; n < 4; n++)
-                ci[n][0] = ci[n][1] = ci[n][2] = ci[n][3] = 0;
+            for (int hh = 0; hh < NH8; hh++)
+#pragma unroll
+                for (int n = 0; n < 4; n++)
+                    ci[hh][n][0] = ci[hh][n][1] = ci[hh][n][2] = ci[hh][n][3] = 0;
 #pragma unroll
             for (int x = 0; x < NKS8; x++) {
                 if constexpr (KM == FMT_RVQ2 && VQ_MMA_RSYM)
                     if (x % 6 >= 4 && rsym) /* the b0 AND b1 plane times a zero factor */
                         continue;
-                const uint4 a = ai8[x][lane];
+                uint4 a[NH8];
 #pragma unroll
-                for (int n = 0; n < 4; n++)
-                    mma16832(ci[n], a, i8_breg<KM, D>(kr[n], x, 0), i8_breg<KM, D>(kr[n], x, 1));
+                for (int hh = 0; hh < NH8; hh++)
+                    a[hh] = ai8[x][hh][lane];
+#pragma unroll
+                for (int n = 0; n < 4; n++) {
+                    const uint32_t b0 = i8_breg<KM, D>(kr[n], x, 0), b1 = i8_breg<KM, D>(kr[n], x, 1);
+#pragma unroll
+                    for (int hh = 0; hh < NH8; hh++)
+                        mma16832(ci[hh][n], a[hh], b0, b1);
+                }
             }
+            /* lane g < 4 holds pieces 0, 1 of its head (tile 0), lane g + 4
+             * pieces 2, 3: one shuffle adds them; G = 8: lane g >= 4 gets
+             * its head's pieces 0, 1 (tile 1) from lane g - 4 */
 #pragma unroll
             for (int n = 0; n < 4; n++)
 #pragma unroll
                 for (int jj = 0; jj < 2; jj++) {
-                    const float x = (float)(ci[n][jj] * 128 + ci[n][2 + jj]);
-                    c[n][jj] = fmaf(__shfl_xor_sync(FULL, x, 16), 1.0f / 16384.0f, x);
+                    if constexpr (NH8 == 1) {
+                        const float x = (float)(ci[0][n][jj] * 128 + ci[0][n][2 + jj]);
+                        c[n][jj] = fmaf(__shfl_xor_sync(FULL, x, 16), 1.0f / 16384.0f, x);
+                    } else {
+                        const float y0 = (float)(ci[0][n][jj] * 128 + ci[0][n][2 + jj]);
+                        const float y1 = (float)(ci[1][n][jj] * 128 + ci[1][n][2 + jj]);
+                        const bool lo = g < 4;
+                        const float rv = __shfl_xor_sync(FULL, lo ? y1 : y0, 16);
+                        c[n][jj] = lo ? fmaf(rv, 1.0f / 16384.0f, y0) : fmaf(y1, 1.0f / 16384.0f, rv);
+                    }
                 }
         } else {
 #pragma unroll
@@ -2040,14 +2070,14 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                 }
             } else {
                 float sv[2][4][NG], mv[2][4][NG];
-    #pragma unroll
+#pragma unroll
                 for (int kt = 0; kt < 2; kt++)
-    #pragma unroll
+#pragma unroll
                     for (int i = 0; i < 4; i++) {
                         if constexpr (NG == 4) { /* block_bytes % 16 == 0 (D = 128, group 32) */
                             const uint4 v = *(const uint4 *)vrow[kt][i];
                             const __half2 *h = (const __half2 *)&v;
-    #pragma unroll
+#pragma unroll
                             for (int k = 0; k < 2; k++) {
                                 const float2 s2 = __half22float2(h[k]), m2 = __half22float2(h[2 + k]);
                                 sv[kt][i][2 * k] = s2.x;
@@ -2381,11 +2411,11 @@ cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
     return launch_mma_w<D, G, KM, VM, 4>(p, batch, s);
 }
 
-/* instantiated at all: turboquant_rvq:bits=2 keys only at G <= 4 (I8K) */
+/* instantiated at all: turboquant_rvq:bits=2 keys only by I8K */
 template <int D, int G, int KM>
 constexpr bool mma_shape_ok()
 {
-    return KM != FMT_RVQ2 || (G <= 4 && (VQ_MMA_I8K & 4));
+    return KM != FMT_RVQ2 || (VQ_MMA_I8K & 4);
 }
 
 #define VQ_MMA_PAIRS(X) \
@@ -2434,7 +2464,7 @@ bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D,
     if (vf.rot && vf.method != VQ_CUDA_Q8_0 && vf.method != VQ_CUDA_Q4_0) /* (attn_reduce rotates back) */
         return false;
     const int km = fmt_code(kf), vm = fmt_code(vf);
-    if (km == FMT_RVQ2 && !(G <= 4 && (VQ_MMA_I8K & 4)))
+    if (km == FMT_RVQ2 && !(VQ_MMA_I8K & 4))
         return false;
 #define VQ_IS(K, V) if (km == K && vm == V) return true;
     VQ_MMA_PAIRS(VQ_IS)
