@@ -100,10 +100,10 @@ namespace {
 #ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 64 or 128, G = 1..8; otherwise CUDA cores); bits 3, 4: rvq1, rabitq1 keys by int8 mma at D = 64 (G <= 4) too */
 #define VQ_MMA_I8K 31
 #endif
-#ifndef VQ_MMA_LDH /* 1: fp16 keys and values loaded with ld.global.nc.L1::no_allocate.L2::256B (0: plain loads) */
+#ifndef VQ_MMA_LDH /* 1: fp16 keys and values loaded with ld.global.nc.L1::no_allocate.L2::256B (0: plain loads; 1 not measured yet: docs/gpu.md Round gpu15) */
 #define VQ_MMA_LDH 0
 #endif
-#ifndef VQ_MMA_CPL2 /* 1: the stage copies ask for 256-byte L2 prefetches (cp.async ... .L2::256B) */
+#ifndef VQ_MMA_CPL2 /* 1: the stage copies ask for 256-byte L2 prefetches (cp.async ... .L2::256B; not measured yet) */
 #define VQ_MMA_CPL2 0
 #endif
 #ifndef VQ_MMA_RSYM /* 0: turboquant_rvq:bits=2 keys always take the b0 AND b1 k-steps (1: skipped when both stages' tables are symmetric, t3 - t2 = t1 - t0, so that the cross factor is 0: every table the library builds) */
@@ -532,8 +532,7 @@ __device__ __forceinline__ void key_frag(const KeyRaw<KM, D> &r, int pl, int s, 
     }
 }
 
-/* ---- I8K: one- and two-bit keys by int8 mma (rvq1 / rabitq1: D = 128;
- * rvq2: D = 64 or 128) ------------------------------------------------------
+/* ---- I8K: one- and two-bit keys by int8 mma (D = 64 or 128) ---------------
  * k-step x (of i8_ksteps) takes B registers hf = 0, 1 of the lane's words:
  * one AND each (bytes 0 or 2^sh); A byte i of half hf is the query at
  * channel (D/4) t + i8_chan (the lane's D/4 channels) times plane factor
