@@ -12,8 +12,9 @@
  * gbs = packed cache bytes read (keys + values, metadata included) / time.
  *
  * Usage: bench_gpu [--quick] [--shape CTX,BATCH] [--splits N] [--dims 128,64]
- * [--pair N] (--quick: only 64k x 8, or the --shape given; --splits: forced
- * split count, for tuning)   (run_bench.py runs
+ * [--pair N] [--heads N] (--quick: only 64k x 8, or the --shape given;
+ * --splits: forced split count; --heads: query heads, 32 unless given; for
+ * tuning)   (run_bench.py runs
  * it and PyTorch SDPA in one go and writes figures/bench/h200.json). */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -110,6 +111,7 @@ static void fill_pool(uint8_t *pool, size_t n_pages, const uint8_t *bank, int nb
 }
 
 static int force_splits = 0; /* --splits N: vq_cuda_attn_args.splits */
+static int n_q = 32;         /* --heads N: query heads (8 KV heads; tuning runs) */
 
 struct Pair {
     const char *k, *v;
@@ -149,7 +151,7 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
         }
     }
     const double kbpt = (double)vq_codec_bytes_per_token(kc), vbpt = (double)vq_codec_bytes_per_token(vc);
-    const int P = 256, NQ = 32, NKV = 8, BANK = 64;
+    const int P = 256, NQ = n_q, NKV = 8, BANK = 64;
     const size_t kpb = vq_cuda_page_bytes(&kf, P), vpb = vq_cuda_page_bytes(&vf, P);
     uint8_t *kbank = make_bank(kc, &kf, P, kpb, BANK), *vbank = make_bank(vc, &vf, P, vpb, BANK);
     cudaEvent_t e0, e1;
@@ -263,8 +265,12 @@ int main(int argc, char **argv)
                 return 2;
         } else if (!strcmp(argv[i], "--splits") && i + 1 < argc) {
             force_splits = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--heads") && i + 1 < argc) {
+            n_q = atoi(argv[++i]);
+            if (n_q != 8 && n_q != 16 && n_q != 32 && n_q != 64)
+                return 2;
         } else {
-            fprintf(stderr, "usage: bench_gpu [--quick] [--shape CTX,BATCH] [--splits N] [--dims 128,64] [--pair N]\n");
+            fprintf(stderr, "usage: bench_gpu [--quick] [--shape CTX,BATCH] [--splits N] [--dims 128,64] [--pair N] [--heads 8|16|32|64]\n");
             return 2;
         }
     }

@@ -97,8 +97,17 @@ namespace {
 #ifndef VQ_MMA_SUB2 /* 0: warp tiles of 32 tokens only (1: 64 tokens per iteration, two sub-tiles, where the stage fits) */
 #define VQ_MMA_SUB2 1
 #endif
-#ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 128, G <= 4; otherwise CUDA cores) */
-#define VQ_MMA_I8K 7
+#ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 64 or 128, G = 1..8; otherwise CUDA cores); bits 3, 4: rvq1, rabitq1 keys by int8 mma at D = 64 (G <= 4) too */
+#define VQ_MMA_I8K 31
+#endif
+#ifndef VQ_MMA_LDH /* 1: fp16 keys and values loaded with ld.global.nc.L1::no_allocate.L2::256B (0: plain loads; 1 not measured yet: docs/gpu.md Round gpu15) */
+#define VQ_MMA_LDH 0
+#endif
+#ifndef VQ_MMA_CPL2 /* 1: the stage copies ask for 256-byte L2 prefetches (cp.async ... .L2::256B; not measured yet) */
+#define VQ_MMA_CPL2 0
+#endif
+#ifndef VQ_MMA_RSYM /* 0: turboquant_rvq:bits=2 keys always take the b0 AND b1 k-steps (1: skipped when both stages' tables are symmetric, t3 - t2 = t1 - t0, so that the cross factor is 0: every table the library builds) */
+#define VQ_MMA_RSYM 1
 #endif
 #ifndef VQ_MMA_VSUBN /* kivi2 VLDSM value codes: 0 normal fp16 numbers ((1024 + c) - 1024, an HSUB2 per pair); else subnormal fp16 (one AND), the weights scaled up: 1 every code at its own bit offset (0..6), 2 codes at offsets 4, 6 only (the others as in 0), 3 every code shifted to offset 4, 6 or 8 (3 shifts per register), 4 the same offsets by 2 shifts per register (x << 6, x, x >> 6) */
 #define VQ_MMA_VSUBN 4
@@ -138,6 +147,21 @@ __host__ __device__ constexpr int mma_minb() { return W == 4 ? VQ_MMA_MINB(KM) :
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
 constexpr unsigned FULL = 0xffffffffu;
+
+/* a 16-byte load of cache bytes read once (LDH: no L1 allocation, 256-byte
+ * L2 fetches) */
+__device__ __forceinline__ uint4 ld_once(const void *p)
+{
+#if VQ_MMA_LDH && !defined(VQ_MMA_STAGE16) /* (STAGE16: fp16 keys come from shared memory) */
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+#else
+    return *(const uint4 *)p;
+#endif
+}
 
 __device__ __forceinline__ void mma16816(float c[4], const uint4 &a, uint32_t b0, uint32_t b1)
 {
@@ -359,7 +383,7 @@ template <int KM, int D>
 __host__ __device__ constexpr int key_words()
 {
     return KM == FMT_FP16 ? D / 8 : KM == FMT_Q8 ? D / 16 : KM == FMT_Q4 ? D / 32 : KM == FMT_KIVI2 ? D / 64 : KM == FMT_KIVI4 ? D / 32
-         : KM == FMT_RVQ2 ? 2 : 1;
+         : KM == FMT_RVQ2 ? D / 64 : 1;
 }
 
 template <int KM, int D>
@@ -369,7 +393,7 @@ struct KeyRaw {
 
 /* load the slice of lane t of the token row at `row` (for kivi: the token's
  * code row inside its block) */
-template <int KM, int D>
+template <int KM, int D, bool I8 = false>
 __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D> &r)
 {
     if constexpr (KM == FMT_FP16) {
@@ -378,7 +402,7 @@ __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D
         const uint4 *p = (const uint4 *)row + t;
 #pragma unroll
         for (int i = 0; i < D / 32; i++) {
-            const uint4 v = p[4 * i];
+            const uint4 v = ld_once(p + 4 * i);
             r.w[0][4 * i] = v.x;
             r.w[0][4 * i + 1] = v.y;
             r.w[0][4 * i + 2] = v.z;
@@ -423,14 +447,15 @@ __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D
             r.w[0][1] = v.y;
         }
     } else if constexpr (KM == FMT_RVQ2) {
-        /* [norm fp16][stage 1: 2-bit codes, D/4 bytes][stage 2: D/4]; D =
-         * 128 only (I8K): lane t takes bytes 8t..8t+7 of each stage
-         * (channels 32t..32t+31), 2-byte aligned */
+        /* [norm fp16][stage 1: 2-bit codes, D/4 bytes][stage 2: D/4]; I8K
+         * only: lane t takes bytes (D/16) t .. (D/16) t + D/16 - 1 of each
+         * stage (channels (D/4) t .. (D/4) t + D/4 - 1), D/64 words,
+         * 2-byte aligned */
 #pragma unroll
         for (int st = 0; st < 2; st++)
 #pragma unroll
-            for (int u = 0; u < 2; u++) {
-                const uint8_t *b = row + 2 + st * (D / 4) + 8 * t + 4 * u;
+            for (int u = 0; u < D / 64; u++) {
+                const uint8_t *b = row + 2 + st * (D / 4) + (D / 16) * t + 4 * u;
                 r.w[st][u] = (uint32_t)ld16(b) | (uint32_t)ld16(b + 2) << 16;
             }
     } else {
@@ -442,6 +467,10 @@ __device__ __forceinline__ void key_load(const uint8_t *row, int t, KeyRaw<KM, D
             const uint8_t *b = row + off0 + pl * (D / 8) + t * (D / 32);
             if constexpr (D == 128) {
                 r.w[pl][0] = (uint32_t)ld16(b) | (uint32_t)ld16(b + 2) << 16;
+            } else if constexpr (I8) {
+                /* I8K: channels 0..3, 8..11, 4..7, 12..15 in bytes 0..3' low nibbles */
+                const uint32_t v = ld16(b);
+                r.w[pl][0] = (v & 0x0f0fu) | (v & 0xf0f0u) << 12;
             } else {
                 const uint32_t v = ld16(b); /* channels 0..7 low half, 8..15 high half */
                 r.w[pl][0] = (v & 0xffu) | (v & 0xff00u) << 8;
@@ -503,48 +532,54 @@ __device__ __forceinline__ void key_frag(const KeyRaw<KM, D> &r, int pl, int s, 
     }
 }
 
-/* ---- I8K: one- and two-bit keys by int8 mma (D = 128) ----------------------
+/* ---- I8K: one- and two-bit keys by int8 mma (D = 64 or 128) ---------------
  * k-step x (of i8_ksteps) takes B registers hf = 0, 1 of the lane's words:
  * one AND each (bytes 0 or 2^sh); A byte i of half hf is the query at
- * channel 32t + i8_chan (the lane's 32 channels) times plane factor i8_fac
- * times 2^-sh. rvq1 / rabitq1: plane pl = x / 4, word bits 8i + sh, sh =
- * 2 (x % 4) + hf. rvq2 (2-bit codes c = b0 + 2 b1 at bits 2k, 2k + 1 of
- * each byte): per stage and word u (channels 16u..16u+15) 4 k-steps of
- * the b0 / b1 planes (hf) and 2 of the b0 AND b1 plane, so that the
- * centroid t[c] = t0 + (t1 - t0) b0 + (t2 - t0) b1 + (t3 - t2 - t1 + t0) b0 b1 */
-template <int KM>
-__host__ __device__ constexpr int i8_ksteps() { return KM == FMT_RVQ2 ? 24 : 4 * key_planes<KM>(); }
+ * channel (D/4) t + i8_chan (the lane's D/4 channels) times plane factor
+ * i8_fac times 2^-sh. rvq1 / rabitq1, D = 128: plane pl = x / 4, word
+ * bits 8i + sh, sh = 2 (x % 4) + hf; D = 64: the lane's 16 bits of a
+ * plane spread over the 4 bytes' low nibbles (key_load: byte i holds
+ * channels 4 perm(i) .. 4 perm(i) + 3, perm = 0, 2, 1, 3), plane x / 2,
+ * sh = 2 (x % 2) + hf. rvq2 (2-bit codes c = b0 + 2 b1 at bits 2k, 2k + 1
+ * of each byte): per stage and word u (channels 16u..16u+15; D/64 words
+ * per stage) 4 k-steps of the b0 / b1 planes (hf) and 2 of the b0 AND b1
+ * plane, so that the centroid
+ * t[c] = t0 + (t1 - t0) b0 + (t2 - t0) b1 + (t3 - t2 - t1 + t0) b0 b1 */
+template <int KM, int D>
+__host__ __device__ constexpr int i8_ksteps() { return KM == FMT_RVQ2 ? 12 * (D / 64) : (D / 32) * key_planes<KM>(); }
 
-template <int KM>
+template <int KM, int D>
 __host__ __device__ constexpr int i8_sh(int x, int hf)
 {
     if constexpr (KM == FMT_RVQ2) {
         const int y = x % 6;
         return y < 4 ? 2 * y + hf : 2 * (2 * (y - 4) + hf);
     } else {
-        return 2 * (x & 3) + hf;
+        return 2 * (x % (D / 32)) + hf;
     }
 }
 
-template <int KM>
+template <int KM, int D>
 __host__ __device__ constexpr int i8_chan(int x, int hf, int i)
 {
     if constexpr (KM == FMT_RVQ2) {
-        const int u = (x / 6) & 1, y = x % 6;
-        return 16 * u + 4 * i + (y < 4 ? y : i8_sh<KM>(x, hf) / 2);
+        const int u = (x / 6) % (D / 64), y = x % 6;
+        return 16 * u + 4 * i + (y < 4 ? y : i8_sh<KM, D>(x, hf) / 2);
+    } else if constexpr (D == 128) {
+        return 8 * i + i8_sh<KM, D>(x, hf);
     } else {
-        return 8 * i + i8_sh<KM>(x, hf);
+        return 4 * ((i >> 1) | (i & 1) << 1) + i8_sh<KM, D>(x, hf);
     }
 }
 
 /* index of the plane factor (rvq2: 3 per stage: b0, b1, b0 b1) */
-template <int KM>
+template <int KM, int D>
 __host__ __device__ constexpr int i8_fac(int x, int hf)
 {
     if constexpr (KM == FMT_RVQ2)
-        return 3 * (x / 12) + (x % 6 < 4 ? hf : 2);
+        return 3 * (x / (6 * (D / 64))) + (x % 6 < 4 ? hf : 2);
     else
-        return x >> 2;
+        return x / (D / 32);
 }
 
 template <int KM>
@@ -553,12 +588,12 @@ __host__ __device__ constexpr int i8_nfac() { return KM == FMT_RVQ2 ? 6 : key_pl
 template <int KM, int D>
 __device__ __forceinline__ uint32_t i8_breg(const KeyRaw<KM, D> &r, int x, int hf)
 {
-    const uint32_t m = 0x01010101u << i8_sh<KM>(x, hf);
+    const uint32_t m = 0x01010101u << i8_sh<KM, D>(x, hf);
     if constexpr (KM == FMT_RVQ2) {
-        const uint32_t w = r.w[x / 12][(x / 6) & 1];
+        const uint32_t w = r.w[x / (6 * (D / 64))][(x / 6) % (D / 64)];
         return x % 6 < 4 ? w & m : w & (w >> 1) & m;
     } else {
-        return r.w[x >> 2][0] & m;
+        return r.w[x / (D / 32)][0] & m;
     }
 }
 
@@ -736,7 +771,11 @@ __host__ __device__ constexpr bool sub2_ok()
 __device__ __forceinline__ void cp16(void *dst, const void *src)
 {
     const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+#if VQ_MMA_CPL2
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+#endif
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 [[maybe_unused]] __device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
@@ -746,7 +785,11 @@ __device__ __forceinline__ void cp_wait0() { asm volatile("cp.async.wait_group 0
 /* cp16 to a shared-memory address given as a 32-bit shared-window offset */
 [[maybe_unused]] __device__ __forceinline__ void cp16s(uint32_t sa, const void *src)
 {
+#if VQ_MMA_CPL2
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+#endif
 }
 
 /* the warp copies BYTES (a multiple of 16) from src to the shared address
@@ -844,7 +887,9 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
      * subnormals, measured 2.5e-4 .. 1e-3 relative error with value scales
      * near 2^-7) */
     constexpr bool VSC = VSUBN || (KIVI_V && !VLDSM && VQ_MMA_VSCALE) || (Q8_V && VQ_MMA_QSCALE);
-    /* I8K: one-bit keys (D = 128, G <= 4) by int8 mma m16n8k32. B: the
+    /* I8K: one-bit keys (D = 64 or 128, G <= 4) and turboquant_rvq:bits=2 keys
+     * (D = 64 or 128, G <= 4; the lane's D/4 channels of each stage) by
+     * int8 mma m16n8k32. B: the
      * bits of the lane's 32-channel word w of each plane, 4 channels per
      * register (w & 0x01010101 << sh: channels 8i + sh of the word as
      * bytes 0 or 2^sh), one AND per 4 channels (fp16: per 2). A: q times
@@ -854,10 +899,15 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
      * rows g, g + 8: pieces 0, 1 (g < 4) or 2, 3 (g >= 4) of head g & 3,
      * combined as 128 c0 + c2 (< 2^29), converted once, and one shuffle
      * adds the lane g + 4's part times 2^-14. */
-    constexpr bool I8K = D == 128 && G <= 4 &&
-                         ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 1)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 2)) || KM == FMT_RVQ2);
+    constexpr bool I8K = (G <= 4 && ((D == 128 && ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 1)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 2)))) ||
+                                     (D == 64 && ((KM == FMT_RVQ1 && (VQ_MMA_I8K & 8)) || (KM == FMT_RABITQ1 && (VQ_MMA_I8K & 16)))))) ||
+                         KM == FMT_RVQ2;
     static_assert(KM != FMT_RVQ2 || I8K, "turboquant_rvq:bits=2 keys only by I8K");
-    constexpr int NKS8 = i8_ksteps<KM>(), NF8 = i8_nfac<KM>();
+    constexpr int NKS8 = i8_ksteps<KM, D>(), NF8 = i8_nfac<KM>();
+    /* I8K with G = 8 (turboquant_rvq:bits=2): two A tiles, heads 0..3 and
+     * 4..7, each as above (two int8 mma per k-step and n-tile, the B
+     * registers shared) */
+    constexpr int NH8 = G > 4 ? 2 : 1;
     /* QSUBK: q4_0 key codes as subnormal u = c + 8 (see key_frag); Q'
      * carries 2^(24-e-EXPO) as for kivi, and each block's accumulators start
      * at -8 * 2^-EXPO * (the block's sum of q), per head (kqs). (q8_0 keys
@@ -878,7 +928,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     __shared__ __align__(16) float red_s[REDSTG ? 1 : W][G][D];
     __shared__ float wml[W][G][2];
     __shared__ float hsum[8];                        /* per head: sum of q (rvq1 / rabitq) */
-    __shared__ __align__(16) uint4 ai8[I8K ? NKS8 : 1][32]; /* I8K: A fragments per k-step, lane */
+    __shared__ __align__(16) uint4 ai8[I8K ? NKS8 : 1][I8K ? NH8 : 1][32]; /* I8K: A fragments per k-step, head tile, lane */
     __shared__ float kqs[QSUBK ? D / 32 : 1][8];            /* QSUBK: per block and query row, the accumulators' start */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -991,9 +1041,8 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     if constexpr (I8K) {
         /* K per head: max_c |q_c| * max(|f_pl|) * 2^K < 64 (each warp the
          * same; the warps build the A fragments of plane/k-step pairs warp,
-         * warp + W, ...). Lane (g, t): head g & 3, channels 32t..32t+31 */
-        const int h = g & 3;
-        const float *qh = qs[h < G ? h : 0];
+         * warp + W, ...). Lane (g, t): head 4 hh + (g & 3) of tile hh,
+         * channels (D/4) t .. (D/4) t + D/4 - 1 */
         float f[NF8]; /* the plane factors */
         if constexpr (KM == FMT_RVQ2) {
 #pragma unroll
@@ -1008,56 +1057,72 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
             for (int pl = 0; pl < PL; pl++)
                 f[pl] = KM == FMT_RABITQ1 ? 2.0f : pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
         }
-        float mx = 0.0f;
-        for (int c = 32 * t; c < 32 * t + 32; c++)
-            mx = fmaxf(mx, fabsf(qh[c]));
-        mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
         float fm = 0.0f;
 #pragma unroll
         for (int i = 0; i < NF8; i++)
             fm = fmaxf(fm, fabsf(f[i]));
-        mx = h < G ? mx * fm : 0.0f;
-        const int K = mx > 0.0f ? min(100, max(-100, 5 - ilogbf(mx))) : 0;
-        post = g < 4 && h < G ? __int_as_float((127 - 7 - K) << 23) : 0.0f;
-        /* the k-steps' A fragments, warp w builds k-steps w, w + W, ...
-         * (xcl: the indices of warps past the last k-step clamped; those
-         * warps store nothing) */
-        auto xcl = [](int x) { return x < NKS8 ? x : NKS8 - 1; };
+#pragma unroll 1
+        for (int hh = 0; hh < NH8; hh++) {
+            const int h = 4 * hh + (g & 3);
+            const float *qh = qs[h < G ? h : 0];
+            float mx = 0.0f;
+            for (int c = (D / 4) * t; c < (D / 4) * (t + 1); c++)
+                mx = fmaxf(mx, fabsf(qh[c]));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
+            mx = h < G ? mx * fm : 0.0f;
+            const int K = mx > 0.0f ? min(100, max(-100, 5 - ilogbf(mx))) : 0;
+            /* the lane's own head: g < 4 in tile 0; g >= 4 (G = 8) in tile 1 */
+            if (hh == (NH8 > 1 ? g >> 2 : 0))
+                post = (NH8 > 1 || g < 4) && h < G ? __int_as_float((127 - 7 - K) << 23) : 0.0f;
+            /* the k-steps' A fragments, warp w builds k-steps w, w + W, ...
+             * (xcl: the indices of warps past the last k-step clamped; those
+             * warps store nothing) */
+            auto xcl = [](int x) { return x < NKS8 ? x : NKS8 - 1; };
 #pragma unroll
-        for (int x0 = 0; x0 < NKS8; x0 += W) {
-            const int x = x0 + warp;
-            uint32_t ar[4] = {0u, 0u, 0u, 0u};
+            for (int x0 = 0; x0 < NKS8; x0 += W) {
+                const int x = x0 + warp;
+                uint32_t ar[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-            for (int hf = 0; hf < 2; hf++) { /* k 4t + i (hf 0) and 16 + 4t + i (hf 1) */
-                float fx = 0.0f;
+                for (int hf = 0; hf < 2; hf++) { /* k 4t + i (hf 0) and 16 + 4t + i (hf 1) */
+                    float fx = 0.0f;
 #pragma unroll
-                for (int j = 0; j < W; j++) /* (x is warp-uniform; constant indices into f) */
-                    fx = warp == j ? f[i8_fac<KM>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM>(xcl(x0 + j), hf)) << 23) : fx;
+                    for (int j = 0; j < W; j++) /* (x is warp-uniform; constant indices into f) */
+                        fx = warp == j ? f[i8_fac<KM, D>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM, D>(xcl(x0 + j), hf)) << 23) : fx;
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    int ch = 0;
+                    for (int i = 0; i < 4; i++) {
+                        int ch = 0;
 #pragma unroll
-                    for (int j = 0; j < W; j++)
-                        ch = warp == j ? i8_chan<KM>(xcl(x0 + j), hf, i) : ch;
-                    float xv = h < G ? qh[32 * t + ch] * fx : 0.0f;
-                    int pc[4];
+                        for (int j = 0; j < W; j++)
+                            ch = warp == j ? i8_chan<KM, D>(xcl(x0 + j), hf, i) : ch;
+                        float xv = h < G ? qh[(D / 4) * t + ch] * fx : 0.0f;
+                        int pc[4];
 #pragma unroll
-                    for (int r = 0; r < 4; r++) {
-                        const float rx = rintf(xv);
-                        pc[r] = (int)rx;
-                        xv = (xv - rx) * 128.0f;
+                        for (int r = 0; r < 4; r++) {
+                            const float rx = rintf(xv);
+                            pc[r] = (int)rx;
+                            xv = (xv - rx) * 128.0f;
+                        }
+                        const int pa = g < 4 ? pc[0] : pc[2], pb = g < 4 ? pc[1] : pc[3];
+                        ar[2 * hf] |= ((uint32_t)pa & 0xffu) << (8 * i);
+                        ar[2 * hf + 1] |= ((uint32_t)pb & 0xffu) << (8 * i);
                     }
-                    const int pa = g < 4 ? pc[0] : pc[2], pb = g < 4 ? pc[1] : pc[3];
-                    ar[2 * hf] |= ((uint32_t)pa & 0xffu) << (8 * i);
-                    ar[2 * hf + 1] |= ((uint32_t)pb & 0xffu) << (8 * i);
                 }
+                if (x < NKS8)
+                    ai8[x][hh][lane] = make_uint4(ar[0], ar[1], ar[2], ar[3]);
             }
-            if (x < NKS8)
-                ai8[x][lane] = make_uint4(ar[0], ar[1], ar[2], ar[3]);
         }
         __syncthreads();
     }
+
+    /* RSYM: turboquant_rvq:bits=2 with symmetric tables (centroids -a, -b,
+     * b, a, as vq_lloyd_max makes them): the b0 AND b1 plane's factor
+     * (t3 - t2) - (t1 - t0) is exactly 0 in both stages, so its k-steps
+     * add exact zeros and are skipped (warp-uniform) */
+    [[maybe_unused]] bool rsym = false;
+    if constexpr (KM == FMT_RVQ2)
+        rsym = (p.kf.c1[3] - p.kf.c1[2]) - (p.kf.c1[1] - p.kf.c1[0]) == 0.0f &&
+               (p.kf.c2[3] - p.kf.c2[2]) - (p.kf.c2[1] - p.kf.c2[0]) == 0.0f;
 
     float o[NT][4];
     constexpr int NMT = SPLIT_MT ? NG / 2 : NG; /* minima sums per lane */
@@ -1271,7 +1336,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
             const int i = STG ? 8 * n + g : min(t0 + 8 * n + g, s1 - 1) - t0;
             const uint8_t *row = STG ? k0 + i * KROW : KIVI_K ? k0 + (size_t)i * (KB * D / 8)
                                : STG16 ? k0 + (size_t)i * KROW16 : k0 + (size_t)i * p.kf.block_bytes;
-            key_load<KM, D>(row, t, kr[n]);
+            key_load<KM, D, I8K>(row, t, kr[n]);
         }
         if constexpr (STG16) { /* the keys are in registers: refill the stage with the next tile */
             const int tn = t0 + W * WTOK;
@@ -1436,23 +1501,46 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                         c[n][jj] = fmaf(h2f(ld16(drow[n][jj] + KBB * bk)), cb[n][jj] + cb[n][2 + jj], c[n][jj]);
             }
         } else if constexpr (I8K) {
-            int ci[4][4];
+            int ci[NH8][4][4];
 #pragma unroll
-            for (int n = 0; n < 4; n++)
-                ci[n][0] = ci[n][1] = ci[n][2] = ci[n][3] = 0;
-#pragma unroll
-            for (int x = 0; x < NKS8; x++) {
-                const uint4 a = ai8[x][lane];
+            for (int hh = 0; hh < NH8; hh++)
 #pragma unroll
                 for (int n = 0; n < 4; n++)
-                    mma16832(ci[n], a, i8_breg<KM, D>(kr[n], x, 0), i8_breg<KM, D>(kr[n], x, 1));
+                    ci[hh][n][0] = ci[hh][n][1] = ci[hh][n][2] = ci[hh][n][3] = 0;
+#pragma unroll
+            for (int x = 0; x < NKS8; x++) {
+                if constexpr (KM == FMT_RVQ2 && VQ_MMA_RSYM)
+                    if (x % 6 >= 4 && rsym) /* the b0 AND b1 plane times a zero factor */
+                        continue;
+                uint4 a[NH8];
+#pragma unroll
+                for (int hh = 0; hh < NH8; hh++)
+                    a[hh] = ai8[x][hh][lane];
+#pragma unroll
+                for (int n = 0; n < 4; n++) {
+                    const uint32_t b0 = i8_breg<KM, D>(kr[n], x, 0), b1 = i8_breg<KM, D>(kr[n], x, 1);
+#pragma unroll
+                    for (int hh = 0; hh < NH8; hh++)
+                        mma16832(ci[hh][n], a[hh], b0, b1);
+                }
             }
+            /* lane g < 4 holds pieces 0, 1 of its head (tile 0), lane g + 4
+             * pieces 2, 3: one shuffle adds them; G = 8: lane g >= 4 gets
+             * its head's pieces 0, 1 (tile 1) from lane g - 4 */
 #pragma unroll
             for (int n = 0; n < 4; n++)
 #pragma unroll
                 for (int jj = 0; jj < 2; jj++) {
-                    const float x = (float)(ci[n][jj] * 128 + ci[n][2 + jj]);
-                    c[n][jj] = fmaf(__shfl_xor_sync(FULL, x, 16), 1.0f / 16384.0f, x);
+                    if constexpr (NH8 == 1) {
+                        const float x = (float)(ci[0][n][jj] * 128 + ci[0][n][2 + jj]);
+                        c[n][jj] = fmaf(__shfl_xor_sync(FULL, x, 16), 1.0f / 16384.0f, x);
+                    } else {
+                        const float y0 = (float)(ci[0][n][jj] * 128 + ci[0][n][2 + jj]);
+                        const float y1 = (float)(ci[1][n][jj] * 128 + ci[1][n][2 + jj]);
+                        const bool lo = g < 4;
+                        const float rv = __shfl_xor_sync(FULL, lo ? y1 : y0, 16);
+                        c[n][jj] = lo ? fmaf(rv, 1.0f / 16384.0f, y0) : fmaf(y1, 1.0f / 16384.0f, rv);
+                    }
                 }
         } else {
 #pragma unroll
@@ -1574,7 +1662,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                 for (int kt = 0; kt < 2; kt++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
-                        const uint4 v = *(const uint4 *)(vrow[kt][i] + 128 * u + 16 * g);
+                        const uint4 v = ld_once(vrow[kt][i] + 128 * u + 16 * g);
                         w[kt][i][0] = v.x;
                         w[kt][i][1] = v.y;
                         w[kt][i][2] = v.z;
@@ -1981,14 +2069,14 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                 }
             } else {
                 float sv[2][4][NG], mv[2][4][NG];
-    #pragma unroll
+#pragma unroll
                 for (int kt = 0; kt < 2; kt++)
-    #pragma unroll
+#pragma unroll
                     for (int i = 0; i < 4; i++) {
                         if constexpr (NG == 4) { /* block_bytes % 16 == 0 (D = 128, group 32) */
                             const uint4 v = *(const uint4 *)vrow[kt][i];
                             const __half2 *h = (const __half2 *)&v;
-    #pragma unroll
+#pragma unroll
                             for (int k = 0; k < 2; k++) {
                                 const float2 s2 = __half22float2(h[k]), m2 = __half22float2(h[2 + k]);
                                 sv[kt][i][2 * k] = s2.x;
@@ -2322,11 +2410,11 @@ cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
     return launch_mma_w<D, G, KM, VM, 4>(p, batch, s);
 }
 
-/* instantiated at all: turboquant_rvq:bits=2 keys only at D = 128, G <= 4 (I8K) */
+/* instantiated at all: turboquant_rvq:bits=2 keys only by I8K */
 template <int D, int G, int KM>
 constexpr bool mma_shape_ok()
 {
-    return KM != FMT_RVQ2 || (D == 128 && G <= 4 && (VQ_MMA_I8K & 4));
+    return KM != FMT_RVQ2 || (VQ_MMA_I8K & 4);
 }
 
 #define VQ_MMA_PAIRS(X) \
@@ -2375,7 +2463,7 @@ bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D,
     if (vf.rot && vf.method != VQ_CUDA_Q8_0 && vf.method != VQ_CUDA_Q4_0) /* (attn_reduce rotates back) */
         return false;
     const int km = fmt_code(kf), vm = fmt_code(vf);
-    if (km == FMT_RVQ2 && !(D == 128 && G <= 4 && (VQ_MMA_I8K & 4)))
+    if (km == FMT_RVQ2 && !(VQ_MMA_I8K & 4))
         return false;
 #define VQ_IS(K, V) if (km == K && vm == V) return true;
     VQ_MMA_PAIRS(VQ_IS)

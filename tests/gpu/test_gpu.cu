@@ -73,7 +73,7 @@ static const Case cases[] = {
     {"rabitq:bits=1,qbits=0", "kivi:bits=2", 0},
     {"kivi:bits=2", "kivi:bits=2", 1},
     {"turboquant_rvq:bits=1", "kivi:bits=2", 2},
-    {"turboquant_rvq:bits=2", "kivi:bits=2", 0}, /* tensor cores at D = 128 only */
+    {"turboquant_rvq:bits=2", "kivi:bits=2", 0}, /* tensor cores at G <= 4 */
     {"turboquant_rvq:bits=2", "kivi:bits=2", 1},
     {"fp16", "rabitq:bits=1,qbits=0", 0},
     {"q8_0", "q8_0", 1}, /* block scales d spread over 2^20 */
@@ -482,8 +482,11 @@ int main(int argc, char **argv)
             continue;
         run_case(cases[c], 128, shapes[0][0], shapes[0][1]);
         run_case(cases[c], 64, shapes[(c % 3) + 1][0], shapes[(c % 3) + 1][1]);
+        run_case(cases[c], 64, shapes[0][0], shapes[0][1]); /* D = 64, G = 4: the benchmark's shape */
         if (cases[c].vmode) /* also D = 128 with G = 2 (rows of absent heads in the tensor-core operands) */
             run_case(cases[c], 128, 16, 8);
+        if (cases[c].vmode || strstr(cases[c].kspec, "rvq:bits=2")) /* and G = 8 (two int8 A tiles for rvq2 keys) */
+            run_case(cases[c], 128, 16, 2);
     }
     test_qbits8_specs();
     test_errors(); /* last: it leaves the context in an error state */
