@@ -11,6 +11,11 @@
  *   - non-uniform levels (nu=S): same bytes as uniform; on normal data
  *     the MSE falls against uniform levels at 2 and 3 bits; the range's
  *     extremes still decode to the fp16 min/max (levels 0 and 1 kept);
+ *   - the outlier table and the ranges' fp16 scales and mins equal an
+ *     independent run of the documented greedy (each range sorted by value
+ *     then element index; the extreme whose removal most reduces the sum of
+ *     n_r (M_r - m_r)^2 goes; ties to the lower range, then the low side),
+ *     for keys and values, on data with many ties and on spiky data;
  *   - bad parameters are refused with a message naming them. */
 #include <math.h>
 #include <stdio.h>
@@ -281,6 +286,125 @@ static void test_nonuniform_levels(void)
     free(x);
 }
 
+/* the documented greedy on one block, by sorting (the codec uses heaps):
+ * the expected outlier table (u16 index, fp16 value) and per range the
+ * fp16 scale and min (0 and 0 for an emptied range) */
+static int by_value_index(const void *a, const void *b)
+{
+    const float *x = a, *y = b; /* pairs (value, index as float: exact < 2^24) */
+    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] < y[1] ? -1 : x[1] > y[1]);
+}
+
+static double range_cost(const float *p, size_t lo, size_t hi)
+{
+    double r = (double)p[2 * hi] - (double)p[2 * lo];
+    return (double)(hi - lo + 1) * r * r;
+}
+
+static void greedy_reference(const float *x, size_t D, int key, size_t G, int bits, int outl, uint8_t *tab, float *sc,
+                             float *mn)
+{
+    const size_t R = key ? D : D / G, n = G;
+    float *p = malloc(sizeof(float) * 2 * R * n);
+    size_t *lo = malloc(sizeof(size_t) * R), *hi = malloc(sizeof(size_t) * R);
+    for (size_t r = 0; r < R; r++) {
+        for (size_t e = 0; e < n; e++) {
+            size_t el = key ? e * D + r : r * G + e;
+            float v = x[el];
+            v = v != v ? 0.0f : v > 65504.0f ? 65504.0f : v < -65504.0f ? -65504.0f : v;
+            p[2 * (r * n + e)] = v, p[2 * (r * n + e) + 1] = (float)el;
+        }
+        qsort(p + 2 * r * n, n, 2 * sizeof(float), by_value_index);
+        lo[r] = 0, hi[r] = n - 1;
+    }
+    for (int k = 0; k < outl; k++) {
+        double best = -1;
+        size_t br = 0;
+        int side = 0;
+        for (size_t r = 0; r < R; r++) {
+            const float *q = p + 2 * r * n;
+            if (hi[r] + 1 < lo[r] + 2) { /* at most one left */
+                if (lo[r] == hi[r] && best < 0)
+                    best = 0, br = r, side = 0;
+                continue;
+            }
+            double now = range_cost(q, lo[r], hi[r]);
+            double g0 = now - range_cost(q, lo[r] + 1, hi[r]), g1 = now - range_cost(q, lo[r], hi[r] - 1);
+            if (g0 > best)
+                best = g0, br = r, side = 0;
+            if (g1 > best)
+                best = g1, br = r, side = 1;
+        }
+        const float *q = p + 2 * br * n;
+        size_t slot = side ? hi[br]-- : lo[br]++;
+        unsigned el = (unsigned)q[2 * slot + 1];
+        vq_fp16 h = vq_fp32_to_fp16(q[2 * slot]);
+        tab[4 * k] = (uint8_t)el, tab[4 * k + 1] = (uint8_t)(el >> 8);
+        tab[4 * k + 2] = (uint8_t)h, tab[4 * k + 3] = (uint8_t)(h >> 8);
+    }
+    for (size_t r = 0; r < R; r++) {
+        sc[r] = mn[r] = 0.0f;
+        if (hi[r] + 1 >= lo[r] + 1) {
+            const float *q = p + 2 * r * n;
+            float m = f16(q[2 * lo[r]]), s = (q[2 * hi[r]] - m) / (float)((1u << bits) - 1);
+            mn[r] = m;
+            sc[r] = s > 0.0f ? f16(s > 65504.0f ? 65504.0f : s) : 0.0f;
+        }
+    }
+    free(p), free(lo), free(hi);
+}
+
+static void test_greedy_reference(void)
+{
+    static const struct {
+        const char *spec;
+        int D, key;
+        size_t G;
+        int bits, outl;
+    } cases[] = {
+        { "kivix:bits=4,group=128,outliers=64", 64, 1, 128, 4, 64 },
+        { "kivix:bits=2,group=32,outliers=40", 64, 1, 32, 2, 40 },
+        { "kivix:bits=3,group=16,outliers=200", 32, 1, 16, 3, 200 },
+        { "kivix:bits=3,group=64,outliers=0", 128, 0, 64, 3, 0 },
+        { "kivix:bits=2,group=32,outliers=9", 128, 0, 32, 2, 9 },
+        { "kivix:bits=1,group=16,outliers=30", 32, 0, 16, 1, 30 },
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+        for (int data = 0; data < 3; data++) {
+            const size_t D = (size_t)cases[ci].D, B = cases[ci].key ? cases[ci].G : 1, n = B * D;
+            const size_t R = cases[ci].key ? D : D / cases[ci].G;
+            vq_codec *c = make(cases[ci].spec, (int)D, cases[ci].key ? VQ_ROLE_KEY : VQ_ROLE_VALUE);
+            if (!c)
+                continue;
+            float *x = malloc(sizeof(float) * n);
+            fill(x, n, 1000 + 17 * ci + (uint64_t)data);
+            for (size_t i = 0; i < n; i++) {
+                if (data == 1) /* many ties, signed zeros among them */
+                    x[i] = x[i] > 1.5f ? 3.0f : x[i] < -1.5f ? -3.0f : floorf(x[i] * 2.0f) * 0.5f + 0.0f * x[i];
+                if (data == 2 && i % 37 == 5) /* spikes */
+                    x[i] *= 40.0f;
+            }
+            if (data == 1)
+                x[3] = -0.0f, x[4] = 0.0f;
+            uint8_t *blk = malloc(vq_codec_block_bytes(c)), tab[4 * 256];
+            float sc[128], mn[128];
+            CHECK_OK(vq_codec_encode(c, x, B, blk));
+            greedy_reference(x, D, cases[ci].key, cases[ci].G, cases[ci].bits, cases[ci].outl, tab, sc, mn);
+            const uint8_t *codes_end = blk + 4 * R + n * (size_t)cases[ci].bits / 8;
+            CHECKF(memcmp(codes_end, tab, 4 * (size_t)cases[ci].outl) == 0, "%s data %d: outlier table", cases[ci].spec,
+                   data);
+            int ok = 1;
+            for (size_t r = 0; r < R; r++) {
+                float s = vq_fp16_to_fp32((vq_fp16)(blk[2 * r] | blk[2 * r + 1] << 8));
+                float m = vq_fp16_to_fp32((vq_fp16)(blk[2 * R + 2 * r] | blk[2 * R + 2 * r + 1] << 8));
+                ok &= memcmp(&s, &sc[r], 4) == 0 && memcmp(&m, &mn[r], 4) == 0;
+            }
+            CHECKF(ok, "%s data %d: range scales / mins", cases[ci].spec, data);
+            free(x), free(blk);
+            vq_codec_free(c);
+        }
+}
+
 static void test_bad_params(void)
 {
     static const char *bad[] = { "kivix:bits=0", "kivix:bits=9", "kivix:group=48", "kivix:outliers=-1",
@@ -303,6 +427,7 @@ int main(void)
     RUN(test_outliers_exact);
     RUN(test_quality);
     RUN(test_nonuniform_levels);
+    RUN(test_greedy_reference);
     RUN(test_bad_params);
     return vq_test_summary("codec_kivix");
 }

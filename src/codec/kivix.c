@@ -14,7 +14,8 @@
  * out): s = (M - m)/(2^b - 1) and m rounded to fp16, code = round((x - m)/s)
  * clamped to [0, 2^b - 1], x^ = s*code + m (as kivi).
  *
- * Outlier choice (greedy, deterministic): each range's values are sorted;
+ * Outlier choice (greedy, deterministic): each range's values are ordered
+ * by value, then element index;
  * N times, remove the extreme (lowest or highest remaining) value whose
  * removal most reduces n_r * (M_r - m_r)^2 summed over ranges (the squared
  * error of uniform codes is proportional to it); ties go to the lower range
@@ -70,9 +71,12 @@ typedef struct {
     size_t ranges, range_len; /* ranges per block, values per range */
     float *dec;               /* block_tokens * D decoded floats */
     uint8_t *c8;              /* block_tokens * D codes, one per byte */
-    float *sv;                /* sorted values of a block [ranges][range_len] */
+    float *sv;                /* values of a block [ranges][range_len] (clamped) */
     uint32_t *si;             /* their element indices */
-    size_t *lo, *hi;          /* per range: first/last remaining sorted slot */
+    size_t *left;             /* per range: values left (not outliers) */
+    uint16_t *ends;           /* per range: kx_ends' four positions */
+    double *gain;             /* per range: the greedy's gains, low side and high side */
+    uint8_t *gone;            /* per position: taken out as an outlier */
 } kx_state;
 
 static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32(vq_get_u16(p)); }
@@ -94,8 +98,10 @@ static void kx_destroy(vq_codec *c)
         free(st->c8);
         free(st->sv);
         free(st->si);
-        free(st->lo);
-        free(st->hi);
+        free(st->left);
+        free(st->ends);
+        free(st->gone);
+        free(st->gain);
     }
     free(st);
     c->impl = NULL;
@@ -191,9 +197,11 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     st->c8 = malloc(c->block_tokens * D);
     st->sv = malloc(entries * sizeof *st->sv);
     st->si = malloc(entries * sizeof *st->si);
-    st->lo = malloc(st->ranges * sizeof *st->lo);
-    st->hi = malloc(st->ranges * sizeof *st->hi);
-    if (!st->dec || !st->c8 || !st->sv || !st->si || !st->lo || !st->hi)
+    st->left = malloc(st->ranges * sizeof *st->left);
+    st->ends = malloc(4 * st->ranges * sizeof *st->ends);
+    st->gone = malloc(entries);
+    st->gain = malloc(2 * st->ranges * sizeof *st->gain);
+    if (!st->dec || !st->c8 || !st->sv || !st->si || !st->left || !st->ends || !st->gone || !st->gain)
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivix: out of memory"); /* destroy frees */
     c->shared_bytes = 0;
     c->query_bytes = sizeof(float) * D;
@@ -216,27 +224,62 @@ static inline size_t kx_elem(const vq_codec *c, const kx_state *st, size_t r, si
     return c->role == VQ_ROLE_KEY ? e * (size_t)c->head_dim + r : r * st->range_len + e;
 }
 
-/* insertion sort of n (value, index) pairs by value then index; n <= 256 */
-static void kx_sort(float *v, uint32_t *ix, size_t n)
+/* The outlier choice needs, per range, only its two lowest and two highest
+ * values left, in the order (value, element index) (the same as a sorted
+ * range's two ends): one scan of the range finds them, again after each of
+ * its values goes. kx_before(v, ix, a, b): position a precedes b. */
+static inline int kx_before(const float *v, const uint32_t *ix, size_t a, size_t b)
 {
-    for (size_t i = 1; i < n; i++) {
-        float x = v[i];
-        uint32_t k = ix[i];
-        size_t j = i;
-        while (j > 0 && (v[j - 1] > x || (v[j - 1] == x && ix[j - 1] > k))) {
-            v[j] = v[j - 1];
-            ix[j] = ix[j - 1];
-            j--;
-        }
-        v[j] = x;
-        ix[j] = k;
-    }
+    return v[a] < v[b] || (v[a] == v[b] && ix[a] < ix[b]);
 }
 
-static inline double kx_cost(const float *v, size_t lo, size_t hi)
+/* range r's ends among its values left (gone[i] == 0): e[0], e[1] the lowest
+ * two, e[2], e[3] the highest two (e[1] / e[3] only with two or more left) */
+static void kx_ends(const kx_state *st, size_t r, size_t n, uint16_t e[4])
 {
-    double r = (double)v[hi] - (double)v[lo];
-    return (double)(hi - lo + 1) * r * r;
+    const float *v = st->sv + r * n;
+    const uint32_t *ix = st->si + r * n;
+    const uint8_t *gone = st->gone + r * n;
+    size_t l1 = n, l2 = n, h1 = n, h2 = n; /* n: none yet */
+    for (size_t i = 0; i < n; i++) {
+        if (gone[i])
+            continue;
+        if (l1 == n || kx_before(v, ix, i, l1))
+            l2 = l1, l1 = i;
+        else if (l2 == n || kx_before(v, ix, i, l2))
+            l2 = i;
+        if (h1 == n || kx_before(v, ix, h1, i))
+            h2 = h1, h1 = i;
+        else if (h2 == n || kx_before(v, ix, h2, i))
+            h2 = i;
+    }
+    e[0] = (uint16_t)l1, e[1] = (uint16_t)l2, e[2] = (uint16_t)h1, e[3] = (uint16_t)h2;
+}
+
+/* the greedy's cost of a range whose lowest and highest values left are
+ * lo and hi, with `left` values */
+static inline double kx_cost(float lo, float hi, size_t left)
+{
+    double r = (double)hi - (double)lo;
+    return (double)left * r * r;
+}
+
+/* range r's ends (kx_ends, into st->ends) and gains g[0] (its lowest value
+ * out) and g[1] (its highest out), the reduction of n_r (M_r - m_r)^2:
+ * with one value left, 0 for the low side only (taking it gains nothing:
+ * chosen only when nothing else gains); a side that cannot be chosen reads
+ * -2 (below any gain and the greedy's starting -1) */
+static void kx_gains(kx_state *st, size_t r, size_t n, double g[2])
+{
+    const float *v = st->sv + r * n;
+    const size_t left = st->left[r];
+    uint16_t *e = st->ends + 4 * r;
+    kx_ends(st, r, n, e);
+    g[0] = left == 1 ? 0.0 : -2.0, g[1] = -2.0;
+    if (left < 2)
+        return;
+    const double now = kx_cost(v[e[0]], v[e[2]], left);
+    g[0] = now - kx_cost(v[e[1]], v[e[2]], left - 1), g[1] = now - kx_cost(v[e[0]], v[e[3]], left - 1);
 }
 
 /* one block: x holds block_tokens * D floats (t*D + c); writes dst */
@@ -248,7 +291,8 @@ static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *
     const size_t entries = c->block_tokens * D;
     uint8_t *codes = dst + 4 * R;
     uint8_t *tab = codes + entries * (size_t)b / 8;
-    /* sorted copies of every range (NaN read as 0, values clamped to fp16) */
+    /* every range's values (NaN read as 0, values clamped to fp16) */
+    memset(st->gone, 0, entries);
     for (size_t r = 0; r < R; r++) {
         float *v = st->sv + r * n;
         uint32_t *ix = st->si + r * n;
@@ -257,59 +301,53 @@ static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *
             v[e] = clamp16(x[el]);
             ix[e] = (uint32_t)el;
         }
-        kx_sort(v, ix, n);
-        st->lo[r] = 0;
-        st->hi[r] = n - 1;
+        st->left[r] = n;
     }
-    /* greedy outlier removal */
+    /* greedy outlier removal: each range's two gains (low side, high side)
+     * change only when that range loses a value, so they are kept and only
+     * the chosen range's are computed again */
+    for (size_t r = 0; r < R; r++)
+        kx_gains(st, r, n, st->gain + 2 * r);
     for (int k = 0; k < st->outliers; k++) {
         double best = -1;
         size_t br = 0;
         int bside = 0;
         for (size_t r = 0; r < R; r++) {
-            const float *v = st->sv + r * n;
-            size_t lo = st->lo[r], hi = st->hi[r];
-            if (hi < lo + 1) { /* one value left: removing it gains nothing */
-                if (lo <= hi && best < 0) {
-                    best = 0, br = r, bside = 0;
-                }
-                continue;
-            }
-            double now = kx_cost(v, lo, hi);
-            double g0 = now - kx_cost(v, lo + 1, hi), g1 = now - kx_cost(v, lo, hi - 1);
-            if (g0 > best)
-                best = g0, br = r, bside = 0;
-            if (g1 > best)
-                best = g1, br = r, bside = 1;
+            if (st->gain[2 * r] > best)
+                best = st->gain[2 * r], br = r, bside = 0;
+            if (st->gain[2 * r + 1] > best)
+                best = st->gain[2 * r + 1], br = r, bside = 1;
         }
         if (best < 0)
             break; /* every range empty (cannot happen while outliers <= entries) */
         const float *v = st->sv + br * n;
         const uint32_t *ix = st->si + br * n;
-        size_t slot = bside ? st->hi[br] : st->lo[br];
+        const uint16_t slot = st->ends[4 * br + 2 * (size_t)bside];
         uint8_t *e = tab + 4 * (size_t)k;
         e[0] = (uint8_t)ix[slot];
         e[1] = (uint8_t)(ix[slot] >> 8);
         st16(e + 2, v[slot]);
-        if (bside)
-            st->hi[br]--;
-        else
-            st->lo[br]++;
+        st->gone[br * n + slot] = 1;
+        st->left[br]--;
+        kx_gains(st, br, n, st->gain + 2 * br);
     }
     /* ranges and codes of the remaining values */
     for (size_t r = 0; r < R; r++) {
         const float *v = st->sv + r * n;
+        const uint32_t *ix = st->si + r * n;
+        const uint8_t *gone = st->gone + r * n;
         float s = 0.0f, m = 0.0f;
-        if (st->lo[r] <= st->hi[r] && st->hi[r] < n) {
-            float lo = v[st->lo[r]], hi = v[st->hi[r]];
+        if (st->left[r] > 0) { /* the lowest and highest left: kx_gains' ends */
+            float lo = v[st->ends[4 * r]], hi = v[st->ends[4 * r + 2]];
             m = vq_fp16_to_fp32(vq_fp32_to_fp16(lo));
             float scale = (hi - m) / (float)maxc;
             s = scale > 0.0f ? vq_fp16_to_fp32(vq_fp32_to_fp16(clamp16(scale))) : 0.0f;
         }
         st16(dst + 2 * r, s);
         st16(dst + 2 * R + 2 * r, m);
-        for (size_t i = st->lo[r]; i <= st->hi[r] && st->hi[r] < n; i++) {
-            size_t el = st->si[r * n + i];
+        for (size_t i = 0; i < n; i++) {
+            if (gone[i])
+                continue;
             unsigned q = 0;
             if (s > 0.0f && st->nu)
                 q = kx_nearest(st, (v[i] - m) / (s * (float)maxc), maxc);
@@ -317,7 +355,7 @@ static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *
                 float t = (v[i] - m) / s + 0.5f;
                 q = t >= (float)maxc ? maxc : (t > 0.0f ? (unsigned)t : 0u);
             }
-            vq_bits_put(codes, el, b, q);
+            vq_bits_put(codes, ix[i], b, q);
         }
     }
 }
