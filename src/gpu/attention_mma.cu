@@ -100,12 +100,6 @@ namespace {
 #ifndef VQ_MMA_I8K /* bit 0: turboquant_rvq:bits=1, bit 1: rabitq:bits=1 keys (D = 128, G <= 4) by int8 mma (s8 query pieces x u8 bits) instead of fp16; bit 2: turboquant_rvq:bits=2 keys with kivi2 values on the tensor cores at all (D = 64 or 128, G = 1..8; otherwise CUDA cores); bits 3, 4: rvq1, rabitq1 keys by int8 mma at D = 64 (G <= 4) too */
 #define VQ_MMA_I8K 31
 #endif
-#ifndef VQ_MMA_LDH /* 1: fp16 keys and values loaded with ld.global.nc.L1::no_allocate.L2::256B (0: plain loads; 1 not measured yet: docs/gpu.md Round gpu15) */
-#define VQ_MMA_LDH 0
-#endif
-#ifndef VQ_MMA_CPL2 /* 1: the stage copies ask for 256-byte L2 prefetches (cp.async ... .L2::256B; not measured yet) */
-#define VQ_MMA_CPL2 0
-#endif
 #ifndef VQ_MMA_RSYM /* 0: turboquant_rvq:bits=2 keys always take the b0 AND b1 k-steps (1: skipped when both stages' tables are symmetric, t3 - t2 = t1 - t0, so that the cross factor is 0: every table the library builds) */
 #define VQ_MMA_RSYM 1
 #endif
@@ -148,20 +142,10 @@ constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
 constexpr unsigned FULL = 0xffffffffu;
 
-/* a 16-byte load of cache bytes read once (LDH: no L1 allocation, 256-byte
- * L2 fetches) */
-__device__ __forceinline__ uint4 ld_once(const void *p)
-{
-#if VQ_MMA_LDH && !defined(VQ_MMA_STAGE16) /* (STAGE16: fp16 keys come from shared memory) */
-    uint4 v;
-    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p));
-    return v;
-#else
-    return *(const uint4 *)p;
-#endif
-}
+/* a 16-byte load of cache bytes read once: a plain load (ld.global.nc with
+ * L1::no_allocate and L2::256B measured 10% slower for fp16 at 64k x 8 and
+ * 8-16% at batch 32: Round gpu16 in docs/gpu.md) */
+__device__ __forceinline__ uint4 ld_once(const void *p) { return *(const uint4 *)p; }
 
 __device__ __forceinline__ void mma16816(float c[4], const uint4 &a, uint32_t b0, uint32_t b1)
 {
@@ -771,11 +755,7 @@ __host__ __device__ constexpr bool sub2_ok()
 __device__ __forceinline__ void cp16(void *dst, const void *src)
 {
     const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
-#if VQ_MMA_CPL2
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
-#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
-#endif
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 [[maybe_unused]] __device__ __forceinline__ void cp_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
@@ -785,11 +765,7 @@ __device__ __forceinline__ void cp_wait0() { asm volatile("cp.async.wait_group 0
 /* cp16 to a shared-memory address given as a 32-bit shared-window offset */
 [[maybe_unused]] __device__ __forceinline__ void cp16s(uint32_t sa, const void *src)
 {
-#if VQ_MMA_CPL2
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
-#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
-#endif
 }
 
 /* the warp copies BYTES (a multiple of 16) from src to the shared address
