@@ -109,8 +109,9 @@ typedef struct {
 
 /* A page of `bytes` bytes (contents undefined); NULL when out of memory. */
 void *vq_page_get(vq_page_pool *p, size_t bytes);
-/* Return a page of `bytes` bytes obtained from vq_page_get. Never fails
- * (if the free list cannot grow, the page is freed). */
+/* Return a page of `bytes` bytes obtained from vq_page_get to its free
+ * list. Never fails and never allocates (vq_page_get keeps a slot waiting
+ * for every page it hands out). */
 void vq_page_put(vq_page_pool *p, void *page, size_t bytes);
 size_t vq_page_pool_free_bytes(const vq_page_pool *p);
 void vq_page_pool_destroy(vq_page_pool *p);

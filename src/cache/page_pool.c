@@ -27,12 +27,28 @@ static vq_page_class *find_class(vq_page_pool *p, size_t bytes, int add)
     return c;
 }
 
+/* A page handed out always has a slot waiting in its class's free list
+ * (cap_free >= n_out + n_free): the list grows here, when a new page is
+ * made, so vq_page_put never allocates and cannot fail (a reset or an
+ * eviction allocates nothing). */
 void *vq_page_get(vq_page_pool *p, size_t bytes)
 {
     vq_page_class *c = find_class(p, bytes, 1);
     if (!c)
         return NULL;
-    void *page = c->n_free ? c->free[--c->n_free] : malloc(bytes);
+    if (c->n_free) {
+        c->n_out++;
+        return c->free[--c->n_free];
+    }
+    if (c->n_out + 1 > c->cap_free) {
+        size_t nc = c->cap_free ? 2 * c->cap_free : 16;
+        void **nf = realloc(c->free, nc * sizeof *nf);
+        if (!nf)
+            return NULL;
+        c->free = nf;
+        c->cap_free = nc;
+    }
+    void *page = malloc(bytes);
     if (page)
         c->n_out++;
     return page;
@@ -48,17 +64,7 @@ void vq_page_put(vq_page_pool *p, void *page, size_t bytes)
         return;
     }
     c->n_out--;
-    if (c->n_free == c->cap_free) {
-        size_t nc = c->cap_free ? 2 * c->cap_free : 16;
-        void **nf = realloc(c->free, nc * sizeof *nf);
-        if (!nf) {
-            free(page);
-            return;
-        }
-        c->free = nf;
-        c->cap_free = nc;
-    }
-    c->free[c->n_free++] = page;
+    c->free[c->n_free++] = page; /* a slot is waiting (vq_page_get) */
 }
 
 size_t vq_page_pool_free_bytes(const vq_page_pool *p)
