@@ -11,8 +11,9 @@
  *   codes_dot: relative error <= 4e-6 (float sums in another order);
  *   bitdot (popcounts): equal integers (the AVX2 table holds the POPCNT
  *     twin, the AVX-512 table the VPOPCNTDQ one when the CPU has it);
- *     signscore (its counts combined in float, one or two bit sets):
- *     bit-identical;
+ *     signscore (its counts combined in float, one or two bit sets; the
+ *     AVX-512 popcount and nibble-table variants both): bit-identical;
+ *     the nibble tables against their definition;
  *   dense dot/axpy on IEEE half rows: relative error <= 2e-6, and the
  *     bits of fp16_row into a tile, then the float kernels (tables with
  *     dense_f16, E a multiple of 16; else the reference's bits);
@@ -42,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "core/fp16.h"
 #include "core/rng.h"
 #include "kernels/kernels.h"
@@ -259,19 +261,59 @@ static void test_bitdot(const vq_kernels *k, const vq_kernels *ref)
                 }
 }
 
-static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
+/* the nibble tables (kernels/nibble_tables.h) of a query's levels, read
+ * back from its qbits planes of D/8 bytes, at tables */
+static void planes_tables(const uint8_t *planes, size_t D, int qbits, uint8_t *tables)
+{
+    uint8_t *v = malloc(D);
+    for (size_t d = 0; d < D; d++) {
+        unsigned u = 0;
+        for (int j = 0; j < qbits; j++)
+            u |= (unsigned)(planes[(size_t)j * (D / 8) + d / 8] >> (d % 8) & 1u) << j;
+        v[d] = (uint8_t)u;
+    }
+    vq_nibble_tables(v, D, tables);
+    free(v);
+}
+
+/* the tables against the definition: entry e of table p = sum of the
+ * levels v_{4p+k} over the bits k of e */
+static void test_nibble_tables(void)
+{
+    uint8_t v[64], t[256];
+    for (size_t d = 0; d < 64; d++)
+        v[d] = (uint8_t)((d * 7 + 3) % 16);
+    vq_nibble_tables(v, 64, t);
+    for (size_t p = 0; p < 16; p++)
+        for (unsigned e = 0; e < 16; e++) {
+            unsigned want = 0;
+            for (unsigned k = 0; k < 4; k++)
+                want += e >> k & 1u ? v[4 * p + k] : 0u;
+            CHECKF(t[16 * p + e] == want, "nibble table %zu entry %u: %u, want %u", p, e, t[16 * p + e], want);
+        }
+}
+
+/* signscore of the table k (and, where given, of fn) against the
+ * reference's bits; each query's planes followed by their nibble tables
+ * when qbits <= VQ_NIBBLE_QBITS (kernels.h) */
+static void test_signscore_fn(const char *name, vq_signscore_fn *fn, const vq_kernels *ref)
 {
     static const size_t Ds[] = { 32, 64, 96, 128, 256 };
+    static const size_t ns[] = { 1, 24, 47, 64, 70, 131 };
+    static const int qbs[] = { 1, 2, 3, 4, 7 };
     for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
-        for (size_t n = 1; n <= 70; n += 23)
+        for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
             for (int nq = 1; nq <= 18; nq += 8)
-                for (int qbits = 1; qbits <= 8; qbits += 3)
+                for (size_t iq = 0; iq < sizeof qbs / sizeof *qbs; iq++)
                     for (int sets = 1; sets <= 2; sets++)
                         for (int halves = 0; halves <= 2; halves++) {
                             /* token: 1 byte | fp16 factor | 2 sets of D bits; halves == 2:
                              * 1 byte | 2 sets of D bits | 2 bytes | fp16 factor (the last
                              * bytes of the token) */
-                            const size_t D = Ds[id], stride = 2 * (D / 8) + 5, qstride = (size_t)qbits * D / 8 + 3;
+                            const size_t D = Ds[id], n = ns[in], stride = 2 * (D / 8) + 5;
+                            const int qbits = qbs[iq];
+                            const size_t tb = qbits <= VQ_NIBBLE_QBITS ? vq_nibble_tables_bytes(D) : 0;
+                            const size_t qstride = (size_t)qbits * D / 8 + tb + 3;
                             const size_t hoff = halves == 2 ? stride - 2 : 1;
                             const size_t offs[2] = { halves == 2 ? 1 : 3, (halves == 2 ? 1 : 3) + D / 8 };
                             const float w[2] = { 0.061f, -0.0237f };
@@ -281,6 +323,11 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
                             float *s2 = malloc(n * (size_t)nq * sizeof(float));
                             fill_bytes(codes, stride * n + 1, D + n + (size_t)sets);
                             fill_bytes(planes, qstride * (size_t)nq + 1, D * 5 + (size_t)qbits);
+                            if (tb)
+                                for (int j = 0; j < nq; j++) {
+                                    uint8_t *pl = planes + 1 + (size_t)j * qstride;
+                                    planes_tables(pl, D, qbits, pl + (size_t)qbits * D / 8);
+                                }
                             fill(f, n, 7 + n);
                             fill(qc, 3 * (size_t)nq, 11 + (size_t)nq);
                             for (size_t i = 0; i < n; i++) { /* finite halves, at byte hoff of each token */
@@ -292,13 +339,27 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
                             const float *fs = halves ? NULL : f;
                             ref->signscore(codes + 1, stride, n, D, offs, w, sets, fs, hoff, planes + 1, qstride, qc,
                                            nq, qbits, s1, n);
-                            k->signscore(codes + 1, stride, n, D, offs, w, sets, fs, hoff, planes + 1, qstride, qc, nq,
-                                         qbits, s2, n);
+                            fn(codes + 1, stride, n, D, offs, w, sets, fs, hoff, planes + 1, qstride, qc, nq, qbits,
+                               s2, n);
                             CHECKF(same_bits(s1, s2, n * (size_t)nq),
-                                   "%s signscore D=%zu n=%zu nq=%d qbits=%d sets=%d halves=%d", k->isa, D, n, nq, qbits,
+                                   "%s signscore D=%zu n=%zu nq=%d qbits=%d sets=%d halves=%d", name, D, n, nq, qbits,
                                    sets, halves);
                             free(codes), free(planes), free(f), free(qc), free(s1), free(s2);
                         }
+}
+
+static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
+{
+    test_signscore_fn(k->isa, k->signscore, ref);
+#if defined(__x86_64__)
+    /* both AVX-512 variants where the CPU has them (the table holds one) */
+    const unsigned need = VQ_CPU_AVX512 | VQ_CPU_AVX512_VPOPCNT;
+    if (strcmp(k->isa, "avx512") == 0 && (vq_cpu_features() & need) == need) {
+        test_signscore_fn("avx512 popcount", vq_signscore_avx512x, ref);
+        if (vq_cpu_features() & VQ_CPU_AVX512_VBMI)
+            test_signscore_fn("avx512 nibbles", vq_signscore_nibbles_avx512x, ref);
+    }
+#endif
 }
 
 static void test_codes_dot(const vq_kernels *k, const vq_kernels *ref)
@@ -1053,6 +1114,7 @@ static void test_tables(void)
         test_lut8_scan(k, ref);
         test_fwht(k, ref);
     }
+    test_nibble_tables();
     /* the scalar references against themselves through the table's own
      * definitions: lut_row of a known code */
     uint8_t c[8] = { 0xE4, 0, 0, 0, 0, 0, 0, 0 }; /* 2-bit codes 0,1,2,3,0,... */

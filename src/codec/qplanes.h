@@ -6,7 +6,9 @@
  * to [0, 2^qbits - 1], lo = min y, delta = (max y - lo)/(2^qbits - 1) (1 if
  * all equal). Layout (vq_qplanes_bytes(D, qbits) bytes):
  *   f32 lo | f32 delta | f32 sum_d v_d | qbits planes of D/8 bytes, bit d
- *   of plane j (LSB first) = bit j of v_d.
+ *   of plane j (LSB first) = bit j of v_d | with qbits <= VQ_NIBBLE_QBITS,
+ *   the nibble tables of the v_d (kernels/nibble_tables.h, 4D bytes),
+ *   which kernels.h signscore may read instead of the planes.
  * For sign bits z (1 = +1, 0 = -1), <y', s> = 2 <y', z> - sum y' with
  *   <y', z> = lo |z| + delta sum_j 2^j popcount(z & plane_j)
  *   sum y'  = D lo + delta sum v.
@@ -19,7 +21,12 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline size_t vq_qplanes_bytes(int D, int qbits) { return 12 + (size_t)qbits * (size_t)D / 8; }
+#include "kernels/nibble_tables.h"
+
+static inline size_t vq_qplanes_bytes(int D, int qbits)
+{
+    return 12 + (size_t)qbits * (size_t)D / 8 + (qbits <= VQ_NIBBLE_QBITS ? vq_nibble_tables_bytes((size_t)D) : 0);
+}
 
 void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf);
 

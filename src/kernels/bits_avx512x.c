@@ -97,17 +97,6 @@ static inline __m512i reduce_tokens(__m512i x, size_t Q)
     return x;
 }
 
-/* the IEEE halves at base + hoff + k*stride, k < have (<= 16), as floats
- * 0 .. have-1 (one gather of the 4 bytes that hold the half and stay
- * inside the token's stride bytes; VCVTPH2PS: exact, as the reference's
- * conversion); rix: the offsets k*stride */
-static inline __m512 halves16(const uint8_t *base, size_t hoff, size_t stride, __m512i rix, size_t have)
-{
-    const int high = hoff + 4 > stride; /* the half is the word's upper one */
-    const __m512i x = vq_rows16_words(base + hoff - (high ? 2 : 0), rix, vq_rows16_live(have));
-    return vq_low_halves16(high ? _mm512_srli_epi32(x, 16) : x);
-}
-
 /* x's per-token sums (reduce_tokens: token t's at dword t*S, S = 16/T)
  * put in token order at dwords r*T + t of acc (token r*T + t of a 16-token
  * group) by one masked permute; sidx: dword (i*S) mod 16 for each i, which
@@ -153,7 +142,7 @@ signscore_group(const size_t D, const int two, const int QB, const uint8_t *grp,
     if (two)
         Z = _mm512_add_ps(Z, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(Z1)));
     const __mmask16 out_lanes = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
-    const __m512 F = f ? _mm512_maskz_loadu_ps(out_lanes, f) : halves16(grp, hoff, stride, rix, left);
+    const __m512 F = f ? _mm512_maskz_loadu_ps(out_lanes, f) : vq_rows16_halves(grp, hoff, stride, rix, left);
     for (int j = 0; j < n_q; j++) {
         const uint8_t *v = planes + (size_t)j * qstride;
         __m512i P0 = _mm512_setzero_si512(), P1 = _mm512_setzero_si512();

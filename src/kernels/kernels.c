@@ -93,6 +93,8 @@ static void fill_tables(void)
     if (vq_cpu_features() & VQ_CPU_AVX512_VBMI)
         k_avx512.lut8_scan = vq_lut8_scan_avx512x, k_avx512.rope_codes_dot = vq_rope_codes_dot_avx512x,
         k_avx512.bits_unpack = vq_bits_unpack_avx512x;
+    if ((vq_cpu_features() & (VQ_CPU_AVX512_VPOPCNT | VQ_CPU_AVX512_VBMI)) == (VQ_CPU_AVX512_VPOPCNT | VQ_CPU_AVX512_VBMI))
+        k_avx512.signscore = vq_signscore_nibbles_avx512x; /* (the popcount twin past 4 query bits) */
 }
 #endif
 

@@ -77,7 +77,11 @@
  *         s[j*sstride + i] = f[i] * ((qc[3j] Z + qc[3j+1] P) - qc[3j+2])
  *       every product and sum rounded on its own, in this order (no FMA),
  *       so every variant has the reference's bits (codec/qplanes.h gives
- *       the constants: 2 lo, 2 delta, base * sum w).
+ *       the constants: 2 lo, 2 delta, base * sum w). With qbits <=
+ *       VQ_NIBBLE_QBITS each query's planes are followed by the nibble
+ *       tables of its levels (kernels/nibble_tables.h), which a variant
+ *       may read instead of the planes (the VBMI one does: 64 tokens per
+ *       lookup).
  *   codes_qdot: kernels/codes_qdot.h (KIVI key codes against int8
  *       queries; the VNNI variant when the CPU has AVX-512 VNNI, else the
  *       AVX2 one).
@@ -111,6 +115,7 @@
 #include "kernels/codes_qdot.h"
 #include "kernels/kivi_qaxpy.h"
 #include "kernels/lut8_scan.h"
+#include "kernels/nibble_tables.h"
 #include "kernels/qaxpy.h"
 #include "kernels/qdot.h"
 #include "kernels/rope.h"
@@ -211,6 +216,6 @@ void vq_signscore_via(vq_bitdot_fn *bitdot, const uint8_t *codes, size_t stride,
                       const size_t *offs, const float *w, int n_sets, const float *f, size_t hoff,
                       const uint8_t *planes, size_t qstride, const float *qc, int n_q, int qbits, float *s,
                       size_t sstride);
-vq_signscore_fn vq_signscore_ref, vq_signscore_avx2, vq_signscore_avx512x;
+vq_signscore_fn vq_signscore_ref, vq_signscore_avx2, vq_signscore_avx512x, vq_signscore_nibbles_avx512x;
 
 #endif

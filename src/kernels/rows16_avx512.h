@@ -32,4 +32,14 @@ static inline __m512i vq_rows16_words(const uint8_t *at, __m512i ix, __mmask16 l
 /* the low IEEE halves of 16 words as floats (exact) */
 static inline __m512 vq_low_halves16(__m512i words) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words)); }
 
+/* the IEEE halves at base + hoff + k*stride, k < have (<= 16), as floats
+ * 0 .. have-1 (0 past them): one gather of the 4 bytes that hold the half
+ * and stay inside the row's stride bytes (stride >= 4), VCVTPH2PS (exact) */
+static inline __m512 vq_rows16_halves(const uint8_t *base, size_t hoff, size_t stride, __m512i ix, size_t have)
+{
+    const int high = hoff + 4 > stride; /* the half is the word's upper one */
+    const __m512i x = vq_rows16_words(base + hoff - (high ? 2 : 0), ix, vq_rows16_live(have));
+    return vq_low_halves16(high ? _mm512_srli_epi32(x, 16) : x);
+}
+
 #endif

@@ -1,0 +1,200 @@
+/* signscore_nibbles_avx512x.c -- kernels.h signscore from the queries'
+ * nibble tables (kernels/nibble_tables.h: qbits <= 4), with AVX-512 VBMI
+ * and VNNI: a table lookup per nibble, 64 at a time.
+ *
+ * A block of 32 tokens is cut into 4-byte units: register (u, g) holds unit
+ * u (bytes 4u..4u+3 of a bit set: coordinates 32u..32u+31) of 16 tokens,
+ * one per 32-bit lane. The unit's 8 nibbles index the query's 8 tables of
+ * those coordinates, 128 bytes that VPERMI2B reads from two registers: the
+ * index is the nibble plus 16 times its place in the unit, so one VPERMI2B
+ * looks up 4 nibbles of each of 16 tokens (low nibbles, then high ones).
+ * The two lookups are added in bytes (<= 2 * 60) and VPDPBUSD against ones
+ * sums each lane's four bytes into the token's 32-bit sum: exact integers,
+ * bitdot's pq; pz by VPOPCNTD on the units. The float steps are the
+ * reference's, in its order, so the scores have the reference's bits. */
+#include <immintrin.h>
+#include <stdalign.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/nibble_tables.h"
+#include "kernels/prefetch.h"
+#include "kernels/rows16_avx512.h"
+
+#define NB_G 2               /* 16-token groups per block */
+#define NB_TOK (16 * NB_G)   /* tokens per block */
+#define NB_PASS 4            /* queries per lookup pass */
+#define NB_MAXQ 16           /* queries whose sums a block keeps */
+#define NB_MAXU 16           /* 4-byte units of a bit set: D <= 512 */
+
+typedef struct {
+    alignas(64) uint32_t u[NB_MAXU][NB_G][16]; /* unit u of group g: lane i (token order: perm) */
+    alignas(64) int32_t z[NB_G][16];           /* popcounts, lane order */
+} nb_units;
+
+/* the 16 bytes at p + t*stride of tokens t0..t0+3, token t0 + k in
+ * 128-bit lane k */
+static inline __attribute__((always_inline)) __m512i load4x16(const uint8_t *p, size_t stride, size_t t0)
+{
+    const uint8_t *q = p + t0 * stride;
+    __m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)q));
+    x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(q + stride)), 1);
+    x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * stride)), 2);
+    return _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(q + 3 * stride)), 3);
+}
+
+/* the units of a block of NB_TOK tokens (token t at blk + t*stride, its
+ * set at byte off) and their popcounts. nbytes a multiple of 16: per group
+ * and 16 bytes, four registers of 4 tokens are transposed within their
+ * 128-bit lanes, so lane 4L + j of unit m holds token 4j + L (VQ_NB_T16
+ * order); nbytes 8: two gathers of 8 tokens' quadwords, split into even and
+ * odd dwords (token order) */
+static inline void load_units(const uint8_t *blk, size_t stride, size_t off, size_t nbytes, nb_units *U)
+{
+    for (size_t g = 0; g < NB_G; g++) {
+        const uint8_t *grp = blk + 16 * g * stride + off;
+        __m512i z = _mm512_setzero_si512();
+        if (nbytes == 8) {
+            const __m512i ix = _mm512_mullo_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7),
+                                                  _mm512_set1_epi64((long long)stride));
+            const __m512i a = _mm512_i64gather_epi64(ix, (const void *)grp, 1);
+            const __m512i b = _mm512_i64gather_epi64(ix, (const void *)(grp + 8 * stride), 1);
+            const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+            const __m512i u0 = _mm512_permutex2var_epi32(a, ev, b);
+            const __m512i u1 = _mm512_permutex2var_epi32(a, _mm512_add_epi32(ev, _mm512_set1_epi32(1)), b);
+            _mm512_store_si512((void *)U->u[0][g], u0);
+            _mm512_store_si512((void *)U->u[1][g], u1);
+            z = _mm512_add_epi32(_mm512_popcnt_epi32(u0), _mm512_popcnt_epi32(u1));
+        } else {
+            for (size_t c = 0; c < nbytes / 16; c++) {
+                const __m512i x0 = load4x16(grp + 16 * c, stride, 0), x1 = load4x16(grp + 16 * c, stride, 4);
+                const __m512i x2 = load4x16(grp + 16 * c, stride, 8), x3 = load4x16(grp + 16 * c, stride, 12);
+                const __m512i t0 = _mm512_unpacklo_epi32(x0, x1), t1 = _mm512_unpackhi_epi32(x0, x1);
+                const __m512i t2 = _mm512_unpacklo_epi32(x2, x3), t3 = _mm512_unpackhi_epi32(x2, x3);
+                const __m512i r[4] = { _mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+                                       _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3) };
+                for (size_t m = 0; m < 4; m++) {
+                    _mm512_store_si512((void *)U->u[4 * c + m][g], r[m]);
+                    z = _mm512_add_epi32(z, _mm512_popcnt_epi32(r[m]));
+                }
+            }
+        }
+        _mm512_store_si512((void *)U->z[g], z);
+    }
+}
+
+/* the integer dots of NQ queries (query j's tables at tab + j*qstride)
+ * with the block's nu units: P[j][16g + i] in lane order */
+static inline __attribute__((always_inline)) void lookup_pass(const int NQ, const nb_units *U, size_t nu,
+                                                              const uint8_t *tab, size_t qstride, int32_t P[][NB_TOK])
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), ones = _mm512_set1_epi8(1);
+    /* byte k of a lane: nibble place 2k (low) or 2k + 1 (high) of the unit */
+    const __m512i klo = _mm512_set1_epi32(0x60402000), khi = _mm512_set1_epi32(0x70503010);
+    __m512i A[NB_PASS][NB_G];
+    _Pragma("GCC unroll 4") for (int j = 0; j < NB_PASS; j++)
+        _Pragma("GCC unroll 2") for (int g = 0; g < NB_G; g++) A[j][g] = _mm512_setzero_si512();
+    for (size_t u = 0; u < nu; u++) {
+        __m512i TL[NB_PASS], TH[NB_PASS];
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        {
+            const uint8_t *t = tab + (size_t)j * qstride + 128 * u;
+            TL[j] = _mm512_loadu_si512((const void *)t), TH[j] = _mm512_loadu_si512((const void *)(t + 64));
+        }
+        _Pragma("GCC unroll 2") for (int g = 0; g < NB_G; g++)
+        {
+            const __m512i R = _mm512_load_si512((const void *)U->u[u][g]);
+            const __m512i ilo = _mm512_ternarylogic_epi32(R, m4, klo, 0xEA); /* (R & m4) | klo */
+            const __m512i ihi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(R, 4), m4, khi, 0xEA);
+            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+            {
+                const __m512i l = _mm512_add_epi8(_mm512_permutex2var_epi8(TL[j], ilo, TH[j]),
+                                                  _mm512_permutex2var_epi8(TL[j], ihi, TH[j]));
+                A[j][g] = _mm512_dpbusd_epi32(A[j][g], l, ones);
+            }
+        }
+    }
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        _Pragma("GCC unroll 2") for (int g = 0; g < NB_G; g++)
+            _mm512_store_si512((void *)(P[j] + 16 * g), A[j][g]);
+}
+
+/* lookup_pass with the count nq (1..NB_PASS) a constant */
+static void lookup_any(int nq, const nb_units *U, size_t nu, const uint8_t *tab, size_t qstride, int32_t P[][NB_TOK])
+{
+    switch (nq) {
+    case 4: lookup_pass(4, U, nu, tab, qstride, P); break;
+    case 3: lookup_pass(3, U, nu, tab, qstride, P); break;
+    case 2: lookup_pass(2, U, nu, tab, qstride, P); break;
+    default: lookup_pass(1, U, nu, tab, qstride, P); break;
+    }
+}
+
+void vq_signscore_nibbles_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs,
+                                  const float *w, int n_sets, const float *f, size_t hoff, const uint8_t *planes,
+                                  size_t qstride, const float *qc, int n_q, int qbits, float *s, size_t sstride)
+{
+    if (qbits < 1 || qbits > VQ_NIBBLE_QBITS || (D != 64 && D % 128) || D > 32 * NB_MAXU || n_sets < 1 ||
+        n_sets > 2) {
+        vq_signscore_avx512x(codes, stride, n, D, offs, w, n_sets, f, hoff, planes, qstride, qc, n_q, qbits, s,
+                             sstride);
+        return;
+    }
+    const size_t nbytes = D / 8, nu = D / 32;
+    const uint8_t *tab0 = planes + (size_t)qbits * nbytes; /* each query's tables follow its planes */
+    nb_units U[2];
+    alignas(64) int32_t PQ[2][NB_MAXQ][NB_TOK];
+    alignas(64) uint8_t tail[NB_TOK * 2 * NB_MAXU * 4];
+    /* lane order -> token order: identity (8 bytes), else lane 4L + j holds token 4j + L */
+    const __m512i perm = nbytes == 8 ? _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+                                     : _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i rix = vq_rows16_index(stride);
+    const int two = n_sets == 2;
+    const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(two ? w[1] : 0.0f);
+    for (size_t i = 0; i < n; i += NB_TOK) {
+        const size_t have = n - i < NB_TOK ? n - i : NB_TOK;
+        const uint8_t *blk = codes + i * stride;
+        if (have == NB_TOK) {
+            if (i + NB_TOK < n) /* the next block */
+                vq_prefetch_span(blk, NB_TOK * stride, (n - i - NB_TOK < NB_TOK ? n - i - NB_TOK : NB_TOK) * stride);
+            for (int k = 0; k < n_sets; k++)
+                load_units(blk, stride, offs[k], nbytes, &U[k]);
+        } else { /* the last tokens' sets copied apart, the rest 0 */
+            memset(tail, 0, sizeof tail);
+            for (size_t t = 0; t < have; t++)
+                for (int k = 0; k < n_sets; k++)
+                    memcpy(tail + (t * 2 + (size_t)k) * nbytes, blk + t * stride + offs[k], nbytes);
+            for (int k = 0; k < n_sets; k++)
+                load_units(tail, 2 * nbytes, (size_t)k * nbytes, nbytes, &U[k]);
+        }
+        for (int j0 = 0; j0 < n_q; j0 += NB_MAXQ) {
+            const int nj = n_q - j0 < NB_MAXQ ? n_q - j0 : NB_MAXQ;
+            for (int k = 0; k < n_sets; k++)
+                for (int jj = 0; jj < nj; jj += NB_PASS)
+                    lookup_any(nj - jj < NB_PASS ? nj - jj : NB_PASS, &U[k], nu, tab0 + (size_t)(j0 + jj) * qstride,
+                               qstride, PQ[k] + jj);
+            /* the reference's float steps, 16 tokens at a time */
+            for (size_t g = 0; 16 * g < have; g++) {
+                const size_t left = have - 16 * g;
+                const __mmask16 out = vq_rows16_live(left);
+#define NB_TOKENS(p) _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(perm, _mm512_load_si512((const void *)(p))))
+                __m512 Zf = _mm512_mul_ps(w0, NB_TOKENS(U[0].z[g]));
+                if (two)
+                    Zf = _mm512_add_ps(Zf, _mm512_mul_ps(w1, NB_TOKENS(U[1].z[g])));
+                const __m512 F = f ? _mm512_maskz_loadu_ps(out, f + i + 16 * g)
+                                   : vq_rows16_halves(blk + 16 * g * stride, hoff, stride, rix, left);
+                for (int j = 0; j < nj; j++) {
+                    __m512 Pf = _mm512_mul_ps(w0, NB_TOKENS(PQ[0][j] + 16 * g));
+                    if (two)
+                        Pf = _mm512_add_ps(Pf, _mm512_mul_ps(w1, NB_TOKENS(PQ[1][j] + 16 * g)));
+                    const float *c = qc + 3 * (size_t)(j0 + j);
+                    const __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(c[0]), Zf),
+                                                   _mm512_mul_ps(_mm512_set1_ps(c[1]), Pf));
+                    const __m512 v = _mm512_mul_ps(F, _mm512_sub_ps(t, _mm512_set1_ps(c[2])));
+                    _mm512_mask_storeu_ps(s + (size_t)(j0 + j) * sstride + i + 16 * g, out, v);
+                }
+#undef NB_TOKENS
+            }
+        }
+    }
+}
