@@ -28,8 +28,8 @@
 #define NB_MAXU 16           /* 4-byte units of a bit set: D <= 512 */
 
 typedef struct {
-    alignas(64) uint32_t u[NB_MAXU][NB_G][16]; /* unit u of group g: lane i (token order: perm) */
-    alignas(64) int32_t z[NB_G][16];           /* popcounts, lane order */
+    alignas(64) uint32_t u[NB_MAXU][NB_G][16]; /* unit u of group g: lane i = token 16g + i */
+    alignas(64) int32_t z[NB_G][16];           /* popcounts */
 } nb_units;
 
 /* the 16 bytes at p + t*stride of tokens t0..t0+3, token t0 + k in
@@ -44,11 +44,11 @@ static inline __attribute__((always_inline)) __m512i load4x16(const uint8_t *p, 
 }
 
 /* the units of a block of NB_TOK tokens (token t at blk + t*stride, its
- * set at byte off) and their popcounts. nbytes a multiple of 16: per group
- * and 16 bytes, four registers of 4 tokens are transposed within their
- * 128-bit lanes, so lane 4L + j of unit m holds token 4j + L (VQ_NB_T16
- * order); nbytes 8: two gathers of 8 tokens' quadwords, split into even and
- * odd dwords (token order) */
+ * set at byte off) and their popcounts, lane i of group g holding token
+ * 16g + i. nbytes a multiple of 16: per group and 16 bytes, four registers
+ * (j: tokens j, j + 4, j + 8, j + 12) transposed within their 128-bit
+ * lanes; nbytes 8: two gathers of 8 tokens' quadwords, split into even and
+ * odd dwords */
 static inline void load_units(const uint8_t *blk, size_t stride, size_t off, size_t nbytes, nb_units *U)
 {
     for (size_t g = 0; g < NB_G; g++) {
@@ -67,8 +67,10 @@ static inline void load_units(const uint8_t *blk, size_t stride, size_t off, siz
             z = _mm512_add_epi32(_mm512_popcnt_epi32(u0), _mm512_popcnt_epi32(u1));
         } else {
             for (size_t c = 0; c < nbytes / 16; c++) {
-                const __m512i x0 = load4x16(grp + 16 * c, stride, 0), x1 = load4x16(grp + 16 * c, stride, 4);
-                const __m512i x2 = load4x16(grp + 16 * c, stride, 8), x3 = load4x16(grp + 16 * c, stride, 12);
+                /* x_j lane L: token 4L + j, so that the transpose leaves the tokens in order */
+                const uint8_t *at = grp + 16 * c;
+                const __m512i x0 = load4x16(at, 4 * stride, 0), x1 = load4x16(at + stride, 4 * stride, 0);
+                const __m512i x2 = load4x16(at + 2 * stride, 4 * stride, 0), x3 = load4x16(at + 3 * stride, 4 * stride, 0);
                 const __m512i t0 = _mm512_unpacklo_epi32(x0, x1), t1 = _mm512_unpackhi_epi32(x0, x1);
                 const __m512i t2 = _mm512_unpacklo_epi32(x2, x3), t3 = _mm512_unpackhi_epi32(x2, x3);
                 const __m512i r[4] = { _mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
@@ -84,7 +86,7 @@ static inline void load_units(const uint8_t *blk, size_t stride, size_t off, siz
 }
 
 /* the integer dots of NQ queries (query j's tables at tab + j*qstride)
- * with the block's nu units: P[j][16g + i] in lane order */
+ * with the block's nu units: P[j][t] */
 static inline __attribute__((always_inline)) void lookup_pass(const int NQ, const nb_units *U, size_t nu,
                                                               const uint8_t *tab, size_t qstride, int32_t P[][NB_TOK])
 {
@@ -145,9 +147,6 @@ void vq_signscore_nibbles_avx512x(const uint8_t *codes, size_t stride, size_t n,
     nb_units U[2];
     alignas(64) int32_t PQ[2][NB_MAXQ][NB_TOK];
     alignas(64) uint8_t tail[NB_TOK * 2 * NB_MAXU * 4];
-    /* lane order -> token order: identity (8 bytes), else lane 4L + j holds token 4j + L */
-    const __m512i perm = nbytes == 8 ? _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
-                                     : _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const __m512i rix = vq_rows16_index(stride);
     const int two = n_sets == 2;
     const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(two ? w[1] : 0.0f);
@@ -177,7 +176,7 @@ void vq_signscore_nibbles_avx512x(const uint8_t *codes, size_t stride, size_t n,
             for (size_t g = 0; 16 * g < have; g++) {
                 const size_t left = have - 16 * g;
                 const __mmask16 out = vq_rows16_live(left);
-#define NB_TOKENS(p) _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(perm, _mm512_load_si512((const void *)(p))))
+#define NB_TOKENS(p) _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(p)))
                 __m512 Zf = _mm512_mul_ps(w0, NB_TOKENS(U[0].z[g]));
                 if (two)
                     Zf = _mm512_add_ps(Zf, _mm512_mul_ps(w1, NB_TOKENS(U[1].z[g])));
