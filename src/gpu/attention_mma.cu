@@ -1139,8 +1139,16 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     auto scale_weights = [&](const float (&w)[2][4], float smax, float (&ws)[2][4]) {
         float fsc = 1.0f;
         if constexpr (VSC) {
-            const int e = (int)(__reduce_max_sync(FULL, __float_as_uint(smax)) >> 23) - 127; /* s < 2^(e+1) */
-            fsc = vscale(14 - e);
+            /* vF only drops, so the warp's largest exponent e (s < 2^(e+1))
+             * matters only where some lane's e >= 15 - vF (vn = 14 - e <
+             * vF): a vote first, the reduction and the rescale only then
+             * (vF takes the same values as with the reduction every tile) */
+            if (__any_sync(FULL, __float_as_uint(smax) >= (uint32_t)(142 - vF) << 23)) {
+                const int e = (int)(__reduce_max_sync(FULL, __float_as_uint(smax)) >> 23) - 127;
+                fsc = vscale(14 - e);
+            } else {
+                fsc = __int_as_float((127 + vF) << 23);
+            }
         }
 #pragma unroll
         for (int kt = 0; kt < 2; kt++)
@@ -1258,9 +1266,15 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     struct PagePos {
         int pi, off;
     };
+    /* W * TT tokens = adv_pi whole pages + adv_off tokens (one division per
+     * CTA): a step is two adds and at most one carry (0 <= off < P before
+     * and after). A while loop of page steps ran W * TT / P times per tile
+     * (3 for 12 warps of 64 tokens in 256-token pages): Round gpu17. */
+    const int adv_pi = (W * TT) / P, adv_off = (W * TT) % P;
     auto advance = [&](PagePos &q) {
-        q.off += W * TT;
-        while (q.off >= P) {
+        q.off += adv_off;
+        q.pi += adv_pi;
+        if (q.off >= P) {
             q.off -= P;
             q.pi++;
         }
@@ -1915,8 +1929,17 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                     m2 = __hmax2(m2, __hmax2(*(const __half2 *)&sp[1][1][0], *(const __half2 *)&sp[1][1][1]));
                     const uint32_t mu = h2u(m2);
                     const uint32_t ml = max(mu & 0xffffu, mu >> 16);
-                    const int e = (int)(__reduce_max_sync(FULL, ml) >> 10);
-                    fsc = vscale(29 - e);
+                    /* vF only drops, so the warp's maximum matters only where
+                     * some lane's exponent field e >= 30 - vF (vn = 29 - e <
+                     * vF): a vote first, the reduction (whose result the
+                     * chain used to wait for every sub-tile) and the rescale
+                     * only then; vF takes the same values (Round gpu17) */
+                    if (__any_sync(FULL, ml >= (uint32_t)(30 - vF) << 10)) {
+                        const int e = (int)(__reduce_max_sync(FULL, ml) >> 10);
+                        fsc = vscale(29 - e);
+                    } else {
+                        fsc = __int_as_float((127 + vF) << 23);
+                    }
                 }
                 if constexpr (VQ_MMA_HFOLD)
 #pragma unroll
