@@ -11,6 +11,7 @@
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/rows16_avx512.h"
+#include "kernels/signscore_avx512.h"
 
 /* T = 512/D tokens from codes + i*stride into one register */
 static inline __m512i load_tokens(const uint8_t *z, size_t stride, size_t D, size_t have)
@@ -138,9 +139,7 @@ signscore_group(const size_t D, const int two, const int QB, const uint8_t *grp,
             Z1 = merge_tokens(Z1, _mm512_popcnt_epi64(z1[r]), Q, T, r, sidx);
         }
     }
-    __m512 Z = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(Z0));
-    if (two)
-        Z = _mm512_add_ps(Z, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(Z1)));
+    const __m512 Z = vq_signscore_sets16(w0, w1, two, Z0, Z1);
     const __mmask16 out_lanes = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
     const __m512 F = f ? _mm512_maskz_loadu_ps(out_lanes, f) : vq_rows16_halves(grp, hoff, stride, rix, left);
     for (int j = 0; j < n_q; j++) {
@@ -162,13 +161,8 @@ signscore_group(const size_t D, const int two, const int QB, const uint8_t *grp,
             if (two)
                 P1 = merge_tokens(P1, a1, Q, T, r, sidx);
         }
-        __m512 P = _mm512_mul_ps(w0, _mm512_cvtepi32_ps(P0));
-        if (two)
-            P = _mm512_add_ps(P, _mm512_mul_ps(w1, _mm512_cvtepi32_ps(P1)));
-        const float *c = qc + 3 * (size_t)j;
-        const __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(c[0]), Z), _mm512_mul_ps(_mm512_set1_ps(c[1]), P));
-        const __m512 u = _mm512_mul_ps(F, _mm512_sub_ps(t, _mm512_set1_ps(c[2])));
-        _mm512_mask_storeu_ps(s + (size_t)j * sstride, out_lanes, u);
+        const __m512 P = vq_signscore_sets16(w0, w1, two, P0, P1);
+        _mm512_mask_storeu_ps(s + (size_t)j * sstride, out_lanes, vq_signscore_combine16(Z, P, F, qc + 3 * (size_t)j));
     }
 }
 

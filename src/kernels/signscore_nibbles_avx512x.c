@@ -20,6 +20,7 @@
 #include "kernels/nibble_tables.h"
 #include "kernels/prefetch.h"
 #include "kernels/rows16_avx512.h"
+#include "kernels/signscore_avx512.h"
 
 #define NB_G 2               /* 16-token groups per block */
 #define NB_TOK (16 * NB_G)   /* tokens per block */
@@ -176,23 +177,17 @@ void vq_signscore_nibbles_avx512x(const uint8_t *codes, size_t stride, size_t n,
             for (size_t g = 0; 16 * g < have; g++) {
                 const size_t left = have - 16 * g;
                 const __mmask16 out = vq_rows16_live(left);
-#define NB_TOKENS(p) _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(p)))
-                __m512 Zf = _mm512_mul_ps(w0, NB_TOKENS(U[0].z[g]));
-                if (two)
-                    Zf = _mm512_add_ps(Zf, _mm512_mul_ps(w1, NB_TOKENS(U[1].z[g])));
+#define NB_INTS(p) _mm512_load_si512((const void *)(p)) /* set 1's read only with two sets (two = 1) */
+                const __m512 Z = vq_signscore_sets16(w0, w1, two, NB_INTS(U[0].z[g]), NB_INTS(U[two].z[g]));
                 const __m512 F = f ? _mm512_maskz_loadu_ps(out, f + i + 16 * g)
                                    : vq_rows16_halves(blk + 16 * g * stride, hoff, stride, rix, left);
                 for (int j = 0; j < nj; j++) {
-                    __m512 Pf = _mm512_mul_ps(w0, NB_TOKENS(PQ[0][j] + 16 * g));
-                    if (two)
-                        Pf = _mm512_add_ps(Pf, _mm512_mul_ps(w1, NB_TOKENS(PQ[1][j] + 16 * g)));
-                    const float *c = qc + 3 * (size_t)(j0 + j);
-                    const __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(c[0]), Zf),
-                                                   _mm512_mul_ps(_mm512_set1_ps(c[1]), Pf));
-                    const __m512 v = _mm512_mul_ps(F, _mm512_sub_ps(t, _mm512_set1_ps(c[2])));
-                    _mm512_mask_storeu_ps(s + (size_t)(j0 + j) * sstride + i + 16 * g, out, v);
+                    const __m512 P =
+                        vq_signscore_sets16(w0, w1, two, NB_INTS(PQ[0][j] + 16 * g), NB_INTS(PQ[two][j] + 16 * g));
+                    _mm512_mask_storeu_ps(s + (size_t)(j0 + j) * sstride + i + 16 * g, out,
+                                          vq_signscore_combine16(Z, P, F, qc + 3 * (size_t)(j0 + j)));
                 }
-#undef NB_TOKENS
+#undef NB_INTS
             }
         }
     }
