@@ -80,8 +80,8 @@
  *       the constants: 2 lo, 2 delta, base * sum w). With qbits <=
  *       VQ_NIBBLE_QBITS each query's planes are followed by the nibble
  *       tables of its levels (kernels/nibble_tables.h), which a variant
- *       may read instead of the planes (the VBMI one does: 64 tokens per
- *       lookup).
+ *       may read instead of the planes (the VBMI + VNNI one does: 4
+ *       nibbles of 16 tokens per lookup).
  *   codes_qdot: kernels/codes_qdot.h (KIVI key codes against int8
  *       queries; the VNNI variant when the CPU has AVX-512 VNNI, else the
  *       AVX2 one).
