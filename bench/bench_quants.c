@@ -14,6 +14,7 @@
  * matrix through vq_dot_rows (the decode path).
  *
  * Usage: bench_quants [MB]   (default 64; VQ_FORCE_ISA limits the variants) */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "model/quants.h"
+#include "model/quants_x16.h"
 
 #define REPS 5
 #define N_ELEMS 2048
@@ -74,6 +76,26 @@ static void fill_random(uint8_t *p, size_t bytes, vq_rng *r)
         p[i] = (uint8_t)vq_rng_next(r);
     for (size_t i = 1; i < bytes; i += 2)
         p[i] &= 0xbf;
+}
+
+/* times fn over the whole matrix (REPS runs) and prints its line */
+typedef void (*rows_fn)(vq_wtype, const void *, size_t, size_t, const void *, size_t, float *);
+static int time_matrix(vq_wtype t, const char *label, rows_fn fn, const uint8_t *w, size_t row_bytes, size_t rows,
+                       const void *act, float *out, double bw)
+{
+    double gbs[REPS], ns[REPS];
+    for (int rep = 0; rep < REPS; rep++) {
+        double t0 = vq_now_seconds();
+        fn(t, w, row_bytes, rows, act, N_ELEMS, out);
+        double dt = vq_now_seconds() - t0;
+        gbs[rep] = (double)(rows * row_bytes) / dt / 1e9;
+        ns[rep] = dt / (double)rows * 1e9;
+    }
+    qsort(gbs, REPS, sizeof *gbs, cmp_double);
+    qsort(ns, REPS, sizeof *ns, cmp_double);
+    printf("%-5s %-7s %9.2f %9.2f %9.2f %6.0f%% %9.0f\n", vq_wtype_name(t), label, gbs[REPS / 2], gbs[0],
+           gbs[REPS - 1], 100.0 * gbs[REPS / 2] / bw, ns[REPS / 2]);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -136,27 +158,28 @@ int main(int argc, char **argv)
                    gbs[REPS / 2], gbs[0], gbs[REPS - 1], 100.0 * gbs[REPS / 2] / bw, ns[REPS / 2]);
         }
         /* the whole matrix through vq_dot_rows (decode: four rows per
-         * call where a 4-row kernel exists) */
-        {
-            double gbs[REPS], ns[REPS];
-            float *outr = malloc(rows * sizeof *outr);
-            if (!outr) {
-                fprintf(stderr, "out of memory\n");
+         * call where a 4-row kernel exists), and where the CPU has them
+         * through the 16-row interleaved kernels (model/quants_x16.h:
+         * what decode reads for Q4_0 / Q4_1) */
+        rows &= ~(size_t)(VQ_X16_ROWS - 1);
+        float *outr = malloc(rows * sizeof *outr);
+        if (!outr || time_matrix(t, "rows", vq_dot_rows, w, row_bytes, rows, act, outr, bw))
+            return 1;
+        if (vq_x16_available(t)) {
+            uint8_t *wx = malloc(rows * row_bytes);
+            float *outx = malloc(rows * sizeof *outx);
+            if (!wx || !outx || !vq_x16_repack(t, w, rows, row_bytes, wx) ||
+                time_matrix(t, "x16", vq_x16_rows, wx, row_bytes, rows, act, outx, bw))
                 return 1;
+            double worst = 0; /* the two arithmetics agree to float rounding */
+            for (size_t i = 0; i < rows; i++) {
+                double e = fabs((double)outx[i] - outr[i]) / (fabs((double)outr[i]) + 1e-3);
+                worst = e > worst ? e : worst;
             }
-            for (int rep = 0; rep < REPS; rep++) {
-                double t0 = vq_now_seconds();
-                vq_dot_rows(t, w, row_bytes, rows, act, N_ELEMS, outr);
-                double dt = vq_now_seconds() - t0;
-                gbs[rep] = (double)(rows * row_bytes) / dt / 1e9;
-                ns[rep] = dt / (double)rows * 1e9;
-            }
-            free(outr);
-            qsort(gbs, REPS, sizeof *gbs, cmp_double);
-            qsort(ns, REPS, sizeof *ns, cmp_double);
-            printf("%-5s %-7s %9.2f %9.2f %9.2f %6.0f%% %9.0f\n", vq_wtype_name(t), "rows", gbs[REPS / 2],
-                   gbs[0], gbs[REPS - 1], 100.0 * gbs[REPS / 2] / bw, ns[REPS / 2]);
+            printf("%-5s x16 against rows: worst relative difference %.2e\n", vq_wtype_name(t), worst);
+            free(wx), free(outx);
         }
+        free(outr);
         /* 4 activation vectors at once (dispatched kernels) */
         size_t ab = vq_act_bytes(t, N_ELEMS);
         uint8_t *act4 = malloc(4 * ab);

@@ -159,6 +159,12 @@ static void test_llama(void)
     check_against_ref(&s, "llama_f16", 12, 7, 1e-3);
     s.wtype = VQ_W_Q8_0;
     check_against_ref(&s, "llama_q8_0", 12, 7, 5e-2);
+    /* every layer matrix a multiple of 16 rows: on AVX-512 VNNI the 16-row
+     * interleaved kernels (model/quants_x16.h), prefill and decode */
+    s.wtype = VQ_W_Q4_1;
+    check_against_ref(&s, "llama_q4_1", 12, 7, 5e-2);
+    s.wtype = VQ_W_Q4_0;
+    check_against_ref(&s, "llama_q4_0", 12, 7, 5e-2);
 }
 
 static void test_qwen2(void)

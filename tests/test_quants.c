@@ -29,6 +29,7 @@
 #include "model/gguf.h"
 #include "model/quants.h"
 #include "model/quants_impl.h"
+#include "model/quants_x16.h"
 #include "test.h"
 
 #define DEQ_REL_TOL 1e-6
@@ -626,6 +627,82 @@ static void test_act_quantize32_twin(void)
     CHECKF(diff == 0, "%d of 200 rounds differ from the reference's bytes", diff);
 }
 
+/* The 16-row interleaved Q4_0 / Q4_1 layout (model/quants_x16.h): the
+ * repacked bytes sit where the header's formula says; the reference equals
+ * vq_dot up to float rounding (the same integer sums, another order:
+ * ACC_REL_TOL of 2 sum|w x'|); the dispatched kernels (AVX-512 VNNI where
+ * the CPU has it) equal the reference to the bit for every (row, vector),
+ * through vq_x16_rows and vq_x16_tile with 1..6 vectors; bad shapes and
+ * types are refused. */
+static void test_x16(void)
+{
+    vq_rng r;
+    vq_rng_seed(&r, 29);
+    static const size_t ns[] = { 576, 1056 };
+    static const vq_wtype ts[] = { VQ_W_Q4_0, VQ_W_Q4_1 };
+    enum { NR = 48, NV = 6 };
+    printf("  (x16 kernels: %s)\n", vq_x16_available(VQ_W_Q4_1) ? "AVX-512 VNNI" : "reference only");
+    for (size_t in = 0; in < 2; in++)
+        for (size_t k = 0; k < 2; k++) {
+            const vq_wtype t = ts[k];
+            const size_t n = ns[in], rb = vq_wtype_row_bytes(t, n), ab = vq_act_bytes(t, n), bb = rb / (n / 32);
+            uint8_t *rows = malloc(rb * NR), *x16 = malloc(rb * NR), *act = malloc(ab * NV);
+            float *x = malloc(n * sizeof *x), *w = malloc(n * sizeof *w);
+            float out[NR], ref[NV][NR], tile[NV * NR];
+            for (size_t i = 0; i < NR; i++)
+                random_row(t, &r, rows + i * rb, n);
+            for (size_t j = 0; j < NV; j++) {
+                random_x(&r, x, n);
+                vq_act_prepare(t, x, n, act + j * ab);
+            }
+            CHECK(vq_x16_repack(t, rows, NR, rb, x16) == 1);
+            CHECK(vq_x16_repack(t, rows, NR - 8, rb, x16 + rb) == 0); /* not whole groups */
+            CHECK(vq_x16_repack(VQ_W_Q8_0, rows, NR, rb, x16 + rb) == 0);
+            /* the layout */
+            int moved = 0;
+            for (size_t i = 0; i < NR; i++)
+                for (size_t b = 0; b < n / 32; b++) {
+                    const uint8_t *src = rows + i * rb + b * bb, *o = x16 + (i / 16) * 16 * rb + b * 16 * bb;
+                    const size_t rr = i % 16, co = t == VQ_W_Q4_1 ? 64 : 32;
+                    moved += memcmp(o + 2 * rr, src, 2) != 0;
+                    if (t == VQ_W_Q4_1)
+                        moved += memcmp(o + 32 + 2 * rr, src + 2, 2) != 0;
+                    for (size_t jb = 0; jb < 16; jb++)
+                        moved += o[co + (jb / 4) * 64 + 4 * rr + jb % 4] != src[bb - 16 + jb];
+                }
+            CHECKF(moved == 0, "%s n=%zu: %d bytes not where the layout says", vq_wtype_name(t), n, moved);
+            /* the reference against vq_dot */
+            for (size_t j = 0; j < NV; j++) {
+                for (size_t g = 0; g < NR / 16; g++)
+                    vq_x16_rows16_ref(t, x16 + g * 16 * rb, act + j * ab, n, ref[j] + 16 * g);
+                for (size_t i = 0; i < NR; i++) {
+                    const double single = vq_dot(t, rows + i * rb, act + j * ab, n);
+                    vq_dequantize(t, rows + i * rb, w, n);
+                    double absprod = 0;
+                    const vq_act32 *a = (const vq_act32 *)(const void *)(act + j * ab);
+                    for (size_t e = 0; e < n; e++)
+                        absprod += fabs((double)w[e] * a[e / 32].d * a[e / 32].qs[e % 32]);
+                    CHECKF(fabs(ref[j][i] - single) <= ACC_REL_TOL * 2 * absprod + 1e-30,
+                           "%s n=%zu row %zu vector %zu: x16 reference %.9g vs vq_dot %.9g", vq_wtype_name(t), n, i,
+                           j, ref[j][i], single);
+                }
+            }
+            /* the dispatched kernels: the reference's bits */
+            int bad = 0;
+            for (size_t j = 0; j < NV; j++) {
+                vq_x16_rows(t, x16, rb, NR, act + j * ab, n, out);
+                bad += memcmp(out, ref[j], sizeof out) != 0;
+            }
+            for (size_t m = 1; m <= NV; m++) {
+                vq_x16_tile(t, x16, rb, NR, act, ab, m, n, tile, NR);
+                for (size_t j = 0; j < m; j++)
+                    bad += memcmp(tile + j * NR, ref[j], sizeof ref[j]) != 0;
+            }
+            CHECKF(bad == 0, "%s n=%zu: %d kernel outputs differ from the reference's bits", vq_wtype_name(t), n, bad);
+            free(rows), free(x16), free(act), free(x), free(w);
+        }
+}
+
 int main(void)
 {
     RUN(test_traits);
@@ -636,6 +713,7 @@ int main(void)
     RUN(test_dot_multi);
     RUN(test_dot_rows);
     RUN(test_dot_tile);
+    RUN(test_x16);
     RUN(test_real_weights);
     return vq_test_summary("quants");
 }

@@ -33,8 +33,8 @@ static uint64_t fnv_w(uint64_t h, const vq_wmat *w)
     h = fnv_i(h, w->rows);
     h = fnv_i(h, w->cols);
     h = fnv_i(h, (int64_t)w->type);
-    if (w->data) /* the first 256 bytes of the first row (< row_bytes never matters: rows are >= 16 B) */
-        h = fnv(h, w->data, w->row_bytes < 256 ? w->row_bytes : 256);
+    if (w->file_data) /* the file's first 256 bytes of the first row (< row_bytes never matters: rows are >= 16 B) */
+        h = fnv(h, w->file_data, w->row_bytes < 256 ? w->row_bytes : 256);
     return h;
 }
 

@@ -4,8 +4,8 @@
  * One batch of T tokens goes through every layer together. Every matrix
  * product is y[t][r] = dot(W row r, x[t]): the activations x[t] are
  * prepared once per (input, activation format) with vq_act_prepare, then
- * rows are claimed from the thread pool in chunks of ~16 KB of weights
- * (vq_pool_for: a descheduled thread holds up at most its one chunk); per
+ * rows are claimed from the thread pool in chunks (MM_CHUNK_BYTES; vq_pool_for:
+ * a descheduled thread holds up at most its one chunk); per
  * row the tokens go through vq_dot_multi (4 activation vectors per weight
  * decode) or, for one token, vq_dot. Matrices that read the same input
  * (Q/K/V, gate/up) share one pool job. Per-row and per-token computations
@@ -18,30 +18,43 @@
 #include "model/ops.h"
 #include "model/quants.h"
 #include "model/quants_impl.h"
+#include "model/quants_x16.h"
 
 /* One pool job multiplies up to MM_MAX matrices that read the same input
  * (Q, K, V; gate, up) when their activation formats agree: their rows are
  * numbered one after another and claimed in chunks, so the job is one
  * fork-join instead of three. */
 #define MM_MAX 3
-#define MM_CHUNK_BYTES 16384 /* weight bytes per chunk: well inside L2 */
+/* Weight bytes per chunk. A batch (prefill) is compute-bound: small chunks,
+ * well inside L2, at least 4 per thread, balance the threads. One token
+ * (decode) streams the weights from memory: long contiguous chunks, at least
+ * 2 per thread, keep each thread's reads one sequential stream for the
+ * hardware prefetcher (smollm2, 2 threads, AMD EPYC: decode at an empty
+ * context 123-140 tok/s with 16 KB chunks, 185-189 with 128 KB; prefill of 64
+ * tokens 649 against 529-543 tok/s the other way round). */
+#define MM_CHUNK_BYTES 16384
+#define MM_CHUNK_PER_THREAD 4
+#define MM_DECODE_CHUNK_BYTES 131072
+#define MM_DECODE_CHUNK_PER_THREAD 2
 
 typedef struct {
     int n_mats;
     const vq_wmat *w[MM_MAX];
     float *y[MM_MAX];      /* [n][y_stride[i]] */
     size_t y_stride[MM_MAX];
-    size_t row0[MM_MAX + 1]; /* first global row of each matrix; row0[n_mats] = total */
+    size_t row0[MM_MAX + 1]; /* first global item of each matrix; row0[n_mats] = total */
+    size_t unit;           /* rows per item: 16 for interleaved matrices (whole row groups), else 1 */
     const uint8_t *act;
     size_t act_stride;
     int n;                 /* tokens */
 } matmul_job;
 
-/* Rows [b, e) of the concatenated matrices. The rows of one matrix in the
- * chunk go through vq_dot_rows (decode) or vq_dot_tile (a batch), whose
- * results per (row, token) do not depend on how many rows are passed, so a
- * row's result depends only on the batch, never on how rows were split over
- * threads. */
+/* Items [b, e) of the concatenated matrices (an item: `unit` rows). The
+ * rows of one matrix in the chunk go through vq_dot_rows (decode) or
+ * vq_dot_tile (a batch), or for interleaved matrices vq_x16_rows /
+ * vq_x16_tile, whose results per (row, token) do not depend on how many
+ * rows are passed, so a row's result depends only on the batch, never on
+ * how rows were split over threads. */
 static void matmul_chunk(void *arg, size_t b, size_t e, int tid)
 {
     (void)tid;
@@ -53,14 +66,19 @@ static void matmul_chunk(void *arg, size_t b, size_t e, int tid)
         while (j->row0[mi + 1] <= g)
             mi++;
         const vq_wmat *w = j->w[mi];
-        size_t r = g - j->row0[mi];
+        size_t r = (g - j->row0[mi]) * j->unit;
         const uint8_t *row = w->data + r * w->row_bytes;
         float *y = j->y[mi] + r;
         size_t ys = j->y_stride[mi];
         /* the rest of this matrix's rows in the chunk at once (four rows
          * share each activation load, four tokens each weight decode) */
-        size_t end = j->row0[mi + 1] < e ? j->row0[mi + 1] : e, nr = end - g;
-        if (j->n == 1)
+        size_t end = j->row0[mi + 1] < e ? j->row0[mi + 1] : e, nr = (end - g) * j->unit;
+        if (w->x16 && j->n == 1)
+            vq_x16_rows((vq_wtype)w->type, row, w->row_bytes, nr, j->act, (size_t)w->cols, y);
+        else if (w->x16)
+            vq_x16_tile((vq_wtype)w->type, row, w->row_bytes, nr, j->act, j->act_stride, (size_t)j->n,
+                        (size_t)w->cols, y, ys);
+        else if (j->n == 1)
             vq_dot_rows((vq_wtype)w->type, row, w->row_bytes, nr, j->act, (size_t)w->cols, y);
         else
             vq_dot_tile((vq_wtype)w->type, row, w->row_bytes, nr, j->act, j->act_stride, (size_t)j->n,
@@ -129,22 +147,24 @@ static void matmul_multi(vq_ctx *c, int n_mats, const vq_wmat *const *w, const f
     j.act = c->act;
     j.act_stride = c->act_stride;
     j.n = n;
+    j.unit = w0->x16 ? VQ_X16_ROWS : 1; /* (matmul_group keeps x16 matrices together) */
     size_t total = 0, bytes = 0;
     for (int i = 0; i < n_mats; i++) {
         j.w[i] = w[i];
         j.y[i] = y[i];
         j.y_stride[i] = y_stride[i];
         j.row0[i] = total;
-        total += (size_t)w[i]->rows;
+        total += (size_t)w[i]->rows / j.unit;
         bytes += (size_t)w[i]->rows * w[i]->row_bytes;
     }
     j.row0[n_mats] = total;
-    /* chunks of about MM_CHUNK_BYTES of weights, and at least 4 per thread so
-     * a late thread costs little; never below 1 row */
+    /* chunks of about MM_CHUNK_BYTES (decode: MM_DECODE_CHUNK_BYTES) of
+     * weights, and at least MM_CHUNK_PER_THREAD (MM_DECODE_CHUNK_PER_THREAD)
+     * per thread so a late thread costs little; never below 1 item */
     size_t avg_row = bytes / total ? bytes / total : 1;
-    size_t grain = MM_CHUNK_BYTES / avg_row;
-    size_t nt = (size_t)vq_pool_size(c->pool);
-    size_t cap = (total + 4 * nt - 1) / (4 * nt);
+    size_t grain = (n == 1 ? MM_DECODE_CHUNK_BYTES : MM_CHUNK_BYTES) / avg_row;
+    size_t nt = (size_t)vq_pool_size(c->pool), per = n == 1 ? MM_DECODE_CHUNK_PER_THREAD : MM_CHUNK_PER_THREAD;
+    size_t cap = (total + per * nt - 1) / (per * nt);
     if (grain > cap)
         grain = cap;
     if (grain < 1)
@@ -165,7 +185,7 @@ static void matmul_group(vq_ctx *c, int n_mats, const vq_wmat *const *w, const f
     int i = 0;
     while (i < n_mats) {
         int k = i + 1;
-        while (k < n_mats && act_kind(w[k]) == act_kind(w[i]) && w[k]->cols == w[i]->cols)
+        while (k < n_mats && act_kind(w[k]) == act_kind(w[i]) && w[k]->cols == w[i]->cols && w[k]->x16 == w[i]->x16)
             k++;
         matmul_multi(c, k - i, w + i, x, n, y + i, y_stride + i);
         i = k;

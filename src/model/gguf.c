@@ -403,6 +403,20 @@ static vq_status check_extents(vq_gguf *g, char *err)
 
 /* ---- open / close ---------------------------------------------------------------- */
 
+void vq_gguf_drop_pages(const vq_gguf *g, const void *p, size_t len)
+{
+    if (!g || !g->mapped || !p)
+        return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), base = (uintptr_t)g->base;
+    uintptr_t a = (uintptr_t)p, e = a + len;
+    if (a < base || e > base + g->size || e < a)
+        return;
+    a = (a + page - 1) / page * page;
+    e = e / page * page;
+    if (e > a)
+        madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
 void vq_gguf_close(vq_gguf *g)
 {
     if (!g)

@@ -65,6 +65,11 @@ vq_status vq_gguf_open(const char *path, vq_gguf **out, char *err);
 /* Parse a caller-owned buffer (kept, not copied): for tests and fuzzing. */
 vq_status vq_gguf_open_memory(const void *data, size_t size, vq_gguf **out, char *err);
 void vq_gguf_close(vq_gguf *g);
+/* The bytes [p, p + len) of g's tensor data will not be read again soon: for
+ * a mapped file the whole pages inside them leave this process's memory
+ * (a later read brings them back from the file); for a buffer opened from
+ * memory nothing happens. */
+void vq_gguf_drop_pages(const vq_gguf *g, const void *p, size_t len);
 
 uint32_t vq_gguf_version(const vq_gguf *g);
 

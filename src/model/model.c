@@ -31,6 +31,7 @@
 
 #include "model/model_internal.h"
 #include "model/quants.h"
+#include "model/quants_x16.h"
 
 #define MAX_HEAD_DIM 1024
 
@@ -100,7 +101,7 @@ static vq_status get_mat(vq_model *m, const char *name, int64_t rows, int64_t co
     if (rb == 0 || (uint64_t)rows > t->nbytes / rb)
         return vq_fail(m->err, VQ_ERR_FORMAT, "model: tensor %s: %llu bytes hold fewer than %lld rows",
                        name, (unsigned long long)t->nbytes, (long long)rows);
-    out->data = t->data;
+    out->data = out->file_data = t->data;
     out->type = t->type;
     out->rows = rows;
     out->cols = cols;
@@ -239,6 +240,27 @@ static vq_status load_hparams(vq_model *m)
     return VQ_OK;
 }
 
+/* A layer matrix that the 16-row interleaved kernels serve on this CPU
+ * (quants_x16.h) gets its interleaved copy; the file's pages of it may
+ * then leave memory (vq_gguf_drop_pages). */
+static vq_status interleave(vq_model *m, vq_wmat *w)
+{
+    if (!vq_x16_available((vq_wtype)w->type) || w->rows % VQ_X16_ROWS)
+        return VQ_OK;
+    const size_t bytes = (size_t)w->rows * w->row_bytes;
+    uint8_t *buf = malloc(bytes);
+    if (!buf)
+        return vq_fail(m->err, VQ_ERR_NOMEM, "model: out of memory for a %zu-byte interleaved matrix", bytes);
+    if (!vq_x16_repack((vq_wtype)w->type, w->data, (size_t)w->rows, w->row_bytes, buf)) {
+        free(buf);
+        return VQ_OK;
+    }
+    vq_gguf_drop_pages(m->g, w->file_data, bytes);
+    w->data = w->owned = buf;
+    w->x16 = 1;
+    return VQ_OK;
+}
+
 static vq_status load_layers(vq_model *m)
 {
     float scale;
@@ -302,6 +324,9 @@ static vq_status load_layers(vq_model *m)
         }
 #undef MAT
 #undef VEC
+        vq_wmat *const mats[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
+        for (size_t k = 0; k < sizeof mats / sizeof *mats && st == VQ_OK; k++)
+            st = interleave(m, mats[k]);
         if (st != VQ_OK)
             break;
         float lscale = scale;
@@ -434,6 +459,8 @@ void vq_model_free(vq_model *m)
             free(L->bk);
             free(L->bv);
             free(L->inv_freq);
+            free(L->wq.owned), free(L->wk.owned), free(L->wv.owned), free(L->wo.owned);
+            free(L->w_gate.owned), free(L->w_up.owned), free(L->w_down.owned);
         }
         free(m->layers);
     }

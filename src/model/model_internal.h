@@ -22,7 +22,10 @@
 typedef enum { VQ_ARCH_LLAMA, VQ_ARCH_QWEN2, VQ_ARCH_QWEN3, VQ_ARCH_GEMMA3 } vq_arch;
 
 typedef struct {
-    const uint8_t *data; /* into the mapping; NULL if absent */
+    const uint8_t *data; /* what the products read: file_data, or owned */
+    const uint8_t *file_data; /* into the mapping, the file's layout; NULL if absent */
+    uint8_t *owned;      /* NULL, or the 16-row interleaved copy (quants_x16.h), freed with the model */
+    int x16;             /* 1: data is that interleaved copy */
     uint32_t type;       /* ggml type (quants.h) */
     int64_t rows, cols;
     size_t row_bytes;

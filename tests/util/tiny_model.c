@@ -25,9 +25,40 @@ static void *encode(uint32_t t, const float *x, size_t n)
             b[i] = vq_fp32_to_fp16(x[i]);
         return b;
     }
+    size_t nb = n / 32;
+    if (t == VQ_W_Q4_0 || t == VQ_W_Q4_1) {
+        /* blocks of 32 (ggml block_q4_0 / q4_1): Q4_0: d = (the value of
+         * largest magnitude) / -8, q = round(x / d) + 8 held to 0..15; Q4_1:
+         * d = (max - min) / 15, m = min, q = round((x - m) / d); codes j and
+         * 16 + j share byte j (low, high nibble) */
+        const size_t bb = t == VQ_W_Q4_0 ? 18 : 20, hq = bb - 16;
+        uint8_t *b = malloc(nb * bb);
+        for (size_t k = 0; k < nb; k++) {
+            const float *v = x + 32 * k;
+            float lo = v[0], hi = v[0], big = 0;
+            for (int j = 0; j < 32; j++) {
+                lo = fminf(lo, v[j]), hi = fmaxf(hi, v[j]);
+                if (fabsf(v[j]) > fabsf(big))
+                    big = v[j];
+            }
+            const float d = t == VQ_W_Q4_0 ? big / -8.0f : (hi - lo) / 15.0f, base = t == VQ_W_Q4_0 ? 0 : lo;
+            const uint16_t hd = vq_fp32_to_fp16(d), hm = vq_fp32_to_fp16(lo);
+            memcpy(b + bb * k, &hd, 2);
+            if (t == VQ_W_Q4_1)
+                memcpy(b + bb * k + 2, &hm, 2);
+            const float id = d != 0 ? 1.0f / d : 0;
+            uint8_t q[32];
+            for (int j = 0; j < 32; j++) {
+                int c = (int)lrintf((v[j] - base) * id) + (t == VQ_W_Q4_0 ? 8 : 0);
+                q[j] = (uint8_t)(c < 0 ? 0 : c > 15 ? 15 : c);
+            }
+            for (int j = 0; j < 16; j++)
+                b[bb * k + hq + j] = (uint8_t)(q[j] | q[16 + j] << 4);
+        }
+        return b;
+    }
     /* Q8_0: blocks of 32: fp16 scale d = max|x| / 127, then 32 int8
      * q = round(x / d) (ggml block_q8_0) */
-    size_t nb = n / 32;
     uint8_t *b = malloc(nb * 34);
     for (size_t k = 0; k < nb; k++) {
         const float *v = x + 32 * k;

@@ -1,0 +1,93 @@
+/* quants_x16.c -- the 16-row interleaved Q4_0 / Q4_1 layout: repacking,
+ * the scalar reference, and dispatch to the AVX-512 VNNI kernels
+ * (quants_x16.h). */
+#include "model/quants_x16.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/fp16.h"
+#include "model/quants_impl.h"
+
+/* block bytes, and the codes' offset in a 16-row block group */
+static size_t x16_bb(vq_wtype t) { return t == VQ_W_Q4_1 ? 20 : 18; }
+static size_t x16_codes(vq_wtype t) { return t == VQ_W_Q4_1 ? 64 : 32; }
+static int x16_type(vq_wtype t) { return t == VQ_W_Q4_0 || t == VQ_W_Q4_1; }
+
+int vq_x16_available(vq_wtype t) { return x16_type(t) && (vq_cpu_features() & VQ_CPU_AVX512_VNNI); }
+
+int vq_x16_repack(vq_wtype t, const void *src, size_t rows, size_t row_bytes, void *dst)
+{
+    const size_t bb = x16_bb(t), nb = row_bytes / bb, co = x16_codes(t), hq = t == VQ_W_Q4_1 ? 4 : 2;
+    if (!x16_type(t) || rows % VQ_X16_ROWS || row_bytes % bb)
+        return 0;
+    const uint8_t *s = src;
+    uint8_t *d = dst;
+    for (size_t g = 0; g < rows / VQ_X16_ROWS; g++)
+        for (size_t b = 0; b < nb; b++) {
+            uint8_t *o = d + g * VQ_X16_ROWS * row_bytes + b * VQ_X16_ROWS * bb;
+            for (size_t r = 0; r < VQ_X16_ROWS; r++) {
+                const uint8_t *blk = s + (g * VQ_X16_ROWS + r) * row_bytes + b * bb;
+                memcpy(o + 2 * r, blk, 2); /* d */
+                if (t == VQ_W_Q4_1)
+                    memcpy(o + 32 + 2 * r, blk + 2, 2); /* m */
+                for (size_t j = 0; j < 16; j++)
+                    o[co + (j / 4) * 64 + 4 * r + j % 4] = blk[hq + j];
+            }
+        }
+    return 1;
+}
+
+void vq_x16_rows16_ref(vq_wtype t, const void *w, const void *act, size_t n, float out[16])
+{
+    const size_t bb = x16_bb(t), co = x16_codes(t);
+    const vq_act32 *a = act;
+    for (size_t r = 0; r < VQ_X16_ROWS; r++) {
+        float acc = 0.0f, accm = 0.0f;
+        for (size_t b = 0; b < n / 32; b++) {
+            const uint8_t *o = (const uint8_t *)w + b * VQ_X16_ROWS * bb;
+            uint16_t dh, mh = 0;
+            memcpy(&dh, o + 2 * r, 2);
+            if (t == VQ_W_Q4_1)
+                memcpy(&mh, o + 32 + 2 * r, 2);
+            int32_t I = 0;
+            for (size_t j = 0; j < 16; j++) {
+                const uint8_t q = o[co + (j / 4) * 64 + 4 * r + j % 4];
+                I += (q & 15) * a[b].qs[j] + (q >> 4) * a[b].qs[16 + j];
+            }
+            const float d = vq_fp16_to_fp32(dh);
+            if (t == VQ_W_Q4_1) {
+                const float f = (float)I * a[b].d;
+                acc = fmaf(d, f, acc);
+                accm = fmaf(vq_fp16_to_fp32(mh), a[b].s, accm);
+            } else {
+                acc = fmaf(d, fmaf((float)I, a[b].d, -8.0f * a[b].s), acc);
+            }
+        }
+        out[r] = t == VQ_W_Q4_1 ? acc + accm : acc;
+    }
+}
+
+void vq_x16_tile(vq_wtype t, const void *w, size_t row_bytes, size_t nrows, const void *act, size_t astride,
+                 size_t m, size_t n, float *out, size_t ostride)
+{
+    const uint8_t *p = w, *av = act;
+    const int fast = vq_x16_available(t);
+    for (size_t g = 0; g < nrows / VQ_X16_ROWS; g++) {
+        const uint8_t *grp = p + g * VQ_X16_ROWS * row_bytes;
+        float *o = out + g * VQ_X16_ROWS;
+        size_t j = 0;
+        if (fast)
+            for (; j < m; j += 4)
+                vq_x16_tile16_avx512x(t == VQ_W_Q4_1, grp, av + j * astride, astride, m - j < 4 ? (int)(m - j) : 4,
+                                      n, o + j * ostride, ostride);
+        for (; j < m; j++)
+            vq_x16_rows16_ref(t, grp, av + j * astride, n, o + j * ostride);
+    }
+}
+
+void vq_x16_rows(vq_wtype t, const void *w, size_t row_bytes, size_t nrows, const void *act, size_t n, float *out)
+{
+    vq_x16_tile(t, w, row_bytes, nrows, act, 0, 1, n, out, 0);
+}

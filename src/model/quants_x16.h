@@ -1,0 +1,73 @@
+/* quants_x16.h -- Q4_0 / Q4_1 weight matrices interleaved by 16 rows, and
+ * their matrix-vector kernels: what decode's matrix products read when the
+ * CPU has AVX-512 VNNI.
+ *
+ * Why: in the file's row layout every weight block carries its own fp16
+ * scale(s), so a vector kernel spends more instructions spreading scales
+ * and unpacking one block than multiplying it (decode's Q4 products ran at
+ * 38% of the read bandwidth on one core). Interleaved, one 512-bit lane
+ * holds one row: the 16 rows' scales of a block are one load and one
+ * conversion, and a code register holds the same four code bytes of 16
+ * rows, multiplied against one broadcast activation word.
+ *
+ * Layout. A matrix of R rows (R a multiple of 16) and n columns (n a
+ * multiple of 32, nb = n / 32 blocks) keeps its size, R * row_bytes: rows
+ * 16g..16g+15 occupy the same 16 * row_bytes bytes as in the file, at
+ * g * 16 * row_bytes, holding block b of the 16 rows at offset b * 16 * bb
+ * (bb = 18 for Q4_0, 20 for Q4_1):
+ *     fp16 d[16]                (row r's scale at 2r)
+ *     fp16 m[16]                (Q4_1 only: row r's min)
+ *     uint8 codes[4][16][4]     (codes[k][r][i] = the row's qs byte 4k + i)
+ * so a code byte j of row r (low nibble: element j, high: element 16 + j,
+ * the file's order) sits at codes + (j / 4) * 64 + 4r + j % 4.
+ *
+ * Arithmetic (every kernel here, the reference included, so they agree to
+ * the bit): per row, blocks b = 0.. in order, with the activation block's
+ * d_a and s_a (quants_impl.h vq_act32) and I = sum_j q_j a_j (exact; q the
+ * unsigned codes):
+ *     Q4_1: f = (float)I * d_a;             acc = fmaf(d, f, acc);
+ *           accm = fmaf(m, s_a, accm);      result acc + accm
+ *     Q4_0: f = fmaf((float)I, d_a, -8 s_a); acc = fmaf(d, f, acc); result acc
+ * (from 0). It differs from the row-layout kernels' rounding (the file's
+ * arithmetic is the same in exact terms: d q a d_a + m a d_a summed). */
+#ifndef VQ_MODEL_QUANTS_X16_H
+#define VQ_MODEL_QUANTS_X16_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/quants.h"
+
+#define VQ_X16_ROWS 16
+
+/* 1 when the interleaved kernels serve type t on this CPU (Q4_0, Q4_1
+ * with AVX-512 VNNI; VQ_FORCE_ISA respected), else 0: then matrices keep
+ * the file's layout. */
+int vq_x16_available(vq_wtype t);
+
+/* dst (rows * row_bytes bytes, not overlapping src) = the interleaved
+ * layout of the rows * row_bytes bytes at src. rows must be a multiple of
+ * 16 and t Q4_0 or Q4_1 (else nothing is written and 0 returned; 1 on
+ * success). */
+int vq_x16_repack(vq_wtype t, const void *src, size_t rows, size_t row_bytes, void *dst);
+
+/* out[r] = row r's dot with the prepared activation act (vq_act_prepare),
+ * r < nrows (a multiple of 16), rows interleaved from w (w + g*16*row_bytes
+ * holds rows 16g..); n columns. */
+void vq_x16_rows(vq_wtype t, const void *w, size_t row_bytes, size_t nrows, const void *act, size_t n, float *out);
+
+/* out[j*ostride + r] for r < nrows (a multiple of 16) and j < m vectors at
+ * act + j*astride: every (row, vector) the bits of vq_x16_rows. */
+void vq_x16_tile(vq_wtype t, const void *w, size_t row_bytes, size_t nrows, const void *act, size_t astride,
+                 size_t m, size_t n, float *out, size_t ostride);
+
+/* the reference: the 16 rows of one group (at w) against one vector */
+void vq_x16_rows16_ref(vq_wtype t, const void *w, const void *act, size_t n, float out[16]);
+
+/* AVX-512 VNNI (quants_x16_avx512x.c; call only where vq_x16_available):
+ * the 16 rows of one group against m (1..4) vectors at act + j*astride,
+ * out[j*ostride + r]; q4_1: 1 for Q4_1, 0 for Q4_0 */
+void vq_x16_tile16_avx512x(int q4_1, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
+                           size_t ostride);
+
+#endif
