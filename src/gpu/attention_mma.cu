@@ -112,7 +112,7 @@ namespace {
 #ifndef VQ_MMA_QSCALE /* 0: the q8_0 / q4_0 value paths fold P * d unscaled (1: times a warp-uniform 2^vF as VSCALE, for small block scales d) */
 #define VQ_MMA_QSCALE 1
 #endif
-#ifndef VQ_MMA_VT /* kivi2 VLDSM values (VSUBN mode 4): 1 the transposed value product O^T += V^T (P s)^T, the codes the A operand (rows: channels), the hi and lo halves of P s two B operands into one accumulator (half the accumulators); 0 O += (P s) V with hi / lo rows (Round gpu18 in docs/gpu.md) */
+#ifndef VQ_MMA_VT /* kivi2 VLDSM values (VSUBN mode 4): 1 the transposed value product O^T += V^T (P s)^T, the codes the A operand (rows: channels), the hi and lo halves of P s two B operands into one accumulator (half the accumulators, 6-19 registers fewer); 0 O += (P s) V with hi / lo rows, for comparisons (Round gpu18 in docs/gpu.md: rvq2/kivi2 -3%, the other pairs within +-1.5%) */
 #define VQ_MMA_VT 1
 #endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
@@ -866,12 +866,6 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
      * weights' hi and lo halves two B operands summed into one
      * accumulator, so the lane keeps NT / 2 accumulator tiles */
     constexpr bool VT = VSUBN && VQ_MMA_VSUBN == 4 && VQ_MMA_VT;
-    /* VTX (VQ_MMA_VT == 2): transposed with no junk products: the lanes
-     * g, g ^ 4 exchange their ldmatrix words so that each A tile holds
-     * one group's channels, B column n is head n >> 1's weight, hi (n
-     * even) or lo (n odd), of that group: one mma per tile and k-tile
-     * instead of two, but every lane folds all 4 groups, hi or lo */
-    constexpr bool VTX = VT && VQ_MMA_VT == 2;
     constexpr int NO = VT ? NT / 2 : NT; /* accumulator tiles */
     /* VSC: the kivi weights P * s folded times 2^vF (VSUBN; and the other
      * kivi value paths: fp16 hi/lo halves of small P * s lost bits as
@@ -1618,12 +1612,12 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
              * and its accumulator rows) */
             const float alm = SPLIT_MT ? __shfl_sync(FULL, al, lane & ~16) : al;
             /* VT: columns 2t + jj of lane (g, t) are head 2 (t & 1) + jj */
-            const float alo = VTX ? __shfl_sync(FULL, al, 4 * t) : VT ? __shfl_sync(FULL, al, 8 * (t & 1)) : VLDSM ? alm : al;
-            const float alo1 = VT && !VTX ? __shfl_sync(FULL, al, 8 * (t & 1) + 4) : alo;
+            const float alo = VT ? __shfl_sync(FULL, al, 8 * (t & 1)) : VLDSM ? alm : al;
+            const float alo1 = VT ? __shfl_sync(FULL, al, 8 * (t & 1) + 4) : alo;
             if constexpr (MINMMA)
 #pragma unroll
                 for (int k = 0; k < 4; k++)
-                    mmn[k] *= VTX ? alo : al;
+                    mmn[k] *= al;
 #pragma unroll
             for (int n = 0; n < NO; n++) {
                 o[n][0] *= alo;
@@ -1887,117 +1881,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                     }
                 }
             };
-            if constexpr (VTX) {
-                /* the transposed product without junk: O^T[channel][n] +=
-                 * sum over tokens of A[channel][token] B[token][n], B column
-                 * n = head n >> 1's P * 2^vF * s, hi (n even) or lo (n odd).
-                 * A tile rows must be one group: lane g's ldmatrix word g is
-                 * of group 2c2 + (g >> 2), so lanes g, g ^ 4 swap words (one
-                 * shuffle) and each keeps byte g >> 2 of both: R = [group 2c2
-                 * byte, group 2c2 + 1 byte] per token half (one permute). */
-                uint32_t cw[2][4];
-#pragma unroll
-                for (int c2 = 0; c2 < 2; c2++) {
-                    ldsm4t(v0 + lane * VROW + 4 * NG + 16 * c2, cw[c2]);
-#pragma unroll
-                    for (int j = 0; j < 4; j++) {
-                        const uint32_t pv = __shfl_xor_sync(FULL, cw[c2][j], 16);
-                        cw[c2][j] = __byte_perm(cw[c2][j], pv, g < 4 ? 0x6240u : 0x3715u);
-                    }
-                }
-                float ph[2][4];
-                uint2 hv[2][4]; /* the tokens' scales [s0 s1 s2 s3] */
-#pragma unroll
-                for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        ph[kt][i] = __shfl_sync(FULL, pw[kt][i], 4 * (g >> 1) + t);
-                        hv[kt][i] = *(const uint2 *)vrow[kt][i];
-                    }
-                uint32_t sp[4][2][2]; /* scale pairs [group][kt][token pair] */
-#pragma unroll
-                for (int x = 0; x < 4; x++)
-#pragma unroll
-                    for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                        for (int pr = 0; pr < 2; pr++)
-                            sp[x][kt][pr] = __byte_perm(x >> 1 ? hv[kt][2 * pr].y : hv[kt][2 * pr].x,
-                                                        x >> 1 ? hv[kt][2 * pr + 1].y : hv[kt][2 * pr + 1].x, x & 1 ? 0x7632u : 0x5410u);
-                float fsc;
-                {
-                    __half2 m2 = *(const __half2 *)&sp[0][0][0];
-#pragma unroll
-                    for (int k = 1; k < 16; k++)
-                        m2 = __hmax2(m2, *(const __half2 *)&sp[k >> 2][(k >> 1) & 1][k & 1]);
-                    const uint32_t mu = h2u(m2);
-                    const uint32_t ml = max(mu & 0xffffu, mu >> 16);
-                    if (__any_sync(FULL, ml >= (uint32_t)(30 - vF) << 10)) {
-                        const int e = (int)(__reduce_max_sync(FULL, ml) >> 10);
-                        fsc = vscale(29 - e);
-                    } else {
-                        fsc = __int_as_float((127 + vF) << 23);
-                    }
-                }
-                /* u: the lane's half (hi or lo) of P * 2^vF; xm: hi for the
-                 * lo lanes (their fold needs hi's rounding error), else 0 */
-                const bool odd = g & 1;
-                uint32_t u[2][2], xm[2][2];
-#pragma unroll
-                for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                    for (int pr = 0; pr < 2; pr++) {
-                        uint32_t xh, xl;
-                        split2(ph[kt][2 * pr] * fsc, ph[kt][2 * pr + 1] * fsc, xh, xl);
-                        u[kt][pr] = odd ? xl : xh;
-                        xm[kt][pr] = odd ? xh : 0u;
-                    }
-                /* minima: rows g < 4 = group g's minima of the tokens (rows
-                 * g >= 4, g + 8 junk), B = u: lane (g, t) gets head t's sums
-                 * (hi, lo columns) of group g */
-                {
-                    const uint32_t msel = g & 1 ? 0x7632u : 0x5410u;
-                    const int moff = 2 * NG + 4 * ((g >> 1) & 1);
-#pragma unroll
-                    for (int kt = 0; kt < 2; kt++) {
-                        uint32_t mw[4];
-#pragma unroll
-                        for (int i = 0; i < 4; i++)
-                            mw[i] = ld32u(vrow[kt][i] + moff);
-                        const uint32_t m0 = __byte_perm(mw[0], mw[1], msel), m1 = __byte_perm(mw[2], mw[3], msel);
-                        mma16816(mmn, make_uint4(m0, m0, m1, m1), u[kt][0], u[kt][1]);
-                    }
-                }
-#pragma unroll
-                for (int x = 0; x < 4; x++) {
-                    uint32_t bf[2][2];
-#pragma unroll
-                    for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                        for (int pr = 0; pr < 2; pr++) {
-                            const __half2 sv2 = *(const __half2 *)&sp[x][kt][pr];
-                            const __half2 xm2 = *(const __half2 *)&xm[kt][pr], u2 = *(const __half2 *)&u[kt][pr];
-                            const __half2 h = __hmul2(xm2, sv2);
-                            bf[kt][pr] = h2u(__hfma2(u2, sv2, __hfma2(xm2, sv2, __hneg2(h))));
-                        }
-                    const int c2 = x >> 1;
-#pragma unroll
-                    for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                        for (int q2 = 0; q2 < 2; q2++) {
-                            const int q = 2 * (x & 1) + q2; /* codes 2q, 2q + 1 of R: group 2c2 + (q >> 1) */
-                            uint32_t r[4];
-#pragma unroll
-                            for (int r8 = 0; r8 < 2; r8++) {
-                                const int e = 2 * q + r8;
-                                const uint32_t M = 0x00030003u << vsub_pos(4, e);
-                                const uint32_t y0 = cw[c2][2 * kt], y1 = cw[c2][2 * kt + 1];
-                                r[r8] = (e < 2 ? y0 << 6 : e < 5 ? y0 : y0 >> 6) & M;
-                                r[2 + r8] = (e < 2 ? y1 << 6 : e < 5 ? y1 : y1 >> 6) & M;
-                            }
-                            mma16816(o[4 * c2 + q], make_uint4(r[0], r[1], r[2], r[3]), bf[kt][0], bf[kt][1]);
-                        }
-                }
-            } else if constexpr (VLDSM) {
+            if constexpr (VLDSM) {
                 /* kivi2, D = 128, staged, G <= 4: the codes come by
                  * ldmatrix .trans, 16 code bytes (groups 2c, 2c + 1) of 8
                  * tokens per matrix: lane (g, t) gets bytes 2g, 2g + 1 of
@@ -2451,26 +2335,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                 mg[c2] = mt[c2];
             }
         }
-        if constexpr (VTX) {
-            /* lane (g, t): rows g, g + 8 of tile 4 c2 + q are codes e = 2q,
-             * 2q + 1 of R (group 2c2 + (e >> 2), byte 2 (g & 3) + (g >> 2)),
-             * columns 2t, 2t + 1 head t's hi and lo; the minima sum of head
-             * t, group x in lane (x, t) */
-            float mh[4];
-#pragma unroll
-            for (int x = 0; x < 4; x++)
-                mh[x] = __shfl_sync(FULL, mmn[0] + mmn[1], 4 * x + t) * __int_as_float((127 - vF) << 23);
-            if (t < G) {
-#pragma unroll
-                for (int m = 0; m < NO; m++)
-#pragma unroll
-                    for (int r8 = 0; r8 < 2; r8++) {
-                        const int c2 = m >> 2, e = 2 * (m & 3) + r8, x = 2 * c2 + (e >> 2);
-                        const float v = (o[m][2 * r8] + o[m][2 * r8 + 1]) * __int_as_float((127 + 24 - vF - vsub_pos(4, e)) << 23) + mh[x];
-                        red[warp][t][32 * x + 4 * (2 * (g & 3) + (g >> 2)) + (e & 3)] = v;
-                    }
-            }
-        } else if constexpr (VT) {
+        if constexpr (VT) {
             /* lane (g, t): rows g, g + 8 of tile 4 c2 + q are codes e = 2q,
              * 2q + 1 of word g (group X = 2c2 + (g >> 2)); column 2t + jj is
              * head 2 (t & 1) + jj of group 2c2 + (t >> 1): read where
