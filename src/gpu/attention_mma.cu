@@ -112,7 +112,7 @@ namespace {
 #ifndef VQ_MMA_QSCALE /* 0: the q8_0 / q4_0 value paths fold P * d unscaled (1: times a warp-uniform 2^vF as VSCALE, for small block scales d) */
 #define VQ_MMA_QSCALE 1
 #endif
-#ifndef VQ_MMA_VT /* kivi2 VLDSM values (VSUBN mode 4): 1 the transposed value product O^T += V^T (P s)^T, the codes the A operand (rows: channels), the hi and lo halves of P s two B operands into one accumulator (half the accumulators, 6-19 registers fewer); 0 O += (P s) V with hi / lo rows, for comparisons (Round gpu18 in docs/gpu.md: rvq2/kivi2 -3%, the other pairs within +-1.5%) */
+#ifndef VQ_MMA_VT /* kivi2 VLDSM values (VSUBN mode 4): 1 the transposed value product O^T += V^T (P s)^T, the codes the A operand (rows: channels), the hi and lo halves of P s two B operands into one accumulator (half the accumulators, 2-23 registers fewer); 0 O += (P s) V with hi / lo rows, for comparisons (Round gpu18 in docs/gpu.md: rvq2/kivi2 -3%, the other pairs within +-1.5%) */
 #define VQ_MMA_VT 1
 #endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
