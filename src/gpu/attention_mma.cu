@@ -112,6 +112,9 @@ namespace {
 #ifndef VQ_MMA_QSCALE /* 0: the q8_0 / q4_0 value paths fold P * d unscaled (1: times a warp-uniform 2^vF as VSCALE, for small block scales d) */
 #define VQ_MMA_QSCALE 1
 #endif
+#ifndef VQ_MMA_VT /* kivi2 VLDSM values (VSUBN mode 4): 1 the transposed value product O^T += V^T (P s)^T, the codes the A operand (rows: channels), the hi and lo halves of P s two B operands into one accumulator (half the accumulators, 2-23 registers fewer); 0 O += (P s) V with hi / lo rows, for comparisons (Round gpu18 in docs/gpu.md: rvq2/kivi2 -3%, the other pairs within +-1.5%) */
+#define VQ_MMA_VT 1
+#endif
 #ifndef VQ_MMA_VLDSM /* 0: kivi2 value codes by byte loads and permutes instead of ldmatrix (for comparisons) */
 #define VQ_MMA_VLDSM 1
 #endif
@@ -858,6 +861,12 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
      * are scaled by 2^vF so that the products stay far above the tensor
      * cores' floor near 2^-43 (see the value step) */
     constexpr bool VSUBN = MINMMA && VQ_MMA_VSUBN;
+    /* VT: the VLDSM value product transposed (see the value step): the
+     * codes are the A operand (rows: channels, k: tokens), the folded
+     * weights' hi and lo halves two B operands summed into one
+     * accumulator, so the lane keeps NT / 2 accumulator tiles */
+    constexpr bool VT = VSUBN && VQ_MMA_VSUBN == 4 && VQ_MMA_VT;
+    constexpr int NO = VT ? NT / 2 : NT; /* accumulator tiles */
     /* VSC: the kivi weights P * s folded times 2^vF (VSUBN; and the other
      * kivi value paths: fp16 hi/lo halves of small P * s lost bits as
      * subnormals, measured 2.5e-4 .. 1e-3 relative error with value scales
@@ -1100,11 +1109,11 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
         rsym = (p.kf.c1[3] - p.kf.c1[2]) - (p.kf.c1[1] - p.kf.c1[0]) == 0.0f &&
                (p.kf.c2[3] - p.kf.c2[2]) - (p.kf.c2[1] - p.kf.c2[0]) == 0.0f;
 
-    float o[NT][4];
+    float o[NO][4];
     constexpr int NMT = SPLIT_MT ? NG / 2 : NG; /* minima sums per lane */
     float mt[NMT];
 #pragma unroll
-    for (int n = 0; n < NT; n++)
+    for (int n = 0; n < NO; n++)
         o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
 #pragma unroll
     for (int i = 0; i < NMT; i++)
@@ -1123,7 +1132,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
             const float f = __int_as_float((127 + vn - vF) << 23);
             vF = vn;
 #pragma unroll
-            for (int n = 0; n < NT; n++) {
+            for (int n = 0; n < NO; n++) {
                 o[n][0] *= f;
                 o[n][1] *= f;
                 o[n][2] *= f;
@@ -1602,17 +1611,19 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
             /* SPLIT_V: lane g >= 4 holds head g - 4's minima sums (VLDSM:
              * and its accumulator rows) */
             const float alm = SPLIT_MT ? __shfl_sync(FULL, al, lane & ~16) : al;
-            const float alo = VLDSM ? alm : al;
+            /* VT: columns 2t + jj of lane (g, t) are head 2 (t & 1) + jj */
+            const float alo = VT ? __shfl_sync(FULL, al, 8 * (t & 1)) : VLDSM ? alm : al;
+            const float alo1 = VT ? __shfl_sync(FULL, al, 8 * (t & 1) + 4) : alo;
             if constexpr (MINMMA)
 #pragma unroll
                 for (int k = 0; k < 4; k++)
                     mmn[k] *= al;
 #pragma unroll
-            for (int n = 0; n < NT; n++) {
+            for (int n = 0; n < NO; n++) {
                 o[n][0] *= alo;
-                o[n][1] *= alo;
+                o[n][1] *= alo1;
                 o[n][2] *= alo;
-                o[n][3] *= alo;
+                o[n][3] *= alo1;
             }
 #pragma unroll
             for (int i = 0; i < NMT; i++)
@@ -1981,40 +1992,69 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                             split2(ph[kt][2] * sv[kt][2][c2], ph[kt][3] * sv[kt][3][c2], a[kt].z, a[kt].w);
                         }
                     }
-                    uint32_t hiw[4]; /* the high bytes (2g + 1) moved down to bits 0..7 / 16..23 */
+                    if constexpr (VT) {
+                        /* the transposed product O^T += V^T (P s)^T: A row g
+                         * (g + 8) of tile 4 c2 + q is code 2q (2q + 1) of the
+                         * lane's ldmatrix word g (group 2c2 + (g >> 2); k: the
+                         * tokens, as the words hold them), B column n the
+                         * folded weight of head n & 3 and group 2c2 + (n >> 2):
+                         * lane (n, t)'s own fold, hi (a[kt].x, .z: tokens 2t,
+                         * 2t + 1 / 2t + 8, 2t + 9) and lo (.y, .w) as two B
+                         * operands into one accumulator. Rows of one group
+                         * times columns of the other are junk, never read. */
 #pragma unroll
-                    for (int k = 0; k < 4; k++)
-                        hiw[k] = cw[c2][k] >> 8;
+                        for (int kt = 0; kt < 2; kt++)
 #pragma unroll
-                    for (int e = 0; e < 8; e++)
+                            for (int q = 0; q < 4; q++) {
+                                uint32_t r[4];
 #pragma unroll
-                        for (int kt = 0; kt < 2; kt++) {
-                            const uint32_t x0 = e < 4 ? cw[c2][2 * kt] : hiw[2 * kt];
-                            const uint32_t x1 = e < 4 ? cw[c2][2 * kt + 1] : hiw[2 * kt + 1];
-                            uint32_t b0, b1;
-                            if (VSUBN && VQ_MMA_VSUBN == 4) { /* code * 2^(pos - 24): codes 0, 1 by x << 6, 2..4 in place, 5..7 by x >> 6 (pos 4..8) */
-                                const uint32_t M = 0x00030003u << vsub_pos(4, e);
-                                const uint32_t y0 = cw[c2][2 * kt], y1 = cw[c2][2 * kt + 1];
-                                b0 = (e < 2 ? y0 << 6 : e < 5 ? y0 : y0 >> 6) & M;
-                                b1 = (e < 2 ? y1 << 6 : e < 5 ? y1 : y1 >> 6) & M;
-                            } else if (VSUBN && VQ_MMA_VSUBN == 3) { /* code * 2^(pos - 24): shifted to pos 4, 6 or 8 */
-                                const uint32_t M = 0x00030003u << vsub_pos(3, e);
-                                const uint32_t y0 = cw[c2][2 * kt], y1 = cw[c2][2 * kt + 1];
-                                b0 = (e < 3 ? y0 << 4 : e < 5 ? y0 : e < 7 ? y0 >> 4 : y0 >> 8) & M;
-                                b1 = (e < 3 ? y1 << 4 : e < 5 ? y1 : e < 7 ? y1 >> 4 : y1 >> 8) & M;
-                            } else if (VSUBN && vsub_sub(VQ_MMA_VSUBN, e)) { /* code * 2^(2 (e & 3) - 24), subnormal */
-                                const uint32_t M = 0x00030003u << (2 * (e & 3));
-                                b0 = x0 & M;
-                                b1 = x1 & M;
-                            } else
-                            switch (e & 3) { /* e is a compile-time constant: one case remains */
-                            case 0: b0 = code_h2c<0x00030003u>(x0, magic); b1 = code_h2c<0x00030003u>(x1, magic); break;
-                            case 1: b0 = code_h2c<0x000c000cu>(x0, magic); b1 = code_h2c<0x000c000cu>(x1, magic); break;
-                            case 2: b0 = code_h2c<0x00300030u>(x0, magic); b1 = code_h2c<0x00300030u>(x1, magic); break;
-                            default: b0 = code_h2c<0x00c000c0u>(x0, magic); b1 = code_h2c<0x00c000c0u>(x1, magic); break;
+                                for (int r8 = 0; r8 < 2; r8++) {
+                                    const int e = 2 * q + r8;
+                                    const uint32_t M = 0x00030003u << vsub_pos(4, e);
+                                    const uint32_t y0 = cw[c2][2 * kt], y1 = cw[c2][2 * kt + 1];
+                                    r[r8] = (e < 2 ? y0 << 6 : e < 5 ? y0 : y0 >> 6) & M;
+                                    r[2 + r8] = (e < 2 ? y1 << 6 : e < 5 ? y1 : y1 >> 6) & M;
+                                }
+                                const uint4 ac = make_uint4(r[0], r[1], r[2], r[3]);
+                                mma16816(o[4 * c2 + q], ac, a[kt].x, a[kt].z);
+                                mma16816(o[4 * c2 + q], ac, a[kt].y, a[kt].w);
                             }
-                            mma16816(o[8 * c2 + e], a[kt], b0, b1);
-                        }
+                    } else {
+                        uint32_t hiw[4]; /* the high bytes (2g + 1) moved down to bits 0..7 / 16..23 */
+#pragma unroll
+                        for (int k = 0; k < 4; k++)
+                            hiw[k] = cw[c2][k] >> 8;
+#pragma unroll
+                        for (int e = 0; e < 8; e++)
+#pragma unroll
+                            for (int kt = 0; kt < 2; kt++) {
+                                const uint32_t x0 = e < 4 ? cw[c2][2 * kt] : hiw[2 * kt];
+                                const uint32_t x1 = e < 4 ? cw[c2][2 * kt + 1] : hiw[2 * kt + 1];
+                                uint32_t b0, b1;
+                                if (VSUBN && VQ_MMA_VSUBN == 4) { /* code * 2^(pos - 24): codes 0, 1 by x << 6, 2..4 in place, 5..7 by x >> 6 (pos 4..8) */
+                                    const uint32_t M = 0x00030003u << vsub_pos(4, e);
+                                    const uint32_t y0 = cw[c2][2 * kt], y1 = cw[c2][2 * kt + 1];
+                                    b0 = (e < 2 ? y0 << 6 : e < 5 ? y0 : y0 >> 6) & M;
+                                    b1 = (e < 2 ? y1 << 6 : e < 5 ? y1 : y1 >> 6) & M;
+                                } else if (VSUBN && VQ_MMA_VSUBN == 3) { /* code * 2^(pos - 24): shifted to pos 4, 6 or 8 */
+                                    const uint32_t M = 0x00030003u << vsub_pos(3, e);
+                                    const uint32_t y0 = cw[c2][2 * kt], y1 = cw[c2][2 * kt + 1];
+                                    b0 = (e < 3 ? y0 << 4 : e < 5 ? y0 : e < 7 ? y0 >> 4 : y0 >> 8) & M;
+                                    b1 = (e < 3 ? y1 << 4 : e < 5 ? y1 : e < 7 ? y1 >> 4 : y1 >> 8) & M;
+                                } else if (VSUBN && vsub_sub(VQ_MMA_VSUBN, e)) { /* code * 2^(2 (e & 3) - 24), subnormal */
+                                    const uint32_t M = 0x00030003u << (2 * (e & 3));
+                                    b0 = x0 & M;
+                                    b1 = x1 & M;
+                                } else
+                                switch (e & 3) { /* e is a compile-time constant: one case remains */
+                                case 0: b0 = code_h2c<0x00030003u>(x0, magic); b1 = code_h2c<0x00030003u>(x1, magic); break;
+                                case 1: b0 = code_h2c<0x000c000cu>(x0, magic); b1 = code_h2c<0x000c000cu>(x1, magic); break;
+                                case 2: b0 = code_h2c<0x00300030u>(x0, magic); b1 = code_h2c<0x00300030u>(x1, magic); break;
+                                default: b0 = code_h2c<0x00c000c0u>(x0, magic); b1 = code_h2c<0x00c000c0u>(x1, magic); break;
+                                }
+                                mma16816(o[8 * c2 + e], a[kt], b0, b1);
+                            }
+                    }
                 }
             } else if constexpr (SPLIT_V) {
                 /* lane (g, t) folds groups 2j + (g >> 2) of head g & 3 (its
@@ -2295,7 +2335,37 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
                 mg[c2] = mt[c2];
             }
         }
-        if ((g & 3) < G && (g >> 2) == (t >> 1)) {
+        if constexpr (VT) {
+            /* lane (g, t): rows g, g + 8 of tile 4 c2 + q are codes e = 2q,
+             * 2q + 1 of word g (group X = 2c2 + (g >> 2)); column 2t + jj is
+             * head 2 (t & 1) + jj of group 2c2 + (t >> 1): read where
+             * (g >> 2) == (t >> 1). The minima sum of head h, group X sits
+             * in lane (h, X >> 1) (mmn[X & 1] + mmn[2 + (X & 1)]). */
+            float mh[2][2]; /* [c2][jj] */
+#pragma unroll
+            for (int c2 = 0; c2 < 2; c2++)
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++) {
+                    const int src = 4 * (2 * (t & 1) + jj) + c2;
+                    const float x0 = __shfl_sync(FULL, mmn[0] + mmn[2], src);
+                    const float x1 = __shfl_sync(FULL, mmn[1] + mmn[3], src);
+                    mh[c2][jj] = (g >> 2 ? x1 : x0) * __int_as_float((127 - vF) << 23);
+                }
+            if ((g >> 2) == (t >> 1)) {
+#pragma unroll
+                for (int m = 0; m < NO; m++)
+#pragma unroll
+                    for (int r8 = 0; r8 < 2; r8++)
+#pragma unroll
+                        for (int jj = 0; jj < 2; jj++) {
+                            const int c2 = m >> 2, e = 2 * (m & 3) + r8, h = 2 * (t & 1) + jj;
+                            const int ex = 24 - vF - vsub_pos(4, e);
+                            const float x = o[m][2 * r8 + jj] * __int_as_float((127 + ex) << 23) + mh[c2][jj];
+                            if (h < G)
+                                red[warp][h][32 * (2 * c2 + (g >> 2)) + 4 * (2 * (g & 3) + (e >> 2)) + (e & 3)] = x;
+                        }
+            }
+        } else if ((g & 3) < G && (g >> 2) == (t >> 1)) {
 #pragma unroll
             for (int n = 0; n < NT; n++)
 #pragma unroll
