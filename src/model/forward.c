@@ -51,8 +51,7 @@ typedef struct {
 
 /* Items [b, e) of the concatenated matrices (an item: `unit` rows). The
  * rows of one matrix in the chunk go through vq_dot_rows (decode) or
- * vq_dot_tile (a batch), or for interleaved matrices vq_x16_rows /
- * vq_x16_tile, whose results per (row, token) do not depend on how many
+ * vq_dot_tile (a batch), or for interleaved matrices vq_x16_tile, whose results per (row, token) do not depend on how many
  * rows are passed, so a row's result depends only on the batch, never on
  * how rows were split over threads. */
 static void matmul_chunk(void *arg, size_t b, size_t e, int tid)
@@ -73,9 +72,7 @@ static void matmul_chunk(void *arg, size_t b, size_t e, int tid)
         /* the rest of this matrix's rows in the chunk at once (four rows
          * share each activation load, four tokens each weight decode) */
         size_t end = j->row0[mi + 1] < e ? j->row0[mi + 1] : e, nr = (end - g) * j->unit;
-        if (w->x16 && j->n == 1)
-            vq_x16_rows((vq_wtype)w->type, row, w->row_bytes, nr, j->act, (size_t)w->cols, y);
-        else if (w->x16)
+        if (w->x16) /* one token or a batch: vq_x16_tile serves both */
             vq_x16_tile((vq_wtype)w->type, row, w->row_bytes, nr, j->act, j->act_stride, (size_t)j->n,
                         (size_t)w->cols, y, ys);
         else if (j->n == 1)

@@ -13,10 +13,9 @@
 #include "model/quants_x16.h"
 
 /* prefetch distance in bytes within a group's stream (the group is
- * contiguous: 16 rows x row_bytes) */
-#ifndef X16_PF
+ * contiguous: 16 rows x row_bytes; 0-8192 measured, 4096 no worse than any:
+ * figures/bench/ab-session15.txt) */
 #define X16_PF 4096
-#endif
 
 static inline __attribute__((always_inline)) int32_t act_word(const vq_act32 *a, int k)
 {
