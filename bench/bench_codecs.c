@@ -2,7 +2,8 @@
  * time of the calling thread (robust to other jobs on the machine, unlike
  * wall time; pin it with taskset), public API only.
  *
- * For each spec: 16,384 tokens of synthetic vectors are encoded; then the
+ * For each spec: 16,384 tokens of synthetic vectors are encoded (a codec
+ * that needs calibration is first calibrated on them); then the
  * best of 20 passes of vq_codec_score (keys) or vq_codec_accumulate
  * (values, spec prefixed "V:") over the codes, 256 tokens per call, with
  * n_q prepared queries (a GQA group). Prints ns per token (all n_q queries).
@@ -53,7 +54,11 @@ int main(int argc, char **argv)
         }
         for (size_t i = 0; i < (size_t)D * n; i++)
             x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
-        vq_status st = vq_codec_encode(c, x, n, codes);
+        vq_status st = VQ_OK;
+        if (vq_codec_needs_calibration(c)) /* (spectral, vecinfer) on the same synthetic vectors */
+            st = vq_codec_calibrate(c, x, n);
+        if (st == VQ_OK)
+            st = vq_codec_encode(c, x, n, codes);
         for (int j = 0; st == VQ_OK && j < nq; j++)
             st = vq_codec_prepare_query(c, x + (size_t)j * D, q + (size_t)j * qb);
         for (size_t i = 0; i < per_call * (size_t)nq; i++)

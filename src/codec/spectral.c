@@ -41,6 +41,21 @@
  *   finish: out = U (s * acc) + acc_D mu.
  * Attention takes the tiled path (codec/tiled.h) with spectral_values;
  * spectral_score / spectral_accumulate are the scalar references.
+ *
+ * Split layout (codes of one width up to 4 bits, D a multiple of 16, and
+ * a kernel table with SIMD codes_dot and lut_axpy): the two codebooks
+ * get two halves of every row, so that each half is one code-level kernel
+ * over the codes. Queries, tiled rows and accumulators are 2D + SP_PAD
+ * floats: [0, D) every code read with the noise levels (r level_noise in
+ * a row), [D] the mean's term, zeros, then from D + SP_PAD the first
+ * nsig = d_sig rounded up to 16 codes read with the signal levels, zeros
+ * to the end. The query holds q'_i at i in the half of i's own codebook
+ * (i >= d_sig: the first, i < d_sig: the second) and 0 at the other
+ * place, so a score is the dot of the two halves: <q, mu> + r * (codes_dot
+ * over all D codes with the noise levels + codes_dot over the first nsig
+ * with the signal levels); accumulation is two lut_axpy passes of the
+ * same extents, and finish takes coordinate i from the half of its own
+ * codebook. Other parameters keep rows of D + SP_PAD floats as above.
  * Shared state: U (D*D), mu, s (D each) and both codebooks, fp32. State
  * payload: docs/FORMATS.md, "spectral". */
 #include <math.h>
@@ -58,11 +73,15 @@
 
 #define VQ_SPECTRAL_ITERS 100
 #define SP_PAD 16 /* query and accumulator rows: D + SP_PAD floats ([D]: the mean's term, then zeros) */
+#define SP_SCORE_TOK 64   /* tokens per codes_dot call (the split layout's scores) */
+#define SP_SCORE_QRY 16   /* queries per codes_dot call */
+#define SP_ACC_TOK 256    /* tokens per lut_axpy call (its accumulation) */
 #define VQ_SPECTRAL_MAX_VALUES 262144 /* samples per codebook fit */
 
 typedef struct {
     int bits, sbits, slots; /* slots = S_slots (0 when sbits == bits) */
     int signal_param;
+    int split; /* the split layout (rows of 2D + SP_PAD floats; see the file comment) */
     int d_sig;
     float d_eff;
     float *basis; /* D*D, row j = eigenvector j */
@@ -72,6 +91,15 @@ typedef struct {
 } spectral_state;
 
 static inline int sp_width(const spectral_state *st, int i) { return i < st->slots ? st->sbits : st->bits; }
+/* floats in a query, tiled row or accumulator */
+static inline size_t sp_row(const spectral_state *st, int D) { return (st->split ? 2 * (size_t)D : (size_t)D) + SP_PAD; }
+/* where coordinate i sits in a row (the split layout: signal coordinates in the second half) */
+static inline size_t sp_at(const spectral_state *st, int D, int i)
+{
+    return st->split && i < st->d_sig ? (size_t)D + SP_PAD + (size_t)i : (size_t)i;
+}
+/* the signal half's extent: d_sig rounded up to 16 (<= D) */
+static inline size_t sp_nsig(const spectral_state *st) { return ((size_t)st->d_sig + 15) / 16 * 16; }
 static inline size_t sp_pos(const spectral_state *st, int i)
 {
     return i < st->slots ? (size_t)i * st->sbits
@@ -142,8 +170,12 @@ static vq_status spectral_init(vq_codec *c, vq_spec *spec)
     c->block_tokens = 1;
     c->block_bytes = 4 + (code_bits + 7) / 8;
     c->shared_bytes = sizeof(float) * ((size_t)D * D + 2 * (size_t)D + ((size_t)1 << sbits) + ((size_t)1 << bits));
-    c->query_bytes = sizeof(float) * ((size_t)D + SP_PAD);
-    c->accum_size = (size_t)D + SP_PAD;
+    const vq_kernels *k = vq_kernels_get();
+    st->split = st->slots == 0 && bits <= 4 && D % 16 == 0 && k->codes_dot != vq_codes_dot_ref &&
+                k->lut_axpy != vq_lut_axpy_ref;
+    c->query_bytes = sizeof(float) * sp_row(st, D);
+    c->accum_size = sp_row(st, D);
+    c->score_own = c->accum_own = st->split; /* the code-level kernels, not the tile */
     if (st->slots)
         snprintf(c->canon, sizeof c->canon, "spectral:bits=%d,signal_bits=%d,signal=%d", st->bits, st->sbits,
                  st->slots);
@@ -242,15 +274,68 @@ static void spectral_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     float qm = 0.0f;
     for (int i = 0; i < D; i++)
         qm += q[i] * st->mean[i];
+    memset(f, 0, sizeof(float) * sp_row(st, D));
     for (int j = 0; j < D; j++) {
         const float *u = st->basis + (size_t)j * D;
         float s = 0.0f;
         for (int i = 0; i < D; i++)
             s += u[i] * q[i];
-        f[j] = s * st->std[j];
+        f[sp_at(st, D, j)] = s * st->std[j];
     }
     f[D] = qm;
-    memset(f + D + 1, 0, sizeof(float) * (SP_PAD - 1));
+}
+
+/* the split layout's scores: <q, mu> + r_i * (the noise levels' sum over
+ * all D codes + the signal levels' sum over the first sp_nsig), the level
+ * sums by kernels.h codes_dot (each query half is 0 where the other
+ * codebook applies) */
+static void sp_score_codes(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
+{
+    const spectral_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, bb = c->block_bytes, qs = c->query_bytes / sizeof(float);
+    const float *q = (const float *)(const void *)qbuf;
+    const vq_kernels *k = vq_kernels_get();
+    float r[SP_SCORE_TOK], s2[SP_SCORE_QRY * SP_SCORE_TOK];
+    for (size_t i0 = 0; i0 < n; i0 += SP_SCORE_TOK) {
+        const size_t nt = n - i0 < SP_SCORE_TOK ? n - i0 : SP_SCORE_TOK;
+        const uint8_t *blk = codes + i0 * bb;
+        for (size_t i = 0; i < nt; i++)
+            r[i] = vq_get_f32(blk + i * bb);
+        for (int j0 = 0; j0 < n_q; j0 += SP_SCORE_QRY) {
+            const int nj = n_q - j0 < SP_SCORE_QRY ? n_q - j0 : SP_SCORE_QRY;
+            const float *qj = q + (size_t)j0 * qs;
+            float *out = scores + (size_t)j0 * n + i0;
+            k->codes_dot(blk + 4, bb, st->bits, nt, D, st->lv_noise, qj, qs, nj, out, n);
+            k->codes_dot(blk + 4, bb, st->bits, nt, sp_nsig(st), st->lv_sig, qj + D + SP_PAD, qs, nj, s2,
+                         SP_SCORE_TOK);
+            for (int j = 0; j < nj; j++)
+                for (size_t i = 0; i < nt; i++)
+                    out[(size_t)j * n + i] =
+                        qj[(size_t)j * qs + D] + r[i] * (out[(size_t)j * n + i] + s2[(size_t)j * SP_SCORE_TOK + i]);
+        }
+    }
+}
+
+/* the split layout's accumulation: two kernels.h lut_axpy passes, then
+ * the weights' sums at [D] */
+static void sp_accumulate_codes(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
+{
+    const spectral_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, bb = c->block_bytes, E = c->accum_size, offs[1] = { 4 };
+    const vq_kernels *k = vq_kernels_get();
+    float r[SP_ACC_TOK];
+    for (size_t i0 = 0; i0 < n; i0 += SP_ACC_TOK) {
+        const size_t nt = n - i0 < SP_ACC_TOK ? n - i0 : SP_ACC_TOK;
+        const uint8_t *blk = codes + i0 * bb;
+        for (size_t i = 0; i < nt; i++)
+            r[i] = vq_get_f32(blk + i * bb);
+        k->lut_axpy(blk, bb, nt, D, offs, st->bits, st->lv_noise, 1, r, 0, w + i0, n, n_q, acc, E);
+        k->lut_axpy(blk, bb, nt, sp_nsig(st), offs, st->bits, st->lv_sig, 1, r, 0, w + i0, n, n_q, acc + D + SP_PAD,
+                    E);
+    }
+    for (int j = 0; j < n_q; j++)
+        for (size_t t = 0; t < n; t++)
+            acc[(size_t)j * E + D] += w[(size_t)j * n + t];
 }
 
 static void spectral_score(vq_codec *c, const uint8_t *qbuf, int n_q,
@@ -258,11 +343,15 @@ static void spectral_score(vq_codec *c, const uint8_t *qbuf, int n_q,
 {
     spectral_state *st = c->impl;
     const int D = c->head_dim;
+    if (st->split) {
+        sp_score_codes(c, qbuf, n_q, codes, n, scores);
+        return;
+    }
     const float *qall = (const float *)(const void *)qbuf;
     for (size_t t = 0; t < n; t++) {
         sp_unpack(st, D, codes + t * c->block_bytes, st->tmp); /* r * level */
         for (int j = 0; j < n_q; j++) {
-            const float *q = qall + (size_t)j * (D + SP_PAD);
+            const float *q = qall + (size_t)j * sp_row(st, D);
             float s = 0.0f;
             for (int i = 0; i < D; i++)
                 s += q[i] * st->tmp[i];
@@ -276,11 +365,15 @@ static void spectral_accumulate(vq_codec *c, const float *w, int n_q,
 {
     spectral_state *st = c->impl;
     const int D = c->head_dim;
+    if (st->split) {
+        sp_accumulate_codes(c, w, n_q, codes, n, acc);
+        return;
+    }
     for (size_t t = 0; t < n; t++) {
         sp_unpack(st, D, codes + t * c->block_bytes, st->tmp);
         for (int j = 0; j < n_q; j++) {
             float wt = w[(size_t)j * n + t];
-            float *a = acc + (size_t)j * (D + SP_PAD);
+            float *a = acc + (size_t)j * sp_row(st, D);
             for (int i = 0; i < D; i++)
                 a[i] += wt * st->tmp[i];
             a[D] += wt;
@@ -291,23 +384,30 @@ static void spectral_accumulate(vq_codec *c, const float *w, int n_q,
 /* the tiled path's vectors (codec.h values): [r level(code_i) for i < D,
  * 1, 0...] per token (accum_size D+16), whose dot with the query [q',
  * <q, mu>, 0...] is
- * the score and whose weighted sum is the accumulator. Codes of one width
- * up to 4 bits (no wide signal slots) by kernels.h lut_row: the noise
- * levels over all D, then the signal levels over the first d_sig (rounded
- * up to 16, the extra values dropped); else sp_unpack */
+ * the score and whose weighted sum is the accumulator (the split layout:
+ * its two halves, see the file comment). Codes of one width up to 4 bits
+ * (no wide signal slots) by kernels.h lut_row: the noise levels over all
+ * D, then the signal levels over the first d_sig (rounded up to 16, the
+ * extra values dropped); else sp_unpack */
 static void spectral_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
 {
     spectral_state *st = c->impl;
     const int D = c->head_dim;
-    const size_t row = (size_t)D + SP_PAD;
+    const size_t row = sp_row(st, D);
     const int fast = st->slots == 0 && st->bits <= 4 && D % 16 == 0;
     const vq_kernels *k = vq_kernels_get();
     float sig[256 + 16];
-    const size_t nsig = ((size_t)st->d_sig + 15) / 16 * 16;
+    const size_t nsig = sp_nsig(st);
     for (size_t t = 0; t < n; t++) {
         const uint8_t *in = codes + t * c->block_bytes;
         float *o = out + t * row;
-        if (fast) {
+        memset(o + D, 0, sizeof(float) * (row - (size_t)D));
+        o[D] = 1.0f;
+        if (st->split) { /* (split implies fast) the two halves */
+            const float r = vq_get_f32(in);
+            k->lut_row(in + 4, st->bits, (size_t)D, st->lv_noise, r, 0, o);
+            k->lut_row(in + 4, st->bits, nsig, st->lv_sig, r, 0, o + D + SP_PAD);
+        } else if (fast) {
             const float r = vq_get_f32(in);
             k->lut_row(in + 4, st->bits, (size_t)D, st->lv_noise, r, 0, o);
             k->lut_row(in + 4, st->bits, nsig, st->lv_sig, r, 0, sig);
@@ -315,15 +415,20 @@ static void spectral_values(vq_codec *c, const uint8_t *codes, size_t n, float *
         } else {
             sp_unpack(st, D, in, o);
         }
-        o[D] = 1.0f;
-        memset(o + D + 1, 0, sizeof(float) * (SP_PAD - 1));
     }
 }
 
 static void spectral_finish(vq_codec *c, const float *acc, float *out)
 {
     spectral_state *st = c->impl;
-    sp_unproject(st, c->head_dim, acc, acc[c->head_dim], out);
+    const int D = c->head_dim;
+    const float wsum = acc[D];
+    if (st->split) { /* the coordinates from their halves */
+        for (int i = 0; i < D; i++)
+            st->tmp[i] = acc[sp_at(st, D, i)];
+        acc = st->tmp;
+    }
+    sp_unproject(st, D, acc, wsum, out);
 }
 
 /* ---- calibration -------------------------------------------------------- */
@@ -545,7 +650,7 @@ const vq_codec_ops vq_codec_spectral_ops = {
     .accumulate = spectral_accumulate,
     .accum_finish = spectral_finish,
     .values = spectral_values,
-    .dot_query = 1, /* the prepared query is [q', <q, mu>, 0...], D+16 floats */
+    .dot_query = 1, /* the prepared query is [q', <q, mu>, 0...] (split: the layout's halves) */
     .calibrate = spectral_calibrate,
     .state_write = spectral_state_write,
     .state_read = spectral_state_read,

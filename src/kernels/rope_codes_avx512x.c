@@ -4,8 +4,10 @@
  * stays in L1. A token's row is built in registers (head sizes 64, 128 and
  * 256 are compile-time constants of their own loops): per 64 channels the
  * codes by unpack_avx512x.h; the bytes widened to floats, s * c + m
- * (multiply, then add: the reference's bits); the patches (through the
- * tile, for the few tokens that have any); rope_avx512.h's turn; one store.
+ * (multiply, then add: the reference's bits); the patches in registers
+ * (per patch one masked move per register, a lane only in the register
+ * that holds the channel; a store and reload of the row instead stalls a
+ * store forward per patched token); rope_avx512.h's turn; one store.
  * The tile is scored by the table's dense_dot (dense_avx512.c), whose
  * scores do not depend on the tile size. */
 #include <immintrin.h>
@@ -43,14 +45,13 @@ static inline __attribute__((always_inline)) void turn_tile(const size_t D, cons
                 F[e / 16] = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(k->s + e), f), _mm512_loadu_ps(k->m + e));
             }
         }
-        if (k->pstart && k->pstart[i] < k->pstart[i + 1]) {
-            for (size_t v = 0; v < D / 16; v++)
-                _mm512_storeu_ps(x + 16 * v, F[v]);
-            for (uint32_t p = k->pstart[i]; p < k->pstart[i + 1]; p++)
-                x[k->pch[p]] = k->pval[p];
-            for (size_t v = 0; v < D / 16; v++)
-                F[v] = _mm512_loadu_ps(x + 16 * v);
-        }
+        if (k->pstart) /* in order (the later wins), in registers: one masked move per register */
+            for (uint32_t p = k->pstart[i]; p < k->pstart[i + 1]; p++) {
+                const size_t ch = k->pch[p];
+                const __m512 val = _mm512_set1_ps(k->pval[p]);
+                _Pragma("GCC unroll 32") for (size_t v = 0; v < D / 16; v++) F[v] =
+                    _mm512_mask_mov_ps(F[v], (__mmask16)((ch >> 4 == v) << (ch & 15)), val);
+            }
         if (k->neox) {
             _Pragma("GCC unroll 8") for (size_t v = 0; v < half / 16; v++)
                 vq_rope_neox16(&F[v], &F[half / 16 + v], cs, half, 16 * v, one);
