@@ -60,9 +60,6 @@ constexpr int VRB = 32;                  /* staged value row bytes (ceil(MV * bi
 constexpr int SMEM_MAX = 227 * 1024;     /* shared memory per CTA (sm_90 opt-in limit) */
 constexpr int WS = 36;                   /* wts row stride (floats; conflict-free B loads) */
 constexpr int PSH = 15;                  /* weights are split into fp16 hi / lo times 2^PSH (<= 2^15) */
-#ifndef VQ_VI_VROT
-#define VQ_VI_VROT 1                     /* value lookups rotated by lane (0: not; for A/B) */
-#endif
 
 /* code of piece m in a token's row: bits [m*bits, (m+1)*bits) of the
  * LSB-first bit stream (bits 1, 2, 4 or 8: never straddles a byte) */
@@ -93,15 +90,21 @@ __host__ __device__ constexpr size_t vcb_floats_before(int D, int bits) { return
 
 /* The codebook in shared memory: rows of VROW bytes, row k at k * VROW
  * (a unit's offset in it is code << 8 | its offset in the row: one byte
- * permute). D = 128: the row is C_k's 128 channels. D = 64: the first 128
- * bytes are the 64 channels, the last 128 bytes a second copy with its two
- * 64-byte halves swapped, which the lanes tq >= 2 read: with two units per
- * lane, the 4 lanes of a row read 4 different bank groups only so. */
+ * permute). D = 128: the row is C_k's 128 channels; where it fits (C2), a
+ * second copy follows at byte C2_OFF with the 16-byte halves of each 32
+ * bytes swapped, read by the lanes tq >= 2 (then the 4 lanes of a row read
+ * 4 different bank groups with one select stage instead of two). D = 64:
+ * the first 128 bytes are the 64 channels, the last 128 bytes a second copy
+ * with its two 64-byte halves swapped, which the lanes tq >= 2 read: with
+ * two units per lane, the 4 lanes of a row read 4 different bank groups
+ * only so. */
 constexpr int VROW = 256;
+constexpr int C2_OFF = 65536; /* (byte 2 of a unit's offset: still one byte permute) */
 
 /* the fp16 value codebook (global, after the float tables and the header)
  * into vcb's rows by asynchronous copies of all NT threads; the caller
  * waits (cp.async.wait_all) and synchronises. Returns vinv. */
+template <bool C2>
 __device__ __forceinline__ float copy_vcb(const vq_cuda_format &vf, int D, uint8_t *vcb, int tid)
 {
     const float *hdr = vf.tables + vcb_floats_before(D, vf.bits);
@@ -113,6 +116,11 @@ __device__ __forceinline__ float copy_vcb(const vq_cuda_format &vf, int D, uint8
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(vcb + 16 * (size_t)i)),
                      "l"(src + 16 * (size_t)sj)
                      : "memory");
+        if (C2) /* (D = 128) */
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                             (unsigned)__cvta_generic_to_shared(vcb + C2_OFF + 16 * (size_t)i)),
+                         "l"(src + 16 * (size_t)(sj ^ 1))
+                         : "memory");
     }
     return __ldg(hdr);
 }
@@ -284,13 +292,15 @@ __device__ __forceinline__ void fast_scores(const float *lut, const uint32_t (&k
 }
 
 /* unit slot s of a lane's U value units after the lookups holds unit
- * s ^ ur (ur: the lane's rotation); back to unit s, by ur's bits (a select
- * per register and bit) */
-template <int U>
+ * s ^ ur (ur: the lane's rotation, whose bits lie in RB); back to unit s,
+ * by ur's bits (a select per register and bit) */
+template <int U, int RB>
 __device__ __forceinline__ void unrotate(uint2 (&x)[U], int ur)
 {
 #pragma unroll
     for (int b = 1; b < U; b <<= 1) {
+        if (!(RB & b))
+            continue;
         const bool sw = ur & b;
 #pragma unroll
         for (int s = 0; s < U; s++)
@@ -305,7 +315,7 @@ __device__ __forceinline__ void unrotate(uint2 (&x)[U], int ur)
 /* the warp's pass over its tiles and its share of the CTA's partial.
  * vcb: the value codebook in fp16 (rows of VROW bytes: channel c of row k
  * = element c % vS of centroid C_{c / vS, k}), scaled by 1 / vinv. */
-template <int D, int G, bool FAST>
+template <int D, int G, bool FAST, bool C2>
 __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, const float *lut, const uint8_t *vcb,
                                         float vinv, float (&wts)[VNW][G][WS], uint8_t (&vrow)[VNW][32][VRB],
                                         float (&wml)[VNW][G][2], float *dyn, int tid)
@@ -333,17 +343,21 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
      * unit's byte offset in a codebook row, ush the bit offset of its
      * piece's code in word cwi of the token's row (the lane's pieces are
      * D / 8 / vS aligned codes of vbits <= 8 bits: inside one word) */
-    const int ur = VQ_VI_VROT ? tq & (U - 1) : 0;
+    constexpr int RB = D == 128 && !C2 ? 3 : 1; /* the rotation's bits (a second copy takes tq's bit 1) */
+    const int ur = tq & RB;
     const int cwi = gq * (D / 8) / vS * vbits >> 5;
     const unsigned vmask = (1u << vbits) - 1u;
     uint32_t uoff[U], ush[U]; /* (fast path: ush = the byte permute's selector) */
 #pragma unroll
     for (int s = 0; s < U; s++) {
-        const int c0 = gq * (D / 8) + 4 * (s ^ ur);
-        uoff[s] = D == 64 && tq >= 2 ? 128 + ((2 * c0 + 64) & 127) : 2 * c0;
+        const int c0 = gq * (D / 8) + 4 * (s ^ ur); /* the unit's first channel */
+        if (D == 64)
+            uoff[s] = tq >= 2 ? 128 + ((2 * c0 + 64) & 127) : 2 * c0;
+        else
+            uoff[s] = C2 && tq >= 2 ? C2_OFF + (2 * c0 ^ 16) : 2 * c0;
         ush[s] = c0 / vS * vbits & 31;
-        if (FAST) /* byte 0: uoff, byte 1: the code byte, bytes 2-3: 0 (uoff < 256) */
-            ush[s] = 0x5504u | ush[s] >> 3 << 4;
+        if (FAST) /* byte 0: uoff's, byte 1: the code byte, bytes 2-3: uoff's (uoff % 256 + C2_OFF) */
+            ush[s] = 0x7604u | ush[s] >> 3 << 4;
     }
     /* B operand: column n = 8 nt + gq is head 4 nt + gq / 2, hi (gq even)
      * or lo half of its weights */
@@ -453,7 +467,7 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
                         const uint32_t off = FAST ? __byte_perm(cw, uoff[s], ush[s]) : (cw >> ush[s] & vmask) << 8 | uoff[s];
                         x[f][e][s] = *(const uint2 *)(vcb + off);
                     }
-                    unrotate<U>(x[f][e], ur);
+                    unrotate<U, RB>(x[f][e], ur);
                 }
 #pragma unroll
             for (int i = 0; i < MT; i++) {
@@ -502,7 +516,7 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
     combine_warps<G, D, VNW>(p, red, wml, cw.part0, tid);
 }
 
-template <int D, int G>
+template <int D, int G, bool C2>
 __global__ void __launch_bounds__(NT, 1) attn_vecinfer(const __grid_constant__ AttnParams p)
 {
     __shared__ __align__(16) float wts[VNW][G][WS];
@@ -522,7 +536,7 @@ __global__ void __launch_bounds__(NT, 1) attn_vecinfer(const __grid_constant__ A
     uint8_t *vcb = (uint8_t *)(dyn + (size_t)G * M * K);
 
     /* the value codebook, in flight while the key tables are built */
-    const float vinv = copy_vcb(p.vf, D, vcb, tid);
+    const float vinv = copy_vcb<C2>(p.vf, D, vcb, tid);
     /* the key tables: entry (k, m) for all G heads, EPR entries per round
      * (NT is a multiple of M: a thread keeps its piece m and its G query
      * pieces); the first round's centroid loads are issued before the
@@ -566,19 +580,19 @@ __global__ void __launch_bounds__(NT, 1) attn_vecinfer(const __grid_constant__ A
     asm volatile("cp.async.wait_all;\n" ::: "memory");
     __syncthreads(); /* (also: every thread has read qs before vrow is written) */
     if (S == 8 && p.kf.bits == 8 && p.vf.sub_dim == 8 && p.vf.bits == 8)
-        vi_main<D, G, true>(p, cw, lut, vcb, vinv, wts, vrow, wml, dyn, tid);
+        vi_main<D, G, true, C2>(p, cw, lut, vcb, vinv, wts, vrow, wml, dyn, tid);
     else
-        vi_main<D, G, false>(p, cw, lut, vcb, vinv, wts, vrow, wml, dyn, tid);
+        vi_main<D, G, false, C2>(p, cw, lut, vcb, vinv, wts, vrow, wml, dyn, tid);
 }
 
-/* dynamic shared memory of attn_vecinfer<D, G> for these formats: the key
- * tables and the fp16 value codebook, or the warps' accumulators (red)
+/* dynamic shared memory of attn_vecinfer<D, G, c2> for these formats: the
+ * key tables and the fp16 value codebook, or the warps' accumulators (red)
  * where those are larger */
-size_t vi_dyn_bytes(const vq_cuda_format &kf, const vq_cuda_format &vf, int G)
+size_t vi_dyn_bytes(const vq_cuda_format &kf, const vq_cuda_format &vf, int G, bool c2)
 {
     const int D = kf.head_dim;
     const size_t lut = (size_t)G * (D / kf.sub_dim) * ((size_t)1 << kf.bits) * sizeof(float);
-    const size_t vt = (size_t)VROW << vf.bits;
+    const size_t vt = (c2 ? (size_t)C2_OFF : 0) + ((size_t)VROW << vf.bits);
     const size_t red = (size_t)VNW * G * D * sizeof(float);
     return lut + vt > red ? lut + vt : red;
 }
@@ -593,34 +607,44 @@ size_t static_bytes(int D, int G)
     return 0;
 }
 
-template <int D, int G>
+/* whether the D = 128 codebook takes its second copy (it fits; not with
+ * VQ_CUDA_VI_ONECOPY=1 in the environment: the test runs both) */
+bool vi_c2(const vq_cuda_format &kf, const vq_cuda_format &vf, int G)
+{
+    const char *e = getenv("VQ_CUDA_VI_ONECOPY");
+    if (kf.head_dim != 128 || (e && !strcmp(e, "1")))
+        return false;
+    return vi_dyn_bytes(kf, vf, G, true) + static_bytes(kf.head_dim, G) <= (size_t)SMEM_MAX;
+}
+
+template <int D, int G, bool C2>
 cudaError_t vi_attr()
 {
     static bool attr_set = false; /* once per instantiation (idempotent) */
     if (attr_set)
         return cudaSuccess;
-    const cudaError_t e = cudaFuncSetAttribute(attn_vecinfer<D, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    const cudaError_t e = cudaFuncSetAttribute(attn_vecinfer<D, G, C2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                (int)(SMEM_MAX - static_smem<D, G>()));
     attr_set = e == cudaSuccess;
     return e;
 }
 
-template <int D, int G>
+template <int D, int G, bool C2>
 cudaError_t launch_vi(const AttnParams &p, int batch, size_t smem, cudaStream_t s)
 {
-    const cudaError_t e = vi_attr<D, G>();
+    const cudaError_t e = vi_attr<D, G, C2>();
     if (e != cudaSuccess)
         return e;
-    attn_vecinfer<D, G><<<dim3(p.splits, p.n_kv, batch), NT, smem, s>>>(p);
+    attn_vecinfer<D, G, C2><<<dim3(p.splits, p.n_kv, batch), NT, smem, s>>>(p);
     return cudaGetLastError();
 }
 
-template <int D, int G>
+template <int D, int G, bool C2>
 int ctas_vi(size_t smem)
 {
     int n = 0;
-    if (vi_attr<D, G>() != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, attn_vecinfer<D, G>, NT, smem) != cudaSuccess || n < 1)
+    if (vi_attr<D, G, C2>() != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, attn_vecinfer<D, G, C2>, NT, smem) != cudaSuccess || n < 1)
         return 1;
     return n;
 }
@@ -648,11 +672,11 @@ vq_status vq_vecinfer_check(const vq_cuda_format &kf, const vq_cuda_format &vf, 
                             "cuda: decode_attention: vecinfer tables of %zu bytes for %d query heads per KV head "
                             "exceed %d bytes of shared memory",
                             vq_vecinfer_lut_bytes(kf, G), G, LUT_MAX_BYTES);
-    if (vi_dyn_bytes(kf, vf, G) + static_bytes(kf.head_dim, G) > (size_t)SMEM_MAX)
+    if (vi_dyn_bytes(kf, vf, G, false) + static_bytes(kf.head_dim, G) > (size_t)SMEM_MAX)
         return vq_cuda_fail(VQ_ERR_UNSUPPORTED,
                             "cuda: decode_attention: vecinfer tables and value codebook of %zu bytes for %d query "
                             "heads per KV head exceed the shared memory",
-                            vi_dyn_bytes(kf, vf, G), G);
+                            vi_dyn_bytes(kf, vf, G, false), G);
     return VQ_OK;
 }
 
@@ -661,10 +685,11 @@ vq_status vq_vecinfer_check(const vq_cuda_format &kf, const vq_cuda_format &vf, 
  * split count plans for it */
 int vq_vecinfer_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G)
 {
-    const size_t smem = vi_dyn_bytes(kf, vf, G);
+    const bool c2 = vi_c2(kf, vf, G);
+    const size_t smem = vi_dyn_bytes(kf, vf, G, c2);
     int n = 1;
 #define VQ_VI(DD, GG) \
-    if (D == DD && G == GG) n = ctas_vi<DD, GG>(smem);
+    if (D == DD && G == GG) n = c2 ? ctas_vi<DD, GG, DD == 128>(smem) : ctas_vi<DD, GG, false>(smem);
     VQ_VI(64, 1) VQ_VI(64, 2) VQ_VI(64, 4) VQ_VI(64, 8)
     VQ_VI(128, 1) VQ_VI(128, 2) VQ_VI(128, 4) VQ_VI(128, 8)
 #undef VQ_VI
@@ -673,9 +698,11 @@ int vq_vecinfer_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, 
 
 cudaError_t vq_vecinfer_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s)
 {
-    const size_t smem = vi_dyn_bytes(p.kf, p.vf, G);
+    const bool c2 = vi_c2(p.kf, p.vf, G);
+    const size_t smem = vi_dyn_bytes(p.kf, p.vf, G, c2);
 #define VQ_VI(DD, GG) \
-    if (D == DD && G == GG) return launch_vi<DD, GG>(p, batch, smem, s);
+    if (D == DD && G == GG) \
+        return c2 ? launch_vi<DD, GG, DD == 128>(p, batch, smem, s) : launch_vi<DD, GG, false>(p, batch, smem, s);
     VQ_VI(64, 1) VQ_VI(64, 2) VQ_VI(64, 4) VQ_VI(64, 8)
     VQ_VI(128, 1) VQ_VI(128, 2) VQ_VI(128, 4) VQ_VI(128, 8)
 #undef VQ_VI

@@ -320,26 +320,31 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         /* the tensor-core kernel where it has the pair, and then the
          * CUDA-core kernel for the same data (VQ_CUDA_NO_MMA) */
         const bool has_mma = !strcmp(vq_cuda_attention_kernel(&kf, &vf, &a), "mma");
+        const bool is_vi = !strcmp(vq_cuda_attention_kernel(&kf, &vf, &a), "vecinfer");
         const int split_modes[] = {0, 1, 7};
         /* runs 0..2: the kernel the call picks, 3..5: CUDA cores, 6: the
          * tensor-core kernel with 32-token warp iterations only
          * (VQ_CUDA_NO_SUB2; pages here hold 256 tokens, so pairs with
          * 64-token iterations take those otherwise); 7..9: its 12-warp
          * instantiation where the pair has one (VQ_CUDA_MMA_WIDE=1; these
-         * short contexts never pick it), 9 with 32-token iterations
-         * (vecinfer has one kernel: runs 0..2) */
-        const int nrun = has_mma ? 10 : 3;
+         * short contexts never pick it), 9 with 32-token iterations;
+         * vecinfer: 3..5 with one copy of the value codebook at head_dim
+         * 128 (VQ_CUDA_VI_ONECOPY=1, the instantiation for tables that
+         * leave no room for the second) */
+        const int nrun = has_mma ? 10 : is_vi ? 6 : 3;
         /* the last run (extra): the kernel the call picks with 37 splits,
          * more than the reduce launch's one-pass path takes (32; the
          * other runs have fewer), some of them empty */
         for (int run = 0; run <= nrun; run++) {
             const bool extra = run == nrun;
             const int sm = run % 3;
+            setenv("VQ_CUDA_VI_ONECOPY", is_vi && run >= 3 && !extra ? "1" : "0", 1);
             setenv("VQ_CUDA_NO_MMA", run >= 3 && run < 6 && !extra ? "1" : "0", 1);
             setenv("VQ_CUDA_NO_SUB2", (run == 6 || run == 9) && !extra ? "1" : "0", 1);
             setenv("VQ_CUDA_MMA_WIDE", run >= 7 && !extra ? "1" : "-1", 1);
             const char *kname = extra ? "picked-37-splits" : run == 6 ? "mma-32tok" : run == 9 ? "mma-w12-32tok"
-                                : run >= 7 ? "mma-w12" : vq_cuda_attention_kernel(&kf, &vf, &a);
+                                : run >= 7 ? "mma-w12" : is_vi && run >= 3 ? "vecinfer-1copy"
+                                : vq_cuda_attention_kernel(&kf, &vf, &a);
             a.splits = extra ? 37 : split_modes[sm];
             size_t wsb = vq_cuda_attention_workspace(&a);
             void *ws;
@@ -383,6 +388,7 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         setenv("VQ_CUDA_NO_MMA", "0", 1);
         setenv("VQ_CUDA_NO_SUB2", "0", 1);
         setenv("VQ_CUDA_MMA_WIDE", "-1", 1);
+        setenv("VQ_CUDA_VI_ONECOPY", "0", 1);
         cudaFree(dk);
         cudaFree(dv);
         cudaFree(dk2);
