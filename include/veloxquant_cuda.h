@@ -75,7 +75,9 @@ vq_status vq_cuda_format_from_codec(const vq_codec *c, vq_cuda_format *out);
 
 /* Calibrated tables that a format reads from device memory (vecinfer: the
  * smoothing factors lambda[D] then the codebooks [M][K][sub_dim], floats,
- * as the codec holds them). vq_cuda_tables_bytes: the bytes needed (0 for
+ * as the codec holds them; for a value codec then a 16-byte header and the
+ * codebook again in fp16, [K][D], scaled by a power of two, which the
+ * kernel multiplies with the weights). vq_cuda_tables_bytes: the bytes needed (0 for
  * methods without tables). vq_cuda_tables_upload copies them into the
  * caller's device buffer (16-byte aligned; synchronous: cudaMemcpy) and
  * points f->tables at it; f must come from vq_cuda_format_from_codec(c) and

@@ -53,6 +53,7 @@
 
 #include "attn_common.cuh"
 #include "formats.cuh"
+#include "mma_ops.cuh"
 #include "rotation.cuh"
 
 using namespace vqg;
@@ -150,14 +151,6 @@ constexpr unsigned FULL = 0xffffffffu;
  * 8-16% at batch 32: Round gpu16 in docs/gpu.md) */
 __device__ __forceinline__ uint4 ld_once(const void *p) { return *(const uint4 *)p; }
 
-__device__ __forceinline__ void mma16816(float c[4], const uint4 &a, uint32_t b0, uint32_t b1)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
-}
-
 #if VQ_MMA_I8K
 /* c += a b, m16n8k32: a signed bytes (rows of 32 k), b unsigned bytes, exact int32 sums */
 __device__ __forceinline__ void mma16832(int c[4], const uint4 &a, uint32_t b0, uint32_t b1)
@@ -169,7 +162,6 @@ __device__ __forceinline__ void mma16832(int c[4], const uint4 &a, uint32_t b0, 
 }
 #endif
 
-__device__ __forceinline__ uint32_t h2u(__half2 h) { return *(uint32_t *)&h; }
 
 /* 2^x, one MUFU.EX2 (exp2f adds a range check and two multiplies for
  * results below 2^-126, which are flushed to 0 here: softmax weights
@@ -195,15 +187,6 @@ __device__ __forceinline__ void scales_mins(const uint4 &v, uint32_t hsel, float
     s[1] = s2.y;
     m[0] = m2.x;
     m[1] = m2.y;
-}
-
-/* x0, x1 -> hi = fp16(x), lo = fp16(x - hi), as half2 pairs */
-__device__ __forceinline__ void split2(float x0, float x1, uint32_t &hi, uint32_t &lo)
-{
-    const __half2 h = __floats2half2_rn(x0, x1);
-    const float2 f = __half22float2(h);
-    hi = h2u(h);
-    lo = h2u(__floats2half2_rn(x0 - f.x, x1 - f.y));
 }
 
 /* (hi, lo) of (xh + xl) * y in fp16 pairs, xh + xl a hi/lo split of x:

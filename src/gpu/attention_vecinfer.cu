@@ -1,10 +1,10 @@
 /* attention_vecinfer.cu -- the split kernel of paged decode attention for
- * vecinfer keys and values (table lookups on the CUDA cores), and
- * vq_cuda_tables_upload (the codebooks on the device). Same partial
- * results and same reduce launch as attention.cu's kernels; one CTA of VNW
- * warps per context chunk, KV head and sequence, the split count planned
- * for its occupancy (vq_vecinfer_ctas: one CTA per SM where the value
- * codebook sits in shared memory).
+ * vecinfer keys and values (key scores by table lookups on the CUDA cores,
+ * the value product on the tensor cores), and vq_cuda_tables_upload (the
+ * codebooks on the device). Same partial results and same reduce launch
+ * as attention.cu's kernels; one CTA of VNW warps per context chunk, KV
+ * head and sequence, the split count planned for its occupancy
+ * (vq_vecinfer_ctas: one CTA per SM).
  *
  * As the CPU codec (codec/vecinfer.c): the query of head g becomes
  * q~ = R (q * lambda) (R = H diag(sigma), the rotation.cuh butterflies), its
@@ -15,20 +15,22 @@
  *
  * Shared memory: the key tables as lut[k][m][g] (for G >= 4
  * lut[k][g/4][m][g%4]: a token's 4 heads' entries of piece m are one
- * 16-byte word), then, where it fits (VSM), the value codebook as
- * vtab[k][h][m] (16-byte words: floats 4h..4h+3 of centroid C_m,k).
+ * 16-byte word), then the value codebook in fp16 (vq_cuda_tables_upload
+ * rounds it, scaled by a power of two; rows of VROW bytes, below).
  *
  * Lanes: a warp takes tiles of 32 tokens. Scores: lane i takes token i and
  * reads its M code bytes in one load; at step s it looks up piece
  * m = (s + r) mod M, r = its lane rotation, so that the 8 lanes of a
  * quarter-warp read 8 different pieces: 16-byte words in 8 different bank
  * groups (no bank conflict whatever the codes). Online softmax per head
- * over the warp; the tile's weights and value rows go to shared memory.
- * Values: lane i owns piece m = i mod MV (MV = D / vsub pieces) of token
- * i / MV of each group of 32 / MV tokens, adds the weight times the
- * centroid's vsub floats (G heads), and the lanes of the same piece are
- * summed at the end. The value lookups of a quarter-warp fall in 8
- * different bank groups too (vtab's m is the innermost index). */
+ * over the warp; the tile's weights (times 2^PSH) and value code rows go
+ * to shared memory. Values: O^T += V^T P^T by mma.sync m16n8k16 per
+ * 16-token k-tile: A = the fp16 codebook entries of the tokens' codes (rows
+ * = channels: lane (gq, tq) looks up the 4-channel units of its D / 8
+ * channels for its tokens and pairs two tokens' halves by byte permutes),
+ * B = the weights split into fp16 hi and lo halves (columns: head x
+ * {hi, lo}), float32 accumulators. */
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -37,6 +39,7 @@
 
 #include "attn_common.cuh"
 #include "formats.cuh"
+#include "mma_ops.cuh"
 #include "rotation.cuh"
 
 using namespace vqg;
@@ -55,6 +58,8 @@ constexpr int VNW = VQ_VI_NW;            /* warps per CTA */
 constexpr int NT = VNW * 32;
 constexpr int VRB = 32;                  /* staged value row bytes (ceil(MV * bits / 8) <= 32) */
 constexpr int SMEM_MAX = 227 * 1024;     /* shared memory per CTA (sm_90 opt-in limit) */
+constexpr int WS = 36;                   /* wts row stride (floats; conflict-free B loads) */
+constexpr int PSH = 15;                  /* weights are split into fp16 hi / lo times 2^PSH (<= 2^15) */
 
 /* code of piece m in a token's row: bits [m*bits, (m+1)*bits) of the
  * LSB-first bit stream (bits 1, 2, 4 or 8: never straddles a byte) */
@@ -72,24 +77,52 @@ __device__ __forceinline__ int lut_idx(int k, int m, int g, int M)
     return ((k * GQ + g / GW) * M + m) * GW + g % GW;
 }
 
-/* bytes of the static shared arrays of attn_vecinfer<D, G> (queries,
- * weights, staged value rows, warp (m, l)) */
+/* bytes of the static shared arrays of attn_vecinfer<D, G> (weights,
+ * staged value rows (and the queries before the tiles), warp (m, l)) */
 template <int D, int G>
-constexpr size_t static_smem() { return sizeof(float) * (G * D + VNW * 32 * G + VNW * G * 2) + VNW * 32 * VRB; }
+constexpr size_t static_smem() { return sizeof(float) * (VNW * WS * G + VNW * G * 2) + VNW * 32 * VRB; }
 
-/* the value codebook [m][k][vsub] (global) into vtab[k][h][m] (16-byte
- * words, shared) by asynchronous copies of all NT threads; the caller
- * waits (cp.async.wait_all) and synchronises */
-__device__ __forceinline__ void copy_vtab(const vq_cuda_format &vf, int D, float *vtab, int tid)
+/* bytes of the fp16 value codebook [K][D] after the float tables and its
+ * 16-byte header (one float: vinv, the factor that undoes its scaling) in
+ * the tables of a value format (vq_cuda_tables_upload) */
+__host__ __device__ constexpr size_t vcb_bytes(int D, int bits) { return (size_t)2 * D << bits; }
+__host__ __device__ constexpr size_t vcb_floats_before(int D, int bits) { return (size_t)D + ((size_t)D << bits); }
+
+/* The codebook in shared memory: rows of VROW bytes, row k at k * VROW
+ * (a unit's offset in it is code << 8 | its offset in the row: one byte
+ * permute). D = 128: the row is C_k's 128 channels; where it fits (C2), a
+ * second copy follows at byte C2_OFF with the 16-byte halves of each 32
+ * bytes swapped, read by the lanes tq >= 2 (then the 4 lanes of a row read
+ * 4 different bank groups with one select stage instead of two). D = 64:
+ * the first 128 bytes are the 64 channels, the last 128 bytes a second copy
+ * with its two 64-byte halves swapped, which the lanes tq >= 2 read: with
+ * two units per lane, the 4 lanes of a row read 4 different bank groups
+ * only so. */
+constexpr int VROW = 256;
+constexpr int C2_OFF = 65536; /* (byte 2 of a unit's offset: still one byte permute) */
+
+/* the fp16 value codebook (global, after the float tables and the header)
+ * into vcb's rows by asynchronous copies of all NT threads; the caller
+ * waits (cp.async.wait_all) and synchronises. Returns vinv. */
+template <bool C2>
+__device__ __forceinline__ float copy_vcb(const vq_cuda_format &vf, int D, uint8_t *vcb, int tid)
 {
-    const int vS = vf.sub_dim, MV = D / vS, H = vS / 4, vK = 1 << vf.bits;
-    const float *vcb = vf.tables + D;
-    for (int i = tid; i < vK * H * MV; i += NT) {
-        const int m = i % MV, h = (i / MV) % H, k = i / (MV * H);
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(vtab + 4 * (size_t)i)),
-                     "l"(vcb + ((size_t)m * vK + k) * vS + 4 * h)
+    const float *hdr = vf.tables + vcb_floats_before(D, vf.bits);
+    const uint8_t *src = (const uint8_t *)(hdr + 4);
+    const int n = (VROW / 16) << vf.bits; /* 16-byte pieces of the shared rows */
+    for (int i = tid; i < n; i += NT) {
+        const int k = i >> 4, j = i & 15; /* row, its piece */
+        const int sj = D == 128 ? 16 * k + j : 8 * k + (j < 8 ? j : (j + 4) & 7);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(vcb + 16 * (size_t)i)),
+                     "l"(src + 16 * (size_t)sj)
                      : "memory");
+        if (C2) /* (D = 128) */
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                             (unsigned)__cvta_generic_to_shared(vcb + C2_OFF + 16 * (size_t)i)),
+                         "l"(src + 16 * (size_t)(sj ^ 1))
+                         : "memory");
     }
+    return __ldg(hdr);
 }
 
 /* the key centroids of entries i0, i0 + NT, ... (EPR of them, piece m;
@@ -258,17 +291,39 @@ __device__ __forceinline__ void fast_scores(const float *lut, const uint32_t (&k
     }
 }
 
-/* the warp's pass over its tiles and its share of the CTA's partial
- * (VS: the value pieces' floats, 4 or 8) */
-template <int D, int G, bool VSM, int VS, bool FAST>
-__device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, const float *lut, const float *vtab,
-                                        float (&wts)[VNW][32][G], uint8_t (&vrow)[VNW][32][VRB],
+/* unit slot s of a lane's U value units after the lookups holds unit
+ * s ^ ur (ur: the lane's rotation, whose bits lie in RB); back to unit s,
+ * by ur's bits (a select per register and bit) */
+template <int U, int RB>
+__device__ __forceinline__ void unrotate(uint2 (&x)[U], int ur)
+{
+#pragma unroll
+    for (int b = 1; b < U; b <<= 1) {
+        if (!(RB & b))
+            continue;
+        const bool sw = ur & b;
+#pragma unroll
+        for (int s = 0; s < U; s++)
+            if (!(s & b)) {
+                const uint2 lo = x[s], hi = x[s ^ b];
+                x[s] = sw ? hi : lo;
+                x[s ^ b] = sw ? lo : hi;
+            }
+    }
+}
+
+/* the warp's pass over its tiles and its share of the CTA's partial.
+ * vcb: the value codebook in fp16 (rows of VROW bytes: channel c of row k
+ * = element c % vS of centroid C_{c / vS, k}), scaled by 1 / vinv. */
+template <int D, int G, bool FAST, bool C2>
+__device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, const float *lut, const uint8_t *vcb,
+                                        float vinv, float (&wts)[VNW][G][WS], uint8_t (&vrow)[VNW][32][VRB],
                                         float (&wml)[VNW][G][2], float *dyn, int tid)
 {
-    constexpr int MV = D / VS, TPI = 32 / MV, H = VS / 4;
-    const int warp = tid >> 5, lane = tid & 31;
+    constexpr int MT = D / 16, U = D / 32, NTN = (2 * G + 7) / 8;
+    const int warp = tid >> 5, lane = tid & 31, gq = lane >> 2, tq = lane & 3;
     const int s0 = cw.s0, s1 = cw.s1;
-    const int kS = p.kf.sub_dim, M = D / kS, kbits = p.kf.bits, vbits = p.vf.bits, vK = 1 << vbits;
+    const int kS = p.kf.sub_dim, M = D / kS, kbits = p.kf.bits, vS = p.vf.sub_dim, vbits = p.vf.bits;
     const int rmask = G >= 4 ? 7 : G == 2 ? 15 : 31;
     const int rot = lane & rmask & (M - 1);
     const int vbb = FAST ? D / 8 : p.vf.block_bytes;
@@ -282,19 +337,45 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
             mbw[j] = (uint32_t)(((2 * j + rot) & (MF - 1)) * (256 / (MF * GQ))) |
                      (uint32_t)(((2 * j + 1 + rot) & (MF - 1)) * (256 / (MF * GQ))) << 16;
     }
-    const int vm = lane % MV, tsub = lane / MV; /* my value piece, my token in each group of TPI */
-    const float *vcb = p.vf.tables + D;
+    /* value units: lane (gq, tq) owns channels gq * D / 8 .. + D / 8 - 1,
+     * U units of 4; its lookup of slot s reads unit s ^ ur (so that the 4
+     * lanes of one gq read 4 different units: no bank conflict), uoff the
+     * unit's byte offset in a codebook row, ush the bit offset of its
+     * piece's code in word cwi of the token's row (the lane's pieces are
+     * D / 8 / vS aligned codes of vbits <= 8 bits: inside one word) */
+    constexpr int RB = D == 128 && !C2 ? 3 : 1; /* the rotation's bits (a second copy takes tq's bit 1) */
+    const int ur = tq & RB;
+    const int cwi = gq * (D / 8) / vS * vbits >> 5;
+    const unsigned vmask = (1u << vbits) - 1u;
+    uint32_t uoff[U], ush[U]; /* (fast path: ush = the byte permute's selector) */
+#pragma unroll
+    for (int s = 0; s < U; s++) {
+        const int c0 = gq * (D / 8) + 4 * (s ^ ur); /* the unit's first channel */
+        if (D == 64)
+            uoff[s] = tq >= 2 ? 128 + ((2 * c0 + 64) & 127) : 2 * c0;
+        else
+            uoff[s] = C2 && tq >= 2 ? C2_OFF + (2 * c0 ^ 16) : 2 * c0;
+        ush[s] = c0 / vS * vbits & 31;
+        if (FAST) /* byte 0: uoff's, byte 1: the code byte, bytes 2-3: uoff's (uoff % 256 + C2_OFF) */
+            ush[s] = 0x7604u | ush[s] >> 3 << 4;
+    }
+    /* B operand: column n = 8 nt + gq is head 4 nt + gq / 2, hi (gq even)
+     * or lo half of its weights */
     const int32_t *pt = p.page_table + ((size_t)cw.b * p.n_kv + cw.kvh) * p.max_pages;
 
-    float m_run[G], l_run[G], acc[G][VS];
+    float m_run[G], l_run[G], acc[NTN][MT][4];
 #pragma unroll
     for (int g = 0; g < G; g++) {
         m_run[g] = -INFINITY;
         l_run[g] = 0.0f;
-#pragma unroll
-        for (int e = 0; e < VS; e++)
-            acc[g][e] = 0.0f;
     }
+#pragma unroll
+    for (int nt = 0; nt < NTN; nt++)
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[nt][i][e] = 0.0f;
     TokRows<D> cur, nxt;
     if (s0 + warp * 32 < s1)
         load_rows<D>(p, pt, min(s0 + warp * 32 + lane, s1 - 1), FAST, vbb, cur);
@@ -327,106 +408,123 @@ __device__ __forceinline__ void vi_main(const AttnParams &p, const CtaWork &cw, 
             grow |= mnew[g] > m_run[g];
         }
         if (grow) { /* warp-uniform */
+            float al[G];
 #pragma unroll
             for (int g = 0; g < G; g++) {
-                const float al = exp2f(m_run[g] - mnew[g]);
+                al[g] = exp2f(m_run[g] - mnew[g]);
                 m_run[g] = mnew[g];
-                l_run[g] *= al;
+                l_run[g] *= al[g];
+            }
 #pragma unroll
-                for (int e = 0; e < VS; e++)
-                    acc[g][e] *= al;
+            for (int nt = 0; nt < NTN; nt++) {
+                float a = al[0]; /* head 4 nt + tq's (columns 2 tq, 2 tq + 1) */
+#pragma unroll
+                for (int g = 1; g < G; g++)
+                    a = g == 4 * nt + tq ? al[g] : a;
+#pragma unroll
+                for (int i = 0; i < MT; i++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        acc[nt][i][e] *= a;
             }
         }
-        float pw[G];
+        /* weights times 2^PSH (l_run and the accumulators alike: the
+         * scale cancels in the reduce launch's division) */
 #pragma unroll
         for (int g = 0; g < G; g++) {
-            pw[g] = t < s1 ? exp2f(sc[g] - m_run[g]) : 0.0f;
-            l_run[g] += pw[g];
-        }
-        if constexpr (G >= 4) {
-#pragma unroll
-            for (int q = 0; q < G / 4; q++)
-                *(float4 *)&wts[warp][lane][4 * q] = make_float4(pw[4 * q], pw[4 * q + 1], pw[4 * q + 2], pw[4 * q + 3]);
-        } else {
-#pragma unroll
-            for (int g = 0; g < G; g++)
-                wts[warp][lane][g] = pw[g];
+            const float pw = t < s1 ? exp2f(sc[g] - m_run[g] + (float)PSH) : 0.0f;
+            l_run[g] += pw;
+            wts[warp][g][lane] = pw;
         }
         __syncwarp();
-        /* values: TPI tokens per round, lane (vm, tsub); all 32 tokens
-         * (those past s1 weigh 0 and have the row of token s1 - 1) */
+        /* values: O^T += V^T P^T per 16-token k-tile; k = 2 tq + e + 8 f
+         * is token 16 kt + 8 f + 4 e + tq (the 4 lanes tq of a row read
+         * 4 different banks of the staged rows and weights); A = the
+         * codebook entries of the lane's tokens, B = hi / lo halves of the
+         * weights */
 #pragma unroll
-        for (int i = 0; i < 32; i += TPI) {
-            const int tt = i + tsub;
-            const unsigned code = FAST ? vrow[warp][tt][vm] : vi_code(vrow[warp][tt], vm, vbits);
-            float w[G];
-            if constexpr (G >= 4) {
+        for (int kt = 0; kt < 2; kt++) {
+            uint32_t b[NTN][2];
 #pragma unroll
-                for (int q = 0; q < G / 4; q++) {
-                    const float4 w4 = *(const float4 *)&wts[warp][tt][4 * q];
-                    w[4 * q] = w4.x, w[4 * q + 1] = w4.y, w[4 * q + 2] = w4.z, w[4 * q + 3] = w4.w;
+            for (int nt = 0; nt < NTN; nt++) {
+                const int hb = 4 * nt + (gq >> 1);
+#pragma unroll
+                for (int f = 0; f < 2; f++) {
+                    const float *w = &wts[warp][hb < G ? hb : 0][16 * kt + 8 * f + tq];
+                    uint32_t hi, lo;
+                    split2(w[0], w[4], hi, lo);
+                    b[nt][f] = hb >= G ? 0u : gq & 1 ? lo : hi;
                 }
-            } else {
-#pragma unroll
-                for (int g = 0; g < G; g++)
-                    w[g] = wts[warp][tt][g];
             }
+            uint2 x[2][2][U]; /* [f][e][unit]: token 16 kt + 8 f + 4 e + tq */
 #pragma unroll
-            for (int h = 0; h < H; h++) {
-                float4 c;
-                if constexpr (VSM)
-                    c = *(const float4 *)&vtab[(((int)code * H + h) * MV + vm) * 4];
-                else
-                    c = __ldg((const float4 *)&vcb[((size_t)vm * vK + code) * VS + 4 * h]);
+            for (int f = 0; f < 2; f++)
 #pragma unroll
-                for (int g = 0; g < G; g++) {
-                    acc[g][4 * h] = fmaf(w[g], c.x, acc[g][4 * h]);
-                    acc[g][4 * h + 1] = fmaf(w[g], c.y, acc[g][4 * h + 1]);
-                    acc[g][4 * h + 2] = fmaf(w[g], c.z, acc[g][4 * h + 2]);
-                    acc[g][4 * h + 3] = fmaf(w[g], c.w, acc[g][4 * h + 3]);
+                for (int e = 0; e < 2; e++) {
+                    const uint32_t cw = *(const uint32_t *)&vrow[warp][16 * kt + 8 * f + 4 * e + tq][4 * cwi];
+#pragma unroll
+                    for (int s = 0; s < U; s++) {
+                        const uint32_t off = FAST ? __byte_perm(cw, uoff[s], ush[s]) : (cw >> ush[s] & vmask) << 8 | uoff[s];
+                        x[f][e][s] = *(const uint2 *)(vcb + off);
+                    }
+                    unrotate<U, RB>(x[f][e], ur);
                 }
+#pragma unroll
+            for (int i = 0; i < MT; i++) {
+                const int u0 = i >> 2, u1 = U / 2 + (i >> 2), j = i & 3;
+                const uint32_t sel = j & 1 ? 0x7632u : 0x5410u;
+                uint4 a;
+                a.x = __byte_perm(j < 2 ? x[0][0][u0].x : x[0][0][u0].y, j < 2 ? x[0][1][u0].x : x[0][1][u0].y, sel);
+                a.y = __byte_perm(j < 2 ? x[0][0][u1].x : x[0][0][u1].y, j < 2 ? x[0][1][u1].x : x[0][1][u1].y, sel);
+                a.z = __byte_perm(j < 2 ? x[1][0][u0].x : x[1][0][u0].y, j < 2 ? x[1][1][u0].x : x[1][1][u0].y, sel);
+                a.w = __byte_perm(j < 2 ? x[1][0][u1].x : x[1][0][u1].y, j < 2 ? x[1][1][u1].x : x[1][1][u1].y, sel);
+#pragma unroll
+                for (int nt = 0; nt < NTN; nt++)
+                    mma16816(acc[nt][i], a, b[nt][0], b[nt][1]);
             }
         }
         __syncwarp();
         cur = nxt;
     }
-    /* the lanes of one piece summed; the warp's (m, l) */
+    /* the warp's (m, l) */
 #pragma unroll
-    for (int g = 0; g < G; g++) {
-#pragma unroll
-        for (int o = MV; o < 32; o <<= 1)
-#pragma unroll
-            for (int e = 0; e < VS; e++)
-                acc[g][e] += __shfl_xor_sync(FULL, acc[g][e], o);
+    for (int g = 0; g < G; g++)
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1)
             l_run[g] += __shfl_xor_sync(FULL, l_run[g], o);
-    }
     __syncthreads(); /* every warp is done with the tables: red overlays them */
     float(&red)[VNW][G][D] = *reinterpret_cast<float(*)[VNW][G][D]>(dyn);
+    /* lane (gq, tq): m-tile i row gq = channel gq * D / 8 + i, row gq + 8 =
+     * that + D / 16; columns 2 tq (hi) and 2 tq + 1 (lo) of head 4 nt + tq */
 #pragma unroll
-    for (int g = 0; g < G; g++) {
-        if (tsub == 0)
+    for (int nt = 0; nt < NTN; nt++) {
+        const int h = 4 * nt + tq;
+        if (h < G)
 #pragma unroll
-            for (int e = 0; e < VS; e++)
-                red[warp][g][vm * VS + e] = acc[g][e];
+            for (int i = 0; i < MT; i++) {
+                red[warp][h][gq * (D / 8) + i] = (acc[nt][i][0] + acc[nt][i][1]) * vinv;
+                red[warp][h][gq * (D / 8) + D / 16 + i] = (acc[nt][i][2] + acc[nt][i][3]) * vinv;
+            }
+    }
+#pragma unroll
+    for (int g = 0; g < G; g++)
         if (lane == 0) {
             wml[warp][g][0] = m_run[g];
             wml[warp][g][1] = l_run[g];
         }
-    }
     __syncthreads();
     combine_warps<G, D, VNW>(p, red, wml, cw.part0, tid);
 }
 
-template <int D, int G, bool VSM>
+template <int D, int G, bool C2>
 __global__ void __launch_bounds__(NT, 1) attn_vecinfer(const __grid_constant__ AttnParams p)
 {
-    __shared__ float qs[G][D]; /* the rotated queries */
-    __shared__ __align__(16) float wts[VNW][32][G];
-    __shared__ __align__(16) uint8_t vrow[VNW][32][VRB];
+    __shared__ __align__(16) float wts[VNW][G][WS];
+    __shared__ __align__(16) uint8_t vrow[VNW][32][VRB]; /* (the rotated queries before the tiles) */
     __shared__ float wml[VNW][G][2];
-    extern __shared__ __align__(16) float dyn[]; /* lut, then vtab (VSM); red at the end */
+    extern __shared__ __align__(16) float dyn[]; /* lut, then the fp16 value codebook; red at the end */
+    static_assert(sizeof(float) * G * D <= sizeof vrow, "the queries overlay vrow");
+    float(&qs)[G][D] = *reinterpret_cast<float(*)[G][D]>(&vrow[0][0][0]);
 
     const int tid = threadIdx.x;
     const CtaWork cw = cta_work<G>(p);
@@ -434,10 +532,11 @@ __global__ void __launch_bounds__(NT, 1) attn_vecinfer(const __grid_constant__ A
         return;
     const int S = p.kf.sub_dim, M = D / S, K = 1 << p.kf.bits;
     const float *klam = p.kf.tables, *kcb = p.kf.tables + D;
-    float *lut = dyn, *vtab = dyn + (size_t)G * M * K;
+    float *lut = dyn;
+    uint8_t *vcb = (uint8_t *)(dyn + (size_t)G * M * K);
 
-    if constexpr (VSM) /* the value codebook, in flight while the key tables are built */
-        copy_vtab(p.vf, D, vtab, tid);
+    /* the value codebook, in flight while the key tables are built */
+    const float vinv = copy_vcb<C2>(p.vf, D, vcb, tid);
     /* the key tables: entry (k, m) for all G heads, EPR entries per round
      * (NT is a multiple of M: a thread keeps its piece m and its G query
      * pieces); the first round's centroid loads are issued before the
@@ -478,23 +577,22 @@ __global__ void __launch_bounds__(NT, 1) attn_vecinfer(const __grid_constant__ A
         if (i0 + EPR * NT < M * K)
             load_cents<EPR>(kcb, m, K, S, M, i0 + EPR * NT, c);
     }
-    if constexpr (VSM)
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
-    __syncthreads();
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    __syncthreads(); /* (also: every thread has read qs before vrow is written) */
     if (S == 8 && p.kf.bits == 8 && p.vf.sub_dim == 8 && p.vf.bits == 8)
-        vi_main<D, G, VSM, 8, true>(p, cw, lut, vtab, wts, vrow, wml, dyn, tid);
-    else if (p.vf.sub_dim == 8)
-        vi_main<D, G, VSM, 8, false>(p, cw, lut, vtab, wts, vrow, wml, dyn, tid);
+        vi_main<D, G, true, C2>(p, cw, lut, vcb, vinv, wts, vrow, wml, dyn, tid);
     else
-        vi_main<D, G, VSM, 4, false>(p, cw, lut, vtab, wts, vrow, wml, dyn, tid);
+        vi_main<D, G, false, C2>(p, cw, lut, vcb, vinv, wts, vrow, wml, dyn, tid);
 }
 
-/* dynamic shared memory of attn_vecinfer<D, G, VSM> for these formats */
-size_t vi_dyn_bytes(const vq_cuda_format &kf, const vq_cuda_format &vf, int G, bool vsm)
+/* dynamic shared memory of attn_vecinfer<D, G, c2> for these formats: the
+ * key tables and the fp16 value codebook, or the warps' accumulators (red)
+ * where those are larger */
+size_t vi_dyn_bytes(const vq_cuda_format &kf, const vq_cuda_format &vf, int G, bool c2)
 {
     const int D = kf.head_dim;
     const size_t lut = (size_t)G * (D / kf.sub_dim) * ((size_t)1 << kf.bits) * sizeof(float);
-    const size_t vt = vsm ? (size_t)D * ((size_t)1 << vf.bits) * sizeof(float) : 0;
+    const size_t vt = (c2 ? (size_t)C2_OFF : 0) + ((size_t)VROW << vf.bits);
     const size_t red = (size_t)VNW * G * D * sizeof(float);
     return lut + vt > red ? lut + vt : red;
 }
@@ -509,44 +607,44 @@ size_t static_bytes(int D, int G)
     return 0;
 }
 
-/* whether the value codebook goes to shared memory (it fits beside the
- * key tables); else the value lookups read it through the read-only cache */
-bool vi_vsm(const vq_cuda_format &kf, const vq_cuda_format &vf, int G)
+/* whether the D = 128 codebook takes its second copy (it fits; not with
+ * VQ_CUDA_VI_ONECOPY=1 in the environment: the test runs both) */
+bool vi_c2(const vq_cuda_format &kf, const vq_cuda_format &vf, int G)
 {
-    const char *e = getenv("VQ_CUDA_VI_VGLOBAL");
-    if (e && !strcmp(e, "1")) /* the test runs both */
+    const char *e = getenv("VQ_CUDA_VI_ONECOPY");
+    if (kf.head_dim != 128 || (e && !strcmp(e, "1")))
         return false;
     return vi_dyn_bytes(kf, vf, G, true) + static_bytes(kf.head_dim, G) <= (size_t)SMEM_MAX;
 }
 
-template <int D, int G, bool VSM>
+template <int D, int G, bool C2>
 cudaError_t vi_attr()
 {
     static bool attr_set = false; /* once per instantiation (idempotent) */
     if (attr_set)
         return cudaSuccess;
-    const cudaError_t e = cudaFuncSetAttribute(attn_vecinfer<D, G, VSM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    const cudaError_t e = cudaFuncSetAttribute(attn_vecinfer<D, G, C2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                (int)(SMEM_MAX - static_smem<D, G>()));
     attr_set = e == cudaSuccess;
     return e;
 }
 
-template <int D, int G, bool VSM>
+template <int D, int G, bool C2>
 cudaError_t launch_vi(const AttnParams &p, int batch, size_t smem, cudaStream_t s)
 {
-    const cudaError_t e = vi_attr<D, G, VSM>();
+    const cudaError_t e = vi_attr<D, G, C2>();
     if (e != cudaSuccess)
         return e;
-    attn_vecinfer<D, G, VSM><<<dim3(p.splits, p.n_kv, batch), NT, smem, s>>>(p);
+    attn_vecinfer<D, G, C2><<<dim3(p.splits, p.n_kv, batch), NT, smem, s>>>(p);
     return cudaGetLastError();
 }
 
-template <int D, int G, bool VSM>
+template <int D, int G, bool C2>
 int ctas_vi(size_t smem)
 {
     int n = 0;
-    if (vi_attr<D, G, VSM>() != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, attn_vecinfer<D, G, VSM>, NT, smem) != cudaSuccess || n < 1)
+    if (vi_attr<D, G, C2>() != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, attn_vecinfer<D, G, C2>, NT, smem) != cudaSuccess || n < 1)
         return 1;
     return n;
 }
@@ -574,6 +672,11 @@ vq_status vq_vecinfer_check(const vq_cuda_format &kf, const vq_cuda_format &vf, 
                             "cuda: decode_attention: vecinfer tables of %zu bytes for %d query heads per KV head "
                             "exceed %d bytes of shared memory",
                             vq_vecinfer_lut_bytes(kf, G), G, LUT_MAX_BYTES);
+    if (vi_dyn_bytes(kf, vf, G, false) + static_bytes(kf.head_dim, G) > (size_t)SMEM_MAX)
+        return vq_cuda_fail(VQ_ERR_UNSUPPORTED,
+                            "cuda: decode_attention: vecinfer tables and value codebook of %zu bytes for %d query "
+                            "heads per KV head exceed the shared memory",
+                            vi_dyn_bytes(kf, vf, G, false), G);
     return VQ_OK;
 }
 
@@ -582,11 +685,11 @@ vq_status vq_vecinfer_check(const vq_cuda_format &kf, const vq_cuda_format &vf, 
  * split count plans for it */
 int vq_vecinfer_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G)
 {
-    const bool vsm = vi_vsm(kf, vf, G);
-    const size_t smem = vi_dyn_bytes(kf, vf, G, vsm);
+    const bool c2 = vi_c2(kf, vf, G);
+    const size_t smem = vi_dyn_bytes(kf, vf, G, c2);
     int n = 1;
 #define VQ_VI(DD, GG) \
-    if (D == DD && G == GG) n = vsm ? ctas_vi<DD, GG, true>(smem) : ctas_vi<DD, GG, false>(smem);
+    if (D == DD && G == GG) n = c2 ? ctas_vi<DD, GG, DD == 128>(smem) : ctas_vi<DD, GG, false>(smem);
     VQ_VI(64, 1) VQ_VI(64, 2) VQ_VI(64, 4) VQ_VI(64, 8)
     VQ_VI(128, 1) VQ_VI(128, 2) VQ_VI(128, 4) VQ_VI(128, 8)
 #undef VQ_VI
@@ -595,11 +698,11 @@ int vq_vecinfer_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, 
 
 cudaError_t vq_vecinfer_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s)
 {
-    const bool vsm = vi_vsm(p.kf, p.vf, G);
-    const size_t smem = vi_dyn_bytes(p.kf, p.vf, G, vsm);
+    const bool c2 = vi_c2(p.kf, p.vf, G);
+    const size_t smem = vi_dyn_bytes(p.kf, p.vf, G, c2);
 #define VQ_VI(DD, GG) \
     if (D == DD && G == GG) \
-        return vsm ? launch_vi<DD, GG, true>(p, batch, smem, s) : launch_vi<DD, GG, false>(p, batch, smem, s);
+        return c2 ? launch_vi<DD, GG, DD == 128>(p, batch, smem, s) : launch_vi<DD, GG, false>(p, batch, smem, s);
     VQ_VI(64, 1) VQ_VI(64, 2) VQ_VI(64, 4) VQ_VI(64, 8)
     VQ_VI(128, 1) VQ_VI(128, 2) VQ_VI(128, 4) VQ_VI(128, 8)
 #undef VQ_VI
@@ -619,13 +722,45 @@ extern "C" vq_status vq_cuda_tables_upload(const vq_codec *c, vq_cuda_format *f,
     const vq_status st = vq_cuda_tables_host(c, &host, &n);
     if (st != VQ_OK)
         return st;
-    if (bytes < n * sizeof(float)) {
+    /* values: then a header (vinv) and the codebook in fp16 [K][D], scaled
+     * by 2^sh so that its largest entry lies in [2^14, 2^15) */
+    const int D = f->head_dim, K = 1 << f->bits, vS = f->sub_dim;
+    const bool val = f->role == VQ_ROLE_VALUE;
+    const size_t nb = n * sizeof(float) + (val ? 16 + vcb_bytes(D, f->bits) : 0);
+    if (val && n != vcb_floats_before(D, f->bits)) {
         free(host);
-        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: tables_upload: buffer of %zu bytes < %zu", bytes,
-                            n * sizeof(float));
+        return vq_cuda_fail(VQ_ERR_STATE, "cuda: tables_upload: %zu floats, expected %zu", n,
+                            vcb_floats_before(D, f->bits));
     }
-    cudaError_t e = cudaMemcpy(dev, host, n * sizeof(float), cudaMemcpyHostToDevice);
+    if (bytes < nb) {
+        free(host);
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: tables_upload: buffer of %zu bytes < %zu", bytes, nb);
+    }
+    uint8_t *buf = (uint8_t *)malloc(nb);
+    if (!buf) {
+        free(host);
+        return vq_cuda_fail(VQ_ERR_NOMEM, "cuda: tables_upload: out of memory");
+    }
+    memcpy(buf, host, n * sizeof(float));
+    if (val) {
+        float mx = 0.0f;
+        for (size_t i = D; i < n; i++)
+            mx = fmaxf(mx, fabsf(host[i]));
+        int ex = 0;
+        if (mx > 0.0f)
+            frexpf(mx, &ex); /* mx < 2^ex */
+        const int sh = mx > 0.0f ? (15 - ex < -100 ? -100 : 15 - ex > 100 ? 100 : 15 - ex) : 0;
+        const float hdr[4] = {ldexpf(1.0f, -sh), 0.0f, 0.0f, 0.0f};
+        memcpy(buf + n * sizeof(float), hdr, sizeof hdr);
+        __half *cb = (__half *)(buf + n * sizeof(float) + 16);
+        for (int k = 0; k < K; k++)
+            for (int ch = 0; ch < D; ch++)
+                cb[(size_t)k * D + ch] =
+                    __float2half_rn(ldexpf(host[D + ((size_t)(ch / vS) * K + k) * vS + ch % vS], sh));
+    }
     free(host);
+    cudaError_t e = cudaMemcpy(dev, buf, nb, cudaMemcpyHostToDevice);
+    free(buf);
     if (e != cudaSuccess)
         return vq_cuda_fail(VQ_ERR_STATE, "cuda: tables_upload: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
     f->tables = (const float *)dev;

@@ -11,7 +11,8 @@
  *     is poisoned (0xFF bytes: NaN) before each run, every element must be
  *     finite and the relative L2 error per (sequence, head) against the CPU
  *     reference (vq_codec_prepare_query / score / softmax in double /
- *     accumulate / accum_finish) must stay under TOL.
+ *     accumulate / accum_finish) must stay under TOL (vecinfer values:
+ *     under TOL + VI_FP16_U * kappa, below).
  *  3. argument errors come back as vq_status with a message. */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -29,6 +30,16 @@ extern "C" {
 #include "gpu_host_util.h"
 
 #define TOL 2e-4
+/* vecinfer values: the GPU multiplies the weights with the value codebook
+ * rounded to fp16 (scaled by a power of two so that its largest entry lies
+ * in [2^14, 2^15)). Round-to-nearest moves each entry by at most its
+ * magnitude times the unit roundoff 2^-11 (entries that become subnormal:
+ * by at most 2^-25 in the scaled units, below 2^-39 of the largest entry),
+ * so the output moves by at most 2^-11 * sum_t w_t |v_t| in L2 norm (v_t
+ * the token's decoded value: the rotation keeps norms), i.e. by
+ * VI_FP16_U * kappa relative to the reference, kappa = sum_t w_t |v_t| /
+ * |out|; the test allows that on top of TOL. */
+#define VI_FP16_U (1.0 / 2048.0)
 
 /* K/V-like data: per-channel offsets and scales plus noise */
 static void fill_kv(float *x, size_t n, int D)
@@ -113,13 +124,16 @@ static void *upload_tables(vq_codec *c, vq_cuda_format *f)
     return d;
 }
 
-/* CPU reference: one query head over n packed tokens */
+/* CPU reference: one query head over n packed tokens; *kappa (where not
+ * NULL) = sum_t w_t |v_t| / |out| (VI_FP16_U) */
 static void ref_attend(vq_codec *kc, vq_codec *vc, const float *q, const uint8_t *kp, const uint8_t *vp, size_t n,
-                       float scale, float *out)
+                       float scale, float *out, double *kappa)
 {
     const int D = vq_codec_head_dim(kc);
     std::vector<uint8_t> qb(vq_codec_query_bytes(kc));
     std::vector<float> s(n), w(n), acc(vq_codec_accum_size(vc), 0.0f);
+    if (kappa)
+        *kappa = 0.0;
     if (n == 0) {
         for (int d = 0; d < D; d++)
             out[d] = 0.0f;
@@ -136,6 +150,20 @@ static void ref_attend(vq_codec *kc, vq_codec *vc, const float *q, const uint8_t
         w[i] = (float)(exp((double)s[i] * scale - mx) / sum);
     vq_codec_accumulate(vc, w.data(), 1, vp, n, acc.data());
     vq_codec_accum_finish(vc, acc.data(), out);
+    if (kappa) {
+        std::vector<float> v((size_t)n * D);
+        CHECK(vq_codec_decode(vc, vp, n, v.data()) == VQ_OK);
+        double wn = 0.0, o2 = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double v2 = 0.0;
+            for (int d = 0; d < D; d++)
+                v2 += (double)v[i * D + d] * v[i * D + d];
+            wn += w[i] * sqrt(v2);
+        }
+        for (int d = 0; d < D; d++)
+            o2 += (double)out[d] * out[d];
+        *kappa = wn / (o2 > 0 ? sqrt(o2) : 1e-30);
+    }
 }
 
 static void run_case(const Case &cs, int D, int nq, int nkv)
@@ -186,6 +214,8 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         table = perm;
         std::vector<uint8_t> kpool((size_t)n_pages * kpb, 0xA5), vpool((size_t)n_pages * vpb, 0x5A);
         std::vector<float> q((size_t)B * nq * D), ref((size_t)B * nq * D), out((size_t)B * nq * D);
+        std::vector<double> kap((size_t)B * nq, 0.0); /* vecinfer values: kappa per row (VI_FP16_U) */
+        const bool vi_val = vf.method == VQ_CUDA_VECINFER;
         for (auto &x : q)
             x = 2.0f * gauss();
         std::vector<std::vector<uint8_t>> kpk(B * nkv), vpk(B * nkv);
@@ -226,7 +256,8 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
                 allv.insert(allv.end(), v.begin(), v.end());
                 for (int g = 0; g < nq / nkv; g++) {
                     size_t qi = ((size_t)b * nq + h * (nq / nkv) + g) * D;
-                    ref_attend(kc, vc, &q[qi], kp.data(), vp.data(), n, scale, &ref[qi]);
+                    ref_attend(kc, vc, &q[qi], kp.data(), vp.data(), n, scale, &ref[qi],
+                               vi_val ? &kap[qi / D] : NULL);
                 }
             }
         /* upload */
@@ -297,9 +328,9 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
          * 64-token iterations take those otherwise); 7..9: its 12-warp
          * instantiation where the pair has one (VQ_CUDA_MMA_WIDE=1; these
          * short contexts never pick it), 9 with 32-token iterations;
-         * vecinfer: 3..5 with the value codebook read from global memory
-         * (VQ_CUDA_VI_VGLOBAL=1, the instantiation for tables that leave
-         * it no room in shared memory) */
+         * vecinfer: 3..5 with one copy of the value codebook at head_dim
+         * 128 (VQ_CUDA_VI_ONECOPY=1, the instantiation for tables that
+         * leave no room for the second) */
         const int nrun = has_mma ? 10 : is_vi ? 6 : 3;
         /* the last run (extra): the kernel the call picks with 37 splits,
          * more than the reduce launch's one-pass path takes (32; the
@@ -307,12 +338,12 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         for (int run = 0; run <= nrun; run++) {
             const bool extra = run == nrun;
             const int sm = run % 3;
-            setenv("VQ_CUDA_VI_VGLOBAL", is_vi && run >= 3 && !extra ? "1" : "0", 1);
+            setenv("VQ_CUDA_VI_ONECOPY", is_vi && run >= 3 && !extra ? "1" : "0", 1);
             setenv("VQ_CUDA_NO_MMA", run >= 3 && run < 6 && !extra ? "1" : "0", 1);
             setenv("VQ_CUDA_NO_SUB2", (run == 6 || run == 9) && !extra ? "1" : "0", 1);
             setenv("VQ_CUDA_MMA_WIDE", run >= 7 && !extra ? "1" : "-1", 1);
             const char *kname = extra ? "picked-37-splits" : run == 6 ? "mma-32tok" : run == 9 ? "mma-w12-32tok"
-                                : run >= 7 ? "mma-w12" : is_vi && run >= 3 ? "vecinfer-vglobal"
+                                : run >= 7 ? "mma-w12" : is_vi && run >= 3 ? "vecinfer-1copy"
                                 : vq_cuda_attention_kernel(&kf, &vf, &a);
             a.splits = extra ? 37 : split_modes[sm];
             size_t wsb = vq_cuda_attention_workspace(&a);
@@ -326,7 +357,7 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
             CK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
             CK(cudaFree(ws));
             size_t bad = 0;
-            double worst = 0.0;
+            double worst = 0.0, worst_tol = 0.0; /* largest error; largest error over its row's tolerance */
             for (int r = 0; r < B * nq; r++) {
                 double e2 = 0.0, r2 = 0.0;
                 for (int d = 0; d < D; d++) {
@@ -337,21 +368,27 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
                     r2 += x * x;
                 }
                 double rel = sqrt(e2 / (r2 > 0 ? r2 : 1e-30));
+                const double tol = TOL + (vi_val ? VI_FP16_U * kap[r] : 0.0);
                 worst = rel > worst || rel != rel ? rel : worst;
+                worst_tol = rel / tol > worst_tol || rel != rel ? rel / tol : worst_tol;
             }
             CHECKF(bad == 0, "%s/%s (values %d) D=%d B=%d splits=%d %s: %zu outputs not finite", cs.kspec, cs.vspec, cs.vmode, D, B,
                    a.splits, kname, bad);
-            CHECKF(worst <= TOL, "%s/%s (values %d) D=%d G=%d B=%d splits=%d %s: relative error %.3g > %g", cs.kspec, cs.vspec, cs.vmode,
-                   D, nq / nkv, B, a.splits, kname, worst, TOL);
-            if (sm == 0 && !extra)
-                printf("  %-24s %-22s%s D=%3d G=%d B=%d maxlen=%5d  quantize bytes equal=%s  %-12s rel.err %.2e\n",
+            CHECKF(worst_tol <= 1.0, "%s/%s (values %d) D=%d G=%d B=%d splits=%d %s: relative error %.3g, %.3g x its tolerance",
+                   cs.kspec, cs.vspec, cs.vmode, D, nq / nkv, B, a.splits, kname, worst, worst_tol);
+            if (sm == 0 && !extra) {
+                char note[64] = "";
+                if (vi_val) /* how much of its tolerance the worst row used */
+                    snprintf(note, sizeof note, "  (%.2f of its tolerance)", worst_tol);
+                printf("  %-24s %-22s%s D=%3d G=%d B=%d maxlen=%5d  quantize bytes equal=%s  %-12s rel.err %.2e%s\n",
                        cs.kspec, cs.vspec, cs.vmode == 1 ? "~" : cs.vmode == 2 ? "-" : cs.vmode == 3 ? "+" : " ", D, nq / nkv, B, maxlen, !gpu_quant ? "n/a" : kdiff == 0 && vdiff == 0 ? "yes" : "NO",
-                       kname, worst);
+                       kname, worst, note);
+            }
         }
         setenv("VQ_CUDA_NO_MMA", "0", 1);
         setenv("VQ_CUDA_NO_SUB2", "0", 1);
         setenv("VQ_CUDA_MMA_WIDE", "-1", 1);
-        setenv("VQ_CUDA_VI_VGLOBAL", "0", 1);
+        setenv("VQ_CUDA_VI_ONECOPY", "0", 1);
         cudaFree(dk);
         cudaFree(dv);
         cudaFree(dk2);

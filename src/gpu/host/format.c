@@ -104,7 +104,16 @@ size_t vq_cuda_tables_bytes(const vq_codec *c)
     size_t len = 0;
     if (c->ops->state_write(c, NULL, 0, &len) != VQ_OK || len < 24)
         return 0;
-    return len - 24; /* lambda and codebooks, floats */
+    size_t extra = 0; /* values: the fp16 codebook [K][D] and its 16-byte header */
+    if (c->role == VQ_ROLE_VALUE) {
+        uint8_t *pl;
+        size_t n;
+        if (vecinfer_payload(c, &pl, &n) != VQ_OK)
+            return 0;
+        extra = 16 + ((size_t)2 * c->head_dim << vq_get_u32(pl + 8));
+        free(pl);
+    }
+    return len - 24 + extra; /* lambda and codebooks, floats */
 }
 
 /* host copy of the tables (vq_cuda_tables_upload in attention_vecinfer.cu
