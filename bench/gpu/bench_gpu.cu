@@ -12,7 +12,7 @@
  * gbs = packed cache bytes read (keys + values, metadata included) / time.
  *
  * Usage: bench_gpu [--quick] [--shape CTX,BATCH] [--splits N] [--dims 128,64]
- * [--pair N] [--heads N] (--quick: only 64k x 8, or the --shape given;
+ * [--pair N[,N...]] [--heads N] (--quick: only 64k x 8, or the --shape given;
  * --splits: forced split count; --heads: query heads, 32 unless given; for
  * tuning)   (run_bench.py runs
  * it and PyTorch SDPA in one go and writes figures/bench/h200.json). */
@@ -251,13 +251,18 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
 
 int main(int argc, char **argv)
 {
-    int quick = 0, dims[2] = {128, 64}, ndims = 2, only = -1;
+    int quick = 0, dims[2] = {128, 64}, ndims = 2;
+    unsigned only = ~0u; /* the pairs to run (--pair N[,N...]): bit p for pair p */
     int ctx_quick[1] = {65536}, b_quick[1] = {8};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
-        else if (!strcmp(argv[i], "--pair") && i + 1 < argc)
-            only = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--pair") && i + 1 < argc) {
+            only = 0;
+            for (const char *c = argv[++i]; *c; c++)
+                if (*c >= '0' && *c <= '9' && (c == argv[i] || c[-1] == ','))
+                    only |= 1u << (atoi(c) & 31);
+        }
         else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
             ndims = sscanf(argv[++i], "%d,%d", &dims[0], &dims[1]);
         } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) { /* the --quick shape */
@@ -270,7 +275,7 @@ int main(int argc, char **argv)
             if (n_q != 8 && n_q != 16 && n_q != 32 && n_q != 64)
                 return 2;
         } else {
-            fprintf(stderr, "usage: bench_gpu [--quick] [--shape CTX,BATCH] [--splits N] [--dims 128,64] [--pair N] [--heads 8|16|32|64]\n");
+            fprintf(stderr, "usage: bench_gpu [--quick] [--shape CTX,BATCH] [--splits N] [--dims 128,64] [--pair N[,N...]] [--heads 8|16|32|64]\n");
             return 2;
         }
     }
@@ -291,7 +296,7 @@ int main(int argc, char **argv)
     fflush(stdout);
     for (int di = 0; di < ndims; di++)
         for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
-            if (only >= 0 && (size_t)only != p)
+            if (!(only >> p & 1))
                 continue;
             if (quick)
                 bench_pair(pairs[p], dims[di], ctx_quick, 1, b_quick, 1);

@@ -134,14 +134,18 @@ namespace {
 #ifndef VQ_MMA_RBF /* rabitq:bits=1 keys: 1 each token's factor computed once (lane i: token i) and shuffled to the scores (0: one division per score) */
 #define VQ_MMA_RBF 1
 #endif
+#ifndef VQ_MMA_W16 /* 1: the wide instantiation (VQ_MMA_WIDE) of the pairs with kivi2 values has 16 warps at G <= 4 (one CTA per SM, <= 128 registers; not yet measured on the H200: Round gpu20 in docs/gpu.md); 0: 12, as the other pairs */
+#define VQ_MMA_W16 0
+#endif
 #ifndef VQ_MMA_REDSTG /* 1: the warps' partial accumulators (red) in the stage memory after the loop where it is large enough (less static shared memory per CTA) */
 #define VQ_MMA_REDSTG 1
 #endif
 /* CTAs per SM the register cap of a W-warp CTA aims at: 12 warps per SM
  * (3 per scheduler, <= 168 registers; the register file is 16 K words
- * per scheduler, so 13-16 warps would all cap at 128) */
+ * per scheduler, so 13-16 warps would all cap at 128); 16 warps
+ * (VQ_MMA_W16): one CTA per SM, 128 registers */
 template <int W, int KM>
-__host__ __device__ constexpr int mma_minb() { return W == 4 ? VQ_MMA_MINB(KM) : 12 / W; }
+__host__ __device__ constexpr int mma_minb() { return W == 4 ? VQ_MMA_MINB(KM) : W <= 12 ? 12 / W : 1; }
 constexpr int WTOK = 32; /* tokens per warp iteration */
 constexpr int EXPO = 16; /* code products come out times 2^-EXPO */
 constexpr unsigned FULL = 0xffffffffu;
@@ -722,6 +726,18 @@ template <int KM, int VM, int D>
 __host__ __device__ constexpr bool wide_ok()
 {
     return VQ_MMA_WIDE && D == 128 && staged_v<KM, VM, D>();
+}
+
+/* warps per CTA of the wide instantiation: 12 (3 per scheduler, <= 168
+ * registers), or with VQ_MMA_W16 = 1 16 for the pairs with kivi2 values
+ * at G <= 4 (4 per scheduler, <= 128 registers, which their 32- and
+ * 64-token iterations fit without spills since the transposed value
+ * product; at G = 8 they would spill 220-652 bytes: Round gpu20 in
+ * docs/gpu.md) */
+template <int KM, int VM, int D, int G>
+__host__ __device__ constexpr int wide_w()
+{
+    return VQ_MMA_W16 && VM == FMT_KIVI2 && G <= 4 ? 16 : 12;
 }
 
 /* 64-token warp iterations (two sub-tiles of 32 sharing the loop's page,
@@ -2452,13 +2468,14 @@ cudaError_t launch_mma_w(const AttnParams &p, int batch, cudaStream_t s)
     return launch_mma_sub<D, G, KM, VM, 1, W>(p, batch, s);
 }
 
-/* p.warps (vq_mma_plan_warps) picks the instantiation */
+/* p.warps (vq_mma_plan_warps) picks the instantiation: 12 the wide one
+ * (wide_w warps per CTA) */
 template <int D, int G, int KM, int VM>
 cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
 {
     if constexpr (wide_ok<KM, VM, D>())
         if (p.warps == 12)
-            return launch_mma_w<D, G, KM, VM, 12>(p, batch, s);
+            return launch_mma_w<D, G, KM, VM, wide_w<KM, VM, D, G>()>(p, batch, s);
     return launch_mma_w<D, G, KM, VM, 4>(p, batch, s);
 }
 
@@ -2543,7 +2560,7 @@ int wide_ctas_dg(int km, int vm)
 {
 #define VQ_OCCW(K, V)                                         \
     if constexpr (mma_shape_ok<D, G, K>() && wide_ok<K, V, D>()) \
-        if (km == K && vm == V) return ctas_per_sm<D, G, K, V, 12>();
+        if (km == K && vm == V) return ctas_per_sm<D, G, K, V, wide_w<K, V, D, G>()>();
     VQ_MMA_PAIRS(VQ_OCCW)
 #undef VQ_OCCW
     return 0;
