@@ -403,15 +403,12 @@ static void spectral_values(vq_codec *c, const uint8_t *codes, size_t n, float *
         float *o = out + t * row;
         memset(o + D, 0, sizeof(float) * (row - (size_t)D));
         o[D] = 1.0f;
-        if (st->split) { /* (split implies fast) the two halves */
+        if (fast) { /* (split implies fast) the signal levels into their half, or over the first d_sig */
             const float r = vq_get_f32(in);
             k->lut_row(in + 4, st->bits, (size_t)D, st->lv_noise, r, 0, o);
-            k->lut_row(in + 4, st->bits, nsig, st->lv_sig, r, 0, o + D + SP_PAD);
-        } else if (fast) {
-            const float r = vq_get_f32(in);
-            k->lut_row(in + 4, st->bits, (size_t)D, st->lv_noise, r, 0, o);
-            k->lut_row(in + 4, st->bits, nsig, st->lv_sig, r, 0, sig);
-            memcpy(o, sig, sizeof(float) * (size_t)st->d_sig);
+            k->lut_row(in + 4, st->bits, nsig, st->lv_sig, r, 0, st->split ? o + D + SP_PAD : sig);
+            if (!st->split)
+                memcpy(o, sig, sizeof(float) * (size_t)st->d_sig);
         } else {
             sp_unpack(st, D, in, o);
         }
