@@ -916,7 +916,8 @@ static void test_bits_unpack(const vq_kernels *k, const vq_kernels *ref)
 }
 
 /* rope_codes_dot: the rows it scores are built here from integer codes
- * (packed LSB first by this test), s * c + m, the patches, rope_pairs;
+ * (packed LSB first by this test), fmaf(s, c, m), the patches, rope.h's
+ * turn (a product, then fmaf);
  * the reference's scores have the bits of the scalar dense_dot of those
  * rows, a SIMD variant's the bits of its own table's dense_dot (rope.h),
  * and the two agree to float rounding. Every width 1..8, head sizes
@@ -951,7 +952,7 @@ static void test_rope_codes_dot(const vq_kernels *k, const vq_kernels *ref)
                             for (int b = 0; b < bits; b++)
                                 raw[1 + (bit + (size_t)b) / 8] |=
                                     (uint8_t)(((c8[i * D + e] >> b) & 1u) << ((bit + (size_t)b) % 8));
-                            v[i * D + e] = s[e] * (float)c8[i * D + e] + m[e];
+                            v[i * D + e] = fmaf(s[e], (float)c8[i * D + e], m[e]);
                         }
                     }
                     size_t np = 0;
@@ -966,7 +967,14 @@ static void test_rope_codes_dot(const vq_kernels *k, const vq_kernels *ref)
                         v[3] = -2.25f, v[(n - 1) * D + D - 1] = 1e3f;
                     }
                     for (size_t i = 0; i < n; i++)
-                        ref->rope_pairs(v + i * D, tab + (size_t)rows[i] * D, D / 2, neox, 1.0f);
+                        for (size_t e = 0; e < D / 2; e++) {
+                            float *x = v + i * D;
+                            const float *cs = tab + (size_t)rows[i] * D;
+                            const size_t i0 = neox ? e : 2 * e, i1 = neox ? e + D / 2 : 2 * e + 1;
+                            const float a = x[i0], b = x[i1];
+                            x[i0] = fmaf(a, cs[e], -(b * cs[D / 2 + e]));
+                            x[i1] = fmaf(b, cs[e], a * cs[D / 2 + e]);
+                        }
                     const int simd = k->rope_codes_dot != vq_rope_codes_dot_ref && D % 64 == 0; /* rope.h */
                     for (size_t x = 0; x < os * (size_t)nq; x++)
                         o1[x] = o2[x] = w1[x] = w2[x] = NAN;

@@ -21,17 +21,22 @@ void vq_rope_pairs_avx512(float *x, const float *cs, size_t half, int neox, floa
  * cache/prerope.h), scored without a decoded block:
  *
  * rope_codes_dot(k, q, qstride, n_q, out, ostride): for token i < k->n,
- *   v_i[e] = s[e] * code_i[e] + m[e]      (one multiply, then one add)
+ *   v_i[e] = fmaf(s[e], code_i[e], m[e])
  * with code_i[e] the e-th of the D codes of `bits` bits (1..8) packed LSB
  * first from codes + i*D*bits/8 (D*bits a multiple of 8); then patches:
  * v_i[pch[p]] = pval[p] for p in [pstart[i], pstart[i+1]) in order
- * (pstart NULL: none); then v_i turned forward (sgn = 1) by the table row
- * tab + rows[i]*D exactly as rope_pairs; then
+ * (pstart NULL: none); then v_i turned forward by the table row
+ * tab + rows[i]*D with rope_pairs' pairing, but each pair (a, b) with
+ * (c, s) = (cs[i], cs[half + i]) becoming
+ *   (fmaf(a, c, -(b*s)), fmaf(b, c, a*s))
+ * (one product rounded, then one fused multiply-add: an AVX-512
+ * fmaddsub on adjacent pairs); then
  *   out[j*ostride + i] = sum_e q[j*qstride + e] * v_i[e]
  * as dense_dot of the same table on the turned rows (the reference: the
  * scalar dense_dot). So every variant's v_i has the reference's bits and
- * the scores agree to float rounding. D a multiple of 32 up to 512,
- * n_q >= 1; no allocation. */
+ * the scores agree to float rounding (v_i differs from rope_pairs applied
+ * to the decoded key by float rounding only). D a multiple of 32 up to
+ * 512, n_q >= 1; no allocation. */
 typedef struct vq_rope_keys {
     const uint8_t *codes;
     int bits;

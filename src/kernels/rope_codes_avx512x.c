@@ -3,18 +3,19 @@
  * Sixteen tokens at a time are turned into float rows of a stack tile that
  * stays in L1. A token's row is built in registers (head sizes 64, 128 and
  * 256 are compile-time constants of their own loops): per 64 channels the
- * codes by unpack_avx512x.h; the bytes widened to floats, s * c + m
- * (multiply, then add: the reference's bits); the patches in registers
- * (per patch one masked move per register, a lane only in the register
- * that holds the channel; a store and reload of the row instead stalls a
- * store forward per patched token); rope_avx512.h's turn; one store.
+ * codes by unpack_avx512x.h; the bytes widened to floats, one FMA s * c
+ * + m; the patches in registers (per patch one masked move per register,
+ * a lane only in the register that holds the channel; a store and reload
+ * of the row instead stalls a store forward per patched token); the turn
+ * (rope.h: a product, then an FMA; adjacent pairs: the row's cosines and
+ * sines each duplicated into their pair's lanes by a permute, the pair's
+ * values swapped, one FMADDSUB); one store.
  * The tile is scored by the table's dense_dot (dense_avx512.c), whose
  * scores do not depend on the tile size. */
 #include <immintrin.h>
 
 #include "kernels/dense.h"
 #include "kernels/rope.h"
-#include "kernels/rope_avx512.h"
 #include "kernels/unpack_avx512x.h"
 
 #define RC_TILE 16
@@ -26,7 +27,7 @@ static inline __attribute__((always_inline)) void turn_tile(const size_t D, cons
     const int b = k->bits;
     const size_t half = D / 2, row_bytes = D * (size_t)b / 8;
     const vq_unpack64_ctl u = vq_unpack64_init(b);
-    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512i dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     for (size_t t = 0; t < m; t++) {
         const size_t i = i0 + t;
         const uint8_t *src = k->codes + i * row_bytes;
@@ -42,7 +43,7 @@ static inline __attribute__((always_inline)) void turn_tile(const size_t D, cons
             {
                 const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q16[v]));
                 const size_t e = c + 16 * (size_t)v;
-                F[e / 16] = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(k->s + e), f), _mm512_loadu_ps(k->m + e));
+                F[e / 16] = _mm512_fmadd_ps(_mm512_loadu_ps(k->s + e), f, _mm512_loadu_ps(k->m + e));
             }
         }
         if (k->pstart) /* in order (the later wins), in registers: one masked move per register */
@@ -52,11 +53,21 @@ static inline __attribute__((always_inline)) void turn_tile(const size_t D, cons
                 _Pragma("GCC unroll 32") for (size_t v = 0; v < D / 16; v++) F[v] =
                     _mm512_mask_mov_ps(F[v], (__mmask16)((ch >> 4 == v) << (ch & 15)), val);
             }
-        if (k->neox) {
+        if (k->neox) { /* a = channels 16v.., b = the same + half */
             _Pragma("GCC unroll 8") for (size_t v = 0; v < half / 16; v++)
-                vq_rope_neox16(&F[v], &F[half / 16 + v], cs, half, 16 * v, one);
-        } else {
-            _Pragma("GCC unroll 16") for (size_t v = 0; v < D / 16; v++) F[v] = vq_rope_adj8(F[v], cs, half, 8 * v, one);
+            {
+                const __m512 c = _mm512_loadu_ps(cs + 16 * v), s = _mm512_loadu_ps(cs + half + 16 * v);
+                const __m512 a = F[v], bb = F[half / 16 + v];
+                F[v] = _mm512_fmsub_ps(a, c, _mm512_mul_ps(bb, s));
+                F[half / 16 + v] = _mm512_fmadd_ps(bb, c, _mm512_mul_ps(a, s));
+            }
+        } else { /* even lanes a*c - (b*s), odd lanes b*c + (a*s) */
+            _Pragma("GCC unroll 16") for (size_t v = 0; v < D / 16; v++)
+            {
+                const __m512 c = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_loadu_ps(cs + 8 * v)));
+                const __m512 s = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_loadu_ps(cs + half + 8 * v)));
+                F[v] = _mm512_fmaddsub_ps(F[v], c, _mm512_mul_ps(_mm512_permute_ps(F[v], 0xB1), s));
+            }
         }
         _Pragma("GCC unroll 16") for (size_t v = 0; v < D / 16; v++) _mm512_storeu_ps(x + 16 * v, F[v]);
     }
