@@ -614,8 +614,10 @@ static void test_save_load(void)
     char path[1024], side[1100];
     snprintf(path, sizeof path, "%s/prompt.vqc", vq_test_tmpdir());
     snprintf(side, sizeof side, "%s.prompt", path);
-    const char *cfgs[] = { "keys=q4_0:rot=1 values=q4_0:rot=1 residual=8", "keys=turboquant_rvq:bits=4 values=kivi:bits=4" };
-    for (int ci = 0; ci < 2; ci++) {
+    const char *cfgs[] = { "keys=q4_0:rot=1 values=q4_0:rot=1 residual=8", "keys=turboquant_rvq:bits=4 values=kivi:bits=4",
+                           /* a quality plan's form: keys packed before RoPE (the file carries the RoPE) */
+                           "keys=kivix:bits=4,group=16,outliers=8 values=kivix:bits=3,group=64 residual=8 sinks=4 prerope=1" };
+    for (int ci = 0; ci < (int)(sizeof cfgs / sizeof *cfgs); ci++) {
         /* run prompt[0..n-1), save, then generate from the last prompt token */
         vq_cache *c = NULL;
         vq_ctx *ctx = NULL;

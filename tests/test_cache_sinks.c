@@ -18,6 +18,9 @@
 #include <string.h>
 
 #include "cache/prerope.h"
+#include "core/crc32.h"
+#include "core/file.h"
+#include "core/io.h"
 #include "heap_bytes.h"
 #include "test.h"
 #include "test_cache_util.h"
@@ -214,6 +217,64 @@ static void test_prerope_bytes(void)
     vq_cache_free(c);
 }
 
+/* a saved prerope cache loads with its RoPE and centres (version 4): the
+ * gathered keys are the same, and both caches go on alike -- the same
+ * tokens appended to every layer give bit-identical attention; the file's
+ * version field says 4; a RoPE flag out of range (CRC recomputed) is
+ * refused with VQ_ERR_FORMAT */
+static void prerope_round_trip(vq_cache *c, const char *path, const char *cfg, uint64_t seed)
+{
+    vq_cache *c2 = NULL;
+    vq_cache_shape sh = { NL, SHAPE, 7 };
+    CHECKF(vq_cache_load(path, &sh, &c2) == VQ_OK, "%s: load: %s", cfg, vq_last_error());
+    if (!c2)
+        return;
+    vq_rng r;
+    vq_rng_seed(&r, seed);
+    for (int l = 0; l < NL; l++) {
+        const size_t D = (size_t)SHAPE[l].head_dim, nh = (size_t)SHAPE[l].n_kv_heads, nq = (size_t)SHAPE[l].n_q_heads;
+        size_t n1 = 0, n2 = 0;
+        CHECK(vq_cache_gather(c, l, 0, 0, NULL, NULL, NULL, &n1) == VQ_OK);
+        float *g1 = malloc((n1 + 1) * D * sizeof *g1), *g2 = malloc((n1 + 1) * D * sizeof *g2);
+        CHECK(vq_cache_gather(c, l, 0, n1, NULL, g1, NULL, &n1) == VQ_OK);
+        CHECK(vq_cache_gather(c2, l, 0, n1, NULL, g2, NULL, &n2) == VQ_OK && n2 == n1);
+        CHECKF(memcmp(g1, g2, n1 * D * sizeof *g1) == 0, "%s layer %d: gathered keys differ after load", cfg, l);
+        const size_t m = 40;
+        float *k = malloc(m * nh * D * sizeof *k), *v = malloc(m * nh * D * sizeof *v);
+        float *q = malloc(m * nq * D * sizeof *q), *o1 = malloc(m * nq * D * sizeof *o1), *o2 = malloc(m * nq * D * sizeof *o2);
+        fill_kv(&r, k, v, m, D, nh);
+        tc_fill(&r, q, m * nq * D, 0.5f);
+        const int32_t p0 = (int32_t)n1; /* run() appended positions 0 .. n1 - 1 */
+        CHECK(vq_cache_append(c, l, k, v, m, p0) == VQ_OK);
+        CHECK(vq_cache_append(c2, l, k, v, m, p0) == VQ_OK);
+        CHECK(vq_cache_attend(c, l, q, m, (int)nq, 0.125f, o1) == VQ_OK);
+        CHECK(vq_cache_attend(c2, l, q, m, (int)nq, 0.125f, o2) == VQ_OK);
+        CHECKF(memcmp(o1, o2, m * nq * D * sizeof *o1) == 0, "%s layer %d: attention differs after load", cfg, l);
+        free(g1), free(g2), free(k), free(v), free(q), free(o1), free(o2);
+    }
+    vq_cache_free(c2);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(vq_file_read_all(path, 1u << 30, &buf, &len, NULL) == VQ_OK);
+    if (!buf)
+        return;
+    CHECK(len > 40 && vq_get_u32(buf + 4) == 4);
+    /* the section is the file's tail: layer 1's neox flag sits before its 64 inv_freq
+     * floats, its centre flag and (prerope=2, packed) its centres; edit layer 0's flag */
+    const size_t sec = len - 4 - (8 + 4 * 32) - (8 + 4 * 64) -
+                       (strstr(cfg, "prerope=2") ? 4 * (2 * 64 + 1 * 128) : 0);
+    vq_put_u32(buf + sec, 2);
+    vq_put_u32(buf + len - 4, vq_crc32(0, buf, len - 4));
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s.bad", path);
+    CHECK(vq_file_write_buffer(bad, buf, len, NULL) == VQ_OK);
+    vq_cache *c3 = NULL;
+    CHECKF(vq_cache_load(bad, &sh, &c3) == VQ_ERR_FORMAT && !c3 && strstr(vq_last_error(), "prerope") != NULL,
+           "%s: a bad RoPE flag not refused: %s", cfg, vq_last_error());
+    remove(bad);
+    free(buf);
+}
+
 static void test_prerope_reference(void)
 {
     const char *cfgs[] = { "keys=kivix:bits=3,group=32,outliers=8 values=kivix:bits=3,group=32 residual=16 prerope=1",
@@ -253,10 +314,18 @@ static void test_prerope_reference(void)
             free(k), free(v), free(gk);
         }
         char path[512];
-        snprintf(path, sizeof path, "%s/prerope.vqc", vq_test_tmpdir());
-        CHECK(vq_cache_save(c, path) == VQ_ERR_UNSUPPORTED);
+        snprintf(path, sizeof path, "%s/prerope_%zu.vqc", vq_test_tmpdir(), i);
+        CHECKF(vq_cache_save(c, path) == VQ_OK, "%s: save: %s", cfgs[i], vq_last_error());
+        prerope_round_trip(c, path, cfgs[i], 40 + i);
+        remove(path);
         vq_cache_free(c);
     }
+    /* a cache whose layers have no RoPE yet cannot be saved (nothing to carry) */
+    vq_cache *c = make(cfgs[0]);
+    char path[512];
+    snprintf(path, sizeof path, "%s/prerope_none.vqc", vq_test_tmpdir());
+    CHECK(c && vq_cache_save(c, path) == VQ_ERR_STATE && strstr(vq_last_error(), "RoPE") != NULL);
+    vq_cache_free(c);
 }
 
 /* RoPE at position p (layer 0's adjacent pairs or layer 1's NEOX halves) */

@@ -1,7 +1,8 @@
 /* persist.c -- vq_cache_save / vq_cache_load (format: docs/cache-format.md,
- * version 3; versions 1 and 2 are still read). All fields little-endian.
+ * versions 3 and 4; versions 1 and 2 are still read). All fields
+ * little-endian.
  *
- *   "VQKC" | u32 version=3 | u32 writer (core/writer.h) | u64 fingerprint
+ *   "VQKC" | u32 version=3 (4: prerope) | u32 writer (core/writer.h) | u64 fingerprint
  *   | u64 seed
  *   u32 C | C bytes canonical config text
  *   u32 n_layers | n_layers x (u32 n_kv_heads, n_q_heads, head_dim, window,
@@ -20,6 +21,8 @@
  *       n_res x 2*head_dim fp16 keys | n_res x 2*head_dim fp16 values
  *       (MiniCache anchor layers only) (n_packed + n_res) x
  *         (u16 key ratio fp16 | u16 value ratio fp16 | u8 merged)
+ *   (version 4, prerope=1/2 configs only) the prerope section
+ *     (cache/prerope.h): per layer the RoPE and the key centres
  *   u32 CRC-32 (IEEE) of every preceding byte
  *
  * The file is written through vq_file_write_atomic (temporary + fsync +
@@ -34,6 +37,7 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
+#include "cache/prerope.h"
 #include "cache/sinks.h"
 #include "core/crc32.h"
 #include "core/file.h"
@@ -42,7 +46,8 @@
 #include "core/writer.h"
 
 #define CACHE_MAGIC "VQKC"
-#define CACHE_VERSION 3u        /* the writer field; the xkv section where the config has cross=xkv */
+#define CACHE_VERSION 4u        /* written for prerope configs: version 3 + the prerope section */
+#define CACHE_VERSION_WRITER 3u /* the writer field; the xkv section where the config has cross=xkv */
 #define CACHE_VERSION_PLAIN 1u  /* read only: no writer field, no xkv section */
 #define CACHE_VERSION_XKV 2u    /* read only: no writer field, the xkv section */
 #define CACHE_MAX_FILE ((size_t)1 << 40)
@@ -143,7 +148,7 @@ static vq_status fill(vq_file_writer *w, void *user)
     s->w = w;
     const vq_cache *c = s->c;
     VQ_TRY(put(s, CACHE_MAGIC, 4));
-    VQ_TRY(put_u32(s, CACHE_VERSION));
+    VQ_TRY(put_u32(s, c->cfg->prerope ? CACHE_VERSION : CACHE_VERSION_WRITER));
     VQ_TRY(put_u32(s, VQ_FILE_WRITER));
     VQ_TRY(put_u64(s, c->fingerprint));
     VQ_TRY(put_u64(s, c->seed));
@@ -208,6 +213,17 @@ static vq_status fill(vq_file_writer *w, void *user)
                 }
         }
     }
+    if (c->cfg->prerope) { /* after the layers: loading sets the RoPE tables over their positions */
+        const size_t len = vq_cache_prerope_section_bytes(c);
+        uint8_t *buf = malloc(len ? len : 1);
+        if (!buf)
+            return vq_fail(NULL, VQ_ERR_NOMEM, "cache save: out of memory");
+        vq_status st = vq_cache_prerope_section_write(c, buf, len);
+        if (st == VQ_OK)
+            st = put(s, buf, len);
+        free(buf);
+        VQ_TRY(st);
+    }
     uint8_t b[4];
     vq_put_u32(b, s->crc);
     return vq_file_put(w, b, 4);
@@ -219,8 +235,6 @@ vq_status vq_cache_save(const vq_cache *c, const char *path)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "vq_cache_save: NULL argument");
     save_ctx s = { NULL, 0, c };
     char *err = (char *)c->err; /* the message buffer is not part of the cache's state */
-    if (c->cfg->prerope) /* cache/prerope.h: a loaded cache would lack the model's RoPE */
-        return vq_fail(err, VQ_ERR_UNSUPPORTED, "cache save: prerope=1 caches cannot be saved yet");
     vq_status st = vq_file_write_atomic(path, fill, &s, err);
     if (st != VQ_OK && vq_last_error()[0])
         vq_fail(err, st, "cache save '%s': %s", path, vq_last_error());
@@ -445,7 +459,7 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     if (vq_crc32(0, buf, len - 4) != vq_get_u32(buf + len - 4))
         return vq_fail(err, VQ_ERR_FORMAT, "cache file: checksum mismatch (truncated or corrupted)");
     rd r = { buf, len - 4, 8, err };
-    if (ver == CACHE_VERSION) {
+    if (ver >= CACHE_VERSION_WRITER) {
         uint32_t writer = 0;
         VQ_TRY(get_u32(&r, &writer, "header"));
         VQ_TRY(vq_file_writer_check(writer, "cache file", err));
@@ -506,9 +520,12 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
     }
     free(ls);
     vq_cache_config_free(cfg);
-    if (st == VQ_OK && ver != CACHE_VERSION && (ver == CACHE_VERSION_XKV) != vq_cross_has_section(c))
+    if (st == VQ_OK && ver < CACHE_VERSION_WRITER && (ver == CACHE_VERSION_XKV) != vq_cross_has_section(c))
         st = vq_fail(err, VQ_ERR_FORMAT, "cache file: version %u does not match its cross=%s config", ver,
                      c->cfg->cross);
+    if (st == VQ_OK && (ver == CACHE_VERSION) != (c->cfg->prerope != 0))
+        st = vq_fail(err, VQ_ERR_FORMAT, "cache file: version %u does not match its prerope=%d config", ver,
+                     (int)c->cfg->prerope);
     if (st == VQ_OK && vq_cross_has_section(c))
         st = load_cross(c, &r);
     for (int l = 0; st == VQ_OK && l < (int)nl; l++) {
@@ -533,6 +550,11 @@ static vq_status parse(const uint8_t *buf, size_t len, const vq_cache_shape *exp
             st = load_state(L->vc, &r, "value codec state");
         for (int h = 0; st == VQ_OK && h < L->shape.n_kv_heads; h++)
             st = load_head(c, L, &L->heads[h], &r, l, h);
+    }
+    if (st == VQ_OK && ver == CACHE_VERSION) {
+        size_t used = 0;
+        st = vq_cache_prerope_section_read(c, r.p + r.off, r.len - r.off, &used, err);
+        r.off += used;
     }
     if (st == VQ_OK && r.off != r.len)
         st = vq_fail(err, VQ_ERR_FORMAT, "cache file: %zu unexpected bytes after the data", r.len - r.off);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cache/sinks.h"
+#include "core/io.h"
 #include "kernels/kernels.h"
 
 /* Scoring applies RoPE to every decoded key. Its angles p * f_i come from
@@ -339,6 +340,103 @@ vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cac
     }
     free(k), free(qh), free(rows);
     return st;
+}
+
+/* ---- the saved section (persist.c; docs/cache-format.md, version 4) ----
+ * per layer: u32 neox | head_dim/2 x f32 inv_freq | u32 has_centre |
+ * has_centre: n_kv_heads x head_dim x f32 (prerope=2's centres) */
+size_t vq_cache_prerope_section_bytes(const vq_cache *c)
+{
+    size_t b = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        const vq_layer_shape *ls = &c->layers[l].shape;
+        b += 8 + (size_t)ls->head_dim / 2 * 4;
+        if (c->prerope && c->prerope->mean[l])
+            b += (size_t)ls->n_kv_heads * (size_t)ls->head_dim * 4;
+    }
+    return b;
+}
+
+vq_status vq_cache_prerope_section_write(const vq_cache *c, uint8_t *out, size_t cap)
+{
+    if (cap < vq_cache_prerope_section_bytes(c))
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "prerope section: %zu bytes of room", cap);
+    for (int l = 0; l < c->n_layers; l++)
+        if (!c->prerope || !c->prerope->inv_freq[l])
+            return vq_fail(NULL, VQ_ERR_STATE, "cache save: prerope layer %d has no RoPE (nothing appended yet)", l);
+    const struct vq_prerope *p = c->prerope;
+    for (int l = 0; l < c->n_layers; l++) {
+        const vq_layer_shape *ls = &c->layers[l].shape;
+        const size_t half = (size_t)ls->head_dim / 2, nm = (size_t)ls->n_kv_heads * (size_t)ls->head_dim;
+        vq_put_u32(out, (uint32_t)p->neox[l]);
+        out += 4;
+        for (size_t i = 0; i < half; i++, out += 4)
+            vq_put_f32(out, p->inv_freq[l][i]);
+        vq_put_u32(out, p->mean[l] != NULL);
+        out += 4;
+        for (size_t i = 0; p->mean[l] && i < nm; i++, out += 4)
+            vq_put_f32(out, p->mean[l][i]);
+    }
+    return VQ_OK;
+}
+
+vq_status vq_cache_prerope_section_read(vq_cache *c, const uint8_t *in, size_t len, size_t *used, char *err)
+{
+    size_t off = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        const vq_cache_layer *L = &c->layers[l];
+        const size_t half = (size_t)L->shape.head_dim / 2, nm = (size_t)L->shape.n_kv_heads * (size_t)L->shape.head_dim;
+        if (8 + 4 * half > len - off)
+            return vq_fail(err, VQ_ERR_FORMAT, "cache file: truncated in the prerope section (layer %d)", l);
+        const uint32_t neox = vq_get_u32(in + off), has = vq_get_u32(in + off + 4 + 4 * half);
+        if (neox > 1 || has > 1)
+            return vq_fail(err, VQ_ERR_FORMAT, "cache file: prerope layer %d: flags %u, %u out of range", l, neox, has);
+        float *f = malloc(half * sizeof *f);
+        if (!f)
+            return vq_fail(err, VQ_ERR_NOMEM, "cache load: out of memory");
+        for (size_t i = 0; i < half; i++)
+            f[i] = vq_get_f32(in + off + 4 + 4 * i);
+        off += 8 + 4 * half;
+        vq_status st = vq_cache_prerope_set(c, l, f, (int)neox);
+        free(f);
+        if (st != VQ_OK)
+            return vq_fail(err, st == VQ_ERR_NOMEM ? st : VQ_ERR_FORMAT, "cache file: %s", vq_cache_error(c));
+        size_t packed = 0;
+        for (int h = 0; h < L->shape.n_kv_heads; h++)
+            packed += L->heads[h].n_packed;
+        if (has ? c->cfg->prerope != 2 : c->cfg->prerope == 2 && packed > 0)
+            return vq_fail(err, VQ_ERR_FORMAT, "cache file: prerope layer %d: %s key centres for prerope=%d", l,
+                           has ? "unexpected" : "missing", (int)c->cfg->prerope);
+        if (has) {
+            if (nm > (len - off) / 4)
+                return vq_fail(err, VQ_ERR_FORMAT, "cache file: truncated in the prerope centres (layer %d)", l);
+            float *mu = malloc(nm * sizeof *mu);
+            if (!mu)
+                return vq_fail(err, VQ_ERR_NOMEM, "cache load: out of memory");
+            for (size_t i = 0; i < nm; i++) {
+                mu[i] = vq_get_f32(in + off + 4 * i);
+                if (!isfinite(mu[i])) {
+                    free(mu);
+                    return vq_fail(err, VQ_ERR_FORMAT, "cache file: prerope layer %d: non-finite key centre", l);
+                }
+            }
+            free(c->prerope->mean[l]);
+            c->prerope->mean[l] = mu;
+            off += 4 * nm;
+        }
+        if (L->last_pos >= 0 && (st = tab_grow(c, l, L->last_pos + 1)) != VQ_OK) /* every packed position */
+            return vq_fail(err, st, "cache load: %s", vq_cache_error(c));
+    }
+    *used = off;
+    return VQ_OK;
+}
+
+int vq_cache_prerope_matches(const vq_cache *c, int l, const float *inv_freq, int neox)
+{
+    if (!c->prerope || l < 0 || l >= c->n_layers || !c->prerope->inv_freq[l])
+        return 0;
+    const size_t half = (size_t)c->layers[l].shape.head_dim / 2;
+    return c->prerope->neox[l] == (neox != 0) && memcmp(c->prerope->inv_freq[l], inv_freq, half * sizeof *inv_freq) == 0;
 }
 
 size_t vq_cache_prerope_bytes(const vq_cache *c)

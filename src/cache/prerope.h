@@ -18,8 +18,9 @@
  * RoPE plus D floats per 256 positions; all counted in the cache's buffer
  * bytes). A codec with score_rope (codec.h; kivix) scores a run of keys
  * from its codes, turning each in registers (kernels.h rope_codes_dot);
- * other codecs decode the block, then rope_pairs and dense_dot. Saving refuses (a loaded cache
- * would need the model's RoPE again).
+ * other codecs decode the block, then rope_pairs and dense_dot. A saved
+ * cache carries each layer's RoPE and centres (the prerope section of
+ * docs/cache-format.md, version 4), so a loaded one scores as before.
  *
  * prerope=2: as 1, and the pre-RoPE keys are centred per (layer, KV head):
  * the mean mu of the fp16 window's non-sink tokens when the head's first
@@ -59,6 +60,16 @@ void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const v
  * the float queries qf[nq][D]. */
 vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, vq_codec *kc,
                               size_t pg, size_t n, const uint8_t *qbuf, const float *qf, size_t nq, float *out);
+/* The saved section (docs/cache-format.md): its size; write it into out
+ * (cap bytes; VQ_ERR_STATE when a layer has no RoPE yet); read it into a
+ * cache rebuilt from a file whose layers are loaded (sets each layer's
+ * RoPE and centres, grows the tables over every stored position; a bad
+ * field is VQ_ERR_FORMAT with a message in err; *used: bytes read). */
+size_t vq_cache_prerope_section_bytes(const vq_cache *c);
+vq_status vq_cache_prerope_section_write(const vq_cache *c, uint8_t *out, size_t cap);
+vq_status vq_cache_prerope_section_read(vq_cache *c, const uint8_t *in, size_t len, size_t *used, char *err);
+/* 1 if layer l's RoPE is set and equals (inv_freq[head_dim/2], neox) */
+int vq_cache_prerope_matches(const vq_cache *c, int l, const float *inv_freq, int neox);
 /* bytes held for RoPE tables; free them */
 size_t vq_cache_prerope_bytes(const vq_cache *c);
 void vq_cache_prerope_free(vq_cache *c);

@@ -172,5 +172,11 @@ vq_status vq_cache_load_for_model(const vq_model *m, const char *path, vq_cache 
     VQ_TRY(model_shape(m, &s, &ls));
     vq_status st = vq_cache_load(path, &s, out);
     free(ls);
+    for (int l = 0; st == VQ_OK && vq_cache_prerope_on(*out) && l < m->n_layers; l++)
+        if (!vq_cache_prerope_matches(*out, l, m->layers[l].inv_freq, m->rope_neox)) { /* prerope=1/2 */
+            st = vq_fail(NULL, VQ_ERR_FORMAT, "%s: layer %d: the cache's RoPE differs from the model's", path, l);
+            vq_cache_free(*out);
+            *out = NULL;
+        }
     return st;
 }

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/prerope.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "fuzz_seeds.h"
@@ -95,6 +96,7 @@ static const char *const k_configs[] = {
     "keys=turboquant_rvq values=turboquant_rvq bits=1,2,4",
     "keys=q4_0 values=q4_0 keep_first=1 keep_last=1 keep_spec=q8_0",
     "keys=kivi:bits=2,group=32 values=kivi:bits=2,group=32 residual=32 page=64",
+    "keys=kivix:bits=3,group=16,outliers=4 values=kivix:bits=3,group=16 residual=0 prerope=2",
 };
 
 static void configs(void)
@@ -157,6 +159,15 @@ static vq_cache *seed_cache(const char *text, int calibrate)
         exit(1);
     }
     vq_cache_config_free(cfg);
+    for (int l = 0; strstr(text, "prerope=") && l < VQ_SEED_LAYERS; l++) { /* the model's part: its RoPE */
+        float f[VQ_SEED_HEAD_DIM / 2];
+        for (int i = 0; i < VQ_SEED_HEAD_DIM / 2; i++)
+            f[i] = 1.0f / (float)(1 << i);
+        if (vq_cache_prerope_set(c, l, f, l == 1) != VQ_OK) {
+            fprintf(stderr, "prerope: %s\n", vq_last_error());
+            exit(1);
+        }
+    }
     enum { N = 40, D = 2 * VQ_SEED_HEAD_DIM };
     static float k[N * D], v[N * D], q[N * 2 * D], out[N * 2 * D];
     uint64_t s = 99;
