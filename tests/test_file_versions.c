@@ -7,7 +7,7 @@
  *     same cache built now, bit for bit; a codec state of version 1 loads
  *     and encodes as the codec calibrated now; a model calibration file of
  *     version 1 serves a cache config as the one written now does;
- *   - the current versions (cache 3, VQCS 2, VQCM 2, VQPT 2) carry the
+ *   - the current versions (cache 3 and 4, VQCS 2, VQCM 2, VQPT 2) carry the
  *     writer field VQ_VERSION_NUMBER at offset 8, and the cache file and
  *     codec state are the old file plus that field, byte for byte;
  *   - a prompt sidecar of version 1 (the current one without the field,
@@ -242,11 +242,16 @@ static void test_cache_writer_field(void)
     vq_put_u32(b + len - 4, vq_crc32(0, b, len - 4));
     CHECK(vq_test_write_file(bad, b, len) == 0);
     CHECK(vq_cache_load(bad, &fmt_shape, &x) == VQ_ERR_FORMAT && !x && strstr(vq_last_error(), "writer") != NULL);
-    vq_put_u32(b + 4, 4);
+    vq_put_u32(b + 4, 5); /* 4 is read (prerope configs, docs/cache-format.md) */
     vq_put_u32(b + 8, 20000);
     CHECK(vq_test_write_file(bad, b, len) == 0);
     CHECK(vq_cache_load(bad, &fmt_shape, &x) == VQ_ERR_FORMAT && !x);
-    CHECK(strstr(vq_last_error(), "version 4 (written by veloxquant 2.0.0)") != NULL);
+    CHECK(strstr(vq_last_error(), "version 5 (written by veloxquant 2.0.0)") != NULL);
+    vq_put_u32(b + 4, 4); /* version 4 with a config without prerope */
+    vq_put_u32(b + 8, VQ_VERSION_NUMBER);
+    vq_put_u32(b + len - 4, vq_crc32(0, b, len - 4));
+    CHECK(vq_test_write_file(bad, b, len) == 0);
+    CHECK(vq_cache_load(bad, &fmt_shape, &x) == VQ_ERR_FORMAT && !x && strstr(vq_last_error(), "prerope") != NULL);
     free(b);
 }
 

@@ -5,34 +5,21 @@
 #include <math.h>
 
 #include "core/vexp.h"
-#include "core/vexp_poly.h"
-
-/* vexp_poly.h's steps, with 2^k applied by VSCALEFPS (exact, as the AVX2
- * twin's multiply by the built power of two: k >= -126 wherever t >=
- * VQ_EXP_LO) and no clamp of t: lanes below VQ_EXP_LO (also -inf, whose
- * reduction is NaN) are zeroed by the mask, as in the AVX2 twin */
-static inline __m512 exp_neg16(__m512 t) /* t <= 0 */
-{
-    const __mmask16 live = _mm512_cmp_ps_mask(t, _mm512_set1_ps(VQ_EXP_LO), _CMP_GE_OQ);
-    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(VQ_EXP_LOG2E)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 r = VQ_EXP_REDUCE(512, k, t);
-    return _mm512_maskz_scalef_ps(live, VQ_EXP_POLY(512, r), k);
-}
+#include "core/vexp_avx512.h"
 
 float vq_exp_shift_avx512(float *x, size_t n, float sc, float m)
 {
     __m512 vm = _mm512_set1_ps(m), vs = _mm512_set1_ps(sc), acc = _mm512_setzero_ps();
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 y = exp_neg16(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vs), vm));
+        __m512 y = vq_exp_neg16(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vs), vm));
         _mm512_storeu_ps(x + i, y);
         acc = _mm512_add_ps(acc, y);
     }
     if (i < n) {
         __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
         __m512 t = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, x + i);
-        __m512 y = exp_neg16(_mm512_sub_ps(_mm512_mul_ps(t, vs), vm));
+        __m512 y = vq_exp_neg16(_mm512_sub_ps(_mm512_mul_ps(t, vs), vm));
         _mm512_mask_storeu_ps(x + i, k, y);
         acc = _mm512_add_ps(acc, y);
     }

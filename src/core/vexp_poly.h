@@ -1,7 +1,7 @@
 /* vexp_poly.h -- the exp of the SIMD twins of vexp.h (vexp_avx2.c,
  * vexp_avx512.c), written once for both register widths: W is 256 or 512,
  * and the macros name the intrinsics _mm<W>_*, which the two instruction
- * sets spell alike. Include only from those files.
+ * sets spell alike. Include only from those files and vexp_avx512.h.
  *
  * exp(t) = 2^k * exp(r), k = round(t / ln 2), r = t - k ln 2 (ln 2 split
  * in two parts so r is exact enough), exp(r) by the minimax polynomial

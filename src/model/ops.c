@@ -55,8 +55,6 @@ void vq_rope(float *x, size_t d, int pos, const float *inv_freq, int neox)
     }
 }
 
-float vq_silu(float x) { return x / (1.0f + expf(-x)); }
-
 float vq_gelu_tanh(float x)
 {
     const float k = 0.7978845608028654f; /* sqrt(2/pi) */
