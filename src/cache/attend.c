@@ -39,8 +39,11 @@
 #include "kernels/prefetch.h"
 
 /* bytes of a page fetched ahead of its first use (kernels/prefetch.h: the
- * row kernels fetch the rest as they go) */
+ * row kernels fetch the rest as they go); for key pages the whole first
+ * block up to PF_BLOCK (a codec may keep block metadata at the block's end,
+ * as kivix's outlier table, read before its codes) */
 #define PF_HEAD 1024
+#define PF_BLOCK 8192
 
 /* Turn masked scores s[j*n + i] (-inf = invisible), still to be scaled by
  * sc > 0 (mask_scores' answer; 1 when already scaled), into softmax
@@ -293,8 +296,11 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     /* this chunk's pages */
     size_t np = (H->n_packed + P - 1) / P;
     size_t pb = s * J->chunk_pages, pe = pb + J->chunk_pages < np ? pb + J->chunk_pages : np;
+    size_t kpf = vq_codec_block_bytes(kc) < PF_BLOCK ? vq_codec_block_bytes(kc) : PF_BLOCK;
+    kpf = kpf > PF_HEAD ? kpf : PF_HEAD;
+    kpf = kpf < L->kpage_bytes ? kpf : L->kpage_bytes;
     if (pb < pe)
-        vq_prefetch_span(H->kpages[pb], 0, PF_HEAD < L->kpage_bytes ? PF_HEAD : L->kpage_bytes);
+        vq_prefetch_span(H->kpages[pb], 0, kpf);
     for (size_t pg = pb; pg < pe; pg++) {
         size_t s0 = pg * P, n = H->n_packed - s0 < P ? H->n_packed - s0 : P;
         if (vq_head_pos(H, s0) > qmax)
@@ -306,8 +312,8 @@ static vq_status run_item(tile_job *J, size_t it, int w)
          * after that: fetch both now */
         vq_prefetch_span(H->vpages[pg], 0, PF_HEAD < n * L->vpage_bytes / P ? PF_HEAD : n * L->vpage_bytes / P);
         if (pg + 1 < pe)
-            vq_prefetch_span(H->kpages[pg + 1], 0, PF_HEAD < L->kpage_bytes ? PF_HEAD : L->kpage_bytes);
-        VQ_TRY(vq_cache_key_scores(c, L, H, kc, pg, n, W->qbuf, W->qf, nq, W->sc)); /* prerope.h */
+            vq_prefetch_span(H->kpages[pg + 1], 0, kpf);
+        VQ_TRY(vq_cache_key_scores(c, L, H, kc, pg, n, W, nq, W->sc)); /* prerope.h */
         const float sc = mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
                     wb ? wb + s0 : NULL, ns);
         online_update(W->sc, sc, nq, n, m, l, acc, asz, acc2, accr, D);

@@ -135,6 +135,9 @@ typedef struct {
     uint8_t *qbuf2;/* same, prepared for the lending layer's key codec */
     float *qf;     /* nq_max * max head_dim (fp16 residual queries) */
     float *sc;     /* nq_max * max(page_tokens, res_cap) scores */
+    float *pk;     /* prerope only (prerope.c): a decoded key block, group_max * d_max */
+    float *pqh;    /* prerope only: the queries turned by a hi row, nq_max * d_max */
+    int32_t *prows;/* prerope only: the keys' lo rows, group_max */
     vq_status st;  /* first failure of this worker in a job */
     size_t qhead;  /* the KV head whose queries qbuf, qbuf2 and qf hold in
                       this tile job (SIZE_MAX: none yet) */

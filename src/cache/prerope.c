@@ -263,10 +263,11 @@ void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const v
  * in place. A key outside the tables (not a packed one) turns by rope_one
  * against the plain queries. */
 vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, vq_codec *kc,
-                              size_t pg, size_t n, const uint8_t *qbuf, const float *qf, size_t nq, float *out)
+                              size_t pg, size_t n, vq_attn_worker *W, size_t nq, float *out)
 {
     if (!c->cfg->prerope)
-        return vq_codec_score(kc, qbuf, (int)nq, H->kpages[pg], n, out);
+        return vq_codec_score(kc, W->qbuf, (int)nq, H->kpages[pg], n, out);
+    const float *qf = W->qf;
     const size_t D = (size_t)L->shape.head_dim, half = D / 2, B = vq_codec_block_tokens(kc),
                  bpt = vq_codec_bytes_per_token(kc);
     const size_t s0 = pg * L->page_tokens;
@@ -275,12 +276,8 @@ vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cac
     const struct vq_prerope *p = c->prerope;
     const int o = p ? p->owner[l] : 0, neox = p ? p->neox[l] : 0;
     const int fused = kc->ops->score_rope && !(p && p->mean[l]);
-    float *k = malloc(B * D * sizeof *k), *qh = malloc(nq * D * sizeof *qh);
-    int32_t *rows = malloc(B * sizeof *rows);
-    if (!k || !qh || !rows) {
-        free(k), free(qh), free(rows);
-        return vq_fail(c->err, VQ_ERR_NOMEM, "prerope: out of memory for a key block");
-    }
+    float *k = W->pk, *qh = W->pqh;
+    int32_t *rows = W->prows;
     vq_status st = VQ_OK;
     int32_t cur_hi = -1; /* the hi row the queries in qh are turned by */
     for (size_t b = 0; b < n && st == VQ_OK; b += B) {
@@ -291,7 +288,12 @@ vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cac
             const int32_t pos = vq_head_pos(H, s0 + b + t);
             const int tabled = p && p->inv_freq[l] && pos >= 0 && p->lo[o] && pos / ROPE_LO < p->hi_n[o];
             size_t e = t + 1;
-            if (tabled) { /* the run of keys with this hi row, and their lo rows */
+            if (tabled && !H->pos) { /* consecutive positions (cache_internal.h): up to the next hi row */
+                const size_t run = (size_t)(ROPE_LO - pos % ROPE_LO);
+                e = t + run < m ? t + run : m;
+                for (size_t u = t; u < e; u++)
+                    rows[u] = (int32_t)(pos % ROPE_LO + (int32_t)(u - t));
+            } else if (tabled) { /* the run of keys with this hi row, and their lo rows */
                 rows[t] = pos % ROPE_LO;
                 while (e < m) {
                     const int32_t pe = vq_head_pos(H, s0 + b + e);
@@ -338,7 +340,6 @@ vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cac
             t = e;
         }
     }
-    free(k), free(qh), free(rows);
     return st;
 }
 

@@ -56,10 +56,10 @@ vq_status vq_cache_prerope_center(vq_cache *c, const vq_cache_layer *L, const vq
 void vq_cache_prerope_rerope(const vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, size_t s0,
                              size_t n, float *x);
 /* Raw scores of the n packed keys of page pg of H for nq queries (as
- * vq_codec_score with kc and qbuf); with prerope: decode, RoPE, dot with
- * the float queries qf[nq][D]. */
+ * vq_codec_score with kc and W->qbuf); with prerope: the keys turned by
+ * RoPE, dot with the float queries W->qf[nq][D] (W's prerope scratch). */
 vq_status vq_cache_key_scores(vq_cache *c, const vq_cache_layer *L, const vq_cache_head *H, vq_codec *kc,
-                              size_t pg, size_t n, const uint8_t *qbuf, const float *qf, size_t nq, float *out);
+                              size_t pg, size_t n, vq_attn_worker *W, size_t nq, float *out);
 /* The saved section (docs/cache-format.md): its size; write it into out
  * (cap bytes; VQ_ERR_STATE when a layer has no RoPE yet); read it into a
  * cache rebuilt from a file whose layers are loaded (sets each layer's

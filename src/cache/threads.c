@@ -27,6 +27,9 @@ void vq_cache_free_workers(vq_cache *c)
         free(c->workers[w].qbuf2);
         free(c->workers[w].qf);
         free(c->workers[w].sc);
+        free(c->workers[w].pk);
+        free(c->workers[w].pqh);
+        free(c->workers[w].prows);
     }
     free(c->workers);
     free(c->part);
@@ -89,6 +92,13 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
         W->sc = malloc(nq * sc * sizeof(float));
         if (!W->qbuf || !W->qbuf2 || !W->qf || !W->sc)
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
+        if (c->cfg->prerope) {
+            W->pk = malloc(grp * D * sizeof(float));
+            W->pqh = malloc(nq * D * sizeof(float));
+            W->prows = malloc(grp * sizeof(int32_t));
+            if (!W->pk || !W->pqh || !W->prows)
+                return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
+        }
     }
     /* items per tile: n_kv heads x context chunks (attend.c); room for
      * one chunk per head here, vq_cache_grow_parts adds more with context */
@@ -100,6 +110,8 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
     c->scratch_bytes = (grp > 2 ? grp : 2) * D * sizeof(float) +
                        (size_t)T * (2 * (nq * qb + 64) + nq * D * sizeof(float) + nq * sc * sizeof(float)) +
                        c->part_items * c->part_stride * sizeof(float);
+    if (c->cfg->prerope)
+        c->scratch_bytes += (size_t)T * ((grp + nq) * D * sizeof(float) + grp * sizeof(int32_t));
     for (int l = 0; l < c->n_layers; l++) {
         vq_cache_layer *L = &c->layers[l];
         L->kcw = calloc((size_t)T, sizeof *L->kcw);
