@@ -3,16 +3,33 @@
  *
  * Sixteen codes of b bits (b <= 4) fill 2b bytes and nothing past them is
  * read: for b = 2 every lane takes the one dword and shifts it by 2*lane;
- * otherwise lanes 0-7 take their codes from the low 32 bits and lanes 8-15
- * from the 32 bits that start at bit 8b, each shifted by b*(lane mod 8)
- * (b = 1 and 3 read their 2 or 6 bytes with a masked load). The level of a code is picked from a register by a
- * permute (2^b <= 16 levels). */
+ * for b = 4 lanes 0-7 take the low 32 bits and lanes 8-15 the high ones,
+ * shifted by 4*(lane mod 8); b = 1 and 3 read their 2 or 6 bytes with a
+ * masked load into every 128-bit lane, and one byte shuffle gives lane i
+ * the two bytes that hold bits b*i .. b*i + b - 1, shifted by (b*i) mod 8
+ * (no trip through a general register). The level of a code is picked from
+ * a register by a permute (2^b <= 16 levels). */
 #include <immintrin.h>
 #include <string.h>
 
 #include "kernels/avx512_sums.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
+
+/* b = 1 or 3: the byte shuffle that gives dword i the bytes (b*i)/8 and
+ * (b*i)/8 + 1 of the codes (-128: a zero byte; none past the 2b bytes) */
+static const int8_t k_pick1[64] = {
+    0, 1, -128, -128, 0, 1, -128, -128, 0, 1, -128, -128, 0, 1, -128, -128,
+    0, 1, -128, -128, 0, 1, -128, -128, 0, 1, -128, -128, 0, 1, -128, -128,
+    1, -128, -128, -128, 1, -128, -128, -128, 1, -128, -128, -128, 1, -128, -128, -128,
+    1, -128, -128, -128, 1, -128, -128, -128, 1, -128, -128, -128, 1, -128, -128, -128,
+};
+static const int8_t k_pick3[64] = {
+    0, 1, -128, -128, 0, 1, -128, -128, 0, 1, -128, -128, 1, 2, -128, -128,
+    1, 2, -128, -128, 1, 2, -128, -128, 2, 3, -128, -128, 2, 3, -128, -128,
+    3, 4, -128, -128, 3, 4, -128, -128, 3, 4, -128, -128, 4, 5, -128, -128,
+    4, 5, -128, -128, 4, 5, -128, -128, 5, -128, -128, -128, 5, -128, -128, -128,
+};
 
 static inline __m512i codes16(const uint8_t *p, int b, __m512i shifts, __m512i mask)
 {
@@ -27,19 +44,21 @@ static inline __m512i codes16(const uint8_t *p, int b, __m512i shifts, __m512i m
         v = _mm512_permutexvar_epi32(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
                                      _mm512_set1_epi64(x));
     } else { /* 1 or 3 bits: 2 or 6 bytes, read with a masked load */
-        __m128i raw = _mm_maskz_loadu_epi8((__mmask16)((1u << (2 * b)) - 1u), p);
-        unsigned long long x = (unsigned long long)_mm_cvtsi128_si64(raw);
-        v = _mm512_mask_set1_epi32(_mm512_set1_epi32((int)(unsigned)x), 0xFF00, (int)(unsigned)(x >> (8 * b)));
+        const __m128i raw = _mm_maskz_loadu_epi8((__mmask16)((1u << (2 * b)) - 1u), p);
+        v = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(raw), _mm512_loadu_si512(b == 1 ? k_pick1 : k_pick3));
     }
     return _mm512_and_si512(_mm512_srlv_epi32(v, shifts), mask);
 }
 
-/* lane i shifts by b*i for b = 2 (all 16 lanes read one dword), else by
- * b*(i mod 8) (lanes 8-15 read the second part) */
+/* lane i shifts by 2*i for b = 2 (all 16 lanes read one dword), by
+ * 4*(i mod 8) for b = 4 (lanes 8-15 read the second part), by (b*i) mod 8
+ * for b = 1 and 3 (the two bytes k_pick1 / k_pick3 give it) */
 static inline __m512i lane_shifts(int b)
 {
     const __m512i i16 = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512i i8 = _mm512_set_epi32(7, 6, 5, 4, 3, 2, 1, 0, 7, 6, 5, 4, 3, 2, 1, 0);
+    if (b == 1 || b == 3)
+        return _mm512_and_si512(_mm512_mullo_epi32(i16, _mm512_set1_epi32(b)), _mm512_set1_epi32(7));
     return _mm512_mullo_epi32(b == 2 ? i16 : i8, _mm512_set1_epi32(b));
 }
 
