@@ -5,7 +5,9 @@
  * query heads of h times the tile's tokens form nq prepared queries that
  * vq_codec_score scores together, so each page of packed keys is read once
  * per (KV head, tile). Chunk s of every head is its pages
- * [s*cp, (s+1)*cp), cp = c->attn_chunk / page_tokens (at least 1), so the
+ * [s*cp, (s+1)*cp), cp = c->attn_chunk / page_tokens (at least 1; halved
+ * while the layer has fewer than VQ_CACHE_ATTN_ITEMS items, down to
+ * VQ_CACHE_ATTN_CHUNK_MIN tokens: cache_internal.h), so the
  * items run on the cache's worker threads when it has some (split-K, as
  * FlashDecoding) and the arithmetic, fixed by position, is the same with
  * any number of threads (or none). For each page of a chunk:
@@ -420,9 +422,12 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
                 *vq_head_score(&L->heads[h], i) = 0.0f;
 
     /* chunks per head: enough for the head with the most pages (of this
-     * layer and of the layer lending it slots, if any) */
+     * layer and of the layer lending it slots, if any); smaller chunks while
+     * the items are few (cache_internal.h) */
     size_t cp = c->attn_chunk / L->page_tokens, maxp = 1;
     cp = cp ? cp : 1;
+    size_t cp_min = VQ_CACHE_ATTN_CHUNK_MIN / L->page_tokens;
+    cp_min = cp_min < 1 ? 1 : cp_min > cp ? cp : cp_min;
     const vq_cache_layer *lend = vq_cross_lender(c, L);
     for (size_t h = 0; h < nkv; h++) {
         size_t np = (L->heads[h].n_packed + L->page_tokens - 1) / L->page_tokens;
@@ -432,6 +437,8 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
             maxp = np > maxp ? np : maxp;
         }
     }
+    while (cp > cp_min && nkv * ((maxp + cp - 1) / cp) < VQ_CACHE_ATTN_ITEMS)
+        cp = (cp + 1) / 2 > cp_min ? (cp + 1) / 2 : cp_min;
     const size_t chunks = (maxp + cp - 1) / cp, items = nkv * chunks;
     VQ_TRY(vq_cache_grow_parts(c, items));
     for (size_t t0 = 0; t0 < n; t0 += VQ_CACHE_QUERY_TILE) {

@@ -33,8 +33,15 @@
 /* Attention splits each KV head's context into chunks of this many tokens
  * (whole pages, at least one), fixed by position rather than by thread
  * count, so that the result has the same bits with any number of threads;
- * a context of at most this many tokens is one chunk. */
+ * a context of at most this many tokens is one chunk. While a layer would
+ * have fewer than VQ_CACHE_ATTN_ITEMS (KV head, chunk) items, the chunk is
+ * halved, down to VQ_CACHE_ATTN_CHUNK_MIN tokens: a few large items leave a
+ * thread idle when the cores are not equally fast (attend.c; 3 KV heads,
+ * 2 threads, AMD EPYC: attention at 2k / 4k tokens 0.87x / 0.95-0.98x the
+ * time with 1024-token chunks, at 8k / 16k 1.03x, hence the threshold). */
 #define VQ_CACHE_ATTN_CHUNK 2048
+#define VQ_CACHE_ATTN_CHUNK_MIN 1024
+#define VQ_CACHE_ATTN_ITEMS 8
 
 /* ---- config ------------------------------------------------------------- */
 
