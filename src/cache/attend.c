@@ -437,7 +437,7 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
             maxp = np > maxp ? np : maxp;
         }
     }
-    while (cp > cp_min && nkv * ((maxp + cp - 1) / cp) < VQ_CACHE_ATTN_ITEMS)
+    while (cp > cp_min && nkv * ((maxp + cp - 1) / cp) < c->attn_items)
         cp = (cp + 1) / 2 > cp_min ? (cp + 1) / 2 : cp_min;
     const size_t chunks = (maxp + cp - 1) / cp, items = nkv * chunks;
     VQ_TRY(vq_cache_grow_parts(c, items));

@@ -233,6 +233,7 @@ struct vq_cache {
     float *part;                  /* [part_items][part_stride] (grows) */
     size_t part_items, part_stride;
     size_t attn_chunk;            /* VQ_CACHE_ATTN_CHUNK; tests may lower it */
+    size_t attn_items;            /* VQ_CACHE_ATTN_ITEMS; 0: chunks never halved (benchmarks) */
     size_t nq_max, asz_max, d_max;
     float *tmp;       /* group * max head_dim floats (encode staging,
                          gather, accum_finish) */

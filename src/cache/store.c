@@ -159,6 +159,7 @@ vq_status vq_cache_create_ex(const vq_cache_config *cfg, const vq_cache_shape *s
         return vq_fail(NULL, VQ_ERR_NOMEM, "vq_cache_create: out of memory");
     c->seed = seed;
     c->attn_chunk = VQ_CACHE_ATTN_CHUNK;
+    c->attn_items = VQ_CACHE_ATTN_ITEMS;
     c->fingerprint = shape->fingerprint;
     c->n_layers = shape->n_layers;
     vq_status st = vq_cache_config_copy(cfg, &c->cfg);
