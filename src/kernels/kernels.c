@@ -38,6 +38,7 @@ static const vq_kernels k_ref = {
     .bits_unpack = vq_bits_unpack_ref,
     .lut8_scan = vq_lut8_scan_ref,
     .silu_mul = vq_silu_mul_ref,
+    .gelu_mul = vq_gelu_mul_ref,
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -83,7 +84,7 @@ static void fill_tables(void)
     k_avx512.rope_pairs = vq_rope_pairs_avx512;
     k_avx512.fwht = vq_fwht_avx512;
     k_avx512.flip_signs = vq_flip_signs_avx512;
-    k_avx512.silu_mul = vq_silu_mul_avx512;
+    k_avx512.silu_mul = vq_silu_mul_avx512, k_avx512.gelu_mul = vq_gelu_mul_avx512;
     /* entries that need VPOPCNTDQ / VNNI */
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
         k_avx512.bitdot = vq_bitdot_avx512x, k_avx512.signscore = vq_signscore_avx512x;

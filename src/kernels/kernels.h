@@ -103,7 +103,8 @@
  *   lut8_scan: kernels/lut8_scan.h (byte codes scored from per-query byte
  *       tables: vecinfer with qbits=8; the VBMI variant where the CPU has
  *       it, else the reference).
- *   silu_mul: kernels/glu.h (the SwiGLU product of a feed-forward block). */
+ *   silu_mul, gelu_mul: kernels/glu.h (the gated products of a feed-forward
+ *       block). */
 #ifndef VQ_KERNELS_KERNELS_H
 #define VQ_KERNELS_KERNELS_H
 
@@ -173,6 +174,7 @@ typedef struct vq_kernels {
     void (*lut8_scan)(const uint8_t *codes, size_t stride, size_t n, size_t M, const uint8_t *tab, size_t qstride,
                       int n_q, float *s, size_t sstride);
     void (*silu_mul)(float *g, const float *u, size_t n);
+    void (*gelu_mul)(float *g, const float *u, size_t n);
 } vq_kernels;
 
 /* The table in use (see above). */

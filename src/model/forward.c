@@ -38,7 +38,7 @@
 #define MM_CHUNK_PER_THREAD 4
 #define MM_DECODE_CHUNK_BYTES 131072
 #define MM_DECODE_CHUNK_PER_THREAD 2
-/* The SwiGLU product of up to this many elements (decode: one token's
+/* The gated product of up to this many elements (decode: one token's
  * n_ff) runs on the calling thread: its SIMD kernel takes about a
  * microsecond for 1536 elements, less than handing a job to the pool. */
 #define GLU_SERIAL_ELEMS 8192
@@ -115,17 +115,13 @@ typedef struct {
 
 /* gate[i] = act(gate[i]) * up[i] for elements [b, e) of the batch's
  * n * width (each element on its own: any split gives the same floats;
- * SiLU by the kernel table's silu_mul, kernels/glu.h). */
+ * the kernel table's silu_mul / gelu_mul, kernels/glu.h). */
 static void glu_elems(void *arg, size_t b, size_t e, int tid)
 {
     (void)tid;
     const glu_job *g = arg;
-    if (!g->gelu) {
-        vq_kernels_get()->silu_mul(g->gate + b, g->up + b, e - b);
-        return;
-    }
-    for (size_t i = b; i < e; i++)
-        g->gate[i] = vq_gelu_tanh(g->gate[i]) * g->up[i];
+    const vq_kernels *k = vq_kernels_get();
+    (g->gelu ? k->gelu_mul : k->silu_mul)(g->gate + b, g->up + b, e - b);
 }
 
 static int act_kind(const vq_wmat *w) { return (int)vq_act_kind_of((vq_wtype)w->type); }
@@ -274,11 +270,10 @@ static vq_status layer_forward(vq_ctx *c, int il, int n, int pos0)
         matmul_group(c, 2, ws, c->xn, n, ys, ss);
     }
     {
-        /* GELU on both threads also for one token (decode): 512 elements per
-         * chunk; SiLU's SIMD product is quicker than a job's hand-off up to
-         * a few tokens */
+        /* up to a few tokens the SIMD product is quicker than a job's
+         * hand-off; else 512 elements per chunk on every thread */
         glu_job gj = { c->gate, c->up, m->gelu_ffn };
-        if (!m->gelu_ffn && (size_t)n * F <= GLU_SERIAL_ELEMS)
+        if ((size_t)n * F <= GLU_SERIAL_ELEMS)
             glu_elems(&gj, 0, (size_t)n * F, 0);
         else
             vq_pool_for(c->pool, (size_t)n * F, 512, glu_elems, &gj);

@@ -55,12 +55,6 @@ void vq_rope(float *x, size_t d, int pos, const float *inv_freq, int neox)
     }
 }
 
-float vq_gelu_tanh(float x)
-{
-    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
-    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
-}
-
 void vq_softmax(float *x, size_t n)
 {
     float s = vq_exp_shift(x, n, 1.0f, vq_row_max(x, n)); /* core/vexp.h: SIMD */

@@ -25,8 +25,6 @@ void vq_rope(float *x, size_t d, int pos, const float *inv_freq, int neox);
 void vq_rope_angles(float *cs, size_t d, int pos, const float *inv_freq);
 void vq_rope_apply(float *x, size_t d, const float *cs, int neox);
 
-/* GELU, tanh approximation (as Gemma's gelu_pytorch_tanh). */
-float vq_gelu_tanh(float x);
 
 /* In place: x = softmax(x); returns nothing, x must have n >= 1. */
 void vq_softmax(float *x, size_t n);
