@@ -134,16 +134,13 @@ namespace {
 #ifndef VQ_MMA_RBF /* rabitq:bits=1 keys: 1 each token's factor computed once (lane i: token i) and shuffled to the scores (0: one division per score) */
 #define VQ_MMA_RBF 1
 #endif
-#ifndef VQ_MMA_W16 /* 1: the wide instantiation (VQ_MMA_WIDE) of the pairs with kivi2 values has 16 warps at G <= 4 (one CTA per SM, <= 128 registers; not yet measured on the H200: Round gpu20 in docs/gpu.md); 0: 12, as the other pairs */
-#define VQ_MMA_W16 0
-#endif
 #ifndef VQ_MMA_REDSTG /* 1: the warps' partial accumulators (red) in the stage memory after the loop where it is large enough (less static shared memory per CTA) */
 #define VQ_MMA_REDSTG 1
 #endif
 /* CTAs per SM the register cap of a W-warp CTA aims at: 12 warps per SM
  * (3 per scheduler, <= 168 registers; the register file is 16 K words
- * per scheduler, so 13-16 warps would all cap at 128); 16 warps
- * (VQ_MMA_W16): one CTA per SM, 128 registers */
+ * per scheduler, so 13-16 warps would all cap at 128); 16 warps (w16_ok):
+ * one CTA per SM, 128 registers */
 template <int W, int KM>
 __host__ __device__ constexpr int mma_minb() { return W == 4 ? VQ_MMA_MINB(KM) : W <= 12 ? 12 / W : 1; }
 constexpr int WTOK = 32; /* tokens per warp iteration */
@@ -728,16 +725,19 @@ __host__ __device__ constexpr bool wide_ok()
     return VQ_MMA_WIDE && D == 128 && staged_v<KM, VM, D>();
 }
 
-/* warps per CTA of the wide instantiation: 12 (3 per scheduler, <= 168
- * registers), or with VQ_MMA_W16 = 1 16 for the pairs with kivi2 values
- * at G <= 4 (4 per scheduler, <= 128 registers, which their 32- and
- * 64-token iterations fit without spills since the transposed value
- * product; at G = 8 they would spill 220-652 bytes: Round gpu20 in
- * docs/gpu.md) */
+/* a third instantiation with 16 warps per CTA (4 per scheduler, one CTA
+ * per SM, <= 128 registers) exists: the pairs with kivi2 values and 1-bit
+ * or kivi2 keys at G <= 4, whose 32- and 64-token iterations fit 128
+ * registers without spills (at G = 8 they would spill 220-652 bytes);
+ * the host takes it for chunks of >= 8192 tokens (plan_warps). Measured
+ * on the H200 against 12 warps (Round gpu21 in docs/gpu.md): 1-5% faster
+ * at 64k and 128k x 8 and 32, up to 8% slower for short chunks (16k x 1);
+ * turboquant_rvq:bits=2 keys and kivi4 1% slower, q4_0 under 1% faster:
+ * they keep 12 */
 template <int KM, int VM, int D, int G>
-__host__ __device__ constexpr int wide_w()
+__host__ __device__ constexpr bool w16_ok()
 {
-    return VQ_MMA_W16 && VM == FMT_KIVI2 && G <= 4 ? 16 : 12;
+    return wide_ok<KM, VM, D>() && VM == FMT_KIVI2 && KM != FMT_RVQ2 && G <= 4;
 }
 
 /* 64-token warp iterations (two sub-tiles of 32 sharing the loop's page,
@@ -2468,14 +2468,17 @@ cudaError_t launch_mma_w(const AttnParams &p, int batch, cudaStream_t s)
     return launch_mma_sub<D, G, KM, VM, 1, W>(p, batch, s);
 }
 
-/* p.warps (vq_mma_plan_warps) picks the instantiation: 12 the wide one
- * (wide_w warps per CTA) */
+/* p.warps (plan_warps in attention.cu) picks the instantiation: 4, 12
+ * (wide_ok) or 16 (w16_ok) warps per CTA */
 template <int D, int G, int KM, int VM>
 cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
 {
+    if constexpr (w16_ok<KM, VM, D, G>())
+        if (p.warps == 16)
+            return launch_mma_w<D, G, KM, VM, 16>(p, batch, s);
     if constexpr (wide_ok<KM, VM, D>())
         if (p.warps == 12)
-            return launch_mma_w<D, G, KM, VM, wide_w<KM, VM, D, G>()>(p, batch, s);
+            return launch_mma_w<D, G, KM, VM, 12>(p, batch, s);
     return launch_mma_w<D, G, KM, VM, 4>(p, batch, s);
 }
 
@@ -2560,9 +2563,20 @@ int wide_ctas_dg(int km, int vm)
 {
 #define VQ_OCCW(K, V)                                         \
     if constexpr (mma_shape_ok<D, G, K>() && wide_ok<K, V, D>()) \
-        if (km == K && vm == V) return ctas_per_sm<D, G, K, V, wide_w<K, V, D, G>()>();
+        if (km == K && vm == V) return ctas_per_sm<D, G, K, V, 12>();
     VQ_MMA_PAIRS(VQ_OCCW)
 #undef VQ_OCCW
+    return 0;
+}
+
+template <int D, int G>
+int w16_ctas_dg(int km, int vm)
+{
+#define VQ_OCC16(K, V)                                          \
+    if constexpr (mma_shape_ok<D, G, K>() && w16_ok<K, V, D, G>()) \
+        if (km == K && vm == V) return ctas_per_sm<D, G, K, V, 16>();
+    VQ_MMA_PAIRS(VQ_OCC16)
+#undef VQ_OCC16
     return 0;
 }
 
@@ -2575,6 +2589,20 @@ int vq_mma_wide_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, 
     VQ_DG(128, 4)
 #else
     VQ_DG(128, 1) VQ_DG(128, 2) VQ_DG(128, 4) VQ_DG(128, 8)
+#endif
+#undef VQ_DG
+    return 0;
+}
+
+int vq_mma_w16_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G)
+{
+    const int km = fmt_code(kf), vm = fmt_code(vf);
+#define VQ_DG(DD, GG) \
+    if (D == DD && G == GG) return w16_ctas_dg<DD, GG>(km, vm);
+#ifdef VQ_MMA_QUICK
+    VQ_DG(128, 4)
+#else
+    VQ_DG(128, 1) VQ_DG(128, 2) VQ_DG(128, 4)
 #endif
 #undef VQ_DG
     return 0;
