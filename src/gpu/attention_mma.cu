@@ -742,13 +742,18 @@ __host__ __device__ constexpr bool w16_ok()
 
 /* 64-token warp iterations (two sub-tiles of 32 sharing the loop's page,
  * staging and address work) where keys and values are staged and both
- * sub-tiles fit one stage; the launch takes them when page_tokens % 64 == 0
- * (chunks start at multiples of 64, so such a tile never crosses a page) */
-template <int KM, int VM, int D>
+ * sub-tiles fit one stage, or, in the 12-warp instantiation (one CTA per
+ * SM), where its two stages of two sub-tiles per warp fit 216 KB (q4_0
+ * and rvq2/kivi2 at D = 128: 216 and 171 KB; Round gpu21 in docs/gpu.md);
+ * the launch takes them when page_tokens % 64 == 0 (chunks start at
+ * multiples of 64, so such a tile never crosses a page) */
+template <int KM, int VM, int D, int W = 4>
 __host__ __device__ constexpr bool sub2_ok()
 {
 #if VQ_MMA_SUB2 && VQ_MMA_LEANSTAGE && !VQ_MMA_BULK && !defined(VQ_MMA_STAGE16)
-    return staged_v<KM, VM, D>() && 2 * stage_bytes<KM, VM, D>() <= STAGE_MAX;
+    return staged_v<KM, VM, D>() &&
+           (2 * stage_bytes<KM, VM, D>() <= STAGE_MAX ||
+            (W == 12 && W * 2 * 2 * stage_bytes<KM, VM, D>() <= 216 * 1024));
 #else
     return false;
 #endif
@@ -825,7 +830,7 @@ __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int 
 template <int D, int G, int KM, int VM, int SUB, int W>
 __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __grid_constant__ AttnParams p)
 {
-    static_assert(SUB == 1 || sub2_ok<KM, VM, D>(), "64-token iterations need staged keys and values");
+    static_assert(SUB == 1 || sub2_ok<KM, VM, D, W>(), "64-token iterations need staged keys and values");
     constexpr int TT = SUB * WTOK; /* tokens per warp iteration */
     constexpr int KS = D / 16; /* k-steps of Q K^T */
     constexpr int NT = D / 8;  /* n-tiles of P V */
@@ -2438,7 +2443,7 @@ template <int D, int G, int KM, int VM, int W = 4>
 int ctas_per_sm()
 {
     const int a = ctas_per_sm_sub<D, G, KM, VM, 1, W>();
-    if constexpr (sub2_ok<KM, VM, D>()) {
+    if constexpr (sub2_ok<KM, VM, D, W>()) {
         const int b = ctas_per_sm_sub<D, G, KM, VM, 2, W>();
         return b < a ? b : a;
     }
@@ -2460,7 +2465,7 @@ cudaError_t launch_mma_sub(const AttnParams &p, int batch, cudaStream_t s)
 template <int D, int G, int KM, int VM, int W>
 cudaError_t launch_mma_w(const AttnParams &p, int batch, cudaStream_t s)
 {
-    if constexpr (sub2_ok<KM, VM, D>()) {
+    if constexpr (sub2_ok<KM, VM, D, W>()) {
         const char *e = getenv("VQ_CUDA_NO_SUB2"); /* 1: the 32-token iterations (the test checks both) */
         if (p.page_tokens % (2 * WTOK) == 0 && p.chunk % (2 * WTOK) == 0 && !(e && atoi(e) == 1))
             return launch_mma_sub<D, G, KM, VM, 2, W>(p, batch, s);
