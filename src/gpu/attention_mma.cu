@@ -744,9 +744,11 @@ __host__ __device__ constexpr bool w16_ok()
  * staging and address work) where keys and values are staged and both
  * sub-tiles fit one stage, or, in the 12-warp instantiation (one CTA per
  * SM), where its two stages of two sub-tiles per warp fit 216 KB (q4_0
- * and rvq2/kivi2 at D = 128: 216 and 171 KB; Round gpu21 in docs/gpu.md);
- * the launch takes them when page_tokens % 64 == 0 (chunks start at
- * multiples of 64, so such a tile never crosses a page) */
+ * and rvq2/kivi2 at D = 128: 216 and 171 KB: sub2_big); the launch takes
+ * them when page_tokens % 64 == 0 (chunks start at multiples of 64, so
+ * such a tile never crosses a page), the sub2_big ones only for chunks of
+ * >= 32768 tokens (Round gpu21 in docs/gpu.md: 1.6-3.3% faster at 64k x 8,
+ * 64k x 32 and 128k x 8, 3-16% slower at chunks of 1024-8192 tokens) */
 template <int KM, int VM, int D, int W = 4>
 __host__ __device__ constexpr bool sub2_ok()
 {
@@ -757,6 +759,12 @@ __host__ __device__ constexpr bool sub2_ok()
 #else
     return false;
 #endif
+}
+
+template <int KM, int VM, int D>
+__host__ __device__ constexpr bool sub2_big()
+{
+    return 2 * stage_bytes<KM, VM, D>() > STAGE_MAX;
 }
 
 __device__ __forceinline__ void cp16(void *dst, const void *src)
@@ -2466,8 +2474,12 @@ template <int D, int G, int KM, int VM, int W>
 cudaError_t launch_mma_w(const AttnParams &p, int batch, cudaStream_t s)
 {
     if constexpr (sub2_ok<KM, VM, D, W>()) {
-        const char *e = getenv("VQ_CUDA_NO_SUB2"); /* 1: the 32-token iterations (the test checks both) */
-        if (p.page_tokens % (2 * WTOK) == 0 && p.chunk % (2 * WTOK) == 0 && !(e && atoi(e) == 1))
+        /* VQ_CUDA_NO_SUB2: 1 the 32-token iterations, -1 the 64-token ones
+         * at any chunk length (the test checks both) */
+        const char *e = getenv("VQ_CUDA_NO_SUB2");
+        const int ns = e && *e ? atoi(e) : 0;
+        if (p.page_tokens % (2 * WTOK) == 0 && p.chunk % (2 * WTOK) == 0 && ns != 1 &&
+            (!sub2_big<KM, VM, D>() || p.chunk >= 32768 || ns == -1))
             return launch_mma_sub<D, G, KM, VM, 2, W>(p, batch, s);
     }
     return launch_mma_sub<D, G, KM, VM, 1, W>(p, batch, s);

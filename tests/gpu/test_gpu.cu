@@ -330,6 +330,9 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
          * short contexts never pick it), 9 with 32-token iterations;
          * 10..12: its 16-warp instantiation where the pair has one, else
          * the 12-warp one (VQ_CUDA_MMA_WIDE=2), 12 with 32-token iterations;
+         * the other runs with 64-token iterations wherever instantiated
+         * (VQ_CUDA_NO_SUB2=-1: the 12-warp q4_0 and rvq2/kivi2 ones too,
+         * which the launch takes for chunks of >= 32768 tokens only);
          * vecinfer: 3..5 with one copy of the value codebook at head_dim
          * 128 (VQ_CUDA_VI_ONECOPY=1, the instantiation for tables that
          * leave no room for the second) */
@@ -342,7 +345,7 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
             const int sm = run % 3;
             setenv("VQ_CUDA_VI_ONECOPY", is_vi && run >= 3 && !extra ? "1" : "0", 1);
             setenv("VQ_CUDA_NO_MMA", run >= 3 && run < 6 && !extra ? "1" : "0", 1);
-            setenv("VQ_CUDA_NO_SUB2", (run == 6 || run == 9 || run == 12) && !extra ? "1" : "0", 1);
+            setenv("VQ_CUDA_NO_SUB2", (run == 6 || run == 9 || run == 12) && !extra ? "1" : "-1", 1);
             setenv("VQ_CUDA_MMA_WIDE", extra || run < 7 ? "-1" : run < 10 ? "1" : "2", 1);
             const char *kname = extra ? "picked-37-splits" : run == 6 ? "mma-32tok" : run == 9 ? "mma-w12-32tok"
                                 : run == 12 ? "mma-w16-32tok" : run >= 10 ? "mma-w16" : run >= 7 ? "mma-w12"
