@@ -511,8 +511,13 @@ static int chunk_of(const vq_cuda_attn_args *a, int splits)
  * are paid a third as often. Measured on the H200 (Round gpu12 in
  * docs/gpu.md): 1-10% faster at batch 1 and 8 from 4k x 8, within +-2%
  * at 16k / 64k x 32, 1-2% slower for some pairs at 4k x 32 (which keeps
- * 4 warps). VQ_CUDA_MMA_WIDE=0 / 1 in the environment: never / always
- * where instantiated (comparisons, the test). */
+ * 4 warps). Where 12 warps are taken and the pair has the 16-warp
+ * instantiation (vq_mma_w16_ctas, also one CTA per SM: the same splits),
+ * chunks of >= 8192 tokens take 16 (Round gpu21: 1-5% faster from 64k x 8,
+ * 0-8% slower at 4k x 8 and 16k x 1, whose chunks are 2048 and 1024).
+ * VQ_CUDA_MMA_WIDE=0 / 1 / 2 in the environment: never wide / always 12
+ * warps where instantiated / always 16 where instantiated, else 12
+ * (comparisons, the test). */
 static int plan_warps(const vq_cuda_format *kf, const vq_cuda_format *vf, const vq_cuda_attn_args *a, int D, int G,
                       int *ctas)
 {
@@ -523,10 +528,13 @@ static int plan_warps(const vq_cuda_format *kf, const vq_cuda_format *vf, const 
     const int force = e && *e ? atoi(e) : -1;
     if (wc < 1 || force == 0)
         return 4;
-    if (force != 1) {
-        const int chunk = chunk_of(a, choose_splits_mma(a, wc));
-        if (chunk < 12 * 64 || (pairs >= sm_count() && chunk < 6144))
-            return 4;
+    const int chunk = chunk_of(a, choose_splits_mma(a, wc));
+    if (force < 1 && (chunk < 12 * 64 || (pairs >= sm_count() && chunk < 6144)))
+        return 4;
+    const int wc16 = vq_mma_w16_ctas(*kf, *vf, D, G);
+    if (wc16 >= 1 && (force == 2 || (force < 1 && chunk >= 8192))) {
+        *ctas = wc16;
+        return 16;
     }
     *ctas = wc;
     return 12;

@@ -134,16 +134,13 @@ namespace {
 #ifndef VQ_MMA_RBF /* rabitq:bits=1 keys: 1 each token's factor computed once (lane i: token i) and shuffled to the scores (0: one division per score) */
 #define VQ_MMA_RBF 1
 #endif
-#ifndef VQ_MMA_W16 /* 1: the wide instantiation (VQ_MMA_WIDE) of the pairs with kivi2 values has 16 warps at G <= 4 (one CTA per SM, <= 128 registers; not yet measured on the H200: Round gpu20 in docs/gpu.md); 0: 12, as the other pairs */
-#define VQ_MMA_W16 0
-#endif
 #ifndef VQ_MMA_REDSTG /* 1: the warps' partial accumulators (red) in the stage memory after the loop where it is large enough (less static shared memory per CTA) */
 #define VQ_MMA_REDSTG 1
 #endif
 /* CTAs per SM the register cap of a W-warp CTA aims at: 12 warps per SM
  * (3 per scheduler, <= 168 registers; the register file is 16 K words
- * per scheduler, so 13-16 warps would all cap at 128); 16 warps
- * (VQ_MMA_W16): one CTA per SM, 128 registers */
+ * per scheduler, so 13-16 warps would all cap at 128); 16 warps (w16_ok):
+ * one CTA per SM, 128 registers */
 template <int W, int KM>
 __host__ __device__ constexpr int mma_minb() { return W == 4 ? VQ_MMA_MINB(KM) : W <= 12 ? 12 / W : 1; }
 constexpr int WTOK = 32; /* tokens per warp iteration */
@@ -728,30 +725,46 @@ __host__ __device__ constexpr bool wide_ok()
     return VQ_MMA_WIDE && D == 128 && staged_v<KM, VM, D>();
 }
 
-/* warps per CTA of the wide instantiation: 12 (3 per scheduler, <= 168
- * registers), or with VQ_MMA_W16 = 1 16 for the pairs with kivi2 values
- * at G <= 4 (4 per scheduler, <= 128 registers, which their 32- and
- * 64-token iterations fit without spills since the transposed value
- * product; at G = 8 they would spill 220-652 bytes: Round gpu20 in
- * docs/gpu.md) */
+/* a third instantiation with 16 warps per CTA (4 per scheduler, one CTA
+ * per SM, <= 128 registers) exists: the pairs with kivi2 values and 1-bit
+ * or kivi2 keys at G <= 4, whose 32- and 64-token iterations fit 128
+ * registers without spills (at G = 8 they would spill 220-652 bytes);
+ * the host takes it for chunks of >= 8192 tokens (plan_warps). Measured
+ * on the H200 against 12 warps (Round gpu21 in docs/gpu.md): 1-5% faster
+ * at 64k and 128k x 8 and 32, up to 8% slower for short chunks (16k x 1);
+ * turboquant_rvq:bits=2 keys and kivi4 1% slower, q4_0 under 1% faster:
+ * they keep 12 */
 template <int KM, int VM, int D, int G>
-__host__ __device__ constexpr int wide_w()
+__host__ __device__ constexpr bool w16_ok()
 {
-    return VQ_MMA_W16 && VM == FMT_KIVI2 && G <= 4 ? 16 : 12;
+    return wide_ok<KM, VM, D>() && VM == FMT_KIVI2 && KM != FMT_RVQ2 && G <= 4;
 }
 
 /* 64-token warp iterations (two sub-tiles of 32 sharing the loop's page,
  * staging and address work) where keys and values are staged and both
- * sub-tiles fit one stage; the launch takes them when page_tokens % 64 == 0
- * (chunks start at multiples of 64, so such a tile never crosses a page) */
-template <int KM, int VM, int D>
+ * sub-tiles fit one stage, or, in the 12-warp instantiation (one CTA per
+ * SM), where its two stages of two sub-tiles per warp fit 216 KB (q4_0
+ * and rvq2/kivi2 at D = 128: 216 and 171 KB: sub2_big); the launch takes
+ * them when page_tokens % 64 == 0 (chunks start at multiples of 64, so
+ * such a tile never crosses a page), the sub2_big ones only for chunks of
+ * >= 32768 tokens (Round gpu21 in docs/gpu.md: 1.6-3.3% faster at 64k x 8,
+ * 64k x 32 and 128k x 8, 3-16% slower at chunks of 1024-8192 tokens) */
+template <int KM, int VM, int D, int W = 4>
 __host__ __device__ constexpr bool sub2_ok()
 {
 #if VQ_MMA_SUB2 && VQ_MMA_LEANSTAGE && !VQ_MMA_BULK && !defined(VQ_MMA_STAGE16)
-    return staged_v<KM, VM, D>() && 2 * stage_bytes<KM, VM, D>() <= STAGE_MAX;
+    return staged_v<KM, VM, D>() &&
+           (2 * stage_bytes<KM, VM, D>() <= STAGE_MAX ||
+            (W == 12 && W * 2 * 2 * stage_bytes<KM, VM, D>() <= 216 * 1024));
 #else
     return false;
 #endif
+}
+
+template <int KM, int VM, int D>
+__host__ __device__ constexpr bool sub2_big()
+{
+    return 2 * stage_bytes<KM, VM, D>() > STAGE_MAX;
 }
 
 __device__ __forceinline__ void cp16(void *dst, const void *src)
@@ -825,7 +838,7 @@ __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int 
 template <int D, int G, int KM, int VM, int SUB, int W>
 __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __grid_constant__ AttnParams p)
 {
-    static_assert(SUB == 1 || sub2_ok<KM, VM, D>(), "64-token iterations need staged keys and values");
+    static_assert(SUB == 1 || sub2_ok<KM, VM, D, W>(), "64-token iterations need staged keys and values");
     constexpr int TT = SUB * WTOK; /* tokens per warp iteration */
     constexpr int KS = D / 16; /* k-steps of Q K^T */
     constexpr int NT = D / 8;  /* n-tiles of P V */
@@ -2438,7 +2451,7 @@ template <int D, int G, int KM, int VM, int W = 4>
 int ctas_per_sm()
 {
     const int a = ctas_per_sm_sub<D, G, KM, VM, 1, W>();
-    if constexpr (sub2_ok<KM, VM, D>()) {
+    if constexpr (sub2_ok<KM, VM, D, W>()) {
         const int b = ctas_per_sm_sub<D, G, KM, VM, 2, W>();
         return b < a ? b : a;
     }
@@ -2460,22 +2473,29 @@ cudaError_t launch_mma_sub(const AttnParams &p, int batch, cudaStream_t s)
 template <int D, int G, int KM, int VM, int W>
 cudaError_t launch_mma_w(const AttnParams &p, int batch, cudaStream_t s)
 {
-    if constexpr (sub2_ok<KM, VM, D>()) {
-        const char *e = getenv("VQ_CUDA_NO_SUB2"); /* 1: the 32-token iterations (the test checks both) */
-        if (p.page_tokens % (2 * WTOK) == 0 && p.chunk % (2 * WTOK) == 0 && !(e && atoi(e) == 1))
+    if constexpr (sub2_ok<KM, VM, D, W>()) {
+        /* VQ_CUDA_NO_SUB2: 1 the 32-token iterations, -1 the 64-token ones
+         * at any chunk length (the test checks both) */
+        const char *e = getenv("VQ_CUDA_NO_SUB2");
+        const int ns = e && *e ? atoi(e) : 0;
+        if (p.page_tokens % (2 * WTOK) == 0 && p.chunk % (2 * WTOK) == 0 && ns != 1 &&
+            (!sub2_big<KM, VM, D>() || p.chunk >= 32768 || ns == -1))
             return launch_mma_sub<D, G, KM, VM, 2, W>(p, batch, s);
     }
     return launch_mma_sub<D, G, KM, VM, 1, W>(p, batch, s);
 }
 
-/* p.warps (vq_mma_plan_warps) picks the instantiation: 12 the wide one
- * (wide_w warps per CTA) */
+/* p.warps (plan_warps in attention.cu) picks the instantiation: 4, 12
+ * (wide_ok) or 16 (w16_ok) warps per CTA */
 template <int D, int G, int KM, int VM>
 cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
 {
+    if constexpr (w16_ok<KM, VM, D, G>())
+        if (p.warps == 16)
+            return launch_mma_w<D, G, KM, VM, 16>(p, batch, s);
     if constexpr (wide_ok<KM, VM, D>())
         if (p.warps == 12)
-            return launch_mma_w<D, G, KM, VM, wide_w<KM, VM, D, G>()>(p, batch, s);
+            return launch_mma_w<D, G, KM, VM, 12>(p, batch, s);
     return launch_mma_w<D, G, KM, VM, 4>(p, batch, s);
 }
 
@@ -2560,9 +2580,20 @@ int wide_ctas_dg(int km, int vm)
 {
 #define VQ_OCCW(K, V)                                         \
     if constexpr (mma_shape_ok<D, G, K>() && wide_ok<K, V, D>()) \
-        if (km == K && vm == V) return ctas_per_sm<D, G, K, V, wide_w<K, V, D, G>()>();
+        if (km == K && vm == V) return ctas_per_sm<D, G, K, V, 12>();
     VQ_MMA_PAIRS(VQ_OCCW)
 #undef VQ_OCCW
+    return 0;
+}
+
+template <int D, int G>
+int w16_ctas_dg(int km, int vm)
+{
+#define VQ_OCC16(K, V)                                          \
+    if constexpr (mma_shape_ok<D, G, K>() && w16_ok<K, V, D, G>()) \
+        if (km == K && vm == V) return ctas_per_sm<D, G, K, V, 16>();
+    VQ_MMA_PAIRS(VQ_OCC16)
+#undef VQ_OCC16
     return 0;
 }
 
@@ -2575,6 +2606,20 @@ int vq_mma_wide_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, 
     VQ_DG(128, 4)
 #else
     VQ_DG(128, 1) VQ_DG(128, 2) VQ_DG(128, 4) VQ_DG(128, 8)
+#endif
+#undef VQ_DG
+    return 0;
+}
+
+int vq_mma_w16_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G)
+{
+    const int km = fmt_code(kf), vm = fmt_code(vf);
+#define VQ_DG(DD, GG) \
+    if (D == DD && G == GG) return w16_ctas_dg<DD, GG>(km, vm);
+#ifdef VQ_MMA_QUICK
+    VQ_DG(128, 4)
+#else
+    VQ_DG(128, 1) VQ_DG(128, 2) VQ_DG(128, 4)
 #endif
 #undef VQ_DG
     return 0;

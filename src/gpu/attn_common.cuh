@@ -27,7 +27,7 @@ struct AttnParams {
     float qscale;        /* scale * log2(e) */
     float *part_acc;     /* [b][n_q][splits][D] */
     float *part_ml;      /* [b][n_q][splits][2] */
-    int warps;           /* tensor-core kernel: warps per CTA (4, or 12: vq_mma_wide_ctas) */
+    int warps;           /* tensor-core kernel: warps per CTA (4; 12: vq_mma_wide_ctas; 16: vq_mma_w16_ctas) */
 };
 
 /* The work of a split CTA: chunk blockIdx.x of KV head kvh = blockIdx.y of
@@ -144,6 +144,10 @@ int vq_mma_plan_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, 
  * per SM at 168 registers), 0 where the pair and shape have none (it
  * exists at D = 128 for the pairs whose keys and values are staged) */
 int vq_mma_wide_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G);
+/* resident CTAs per SM of the 16-warp instantiation (one CTA per SM at
+ * 128 registers), 0 where the pair and shape have none (D = 128, G <= 4,
+ * kivi2 values with kivi2, turboquant_rvq:bits=1 or rabitq:bits=1 keys) */
+int vq_mma_w16_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G);
 
 /* The vecinfer split kernel (attention_vecinfer.cu): vq_vecinfer_check
  * says whether this pair and G can run (a vq_status with a message);

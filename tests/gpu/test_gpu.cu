@@ -328,10 +328,15 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
          * 64-token iterations take those otherwise); 7..9: its 12-warp
          * instantiation where the pair has one (VQ_CUDA_MMA_WIDE=1; these
          * short contexts never pick it), 9 with 32-token iterations;
+         * 10..12: its 16-warp instantiation where the pair has one, else
+         * the 12-warp one (VQ_CUDA_MMA_WIDE=2), 12 with 32-token iterations;
+         * the other runs with 64-token iterations wherever instantiated
+         * (VQ_CUDA_NO_SUB2=-1: the 12-warp q4_0 and rvq2/kivi2 ones too,
+         * which the launch takes for chunks of >= 32768 tokens only);
          * vecinfer: 3..5 with one copy of the value codebook at head_dim
          * 128 (VQ_CUDA_VI_ONECOPY=1, the instantiation for tables that
          * leave no room for the second) */
-        const int nrun = has_mma ? 10 : is_vi ? 6 : 3;
+        const int nrun = has_mma ? 13 : is_vi ? 6 : 3;
         /* the last run (extra): the kernel the call picks with 37 splits,
          * more than the reduce launch's one-pass path takes (32; the
          * other runs have fewer), some of them empty */
@@ -340,10 +345,11 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
             const int sm = run % 3;
             setenv("VQ_CUDA_VI_ONECOPY", is_vi && run >= 3 && !extra ? "1" : "0", 1);
             setenv("VQ_CUDA_NO_MMA", run >= 3 && run < 6 && !extra ? "1" : "0", 1);
-            setenv("VQ_CUDA_NO_SUB2", (run == 6 || run == 9) && !extra ? "1" : "0", 1);
-            setenv("VQ_CUDA_MMA_WIDE", run >= 7 && !extra ? "1" : "-1", 1);
+            setenv("VQ_CUDA_NO_SUB2", (run == 6 || run == 9 || run == 12) && !extra ? "1" : "-1", 1);
+            setenv("VQ_CUDA_MMA_WIDE", extra || run < 7 ? "-1" : run < 10 ? "1" : "2", 1);
             const char *kname = extra ? "picked-37-splits" : run == 6 ? "mma-32tok" : run == 9 ? "mma-w12-32tok"
-                                : run >= 7 ? "mma-w12" : is_vi && run >= 3 ? "vecinfer-1copy"
+                                : run == 12 ? "mma-w16-32tok" : run >= 10 ? "mma-w16" : run >= 7 ? "mma-w12"
+                                : is_vi && run >= 3 ? "vecinfer-1copy"
                                 : vq_cuda_attention_kernel(&kf, &vf, &a);
             a.splits = extra ? 37 : split_modes[sm];
             size_t wsb = vq_cuda_attention_workspace(&a);
