@@ -91,10 +91,20 @@ def test_generation_continues_in_the_cache(model):
     cache.close()
 
 
-def test_save_load_continues_identically(model, tmp_path):
+# CFG, and a quality plan's form: keys packed before RoPE, whose file
+# carries the model's RoPE (cache format version 4)
+SAVE_CFGS = [vq.KVCacheConfig(**CFG),
+             vq.KVCacheConfig.parse("keys=kivix:bits=4,group=16,outliers=8 values=kivix:bits=3,group=64 "
+                                    "residual=8 sinks=4 prerope=1")]
+
+
+@pytest.mark.parametrize("cfg", SAVE_CFGS, ids=["q4_0-kivi4", "prerope-plan"])
+def test_save_load_continues_identically(model, tmp_path, cfg):
     path = tmp_path / "prompt.vqc"
-    a = vq.KVCacheBuilder.for_model(model, vq.KVCacheConfig(**CFG))
-    model.generate(PROMPT, cache=a, max_tokens=6, temperature=0)
+    a = vq.KVCacheBuilder.for_model(model, cfg)
+    # about 50 tokens: more than sinks + residual + a group, so keys get packed
+    model.generate(PROMPT + " Paris. " + "The quick brown fox jumps over the lazy dog. " * 4, cache=a,
+                   max_tokens=6, temperature=0)
     a.save(path)
     b = vq.KVCache.load(path, model)
     sa, sb = a.stats(), b.stats()
