@@ -915,6 +915,27 @@ static void test_bits_unpack(const vq_kernels *k, const vq_kernels *ref)
         }
 }
 
+/* kivi_fold: the folded queries and the mins' sums with the reference's
+ * bits, head sizes 16..256 and one not a multiple of 16 (the reference),
+ * 1..5 queries at a stride, unaligned rows */
+static void test_kivi_fold(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 16, 20, 48, 64, 128, 256 };
+    for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+        for (int nq = 1; nq <= 5; nq++) {
+            const size_t D = Ds[id], qstride = D + 3;
+            float *q = malloc((size_t)nq * qstride * sizeof *q + 4), *sm = malloc(2 * D * sizeof *sm + 4);
+            float *a = malloc((size_t)nq * D * sizeof *a), *b = malloc((size_t)nq * D * sizeof *b);
+            float ba[5], bb[5];
+            fill(q + 1, (size_t)nq * qstride, 300 + D + (size_t)nq), fill(sm + 1, 2 * D, 400 + D);
+            ref->kivi_fold(q + 1, qstride, nq, sm + 1, sm + 1 + D, D, a, ba);
+            k->kivi_fold(q + 1, qstride, nq, sm + 1, sm + 1 + D, D, b, bb);
+            CHECKF(same_bits(a, b, (size_t)nq * D) && same_bits(ba, bb, (size_t)nq), "%s kivi_fold D=%zu nq=%d", k->isa,
+                   D, nq);
+            free(q), free(sm), free(a), free(b);
+        }
+}
+
 /* silu_mul and gelu_mul (kernels/glu.h): within 2e-6 of the reference
  * relative to the result (plus 1e-30 absolute: below x = -87.3 the twin
  * gives 0 where the reference gives a denormal-sized product; gelu: plus
@@ -1159,6 +1180,7 @@ static void test_tables(void)
         test_lut8_scan(k, ref);
         test_fwht(k, ref);
         test_gated(k, ref);
+        test_kivi_fold(k, ref);
     }
     test_nibble_tables();
     /* the scalar references against themselves through the table's own

@@ -146,15 +146,6 @@ static void kivi_destroy(vq_codec *c)
 
 /* dst[i] = a[i] * b[i]; x[i] += v. Whole runs of 16 first: fixed-count
  * loops that the compiler vectorizes at -O2 */
-static inline void mul_rows(float *restrict dst, const float *restrict a, const float *restrict b, size_t n)
-{
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (size_t l = 0; l < 16; l++)
-            dst[i + l] = a[i + l] * b[i + l];
-    for (; i < n; i++)
-        dst[i] = a[i] * b[i];
-}
 static inline void add_scalar(float *restrict x, float v, size_t n)
 {
     size_t i = 0;
@@ -344,20 +335,8 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t 
             for (int j0 = 0; j0 < n_q; j0 += KIVI_QS) {
                 int nj = n_q - j0 < KIVI_QS ? n_q - j0 : KIVI_QS;
                 float *out = scores + (size_t)j0 * n + blk * G;
-                for (int j = 0; j < nj; j++) {
-                    const float *q = qall + (size_t)(j0 + j) * qstride;
-                    float *qj = qs + (size_t)j * D, lane[16] = { 0 };
-                    mul_rows(qj, q, sm, D);
-                    /* <q, m> in 16 lanes (lane ch % 16, in order), then
-                     * vq_sum16_lanes' tree: loops the compiler vectorizes */
-                    size_t ch = 0;
-                    for (; ch + 16 <= D; ch += 16)
-                        for (size_t l = 0; l < 16; l++)
-                            lane[l] += q[ch + l] * sm[D + ch + l];
-                    for (; ch < D; ch++)
-                        lane[ch % 16] += q[ch] * sm[D + ch];
-                    base[j] = vq_sum16_lanes(lane);
-                }
+                /* qs = q * s, base = <q, m> (kernels.h kivi_fold) */
+                k->kivi_fold(qall + (size_t)j0 * qstride, qstride, nj, sm, sm + D, D, qs, base);
                 k->codes_dot(in + 4 * D, row, b, G, D, NULL, qs, D, nj, out, n);
                 for (int j = 0; j < nj; j++)
                     add_scalar(out + (size_t)j * n, base[j], G);

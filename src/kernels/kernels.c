@@ -20,6 +20,7 @@ static const vq_kernels k_ref = {
     .kivi_row = vq_kivi_row_ref,
     .lut8_row = vq_lut8_row_ref,
     .kivi_group_row = vq_kivi_group_row_ref,
+    .kivi_fold = vq_kivi_fold_ref,
     .kivi_axpy = vq_kivi_axpy_ref,
     .lut_axpy = vq_lut_axpy_ref,
     .kivi_qaxpy = vq_kivi_qaxpy_ref,
@@ -77,6 +78,7 @@ static void fill_tables(void)
     k_avx512.kivi_row = vq_kivi_row_avx512;
     k_avx512.lut8_row = vq_lut8_row_avx512;
     k_avx512.kivi_group_row = vq_kivi_group_row_avx512;
+    k_avx512.kivi_fold = vq_kivi_fold_avx512;
     k_avx512.kivi_axpy = vq_kivi_axpy_avx512;
     k_avx512.lut_axpy = vq_lut_axpy_avx512;
     k_avx512.codes_dot = vq_codes_dot_avx512;

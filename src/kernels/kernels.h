@@ -33,6 +33,13 @@
  *       below 256 (lut holds as many floats as the largest code needs):
  *       kivix at any width (lut NULL: the code itself, or its non-uniform
  *       levels).
+ *   kivi_fold(q, qstride, n_q, s, m, D, qs, base): for each query j
+ *       (floats at q + j*qstride), qs[j*D + e] = q_e * s[e] (one multiply)
+ *       and base[j] = the 16 lane sums, lane l adding q_e * m[e] (a
+ *       multiply, then an add) for e = l, l + 16, ... in order from 0 (the
+ *       tail below D in its lane the same way), reduced by vq_sum16_lanes
+ *       (core/vexp.h): KIVI keys' query folded with a block's channel scales
+ *       and the mins' part of its scores. Every variant has these bits.
  *   kivi_axpy(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc,
  *       astride): acc[j*astride + e] += sum_i w[j*wstride + i] * v_i[e] for
  *       nt KIVI value rows (row i at rows + i*rstride: D/group fp16 scales
@@ -146,6 +153,8 @@ typedef struct vq_kernels {
     void (*lut8_row)(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out);
     void (*kivi_group_row)(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                            const uint8_t *gm16, float *out);
+    void (*kivi_fold)(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D, float *qs,
+                      float *base);
     void (*kivi_axpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     vq_lut_axpy_fn *lut_axpy;
@@ -198,6 +207,10 @@ void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t gro
 void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
 void vq_bits_unpack_ref(const uint8_t *src, size_t n, int bits, uint8_t *out);
 void vq_bits_unpack_avx512x(const uint8_t *src, size_t n, int bits, uint8_t *out);
+void vq_kivi_fold_ref(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D, float *qs,
+                      float *base);
+void vq_kivi_fold_avx512(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D,
+                         float *qs, float *base);
 void vq_kivi_axpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 void vq_kivi_axpy_avx2(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,

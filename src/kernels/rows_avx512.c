@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "core/vexp.h"
 #include "kernels/avx512_sums.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
@@ -84,6 +85,27 @@ void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, 
         __m512 c = _mm512_cvtepi32_ps(codes16(row + i / 8 * (size_t)bits, bits, sh, mask));
         __m512 t = _mm512_mul_ps(_mm512_loadu_ps(s + i), c);
         _mm512_storeu_ps(out + i, _mm512_add_ps(t, _mm512_loadu_ps(m + i)));
+    }
+}
+
+void vq_kivi_fold_avx512(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D,
+                         float *qs, float *base)
+{
+    if (D % 16) {
+        vq_kivi_fold_ref(q, qstride, n_q, s, m, D, qs, base);
+        return;
+    }
+    for (int j = 0; j < n_q; j++) {
+        const float *qj = q + (size_t)j * qstride;
+        __m512 lane = _mm512_setzero_ps();
+        for (size_t e = 0; e < D; e += 16) {
+            const __m512 x = _mm512_loadu_ps(qj + e);
+            _mm512_storeu_ps(qs + (size_t)j * D + e, _mm512_mul_ps(x, _mm512_loadu_ps(s + e)));
+            lane = _mm512_add_ps(lane, _mm512_mul_ps(x, _mm512_loadu_ps(m + e)));
+        }
+        float l[16];
+        _mm512_storeu_ps(l, lane);
+        base[j] = vq_sum16_lanes(l);
     }
 }
 

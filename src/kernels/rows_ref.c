@@ -1,6 +1,7 @@
 /* rows_ref.c -- scalar references of the row decoders of kernels.h
  * (lut_row, kivi_row, ...) and of the sums that decode rows in registers
  * (lut_axpy, kivi_axpy). */
+#include "core/vexp.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
@@ -26,6 +27,21 @@ void vq_kivi_row_ref(const uint8_t *row, int bits, size_t n, const float *s, con
     for (size_t i = 0; i < n; i++) {
         float t = s[i] * (float)code_at(row, i, bits);
         out[i] = t + m[i];
+    }
+}
+
+void vq_kivi_fold_ref(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D, float *qs,
+                      float *base)
+{
+    for (int j = 0; j < n_q; j++) {
+        const float *qj = q + (size_t)j * qstride;
+        float lane[16] = { 0 };
+        for (size_t e = 0; e < D; e++) {
+            qs[(size_t)j * D + e] = qj[e] * s[e];
+            const float t = qj[e] * m[e];
+            lane[e % 16] = lane[e % 16] + t;
+        }
+        base[j] = vq_sum16_lanes(lane);
     }
 }
 
