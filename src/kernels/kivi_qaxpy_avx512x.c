@@ -2,8 +2,9 @@
  * (kernels/kivi_qaxpy.h): the reference's bits.
  *
  * Per block of 32 rows the headers are gathered into float vectors (rows
- * in lanes), the int8 weights of every (j, g) made at once. Then per
- * 64-channel chunk and quad of rows, the quad's code bytes are loaded
+ * in lanes). Per 64-channel chunk the int8 weights of its (j, g) pairs are
+ * made at once and kept in registers (no trip through memory: stores then
+ * wider loads of them stalled on store forwarding). Then per quad of rows, the quad's code bytes are loaded
  * into the four 128-bit lanes of a register and transposed by one VPERMB
  * so that 32-bit lane b holds byte b of rows 0..3; a mask per code
  * position k gives registers whose lane b holds the four rows' codes of
@@ -17,7 +18,6 @@
 #include "kernels/kivi_qaxpy.h"
 
 #include <immintrin.h>
-#include <string.h>
 
 #include "core/vexp.h"
 #include "kernels/rows16_avx512.h"
@@ -58,26 +58,86 @@ static inline __m512i group_index(size_t ch0, int step, int lg)
     return _mm512_srli_epi32(ch, (unsigned)lg);
 }
 
-/* the same relative to group g0, times 8 (the words of a group in qw) */
+/* the same relative to group g0, times 8 (the words of a group in QA, QB) */
 static inline __m512i word_index(size_t ch0, int step, int lg, size_t g0)
 {
     return _mm512_slli_epi32(_mm512_sub_epi32(group_index(ch0, step, lg), _mm512_set1_epi32((int)g0)), 3);
 }
 
-/* one 64-channel chunk c of a block of m rows: the integer sums of the
- * NQ weight rows, folded into F[j][c] with the block's scales */
-static inline __attribute__((always_inline)) void
-chunk_block(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, size_t coff, size_t m, size_t c,
-            size_t g0, int lg, __m512i tidx, __m512i cmask, int8_t qw[KQ_MAXQ][20][VQ_KQ_BLOCK], float dd[KQ_MAXQ][16],
-            int32_t sqh[KQ_MAXQ][16], __m512 F[KQ_MAXQ][KQ_MAXC][4])
+/* The int8 weights of one 64-channel chunk (groups g0 .. g0+NGC-1 of it,
+ * NGC = 64 / group, or 1 for groups of 64 and more) for NQ weight rows,
+ * kept in registers (kivi_qaxpy.h: per (j, g) A = max |w_ji s_ig|, d =
+ * A / 127, q_i = a_i * (127 / A) rounded): pair (j, gg) is k = NGC*j + gg;
+ * QA[j] bytes 32gg + r (gg = 0, 1) and QB[j] (gg = 2, 3) its q of row r,
+ * lane k of SC its d, lane k of SQH h * sum_r q (the codes' centring). */
+static inline __attribute__((always_inline)) void chunk_weights(const int BITS, const int NQ, const int NGC,
+                                                                const __m512 W[KQ_MAXQ][2], const __m512 S[16][2],
+                                                                size_t g0, __m512i QA[KQ_MAXQ], __m512i QB[KQ_MAXQ],
+                                                                __m512 *SC, __m512i *SQH)
 {
-    __m512i QA[KQ_MAXQ], QB[KQ_MAXQ], I[KQ_MAXQ][4];
+    /* byte 32gg + r of the output: row r of pair gg, after VPACKSSDW of the
+     * pair's rows 0-15 and 16-31 and VPACKSSWB of two pairs (128-bit lane L
+     * then holds rows 4L..4L+3 and 16+4L.. of pair 0, then of pair 1) */
+    static const int8_t order[64] = {
+        0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4,  5,  6,  7,  20, 21,
+        22, 23, 36, 37, 38, 39, 52, 53, 54, 55, 8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43,
+        56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
+    };
+    const int NP = NQ * NGC, NT = (NP + 3) / 4;
+    __m512 A[16][2], V[16];
+    _Pragma("GCC unroll 16") for (int k = 0; k < 4 * NT; k++)
+    {
+        if (k < NP) {
+            const int j = k / NGC, gg = k % NGC;
+            A[k][0] = _mm512_mul_ps(W[j][0], S[g0 + gg][0]), A[k][1] = _mm512_mul_ps(W[j][1], S[g0 + gg][1]);
+            V[k] = _mm512_max_ps(_mm512_abs_ps(A[k][0]), _mm512_abs_ps(A[k][1]));
+        } else {
+            V[k] = _mm512_setzero_ps();
+        }
+    }
+    __m512 Am = _mm512_setzero_ps();
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
+        Am = _mm512_insertf32x4(Am, vq_max4x16(V[4 * t], V[4 * t + 1], V[4 * t + 2], V[4 * t + 3]), t);
+    *SC = _mm512_div_ps(Am, _mm512_set1_ps(127.0f));
+    const __m512 inv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(Am, _mm512_setzero_ps(), _CMP_GT_OQ),
+                                           _mm512_set1_ps(127.0f), Am);
+    __m512i P[16], Q[16];
+    _Pragma("GCC unroll 16") for (int k = 0; k < 4 * NT; k++)
+    {
+        if (k < NP) {
+            const __m512 vi = _mm512_permutexvar_ps(_mm512_set1_epi32(k), inv);
+            const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(A[k][0], vi));
+            const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(A[k][1], vi));
+            P[k] = _mm512_packs_epi32(q0, q1); /* |q| <= 127: the packs never clip */
+            Q[k] = _mm512_add_epi32(q0, q1);
+        } else {
+            P[k] = Q[k] = _mm512_setzero_si512();
+        }
+    }
+    __m512i sq = _mm512_setzero_si512();
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
+        sq = _mm512_inserti32x4(sq, vq_sum4x16_epi32(Q[4 * t], Q[4 * t + 1], Q[4 * t + 2], Q[4 * t + 3]), t);
+    *SQH = _mm512_slli_epi32(sq, BITS - 1);
+    const __m512i ox = _mm512_loadu_si512(order);
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
     {
-        QA[j] = _mm512_loadu_si512(&qw[j][g0][0]);
-        QB[j] = _mm512_loadu_si512(&qw[j][g0 + 2][0]);
-        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) I[j][r] = _mm512_setzero_si512();
+        const int k = NGC * j;
+        QA[j] = _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[k], NGC > 1 ? P[k + 1] : P[k]));
+        QB[j] = NGC > 2 ? _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[k + 2], P[k + 3])) : QA[j];
     }
+}
+
+/* one 64-channel chunk c of a block of m rows: the integer sums of the
+ * NQ weight rows (the chunk's int8 weights from chunk_weights), folded
+ * into F[j][c] with the pairs' scales */
+static inline __attribute__((always_inline)) void
+chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, size_t rstride, size_t coff, size_t m,
+            size_t c, size_t g0, int lg, __m512i tidx, __m512i cmask, const __m512i QA[KQ_MAXQ],
+            const __m512i QB[KQ_MAXQ], __m512 SC, __m512i SQH, __m512 F[KQ_MAXQ][KQ_MAXC][4])
+{
+    __m512i I[KQ_MAXQ][4];
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) I[j][r] = _mm512_setzero_si512();
     /* the weight words of each lane's group (2 bits: one map; 4 bits: one per
      * byte half) */
     const __m512i x0 = word_index(64 * c, BITS == 2 ? 4 : 2, lg, g0), x1 = word_index(64 * c + 32, 2, lg, g0);
@@ -114,13 +174,14 @@ chunk_block(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, si
             }
         }
     }
-    const __m512i gx0 = group_index(64 * c, BITS == 2 ? 4 : 2, lg), gx1 = group_index(64 * c + 32, 2, lg);
+    /* each lane's pair: NGC*j + its group - g0 */
+    const __m512i gx0 = _mm512_srli_epi32(x0, 3), gx1 = _mm512_srli_epi32(x1, 3);
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
     {
-        const __m512 ds = _mm512_loadu_ps(dd[j]);
-        const __m512 d0 = _mm512_permutexvar_ps(gx0, ds), d1 = _mm512_permutexvar_ps(gx1, ds);
-        const __m512i hs = _mm512_loadu_si512(sqh[j]); /* h * sum q: the codes' centring */
-        const __m512i h0 = _mm512_permutexvar_epi32(gx0, hs), h1 = _mm512_permutexvar_epi32(gx1, hs);
+        const __m512i k0 = _mm512_add_epi32(gx0, _mm512_set1_epi32(NGC * j));
+        const __m512i k1 = _mm512_add_epi32(gx1, _mm512_set1_epi32(NGC * j));
+        const __m512 d0 = _mm512_permutexvar_ps(k0, SC), d1 = _mm512_permutexvar_ps(k1, SC);
+        const __m512i h0 = _mm512_permutexvar_epi32(k0, SQH), h1 = _mm512_permutexvar_epi32(k1, SQH);
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
         {
             const int hi = BITS == 4 && r >= 2;
@@ -132,51 +193,52 @@ chunk_block(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, si
     }
 }
 
-/* the block's weights (kivi_qaxpy.h), group by group: the int8 weights
- * of the NQ weight rows with their scales dd and centring sums sqh (h
- * times the sum; kernels/wq_avx512x.h), and the mins' float sums MW */
+/* one block of m rows for a constant weight-row count NQ and groups per
+ * chunk NGC: the mins' float sums MW of every group (v = s (c - h) + (m +
+ * h s)), then chunk by chunk its int8 weights (made again only where the
+ * chunk's first group changes: groups of 128 and more span chunks) and
+ * its sums */
 static inline __attribute__((always_inline)) void
-block_weights(const int BITS, const int NQ, const __m512 W[KQ_MAXQ][2], size_t ng, const __m512 S[16][2],
-              const __m512 Mn[16][2], int8_t qw[KQ_MAXQ][20][VQ_KQ_BLOCK], float dd[KQ_MAXQ][16],
-              int32_t sqh[KQ_MAXQ][16], __m512 MW[KQ_MAXQ][16])
+block_all(const int BITS, const int NQ, const int NGC, const size_t NC, const uint8_t *blk, size_t rstride,
+          size_t coff, size_t m, size_t ng, size_t nc, int lg, __m512i tidx, __m512i cmask,
+          const __m512 W[KQ_MAXQ][2], const __m512 S[16][2], const __m512 Mn[16][2], __m512 MW[KQ_MAXQ][16],
+          __m512 F[KQ_MAXQ][KQ_MAXC][4])
 {
-    const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1))); /* v = s (c - h) + (m + h s) */
+    const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1)));
     for (size_t g = 0; g < ng; g++) {
         const __m512 m0 = _mm512_fmadd_ps(hv, S[g][0], Mn[g][0]), m1 = _mm512_fmadd_ps(hv, S[g][1], Mn[g][1]);
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             MW[j][g] = _mm512_fmadd_ps(W[j][1], m1, _mm512_fmadd_ps(W[j][0], m0, MW[j][g]));
-        float sc[4];
-        int32_t sq[4];
-        vq_column_weights(NQ, W, S[g][0], S[g][1], &qw[0][g][0], sizeof qw[0], sc, sq);
-        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-            dd[j][g] = sc[j], sqh[j][g] = (1 << (BITS - 1)) * sq[j];
+    }
+    __m512i QA[KQ_MAXQ], QB[KQ_MAXQ], SQH = _mm512_setzero_si512();
+    __m512 SC = _mm512_setzero_ps();
+    _Pragma("GCC unroll 4") for (int j = 0; j < KQ_MAXQ; j++) QA[j] = QB[j] = _mm512_setzero_si512();
+    size_t gw = (size_t)-1; /* the first group of the weights made */
+    for (size_t c = 0; c < (NC ? NC : nc); c++) {
+        const size_t g0 = 64 * c >> lg;
+        if (g0 != gw) {
+            chunk_weights(BITS, NQ, NGC, W, S, g0, QA, QB, &SC, &SQH);
+            gw = g0;
+        }
+        chunk_block(BITS, NQ, NGC, blk, rstride, coff, m, c, g0, lg, tidx, cmask, QA, QB, SC, SQH, F);
     }
 }
 
 /* NG: the group count D / group when a constant (the header work for
- * groups that do not exist compiles away), else 0 */
+ * groups that do not exist compiles away), else 0; NGC the groups per
+ * 64-channel chunk (1, 2 or 4); NC the chunk count when a constant, else 0 */
 static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows, size_t rstride, const int BITS,
-                                                             const size_t NG, size_t nt, size_t D, size_t group,
-                                                             const float *w, size_t wstride, int n_q, float *acc,
-                                                             size_t astride)
+                                                             const size_t NG, const int NGC, const size_t NC,
+                                                             size_t nt, size_t D, size_t group, const float *w,
+                                                             size_t wstride, int n_q, float *acc, size_t astride)
 {
-    const size_t ng = NG ? NG : D / group, nc = D / 64, coff = 4 * ng;
+    const size_t ng = NG ? NG : D / group, nc = NC ? NC : D / 64, coff = 4 * ng;
     const int lg = __builtin_ctzll(group);
-    int8_t tix[64];
-    for (int p = 0; p < 64; p++)
-        tix[p] = (int8_t)((p % 4) * 16 + p / 4);
-    const __m512i tidx = _mm512_loadu_si512(tix), cmask = _mm512_set1_epi8((char)((1 << BITS) - 1));
+    const __m512i tidx = vq_quad_index(), cmask = _mm512_set1_epi8((char)((1 << BITS) - 1));
     const __m512i rix = vq_rows16_index(rstride);
     for (int j0 = 0; j0 < n_q; j0 += KQ_MAXQ) {
         const int nq = n_q - j0 < KQ_MAXQ ? n_q - j0 : KQ_MAXQ;
         __m512 F[KQ_MAXQ][KQ_MAXC][4], MW[KQ_MAXQ][16];
-        int8_t qw[KQ_MAXQ][20][VQ_KQ_BLOCK]; /* int8 weights [j][g][row]; 4 groups
-                                                past ng padded */
-        float dd[KQ_MAXQ][16];
-        int32_t sqh[KQ_MAXQ][16];
-        memset(qw, 0, sizeof qw);
-        memset(dd, 0, sizeof dd);
-        memset(sqh, 0, sizeof sqh);
         for (int j = 0; j < nq; j++) {
             for (size_t c = 0; c < nc; c++)
                 for (int r = 0; r < 4; r++)
@@ -195,20 +257,11 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                 const float *wj = w + (size_t)(j0 + j) * wstride + b;
                 W[j][0] = _mm512_maskz_loadu_ps(vm[0], wj), W[j][1] = _mm512_maskz_loadu_ps(vm[1], wj + 16);
             }
-            switch (nq) {
-            case 4: block_weights(BITS, 4, W, ng, S, Mn, qw, dd, sqh, MW); break;
-            case 3: block_weights(BITS, 3, W, ng, S, Mn, qw, dd, sqh, MW); break;
-            case 2: block_weights(BITS, 2, W, ng, S, Mn, qw, dd, sqh, MW); break;
-            default: block_weights(BITS, 1, W, ng, S, Mn, qw, dd, sqh, MW); break;
-            }
-            for (size_t c = 0; c < nc; c++) {
-                const size_t g0 = 64 * c / group;
-                switch (nq) { /* a constant count: the sums stay in registers */
-                case 4: chunk_block(BITS, 4, blk, rstride, coff, m, c, g0, lg, tidx, cmask, qw, dd, sqh, F); break;
-                case 3: chunk_block(BITS, 3, blk, rstride, coff, m, c, g0, lg, tidx, cmask, qw, dd, sqh, F); break;
-                case 2: chunk_block(BITS, 2, blk, rstride, coff, m, c, g0, lg, tidx, cmask, qw, dd, sqh, F); break;
-                default: chunk_block(BITS, 1, blk, rstride, coff, m, c, g0, lg, tidx, cmask, qw, dd, sqh, F); break;
-                }
+            switch (nq) { /* a constant count: the sums stay in registers */
+            case 4: block_all(BITS, 4, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, W, S, Mn, MW, F); break;
+            case 3: block_all(BITS, 3, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, W, S, Mn, MW, F); break;
+            case 2: block_all(BITS, 2, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, W, S, Mn, MW, F); break;
+            default: block_all(BITS, 1, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, W, S, Mn, MW, F); break;
             }
         }
         /* back in channel order, plus the mins' sums */
@@ -244,6 +297,18 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
     }
 }
 
+/* the other shapes: BITS constant, NGC constant */
+static inline __attribute__((always_inline)) void qaxpy_shape(const uint8_t *rows, size_t rstride, int bits,
+                                                              const int NGC, size_t nt, size_t D, size_t group,
+                                                              const float *w, size_t wstride, int n_q, float *acc,
+                                                              size_t astride)
+{
+    if (bits == 2)
+        qaxpy_bits(rows, rstride, 2, 0, NGC, 0, nt, D, group, w, wstride, n_q, acc, astride);
+    else
+        qaxpy_bits(rows, rstride, 4, 0, NGC, 0, nt, D, group, w, wstride, n_q, acc, astride);
+}
+
 void vq_kivi_qaxpy_avx512x(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                            const float *w, size_t wstride, int n_q, float *acc, size_t astride)
 {
@@ -252,13 +317,14 @@ void vq_kivi_qaxpy_avx512x(const uint8_t *rows, size_t rstride, int bits, size_t
         vq_kivi_qaxpy_ref(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc, astride);
         return;
     }
-    const size_t ng = D / group;
-    if (bits == 2 && ng == 2) /* head_dim 64, group 32 */
-        qaxpy_bits(rows, rstride, 2, 2, nt, D, group, w, wstride, n_q, acc, astride);
-    else if (bits == 2 && ng == 4) /* head_dim 128, group 32 */
-        qaxpy_bits(rows, rstride, 2, 4, nt, D, group, w, wstride, n_q, acc, astride);
-    else if (bits == 2)
-        qaxpy_bits(rows, rstride, 2, 0, nt, D, group, w, wstride, n_q, acc, astride);
+    if (bits == 2 && D == 64 && group == 32) /* the common shapes: constant loops */
+        qaxpy_bits(rows, rstride, 2, 2, 2, 1, nt, D, group, w, wstride, n_q, acc, astride);
+    else if (bits == 2 && D == 128 && group == 32)
+        qaxpy_bits(rows, rstride, 2, 4, 2, 2, nt, D, group, w, wstride, n_q, acc, astride);
+    else if (group == 16)
+        qaxpy_shape(rows, rstride, bits, 4, nt, D, group, w, wstride, n_q, acc, astride);
+    else if (group == 32)
+        qaxpy_shape(rows, rstride, bits, 2, nt, D, group, w, wstride, n_q, acc, astride);
     else
-        qaxpy_bits(rows, rstride, 4, 0, nt, D, group, w, wstride, n_q, acc, astride);
+        qaxpy_shape(rows, rstride, bits, 1, nt, D, group, w, wstride, n_q, acc, astride);
 }
