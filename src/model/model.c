@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/huge.h"
 #include "model/model_internal.h"
 #include "model/quants.h"
 #include "model/quants_x16.h"
@@ -240,24 +241,54 @@ static vq_status load_hparams(vq_model *m)
     return VQ_OK;
 }
 
-/* A layer matrix that the 16-row interleaved kernels serve on this CPU
- * (quants_x16.h) gets its interleaved copy; the file's pages of it may
- * then leave memory (vq_gguf_drop_pages). */
-static vq_status interleave(vq_model *m, vq_wmat *w)
+/* Decode streams every layer matrix and the output head once per token:
+ * they are copied into one buffer on huge pages (core/huge.h; a stream on
+ * 4 KB pages pays a TLB miss per 4 KB), layer matrices interleaved by 16
+ * rows where those kernels serve the type on this CPU (quants_x16.h), the
+ * rest (and the output head always: its products keep their bits) as in
+ * the file; the file's pages of them may then leave memory
+ * (vq_gguf_drop_pages). The token embedding, read a row per token, stays
+ * in the file unless it is the output head too. */
+static int interleavable(const vq_wmat *w) { return vq_x16_available((vq_wtype)w->type) && w->rows % VQ_X16_ROWS == 0; }
+
+static size_t wmat_bytes(const vq_wmat *w) { return (size_t)w->rows * w->row_bytes; }
+
+static size_t arena_slice(const vq_wmat *w) { return (wmat_bytes(w) + 63) & ~(size_t)63; }
+
+/* the matrices placed: k < 7 * n_layers the layers' (k / 7, k % 7), then the output head */
+static vq_wmat *placed_mat(vq_model *m, int k)
 {
-    if (!vq_x16_available((vq_wtype)w->type) || w->rows % VQ_X16_ROWS)
-        return VQ_OK;
-    const size_t bytes = (size_t)w->rows * w->row_bytes;
-    uint8_t *buf = malloc(bytes);
-    if (!buf)
-        return vq_fail(m->err, VQ_ERR_NOMEM, "model: out of memory for a %zu-byte interleaved matrix", bytes);
-    if (!vq_x16_repack((vq_wtype)w->type, w->data, (size_t)w->rows, w->row_bytes, buf)) {
-        free(buf);
-        return VQ_OK;
+    if (k == 7 * m->n_layers)
+        return &m->output;
+    vq_layer *L = &m->layers[k / 7];
+    vq_wmat *const mats[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
+    return mats[k % 7];
+}
+
+static vq_status place_weights(vq_model *m)
+{
+    const int n = 7 * m->n_layers + 1;
+    size_t total = 0;
+    for (int k = 0; k < n; k++)
+        total += arena_slice(placed_mat(m, k));
+    m->w_arena = vq_huge_alloc(total);
+    if (!m->w_arena)
+        return vq_fail(m->err, VQ_ERR_NOMEM, "model: out of memory for %zu bytes of weights", total);
+    const int tied = m->output.data == m->tok_embd.data;
+    size_t off = 0;
+    for (int k = 0; k < n; k++) {
+        vq_wmat *w = placed_mat(m, k);
+        uint8_t *buf = m->w_arena + off;
+        off += arena_slice(w);
+        if (k < n - 1 && interleavable(w) && vq_x16_repack((vq_wtype)w->type, w->data, (size_t)w->rows, w->row_bytes, buf))
+            w->x16 = 1;
+        else
+            memcpy(buf, w->data, wmat_bytes(w));
+        vq_gguf_drop_pages(m->g, w->file_data, wmat_bytes(w));
+        w->data = buf;
     }
-    vq_gguf_drop_pages(m->g, w->file_data, bytes);
-    w->data = w->owned = buf;
-    w->x16 = 1;
+    if (tied) /* (the head keeps the file's layout) */
+        m->tok_embd.data = m->output.data;
     return VQ_OK;
 }
 
@@ -324,11 +355,6 @@ static vq_status load_layers(vq_model *m)
         }
 #undef MAT
 #undef VEC
-        vq_wmat *const mats[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
-        for (size_t k = 0; k < sizeof mats / sizeof *mats && st == VQ_OK; k++)
-            st = interleave(m, mats[k]);
-        if (st != VQ_OK)
-            break;
         float lscale = scale;
         L->rope_base = m->rope_base;
         if (m->arch == VQ_ARCH_GEMMA3 && m->sliding_window > 0 && il % pattern < pattern - 1) {
@@ -372,6 +398,7 @@ static vq_status load_model(vq_model *m)
         m->output = m->tok_embd; /* tied embeddings */
     VQ_TRY(get_vec(m, "output_norm.weight", m->n_embd, 1, &m->output_norm));
     VQ_TRY(load_layers(m));
+    VQ_TRY(place_weights(m));
     for (uint64_t i = 0; i < vq_gguf_n_tensors(m->g); i++) {
         const vq_gguf_tensor *t = vq_gguf_tensor_at(m->g, i);
         uint64_t ne = 1;
@@ -459,11 +486,10 @@ void vq_model_free(vq_model *m)
             free(L->bk);
             free(L->bv);
             free(L->inv_freq);
-            free(L->wq.owned), free(L->wk.owned), free(L->wv.owned), free(L->wo.owned);
-            free(L->w_gate.owned), free(L->w_up.owned), free(L->w_down.owned);
         }
         free(m->layers);
     }
+    free(m->w_arena);
     free(m->output_norm);
     vq_tokenizer_free(m->tok);
     vq_gguf_close(m->g);

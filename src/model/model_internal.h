@@ -22,10 +22,9 @@
 typedef enum { VQ_ARCH_LLAMA, VQ_ARCH_QWEN2, VQ_ARCH_QWEN3, VQ_ARCH_GEMMA3 } vq_arch;
 
 typedef struct {
-    const uint8_t *data; /* what the products read: file_data, or owned */
+    const uint8_t *data; /* what the products read: a copy in the model's w_arena (model.c place_weights) */
     const uint8_t *file_data; /* into the mapping, the file's layout; NULL if absent */
-    uint8_t *owned;      /* NULL, or the 16-row interleaved copy (quants_x16.h), freed with the model */
-    int x16;             /* 1: data is that interleaved copy */
+    int x16;             /* 1: data is interleaved by 16 rows (quants_x16.h); 0: the file's layout */
     uint32_t type;       /* ggml type (quants.h) */
     int64_t rows, cols;
     size_t row_bytes;
@@ -64,6 +63,7 @@ struct vq_model {
     vq_wmat output;                  /* [n_vocab x n_embd]; = tok_embd if tied */
     float *output_norm;
     vq_layer *layers;
+    uint8_t *w_arena;                /* the layer matrices and the output head, on huge pages (core/huge.h) */
     size_t max_act_cols;             /* widest matmul input */
     size_t weight_bytes, n_params;
     char err[VQ_ERRLEN];
