@@ -7,12 +7,14 @@
  * compared with the shrinkage bias of the MSE quantizer; turboquant_rvq's
  * fit=1 stage 2 (the Lloyd-Max quantizer of the real residual) against its
  * specified Laplacian stage 2, and its decode, scores and value sums against
- * an independent reconstruction. */
+ * an independent reconstruction; the query bit planes (codec/qplanes.h)
+ * byte for byte against their definition. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codec/lloyd_max.h"
+#include "codec/qplanes.h"
 #include "codec/rotation.h"
 #include "core/fp16.h"
 #include "core/rng.h"
@@ -465,8 +467,55 @@ static void test_rvq_popcount_query(void)
     CHECK(vq_codec_create("turboquant_rvq:bits=1,qbits=2", 64, VQ_ROLE_KEY, 1, &c) == VQ_ERR_INVALID_ARG);
 }
 
+/* vq_qplanes_encode's bytes from qplanes.h's and nibble_tables.h's
+ * definitions, written out plainly: every head_dim, 1..8 bits, a constant
+ * query (delta 1), levels at the clamp */
+static void test_qplanes_layout(void)
+{
+    vq_rng g;
+    vq_rng_seed(&g, 17);
+    for (int D = 32; D <= 512; D += 32)
+        for (int qbits = 1; qbits <= 8; qbits++)
+            for (int rep = 0; rep < 3; rep++) {
+                float y[512];
+                for (int d = 0; d < D; d++)
+                    y[d] = rep == 2 ? 0.75f : (float)vq_rng_normal(&g) * (rep ? 100.0f : 1.0f);
+                const size_t nb = vq_qplanes_bytes(D, qbits);
+                uint8_t got[12 + 8 * 64 + 4 * 512], want[sizeof got];
+                memset(got, 0xA5, sizeof got);
+                memset(want, 0, nb);
+                vq_qplanes_encode(y, D, qbits, got);
+                float lo = y[0], hi = y[0];
+                for (int d = 1; d < D; d++)
+                    lo = fminf(lo, y[d]), hi = fmaxf(hi, y[d]);
+                const float vmax = (float)((1 << qbits) - 1), delta = hi > lo ? (hi - lo) / vmax : 1.0f;
+                int v[512];
+                long sum = 0;
+                for (int d = 0; d < D; d++) {
+                    v[d] = (int)roundf(fminf((y[d] - lo) / delta, vmax));
+                    sum += v[d];
+                    for (int j = 0; j < qbits; j++)
+                        if (v[d] >> j & 1)
+                            want[12 + j * D / 8 + d / 8] |= (uint8_t)(1u << (d % 8));
+                }
+                const float sf = (float)sum;
+                memcpy(want, &lo, 4), memcpy(want + 4, &delta, 4), memcpy(want + 8, &sf, 4);
+                if (qbits <= VQ_NIBBLE_QBITS)
+                    for (int p = 0; p < D / 4; p++)
+                        for (int e = 0; e < 16; e++) {
+                            int t = 0;
+                            for (int k = 0; k < 4; k++)
+                                t += (e >> k & 1) ? v[4 * p + k] : 0;
+                            want[12 + qbits * D / 8 + 16 * p + e] = (uint8_t)t;
+                        }
+                CHECKF(memcmp(got, want, nb) == 0, "qplanes D=%d qbits=%d rep=%d", D, qbits, rep);
+                CHECKF(got[nb] == 0xA5, "qplanes D=%d qbits=%d wrote past its %zu bytes", D, qbits, nb);
+            }
+}
+
 int main(void)
 {
+    RUN(test_qplanes_layout);
     RUN(test_rvq_popcount_query);
     RUN(test_lloyd_max_tables);
     RUN(test_rotation_orthonormal);
