@@ -95,9 +95,11 @@ static inline __attribute__((always_inline)) void chunk_weights(const int BITS, 
             V[k] = _mm512_setzero_ps();
         }
     }
-    __m512 Am = _mm512_setzero_ps();
-    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
-        Am = _mm512_insertf32x4(Am, vq_max4x16(V[4 * t], V[4 * t + 1], V[4 * t + 2], V[4 * t + 3]), t);
+    __m128 m4[4]; /* (the lane inserts below take immediates: no loop) */
+    _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)
+        m4[t] = t < NT ? vq_max4x16(V[4 * t], V[4 * t + 1], V[4 * t + 2], V[4 * t + 3]) : _mm_setzero_ps();
+    const __m512 Am = _mm512_insertf32x4(
+        _mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(m4[0]), m4[1], 1), m4[2], 2), m4[3], 3);
     *SC = _mm512_div_ps(Am, _mm512_set1_ps(127.0f));
     const __m512 inv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(Am, _mm512_setzero_ps(), _CMP_GT_OQ),
                                            _mm512_set1_ps(127.0f), Am);
@@ -114,9 +116,11 @@ static inline __attribute__((always_inline)) void chunk_weights(const int BITS, 
             P[k] = Q[k] = _mm512_setzero_si512();
         }
     }
-    __m512i sq = _mm512_setzero_si512();
-    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
-        sq = _mm512_inserti32x4(sq, vq_sum4x16_epi32(Q[4 * t], Q[4 * t + 1], Q[4 * t + 2], Q[4 * t + 3]), t);
+    __m128i s4[4];
+    _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)
+        s4[t] = t < NT ? vq_sum4x16_epi32(Q[4 * t], Q[4 * t + 1], Q[4 * t + 2], Q[4 * t + 3]) : _mm_setzero_si128();
+    const __m512i sq = _mm512_inserti32x4(
+        _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(s4[0]), s4[1], 1), s4[2], 2), s4[3], 3);
     *SQH = _mm512_slli_epi32(sq, BITS - 1);
     const __m512i ox = _mm512_loadu_si512(order);
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
