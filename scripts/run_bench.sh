@@ -91,6 +91,7 @@ for s in "${steps[@]}"; do
                       --config "keys=rabitq:bits=1 values=q4_0:rot=1" ;;
     codecs)       quiet; {
                       echo "# bash scripts/run_bench.sh codecs (load $(cut -d' ' -f1-3 /proc/loadavg)); one pinned core, CPU time"
+                      echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
                       for spec in "128 4" "64 3"; do
                           # shellcheck disable=SC2086
                           taskset -c 1 ./build/bench/bench_codecs $spec fp16 q8_0 q8_0:qbits=8 q4_0:rot=1 q4_0:rot=1,qbits=8 \

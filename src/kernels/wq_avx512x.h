@@ -86,60 +86,7 @@ static inline __m128i vq_sum4x16_epi32(__m512i a, __m512i b, __m512i c, __m512i 
         _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), x));
 }
 
-/* The int8 weights of NQ (1..4) weight rows against one column of a block
- * of 32 rows: W[j][h] holds weight row j's weights of rows 16h..16h+15 (0
- * past the block), C[h] the column's row factors (scales). Per j: a_i =
- * w_ji * c_i, A = max |a_i|, sc[j] = A / 127, inv = 127 / A (0 when A is
- * 0), q_i = a_i * inv rounded to nearest even (|q| <= 127 up to rounding:
- * the saturating packs never clip) stored in row order at qw + j*qwstride,
- * and sq[j] = sum_i q_i (exact). */
-static inline __attribute__((always_inline)) void vq_column_weights(const int NQ, const __m512 W[][2], __m512 C0,
-                                                                    __m512 C1, int8_t *qw, size_t qwstride,
-                                                                    float sc[4], int32_t sq[4])
-{
-    /* byte r < 16 of the packed rows: row r; 16 + r: row 16 + r (packs
-     * interleave the halves per 128-bit lane) */
-    static const int8_t rows32[64] = { 0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51,
-                                       4,  5,  6,  7,  20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55,
-                                       0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
-                                       0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0 };
-    __m512 A[4][2], V[4];
-    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
-    {
-        if (j < NQ) {
-            A[j][0] = _mm512_mul_ps(W[j][0], C0), A[j][1] = _mm512_mul_ps(W[j][1], C1);
-            V[j] = _mm512_max_ps(_mm512_abs_ps(A[j][0]), _mm512_abs_ps(A[j][1]));
-        } else {
-            V[j] = _mm512_setzero_ps();
-        }
-    }
-    const __m128 A4 = vq_max4x16(V[0], V[1], V[2], V[3]);
-    const __m128 i4 = _mm_and_ps(_mm_div_ps(_mm_set1_ps(127.0f), A4), _mm_cmpgt_ps(A4, _mm_setzero_ps()));
-    _mm_storeu_ps(sc, _mm_div_ps(A4, _mm_set1_ps(127.0f)));
-    float inv[4];
-    _mm_storeu_ps(inv, i4);
-    const __m512i order = _mm512_loadu_si512(rows32);
-    __m512i Q[4];
-    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
-    {
-        if (j < NQ) {
-            const __m512 vi = _mm512_set1_ps(inv[j]);
-            const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(A[j][0], vi));
-            const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(A[j][1], vi));
-            const __m512i p = _mm512_packs_epi32(q0, q1); /* lane L: rows 4L.., 16 + 4L.. */
-            _mm256_storeu_si256((__m256i *)(void *)(qw + (size_t)j * qwstride),
-                                _mm512_castsi512_si256(_mm512_permutexvar_epi8(order, _mm512_packs_epi16(p, p))));
-            Q[j] = _mm512_add_epi32(q0, q1);
-        } else {
-            Q[j] = _mm512_setzero_si512();
-        }
-    }
-    _mm_storeu_si128((__m128i *)(void *)sq, vq_sum4x16_epi32(Q[0], Q[1], Q[2], Q[3]));
-}
-
-/* qaxpy8's weights, pair by pair (measured faster there than
- * vq_column_weights: q4_0 D=128 4 queries 9.2 against 10.2 ns/token) */
-/* the weight scales of np (weight row, group) pairs from their |a| maxima
+/* qaxpy8's weights, pair by pair: the weight scales of np (weight row, group) pairs from their |a| maxima
  * V[k]: sc[k] = A/127 and inv[k] = 127/A (0 when A is 0), four at a time
  * (V padded with zeros to a multiple of 4; sc, inv hold as many) */
 static inline void vq_weight_scales(__m512 *V, size_t np, float *sc, float *inv)
