@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bitstream.h"
 #include "core/cpu.h"
 #include "core/fp16.h"
 #include "core/rng.h"
@@ -580,7 +581,7 @@ static float half_of(const uint8_t *p, size_t i) { return vq_fp16_to_fp32((vq_fp
 static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Ds[] = { 64, 128, 256, 512 }, nts[] = { 1, 7, 32, 45, 100 };
-    for (int bits = 2; bits <= 4; bits += 2)
+    for (int bits = 2; bits <= 4; bits++)
         for (size_t id = 0; id < 4; id++)
             for (size_t G = 16; G <= 128; G *= 2)
                 for (size_t in = 0; in < 5; in++)
@@ -619,8 +620,7 @@ static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
                                     double A = 0.0, cs = 0.0;
                                     for (size_t i = b; i < nt && i < b + VQ_KQ_BLOCK; i++) {
                                         const uint8_t *r = rows + 1 + i * rs;
-                                        const double c = (r[4 * ng + e * (size_t)bits / 8] >> (e * (size_t)bits % 8)) &
-                                                         ((1u << bits) - 1u);
+                                        const double c = (double)vq_bits_get(r + 4 * ng, e, bits);
                                         const double wi = w[1 + (size_t)j * ws + i];
                                         A = fmax(A, fabs((float)(wi * half_of(r, g))));
                                         cs += fabs(c - (double)(1u << (bits - 1))); /* centred codes */

@@ -8,7 +8,11 @@
  * Parameters: bits 1..8 (default 3), group (keys: tokens per block, 16, 32,
  * 64, 128 or 256; values: channels per scale, 16..256 dividing head_dim;
  * default 32), outliers 0..1024 entries per block (default 0; at most the
- * block's entry count). Canonical "kivix:bits=B,group=G,outliers=N".
+ * block's entry count), qbits 0 or 8 (values of 2-4 bits without outliers
+ * or nu only: the attention weights rounded to int8 per block of 32 rows,
+ * summed against the codes by kernels/kivi_qaxpy.h, as kivi's qbits=8).
+ * Canonical "kivix:bits=B,group=G,outliers=N" (",nu=S", ",qbits=8" when
+ * set).
  *
  * Range rule: for values x of a range with min m and max M (outliers left
  * out): s = (M - m)/(2^b - 1) and m rounded to fp16, code = round((x - m)/s)
@@ -65,6 +69,7 @@
 typedef struct {
     int bits, group, outliers;
     int nu;                   /* 0 uniform levels, else 100 x sigma of the level density */
+    int qbits;                /* values: 8 = sums with int8 weights (kernels/kivi_qaxpy.h), 0 = float */
     float lev[256];           /* nu > 0: levels in [0, 1], lev[0] = 0, lev[maxc] = 1 */
     float thr[255];           /* nu > 0: thresholds between levels */
     float lv[256];            /* decode level of each code: code, or maxc * lev */
@@ -151,12 +156,18 @@ static inline unsigned kx_nearest(const kx_state *st, float u, unsigned maxc)
 
 static vq_status kx_init(vq_codec *c, vq_spec *spec)
 {
-    long bits, group, outl, nu;
+    long bits, group, outl, nu, qbits;
     const vq_spec_int_field params[] = {
         { "bits", 3, 1, 8, &bits }, { "group", 32, 16, 256, &group }, { "outliers", 0, 0, 1024, &outl },
-        { "nu", 0, 0, 200, &nu },
+        { "nu", 0, 0, 200, &nu }, { "qbits", 0, 0, 8, &qbits },
     };
     VQ_TRY(vq_spec_ints(spec, params, sizeof params / sizeof *params, c->err));
+    if (qbits != 0 && qbits != 8)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivix: qbits must be 0 (float attention weights) or 8, got %ld", qbits);
+    if (qbits && (c->role != VQ_ROLE_VALUE || bits < 2 || bits > 4 || outl || nu || c->head_dim % 64))
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG,
+                       "kivix: qbits=8 (int8 attention weights) is for values of 2-4 bits without outliers or nu, head_dim "
+                       "a multiple of 64");
     const size_t D = (size_t)c->head_dim, G = (size_t)group;
     if (c->role == VQ_ROLE_KEY && (G & (G - 1)) != 0)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivix: parameter group=%ld unsupported for keys (16, 32, 64, 128 or 256)",
@@ -176,6 +187,7 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     st->group = (int)group;
     st->outliers = (int)outl;
     st->nu = (int)nu;
+    st->qbits = (int)qbits;
     if (nu > 0)
         kx_levels(st);
     for (unsigned q = 0; q < (1u << st->bits); q++)
@@ -213,7 +225,9 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     size_t o = (size_t)snprintf(c->canon, sizeof c->canon, "kivix:bits=%d,group=%d,outliers=%d", st->bits, st->group,
                                 st->outliers);
     if (st->nu && o < sizeof c->canon)
-        snprintf(c->canon + o, sizeof c->canon - o, ",nu=%d", st->nu);
+        o += (size_t)snprintf(c->canon + o, sizeof c->canon - o, ",nu=%d", st->nu);
+    if (st->qbits && o < sizeof c->canon)
+        snprintf(c->canon + o, sizeof c->canon - o, ",qbits=%d", st->qbits);
     return VQ_OK;
 }
 
@@ -461,7 +475,9 @@ static void kx_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
     kx_state *st = c->impl;
     const size_t D = (size_t)c->head_dim, B = c->block_tokens;
     if (c->accum_own) { /* kivi's value rows (kx_init) */
-        vq_kernels_get()->kivi_axpy(codes, c->block_bytes, st->bits, n, D, st->range_len, w, n, n_q, acc, D);
+        const vq_kernels *k = vq_kernels_get();
+        (st->qbits ? k->kivi_qaxpy : k->kivi_axpy)(codes, c->block_bytes, st->bits, n, D, st->range_len, w, n, n_q, acc,
+                                                    D);
         return;
     }
     for (size_t blk = 0; blk < n / B; blk++) {

@@ -23,7 +23,7 @@
  * rounding of the weights adds an error of at most A / 254 per row and
  * code unit from the centre, against a KIVI step of (max - min) /
  * (2^bits - 1).
- * bits is 2 or 4, group a multiple of 16 dividing D, D / group <= 16. */
+ * bits is 2, 3 or 4, group a multiple of 16 dividing D, D / group <= 16. */
 #ifndef VQ_KERNELS_KIVI_QAXPY_H
 #define VQ_KERNELS_KIVI_QAXPY_H
 
@@ -35,7 +35,8 @@
 void vq_kivi_qaxpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group, const float *w,
                        size_t wstride, int n_q, float *acc, size_t astride);
 /* VNNI + VBMI; D a multiple of 64 up to 512, group a power of two (else
- * the reference) */
+ * the reference). 3 bits: each row's codes unpacked to bytes (VPERMB +
+ * VPMULTISHIFTQB), four rows interleaved per 32-bit lane by unpacks */
 void vq_kivi_qaxpy_avx512x(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                            const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 

@@ -21,6 +21,7 @@
 
 #include "core/vexp.h"
 #include "kernels/rows16_avx512.h"
+#include "kernels/unpack_avx512x.h"
 #include "kernels/wq_avx512x.h"
 
 #define KQ_MAXQ 4 /* weight rows per pass */
@@ -136,15 +137,16 @@ static inline __attribute__((always_inline)) void chunk_weights(const int BITS, 
  * into F[j][c] with the pairs' scales */
 static inline __attribute__((always_inline)) void
 chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, size_t rstride, size_t coff, size_t m,
-            size_t c, size_t g0, int lg, __m512i tidx, __m512i cmask, const __m512i QA[KQ_MAXQ],
-            const __m512i QB[KQ_MAXQ], __m512 SC, __m512i SQH, __m512 F[KQ_MAXQ][KQ_MAXC][4])
+            size_t c, size_t g0, int lg, __m512i tidx, __m512i cmask, const vq_unpack64_ctl *u3,
+            const __m512i QA[KQ_MAXQ], const __m512i QB[KQ_MAXQ], __m512 SC, __m512i SQH,
+            __m512 F[KQ_MAXQ][KQ_MAXC][4])
 {
     __m512i I[KQ_MAXQ][4];
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) I[j][r] = _mm512_setzero_si512();
     /* the weight words of each lane's group (2 bits: one map; 4 bits: one per
      * byte half) */
-    const __m512i x0 = word_index(64 * c, BITS == 2 ? 4 : 2, lg, g0), x1 = word_index(64 * c + 32, 2, lg, g0);
+    const __m512i x0 = word_index(64 * c, BITS == 4 ? 2 : 4, lg, g0), x1 = word_index(64 * c + 32, 2, lg, g0);
     for (size_t u = 0; 4 * u < m; u++) {
         const uint8_t *p[4];
         vq_quad_rows(blk, rstride, coff, u, m, p);
@@ -154,6 +156,20 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
             const __m512i T = vq_quad_bytes(p, 16 * c, tidx);
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) P[k] =
                 _mm512_and_si512(T, _mm512_set1_epi8((char)(3 << (2 * k))));
+            const __m512i ix = _mm512_add_epi32(x0, uu);
+            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+            {
+                const __m512i Wq = _mm512_permutex2var_epi32(QA[j], ix, QB[j]);
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) I[j][k] = _mm512_dpbusd_epi32(I[j][k], P[k], Wq);
+            }
+        } else if (BITS == 3) { /* codes unpacked to bytes (channel = byte), then four rows per 32-bit lane: register k
+                                 * lane 4L + i = channel 16L + 4k + i, the group of lane 4L (group >= 16) */
+            __m512i R[4];
+            _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++) R[t] = vq_unpack64(p[t] + 24 * c, u3->ld, u3);
+            const __m512i a01 = _mm512_unpacklo_epi8(R[0], R[1]), b01 = _mm512_unpackhi_epi8(R[0], R[1]);
+            const __m512i a23 = _mm512_unpacklo_epi8(R[2], R[3]), b23 = _mm512_unpackhi_epi8(R[2], R[3]);
+            P[0] = _mm512_unpacklo_epi16(a01, a23), P[1] = _mm512_unpackhi_epi16(a01, a23);
+            P[2] = _mm512_unpacklo_epi16(b01, b23), P[3] = _mm512_unpackhi_epi16(b01, b23);
             const __m512i ix = _mm512_add_epi32(x0, uu);
             _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             {
@@ -190,7 +206,7 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
         {
             const int hi = BITS == 4 && r >= 2;
             /* the codes' place values off: every product was a multiple (exact) */
-            const __m512i Ir = _mm512_srai_epi32(I[j][r], (unsigned)(BITS == 2 ? 2 * r : 4 * (r & 1)));
+            const __m512i Ir = _mm512_srai_epi32(I[j][r], (unsigned)(BITS == 2 ? 2 * r : BITS == 4 ? 4 * (r & 1) : 0));
             const __m512 If = _mm512_cvtepi32_ps(_mm512_sub_epi32(Ir, hi ? h1 : h0));
             F[j][c][r] = _mm512_fmadd_ps(hi ? d1 : d0, If, F[j][c][r]);
         }
@@ -204,7 +220,7 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
  * its sums */
 static inline __attribute__((always_inline)) void
 block_all(const int BITS, const int NQ, const int NGC, const size_t NC, const uint8_t *blk, size_t rstride,
-          size_t coff, size_t m, size_t ng, size_t nc, int lg, __m512i tidx, __m512i cmask,
+          size_t coff, size_t m, size_t ng, size_t nc, int lg, __m512i tidx, __m512i cmask, const vq_unpack64_ctl *u3,
           const __m512 W[KQ_MAXQ][2], const __m512 S[16][2], const __m512 Mn[16][2], __m512 MW[KQ_MAXQ][16],
           __m512 F[KQ_MAXQ][KQ_MAXC][4])
 {
@@ -224,7 +240,7 @@ block_all(const int BITS, const int NQ, const int NGC, const size_t NC, const ui
             chunk_weights(BITS, NQ, NGC, W, S, g0, QA, QB, &SC, &SQH);
             gw = g0;
         }
-        chunk_block(BITS, NQ, NGC, blk, rstride, coff, m, c, g0, lg, tidx, cmask, QA, QB, SC, SQH, F);
+        chunk_block(BITS, NQ, NGC, blk, rstride, coff, m, c, g0, lg, tidx, cmask, u3, QA, QB, SC, SQH, F);
     }
 }
 
@@ -240,6 +256,7 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
     const int lg = __builtin_ctzll(group);
     const __m512i tidx = vq_quad_index(), cmask = _mm512_set1_epi8((char)((1 << BITS) - 1));
     const __m512i rix = vq_rows16_index(rstride);
+    const vq_unpack64_ctl u3 = vq_unpack64_init(3); /* (3 bits only) */
     for (int j0 = 0; j0 < n_q; j0 += KQ_MAXQ) {
         const int nq = n_q - j0 < KQ_MAXQ ? n_q - j0 : KQ_MAXQ;
         __m512 F[KQ_MAXQ][KQ_MAXC][4], MW[KQ_MAXQ][16];
@@ -262,10 +279,10 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                 W[j][0] = _mm512_maskz_loadu_ps(vm[0], wj), W[j][1] = _mm512_maskz_loadu_ps(vm[1], wj + 16);
             }
             switch (nq) { /* a constant count: the sums stay in registers */
-            case 4: block_all(BITS, 4, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, W, S, Mn, MW, F); break;
-            case 3: block_all(BITS, 3, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, W, S, Mn, MW, F); break;
-            case 2: block_all(BITS, 2, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, W, S, Mn, MW, F); break;
-            default: block_all(BITS, 1, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, W, S, Mn, MW, F); break;
+            case 4: block_all(BITS, 4, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, MW, F); break;
+            case 3: block_all(BITS, 3, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, MW, F); break;
+            case 2: block_all(BITS, 2, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, MW, F); break;
+            default: block_all(BITS, 1, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, MW, F); break;
             }
         }
         /* back in channel order, plus the mins' sums */
@@ -273,7 +290,9 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
         for (int mo = 0; mo < 4; mo++) {
             int32_t ix[16];
             for (int l = 0; l < 16; l++)
-                ix[l] = BITS == 2 ? (l % 4 & 1) * 16 + 4 * mo + l / 4 : (l % 2) * 16 + 8 * (mo % 2) + l / 2;
+                ix[l] = BITS == 2   ? (l % 4 & 1) * 16 + 4 * mo + l / 4
+                        : BITS == 3 ? (l / 4 & 1) * 16 + 4 * mo + l % 4
+                                    : (l % 2) * 16 + 8 * (mo % 2) + l / 2;
             OX[mo] = _mm512_loadu_si512(ix);
         }
         for (int j = 0; j < nq; j++) {
@@ -290,6 +309,9 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                     __m512 out;
                     if (BITS == 2) /* lane l: register l % 4, lane 4mo + l / 4 */
                         out = _mm512_mask_blend_ps(0xCCCC, _mm512_permutex2var_ps(F[j][c][0], OX[mo], F[j][c][1]),
+                                                   _mm512_permutex2var_ps(F[j][c][2], OX[mo], F[j][c][3]));
+                    else if (BITS == 3) /* lane l: register l / 4, lane 4mo + l % 4 */
+                        out = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(F[j][c][0], OX[mo], F[j][c][1]),
                                                    _mm512_permutex2var_ps(F[j][c][2], OX[mo], F[j][c][3]));
                     else /* lane l: register 2(mo / 2) + l % 2, lane 8(mo % 2) + l / 2 */
                         out = _mm512_permutex2var_ps(F[j][c][2 * (mo / 2)], OX[mo], F[j][c][2 * (mo / 2) + 1]);
@@ -309,6 +331,8 @@ static inline __attribute__((always_inline)) void qaxpy_shape(const uint8_t *row
 {
     if (bits == 2)
         qaxpy_bits(rows, rstride, 2, 0, NGC, 0, nt, D, group, w, wstride, n_q, acc, astride);
+    else if (bits == 3)
+        qaxpy_bits(rows, rstride, 3, 0, NGC, 0, nt, D, group, w, wstride, n_q, acc, astride);
     else
         qaxpy_bits(rows, rstride, 4, 0, NGC, 0, nt, D, group, w, wstride, n_q, acc, astride);
 }
@@ -316,7 +340,7 @@ static inline __attribute__((always_inline)) void qaxpy_shape(const uint8_t *row
 void vq_kivi_qaxpy_avx512x(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                            const float *w, size_t wstride, int n_q, float *acc, size_t astride)
 {
-    if ((bits != 2 && bits != 4) || D % 64 || D > 64 * KQ_MAXC || group < 16 || (group & (group - 1)) || D % group ||
+    if (bits < 2 || bits > 4 || D % 64 || D > 64 * KQ_MAXC || group < 16 || (group & (group - 1)) || D % group ||
         D / group > 16 || rstride > (1u << 26)) { /* (group a power of two here) */
         vq_kivi_qaxpy_ref(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc, astride);
         return;
