@@ -17,8 +17,8 @@
  *     n_r (M_r - m_r)^2 goes; ties to the lower range, then the low side),
  *     for keys and values, on data with many ties and on spiky data;
  *   - values with qbits=8 (int8 attention weights): the same bytes, and
- *     sums within the weights' rounding bound of the float sums (2 and 3
- *     bits: 3 bits through kivi_qaxpy's unpacking path);
+ *     sums within the weights' rounding bound of the float sums
+ *     (tests/util/int8_weights.h; 2 and 3 bits);
  *   - bad parameters are refused with a message naming them. */
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +28,7 @@
 #include "codec/codec.h"
 #include "core/fp16.h"
 #include "core/rng.h"
+#include "int8_weights.h"
 #include "test.h"
 
 static float f16(float x) { return vq_fp16_to_fp32(vq_fp32_to_fp16(x)); }
@@ -408,54 +409,22 @@ static void test_greedy_reference(void)
         }
 }
 
-/* qbits=8 values: the same bytes; accumulate with the weights rounded to
- * int8 per block of 32 rows (kernels/kivi_qaxpy.h) differs from the float
- * weights' sum by at most A/254 per row and code unit from the centre,
- * A <= max|w| * s_max, |c - h| <= h: |d out| <= n * max|w| * s_max * h / 254
- * (plus float rounding) */
+/* qbits=8 values (2 and 3 bits: 3 through kivi_qaxpy's unpacking path):
+ * the same bytes, sums within the int8 weights' rounding bound
+ * (tests/util/int8_weights.h) */
 static void test_qbits8_values(void)
 {
     static const char *specs[][2] = { { "kivix:bits=3,group=64", "kivix:bits=3,group=64,outliers=0,qbits=8" },
                                       { "kivix:bits=2,group=32", "kivix:bits=2,group=32,outliers=0,qbits=8" } };
-    const int n = 100, nq = 3;
     for (int D = 64; D <= 128; D += 64)
         for (size_t sp = 0; sp < 2; sp++) {
             char qspec[96];
             snprintf(qspec, sizeof qspec, "%s,qbits=8", specs[sp][0]);
             vq_codec *a = make(specs[sp][0], D, VQ_ROLE_VALUE), *b = make(qspec, D, VQ_ROLE_VALUE);
-            if (!a || !b) {
-                vq_codec_free(a), vq_codec_free(b);
-                continue;
+            if (a && b) {
+                CHECKF(strcmp(vq_codec_spec(b), specs[sp][1]) == 0, "canonical %s", vq_codec_spec(b));
+                vq_test_int8_weight_sums(a, b, D, sp == 0 ? 3 : 2);
             }
-            CHECKF(strcmp(vq_codec_spec(b), specs[sp][1]) == 0, "canonical %s", vq_codec_spec(b));
-            const int bits = sp == 0 ? 3 : 2;
-            float *v = malloc(sizeof(float) * (size_t)D * n), *w = malloc(sizeof(float) * (size_t)n * nq);
-            for (int i = 0; i < D * n; i++)
-                v[i] = (float)((i * 41) % 103) / 51.0f - 1.0f + (i % D == 9 ? 6.0f : 0.0f);
-            float wmax = 0.0f;
-            for (int i = 0; i < n * nq; i++) /* softmax-like: positive, one large */
-                w[i] = (float)((i * 29) % 89) / 4000.0f + (i % n == 17 ? 0.5f : 0.0f), wmax = fmaxf(wmax, w[i]);
-            size_t bytes = vq_codec_bytes_per_token(a) * (size_t)n;
-            uint8_t *ca = malloc(bytes), *cb = malloc(bytes);
-            CHECK_OK(vq_codec_encode(a, v, (size_t)n, ca));
-            CHECK_OK(vq_codec_encode(b, v, (size_t)n, cb));
-            CHECK(memcmp(ca, cb, bytes) == 0);
-            float *oa = calloc((size_t)D * nq, sizeof(float)), *ob = calloc((size_t)D * nq, sizeof(float));
-            CHECK_OK(vq_codec_accumulate(a, w, nq, ca, (size_t)n, oa));
-            CHECK_OK(vq_codec_accumulate(b, w, nq, cb, (size_t)n, ob));
-            float vmax = 0.0f;
-            for (int i = 0; i < D * n; i++)
-                vmax = fmaxf(vmax, fabsf(v[i]));
-            const float smax = 2.0f * vmax / (float)((1 << bits) - 1), h = (float)(1 << (bits - 1));
-            const float bound = (float)n * wmax * smax * h / 254.0f + 1e-4f;
-            float worst = 0.0f;
-            int differ = 0;
-            for (int i = 0; i < D * nq; i++) {
-                worst = fmaxf(worst, fabsf(oa[i] - ob[i]));
-                differ |= oa[i] != ob[i];
-            }
-            CHECKF(worst <= bound && differ, "%s D=%d: worst %g (bound %g), differ %d", qspec, D, worst, bound, differ);
-            free(v), free(w), free(ca), free(cb), free(oa), free(ob);
             vq_codec_free(a);
             vq_codec_free(b);
         }
