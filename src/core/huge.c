@@ -4,22 +4,13 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-size_t vq_huge_size(size_t bytes)
-{
-    if (bytes < VQ_HUGE_MIN)
-        return bytes;
-    if (bytes > (size_t)-1 - VQ_HUGE_MIN)
-        return 0;
-    return (bytes + VQ_HUGE_MIN - 1) & ~(VQ_HUGE_MIN - 1);
-}
-
 void *vq_huge_alloc(size_t bytes)
 {
-    const size_t n = vq_huge_size(bytes);
     if (bytes < VQ_HUGE_MIN)
         return malloc(bytes ? bytes : 1);
-    if (!n)
+    if (bytes > (size_t)-1 - VQ_HUGE_MIN)
         return NULL;
+    const size_t n = (bytes + VQ_HUGE_MIN - 1) & ~(VQ_HUGE_MIN - 1);
     void *p = aligned_alloc(VQ_HUGE_MIN, n);
 #ifdef MADV_HUGEPAGE
     if (p)

@@ -4,12 +4,15 @@
  * Per block of 32 rows the headers are gathered into float vectors (rows
  * in lanes). Per 64-channel chunk the int8 weights of its (j, g) pairs are
  * made at once and kept in registers (no trip through memory: stores then
- * wider loads of them stalled on store forwarding). Then per quad of rows, the quad's code bytes are loaded
- * into the four 128-bit lanes of a register and transposed by one VPERMB
- * so that 32-bit lane b holds byte b of rows 0..3; a mask per code
- * position k gives registers whose lane b holds the four rows' codes of
- * one channel (2 bits: 4b + k; 4 bits: 32h + 2b + k for byte half h), left
- * in place (times 4^k, or 16 for high nibbles), and VPDPBUSD against the
+ * wider loads of them stalled on store forwarding). Then per quad of rows,
+ * the quad's code bytes are loaded into the four 128-bit lanes of a
+ * register and transposed by one VPERMB so that 32-bit lane b holds byte b
+ * of rows 0..3; a mask per code position k gives registers whose lane b
+ * holds the four rows' codes of one channel (2 bits: 4b + k; 4 bits: 32h +
+ * 2b + k for byte half h), left in place (times 4^k, or 16 for high
+ * nibbles); 3-bit codes straddle bytes, so each row's 64 are unpacked to
+ * bytes first and four rows interleaved per lane by unpacks (register k,
+ * lane 4L + i: channel 16L + 4k + i). VPDPBUSD against the
  * four rows' weights of that channel's group (one VPERMT2D per quad and
  * query) adds the exact integer sums. Block sums are shifted back (exact:
  * every product is a multiple of the place value) and fold into float
@@ -144,8 +147,8 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
     __m512i I[KQ_MAXQ][4];
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) I[j][r] = _mm512_setzero_si512();
-    /* the weight words of each lane's group (2 bits: one map; 4 bits: one per
-     * byte half) */
+    /* the weight words of each lane's group (2 and 3 bits: one map, the
+     * group of channel 64c + 4b; 4 bits: one per byte half) */
     const __m512i x0 = word_index(64 * c, BITS == 4 ? 2 : 4, lg, g0), x1 = word_index(64 * c + 32, 2, lg, g0);
     for (size_t u = 0; 4 * u < m; u++) {
         const uint8_t *p[4];

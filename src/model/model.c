@@ -255,19 +255,22 @@ static size_t wmat_bytes(const vq_wmat *w) { return (size_t)w->rows * w->row_byt
 
 static size_t arena_slice(const vq_wmat *w) { return (wmat_bytes(w) + 63) & ~(size_t)63; }
 
-/* the matrices placed: k < 7 * n_layers the layers' (k / 7, k % 7), then the output head */
+enum { LAYER_MATS = 7 }; /* wq, wk, wv, wo, w_gate, w_up, w_down */
+
+/* the matrices placed: k < LAYER_MATS * n_layers the layers' (k / LAYER_MATS,
+ * k % LAYER_MATS), then the output head */
 static vq_wmat *placed_mat(vq_model *m, int k)
 {
-    if (k == 7 * m->n_layers)
+    if (k == LAYER_MATS * m->n_layers)
         return &m->output;
-    vq_layer *L = &m->layers[k / 7];
-    vq_wmat *const mats[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
-    return mats[k % 7];
+    vq_layer *L = &m->layers[k / LAYER_MATS];
+    vq_wmat *const mats[LAYER_MATS] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
+    return mats[k % LAYER_MATS];
 }
 
 static vq_status place_weights(vq_model *m)
 {
-    const int n = 7 * m->n_layers + 1;
+    const int n = LAYER_MATS * m->n_layers + 1;
     size_t total = 0;
     for (int k = 0; k < n; k++)
         total += arena_slice(placed_mat(m, k));
