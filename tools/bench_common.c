@@ -58,7 +58,7 @@ static void *read_lines(void *arg)
  * passes after one warm-up pass. The buffer is on huge pages where the OS
  * offers them (madvise, as the model's weights are: core/huge.h); with
  * 4 KB pages a stream pays a TLB miss per 4 KB (2-core AMD EPYC, 512 MB,
- * best of 7: 1 thread 25.8 -> 28.6 GB/s, 2 threads 30.9 -> 32.8). */
+ * best of 7, load 0.26: 1 thread 26.1 -> 29.6 GB/s, 2 threads 32.0 -> 34.3). */
 static double read_rate(int n_threads, size_t bytes, int passes)
 {
     enum { MAXP = 64, MAXT = 64 };
