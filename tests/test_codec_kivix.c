@@ -19,6 +19,10 @@
  *   - values with qbits=8 (int8 attention weights): the same bytes, and
  *     sums within the weights' rounding bound of the float sums
  *     (tests/util/int8_weights.h; 2 and 3 bits);
+ *   - keys with qbits=8 (int8 queries, 2-4 bits, with and without
+ *     outliers): the same bytes, and scores within the queries' rounding
+ *     bound of the dots with the decoded keys (spiky keys: a dropped
+ *     outlier correction exceeds it);
  *   - bad parameters are refused with a message naming them. */
 #include <math.h>
 #include <stdio.h>
@@ -430,10 +434,79 @@ static void test_qbits8_values(void)
         }
 }
 
+/* qbits=8 keys: the same bytes as the float codec; each score within the
+ * int8 query's rounding bound of <q, decoded key>: per block a query
+ * element q_c s_c is rounded to a multiple of d = max_c |q_c s_c| / 127
+ * (error <= d/2) and meets a code <= 2^b - 1, so |error| <= D (2^b - 1)
+ * d / 2, plus float rounding. Keys carry spikes, so the outlier table is
+ * full and a missed outlier correction (q_c times a spike) breaks the
+ * bound. */
+static void test_qbits8_keys(void)
+{
+    static const char *specs[] = { "kivix:bits=4,group=128,outliers=64", "kivix:bits=3,group=32,outliers=16",
+                                   "kivix:bits=2,group=64,outliers=0", "kivix:bits=4,group=16,outliers=8" };
+    const int nq = 3;
+    for (int D = 64; D <= 128; D += 64)
+        for (size_t sp = 0; sp < sizeof specs / sizeof *specs; sp++) {
+            char qspec[96];
+            snprintf(qspec, sizeof qspec, "%s,qbits=8", specs[sp]);
+            vq_codec *a = make(specs[sp], D, VQ_ROLE_KEY), *b = make(qspec, D, VQ_ROLE_KEY);
+            if (!a || !b) {
+                vq_codec_free(a), vq_codec_free(b);
+                continue;
+            }
+            CHECKF(strcmp(vq_codec_spec(b), qspec) == 0, "canonical %s", vq_codec_spec(b));
+            const size_t B = vq_codec_block_tokens(b), n = 2 * B, bytes = vq_codec_bytes_per_token(a) * n;
+            const size_t qb = vq_codec_query_bytes(b);
+            float *x = malloc(sizeof(float) * n * (size_t)D), *dec = malloc(sizeof(float) * n * (size_t)D);
+            float *q = malloc(sizeof(float) * (size_t)nq * (size_t)D), *sq = malloc(sizeof(float) * (size_t)nq * n);
+            uint8_t *ca = malloc(bytes), *cb = malloc(bytes), *qbuf = malloc(qb * (size_t)nq);
+            fill(x, n * (size_t)D, 71 + sp);
+            for (size_t i = 0; i < n * (size_t)D; i += 37) /* spikes: outliers */
+                x[i] *= 40.0f;
+            fill(q, (size_t)nq * (size_t)D, 73 + sp);
+            CHECK_OK(vq_codec_encode(a, x, n, ca));
+            CHECK_OK(vq_codec_encode(b, x, n, cb));
+            CHECKF(memcmp(ca, cb, bytes) == 0, "%s D=%d: other bytes than without qbits", qspec, D);
+            CHECK_OK(vq_codec_decode(a, ca, n, dec));
+            for (int j = 0; j < nq; j++)
+                CHECK_OK(vq_codec_prepare_query(b, q + (size_t)j * D, qbuf + (size_t)j * qb));
+            CHECK_OK(vq_codec_score(b, qbuf, nq, cb, n, sq));
+            const int bits = specs[sp][11] - '0';
+            const size_t blk_bytes = bytes / 2;
+            double worst = 0.0;
+            int ok = 1;
+            for (size_t blk = 0; blk < 2; blk++) {
+                const uint8_t *h = cb + blk * blk_bytes;
+                for (int j = 0; j < nq; j++) {
+                    float amax = 0.0f;
+                    for (int c = 0; c < D; c++)
+                        amax = fmaxf(amax, fabsf(q[(size_t)j * D + c] *
+                                                 vq_fp16_to_fp32((vq_fp16)(h[2 * c] | h[2 * c + 1] << 8))));
+                    const double bound = (double)D * ((1 << bits) - 1) * amax / 127.0 / 2.0;
+                    for (size_t t = blk * B; t < (blk + 1) * B; t++) {
+                        double ref = 0.0, mag = 0.0;
+                        for (int c = 0; c < D; c++) {
+                            ref += (double)q[(size_t)j * D + c] * dec[t * D + c];
+                            mag += fabs((double)q[(size_t)j * D + c] * dec[t * D + c]);
+                        }
+                        const double err = fabs(sq[(size_t)j * n + t] - ref);
+                        worst = fmax(worst, err / (bound + 1e-5 * mag + 1e-6));
+                        ok &= err <= bound + 1e-5 * mag + 1e-6;
+                    }
+                }
+            }
+            CHECKF(ok, "%s D=%d: worst error %.3g of the bound", qspec, D, worst);
+            free(x), free(dec), free(q), free(sq), free(ca), free(cb), free(qbuf);
+            vq_codec_free(a), vq_codec_free(b);
+        }
+}
+
 static void test_bad_params(void)
 {
     static const char *bad[] = { "kivix:bits=0", "kivix:bits=9", "kivix:group=48", "kivix:outliers=-1",
-                                 "kivix:bits=2,group=16,outliers=1025", "kivix:nosuch=1", "kivix:qbits=8" };
+                                 "kivix:bits=2,group=16,outliers=1025", "kivix:nosuch=1", "kivix:bits=5,qbits=8",
+                                 "kivix:bits=3,nu=50,qbits=8", "kivix:bits=1,qbits=8" };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         vq_codec *c = NULL;
         vq_status st = vq_codec_create(bad[i], 64, VQ_ROLE_KEY, 1, &c);
@@ -449,6 +522,7 @@ static void test_bad_params(void)
         CHECKF(vq_codec_create(badv[i], 64, VQ_ROLE_VALUE, 1, &c) != VQ_OK && strstr(vq_last_error(), "qbits"),
                "%s accepted for values (or no message naming qbits: %s)", badv[i], vq_last_error());
     CHECK(vq_codec_create("kivix:bits=3,qbits=8", 96, VQ_ROLE_VALUE, 1, &c) != VQ_OK && strstr(vq_last_error(), "qbits"));
+    CHECK(vq_codec_create("kivix:bits=3,qbits=8", 96, VQ_ROLE_KEY, 1, &c) != VQ_OK && strstr(vq_last_error(), "qbits"));
 }
 
 int main(void)
@@ -460,6 +534,7 @@ int main(void)
     RUN(test_nonuniform_levels);
     RUN(test_greedy_reference);
     RUN(test_qbits8_values);
+    RUN(test_qbits8_keys);
     RUN(test_bad_params);
     return vq_test_summary("codec_kivix");
 }

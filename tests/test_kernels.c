@@ -733,7 +733,7 @@ static void test_qaxpy(const vq_kernels *k, const vq_kernels *ref)
 static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Ds[] = { 64, 128, 256 };
-    for (int bits = 2; bits <= 4; bits += 2)
+    for (int bits = 2; bits <= 4; bits++)
         for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
             for (size_t nt = 1; nt <= 37; nt += 4)
                 for (int nq = 1; nq <= 10; nq += 3)
@@ -776,7 +776,7 @@ static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
 static void test_codes_qdot_reference(void)
 {
     const size_t D = 128, nt = 5, rs = D / 2;
-    for (int bits = 2; bits <= 4; bits += 2) {
+    for (int bits = 2; bits <= 4; bits++) {
         uint8_t rows[5 * 64], qb[VQ_CQ_HEAD + 128];
         float x[128], deq[128], s1[5], s2[5], mins[128];
         fill_bytes(rows, sizeof rows, 3 + (uint64_t)bits);
@@ -800,7 +800,7 @@ static void test_codes_qdot_reference(void)
         CHECKF(fabs(base - want) <= 1e-5 * (1.0 + fabs(want)), "codes_qprep base %g, sum x*m %g", base, want);
         for (size_t c = 0; c < 2; c++) {
             for (size_t p = 0; p < 64; p++) {
-                size_t ch = bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : 4 * (p % 16) + p / 16;
+                size_t ch = bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : bits == 3 ? p : 4 * (p % 16) + p / 16;
                 deq[64 * c + ch] = d * q[64 * c + p];
                 CHECKF(fabsf(deq[64 * c + ch] - x[64 * c + ch]) <= 0.5001f * d, "codes_qprep rounding");
             }

@@ -8,9 +8,12 @@
  * Parameters: bits 1..8 (default 3), group (keys: tokens per block, 16, 32,
  * 64, 128 or 256; values: channels per scale, 16..256 dividing head_dim;
  * default 32), outliers 0..1024 entries per block (default 0; at most the
- * block's entry count), qbits 0 or 8 (values of 2-4 bits without outliers
- * or nu only: the attention weights rounded to int8 per block of 32 rows,
- * summed against the codes by kernels/kivi_qaxpy.h, as kivi's qbits=8).
+ * block's entry count), qbits 0 or 8 (2-4 bits without nu, head_dim a
+ * multiple of 64; keys: scored after RoPE against the query folded with
+ * the block's scales and rounded to int8, kernels/codes_qdot.h, as kivi's
+ * qbits=8 keys, each outlier then adding q_c * (x - decoded dense value);
+ * values (no outliers): the attention weights rounded to int8 per block of
+ * 32 rows, summed against the codes by kernels/kivi_qaxpy.h, as kivi's).
  * Canonical "kivix:bits=B,group=G,outliers=N" (",nu=S", ",qbits=8" when
  * set).
  *
@@ -65,11 +68,14 @@
 #include "kernels/prefetch.h"
 
 #define KX_FP16_MAX 65504.0f
+#define KX_QS 16 /* queries prepared at a time by the int8 key score */
 
 typedef struct {
     int bits, group, outliers;
     int nu;                   /* 0 uniform levels, else 100 x sigma of the level density */
-    int qbits;                /* values: 8 = sums with int8 weights (kernels/kivi_qaxpy.h), 0 = float */
+    int qbits;                /* 8: keys against int8 queries (kernels/codes_qdot.h), values summed with
+                               * int8 weights (kernels/kivi_qaxpy.h); 0: float */
+    uint8_t *qprep;           /* keys with qbits=8: KX_QS prepared int8 queries */
     float lev[256];           /* nu > 0: levels in [0, 1], lev[0] = 0, lev[maxc] = 1 */
     float thr[255];           /* nu > 0: thresholds between levels */
     float lv[256];            /* decode level of each code: code, or maxc * lev */
@@ -107,6 +113,7 @@ static void kx_destroy(vq_codec *c)
         free(st->ends);
         free(st->gone);
         free(st->gain);
+        free(st->qprep);
     }
     free(st);
     c->impl = NULL;
@@ -164,10 +171,10 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     VQ_TRY(vq_spec_ints(spec, params, sizeof params / sizeof *params, c->err));
     if (qbits != 0 && qbits != 8)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivix: qbits must be 0 (float attention weights) or 8, got %ld", qbits);
-    if (qbits && (c->role != VQ_ROLE_VALUE || bits < 2 || bits > 4 || outl || nu || c->head_dim % 64))
+    if (qbits && (bits < 2 || bits > 4 || nu || c->head_dim % 64 || (c->role == VQ_ROLE_VALUE && outl)))
         return vq_fail(c->err, VQ_ERR_INVALID_ARG,
-                       "kivix: qbits=8 (int8 attention weights) is for values of 2-4 bits without outliers or nu, head_dim "
-                       "a multiple of 64");
+                       "kivix: qbits=8 (int8 queries for keys, int8 attention weights for values) is for 2-4 bits "
+                       "without nu (values also without outliers), head_dim a multiple of 64");
     const size_t D = (size_t)c->head_dim, G = (size_t)group;
     if (c->role == VQ_ROLE_KEY && (G & (G - 1)) != 0)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivix: parameter group=%ld unsupported for keys (16, 32, 64, 128 or 256)",
@@ -213,7 +220,10 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     st->ends = malloc(4 * st->ranges * sizeof *st->ends);
     st->gone = malloc(entries);
     st->gain = malloc(2 * st->ranges * sizeof *st->gain);
-    if (!st->dec || !st->c8 || !st->sv || !st->si || !st->left || !st->ends || !st->gone || !st->gain)
+    if (st->qbits && c->role == VQ_ROLE_KEY)
+        st->qprep = malloc(KX_QS * vq_codes_query_bytes(D));
+    if (!st->dec || !st->c8 || !st->sv || !st->si || !st->left || !st->ends || !st->gone || !st->gain ||
+        (st->qbits && c->role == VQ_ROLE_KEY && !st->qprep))
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivix: out of memory"); /* destroy frees */
     c->shared_bytes = 0;
     c->query_bytes = sizeof(float) * D;
@@ -222,6 +232,7 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
      * table): summed from the codes by kivi_axpy, never the tile */
     c->accum_own = c->role == VQ_ROLE_VALUE && !st->nu && !st->outliers && st->bits <= 4 &&
                    D % 16 == 0 && G % 16 == 0;
+    c->score_own = c->role == VQ_ROLE_KEY && st->qbits; /* int8 queries, never the tile */
     size_t o = (size_t)snprintf(c->canon, sizeof c->canon, "kivix:bits=%d,group=%d,outliers=%d", st->bits, st->group,
                                 st->outliers);
     if (st->nu && o < sizeof c->canon)
@@ -450,10 +461,59 @@ static void kx_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     memcpy(qbuf, q, (size_t)c->head_dim * sizeof(float));
 }
 
+/* keys with qbits=8: per block, the dense codes against up to KX_QS
+ * queries prepared with its scales and mins (codes_qdot.h; kivi's key
+ * layout), then each outlier entry k of the table (element t*D + c, value
+ * x) adds q_c * (x - (s_c * code + m_c)) to token t's scores, in table
+ * order: decode's value at that element for blocks that encode wrote
+ * (distinct elements). Scales, mins and outlier values are converted by
+ * the kernel table's fp16_row, a block at a time. */
+static void kx_score_q8(vq_codec *c, kx_state *st, const float *qall, int n_q, const uint8_t *codes, size_t n,
+                        float *scores)
+{
+    const size_t D = (size_t)c->head_dim, B = c->block_tokens, entries = B * D, row = D * (size_t)st->bits / 8;
+    const size_t qb = vq_codes_query_bytes(D), qstride = c->query_bytes / sizeof(float);
+    const int lg = __builtin_ctzll(D), pow2 = (D & (D - 1)) == 0; /* token = el >> lg */
+    const vq_kernels *k = vq_kernels_get();
+    float sm[1024], xv[1024]; /* D scales then D mins (D <= 512); outlier values */
+    uint8_t raw[2048];        /* the outlier values' halves, packed */
+    for (size_t blk = 0; blk < n / B; blk++) {
+        const uint8_t *in = codes + blk * c->block_bytes, *dense = in + 4 * D, *tab = dense + entries * (size_t)st->bits / 8;
+        if (blk + 1 < n / B) /* the next block, while this one is scored */
+            vq_prefetch_span(in, c->block_bytes, c->block_bytes);
+        for (int j0 = 0; j0 < n_q; j0 += KX_QS) {
+            const int nj = n_q - j0 < KX_QS ? n_q - j0 : KX_QS;
+            k->codes_qprep(qall + (size_t)j0 * qstride, qstride, nj, in, D, st->bits, st->qprep, qb);
+            k->codes_qdot(dense, row, st->bits, B, D, st->qprep, qb, nj, scores + (size_t)j0 * n + blk * B, n);
+        }
+        if (!st->outliers)
+            continue;
+        k->fp16_row(in, sm, 2 * D);
+        for (int o = 0; o < st->outliers; o++)
+            memcpy(raw + 2 * (size_t)o, tab + 4 * (size_t)o + 2, 2);
+        k->fp16_row(raw, xv, (size_t)st->outliers);
+        for (int o = 0; o < st->outliers; o++) {
+            const size_t el = outlier_at(tab, o);
+            if (el >= entries)
+                continue;
+            const size_t t = pow2 ? el >> lg : el / D, ch = el - t * D;
+            const float dx = xv[o] - (sm[ch] * (float)vq_bits_get(dense, el, st->bits) + sm[D + ch]);
+            float *sc = scores + blk * B + t;
+            const float *qc = qall + ch;
+            for (int j = 0; j < n_q; j++)
+                sc[(size_t)j * n] += qc[(size_t)j * qstride] * dx;
+        }
+    }
+}
+
 static void kx_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
     kx_state *st = c->impl;
     const size_t D = (size_t)c->head_dim, B = c->block_tokens, qb = c->query_bytes;
+    if (st->qbits && c->role == VQ_ROLE_KEY) {
+        kx_score_q8(c, st, (const float *)(const void *)qbuf, n_q, codes, n, scores);
+        return;
+    }
     for (size_t blk = 0; blk < n / B; blk++) {
         kx_decode_block(c, st, codes + blk * c->block_bytes, st->dec);
         for (int j = 0; j < n_q; j++) {

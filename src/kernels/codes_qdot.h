@@ -1,5 +1,5 @@
-/* codes_qdot.h -- integer dots of packed 2- or 4-bit codes (KIVI keys'
- * rows, packed LSB first as core/bitstream.h) with queries quantized to
+/* codes_qdot.h -- integer dots of packed 2-, 3- or 4-bit codes (KIVI and
+ * kivix keys' rows, packed LSB first as core/bitstream.h) with queries quantized to
  * int8 (VNNI on AVX-512, VPMADDUBSW on AVX2): the integer counterpart of
  * codes_dot (kernels.h).
  *
@@ -7,6 +7,7 @@
  * chunk the codes are unpacked in the order that costs the fewest
  * shuffles, and the query is stored in that order:
  *   4 bits: position p < 32 is channel 2p, p >= 32 channel 2(p-32)+1;
+ *   3 bits: position p is channel p;
  *   2 bits: position 16j + k is channel 4k + j.
  * A prepared query (vq_codes_qprep) is vq_codes_query_bytes(D) bytes:
  *   float  d       scale, amax/127 over all D values (0 if all are zero)
@@ -18,7 +19,7 @@
  * (a rounded product, then a rounded add) for nt rows at codes +
  * i*rstride and n_q prepared queries at qbuf + j*qstride. The integer sum
  * is exact, so every variant returns the reference's bits. _ref is the
- * scalar reference. */
+ * scalar reference; the AVX2 variant takes 3-bit rows to it. */
 #ifndef VQ_KERNELS_CODES_QDOT_H
 #define VQ_KERNELS_CODES_QDOT_H
 

@@ -18,7 +18,10 @@ static float half_at(const uint8_t *p, size_t i)
 }
 
 /* channel of position p in a chunk */
-static size_t chan_of(int bits, size_t p) { return bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : 4 * (p % 16) + p / 16; }
+static size_t chan_of(int bits, size_t p)
+{
+    return bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : bits == 3 ? p : 4 * (p % 16) + p / 16;
+}
 
 void vq_codes_qprep(const float *qs, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
                     size_t dstride)

@@ -73,6 +73,10 @@ void vq_codes_qdot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t n
                         size_t qstride, int n_q, float *s, size_t sstride)
 {
     const size_t nc = D / 64;
+    if (bits == 3) {
+        vq_codes_qdot_ref(codes, rstride, bits, nt, D, qbuf, qstride, n_q, s, sstride);
+        return;
+    }
     for (size_t i = 0; i < nt; i++) {
         const uint8_t *row = codes + i * rstride;
         for (int j = 0; j < n_q; j++) {

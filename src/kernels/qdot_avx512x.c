@@ -22,6 +22,7 @@
 #include "kernels/prefetch.h"
 #include "kernels/rows16_avx512.h"
 #include "kernels/qdot.h"
+#include "kernels/unpack_avx512x.h"
 #include "kernels/wq_avx512x.h"
 
 #define QROWS 8
@@ -237,9 +238,12 @@ void vq_qdot_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, 
 
 /* the 64 codes of chunk c of a row as bytes, in codes_qdot.h's order: the
  * chunk's bytes broadcast to every 128-bit (2 bits) or 256-bit (4 bits)
- * lane, each lane shifted by its own amount, masked */
-static inline __m512i chunk64(int bits, const uint8_t *row, size_t c)
+ * lane, each lane shifted by its own amount, masked; 3 bits: unpacked in
+ * channel order (unpack_avx512x.h, u3) */
+static inline __m512i chunk64(int bits, const uint8_t *row, size_t c, const vq_unpack64_ctl *u3)
 {
+    if (bits == 3)
+        return vq_unpack64(row + 24 * c, u3->ld, u3);
     if (bits == 4) {
         __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(row + 32 * c)));
         /* 16-bit shift counts: 0 in the low 256 bits, 4 in the high */
@@ -251,6 +255,17 @@ static inline __m512i chunk64(int bits, const uint8_t *row, size_t c)
     v = _mm512_srlv_epi16(v, _mm512_set_epi32(0x60006, 0x60006, 0x60006, 0x60006, 0x40004, 0x40004, 0x40004, 0x40004,
                                               0x20002, 0x20002, 0x20002, 0x20002, 0, 0, 0, 0));
     return _mm512_and_si512(v, _mm512_set1_epi8(0x03));
+}
+
+/* 128-bit lane r = the 12 bytes at p[r] + off, then zeros (masked loads:
+ * nothing past the 12 bytes is read) */
+static inline __m512i quad_bytes12(const uint8_t *const p[4], size_t off)
+{
+    const __mmask16 m = 0x0fff;
+    __m512i x = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(m, p[0] + off));
+    x = _mm512_inserti32x4(x, _mm_maskz_loadu_epi8(m, p[1] + off), 1);
+    x = _mm512_inserti32x4(x, _mm_maskz_loadu_epi8(m, p[2] + off), 2);
+    return _mm512_inserti32x4(x, _mm_maskz_loadu_epi8(m, p[3] + off), 3);
 }
 
 /* one query's eight row sums from its integer lane sums: the reference's
@@ -281,7 +296,11 @@ static inline __attribute__((always_inline)) void codes_run(__m512i acc[4][4], i
  * shift 2p = positions 16p..16p+15; 4 bits: bytes 32c+16h.., shift 0 =
  * positions 16h.., shift 4 = positions 32+16h.. -- so VPDPBUSD against
  * that run of the query broadcast to every lane adds into lane r row r's
- * partial sums. Sixteen rows (four such registers) per pass: their 64
+ * partial sums. 3 bits: 12 bytes of row r (32 codes) per lane, their codes
+ * 0-15 and 16-31 (positions 32h.. and 32h+16.., h the half of the chunk)
+ * each moved into a run by one in-lane byte shuffle (three bytes to each
+ * 64-bit word) and one multishift, then masked.
+ * Sixteen rows (four such registers) per pass: their 64
  * partial sums become 16 row sums by two rounds of unpack-and-add and one
  * permute. Integer sums: the reference's bits. NQ queries (1..4) at a
  * time, the sums in registers. */
@@ -290,7 +309,12 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
                                                                     size_t qstride, const int NQ, float *s,
                                                                     size_t sstride)
 {
-    const __m512i mask = _mm512_set1_epi8(bits == 2 ? 0x03 : 0x0f);
+    const __m512i mask = _mm512_set1_epi8(bits == 2 ? 0x03 : bits == 3 ? 0x07 : 0x0f);
+    /* 3 bits: words 0, 1 of a lane <- bytes 0-2, 3-5 (codes 0-15) or 6-8,
+     * 9-11 (codes 16-31); code k of a word at bit 3k */
+    const __m512i lo3 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, -1, -1, -1, -1, -1, 3, 4, 5, -1, -1, -1, -1, -1));
+    const __m512i hi3 = _mm512_broadcast_i32x4(_mm_setr_epi8(6, 7, 8, -1, -1, -1, -1, -1, 9, 10, 11, -1, -1, -1, -1, -1));
+    const __m512i sh3 = _mm512_set1_epi64(0x15120f0c09060300ll);
     /* lane 4r + quad -> row 4quad + r */
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     for (size_t i = 0; i < nt; i += 16) {
@@ -313,7 +337,16 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
             vq_prefetch_span(row[0], VQ_PF_AHEAD, 4 * rstride);
             /* the runs of each 16-byte column, their shifts as literals */
             for (size_t c = 0; c < nc; c++) {
-                if (bits == 2) {
+                if (bits == 3) {
+                    for (size_t h = 0; h < 2; h++) {
+                        const __m512i R = quad_bytes12(row, 24 * c + 12 * h);
+                        const uint8_t *q = qbuf + VQ_CQ_HEAD + 64 * c + 32 * h;
+                        codes_run(acc, qd, _mm512_and_si512(_mm512_multishift_epi64_epi8(sh3, _mm512_shuffle_epi8(R, lo3)), mask),
+                                  q, qstride, NQ);
+                        codes_run(acc, qd, _mm512_and_si512(_mm512_multishift_epi64_epi8(sh3, _mm512_shuffle_epi8(R, hi3)), mask),
+                                  q + 16, qstride, NQ);
+                    }
+                } else if (bits == 2) {
                     const __m512i R = vq_quad_bytes16(row, 16 * c);
                     const uint8_t *q = qbuf + VQ_CQ_HEAD + 64 * c;
                     codes_run(acc, qd, _mm512_and_si512(R, mask), q, qstride, NQ);
@@ -375,12 +408,17 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
             codes_qdot_rows16_bits(codes, rstride, 2, nt, 1, qbuf, qstride, n_q, s, sstride);
         else if (bits == 2)
             codes_qdot_rows16_bits(codes, rstride, 2, nt, 2, qbuf, qstride, n_q, s, sstride);
+        else if (bits == 3 && nc == 1)
+            codes_qdot_rows16_bits(codes, rstride, 3, nt, 1, qbuf, qstride, n_q, s, sstride);
+        else if (bits == 3)
+            codes_qdot_rows16_bits(codes, rstride, 3, nt, 2, qbuf, qstride, n_q, s, sstride);
         else if (nc == 1)
             codes_qdot_rows16_bits(codes, rstride, 4, nt, 1, qbuf, qstride, n_q, s, sstride);
         else
             codes_qdot_rows16_bits(codes, rstride, 4, nt, 2, qbuf, qstride, n_q, s, sstride);
         return;
     }
+    const vq_unpack64_ctl u3 = vq_unpack64_init(3);
     for (size_t i = 0; i < nt; i += QROWS) {
         const uint8_t *row[QROWS];
         for (int t = 0; t < QROWS; t++)
@@ -396,7 +434,7 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
             for (size_t c = 0; c < nc; c++) {
                 const __m512i Q = _mm512_loadu_si512((const void *)(qj + VQ_CQ_HEAD + 64 * c));
                 for (int t = 0; t < QROWS; t++)
-                    I[t] = _mm512_dpbusd_epi32(I[t], chunk64(bits, row[t], c), Q);
+                    I[t] = _mm512_dpbusd_epi32(I[t], chunk64(bits, row[t], c, &u3), Q);
             }
             codes_qdot_store(I, d, base, s + (size_t)j * sstride, i, nt);
         }
@@ -435,12 +473,18 @@ static inline __attribute__((always_inline)) void codes_qprep(const float *qs, s
         1, 3, 17, 19, 33, 35, 49, 51, 5, 7, 21, 23, 37, 39, 53, 55,
         9, 11, 25, 27, 41, 43, 57, 59, 13, 15, 29, 31, 45, 47, 61, 63,
     };
+    static const int8_t order3[64] = {
+        0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51,
+        4, 5, 6, 7, 20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55,
+        8, 9, 10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59,
+        12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
+    };
     __m512 S[16], M[16];
     _Pragma("GCC unroll 16") for (size_t k = 0; k < D / 16; k++) {
         S[k] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 32 * k)));
         M[k] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 2 * D + 32 * k)));
     }
-    const __m512i order = _mm512_loadu_si512(bits == 4 ? order4 : order2);
+    const __m512i order = _mm512_loadu_si512(bits == 4 ? order4 : bits == 3 ? order3 : order2);
     for (int j0 = 0; j0 < n_q; j0 += 4) {
         const int nj = n_q - j0 < 4 ? n_q - j0 : 4;
         __m512 mx[4], base[4];
