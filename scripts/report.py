@@ -2,6 +2,8 @@
 """report.py -- tables of docs/validation-report.md from the committed JSON.
 
 Reads (all optional; a missing file leaves a note in its table):
+  figures/bench/e2e-*.json                     `veloxquant bench e2e --json`: a method's
+                                               decode speed against fp16 (recommend --goal speed)
   figures/validation/MODEL/results.json        `veloxquant validate` (short context)
   figures/validation-long/MODEL/results.json   `veloxquant validate --prompt-repeat R`
   figures/quality/MODEL-ppl.json               `veloxquant ppl ... --cache ... --json`
@@ -27,6 +29,7 @@ import sys
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 MODELS = ["smollm2-135m", "gemma3-270m"]
 MB = 1024.0 * 1024.0
+SPEED_CTX = 4096  # the context of the decode speeds quality.json carries
 
 # display names of the cache configs of scripts/run_validation.sh
 NAMES = [
@@ -56,6 +59,8 @@ def short_spec(spec):
         out += "-rot"
     if kv.get("nu", "0") != "0":
         out += "nu" + kv["nu"]
+    if kv.get("qbits", "0") != "0":
+        out += "q" + kv["qbits"]
     return out
 
 
@@ -229,12 +234,24 @@ def quality_model(m):
             for c in extra["configs"]:
                 needle.setdefault(c["cache"], c["accuracy"])
     # passkey at 4k tokens (third round, the needle followed by a filler line)
-    # (and the fourth and fifth rounds', r4 and r5: their configs added, the same prompts)
+    # (and the later rounds', r4 to r7: their configs added, the same prompts)
     needle4k = {}
-    for r in ("r3", "r4", "r5", "r5b", "r6"):
+    for r in ("r3", "r4", "r5", "r5b", "r6", "r7"):
         n4 = load(f"figures/quality/sweeps/{m}-needle-4k-{r}.json")
         for c in (n4["configs"] if n4 else []):
             needle4k.setdefault(c["cache"], (c["accuracy"], c["trials"]))
+    # decode speed against the fp16 cache of the same run (`bench e2e`,
+    # figures/bench/e2e-*.json of this model) at SPEED_CTX tokens
+    speed = {}
+    bdir = os.path.join(ROOT, "figures/bench")
+    for fn in sorted(os.listdir(bdir)) if os.path.isdir(bdir) else []:
+        if fn.startswith("e2e-") and fn.endswith(".json"):
+            e = (load(f"figures/bench/{fn}") or {}).get("result", {})
+            if e.get("model") != m:
+                continue
+            for r in e.get("results", []):
+                if r["ctx"] == SPEED_CTX and r.get("speedup_vs_fp16"):
+                    speed[r["cache"]] = (round(r["speedup_vs_fp16"], 3), r["ctx"])
     base_mb = None
     if v:
         f = next((a for a in v["arms"] if a["name"] == "fp16" and "error" not in a), None)
@@ -289,6 +306,8 @@ def quality_model(m):
         })
         if c["cache"] in needle4k:
             methods[-1]["needle_4k"], methods[-1]["needle_4k_trials"] = needle4k[c["cache"]]
+        if c["cache"] in speed:
+            methods[-1]["decode_vs_fp16"], methods[-1]["decode_ctx"] = speed[c["cache"]]
     src = f'ppl --ctx {p["ctx"]} --chunks {p["chunks"]} ({p["tokens_scored"]} tokens) on WikiText-2 after --skip {p.get("skip", 0):g}'
     return {
         "model": m, "arch": p["arch"], "n_layers": p.get("n_layers"), "n_kv_heads": p.get("n_kv_heads"),
@@ -702,6 +721,10 @@ def main():
             "needle-4k-smollm2-r6": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r6.json"),
             "needle-4k-diag6-smollm2": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-diag6.json"),
             "needle-4k-diag6b-smollm2": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-diag6b.json"),
+            "lowbit7-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit7.json", True),
+            "lowbit7-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit7.json", True),
+            "needle-4k-smollm2-r7": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r7.json"),
+            "needle-4k-gemma3-r7": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r7.json"),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)

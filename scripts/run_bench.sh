@@ -44,6 +44,11 @@ plan30="keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,nor
 # its 4.0 b/e plan (docs/quality.md, the 4-bit row)
 plan40="keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=64 residual=128 sinks=4 prerope=1"
 
+# the same plans for speed (docs/quality.md, seventh round): keys packed after
+# RoPE and scored against int8 queries, plan40's values summed with int8 weights
+plan30f="keys=kivix:bits=4,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 kbits=4,4,4,4,3,4,3,3,3,4,4,4,4,4,4,3,4,4,4,4,4,4,3,4,4,4,3,4,3,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,1,2,2,1,2,2,2,2,2,1,2,1,2,2"
+plan40f="keys=kivix:bits=4,group=128,outliers=64,qbits=8 values=kivix:bits=3,group=64,qbits=8 residual=128 sinks=4"
+
 quiet() { # wait for a 1-minute load average under 0.5
     local waited=0
     while awk '{ exit !($1 >= 0.5) }' /proc/loadavg && [ "$waited" -lt "${VQ_BENCH_WAIT:-900}" ]; do
@@ -96,7 +101,8 @@ for s in "${steps[@]}"; do
                           # shellcheck disable=SC2086
                           taskset -c 1 ./build/bench/bench_codecs $spec fp16 q8_0 q8_0:qbits=8 q4_0:rot=1 q4_0:rot=1,qbits=8 \
                               kivi:bits=2 kivi:bits=2,qbits=8 kivi:bits=2,group=128,qbits=8 rabitq:bits=1 \
-                              turboquant_rvq:bits=1,qbits=4 turboquant_mse:bits=2 qjl qjl:qbits=4 V:fp16 V:q8_0 V:q4_0:rot=1 V:q4_0:rot=1,qbits=8 \
+                              turboquant_rvq:bits=1,qbits=4 turboquant_mse:bits=2 qjl qjl:qbits=4 \
+                              kivix:bits=4,group=128,outliers=64 kivix:bits=4,group=128,outliers=64,qbits=8 V:fp16 V:q8_0 V:q4_0:rot=1 V:q4_0:rot=1,qbits=8 \
                               V:kivi:bits=2 V:kivi:bits=2,qbits=8 V:kivi:bits=4 V:turboquant_mse:bits=2 \
                               V:turboquant_mse:bits=2,norm=8,lsq=1 V:turboquant_rvq:bits=1
                       done; } > "$out/codecs-cpu.txt" ;;
@@ -110,13 +116,14 @@ for s in "${steps[@]}"; do
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
                       --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" \
-                      --cache "$plan30" --cache "$plan40" ;;
+                      --cache "$plan30" --cache "$plan40" --cache "$plan30f" --cache "$plan40f" ;;
     e2e16k)       run e2e-smollm2-16k bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 64 \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
-                      --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" ;;
+                      --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
+                      --cache "$plan30f" --cache "$plan40f" ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
     esac
 done

@@ -52,6 +52,9 @@
 #                                 the fifth round's configs: figures/quality/gemma3-270m-ppl-lowbit5{,b}.json
 #   needle-4k-r5-smollm2 needle-4k-r5-gemma3
 #                                 passkey at 4k, 3 keys per depth, the fifth round's configs
+#   ppl-lowbit7-smollm2 ppl-lowbit7-gemma3 needle-4k-r7-smollm2 needle-4k-r7-gemma3
+#                                 seventh round: the kivix plans for speed (keys after RoPE against int8
+#                                 queries, kivix values with int8 weights): ppl at ctx 2048, passkey at 4k
 #   plan6-smollm2 ppl-lowbit6-smollm2 needle-4k-r6-smollm2 needle-4k-diag6-smollm2 needle-4k-diag6b-smollm2
 #                                 sixth round: the 1-bit-key family on smollm2 (rabitq 1/2-bit key
 #                                 plan, keys <= 2.5 b/e; ctx 2048 ppl, passkey at 4k) and why
@@ -307,6 +310,28 @@ keys=rabitq:mse=1,bits=2 values=kivix:group=64,bits=4 residual=128 sinks=4 kbits
 LIST
 }
 
+# The seventh round (docs/quality.md "Seventh round"): the kivix plans for
+# speed -- keys packed after RoPE (no prerope) and scored against int8
+# queries (qbits=8), kivix values of 2-4 bits summed with int8 weights;
+# otherwise the plans of the fourth round (2.25 and 3.0 b/e) and the 4-bit
+# rows. 3 chunks.
+lowbit7_methods() {
+  case $1 in
+    smollm2-135m) cat <<LIST
+keys=kivix:bits=3,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 kbits=3,3,2,2,2,2,2,3,3,2,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2 vbits=2,2,2,2,2,2,2,2,2,2,1,1,2,1,2,2,1,2,2,1,2,1,1,2,2,1,1,1,2,1
+keys=kivix:bits=4,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 kbits=4,4,4,4,3,4,3,3,3,4,4,4,4,4,4,3,4,4,4,4,4,4,3,4,4,4,3,4,3,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,1,2,2,1,2,2,2,2,2,1,2,1,2,2
+keys=kivix:bits=4,group=128,outliers=64,qbits=8 values=kivix:bits=3,group=64,qbits=8 residual=128 sinks=4
+LIST
+    ;;
+    gemma3-270m) cat <<LIST
+keys=kivix:bits=2,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=1,norm=8,lsq=1 residual=128 sinks=4 kbits=2,3,2,2,2,3,3,3,2,3,2,3,3,3,2,3,2,3 vbits=1,2,2,2,1,2,1,2,1,2,2,2,2,2,2,2,1,2
+keys=kivix:bits=4,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=16 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2
+keys=kivix:bits=4,group=128,outliers=64,qbits=8 values=kivix:bits=3,group=128,qbits=8 residual=128 sinks=4
+LIST
+    ;;
+  esac
+}
+
 # passkey diagnosis of the 1-bit-key family on smollm2-135m (depth 0.5, where
 # turboquant_rvq:bits=1 lost all three keys in needle-4k-r5-smollm2; with one
 # depth, needle's keys are r5's depth-0 keys): one thing changed per config.
@@ -325,6 +350,13 @@ keys=turboquant_mse:bits=2 $r
 keys=turboquant_prod:bits=2 $r
 keys=rabitq:bits=2 $r
 LIST
+}
+
+needle_4k() {  # model round: passkey at 4k, 3 keys at each of depths 0 / 0.5 / 1, the configs on stdin
+  local m=$1 o=figures/quality/sweeps/$1-needle-4k-$2.json; local -a a=()
+  while IFS= read -r cfg; do [ -n "$cfg" ] && a+=(--cache "$cfg"); done
+  run "$BIN" needle --model "$m" --ctx 4096 --depths 0,0.5,1 --seeds 3 --show "${a[@]}" --json > "$o.tmp"
+  mv "$o.tmp" "$o"
 }
 
 ppl_list() {  # model chunks out-file: the configs on stdin, one per line
@@ -663,15 +695,9 @@ LIST
     ppl-lowbit5-gemma3) lowbit5_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit5.json ;;
     needle-4k-r5-smollm2|needle-4k-r5-gemma3)
       m=smollm2-135m; [ "$1" = needle-4k-r5-gemma3 ] && m=gemma3-270m
-      a=()
-      while IFS= read -r cfg; do a+=(--cache "$cfg"); done < <(needle5_methods $m)
-      run "$BIN" needle --model $m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show "${a[@]}" \
-        --json > figures/quality/sweeps/$m-needle-4k-r5.json.tmp
-      mv figures/quality/sweeps/$m-needle-4k-r5.json.tmp figures/quality/sweeps/$m-needle-4k-r5.json ;;
+      needle5_methods $m | needle_4k $m r5 ;;
     needle-4k-r5b-gemma3)  # gemma3's 3.0 plan with 16 sinks (lowbit5b's second config)
-      run "$BIN" needle --model gemma3-270m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show \
-        --cache "$(lowbit5b_methods | sed -n 2p)" --json > figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json.tmp
-      mv figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json.tmp figures/quality/sweeps/gemma3-270m-needle-4k-r5b.json ;;
+      lowbit5b_methods | sed -n 2p | needle_4k gemma3-270m r5b ;;
     # sixth round: the 1-bit-key family on smollm2 (keys <= 2.5 b/e): a rabitq 1/2-bit key plan
     plan6-smollm2) mkdir -p figures/quality/sweeps
                    o=figures/quality/sweeps/smollm2-135m-plan6-rabitq-k1-2-v4-budget3.49.json
@@ -680,10 +706,13 @@ LIST
                      --json > $o.tmp
                    mv $o.tmp $o ;;
     ppl-lowbit6-smollm2) lowbit6_methods | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit6.json ;;
-    needle-4k-r6-smollm2)  # the plan of plan6-smollm2, 3 keys at each of 3 depths
-      run "$BIN" needle --model smollm2-135m --ctx 4096 --depths 0,0.5,1 --seeds 3 --show \
-        --cache "$(lowbit6_methods | sed -n 1p)" --json > figures/quality/sweeps/smollm2-135m-needle-4k-r6.json.tmp
-      mv figures/quality/sweeps/smollm2-135m-needle-4k-r6.json.tmp figures/quality/sweeps/smollm2-135m-needle-4k-r6.json ;;
+    ppl-lowbit7-smollm2) lowbit7_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit7.json ;;
+    ppl-lowbit7-gemma3)  lowbit7_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit7.json ;;
+    needle-4k-r7-smollm2|needle-4k-r7-gemma3)  # the seventh round's plans
+      m=smollm2-135m; [ "$1" = needle-4k-r7-gemma3 ] && m=gemma3-270m
+      lowbit7_methods $m | needle_4k $m r7 ;;
+    needle-4k-r6-smollm2)  # the plan of plan6-smollm2
+      lowbit6_methods | sed -n 1p | needle_4k smollm2-135m r6 ;;
     needle-4k-diag6-smollm2|needle-4k-diag6b-smollm2)  # why turboquant_rvq:bits=1 keys lose the key:
       # depth 0.5, one change per config; diag6 the first four configs of diag6_methods, diag6b the rest
       a=(); o=figures/quality/sweeps/smollm2-135m-needle-4k-diag6.json; r=1,4

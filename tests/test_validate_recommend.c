@@ -1,6 +1,7 @@
 /* test_validate_recommend.c -- `veloxquant recommend` on a synthetic quality
  * table (so the expected choice is known): each goal picks the method its
- * rule names, RAM limits are honoured, and bad tables are refused with a
+ * rule names (speed: from the measured decode rates), RAM limits are
+ * honoured, and bad tables are refused with a
  * message instead of a crash. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +178,52 @@ static void test_good_premium(void)
     snprintf(table, sizeof table, "%s", saved);
 }
 
+/* speed: only good or fair methods without calibration or eviction that
+ * were measured faster than fp16 (decode_vs_fp16 > 1); the fastest, and
+ * within 2 % the smaller cache; none that fits -> exit 3 */
+static void test_speed(void)
+{
+    static const char T4[] =
+        "{\"schema\":\"veloxquant.quality/1\",\"models\":[{\"model\":\"m\",\"ppl_fp16\":10,\"base_mb\":100,\"methods\":["
+        "{\"name\":\"fp16\",\"cache\":\"keys=fp16 values=fp16\",\"bits_per_element\":16,"
+        "\"kv_bytes_per_token_full\":2000,\"dppl\":0,\"kl\":0,\"top1\":1,\"decode_vs_fp16\":1,\"decode_ctx\":4096},"
+        "{\"name\":\"slow\",\"cache\":\"keys=a\",\"bits_per_element\":4,\"kv_bytes_per_token_full\":400,"
+        "\"dppl\":0.1,\"kl\":0.01,\"top1\":0.98,\"decode_vs_fp16\":0.9,\"decode_ctx\":4096},"
+        "{\"name\":\"q4\",\"cache\":\"keys=b\",\"bits_per_element\":4.5,\"kv_bytes_per_token_full\":600,"
+        "\"dppl\":0.1,\"kl\":0.01,\"top1\":0.98,\"decode_vs_fp16\":1.3,\"decode_ctx\":4096},"
+        "{\"name\":\"q4small\",\"cache\":\"keys=c\",\"bits_per_element\":4,\"kv_bytes_per_token_full\":500,"
+        "\"dppl\":0.5,\"kl\":0.04,\"top1\":0.95,\"decode_vs_fp16\":1.29,\"decode_ctx\":4096},"
+        "{\"name\":\"q8\",\"cache\":\"keys=d\",\"bits_per_element\":8.5,\"kv_bytes_per_token_full\":1000,"
+        "\"dppl\":0.02,\"kl\":0.004,\"top1\":0.99,\"decode_vs_fp16\":1.1,\"decode_ctx\":4096},"
+        "{\"name\":\"tiny\",\"cache\":\"keys=e,calib=x\",\"bits_per_element\":1,\"kv_bytes_per_token_full\":150,"
+        "\"dppl\":0.8,\"kl\":0.2,\"top1\":0.9,\"calibrated\":true,\"decode_vs_fp16\":2,\"decode_ctx\":4096},"
+        "{\"name\":\"rvq\",\"cache\":\"keys=f\",\"bits_per_element\":2,\"kv_bytes_per_token_full\":300,"
+        "\"dppl\":5,\"kl\":1.5,\"top1\":0.4,\"decode_vs_fp16\":3,\"decode_ctx\":4096},"
+        "{\"name\":\"stream\",\"cache\":\"keys=g evict=streaming_llm:sinks=4,window=512\",\"bits_per_element\":4.5,"
+        "\"kv_bytes_per_token_full\":600,\"dppl\":0.5,\"kl\":0.05,\"top1\":0.95,\"evicts\":true,\"evict_budget\":516,"
+        "\"decode_vs_fp16\":4,\"decode_ctx\":4096},"
+        "{\"name\":\"unmeasured\",\"cache\":\"keys=h\",\"bits_per_element\":3,\"kv_bytes_per_token_full\":300,"
+        "\"dppl\":0.1,\"kl\":0.01,\"top1\":0.98}"
+        "]}]}";
+    char use[256], t4[600], saved[600];
+    snprintf(t4, sizeof t4, "%.500s/quality4.json", vq_test_tmpdir());
+    FILE *f = fopen(t4, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(T4, f);
+    fclose(f);
+    snprintf(saved, sizeof saved, "%s", table);
+    snprintf(table, sizeof table, "%s", t4);
+    CHECK(rec("--model m --ram-mb 1000 --ctx 1000 --goal speed", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "q4small") == 0, "speed: %s (q4small within 2%% of q4's rate and smaller)", use);
+    /* 0.5 MB for K/V at 1000 tokens: q4small needs 0.48 MB, q4 0.57 */
+    CHECK(rec("--model m --ram-mb 100.5 --ctx 1000 --goal speed", use, sizeof use) == 0);
+    CHECKF(strcmp(use, "q4small") == 0, "speed, tight RAM: %s", use);
+    CHECK(rec("--model m --ram-mb 100.4 --ctx 1000 --goal speed", use, sizeof use) == 3);
+    snprintf(table, sizeof table, "%s", saved);
+}
+
 static void test_bad_input(void)
 {
     char use[256];
@@ -205,6 +252,7 @@ int main(void)
         RUN(test_goals);
         RUN(test_size_ties);
         RUN(test_good_premium);
+        RUN(test_speed);
         RUN(test_bad_input);
     }
     return vq_test_summary("validate_recommend");

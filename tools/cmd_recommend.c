@@ -1,5 +1,5 @@
 /* cmd_recommend.c -- `veloxquant recommend --model MODEL --ram-mb N --ctx N
- * --goal everyday|max-compression|quality|max-context|constant-memory`:
+ * --goal everyday|max-compression|quality|max-context|constant-memory|speed`:
  * which KV-cache config to use, and why, from the measured quality table.
  *
  * The table is figures/quality/quality.json (schema veloxquant.quality/1,
@@ -28,6 +28,11 @@
  *   max-context      no eviction, quality good or fair: the most tokens
  *                    that fit in the RAM
  *   constant-memory  an evicting method: memory stops growing
+ *   speed            no calibration, no eviction, quality good or fair,
+ *                    measured decoding faster than the fp16 cache
+ *                    (decode_vs_fp16 > 1: `bench e2e` on this model, at
+ *                    decode_ctx tokens): the fastest (ties within
+ *                    SIZE_TIE: the smaller cache)
  * Methods whose cache does not fit at --ctx are skipped (not for
  * constant-memory, which fits by construction when its budget fits).
  * "Smallest" compares K/V bytes at --ctx with a tolerance: caches within
@@ -59,6 +64,7 @@ typedef struct {
     double bpe, full, win, window, fixed, dppl, kl, top1, needle;
     int calibrated, evicts;
     double evict_budget; /* tokens held by an evicting method */
+    double speed, speed_ctx; /* decode rate / the fp16 cache's (NAN: not measured), at that context */
     double kv_mb, max_ctx, rel;
     int fits, cls; /* 0 good, 1 fair, 2 poor */
 } method;
@@ -81,7 +87,7 @@ int cmd_recommend(int argc, char **argv)
         { "ram-mb", CLI_NUM, &ram, "N", "memory for the KV cache, MB", 0, 1e9, NULL,
           CLI_REQUIRED | CLI_ABOVE_LO },
         { "ctx", CLI_NUM, &ctx, "N", "context length wanted, tokens", 1, 1e8, NULL, CLI_REQUIRED },
-        { "goal", CLI_STR, &goal, "GOAL", "everyday | max-compression | quality | max-context | constant-memory", 0, 0,
+        { "goal", CLI_STR, &goal, "GOAL", "everyday | max-compression | quality | max-context | constant-memory | speed", 0, 0,
           NULL, CLI_REQUIRED },
         CLI_OPT_STR("table", &table, "FILE", "quality table (default figures/quality/quality.json)"),
         CLI_OPT_END,
@@ -93,14 +99,15 @@ int cmd_recommend(int argc, char **argv)
     if (prc >= 0)
         return prc;
     ctx = floor(ctx);
-    static const char *const goals[] = { "everyday", "max-compression", "quality", "max-context", "constant-memory" };
+    static const char *const goals[] = { "everyday", "max-compression", "quality", "max-context", "constant-memory",
+                                         "speed" };
     int g = -1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < (int)(sizeof goals / sizeof *goals); i++)
         if (strcmp(goal, goals[i]) == 0)
             g = i;
     if (g < 0)
         return cli_usage_error(&cmd, "bad value for --goal: '%s' (want everyday, max-compression, quality, "
-                                     "max-context or constant-memory)", goal);
+                                     "max-context, constant-memory or speed)", goal);
     size_t len = 0;
     char *text = eval_read_text(table, &len);
     if (!text) {
@@ -164,6 +171,8 @@ int cmd_recommend(int argc, char **argv)
         m->calibrated = cli_json_get_num(o, "calibrated", 0) != 0;
         m->evicts = cli_json_get_num(o, "evicts", 0) != 0;
         m->evict_budget = cli_json_get_num(o, "evict_budget", 0);
+        m->speed = cli_json_get_num(o, "decode_vs_fp16", NAN);
+        m->speed_ctx = cli_json_get_num(o, "decode_ctx", NAN);
         if (!isfinite(m->full) || !isfinite(m->dppl) || m->full < 0) {
             cli_error("recommend", "%s: method %zu of '%s' lacks kv_bytes_per_token_full or dppl", table, i, want);
             goto out;
@@ -191,7 +200,8 @@ int cmd_recommend(int argc, char **argv)
         case 1: ok = !m->evicts && m->cls <= 1 && m->fits; break;
         case 2: ok = !m->evicts && m->fits && (fp16_kv <= 0 || fp16_kv / kv_bytes(m, ctx) >= QUALITY_MIN_COMPRESSION); break;
         case 3: ok = !m->evicts && m->cls <= 1 && m->max_ctx >= 1; break;
-        default: ok = m->evicts && m->fits; break;
+        case 4: ok = m->evicts && m->fits; break;
+        default: ok = !m->calibrated && !m->evicts && m->cls <= 1 && m->fits && m->speed > 1.0; break;
         }
         if (!ok)
             continue;
@@ -205,6 +215,11 @@ int cmd_recommend(int argc, char **argv)
         case 2: better = m->kl < b->kl; break;
         case 3: better = m->max_ctx > b->max_ctx; break;
         case 4: better = m->kl < b->kl; break;
+        case 5: {
+            double tie = SIZE_TIE * fmin(m->speed, b->speed);
+            better = m->speed > b->speed + tie || (fabs(m->speed - b->speed) <= tie && m->kv_mb < b->kv_mb);
+            break;
+        }
         default: {
             double tie = SIZE_TIE * fmin(m->kv_mb, b->kv_mb) + 1e-9;
             better = m->kv_mb < b->kv_mb - tie || (fabs(m->kv_mb - b->kv_mb) <= tie && m->kl < b->kl);
@@ -239,6 +254,9 @@ int cmd_recommend(int argc, char **argv)
             printf("  the weights and runtime alone need %.0f MB\n", base_mb);
         else if (g == 4)
             printf("  no evicting method was measured, or its budget does not fit\n");
+        else if (g == 5)
+            printf("  no method of good or fair quality that fits was measured decoding faster than the fp16 "
+                   "cache on this model (veloxquant bench e2e; scripts/report.py takes figures/bench/e2e-*.json)\n");
         else
             printf("  every method whose quality is good or fair needs more than %.0f MB at %.0f tokens; "
                    "try --goal constant-memory or a shorter --ctx\n",
@@ -257,6 +275,9 @@ int cmd_recommend(int argc, char **argv)
         printf(".\n");
         if (g == 3)
             printf("     holds about %.0f tokens in %.0f MB.\n", b->max_ctx, budget / MB);
+        if (g == 5)
+            printf("     decodes at %.2fx the fp16 cache's rate after %.0f tokens (veloxquant bench e2e).\n", b->speed,
+                   b->speed_ctx);
         if (g == 4)
             printf("     evicts: tokens beyond its budget are dropped, so recall of old context is lost.\n");
         if (b->calibrated)
