@@ -8,7 +8,8 @@
 # codecs-cpu.txt), attention128, attention64 (one layer: its cache may sit
 # in the L3 cache), attention128mem, attention64mem (32 layers per step, as a
 # model: read from memory), attentionbig, e2e (default: all of these),
-# e2e16k (prefills 16,384 tokens per config: about 15 minutes).
+# e2e16k (prefills 16,384 tokens per config: about 15 minutes), e2e-gemma3
+# (gemma3-270m at 4,096 tokens: its quality plans, pre-RoPE and at speed).
 #   bash scripts/run_bench.sh [STEP...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,13 @@ plan40="keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=64 res
 # RoPE and scored against int8 queries, plan40's values summed with int8 weights
 plan30f="keys=kivix:bits=4,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 kbits=4,4,4,4,3,4,3,3,3,4,4,4,4,4,4,3,4,4,4,4,4,4,3,4,4,4,3,4,3,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,1,2,2,1,2,2,2,2,2,1,2,1,2,2"
 plan40f="keys=kivix:bits=4,group=128,outliers=64,qbits=8 values=kivix:bits=3,group=64,qbits=8 residual=128 sinks=4"
+
+# gemma3's quality plans (docs/quality.md: the fourth round's 3.0 b/e plan with 16 sinks,
+# the 3.78 b/e kivix row) and the same at speed (seventh round)
+g30="keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=16 prerope=1 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2"
+g30f="keys=kivix:bits=4,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=16 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2"
+g40="keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128 sinks=4 prerope=1"
+g40f="keys=kivix:bits=4,group=128,outliers=64,qbits=8 values=kivix:bits=3,group=128,qbits=8 residual=128 sinks=4"
 
 quiet() { # wait for a 1-minute load average under 0.5
     local waited=0
@@ -117,6 +125,10 @@ for s in "${steps[@]}"; do
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
                       --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" \
                       --cache "$plan30" --cache "$plan40" --cache "$plan30f" --cache "$plan40f" ;;
+    e2e-gemma3)   run e2e-gemma3 bench e2e --model gemma3-270m --ctx 4096 --threads 2 --decode 64 \
+                      --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
+                      --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
+                      --cache "$g30" --cache "$g30f" --cache "$g40" --cache "$g40f" ;;
     e2e16k)       run e2e-smollm2-16k bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 64 \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
@@ -134,7 +146,7 @@ done
     echo "JSON result) and \`scripts/bench_tables.py\`. Read ratios within one table (docs/PERF.md)."
     echo
     files=()
-    for f in attention-d128 attention-d64 attention-d128-32l attention-d64-32l attention-d128-131k e2e-smollm2 e2e-smollm2-16k llamacpp-smollm2; do
+    for f in attention-d128 attention-d64 attention-d128-32l attention-d64-32l attention-d128-131k e2e-smollm2 e2e-smollm2-16k e2e-gemma3 llamacpp-smollm2; do
         [ -f "$out/$f.json" ] && files+=("$out/$f.json")
     done
     [ ${#files[@]} -eq 0 ] || python3 scripts/bench_tables.py "${files[@]}"
