@@ -53,6 +53,24 @@ static int rec(const char *args, char *use, size_t cap)
     return rc == -1 ? -1 : (rc >> 8) & 0xff;
 }
 
+/* Write json to the file `name` in the test directory and make it the
+ * table rec() reads; the previous table's path goes to saved. 0 if it
+ * could not be written. */
+static int use_table(const char *json, const char *name, char *saved, size_t cap)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%.500s/%s", vq_test_tmpdir(), name);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return 0;
+    fputs(json, f);
+    fclose(f);
+    snprintf(saved, cap, "%s", table);
+    snprintf(table, sizeof table, "%s", path);
+    return 1;
+}
+
 static void test_goals(void)
 {
     char use[256];
@@ -149,15 +167,10 @@ static void test_good_premium(void)
         "\"kv_bytes_per_token_full\":4280,\"dppl\":0.02,\"kl\":0.009,\"top1\":0.95}"
         "]}]}";
     char use[256], t3[600], saved[600];
-    snprintf(t3, sizeof t3, "%.500s/quality3.json", vq_test_tmpdir());
-    FILE *f = fopen(t3, "w");
-    CHECK(f != NULL);
-    if (!f)
+    if (!use_table(T3, "quality3.json", saved, sizeof saved))
         return;
-    fputs(T3, f);
-    fclose(f);
-    snprintf(saved, sizeof saved, "%s", table);
-    snprintf(table, sizeof table, "%s", t3);
+    snprintf(t3, sizeof t3, "%s", table);
+    FILE *f;
     CHECK(rec("--model m --ram-mb 1000 --ctx 4096 --goal everyday", use, sizeof use) == 0);
     CHECKF(strcmp(use, "good") == 0, "everyday: %s (good and 7%% larger than the fair pick)", use);
     CHECK(rec("--model m --ram-mb 1000 --ctx 4096 --goal max-compression", use, sizeof use) == 0);
@@ -205,16 +218,9 @@ static void test_speed(void)
         "{\"name\":\"unmeasured\",\"cache\":\"keys=h\",\"bits_per_element\":3,\"kv_bytes_per_token_full\":300,"
         "\"dppl\":0.1,\"kl\":0.01,\"top1\":0.98}"
         "]}]}";
-    char use[256], t4[600], saved[600];
-    snprintf(t4, sizeof t4, "%.500s/quality4.json", vq_test_tmpdir());
-    FILE *f = fopen(t4, "w");
-    CHECK(f != NULL);
-    if (!f)
+    char use[256], saved[600];
+    if (!use_table(T4, "quality4.json", saved, sizeof saved))
         return;
-    fputs(T4, f);
-    fclose(f);
-    snprintf(saved, sizeof saved, "%s", table);
-    snprintf(table, sizeof table, "%s", t4);
     CHECK(rec("--model m --ram-mb 1000 --ctx 1000 --goal speed", use, sizeof use) == 0);
     CHECKF(strcmp(use, "q4small") == 0, "speed: %s (q4small within 2%% of q4's rate and smaller)", use);
     /* 0.5 MB for K/V at 1000 tokens: q4small needs 0.48 MB, q4 0.57 */
