@@ -206,8 +206,11 @@ typedef struct vq_cache vq_cache;
  *                   xquant:bits=4,rbits=2 | xkv:group=2,energy=0.95,bits=4,min=64
  *                   (values shown are the defaults; none of them combines
  *                   with evict: vq_cache_create refuses it)
- *   page=N          tokens per page, 1..65536 (default 256; rounded up to a
- *                   multiple of the codecs' block tokens)
+ *   page=N|auto     tokens per page, 1..65536, rounded up to a multiple of
+ *                   the codecs' block tokens; auto (the default): 1024, but
+ *                   256 in a layer with a sliding window and in a cache with
+ *                   evict or cross (their memory follows the live slots a
+ *                   page at a time; larger pages attend faster)
  *   bits=B0,B1,...  one entry per layer, written as the `bits` parameter of
  *                   the key and value codecs of that layer (those whose
  *                   method has one)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cache/cache_internal.h"
 #include "core/rng.h"
 #include "test.h"
 #include "veloxquant.h"
@@ -11,7 +12,7 @@ static void test_defaults_and_canonical(void)
 {
     vq_cache_config *c = NULL;
     CHECK_OK(vq_cache_config_parse("", &c));
-    CHECK(c && strcmp(vq_cache_config_str(c), "keys=fp16 values=fp16 residual=0 evict=none cross=none page=256") == 0);
+    CHECK(c && strcmp(vq_cache_config_str(c), "keys=fp16 values=fp16 residual=0 evict=none cross=none page=auto") == 0);
     vq_cache_config_free(c);
     const char *good[] = {
         "keys=q4_0:rot=1 values=q8_0 residual=128",
@@ -28,6 +29,7 @@ static void test_defaults_and_canonical(void)
         "cross=xquant:bits=4",
         "keys=kivi:bits=2 values=kivi:bits=2 bits=4,4,2 keep_first=1 keep_last=1 keep_spec=q8_0",
         "page=64 residual=0",
+        "page=auto",
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         vq_cache_config *a = NULL, *b = NULL;
@@ -219,11 +221,45 @@ static void test_random_texts(void)
     CHECK(ok > 0 && bad > 0);
 }
 
+/* page=auto: long pages where attention reads every page, short ones in a
+ * sliding-window layer and in caches that evict or share slots; an explicit
+ * page wins everywhere */
+static void test_auto_page(void)
+{
+    const vq_layer_shape ls[2] = { { 2, 4, 64, 0, 0.0f }, { 2, 4, 64, 512, 0.0f } };
+    const vq_cache_shape sh = { 2, ls, 7 };
+    const struct {
+        const char *text;
+        size_t page0, page1;
+    } cases[] = {
+        { "", VQ_CACHE_PAGE_LONG, VQ_CACHE_PAGE_SHORT },
+        { "page=auto keys=kivi:bits=2 values=kivi:bits=2", VQ_CACHE_PAGE_LONG, VQ_CACHE_PAGE_SHORT },
+        { "evict=streaming_llm:sinks=4,window=256", VQ_CACHE_PAGE_SHORT, VQ_CACHE_PAGE_SHORT },
+        { "cross=minicache:start=0.5,threshold=0.9", VQ_CACHE_PAGE_SHORT, VQ_CACHE_PAGE_SHORT },
+        { "page=96", 96, 96 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vq_cache_config *cfg = NULL;
+        vq_cache *c = NULL;
+        CHECK_OK(vq_cache_config_parse(cases[i].text, &cfg));
+        CHECK_OK(vq_cache_create(cfg, &sh, 1, &c));
+        if (c)
+            CHECKF(c->layers[0].page_tokens == cases[i].page0 && c->layers[1].page_tokens == cases[i].page1,
+                   "'%s': pages of %zu and %zu tokens", cases[i].text, c->layers[0].page_tokens,
+                   c->layers[1].page_tokens);
+        vq_cache_free(c);
+        vq_cache_config_free(cfg);
+    }
+    vq_cache_config *cfg = NULL;
+    CHECK(vq_cache_config_parse("page=0", &cfg) != VQ_OK && cfg == NULL);
+}
+
 int main(void)
 {
     RUN(test_defaults_and_canonical);
     RUN(test_errors_name_the_field);
     RUN(test_per_layer_specs);
     RUN(test_random_texts);
+    RUN(test_auto_page);
     return vq_test_summary("cache_config");
 }

@@ -47,24 +47,40 @@
 #define PF_HEAD 1024
 #define PF_BLOCK 8192
 
-/* Turn masked scores s[j*n + i] (-inf = invisible), still to be scaled by
- * sc > 0 (mask_scores' answer; 1 when already scaled), into softmax
+/* pages scored before one online softmax update (run_item) */
+#define RUN_PAGES 64
+
+/* Scores of one page (or of the residual window) for nq queries: row j at
+ * s + j*n; sc > 0 the scale still to apply (mask_scores' answer; 1 when
+ * already scaled). */
+typedef struct {
+    float *s;
+    size_t n;
+    float sc;
+} score_block;
+
+/* Turn the masked scores of nb blocks (-inf = invisible) into softmax
  * numerators in place, updating m, l and rescaling acc and acc2 (may be
- * NULL) rows (asz floats) and accr rows (D floats). The exponentials are
- * vq_exp_shift's (vexp.h: SIMD when the CPU has it), the scale applied in
- * the same pass (the same product as scaling first; the maximum of the
- * scaled row is the scaled maximum, rounding being monotonic). */
-static void online_update(float *s, float sc, size_t nq, size_t n, float *m, float *l, float *acc, size_t asz,
+ * NULL) rows (asz floats) and accr rows (D floats) once for all of them.
+ * The exponentials are vq_exp_shift's (vexp.h: SIMD when the CPU has it),
+ * the scale applied in the same pass (the same product as scaling first;
+ * the maximum of the scaled row is the scaled maximum, rounding being
+ * monotonic). */
+static void online_update(const score_block *b, size_t nb, size_t nq, float *m, float *l, float *acc, size_t asz,
                           float *acc2, float *accr, size_t D)
 {
     for (size_t j = 0; j < nq; j++) {
-        float *row = s + j * n;
-        float cmax = vq_row_max(row, n);
+        float cmax = -INFINITY;
+        for (size_t k = 0; k < nb; k++) {
+            const float x = vq_row_max(b[k].s + j * b[k].n, b[k].n);
+            if (x != -INFINITY && x * b[k].sc > cmax)
+                cmax = x * b[k].sc;
+        }
         if (cmax == -INFINITY) {
-            memset(row, 0, n * sizeof *row);
+            for (size_t k = 0; k < nb; k++)
+                memset(b[k].s + j * b[k].n, 0, b[k].n * sizeof(float));
             continue;
         }
-        cmax *= sc;
         if (cmax > m[j]) {
             float f = m[j] == -INFINITY ? 0.0f : expf(m[j] - cmax);
             if (f != 1.0f) {
@@ -78,7 +94,8 @@ static void online_update(float *s, float sc, size_t nq, size_t n, float *m, flo
             }
             m[j] = cmax;
         }
-        l[j] += vq_exp_shift(row, n, sc, m[j]);
+        for (size_t k = 0; k < nb; k++)
+            l[j] += vq_exp_shift(b[k].s + j * b[k].n, b[k].n, b[k].sc, m[j]);
     }
 }
 
@@ -235,10 +252,11 @@ static vq_status anchor_pass(tile_job *J, vq_cache_layer *A, size_t h, size_t s,
             break;
         VQ_TRY(vq_codec_score(kc, W->qbuf2, (int)nq, H->kpages[pg], n, W->sc));
         apply_ratios_k(W->sc, nq, n, H->x + s0);
-        const float sc = mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
-                    NULL, 0);
+        const score_block sb = { W->sc, n,
+                                 mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0),
+                                             H->alive ? H->alive + s0 : NULL, NULL, 0) };
         mask_unmerged(W->sc, nq, n, H->x + s0);
-        online_update(W->sc, sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        online_update(&sb, 1, nq, m, l, acc, asz, acc2, accr, D);
         apply_ratios_v(W->sc, nq, n, H->x + s0);
         VQ_TRY(vq_codec_accumulate(vc, W->sc, (int)nq, H->vpages[pg], n, acc2));
     }
@@ -246,9 +264,9 @@ static vq_status anchor_pass(tile_job *J, vq_cache_layer *A, size_t h, size_t s,
         size_t n = H->n_res;
         VQ_TRY(vq_codec_score(fk, W->qf, (int)nq, H->rk, n, W->sc));
         apply_ratios_k(W->sc, nq, n, H->rx);
-        const float sc = mask_scores(&mc, W->sc, n, H->rpos, 0, NULL, NULL, 0);
+        const score_block sb = { W->sc, n, mask_scores(&mc, W->sc, n, H->rpos, 0, NULL, NULL, 0) };
         mask_unmerged(W->sc, nq, n, H->rx);
-        online_update(W->sc, sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        online_update(&sb, 1, nq, m, l, acc, asz, acc2, accr, D);
         apply_ratios_v(W->sc, nq, n, H->rx);
         VQ_TRY(vq_codec_accumulate(fv, W->sc, (int)nq, H->rv, n, accr));
     }
@@ -295,38 +313,61 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     mask_ctx mc = { J->qpos, g, J->nt, L->shape.window, J->scale, L->shape.softcap };
     int32_t qmin = J->qpos[0], qmax = J->qpos[J->nt - 1];
 
-    /* this chunk's pages */
+    /* this chunk's pages, a run of pages at a time: each page of the run
+     * scored and masked into W->sc (its rows at the run's next free float,
+     * stride its token count), one online softmax update for the run, then
+     * its values page by page. A run ends where W->sc is full, at RUN_PAGES
+     * pages, or after one page when a cross-layer method binds the codecs
+     * page by page. */
     size_t np = (H->n_packed + P - 1) / P;
     size_t pb = s * J->chunk_pages, pe = pb + J->chunk_pages < np ? pb + J->chunk_pages : np;
     size_t kpf = vq_codec_block_bytes(kc) < PF_BLOCK ? vq_codec_block_bytes(kc) : PF_BLOCK;
     kpf = kpf > PF_HEAD ? kpf : PF_HEAD;
     kpf = kpf < L->kpage_bytes ? kpf : L->kpage_bytes;
+    const size_t run_max = vq_cross_binds(c) ? 1 : RUN_PAGES;
     if (pb < pe)
         vq_prefetch_span(H->kpages[pb], 0, kpf);
-    for (size_t pg = pb; pg < pe; pg++) {
-        size_t s0 = pg * P, n = H->n_packed - s0 < P ? H->n_packed - s0 : P;
-        if (vq_head_pos(H, s0) > qmax)
-            break; /* positions increase: nothing later is visible */
-        if (L->shape.window > 0 && vq_head_pos(H, s0 + n - 1) <= qmin - L->shape.window)
+    size_t pg = pb;
+    int last = 0; /* a page past the queries met: nothing later is visible */
+    while (pg < pe && !last) {
+        score_block run[RUN_PAGES];
+        size_t rpage[RUN_PAGES], nr = 0, used = 0;
+        for (; pg < pe && nr < run_max; pg++) {
+            size_t s0 = pg * P, n = H->n_packed - s0 < P ? H->n_packed - s0 : P;
+            if (vq_head_pos(H, s0) > qmax) {
+                last = 1; /* positions increase */
+                break;
+            }
+            if (L->shape.window > 0 && vq_head_pos(H, s0 + n - 1) <= qmin - L->shape.window)
+                continue;
+            if (used + nq * n > c->sc_floats)
+                break; /* (never for a run's first page: W->sc holds nq_max pages) */
+            VQ_TRY(vq_cross_bind(c, L, h, s0, kc, vc));
+            /* this page's values are read after the run's scores, the next
+             * page's keys next: fetch both now */
+            vq_prefetch_span(H->vpages[pg], 0, PF_HEAD < n * L->vpage_bytes / P ? PF_HEAD : n * L->vpage_bytes / P);
+            if (pg + 1 < pe)
+                vq_prefetch_span(H->kpages[pg + 1], 0, kpf);
+            float *sp = W->sc + used;
+            VQ_TRY(vq_cache_key_scores(c, L, H, kc, pg, n, W, nq, sp)); /* prerope.h */
+            run[nr] = (score_block){ sp, n,
+                                     mask_scores(&mc, sp, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0),
+                                                 H->alive ? H->alive + s0 : NULL, wb ? wb + s0 : NULL, ns) };
+            rpage[nr++] = pg;
+            used += nq * n;
+        }
+        if (!nr)
             continue;
-        VQ_TRY(vq_cross_bind(c, L, h, s0, kc, vc));
-        /* this page's values are read after its scores, the next page's keys
-         * after that: fetch both now */
-        vq_prefetch_span(H->vpages[pg], 0, PF_HEAD < n * L->vpage_bytes / P ? PF_HEAD : n * L->vpage_bytes / P);
-        if (pg + 1 < pe)
-            vq_prefetch_span(H->kpages[pg + 1], 0, kpf);
-        VQ_TRY(vq_cache_key_scores(c, L, H, kc, pg, n, W, nq, W->sc)); /* prerope.h */
-        const float sc = mask_scores(&mc, W->sc, n, H->pos ? H->pos + s0 : NULL, vq_head_pos(H, s0), H->alive ? H->alive + s0 : NULL,
-                    wb ? wb + s0 : NULL, ns);
-        online_update(W->sc, sc, nq, n, m, l, acc, asz, acc2, accr, D);
-        VQ_TRY(vq_codec_accumulate(vc, W->sc, (int)nq, H->vpages[pg], n, acc));
+        online_update(run, nr, nq, m, l, acc, asz, acc2, accr, D);
+        for (size_t k = 0; k < nr; k++)
+            VQ_TRY(vq_codec_accumulate(vc, run[k].s, (int)nq, H->vpages[rpage[k]], run[k].n, acc));
     }
     /* the fp16 residual window, with the last chunk */
     if (s == J->chunks - 1 && H->n_res > 0) {
         size_t n = H->n_res;
         VQ_TRY(vq_codec_score(fk, W->qf, (int)nq, H->rk, n, W->sc));
-        const float sc = mask_scores(&mc, W->sc, n, H->rpos, 0, NULL, wb ? wb + H->n_packed : NULL, ns);
-        online_update(W->sc, sc, nq, n, m, l, acc, asz, acc2, accr, D);
+        const score_block sb = { W->sc, n, mask_scores(&mc, W->sc, n, H->rpos, 0, NULL, wb ? wb + H->n_packed : NULL, ns) };
+        online_update(&sb, 1, nq, m, l, acc, asz, acc2, accr, D);
         VQ_TRY(vq_codec_accumulate(fv, W->sc, (int)nq, H->rv, n, accr));
     }
     if (A)

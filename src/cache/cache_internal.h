@@ -28,7 +28,15 @@
 #include "core/spec.h"
 #include "veloxquant.h"
 
-#define VQ_CACHE_DEFAULT_PAGE 256
+/* page=auto (the default): pages of VQ_CACHE_PAGE_LONG tokens, but
+ * VQ_CACHE_PAGE_SHORT in a layer with a sliding window and in a cache that
+ * evicts or shares slots across layers (their held bytes follow the live
+ * slots page by page). A page is a unit of the attention loop: every page
+ * costs a kernel call per role and a softmax update of its own (2 threads,
+ * smollm2's shape, AMD EPYC: attention at 4k tokens 0.84x the time with
+ * 1024-token pages for fp16, 0.91x for KIVI-2; bench/bench_attn_ab). */
+#define VQ_CACHE_PAGE_LONG 1024
+#define VQ_CACHE_PAGE_SHORT 256
 #define VQ_CACHE_QUERY_TILE 8 /* query tokens scored together */
 /* Attention splits each KV head's context into chunks of this many tokens
  * (whole pages, at least one), fixed by position rather than by thread
@@ -103,23 +111,34 @@ typedef struct vq_evict_cand {
 /* ---- page pool ------------------------------------------------------------ */
 
 typedef struct {
-    size_t bytes;     /* page size of this class */
-    void **free;      /* idle pages */
+    size_t bytes;       /* page size of this class */
+    size_t stride;      /* bytes rounded up to a cache line: pages' spacing in a slab */
+    void **free;        /* idle pages */
     size_t n_free, cap_free;
-    size_t n_out;     /* pages handed out */
+    size_t n_out;       /* pages handed out */
+    uint8_t *carve;     /* the newest slab's first page not yet handed out */
+    size_t carve_left;  /* bytes of it left */
+    size_t slab_bytes;  /* all slabs of this class */
 } vq_page_class;
 
 typedef struct {
     vq_page_class *cls;
     size_t n_cls;
+    void **slabs; /* every slab (freed with the pool) */
+    size_t n_slabs, cap_slabs;
 } vq_page_pool;
 
-/* A page of `bytes` bytes (contents undefined); NULL when out of memory. */
+/* A page of `bytes` bytes (contents undefined, 64-byte aligned); NULL when
+ * out of memory. Pages are carved from slabs that grow with the class:
+ * 16 pages, then doubling up to 2 MB slabs on transparent huge pages
+ * (core/huge.h), so a long cache is read through few TLB entries. */
 void *vq_page_get(vq_page_pool *p, size_t bytes);
 /* Return a page of `bytes` bytes obtained from vq_page_get to its free
  * list. Never fails and never allocates (vq_page_get keeps a slot waiting
  * for every page it hands out). */
 void vq_page_put(vq_page_pool *p, void *page, size_t bytes);
+/* bytes the pool holds beyond the pages handed out (idle pages, slabs'
+ * uncarved tails, line padding) */
 size_t vq_page_pool_free_bytes(const vq_page_pool *p);
 void vq_page_pool_destroy(vq_page_pool *p);
 
@@ -141,7 +160,7 @@ typedef struct {
     uint8_t *qbuf; /* nq_max * max key query_bytes */
     uint8_t *qbuf2;/* same, prepared for the lending layer's key codec */
     float *qf;     /* nq_max * max head_dim (fp16 residual queries) */
-    float *sc;     /* nq_max * max(page_tokens, res_cap) scores */
+    float *sc;     /* sc_floats scores: nq_max * max(page_tokens, res_cap) */
     float *pk;     /* prerope only (prerope.c): a decoded key block, group_max * d_max */
     float *pqh;    /* prerope only: the queries turned by a hi row, nq_max * d_max */
     int32_t *prows;/* prerope only: the keys' lo rows, group_max */
@@ -235,6 +254,7 @@ struct vq_cache {
     size_t attn_chunk;            /* VQ_CACHE_ATTN_CHUNK; tests may lower it */
     size_t attn_items;            /* VQ_CACHE_ATTN_ITEMS; 0: chunks never halved (benchmarks) */
     size_t nq_max, asz_max, d_max;
+    size_t sc_floats; /* each worker's sc */
     float *tmp;       /* group * max head_dim floats (encode staging,
                          gather, accum_finish) */
     size_t scratch_bytes; /* tmp + workers' scratch + part (threads.c) */
@@ -359,6 +379,8 @@ vq_status vq_cross_layers_ready(vq_cache *c, char *err);
 vq_status vq_cross_append(vq_cache *c, int layer, const float *k, const float *v, size_t n, int32_t pos0, int *done);
 vq_status vq_cross_grow(vq_cache *c, vq_cache_layer *L, size_t need, int *grown);
 vq_status vq_cross_after_append(vq_cache *c, int layer);
+/* whether the method binds codecs to slots (vq_cross_bind does something) */
+int vq_cross_binds(const vq_cache *c);
 vq_status vq_cross_bind(vq_cache *c, const vq_cache_layer *L, size_t h, size_t slot, vq_codec *kc, vq_codec *vc);
 vq_status vq_cross_gather(vq_cache *c, int layer, int h, size_t cap, int32_t *pos, float *k, float *v, size_t *n,
                           int *done);

@@ -84,8 +84,11 @@ static vq_status build_text(vq_cache_config *cfg)
     cfg->text = malloc(cap);
     if (!cfg->text)
         return vq_fail(NULL, VQ_ERR_NOMEM, "cache config: out of memory");
-    size_t o = (size_t)snprintf(cfg->text, cap, "keys=%s values=%s residual=%ld evict=%s cross=%s page=%ld",
-                                cfg->keys, cfg->values, cfg->residual, cfg->evict, cfg->cross, cfg->page);
+    char page[24] = "auto";
+    if (cfg->page)
+        snprintf(page, sizeof page, "%ld", cfg->page);
+    size_t o = (size_t)snprintf(cfg->text, cap, "keys=%s values=%s residual=%ld evict=%s cross=%s page=%s",
+                                cfg->keys, cfg->values, cfg->residual, cfg->evict, cfg->cross, page);
     if (cfg->n_bits)
         o += put_list(cfg->text + o, cap - o, "bits", cfg->bits, cfg->n_bits);
     if (cfg->n_kbits)
@@ -117,8 +120,13 @@ static vq_status apply_field(vq_cache_config *cfg, const char *key, const char *
         return check_codec_spec(key, val, cfg->keep_spec, sizeof cfg->keep_spec);
     if (strcmp(key, "residual") == 0)
         return parse_long(key, val, 0, 1L << 20, &cfg->residual);
-    if (strcmp(key, "page") == 0)
+    if (strcmp(key, "page") == 0) { /* auto: 0 (store.c setup_layer chooses) */
+        if (strcmp(val, "auto") == 0) {
+            cfg->page = 0;
+            return VQ_OK;
+        }
         return parse_long(key, val, 1, 1L << 16, &cfg->page);
+    }
     if (strcmp(key, "sinks") == 0) /* cache/sinks.h */
         return parse_long(key, val, 0, 4096, &cfg->sinks);
     if (strcmp(key, "prerope") == 0) /* cache/prerope.h */
@@ -186,7 +194,7 @@ vq_status vq_cache_config_parse(const char *text, vq_cache_config **out)
     strcpy(cfg->evict, "none");
     strcpy(cfg->cross, "none");
     strcpy(cfg->keep_spec, "fp16");
-    cfg->page = VQ_CACHE_DEFAULT_PAGE;
+    cfg->page = 0; /* auto */
     int seen[16] = { 0 };
     vq_status st = VQ_OK;
     const char *p = text;

@@ -79,6 +79,8 @@ vq_status vq_cross_bind(vq_cache *c, const vq_cache_layer *L, size_t h, size_t s
     return c->cross && c->cross->bind ? c->cross->bind(c, L, h, slot, kc, vc) : VQ_OK;
 }
 
+int vq_cross_binds(const vq_cache *c) { return c->cross && c->cross->bind; }
+
 vq_status vq_cross_gather(vq_cache *c, int layer, int h, size_t cap, int32_t *pos, float *k, float *v, size_t *n,
                           int *done)
 {

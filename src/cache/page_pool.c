@@ -1,36 +1,77 @@
-/* pool.c -- the page pool of one cache: free lists per page size.
+/* page_pool.c -- the page pool of one cache: pages carved from slabs,
+ * free lists per page size.
  *
- * Pages are malloc'd on first demand and recycled through a free list when
- * eviction or compaction returns them, so a cache in steady state (e.g.
- * streaming_llm) allocates nothing. A cache has a handful of page sizes
- * (one per distinct codec/head_dim/page_tokens combination), so classes are
- * found by a linear search. */
+ * A page goes back to its class's free list when eviction or compaction
+ * returns it, so a cache in steady state (e.g. streaming_llm) allocates
+ * nothing. A class that runs dry carves its next page from its newest slab,
+ * and makes a slab when that is used up: 16 pages first, then as many bytes
+ * as the class holds already, up to VQ_HUGE_MIN (2 MB, on transparent huge
+ * pages: a decode step reads every page of a long cache, and with 4 KB
+ * pages each of them would cost TLB misses). A cache has a handful of page
+ * sizes (one per distinct codec/head_dim/page_tokens combination), so
+ * classes are found by a linear search. */
 #include <stdlib.h>
 
 #include "cache/cache_internal.h"
+#include "core/huge.h"
+
+#define SLAB_FIRST_PAGES 16
 
 static vq_page_class *find_class(vq_page_pool *p, size_t bytes, int add)
 {
     for (size_t i = 0; i < p->n_cls; i++)
         if (p->cls[i].bytes == bytes)
             return &p->cls[i];
-    if (!add)
+    if (!add || bytes > (size_t)-1 / 2 - VQ_HUGE_MIN)
         return NULL;
     vq_page_class *n = realloc(p->cls, (p->n_cls + 1) * sizeof *n);
     if (!n)
         return NULL;
     p->cls = n;
     vq_page_class *c = &p->cls[p->n_cls++];
+    *c = (vq_page_class){ 0 };
     c->bytes = bytes;
-    c->free = NULL;
-    c->n_free = c->cap_free = c->n_out = 0;
+    c->stride = (bytes + 63) & ~(size_t)63;
     return c;
 }
 
+/* a new slab for class c (its bytes counted), the carve pointer at its start */
+static int add_slab(vq_page_pool *p, vq_page_class *c)
+{
+    if (p->n_slabs == p->cap_slabs) {
+        size_t n = p->cap_slabs ? 2 * p->cap_slabs : 16;
+        void **ns = realloc(p->slabs, n * sizeof *ns);
+        if (!ns)
+            return 0;
+        p->slabs = ns;
+        p->cap_slabs = n;
+    }
+    size_t want = c->slab_bytes ? c->slab_bytes : SLAB_FIRST_PAGES * c->stride;
+    if (c->stride > (size_t)-1 / SLAB_FIRST_PAGES)
+        want = c->stride;
+    want = want < VQ_HUGE_MIN ? want : VQ_HUGE_MIN;
+    want = want > c->stride ? want : c->stride;
+    void *s;
+    if (want >= VQ_HUGE_MIN) { /* its tail past the last whole page stays idle (counted) */
+        want = (want + VQ_HUGE_MIN - 1) & ~(VQ_HUGE_MIN - 1); /* vq_huge_alloc's rounding */
+        s = vq_huge_alloc(want);
+    } else {
+        want -= want % c->stride;    /* whole pages */
+        s = aligned_alloc(64, want); /* a multiple of the stride, so of 64 */
+    }
+    if (!s)
+        return 0;
+    p->slabs[p->n_slabs++] = s;
+    c->slab_bytes += want;
+    c->carve = s;
+    c->carve_left = want;
+    return 1;
+}
+
 /* A page handed out always has a slot waiting in its class's free list
- * (cap_free >= n_out + n_free): the list grows here, when a new page is
- * made, so vq_page_put never allocates and cannot fail (a reset or an
- * eviction allocates nothing). */
+ * (cap_free >= n_out + n_free): the list grows here, when a page is carved,
+ * so vq_page_put never allocates and cannot fail (a reset or an eviction
+ * allocates nothing). */
 void *vq_page_get(vq_page_pool *p, size_t bytes)
 {
     vq_page_class *c = find_class(p, bytes, 1);
@@ -48,9 +89,12 @@ void *vq_page_get(vq_page_pool *p, size_t bytes)
         c->free = nf;
         c->cap_free = nc;
     }
-    void *page = malloc(bytes);
-    if (page)
-        c->n_out++;
+    if (c->carve_left < c->stride && !add_slab(p, c))
+        return NULL;
+    void *page = c->carve;
+    c->carve += c->stride;
+    c->carve_left -= c->stride;
+    c->n_out++;
     return page;
 }
 
@@ -59,10 +103,8 @@ void vq_page_put(vq_page_pool *p, void *page, size_t bytes)
     if (!page)
         return;
     vq_page_class *c = find_class(p, bytes, 0);
-    if (!c) { /* not from this pool: cannot happen; do not leak */
-        free(page);
+    if (!c) /* not from this pool: cannot happen (and it is not ours to free) */
         return;
-    }
     c->n_out--;
     c->free[c->n_free++] = page; /* a slot is waiting (vq_page_get) */
 }
@@ -71,18 +113,17 @@ size_t vq_page_pool_free_bytes(const vq_page_pool *p)
 {
     size_t t = 0;
     for (size_t i = 0; i < p->n_cls; i++)
-        t += p->cls[i].n_free * p->cls[i].bytes;
+        t += p->cls[i].slab_bytes - p->cls[i].n_out * p->cls[i].bytes;
     return t;
 }
 
 void vq_page_pool_destroy(vq_page_pool *p)
 {
-    for (size_t i = 0; i < p->n_cls; i++) {
-        for (size_t j = 0; j < p->cls[i].n_free; j++)
-            free(p->cls[i].free[j]);
+    for (size_t i = 0; i < p->n_cls; i++)
         free(p->cls[i].free);
-    }
+    for (size_t i = 0; i < p->n_slabs; i++)
+        free(p->slabs[i]);
     free(p->cls);
-    p->cls = NULL;
-    p->n_cls = 0;
+    free(p->slabs);
+    *p = (vq_page_pool){ 0 };
 }

@@ -112,6 +112,9 @@ static vq_status setup_layer(vq_cache *c, int l, int strip)
     size_t bk = vq_codec_block_tokens(L->kc), bv = vq_codec_block_tokens(L->vc);
     L->group = bk / gcd_sz(bk, bv) * bv;
     size_t page = (size_t)c->cfg->page;
+    if (!page) /* auto (cache_internal.h) */
+        page = L->shape.window > 0 || c->ev.kind != VQ_EVICT_NONE || c->cross ? VQ_CACHE_PAGE_SHORT
+                                                                             : VQ_CACHE_PAGE_LONG;
     L->page_tokens = (page + L->group - 1) / L->group * L->group;
     L->kpage_bytes = L->page_tokens * bpt(L->kc);
     L->vpage_bytes = L->page_tokens * bpt(L->vc);

@@ -73,6 +73,7 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
     c->nq_max = nq;
     c->asz_max = asz;
     c->d_max = D;
+    c->sc_floats = nq * sc;
     if (!c->tmp) {
         c->tmp = malloc((grp > 2 ? grp : 2) * D * sizeof(float));
         if (!c->tmp)
@@ -89,7 +90,7 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
         W->qbuf = malloc(nq * qb + 64);
         W->qbuf2 = malloc(nq * qb + 64);
         W->qf = malloc(nq * D * sizeof(float));
-        W->sc = malloc(nq * sc * sizeof(float));
+        W->sc = malloc(c->sc_floats * sizeof(float));
         if (!W->qbuf || !W->qbuf2 || !W->qf || !W->sc)
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
         if (c->cfg->prerope) {

@@ -15,9 +15,10 @@
 
 /* a cache with a calibrated codec (its state is saved inside the cache
  * file and in a model calibration file) and eviction scores */
-#define FMT_CFG_PLAIN "keys=vecinfer:sub_dim=8,bits=4 values=q8_0 residual=4 evict=h2o:budget=20,sinks=1,recent=4"
-/* a cache with the xkv section (cache file version 2 in the old format) */
-#define FMT_CFG_XKV "residual=4 cross=xkv:group=2,bits=4,min=16"
+#define FMT_CFG_PLAIN "keys=vecinfer:sub_dim=8,bits=4 values=q8_0 residual=4 evict=h2o:budget=20,sinks=1,recent=4 page=256"
+/* a cache with the xkv section (cache file version 2 in the old format);
+ * both written when the default page was 256 tokens (now auto) */
+#define FMT_CFG_XKV "residual=4 cross=xkv:group=2,bits=4,min=16 page=256"
 /* the single codec of the codec calibration state */
 #define FMT_CODEC_SPEC "vecinfer:sub_dim=8,bits=4"
 #define FMT_CODEC_D 32

@@ -1,17 +1,20 @@
-/* bench_attn_chunks.c -- what the size of attention's context chunks
- * (cache_internal.h VQ_CACHE_ATTN_CHUNK; the unit of work the threads
- * claim) costs a decode step: two caches of one config with the same
- * tokens, the smollm2 attention shape (30 layers, 3 KV heads, 9 query
- * heads, head_dim 64), 2 threads each; one decode query per layer through
- * the 30 layers, the caches alternated round by round (order swapped every
- * round), cache A with chunk 2048 and cache B with CHUNK tokens. Prints the
- * median wall time of each and the median (quartiles) of the per-round
- * ratio B / A. Both caches have attend.c's halving of chunks for layers
- * with few items switched off (attn_items = 0), so the sizes are the ones
- * given.
+/* bench_attn_ab.c -- two caches of the smollm2 attention shape (30 layers,
+ * 3 KV heads, 9 query heads, head_dim 64) holding the same tokens, 2
+ * threads each, timed against each other in one process: one decode query
+ * per layer through the 30 layers, the caches alternated round by round
+ * (order swapped every round). Prints the median wall time of each and the
+ * median (quartiles) of the per-round ratio B / A: a paired reading that
+ * the host's drift cancels out of (two runs of separate binaries on this
+ * 2-core machine differ by 10-25%).
  *
- * Usage: bench_attn_chunks CONFIG CHUNK [TOKENS [ROUNDS]]
- *   e.g. build/bench/bench_attn_chunks "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" 1024 4096 60 */
+ * Cache B may take CHUNK, its attention chunk in tokens (cache_internal.h
+ * VQ_CACHE_ATTN_CHUNK); then both caches have attend.c's halving of chunks
+ * for layers with few items switched off (attn_items = 0), so the sizes
+ * are the ones given (A: 2048).
+ *
+ * Usage: bench_attn_ab CONFIG_A CONFIG_B [TOKENS [ROUNDS [CHUNK]]]
+ *   e.g. build/bench/bench_attn_ab "keys=kivi:bits=2 page=256" "keys=kivi:bits=2 page=1024" 16384 60
+ *        build/bench/bench_attn_ab "$C" "$C" 4096 60 1024   (chunks of 1024 against 2048) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +56,7 @@ static vq_cache *make(const char *text, size_t n, size_t chunk)
     vq_cache_config *cfg = NULL;
     vq_cache *c = NULL;
     if (vq_cache_config_parse(text, &cfg) != VQ_OK || vq_cache_create(cfg, &sh, 11, &c) != VQ_OK) {
-        fprintf(stderr, "bench_attn_chunks: %s\n", vq_last_error());
+        fprintf(stderr, "bench_attn_ab: %s\n", vq_last_error());
         exit(1);
     }
     vq_cache_config_free(cfg);
@@ -70,26 +73,28 @@ static vq_cache *make(const char *text, size_t n, size_t chunk)
             k[i] = uniform(&s) + (i % D == 3 ? 5.0f : 0.0f), v[i] = uniform(&s);
         for (int l = 0; l < NL; l++)
             if (vq_cache_append(c, l, k, v, STEP, (int32_t)t0) != VQ_OK) {
-                fprintf(stderr, "bench_attn_chunks: append: %s\n", vq_last_error());
+                fprintf(stderr, "bench_attn_ab: append: %s\n", vq_last_error());
                 exit(1);
             }
     }
     vq_cache_set_n_threads(c, 2);
-    c->attn_chunk = chunk;
-    c->attn_items = 0;
+    if (chunk) {
+        c->attn_chunk = chunk;
+        c->attn_items = 0;
+    }
     return c;
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_attn_chunks CONFIG CHUNK [TOKENS [ROUNDS]]\n");
+        fprintf(stderr, "usage: bench_attn_ab CONFIG_A CONFIG_B [TOKENS [ROUNDS [CHUNK]]]\n");
         return 2;
     }
-    const size_t chunk = (size_t)atoi(argv[2]), n = argc > 3 ? (size_t)atoi(argv[3]) : 4096;
+    const size_t n = argc > 3 ? (size_t)atoi(argv[3]) : 4096, chunk = argc > 5 ? (size_t)atoi(argv[5]) : 0;
     int R = argc > 4 ? atoi(argv[4]) : 40;
     R = R < 4 ? 4 : R > MAXR ? MAXR : R;
-    vq_cache *c[2] = { make(argv[1], n, 2048), make(argv[1], n, chunk) };
+    vq_cache *c[2] = { make(argv[1], n, chunk ? 2048 : 0), make(argv[2], n, chunk) };
     float q[NQ * D], out[NQ * D];
     uint64_t s = 9;
     for (int i = 0; i < NQ * D; i++)
@@ -110,8 +115,9 @@ int main(int argc, char **argv)
     qsort(ta, (size_t)R, sizeof *ta, cmp);
     qsort(tb, (size_t)R, sizeof *tb, cmp);
     qsort(ratio, (size_t)R, sizeof *ratio, cmp);
-    printf("%s, %zu tokens: chunk 2048 %.3f ms, chunk %zu %.3f ms (medians); per-round ratio %.3f (quartiles %.3f %.3f)\n",
-           argv[1], n, ta[R / 2] * 1e3, chunk, tb[R / 2] * 1e3, ratio[R / 2], ratio[R / 4], ratio[3 * R / 4]);
+    printf("%zu tokens: A %.3f ms, B %.3f ms (medians); per-round ratio B/A %.3f (quartiles %.3f %.3f)\n  A: %s\n  B: %s%s\n",
+           n, ta[R / 2] * 1e3, tb[R / 2] * 1e3, ratio[R / 2], ratio[R / 4], ratio[3 * R / 4], argv[1], argv[2],
+           chunk ? " (its own chunk size)" : "");
     vq_cache_free(c[0]);
     vq_cache_free(c[1]);
     return 0;
