@@ -23,7 +23,7 @@ int validate_fail(validate_result *r, const char *what, const char *msg)
 static long config_page(const char *canon)
 {
     const char *p = strstr(canon, "page=");
-    long v = p ? strtol(p + 5, NULL, 10) : 256;
+    long v = p ? strtol(p + 5, NULL, 10) : 256; /* auto: 0 -> 256, a last page grows by at most that */
     return v > 0 ? v : 256;
 }
 

@@ -68,7 +68,7 @@ class KVCacheConfig(Owned):
 
         KVCacheConfig(keys="turboquant_rvq:bits=4", values="kivi:bits=4",
                       residual=32, evict="streaming_llm:sinks=4,window=256",
-                      cross="none", page=256, bits=[...], keep_first=1, ...)
+                      cross="none", page="auto", bits=[...], keep_first=1, ...)
         KVCacheConfig.parse("keys=q4_0:rot=1 values=q4_0:rot=1")
 
     Fields left out take the library's defaults (fp16 keys and values).

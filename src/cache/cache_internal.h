@@ -31,7 +31,9 @@
 /* page=auto (the default): pages of VQ_CACHE_PAGE_LONG tokens, but
  * VQ_CACHE_PAGE_SHORT in a layer with a sliding window and in a cache that
  * evicts or shares slots across layers (their held bytes follow the live
- * slots page by page). A page is a unit of the attention loop: every page
+ * slots page by page). A stream's last page grows a quarter page at a time
+ * (store.c page_fit), so long pages cost no more idle bytes than short
+ * ones. A page is a unit of the attention loop: every page
  * costs a kernel call per role and a softmax update of its own (2 threads,
  * smollm2's shape, AMD EPYC: attention at 4k tokens 0.84x the time with
  * 1024-token pages for fp16, 0.91x for KIVI-2; bench/bench_attn_ab). */
@@ -170,9 +172,14 @@ typedef struct {
 } vq_attn_worker;
 
 typedef struct {
-    /* packed region: slot i lives in page i / page_tokens */
+    /* packed region: slot i lives in page i / page_tokens. Every page but
+     * the last holds page_tokens slots (kpage_bytes, vpage_bytes); the last
+     * one holds klast / vlast bytes and grows a step at a time
+     * (store.c page_step: a quarter page), so that a stream's partly
+     * filled page costs at most a step of idle bytes. */
     uint8_t **kpages, **vpages;
     size_t n_pages, cap_pages;
+    size_t klast, vlast; /* bytes of the last page (0 without pages) */
     /* Slot index. Positions: NULL while the packed slots hold consecutive
      * positions (slot i is at pos_base + i, 0 bytes per slot); a table is
      * made when a gap appears (eviction inside the region, or appends with

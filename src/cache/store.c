@@ -207,10 +207,13 @@ static void release_pages(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size
 {
     while (H->n_pages > keep) {
         H->n_pages--;
-        vq_page_put(&c->pool, H->kpages[H->n_pages], L->kpage_bytes);
-        vq_page_put(&c->pool, H->vpages[H->n_pages], L->vpage_bytes);
+        vq_page_put(&c->pool, H->kpages[H->n_pages], H->klast);
+        vq_page_put(&c->pool, H->vpages[H->n_pages], H->vlast);
         H->kpages[H->n_pages] = H->vpages[H->n_pages] = NULL;
+        H->klast = L->kpage_bytes, H->vlast = L->vpage_bytes; /* the pages before were whole */
     }
+    if (!H->n_pages)
+        H->klast = H->vlast = 0;
 }
 
 void vq_cache_reset(vq_cache *c)
@@ -319,6 +322,44 @@ vq_status vq_cache_calibrate(vq_cache *c, int layer, const float *k, const float
 
 /* ---- packed storage ----------------------------------------------------- */
 
+/* tokens a growing last page holds: `need` rounded up to a step of a
+ * quarter page (whole codec groups), at most the page */
+static size_t page_step(const vq_cache_layer *L, size_t need)
+{
+    const size_t P = L->page_tokens, G = L->group;
+    const size_t step = ((P + 3) / 4 + G - 1) / G * G;
+    const size_t t = (need + step - 1) / step * step;
+    return t < P ? t : P;
+}
+
+/* page p of H (p = n_pages: a new last page; p = n_pages - 1: the last
+ * page) made to hold `need` slots: a larger page from the pool and the old
+ * bytes copied over when it holds fewer */
+static vq_status page_fit(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size_t p, size_t need)
+{
+    const int fresh = p == H->n_pages;
+    const size_t t = page_step(L, need), bk = t * bpt(L->kc), bv = t * bpt(L->vc);
+    if (!fresh && bk <= H->klast && bv <= H->vlast)
+        return VQ_OK;
+    uint8_t *k = vq_page_get(&c->pool, bk);
+    uint8_t *v = k ? vq_page_get(&c->pool, bv) : NULL;
+    if (!v) {
+        vq_page_put(&c->pool, k, bk);
+        return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for a page");
+    }
+    if (!fresh) {
+        memcpy(k, H->kpages[p], H->klast);
+        memcpy(v, H->vpages[p], H->vlast);
+        vq_page_put(&c->pool, H->kpages[p], H->klast);
+        vq_page_put(&c->pool, H->vpages[p], H->vlast);
+    }
+    H->kpages[p] = k;
+    H->vpages[p] = v;
+    H->klast = bk, H->vlast = bv;
+    H->n_pages += fresh;
+    return VQ_OK;
+}
+
 vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size_t n)
 {
     if (n > H->cap_slots) {
@@ -351,17 +392,13 @@ vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for page tables");
         H->cap_pages = nc;
     }
-    while (H->n_pages < pages) {
-        uint8_t *k = vq_page_get(&c->pool, L->kpage_bytes);
-        uint8_t *v = k ? vq_page_get(&c->pool, L->vpage_bytes) : NULL;
-        if (!v) {
-            vq_page_put(&c->pool, k, L->kpage_bytes);
-            return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for a page");
-        }
-        H->kpages[H->n_pages] = k;
-        H->vpages[H->n_pages] = v;
-        H->n_pages++;
-    }
+    /* the last page grows to what it must hold (all of a page when more
+     * follow), then new pages, the last one a step at a time */
+    const size_t P = L->page_tokens;
+    if (H->n_pages && H->n_pages <= pages)
+        VQ_TRY(page_fit(c, L, H, H->n_pages - 1, H->n_pages == pages ? n - (pages - 1) * P : P));
+    while (H->n_pages < pages)
+        VQ_TRY(page_fit(c, L, H, H->n_pages, H->n_pages + 1 == pages ? n - (pages - 1) * P : P));
     return VQ_OK;
 }
 
@@ -730,7 +767,9 @@ static void layer_stats(const vq_cache *c, const vq_cache_layer *L, vq_cache_usa
             rs[r]->accounted_bytes += (uint64_t)H->n_packed * bpt(cd[r]) + (uint64_t)H->n_res * 2 * D;
             rs[r]->residual_bytes += (uint64_t)L->res_cap * 2 * D;
             rs[r]->residual_tokens += H->n_res;
-            rs[r]->resident_bytes += (uint64_t)H->n_pages * pb[r] + (uint64_t)L->res_cap * 2 * D;
+            const uint64_t last = r ? H->vlast : H->klast; /* the last page grows (page_fit) */
+            rs[r]->resident_bytes += (H->n_pages ? (uint64_t)(H->n_pages - 1) * pb[r] + last : 0) +
+                                     (uint64_t)L->res_cap * 2 * D;
         }
     }
     vq_cross_stats(c, L, u);
