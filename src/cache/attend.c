@@ -192,6 +192,25 @@ static void add_weights(const vq_cache *c, vq_cache_head *H, const float *wrow, 
     }
 }
 
+/* the slots of the page at s0 (n of them) up to the last one at a position
+ * <= qmax, rounded up to whole codec groups (the slots past it are masked
+ * for every query of the tile: the causal part of a prompt's pages) */
+static size_t visible_prefix(const vq_cache_layer *L, const vq_cache_head *H, size_t s0, size_t n, int32_t qmax)
+{
+    if (vq_head_pos(H, s0 + n - 1) <= qmax)
+        return n;
+    size_t lo = 0, hi = n - 1; /* pos(s0 + lo) <= qmax < pos(s0 + hi): positions increase */
+    while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (vq_head_pos(H, s0 + mid) <= qmax)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const size_t v = (hi + L->group - 1) / L->group * L->group;
+    return v < n ? v : n;
+}
+
 /* one tile of one layer: everything the items and the merge share */
 typedef struct {
     vq_cache *c;
@@ -340,6 +359,7 @@ static vq_status run_item(tile_job *J, size_t it, int w)
             }
             if (L->shape.window > 0 && vq_head_pos(H, s0 + n - 1) <= qmin - L->shape.window)
                 continue;
+            n = visible_prefix(L, H, s0, n, qmax);
             if (used + nq * n > c->sc_floats)
                 break; /* (never for a run's first page: W->sc holds nq_max pages) */
             VQ_TRY(vq_cross_bind(c, L, h, s0, kc, vc));

@@ -492,16 +492,26 @@ static void kx_score_q8(vq_codec *c, kx_state *st, const float *qall, int n_q, c
         for (int o = 0; o < st->outliers; o++)
             memcpy(raw + 2 * (size_t)o, tab + 4 * (size_t)o + 2, 2);
         k->fp16_row(raw, xv, (size_t)st->outliers);
+        /* each outlier's correction: its (token, channel, dx) first, then
+         * per query over the entries, so that a query's writes stay in its
+         * row (the rows are n floats apart: 4 KB for 1024-token pages, and
+         * a prompt tile's 24 rows then share one L1 set); every score gets
+         * its corrections in table order either way */
+        uint32_t ot[1024], oc[1024]; /* outliers <= 1024 (kx_create) */
+        size_t no = 0;
         for (int o = 0; o < st->outliers; o++) {
             const size_t el = outlier_at(tab, o);
             if (el >= entries)
                 continue;
             const size_t t = pow2 ? el >> lg : el / D, ch = el - t * D;
-            const float dx = xv[o] - (sm[ch] * (float)vq_bits_get(dense, el, st->bits) + sm[D + ch]);
-            float *sc = scores + blk * B + t;
-            const float *qc = qall + ch;
-            for (int j = 0; j < n_q; j++)
-                sc[(size_t)j * n] += qc[(size_t)j * qstride] * dx;
+            xv[no] = xv[o] - (sm[ch] * (float)vq_bits_get(dense, el, st->bits) + sm[D + ch]);
+            ot[no] = (uint32_t)t, oc[no++] = (uint32_t)ch;
+        }
+        for (int j = 0; j < n_q; j++) {
+            float *sc = scores + (size_t)j * n + blk * B;
+            const float *qj = qall + (size_t)j * qstride;
+            for (size_t o = 0; o < no; o++)
+                sc[ot[o]] += qj[oc[o]] * xv[o];
         }
     }
 }
