@@ -49,6 +49,8 @@ plan40="keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=64 res
 # RoPE and scored against int8 queries, plan40's values summed with int8 weights
 plan30f="keys=kivix:bits=4,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 kbits=4,4,4,4,3,4,3,3,3,4,4,4,4,4,4,3,4,4,4,4,4,4,3,4,4,4,3,4,3,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,1,2,2,1,2,2,2,2,2,1,2,1,2,2"
 plan40f="keys=kivix:bits=4,group=128,outliers=64,qbits=8 values=kivix:bits=3,group=64,qbits=8 residual=128 sinks=4"
+# the 2.25 b/e plan at speed (seventh round's first row)
+plan22f="keys=kivix:bits=3,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 kbits=3,3,2,2,2,2,2,3,3,2,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2 vbits=2,2,2,2,2,2,2,2,2,2,1,1,2,1,2,2,1,2,2,1,2,1,1,2,2,1,1,1,2,1"
 
 # gemma3's quality plans (docs/quality.md: the fourth round's 3.0 b/e plan with 16 sinks,
 # the 3.78 b/e kivix row) and the same at speed (seventh round)
@@ -124,7 +126,7 @@ for s in "${steps[@]}"; do
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
                       --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" \
-                      --cache "$plan30" --cache "$plan40" --cache "$plan30f" --cache "$plan40f" ;;
+                      --cache "$plan30" --cache "$plan40" --cache "$plan30f" --cache "$plan40f" --cache "$plan22f" ;;
     e2e-gemma3)   run e2e-gemma3 bench e2e --model gemma3-270m --ctx 4096 --threads 2 --decode 64 \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
