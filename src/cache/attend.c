@@ -122,8 +122,8 @@ static float mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *
         all_live = alive[i] != 0;
     int32_t qlo = mc->qpos[0], qhi = mc->qpos[mc->nt - 1];
     int32_t first = n ? (pos ? pos[0] : pos0) : 0, last = n ? (pos ? pos[n - 1] : pos0 + (int32_t)n - 1) : 0;
-    if (all_live && n > 0 && mc->softcap <= 0.0f && last > qlo && !wrow && mc->scale > 0.0f &&
-        (mc->window == 0 || first > qhi - mc->window)) {
+    const int plain = all_live && n > 0 && mc->softcap <= 0.0f && (mc->window == 0 || first > qhi - mc->window);
+    if (plain && last > qlo && !wrow && mc->scale > 0.0f) {
         /* a prompt tile's diagonal: the slots up to the first query's
          * position are visible to all, the few after it per query; the
          * scores stay raw (the scale still to apply) */
@@ -139,7 +139,7 @@ static float mask_scores(const mask_ctx *mc, float *s, size_t n, const int32_t *
         }
         return mc->scale;
     }
-    if (all_live && n > 0 && mc->softcap <= 0.0f && last <= qlo && (mc->window == 0 || first > qhi - mc->window)) {
+    if (plain && last <= qlo) {
         const float sc = mc->scale;
         if (!wrow && sc > 0.0f)
             return sc;

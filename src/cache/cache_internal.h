@@ -35,8 +35,9 @@
  * (store.c page_fit), so long pages cost no more idle bytes than short
  * ones. A page is a unit of the attention loop: every page
  * costs a kernel call per role and a softmax update of its own (2 threads,
- * smollm2's shape, AMD EPYC: attention at 4k tokens 0.84x the time with
- * 1024-token pages for fp16, 0.91x for KIVI-2; bench/bench_attn_ab). */
+ * smollm2's shape, AMD EPYC: attention at 4k tokens 0.81x the time with
+ * 1024-token pages for fp16, 0.94x for KIVI-2; bench/bench_attn_ab,
+ * figures/bench/ab-session20.txt). */
 #define VQ_CACHE_PAGE_LONG 1024
 #define VQ_CACHE_PAGE_SHORT 256
 #define VQ_CACHE_QUERY_TILE 8 /* query tokens scored together */

@@ -109,7 +109,7 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
     if (!c->part)
         return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention partials");
     c->scratch_bytes = (grp > 2 ? grp : 2) * D * sizeof(float) +
-                       (size_t)T * (2 * (nq * qb + 64) + nq * D * sizeof(float) + nq * sc * sizeof(float)) +
+                       (size_t)T * (2 * (nq * qb + 64) + nq * D * sizeof(float) + c->sc_floats * sizeof(float)) +
                        c->part_items * c->part_stride * sizeof(float);
     if (c->cfg->prerope)
         c->scratch_bytes += (size_t)T * ((grp + nq) * D * sizeof(float) + grp * sizeof(int32_t));
