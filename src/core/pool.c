@@ -32,6 +32,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,13 +42,11 @@
 #endif
 
 #include "core/error.h"
+#include "core/pool_kinds.h"
 
 #define VQ_POOL_MAX 64
 #define VQ_POOL_SPIN 2000       /* pause polls before sleeping */
 #define CHUNK_CLOSED 0xFFFFFFFFu
-#define ADAPT_WINDOW 64       /* parallel jobs per verdict */
-#define ADAPT_SERIAL_S 0.1    /* seconds on the caller alone after a losing window */
-#define ADAPT_MARGIN 1.1      /* parallel must lose by 10% to be switched off */
 #define MAX_CHUNKS 0x7FFFFFFFu
 
 struct vq_pool {
@@ -55,12 +54,11 @@ struct vq_pool {
     pthread_t th[VQ_POOL_MAX];
     int n_started;
     unsigned gen; /* caller only */
-    /* adaptive fallback (caller only): see vq_pool_for */
-    int adapt_jobs;        /* parallel jobs in the current window */
-    double adapt_par_s;    /* their wall time */
-    double adapt_ser_s;    /* estimated time had the caller run them alone */
-    double serial_until;   /* run jobs on the caller alone until then */
+    /* parallel or the caller alone, per kind of job (caller only):
+     * core/pool_kinds.h; adapt_on 0: always parallel */
     int adapt_on;
+    vq_job_kind kinds[VQ_KIND_SLOTS];
+    unsigned kind_jobs; /* jobs since the kinds were last reset */
     _Alignas(64) _Atomic uint64_t counter;
     _Alignas(64) atomic_uint done;
     _Alignas(64) _Atomic(vq_pool_task) fn;
@@ -204,9 +202,8 @@ vq_status vq_pool_create(int n_threads, vq_pool **out)
     p->n = n_threads;
     p->n_started = 0;
     p->gen = 0;
-    p->adapt_jobs = 0;
-    p->adapt_par_s = p->adapt_ser_s = 0;
-    p->serial_until = 0;
+    memset(p->kinds, 0, sizeof p->kinds);
+    p->kind_jobs = 0;
     {
         const char *e = getenv("VQ_POOL_ADAPT");
         p->adapt_on = !(e && *e == '0');
@@ -243,32 +240,6 @@ vq_status vq_pool_create(int n_threads, vq_pool **out)
 
 int vq_pool_size(const vq_pool *p) { return p ? p->n : 1; }
 
-/* Adaptive fallback. On a machine shared with other programs a worker can
- * be descheduled while it holds a chunk; the caller then waits for it, and
- * fork-join loses to one thread. Over each window of ADAPT_WINDOW parallel
- * jobs we compare their wall time with an estimate of the caller alone:
- * (time the caller spent on its own chunks) x n_chunks / (its chunks), and
- * when parallel was slower (by ADAPT_MARGIN) the jobs of the next
- * ADAPT_SERIAL_S seconds run on the caller alone (then parallel is tried
- * again). VQ_POOL_ADAPT=0 turns this off. Results do not change:
- * chunks never depend on which thread runs them. */
-static void adapt(vq_pool *p, double t0, double t_mine, double t_end, unsigned mine,
-                  unsigned n_chunks)
-{
-    if (!p->adapt_on)
-        return;
-    p->adapt_par_s += t_end - t0;
-    /* mine == 0: the worker ran every chunk; the caller alone would have
-     * needed about the same time as the job took */
-    p->adapt_ser_s += mine ? (t_mine - t0) * (double)n_chunks / (double)mine : t_end - t0;
-    if (++p->adapt_jobs < ADAPT_WINDOW)
-        return;
-    if (p->adapt_par_s > ADAPT_MARGIN * p->adapt_ser_s)
-        p->serial_until = t_end + ADAPT_SERIAL_S;
-    p->adapt_jobs = 0;
-    p->adapt_par_s = p->adapt_ser_s = 0;
-}
-
 void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void *ctx)
 {
     if (n_items == 0)
@@ -282,9 +253,15 @@ void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void
         fn(ctx, 0, n_items, 0);
         return;
     }
-    double t_start = now_s();
-    if (t_start < p->serial_until) {
+    if (p->adapt_on && ++p->kind_jobs >= VQ_KIND_RESET) {
+        memset(p->kinds, 0, sizeof p->kinds);
+        p->kind_jobs = 0;
+    }
+    vq_job_kind *kind = p->adapt_on ? vq_job_kind_find(p->kinds, (const void *)fn, n_items, grain) : NULL;
+    const double t_start = kind ? now_s() : 0.0;
+    if (kind && vq_job_kind_mode(kind) == VQ_KIND_SERIAL) {
         fn(ctx, 0, n_items, 0);
+        vq_job_kind_record(kind, VQ_KIND_SERIAL, now_s() - t_start);
         return;
     }
     unsigned n_chunks = (unsigned)nc;
@@ -317,7 +294,6 @@ void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void
         mine++;
         v = atomic_load_explicit(&p->counter, memory_order_acquire);
     }
-    double t_mine = now_s();
     int finished = 0;
     if (mine) {
         unsigned d = atomic_fetch_add(&p->done, mine) + mine;
@@ -335,7 +311,8 @@ void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void
         spins = 0;
     }
     atomic_store_explicit(&p->caller_waiting, 0u, memory_order_relaxed);
-    adapt(p, t_start, t_mine, now_s(), mine, n_chunks);
+    if (kind)
+        vq_job_kind_record(kind, VQ_KIND_PARALLEL, now_s() - t_start);
 }
 
 struct run_adapter {
