@@ -18,12 +18,18 @@ def fmt(x, nd=2):
     return f"{x:.{nd}f}"
 
 
+def scaling(r):
+    """the run's thread scaling (files from before it was measured: nothing)"""
+    s = r.get("thread_scaling")
+    return f"; thread scaling {fmt(s)}x of {r['threads']} (1.0: the threads share one core)" if s else ""
+
+
 def attention_table(r):
     out = []
     layers = r.get("layers", 1)
     out.append(f"CPU {r['cpu']}, {r['threads']} thread(s); {r['kv_heads']} KV heads, {r['q_heads']} query heads, "
                f"head_dim {r['head_dim']}; {layers} layer(s) attended per step (times and MB per layer); "
-               f"memory read bandwidth {fmt(r['bandwidth_gbs'], 1)} GB/s")
+               f"memory read bandwidth {fmt(r['bandwidth_gbs'], 1)} GB/s{scaling(r)}")
     out.append("")
     out.append("| keys | values | ctx | KV MB | ms/token | GB/s | of memory BW | of cached read | vs fp16 | "
                "key scoring ms | scoring vs fp16 |")
@@ -39,7 +45,8 @@ def attention_table(r):
 def e2e_table(r):
     out = []
     out.append(f"{r['model']}, CPU {r['cpu']}, {r['threads']} thread(s); weights {fmt(r['weight_bytes'] / 1e6, 1)} MB; "
-               f"memory read bandwidth {fmt(r['bandwidth_gbs'], 1)} GB/s; decode = {r['decode_tokens']} greedy tokens")
+               f"memory read bandwidth {fmt(r['bandwidth_gbs'], 1)} GB/s{scaling(r)}; "
+               f"decode = {r['decode_tokens']} greedy tokens")
     out.append("")
     out.append("| cache | ctx | prefill tok/s | decode tok/s | KV MB | floor tok/s | of floor | decode vs fp16 |")
     out.append("|---|---|---|---|---|---|---|---|")

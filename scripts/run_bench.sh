@@ -82,6 +82,11 @@ with open(path + ".tmp", "w") as f:
     json.dump({"command": cmd, "load": load, "result": json.loads(res)}, f, indent=1)
 import os
 os.replace(path + ".tmp", path)
+r = json.loads(res)
+s, n = r.get("thread_scaling"), r.get("threads", 1)
+if s is not None and n > 1 and s < 0.75 * n:
+    print(f"run_bench.sh: {path}: thread scaling {s:.2f}x of {n}: the threads shared cores during this run; "
+          "its figures are not this code's best (docs/runtime.md, thread pool)", file=sys.stderr)
 EOF
 }
 

@@ -126,6 +126,71 @@ double bench_read_bandwidth_cached(int n_threads, size_t bytes)
     return read_rate(n_threads, (bytes + 63) / 64 * 64, 9);
 }
 
+/* ---- thread scaling --------------------------------------------------- */
+
+typedef struct {
+    long iters;
+    double sum;
+} spin_job;
+
+/* arithmetic only: 8 independent chains of multiply-adds (no memory) */
+static void *spin_arith(void *arg)
+{
+    spin_job *j = arg;
+    double x[8] = { 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7 };
+    for (long i = 0; i < j->iters; i++)
+        for (int c = 0; c < 8; c++)
+            x[c] = x[c] * 0.999999 + 1e-6;
+    j->sum = x[0] + x[1] + x[2] + x[3] + x[4] + x[5] + x[6] + x[7];
+    return NULL;
+}
+
+/* seconds for n threads (the caller one of them) to run the loop each */
+static double spin_time(int n, long iters)
+{
+    enum { MAXT = 64 };
+    spin_job jobs[MAXT];
+    pthread_t th[MAXT];
+    int started[MAXT] = { 0 };
+    const double t0 = bench_now();
+    for (int k = 0; k < n; k++) {
+        jobs[k] = (spin_job){ iters, 0.0 };
+        if (k > 0)
+            started[k] = pthread_create(&th[k], NULL, spin_arith, &jobs[k]) == 0;
+    }
+    spin_arith(&jobs[0]);
+    for (int k = 1; k < n; k++) {
+        if (started[k])
+            pthread_join(th[k], NULL);
+        else
+            spin_arith(&jobs[k]);
+    }
+    const double t = bench_now() - t0;
+    volatile double sink = 0.0;
+    for (int k = 0; k < n; k++)
+        sink += jobs[k].sum;
+    (void)sink;
+    return t;
+}
+
+double bench_thread_scaling(int n_threads)
+{
+    enum { ROUNDS = 5 };
+    if (n_threads <= 1)
+        return 1.0;
+    if (n_threads > 64)
+        n_threads = 64;
+    long iters = 1 << 16; /* grown until one thread takes about 20 ms */
+    while (spin_time(1, iters) < 0.02 && iters < (1L << 30))
+        iters *= 2;
+    double r[ROUNDS];
+    for (int k = 0; k < ROUNDS; k++) { /* alternated: the host's drift cancels */
+        const double t1 = spin_time(1, iters), tn = spin_time(n_threads, iters);
+        r[k] = tn > 0.0 ? n_threads * t1 / tn : 0.0;
+    }
+    return bench_median(r, ROUNDS);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

@@ -19,6 +19,14 @@ double bench_read_bandwidth(int n_threads);
  * what a working set of that size gets, from the caches when it fits. */
 double bench_read_bandwidth_cached(int n_threads, size_t bytes);
 
+/* The compute rate of n_threads threads running an arithmetic loop at
+ * once, over one thread's alone (median of 5 alternated rounds of about
+ * 20 ms per thread): n_threads where every thread has a core of its own,
+ * about 1 where they share one physical core (SMT siblings, or virtual
+ * CPUs that the host runs on one core). Every figure taken with threads
+ * is read against it. 1 for n_threads <= 1. */
+double bench_thread_scaling(int n_threads);
+
 /* Median of n values (sorts v in place); n >= 1. */
 double bench_median(double *v, int n);
 

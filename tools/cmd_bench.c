@@ -404,12 +404,14 @@ static int cmd_bench_attention(int argc, char **argv)
     char cpu[256];
     bench_cpu_name(cpu, sizeof cpu);
     double bw = bench_read_bandwidth(threads);
+    const double scaling = bench_thread_scaling(threads);
     if (!json) {
         printf("decode attention, %d layer(s) per step (times per layer): %d KV heads, %d query heads, head_dim %d, "
                "%d thread(s); CPU %s\n",
                layers, kv, qh, D, threads, cpu);
-        printf("streaming read bandwidth (this run, %d thread(s), buffer larger than the L3 cache): %.1f GB/s\n", threads,
-               bw);
+        printf("streaming read bandwidth (this run, %d thread(s), buffer larger than the L3 cache): %.1f GB/s; thread\n"
+               "scaling %.2fx (an arithmetic loop; 1.0: the threads share one core)\n",
+               threads, bw, scaling);
         printf("(\"of BW\": of that bandwidth; \"of cached\": of the read rate of a buffer the size of the fp16\n"
                " cache at that context (all layers), measured in this run -- the floor when the cache fits in the CPU's\n"
                " caches)\n\n");
@@ -487,7 +489,7 @@ static int cmd_bench_attention(int argc, char **argv)
         cli_json_print_str(stdout, cpu);
         printf(",\n  \"threads\": %d,\n  \"head_dim\": %d,\n  \"kv_heads\": %d,\n  \"q_heads\": %d,\n  \"layers\": %d,\n",
                threads, D, kv, qh, layers);
-        printf("  \"bandwidth_gbs\": %.3f,\n  \"results\": [", bw);
+        printf("  \"bandwidth_gbs\": %.3f,\n  \"thread_scaling\": %.3f,\n  \"results\": [", bw, scaling);
         int first = 1;
         for (int i = 0; i < n_cfg * n_ctx; i++) {
             const att_result *r = &res[i];

@@ -201,12 +201,14 @@ int cmd_bench_e2e(int argc, char **argv)
     char cpu[256];
     bench_cpu_name(cpu, sizeof cpu);
     double bw = bench_read_bandwidth(bw_threads);
+    const double scaling = bench_thread_scaling(bw_threads);
     double wbytes = (double)info.weight_bytes;
     if (!json) {
         printf("%s: %d layers, weights %.1f MB; %d thread(s); CPU %s\n", model, info.n_layers, wbytes / 1e6,
                bw_threads, cpu);
-        printf("streaming read bandwidth (this run): %.1f GB/s; decode %d greedy tokens after each prompt\n\n", bw,
-               n_decode);
+        printf("streaming read bandwidth (this run): %.1f GB/s; thread scaling %.2fx of %d (an arithmetic loop; 1.0:\n"
+               "the threads share one core); decode %d greedy tokens after each prompt\n\n",
+               bw, scaling, bw_threads, n_decode);
         printf("%-58s %6s %10s %10s %9s %10s %8s %8s\n", "cache", "ctx", "prefill/s", "decode/s", "KV MB", "floor/s",
                "of floor", "vs fp16");
     }
@@ -257,7 +259,7 @@ int cmd_bench_e2e(int argc, char **argv)
         cli_json_print_str(stdout, cpu);
         printf(",\n  \"threads\": %d,\n  \"decode_tokens\": %d,\n  \"weight_bytes\": %.0f,\n", bw_threads, n_decode,
                wbytes);
-        printf("  \"bandwidth_gbs\": %.3f,\n  \"results\": [", bw);
+        printf("  \"bandwidth_gbs\": %.3f,\n  \"thread_scaling\": %.3f,\n  \"results\": [", bw, scaling);
         int first = 1;
         for (int i = 0; i < n_cfg * n_ctx; i++) {
             const e2e_result *r = &res[i], *f = &res[i / n_cfg * n_cfg + 1];
