@@ -54,6 +54,26 @@ static void *read_lines(void *arg)
     return NULL;
 }
 
+/* fn on jobs[0..n) (job k at jobs + k*size), job k > 0 on a thread of its
+ * own (on the caller when no thread starts), job 0 on the caller; returns
+ * when all are done */
+static void run_threads(void *(*fn)(void *), void *jobs, size_t size, int n)
+{
+    enum { MAXT = 64 };
+    pthread_t th[MAXT];
+    int started[MAXT] = { 0 };
+    char *j = jobs;
+    for (int k = 1; k < n && k < MAXT; k++)
+        started[k] = pthread_create(&th[k], NULL, fn, j + (size_t)k * size) == 0;
+    fn(j);
+    for (int k = 1; k < n && k < MAXT; k++) {
+        if (started[k])
+            pthread_join(th[k], NULL);
+        else
+            fn(j + (size_t)k * size);
+    }
+}
+
 /* GB/s of reading `bytes` (a multiple of 64) once, median of `passes`
  * passes after one warm-up pass. The buffer is on huge pages where the OS
  * offers them (madvise, as the model's weights are: core/huge.h); with
@@ -82,22 +102,12 @@ static double read_rate(int n_threads, size_t bytes, int passes)
     volatile uint64_t sink = 0;
     for (int r = -1; r < passes; r++) {
         read_job jobs[MAXT];
-        pthread_t th[MAXT];
-        int started[MAXT] = { 0 };
-        double t0 = bench_now();
         for (int k = 0; k < n_threads; k++) {
             size_t b = n * (size_t)k / (size_t)n_threads, e = n * (size_t)(k + 1) / (size_t)n_threads;
             jobs[k] = (read_job){ buf + b, e - b, 0 };
-            if (k > 0)
-                started[k] = pthread_create(&th[k], NULL, read_lines, &jobs[k]) == 0;
         }
-        read_lines(&jobs[0]);
-        for (int k = 1; k < n_threads; k++) {
-            if (started[k])
-                pthread_join(th[k], NULL);
-            else
-                read_lines(&jobs[k]);
-        }
+        double t0 = bench_now();
+        run_threads(read_lines, jobs, sizeof *jobs, n_threads);
         if (r >= 0)
             t[r] = bench_now() - t0;
         for (int k = 0; k < n_threads; k++)
@@ -150,21 +160,10 @@ static double spin_time(int n, long iters)
 {
     enum { MAXT = 64 };
     spin_job jobs[MAXT];
-    pthread_t th[MAXT];
-    int started[MAXT] = { 0 };
-    const double t0 = bench_now();
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n; k++)
         jobs[k] = (spin_job){ iters, 0.0 };
-        if (k > 0)
-            started[k] = pthread_create(&th[k], NULL, spin_arith, &jobs[k]) == 0;
-    }
-    spin_arith(&jobs[0]);
-    for (int k = 1; k < n; k++) {
-        if (started[k])
-            pthread_join(th[k], NULL);
-        else
-            spin_arith(&jobs[k]);
-    }
+    const double t0 = bench_now();
+    run_threads(spin_arith, jobs, sizeof *jobs, n);
     const double t = bench_now() - t0;
     volatile double sink = 0.0;
     for (int k = 0; k < n; k++)
