@@ -142,23 +142,32 @@ static void test_kinds(void)
     CHECK(kind_step(k, 60e-6, 10e-6) == VQ_KIND_SERIAL);
     CHECKF(k->mean_s[VQ_KIND_PARALLEL] == 60e-6 && k->mean_s[VQ_KIND_SERIAL] == 10e-6,
            "probe means %g %g", k->mean_s[VQ_KIND_PARALLEL], k->mean_s[VQ_KIND_SERIAL]);
-    /* serial is faster: it runs serial, and parallel once per VQ_KIND_EXPLORE */
+    /* serial is 6x faster: it runs serial, and parallel once per VQ_KIND_EXPLORE_FAR */
     int par = 0;
-    for (int r = 0; r < 4 * VQ_KIND_EXPLORE; r++)
+    for (int r = 0; r < 4 * VQ_KIND_EXPLORE_FAR; r++)
         par += kind_step(k, 60e-6, 10e-6) == VQ_KIND_PARALLEL;
-    CHECKF(par == 4, "parallel explored %d times in %d runs", par, 4 * VQ_KIND_EXPLORE);
+    CHECKF(par == 4, "parallel explored %d times in %d runs", par, 4 * VQ_KIND_EXPLORE_FAR);
+    /* another kind, serial 1.5x faster: parallel once per VQ_KIND_EXPLORE */
+    vq_job_kind *k2 = vq_job_kind_find(kinds, &tag, 37, 9);
+    CHECK(k2 != k); /* neighbouring keys land in different slots */
+    for (int r = 0; r < 2 * VQ_KIND_PROBE; r++)
+        kind_step(k2, 15e-6, 10e-6);
+    par = 0;
+    for (int r = 0; r < 4 * VQ_KIND_EXPLORE; r++)
+        par += kind_step(k2, 15e-6, 10e-6) == VQ_KIND_PARALLEL;
+    CHECKF(par == 4, "parallel explored %d times in %d runs (1.5x)", par, 4 * VQ_KIND_EXPLORE);
     /* the same key finds the same slot, stats kept; another key resets it */
     CHECK(vq_job_kind_find(kinds, &tag, 36, 9) == k && k->runs[VQ_KIND_SERIAL] > 2);
     /* parallel becomes faster: the kind follows within a few explorations */
     int last = -1, r = 0;
-    for (; r < 8 * VQ_KIND_EXPLORE; r++)
-        if ((last = kind_step(k, 5e-6, 10e-6)) == VQ_KIND_PARALLEL && r > VQ_KIND_EXPLORE)
+    for (; r < 2 * VQ_KIND_EXPLORE_FAR; r++)
+        if ((last = kind_step(k, 5e-6, 10e-6)) == VQ_KIND_PARALLEL)
             break;
     CHECKF(last == VQ_KIND_PARALLEL, "still serial after %d runs with parallel twice as fast", r);
-    par = 0;
-    for (int i = 0; i < 2 * VQ_KIND_EXPLORE; i++)
+    par = 0; /* (serial at twice the time: explored once per VQ_KIND_EXPLORE_FAR) */
+    for (int i = 0; i < 2 * VQ_KIND_EXPLORE_FAR; i++)
         par += kind_step(k, 5e-6, 10e-6) == VQ_KIND_PARALLEL;
-    CHECKF(par == 2 * VQ_KIND_EXPLORE - 2, "parallel %d of %d runs once faster", par, 2 * VQ_KIND_EXPLORE);
+    CHECKF(par == 2 * VQ_KIND_EXPLORE_FAR - 2, "parallel %d of %d runs once faster", par, 2 * VQ_KIND_EXPLORE_FAR);
     /* a different kind in the same slot starts over */
     for (size_t n = 1; n < 100000; n++) {
         vq_job_kind *o = vq_job_kind_find(kinds, &tag, n, 9);

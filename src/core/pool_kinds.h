@@ -8,7 +8,8 @@
  * for the newest), except that a run in the slower mode replaces it. The
  * first VQ_KIND_PROBE runs of a kind are parallel, the next VQ_KIND_PROBE
  * on the caller alone; after that a kind runs in its faster mode, and once
- * every VQ_KIND_EXPLORE runs in the other one: one such run that is faster
+ * every VQ_KIND_EXPLORE runs in the other one (VQ_KIND_EXPLORE_FAR while
+ * that one took twice the time or more): one such run that is faster
  * switches the kind over (if that was noise, the runs that follow in the
  * new mode switch it back). The pool forgets every kind after
  * VQ_KIND_RESET jobs, so that all of them probe again together: a kind
@@ -34,6 +35,7 @@
 #define VQ_KIND_SLOTS 64   /* kinds remembered (direct-mapped by key) */
 #define VQ_KIND_PROBE 2    /* first runs in each mode */
 #define VQ_KIND_EXPLORE 64 /* then one run in the slower mode per this many */
+#define VQ_KIND_EXPLORE_FAR 256 /* ... or this many when it is 2x slower or more */
 #define VQ_KIND_RESET 8192 /* pool jobs between two resets of every kind */
 
 enum { VQ_KIND_PARALLEL = 0, VQ_KIND_SERIAL = 1 };
@@ -67,7 +69,8 @@ static inline int vq_job_kind_mode(const vq_job_kind *k)
     if (k->runs[VQ_KIND_SERIAL] < VQ_KIND_PROBE)
         return VQ_KIND_SERIAL;
     const int best = k->mean_s[VQ_KIND_SERIAL] < k->mean_s[VQ_KIND_PARALLEL] ? VQ_KIND_SERIAL : VQ_KIND_PARALLEL;
-    return k->count % VQ_KIND_EXPLORE == VQ_KIND_EXPLORE - 1 ? !best : best;
+    const unsigned every = k->mean_s[!best] >= 2.0 * k->mean_s[best] ? VQ_KIND_EXPLORE_FAR : VQ_KIND_EXPLORE;
+    return k->count % every == every - 1 ? !best : best;
 }
 
 /* a run of the kind in mode m took t seconds */
