@@ -2,9 +2,8 @@
  * covered exactly once, tids stay in range and no tid runs two chunks at
  * once, vq_pool_run calls every share once, many back-to-back jobs of
  * varying sizes (the decode pattern) complete, a pool that went to sleep
- * wakes up, NULL / size-1 pools run inline, and the per-kind choice
- * between parallel and the caller alone (core/pool_kinds.h) probes both,
- * takes the faster, explores the other and follows a change. (The attention row
+ * wakes up, NULL / size-1 pools run inline, and the scaling probe reads
+ * a plausible value while jobs keep their coverage. (The attention row
  * kernels are the kernel layer's: tests/test_kernels.c.) */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -14,7 +13,6 @@
 
 #include "core/cpu.h"
 #include "core/pool.h"
-#include "core/pool_kinds.h"
 #include "model/ops.h"
 #include "test.h"
 
@@ -121,82 +119,35 @@ static void test_run_shares(void)
     }
 }
 
-/* one run of kind k with the given per-mode times: the mode it took */
-static int kind_step(vq_job_kind *k, double par_s, double ser_s)
-{
-    const int m = vq_job_kind_mode(k);
-    vq_job_kind_record(k, m, m == VQ_KIND_SERIAL ? ser_s : par_s);
-    return m;
-}
-
-static void test_kinds(void)
-{
-    static vq_job_kind kinds[VQ_KIND_SLOTS];
-    memset(kinds, 0, sizeof kinds);
-    const int tag = 0;
-    vq_job_kind *k = vq_job_kind_find(kinds, &tag, 36, 9);
-    /* probes: parallel twice, then serial twice (the fastest probe kept) */
-    CHECK(kind_step(k, 90e-6, 10e-6) == VQ_KIND_PARALLEL);
-    CHECK(kind_step(k, 60e-6, 10e-6) == VQ_KIND_PARALLEL);
-    CHECK(kind_step(k, 60e-6, 12e-6) == VQ_KIND_SERIAL);
-    CHECK(kind_step(k, 60e-6, 10e-6) == VQ_KIND_SERIAL);
-    CHECKF(k->mean_s[VQ_KIND_PARALLEL] == 60e-6 && k->mean_s[VQ_KIND_SERIAL] == 10e-6,
-           "probe means %g %g", k->mean_s[VQ_KIND_PARALLEL], k->mean_s[VQ_KIND_SERIAL]);
-    /* serial is 6x faster: it runs serial, and parallel once per VQ_KIND_EXPLORE_FAR */
-    int par = 0;
-    for (int r = 0; r < 4 * VQ_KIND_EXPLORE_FAR; r++)
-        par += kind_step(k, 60e-6, 10e-6) == VQ_KIND_PARALLEL;
-    CHECKF(par == 4, "parallel explored %d times in %d runs", par, 4 * VQ_KIND_EXPLORE_FAR);
-    /* another kind, serial 1.5x faster: parallel once per VQ_KIND_EXPLORE */
-    vq_job_kind *k2 = vq_job_kind_find(kinds, &tag, 37, 9);
-    CHECK(k2 != k); /* neighbouring keys land in different slots */
-    for (int r = 0; r < 2 * VQ_KIND_PROBE; r++)
-        kind_step(k2, 15e-6, 10e-6);
-    par = 0;
-    for (int r = 0; r < 4 * VQ_KIND_EXPLORE; r++)
-        par += kind_step(k2, 15e-6, 10e-6) == VQ_KIND_PARALLEL;
-    CHECKF(par == 4, "parallel explored %d times in %d runs (1.5x)", par, 4 * VQ_KIND_EXPLORE);
-    /* the same key finds the same slot, stats kept; another key resets it */
-    CHECK(vq_job_kind_find(kinds, &tag, 36, 9) == k && k->runs[VQ_KIND_SERIAL] > 2);
-    /* parallel becomes faster: the kind follows within a few explorations */
-    int last = -1, r = 0;
-    for (; r < 2 * VQ_KIND_EXPLORE_FAR; r++)
-        if ((last = kind_step(k, 5e-6, 10e-6)) == VQ_KIND_PARALLEL)
-            break;
-    CHECKF(last == VQ_KIND_PARALLEL, "still serial after %d runs with parallel twice as fast", r);
-    par = 0; /* (serial at twice the time: explored once per VQ_KIND_EXPLORE_FAR) */
-    for (int i = 0; i < 2 * VQ_KIND_EXPLORE_FAR; i++)
-        par += kind_step(k, 5e-6, 10e-6) == VQ_KIND_PARALLEL;
-    CHECKF(par == 2 * VQ_KIND_EXPLORE_FAR - 2, "parallel %d of %d runs once faster", par, 2 * VQ_KIND_EXPLORE_FAR);
-    /* a different kind in the same slot starts over */
-    for (size_t n = 1; n < 100000; n++) {
-        vq_job_kind *o = vq_job_kind_find(kinds, &tag, n, 9);
-        if (o == k && n != 36) {
-            CHECK(o->runs[VQ_KIND_PARALLEL] == 0 && o->runs[VQ_KIND_SERIAL] == 0 && o->n_items == n);
-            break;
-        }
-    }
-}
-
-/* a pool whose jobs all run on the caller after the probes still covers
- * every item once (the serial mode) */
-static void test_kinds_cover(void)
+/* the pool's scaling probe: a reading in (0, 2n] after a job; jobs keep
+ * covering every item whichever mode it chose (and with the probe off) */
+static void test_scaling_probe(void)
 {
     vq_pool *p = NULL;
     CHECK(vq_pool_create(2, &p) == VQ_OK);
     if (!p)
         return;
+    CHECK(vq_pool_scaling(p) == 0.0);
     cover_ctx *c = calloc(1, sizeof *c);
     if (!c) {
         vq_pool_free(p);
         return;
     }
     c->n_threads = 2;
-    for (int r = 0; r < 3 * VQ_KIND_EXPLORE; r++)
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double el = 0.0; /* the first probe comes 0.2 s after the start (pool.c PROBE_FIRST_S) */
+    for (int r = 0; el < 5.0 && (r < 200 || vq_pool_scaling(p) == 0.0); r++) {
         check_job(p, c, 1000, 7);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        el = (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+    }
+    const double s = vq_pool_scaling(p);
+    CHECKF(s > 0.0 && s <= 4.0, "pool of 2: scaling %g", s);
     CHECK(atomic_load(&c->bad_tid) == 0 && atomic_load(&c->overlap) == 0);
-    free(c);
     vq_pool_free(p);
+    CHECK(vq_pool_scaling(NULL) == 1.0);
+    free(c);
 }
 
 /* RoPE in two steps equals vq_rope bit for bit. */
@@ -222,7 +173,6 @@ int main(void)
     RUN(test_cover);
     RUN(test_run_shares);
     RUN(test_rope_split);
-    RUN(test_kinds);
-    RUN(test_kinds_cover);
+    RUN(test_scaling_probe);
     return vq_test_summary("pool");
 }

@@ -32,7 +32,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,23 +41,31 @@
 #endif
 
 #include "core/error.h"
-#include "core/pool_kinds.h"
 
 #define VQ_POOL_MAX 64
 #define VQ_POOL_SPIN 2000       /* pause polls before sleeping */
 #define CHUNK_CLOSED 0xFFFFFFFFu
 #define MAX_CHUNKS 0x7FFFFFFFu
+/* the scaling probe (probe_scaling) */
+#define PROBE_FIRST_S 0.2 /* after the pool's start: its workers up, jobs running */
+#define PROBE_EVERY_S 2.0
+#define PROBE_ITERS 100000 /* loop steps of one unit: about 0.25 ms */
+#define PROBE_UNITS 2
+#define SERIAL_SCALING 0.65
+#define PROBE_CLOCK_JOBS 64 /* jobs between two looks at the clock */
 
 struct vq_pool {
     int n;
     pthread_t th[VQ_POOL_MAX];
     int n_started;
     unsigned gen; /* caller only */
-    /* parallel or the caller alone, per kind of job (caller only):
-     * core/pool_kinds.h; adapt_on 0: always parallel */
+    /* jobs on the caller alone while the threads share a core (caller
+     * only; see probe_scaling); adapt_on 0: always parallel */
     int adapt_on;
-    vq_job_kind kinds[VQ_KIND_SLOTS];
-    unsigned kind_jobs; /* jobs since the kinds were last reset */
+    int serial;          /* the last probe found no parallel gain */
+    double next_probe_s; /* when to probe again */
+    double scaling;      /* the last probe's reading */
+    unsigned jobs_since_clock;
     _Alignas(64) _Atomic uint64_t counter;
     _Alignas(64) atomic_uint done;
     _Alignas(64) _Atomic(vq_pool_task) fn;
@@ -202,8 +209,10 @@ vq_status vq_pool_create(int n_threads, vq_pool **out)
     p->n = n_threads;
     p->n_started = 0;
     p->gen = 0;
-    memset(p->kinds, 0, sizeof p->kinds);
-    p->kind_jobs = 0;
+    p->serial = 0;
+    p->next_probe_s = now_s() + PROBE_FIRST_S;
+    p->scaling = 0.0;
+    p->jobs_since_clock = 0;
     {
         const char *e = getenv("VQ_POOL_ADAPT");
         p->adapt_on = !(e && *e == '0');
@@ -240,30 +249,11 @@ vq_status vq_pool_create(int n_threads, vq_pool **out)
 
 int vq_pool_size(const vq_pool *p) { return p ? p->n : 1; }
 
-void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void *ctx)
+double vq_pool_scaling(const vq_pool *p) { return p && p->n > 1 ? p->scaling : 1.0; }
+
+/* the job's nc chunks on the caller and the workers */
+static void run_parallel(vq_pool *p, size_t n_items, size_t grain, size_t nc, vq_pool_task fn, void *ctx)
 {
-    if (n_items == 0)
-        return;
-    if (grain == 0)
-        grain = 1;
-    if (n_items / grain >= MAX_CHUNKS)
-        grain = n_items / (MAX_CHUNKS - 1) + 1;
-    size_t nc = (n_items - 1) / grain + 1;
-    if (!p || p->n <= 1 || nc == 1) {
-        fn(ctx, 0, n_items, 0);
-        return;
-    }
-    if (p->adapt_on && ++p->kind_jobs >= VQ_KIND_RESET) {
-        memset(p->kinds, 0, sizeof p->kinds);
-        p->kind_jobs = 0;
-    }
-    vq_job_kind *kind = p->adapt_on ? vq_job_kind_find(p->kinds, (const void *)fn, n_items, grain) : NULL;
-    const double t_start = kind ? now_s() : 0.0;
-    if (kind && vq_job_kind_mode(kind) == VQ_KIND_SERIAL) {
-        fn(ctx, 0, n_items, 0);
-        vq_job_kind_record(kind, VQ_KIND_SERIAL, now_s() - t_start);
-        return;
-    }
     unsigned n_chunks = (unsigned)nc;
     uint32_t g = ++p->gen;
     atomic_store(&p->counter, ((uint64_t)g << 32) | CHUNK_CLOSED);
@@ -311,8 +301,84 @@ void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void
         spins = 0;
     }
     atomic_store_explicit(&p->caller_waiting, 0u, memory_order_relaxed);
-    if (kind)
-        vq_job_kind_record(kind, VQ_KIND_PARALLEL, now_s() - t_start);
+}
+
+/* Whether parallel pays. When the pool's threads share one physical core
+ * (virtual CPUs that the host runs on one core, SMT siblings, or a core
+ * another program holds), every thread of a parallel job runs slower and
+ * the handoff to a worker costs tens of microseconds: on the 2-vCPU AMD
+ * EPYC host in such a phase, two threads decoded 25-35% slower than one
+ * (fp16 at an empty context 96-101 against 131-133 tok/s; jobs of 10-60 us
+ * alone took 70-150 us in parallel), and a comparison of parallel jobs with
+ * the caller's share of them never saw it, the caller's share being slowed
+ * the same way. So the pool measures it directly, PROBE_FIRST_S after its
+ * start and then every PROBE_EVERY_S (the clock read every
+ * PROBE_CLOCK_JOBS jobs; a probe at the first job found the just-created
+ * worker not yet running, and 1.5 ms is much of a short prompt):
+ * PROBE_UNITS units of an arithmetic loop (no memory) on the caller alone,
+ * then as many per thread as one parallel job (the faster of two runs: the
+ * first may wake sleeping workers). Scaling = n x alone / parallel; below
+ * SERIAL_SCALING x n, jobs run on the caller alone until the next probe.
+ * A probe takes about 3 x PROBE_UNITS units (~1.5 ms per PROBE_EVERY_S).
+ * In that phase the pool ran decode at 147-148 tok/s with two threads
+ * (one: 149-159; before the probe: 106-110). */
+
+static void probe_task(void *ctx, size_t b, size_t e, int tid)
+{
+    (void)tid;
+    double *sink = ctx, x[8] = { 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7 };
+    for (size_t u = b; u < e; u++)
+        for (long i = 0; i < PROBE_ITERS; i++)
+            for (int c = 0; c < 8; c++)
+                x[c] = x[c] * 0.999999 + 1e-6;
+    sink[b / PROBE_UNITS % 64] = x[0] + x[1] + x[2] + x[3] + x[4] + x[5] + x[6] + x[7]; /* (a chunk's own) */
+}
+
+static void probe_scaling(vq_pool *p, double now)
+{
+    double sink[64] = { 0 };
+    const size_t n = (size_t)p->n * PROBE_UNITS;
+    double t0 = now_s();
+    probe_task(sink, 0, PROBE_UNITS, 0);
+    const double alone = now_s() - t0;
+    double par = 0.0;
+    for (int r = 0; r < 2; r++) {
+        t0 = now_s();
+        run_parallel(p, n, PROBE_UNITS, (size_t)p->n, probe_task, sink);
+        const double t = now_s() - t0;
+        par = r == 0 || t < par ? t : par;
+    }
+    p->scaling = par > 0.0 ? (double)p->n * alone / par : (double)p->n;
+    p->serial = p->scaling < SERIAL_SCALING * (double)p->n;
+    p->next_probe_s = now + PROBE_EVERY_S;
+}
+
+void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void *ctx)
+{
+    if (n_items == 0)
+        return;
+    if (grain == 0)
+        grain = 1;
+    if (n_items / grain >= MAX_CHUNKS)
+        grain = n_items / (MAX_CHUNKS - 1) + 1;
+    size_t nc = (n_items - 1) / grain + 1;
+    if (!p || p->n <= 1 || nc == 1) {
+        fn(ctx, 0, n_items, 0);
+        return;
+    }
+    if (p->adapt_on) {
+        if (++p->jobs_since_clock >= PROBE_CLOCK_JOBS) { /* (the clock is not free) */
+            const double now = now_s();
+            p->jobs_since_clock = 0;
+            if (now >= p->next_probe_s)
+                probe_scaling(p, now);
+        }
+        if (p->serial) {
+            fn(ctx, 0, n_items, 0);
+            return;
+        }
+    }
+    run_parallel(p, n_items, grain, nc, fn, ctx);
 }
 
 struct run_adapter {

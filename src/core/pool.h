@@ -45,6 +45,12 @@ int vq_pool_size(const vq_pool *p);
 void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void *ctx);
 void vq_pool_run(vq_pool *p, vq_pool_fn fn, void *ctx);
 
+/* The thread scaling the pool last measured (pool.c probe_scaling: n
+ * threads of an arithmetic loop against the caller alone; 0 before its
+ * first probe, 0.2 s after its start; 1 for a pool of one). While it is below 0.65 x the
+ * pool's size, jobs run on the caller alone (VQ_POOL_ADAPT=0: never). */
+double vq_pool_scaling(const vq_pool *p);
+
 /* vq_pool_split(total, i, n, &begin, &end) gives part i of n of [0, total)
  * in near-equal contiguous ranges. */
 static inline void vq_pool_split(size_t total, int i, int n, size_t *begin, size_t *end)
