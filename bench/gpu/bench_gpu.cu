@@ -29,6 +29,47 @@
 #include "veloxquant_cuda.h"
 #include "gpu_host_util.h"
 
+#ifdef VQ_TIMELINE
+/* diagnostic (-DVQ_TIMELINE, with a library built the same way): the last
+ * call's %globaltimer stamps (src/gpu/timeline.cuh), relative to the first
+ * split CTA's start, median and maximum over the CTAs, in microseconds */
+extern "C" int vq_timeline_read_mma(uint64_t *host, size_t n);
+extern "C" int vq_timeline_read_red(uint64_t *host, size_t n);
+static void timeline_print(int ctx, int B)
+{
+    enum { N = 4096, S = 8 };
+    static uint64_t m[N][S], r[N][S];
+    if (vq_timeline_read_mma(&m[0][0], N) || vq_timeline_read_red(&r[0][0], N)) {
+        fprintf(stderr, "timeline read failed\n");
+        return;
+    }
+    uint64_t last = 0;
+    for (int i = 0; i < N; i++)
+        last = m[i][0] > last ? m[i][0] : last;
+    auto in_call = [&](uint64_t t0) { return t0 + 1000000 > last && t0 <= last; };
+    uint64_t T = last;
+    for (int i = 0; i < N; i++)
+        if (in_call(m[i][0]) && m[i][0] < T)
+            T = m[i][0];
+    auto stat = [&](uint64_t (*a)[S], int s, const char *name) {
+        std::vector<double> v;
+        for (int i = 0; i < N; i++)
+            if (a[i][0] >= T && a[i][0] < T + 10000000ull && a[i][s] >= T && a[i][s] < T + 10000000ull)
+                v.push_back((a[i][s] - T) * 1e-3);
+        if (v.empty())
+            return;
+        std::sort(v.begin(), v.end());
+        printf("#tl %dx%d %-6s n=%zu min %.2f med %.2f max %.2f us\n", ctx, B, name, v.size(), v[0], v[v.size() / 2], v.back());
+    };
+    const char *mn[S] = {"entry", "query", "scaled", "opnds", "data0", "loopw0", "allw", "end"};
+    for (int s = 0; s < S; s++)
+        stat(m, s, mn[s]);
+    const char *rn[3] = {"r_ent", "r_wait", "r_end"};
+    for (int s = 0; s < 3; s++)
+        stat(r, s, rn[s]);
+}
+#endif
+
 static double median(std::vector<float> v)
 {
     std::sort(v.begin(), v.end());
@@ -226,6 +267,9 @@ static void bench_pair(const Pair &pr, int D, const int *ctxs, int nctx, const i
                 }
             }
             CK(cudaGetLastError());
+#ifdef VQ_TIMELINE
+            timeline_print(ctx, B);
+#endif
             double ms = median(t);
             double bytes = (double)B * NKV * ctx * (kbpt + vbpt);
             printf("{\"keys\": \"%s\", \"values\": \"%s\", \"head_dim\": %d, \"ctx\": %d, \"batch\": %d, \"ms\": %.5f, "

@@ -299,6 +299,24 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
     combine_warps<G, D>(p, red, wml, part0, tid);
 }
 
+#ifdef VQ_TIMELINE
+#include "timeline.cuh"
+__device__ uint64_t vq_tl_red[VQ_TL_CTAS][VQ_TL_STAMPS];
+extern "C" int vq_timeline_read_red(uint64_t *host, size_t n)
+{
+    if (n > VQ_TL_CTAS)
+        n = VQ_TL_CTAS;
+    return cudaMemcpyFromSymbol(host, vq_tl_red, n * VQ_TL_STAMPS * sizeof(uint64_t)) == cudaSuccess ? 0 : -1;
+}
+#define TLR(s)                                     \
+    do {                                           \
+        if (threadIdx.x == 0)                      \
+            VQ_TL_STAMP(vq_tl_red, s);             \
+    } while (0)
+#else
+#define TLR(s) ((void)0)
+#endif
+
 /* ---- reduce kernel --------------------------------------------------------- */
 
 #ifndef VQ_RED_FAST /* 1: up to 32 splits reduced in one pass of loads, more with a warp-shuffle maximum (0: the tiled path with a shared-memory tree always, for comparisons) */
@@ -324,10 +342,12 @@ __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnPar
     __shared__ float wt[RT], red[D];
     const int h = blockIdx.x, b = blockIdx.y, c = threadIdx.x;
     const size_t row = (size_t)b * p.n_q + h;
+    TLR(0);
     /* launched as a programmatic dependent launch (launch_reduce): wait for
      * the split kernel's grid to finish and its writes to be visible (a
      * no-op in a plain launch) */
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    TLR(1);
     const float *ml = p.part_ml + 2 * row * p.splits;
     const float *pa = p.part_acc + row * p.splits * D;
     const int ns = p.splits;
@@ -361,6 +381,7 @@ __global__ void __launch_bounds__(D) attn_reduce(const __grid_constant__ AttnPar
         const float v = L > 0.0f ? a / L : 0.0f;
         if (!p.vf.rot) { /* (uniform) */
             p.out[row * D + c] = v;
+            TLR(2);
             return;
         }
         o[c] = v;
@@ -607,6 +628,16 @@ static cudaError_t launch_reduce(const AttnParams &p, int batch, cudaStream_t s)
     return cudaLaunchKernelEx(&cfg, attn_reduce<D>, p);
 }
 
+static bool no_cluster(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("VQ_CUDA_NO_CLUSTER");
+        v = e && *e && *e != '0';
+    }
+    return v;
+}
+
 static bool no_mma(void)
 {
     const char *e = getenv("VQ_CUDA_NO_MMA");
@@ -699,6 +730,7 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: decode_attention: workspace of %zu bytes needed", need);
 
     AttnParams p;
+    p.cluster = 0;
     p.kf = *kf;
     p.vf = *vf;
     p.n_q = a->n_q_heads;
@@ -748,8 +780,12 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
             e = D == 64 ? launch_reduce<64>(p, a->batch, stream) : launch_reduce<128>(p, a->batch, stream);
         return cuda_check(e, "decode_attention launch (vecinfer)");
     }
+    /* up to 8 chunks per pair and no value rotation: the chunks run as one
+     * cluster that writes the output (no reduce launch; VQ_CUDA_NO_CLUSTER=1
+     * turns it off, for comparisons and the test) */
+    p.cluster = mma && !vf->rot && p.splits <= 8 && !no_cluster() ? p.splits : 0;
     if (mma && vq_mma_launch(p, D, G, a->batch, stream, &e)) {
-        if (e == cudaSuccess)
+        if (e == cudaSuccess && !p.cluster)
             e = D == 64 ? launch_reduce<64>(p, a->batch, stream) : launch_reduce<128>(p, a->batch, stream);
         return cuda_check(e, "decode_attention launch (mma)");
     }

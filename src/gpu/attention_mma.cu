@@ -47,6 +47,7 @@
  * below). 64-token iterations (two sub-tiles of 32) run as a software
  * pipeline: the next sub-tile's scores beside this one's value product
  * (SWP, the main loop). */
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdlib.h>
@@ -55,8 +56,26 @@
 #include "formats.cuh"
 #include "mma_ops.cuh"
 #include "rotation.cuh"
+#include "timeline.cuh"
 
 using namespace vqg;
+
+#ifdef VQ_TIMELINE
+__device__ uint64_t vq_tl_mma[VQ_TL_CTAS][VQ_TL_STAMPS];
+extern "C" int vq_timeline_read_mma(uint64_t *host, size_t n)
+{
+    if (n > VQ_TL_CTAS)
+        n = VQ_TL_CTAS;
+    return cudaMemcpyFromSymbol(host, vq_tl_mma, n * VQ_TL_STAMPS * sizeof(uint64_t)) == cudaSuccess ? 0 : -1;
+}
+#define TL(s)                                      \
+    do {                                           \
+        if (threadIdx.x == 0)                      \
+            VQ_TL_STAMP(vq_tl_mma, s);             \
+    } while (0)
+#else
+#define TL(s) ((void)0)
+#endif
 
 namespace {
 
@@ -133,6 +152,12 @@ namespace {
 #endif
 #ifndef VQ_MMA_RBF /* rabitq:bits=1 keys: 1 each token's factor computed once (lane i: token i) and shuffled to the scores (0: one division per score) */
 #define VQ_MMA_RBF 1
+#endif
+#ifndef VQ_MMA_WROT /* 1: the query's key rotation by one warp per row with shuffles (rot_forward_warp); 0: rot_forward_smem, nine block barriers (for comparisons) */
+#define VQ_MMA_WROT 1
+#endif
+#ifndef VQ_MMA_FIRST1 /* 1: at the start of the 64-token pipeline each warp waits for its first stage before issuing the second, so that the first stages of all warps are not queued behind second ones (0: both issued, then the first waited for) */
+#define VQ_MMA_FIRST1 0
 #endif
 #ifndef VQ_MMA_REDSTG /* 1: the warps' partial accumulators (red) in the stage memory after the loop where it is large enough (less static shared memory per CTA) */
 #define VQ_MMA_REDSTG 1
@@ -833,6 +858,87 @@ __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, int 
         cp16(dst + o, src + o);
 }
 
+/* CLUSTER (p.cluster = the split count, 1..8; the host launches the
+ * chunks of a (sequence, KV head) as one thread-block cluster and no reduce
+ * kernel): the CTA combines its warps' partial (m, l, acc) as combine_warps
+ * does (the same terms in the same order) into its own shared memory
+ * (red[0], wml[0]), the cluster synchronises, and rank r then finishes
+ * outputs r * n/S .. (r + 1) * n/S - 1 of the pair's n = G * D from every
+ * rank's shared memory (distributed shared memory), as attn_reduce's
+ * one-pass path does (the same sums in the same order, so the same bits);
+ * a second cluster barrier keeps each CTA's shared memory until every rank
+ * has read it. Only for value formats without a rotation (attn_reduce
+ * applies R^T). Saves the reduce launch's wait for the whole grid, its
+ * loads and the partials' round trip through L2 (Round gpu22 in
+ * docs/gpu.md). */
+template <int G, int D, int W>
+__device__ __forceinline__ void combine_cluster(const AttnParams &p, float (&red)[W][G][D], float (&wml)[W][G][2],
+                                                const CtaWork &cw, int tid)
+{
+    namespace cg = cooperative_groups;
+    constexpr int NT = W * 32, PER = (G * D + NT - 1) / NT;
+    float sv[PER], lv[PER], mv[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = tid + k * NT;
+        sv[k] = lv[k] = 0.0f;
+        mv[k] = -INFINITY;
+        if (i < G * D) {
+            const int g = i / D, c = i % D;
+            float M, s, l;
+            merge_warps<G, D, W>(red, wml, g, c, M, s, l);
+            sv[k] = s;
+            lv[k] = l;
+            mv[k] = M;
+        }
+    }
+    __syncthreads(); /* every thread has read red and wml */
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = tid + k * NT;
+        if (i < G * D) {
+            const int g = i / D, c = i % D;
+            red[0][g][c] = sv[k];
+            if (c == 0) {
+                wml[0][g][0] = mv[k];
+                wml[0][g][1] = lv[k];
+            }
+        }
+    }
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    const int S = p.cluster, r = (int)cl.block_rank();
+    const int per = (G * D + S - 1) / S;
+    for (int i = r * per + tid; i < min(G * D, (r + 1) * per); i += NT) {
+        const int g = i / D, c = i % D;
+        float m[8], l[8], x[8];
+#pragma unroll
+        for (int q = 0; q < 8; q++)
+            if (q < S) {
+                const float *rr = cl.map_shared_rank(&red[0][0][0], q);
+                const float *rm = cl.map_shared_rank(&wml[0][0][0], q);
+                m[q] = rm[2 * g];
+                l[q] = rm[2 * g + 1];
+                x[q] = rr[g * D + c];
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int q = 0; q < 8; q++)
+            if (q < S)
+                M = fmaxf(M, m[q]);
+        float L = 0.0f, a = 0.0f;
+#pragma unroll
+        for (int q = 0; q < 8; q++)
+            if (q < S && M != -INFINITY) {
+                const float w = m[q] == -INFINITY ? 0.0f : exp2f(m[q] - M);
+                L += w != 0.0f ? l[q] * w : 0.0f;
+                a += w != 0.0f ? x[q] * w : 0.0f;
+            }
+        p.out[(cw.qrow0 + g) * D + c] = L > 0.0f ? a / L : 0.0f;
+    }
+    cl.sync(); /* the other ranks are done reading this CTA's shared memory */
+}
+
 /* ---- the kernel ------------------------------------------------------------ */
 
 template <int D, int G, int KM, int VM, int SUB, int W>
@@ -929,255 +1035,32 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     __shared__ float kqs[QSUBK ? D / 32 : 1][8];            /* QSUBK: per block and query row, the accumulators' start */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    TL(0);
     /* the reduce launch (a programmatic dependent launch) may be set up
      * now; it waits for this grid's completion before reading anything */
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     const CtaWork cw = cta_work<G>(p);
-    if (empty_chunk<G>(p, cw, tid))
+    /* (in a cluster every CTA takes part in the combine: an empty chunk
+     * runs no tile and ends with weight 0, as empty_chunk marks it) */
+    if (!p.cluster && empty_chunk<G>(p, cw, tid))
         return;
-    load_query<G, D, W>(p, cw, qs, tid);
     const int g = lane >> 2, t = lane & 3;
     const int kvh = cw.kvh, b = cw.b, s0 = cw.s0, s1 = cw.s1;
     const size_t part0 = cw.part0;
-    __syncthreads();
-    if (p.kf.rot)
-        rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, W * 32);
-    for (int i = tid; i < G * D; i += W * 32)
-        qs[i / D][i % D] *= p.qscale;
-    __syncthreads();
-
-    /* per-lane query operands (warp 0 builds them; all warps use them) */
-    const bool live = g < G; /* rows g >= G are padding (zero queries) */
-    if (warp == 0) {
-        const float *qg = qs[live ? g : 0];
-        if constexpr (KM == FMT_RVQ1 || KM == FMT_RVQ2 || KM == FMT_RABITQ1) {
-            float sq = 0.0f;
-            for (int c = t; c < D; c += 4)
-                sq += qg[c];
-            sq += __shfl_xor_sync(FULL, sq, 1);
-            sq += __shfl_xor_sync(FULL, sq, 2);
-            if (t == 0)
-                hsum[g] = live ? sq : 0.0f;
-        }
-        if constexpr (SPLIT_K) {
-            /* lane (g, t) folds head g & 3 at k-steps (g >> 2) * KS/2 + i */
-            const int hh = g & 3, hs0 = (g >> 2) * (KS / 2);
-            const float *qh = qs[hh < G ? hh : 0];
+    /* EARLY2: the query's loads go out first, then each warp's first stage
+     * copies (page-table entry and cp.async), and only then is the query
+     * stored to shared memory, so that the copies' latency overlaps the
+     * whole query setup (rotation, operand fragments: 2-8 us at 64k x 8)
+     * while the query itself does not queue behind the copies (Round
+     * gpu22 in docs/gpu.md; gpu14's EARLY issued the copies before the
+     * query loads) */
+    constexpr int NQL = (G * D + W * 32 - 1) / (W * 32);
+    float qreg[NQL];
 #pragma unroll
-            for (int i = 0; i < KS / 2; i++) {
-                float x[4];
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    x[j] = hh < G ? qh[key_channel<KM, D>(t, hs0 + i, j)] : 0.0f;
-                const float f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(hs0 + i)) << 23);
-                qraw[i][lane] = make_float4(x[0], x[1], x[2], x[3]);
-                qlane[i][lane] = make_float4(x[0] * f, x[1] * f, x[2] * f, x[3] * f);
-                uint4 a; /* HFOLD: (hi, lo) of q * f for channels j = 0, 1 and 2, 3 */
-                split2(x[0] * f, x[1] * f, a.x, a.y);
-                split2(x[2] * f, x[3] * f, a.z, a.w);
-                afr[0][i][lane] = a;
-                constexpr float fu = (float)(1 << KMIN_EXP);
-                split2(x[0] * fu, x[1] * fu, a.x, a.y);
-                split2(x[2] * fu, x[3] * fu, a.z, a.w);
-                qu[i][lane] = a;
-            }
-        }
-#pragma unroll
-        for (int s = 0; s < (SPLIT_K || I8K ? 0 : KS); s++) {
-            float x[4];
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                x[j] = live ? qg[key_channel<KM, D>(t, s, j)] : 0.0f;
-            if constexpr (KIVI_K) {
-                const float f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(s)) << 23);
-                qraw[s][lane] = make_float4(x[0], x[1], x[2], x[3]);
-                qlane[s][lane] = make_float4(x[0] * f, x[1] * f, x[2] * f, x[3] * f);
-            } else {
-#pragma unroll
-                for (int pl = 0; pl < PL; pl++) {
-                    float f = 1.0f;
-                    if constexpr ((KM != FMT_FP16 && KM != FMT_Q8 && KM != FMT_Q4) || QSUBK)
-                        f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(s)) << 23);
-                    if constexpr (KM == FMT_RVQ1)
-                        f *= pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
-                    if constexpr (KM == FMT_RABITQ1)
-                        f *= 2.0f;
-                    uint4 a;
-                    split2(x[0] * f, x[1] * f, a.x, a.y);
-                    split2(x[2] * f, x[3] * f, a.z, a.w);
-                    afr[pl][s][lane] = a;
-                }
-            }
-        }
+    for (int k = 0; k < NQL; k++) {
+        const int i = tid + k * W * 32;
+        qreg[k] = i < G * D ? p.q[cw.qrow0 * D + i] : 0.0f;
     }
-    if constexpr (QSUBK) {
-        if (warp == 0) { /* head g's sum over each block's 32 channels (lane t: channels t + 4i) */
-            const float *qg = qs[live ? g : 0];
-#pragma unroll
-            for (int bk = 0; bk < D / 32; bk++) {
-                float sq = 0.0f;
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    sq += qg[32 * bk + t + 4 * i];
-                sq += __shfl_xor_sync(FULL, sq, 1);
-                sq += __shfl_xor_sync(FULL, sq, 2);
-                if (t == 0)
-                    kqs[bk][g] = live ? -QOFF * __int_as_float((127 - EXPO) << 23) * sq : 0.0f;
-            }
-        }
-    }
-    __syncthreads();
-    float hs = 0.0f; /* rvq1: (c1[0] + c2[0]) * sum q; rabitq: sum q */
-    if constexpr (KM == FMT_RVQ1 || KM == FMT_RVQ2)
-        hs = (p.kf.c1[0] + p.kf.c2[0]) * hsum[g];
-    if constexpr (KM == FMT_RABITQ1)
-        hs = hsum[g];
-    /* SPLIT_K: rows g >= 4 are junk (finite): their scores become the
-     * constant 0 through post = base = 0 */
-    float post = SPLIT_K && g >= 4 ? 0.0f : __int_as_float((127 + EXPO) << 23);
-    if constexpr (I8K) {
-        /* K per head: max_c |q_c| * max(|f_pl|) * 2^K < 64 (each warp the
-         * same; the warps build the A fragments of plane/k-step pairs warp,
-         * warp + W, ...). Lane (g, t): head 4 hh + (g & 3) of tile hh,
-         * channels (D/4) t .. (D/4) t + D/4 - 1 */
-        float f[NF8]; /* the plane factors */
-        if constexpr (KM == FMT_RVQ2) {
-#pragma unroll
-            for (int st = 0; st < 2; st++) {
-                const float *tc = st ? p.kf.c2 : p.kf.c1;
-                f[3 * st] = tc[1] - tc[0];
-                f[3 * st + 1] = tc[2] - tc[0];
-                f[3 * st + 2] = (tc[3] - tc[2]) - (tc[1] - tc[0]);
-            }
-        } else {
-#pragma unroll
-            for (int pl = 0; pl < PL; pl++)
-                f[pl] = KM == FMT_RABITQ1 ? 2.0f : pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
-        }
-        float fm = 0.0f;
-#pragma unroll
-        for (int i = 0; i < NF8; i++)
-            fm = fmaxf(fm, fabsf(f[i]));
-#pragma unroll 1
-        for (int hh = 0; hh < NH8; hh++) {
-            const int h = 4 * hh + (g & 3);
-            const float *qh = qs[h < G ? h : 0];
-            float mx = 0.0f;
-            for (int c = (D / 4) * t; c < (D / 4) * (t + 1); c++)
-                mx = fmaxf(mx, fabsf(qh[c]));
-            mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
-            mx = h < G ? mx * fm : 0.0f;
-            const int K = mx > 0.0f ? min(100, max(-100, 5 - ilogbf(mx))) : 0;
-            /* the lane's own head: g < 4 in tile 0; g >= 4 (G = 8) in tile 1 */
-            if (hh == (NH8 > 1 ? g >> 2 : 0))
-                post = (NH8 > 1 || g < 4) && h < G ? __int_as_float((127 - 7 - K) << 23) : 0.0f;
-            /* the k-steps' A fragments, warp w builds k-steps w, w + W, ...
-             * (xcl: the indices of warps past the last k-step clamped; those
-             * warps store nothing) */
-            auto xcl = [](int x) { return x < NKS8 ? x : NKS8 - 1; };
-#pragma unroll
-            for (int x0 = 0; x0 < NKS8; x0 += W) {
-                const int x = x0 + warp;
-                uint32_t ar[4] = {0u, 0u, 0u, 0u};
-#pragma unroll
-                for (int hf = 0; hf < 2; hf++) { /* k 4t + i (hf 0) and 16 + 4t + i (hf 1) */
-                    float fx = 0.0f;
-#pragma unroll
-                    for (int j = 0; j < W; j++) /* (x is warp-uniform; constant indices into f) */
-                        fx = warp == j ? f[i8_fac<KM, D>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM, D>(xcl(x0 + j), hf)) << 23) : fx;
-#pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        int ch = 0;
-#pragma unroll
-                        for (int j = 0; j < W; j++)
-                            ch = warp == j ? i8_chan<KM, D>(xcl(x0 + j), hf, i) : ch;
-                        float xv = h < G ? qh[(D / 4) * t + ch] * fx : 0.0f;
-                        int pc[4];
-#pragma unroll
-                        for (int r = 0; r < 4; r++) {
-                            const float rx = rintf(xv);
-                            pc[r] = (int)rx;
-                            xv = (xv - rx) * 128.0f;
-                        }
-                        const int pa = g < 4 ? pc[0] : pc[2], pb = g < 4 ? pc[1] : pc[3];
-                        ar[2 * hf] |= ((uint32_t)pa & 0xffu) << (8 * i);
-                        ar[2 * hf + 1] |= ((uint32_t)pb & 0xffu) << (8 * i);
-                    }
-                }
-                if (x < NKS8)
-                    ai8[x][hh][lane] = make_uint4(ar[0], ar[1], ar[2], ar[3]);
-            }
-        }
-        __syncthreads();
-    }
-
-    /* RSYM: turboquant_rvq:bits=2 with symmetric tables (centroids -a, -b,
-     * b, a, as vq_lloyd_max makes them): the b0 AND b1 plane's factor
-     * (t3 - t2) - (t1 - t0) is exactly 0 in both stages, so its k-steps
-     * add exact zeros and are skipped (warp-uniform) */
-    [[maybe_unused]] bool rsym = false;
-    if constexpr (KM == FMT_RVQ2)
-        rsym = (p.kf.c1[3] - p.kf.c1[2]) - (p.kf.c1[1] - p.kf.c1[0]) == 0.0f &&
-               (p.kf.c2[3] - p.kf.c2[2]) - (p.kf.c2[1] - p.kf.c2[0]) == 0.0f;
-
-    float o[NO][4];
-    constexpr int NMT = SPLIT_MT ? NG / 2 : NG; /* minima sums per lane */
-    float mt[NMT];
-#pragma unroll
-    for (int n = 0; n < NO; n++)
-        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < NMT; i++)
-        mt[i] = 0.0f;
-    float m_run = -INFINITY, l_run = 0.0f;
-    /* MINMMA: sum over tokens of P * (value minimum of group n) as an mma
-     * accumulator: lane (g, t) holds head g (rows g, g + 8) x groups 2t, 2t + 1 */
-    float mmn[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    /* VSC: o and mmn are sums times 2^vF (warp-uniform, only decreases:
-     * 2^vF * s < 2^15 for every value scale s seen so far) */
-    int vF = 15;
-    /* VSC: vF lowered to vn where needed, the sums rescaled by the change;
-     * returns 2^vF */
-    auto vscale = [&](int vn) {
-        if (vn < vF) { /* warp-uniform */
-            const float f = __int_as_float((127 + vn - vF) << 23);
-            vF = vn;
-#pragma unroll
-            for (int n = 0; n < NO; n++) {
-                o[n][0] *= f;
-                o[n][1] *= f;
-                o[n][2] *= f;
-                o[n][3] *= f;
-            }
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                mmn[k] *= f;
-        }
-        return __int_as_float((127 + vF) << 23);
-    };
-    /* VSC, float scales: the warp's largest |s| in smax (>= 0); ws = w * 2^vF */
-    auto scale_weights = [&](const float (&w)[2][4], float smax, float (&ws)[2][4]) {
-        float fsc = 1.0f;
-        if constexpr (VSC) {
-            /* vF only drops, so the warp's largest exponent e (s < 2^(e+1))
-             * matters only where some lane's e >= 15 - vF (vn = 14 - e <
-             * vF): a vote first, the reduction and the rescale only then
-             * (vF takes the same values as with the reduction every tile) */
-            if (__any_sync(FULL, __float_as_uint(smax) >= (uint32_t)(142 - vF) << 23)) {
-                const int e = (int)(__reduce_max_sync(FULL, __float_as_uint(smax)) >> 23) - 127;
-                fsc = vscale(14 - e);
-            } else {
-                fsc = __int_as_float((127 + vF) << 23);
-            }
-        }
-#pragma unroll
-        for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                ws[kt][i] = w[kt][i] * fsc;
-    };
-
     const int P = p.page_tokens;
     constexpr bool STG = staged_k<KM, VM, D>(), STG_V = staged_v<KM, VM, D>();
     constexpr int KSB = key_stage_bytes<KM, D>(), VSB = val_stage_bytes<VM, D>(), SB = stage_bytes<KM, VM, D>();
@@ -1320,6 +1203,266 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
         if (s0 + warp * TT < s1)
             pg_cur = ptab[cur.pi];
     }
+#pragma unroll
+    for (int k = 0; k < NQL; k++) {
+        const int i = tid + k * W * 32;
+        if (i < G * D)
+            qs[i / D][i % D] = qreg[k];
+    }
+    __syncthreads();
+    TL(1);
+#if VQ_MMA_WROT
+    if (p.kf.rot) { /* (uniform) one warp per query row, no block barriers */
+        for (int r = warp; r < G; r += W)
+            rot_forward_warp<D>(&qs[r][0], p.kf.sign, lane, p.qscale);
+    } else {
+        for (int i = tid; i < G * D; i += W * 32)
+            qs[i / D][i % D] *= p.qscale;
+    }
+#else
+    if (p.kf.rot)
+        rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, W * 32);
+    for (int i = tid; i < G * D; i += W * 32)
+        qs[i / D][i % D] *= p.qscale;
+#endif
+    __syncthreads();
+    TL(2);
+
+    /* per-lane query operands (warp 0 builds them; all warps use them) */
+    const bool live = g < G; /* rows g >= G are padding (zero queries) */
+    if (warp == 0) {
+        const float *qg = qs[live ? g : 0];
+        if constexpr (KM == FMT_RVQ1 || KM == FMT_RVQ2 || KM == FMT_RABITQ1) {
+            float sq = 0.0f;
+#pragma unroll /* the loads at once, the sum in the same order */
+            for (int i = 0; i < D / 4; i++)
+                sq += qg[t + 4 * i];
+            sq += __shfl_xor_sync(FULL, sq, 1);
+            sq += __shfl_xor_sync(FULL, sq, 2);
+            if (t == 0)
+                hsum[g] = live ? sq : 0.0f;
+        }
+        if constexpr (SPLIT_K) {
+            /* lane (g, t) folds head g & 3 at k-steps (g >> 2) * KS/2 + i */
+            const int hh = g & 3, hs0 = (g >> 2) * (KS / 2);
+            const float *qh = qs[hh < G ? hh : 0];
+#pragma unroll
+            for (int i = 0; i < KS / 2; i++) {
+                float x[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    x[j] = hh < G ? qh[key_channel<KM, D>(t, hs0 + i, j)] : 0.0f;
+                const float f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(hs0 + i)) << 23);
+                qraw[i][lane] = make_float4(x[0], x[1], x[2], x[3]);
+                qlane[i][lane] = make_float4(x[0] * f, x[1] * f, x[2] * f, x[3] * f);
+                uint4 a; /* HFOLD: (hi, lo) of q * f for channels j = 0, 1 and 2, 3 */
+                split2(x[0] * f, x[1] * f, a.x, a.y);
+                split2(x[2] * f, x[3] * f, a.z, a.w);
+                afr[0][i][lane] = a;
+                constexpr float fu = (float)(1 << KMIN_EXP);
+                split2(x[0] * fu, x[1] * fu, a.x, a.y);
+                split2(x[2] * fu, x[3] * fu, a.z, a.w);
+                qu[i][lane] = a;
+            }
+        }
+#pragma unroll
+        for (int s = 0; s < (SPLIT_K || I8K ? 0 : KS); s++) {
+            float x[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                x[j] = live ? qg[key_channel<KM, D>(t, s, j)] : 0.0f;
+            if constexpr (KIVI_K) {
+                const float f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(s)) << 23);
+                qraw[s][lane] = make_float4(x[0], x[1], x[2], x[3]);
+                qlane[s][lane] = make_float4(x[0] * f, x[1] * f, x[2] * f, x[3] * f);
+            } else {
+#pragma unroll
+                for (int pl = 0; pl < PL; pl++) {
+                    float f = 1.0f;
+                    if constexpr ((KM != FMT_FP16 && KM != FMT_Q8 && KM != FMT_Q4) || QSUBK)
+                        f = __int_as_float((127 + 24 - EXPO - key_exp<KM, D>(s)) << 23);
+                    if constexpr (KM == FMT_RVQ1)
+                        f *= pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
+                    if constexpr (KM == FMT_RABITQ1)
+                        f *= 2.0f;
+                    uint4 a;
+                    split2(x[0] * f, x[1] * f, a.x, a.y);
+                    split2(x[2] * f, x[3] * f, a.z, a.w);
+                    afr[pl][s][lane] = a;
+                }
+            }
+        }
+    }
+    if constexpr (QSUBK) {
+        if (warp == 0) { /* head g's sum over each block's 32 channels (lane t: channels t + 4i) */
+            const float *qg = qs[live ? g : 0];
+#pragma unroll
+            for (int bk = 0; bk < D / 32; bk++) {
+                float sq = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    sq += qg[32 * bk + t + 4 * i];
+                sq += __shfl_xor_sync(FULL, sq, 1);
+                sq += __shfl_xor_sync(FULL, sq, 2);
+                if (t == 0)
+                    kqs[bk][g] = live ? -QOFF * __int_as_float((127 - EXPO) << 23) * sq : 0.0f;
+            }
+        }
+    }
+    __syncthreads();
+    float hs = 0.0f; /* rvq1: (c1[0] + c2[0]) * sum q; rabitq: sum q */
+    if constexpr (KM == FMT_RVQ1 || KM == FMT_RVQ2)
+        hs = (p.kf.c1[0] + p.kf.c2[0]) * hsum[g];
+    if constexpr (KM == FMT_RABITQ1)
+        hs = hsum[g];
+    /* SPLIT_K: rows g >= 4 are junk (finite): their scores become the
+     * constant 0 through post = base = 0 */
+    float post = SPLIT_K && g >= 4 ? 0.0f : __int_as_float((127 + EXPO) << 23);
+    if constexpr (I8K) {
+        /* K per head: max_c |q_c| * max(|f_pl|) * 2^K < 64 (each warp the
+         * same; the warps build the A fragments of plane/k-step pairs warp,
+         * warp + W, ...). Lane (g, t): head 4 hh + (g & 3) of tile hh,
+         * channels (D/4) t .. (D/4) t + D/4 - 1 */
+        float f[NF8]; /* the plane factors */
+        if constexpr (KM == FMT_RVQ2) {
+#pragma unroll
+            for (int st = 0; st < 2; st++) {
+                const float *tc = st ? p.kf.c2 : p.kf.c1;
+                f[3 * st] = tc[1] - tc[0];
+                f[3 * st + 1] = tc[2] - tc[0];
+                f[3 * st + 2] = (tc[3] - tc[2]) - (tc[1] - tc[0]);
+            }
+        } else {
+#pragma unroll
+            for (int pl = 0; pl < PL; pl++)
+                f[pl] = KM == FMT_RABITQ1 ? 2.0f : pl == 0 ? p.kf.c1[1] - p.kf.c1[0] : p.kf.c2[1] - p.kf.c2[0];
+        }
+        float fm = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NF8; i++)
+            fm = fmaxf(fm, fabsf(f[i]));
+#pragma unroll 1
+        for (int hh = 0; hh < NH8; hh++) {
+            const int h = 4 * hh + (g & 3);
+            const float *qh = qs[h < G ? h : 0];
+            float mx = 0.0f;
+#pragma unroll
+            for (int i = 0; i < D / 4; i++)
+                mx = fmaxf(mx, fabsf(qh[(D / 4) * t + i]));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, 2));
+            mx = h < G ? mx * fm : 0.0f;
+            const int K = mx > 0.0f ? min(100, max(-100, 5 - ilogbf(mx))) : 0;
+            /* the lane's own head: g < 4 in tile 0; g >= 4 (G = 8) in tile 1 */
+            if (hh == (NH8 > 1 ? g >> 2 : 0))
+                post = (NH8 > 1 || g < 4) && h < G ? __int_as_float((127 - 7 - K) << 23) : 0.0f;
+            /* the k-steps' A fragments, warp w builds k-steps w, w + W, ...
+             * (xcl: the indices of warps past the last k-step clamped; those
+             * warps store nothing) */
+            auto xcl = [](int x) { return x < NKS8 ? x : NKS8 - 1; };
+#pragma unroll
+            for (int x0 = 0; x0 < NKS8; x0 += W) {
+                const int x = x0 + warp;
+                uint32_t ar[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) { /* k 4t + i (hf 0) and 16 + 4t + i (hf 1) */
+                    float fx = 0.0f;
+#pragma unroll
+                    for (int j = 0; j < W; j++) /* (x is warp-uniform; constant indices into f) */
+                        fx = warp == j ? f[i8_fac<KM, D>(xcl(x0 + j), hf)] * __int_as_float((127 + K - i8_sh<KM, D>(xcl(x0 + j), hf)) << 23) : fx;
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        int ch = 0;
+#pragma unroll
+                        for (int j = 0; j < W; j++)
+                            ch = warp == j ? i8_chan<KM, D>(xcl(x0 + j), hf, i) : ch;
+                        float xv = h < G ? qh[(D / 4) * t + ch] * fx : 0.0f;
+                        int pc[4];
+#pragma unroll
+                        for (int r = 0; r < 4; r++) {
+                            const float rx = rintf(xv);
+                            pc[r] = (int)rx;
+                            xv = (xv - rx) * 128.0f;
+                        }
+                        const int pa = g < 4 ? pc[0] : pc[2], pb = g < 4 ? pc[1] : pc[3];
+                        ar[2 * hf] |= ((uint32_t)pa & 0xffu) << (8 * i);
+                        ar[2 * hf + 1] |= ((uint32_t)pb & 0xffu) << (8 * i);
+                    }
+                }
+                if (x < NKS8)
+                    ai8[x][hh][lane] = make_uint4(ar[0], ar[1], ar[2], ar[3]);
+            }
+        }
+        __syncthreads();
+    }
+
+    /* RSYM: turboquant_rvq:bits=2 with symmetric tables (centroids -a, -b,
+     * b, a, as vq_lloyd_max makes them): the b0 AND b1 plane's factor
+     * (t3 - t2) - (t1 - t0) is exactly 0 in both stages, so its k-steps
+     * add exact zeros and are skipped (warp-uniform) */
+    TL(3);
+    [[maybe_unused]] bool rsym = false;
+    if constexpr (KM == FMT_RVQ2)
+        rsym = (p.kf.c1[3] - p.kf.c1[2]) - (p.kf.c1[1] - p.kf.c1[0]) == 0.0f &&
+               (p.kf.c2[3] - p.kf.c2[2]) - (p.kf.c2[1] - p.kf.c2[0]) == 0.0f;
+
+    float o[NO][4];
+    constexpr int NMT = SPLIT_MT ? NG / 2 : NG; /* minima sums per lane */
+    float mt[NMT];
+#pragma unroll
+    for (int n = 0; n < NO; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NMT; i++)
+        mt[i] = 0.0f;
+    float m_run = -INFINITY, l_run = 0.0f;
+    /* MINMMA: sum over tokens of P * (value minimum of group n) as an mma
+     * accumulator: lane (g, t) holds head g (rows g, g + 8) x groups 2t, 2t + 1 */
+    float mmn[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    /* VSC: o and mmn are sums times 2^vF (warp-uniform, only decreases:
+     * 2^vF * s < 2^15 for every value scale s seen so far) */
+    int vF = 15;
+    /* VSC: vF lowered to vn where needed, the sums rescaled by the change;
+     * returns 2^vF */
+    auto vscale = [&](int vn) {
+        if (vn < vF) { /* warp-uniform */
+            const float f = __int_as_float((127 + vn - vF) << 23);
+            vF = vn;
+#pragma unroll
+            for (int n = 0; n < NO; n++) {
+                o[n][0] *= f;
+                o[n][1] *= f;
+                o[n][2] *= f;
+                o[n][3] *= f;
+            }
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                mmn[k] *= f;
+        }
+        return __int_as_float((127 + vF) << 23);
+    };
+    /* VSC, float scales: the warp's largest |s| in smax (>= 0); ws = w * 2^vF */
+    auto scale_weights = [&](const float (&w)[2][4], float smax, float (&ws)[2][4]) {
+        float fsc = 1.0f;
+        if constexpr (VSC) {
+            /* vF only drops, so the warp's largest exponent e (s < 2^(e+1))
+             * matters only where some lane's e >= 15 - vF (vn = 14 - e <
+             * vF): a vote first, the reduction and the rescale only then
+             * (vF takes the same values as with the reduction every tile) */
+            if (__any_sync(FULL, __float_as_uint(smax) >= (uint32_t)(142 - vF) << 23)) {
+                const int e = (int)(__reduce_max_sync(FULL, __float_as_uint(smax)) >> 23) - 127;
+                fsc = vscale(14 - e);
+            } else {
+                fsc = __int_as_float((127 + vF) << 23);
+            }
+        }
+#pragma unroll
+        for (int kt = 0; kt < 2; kt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                ws[kt][i] = w[kt][i] * fsc;
+    };
+
     /* staged rows: fixed strides; a partial last tile gets its missing rows
      * filled with copies of its last token's row (stage_fill: rows nv..rows-1
      * of the area at base from row nv - 1), so rows are read at constant
@@ -2203,14 +2346,21 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
         };
         if (tb < s1) {
             const int tn = tb + W * TT; /* the second tile into stage 1 */
+#if VQ_MMA_FIRST1
+            cp_wait0();
+            __syncwarp();
+#endif
             if (tn < s1)
                 stage_in(nxt.off, pg_next, 1);
             cp_commit();
             advance(nxt);
             if (tn + W * TT < s1)
                 pg_next = ptab[nxt.pi];
+#if !VQ_MMA_FIRST1
             cp_wait1();
             __syncwarp();
+#endif
+            TL(4);
             fill(wstage, tb);
             float sc[4][2], sn[4][2]; /* scores, then weights, of the two sub-tiles */
             score_tile(wstage, wstage + K0, tb, sc);
@@ -2316,10 +2466,12 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
         } /* sub-tiles */
     }
     } /* SWP */
+    TL(5);
 
     /* ---- this warp's (m, l, acc) per head, then the CTA's ---- */
     if constexpr (REDSTG)
         __syncthreads(); /* every warp is done with its stages */
+    TL(6);
     float (&red)[W][G][D] = *reinterpret_cast<float (*)[W][G][D]>(REDSTG ? (void *)stage_mem : (void *)&red_s[0][0][0]);
     l_run += __shfl_xor_sync(FULL, l_run, 1);
     l_run += __shfl_xor_sync(FULL, l_run, 2);
@@ -2411,7 +2563,11 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
         }
     }
     __syncthreads();
-    combine_warps<G, D, W>(p, red, wml, part0, tid);
+    if (p.cluster) /* (uniform) */
+        combine_cluster<G, D, W>(p, red, wml, cw, tid);
+    else
+        combine_warps<G, D, W>(p, red, wml, part0, tid);
+    TL(7);
 }
 
 /* the dynamic shared memory limit of this instantiation raised to what it
@@ -2459,19 +2615,40 @@ int ctas_per_sm()
 }
 
 template <int D, int G, int KM, int VM, int SUB, int W>
-cudaError_t launch_mma_sub(const AttnParams &p, int batch, cudaStream_t s)
+cudaError_t launch_mma_sub(AttnParams &p, int batch, cudaStream_t s)
 {
     constexpr int smem = stage_smem_bytes<KM, VM, D, SUB, W>();
     const cudaError_t e = set_smem_attr<D, G, KM, VM, SUB, W>();
     if (e != cudaSuccess)
         return e;
     dim3 grid(p.splits, p.n_kv, batch);
+    if (p.cluster) {
+        /* the chunks of a pair as one cluster (combine_cluster); where the
+         * launch is refused (no cluster of this size fits), p.cluster = 0
+         * and a plain launch: the caller then launches the reduce */
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(W * 32);
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = s;
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeClusterDimension;
+        at[0].val.clusterDim.x = p.cluster;
+        at[0].val.clusterDim.y = 1;
+        at[0].val.clusterDim.z = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        if (cudaLaunchKernelEx(&cfg, attn_mma<D, G, KM, VM, SUB, W>, p) == cudaSuccess)
+            return cudaSuccess;
+        (void)cudaGetLastError(); /* the refusal, cleared */
+        p.cluster = 0;
+    }
     attn_mma<D, G, KM, VM, SUB, W><<<grid, W * 32, smem, s>>>(p);
     return cudaGetLastError();
 }
 
 template <int D, int G, int KM, int VM, int W>
-cudaError_t launch_mma_w(const AttnParams &p, int batch, cudaStream_t s)
+cudaError_t launch_mma_w(AttnParams &p, int batch, cudaStream_t s)
 {
     if constexpr (sub2_ok<KM, VM, D, W>()) {
         /* VQ_CUDA_NO_SUB2: 1 the 32-token iterations, -1 the 64-token ones
@@ -2488,7 +2665,7 @@ cudaError_t launch_mma_w(const AttnParams &p, int batch, cudaStream_t s)
 /* p.warps (plan_warps in attention.cu) picks the instantiation: 4, 12
  * (wide_ok) or 16 (w16_ok) warps per CTA */
 template <int D, int G, int KM, int VM>
-cudaError_t launch_mma(const AttnParams &p, int batch, cudaStream_t s)
+cudaError_t launch_mma(AttnParams &p, int batch, cudaStream_t s)
 {
     if constexpr (w16_ok<KM, VM, D, G>())
         if (p.warps == 16)
@@ -2510,7 +2687,7 @@ constexpr bool mma_shape_ok()
     X(FMT_FP16, FMT_FP16) X(FMT_Q8, FMT_Q8) X(FMT_Q4, FMT_Q4) X(FMT_KIVI2, FMT_KIVI2) X(FMT_KIVI4, FMT_KIVI4) X(FMT_RVQ1, FMT_KIVI2) X(FMT_RABITQ1, FMT_KIVI2) X(FMT_RVQ2, FMT_KIVI2)
 
 template <int D, int G>
-bool launch_dg(const AttnParams &p, int batch, cudaStream_t s, int km, int vm, cudaError_t *err)
+bool launch_dg(AttnParams &p, int batch, cudaStream_t s, int km, int vm, cudaError_t *err)
 {
 #define VQ_TRY(K, V)                                   \
     if constexpr (mma_shape_ok<D, G, K>())             \
@@ -2642,7 +2819,7 @@ int vq_mma_plan_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, 
     return km == FMT_FP16 || (stg_v && few) ? 2 : occ;
 }
 
-bool vq_mma_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err)
+bool vq_mma_launch(AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err)
 {
     if (!vq_mma_supported(p.kf, p.vf, D, G, p.page_tokens))
         return false;

@@ -28,6 +28,8 @@ struct AttnParams {
     float *part_acc;     /* [b][n_q][splits][D] */
     float *part_ml;      /* [b][n_q][splits][2] */
     int warps;           /* tensor-core kernel: warps per CTA (4; 12: vq_mma_wide_ctas; 16: vq_mma_w16_ctas) */
+    int cluster;         /* tensor-core kernel: 0, or the split count (1..8) when a pair's chunks run as one cluster
+                          * that writes the output itself (no reduce launch: combine_cluster in attention_mma.cu) */
 };
 
 /* The work of a split CTA: chunk blockIdx.x of KV head kvh = blockIdx.y of
@@ -77,6 +79,28 @@ __device__ __forceinline__ void load_query(const AttnParams &p, const CtaWork &w
         qs[i / D][i % D] = p.q[w.qrow0 * D + i];
 }
 
+/* output (g, c) of the W warps' partials merged: M the largest m, s and
+ * l the sums rescaled to it (terms in warp order; combine_warps and
+ * attention_mma.cu combine_cluster) */
+template <int G, int D, int W = NW>
+__device__ __forceinline__ void merge_warps(const float (&red)[W][G][D], const float (&wml)[W][G][2], int g, int c,
+                                            float &M, float &s, float &l)
+{
+    M = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < W; w++)
+        M = fmaxf(M, wml[w][g][0]);
+    s = 0.0f, l = 0.0f;
+#pragma unroll
+    for (int w = 0; w < W; w++) {
+        if (wml[w][g][0] == -INFINITY)
+            continue;
+        const float f = exp2f(wml[w][g][0] - M);
+        s += red[w][g][c] * f;
+        l += wml[w][g][1] * f;
+    }
+}
+
 /* The last step of the split kernels: combine the W (= NW unless the
  * kernel says otherwise) warps' partial
  * (max m, sum l, accumulator red) of each of the CTA's G query heads into
@@ -90,19 +114,8 @@ __device__ __forceinline__ void combine_warps(const AttnParams &p, const float (
 {
     for (int i = tid; i < G * D; i += W * 32) {
         const int g = i / D, c = i % D;
-        float M = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < W; w++)
-            M = fmaxf(M, wml[w][g][0]);
-        float s = 0.0f, l = 0.0f;
-#pragma unroll
-        for (int w = 0; w < W; w++) {
-            if (wml[w][g][0] == -INFINITY)
-                continue;
-            const float f = exp2f(wml[w][g][0] - M);
-            s += red[w][g][c] * f;
-            l += wml[w][g][1] * f;
-        }
+        float M, s, l;
+        merge_warps<G, D, W>(red, wml, g, c, M, s, l);
         const size_t row = part0 + (size_t)g * p.splits;
         p.part_acc[row * D + c] = s;
         if (c == 0) {
@@ -117,7 +130,9 @@ __device__ __forceinline__ void combine_warps(const AttnParams &p, const float (
  * in *err), else returns false and launches nothing. */
 /* whether attn_mma has this pair and shape */
 bool vq_mma_supported(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, int G, int page_tokens);
-bool vq_mma_launch(const AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err);
+/* p.cluster > 0 asks for a cluster launch; it is 0 on return where the
+ * launch fell back to a plain one (then the caller launches the reduce) */
+bool vq_mma_launch(AttnParams &p, int D, int G, int batch, cudaStream_t s, cudaError_t *err);
 /* resident CTAs per SM of attn_mma for a supported pair and shape (the
  * occupancy calculator's answer, 1..VQ_MMA_MAX_CTAS; 3 where it fails) */
 #define VQ_MMA_MAX_CTAS 8

@@ -59,6 +59,51 @@ __device__ __forceinline__ void rot_inverse_smem(float *x, const uint8_t *sign, 
     apply_signs_smem<D, ROWS>(x, sign, tid, nthreads);
 }
 
+/* x <- R x for one row of D floats in shared memory by one warp (no
+ * block barrier; the caller synchronises before other warps read the row),
+ * then x <- x * post: lane l holds elements l + 32 j; the butterflies of
+ * stages h < 32 pair lanes l, l ^ h by shuffles, the others lie inside a
+ * lane. The same butterflies in the same stage order and the same two
+ * multiplies as rot_forward_smem followed by a multiply by post, so the
+ * same bits (Round gpu22 in docs/gpu.md: 9 block barriers fewer in the
+ * tensor-core kernel's query setup). */
+template <int D>
+__device__ __forceinline__ void rot_forward_warp(float *x, const uint8_t *sign, int lane, float post)
+{
+    static_assert(D % 32 == 0 && (D & (D - 1)) == 0, "D: a power of two, at least 32");
+    constexpr int J = D / 32;
+    float v[J];
+#pragma unroll
+    for (int j = 0; j < J; j++) {
+        const int c = lane + 32 * j;
+        v[j] = x[c];
+        if (sign[c >> 3] >> (c & 7) & 1)
+            v[j] = -v[j];
+    }
+#pragma unroll
+    for (int h = 1; h < 32; h <<= 1) {
+        const bool hi = lane & h; /* this lane holds x[jj + h] of its pairs */
+#pragma unroll
+        for (int j = 0; j < J; j++) {
+            const float o = __shfl_xor_sync(0xffffffffu, v[j], h);
+            v[j] = hi ? o - v[j] : v[j] + o;
+        }
+    }
+#pragma unroll
+    for (int h = 1; h < J; h <<= 1) /* stages 32 h */
+#pragma unroll
+        for (int j = 0; j < J; j++)
+            if (!(j & h)) {
+                const float a = v[j], b = v[j + h];
+                v[j] = a + b;
+                v[j + h] = a - b;
+            }
+    const float s = 1.0f / sqrtf((float)D);
+#pragma unroll
+    for (int j = 0; j < J; j++)
+        x[lane + 32 * j] = (v[j] * s) * post;
+}
+
 } // namespace vqg
 
 #endif
