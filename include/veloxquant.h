@@ -217,6 +217,13 @@ typedef struct vq_cache vq_cache;
  *   kbits=B0,...    per-layer bits of the key codec only (overrides bits
  *   vbits=B0,...    for keys); vbits the same for values. The codec must
  *                   take a `bits` parameter (kivi, kivix, turboquant, ...)
+ *   vdrop=F         0 (default) .. 0.25: attention leaves out the values of
+ *                   blocks of 32 tokens whose softmax weights are negligible
+ *                   (per context chunk, a block below F / (the chunk's
+ *                   blocks) of the chunk's weight sum for every query), so
+ *                   the weight left out is at most F of the total and each
+ *                   output moves by at most F times the largest |value|;
+ *                   those blocks' values are not read (docs/cache.md)
  *   keep_first=N keep_last=N keep_spec=SPEC
  *                   the first/last N layers use keep_spec (default fp16)
  *                   for keys and values, ignoring keys/values/bits

@@ -528,6 +528,72 @@ static void test_threads_match_serial(void)
     vq_pool_free(pool);
 }
 
+/* vdrop=F: per query, the output moves from the cache's own output without
+ * it by at most F times the largest |value| (attend.c accumulate_kept),
+ * and with peaked attention some value blocks are in fact left out (the
+ * outputs differ). Values are gathered from each cache (decoded) for the
+ * bound; float sums in another order add ~1e-6. */
+static void test_vdrop_bound(void)
+{
+    static const char *const specs[] = { "fp16", "kivi:bits=2,qbits=8", "q4_0:rot=1" };
+    const double F = 0.01;
+    for (size_t si = 0; si < sizeof specs / sizeof *specs; si++) {
+        char ta[256], tb[300];
+        snprintf(ta, sizeof ta, "keys=fp16 values=%s page=64", specs[si]);
+        snprintf(tb, sizeof tb, "%s vdrop=%g", ta, F);
+        run_ctx a = { 0 }, b = { 0 };
+        CHECK_OK(make_cache(ta, &a.c));
+        CHECK_OK(make_cache(tb, &b.c));
+        if (!a.c || !b.c) {
+            vq_cache_free(a.c), vq_cache_free(b.c);
+            continue;
+        }
+        a.c->attn_chunk = b.c->attn_chunk = 128; /* several chunks per head */
+        const size_t n = vq_test_quick() ? 400 : 900;
+        gen_inputs(&a, n, 21);
+        for (int l = 0; l < 2; l++) /* peaked attention: most blocks carry nothing */
+            for (size_t i = 0; i < n * layer_floats(&SHAPE2[l], 0); i++)
+                a.q[l][i] *= 4.0f;
+        double worst = 0; /* largest |b - a| / (F vmax) */
+        int differ = 0;
+        for (size_t t0 = 0; t0 < n;) {
+            const size_t cnt = t0 == 0 ? n - 40 : 1;
+            for (int l = 0; l < 2; l++) {
+                const vq_layer_shape *ls = &SHAPE2[l];
+                const size_t kvf = layer_floats(ls, 1), qf = layer_floats(ls, 0), D = (size_t)ls->head_dim;
+                float *oa = malloc(cnt * qf * 4), *ob = malloc(cnt * qf * 4), *v = malloc(n * D * 4);
+                int32_t *pos = malloc(n * sizeof *pos);
+                CHECK_OK(vq_cache_append(a.c, l, a.k[l] + t0 * kvf, a.v[l] + t0 * kvf, cnt, (int32_t)t0));
+                CHECK_OK(vq_cache_append(b.c, l, a.k[l] + t0 * kvf, a.v[l] + t0 * kvf, cnt, (int32_t)t0));
+                CHECK_OK(vq_cache_attend(a.c, l, a.q[l] + t0 * qf, cnt, ls->n_q_heads, 0.125f, oa));
+                CHECK_OK(vq_cache_attend(b.c, l, a.q[l] + t0 * qf, cnt, ls->n_q_heads, 0.125f, ob));
+                for (int h = 0; h < ls->n_kv_heads; h++) {
+                    size_t nv = 0;
+                    double vmax = 0;
+                    CHECK_OK(vq_cache_gather(b.c, l, h, n, pos, NULL, v, &nv));
+                    for (size_t x = 0; x < nv * D; x++)
+                        vmax = fabs((double)v[x]) > vmax ? fabs((double)v[x]) : vmax;
+                    const size_t g = (size_t)(ls->n_q_heads / ls->n_kv_heads);
+                    for (size_t t = 0; t < cnt; t++)
+                        for (size_t e = 0; e < g * D; e++) {
+                            const size_t x = t * qf + (size_t)h * g * D + e;
+                            const double d = fabs((double)ob[x] - oa[x]);
+                            differ |= d > 0;
+                            worst = (d - 1e-5) / (F * vmax) > worst ? (d - 1e-5) / (F * vmax) : worst;
+                        }
+                }
+                free(oa), free(ob), free(v), free(pos);
+            }
+            t0 += cnt;
+        }
+        CHECKF(worst <= 1.0, "values=%s vdrop=%g: output moved %.3g x the bound", specs[si], F, worst);
+        CHECKF(differ, "values=%s vdrop=%g: no value block was left out", specs[si], F);
+        printf("  values=%s vdrop=%g: largest move %.3f of the bound\n", specs[si], F, worst);
+        vq_cache_free(a.c), vq_cache_free(b.c);
+        free_inputs(&a);
+    }
+}
+
 static void test_bad_arguments(void)
 {
     vq_cache *c = NULL;
@@ -574,6 +640,7 @@ int main(void)
     RUN(test_block_codecs_residual);
     RUN(test_softcap);
     RUN(test_threads_match_serial);
+    RUN(test_vdrop_bound);
     RUN(test_bad_arguments);
     return vq_test_summary("cache_attend");
 }

@@ -30,6 +30,9 @@ static void test_defaults_and_canonical(void)
         "keys=kivi:bits=2 values=kivi:bits=2 bits=4,4,2 keep_first=1 keep_last=1 keep_spec=q8_0",
         "page=64 residual=0",
         "page=auto",
+        "vdrop=0.001",
+        "vdrop=0.00123456789 keys=kivi:bits=2",
+        "vdrop=0",
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         vq_cache_config *a = NULL, *b = NULL;
@@ -44,6 +47,12 @@ static void test_defaults_and_canonical(void)
         vq_cache_config_free(a);
         vq_cache_config_free(b);
     }
+    CHECK_OK(vq_cache_config_parse("vdrop=1e-3", &c));
+    CHECK(c && strstr(vq_cache_config_str(c), " vdrop=0.001") != NULL);
+    vq_cache_config_free(c);
+    CHECK_OK(vq_cache_config_parse("vdrop=0", &c));
+    CHECK(c && strstr(vq_cache_config_str(c), "vdrop") == NULL);
+    vq_cache_config_free(c);
     CHECK_OK(vq_cache_config_parse("evict=h2o:budget=100", &c));
     CHECK(strstr(vq_cache_config_str(c), "evict=h2o:budget=100,sinks=0,recent=50") != NULL);
     vq_cache_config_free(c);
@@ -74,6 +83,11 @@ static void test_errors_name_the_field(void)
         { "keep_first=-2", "keep_first" },
         { "keep_spec=nosuch", "keep_spec" },
         { "page=0", "page" },
+        { "vdrop=0.5", "vdrop" },
+        { "vdrop=-0.01", "vdrop" },
+        { "vdrop=x", "vdrop" },
+        { "vdrop=0.01x", "vdrop" },
+        { "vdrop=nan", "vdrop" },
         { "colour=blue", "colour" },
         { "keys", "keys" },
         { "keys=fp16 keys=fp16", "twice" },
@@ -189,7 +203,7 @@ static void test_random_texts(void)
     static const char *frag[] = { "keys=", "values=", "residual=", "evict=", "cross=", "page=", "bits=",
                                   "keep_first=", "keep_last=", "keep_spec=", "fp16", "q4_0", "kivi:bits=2",
                                   "h2o:budget=", "streaming_llm:sinks=", ",window=", "snapkv", "tova:budget=",
-                                  "minicache:start=0.5", "xquant:bits=", "4", "0", "-1", "99999999999", "32", ",",
+                                  "minicache:start=0.5", "xquant:bits=", "vdrop=", "0.001", "4", "0", "-1", "99999999999", "32", ",",
                                   ":", "=", " ", "  ", "\t", "x", "4,2,4", "1e3", "" };
     vq_rng g;
     vq_rng_seed(&g, 77);

@@ -309,6 +309,60 @@ static vq_status anchor_pass(tile_job *J, vq_cache_layer *A, size_t h, size_t s,
     return VQ_OK;
 }
 
+/* vdrop: tokens per block that is kept or left out whole (32, rounded up
+ * to the layer's group, a multiple of the value codec's block tokens) */
+static size_t drop_unit(const vq_cache_layer *L)
+{
+    return (32 + L->group - 1) / L->group * L->group;
+}
+
+/* weights [a, e) of the nq rows (n apart) of a page's values: accumulated,
+ * through W->wkeep when they are not the whole rows (the codec reads rows
+ * of the length it is given) */
+static vq_status accumulate_span(vq_codec *vc, vq_attn_worker *W, const float *w, size_t nq, size_t n,
+                                 const uint8_t *page, size_t a, size_t e, float *acc)
+{
+    if (e <= a)
+        return VQ_OK;
+    if (a == 0 && e == n)
+        return vq_codec_accumulate(vc, w, (int)nq, page, n, acc);
+    const size_t len = e - a;
+    for (size_t j = 0; j < nq; j++)
+        memcpy(W->wkeep + j * len, w + j * n + a, len * sizeof(float));
+    return vq_codec_accumulate(vc, W->wkeep, (int)nq, page + a / vq_codec_block_tokens(vc) * vq_codec_block_bytes(vc),
+                               len, acc);
+}
+
+/* vq_codec_accumulate of one page's weights w (nq rows of n) without the
+ * blocks of u tokens whose weights sum to at most f * l[j] for every
+ * query j. With f = vdrop / (the chunk's blocks) the weight left out of a
+ * chunk is at most vdrop times its sum l (l only grows, and both scale
+ * alike when the running maximum moves), so at most vdrop of the whole
+ * attention weight over the chunks: the output moves by at most vdrop
+ * times the largest |value| (l keeps the weight left out: the output is
+ * not renormalised). */
+static vq_status accumulate_kept(vq_codec *vc, vq_attn_worker *W, const float *w, size_t nq, size_t n,
+                                 const uint8_t *page, size_t u, float f, const float *l, float *acc)
+{
+    size_t a = 0; /* start of the kept span not yet accumulated */
+    for (size_t b = 0; b < n; b += u) {
+        const size_t e = b + u < n ? b + u : n;
+        int keep = 0;
+        for (size_t j = 0; j < nq && !keep; j++) {
+            const float *r = w + j * n;
+            float sum = 0.0f;
+            for (size_t i = b; i < e; i++)
+                sum += r[i];
+            keep = sum > f * l[j];
+        }
+        if (keep)
+            continue;
+        VQ_TRY(accumulate_span(vc, W, w, nq, n, page, a, b, acc));
+        a = e;
+    }
+    return accumulate_span(vc, W, w, nq, n, page, a, n, acc);
+}
+
 static vq_status run_item(tile_job *J, size_t it, int w)
 {
     vq_cache *c = J->c;
@@ -361,6 +415,9 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     kpf = kpf > PF_HEAD ? kpf : PF_HEAD;
     kpf = kpf < L->kpage_bytes ? kpf : L->kpage_bytes;
     const size_t run_max = vq_cross_binds(c) ? 1 : RUN_PAGES;
+    /* vdrop: value blocks of du tokens left out below drop_f * l (accumulate_kept) */
+    const size_t du = drop_unit(L);
+    const float drop_f = (float)(c->cfg->vdrop / (double)((J->chunk_pages * P + du - 1) / du));
     if (pb < pe)
         vq_prefetch_span(H->kpages[pb], 0, kpf);
     size_t pg = pb;
@@ -397,7 +454,8 @@ static vq_status run_item(tile_job *J, size_t it, int w)
             continue;
         online_update(run, nr, nq, m, l, acc, asz, acc2, accr, D);
         for (size_t k = 0; k < nr; k++)
-            VQ_TRY(vq_codec_accumulate(vc, run[k].s, (int)nq, H->vpages[rpage[k]], run[k].n, acc));
+            VQ_TRY(drop_f > 0.0f ? accumulate_kept(vc, W, run[k].s, nq, run[k].n, H->vpages[rpage[k]], du, drop_f, l, acc)
+                                 : vq_codec_accumulate(vc, run[k].s, (int)nq, H->vpages[rpage[k]], run[k].n, acc));
     }
     /* the fp16 residual window, with the last chunk */
     if (s == J->chunks - 1 && H->n_res > 0) {

@@ -71,6 +71,8 @@ struct vq_cache_config {
     long sinks;                   /* first tokens kept fp16 (sinks.h) */
     long prerope;                 /* 1: keys packed before RoPE (prerope.h) */
     int check;                    /* 0 none, 1 warn, 2 strict (model/cache_check.h) */
+    double vdrop;                 /* 0, or the attention weight that value blocks
+                                     may leave out (attend.c, accumulate_kept) */
     char keep_spec[VQ_SPEC_MAX_LEN];
     char *text;                   /* canonical text */
 };
@@ -167,6 +169,7 @@ typedef struct {
     float *pk;     /* prerope only (prerope.c): a decoded key block, group_max * d_max */
     float *pqh;    /* prerope only: the queries turned by a hi row, nq_max * d_max */
     int32_t *prows;/* prerope only: the keys' lo rows, group_max */
+    float *wkeep;  /* vdrop only: nq_max * page_max weights of kept blocks */
     vq_status st;  /* first failure of this worker in a job */
     size_t qhead;  /* the KV head whose queries qbuf, qbuf2 and qf hold in
                       this tile job (SIZE_MAX: none yet) */

@@ -9,7 +9,8 @@
 #define MAX_FIELD_LEN 8192
 
 static const char *const FIELDS[] = { "keys", "values", "residual", "evict", "cross", "page",
-                                      "bits", "keep_first", "keep_last", "keep_spec", "kbits", "vbits", "sinks", "prerope", "check", NULL };
+                                      "bits", "keep_first", "keep_last", "keep_spec", "kbits", "vbits", "sinks", "prerope", "check", "vdrop",
+                                      NULL };
 
 /* the method of a codec spec must be registered */
 static vq_status check_codec_spec(const char *field, const char *text, char *buf, size_t cap)
@@ -27,6 +28,19 @@ static vq_status check_codec_spec(const char *field, const char *text, char *buf
     if (strlen(text) >= cap)
         return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: %s: spec too long", field);
     snprintf(buf, cap, "%s", text);
+    return VQ_OK;
+}
+
+/* a fraction in [lo, hi] */
+static vq_status parse_frac(const char *field, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end != '\0' || !(x == x))
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: %s='%s' is not a number", field, v);
+    if (x < lo || x > hi)
+        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "cache config: %s=%g out of range [%g, %g]", field, x, lo, hi);
+    *out = x;
     return VQ_OK;
 }
 
@@ -101,6 +115,13 @@ static vq_status build_text(vq_cache_config *cfg)
         o += (size_t)snprintf(cfg->text + o, cap - o, " prerope=%ld", cfg->prerope);
     if (cfg->check)
         o += (size_t)snprintf(cfg->text + o, cap - o, " check=%s", cfg->check == 2 ? "strict" : "warn");
+    if (cfg->vdrop > 0.0) { /* the shortest text that reads back as the same double */
+        char num[32];
+        snprintf(num, sizeof num, "%g", cfg->vdrop);
+        if (strtod(num, NULL) != cfg->vdrop)
+            snprintf(num, sizeof num, "%.17g", cfg->vdrop);
+        o += (size_t)snprintf(cfg->text + o, cap - o, " vdrop=%s", num);
+    }
     if (cfg->keep_first || cfg->keep_last)
         snprintf(cfg->text + o, cap - o, " keep_first=%ld keep_last=%ld keep_spec=%s", cfg->keep_first,
                  cfg->keep_last, cfg->keep_spec);
@@ -129,6 +150,8 @@ static vq_status apply_field(vq_cache_config *cfg, const char *key, const char *
     }
     if (strcmp(key, "sinks") == 0) /* cache/sinks.h */
         return parse_long(key, val, 0, 4096, &cfg->sinks);
+    if (strcmp(key, "vdrop") == 0) /* attend.c: value blocks of negligible weight */
+        return parse_frac(key, val, 0.0, 0.25, &cfg->vdrop);
     if (strcmp(key, "prerope") == 0) /* cache/prerope.h */
         return parse_long(key, val, 0, 2, &cfg->prerope);
     if (strcmp(key, "check") == 0) { /* model/cache_check.h */
@@ -195,7 +218,7 @@ vq_status vq_cache_config_parse(const char *text, vq_cache_config **out)
     strcpy(cfg->cross, "none");
     strcpy(cfg->keep_spec, "fp16");
     cfg->page = 0; /* auto */
-    int seen[16] = { 0 };
+    int seen[sizeof FIELDS / sizeof *FIELDS] = { 0 };
     vq_status st = VQ_OK;
     const char *p = text;
     char field[MAX_FIELD_LEN];

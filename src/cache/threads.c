@@ -30,6 +30,7 @@ void vq_cache_free_workers(vq_cache *c)
         free(c->workers[w].pk);
         free(c->workers[w].pqh);
         free(c->workers[w].prows);
+        free(c->workers[w].wkeep);
     }
     free(c->workers);
     free(c->part);
@@ -53,7 +54,7 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
         T = 1;
     vq_cache_free_workers(c);
     c->threads = T > 1 ? pool : NULL;
-    size_t nq = 0, qb = 0, D = 0, asz = 0, sc = 0, grp = 0, nkv = 0;
+    size_t nq = 0, qb = 0, D = 0, asz = 0, sc = 0, grp = 0, nkv = 0, pmax = 0;
     for (int l = 0; l < c->n_layers; l++) {
         vq_cache_layer *L = &c->layers[l];
         size_t g = (size_t)(L->shape.n_q_heads / L->shape.n_kv_heads);
@@ -67,6 +68,7 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
         asz = x > asz ? x : asz;
         x = L->page_tokens > L->res_cap ? L->page_tokens : L->res_cap;
         sc = x > sc ? x : sc;
+        pmax = L->page_tokens > pmax ? L->page_tokens : pmax;
         grp = L->group > grp ? L->group : grp;
         nkv = (size_t)L->shape.n_kv_heads > nkv ? (size_t)L->shape.n_kv_heads : nkv;
     }
@@ -100,6 +102,8 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
             if (!W->pk || !W->pqh || !W->prows)
                 return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
         }
+        if (c->cfg->vdrop > 0.0 && !(W->wkeep = malloc(nq * pmax * sizeof(float))))
+            return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
     }
     /* items per tile: n_kv heads x context chunks (attend.c); room for
      * one chunk per head here, vq_cache_grow_parts adds more with context */
@@ -113,6 +117,8 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
                        c->part_items * c->part_stride * sizeof(float);
     if (c->cfg->prerope)
         c->scratch_bytes += (size_t)T * ((grp + nq) * D * sizeof(float) + grp * sizeof(int32_t));
+    if (c->cfg->vdrop > 0.0)
+        c->scratch_bytes += (size_t)T * nq * pmax * sizeof(float);
     for (int l = 0; l < c->n_layers; l++) {
         vq_cache_layer *L = &c->layers[l];
         L->kcw = calloc((size_t)T, sizeof *L->kcw);
