@@ -916,11 +916,11 @@ static void test_bits_unpack(const vq_kernels *k, const vq_kernels *ref)
 }
 
 /* kivi_fold: the folded queries and the mins' sums with the reference's
- * bits, head sizes 16..256 and one not a multiple of 16 (the reference),
- * 1..5 queries at a stride, unaligned rows */
+ * bits, head sizes 16..256 and two not a multiple of 16 (tails of 4 and
+ * 12 channels: lanes past 8), 1..5 queries at a stride, unaligned rows */
 static void test_kivi_fold(const vq_kernels *k, const vq_kernels *ref)
 {
-    static const size_t Ds[] = { 16, 20, 48, 64, 128, 256 };
+    static const size_t Ds[] = { 16, 20, 48, 60, 64, 128, 256 };
     for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
         for (int nq = 1; nq <= 5; nq++) {
             const size_t D = Ds[id], qstride = D + 3;

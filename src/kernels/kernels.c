@@ -64,6 +64,8 @@ static void fill_tables(void)
     k_avx2.qdot = vq_qdot_avx2;
     k_avx2.kivi_axpy = vq_kivi_axpy_avx2;
     k_avx2.fwht = vq_fwht_avx2;
+    k_avx2.kivi_fold = vq_kivi_fold_avx2;
+    k_avx2.codes_dot = vq_codes_dot_avx2;
     k_avx2.flip_signs = vq_flip_signs_avx2;
 
     k_avx512 = k_avx2;

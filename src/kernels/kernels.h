@@ -209,6 +209,8 @@ void vq_bits_unpack_ref(const uint8_t *src, size_t n, int bits, uint8_t *out);
 void vq_bits_unpack_avx512x(const uint8_t *src, size_t n, int bits, uint8_t *out);
 void vq_kivi_fold_ref(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D, float *qs,
                       float *base);
+void vq_kivi_fold_avx2(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D, float *qs,
+                       float *base);
 void vq_kivi_fold_avx512(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D,
                          float *qs, float *base);
 void vq_kivi_axpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
@@ -220,6 +222,8 @@ void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t n
 vq_lut_axpy_fn vq_lut_axpy_ref, vq_lut_axpy_avx512;
 void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                       const float *q, size_t qstride, int n_q, float *s, size_t sstride);
+void vq_codes_dot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
+                       const float *q, size_t qstride, int n_q, float *s, size_t sstride);
 void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                          const float *q, size_t qstride, int n_q, float *s, size_t sstride);
 void vq_bitdot_ref(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,

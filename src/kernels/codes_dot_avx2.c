@@ -1,0 +1,127 @@
+/* codes_dot_avx2.c -- AVX2 + FMA twins of kernels.h codes_dot and
+ * kivi_fold: scores from packed codes against float queries (KIVI keys
+ * with the block's scales folded into the query, TurboQuant's code
+ * levels).
+ *
+ * codes_dot: four rows and up to three queries at a time (12 accumulators
+ * of eight lanes); each row's 16 codes are decoded once (codes_avx2.h) for
+ * all the queries, as integers (lut NULL) or as their levels by a permute.
+ * Every score is summed in lanes e % 8, then by vq_hsum4x256's tree, so it
+ * is the same whatever its place in the tile (another order than the
+ * reference's: within kernels.h's tolerance, test_kernels.c).
+ *
+ * kivi_fold: the reference's bits -- one multiply per folded channel, and
+ * the mins' part in the 16 lanes e % 16 (a multiply, then an add), reduced
+ * by vq_sum16_lanes' tree (the tail below D in its lane, as the
+ * reference). */
+#include <immintrin.h>
+
+#include "core/vexp.h"
+#include "kernels/codes_avx2.h"
+#include "kernels/kernels.h"
+
+/* NJ queries (1..3, a constant) over all rows, four at a time (past the
+ * end: the last row again, its scores not stored) */
+static inline __attribute__((always_inline)) void codes_dot_rows(const int NJ, const int BITS, const uint8_t *codes,
+                                                                 size_t rstride, size_t nt, size_t E, const float *lut,
+                                                                 const float *const qj[3], float *s, size_t sstride)
+{
+    const __m256i sh0 = vq_codes_shifts(BITS, 0), sh1 = vq_codes_shifts(BITS, 1), mask = vq_codes_mask(BITS);
+    const __m256 lv0 = lut ? vq_levels8(lut, BITS < 4 ? BITS : 3) : _mm256_setzero_ps();
+    const __m256 lv1 = lut && BITS == 4 ? _mm256_loadu_ps(lut + 8) : _mm256_setzero_ps();
+    for (size_t i = 0; i < nt; i += 4) {
+        const uint8_t *r[4];
+        for (size_t k = 0; k < 4; k++)
+            r[k] = codes + (i + k < nt ? i + k : nt - 1) * rstride;
+        __m256 a[3][4];
+        _Pragma("GCC unroll 3") for (int j = 0; j < NJ; j++)
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[j][k] = _mm256_setzero_ps();
+        for (size_t e = 0; e < E; e += 16) {
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                __m256i lo, hi;
+                vq_codes16(r[k] + e / 8 * (size_t)BITS, BITS, sh0, sh1, &lo, &hi);
+                __m256 c0, c1;
+                if (lut) {
+                    c0 = vq_level_of(lo, BITS, lv0, lv1);
+                    c1 = vq_level_of(hi, BITS, lv0, lv1);
+                } else {
+                    c0 = _mm256_cvtepi32_ps(_mm256_and_si256(lo, mask));
+                    c1 = _mm256_cvtepi32_ps(_mm256_and_si256(hi, mask));
+                }
+                _Pragma("GCC unroll 3") for (int j = 0; j < NJ; j++) {
+                    a[j][k] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[j] + e), c0, a[j][k]);
+                    a[j][k] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[j] + e + 8), c1, a[j][k]);
+                }
+            }
+        }
+        _Pragma("GCC unroll 3") for (int j = 0; j < NJ; j++)
+            vq_store4_part(s + (size_t)j * sstride, i, nt, vq_hsum4x256(a[j][0], a[j][1], a[j][2], a[j][3]));
+    }
+}
+
+/* one bit width (a constant after inlining: the decode has no branch) */
+static inline __attribute__((always_inline)) void codes_dot_bits(const int BITS, const uint8_t *codes, size_t rstride,
+                                                                 size_t nt, size_t E, const float *lut, const float *q,
+                                                                 size_t qstride, int n_q, float *s, size_t sstride)
+{
+    for (int j0 = 0; j0 < n_q; j0 += 3) {
+        const int nj = n_q - j0 < 3 ? n_q - j0 : 3;
+        const float *qj[3];
+        for (int j = 0; j < 3; j++)
+            qj[j] = q + (size_t)(j0 + (j < nj ? j : nj - 1)) * qstride;
+        float *o = s + (size_t)j0 * sstride;
+        switch (nj) {
+        case 3: codes_dot_rows(3, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
+        case 2: codes_dot_rows(2, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
+        default: codes_dot_rows(1, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
+        }
+    }
+}
+
+void vq_codes_dot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
+                       const float *q, size_t qstride, int n_q, float *s, size_t sstride)
+{
+    if (bits < 1 || bits > 4 || E % 16) {
+        vq_codes_dot_ref(codes, rstride, bits, nt, E, lut, q, qstride, n_q, s, sstride);
+        return;
+    }
+    if (nt == 0)
+        return;
+    switch (bits) {
+    case 1: codes_dot_bits(1, codes, rstride, nt, E, lut, q, qstride, n_q, s, sstride); break;
+    case 2: codes_dot_bits(2, codes, rstride, nt, E, lut, q, qstride, n_q, s, sstride); break;
+    case 3: codes_dot_bits(3, codes, rstride, nt, E, lut, q, qstride, n_q, s, sstride); break;
+    default: codes_dot_bits(4, codes, rstride, nt, E, lut, q, qstride, n_q, s, sstride); break;
+    }
+}
+
+void vq_kivi_fold_avx2(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D, float *qs,
+                       float *base)
+{
+    const size_t D16 = D - D % 16;
+    for (int j = 0; j < n_q; j++) {
+        const float *qj = q + (size_t)j * qstride;
+        float *o = qs + (size_t)j * D;
+        __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps(); /* lanes 0-7, 8-15 */
+        for (size_t e = 0; e < D16; e += 16) {
+            const __m256 x0 = _mm256_loadu_ps(qj + e), x1 = _mm256_loadu_ps(qj + e + 8);
+            _mm256_storeu_ps(o + e, _mm256_mul_ps(x0, _mm256_loadu_ps(s + e)));
+            _mm256_storeu_ps(o + e + 8, _mm256_mul_ps(x1, _mm256_loadu_ps(s + e + 8)));
+            lo = _mm256_add_ps(lo, _mm256_mul_ps(x0, _mm256_loadu_ps(m + e)));
+            hi = _mm256_add_ps(hi, _mm256_mul_ps(x1, _mm256_loadu_ps(m + e + 8)));
+        }
+        if (D16 == D) {
+            base[j] = vq_sum16x256(lo, hi);
+            continue;
+        }
+        float lane[16];
+        _mm256_storeu_ps(lane, lo);
+        _mm256_storeu_ps(lane + 8, hi);
+        for (size_t e = D16; e < D; e++) {
+            o[e] = qj[e] * s[e];
+            const float t = qj[e] * m[e];
+            lane[e % 16] = lane[e % 16] + t;
+        }
+        base[j] = vq_sum16_lanes(lane);
+    }
+}
