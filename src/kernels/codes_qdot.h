@@ -39,6 +39,8 @@ size_t vq_codes_query_bytes(size_t D);
  * reference's bytes (for finite inputs). */
 void vq_codes_qprep(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
                     size_t dstride);
+void vq_codes_qprep_avx2(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
+                         size_t dstride);
 void vq_codes_qprep_avx512x(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits,
                             uint8_t *dst, size_t dstride);
 

@@ -66,6 +66,7 @@ static void fill_tables(void)
     k_avx2.fwht = vq_fwht_avx2;
     k_avx2.kivi_fold = vq_kivi_fold_avx2;
     k_avx2.codes_dot = vq_codes_dot_avx2;
+    k_avx2.codes_qprep = vq_codes_qprep_avx2;
     k_avx2.flip_signs = vq_flip_signs_avx2;
 
     k_avx512 = k_avx2;

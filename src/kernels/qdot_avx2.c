@@ -1,5 +1,5 @@
-/* qdot_avx2.c -- AVX2 twins of vq_qdot and vq_codes_qdot (kernels/qdot.h,
- * kernels/codes_qdot.h) for CPUs without AVX-512 VNNI. Compiled with
+/* qdot_avx2.c -- AVX2 twins of vq_qdot, vq_codes_qdot and vq_codes_qprep
+ * (kernels/qdot.h, kernels/codes_qdot.h) for CPUs without AVX-512 VNNI. Compiled with
  * -mavx2 -mfma; reached through the kernel table only when the CPU has
  * AVX2.
  *
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/fp16.h"
+#include "kernels/codes_avx2.h"
 #include "kernels/codes_qdot.h"
 #include "kernels/qdot.h"
 
@@ -95,5 +96,103 @@ void vq_codes_qdot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t n
             }
             s[(size_t)j * sstride + i] = d * (float)hsum_epi32(acc) + base;
         }
+    }
+}
+
+/* vq_codes_qprep's twin: the same bytes. x = q*s (one multiply), amax by
+ * vector maxima (order-free), base by one FMA per channel in the lanes
+ * e % 16 (two registers) reduced by vq_sum16_lanes' tree, d and inv divided
+ * in scalar as the reference, and round((q*s)*inv) to nearest even as
+ * lrintf does; the rounded values are held at -127 and above as the
+ * reference clamps them (only an infinite inv, from a denormal amax,
+ * gives the converter's 0x80000000 there), and the saturating packs hold
+ * them at 127. Per 64-channel chunk the packed bytes are put in natural
+ * order by one dword permute, then in codes_qdot.h's order by byte
+ * shuffles within 128-bit lanes and qword / lane moves. The header's halves
+ * are converted once per call; D a multiple of 64 up to 256 (else the
+ * reference). */
+/* the chunk's 64 int8 values (channels 0-31 in c0, 32-63 in c1, natural
+ * order) stored in codes_qdot.h's order for `bits` */
+static inline void qprep_store_chunk(int bits, __m256i c0, __m256i c1, uint8_t *out)
+{
+    if (bits == 3) { /* position p is channel p */
+        _mm256_storeu_si256((__m256i *)(void *)out, c0);
+        _mm256_storeu_si256((__m256i *)(void *)(out + 32), c1);
+        return;
+    }
+    if (bits == 4) { /* positions 0-31: the even channels, 32-63: the odd ones */
+        const __m256i eo = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, /* per lane */
+                                            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+        /* qwords [E0 O0 E1 O1] -> [E0 E1 O0 O1] */
+        const __m256i a = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(c0, eo), 0xD8);
+        const __m256i b = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(c1, eo), 0xD8);
+        _mm256_storeu_si256((__m256i *)(void *)out, _mm256_permute2x128_si256(a, b, 0x20));
+        _mm256_storeu_si256((__m256i *)(void *)(out + 32), _mm256_permute2x128_si256(a, b, 0x31));
+        return;
+    }
+    /* 2 bits: position 16j + k is channel 4k + j. Per lane (4 values of k,
+     * 4 of j) a 4x4 byte transpose gives dwords j = 0..3; dwords of c0 are
+     * then [j0a j1a j2a j3a | j0b j1b j2b j3b] (a: k 0-3, b: k 4-7), of c1
+     * the same for c: k 8-11, d: k 12-15 */
+    const __m256i tr = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                        0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m256i pair = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i a = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(c0, tr), pair); /* j0a j0b j1a j1b ... */
+    const __m256i b = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(c1, tr), pair); /* j0c j0d j1c j1d ... */
+    const __m256i lo = _mm256_unpacklo_epi64(a, b); /* [j0 | j2] */
+    const __m256i hi = _mm256_unpackhi_epi64(a, b); /* [j1 | j3] */
+    _mm256_storeu_si256((__m256i *)(void *)out, _mm256_permute2x128_si256(lo, hi, 0x20));
+    _mm256_storeu_si256((__m256i *)(void *)(out + 32), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
+/* 32 rounded values of 4 registers (channels 8u..8u+7) as bytes, natural order */
+static inline __m256i pack32(__m256i r0, __m256i r1, __m256i r2, __m256i r3)
+{
+    const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(r0, r1), _mm256_packs_epi32(r2, r3));
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+void vq_codes_qprep_avx2(const float *qs, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits,
+                         uint8_t *dst, size_t dstride)
+{
+    if (D % 64 || D > 256) {
+        vq_codes_qprep(qs, qstride, n_q, hdr, D, bits, dst, dstride);
+        return;
+    }
+    float S[256], M[256];
+    for (size_t e = 0; e < D; e += 8) {
+        _mm256_storeu_ps(S + e, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(hdr + 2 * e))));
+        _mm256_storeu_ps(M + e, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(hdr + 2 * D + 2 * e))));
+    }
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256i lowest = _mm256_set1_epi32(-127);
+    for (int j = 0; j < n_q; j++) {
+        const float *qv = qs + (size_t)j * qstride;
+        uint8_t *out = dst + (size_t)j * dstride;
+        __m256 mx = _mm256_setzero_ps(), l0 = _mm256_setzero_ps(), l1 = _mm256_setzero_ps();
+        for (size_t e = 0; e < D; e += 16) {
+            const __m256 x0 = _mm256_loadu_ps(qv + e), x1 = _mm256_loadu_ps(qv + e + 8);
+            mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_mul_ps(x0, _mm256_loadu_ps(S + e)), absmask));
+            mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_mul_ps(x1, _mm256_loadu_ps(S + e + 8)), absmask));
+            l0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(M + e), l0);
+            l1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(M + e + 8), l1);
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+        const float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f, base = vq_sum16x256(l0, l1);
+        const __m256 vi = _mm256_set1_ps(inv);
+        for (size_t c = 0; c < D / 64; c++) {
+            __m256i r[8];
+            for (int u = 0; u < 8; u++) {
+                const size_t e = 64 * c + 8 * (size_t)u;
+                const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(qv + e), _mm256_loadu_ps(S + e));
+                r[u] = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(x, vi)), lowest);
+            }
+            qprep_store_chunk(bits, pack32(r[0], r[1], r[2], r[3]), pack32(r[4], r[5], r[6], r[7]),
+                              out + VQ_CQ_HEAD + 64 * c);
+        }
+        memcpy(out, &d, sizeof d);
+        memcpy(out + sizeof d, &base, sizeof base);
     }
 }
