@@ -64,7 +64,12 @@ static void fill_tables(void)
     k_avx2.qdot = vq_qdot_avx2;
     k_avx2.kivi_axpy = vq_kivi_axpy_avx2;
     k_avx2.fwht = vq_fwht_avx2;
+    k_avx2.lut_row = vq_lut_row_avx2;
+    k_avx2.kivi_row = vq_kivi_row_avx2;
+    k_avx2.lut8_row = vq_lut8_row_avx2;
+    k_avx2.kivi_group_row = vq_kivi_group_row_avx2;
     k_avx2.kivi_fold = vq_kivi_fold_avx2;
+    k_avx2.lut_axpy = vq_lut_axpy_avx2;
     k_avx2.codes_dot = vq_codes_dot_avx2;
     k_avx2.codes_qprep = vq_codes_qprep_avx2;
     k_avx2.flip_signs = vq_flip_signs_avx2;

@@ -195,13 +195,18 @@ const vq_kernels *vq_kernels_variant(const char *isa);
 /* ---- the variants (one file each; *_avx2.c / *_avx512.c are compiled with
  * those instruction sets and only reached through the tables) ---------- */
 void vq_lut_row_ref(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
+void vq_lut_row_avx2(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
 void vq_lut_row_avx512(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
 void vq_kivi_row_ref(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
+void vq_kivi_row_avx2(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
 void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out);
 void vq_lut8_row_ref(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out);
+void vq_lut8_row_avx2(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out);
 void vq_lut8_row_avx512(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out);
 void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                            const uint8_t *gm16, float *out);
+void vq_kivi_group_row_avx2(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
+                            const uint8_t *gm16, float *out);
 void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                               const uint8_t *gm16, float *out);
 void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
@@ -219,7 +224,7 @@ void vq_kivi_axpy_avx2(const uint8_t *rows, size_t rstride, int bits, size_t nt,
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                          const float *w, size_t wstride, int n_q, float *acc, size_t astride);
-vq_lut_axpy_fn vq_lut_axpy_ref, vq_lut_axpy_avx512;
+vq_lut_axpy_fn vq_lut_axpy_ref, vq_lut_axpy_avx2, vq_lut_axpy_avx512;
 void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                       const float *q, size_t qstride, int n_q, float *s, size_t sstride);
 void vq_codes_dot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,

@@ -1,15 +1,17 @@
-/* rows_avx2.c -- AVX2 + FMA + F16C twin of kernels.h kivi_axpy, with the
- * reference's bits: per row t = s * c (the group's scale), one FMA w * t
- * per accumulator element, wm = fma(w, m, wm) per group, and the min sum
- * added after the last row.
+/* rows_avx2.c -- AVX2 + FMA + F16C twins of kernels.h's row decoders
+ * (lut_row, kivi_row, kivi_group_row, lut8_row) and of kivi_axpy, all with
+ * the reference's bits.
  *
- * Columns go 16 at a time (two registers of eight); group % 16 == 0, so
- * the 16 columns share one group's scale and minimum. Eight codes of b
- * bits (b = 2 or 4) are 2b bytes: every lane takes the same dword and
- * shifts it by b * lane. */
+ * kivi_axpy: per row t = s * c (the group's scale), one FMA w * t per
+ * accumulator element, wm = fma(w, m, wm) per group, and the min sum added
+ * after the last row. Columns go 16 at a time (two registers of eight);
+ * group % 16 == 0, so the 16 columns share one group's scale and minimum.
+ * Eight codes of b bits (b = 2 or 4) are 2b bytes: every lane takes the
+ * same dword and shifts it by b * lane. */
 #include <immintrin.h>
 #include <string.h>
 
+#include "kernels/codes_avx2.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 
@@ -95,4 +97,115 @@ void vq_kivi_axpy_avx2(const uint8_t *rows, size_t rstride, int bits, size_t nt,
         kivi_axpy_bits(rows, rstride, 2, nt, D, group, w, wstride, n_q, acc, astride);
     else
         kivi_axpy_bits(rows, rstride, 4, nt, D, group, w, wstride, n_q, acc, astride);
+}
+
+/* ---- the row decoders (lut_row, kivi_row, kivi_group_row, lut8_row):
+ * sixteen codes at a time by codes_avx2.h, with the reference's one
+ * multiply, then one add per element (the same bits) ---------------- */
+
+#define ROW_BITS(F, ...)                                                                                        \
+    switch (bits) { /* the width a constant: the decode has no branch */                                       \
+    case 1: F(1, __VA_ARGS__); break;                                                                          \
+    case 2: F(2, __VA_ARGS__); break;                                                                          \
+    case 3: F(3, __VA_ARGS__); break;                                                                          \
+    default: F(4, __VA_ARGS__); break;                                                                         \
+    }
+
+static inline __attribute__((always_inline)) void lut_row_bits(const int BITS, const uint8_t *codes, size_t n,
+                                                               const float *lut, float scale, int add, float *out)
+{
+    const __m256i sh0 = vq_codes_shifts(BITS, 0), sh1 = vq_codes_shifts(BITS, 1);
+    /* scale * lut[k], one multiply each as the reference */
+    const __m256 sc = _mm256_set1_ps(scale);
+    const __m256 l0 = _mm256_mul_ps(sc, vq_levels8(lut, BITS < 4 ? BITS : 3));
+    const __m256 l1 = BITS == 4 ? _mm256_mul_ps(sc, _mm256_loadu_ps(lut + 8)) : l0;
+    for (size_t i = 0; i < n; i += 16) {
+        __m256i lo, hi;
+        vq_codes16(codes + i / 8 * (size_t)BITS, BITS, sh0, sh1, &lo, &hi);
+        __m256 x0 = vq_level_of(lo, BITS, l0, l1), x1 = vq_level_of(hi, BITS, l0, l1);
+        if (add) {
+            x0 = _mm256_add_ps(_mm256_loadu_ps(out + i), x0);
+            x1 = _mm256_add_ps(_mm256_loadu_ps(out + i + 8), x1);
+        }
+        _mm256_storeu_ps(out + i, x0);
+        _mm256_storeu_ps(out + i + 8, x1);
+    }
+}
+
+void vq_lut_row_avx2(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out)
+{
+    if (bits < 1 || bits > 4 || n % 16) {
+        vq_lut_row_ref(codes, bits, n, lut, scale, add, out);
+        return;
+    }
+    ROW_BITS(lut_row_bits, codes, n, lut, scale, add, out)
+}
+
+/* out[e] = s(e) * c_e + m(e) for 16 channels from i: s, m per channel (GS
+ * 0) or one for all (GS 1, lanes equal) */
+static inline __attribute__((always_inline)) void kivi16(const int BITS, const uint8_t *row, size_t i, __m256 s0,
+                                                         __m256 s1, __m256 m0, __m256 m1, float *out)
+{
+    const __m256i sh0 = vq_codes_shifts(BITS, 0), sh1 = vq_codes_shifts(BITS, 1), mask = vq_codes_mask(BITS);
+    __m256i lo, hi;
+    vq_codes16(row + i / 8 * (size_t)BITS, BITS, sh0, sh1, &lo, &hi);
+    const __m256 t0 = _mm256_mul_ps(s0, _mm256_cvtepi32_ps(_mm256_and_si256(lo, mask)));
+    const __m256 t1 = _mm256_mul_ps(s1, _mm256_cvtepi32_ps(_mm256_and_si256(hi, mask)));
+    _mm256_storeu_ps(out + i, _mm256_add_ps(t0, m0));
+    _mm256_storeu_ps(out + i + 8, _mm256_add_ps(t1, m1));
+}
+
+static inline __attribute__((always_inline)) void kivi_row_bits(const int BITS, const uint8_t *row, size_t n,
+                                                                const float *s, const float *m, float *out)
+{
+    for (size_t i = 0; i < n; i += 16)
+        kivi16(BITS, row, i, _mm256_loadu_ps(s + i), _mm256_loadu_ps(s + i + 8), _mm256_loadu_ps(m + i),
+               _mm256_loadu_ps(m + i + 8), out);
+}
+
+void vq_kivi_row_avx2(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out)
+{
+    if (bits < 1 || bits > 4 || n % 16) {
+        vq_kivi_row_ref(row, bits, n, s, m, out);
+        return;
+    }
+    ROW_BITS(kivi_row_bits, row, n, s, m, out)
+}
+
+static inline __attribute__((always_inline)) void kivi_group_row_bits(const int BITS, const uint8_t *row, size_t n,
+                                                                      size_t group, const uint8_t *gs16,
+                                                                      const uint8_t *gm16, float *out)
+{
+    for (size_t g0 = 0; g0 < n; g0 += group) {
+        const __m256 s = _mm256_set1_ps(half_at(gs16, g0 / group)), m = _mm256_set1_ps(half_at(gm16, g0 / group));
+        for (size_t i = g0; i < g0 + group; i += 16)
+            kivi16(BITS, row, i, s, s, m, m, out);
+    }
+}
+
+void vq_kivi_group_row_avx2(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
+                            const uint8_t *gm16, float *out)
+{
+    if (bits < 1 || bits > 4 || n % 16 || group == 0 || group % 16 || n % group) {
+        vq_kivi_group_row_ref(row, bits, n, group, gs16, gm16, out);
+        return;
+    }
+    ROW_BITS(kivi_group_row_bits, row, n, group, gs16, gm16, out)
+}
+
+void vq_lut8_row_avx2(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t b;
+        memcpy(&b, c8 + i, 8);
+        const __m256i idx = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)b));
+        const __m256 v = lut ? _mm256_i32gather_ps(lut, idx, 4) : _mm256_cvtepi32_ps(idx);
+        const __m256 t = _mm256_mul_ps(_mm256_loadu_ps(s + i), v);
+        _mm256_storeu_ps(out + i, _mm256_add_ps(t, _mm256_loadu_ps(m + i)));
+    }
+    for (; i < n; i++) {
+        const float t = s[i] * (lut ? lut[c8[i]] : (float)c8[i]);
+        out[i] = t + m[i];
+    }
 }
