@@ -1,20 +1,11 @@
 /* vexp_avx2.c -- AVX2/FMA twin of vq_exp_shift_ref (see vexp.h); the exp
- * itself is vexp_poly.h's, shared with the AVX-512 twin. */
+ * itself is vexp_avx2.h's (vexp_poly.h's, shared with the AVX-512 twin). */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
 #include "core/vexp.h"
-#include "core/vexp_poly.h"
-
-#define ROUND_NEAREST(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-VQ_EXP_DEFINE(exp_in_range, 256, ROUND_NEAREST)
-
-static inline __m256 exp_neg(__m256 t) /* t <= 0 */
-{
-    __m256 under = _mm256_cmp_ps(t, _mm256_set1_ps(VQ_EXP_LO), _CMP_LT_OQ); /* also -inf */
-    return _mm256_andnot_ps(under, exp_in_range(_mm256_max_ps(t, _mm256_set1_ps(VQ_EXP_LO))));
-}
+#include "core/vexp_avx2.h"
 
 /* Each x[i] gets the same polynomial wherever it sits (the tail is padded,
  * not sent to expf); the sum runs in 16 lanes as the AVX-512 twin's (two
@@ -24,7 +15,7 @@ float vq_exp_shift_avx2(float *x, size_t n, float sc, float m)
     __m256 vm = _mm256_set1_ps(m), vs = _mm256_set1_ps(sc), acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256 y = exp_neg(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), vm));
+        __m256 y = vq_exp_neg8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), vm));
         _mm256_storeu_ps(x + i, y);
         acc[(i / 8) % 2] = _mm256_add_ps(acc[(i / 8) % 2], y);
     }
@@ -32,7 +23,7 @@ float vq_exp_shift_avx2(float *x, size_t n, float sc, float m)
         float t[8];
         for (size_t k = 0; k < 8; k++)
             t[k] = i + k < n ? x[i + k] : -INFINITY;
-        __m256 y = exp_neg(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(t), vs), vm));
+        __m256 y = vq_exp_neg8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(t), vs), vm));
         _mm256_storeu_ps(t, y);
         memcpy(x + i, t, sizeof(float) * (n - i));
         acc[(i / 8) % 2] = _mm256_add_ps(acc[(i / 8) % 2], y);

@@ -8,7 +8,8 @@
  *
  * _ref are the references: silu by expf, then the division, then the
  * product; gelu by tanhf in the form above, then the product. The AVX-512
- * twins evaluate x * sigmoid(z) (z = x, or the 2k(...) above) with
+ * twins (and the AVX2 ones, on 8 lanes with core/vexp_avx2.h: the same
+ * bits) evaluate x * sigmoid(z) (z = x, or the 2k(...) above) with
  * e = exp(-|z|) from core/vexp_avx512.h (relative error below 4e-7; 0 for
  * |z| > 87.3): x / (1 + e) for z >= 0, x * e / (1 + e) below (no
  * overflowing exp), then the product. silu: within 2e-6 of the reference
@@ -21,8 +22,10 @@
 #include <stddef.h>
 
 void vq_silu_mul_ref(float *g, const float *u, size_t n);
+void vq_silu_mul_avx2(float *g, const float *u, size_t n);
 void vq_silu_mul_avx512(float *g, const float *u, size_t n);
 void vq_gelu_mul_ref(float *g, const float *u, size_t n);
+void vq_gelu_mul_avx2(float *g, const float *u, size_t n);
 void vq_gelu_mul_avx512(float *g, const float *u, size_t n);
 
 #endif

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 void vq_rope_pairs_ref(float *x, const float *cs, size_t half, int neox, float sgn);
+void vq_rope_pairs_avx2(float *x, const float *cs, size_t half, int neox, float sgn);
 void vq_rope_pairs_avx512(float *x, const float *cs, size_t half, int neox, float sgn);
 
 /* Keys stored before RoPE as per-channel affine integer codes (kivix keys,
