@@ -375,7 +375,7 @@ static void test_codes_dot(const vq_kernels *k, const vq_kernels *ref)
             const float *lut = use_lut ? lv : NULL;
             for (size_t ie = 0; ie < sizeof Es / sizeof *Es; ie++)
                 for (size_t nt = 1; nt <= 19; nt += 6)
-                    for (int nq = 1; nq <= 5; nq += 2) {
+                    for (int nq = 1; nq <= 6; nq++) { /* every count of a tile of 4, and past it */
                         size_t E = Es[ie], rs = E * (size_t)bits / 8 + 3, qs = E + 1, ss = nt + 2;
                         uint8_t *codes = malloc(rs * nt + 1);
                         float *q = malloc(sizeof(float) * qs * (size_t)nq), *s1 = calloc(ss * (size_t)nq, 4);

@@ -3,9 +3,9 @@
  * with the block's scales folded into the query, TurboQuant's code
  * levels).
  *
- * codes_dot: four rows and up to three queries at a time (12 accumulators
- * of eight lanes); each row's 16 codes are decoded once (codes_avx2.h) for
- * all the queries, as integers (lut NULL) or as their levels by a permute.
+ * codes_dot: four rows and up to three queries, or two rows and four
+ * queries, at a time (at most 12 accumulators of eight lanes); each row's
+ * 16 codes are decoded once (codes_avx2.h) for all the queries, as integers (lut NULL) or as their levels by a permute.
  * Every score is summed in lanes e % 8, then by vq_hsum4x256's tree, so it
  * is the same whatever its place in the tile (another order than the
  * reference's: within kernels.h's tolerance, test_kernels.c).
@@ -20,24 +20,26 @@
 #include "kernels/codes_avx2.h"
 #include "kernels/kernels.h"
 
-/* NJ queries (1..3, a constant) over all rows, four at a time (past the
- * end: the last row again, its scores not stored) */
-static inline __attribute__((always_inline)) void codes_dot_rows(const int NJ, const int BITS, const uint8_t *codes,
-                                                                 size_t rstride, size_t nt, size_t E, const float *lut,
-                                                                 const float *const qj[3], float *s, size_t sstride)
+/* NJ queries (1..4) and R rows (4 for NJ <= 3, 2 for NJ = 4: at most 12
+ * accumulators, constants after inlining) over all rows, R at a time (past
+ * the end: the last row again, its scores not stored) */
+static inline __attribute__((always_inline)) void codes_dot_rows(const int NJ, const int R, const int BITS,
+                                                                 const uint8_t *codes, size_t rstride, size_t nt,
+                                                                 size_t E, const float *lut, const float *const qj[4],
+                                                                 float *s, size_t sstride)
 {
     const __m256i sh0 = vq_codes_shifts(BITS, 0), sh1 = vq_codes_shifts(BITS, 1), mask = vq_codes_mask(BITS);
     const __m256 lv0 = lut ? vq_levels8(lut, BITS < 4 ? BITS : 3) : _mm256_setzero_ps();
     const __m256 lv1 = lut && BITS == 4 ? _mm256_loadu_ps(lut + 8) : _mm256_setzero_ps();
-    for (size_t i = 0; i < nt; i += 4) {
+    for (size_t i = 0; i < nt; i += (size_t)R) {
         const uint8_t *r[4];
-        for (size_t k = 0; k < 4; k++)
-            r[k] = codes + (i + k < nt ? i + k : nt - 1) * rstride;
-        __m256 a[3][4];
-        _Pragma("GCC unroll 3") for (int j = 0; j < NJ; j++)
-            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[j][k] = _mm256_setzero_ps();
+        for (int k = 0; k < R; k++)
+            r[k] = codes + (i + (size_t)k < nt ? i + (size_t)k : nt - 1) * rstride;
+        __m256 a[4][4];
+        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
+            _Pragma("GCC unroll 4") for (int k = 0; k < R; k++) a[j][k] = _mm256_setzero_ps();
         for (size_t e = 0; e < E; e += 16) {
-            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            _Pragma("GCC unroll 4") for (int k = 0; k < R; k++) {
                 __m256i lo, hi;
                 vq_codes16(r[k] + e / 8 * (size_t)BITS, BITS, sh0, sh1, &lo, &hi);
                 __m256 c0, c1;
@@ -48,14 +50,25 @@ static inline __attribute__((always_inline)) void codes_dot_rows(const int NJ, c
                     c0 = _mm256_cvtepi32_ps(_mm256_and_si256(lo, mask));
                     c1 = _mm256_cvtepi32_ps(_mm256_and_si256(hi, mask));
                 }
-                _Pragma("GCC unroll 3") for (int j = 0; j < NJ; j++) {
+                _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) {
                     a[j][k] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[j] + e), c0, a[j][k]);
                     a[j][k] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[j] + e + 8), c1, a[j][k]);
                 }
             }
         }
-        _Pragma("GCC unroll 3") for (int j = 0; j < NJ; j++)
-            vq_store4_part(s + (size_t)j * sstride, i, nt, vq_hsum4x256(a[j][0], a[j][1], a[j][2], a[j][3]));
+        if (R == 4) {
+            _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
+                vq_store4_part(s + (size_t)j * sstride, i, nt, vq_hsum4x256(a[j][0], a[j][1], a[j][2], a[j][3]));
+        } else { /* two rows of two queries per sum */
+            _Pragma("GCC unroll 2") for (int j = 0; j < NJ; j += 2) {
+                float t[4];
+                _mm_storeu_ps(t, vq_hsum4x256(a[j][0], a[j][1], a[j + 1][0], a[j + 1][1]));
+                float *s0 = s + (size_t)j * sstride + i, *s1 = s0 + sstride;
+                s0[0] = t[0], s1[0] = t[2];
+                if (i + 1 < nt)
+                    s0[1] = t[1], s1[1] = t[3];
+            }
+        }
     }
 }
 
@@ -64,16 +77,17 @@ static inline __attribute__((always_inline)) void codes_dot_bits(const int BITS,
                                                                  size_t nt, size_t E, const float *lut, const float *q,
                                                                  size_t qstride, int n_q, float *s, size_t sstride)
 {
-    for (int j0 = 0; j0 < n_q; j0 += 3) {
-        const int nj = n_q - j0 < 3 ? n_q - j0 : 3;
-        const float *qj[3];
-        for (int j = 0; j < 3; j++)
+    for (int j0 = 0; j0 < n_q; j0 += 4) {
+        const int nj = n_q - j0 < 4 ? n_q - j0 : 4;
+        const float *qj[4];
+        for (int j = 0; j < 4; j++)
             qj[j] = q + (size_t)(j0 + (j < nj ? j : nj - 1)) * qstride;
         float *o = s + (size_t)j0 * sstride;
         switch (nj) {
-        case 3: codes_dot_rows(3, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
-        case 2: codes_dot_rows(2, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
-        default: codes_dot_rows(1, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
+        case 4: codes_dot_rows(4, 2, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
+        case 3: codes_dot_rows(3, 4, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
+        case 2: codes_dot_rows(2, 4, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
+        default: codes_dot_rows(1, 4, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
         }
     }
 }
