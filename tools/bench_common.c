@@ -249,25 +249,59 @@ const char *bench_store_config(void *list, const char *text)
     return NULL;
 }
 
+/* the value of a /proc/cpuinfo line ("key<tabs>: value"), or NULL */
+static const char *cpuinfo_value(char *line, const char *key)
+{
+    const size_t k = strlen(key);
+    if (strncmp(line, key, k) != 0 || (line[k] != ' ' && line[k] != '\t' && line[k] != ':'))
+        return NULL;
+    char *c = strchr(line, ':');
+    if (!c)
+        return NULL;
+    c++;
+    while (*c == ' ' || *c == '\t')
+        c++;
+    c[strcspn(c, "\n")] = '\0';
+    return c;
+}
+
+/* whether the space-separated flag list holds flag */
+static int has_flag(const char *flags, const char *flag)
+{
+    const size_t k = strlen(flag);
+    for (const char *p = flags; (p = strstr(p, flag)) != NULL; p += k)
+        if ((p == flags || p[-1] == ' ') && (p[k] == ' ' || p[k] == '\0'))
+            return 1;
+    return 0;
+}
+
 void bench_cpu_name(char *buf, size_t cap)
 {
     snprintf(buf, cap, "unknown");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f)
         return;
-    char line[512];
+    char line[4096], name[256] = "unknown", fam[16] = "?", model[16] = "?", isa[64] = "";
+    const char *v;
     while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c++;
-                while (*c == ' ' || *c == '\t')
-                    c++;
-                c[strcspn(c, "\n")] = '\0';
-                snprintf(buf, cap, "%s", c);
-            }
-            break;
+        if ((v = cpuinfo_value(line, "model name")) != NULL)
+            snprintf(name, sizeof name, "%s", v);
+        else if ((v = cpuinfo_value(line, "cpu family")) != NULL)
+            snprintf(fam, sizeof fam, "%s", v);
+        else if ((v = cpuinfo_value(line, "model")) != NULL)
+            snprintf(model, sizeof model, "%s", v);
+        else if ((v = cpuinfo_value(line, "flags")) != NULL) {
+            /* the widest vector set, as the kernel tables choose (kernels.h) */
+            if (has_flag(v, "avx512f") && has_flag(v, "avx512bw") && has_flag(v, "avx512vl") && has_flag(v, "avx512dq"))
+                snprintf(isa, sizeof isa, "AVX-512%s%s%s", has_flag(v, "avx512_vnni") ? " VNNI" : "",
+                         has_flag(v, "avx512vbmi") ? " VBMI" : "", has_flag(v, "avx512_vpopcntdq") ? " VPOPCNTDQ" : "");
+            else if (has_flag(v, "avx2") && has_flag(v, "fma"))
+                snprintf(isa, sizeof isa, "AVX2");
+            else
+                snprintf(isa, sizeof isa, "no AVX2");
+            break; /* the first CPU's block is complete */
         }
     }
     fclose(f);
+    snprintf(buf, cap, "%s (family %s, model %s%s%s)", name, fam, model, isa[0] ? "; " : "", isa);
 }
