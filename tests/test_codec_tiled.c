@@ -137,6 +137,18 @@ static void test_exp(void)
     CHECKF(bad == 0, "%zu special values differ", bad);
     CHECKF(worst < 4e-7, "exp relative error %g", worst);
     CHECK_NEAR(sb, sa, 1e-5 * sa);
+    if (vq_cpu_features() & VQ_CPU_AVX2)
+        for (size_t n = 0; n <= 40; n++) { /* row max: the AVX2 twin against the reference, NaN ignored */
+            float c[41];
+            memcpy(c, x + 3, sizeof(float) * n);
+            if (n > 5)
+                c[5] = NAN;
+            if (n > 17)
+                c[17] = x[0] + 100.0f; /* the maximum in a whole vector, then in the tail */
+            if (n > 38)
+                c[38] = x[0] + 200.0f;
+            CHECKF(vq_row_max_avx2(c, n) == vq_row_max_ref(c, n), "avx2 row max n=%zu", n);
+        }
     if (vq_cpu_features() & VQ_CPU_AVX512) {
         /* the AVX-512 twin: the AVX2 twin's bits, values and sum, for every
          * tail length; row max against the reference, NaN ignored */

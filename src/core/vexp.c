@@ -38,5 +38,7 @@ float vq_row_max(const float *x, size_t n)
 {
     if (vq_cpu_features() & VQ_CPU_AVX512)
         return vq_row_max_avx512(x, n);
+    if (vq_cpu_features() & VQ_CPU_AVX2)
+        return vq_row_max_avx2(x, n);
     return vq_row_max_ref(x, n);
 }

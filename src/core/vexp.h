@@ -24,6 +24,7 @@ float vq_exp_shift_avx512(float *x, size_t n, float sc, float m);
 float vq_exp_shift(float *x, size_t n, float sc, float m);
 
 float vq_row_max_ref(const float *x, size_t n);
+float vq_row_max_avx2(const float *x, size_t n);
 float vq_row_max_avx512(const float *x, size_t n);
 float vq_row_max(const float *x, size_t n);
 

@@ -33,3 +33,19 @@ float vq_exp_shift_avx2(float *x, size_t n, float sc, float m)
     _mm256_storeu_ps(l + 8, acc[1]);
     return vq_sum16_lanes(l);
 }
+
+float vq_row_max_avx2(const float *x, size_t n)
+{
+    __m256 acc = _mm256_set1_ps(-INFINITY);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        acc = _mm256_max_ps(_mm256_loadu_ps(x + i), acc); /* a NaN of x yields acc */
+    float l[8];
+    _mm256_storeu_ps(l, acc);
+    float m = l[0];
+    for (int k = 1; k < 8; k++)
+        m = l[k] > m ? l[k] : m;
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
