@@ -27,7 +27,7 @@
  *   to the top and VPSRLW 13 down: channel 16L + 8k + t.
  * The weights of a lane are its group's: one group per 128-bit lane (per
  * 64-bit half at 2 bits when 32 does not divide the group). The channel
- * order is restored once per call.
+ * order is restored once per call (shuffles).
  *
  * Covers bits 2..4, D a multiple of 64 up to 512, group a multiple of 16
  * dividing D with D / group <= 16 (the contract); anything else runs the
@@ -41,6 +41,7 @@
 #include "kernels/wq_avx2.h"
 
 #define KQ_MAXQ 8   /* weight rows per pass over the rows (state on the stack) */
+#define KQ_PASSQ 4  /* weight rows per pass over a block (sums in registers) */
 #define KQ_MAXD 512 /* channels */
 #define KQ_MAXG 16  /* groups (the contract's D / group <= 16) */
 #define KQ_PAIRS (VQ_KQ_BLOCK / 2)
@@ -99,7 +100,7 @@ static inline __attribute__((always_inline)) void pair_codes(const int BITS, con
             _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(x, y)), _mm_unpackhi_epi8(x, y), 1);
         const __m256i mask = _mm256_set1_epi8((char)((1 << BITS) - 1));
         C[0] = _mm256_and_si256(T, mask);
-        for (int k = 1; k < 8 / BITS; k++)
+        _Pragma("GCC unroll 8") for (int k = 1; k < 8 / BITS; k++)
             C[k] = _mm256_and_si256(_mm256_srli_epi16(T, BITS * k), mask);
     } else { /* chunk bytes 0..7 to lane 0 (channels 0..15), 4..11 to lane 1 (16..31): 8-byte loads stay in the row */
         const uint8_t *pa = a + 12 * c, *pb = b + 12 * c;
@@ -109,7 +110,7 @@ static inline __attribute__((always_inline)) void pair_codes(const int BITS, con
         const __m256i Sb = _mm256_inserti128_si256(
             _mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)pb)),
             _mm_loadl_epi64((const __m128i *)(const void *)(pb + 4)), 1);
-        for (int k = 0; k < 2; k++) {
+        _Pragma("GCC unroll 8") for (int k = 0; k < 2; k++) {
             const __m256i ca = _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_shuffle_epi8(Sa, ctl3[k]), mul3), 13);
             const __m256i cb = _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_shuffle_epi8(Sb, ctl3[k]), mul3), 13);
             C[k] = _mm256_or_si256(ca, _mm256_slli_epi16(cb, 8));
@@ -131,42 +132,50 @@ static inline __m256i weight_ctl(const int QW, int r)
     return _mm256_set_epi64x(hi, lo, hi, lo);
 }
 
+/* the per-call constants of block_pass: the weight controls of
+ * weight_ctl, and at 3 bits the VPSHUFB control per code register
+ * (16-bit lane t of lane L, register k: the two bytes around channel e =
+ * 16L + 8k + t, bit 3e of the chunk, in the lane's source = chunk bytes
+ * from 4L) and the VPMULLW factors 2^(13 - 3e mod 8) = 2^(13 - 3t mod 8) */
+typedef struct {
+    __m256i ctl[8], ctl3[2], mul3;
+} kq_consts;
+
+static void consts_init(int QW, kq_consts *k3)
+{
+    for (int r = 0; r < 8; r++)
+        k3->ctl[r] = weight_ctl(QW, r % (QW ? 4 : 8));
+    uint8_t cb[2][32];
+    int16_t mv[16];
+    for (int k = 0; k < 2; k++)
+        for (int L = 0; L < 2; L++)
+            for (int t = 0; t < 8; t++) {
+                const int byte = 2 * L + 3 * k + (3 * t >> 3);
+                cb[k][16 * L + 2 * t] = (uint8_t)byte, cb[k][16 * L + 2 * t + 1] = (uint8_t)(byte + 1);
+                mv[8 * L + t] = (int16_t)(1 << (13 - (3 * t & 7)));
+            }
+    k3->ctl3[0] = _mm256_loadu_si256((const __m256i *)(const void *)cb[0]);
+    k3->ctl3[1] = _mm256_loadu_si256((const __m256i *)(const void *)cb[1]);
+    k3->mul3 = _mm256_loadu_si256((const __m256i *)(const void *)mv);
+}
+
 /* One pass of NQ weight rows (block state rows j0 .. j0+NQ-1, float sums
  * F[j] in slot order, fstride apart) over the block's np pairs: per chunk
  * the 16-bit sums, widened, centred and folded into F with the pairs'
  * scales. gq[c][L][x]: the group of chunk c, lane L, 64-bit half x. */
 static inline __attribute__((always_inline)) void
 block_pass(const int BITS, const int QW, const int NQ, const uint8_t *const pa[KQ_PAIRS],
-           const uint8_t *const pb[KQ_PAIRS], size_t np, size_t nc, uint8_t gq[][2][2], const kq_block *st,
-           int j0, float *F, size_t fstride)
+           const uint8_t *const pb[KQ_PAIRS], size_t np, size_t nc, uint8_t gq[][2][2], const kq_consts *k3,
+           const kq_block *st, int j0, float *F, size_t fstride)
 {
     const int K = BITS == 2 ? 4 : 2, PV = QW ? 4 : 8, NV = KQ_PAIRS / PV;
-    __m256i ctl[8];
-    for (int r = 0; r < PV; r++)
-        ctl[r] = weight_ctl(QW, r);
-    __m256i ctl3[2], mul3 = _mm256_setzero_si256();
-    if (BITS == 3) { /* lane L, 16-bit lane t, register k: channel e = 16L + 8k + t, bit 3e of the chunk */
-        uint8_t cb[2][32];
-        int16_t mv[16];
-        for (int k = 0; k < 2; k++)
-            for (int L = 0; L < 2; L++)
-                for (int t = 0; t < 8; t++) {
-                    const int byte = 2 * L + 3 * k + (3 * t >> 3); /* in the lane's source (chunk byte - 4L) */
-                    cb[k][16 * L + 2 * t] = (uint8_t)byte, cb[k][16 * L + 2 * t + 1] = (uint8_t)(byte + 1);
-                    mv[8 * L + t] = (int16_t)(1 << (13 - (3 * t & 7)));
-                }
-        ctl3[0] = _mm256_loadu_si256((const __m256i *)(const void *)cb[0]);
-        ctl3[1] = _mm256_loadu_si256((const __m256i *)(const void *)cb[1]);
-        mul3 = _mm256_loadu_si256((const __m256i *)(const void *)mv);
-    } else {
-        ctl3[0] = ctl3[1] = _mm256_setzero_si256();
-    }
+    const __m256i *ctl = k3->ctl, *ctl3 = k3->ctl3, mul3 = k3->mul3;
     for (size_t c = 0; c < nc; c++) {
-        __m256i V[KQ_MAXQ][4];
-        for (int j = 0; j < NQ; j++)
+        __m256i V[KQ_PASSQ][4];
+        _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
             for (int v = 0; v < NV; v++) {
                 __m128i l[2];
-                for (int L = 0; L < 2; L++) {
+                _Pragma("GCC unroll 8") for (int L = 0; L < 2; L++) {
                     const int8_t *q0 = st->q[j0 + j][gq[c][L][0]], *q1 = st->q[j0 + j][gq[c][L][1]];
                     l[L] = QW ? _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(const void *)(q0 + 8 * v)),
                                                    _mm_loadl_epi64((const __m128i *)(const void *)(q1 + 8 * v)))
@@ -174,8 +183,8 @@ block_pass(const int BITS, const int QW, const int NQ, const uint8_t *const pa[K
                 }
                 V[j][v] = _mm256_inserti128_si256(_mm256_castsi128_si256(l[0]), l[1], 1);
             }
-        __m256i A[KQ_MAXQ][4], I[KQ_MAXQ][4][2];
-        for (int j = 0; j < NQ; j++)
+        __m256i A[KQ_PASSQ][4], I[KQ_PASSQ][4][2];
+        _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
             for (int k = 0; k < K; k++)
                 A[j][k] = I[j][k][0] = I[j][k][1] = _mm256_setzero_si256();
         for (size_t h = 0; 8 * h < np; h++) {
@@ -183,14 +192,14 @@ block_pass(const int BITS, const int QW, const int NQ, const uint8_t *const pa[K
             for (size_t p = 8 * h; p < pend; p++) {
                 __m256i C[4];
                 pair_codes(BITS, pa[p], pb[p], c, ctl3, mul3, C);
-                for (int j = 0; j < NQ; j++) {
+                _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++) {
                     const __m256i W = _mm256_shuffle_epi8(V[j][p / (size_t)PV], ctl[p % (size_t)PV]);
-                    for (int k = 0; k < K; k++)
+                    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++)
                         A[j][k] = _mm256_add_epi16(A[j][k], _mm256_maddubs_epi16(C[k], W));
                 }
             }
             if (BITS == 4 || pend == np) /* 4 bits: at most 8 pairs per 16-bit sum */
-                for (int j = 0; j < NQ; j++)
+                _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
                     for (int k = 0; k < K; k++) {
                         I[j][k][0] = _mm256_add_epi32(I[j][k][0], _mm256_cvtepi16_epi32(_mm256_castsi256_si128(A[j][k])));
                         I[j][k][1] =
@@ -199,13 +208,13 @@ block_pass(const int BITS, const int QW, const int NQ, const uint8_t *const pa[K
                     }
         }
         /* slot ((c K + k) 2 + L) 8 + t; lanes t < 4 and t >= 4 in groups gq[c][L][0], [1] */
-        for (int j = 0; j < NQ; j++)
+        _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
             for (int L = 0; L < 2; L++) {
                 const int g0 = gq[c][L][0], g1 = gq[c][L][1];
                 const __m256 dv = _mm256_set_m128(_mm_set1_ps(st->d[j0 + j][g1]), _mm_set1_ps(st->d[j0 + j][g0]));
                 const __m256i hv =
                     _mm256_set_m128i(_mm_set1_epi32(st->hq[j0 + j][g1]), _mm_set1_epi32(st->hq[j0 + j][g0]));
-                for (int k = 0; k < K; k++) {
+                _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {
                     float *f = F + (size_t)j * fstride + ((c * (size_t)K + (size_t)k) * 2 + (size_t)L) * 8;
                     const __m256 Iv = _mm256_cvtepi32_ps(_mm256_sub_epi32(I[j][k][L], hv));
                     _mm256_storeu_ps(f, _mm256_fmadd_ps(dv, Iv, _mm256_loadu_ps(f)));
@@ -218,20 +227,60 @@ block_pass(const int BITS, const int QW, const int NQ, const uint8_t *const pa[K
  * registers need (QP rows per pass at most), of balanced sizes */
 static inline __attribute__((always_inline)) void
 block_passes(const int BITS, const int QW, const uint8_t *const pa[KQ_PAIRS], const uint8_t *const pb[KQ_PAIRS],
-             size_t np, size_t nc, uint8_t gq[][2][2], const kq_block *st, int nq, float *F, size_t fstride)
+             size_t np, size_t nc, uint8_t gq[][2][2], const kq_consts *k3, const kq_block *st, int nq, float *F,
+             size_t fstride)
 {
     const int QP = BITS == 2 ? 3 : 4;
     for (int j0 = 0; j0 < nq;) {
         const int left = nq - j0, passes = (left + QP - 1) / QP, n = (left + passes - 1) / passes;
         float *Fj = F + (size_t)j0 * fstride;
         switch (n) {
-        case 1: block_pass(BITS, QW, 1, pa, pb, np, nc, gq, st, j0, Fj, fstride); break;
-        case 2: block_pass(BITS, QW, 2, pa, pb, np, nc, gq, st, j0, Fj, fstride); break;
-        case 3: block_pass(BITS, QW, 3, pa, pb, np, nc, gq, st, j0, Fj, fstride); break;
-        default: block_pass(BITS, QW, BITS == 2 ? 3 : 4, pa, pb, np, nc, gq, st, j0, Fj, fstride); break;
+        case 1: block_pass(BITS, QW, 1, pa, pb, np, nc, gq, k3, st, j0, Fj, fstride); break;
+        case 2: block_pass(BITS, QW, 2, pa, pb, np, nc, gq, k3, st, j0, Fj, fstride); break;
+        case 3: block_pass(BITS, QW, 3, pa, pb, np, nc, gq, k3, st, j0, Fj, fstride); break;
+        default: block_pass(BITS, QW, BITS == 2 ? 3 : 4, pa, pb, np, nc, gq, k3, st, j0, Fj, fstride); break;
         }
         j0 += n;
     }
+}
+
+/* acc[e] += F_e + M_g(e) (grp: the group of each channel), F in slot
+ * order: per chunk c and lane L, 2 bits: register k lane t = channel 64c
+ * + 32L + 4t + k (a 4x8 transpose), 4 bits: 32c + 16L + 2t + k (an
+ * interleave), 3 bits: 32c + 16L + 8k + t (in order) */
+static inline __attribute__((always_inline)) void out_channels(const int BITS, const float *F, const float *M,
+                                                               const uint8_t *grp, size_t nc, float *acc)
+{
+    const int K = BITS == 2 ? 4 : 2;
+    for (size_t c = 0; c < nc; c++)
+        for (size_t L = 0; L < 2; L++) {
+            __m256 R[4], O[4];
+            for (int k = 0; k < K; k++)
+                R[k] = _mm256_loadu_ps(F + ((c * (size_t)K + (size_t)k) * 2 + L) * 8);
+            size_t e0;
+            if (BITS == 2) {
+                const __m256 t0 = _mm256_unpacklo_ps(R[0], R[1]), t1 = _mm256_unpackhi_ps(R[0], R[1]);
+                const __m256 t2 = _mm256_unpacklo_ps(R[2], R[3]), t3 = _mm256_unpackhi_ps(R[2], R[3]);
+                const __m256 y0 = _mm256_shuffle_ps(t0, t2, 0x44), y1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+                const __m256 y2 = _mm256_shuffle_ps(t1, t3, 0x44), y3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+                /* y_u: lanes t = u (low half) and u + 4 (high), k in order */
+                O[0] = _mm256_permute2f128_ps(y0, y1, 0x20), O[1] = _mm256_permute2f128_ps(y2, y3, 0x20);
+                O[2] = _mm256_permute2f128_ps(y0, y1, 0x31), O[3] = _mm256_permute2f128_ps(y2, y3, 0x31);
+                e0 = 64 * c + 32 * L;
+            } else if (BITS == 4) {
+                const __m256 lo = _mm256_unpacklo_ps(R[0], R[1]), hi = _mm256_unpackhi_ps(R[0], R[1]);
+                O[0] = _mm256_permute2f128_ps(lo, hi, 0x20), O[1] = _mm256_permute2f128_ps(lo, hi, 0x31);
+                e0 = 32 * c + 16 * L;
+            } else {
+                O[0] = R[0], O[1] = R[1];
+                e0 = 32 * c + 16 * L;
+            }
+            for (int u = 0; u < (BITS == 2 ? 4 : 2); u++) { /* 8 channels in one group (group % 16 == 0) */
+                float *a = acc + e0 + 8 * (size_t)u;
+                const __m256 o = _mm256_add_ps(O[u], _mm256_set1_ps(M[grp[e0 + 8 * (size_t)u]]));
+                _mm256_storeu_ps(a, _mm256_add_ps(_mm256_loadu_ps(a), o));
+            }
+        }
 }
 
 static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows, size_t rstride, const int BITS,
@@ -240,22 +289,19 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                                                              size_t astride)
 {
     const size_t ng = D / group, coff = 4 * ng, CH = BITS == 2 ? 64 : 32, nc = D / CH;
-    const int K = BITS == 2 ? 4 : 2;
     uint8_t gq[KQ_MAXD / 32][2][2];
-    uint16_t chan[KQ_MAXD]; /* the channel of each slot */
+    uint8_t grp[KQ_MAXD]; /* the group of each channel */
+    for (size_t g = 0, e = 0; g < ng; g++)
+        for (size_t x = 0; x < group; x++)
+            grp[e++] = (uint8_t)g;
     for (size_t c = 0; c < nc; c++)
-        for (size_t L = 0; L < 2; L++) {
+        for (size_t L = 0; L < 2; L++)
             for (size_t x = 0; x < 2; x++)
-                gq[c][L][x] = (uint8_t)((CH * c + CH / 2 * L + (BITS == 2 ? 16 * x : 0)) / group);
-            for (int k = 0; k < K; k++)
-                for (size_t t = 0; t < 8; t++)
-                    chan[((c * (size_t)K + (size_t)k) * 2 + L) * 8 + t] =
-                        (uint16_t)(BITS == 2   ? 64 * c + 32 * L + 4 * t + (size_t)k
-                                   : BITS == 4 ? 32 * c + 16 * L + 2 * t + (size_t)k
-                                               : 32 * c + 16 * L + 8 * (size_t)k + t);
-        }
+                gq[c][L][x] = grp[CH * c + CH / 2 * L + (BITS == 2 ? 16 * x : 0)];
     const __m256 hv = _mm256_set1_ps((float)(1 << (BITS - 1)));
     kq_block st;
+    kq_consts k3;
+    consts_init(QW, &k3);
     float F[KQ_MAXQ][KQ_MAXD];
     __m256 MW[KQ_MAXQ][KQ_MAXG][2]; /* the mins' lanes: row i in lane i % 16 */
     for (int j0 = 0; j0 < n_q; j0 += KQ_MAXQ) {
@@ -274,9 +320,11 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
             __m256 W[KQ_MAXQ][4];
             for (int j = 0; j < nq; j++) {
                 const float *wj = w + (size_t)(j0 + j) * wstride + b;
-                float wb[VQ_KQ_BLOCK] = { 0 };
-                if (m < VQ_KQ_BLOCK) /* (no read past the rows' weights) */
+                float wb[VQ_KQ_BLOCK];
+                if (m < VQ_KQ_BLOCK) { /* (no read past the rows' weights) */
+                    memset(wb, 0, sizeof wb);
                     memcpy(wb, wj, sizeof(float) * m), wj = wb;
+                }
                 for (int k = 0; k < 4; k++)
                     W[j][k] = _mm256_loadu_ps(wj + 8 * k);
             }
@@ -304,7 +352,7 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                 pa[p] = blk + 2 * p * rstride + coff;
                 pb[p] = 2 * p + 1 < m ? pa[p] + rstride : pa[p];
             }
-            block_passes(BITS, QW, pa, pb, np, nc, gq, &st, nq, &F[0][0], KQ_MAXD);
+            block_passes(BITS, QW, pa, pb, np, nc, gq, &k3, &st, nq, &F[0][0], KQ_MAXD);
         }
         for (int j = 0; j < nq; j++) {
             float M[KQ_MAXG], lanes[16];
@@ -313,9 +361,7 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                 _mm256_storeu_ps(lanes + 8, MW[j][g][1]);
                 M[g] = vq_sum16_lanes(lanes);
             }
-            float *a = acc + (size_t)(j0 + j) * astride;
-            for (size_t s = 0; s < D; s++)
-                a[chan[s]] += F[j][s] + M[chan[s] / group];
+            out_channels(BITS, F[j], M, grp, nc, acc + (size_t)(j0 + j) * astride);
         }
     }
 }

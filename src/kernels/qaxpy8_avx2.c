@@ -31,6 +31,7 @@
 #include "kernels/wq_avx2.h"
 
 #define Q8_MAXQ 8  /* weight rows per pass over the rows (state on the stack) */
+#define Q8_PASSQ 4 /* weight rows per pass over a block (sums in registers) */
 #define Q8_MAXB 16 /* column blocks: D <= 512 */
 #define Q8_PAIRS (VQ_KQ_BLOCK / 2)
 
@@ -54,14 +55,14 @@ static inline __attribute__((always_inline)) void block_pass(const int BITS, con
     const __m256i nib = _mm256_set1_epi8(0x0f);
     for (size_t g = 0; g < nb; g++) {
         const size_t off = g * bb + 2;
-        __m256i I[Q8_MAXQ][4], A[Q8_MAXQ][2];
-        for (int j = 0; j < NQ; j++)
+        __m256i I[Q8_PASSQ][4], A[Q8_PASSQ][2];
+        _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
             for (int r = 0; r < 4; r++)
                 I[j][r] = _mm256_setzero_si256();
         if (BITS == 4) {
             for (size_t h = 0; 8 * h < np; h++) { /* at most 8 pairs per 16-bit sum */
                 const size_t pend = np < 8 * h + 8 ? np : 8 * h + 8;
-                for (int j = 0; j < NQ; j++)
+                _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
                     A[j][0] = A[j][1] = _mm256_setzero_si256();
                 for (size_t p = 8 * h; p < pend; p++) {
                     const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(pa[p] + off));
@@ -69,7 +70,7 @@ static inline __attribute__((always_inline)) void block_pass(const int BITS, con
                     const __m256i T = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(x, y)),
                                                               _mm_unpackhi_epi8(x, y), 1);
                     const __m256i lo = _mm256_and_si256(T, nib), hi = _mm256_and_si256(_mm256_srli_epi16(T, 4), nib);
-                    for (int j = 0; j < NQ; j++) {
+                    _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++) {
                         int16_t wd;
                         memcpy(&wd, &st->q[j0 + j][g][2 * p], sizeof wd);
                         const __m256i W = _mm256_set1_epi16(wd);
@@ -77,7 +78,7 @@ static inline __attribute__((always_inline)) void block_pass(const int BITS, con
                         A[j][1] = _mm256_add_epi16(A[j][1], _mm256_maddubs_epi16(hi, W));
                     }
                 }
-                for (int j = 0; j < NQ; j++)
+                _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
                     for (int k = 0; k < 2; k++) { /* values 16k + 8L + t */
                         I[j][2 * k] =
                             _mm256_add_epi32(I[j][2 * k], _mm256_cvtepi16_epi32(_mm256_castsi256_si128(A[j][k])));
@@ -88,25 +89,25 @@ static inline __attribute__((always_inline)) void block_pass(const int BITS, con
         } else {
             for (size_t p = 0; p < np; p++) {
                 __m256i C[4];
-                for (int u = 0; u < 2; u++) { /* values 16u .. 16u+15 */
+                _Pragma("GCC unroll 8") for (int u = 0; u < 2; u++) { /* values 16u .. 16u+15 */
                     const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(pa[p] + off + 16 * (size_t)u));
                     const __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(pb[p] + off + 16 * (size_t)u));
                     C[2 * u] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(x, y));
                     C[2 * u + 1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(x, y));
                 }
-                for (int j = 0; j < NQ; j++) {
+                _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++) {
                     int32_t wd;
                     memcpy(&wd, &st->q16[j0 + j][g][2 * p], sizeof wd);
                     const __m256i W = _mm256_set1_epi32(wd);
-                    for (int r = 0; r < 4; r++)
+                    _Pragma("GCC unroll 8") for (int r = 0; r < 4; r++)
                         I[j][r] = _mm256_add_epi32(I[j][r], _mm256_madd_epi16(C[r], W));
                 }
             }
         }
-        for (int j = 0; j < NQ; j++) {
+        _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++) {
             const __m256 s = _mm256_set1_ps(st->s[j0 + j][g]);
             const __m256i o = _mm256_set1_epi32(st->off[j0 + j][g]);
-            for (int r = 0; r < 4; r++) {
+            _Pragma("GCC unroll 8") for (int r = 0; r < 4; r++) {
                 float *f = F + (size_t)j * fstride + 32 * g + 8 * (size_t)r;
                 const __m256 Iv = _mm256_cvtepi32_ps(_mm256_sub_epi32(I[j][r], o));
                 _mm256_storeu_ps(f, _mm256_fmadd_ps(s, Iv, _mm256_loadu_ps(f)));
@@ -161,9 +162,11 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
             __m256 W[Q8_MAXQ][4];
             for (int j = 0; j < nq; j++) {
                 const float *wj = w + (size_t)(j0 + j) * wstride + b;
-                float wb[VQ_KQ_BLOCK] = { 0 };
-                if (m < VQ_KQ_BLOCK) /* (no read past the rows' weights) */
+                float wb[VQ_KQ_BLOCK];
+                if (m < VQ_KQ_BLOCK) { /* (no read past the rows' weights) */
+                    memset(wb, 0, sizeof wb);
                     memcpy(wb, wj, sizeof(float) * m), wj = wb;
+                }
                 for (int k = 0; k < 4; k++)
                     W[j][k] = _mm256_loadu_ps(wj + 8 * k);
             }

@@ -5,6 +5,7 @@
 #ifndef VQ_KERNELS_WQ_AVX2_H
 #define VQ_KERNELS_WQ_AVX2_H
 
+#include <float.h>
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,12 +38,16 @@ static inline float vq_wq_round32(const __m256 a[4], const __m256i live[4], int8
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float A = _mm_cvtss_f32(m4); /* (the maximum is exact in any order) */
-    const __m256 inv = _mm256_set1_ps(A > 0.0f ? 127.0f / A : 0.0f);
-    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    const float iv = A > 0.0f ? 127.0f / A : 0.0f;
+    const __m256 inv = _mm256_set1_ps(iv);
     __m256i q[4];
-    for (int k = 0; k < 4; k++) {
-        const __m256i r = _mm256_cvtps_epi32(_mm256_mul_ps(a[k], inv));
-        q[k] = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(r, lo), hi), live[k]);
+    for (int k = 0; k < 4; k++)
+        q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(a[k], inv));
+    if (!(iv <= FLT_MAX)) { /* else |a_i| <= A gives |a_i * inv| < 127.5: nothing to hold, and rows past the
+                             * block (a = 0) give q = 0 */
+        const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+        for (int k = 0; k < 4; k++)
+            q[k] = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(q[k], lo), hi), live[k]);
     }
     __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
     __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
