@@ -75,6 +75,26 @@ static inline void transpose8(__m256 r[8])
  * bytes after its header, so the load never leaves the row. */
 static void block_headers(const uint8_t *blk, size_t rstride, size_t m, size_t nh, float h[][VQ_KQ_BLOCK])
 {
+    if (nh <= 4) { /* four halves a row: rows i and i + 4 per register, a 4x4 transpose per 128-bit lane */
+        const __m128i z = _mm_setzero_si128();
+        for (size_t i0 = 0; i0 < VQ_KQ_BLOCK; i0 += 8) {
+            __m256 r[4];
+            for (size_t i = 0; i < 4; i++) {
+                const uint8_t *p = blk + (i0 + i) * rstride;
+                const __m128i lo = i0 + i < m ? _mm_loadl_epi64((const __m128i *)(const void *)p) : z;
+                const __m128i hi =
+                    i0 + i + 4 < m ? _mm_loadl_epi64((const __m128i *)(const void *)(p + 4 * rstride)) : z;
+                r[i] = _mm256_cvtph_ps(_mm_unpacklo_epi64(lo, hi));
+            }
+            const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+            const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+            const __m256 c[4] = { _mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                                  _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE) };
+            for (size_t k = 0; k < nh; k++)
+                _mm256_storeu_ps(&h[k][i0], c[k]);
+        }
+        return;
+    }
     for (size_t i0 = 0; i0 < VQ_KQ_BLOCK; i0 += 8)
         for (size_t k0 = 0; k0 < nh; k0 += 8) {
             __m256 r[8];
@@ -141,10 +161,13 @@ typedef struct {
     __m256i ctl[8], ctl3[2], mul3;
 } kq_consts;
 
-static void consts_init(int QW, kq_consts *k3)
+static void consts_init(int BITS, int QW, kq_consts *k3)
 {
     for (int r = 0; r < 8; r++)
         k3->ctl[r] = weight_ctl(QW, r % (QW ? 4 : 8));
+    k3->ctl3[0] = k3->ctl3[1] = k3->mul3 = _mm256_setzero_si256();
+    if (BITS != 3)
+        return;
     uint8_t cb[2][32];
     int16_t mv[16];
     for (int k = 0; k < 2; k++)
@@ -301,7 +324,7 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
     const __m256 hv = _mm256_set1_ps((float)(1 << (BITS - 1)));
     kq_block st;
     kq_consts k3;
-    consts_init(QW, &k3);
+    consts_init(BITS, QW, &k3);
     float F[KQ_MAXQ][KQ_MAXD];
     __m256 MW[KQ_MAXQ][KQ_MAXG][2]; /* the mins' lanes: row i in lane i % 16 */
     for (int j0 = 0; j0 < n_q; j0 += KQ_MAXQ) {
