@@ -1,9 +1,9 @@
 /* kivi_qaxpy.h -- weighted sums of KIVI value rows with the weights
  * rounded to int8, so that the codes meet them in integer dot products
- * (VNNI): the int8 counterpart of kernels.h kivi_axpy, which it takes the
- * row layout and arguments from (row i at rows + i*rstride: D/group fp16
- * scales s_ig, D/group fp16 mins m_ig, then D codes c_ie of `bits` bits,
- * packed LSB first).
+ * (VNNI, or VPMADDUBSW on AVX2): the int8 counterpart of kernels.h
+ * kivi_axpy, which it takes the row layout and arguments from (row i at
+ * rows + i*rstride: D/group fp16 scales s_ig, D/group fp16 mins m_ig, then
+ * D codes c_ie of `bits` bits, packed LSB first).
  *
  * vq_kivi_qaxpy(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc,
  * astride) adds, for each weight row j (w_ji = w[j*wstride + i]) and
