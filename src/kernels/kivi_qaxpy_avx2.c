@@ -120,8 +120,11 @@ static inline __attribute__((always_inline)) void pair_codes(const int BITS, con
             _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(x, y)), _mm_unpackhi_epi8(x, y), 1);
         const __m256i mask = _mm256_set1_epi8((char)((1 << BITS) - 1));
         C[0] = _mm256_and_si256(T, mask);
-        _Pragma("GCC unroll 8") for (int k = 1; k < 8 / BITS; k++)
-            C[k] = _mm256_and_si256(_mm256_srli_epi16(T, BITS * k), mask);
+        C[1] = _mm256_and_si256(_mm256_srli_epi16(T, BITS), mask);
+        if (BITS == 2) {
+            C[2] = _mm256_and_si256(_mm256_srli_epi16(T, 4), mask);
+            C[3] = _mm256_and_si256(_mm256_srli_epi16(T, 6), mask);
+        }
     } else { /* chunk bytes 0..7 to lane 0 (channels 0..15), 4..11 to lane 1 (16..31): 8-byte loads stay in the row */
         const uint8_t *pa = a + 12 * c, *pb = b + 12 * c;
         const __m256i Sa = _mm256_inserti128_si256(
