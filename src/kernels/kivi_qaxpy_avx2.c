@@ -1,8 +1,8 @@
 /* kivi_qaxpy_avx2.c -- AVX2 + FMA + F16C twin of vq_kivi_qaxpy
  * (kernels/kivi_qaxpy.h): the reference's bits, without VNNI.
  *
- * Per block of 32 rows: the rows' scales and mins as columns (F16C, 8x8
- * transposes), the mins' 16 lane sums (FMAs in the reference's row
+ * Per block of 32 rows: the rows' scales and mins as columns (F16C, 4x4
+ * or 8x8 transposes), the mins' 16 lane sums (FMAs in the reference's row
  * order), and the int8 weights q of every (weight row j, group g)
  * (kernels/wq_avx2.h). The integer sums are VPMADDUBSW of the codes of two
  * rows interleaved byte by byte (unsigned, below 2^bits) against the two
