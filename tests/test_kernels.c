@@ -580,14 +580,21 @@ static float half_of(const uint8_t *p, size_t i) { return vq_fp16_to_fp32((vq_fp
  * the sum of |w v| for float rounding */
 static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
 {
-    static const size_t Ds[] = { 64, 128, 256, 512 }, nts[] = { 1, 7, 32, 45, 100 };
+    /* D and groups past the twins' shapes too (96, 640; groups of 48: they
+     * fall back to the reference); weight rows past a pass's registers (3,
+     * 4) and a call's (8) */
+    static const size_t Ds[] = { 64, 96, 128, 192, 256, 512, 640 }, Gs[] = { 16, 32, 48, 64, 128 },
+                        nts[] = { 1, 7, 32, 45, 100 };
+    static const int nqs[] = { 1, 3, 4, 5, 9 };
     for (int bits = 2; bits <= 4; bits++)
-        for (size_t id = 0; id < 4; id++)
-            for (size_t G = 16; G <= 128; G *= 2)
+        for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+            for (size_t ig = 0; ig < sizeof Gs / sizeof *Gs; ig++)
                 for (size_t in = 0; in < 5; in++)
-                    for (int nq = 1; nq <= 5; nq += 2) {
-                        const size_t D = Ds[id], nt = nts[in], ng = D / G;
-                        if (ng > 16)
+                    for (size_t iq = 0; iq < 2 * (sizeof nqs / sizeof *nqs); iq++) {
+                        const size_t D = Ds[id], G = Gs[ig], nt = nts[in], ng = D / G;
+                        const int nq = nqs[iq % (sizeof nqs / sizeof *nqs)];
+                        const int ext = iq >= sizeof nqs / sizeof *nqs; /* the integer sums' extremes */
+                        if (D % G || ng > 16)
                             continue;
                         size_t rs = 4 * ng + D * (size_t)bits / 8 + 3, ws = nt + 2, as = D + 5;
                         uint8_t *rows = malloc(rs * nt + 1);
@@ -601,6 +608,15 @@ static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
                                 rows[1 + i * rs + 2 * g] = (uint8_t)h, rows[2 + i * rs + 2 * g] = (uint8_t)(h >> 8);
                             }
                         fill(w, ws * (size_t)nq, 11 * D + nt + (size_t)nq);
+                        if (ext) /* every code the largest, every |q| 127 (scales 1, weights +-0.5): a 16-bit sum
+                                  * of too many rows overflows */
+                            for (size_t i = 0; i < nt; i++) {
+                                memset(rows + 1 + i * rs + 4 * ng, 0xFF, D * (size_t)bits / 8);
+                                for (size_t g = 0; g < ng; g++)
+                                    rows[1 + i * rs + 2 * g] = 0x00, rows[2 + i * rs + 2 * g] = 0x3C;
+                                for (int j = 0; j < nq; j++)
+                                    w[1 + (size_t)j * ws + i] = j % 2 ? -0.5f : 0.5f;
+                            }
                         fill(a1, as * (size_t)nq, 9);
                         memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
                         memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
@@ -608,8 +624,8 @@ static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
                         k->kivi_qaxpy(rows + 1, rs, bits, nt, D, G, w + 1, ws, nq, a2, as);
                         CHECKF(same_bits(a2, a1, as * (size_t)nq), "%s kivi_qaxpy bits=%d D=%zu G=%zu nt=%zu nq=%d",
                                k->isa, bits, D, G, nt, nq);
-                        if (k != vq_kernels_variant("avx512"))
-                            goto next; /* the bound once per case */
+                        if (k != vq_kernels_variant("avx2"))
+                            goto next; /* the bound once per case (every x86 SIMD CPU has the AVX2 table) */
                         ref->kivi_axpy(rows + 1, rs, bits, nt, D, G, w + 1, ws, nq, a3, as);
                         double worst = 0.0;
                         for (int j = 0; j < nq; j++)
@@ -636,6 +652,28 @@ static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
                     next:
                         free(rows), free(w), free(a1), free(a2), free(a3);
                     }
+    /* weights so small that 127 / A overflows: the reference's lrintf of the
+     * non-finite products gives -127 for every row (LONG_MIN held), which the
+     * AVX2 twin matches (the AVX-512 one's saturating packs give -128: not
+     * checked, no such CPU where this was written); acc from 0 so that the
+     * tiny sums show */
+    if (strcmp(k->isa, "avx2") == 0)
+        for (int bits = 2; bits <= 4; bits++) {
+            const size_t D = 128, G = 32, ng = D / G, nt = 45, rs = 4 * ng + D * (size_t)bits / 8;
+            uint8_t *rows = malloc(rs * nt);
+            float w[3 * 45], a1[3 * 128] = { 0 }, a2[3 * 128] = { 0 };
+            fill_bytes(rows, rs * nt, 17 + (size_t)bits);
+            for (size_t i = 0; i < nt; i++)
+                for (size_t g = 0; g < 2 * ng; g++)
+                    rows[i * rs + 2 * g] = 0x66, rows[i * rs + 2 * g + 1] = 0x2E; /* 0.1 */
+            fill(w, 3 * 45, 5 + (size_t)bits);
+            for (size_t i = 0; i < 3 * 45; i++)
+                w[i] *= 1e-38f;
+            ref->kivi_qaxpy(rows, rs, bits, nt, D, G, w, 45, 3, a1, D);
+            k->kivi_qaxpy(rows, rs, bits, nt, D, G, w, 45, 3, a2, D);
+            CHECKF(same_bits(a2, a1, 3 * 128), "%s kivi_qaxpy bits=%d: other bits for tiny weights", k->isa, bits);
+            free(rows);
+        }
 }
 
 /* qaxpy8 against the reference: the same bits; and the reference against
@@ -643,11 +681,12 @@ static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
  * sum over blocks of A/254 * sum_i |code_ie|, plus 1e-5 of sum |w value| */
 static void test_qaxpy8(const vq_kernels *k, const vq_kernels *ref)
 {
-    static const size_t Ds[] = { 32, 64, 96, 128, 256, 512 }, nts[] = { 1, 6, 32, 45, 100 };
+    static const size_t Ds[] = { 32, 64, 96, 128, 256, 512, 544 }, nts[] = { 1, 6, 32, 45, 100 };
     for (int bits = 4; bits <= 8; bits += 4)
         for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
             for (size_t in = 0; in < 5; in++)
-                for (int nq = 1; nq <= 9; nq += 4) {
+                for (int iq = 0; iq < 6; iq++) {
+                    const int nq = 1 + 4 * (iq % 3), ext = iq >= 3; /* ext: the integer sums' extremes */
                     const size_t D = Ds[id], nt = nts[in], bb = bits == 8 ? 34 : 18, nb = D / 32;
                     size_t rs = nb * bb + 1, ws = nt + 1, as = D + 3;
                     uint8_t *rows = malloc(rs * nt + 1);
@@ -660,6 +699,17 @@ static void test_qaxpy8(const vq_kernels *k, const vq_kernels *ref)
                             if ((i + b) % 3 == 1)
                                 rows[1 + i * rs + b * bb + 1] |= 0x80;
                     fill(w, ws * (size_t)nq, 2 * nt + (size_t)nq);
+                    if (ext) /* every |q| 127 (scales 1, weights +-0.5), every code 15 - 8 (q4_0) or -128 (q8_0): a
+                              * saturating product or a 16-bit sum of too many rows shows */
+                        for (size_t i = 0; i < nt; i++) {
+                            for (size_t b = 0; b < nb; b++) {
+                                uint8_t *blk = rows + 1 + i * rs + b * bb;
+                                blk[0] = 0x00, blk[1] = 0x3C;
+                                memset(blk + 2, bits == 8 ? 0x80 : 0xFF, bb - 2);
+                            }
+                            for (int j = 0; j < nq; j++)
+                                w[(size_t)j * ws + i] = j % 2 ? -0.5f : 0.5f;
+                        }
                     fill(a1, as * (size_t)nq, 77);
                     memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
                     memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
@@ -667,7 +717,7 @@ static void test_qaxpy8(const vq_kernels *k, const vq_kernels *ref)
                     k->qaxpy8(bits, rows + 1, rs, nt, D, w, ws, nq, a2, as);
                     CHECKF(same_bits(a2, a1, as * (size_t)nq), "%s qaxpy8 bits=%d D=%zu nt=%zu nq=%d", k->isa, bits, D,
                            nt, nq);
-                    if (k == vq_kernels_variant("avx512")) { /* the bound once per case */
+                    if (k == vq_kernels_variant("avx2")) { /* the bound once per case */
                         ref->qaxpy(bits, rows + 1, rs, nt, D, w, ws, nq, a3, as);
                         double worst = 0.0;
                         for (int j = 0; j < nq; j++)
@@ -695,6 +745,21 @@ static void test_qaxpy8(const vq_kernels *k, const vq_kernels *ref)
                     }
                     free(rows), free(w), free(vals), free(a1), free(a2), free(a3);
                 }
+    /* weights so small that 127 / A overflows (test_kivi_qaxpy's case) */
+    if (strcmp(k->isa, "avx2") == 0)
+        for (int bits = 4; bits <= 8; bits += 4) {
+            const size_t D = 128, nt = 45, bb = bits == 8 ? 34 : 18, rs = D / 32 * bb;
+            uint8_t *rows = malloc(rs * nt);
+            float w[3 * 45], a1[3 * 128] = { 0 }, a2[3 * 128] = { 0 };
+            fill_qrows(bits, rows, rs, nt, D, 23 + (size_t)bits);
+            fill(w, 3 * 45, 7 + (size_t)bits);
+            for (size_t i = 0; i < 3 * 45; i++)
+                w[i] *= 1e-38f;
+            ref->qaxpy8(bits, rows, rs, nt, D, w, 45, 3, a1, D);
+            k->qaxpy8(bits, rows, rs, nt, D, w, 45, 3, a2, D);
+            CHECKF(same_bits(a2, a1, 3 * 128), "%s qaxpy8 bits=%d: other bits for tiny weights", k->isa, bits);
+            free(rows);
+        }
 }
 
 /* qaxpy against the reference (tolerance) and, for SIMD tables, against

@@ -63,6 +63,7 @@ static void fill_tables(void)
     k_avx2.codes_qdot = vq_codes_qdot_avx2;
     k_avx2.qdot = vq_qdot_avx2;
     k_avx2.kivi_axpy = vq_kivi_axpy_avx2;
+    k_avx2.kivi_qaxpy = vq_kivi_qaxpy_avx2, k_avx2.qaxpy8 = vq_qaxpy8_avx2;
     k_avx2.fwht = vq_fwht_avx2;
     k_avx2.lut_row = vq_lut_row_avx2;
     k_avx2.kivi_row = vq_kivi_row_avx2;

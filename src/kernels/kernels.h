@@ -60,7 +60,7 @@
  *       these bits.
  *   kivi_qaxpy: kernels/kivi_qaxpy.h (the same sums with the weights
  *       rounded to int8 per block of rows; the VNNI + VBMI variant where
- *       the CPU has both, else the reference).
+ *       the CPU has both, else the AVX2 one).
  *   codes_dot(codes, rstride, bits, nt, E, lut, q, qstride, n_q, s, sstride):
  *       s[j*sstride + i] = sum_e q[j*qstride + e] * v(code_i[e]) for nt rows
  *       of E codes of `bits` bits (1..4; E a multiple of 16) packed LSB
@@ -94,7 +94,7 @@
  *       AVX2 one).
  *   qaxpy: kernels/qaxpy.h (weighted sums of q8_0 / q4_0 rows); qaxpy8 the
  *       same with int8 weights (the VNNI + VBMI variant where the CPU has
- *       both, else the reference).
+ *       both, else the AVX2 one).
  *   qdot: kernels/qdot.h (q8_0 / q4_0 rows against int8 queries; the VNNI
  *       variant when the CPU has AVX-512 VNNI, else the AVX2 one).
  *   rope_pairs: kernels/rope.h (RoPE turn of one vector by a table row).

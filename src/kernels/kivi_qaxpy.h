@@ -1,9 +1,9 @@
 /* kivi_qaxpy.h -- weighted sums of KIVI value rows with the weights
  * rounded to int8, so that the codes meet them in integer dot products
- * (VNNI): the int8 counterpart of kernels.h kivi_axpy, which it takes the
- * row layout and arguments from (row i at rows + i*rstride: D/group fp16
- * scales s_ig, D/group fp16 mins m_ig, then D codes c_ie of `bits` bits,
- * packed LSB first).
+ * (VNNI, or VPMADDUBSW on AVX2): the int8 counterpart of kernels.h
+ * kivi_axpy, which it takes the row layout and arguments from (row i at
+ * rows + i*rstride: D/group fp16 scales s_ig, D/group fp16 mins m_ig, then
+ * D codes c_ie of `bits` bits, packed LSB first).
  *
  * vq_kivi_qaxpy(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc,
  * astride) adds, for each weight row j (w_ji = w[j*wstride + i]) and
@@ -34,6 +34,11 @@
 
 void vq_kivi_qaxpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group, const float *w,
                        size_t wstride, int n_q, float *acc, size_t astride);
+/* AVX2 + FMA + F16C (VPMADDUBSW of two rows' codes against their int8
+ * weights); bits 2..4, D a multiple of 64 up to 512, group a multiple of
+ * 16 (else the reference) */
+void vq_kivi_qaxpy_avx2(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
+                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 /* VNNI + VBMI; D a multiple of 64 up to 512, group a power of two (else
  * the reference). 3 bits: each row's codes unpacked to bytes (VPERMB +
  * VPMULTISHIFTQB), four rows interleaved per 32-bit lane by unpacks */

@@ -30,9 +30,13 @@ void vq_qaxpy_avx512(int bits, const uint8_t *codes, size_t rstride, size_t nt, 
  * the int8 of q8_0, the nibble - 8 of q4_0), F_je = fmaf(s, (float)I_e,
  * F_je) block after block from 0; then acc[j*astride + e] += F_je. The
  * rounding adds at most A / 254 per row and code unit. The AVX-512 twin
- * (VNNI + VBMI) returns the reference's bits for finite inputs. */
+ * (VNNI + VBMI) and the AVX2 one (+ FMA + F16C: VPMADDUBSW for q4_0,
+ * VPMADDWD for q8_0; D a multiple of 32 up to 512, else the reference)
+ * return the reference's bits for finite inputs. */
 void vq_qaxpy8_ref(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
                    size_t wstride, int n_q, float *acc, size_t astride);
+void vq_qaxpy8_avx2(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
+                    size_t wstride, int n_q, float *acc, size_t astride);
 void vq_qaxpy8_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w,
                        size_t wstride, int n_q, float *acc, size_t astride);
 

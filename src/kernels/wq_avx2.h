@@ -1,0 +1,71 @@
+/* wq_avx2.h -- the int8 weights of one block of rows for the AVX2 twins
+ * of the int8-weight sums (kivi_qaxpy_avx2.c, qaxpy8_avx2.c; contracts in
+ * kernels/kivi_qaxpy.h and kernels/qaxpy.h vq_qaxpy8), with the
+ * reference's rounding. Only for *_avx2.c files (AVX2 + FMA + F16C). */
+#ifndef VQ_KERNELS_WQ_AVX2_H
+#define VQ_KERNELS_WQ_AVX2_H
+
+#include <float.h>
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kivi_qaxpy.h"
+
+/* live[k] lane l: all ones where row 8k + l of the block is below m */
+static inline void vq_wq_live(size_t m, __m256i live[4])
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), mv = _mm256_set1_epi32((int)m);
+    for (int k = 0; k < 4; k++)
+        live[k] = _mm256_cmpgt_epi32(mv, _mm256_add_epi32(lane, _mm256_set1_epi32(8 * k)));
+}
+
+/* The block's w_i * s_i in a[k] (rows 8k .. 8k+7; 0 past the block):
+ * A = max |a_i|, q_i = a_i * (127 / A) (times 0 when A is 0) rounded by
+ * VCVTPS2DQ (nearest even, the MXCSR default, as the reference's lrintf),
+ * held to [-127, 127], then 0 past the block (lanes off in live). A
+ * product that is not finite (127 / A overflows for A below 3.7e-37)
+ * converts to INT_MIN and is held to -127, as lrintf's LONG_MIN is in the
+ * reference. Writes q in row order to q8 and, where q16 is not NULL, as
+ * int16 to q16; *sum = sum q_i; returns A / 127. */
+static inline float vq_wq_round32(const __m256 a[4], const __m256i live[4], int8_t q8[VQ_KQ_BLOCK], int16_t *q16,
+                                  int32_t *sum)
+{
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 m8 = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(a[0], abs), _mm256_and_ps(a[1], abs)),
+                                    _mm256_max_ps(_mm256_and_ps(a[2], abs), _mm256_and_ps(a[3], abs)));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float A = _mm_cvtss_f32(m4); /* (the maximum is exact in any order) */
+    const float iv = A > 0.0f ? 127.0f / A : 0.0f;
+    const __m256 inv = _mm256_set1_ps(iv);
+    __m256i q[4];
+    for (int k = 0; k < 4; k++)
+        q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(a[k], inv));
+    if (!(iv <= FLT_MAX)) { /* else |a_i| <= A gives |a_i * inv| < 127.5: nothing to hold, and rows past the
+                             * block (a = 0) give q = 0 */
+        const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+        for (int k = 0; k < 4; k++)
+            q[k] = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(q[k], lo), hi), live[k]);
+    }
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+    *sum = _mm_cvtsi128_si32(s4);
+    /* |q| <= 127: the packs never clip. packs_epi32 leaves the rows as
+     * qwords [0-3][8-11][4-7][12-15] (and 16.. likewise), packs_epi16 as
+     * dwords [0-3][8-11][16-19][24-27][4-7][12-15][20-23][28-31] */
+    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]), p23 = _mm256_packs_epi32(q[2], q[3]);
+    if (q16) {
+        _mm256_storeu_si256((__m256i *)(void *)q16, _mm256_permute4x64_epi64(p01, 0xD8));
+        _mm256_storeu_si256((__m256i *)(void *)(q16 + 16), _mm256_permute4x64_epi64(p23, 0xD8));
+    }
+    const __m256i b = _mm256_packs_epi16(p01, p23);
+    _mm256_storeu_si256((__m256i *)(void *)q8,
+                        _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    return A / 127.0f;
+}
+
+#endif
