@@ -299,20 +299,10 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
     combine_warps<G, D>(p, red, wml, part0, tid);
 }
 
-#ifdef VQ_TIMELINE
 #include "timeline.cuh"
-__device__ uint64_t vq_tl_red[VQ_TL_CTAS][VQ_TL_STAMPS];
-extern "C" int vq_timeline_read_red(uint64_t *host, size_t n)
-{
-    if (n > VQ_TL_CTAS)
-        n = VQ_TL_CTAS;
-    return cudaMemcpyFromSymbol(host, vq_tl_red, n * VQ_TL_STAMPS * sizeof(uint64_t)) == cudaSuccess ? 0 : -1;
-}
-#define TLR(s)                                     \
-    do {                                           \
-        if (threadIdx.x == 0)                      \
-            VQ_TL_STAMP(vq_tl_red, s);             \
-    } while (0)
+#ifdef VQ_TIMELINE
+VQ_TL_DEFINE(vq_tl_red, vq_timeline_read_red)
+#define TLR(s) VQ_TL_STAMP0(vq_tl_red, s)
 #else
 #define TLR(s) ((void)0)
 #endif

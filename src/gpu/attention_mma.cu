@@ -61,18 +61,8 @@
 using namespace vqg;
 
 #ifdef VQ_TIMELINE
-__device__ uint64_t vq_tl_mma[VQ_TL_CTAS][VQ_TL_STAMPS];
-extern "C" int vq_timeline_read_mma(uint64_t *host, size_t n)
-{
-    if (n > VQ_TL_CTAS)
-        n = VQ_TL_CTAS;
-    return cudaMemcpyFromSymbol(host, vq_tl_mma, n * VQ_TL_STAMPS * sizeof(uint64_t)) == cudaSuccess ? 0 : -1;
-}
-#define TL(s)                                      \
-    do {                                           \
-        if (threadIdx.x == 0)                      \
-            VQ_TL_STAMP(vq_tl_mma, s);             \
-    } while (0)
+VQ_TL_DEFINE(vq_tl_mma, vq_timeline_read_mma)
+#define TL(s) VQ_TL_STAMP0(vq_tl_mma, s)
 #else
 #define TL(s) ((void)0)
 #endif

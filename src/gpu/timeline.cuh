@@ -35,5 +35,24 @@ __device__ __forceinline__ unsigned vq_cta_linear()
 /* copies min(n, VQ_TL_CTAS) CTAs' stamps (VQ_TL_STAMPS each) to host */
 extern "C" int vq_timeline_read_mma(uint64_t *host, size_t n);
 extern "C" int vq_timeline_read_red(uint64_t *host, size_t n);
+
+/* In the one translation unit that stamps into `arr`: the array and its
+ * reader `read` (one of the two above). */
+#define VQ_TL_DEFINE(arr, read)                                                                      \
+    __device__ uint64_t arr[VQ_TL_CTAS][VQ_TL_STAMPS];                                               \
+    extern "C" int read(uint64_t *host, size_t n)                                                    \
+    {                                                                                                \
+        if (n > VQ_TL_CTAS)                                                                          \
+            n = VQ_TL_CTAS;                                                                          \
+        return cudaMemcpyFromSymbol(host, arr, n * VQ_TL_STAMPS * sizeof(uint64_t)) == cudaSuccess ? 0 \
+                                                                                                  : -1; \
+    }
+
+/* stamp s of this CTA, by its thread 0 */
+#define VQ_TL_STAMP0(arr, s)                                \
+    do {                                                    \
+        if (threadIdx.x == 0)                               \
+            VQ_TL_STAMP(arr, s);                            \
+    } while (0)
 #endif
 #endif
