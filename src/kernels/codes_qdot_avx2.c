@@ -1,15 +1,17 @@
 /* codes_qdot_avx2.c -- AVX2 twin of vq_codes_qdot (kernels/codes_qdot.h):
- * packed 2- or 4-bit KIVI / kivix key codes against int8 queries, for CPUs
- * without AVX-512 VNNI (3-bit rows: the reference). Compiled with -mavx2
- * -mfma; reached through the kernel table only when the CPU has AVX2.
+ * packed 2-, 3- or 4-bit KIVI / kivix key codes against int8 queries, for
+ * CPUs without AVX-512 VNNI. Compiled with -mavx2 -mfma; reached through
+ * the kernel table only when the CPU has AVX2.
  *
  * A tile is R rows x NJ queries (4 x 1..3, or 2 x 4: at most 12
  * accumulators): each row's 64-code chunk is unpacked to bytes once for
  * all the tile's queries, each query's bytes are read once per row from
- * memory (VPMADDUBSW's operand). VPMADDUBSW's pair sums are below
- * 2 * 15 * 127 = 3810, so the 16-bit lanes hold the sum of the products of
- * up to four chunks (8 x 3810 < 2^15) exactly; they are widened to 32 bits
- * by one VPMADDWD against ones every four chunks (D <= 256: once), and a
+ * memory (VPMADDUBSW's operand); 3-bit codes are unpacked by VPSHUFB
+ * into 16-bit windows, VPMULLW and a shift (codes32_3). VPMADDUBSW's pair
+ * sums are below 2 * 15 * 127 = 3810, so the 16-bit lanes hold the sum of
+ * the products of up to four chunks (8 x 3810 < 2^15) exactly; they are
+ * widened to 32 bits by one VPMADDWD against ones every four chunks
+ * (D <= 256: once), and a
  * tile's eight-lane sums are reduced to one integer per (row, query) by
  * VPHADDD. The integer sums are exact, so their order is free, and the
  * float part is the reference's: d * (float)isum, rounded, then + base,
@@ -23,6 +25,45 @@
 /* chunks whose products the 16-bit lanes sum exactly (see above) */
 #define CHUNKS16 4
 
+/* the 32 3-bit codes (0..7) whose 16-bit windows VPSHUFB(src, ctl_even /
+ * ctl_odd) gathers: word w of a lane holds code 2w (ctl_even) or 2w+1
+ * (ctl_odd) at bit 6w % 8 (resp. (6w+3) % 8); multiplying by mul_even /
+ * mul_odd = 2^(13 - that bit) puts the code at bits 13..15 (the bits above
+ * it leave the word), and a shift right by 13 leaves it alone: the even
+ * codes are the low bytes, the odd ones (shifted by 8) the high bytes --
+ * 32 codes in natural order */
+static inline __m256i codes32_3(__m256i src, __m256i ctl_even, __m256i ctl_odd)
+{
+    const __m256i mul_even = _mm256_setr_epi16(8192, 128, 512, 2048, 8192, 128, 512, 2048, /* per lane */
+                                               8192, 128, 512, 2048, 8192, 128, 512, 2048);
+    const __m256i mul_odd = _mm256_setr_epi16(1024, 4096, 64, 256, 1024, 4096, 64, 256, /* per lane */
+                                              1024, 4096, 64, 256, 1024, 4096, 64, 256);
+    const __m256i e = _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_shuffle_epi8(src, ctl_even), mul_even), 13);
+    const __m256i o = _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_shuffle_epi8(src, ctl_odd), mul_odd), 13);
+    return _mm256_or_si256(e, _mm256_slli_epi16(o, 8));
+}
+
+/* the 64 3-bit codes of the 24 bytes at p (nothing past them is read):
+ * codes 0-15 are bytes 0-5, 16-31 bytes 6-11 (of bytes 0-15, lo's lanes),
+ * 32-47 bytes 12-17, 48-63 bytes 18-23 (of bytes 8-23, hi's lanes) */
+static inline void chunk64_3(const uint8_t *p, __m256i *lo, __m256i *hi)
+{
+    /* the windows' bytes (-1: not needed, zero) of lanes at byte 0 and 6
+     * (lo), 4 and 10 (hi) of the 16 loaded */
+    const __m256i lo_even = _mm256_setr_epi8(0, -1, 0, 1, 1, -1, 2, -1, 3, -1, 3, 4, 4, -1, 5, -1, /* */
+                                             6, -1, 6, 7, 7, -1, 8, -1, 9, -1, 9, 10, 10, -1, 11, -1);
+    const __m256i lo_odd = _mm256_setr_epi8(0, -1, 1, -1, 1, 2, 2, -1, 3, -1, 4, -1, 4, 5, 5, -1, /* */
+                                            6, -1, 7, -1, 7, 8, 8, -1, 9, -1, 10, -1, 10, 11, 11, -1);
+    const __m256i hi_even = _mm256_setr_epi8(4, -1, 4, 5, 5, -1, 6, -1, 7, -1, 7, 8, 8, -1, 9, -1, /* */
+                                             10, -1, 10, 11, 11, -1, 12, -1, 13, -1, 13, 14, 14, -1, 15, -1);
+    const __m256i hi_odd = _mm256_setr_epi8(4, -1, 5, -1, 5, 6, 6, -1, 7, -1, 8, -1, 8, 9, 9, -1, /* */
+                                            10, -1, 11, -1, 11, 12, 12, -1, 13, -1, 14, -1, 14, 15, 15, -1);
+    const __m256i a = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p));
+    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(p + 8)));
+    *lo = codes32_3(a, lo_even, lo_odd);
+    *hi = codes32_3(b, hi_even, hi_odd);
+}
+
 /* the 64 codes of chunk c of a row in codes_qdot.h's order, as two
  * registers of 32 unsigned bytes (positions 0-31, 32-63) */
 static inline __attribute__((always_inline)) void chunk64(const int BITS, const uint8_t *row, size_t c, __m256i *lo,
@@ -32,6 +73,10 @@ static inline __attribute__((always_inline)) void chunk64(const int BITS, const 
         const __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(row + 32 * c));
         *lo = _mm256_and_si256(b, _mm256_set1_epi8(0x0f));
         *hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), _mm256_set1_epi8(0x0f));
+        return;
+    }
+    if (BITS == 3) { /* position p: bits 3p..3p+2 of the chunk's 24 bytes */
+        chunk64_3(row + 24 * c, lo, hi);
         return;
     }
     /* position 16j + k: bits 2j of byte k */
@@ -153,20 +198,19 @@ void vq_codes_qdot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t n
                         size_t qstride, int n_q, float *s, size_t sstride)
 {
     const size_t nc = D / 64;
-    if (bits != 2 && bits != 4) {
+    if (bits < 2 || bits > 4) {
         vq_codes_qdot_ref(codes, rstride, bits, nt, D, qbuf, qstride, n_q, s, sstride);
         return;
     }
     if (nt == 0)
         return;
-    if (nc <= CHUNKS16) {
-        if (bits == 2)
-            qdot_bits(2, 0, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride);
-        else
-            qdot_bits(4, 0, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride);
-    } else if (bits == 2) {
-        qdot_bits(2, 1, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride);
-    } else {
-        qdot_bits(4, 1, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride);
+    const int LONG = nc > CHUNKS16;
+    switch (bits * 2 + LONG) { /* the width and regime constants: no branch inside */
+    case 4: qdot_bits(2, 0, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride); break;
+    case 5: qdot_bits(2, 1, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride); break;
+    case 6: qdot_bits(3, 0, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride); break;
+    case 7: qdot_bits(3, 1, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride); break;
+    case 8: qdot_bits(4, 0, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride); break;
+    default: qdot_bits(4, 1, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride); break;
     }
 }
