@@ -9,8 +9,9 @@
  *     1..4, with and without add), kivi rows (bits 2, 4): bit-identical,
  *     except that a signalling NaN half comes out quiet;
  *   codes_dot: relative error <= 4e-6 (float sums in another order);
- *   bitdot (popcounts): equal integers (the AVX2 table holds the POPCNT
- *     twin, the AVX-512 table the VPOPCNTDQ one when the CPU has it);
+ *   bitdot (popcounts; every query width 1..8): equal integers (the AVX2
+ *     table holds the nibble-table / POPCNT twin, the AVX-512 table the
+ *     VPOPCNTDQ one when the CPU has it);
  *     signscore (its counts combined in float, one or two bit sets; the
  *     AVX-512 popcount and nibble-table variants both): bit-identical;
  *     the nibble tables against their definition;
@@ -247,7 +248,7 @@ static void test_bitdot(const vq_kernels *k, const vq_kernels *ref)
     for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
         for (size_t n = 1; n <= 21; n += 5)
             for (int nq = 1; nq <= 5; nq += 2)
-                for (int qbits = 1; qbits <= 8; qbits += 3) {
+                for (int qbits = 1; qbits <= 8; qbits++) { /* every width: 1..4 the nibble path */
                     size_t D = Ds[id], stride = D / 8 + 4, qstride = (size_t)qbits * D / 8 + 12;
                     uint8_t *codes = malloc(stride * n + 1), *planes = malloc(qstride * (size_t)nq + 1);
                     uint32_t *z1 = malloc(n * 4), *z2 = malloc(n * 4);
@@ -797,10 +798,10 @@ static void test_qaxpy(const vq_kernels *k, const vq_kernels *ref)
 
 static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
 {
-    static const size_t Ds[] = { 64, 128, 256 };
+    static const size_t Ds[] = { 64, 128, 256, 576 }; /* 576: past the AVX2 16-bit sums' four chunks */
     for (int bits = 2; bits <= 4; bits++)
         for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
-            for (size_t nt = 1; nt <= 37; nt += 4)
+            for (size_t nt = 1; nt <= 37; nt += 3) /* every row tail mod 4 */
                 for (int nq = 1; nq <= 10; nq += 3)
                     for (size_t pad = 0; pad <= 3; pad += 3) { /* rows packed (the codec's) and apart */
                         size_t D = Ds[id], rs = D * (size_t)bits / 8 + pad, qs = vq_codes_query_bytes(D) + 1, ss = nt + 2;

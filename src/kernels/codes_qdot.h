@@ -19,7 +19,7 @@
  * (a rounded product, then a rounded add) for nt rows at codes +
  * i*rstride and n_q prepared queries at qbuf + j*qstride. The integer sum
  * is exact, so every variant returns the reference's bits. _ref is the
- * scalar reference; the AVX2 variant takes 3-bit rows to it. */
+ * scalar reference. */
 #ifndef VQ_KERNELS_CODES_QDOT_H
 #define VQ_KERNELS_CODES_QDOT_H
 

@@ -6,8 +6,9 @@
  * accumulator element, wm = fma(w, m, wm) per group, and the min sum added
  * after the last row. Columns go 16 at a time (two registers of eight);
  * group % 16 == 0, so the 16 columns share one group's scale and minimum.
- * Eight codes of b bits (b = 2 or 4) are 2b bytes: every lane takes the
- * same dword and shifts it by b * lane. */
+ * Eight codes of b bits (b = 1..4) are b bytes, whole bytes from the
+ * column pass's start: every lane takes the same dword (those b bytes) and
+ * shifts it by b * lane. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@
 static inline __m256i codes8(const uint8_t *p, int b, __m256i shifts, __m256i mask)
 {
     uint32_t x = 0;
-    memcpy(&x, p, (size_t)b); /* 2 bits: 2 bytes; 4 bits: 4 bytes */
+    memcpy(&x, p, (size_t)b); /* b bytes: nothing past the eight codes is read */
     return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)x), shifts), mask);
 }
 
@@ -89,14 +90,16 @@ static inline __attribute__((always_inline)) void kivi_axpy_bits(const uint8_t *
 void vq_kivi_axpy_avx2(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride)
 {
-    if ((bits != 2 && bits != 4) || D % 16 || group % 16) {
+    if (bits < 1 || bits > 4 || D % 16 || group % 16) {
         vq_kivi_axpy_ref(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc, astride);
         return;
     }
-    if (bits == 2)
-        kivi_axpy_bits(rows, rstride, 2, nt, D, group, w, wstride, n_q, acc, astride);
-    else
-        kivi_axpy_bits(rows, rstride, 4, nt, D, group, w, wstride, n_q, acc, astride);
+    switch (bits) { /* the width a constant: the decode has no branch */
+    case 1: kivi_axpy_bits(rows, rstride, 1, nt, D, group, w, wstride, n_q, acc, astride); break;
+    case 2: kivi_axpy_bits(rows, rstride, 2, nt, D, group, w, wstride, n_q, acc, astride); break;
+    case 3: kivi_axpy_bits(rows, rstride, 3, nt, D, group, w, wstride, n_q, acc, astride); break;
+    default: kivi_axpy_bits(rows, rstride, 4, nt, D, group, w, wstride, n_q, acc, astride); break;
+    }
 }
 
 /* ---- the row decoders (lut_row, kivi_row, kivi_group_row, lut8_row):
