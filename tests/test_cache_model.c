@@ -199,10 +199,12 @@ static int32_t *wiki_tokens(vq_model *m, int eval, size_t n, size_t *got)
  * runtime must see a near-tie (logits within this of each other): fp16
  * storage of K/V moves the logits by up to a few tenths (test_kl), and the
  * two paths sum attention in different orders (online softmax over pages
- * vs one normalised pass). Measured: identical over 64 tokens with the AVX2
- * kernels; with the AVX-512 ones they part at token 5, where the float
- * runtime's top two logits are 0.085 apart. */
-#define FP16_NEAR_TIE 0.25
+ * vs one normalised pass). Measured: they part at token 5 with every
+ * kernel table, where the cache's token is ranked below the float
+ * runtime's argmax by 0.085 (AVX-512), 0.144 (VQ_FORCE_ISA=scalar) and
+ * 0.304 (the AVX2 table with its twins of session 22, Zen 2): the same
+ * near-tie, moved by each table's rounding. */
+#define FP16_NEAR_TIE 0.4
 
 static void fp16_tokens(vq_model *m, const char *name, int n_gen, tok_list *float_out)
 {

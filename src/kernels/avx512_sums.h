@@ -7,6 +7,8 @@
 #include <immintrin.h>
 #include <stddef.h>
 
+#include "kernels/store4.h"
+
 /* the two 256-bit halves added */
 static inline __m256 vq_fold512(__m512 a)
 {
@@ -51,18 +53,6 @@ static inline __m256 vq_hsum8x512(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __
     return _mm256_permutevar8x32_ps(_mm512_castps512_ps256(y), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-/* the first min(4, nt - i) lanes of r into s[i..] */
-static inline void vq_store4_upto(float *s, size_t i, size_t nt, __m128 r)
-{
-    if (i + 4 <= nt) {
-        _mm_storeu_ps(s + i, r);
-        return;
-    }
-    float t[4];
-    _mm_storeu_ps(t, r);
-    for (size_t k = 0; i + k < nt; k++)
-        s[i + k] = t[k];
-}
 
 /* the first min(8, nt - i) lanes of r into s[i..] (a partial group as
  * two halves) */

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/store4.h"
+
 /* the shifts of codes 0-7 (hi = 0) or 8-15 (hi = 1) of width b */
 static inline __m256i vq_codes_shifts(int b, int hi)
 {
@@ -96,17 +98,5 @@ static inline float vq_sum16x256(__m256 lo, __m256 hi)
     return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));                              /* c[0] + c[1] */
 }
 
-/* the first min(4, nt - i) lanes of r into s[i..] */
-static inline void vq_store4_part(float *s, size_t i, size_t nt, __m128 r)
-{
-    if (i + 4 <= nt) {
-        _mm_storeu_ps(s + i, r);
-        return;
-    }
-    float t[4];
-    _mm_storeu_ps(t, r);
-    for (size_t k = 0; i + k < nt; k++)
-        s[i + k] = t[k];
-}
 
 #endif

@@ -58,7 +58,7 @@ static inline __attribute__((always_inline)) void codes_dot_rows(const int NJ, c
         }
         if (R == 4) {
             _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
-                vq_store4_part(s + (size_t)j * sstride, i, nt, vq_hsum4x256(a[j][0], a[j][1], a[j][2], a[j][3]));
+                vq_store4_upto(s + (size_t)j * sstride, i, nt, vq_hsum4x256(a[j][0], a[j][1], a[j][2], a[j][3]));
         } else { /* two rows of two queries per sum */
             _Pragma("GCC unroll 2") for (int j = 0; j < NJ; j += 2) {
                 float t[4];

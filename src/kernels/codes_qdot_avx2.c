@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "kernels/codes_qdot.h"
+#include "kernels/store4.h"
 
 /* chunks whose products the 16-bit lanes sum exactly (see above) */
 #define CHUNKS16 4
@@ -98,15 +99,7 @@ static inline __m128i hsum4_epi32(__m256i a0, __m256i a1, __m256i a2, __m256i a3
 static inline void store_scores(__m128i isum, float d, float base, float *s, size_t i, size_t nt)
 {
     /* vector multiply, then add: never contracted to one FMA */
-    const __m128 r = _mm_add_ps(_mm_mul_ps(_mm_set1_ps(d), _mm_cvtepi32_ps(isum)), _mm_set1_ps(base));
-    if (i + 4 <= nt) {
-        _mm_storeu_ps(s + i, r);
-        return;
-    }
-    float t[4];
-    _mm_storeu_ps(t, r);
-    for (size_t k = 0; i + k < nt; k++)
-        s[i + k] = t[k];
+    vq_store4_upto(s, i, nt, _mm_add_ps(_mm_mul_ps(_mm_set1_ps(d), _mm_cvtepi32_ps(isum)), _mm_set1_ps(base)));
 }
 
 /* NJ queries q[0..NJ-1] (int8 bytes in codes_qdot.h's order) against all nt

@@ -160,16 +160,7 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
             __m256i live[4];
             vq_wq_live(m, live);
             __m256 W[Q8_MAXQ][4];
-            for (int j = 0; j < nq; j++) {
-                const float *wj = w + (size_t)(j0 + j) * wstride + b;
-                float wb[VQ_KQ_BLOCK];
-                if (m < VQ_KQ_BLOCK) { /* (no read past the rows' weights) */
-                    memset(wb, 0, sizeof wb);
-                    memcpy(wb, wj, sizeof(float) * m), wj = wb;
-                }
-                for (int k = 0; k < 4; k++)
-                    W[j][k] = _mm256_loadu_ps(wj + 8 * k);
-            }
+            vq_wq_load(w, wstride, j0, nq, b, m, W);
             for (size_t g = 0; g < nb; g++) {
                 __m256 S[4];
                 for (int k = 0; k < 4; k++)

@@ -9,8 +9,25 @@
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/kivi_qaxpy.h"
+
+/* W[j][k] = the weights of rows 8k .. 8k+7 of the block of m rows at row b
+ * of weight row j0 + j, for j < nq (0 past m rows; never read past them) */
+static inline void vq_wq_load(const float *w, size_t wstride, int j0, int nq, size_t b, size_t m, __m256 (*W)[4])
+{
+    for (int j = 0; j < nq; j++) {
+        const float *wj = w + (size_t)(j0 + j) * wstride + b;
+        float wb[VQ_KQ_BLOCK];
+        if (m < VQ_KQ_BLOCK) {
+            memset(wb, 0, sizeof wb);
+            memcpy(wb, wj, sizeof(float) * m), wj = wb;
+        }
+        for (int k = 0; k < 4; k++)
+            W[j][k] = _mm256_loadu_ps(wj + 8 * k);
+    }
+}
 
 /* live[k] lane l: all ones where row 8k + l of the block is below m */
 static inline void vq_wq_live(size_t m, __m256i live[4])
