@@ -630,9 +630,11 @@ static void test_act_quantize32_twin(void)
 /* The 16-row interleaved Q4_0 / Q4_1 layout (model/quants_x16.h): the
  * repacked bytes sit where the header's formula says; the reference equals
  * vq_dot up to float rounding (the same integer sums, another order:
- * ACC_REL_TOL of 2 sum|w x'|); the dispatched kernels (AVX-512 VNNI where
- * the CPU has it) equal the reference to the bit for every (row, vector),
- * through vq_x16_rows and vq_x16_tile with 1..6 vectors; bad shapes and
+ * ACC_REL_TOL of 2 sum|w x'|); the dispatched kernels (AVX-512 VNNI or
+ * AVX2 where the CPU has it) equal the reference to the bit for every (row,
+ * vector), through vq_x16_rows and vq_x16_tile with 1..6 vectors, on random
+ * rows and on the extreme ones (every code 15 against every activation
+ * +-127: the AVX2 kernel's int16 sums at their largest); bad shapes and
  * types are refused. */
 static void test_x16(void)
 {
@@ -641,7 +643,10 @@ static void test_x16(void)
     static const size_t ns[] = { 576, 1056 };
     static const vq_wtype ts[] = { VQ_W_Q4_0, VQ_W_Q4_1 };
     enum { NR = 48, NV = 6 };
-    printf("  (x16 kernels: %s)\n", vq_x16_available(VQ_W_Q4_1) ? "AVX-512 VNNI" : "reference only");
+    const unsigned f = vq_cpu_features();
+    printf("  (x16 kernels: %s)\n", !vq_x16_available(VQ_W_Q4_1)  ? "reference only"
+                                    : (f & VQ_CPU_AVX512_VNNI) ? "AVX-512 VNNI"
+                                                               : "AVX2");
     for (size_t in = 0; in < 2; in++)
         for (size_t k = 0; k < 2; k++) {
             const vq_wtype t = ts[k];
@@ -699,6 +704,23 @@ static void test_x16(void)
                     bad += memcmp(tile + j * NR, ref[j], sizeof ref[j]) != 0;
             }
             CHECKF(bad == 0, "%s n=%zu: %d kernel outputs differ from the reference's bits", vq_wtype_name(t), n, bad);
+            /* extremes: the first group's codes all 15, vectors all +1 / -1 (codes +-127) */
+            for (size_t i = 0; i < 16; i++)
+                for (size_t b = 0; b < n / 32; b++)
+                    memset(rows + i * rb + b * bb + bb - 16, 0xff, 16);
+            CHECK(vq_x16_repack(t, rows, NR, rb, x16) == 1);
+            for (size_t j = 0; j < 2; j++) {
+                for (size_t e = 0; e < n; e++)
+                    x[e] = j ? -1.0f : 1.0f;
+                vq_act_prepare(t, x, n, act + j * ab);
+                CHECK(((const vq_act32 *)(const void *)(act + j * ab))->qs[0] == (j ? -127 : 127));
+                vq_x16_rows16_ref(t, x16, act + j * ab, n, ref[j]);
+            }
+            vq_x16_tile(t, x16, rb, 16, act, ab, 2, n, tile, 16);
+            for (size_t j = 0; j < 2; j++)
+                CHECKF(memcmp(tile + 16 * j, ref[j], 16 * sizeof(float)) == 0,
+                       "%s n=%zu extreme vector %zu: %.9g vs the reference's %.9g", vq_wtype_name(t), n, j,
+                       tile[16 * j], ref[j][0]);
             free(rows), free(x16), free(act), free(x), free(w);
         }
 }

@@ -1,5 +1,5 @@
 /* quants_x16.c -- the 16-row interleaved Q4_0 / Q4_1 layout: repacking,
- * the scalar reference, and dispatch to the AVX-512 VNNI kernels
+ * the scalar reference, and dispatch to the AVX-512 VNNI or AVX2 kernels
  * (quants_x16.h). */
 #include "model/quants_x16.h"
 
@@ -15,7 +15,7 @@ static size_t x16_bb(vq_wtype t) { return t == VQ_W_Q4_1 ? 20 : 18; }
 static size_t x16_codes(vq_wtype t) { return t == VQ_W_Q4_1 ? 64 : 32; }
 static int x16_type(vq_wtype t) { return t == VQ_W_Q4_0 || t == VQ_W_Q4_1; }
 
-int vq_x16_available(vq_wtype t) { return x16_type(t) && (vq_cpu_features() & VQ_CPU_AVX512_VNNI); }
+int vq_x16_available(vq_wtype t) { return x16_type(t) && (vq_cpu_features() & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX2)); }
 
 int vq_x16_repack(vq_wtype t, const void *src, size_t rows, size_t row_bytes, void *dst)
 {
@@ -73,15 +73,17 @@ void vq_x16_tile(vq_wtype t, const void *w, size_t row_bytes, size_t nrows, cons
                  size_t m, size_t n, float *out, size_t ostride)
 {
     const uint8_t *p = w, *av = act;
-    const int fast = vq_x16_available(t);
+    const unsigned f = x16_type(t) ? vq_cpu_features() : 0;
+    void (*fast)(int, const void *, const void *, size_t, int, size_t, float *, size_t) =
+        (f & VQ_CPU_AVX512_VNNI) ? vq_x16_tile16_avx512x : (f & VQ_CPU_AVX2) ? vq_x16_tile16_avx2 : NULL;
     for (size_t g = 0; g < nrows / VQ_X16_ROWS; g++) {
         const uint8_t *grp = p + g * VQ_X16_ROWS * row_bytes;
         float *o = out + g * VQ_X16_ROWS;
         size_t j = 0;
         if (fast)
             for (; j < m; j += 4)
-                vq_x16_tile16_avx512x(t == VQ_W_Q4_1, grp, av + j * astride, astride, m - j < 4 ? (int)(m - j) : 4,
-                                      n, o + j * ostride, ostride);
+                fast(t == VQ_W_Q4_1, grp, av + j * astride, astride, m - j < 4 ? (int)(m - j) : 4, n,
+                     o + j * ostride, ostride);
         for (; j < m; j++)
             vq_x16_rows16_ref(t, grp, av + j * astride, n, o + j * ostride);
     }

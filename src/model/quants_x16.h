@@ -1,6 +1,6 @@
 /* quants_x16.h -- Q4_0 / Q4_1 weight matrices interleaved by 16 rows, and
  * their matrix-vector kernels: what decode's matrix products read when the
- * CPU has AVX-512 VNNI.
+ * CPU has AVX-512 VNNI or AVX2.
  *
  * Why: in the file's row layout every weight block carries its own fp16
  * scale(s), so a vector kernel spends more instructions spreading scales
@@ -41,8 +41,8 @@
 #define VQ_X16_ROWS 16
 
 /* 1 when the interleaved kernels serve type t on this CPU (Q4_0, Q4_1
- * with AVX-512 VNNI; VQ_FORCE_ISA respected), else 0: then matrices keep
- * the file's layout. */
+ * with AVX-512 VNNI or AVX2; VQ_FORCE_ISA respected), else 0: then
+ * matrices keep the file's layout. */
 int vq_x16_available(vq_wtype t);
 
 /* dst (rows * row_bytes bytes, not overlapping src) = the interleaved
@@ -69,5 +69,9 @@ void vq_x16_rows16_ref(vq_wtype t, const void *w, const void *act, size_t n, flo
  * out[j*ostride + r]; q4_1: 1 for Q4_1, 0 for Q4_0 */
 void vq_x16_tile16_avx512x(int q4_1, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                            size_t ostride);
+/* AVX2 (quants_x16_avx2.c; call only where the CPU has AVX2, FMA and F16C):
+ * the same contract */
+void vq_x16_tile16_avx2(int q4_1, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
+                        size_t ostride);
 
 #endif

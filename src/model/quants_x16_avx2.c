@@ -1,0 +1,119 @@
+/* quants_x16_avx2.c -- AVX2 kernels of the 16-row interleaved Q4_0 / Q4_1
+ * layout (quants_x16.h): lane r of a register is row 8h + r, h = 0, 1 the
+ * group's two halves, swept one after the other (the second sweep reads
+ * the group from the first level caches).
+ *
+ * Per block and half: the 8 rows' scales (and mins) by one 128-bit load
+ * and one conversion each; four code registers (bytes 4k..4k+3 of every
+ * row's codes), each split into low and high nibbles; VPMADDUBSW of each
+ * against the activation's matching four codes broadcast. The eight int16
+ * products of a row's lane add up exactly in int16: each holds two code x
+ * activation products, |q a| <= 15 * 127, so a lane's sum of eight is at
+ * most 16 * 15 * 127 = 30480 < 32768 (codes 0..15, activations -127..127:
+ * quants_ref.c's vq_act_quantize32); VPMADDWD by ones then gives the row's
+ * exact I in int32. Then the reference's float steps, lane by lane (the
+ * same bits as vq_x16_rows16_ref and the AVX-512 kernels). With m vectors
+ * the codes are unpacked once for all of them (batched prefill). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "model/quants_impl.h"
+#include "model/quants_x16.h"
+
+/* prefetch distance in bytes within a group's stream (the first sweep's;
+ * the AVX-512 kernels' distance, quants_x16_avx512x.c) */
+#define X16_PF 4096
+
+static inline __attribute__((always_inline)) __m256i act_word(const vq_act32 *a, int k)
+{
+    int32_t v;
+    memcpy(&v, a->qs + 4 * k, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* rows 8h..8h+7 of the group at w against M (1..4) vectors */
+static inline __attribute__((always_inline)) void half8(const int Q41, const int M, const int h, const uint8_t *w,
+                                                        const uint8_t *act, size_t astride, size_t n, float *out,
+                                                        size_t ostride)
+{
+    const size_t bb = Q41 ? 20 : 18, gb = 16 * bb, co = Q41 ? 64 : 32;
+    const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const vq_act32 *a[4];
+    __m256 acc[4], accm[4];
+    for (int j = 0; j < M; j++) {
+        a[j] = (const vq_act32 *)(const void *)(act + (size_t)j * astride);
+        acc[j] = _mm256_setzero_ps(), accm[j] = _mm256_setzero_ps();
+    }
+    for (size_t b = 0; b < n / 32; b++) {
+        const uint8_t *p = w + b * gb;
+        if (h == 0)
+            for (size_t o = 0; o < gb; o += 64)
+                _mm_prefetch((const char *)p + X16_PF + o, _MM_HINT_T0);
+        __m256i I16[4];
+        for (int j = 0; j < M; j++)
+            I16[j] = _mm256_setzero_si256();
+        for (int k = 0; k < 4; k++) {
+            const __m256i c = _mm256_loadu_si256((const __m256i *)(const void *)(p + co + 64 * k + 32 * h));
+            const __m256i lo = _mm256_and_si256(c, low);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), low);
+            for (int j = 0; j < M; j++) {
+                const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(lo, act_word(&a[j][b], k)),
+                                                   _mm256_maddubs_epi16(hi, act_word(&a[j][b], 4 + k)));
+                I16[j] = _mm256_add_epi16(I16[j], t);
+            }
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * h)));
+        const __m256 mn = Q41 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 32 + 16 * h)))
+                              : _mm256_setzero_ps();
+        for (int j = 0; j < M; j++) {
+            const __m256 I = _mm256_cvtepi32_ps(_mm256_madd_epi16(I16[j], ones));
+            if (Q41) {
+                acc[j] = _mm256_fmadd_ps(d, _mm256_mul_ps(I, _mm256_set1_ps(a[j][b].d)), acc[j]);
+                accm[j] = _mm256_fmadd_ps(mn, _mm256_set1_ps(a[j][b].s), accm[j]);
+            } else {
+                const __m256 f = _mm256_fmadd_ps(I, _mm256_set1_ps(a[j][b].d), _mm256_set1_ps(-8.0f * a[j][b].s));
+                acc[j] = _mm256_fmadd_ps(d, f, acc[j]);
+            }
+        }
+    }
+    for (int j = 0; j < M; j++)
+        _mm256_storeu_ps(out + (size_t)j * ostride + 8 * h, Q41 ? _mm256_add_ps(acc[j], accm[j]) : acc[j]);
+}
+
+/* M vectors are taken two at a time: four would hold 12 accumulators and
+ * the unpacked codes, more than the 16 registers */
+static inline __attribute__((always_inline)) void tile16(const int Q41, const int M, const uint8_t *w,
+                                                         const uint8_t *act, size_t astride, size_t n, float *out,
+                                                         size_t ostride)
+{
+    for (int j = 0; j < M; j += 2) {
+        const uint8_t *aj = act + (size_t)j * astride;
+        float *oj = out + (size_t)j * ostride;
+        for (int h = 0; h < 2; h++) {
+            if (M - j >= 2)
+                half8(Q41, 2, h, w, aj, astride, n, oj, ostride);
+            else
+                half8(Q41, 1, h, w, aj, astride, n, oj, ostride);
+        }
+    }
+}
+
+void vq_x16_tile16_avx2(int q4_1, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
+                        size_t ostride)
+{
+#define X16_CASE(mm)                                                                                     \
+    case mm:                                                                                             \
+        if (q4_1)                                                                                        \
+            tile16(1, mm, w, act, astride, n, out, ostride);                                             \
+        else                                                                                             \
+            tile16(0, mm, w, act, astride, n, out, ostride);                                             \
+        return;
+    switch (m) {
+        X16_CASE(1)
+        X16_CASE(2)
+        X16_CASE(3)
+        X16_CASE(4)
+    default: return;
+    }
+#undef X16_CASE
+}
