@@ -591,13 +591,14 @@ static void test_real_weights(void)
     check_model_weights(vq_test_model("gemma3-270m"));
 }
 
-/* The AVX-512 activation quantizer writes the reference's bytes: random
+/* The AVX-512 and AVX2 activation quantizers write the reference's bytes: random
  * blocks at scales from 2^-140 (subnormal) to 2^100, codes landing on
  * halves (round to even), all-zero blocks, and NaN / infinities in place. */
 static void test_act_quantize32_twin(void)
 {
-    if (!(vq_cpu_features() & VQ_CPU_AVX512_VNNI)) {
-        printf("  (no AVX-512 VNNI: twin not run)\n");
+    const unsigned f = vq_cpu_features();
+    if (!(f & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX2))) {
+        printf("  (no AVX2: twins not run)\n");
         return;
     }
     vq_rng r;
@@ -605,7 +606,7 @@ static void test_act_quantize32_twin(void)
     enum { N = 32 * 64 };
     static float x[N];
     static vq_act32 a[N / 32], b[N / 32];
-    int diff = 0;
+    int diff = 0, diff2 = 0;
     for (int round = 0; round < 200; round++) {
         for (size_t blk = 0; blk < N / 32; blk++) {
             const int e = (int)((uint32_t)vq_rng_next(&r) % 241) - 140;
@@ -621,10 +622,15 @@ static void test_act_quantize32_twin(void)
                 x[32 * blk + (uint32_t)vq_rng_next(&r) % 32] = ((uint32_t)vq_rng_next(&r) & 1) ? INFINITY : -INFINITY;
         }
         vq_act_quantize32(x, N, a);
-        vq_act_quantize32_avx512x(x, N, b);
-        diff += memcmp(a, b, sizeof a) != 0;
+        if (f & VQ_CPU_AVX512_VNNI) {
+            vq_act_quantize32_avx512x(x, N, b);
+            diff += memcmp(a, b, sizeof a) != 0;
+        }
+        vq_act_quantize32_avx2(x, N, b);
+        diff2 += memcmp(a, b, sizeof a) != 0;
     }
-    CHECKF(diff == 0, "%d of 200 rounds differ from the reference's bytes", diff);
+    CHECKF(diff == 0, "AVX-512: %d of 200 rounds differ from the reference's bytes", diff);
+    CHECKF(diff2 == 0, "AVX2: %d of 200 rounds differ from the reference's bytes", diff2);
 }
 
 /* The 16-row interleaved Q4_0 / Q4_1 layout (model/quants_x16.h): the

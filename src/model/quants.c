@@ -7,8 +7,8 @@
  * capped by VQ_FORCE_ISA), else the scalar reference. The choice is a
  * table of function pointers filled under pthread_once, so concurrent first
  * calls from several threads are safe. The 32-element activation quantizer
- * is chosen with them (its AVX-512 twin with the VNNI kernels: the same
- * bytes). */
+ * is chosen with them (its AVX-512 twin with the VNNI kernels, its AVX2
+ * twin with the AVX2 ones: the same bytes). */
 #include <pthread.h>
 #include <string.h>
 
@@ -29,6 +29,8 @@ static void init_table(void)
     unsigned f = vq_cpu_features();
     if (f & VQ_CPU_AVX512_VNNI)
         act32_fn = vq_act_quantize32_avx512x;
+    else if (f & VQ_CPU_AVX2)
+        act32_fn = vq_act_quantize32_avx2;
     for (int t = 0; t < N_WTYPES; t++) {
         vq_dot_kernel k = NULL;
         vq_dot4_kernel k4 = NULL;

@@ -425,6 +425,48 @@ static float dot_f32(const void *w, const void *a, size_t n) { return dot_float(
 static float dot_f16(const void *w, const void *a, size_t n) { return dot_float(w, a, n, 1); }
 static float dot_bf16(const void *w, const void *a, size_t n) { return dot_float(w, a, n, 2); }
 
+/* ---- activation quantization ------------------------------------------------ */
+
+/* vq_act_quantize32's bytes (quants_ref.c): the block's max |x| by
+ * comparisons that a NaN never wins, the same multiply, add and subtract
+ * of 1.5 * 2^23 to round to nearest even, NaN to 0, clamp to +-127. The
+ * packs leave 32-bit groups in the order 0 4 1 5 2 6 3 7; one permute
+ * restores it. */
+void vq_act_quantize32_avx2(const float *x, size_t n, vq_act32 *a)
+{
+    const __m256 magic = _mm256_set1_ps(12582912.0f), lim = _mm256_set1_ps(127.0f), nlim = _mm256_set1_ps(-127.0f);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (size_t b = 0; b < n / 32; b++) {
+        __m256 xs[4], m = _mm256_setzero_ps();
+        for (int h = 0; h < 4; h++) {
+            xs[h] = _mm256_loadu_ps(x + 32 * b + 8 * h);
+            m = _mm256_max_ps(_mm256_andnot_ps(sign, xs[h]), m); /* (NaN: m stays) */
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        const float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+        const __m256 vid = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int h = 0; h < 4; h++) {
+            __m256 v = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(xs[h], vid), magic), magic);
+            v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q)); /* NaN -> 0 */
+            q[h] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(v, nlim), lim));
+        }
+        const __m256i q8 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        vq_act32 *o = &a[b];
+        _mm256_storeu_si256((__m256i *)(void *)o->qs, _mm256_permutevar8x32_epi32(q8, order));
+        __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        o->d = d;
+        o->s = d * (float)_mm_cvtsi128_si32(s4);
+    }
+}
+
 vq_dot_kernel vq_dot_avx2_kernel(vq_wtype t)
 {
     switch (t) {

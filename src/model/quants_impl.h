@@ -77,6 +77,7 @@ void vq_k4_scale_min(const uint8_t *scales12, int j, int *scale, int *min);
  * where quants.c's dot table takes the AVX-512 VNNI kernels. */
 void vq_act_quantize32(const float *x, size_t n, vq_act32 *a);
 void vq_act_quantize32_avx512x(const float *x, size_t n, vq_act32 *a);
+void vq_act_quantize32_avx2(const float *x, size_t n, vq_act32 *a);
 void vq_act_quantize256(const float *x, size_t n, vq_act256 *a);
 
 /* The weight types with dot kernels, X(TYPE, suffix) for VQ_W_TYPE and
