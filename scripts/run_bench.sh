@@ -11,7 +11,8 @@
 # e2e16k (prefills 16,384 tokens per config: about 15 minutes), e2e-gemma3
 # (gemma3-270m at 4,096 tokens: its quality plans, pre-RoPE and at speed),
 # e2e-avx2 (the e2e table's main rows on a host without AVX-512, into
-# e2e-smollm2-avx2.json: the kernel tables' AVX2 twins at work).
+# e2e-smollm2-avx2.json: the kernel tables' AVX2 twins at work), e2e16k-avx2
+# (the same host at 16,384 tokens: five configs, about 20 minutes).
 #   bash scripts/run_bench.sh [STEP...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -147,6 +148,12 @@ for s in "${steps[@]}"; do
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
                       --cache "$g30" --cache "$g30f" --cache "$g40" --cache "$g40f" ;;
+    e2e16k-avx2)  run e2e-smollm2-16k-avx2 bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 64 \
+                      --cache "keys=q4_0:rot=1 values=q4_0:rot=1" \
+                      --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
+                      --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
+                      --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
+                      --cache "$plan30f" ;;
     e2e16k)       run e2e-smollm2-16k bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 64 \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
@@ -164,7 +171,7 @@ done
     echo "JSON result) and \`scripts/bench_tables.py\`. Read ratios within one table (docs/PERF.md)."
     echo
     files=()
-    for f in attention-d128 attention-d64 attention-d128-32l attention-d64-32l attention-d128-131k e2e-smollm2 e2e-smollm2-16k e2e-smollm2-avx2 e2e-gemma3 llamacpp-smollm2; do
+    for f in attention-d128 attention-d64 attention-d128-32l attention-d64-32l attention-d128-131k e2e-smollm2 e2e-smollm2-16k e2e-smollm2-avx2 e2e-smollm2-16k-avx2 e2e-gemma3 llamacpp-smollm2; do
         [ -f "$out/$f.json" ] && files+=("$out/$f.json")
     done
     [ ${#files[@]} -eq 0 ] || python3 scripts/bench_tables.py "${files[@]}"

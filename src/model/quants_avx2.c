@@ -10,7 +10,8 @@
  * through the sign trick (|w| as unsigned, sign moved onto s): 2*128*127 =
  * 32512 still fits. Offsets of the codes (Q4_0's -8, Q6_K's -32, ...) and
  * mins are applied once per block from the activation sums (s, bsums), as in
- * the scalar reference (quants_ref.c), which these kernels are tested against. */
+ * the scalar reference (quants_ref.c), which these kernels are tested against.
+ * Also the 32-element activation quantizer's twin (vq_act_quantize32_avx2). */
 #include <immintrin.h>
 #include <string.h>
 
