@@ -18,40 +18,89 @@
 #include "kernels/codes_qdot.h"
 #include "kernels/qdot.h"
 
-/* sum of the eight 32-bit lanes (exact) */
-static inline int32_t hsum_epi32(__m256i v)
+/* The unsigned codes of one block of a row: q4_0's nibbles (element e <
+ * 16: the low nibble of byte e, else the high nibble of byte e - 16), q8_0's
+ * |k| (its signs go onto the query: sign_k) */
+static inline __m256i block_codes(int bits, const uint8_t *blk, __m256i *sign_k)
 {
-    __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, _MM_SHUFFLE(1, 0, 3, 2)));
-    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm_cvtsi128_si32(x);
-}
-
-/* 32-bit lane sums of u[i]*s[i] over groups of four (u unsigned, pair sums
- * below 2^15) */
-static inline __m256i dot_u8s8(__m256i u, __m256i s)
-{
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
-
-/* sum_e u_e q_e - off * sum_e q_e of one block (the reference's isum - off*sq) */
-static inline int32_t block_isum(int bits, const uint8_t *blk, const int8_t *qb, int32_t sq)
-{
-    const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)qb);
-    if (bits == 8) { /* sum (k+128) q - 128 sq = sum k q */
+    if (bits == 8) {
         const __m256i k = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
-        return hsum_epi32(dot_u8s8(_mm256_sign_epi8(k, k), _mm256_sign_epi8(q, k)));
+        *sign_k = k;
+        return _mm256_sign_epi8(k, k);
     }
     const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(blk + 2));
-    const __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0f));
-    return hsum_epi32(dot_u8s8(u, q)) - 8 * sq;
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0f));
 }
 
+/* [sum(a[0]), ..., sum(a[7])] of eight 32-bit lanes each (exact) */
+static inline __m256i hsum8_epi32(const __m256i a[8])
+{
+    const __m256i g0 = _mm256_hadd_epi32(_mm256_hadd_epi32(a[0], a[1]), _mm256_hadd_epi32(a[2], a[3]));
+    const __m256i g1 = _mm256_hadd_epi32(_mm256_hadd_epi32(a[4], a[5]), _mm256_hadd_epi32(a[6], a[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
+}
+
+/* Eight rows at a time (row k of a tile in lane k; past nt the last row
+ * again, its scores not stored), queries up to QMAX at a time: per block
+ * the rows' codes are unpacked once for all queries and their fp16 scales
+ * converted once; per (block, query) the eight rows' integer sums come out
+ * of one reduction, and the float part runs lane by lane in the
+ * reference's order (t = dk * dq; t = t * isum; acc = acc + t, block after
+ * block): the reference's bits. */
+#define QMAX 8
 void vq_qdot_avx2(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                   size_t qstride, int n_q, float *s, size_t sstride)
 {
-    vq_qdot_blocks(block_isum, bits, codes, rstride, nt, D, qbuf, qstride, n_q, s, sstride);
+    const size_t nb = D / 32, bb = bits == 8 ? 34 : 18;
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int j0 = 0; j0 < n_q; j0 += QMAX) {
+        const int nj = n_q - j0 < QMAX ? n_q - j0 : QMAX;
+        for (size_t i = 0; i < nt; i += 8) {
+            const uint8_t *r[8];
+            for (int k = 0; k < 8; k++)
+                r[k] = codes + (i + (size_t)k < nt ? i + (size_t)k : nt - 1) * rstride;
+            __m256 acc[QMAX];
+            for (int j = 0; j < nj; j++)
+                acc[j] = _mm256_setzero_ps();
+            for (size_t b = 0; b < nb; b++) {
+                __m256i u[8], sk[8];
+                uint16_t h[8];
+                for (int k = 0; k < 8; k++) {
+                    const uint8_t *blk = r[k] + b * bb;
+                    u[k] = block_codes(bits, blk, &sk[k]);
+                    h[k] = (uint16_t)(blk[0] | blk[1] << 8);
+                }
+                const __m256 dk = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)h));
+                for (int j = 0; j < nj; j++) {
+                    const uint8_t *qj = qbuf + (size_t)(j0 + j) * qstride;
+                    const __m256i q = _mm256_loadu_si256(
+                        (const __m256i *)(const void *)(qj + nb * (sizeof(float) + sizeof(int32_t)) + 32 * b));
+                    float dq;
+                    int32_t sq;
+                    memcpy(&dq, qj + b * sizeof(float), sizeof dq);
+                    memcpy(&sq, qj + nb * sizeof(float) + b * sizeof(int32_t), sizeof sq);
+                    __m256i a[8];
+                    for (int k = 0; k < 8; k++)
+                        a[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], bits == 8 ? _mm256_sign_epi8(q, sk[k]) : q),
+                                                 ones);
+                    __m256i isum = hsum8_epi32(a);
+                    if (bits != 8) /* sum (k+8) q - 8 sq */
+                        isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(8 * sq));
+                    /* one operation per step, as the reference */
+                    const __m256 t = _mm256_mul_ps(_mm256_mul_ps(dk, _mm256_set1_ps(dq)), _mm256_cvtepi32_ps(isum));
+                    acc[j] = _mm256_add_ps(acc[j], t);
+                }
+            }
+            const size_t m = nt - i < 8 ? nt - i : 8;
+            for (int j = 0; j < nj; j++) {
+                float v[8];
+                _mm256_storeu_ps(v, acc[j]);
+                memcpy(s + (size_t)(j0 + j) * sstride + i, v, m * sizeof(float));
+            }
+        }
+    }
 }
+#undef QMAX
 
 /* vq_codes_qprep's twin: the same bytes. x = q*s (one multiply), amax by
  * vector maxima (order-free), base by one FMA per channel in the lanes
