@@ -1,5 +1,5 @@
-/* bits_avx2.c -- bitdot (kernels.h) on AVX2. Exact integer results, equal
- * to the reference.
+/* bits_avx2.c -- bitdot and signscore (kernels.h) on AVX2. Exact integer
+ * results, equal to the reference; signscore's float steps the reference's.
  *
  * D of 64, 128 or 256 bits and 1..4 query planes (RaBitQ / TurboQuant's
  * defaults): the nibble-table popcount (Mula, Kurz, Lemire, "Faster
@@ -167,10 +167,61 @@ void vq_bitdot_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, con
     }
 }
 
+/* signscore: vq_bitdot_avx2's counts for a batch of tokens and queries,
+ * then the reference's float steps (vq_signscore_via, bits_ref.c) eight
+ * tokens per register, one rounding per step in the same order: the
+ * reference's bits. The tokens' fp16 factors are converted once per batch
+ * (VCVTPH2PS: the same floats for finite halves), not once per query. */
+enum { SS_TOK = 64, SS_QRY = 16, SS_PAD = 8 /* a last group of 8 reads past nt, inside the arrays */ };
+
 void vq_signscore_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs, const float *w,
                        int n_sets, const float *f, size_t hoff, const uint8_t *planes, size_t qstride,
                        const float *qc, int n_q, int qbits, float *s, size_t sstride)
 {
-    vq_signscore_via(vq_bitdot_avx2, codes, stride, n, D, offs, w, n_sets, f, hoff, planes, qstride, qc, n_q, qbits,
-                     s, sstride);
+    uint32_t pz[2][SS_TOK + SS_PAD], pq[2][SS_QRY * SS_TOK + SS_PAD];
+    float fac[SS_TOK + SS_PAD];
+    const __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(n_sets > 1 ? w[1] : 0.0f);
+    memset(pz, 0, sizeof pz), memset(pq, 0, sizeof pq), memset(fac, 0, sizeof fac); /* (lanes past nt: defined) */
+    for (size_t i0 = 0; i0 < n; i0 += SS_TOK) {
+        const size_t nt = n - i0 < SS_TOK ? n - i0 : SS_TOK;
+        for (size_t i = 0; i < nt; i++) {
+            if (f) {
+                fac[i] = f[i0 + i];
+            } else {
+                uint16_t h;
+                memcpy(&h, codes + (i0 + i) * stride + hoff, 2);
+                fac[i] = _cvtsh_ss(h);
+            }
+        }
+        for (int j0 = 0; j0 < n_q; j0 += SS_QRY) {
+            const int nj = n_q - j0 < SS_QRY ? n_q - j0 : SS_QRY;
+            for (int k = 0; k < n_sets; k++)
+                vq_bitdot_avx2(codes + i0 * stride + offs[k], stride, nt, D, planes + (size_t)j0 * qstride, qstride,
+                               nj, qbits, pz[k], pq[k]);
+            for (int j = 0; j < nj; j++) {
+                const float *c = qc + 3 * (size_t)(j0 + j);
+                const __m256 c0 = _mm256_set1_ps(c[0]), c1 = _mm256_set1_ps(c[1]), c2 = _mm256_set1_ps(c[2]);
+                float *out = s + (size_t)(j0 + j) * sstride + i0;
+                for (size_t i = 0; i < nt; i += 8) {
+#define CNT(a) _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(const void *)(a)))
+                    __m256 z = _mm256_mul_ps(w0, CNT(pz[0] + i));
+                    __m256 p = _mm256_mul_ps(w0, CNT(pq[0] + (size_t)j * nt + i));
+                    if (n_sets > 1) {
+                        z = _mm256_add_ps(z, _mm256_mul_ps(w1, CNT(pz[1] + i)));
+                        p = _mm256_add_ps(p, _mm256_mul_ps(w1, CNT(pq[1] + (size_t)j * nt + i)));
+                    }
+#undef CNT
+                    const __m256 t = _mm256_add_ps(_mm256_mul_ps(c0, z), _mm256_mul_ps(c1, p));
+                    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(fac + i), _mm256_sub_ps(t, c2));
+                    if (i + 8 <= nt) {
+                        _mm256_storeu_ps(out + i, v);
+                    } else {
+                        float tail[8];
+                        _mm256_storeu_ps(tail, v);
+                        memcpy(out + i, tail, (nt - i) * sizeof(float));
+                    }
+                }
+            }
+        }
+    }
 }

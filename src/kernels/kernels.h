@@ -238,7 +238,7 @@ void vq_bitdot_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, con
 void vq_bitdot_avx512x(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes,
                        size_t qstride, int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 /* signscore from a bitdot's counts and the reference's float steps (the
- * scalar and AVX2 tables, and the AVX-512 one where D is not 64/128/256) */
+ * scalar table, and the AVX-512 one where D is not 64/128/256) */
 void vq_signscore_via(vq_bitdot_fn *bitdot, const uint8_t *codes, size_t stride, size_t n, size_t D,
                       const size_t *offs, const float *w, int n_sets, const float *f, size_t hoff,
                       const uint8_t *planes, size_t qstride, const float *qc, int n_q, int qbits, float *s,
