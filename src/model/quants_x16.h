@@ -74,4 +74,22 @@ void vq_x16_tile16_avx512x(int q4_1, const void *w, const void *act, size_t astr
 void vq_x16_tile16_avx2(int q4_1, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                         size_t ostride);
 
+/* The body of a vq_x16_tile16_* function (its arguments in scope): TILE(Q41,
+ * M, w, act, astride, n, out, ostride) with Q41 and M constants, so that
+ * each instantiation's loops unroll */
+#define VQ_X16_TILE16_BODY(TILE)                                                                           \
+    do {                                                                                                   \
+        switch (m * 2 + (q4_1 != 0)) {                                                                     \
+        case 2: TILE(0, 1, w, act, astride, n, out, ostride); break;                                       \
+        case 3: TILE(1, 1, w, act, astride, n, out, ostride); break;                                       \
+        case 4: TILE(0, 2, w, act, astride, n, out, ostride); break;                                       \
+        case 5: TILE(1, 2, w, act, astride, n, out, ostride); break;                                       \
+        case 6: TILE(0, 3, w, act, astride, n, out, ostride); break;                                       \
+        case 7: TILE(1, 3, w, act, astride, n, out, ostride); break;                                       \
+        case 8: TILE(0, 4, w, act, astride, n, out, ostride); break;                                       \
+        case 9: TILE(1, 4, w, act, astride, n, out, ostride); break;                                       \
+        default: break;                                                                                    \
+        }                                                                                                  \
+    } while (0)
+
 #endif

@@ -101,19 +101,5 @@ static inline __attribute__((always_inline)) void tile16(const int Q41, const in
 void vq_x16_tile16_avx2(int q4_1, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                         size_t ostride)
 {
-#define X16_CASE(mm)                                                                                     \
-    case mm:                                                                                             \
-        if (q4_1)                                                                                        \
-            tile16(1, mm, w, act, astride, n, out, ostride);                                             \
-        else                                                                                             \
-            tile16(0, mm, w, act, astride, n, out, ostride);                                             \
-        return;
-    switch (m) {
-        X16_CASE(1)
-        X16_CASE(2)
-        X16_CASE(3)
-        X16_CASE(4)
-    default: return;
-    }
-#undef X16_CASE
+    VQ_X16_TILE16_BODY(tile16);
 }
