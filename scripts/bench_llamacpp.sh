@@ -5,12 +5,19 @@
 # registry this machine may use), with the AMX kernels off (they trap on these
 # machines) and AVX-512/VNNI on. Writes figures/bench/llamacpp-smollm2.json:
 # {"commands", "load", "llama_cpp_python_sdist", "result": llama-bench's JSON rows}.
+# With the argument avx2 (hosts without AVX-512): AVX2/FMA/F16C only, built in
+# build/llamacpp-avx2, into figures/bench/llamacpp-smollm2-avx2.json.
 # Waits for a load average under 0.5 first, as scripts/run_bench.sh does.
-#   bash scripts/bench_llamacpp.sh
+#   bash scripts/bench_llamacpp.sh [avx2]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ver=0.3.16
-work=build/llamacpp
+work=build/llamacpp out=figures/bench/llamacpp-smollm2.json
+avx512=(-DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_BF16=ON)
+if [ "${1:-}" = avx2 ]; then
+    work=build/llamacpp-avx2 out=figures/bench/llamacpp-smollm2-avx2.json
+    avx512=(-DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_BF16=OFF)
+fi
 mkdir -p "$work"
 if [ ! -x "$work/src/build/bin/llama-bench" ]; then
     python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$ver" -d "$work" >&2
@@ -18,8 +25,8 @@ if [ ! -x "$work/src/build/bin/llama-bench" ]; then
     tar xzf "$work/llama_cpp_python-$ver.tar.gz" -C "$work/src" --strip-components=3 \
         "llama_cpp_python-$ver/vendor/llama.cpp"
     cmake -S "$work/src" -B "$work/src/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
-        -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON \
-        -DGGML_AVX512_VBMI=ON -DGGML_AVX512_BF16=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+        -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "${avx512[@]}" \
+        -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
         -DLLAMA_CURL=OFF -DGGML_OPENMP=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
     cmake --build "$work/src/build" -j2 --target llama-bench >&2
 fi
@@ -40,7 +47,7 @@ for r in "${runs[@]}"; do
     echo "== llama.cpp (load $load): ${cmds[-1]}" >&2
     results+=("$("$work/src/build/bin/llama-bench" "${common[@]}" "${extra[@]}")")
 done
-python3 - figures/bench/llamacpp-smollm2.json "$load" "$ver" "${cmds[@]}" -- "${results[@]}" <<'PY'
+python3 - "$out" "$load" "$ver" "${cmds[@]}" -- "${results[@]}" <<'PY'
 import json, os, sys
 path, load, ver = sys.argv[1:4]
 rest = sys.argv[4:]
