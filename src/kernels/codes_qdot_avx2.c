@@ -3,10 +3,9 @@
  * CPUs without AVX-512 VNNI. Compiled with -mavx2 -mfma; reached through
  * the kernel table only when the CPU has AVX2.
  *
- * A tile is R rows x NJ queries (4 x 1..3, or 2 x 4: at most 12
- * accumulators): each row's 64-code chunk is unpacked to bytes once for
- * all the tile's queries, each query's bytes are read once per row from
- * memory (VPMADDUBSW's operand); 3-bit codes are unpacked by VPSHUFB
+ * A tile is 4 rows x NJ <= 4 queries, one row at a time: each row's
+ * 64-code chunk is unpacked to bytes once for all the tile's queries, each
+ * query's bytes are read once per row from memory (VPMADDUBSW's operand); 3-bit codes are unpacked by VPSHUFB
  * into 16-bit windows, VPMULLW and a shift (codes32_3). VPMADDUBSW's pair
  * sums are below 2 * 15 * 127 = 3810, so the 16-bit lanes hold the sum of
  * the products of up to four chunks (8 x 3810 < 2^15) exactly; they are
@@ -87,13 +86,6 @@ static inline __attribute__((always_inline)) void chunk64(const int BITS, const 
     *hi = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 6), _mm_srli_epi16(b, 4)), m);
 }
 
-/* [sum(a0), sum(a1), sum(a2), sum(a3)] of eight 32-bit lanes each (exact) */
-static inline __m128i hsum4_epi32(__m256i a0, __m256i a1, __m256i a2, __m256i a3)
-{
-    const __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
-    return _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-}
-
 /* the scores d * (float)isum + base of up to four rows i.. (nt - i of them
  * if fewer) of one query into s[i..] */
 static inline void store_scores(__m128i isum, float d, float base, float *s, size_t i, size_t nt)
@@ -102,61 +94,62 @@ static inline void store_scores(__m128i isum, float d, float base, float *s, siz
     vq_store4_upto(s, i, nt, _mm_add_ps(_mm_mul_ps(_mm_set1_ps(d), _mm_cvtepi32_ps(isum)), _mm_set1_ps(base)));
 }
 
-/* NJ queries q[0..NJ-1] (int8 bytes in codes_qdot.h's order) against all nt
- * rows, R at a time (past the end: the last row again, its scores not
- * stored); NJ, R, BITS constants after inlining. nc <= CHUNKS16 (LONG 0)
- * or any (LONG 1: 32-bit sums every CHUNKS16 chunks) */
-static inline __attribute__((always_inline)) void
-qdot_tile(const int BITS, const int NJ, const int R, const int LONG, const uint8_t *codes, size_t rstride, size_t nt,
-          size_t nc, const int8_t *const q[4], const float d[4], const float base[4], float *s, size_t sstride)
+/* one row's 32-bit lane sums against NJ queries (int8 bytes in
+ * codes_qdot.h's order) into out[0..NJ-1]: the row's chunks unpacked once
+ * for all queries, 16-bit pair sums over up to CHUNKS16 chunks, widened by
+ * VPMADDWD against ones. nc <= CHUNKS16 (LONG 0) or any (LONG 1). */
+static inline __attribute__((always_inline)) void row_sums(const int BITS, const int NJ, const int LONG,
+                                                           const uint8_t *row, size_t nc, const int8_t *const q[4],
+                                                           __m256i out[4])
 {
     const __m256i ones = _mm256_set1_epi16(1);
-    for (size_t i = 0; i < nt; i += (size_t)R) {
-        const uint8_t *r[4];
-        for (int k = 0; k < R; k++)
-            r[k] = codes + (i + (size_t)k < nt ? i + (size_t)k : nt - 1) * rstride;
-        __m256i a32[4][4];
-        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
-            _Pragma("GCC unroll 4") for (int k = 0; k < R; k++) a32[j][k] = _mm256_setzero_si256();
-        for (size_t c0 = 0; c0 < nc; c0 += CHUNKS16) {
-            const size_t c1 = nc - c0 < CHUNKS16 ? nc : c0 + CHUNKS16;
-            __m256i a16[4][4];
-            _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
-                _Pragma("GCC unroll 4") for (int k = 0; k < R; k++) a16[j][k] = _mm256_setzero_si256();
-            for (size_t c = c0; c < c1; c++) {
-                _Pragma("GCC unroll 4") for (int k = 0; k < R; k++) {
-                    __m256i lo, hi;
-                    chunk64(BITS, r[k], c, &lo, &hi);
-                    _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) {
-                        const __m256i *qc = (const __m256i *)(const void *)(q[j] + 64 * c);
-                        const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(qc));
-                        const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256(qc + 1));
-                        a16[j][k] = _mm256_add_epi16(a16[j][k], _mm256_add_epi16(p0, p1));
-                    }
-                }
+    for (int j = 0; j < NJ; j++)
+        out[j] = _mm256_setzero_si256();
+    for (size_t c0 = 0; c0 < nc; c0 += CHUNKS16) {
+        const size_t c1 = nc - c0 < CHUNKS16 ? nc : c0 + CHUNKS16;
+        __m256i a16[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                           _mm256_setzero_si256() };
+        for (size_t c = c0; c < c1; c++) {
+            __m256i lo, hi;
+            chunk64(BITS, row, c, &lo, &hi);
+            _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) {
+                const __m256i *qc = (const __m256i *)(const void *)(q[j] + 64 * c);
+                const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(qc)),
+                                                   _mm256_maddubs_epi16(hi, _mm256_loadu_si256(qc + 1)));
+                a16[j] = _mm256_add_epi16(a16[j], p);
             }
-            _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
-                _Pragma("GCC unroll 4") for (int k = 0; k < R; k++) {
-                    const __m256i w = _mm256_madd_epi16(a16[j][k], ones);
-                    a32[j][k] = LONG ? _mm256_add_epi32(a32[j][k], w) : w;
-                }
         }
-        if (R == 4) {
-            _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
-                store_scores(hsum4_epi32(a32[j][0], a32[j][1], a32[j][2], a32[j][3]), d[j], base[j],
-                             s + (size_t)j * sstride, i, nt);
-        } else { /* two rows of two queries per sum */
-            _Pragma("GCC unroll 2") for (int j = 0; j < NJ; j += 2) {
-                const __m128 dv = _mm_setr_ps(d[j], d[j], d[j + 1], d[j + 1]);
-                const __m128 bv = _mm_setr_ps(base[j], base[j], base[j + 1], base[j + 1]);
-                const __m128i t = hsum4_epi32(a32[j][0], a32[j][1], a32[j + 1][0], a32[j + 1][1]);
-                float v[4];
-                _mm_storeu_ps(v, _mm_add_ps(_mm_mul_ps(dv, _mm_cvtepi32_ps(t)), bv));
-                float *s0 = s + (size_t)j * sstride + i, *s1 = s0 + sstride;
-                s0[0] = v[0], s1[0] = v[2];
-                if (i + 1 < nt)
-                    s0[1] = v[1], s1[1] = v[3];
-            }
+        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) {
+            const __m256i w = _mm256_madd_epi16(a16[j], ones);
+            out[j] = LONG ? _mm256_add_epi32(out[j], w) : w;
+        }
+    }
+}
+
+/* NJ queries against all nt rows, four at a time (past the end: the last
+ * row again, its scores not stored); NJ, BITS constants after inlining.
+ * Rows 0 and 1 of a tile are reduced by VPHADDD before rows 2 and 3 are
+ * summed, so that at most three rows' sums are live at once (no spills
+ * of the 16 registers at NJ = 4). */
+static inline __attribute__((always_inline)) void
+qdot_tile(const int BITS, const int NJ, const int LONG, const uint8_t *codes, size_t rstride, size_t nt, size_t nc,
+          const int8_t *const q[4], const float d[4], const float base[4], float *s, size_t sstride)
+{
+    for (size_t i = 0; i < nt; i += 4) {
+        const uint8_t *r0 = codes + i * rstride, *last = codes + (nt - 1) * rstride;
+        const uint8_t *r1 = i + 1 < nt ? r0 + rstride : last, *r2 = i + 2 < nt ? r1 + rstride : last;
+        const uint8_t *r3 = i + 3 < nt ? r2 + rstride : last;
+        __m256i x[4], y[4], h01[4];
+        row_sums(BITS, NJ, LONG, r0, nc, q, x);
+        row_sums(BITS, NJ, LONG, r1, nc, q, y);
+        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) h01[j] = _mm256_hadd_epi32(x[j], y[j]);
+        row_sums(BITS, NJ, LONG, r2, nc, q, x);
+        row_sums(BITS, NJ, LONG, r3, nc, q, y);
+        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) {
+            /* lanes [r0 r1 r2 r3 | r0 r1 r2 r3]: each row's two halves */
+            const __m256i t = _mm256_hadd_epi32(h01[j], _mm256_hadd_epi32(x[j], y[j]));
+            store_scores(_mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)), d[j], base[j],
+                         s + (size_t)j * sstride, i, nt);
         }
     }
 }
@@ -179,10 +172,10 @@ static inline __attribute__((always_inline)) void qdot_bits(const int BITS, cons
         }
         float *o = s + (size_t)j0 * sstride;
         switch (nj) {
-        case 4: qdot_tile(BITS, 4, 2, LONG, codes, rstride, nt, nc, q, d, base, o, sstride); break;
-        case 3: qdot_tile(BITS, 3, 4, LONG, codes, rstride, nt, nc, q, d, base, o, sstride); break;
-        case 2: qdot_tile(BITS, 2, 4, LONG, codes, rstride, nt, nc, q, d, base, o, sstride); break;
-        default: qdot_tile(BITS, 1, 4, LONG, codes, rstride, nt, nc, q, d, base, o, sstride); break;
+        case 4: qdot_tile(BITS, 4, LONG, codes, rstride, nt, nc, q, d, base, o, sstride); break;
+        case 3: qdot_tile(BITS, 3, LONG, codes, rstride, nt, nc, q, d, base, o, sstride); break;
+        case 2: qdot_tile(BITS, 2, LONG, codes, rstride, nt, nc, q, d, base, o, sstride); break;
+        default: qdot_tile(BITS, 1, LONG, codes, rstride, nt, nc, q, d, base, o, sstride); break;
         }
     }
 }
@@ -198,6 +191,14 @@ void vq_codes_qdot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t n
     if (nt == 0)
         return;
     const int LONG = nc > CHUNKS16;
+    if (nc == 1) { /* D = 64: one chunk, a constant (the chunk loops vanish) */
+        switch (bits) {
+        case 2: qdot_bits(2, 0, codes, rstride, nt, 1, qbuf, qstride, n_q, s, sstride); break;
+        case 3: qdot_bits(3, 0, codes, rstride, nt, 1, qbuf, qstride, n_q, s, sstride); break;
+        default: qdot_bits(4, 0, codes, rstride, nt, 1, qbuf, qstride, n_q, s, sstride); break;
+        }
+        return;
+    }
     switch (bits * 2 + LONG) { /* the width and regime constants: no branch inside */
     case 4: qdot_bits(2, 0, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride); break;
     case 5: qdot_bits(2, 1, codes, rstride, nt, nc, qbuf, qstride, n_q, s, sstride); break;
