@@ -197,9 +197,18 @@ block_pass(const int BITS, const int QW, const int NQ, const uint8_t *const pa[K
     const int K = BITS == 2 ? 4 : 2, PV = QW ? 4 : 8, NV = KQ_PAIRS / PV;
     const __m256i *ctl = k3->ctl, *ctl3 = k3->ctl3, mul3 = k3->mul3;
     for (size_t c = 0; c < nc; c++) {
-        __m256i V[KQ_PASSQ][4];
-        _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
-            for (int v = 0; v < NV; v++) {
+        /* every pair's weight words for this chunk, VPMADDUBSW's operand from memory */
+        __m256i WB[KQ_PASSQ][KQ_PAIRS];
+        _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++) {
+            if (!QW) { /* lanes: the groups' whole rows of weights (loads the size of their stores) */
+                const __m256i Q0 = _mm256_loadu_si256((const __m256i *)(const void *)st->q[j0 + j][gq[c][0][0]]);
+                const __m256i Q1 = _mm256_loadu_si256((const __m256i *)(const void *)st->q[j0 + j][gq[c][1][0]]);
+                const __m256i V0 = _mm256_permute2x128_si256(Q0, Q1, 0x20), V1 = _mm256_permute2x128_si256(Q0, Q1, 0x31);
+                _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) WB[j][r] = _mm256_shuffle_epi8(V0, ctl[r]);
+                _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) WB[j][8 + r] = _mm256_shuffle_epi8(V1, ctl[r]);
+                continue;
+            }
+            for (int v = 0; v < NV && PV * v < (int)np; v++) {
                 __m128i l[2];
                 _Pragma("GCC unroll 8") for (int L = 0; L < 2; L++) {
                     const int8_t *q0 = st->q[j0 + j][gq[c][L][0]], *q1 = st->q[j0 + j][gq[c][L][1]];
@@ -207,24 +216,26 @@ block_pass(const int BITS, const int QW, const int NQ, const uint8_t *const pa[K
                                                    _mm_loadl_epi64((const __m128i *)(const void *)(q1 + 8 * v)))
                               : _mm_loadu_si128((const __m128i *)(const void *)(q0 + 16 * v));
                 }
-                V[j][v] = _mm256_inserti128_si256(_mm256_castsi128_si256(l[0]), l[1], 1);
+                const __m256i V = _mm256_inserti128_si256(_mm256_castsi128_si256(l[0]), l[1], 1);
+                _Pragma("GCC unroll 8") for (int r = 0; r < PV; r++) WB[j][PV * v + r] = _mm256_shuffle_epi8(V, ctl[r]);
             }
+        }
+        /* 16-bit sums: 2 and 3 bits the whole block's (at most 16 pairs), 4 bits 8 pairs', then
+         * widened into I */
         __m256i A[KQ_PASSQ][4], I[KQ_PASSQ][4][2];
         _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
-            for (int k = 0; k < K; k++)
-                A[j][k] = I[j][k][0] = I[j][k][1] = _mm256_setzero_si256();
-        for (size_t h = 0; 8 * h < np; h++) {
-            const size_t pend = np < 8 * h + 8 ? np : 8 * h + 8;
-            for (size_t p = 8 * h; p < pend; p++) {
-                __m256i C[4];
-                pair_codes(BITS, pa[p], pb[p], c, ctl3, mul3, C);
-                _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++) {
-                    const __m256i W = _mm256_shuffle_epi8(V[j][p / (size_t)PV], ctl[p % (size_t)PV]);
-                    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++)
-                        A[j][k] = _mm256_add_epi16(A[j][k], _mm256_maddubs_epi16(C[k], W));
-                }
+            for (int k = 0; k < K; k++) {
+                A[j][k] = _mm256_setzero_si256();
+                if (BITS == 4)
+                    I[j][k][0] = I[j][k][1] = _mm256_setzero_si256();
             }
-            if (BITS == 4 || pend == np) /* 4 bits: at most 8 pairs per 16-bit sum */
+        for (size_t p = 0; p < np; p++) {
+            __m256i C[4];
+            pair_codes(BITS, pa[p], pb[p], c, ctl3, mul3, C);
+            _Pragma("GCC unroll 8") for (int k = 0; k < K; k++)
+                _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
+                    A[j][k] = _mm256_add_epi16(A[j][k], _mm256_maddubs_epi16(C[k], WB[j][p]));
+            if (BITS == 4 && (p % 8 == 7 || p + 1 == np)) /* at most 8 pairs per 16-bit sum */
                 _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
                     for (int k = 0; k < K; k++) {
                         I[j][k][0] = _mm256_add_epi32(I[j][k][0], _mm256_cvtepi16_epi32(_mm256_castsi256_si128(A[j][k])));
@@ -233,6 +244,12 @@ block_pass(const int BITS, const int QW, const int NQ, const uint8_t *const pa[K
                         A[j][k] = _mm256_setzero_si256();
                     }
         }
+        if (BITS != 4)
+            _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
+                for (int k = 0; k < K; k++) {
+                    I[j][k][0] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(A[j][k]));
+                    I[j][k][1] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(A[j][k], 1));
+                }
         /* slot ((c K + k) 2 + L) 8 + t; lanes t < 4 and t >= 4 in groups gq[c][L][0], [1] */
         _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
             for (int L = 0; L < 2; L++) {
@@ -347,7 +364,7 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
             vq_wq_load(w, wstride, j0, nq, b, m, W);
             for (size_t g = 0; g < ng; g++) {
                 __m256 S[4], X[4];
-                for (int k = 0; k < 4; k++) {
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
                     S[k] = _mm256_loadu_ps(&st.h[g][8 * k]);
                     X[k] = _mm256_fmadd_ps(hv, S[k], _mm256_loadu_ps(&st.h[ng + g][8 * k])); /* m + h s */
                 }
@@ -356,7 +373,7 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                     MW[j][g][0] = _mm256_fmadd_ps(W[j][2], X[2], _mm256_fmadd_ps(W[j][0], X[0], MW[j][g][0]));
                     MW[j][g][1] = _mm256_fmadd_ps(W[j][3], X[3], _mm256_fmadd_ps(W[j][1], X[1], MW[j][g][1]));
                     __m256 a[4];
-                    for (int k = 0; k < 4; k++)
+                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
                         a[k] = _mm256_mul_ps(W[j][k], S[k]);
                     int32_t sum;
                     st.d[j][g] = vq_wq_round32(a, live, st.q[j][g], NULL, &sum);

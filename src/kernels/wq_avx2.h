@@ -24,7 +24,7 @@ static inline void vq_wq_load(const float *w, size_t wstride, int j0, int nq, si
             memset(wb, 0, sizeof wb);
             memcpy(wb, wj, sizeof(float) * m), wj = wb;
         }
-        for (int k = 0; k < 4; k++)
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
             W[j][k] = _mm256_loadu_ps(wj + 8 * k);
     }
 }
@@ -33,7 +33,7 @@ static inline void vq_wq_load(const float *w, size_t wstride, int j0, int nq, si
 static inline void vq_wq_live(size_t m, __m256i live[4])
 {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), mv = _mm256_set1_epi32((int)m);
-    for (int k = 0; k < 4; k++)
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
         live[k] = _mm256_cmpgt_epi32(mv, _mm256_add_epi32(lane, _mm256_set1_epi32(8 * k)));
 }
 
@@ -58,12 +58,12 @@ static inline float vq_wq_round32(const __m256 a[4], const __m256i live[4], int8
     const float iv = A > 0.0f ? 127.0f / A : 0.0f;
     const __m256 inv = _mm256_set1_ps(iv);
     __m256i q[4];
-    for (int k = 0; k < 4; k++)
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
         q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(a[k], inv));
     if (!(iv <= FLT_MAX)) { /* else |a_i| <= A gives |a_i * inv| < 127.5: nothing to hold, and rows past the
                              * block (a = 0) give q = 0 */
         const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
-        for (int k = 0; k < 4; k++)
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
             q[k] = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(q[k], lo), hi), live[k]);
     }
     __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
