@@ -17,7 +17,7 @@
  *     the nibble tables against their definition;
  *   dense dot/axpy on IEEE half rows: relative error <= 2e-6, and the
  *     bits of fp16_row into a tile, then the float kernels (tables with
- *     dense_f16, E a multiple of 16; else the reference's bits);
+ *     dense_f16, E a multiple of 8; else the reference's bits);
  *   codes_qdot (KIVI codes against int8 queries; prepared queries): the
  *     reference's bits (exact integer sums, one multiply);
  *     its reference against codes_dot with the dequantized query;
@@ -468,7 +468,7 @@ static void test_half(const vq_kernels *k, const vq_kernels *ref)
                 k->dense_axpy(w, ss, nq, v + 1, VQ_ELEM_F16, nt, E, a2, as);
                 CHECKF(rel_diff(a2, a1, as * (size_t)nq) <= DENSE_TOL, "%s half_axpy E=%zu nt=%zu nq=%d", k->isa, E, nt,
                        nq);
-                if (k->dense_f16 && E % 16 == 0) {
+                if (k->dense_f16 && E % 8 == 0) {
                     k->fp16_row(v + 1, tile, E * nt);
                     k->dense_dot(q, qs, nq, tile, VQ_ELEM_F32, nt, E, s3, ss);
                     CHECKF(same_bits(s2, s3, ss * (size_t)nq), "%s half_dot E=%zu: not the tiled bits", k->isa, E);

@@ -9,14 +9,13 @@
  * for j < n_q, i < nt, e < E, v_i[e] element i*E + e of v (VQ_ELEM_F32:
  * floats; VQ_ELEM_F16: IEEE halves, LE, 2 bytes each, any alignment).
  * The *_ref functions are the scalar references; the SIMD twins
- * (dense_avx2.c: floats with E a multiple of 8; dense_avx512.c: E a
- * multiple of 16; anything else goes to the next lower variant) sum in
- * another order and agree to float rounding. Each score and each
- * accumulator is computed the same way whatever the tile size, the
- * position in the tile or the number of queries (batch-invariant); the
- * AVX2 and AVX-512 axpy give bit-identical results, and the AVX-512 twins
- * on halves give the bits of fp16_row into a float tile, then the float
- * kernel. Reached through the kernel tables (kernels.h). No allocation;
+ * (dense_avx2.c: E a multiple of 8; dense_avx512.c: E a multiple of 16;
+ * anything else goes to the next lower variant) sum in another order and
+ * agree to float rounding. Each score and each accumulator is computed
+ * the same way whatever the tile size, the position in the tile or the
+ * number of queries (batch-invariant); the AVX2 and AVX-512 axpy give
+ * bit-identical results, and the SIMD twins on halves give the bits of
+ * fp16_row into a float tile, then the float kernel. Reached through the kernel tables (kernels.h). No allocation;
  * all pointers non-NULL. */
 #ifndef VQ_KERNELS_DENSE_H
 #define VQ_KERNELS_DENSE_H

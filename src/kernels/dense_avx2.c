@@ -1,10 +1,33 @@
-/* dense_avx2.c -- AVX2/FMA twins of dense.h's kernels on float rows (IEEE
- * half rows, or E not a multiple of 8, go to the scalar reference). Compiled with -mavx2 -mfma. Each output is
- * computed the same way whatever the tile size or the number of queries,
- * so a batch of queries gets bit-identical results to one at a time. */
+/* dense_avx2.c -- AVX2/FMA twins of dense.h's kernels on float and IEEE
+ * half rows with E a multiple of 8 (any other E goes to the scalar
+ * reference). Compiled with -mavx2 -mfma -mf16c.
+ *
+ * dot: four rows x up to three queries at a time (12 accumulators), each
+ * row's eight values loaded (halves converted) once for all the queries;
+ * a row's sum runs over e in eight lanes, one FMA per step, and is reduced
+ * by hsum4's tree.
+ * axpy: up to three queries share each load of a row (16 or 32 columns at
+ * a time); each accumulator element adds w_i * v_i[e] over i in order with
+ * one FMA per token (bit-identical to the AVX-512 twin).
+ * Either way every output is computed the same way whatever the tile size,
+ * its place in the tile or the number of queries (batch-invariant), and
+ * half rows (converted exactly by F16C) give the bits of fp16_row into a
+ * float tile, then the float kernel. */
 #include <immintrin.h>
+#include <stdint.h>
 
 #include "kernels/dense.h"
+#include "kernels/prefetch.h"
+#include "kernels/store4.h"
+
+/* eight values from element idx of v: floats, or IEEE halves (HALF, a
+ * constant after inlining) converted exactly */
+static inline __attribute__((always_inline)) __m256 ld8(const void *v, size_t idx, int HALF)
+{
+    if (HALF)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)v + idx)));
+    return _mm256_loadu_ps((const float *)v + idx);
+}
 
 /* [sum(a0), sum(a1), sum(a2), sum(a3)] */
 static inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
@@ -13,83 +36,146 @@ static inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
     return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
-/* dot over float rows, E a multiple of 8 */
-static void dot8(const float *q, size_t qstride, int n_q, const float *v, size_t nt, size_t E, float *s, size_t sstride)
+/* NQ (1..3, a constant) queries at q, qstride apart, against all nt rows,
+ * four at a time (past the end the last row again, its scores not
+ * stored); the queries are VFMADD's memory operand. STREAM: prefetch the
+ * rows ahead (the first query pass over streamed rows). */
+static inline __attribute__((always_inline)) void dot_rows4(const float *q, size_t qstride, const int NQ,
+                                                            const void *v, size_t nt, size_t E, float *s,
+                                                            size_t sstride, int HALF, int STREAM)
 {
-    for (int j = 0; j < n_q; j++) {
+    const size_t eb = HALF ? 2 : 4;
+    for (size_t i = 0; i < nt; i += 4) {
+        const size_t r0 = i * E, r1 = i + 1 < nt ? r0 + E : r0, r2 = i + 2 < nt ? r1 + E : r1;
+        const size_t r3 = i + 3 < nt ? r2 + E : r2;
+        if (STREAM)
+            vq_prefetch_span(v, r0 * eb + VQ_PF_AHEAD, 4 * E * eb);
+        __m256 a[3][4];
+        _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm256_setzero_ps();
+        for (size_t e = 0; e < E; e += 8) {
+            const __m256 t[4] = { ld8(v, r0 + e, HALF), ld8(v, r1 + e, HALF), ld8(v, r2 + e, HALF),
+                                  ld8(v, r3 + e, HALF) };
+            _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+            {
+                const __m256 x = _mm256_loadu_ps(q + (size_t)jj * qstride + e);
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm256_fmadd_ps(x, t[k], a[jj][k]);
+            }
+        }
+        _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+            vq_store4_upto(s + (size_t)jj * sstride, i, nt, hsum4(a[jj][0], a[jj][1], a[jj][2], a[jj][3]));
+    }
+}
+
+static inline __attribute__((always_inline)) void dot_impl(const float *q, size_t qstride, int n_q, const void *v,
+                                                           size_t nt, size_t E, float *s, size_t sstride, int HALF)
+{
+    const int pf = nt * E * (HALF ? 2 : 4) >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
+    for (int j = 0; j < n_q;) {
+        const int rem = n_q - j, first = j == 0 && pf;
         const float *qj = q + (size_t)j * qstride;
         float *sj = s + (size_t)j * sstride;
-        for (size_t i = 0; i < nt; i += 4) { /* four vectors share each load of q */
-            /* past the end, repeat the last vector: every score is summed in
-             * the same order wherever it sits in the tile (batch-invariant) */
-            const float *v0 = v + i * E;
-            const float *v1 = i + 1 < nt ? v0 + E : v0, *v2 = i + 2 < nt ? v0 + 2 * E : v1;
-            const float *v3 = i + 3 < nt ? v0 + 3 * E : v2;
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            for (size_t e = 0; e < E; e += 8) {
-                __m256 x = _mm256_loadu_ps(qj + e);
-                a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(v0 + e), a0);
-                a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(v1 + e), a1);
-                a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(v2 + e), a2);
-                a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(v3 + e), a3);
-            }
-            __m128 r = hsum4(a0, a1, a2, a3);
-            if (i + 4 <= nt) {
-                _mm_storeu_ps(sj + i, r);
-            } else {
-                float t[4];
-                _mm_storeu_ps(t, r);
-                for (size_t k = 0; i + k < nt; k++)
-                    sj[i + k] = t[k];
-            }
+        if (rem >= 3 && rem != 4) {
+            if (first)
+                dot_rows4(qj, qstride, 3, v, nt, E, sj, sstride, HALF, 1);
+            else
+                dot_rows4(qj, qstride, 3, v, nt, E, sj, sstride, HALF, 0);
+            j += 3;
+        } else if (rem >= 2) {
+            if (first)
+                dot_rows4(qj, qstride, 2, v, nt, E, sj, sstride, HALF, 1);
+            else
+                dot_rows4(qj, qstride, 2, v, nt, E, sj, sstride, HALF, 0);
+            j += 2;
+        } else {
+            if (first)
+                dot_rows4(qj, qstride, 1, v, nt, E, sj, sstride, HALF, 1);
+            else
+                dot_rows4(qj, qstride, 1, v, nt, E, sj, sstride, HALF, 0);
+            j += 1;
         }
     }
 }
 
-/* axpy over float rows, E a multiple of 8 */
-static void axpy8(const float *w, size_t wstride, int n_q, const float *v, size_t nt, size_t E, float *acc,
-                  size_t astride)
+/* acc rows j0..j0+NQ-1 (NQ in 1..3), columns [e, e + 8W) (W in 1..4), over
+ * all nt rows; STREAM: prefetch the rows ahead */
+static inline __attribute__((always_inline)) void axpy_block(const float *w, size_t wstride, int j0, const int NQ,
+                                                             const int W, const void *v, size_t nt, size_t E,
+                                                             size_t e, float *acc, size_t astride, int HALF,
+                                                             int STREAM)
 {
-    for (int j = 0; j < n_q; j++) {
-        const float *wj = w + (size_t)j * wstride;
-        float *a = acc + (size_t)j * astride;
-        size_t e = 0;
-        for (; e + 32 <= E; e += 32) { /* 32 accumulators stay in registers over the tile */
-            __m256 a0 = _mm256_loadu_ps(a + e), a1 = _mm256_loadu_ps(a + e + 8);
-            __m256 a2 = _mm256_loadu_ps(a + e + 16), a3 = _mm256_loadu_ps(a + e + 24);
-            for (size_t i = 0; i < nt; i++) {
-                __m256 x = _mm256_set1_ps(wj[i]);
-                const float *vi = v + i * E + e;
-                a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(vi), a0);
-                a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(vi + 8), a1);
-                a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(vi + 16), a2);
-                a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(vi + 24), a3);
-            }
-            _mm256_storeu_ps(a + e, a0);
-            _mm256_storeu_ps(a + e + 8, a1);
-            _mm256_storeu_ps(a + e + 16, a2);
-            _mm256_storeu_ps(a + e + 24, a3);
+    const size_t eb = HALF ? 2 : 4;
+    __m256 A[3][4];
+    _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+        _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++)
+            A[jj][ww] = _mm256_loadu_ps(acc + (size_t)(j0 + jj) * astride + e + 8 * (size_t)ww);
+    for (size_t i = 0; i < nt; i++) {
+        if (STREAM)
+            vq_prefetch_span(v, i * E * eb + VQ_PF_AHEAD, E * eb);
+        __m256 V[4];
+        _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++) V[ww] = ld8(v, i * E + e + 8 * (size_t)ww, HALF);
+        _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+        {
+            const __m256 x = _mm256_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);
+            _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++) A[jj][ww] = _mm256_fmadd_ps(x, V[ww], A[jj][ww]);
         }
-        for (; e < E; e += 8) {
-            __m256 a0 = _mm256_loadu_ps(a + e);
-            for (size_t i = 0; i < nt; i++)
-                a0 = _mm256_fmadd_ps(_mm256_set1_ps(wj[i]), _mm256_loadu_ps(v + i * E + e), a0);
-            _mm256_storeu_ps(a + e, a0);
+    }
+    _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+        _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++)
+            _mm256_storeu_ps(acc + (size_t)(j0 + jj) * astride + e + 8 * (size_t)ww, A[jj][ww]);
+}
+
+/* one block shape (NQ, W constants after inlining), streaming or not */
+#define AXPY_SHAPE(NQ, W)                                                                                     \
+    do {                                                                                                      \
+        if (first)                                                                                            \
+            axpy_block(w, wstride, j0, NQ, W, v, nt, E, e, acc, astride, HALF, 1);                            \
+        else                                                                                                  \
+            axpy_block(w, wstride, j0, NQ, W, v, nt, E, e, acc, astride, HALF, 0);                            \
+        e += 8 * (W);                                                                                         \
+    } while (0)
+
+static inline __attribute__((always_inline)) void axpy_impl(const float *w, size_t wstride, int n_q, const void *v,
+                                                            size_t nt, size_t E, float *acc, size_t astride,
+                                                            int HALF)
+{
+    const int pf = nt * E * (HALF ? 2 : 4) >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
+    for (int j0 = 0; j0 < n_q;) {
+        const int rem = n_q - j0, nq = rem >= 3 && rem != 4 ? 3 : rem >= 2 ? 2 : 1;
+        for (size_t e = 0; e < E;) {
+            const size_t left = (E - e) / 8;
+            const int first = pf && j0 == 0 && e == 0; /* the first pass streams the rows */
+            if (nq == 3 && left >= 2) /* 6 sums + 2 rows + 1 weight in registers */
+                AXPY_SHAPE(3, 2);
+            else if (nq == 3)
+                AXPY_SHAPE(3, 1);
+            else if (nq == 2 && left >= 4) /* 8 + 4 + 1 */
+                AXPY_SHAPE(2, 4);
+            else if (nq == 2)
+                AXPY_SHAPE(2, 1);
+            else if (left >= 4)
+                AXPY_SHAPE(1, 4);
+            else
+                AXPY_SHAPE(1, 1);
         }
+        j0 += nq;
     }
 }
 
-/* the exported kernel NAME: LOOPS on float rows with E a multiple of 8,
- * anything else (half rows included) the scalar reference REF */
-#define DENSE_ENTRY(NAME, LOOPS, REF)                                                                           \
+/* the exported kernel NAME: IMPL's loops, one instance per element type
+ * (the type a constant inside the loops), for E a multiple of 8; any
+ * other E goes to the scalar reference REF */
+#define DENSE_ENTRY(NAME, IMPL, REF)                                                                            \
     void NAME(const float *x, size_t xstride, int n_q, const void *v, vq_elem elem, size_t nt, size_t E,      \
               float *out, size_t ostride)                                                                     \
     {                                                                                                         \
-        if (elem == VQ_ELEM_F32 && E % 8 == 0)                                                                \
-            LOOPS(x, xstride, n_q, v, nt, E, out, ostride);                                                   \
-        else                                                                                                  \
+        if (E % 8)                                                                                            \
             REF(x, xstride, n_q, v, elem, nt, E, out, ostride);                                               \
+        else if (elem == VQ_ELEM_F16)                                                                         \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, 1);                                                 \
+        else                                                                                                  \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, 0);                                                 \
     }
 
-DENSE_ENTRY(vq_dense_dot_avx2, dot8, vq_dense_dot_ref)
-DENSE_ENTRY(vq_dense_axpy_avx2, axpy8, vq_dense_axpy_ref)
+DENSE_ENTRY(vq_dense_dot_avx2, dot_impl, vq_dense_dot_ref)
+DENSE_ENTRY(vq_dense_axpy_avx2, axpy_impl, vq_dense_axpy_ref)
