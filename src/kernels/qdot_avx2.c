@@ -48,29 +48,34 @@ static inline __m256i hsum8_epi32(const __m256i a[8])
  * reference's order (t = dk * dq; t = t * isum; acc = acc + t, block after
  * block): the reference's bits. */
 #define QMAX 8
-void vq_qdot_avx2(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
-                  size_t qstride, int n_q, float *s, size_t sstride)
+static inline __attribute__((always_inline)) void qdot_bits(const int BITS, const uint8_t *codes, size_t rstride,
+                                                            size_t nt, size_t D, const uint8_t *qbuf, size_t qstride,
+                                                            int n_q, float *s, size_t sstride)
 {
-    const size_t nb = D / 32, bb = bits == 8 ? 34 : 18;
+    const size_t nb = D / 32, bb = BITS == 8 ? 34 : 18;
     const __m256i ones = _mm256_set1_epi16(1);
     for (int j0 = 0; j0 < n_q; j0 += QMAX) {
         const int nj = n_q - j0 < QMAX ? n_q - j0 : QMAX;
         for (size_t i = 0; i < nt; i += 8) {
             const uint8_t *r[8];
-            for (int k = 0; k < 8; k++)
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
                 r[k] = codes + (i + (size_t)k < nt ? i + (size_t)k : nt - 1) * rstride;
             __m256 acc[QMAX];
             for (int j = 0; j < nj; j++)
                 acc[j] = _mm256_setzero_ps();
             for (size_t b = 0; b < nb; b++) {
                 __m256i u[8], sk[8];
-                uint16_t h[8];
-                for (int k = 0; k < 8; k++) {
+                __m128i hw[8]; /* word 0: the block's fp16 scale (vector loads: eight 2-byte stores
+                                * would not forward to one 16-byte load) */
+                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
                     const uint8_t *blk = r[k] + b * bb;
-                    u[k] = block_codes(bits, blk, &sk[k]);
-                    h[k] = (uint16_t)(blk[0] | blk[1] << 8);
+                    u[k] = block_codes(BITS, blk, &sk[k]);
+                    hw[k] = _mm_loadu_si128((const __m128i *)(const void *)blk); /* within the 18 or 34 bytes */
                 }
-                const __m256 dk = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)h));
+                const __m128i h01 = _mm_unpacklo_epi16(hw[0], hw[1]), h23 = _mm_unpacklo_epi16(hw[2], hw[3]);
+                const __m128i h45 = _mm_unpacklo_epi16(hw[4], hw[5]), h67 = _mm_unpacklo_epi16(hw[6], hw[7]);
+                const __m256 dk = _mm256_cvtph_ps(
+                    _mm_unpacklo_epi64(_mm_unpacklo_epi32(h01, h23), _mm_unpacklo_epi32(h45, h67)));
                 for (int j = 0; j < nj; j++) {
                     const uint8_t *qj = qbuf + (size_t)(j0 + j) * qstride;
                     const __m256i q = _mm256_loadu_si256(
@@ -80,11 +85,11 @@ void vq_qdot_avx2(int bits, const uint8_t *codes, size_t rstride, size_t nt, siz
                     memcpy(&dq, qj + b * sizeof(float), sizeof dq);
                     memcpy(&sq, qj + nb * sizeof(float) + b * sizeof(int32_t), sizeof sq);
                     __m256i a[8];
-                    for (int k = 0; k < 8; k++)
-                        a[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], bits == 8 ? _mm256_sign_epi8(q, sk[k]) : q),
+                    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                        a[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], BITS == 8 ? _mm256_sign_epi8(q, sk[k]) : q),
                                                  ones);
                     __m256i isum = hsum8_epi32(a);
-                    if (bits != 8) /* sum (k+8) q - 8 sq */
+                    if (BITS != 8) /* sum (k+8) q - 8 sq */
                         isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(8 * sq));
                     /* one operation per step, as the reference */
                     const __m256 t = _mm256_mul_ps(_mm256_mul_ps(dk, _mm256_set1_ps(dq)), _mm256_cvtepi32_ps(isum));
@@ -99,6 +104,15 @@ void vq_qdot_avx2(int bits, const uint8_t *codes, size_t rstride, size_t nt, siz
             }
         }
     }
+}
+
+void vq_qdot_avx2(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
+                  size_t qstride, int n_q, float *s, size_t sstride)
+{
+    if (bits == 8) /* the width a constant in the loops */
+        qdot_bits(8, codes, rstride, nt, D, qbuf, qstride, n_q, s, sstride);
+    else
+        qdot_bits(4, codes, rstride, nt, D, qbuf, qstride, n_q, s, sstride);
 }
 #undef QMAX
 
