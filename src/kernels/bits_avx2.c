@@ -66,10 +66,10 @@ static inline __attribute__((always_inline)) void bitdot_nibbles(const uint8_t *
     const __m256i nib = _mm256_set1_epi8(0x0f);
     const size_t T = (size_t)(4 / W); /* tokens per register */
     __m256i lut[4], vlo[4], vhi[4];
-    for (int p = 0; p < QB; p++)
+    _Pragma("GCC unroll 4") for (int p = 0; p < QB; p++)
         lut[p] = _mm256_slli_epi16(pc, p); /* entries <= 4 << 3: no bit crosses a byte */
     for (int j = 0; j < n_q; j++) {
-        for (int p = 0; p < QB; p++) {
+        _Pragma("GCC unroll 4") for (int p = 0; p < QB; p++) {
             const __m256i v = plane4(planes + (size_t)j * qstride + (size_t)p * (size_t)(8 * W), W);
             vlo[p] = _mm256_and_si256(v, nib);
             vhi[p] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
@@ -78,7 +78,7 @@ static inline __attribute__((always_inline)) void bitdot_nibbles(const uint8_t *
             const __m256i z = words4(codes, stride, n, i, W);
             const __m256i zlo = _mm256_and_si256(z, nib), zhi = _mm256_and_si256(_mm256_srli_epi16(z, 4), nib);
             __m256i acc = _mm256_setzero_si256();
-            for (int p = 0; p < QB; p++) {
+            _Pragma("GCC unroll 4") for (int p = 0; p < QB; p++) {
                 acc = _mm256_add_epi8(acc, _mm256_shuffle_epi8(lut[p], _mm256_and_si256(zlo, vlo[p])));
                 acc = _mm256_add_epi8(acc, _mm256_shuffle_epi8(lut[p], _mm256_and_si256(zhi, vhi[p])));
             }
