@@ -183,33 +183,46 @@ void vq_codes_qprep_avx2(const float *qs, size_t qstride, int n_q, const uint8_t
     }
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i lowest = _mm256_set1_epi32(-127);
-    for (int j = 0; j < n_q; j++) {
-        const float *qv = qs + (size_t)j * qstride;
-        uint8_t *out = dst + (size_t)j * dstride;
-        __m256 mx = _mm256_setzero_ps(), l0 = _mm256_setzero_ps(), l1 = _mm256_setzero_ps();
-        for (size_t e = 0; e < D; e += 16) {
-            const __m256 x0 = _mm256_loadu_ps(qv + e), x1 = _mm256_loadu_ps(qv + e + 8);
-            mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_mul_ps(x0, _mm256_loadu_ps(S + e)), absmask));
-            mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_mul_ps(x1, _mm256_loadu_ps(S + e + 8)), absmask));
-            l0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(M + e), l0);
-            l1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(M + e + 8), l1);
-        }
-        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
-        const float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f, base = vq_sum16x256(l0, l1);
-        const __m256 vi = _mm256_set1_ps(inv);
-        for (size_t c = 0; c < D / 64; c++) {
-            __m256i r[8];
-            for (int u = 0; u < 8; u++) {
-                const size_t e = 64 * c + 8 * (size_t)u;
-                const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(qv + e), _mm256_loadu_ps(S + e));
-                r[u] = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(x, vi)), lowest);
+    /* in three sweeps over up to QP_BATCH queries, so that the queries'
+     * dependency chains (maximum, divisions, rounding) overlap */
+    enum { QP_BATCH = 16 };
+    for (int j0 = 0; j0 < n_q; j0 += QP_BATCH) {
+        const int nj = n_q - j0 < QP_BATCH ? n_q - j0 : QP_BATCH;
+        float amax[QP_BATCH], base[QP_BATCH];
+        for (int j = 0; j < nj; j++) {
+            const float *qv = qs + (size_t)(j0 + j) * qstride;
+            __m256 mx = _mm256_setzero_ps(), l0 = _mm256_setzero_ps(), l1 = _mm256_setzero_ps();
+            for (size_t e = 0; e < D; e += 16) {
+                const __m256 x0 = _mm256_loadu_ps(qv + e), x1 = _mm256_loadu_ps(qv + e + 8);
+                mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_mul_ps(x0, _mm256_loadu_ps(S + e)), absmask));
+                mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_mul_ps(x1, _mm256_loadu_ps(S + e + 8)), absmask));
+                l0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(M + e), l0);
+                l1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(M + e + 8), l1);
             }
-            qprep_store_chunk(bits, pack32(r[0], r[1], r[2], r[3]), pack32(r[4], r[5], r[6], r[7]),
-                              out + VQ_CQ_HEAD + 64 * c);
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            amax[j] = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+            base[j] = vq_sum16x256(l0, l1);
         }
-        memcpy(out, &d, sizeof d);
-        memcpy(out + sizeof d, &base, sizeof base);
+        float d[QP_BATCH], inv[QP_BATCH];
+        for (int j = 0; j < nj; j++)
+            d[j] = amax[j] / 127.0f, inv[j] = amax[j] > 0.0f ? 127.0f / amax[j] : 0.0f;
+        for (int j = 0; j < nj; j++) {
+            const float *qv = qs + (size_t)(j0 + j) * qstride;
+            uint8_t *out = dst + (size_t)(j0 + j) * dstride;
+            const __m256 vi = _mm256_set1_ps(inv[j]);
+            for (size_t c = 0; c < D / 64; c++) {
+                __m256i r[8];
+                _Pragma("GCC unroll 8") for (int u = 0; u < 8; u++) {
+                    const size_t e = 64 * c + 8 * (size_t)u;
+                    const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(qv + e), _mm256_loadu_ps(S + e));
+                    r[u] = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(x, vi)), lowest);
+                }
+                qprep_store_chunk(bits, pack32(r[0], r[1], r[2], r[3]), pack32(r[4], r[5], r[6], r[7]),
+                                  out + VQ_CQ_HEAD + 64 * c);
+            }
+            memcpy(out, &d[j], sizeof d[j]);
+            memcpy(out + sizeof d[j], &base[j], sizeof base[j]);
+        }
     }
 }
