@@ -14,6 +14,17 @@ float vq_exp_shift_avx2(float *x, size_t n, float sc, float m)
 {
     __m256 vm = _mm256_set1_ps(m), vs = _mm256_set1_ps(sc), acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     size_t i = 0;
+    /* four registers per step: their long dependency chains (the reduction,
+     * the polynomial) overlap, where one at a time fills the FP scheduler */
+    for (; i + 32 <= n; i += 32) {
+        __m256 y[4];
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            y[k] = vq_exp_neg8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * k), vs), vm));
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            _mm256_storeu_ps(x + i + 8 * k, y[k]);
+            acc[k % 2] = _mm256_add_ps(acc[k % 2], y[k]);
+        }
+    }
     for (; i + 8 <= n; i += 8) {
         __m256 y = vq_exp_neg8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), vm));
         _mm256_storeu_ps(x + i, y);
