@@ -43,6 +43,21 @@ typedef struct {
     int32_t off[Q8_MAXQ][Q8_MAXB];            /* 8 * sum_i q_i (q4_0's nibble offset; 0 for q8_0) */
 } q8_block;
 
+/* the fp16 scales of rows first .. first+7 of the block at blk (the scale
+ * at the start of each row's block; rows rstride apart), 0 for rows from m
+ * on. Vector loads of the blocks' first 16 bytes (within their 18 or 34)
+ * and unpacks: scalar 2-byte stores would not forward to a 16-byte load. */
+static inline __m256 scales8(const uint8_t *blk, size_t rstride, size_t first, size_t m)
+{
+    __m128i h[8];
+    _Pragma("GCC unroll 8") for (size_t r = 0; r < 8; r++)
+        h[r] = first + r < m ? _mm_loadu_si128((const __m128i *)(const void *)(blk + (first + r) * rstride))
+                             : _mm_setzero_si128();
+    const __m128i h01 = _mm_unpacklo_epi16(h[0], h[1]), h23 = _mm_unpacklo_epi16(h[2], h[3]);
+    const __m128i h45 = _mm_unpacklo_epi16(h[4], h[5]), h67 = _mm_unpacklo_epi16(h[6], h[7]);
+    return _mm256_cvtph_ps(_mm_unpacklo_epi64(_mm_unpacklo_epi32(h01, h23), _mm_unpacklo_epi32(h45, h67)));
+}
+
 /* One pass of NQ weight rows (block state rows j0 .. j0+NQ-1, float sums
  * F[j] in value order, fstride apart) over the block's np pairs, column
  * block by column block */
@@ -151,23 +166,17 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
         for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
             const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK, np = (m + 1) / 2;
             const uint8_t *blk = codes + b * rstride;
-            /* the block scales as columns: the halves of column block g, then 8 rows per conversion */
-            uint16_t hs[Q8_MAXB][VQ_KQ_BLOCK];
-            memset(hs, 0, sizeof hs);
-            for (size_t i = 0; i < m; i++)
-                for (size_t g = 0; g < nb; g++)
-                    memcpy(&hs[g][i], blk + i * rstride + g * bb, 2);
             __m256i live[4];
             vq_wq_live(m, live);
             __m256 W[Q8_MAXQ][4];
             vq_wq_load(w, wstride, j0, nq, b, m, W);
             for (size_t g = 0; g < nb; g++) {
                 __m256 S[4];
-                for (int k = 0; k < 4; k++)
-                    S[k] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)&hs[g][8 * k]));
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                    S[k] = scales8(blk + g * bb, rstride, 8 * (size_t)k, m);
                 for (int j = 0; j < nq; j++) {
                     __m256 a[4];
-                    for (int k = 0; k < 4; k++)
+                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
                         a[k] = _mm256_mul_ps(W[j][k], S[k]);
                     int32_t sum;
                     st.s[j][g] = vq_wq_round32(a, live, st.q[j][g], BITS == 8 ? st.q16[j][g] : NULL, &sum);
