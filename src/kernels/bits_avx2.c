@@ -6,7 +6,8 @@
  * Population Counts Using AVX2 Instructions", 2018) over four 64-bit words
  * per register -- four tokens (D = 64), two (128) or one (256). Per query
  * and plane p, VPSHUFB looks up popcount(n) << p for the low and the high
- * nibble of each byte of z & v_p; the byte sums over the planes stay below
+ * nibble of each byte of z & v_p (the tokens' words split into nibbles
+ * once for up to 16 queries); the byte sums over the planes stay below
  * 2 * 4 * (1 + 2 + 4 + 8) = 120, so they are exact in bytes; VPSADBW sums
  * each word's bytes. Other shapes: POPCNT on 64-bit words (32-bit words
  * when D is not a multiple of 64). */
@@ -65,46 +66,52 @@ static inline __attribute__((always_inline)) void bitdot_nibbles(const uint8_t *
                                         0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
     const __m256i nib = _mm256_set1_epi8(0x0f);
     const size_t T = (size_t)(4 / W); /* tokens per register */
-    __m256i lut[4], vlo[4], vhi[4];
+    enum { QCHUNK = 16 };                /* queries whose split planes a pass keeps (on the stack) */
+    __m256i lut[4];
     _Pragma("GCC unroll 4") for (int p = 0; p < QB; p++)
         lut[p] = _mm256_slli_epi16(pc, p); /* entries <= 4 << 3: no bit crosses a byte */
-    for (int j = 0; j < n_q; j++) {
-        _Pragma("GCC unroll 4") for (int p = 0; p < QB; p++) {
-            const __m256i v = plane4(planes + (size_t)j * qstride + (size_t)p * (size_t)(8 * W), W);
-            vlo[p] = _mm256_and_si256(v, nib);
-            vhi[p] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
-        }
-        for (size_t i = 0; i < n; i += T) {
+    for (int j0 = 0; j0 < n_q; j0 += QCHUNK) {
+        const int nj = n_q - j0 < QCHUNK ? n_q - j0 : QCHUNK;
+        __m256i vlo[QCHUNK][4], vhi[QCHUNK][4];
+        for (int j = 0; j < nj; j++)
+            _Pragma("GCC unroll 4") for (int p = 0; p < QB; p++) {
+                const __m256i v = plane4(planes + (size_t)(j0 + j) * qstride + (size_t)p * (size_t)(8 * W), W);
+                vlo[j][p] = _mm256_and_si256(v, nib);
+                vhi[j][p] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+            }
+        for (size_t i = 0; i < n; i += T) { /* the tokens' words split once for all the queries */
             const __m256i z = words4(codes, stride, n, i, W);
             const __m256i zlo = _mm256_and_si256(z, nib), zhi = _mm256_and_si256(_mm256_srli_epi16(z, 4), nib);
-            __m256i acc = _mm256_setzero_si256();
-            _Pragma("GCC unroll 4") for (int p = 0; p < QB; p++) {
-                acc = _mm256_add_epi8(acc, _mm256_shuffle_epi8(lut[p], _mm256_and_si256(zlo, vlo[p])));
-                acc = _mm256_add_epi8(acc, _mm256_shuffle_epi8(lut[p], _mm256_and_si256(zhi, vhi[p])));
-            }
-            __m256i w = _mm256_sad_epu8(acc, _mm256_setzero_si256()); /* one sum per word */
-            if (W >= 2)
-                w = _mm256_add_epi64(w, _mm256_shuffle_epi32(w, _MM_SHUFFLE(1, 0, 3, 2))); /* per token */
-            if (W == 4)
-                w = _mm256_add_epi64(w, _mm256_permute4x64_epi64(w, _MM_SHUFFLE(1, 0, 3, 2)));
-            uint32_t *o = pq + (size_t)j * n + i;
-            if (W == 1) {
-                const __m128i r = _mm256_castsi256_si128(
-                    _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
-                if (i + 4 <= n) {
-                    _mm_storeu_si128((__m128i *)(void *)o, r);
-                } else {
-                    uint32_t t[4];
-                    _mm_storeu_si128((__m128i *)(void *)t, r);
-                    for (size_t k = 0; i + k < n; k++)
-                        o[k] = t[k];
+            for (int j = 0; j < nj; j++) {
+                __m256i acc = _mm256_setzero_si256();
+                _Pragma("GCC unroll 4") for (int p = 0; p < QB; p++) {
+                    acc = _mm256_add_epi8(acc, _mm256_shuffle_epi8(lut[p], _mm256_and_si256(zlo, vlo[j][p])));
+                    acc = _mm256_add_epi8(acc, _mm256_shuffle_epi8(lut[p], _mm256_and_si256(zhi, vhi[j][p])));
                 }
-            } else if (W == 2) {
-                o[0] = (uint32_t)_mm256_cvtsi256_si32(w);
-                if (i + 1 < n)
-                    o[1] = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(w, 1));
-            } else {
-                o[0] = (uint32_t)_mm256_cvtsi256_si32(w);
+                __m256i w = _mm256_sad_epu8(acc, _mm256_setzero_si256()); /* one sum per word */
+                if (W >= 2)
+                    w = _mm256_add_epi64(w, _mm256_shuffle_epi32(w, _MM_SHUFFLE(1, 0, 3, 2))); /* per token */
+                if (W == 4)
+                    w = _mm256_add_epi64(w, _mm256_permute4x64_epi64(w, _MM_SHUFFLE(1, 0, 3, 2)));
+                uint32_t *o = pq + (size_t)(j0 + j) * n + i;
+                if (W == 1) {
+                    const __m128i r = _mm256_castsi256_si128(
+                        _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+                    if (i + 4 <= n) {
+                        _mm_storeu_si128((__m128i *)(void *)o, r);
+                    } else {
+                        uint32_t t[4];
+                        _mm_storeu_si128((__m128i *)(void *)t, r);
+                        for (size_t k = 0; i + k < n; k++)
+                            o[k] = t[k];
+                    }
+                } else if (W == 2) {
+                    o[0] = (uint32_t)_mm256_cvtsi256_si32(w);
+                    if (i + 1 < n)
+                        o[1] = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(w, 1));
+                } else {
+                    o[0] = (uint32_t)_mm256_cvtsi256_si32(w);
+                }
             }
         }
     }
@@ -181,9 +188,9 @@ void vq_signscore_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, 
     uint32_t pz[2][SS_TOK + SS_PAD], pq[2][SS_QRY * SS_TOK + SS_PAD];
     float fac[SS_TOK + SS_PAD];
     const __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(n_sets > 1 ? w[1] : 0.0f);
-    memset(pz, 0, sizeof pz), memset(pq, 0, sizeof pq), memset(fac, 0, sizeof fac); /* (lanes past nt: defined) */
     for (size_t i0 = 0; i0 < n; i0 += SS_TOK) {
         const size_t nt = n - i0 < SS_TOK ? n - i0 : SS_TOK;
+        memset(fac + nt, 0, SS_PAD * sizeof *fac); /* the lanes read past nt: defined (their scores are not stored) */
         for (size_t i = 0; i < nt; i++) {
             if (f) {
                 fac[i] = f[i0 + i];
@@ -195,9 +202,12 @@ void vq_signscore_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, 
         }
         for (int j0 = 0; j0 < n_q; j0 += SS_QRY) {
             const int nj = n_q - j0 < SS_QRY ? n_q - j0 : SS_QRY;
-            for (int k = 0; k < n_sets; k++)
+            for (int k = 0; k < n_sets; k++) {
                 vq_bitdot_avx2(codes + i0 * stride + offs[k], stride, nt, D, planes + (size_t)j0 * qstride, qstride,
                                nj, qbits, pz[k], pq[k]);
+                memset(pz[k] + nt, 0, SS_PAD * sizeof **pz); /* as fac's */
+                memset(pq[k] + (size_t)nj * nt, 0, SS_PAD * sizeof **pq);
+            }
             for (int j = 0; j < nj; j++) {
                 const float *c = qc + 3 * (size_t)(j0 + j);
                 const __m256 c0 = _mm256_set1_ps(c[0]), c1 = _mm256_set1_ps(c[1]), c2 = _mm256_set1_ps(c[2]);
