@@ -61,7 +61,7 @@ static inline __attribute__((always_inline)) void qdot_bits(const int BITS, cons
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
                 r[k] = codes + (i + (size_t)k < nt ? i + (size_t)k : nt - 1) * rstride;
             __m256 acc[QMAX];
-            for (int j = 0; j < nj; j++)
+            _Pragma("GCC unroll 8") for (int j = 0; j < QMAX; j++) /* (a constant count: no REP STOS) */
                 acc[j] = _mm256_setzero_ps();
             for (size_t b = 0; b < nb; b++) {
                 __m256i u[8], sk[8];
