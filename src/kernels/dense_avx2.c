@@ -2,12 +2,13 @@
  * half rows with E a multiple of 8 (any other E goes to the scalar
  * reference). Compiled with -mavx2 -mfma -mf16c.
  *
- * dot: four rows x up to three queries at a time (12 accumulators), each
- * row's eight values loaded (halves converted) once for all the queries;
+ * dot: four rows x up to three queries, or two rows x four queries, at a
+ * time (12 or 8 accumulators), each row's eight values loaded (halves
+ * converted) once for all the queries;
  * a row's sum runs over e in eight lanes, one FMA per step, and is reduced
  * by hsum4's tree.
- * axpy: up to three queries share each load of a row (16 or 32 columns at
- * a time); each accumulator element adds w_i * v_i[e] over i in order with
+ * axpy: up to four queries share each load of a row (8 to 32 columns at a
+ * time); each accumulator element adds w_i * v_i[e] over i in order with
  * one FMA per token (bit-identical to the AVX-512 twin).
  * Either way every output is computed the same way whatever the tile size,
  * its place in the tile or the number of queries (batch-invariant), and
@@ -67,15 +68,57 @@ static inline __attribute__((always_inline)) void dot_rows4(const float *q, size
     }
 }
 
-static inline __attribute__((always_inline)) void dot_impl(const float *q, size_t qstride, int n_q, const void *v,
-                                                           size_t nt, size_t E, float *s, size_t sstride, int HALF)
+/* four queries at q, qstride apart, against all nt rows, two at a time
+ * (8 accumulators; past the end the last row again): each score the same
+ * tree as dot_rows4's (hsum4 of rows 0, 1 of two queries) */
+static inline __attribute__((always_inline)) void dot_rows2q4(const float *q, size_t qstride, const void *v,
+                                                              size_t nt, size_t E, float *s, size_t sstride, int HALF,
+                                                              int STREAM)
 {
-    const int pf = nt * E * (HALF ? 2 : 4) >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
+    const size_t eb = HALF ? 2 : 4;
+    for (size_t i = 0; i < nt; i += 2) {
+        const size_t r0 = i * E, r1 = i + 1 < nt ? r0 + E : r0;
+        if (STREAM)
+            vq_prefetch_span(v, r0 * eb + VQ_PF_AHEAD, 2 * E * eb);
+        __m256 a[4][2];
+        _Pragma("GCC unroll 4") for (int jj = 0; jj < 4; jj++) a[jj][0] = a[jj][1] = _mm256_setzero_ps();
+        for (size_t e = 0; e < E; e += 8) {
+            const __m256 t0 = ld8(v, r0 + e, HALF), t1 = ld8(v, r1 + e, HALF);
+            _Pragma("GCC unroll 4") for (int jj = 0; jj < 4; jj++)
+            {
+                const __m256 x = _mm256_loadu_ps(q + (size_t)jj * qstride + e);
+                a[jj][0] = _mm256_fmadd_ps(x, t0, a[jj][0]);
+                a[jj][1] = _mm256_fmadd_ps(x, t1, a[jj][1]);
+            }
+        }
+        _Pragma("GCC unroll 2") for (int jj = 0; jj < 4; jj += 2) {
+            float t[4];
+            _mm_storeu_ps(t, hsum4(a[jj][0], a[jj][1], a[jj + 1][0], a[jj + 1][1]));
+            float *s0 = s + (size_t)jj * sstride + i, *s1 = s0 + sstride;
+            s0[0] = t[0], s1[0] = t[2];
+            if (i + 1 < nt)
+                s0[1] = t[1], s1[1] = t[3];
+        }
+    }
+}
+
+/* all queries against nt rows (one block of dense_rows' rows); pf: the
+ * rows are streamed, not a tile */
+static inline __attribute__((always_inline)) void dot_span(const float *q, size_t qstride, int n_q, const void *v,
+                                                           size_t nt, size_t E, float *s, size_t sstride, int HALF,
+                                                           int pf)
+{
     for (int j = 0; j < n_q;) {
         const int rem = n_q - j, first = j == 0 && pf;
         const float *qj = q + (size_t)j * qstride;
         float *sj = s + (size_t)j * sstride;
-        if (rem >= 3 && rem != 4) {
+        if (rem >= 4 && rem != 5 && rem != 6 && rem != 9) { /* 5, 6, 9: 3 + 2, 3 + 3, 3 + 3 + 3 */
+            if (first)
+                dot_rows2q4(qj, qstride, v, nt, E, sj, sstride, HALF, 1);
+            else
+                dot_rows2q4(qj, qstride, v, nt, E, sj, sstride, HALF, 0);
+            j += 4;
+        } else if (rem >= 3) {
             if (first)
                 dot_rows4(qj, qstride, 3, v, nt, E, sj, sstride, HALF, 1);
             else
@@ -97,7 +140,7 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
     }
 }
 
-/* acc rows j0..j0+NQ-1 (NQ in 1..3), columns [e, e + 8W) (W in 1..4), over
+/* acc rows j0..j0+NQ-1 (NQ in 1..4), columns [e, e + 8W) (W in 1..4), over
  * all nt rows; STREAM: prefetch the rows ahead */
 static inline __attribute__((always_inline)) void axpy_block(const float *w, size_t wstride, int j0, const int NQ,
                                                              const int W, const void *v, size_t nt, size_t E,
@@ -105,8 +148,8 @@ static inline __attribute__((always_inline)) void axpy_block(const float *w, siz
                                                              int STREAM)
 {
     const size_t eb = HALF ? 2 : 4;
-    __m256 A[3][4];
-    _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+    __m256 A[4][4];
+    _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++)
         _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++)
             A[jj][ww] = _mm256_loadu_ps(acc + (size_t)(j0 + jj) * astride + e + 8 * (size_t)ww);
     for (size_t i = 0; i < nt; i++) {
@@ -114,13 +157,13 @@ static inline __attribute__((always_inline)) void axpy_block(const float *w, siz
             vq_prefetch_span(v, i * E * eb + VQ_PF_AHEAD, E * eb);
         __m256 V[4];
         _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++) V[ww] = ld8(v, i * E + e + 8 * (size_t)ww, HALF);
-        _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+        _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++)
         {
             const __m256 x = _mm256_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);
             _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++) A[jj][ww] = _mm256_fmadd_ps(x, V[ww], A[jj][ww]);
         }
     }
-    _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+    _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++)
         _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++)
             _mm256_storeu_ps(acc + (size_t)(j0 + jj) * astride + e + 8 * (size_t)ww, A[jj][ww]);
 }
@@ -135,17 +178,20 @@ static inline __attribute__((always_inline)) void axpy_block(const float *w, siz
         e += 8 * (W);                                                                                         \
     } while (0)
 
-static inline __attribute__((always_inline)) void axpy_impl(const float *w, size_t wstride, int n_q, const void *v,
-                                                            size_t nt, size_t E, float *acc, size_t astride,
-                                                            int HALF)
+static inline __attribute__((always_inline)) void axpy_span(const float *w, size_t wstride, int n_q, const void *v,
+                                                            size_t nt, size_t E, float *acc, size_t astride, int HALF,
+                                                            int pf)
 {
-    const int pf = nt * E * (HALF ? 2 : 4) >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
     for (int j0 = 0; j0 < n_q;) {
-        const int rem = n_q - j0, nq = rem >= 3 && rem != 4 ? 3 : rem >= 2 ? 2 : 1;
+        const int rem = n_q - j0, nq = rem >= 4 && rem != 5 ? 4 : rem >= 3 ? 3 : rem >= 2 ? 2 : 1;
         for (size_t e = 0; e < E;) {
             const size_t left = (E - e) / 8;
             const int first = pf && j0 == 0 && e == 0; /* the first pass streams the rows */
-            if (nq == 3 && left >= 2) /* 6 sums + 2 rows + 1 weight in registers */
+            if (nq == 4 && left >= 2) /* 8 sums + 2 rows + 1 weight in registers */
+                AXPY_SHAPE(4, 2);
+            else if (nq == 4)
+                AXPY_SHAPE(4, 1);
+            else if (nq == 3 && left >= 2) /* 6 + 2 + 1 */
                 AXPY_SHAPE(3, 2);
             else if (nq == 3)
                 AXPY_SHAPE(3, 1);
@@ -160,6 +206,41 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
         }
         j0 += nq;
     }
+}
+
+/* The rows in blocks of about DENSE_BLOCK_BYTES (a multiple of four rows,
+ * at least 16), each block through all its passes (query groups, column
+ * slices) before the next: the passes after the first find the block in
+ * L1 (a 1,024-token page of 128 halves would not stay in L2 beside its
+ * keys). Every output keeps its arithmetic (rows are independent; an
+ * accumulator adds the rows in order, whatever the blocks). */
+#define DENSE_BLOCK_BYTES (16u << 10)
+
+static inline size_t block_rows(size_t E, size_t eb)
+{
+    const size_t r = DENSE_BLOCK_BYTES / (E * eb) / 4 * 4;
+    return r < 16 ? 16 : r;
+}
+
+static inline __attribute__((always_inline)) void dot_impl(const float *q, size_t qstride, int n_q, const void *v,
+                                                           size_t nt, size_t E, float *s, size_t sstride, int HALF)
+{
+    const size_t eb = HALF ? 2 : 4, tb = block_rows(E, eb);
+    const int pf = nt * E * eb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
+    for (size_t i0 = 0; i0 < nt; i0 += tb)
+        dot_span(q, qstride, n_q, (const uint8_t *)v + i0 * E * eb, nt - i0 < tb ? nt - i0 : tb, E, s + i0, sstride,
+                 HALF, pf);
+}
+
+static inline __attribute__((always_inline)) void axpy_impl(const float *w, size_t wstride, int n_q, const void *v,
+                                                            size_t nt, size_t E, float *acc, size_t astride,
+                                                            int HALF)
+{
+    const size_t eb = HALF ? 2 : 4, tb = block_rows(E, eb);
+    const int pf = nt * E * eb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
+    for (size_t i0 = 0; i0 < nt; i0 += tb)
+        axpy_span(w + i0, wstride, n_q, (const uint8_t *)v + i0 * E * eb, nt - i0 < tb ? nt - i0 : tb, E, acc, astride,
+                  HALF, pf);
 }
 
 /* the exported kernel NAME: IMPL's loops, one instance per element type
