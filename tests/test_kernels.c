@@ -18,6 +18,9 @@
  *   dense dot/axpy on IEEE half rows: relative error <= 2e-6, and the
  *     bits of fp16_row into a tile, then the float kernels (tables with
  *     dense_f16, E a multiple of 8; else the reference's bits);
+ *   dense dot/axpy on q8_0 / q4_0 block rows: relative error <= 2e-6, and
+ *     (tables with dense_q) the bits of the block values into a tile, then
+ *     the float kernels;
  *   codes_qdot (KIVI codes against int8 queries; prepared queries): the
  *     reference's bits (exact integer sums, one multiply);
  *     its reference against codes_dot with the dequantized query;
@@ -480,6 +483,58 @@ static void test_half(const vq_kernels *k, const vq_kernels *ref)
                 }
                 free(v), free(x), free(q), free(tile), free(s1), free(s2), free(s3), free(a1), free(a2), free(a3), free(w);
             }
+}
+
+/* dense dot/axpy on q8_0 / q4_0 block rows against the references
+ * (tolerance) and, where the table reads the blocks (dense_q), against the
+ * block values into a tile, then dense_dot / dense_axpy (same bits) */
+static void test_qrows(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Es[] = { 32, 64, 96, 128, 256 };
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (size_t ie = 0; ie < sizeof Es / sizeof *Es; ie++)
+            for (size_t nt = 1; nt <= 19; nt += 6)
+                for (int nq = 1; nq <= 9; nq += 2) {
+                    const vq_elem elem = bits == 8 ? VQ_ELEM_Q8_0 : VQ_ELEM_Q4_0;
+                    const size_t E = Es[ie], bb = bits == 8 ? 34 : 18, rb = E / 32 * bb, nb = nt * E / 32;
+                    const size_t qs = E + 1, ss = nt + 2, as = E + 5;
+                    uint8_t *v = malloc(rb * nt + 1);
+                    float *q = malloc(sizeof(float) * qs * (size_t)nq), *tile = malloc(sizeof(float) * E * nt);
+                    float *s1 = calloc(ss * (size_t)nq, 4), *s2 = calloc(ss * (size_t)nq, 4), *s3 = calloc(ss * (size_t)nq, 4);
+                    float *a1 = malloc(sizeof(float) * as * (size_t)nq), *a2 = malloc(sizeof(float) * as * (size_t)nq);
+                    float *a3 = malloc(sizeof(float) * as * (size_t)nq), *w = malloc(sizeof(float) * ss * (size_t)nq);
+                    float *sc = malloc(sizeof(float) * nb);
+                    fill_bytes(v, rb * nt + 1, E + nt + (size_t)bits);
+                    fill(sc, nb, 7 * E + nt);
+                    for (size_t b = 0; b < nb; b++) { /* finite scales (random bytes could be NaN halves) */
+                        const vq_fp16 h = vq_fp32_to_fp16(sc[b]);
+                        v[1 + b * bb] = (uint8_t)h, v[2 + b * bb] = (uint8_t)(h >> 8);
+                    }
+                    fill(q, qs * (size_t)nq, 3 * E + (size_t)nq);
+                    fill(w, ss * (size_t)nq, 5 * E + nt);
+                    fill(a1, as * (size_t)nq, 13);
+                    memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
+                    memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
+                    ref->dense_dot(q, qs, nq, v + 1, elem, nt, E, s1, ss);
+                    k->dense_dot(q, qs, nq, v + 1, elem, nt, E, s2, ss);
+                    CHECKF(rel_diff(s2, s1, ss * (size_t)nq) <= DENSE_TOL, "%s q%d_dot E=%zu nt=%zu nq=%d", k->isa, bits, E,
+                           nt, nq);
+                    ref->dense_axpy(w, ss, nq, v + 1, elem, nt, E, a1, as);
+                    k->dense_axpy(w, ss, nq, v + 1, elem, nt, E, a2, as);
+                    CHECKF(rel_diff(a2, a1, as * (size_t)nq) <= DENSE_TOL, "%s q%d_axpy E=%zu nt=%zu nq=%d", k->isa, bits,
+                           E, nt, nq);
+                    if (k->dense_q) {
+                        (bits == 8 ? k->q8_0_values : k->q4_0_values)(v + 1, nb, tile);
+                        k->dense_dot(q, qs, nq, tile, VQ_ELEM_F32, nt, E, s3, ss);
+                        CHECKF(same_bits(s2, s3, ss * (size_t)nq), "%s q%d_dot E=%zu nq=%d: not the tiled bits", k->isa,
+                               bits, E, nq);
+                        k->dense_axpy(w, ss, nq, tile, VQ_ELEM_F32, nt, E, a3, as);
+                        CHECKF(same_bits(a2, a3, as * (size_t)nq), "%s q%d_axpy E=%zu nq=%d: not the tiled bits", k->isa,
+                               bits, E, nq);
+                    }
+                    free(v), free(q), free(tile), free(s1), free(s2), free(s3), free(a1), free(a2), free(a3), free(w),
+                        free(sc);
+                }
 }
 
 /* kivi_axpy against the reference: the same bits (kernels.h fixes the
@@ -1237,6 +1292,7 @@ static void test_tables(void)
         test_codes_qdot(k, ref);
         test_qaxpy(k, ref);
         test_half(k, ref);
+        test_qrows(k, ref);
         test_kivi_axpy(k, ref);
         test_kivi_qaxpy(k, ref);
         test_qaxpy8(k, ref);

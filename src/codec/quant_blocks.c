@@ -41,6 +41,7 @@ typedef struct {
     int rot;
     int qbits;  /* 0: float query; 8: int8 query, integer scores */
     int w8;     /* qbits on a value codec: int8 attention weights (vq_qaxpy8) */
+    int dense;  /* float scores and sums by the dense kernels on the blocks (kernels.h dense_q) */
     vq_rotation r;
     float *tmp; /* D floats of scratch */
 } qblocks;
@@ -73,11 +74,14 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
     c->shared_bytes = rot ? vq_rot_shared_bytes(&q->r) : 0;
     c->query_bytes = sizeof(float) * (size_t)c->head_dim + (qbits ? vq_qdot_query_bytes((size_t)c->head_dim) : 0);
     c->accum_size = (size_t)c->head_dim;
-    c->score_own = qbits != 0;
-    /* where the kernel table has a fused twin (kernels/qaxpy.h: rows decoded
-     * in registers), it replaces the tile; elsewhere the tiled path stays */
-    c->accum_own = vq_kernels_get()->qaxpy != vq_qaxpy_ref;
-    c->accum_tiled_min_q = VQ_CODEC_TILED_MIN_Q;
+    /* where the kernel table's dense kernels read the blocks (dense_q: rows
+     * decoded in registers, the tiled path's bits), they score and sum; else
+     * a fused qaxpy twin (kernels/qaxpy.h) replaces the tile for the sums,
+     * and elsewhere the tiled path stays */
+    q->dense = vq_kernels_get()->dense_q;
+    c->score_own = qbits != 0 || q->dense;
+    c->accum_own = q->dense || vq_kernels_get()->qaxpy != vq_qaxpy_ref;
+    c->accum_tiled_min_q = q->dense ? 0 : VQ_CODEC_TILED_MIN_Q;
     if (q->w8) /* int8 weights: always vq_qaxpy8, on every instruction set */
         c->accum_own = 1, c->accum_tiled_min_q = 0;
     if (qbits)
@@ -211,6 +215,11 @@ static void qb_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
                                c->query_bytes, n_q, scores, n);
         return;
     }
+    if (q->dense) {
+        vq_kernels_get()->dense_dot(y, c->query_bytes / sizeof(float), n_q, codes,
+                                    q->bits == 8 ? VQ_ELEM_Q8_0 : VQ_ELEM_Q4_0, n, (size_t)D, scores, n);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         const uint8_t *k = codes + i * c->block_bytes;
         for (int j = 0; j < n_q; j++) {
@@ -227,6 +236,11 @@ static void qb_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
 {
     qblocks *q = c->impl;
     const vq_kernels *k = vq_kernels_get();
+    if (q->dense && !q->w8) {
+        k->dense_axpy(w, n, n_q, codes, q->bits == 8 ? VQ_ELEM_Q8_0 : VQ_ELEM_Q4_0, n, (size_t)c->head_dim, acc,
+                      (size_t)c->head_dim);
+        return;
+    }
     (q->w8 ? k->qaxpy8 : k->qaxpy)(q->bits, codes, c->block_bytes, n, (size_t)c->head_dim, w, n, n_q, acc,
                                       (size_t)c->head_dim);
 }

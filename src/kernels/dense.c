@@ -5,12 +5,19 @@
 
 #include "core/fp16.h"
 
-/* element idx of the rows v */
-static inline float row_at(const void *v, size_t idx, vq_elem elem)
+/* element idx of the rows v of E elements */
+static inline float row_at(const void *v, size_t idx, vq_elem elem, size_t E)
 {
-    if (elem == VQ_ELEM_F16) {
-        const uint8_t *h = v;
+    const uint8_t *h = v;
+    if (elem == VQ_ELEM_F16)
         return vq_fp16_to_fp32((vq_fp16)(h[2 * idx] | h[2 * idx + 1] << 8));
+    if (elem == VQ_ELEM_Q8_0 || elem == VQ_ELEM_Q4_0) { /* block (idx % E) / 32 of row idx / E */
+        const size_t bb = elem == VQ_ELEM_Q8_0 ? 34 : 18, e = idx % E, k = e % 32;
+        const uint8_t *b = h + idx / E * (E / 32 * bb) + e / 32 * bb;
+        const float d = vq_fp16_to_fp32((vq_fp16)(b[0] | b[1] << 8));
+        if (elem == VQ_ELEM_Q8_0)
+            return d * (float)(int8_t)b[2 + k];
+        return d * (float)((k < 16 ? b[2 + k] & 15 : b[2 + k - 16] >> 4) - 8);
     }
     return ((const float *)v)[idx];
 }
@@ -23,7 +30,7 @@ void vq_dense_dot_ref(const float *q, size_t qstride, int n_q, const void *v, vq
         for (size_t i = 0; i < nt; i++) {
             float t = 0.0f;
             for (size_t e = 0; e < E; e++)
-                t += qj[e] * row_at(v, i * E + e, elem);
+                t += qj[e] * row_at(v, i * E + e, elem, E);
             s[(size_t)j * sstride + i] = t;
         }
     }
@@ -37,7 +44,7 @@ void vq_dense_axpy_ref(const float *w, size_t wstride, int n_q, const void *v, v
         for (size_t i = 0; i < nt; i++) {
             float wi = w[(size_t)j * wstride + i];
             for (size_t e = 0; e < E; e++)
-                a[e] += wi * row_at(v, i * E + e, elem);
+                a[e] += wi * row_at(v, i * E + e, elem, E);
         }
     }
 }

@@ -1,19 +1,21 @@
-/* dense_avx2.c -- AVX2/FMA twins of dense.h's kernels on float and IEEE
- * half rows with E a multiple of 8 (any other E goes to the scalar
- * reference). Compiled with -mavx2 -mfma -mf16c.
+/* dense_avx2.c -- AVX2/FMA twins of dense.h's kernels on rows of floats,
+ * IEEE halves (E a multiple of 8) and q8_0 / q4_0 blocks (E a multiple of
+ * 32); anything else goes to the scalar reference. Compiled with -mavx2
+ * -mfma -mf16c.
  *
- * dot: four rows x up to three queries, or two rows x four queries, at a
- * time (12 or 8 accumulators), each row's eight values loaded (halves
- * converted) once for all the queries;
- * a row's sum runs over e in eight lanes, one FMA per step, and is reduced
- * by hsum4's tree.
+ * dot: four rows x up to three queries, or two rows x three (block rows)
+ * or four queries, at a time (12, 6 or 8 accumulators), each row's eight
+ * values loaded (halves converted, blocks decoded) once for all queries; a row's sum runs
+ * over e in eight lanes, one FMA per step, and is reduced by hsum4's tree.
  * axpy: up to four queries share each load of a row (8 to 32 columns at a
  * time); each accumulator element adds w_i * v_i[e] over i in order with
  * one FMA per token (bit-identical to the AVX-512 twin).
  * Either way every output is computed the same way whatever the tile size,
- * its place in the tile or the number of queries (batch-invariant), and
- * half rows (converted exactly by F16C) give the bits of fp16_row into a
- * float tile, then the float kernel. */
+ * its place in the tile or the number of queries (batch-invariant). Rows
+ * of halves (converted exactly by F16C) and of blocks (d * q: one exact
+ * conversion and one multiply per value, as qblock_values_avx2.c) give
+ * the bits of fp16_row / q8_0_values / q4_0_values into a float tile, then
+ * the float kernel. */
 #include <immintrin.h>
 #include <stdint.h>
 
@@ -21,13 +23,47 @@
 #include "kernels/prefetch.h"
 #include "kernels/store4.h"
 
-/* eight values from element idx of v: floats, or IEEE halves (HALF, a
- * constant after inlining) converted exactly */
-static inline __attribute__((always_inline)) __m256 ld8(const void *v, size_t idx, int HALF)
+/* KIND: the element type, a constant after inlining */
+enum { K_F32, K_F16, K_Q8, K_Q4 };
+
+/* bytes per row of E elements */
+static inline size_t row_bytes(int KIND, size_t E)
 {
-    if (HALF)
-        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)v + idx)));
-    return _mm256_loadu_ps((const float *)v + idx);
+    return KIND == K_F32 ? 4 * E : KIND == K_F16 ? 2 * E : E / 32 * (KIND == K_Q8 ? 34 : 18);
+}
+
+/* elements per step of the loops: a block of 32 (its scale converted once
+ * per row and step), else 8 */
+#define STEP(KIND) ((KIND) >= K_Q8 ? 32 : 8)
+
+/* the scale of the block of row p holding element e0 (a multiple of 32),
+ * in every lane; 0 for the float kinds (unused) */
+static inline __attribute__((always_inline)) __m256 scale8(const uint8_t *p, size_t e0, int KIND)
+{
+    if (KIND < K_Q8)
+        return _mm256_setzero_ps();
+    const uint8_t *b = p + e0 / 32 * (KIND == K_Q8 ? 34 : 18);
+    return _mm256_cvtph_ps(_mm_set1_epi16((short)(b[0] | b[1] << 8)));
+}
+
+/* values e0 + w .. e0 + w + 7 of row p (w < STEP; d: scale8's) */
+static inline __attribute__((always_inline)) __m256 ld8(const uint8_t *p, size_t e0, size_t w, __m256 d, int KIND)
+{
+    if (KIND == K_F32)
+        return _mm256_loadu_ps((const float *)(const void *)p + e0 + w);
+    if (KIND == K_F16)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 2 * (e0 + w))));
+    if (KIND == K_Q8) {
+        const uint8_t *b = p + e0 / 32 * 34 + 2 + w;
+        return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)b))));
+    }
+    /* q4_0: value k < 16 the low nibble of byte k, else the high nibble of
+     * byte k - 16; d * (n - 8) as fma(d, n, -8d): -8d is exact, so both
+     * round the same exact product once */
+    const uint8_t *b = p + e0 / 32 * 18 + 2 + w % 16;
+    __m256i n = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)b));
+    n = w >= 16 ? _mm256_srli_epi32(n, 4) : _mm256_and_si256(n, _mm256_set1_epi32(15));
+    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(n), _mm256_mul_ps(d, _mm256_set1_ps(-8.0f)));
 }
 
 /* [sum(a0), sum(a1), sum(a2), sum(a3)] */
@@ -42,25 +78,33 @@ static inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
  * stored); the queries are VFMADD's memory operand. STREAM: prefetch the
  * rows ahead (the first query pass over streamed rows). */
 static inline __attribute__((always_inline)) void dot_rows4(const float *q, size_t qstride, const int NQ,
-                                                            const void *v, size_t nt, size_t E, float *s,
-                                                            size_t sstride, int HALF, int STREAM)
+                                                            const uint8_t *v, size_t nt, size_t E, float *s,
+                                                            size_t sstride, int KIND, int STREAM)
 {
-    const size_t eb = HALF ? 2 : 4;
+    const size_t rb = row_bytes(KIND, E);
     for (size_t i = 0; i < nt; i += 4) {
-        const size_t r0 = i * E, r1 = i + 1 < nt ? r0 + E : r0, r2 = i + 2 < nt ? r1 + E : r1;
-        const size_t r3 = i + 3 < nt ? r2 + E : r2;
+        const uint8_t *p[4];
+        p[0] = v + i * rb;
+        p[1] = i + 1 < nt ? p[0] + rb : p[0], p[2] = i + 2 < nt ? p[1] + rb : p[1];
+        p[3] = i + 3 < nt ? p[2] + rb : p[2];
         if (STREAM)
-            vq_prefetch_span(v, r0 * eb + VQ_PF_AHEAD, 4 * E * eb);
+            vq_prefetch_span(p[0], VQ_PF_AHEAD, 4 * rb);
         __m256 a[3][4];
         _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm256_setzero_ps();
-        for (size_t e = 0; e < E; e += 8) {
-            const __m256 t[4] = { ld8(v, r0 + e, HALF), ld8(v, r1 + e, HALF), ld8(v, r2 + e, HALF),
-                                  ld8(v, r3 + e, HALF) };
-            _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
-            {
-                const __m256 x = _mm256_loadu_ps(q + (size_t)jj * qstride + e);
-                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm256_fmadd_ps(x, t[k], a[jj][k]);
+        for (size_t e0 = 0; e0 < E; e0 += STEP(KIND)) {
+            __m256 d[4];
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) d[k] = scale8(p[k], e0, KIND);
+            _Pragma("GCC unroll 4") for (size_t w = 0; w < 32; w += 8) {
+                if (w >= STEP(KIND)) /* (a constant: one step of 8 for the float kinds) */
+                    break;
+                __m256 t[4];
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) t[k] = ld8(p[k], e0, w, d[k], KIND);
+                _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+                {
+                    const __m256 x = _mm256_loadu_ps(q + (size_t)jj * qstride + e0 + w);
+                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm256_fmadd_ps(x, t[k], a[jj][k]);
+                }
             }
         }
         _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
@@ -68,33 +112,40 @@ static inline __attribute__((always_inline)) void dot_rows4(const float *q, size
     }
 }
 
-/* four queries at q, qstride apart, against all nt rows, two at a time
- * (8 accumulators; past the end the last row again): each score the same
- * tree as dot_rows4's (hsum4 of rows 0, 1 of two queries) */
-static inline __attribute__((always_inline)) void dot_rows2q4(const float *q, size_t qstride, const void *v,
-                                                              size_t nt, size_t E, float *s, size_t sstride, int HALF,
-                                                              int STREAM)
+/* NQ (3 or 4, a constant) queries at q, qstride apart, against all nt rows,
+ * two at a time (8 accumulators at most; past the end the last row
+ * again): each score the same tree as dot_rows4's (hsum4 of rows 0, 1 of
+ * two queries, or of one query twice) */
+static inline __attribute__((always_inline)) void dot_rows2(const float *q, size_t qstride, const int NQ,
+                                                            const uint8_t *v, size_t nt, size_t E, float *s,
+                                                            size_t sstride, int KIND, int STREAM)
 {
-    const size_t eb = HALF ? 2 : 4;
+    const size_t rb = row_bytes(KIND, E);
     for (size_t i = 0; i < nt; i += 2) {
-        const size_t r0 = i * E, r1 = i + 1 < nt ? r0 + E : r0;
+        const uint8_t *p0 = v + i * rb, *p1 = i + 1 < nt ? p0 + rb : p0;
         if (STREAM)
-            vq_prefetch_span(v, r0 * eb + VQ_PF_AHEAD, 2 * E * eb);
+            vq_prefetch_span(p0, VQ_PF_AHEAD, 2 * rb);
         __m256 a[4][2];
-        _Pragma("GCC unroll 4") for (int jj = 0; jj < 4; jj++) a[jj][0] = a[jj][1] = _mm256_setzero_ps();
-        for (size_t e = 0; e < E; e += 8) {
-            const __m256 t0 = ld8(v, r0 + e, HALF), t1 = ld8(v, r1 + e, HALF);
-            _Pragma("GCC unroll 4") for (int jj = 0; jj < 4; jj++)
-            {
-                const __m256 x = _mm256_loadu_ps(q + (size_t)jj * qstride + e);
-                a[jj][0] = _mm256_fmadd_ps(x, t0, a[jj][0]);
-                a[jj][1] = _mm256_fmadd_ps(x, t1, a[jj][1]);
+        _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++) a[jj][0] = a[jj][1] = _mm256_setzero_ps();
+        for (size_t e0 = 0; e0 < E; e0 += STEP(KIND)) {
+            const __m256 d0 = scale8(p0, e0, KIND), d1 = scale8(p1, e0, KIND);
+            _Pragma("GCC unroll 4") for (size_t w = 0; w < 32; w += 8) {
+                if (w >= STEP(KIND))
+                    break;
+                const __m256 t0 = ld8(p0, e0, w, d0, KIND), t1 = ld8(p1, e0, w, d1, KIND);
+                _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++)
+                {
+                    const __m256 x = _mm256_loadu_ps(q + (size_t)jj * qstride + e0 + w);
+                    a[jj][0] = _mm256_fmadd_ps(x, t0, a[jj][0]);
+                    a[jj][1] = _mm256_fmadd_ps(x, t1, a[jj][1]);
+                }
             }
         }
-        _Pragma("GCC unroll 2") for (int jj = 0; jj < 4; jj += 2) {
+        _Pragma("GCC unroll 2") for (int jj = 0; jj < NQ; jj += 2) {
+            const int jb = jj + 1 < NQ ? jj + 1 : jj;
             float t[4];
-            _mm_storeu_ps(t, hsum4(a[jj][0], a[jj][1], a[jj + 1][0], a[jj + 1][1]));
-            float *s0 = s + (size_t)jj * sstride + i, *s1 = s0 + sstride;
+            _mm_storeu_ps(t, hsum4(a[jj][0], a[jj][1], a[jb][0], a[jb][1]));
+            float *s0 = s + (size_t)jj * sstride + i, *s1 = s + (size_t)jb * sstride + i;
             s0[0] = t[0], s1[0] = t[2];
             if (i + 1 < nt)
                 s0[1] = t[1], s1[1] = t[3];
@@ -102,11 +153,11 @@ static inline __attribute__((always_inline)) void dot_rows2q4(const float *q, si
     }
 }
 
-/* all queries against nt rows (one block of dense_rows' rows); pf: the
- * rows are streamed, not a tile */
-static inline __attribute__((always_inline)) void dot_span(const float *q, size_t qstride, int n_q, const void *v,
-                                                           size_t nt, size_t E, float *s, size_t sstride, int HALF,
-                                                           int pf)
+/* all queries against nt rows (one block of the rows, see dot_impl); pf:
+ * the rows are streamed, not a tile */
+static inline __attribute__((always_inline)) void dot_span(const float *q, size_t qstride, int n_q,
+                                                           const uint8_t *v, size_t nt, size_t E, float *s,
+                                                           size_t sstride, int KIND, int pf)
 {
     for (int j = 0; j < n_q;) {
         const int rem = n_q - j, first = j == 0 && pf;
@@ -114,49 +165,58 @@ static inline __attribute__((always_inline)) void dot_span(const float *q, size_
         float *sj = s + (size_t)j * sstride;
         if (rem >= 4 && rem != 5 && rem != 6 && rem != 9) { /* 5, 6, 9: 3 + 2, 3 + 3, 3 + 3 + 3 */
             if (first)
-                dot_rows2q4(qj, qstride, v, nt, E, sj, sstride, HALF, 1);
+                dot_rows2(qj, qstride, 4, v, nt, E, sj, sstride, KIND, 1);
             else
-                dot_rows2q4(qj, qstride, v, nt, E, sj, sstride, HALF, 0);
+                dot_rows2(qj, qstride, 4, v, nt, E, sj, sstride, KIND, 0);
             j += 4;
+        } else if (rem >= 3 && KIND >= K_Q8) { /* decoded blocks: two rows' scales and values in registers */
+            if (first)
+                dot_rows2(qj, qstride, 3, v, nt, E, sj, sstride, KIND, 1);
+            else
+                dot_rows2(qj, qstride, 3, v, nt, E, sj, sstride, KIND, 0);
+            j += 3;
         } else if (rem >= 3) {
             if (first)
-                dot_rows4(qj, qstride, 3, v, nt, E, sj, sstride, HALF, 1);
+                dot_rows4(qj, qstride, 3, v, nt, E, sj, sstride, KIND, 1);
             else
-                dot_rows4(qj, qstride, 3, v, nt, E, sj, sstride, HALF, 0);
+                dot_rows4(qj, qstride, 3, v, nt, E, sj, sstride, KIND, 0);
             j += 3;
         } else if (rem >= 2) {
             if (first)
-                dot_rows4(qj, qstride, 2, v, nt, E, sj, sstride, HALF, 1);
+                dot_rows4(qj, qstride, 2, v, nt, E, sj, sstride, KIND, 1);
             else
-                dot_rows4(qj, qstride, 2, v, nt, E, sj, sstride, HALF, 0);
+                dot_rows4(qj, qstride, 2, v, nt, E, sj, sstride, KIND, 0);
             j += 2;
         } else {
             if (first)
-                dot_rows4(qj, qstride, 1, v, nt, E, sj, sstride, HALF, 1);
+                dot_rows4(qj, qstride, 1, v, nt, E, sj, sstride, KIND, 1);
             else
-                dot_rows4(qj, qstride, 1, v, nt, E, sj, sstride, HALF, 0);
+                dot_rows4(qj, qstride, 1, v, nt, E, sj, sstride, KIND, 0);
             j += 1;
         }
     }
 }
 
-/* acc rows j0..j0+NQ-1 (NQ in 1..4), columns [e, e + 8W) (W in 1..4), over
- * all nt rows; STREAM: prefetch the rows ahead */
+/* acc rows j0..j0+NQ-1 (NQ in 1..4), columns [e, e + 8W) (W in 1..4, within
+ * one block of 32 for the block kinds), over all nt rows; STREAM: prefetch
+ * the rows ahead */
 static inline __attribute__((always_inline)) void axpy_block(const float *w, size_t wstride, int j0, const int NQ,
-                                                             const int W, const void *v, size_t nt, size_t E,
-                                                             size_t e, float *acc, size_t astride, int HALF,
+                                                             const int W, const uint8_t *v, size_t nt, size_t E,
+                                                             size_t e, float *acc, size_t astride, int KIND,
                                                              int STREAM)
 {
-    const size_t eb = HALF ? 2 : 4;
+    const size_t rb = row_bytes(KIND, E), e0 = e / STEP(KIND) * STEP(KIND);
     __m256 A[4][4];
     _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++)
         _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++)
             A[jj][ww] = _mm256_loadu_ps(acc + (size_t)(j0 + jj) * astride + e + 8 * (size_t)ww);
     for (size_t i = 0; i < nt; i++) {
+        const uint8_t *p = v + i * rb;
         if (STREAM)
-            vq_prefetch_span(v, i * E * eb + VQ_PF_AHEAD, E * eb);
+            vq_prefetch_span(p, VQ_PF_AHEAD, rb);
+        const __m256 d = scale8(p, e0, KIND);
         __m256 V[4];
-        _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++) V[ww] = ld8(v, i * E + e + 8 * (size_t)ww, HALF);
+        _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++) V[ww] = ld8(p, e0, e - e0 + 8 * (size_t)ww, d, KIND);
         _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++)
         {
             const __m256 x = _mm256_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);
@@ -172,20 +232,20 @@ static inline __attribute__((always_inline)) void axpy_block(const float *w, siz
 #define AXPY_SHAPE(NQ, W)                                                                                     \
     do {                                                                                                      \
         if (first)                                                                                            \
-            axpy_block(w, wstride, j0, NQ, W, v, nt, E, e, acc, astride, HALF, 1);                            \
+            axpy_block(w, wstride, j0, NQ, W, v, nt, E, e, acc, astride, KIND, 1);                            \
         else                                                                                                  \
-            axpy_block(w, wstride, j0, NQ, W, v, nt, E, e, acc, astride, HALF, 0);                            \
+            axpy_block(w, wstride, j0, NQ, W, v, nt, E, e, acc, astride, KIND, 0);                            \
         e += 8 * (W);                                                                                         \
     } while (0)
 
-static inline __attribute__((always_inline)) void axpy_span(const float *w, size_t wstride, int n_q, const void *v,
-                                                            size_t nt, size_t E, float *acc, size_t astride, int HALF,
-                                                            int pf)
+static inline __attribute__((always_inline)) void axpy_span(const float *w, size_t wstride, int n_q,
+                                                            const uint8_t *v, size_t nt, size_t E, float *acc,
+                                                            size_t astride, int KIND, int pf)
 {
     for (int j0 = 0; j0 < n_q;) {
         const int rem = n_q - j0, nq = rem >= 4 && rem != 5 ? 4 : rem >= 3 ? 3 : rem >= 2 ? 2 : 1;
         for (size_t e = 0; e < E;) {
-            const size_t left = (E - e) / 8;
+            const size_t left = (E - e) / 8; /* (the block kinds: e a multiple of 16, 32 | E) */
             const int first = pf && j0 == 0 && e == 0; /* the first pass streams the rows */
             if (nq == 4 && left >= 2) /* 8 sums + 2 rows + 1 weight in registers */
                 AXPY_SHAPE(4, 2);
@@ -195,11 +255,11 @@ static inline __attribute__((always_inline)) void axpy_span(const float *w, size
                 AXPY_SHAPE(3, 2);
             else if (nq == 3)
                 AXPY_SHAPE(3, 1);
-            else if (nq == 2 && left >= 4) /* 8 + 4 + 1 */
+            else if (nq == 2 && left >= 4 && (KIND < K_Q8 || e % 32 == 0)) /* 8 + 4 + 1 */
                 AXPY_SHAPE(2, 4);
             else if (nq == 2)
                 AXPY_SHAPE(2, 1);
-            else if (left >= 4)
+            else if (left >= 4 && (KIND < K_Q8 || e % 32 == 0))
                 AXPY_SHAPE(1, 4);
             else
                 AXPY_SHAPE(1, 1);
@@ -216,46 +276,50 @@ static inline __attribute__((always_inline)) void axpy_span(const float *w, size
  * accumulator adds the rows in order, whatever the blocks). */
 #define DENSE_BLOCK_BYTES (16u << 10)
 
-static inline size_t block_rows(size_t E, size_t eb)
+static inline size_t block_rows(size_t rb)
 {
-    const size_t r = DENSE_BLOCK_BYTES / (E * eb) / 4 * 4;
+    const size_t r = DENSE_BLOCK_BYTES / rb / 4 * 4;
     return r < 16 ? 16 : r;
 }
 
 static inline __attribute__((always_inline)) void dot_impl(const float *q, size_t qstride, int n_q, const void *v,
-                                                           size_t nt, size_t E, float *s, size_t sstride, int HALF)
+                                                           size_t nt, size_t E, float *s, size_t sstride, int KIND)
 {
-    const size_t eb = HALF ? 2 : 4, tb = block_rows(E, eb);
-    const int pf = nt * E * eb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
+    const size_t rb = row_bytes(KIND, E), tb = block_rows(rb);
+    const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
     for (size_t i0 = 0; i0 < nt; i0 += tb)
-        dot_span(q, qstride, n_q, (const uint8_t *)v + i0 * E * eb, nt - i0 < tb ? nt - i0 : tb, E, s + i0, sstride,
-                 HALF, pf);
+        dot_span(q, qstride, n_q, (const uint8_t *)v + i0 * rb, nt - i0 < tb ? nt - i0 : tb, E, s + i0, sstride,
+                 KIND, pf);
 }
 
 static inline __attribute__((always_inline)) void axpy_impl(const float *w, size_t wstride, int n_q, const void *v,
                                                             size_t nt, size_t E, float *acc, size_t astride,
-                                                            int HALF)
+                                                            int KIND)
 {
-    const size_t eb = HALF ? 2 : 4, tb = block_rows(E, eb);
-    const int pf = nt * E * eb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
+    const size_t rb = row_bytes(KIND, E), tb = block_rows(rb);
+    const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
     for (size_t i0 = 0; i0 < nt; i0 += tb)
-        axpy_span(w + i0, wstride, n_q, (const uint8_t *)v + i0 * E * eb, nt - i0 < tb ? nt - i0 : tb, E, acc, astride,
-                  HALF, pf);
+        axpy_span(w + i0, wstride, n_q, (const uint8_t *)v + i0 * rb, nt - i0 < tb ? nt - i0 : tb, E, acc, astride,
+                  KIND, pf);
 }
 
 /* the exported kernel NAME: IMPL's loops, one instance per element type
- * (the type a constant inside the loops), for E a multiple of 8; any
- * other E goes to the scalar reference REF */
+ * (the type a constant inside the loops), for E a multiple of 8 (32 for
+ * the block kinds); any other E goes to the scalar reference REF */
 #define DENSE_ENTRY(NAME, IMPL, REF)                                                                            \
     void NAME(const float *x, size_t xstride, int n_q, const void *v, vq_elem elem, size_t nt, size_t E,      \
               float *out, size_t ostride)                                                                     \
     {                                                                                                         \
-        if (E % 8)                                                                                            \
+        if (E % 8 || ((elem == VQ_ELEM_Q8_0 || elem == VQ_ELEM_Q4_0) && E % 32))                              \
             REF(x, xstride, n_q, v, elem, nt, E, out, ostride);                                               \
         else if (elem == VQ_ELEM_F16)                                                                         \
-            IMPL(x, xstride, n_q, v, nt, E, out, ostride, 1);                                                 \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, K_F16);                                             \
+        else if (elem == VQ_ELEM_Q8_0)                                                                        \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, K_Q8);                                              \
+        else if (elem == VQ_ELEM_Q4_0)                                                                        \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, K_Q4);                                              \
         else                                                                                                  \
-            IMPL(x, xstride, n_q, v, nt, E, out, ostride, 0);                                                 \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, K_F32);                                             \
     }
 
 DENSE_ENTRY(vq_dense_dot_avx2, dot_impl, vq_dense_dot_ref)

@@ -188,12 +188,12 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
 
 /* the exported kernel NAME: IMPL's loops, one instance per element type
  * (the type a constant inside the loops), for E a multiple of 16; any
- * other E goes to LOWER, the AVX2 twin */
+ * other E, and q8_0 / q4_0 rows, go to LOWER, the AVX2 twin */
 #define DENSE_ENTRY(NAME, IMPL, LOWER)                                                                          \
     void NAME(const float *x, size_t xstride, int n_q, const void *v, vq_elem elem, size_t nt, size_t E,      \
               float *out, size_t ostride)                                                                     \
     {                                                                                                         \
-        if (E % 16)                                                                                           \
+        if (E % 16 || elem == VQ_ELEM_Q8_0 || elem == VQ_ELEM_Q4_0)                                           \
             LOWER(x, xstride, n_q, v, elem, nt, E, out, ostride);                                             \
         else if (elem == VQ_ELEM_F16)                                                                         \
             IMPL(x, xstride, n_q, v, nt, E, out, ostride, 1);                                                 \

@@ -55,7 +55,7 @@ static void fill_tables(void)
     k_avx2.simd = 1;
     k_avx2.dense_dot = vq_dense_dot_avx2;
     k_avx2.dense_axpy = vq_dense_axpy_avx2;
-    k_avx2.dense_f16 = 1;
+    k_avx2.dense_f16 = 1, k_avx2.dense_q = 1;
     k_avx2.fp16_row = vq_fp16_row_f16c;
     k_avx2.q8_0_values = vq_q8_0_values_avx2;
     k_avx2.q4_0_values = vq_q4_0_values_avx2;
@@ -82,6 +82,7 @@ static void fill_tables(void)
     k_avx512.isa = "avx512";
     k_avx512.dense_dot = vq_dense_dot_avx512;
     k_avx512.dense_axpy = vq_dense_axpy_avx512;
+    k_avx512.dense_q = 0; /* its tile and 16-lane float kernels (not measured against the AVX2 rows) */
     k_avx512.fp16_row = vq_fp16_row_avx512;
     k_avx512.q8_0_values = vq_q8_0_values_avx512;
     k_avx512.q4_0_values = vq_q4_0_values_avx512;

@@ -14,7 +14,9 @@
  * need no alignment):
  *   dense_dot, dense_axpy: kernels/dense.h (float or IEEE half rows);
  *       dense_f16 says whether the half rows have SIMD loops (else they run
- *       the scalar reference, and a caller converts them to floats first).
+ *       the scalar reference, and a caller converts them to floats first);
+ *       dense_q the same of q8_0 / q4_0 rows (0 where the block values
+ *       into a tile, then the float kernel, are faster: AVX-512).
  *   fp16_row(src, dst, n): dst[i] = the IEEE half at src + 2i (LE).
  *   q8_0_values, q4_0_values: kernels/qblock_values.h.
  *   lut_row(codes, bits, n, lut, scale, add, out): for the n codes of
@@ -145,6 +147,7 @@ typedef struct vq_kernels {
     int simd;        /* 0 for the scalar references */
     vq_dense_fn *dense_dot, *dense_axpy;
     int dense_f16; /* 1: dense_dot/axpy have SIMD loops for VQ_ELEM_F16 rows */
+    int dense_q;   /* 1: ... for VQ_ELEM_Q8_0 / Q4_0 rows, faster than their tiled path */
     void (*fp16_row)(const uint8_t *src, float *dst, size_t n);
     void (*q8_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*q4_0_values)(const uint8_t *blk, size_t nblk, float *out);
