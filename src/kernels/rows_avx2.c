@@ -39,7 +39,7 @@ kivi_axpy16(const uint8_t *rows, size_t rstride, const int BITS, size_t nt, size
     const __m256i mask = _mm256_set1_epi32((1 << BITS) - 1);
     __m256 A[4][2];
     __m128 WM[4];
-    for (int jj = 0; jj < NQ; jj++) {
+    _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++) {
         WM[jj] = _mm_setzero_ps();
         A[jj][0] = _mm256_loadu_ps(acc + (size_t)(j0 + jj) * astride + c0);
         A[jj][1] = _mm256_loadu_ps(acc + (size_t)(j0 + jj) * astride + c0 + 8);
@@ -53,7 +53,7 @@ kivi_axpy16(const uint8_t *rows, size_t rstride, const int BITS, size_t nt, size
         const uint8_t *codes = r + 4 * ng + c0 * (size_t)BITS / 8;
         const __m256 t0 = _mm256_mul_ps(s, _mm256_cvtepi32_ps(codes8(codes, BITS, sh, mask)));
         const __m256 t1 = _mm256_mul_ps(s, _mm256_cvtepi32_ps(codes8(codes + BITS, BITS, sh, mask)));
-        for (int jj = 0; jj < NQ; jj++) {
+        _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++) {
             const float wi = w[(size_t)(j0 + jj) * wstride + i];
             const __m256 x = _mm256_set1_ps(wi);
             A[jj][0] = _mm256_fmadd_ps(x, t0, A[jj][0]);
@@ -61,7 +61,7 @@ kivi_axpy16(const uint8_t *rows, size_t rstride, const int BITS, size_t nt, size
             WM[jj] = _mm_fmadd_ss(_mm_set_ss(wi), m, WM[jj]);
         }
     }
-    for (int jj = 0; jj < NQ; jj++) {
+    _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++) {
         const __m256 wm = _mm256_set1_ps(_mm_cvtss_f32(WM[jj]));
         _mm256_storeu_ps(acc + (size_t)(j0 + jj) * astride + c0, _mm256_add_ps(A[jj][0], wm));
         _mm256_storeu_ps(acc + (size_t)(j0 + jj) * astride + c0 + 8, _mm256_add_ps(A[jj][1], wm));
