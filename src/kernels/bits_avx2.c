@@ -205,8 +205,9 @@ void vq_signscore_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, 
             for (int k = 0; k < n_sets; k++) {
                 vq_bitdot_avx2(codes + i0 * stride + offs[k], stride, nt, D, planes + (size_t)j0 * qstride, qstride,
                                nj, qbits, pz[k], pq[k]);
+                const size_t end = (size_t)nj * nt; /* <= SS_QRY * SS_TOK (held so for the compiler's bounds) */
                 memset(pz[k] + nt, 0, SS_PAD * sizeof **pz); /* as fac's */
-                memset(pq[k] + (size_t)nj * nt, 0, SS_PAD * sizeof **pq);
+                memset(pq[k] + (end < SS_QRY * SS_TOK ? end : SS_QRY * SS_TOK), 0, SS_PAD * sizeof **pq);
             }
             for (int j = 0; j < nj; j++) {
                 const float *c = qc + 3 * (size_t)(j0 + j);
