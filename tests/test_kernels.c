@@ -506,7 +506,7 @@ static void test_qrows(const vq_kernels *k, const vq_kernels *ref)
                     float *sc = malloc(sizeof(float) * nb);
                     fill_bytes(v, rb * nt + 1, E + nt + (size_t)bits);
                     fill(sc, nb, 7 * E + nt);
-                    for (size_t b = 0; b < nb; b++) { /* finite scales (random bytes could be NaN halves) */
+                    for (size_t b = 0; b < nb; b++) { /* finite scales of both signs (random bytes could be NaN halves) */
                         const vq_fp16 h = vq_fp32_to_fp16(sc[b]);
                         v[1 + b * bb] = (uint8_t)h, v[2 + b * bb] = (uint8_t)(h >> 8);
                     }

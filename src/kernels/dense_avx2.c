@@ -159,42 +159,36 @@ static inline __attribute__((always_inline)) void dot_span(const float *q, size_
                                                            const uint8_t *v, size_t nt, size_t E, float *s,
                                                            size_t sstride, int KIND, int pf)
 {
+    /* the tile function F with its last argument STREAM: 1 for the first query pass over streamed rows */
+#define DOT_SHAPE(F, ...)                                                                                     \
+    do {                                                                                                      \
+        if (first)                                                                                            \
+            F(__VA_ARGS__, 1);                                                                                \
+        else                                                                                                  \
+            F(__VA_ARGS__, 0);                                                                                \
+    } while (0)
     for (int j = 0; j < n_q;) {
         const int rem = n_q - j, first = j == 0 && pf;
         const float *qj = q + (size_t)j * qstride;
         float *sj = s + (size_t)j * sstride;
         if (rem >= 4 && rem != 5 && rem != 6 && rem != 9) { /* 5, 6, 9: 3 + 2, 3 + 3, 3 + 3 + 3 */
-            if (first)
-                dot_rows2(qj, qstride, 4, v, nt, E, sj, sstride, KIND, 1);
-            else
-                dot_rows2(qj, qstride, 4, v, nt, E, sj, sstride, KIND, 0);
+            DOT_SHAPE(dot_rows2, qj, qstride, 4, v, nt, E, sj, sstride, KIND);
             j += 4;
         } else if (rem >= 3 && KIND >= K_Q8) { /* decoded blocks: two rows' scales and values in registers */
-            if (first)
-                dot_rows2(qj, qstride, 3, v, nt, E, sj, sstride, KIND, 1);
-            else
-                dot_rows2(qj, qstride, 3, v, nt, E, sj, sstride, KIND, 0);
+            DOT_SHAPE(dot_rows2, qj, qstride, 3, v, nt, E, sj, sstride, KIND);
             j += 3;
-        } else if (rem >= 3) {
-            if (first)
-                dot_rows4(qj, qstride, 3, v, nt, E, sj, sstride, KIND, 1);
-            else
-                dot_rows4(qj, qstride, 3, v, nt, E, sj, sstride, KIND, 0);
-            j += 3;
-        } else if (rem >= 2) {
-            if (first)
-                dot_rows4(qj, qstride, 2, v, nt, E, sj, sstride, KIND, 1);
-            else
-                dot_rows4(qj, qstride, 2, v, nt, E, sj, sstride, KIND, 0);
-            j += 2;
         } else {
-            if (first)
-                dot_rows4(qj, qstride, 1, v, nt, E, sj, sstride, KIND, 1);
+            const int nq = rem >= 3 ? 3 : rem;
+            if (nq == 3)
+                DOT_SHAPE(dot_rows4, qj, qstride, 3, v, nt, E, sj, sstride, KIND);
+            else if (nq == 2)
+                DOT_SHAPE(dot_rows4, qj, qstride, 2, v, nt, E, sj, sstride, KIND);
             else
-                dot_rows4(qj, qstride, 1, v, nt, E, sj, sstride, KIND, 0);
-            j += 1;
+                DOT_SHAPE(dot_rows4, qj, qstride, 1, v, nt, E, sj, sstride, KIND);
+            j += nq;
         }
     }
+#undef DOT_SHAPE
 }
 
 /* acc rows j0..j0+NQ-1 (NQ in 1..4), columns [e, e + 8W) (W in 1..4, within
