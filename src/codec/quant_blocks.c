@@ -42,6 +42,7 @@ typedef struct {
     int qbits;  /* 0: float query; 8: int8 query, integer scores */
     int w8;     /* qbits on a value codec: int8 attention weights (vq_qaxpy8) */
     int dense;  /* float scores and sums by the dense kernels on the blocks (kernels.h dense_q) */
+    vq_elem elem; /* the blocks as the dense kernels' rows */
     vq_rotation r;
     float *tmp; /* D floats of scratch */
 } qblocks;
@@ -79,6 +80,7 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
      * a fused qaxpy twin (kernels/qaxpy.h) replaces the tile for the sums,
      * and elsewhere the tiled path stays */
     q->dense = vq_kernels_get()->dense_q;
+    q->elem = bits == 8 ? VQ_ELEM_Q8_0 : VQ_ELEM_Q4_0;
     c->score_own = qbits != 0 || q->dense;
     c->accum_own = q->dense || vq_kernels_get()->qaxpy != vq_qaxpy_ref;
     c->accum_tiled_min_q = q->dense ? 0 : VQ_CODEC_TILED_MIN_Q;
@@ -217,7 +219,7 @@ static void qb_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
     }
     if (q->dense) {
         vq_kernels_get()->dense_dot(y, c->query_bytes / sizeof(float), n_q, codes,
-                                    q->bits == 8 ? VQ_ELEM_Q8_0 : VQ_ELEM_Q4_0, n, (size_t)D, scores, n);
+                                    q->elem, n, (size_t)D, scores, n);
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -237,7 +239,7 @@ static void qb_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
     qblocks *q = c->impl;
     const vq_kernels *k = vq_kernels_get();
     if (q->dense && !q->w8) {
-        k->dense_axpy(w, n, n_q, codes, q->bits == 8 ? VQ_ELEM_Q8_0 : VQ_ELEM_Q4_0, n, (size_t)c->head_dim, acc,
+        k->dense_axpy(w, n, n_q, codes, q->elem, n, (size_t)c->head_dim, acc,
                       (size_t)c->head_dim);
         return;
     }

@@ -23,6 +23,16 @@
 
 #include "kernels/store4.h"
 
+/* the IEEE half in word 0 of each of h[0..7] (a block's fp16 scale, read
+ * with its block by a vector load), as eight floats in that order:
+ * unpacks, not 2-byte stores, which would not forward to a 16-byte load */
+static inline __m256 vq_word0_halves8(const __m128i h[8])
+{
+    const __m128i h01 = _mm_unpacklo_epi16(h[0], h[1]), h23 = _mm_unpacklo_epi16(h[2], h[3]);
+    const __m128i h45 = _mm_unpacklo_epi16(h[4], h[5]), h67 = _mm_unpacklo_epi16(h[6], h[7]);
+    return _mm256_cvtph_ps(_mm_unpacklo_epi64(_mm_unpacklo_epi32(h01, h23), _mm_unpacklo_epi32(h45, h67)));
+}
+
 /* the shifts of codes 0-7 (hi = 0) or 8-15 (hi = 1) of width b */
 static inline __m256i vq_codes_shifts(int b, int hi)
 {

@@ -5,17 +5,16 @@
  *
  * A tile is 4 rows x NJ <= 4 queries, one row at a time: each row's
  * 64-code chunk is unpacked to bytes once for all the tile's queries, each
- * query's bytes are read once per row from memory (VPMADDUBSW's operand); 3-bit codes are unpacked by VPSHUFB
- * into 16-bit windows, VPMULLW and a shift (codes32_3). VPMADDUBSW's pair
- * sums are below 2 * 15 * 127 = 3810, so the 16-bit lanes hold the sum of
- * the products of up to four chunks (8 x 3810 < 2^15) exactly; they are
- * widened to 32 bits by one VPMADDWD against ones every four chunks
- * (D <= 256: once), and a
- * tile's eight-lane sums are reduced to one integer per (row, query) by
- * VPHADDD. The integer sums are exact, so their order is free, and the
- * float part is the reference's: d * (float)isum, rounded, then + base,
- * rounded (separate multiply and add) -- every score has the reference's
- * bits. */
+ * query's bytes are read once per row from memory (VPMADDUBSW's operand);
+ * 3-bit codes are unpacked by VPSHUFB into 16-bit windows, VPMULLW and a
+ * shift (codes32_3). VPMADDUBSW's pair sums are below 2 * 15 * 127 = 3810,
+ * so the 16-bit lanes hold the sum of the products of up to four chunks
+ * (8 x 3810 < 2^15) exactly; they are widened to 32 bits by one VPMADDWD
+ * against ones every four chunks (D <= 256: once), and a tile's eight-lane
+ * sums are reduced to one integer per (row, query) by VPHADDD. The integer
+ * sums are exact, so their order is free, and the float part is the
+ * reference's: d * (float)isum, rounded, then + base, rounded (separate
+ * multiply and add) -- every score has the reference's bits. */
 #include <immintrin.h>
 #include <string.h>
 

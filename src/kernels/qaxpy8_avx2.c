@@ -27,6 +27,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kernels/codes_avx2.h"
 #include "kernels/kivi_qaxpy.h"
 #include "kernels/wq_avx2.h"
 
@@ -45,17 +46,14 @@ typedef struct {
 
 /* the fp16 scales of rows first .. first+7 of the block at blk (the scale
  * at the start of each row's block; rows rstride apart), 0 for rows from m
- * on. Vector loads of the blocks' first 16 bytes (within their 18 or 34)
- * and unpacks: scalar 2-byte stores would not forward to a 16-byte load. */
+ * on: the blocks' first 16 bytes (within their 18 or 34) by vector loads */
 static inline __m256 scales8(const uint8_t *blk, size_t rstride, size_t first, size_t m)
 {
     __m128i h[8];
     _Pragma("GCC unroll 8") for (size_t r = 0; r < 8; r++)
         h[r] = first + r < m ? _mm_loadu_si128((const __m128i *)(const void *)(blk + (first + r) * rstride))
                              : _mm_setzero_si128();
-    const __m128i h01 = _mm_unpacklo_epi16(h[0], h[1]), h23 = _mm_unpacklo_epi16(h[2], h[3]);
-    const __m128i h45 = _mm_unpacklo_epi16(h[4], h[5]), h67 = _mm_unpacklo_epi16(h[6], h[7]);
-    return _mm256_cvtph_ps(_mm_unpacklo_epi64(_mm_unpacklo_epi32(h01, h23), _mm_unpacklo_epi32(h45, h67)));
+    return vq_word0_halves8(h);
 }
 
 /* One pass of NQ weight rows (block state rows j0 .. j0+NQ-1, float sums

@@ -65,17 +65,13 @@ static inline __attribute__((always_inline)) void qdot_bits(const int BITS, cons
                 acc[j] = _mm256_setzero_ps();
             for (size_t b = 0; b < nb; b++) {
                 __m256i u[8], sk[8];
-                __m128i hw[8]; /* word 0: the block's fp16 scale (vector loads: eight 2-byte stores
-                                * would not forward to one 16-byte load) */
+                __m128i hw[8]; /* word 0: the block's fp16 scale (vq_word0_halves8) */
                 _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
                     const uint8_t *blk = r[k] + b * bb;
                     u[k] = block_codes(BITS, blk, &sk[k]);
                     hw[k] = _mm_loadu_si128((const __m128i *)(const void *)blk); /* within the 18 or 34 bytes */
                 }
-                const __m128i h01 = _mm_unpacklo_epi16(hw[0], hw[1]), h23 = _mm_unpacklo_epi16(hw[2], hw[3]);
-                const __m128i h45 = _mm_unpacklo_epi16(hw[4], hw[5]), h67 = _mm_unpacklo_epi16(hw[6], hw[7]);
-                const __m256 dk = _mm256_cvtph_ps(
-                    _mm_unpacklo_epi64(_mm_unpacklo_epi32(h01, h23), _mm_unpacklo_epi32(h45, h67)));
+                const __m256 dk = vq_word0_halves8(hw);
                 for (int j = 0; j < nj; j++) {
                     const uint8_t *qj = qbuf + (size_t)(j0 + j) * qstride;
                     const __m256i q = _mm256_loadu_si256(
