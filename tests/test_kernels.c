@@ -709,27 +709,25 @@ static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
                         free(rows), free(w), free(a1), free(a2), free(a3);
                     }
     /* weights so small that 127 / A overflows: the reference's lrintf of the
-     * non-finite products gives -127 for every row (LONG_MIN held), which the
-     * AVX2 twin matches (the AVX-512 one's saturating packs give -128: not
-     * checked, no such CPU where this was written); acc from 0 so that the
-     * tiny sums show */
-    if (strcmp(k->isa, "avx2") == 0)
-        for (int bits = 2; bits <= 4; bits++) {
-            const size_t D = 128, G = 32, ng = D / G, nt = 45, rs = 4 * ng + D * (size_t)bits / 8;
-            uint8_t *rows = malloc(rs * nt);
-            float w[3 * 45], a1[3 * 128] = { 0 }, a2[3 * 128] = { 0 };
-            fill_bytes(rows, rs * nt, 17 + (size_t)bits);
-            for (size_t i = 0; i < nt; i++)
-                for (size_t g = 0; g < 2 * ng; g++)
-                    rows[i * rs + 2 * g] = 0x66, rows[i * rs + 2 * g + 1] = 0x2E; /* 0.1 */
-            fill(w, 3 * 45, 5 + (size_t)bits);
-            for (size_t i = 0; i < 3 * 45; i++)
-                w[i] *= 1e-38f;
-            ref->kivi_qaxpy(rows, rs, bits, nt, D, G, w, 45, 3, a1, D);
-            k->kivi_qaxpy(rows, rs, bits, nt, D, G, w, 45, 3, a2, D);
-            CHECKF(same_bits(a2, a1, 3 * 128), "%s kivi_qaxpy bits=%d: other bits for tiny weights", k->isa, bits);
-            free(rows);
-        }
+     * non-finite products gives -127 for every row (LONG_MIN held), rows past
+     * the last block none; every SIMD twin must match (nt = 45: a short
+     * block); acc from 0 so that the tiny sums show */
+    for (int bits = 2; bits <= 4; bits++) {
+        const size_t D = 128, G = 32, ng = D / G, nt = 45, rs = 4 * ng + D * (size_t)bits / 8;
+        uint8_t *rows = malloc(rs * nt);
+        float w[3 * 45], a1[3 * 128] = { 0 }, a2[3 * 128] = { 0 };
+        fill_bytes(rows, rs * nt, 17 + (size_t)bits);
+        for (size_t i = 0; i < nt; i++)
+            for (size_t g = 0; g < 2 * ng; g++)
+                rows[i * rs + 2 * g] = 0x66, rows[i * rs + 2 * g + 1] = 0x2E; /* 0.1 */
+        fill(w, 3 * 45, 5 + (size_t)bits);
+        for (size_t i = 0; i < 3 * 45; i++)
+            w[i] *= 1e-38f;
+        ref->kivi_qaxpy(rows, rs, bits, nt, D, G, w, 45, 3, a1, D);
+        k->kivi_qaxpy(rows, rs, bits, nt, D, G, w, 45, 3, a2, D);
+        CHECKF(same_bits(a2, a1, 3 * 128), "%s kivi_qaxpy bits=%d: other bits for tiny weights", k->isa, bits);
+        free(rows);
+    }
 }
 
 /* qaxpy8 against the reference: the same bits; and the reference against
@@ -802,20 +800,19 @@ static void test_qaxpy8(const vq_kernels *k, const vq_kernels *ref)
                     free(rows), free(w), free(vals), free(a1), free(a2), free(a3);
                 }
     /* weights so small that 127 / A overflows (test_kivi_qaxpy's case) */
-    if (strcmp(k->isa, "avx2") == 0)
-        for (int bits = 4; bits <= 8; bits += 4) {
-            const size_t D = 128, nt = 45, bb = bits == 8 ? 34 : 18, rs = D / 32 * bb;
-            uint8_t *rows = malloc(rs * nt);
-            float w[3 * 45], a1[3 * 128] = { 0 }, a2[3 * 128] = { 0 };
-            fill_qrows(bits, rows, rs, nt, D, 23 + (size_t)bits);
-            fill(w, 3 * 45, 7 + (size_t)bits);
-            for (size_t i = 0; i < 3 * 45; i++)
-                w[i] *= 1e-38f;
-            ref->qaxpy8(bits, rows, rs, nt, D, w, 45, 3, a1, D);
-            k->qaxpy8(bits, rows, rs, nt, D, w, 45, 3, a2, D);
-            CHECKF(same_bits(a2, a1, 3 * 128), "%s qaxpy8 bits=%d: other bits for tiny weights", k->isa, bits);
-            free(rows);
-        }
+    for (int bits = 4; bits <= 8; bits += 4) {
+        const size_t D = 128, nt = 45, bb = bits == 8 ? 34 : 18, rs = D / 32 * bb;
+        uint8_t *rows = malloc(rs * nt);
+        float w[3 * 45], a1[3 * 128] = { 0 }, a2[3 * 128] = { 0 };
+        fill_qrows(bits, rows, rs, nt, D, 23 + (size_t)bits);
+        fill(w, 3 * 45, 7 + (size_t)bits);
+        for (size_t i = 0; i < 3 * 45; i++)
+            w[i] *= 1e-38f;
+        ref->qaxpy8(bits, rows, rs, nt, D, w, 45, 3, a1, D);
+        k->qaxpy8(bits, rows, rs, nt, D, w, 45, 3, a2, D);
+        CHECKF(same_bits(a2, a1, 3 * 128), "%s qaxpy8 bits=%d: other bits for tiny weights", k->isa, bits);
+        free(rows);
+    }
 }
 
 /* qaxpy against the reference (tolerance) and, for SIMD tables, against
@@ -863,7 +860,7 @@ static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
                         uint8_t *rows = malloc(rs * nt + 1), *qb = malloc(qs * (size_t)nq + 1);
                         float *s1 = calloc(ss * (size_t)nq, 4), *s2 = calloc(ss * (size_t)nq, 4);
                         fill_bytes(rows, rs * nt + 1, D + nt);
-                        /* nq queries (one all zero) and a block header of random
+                        /* nq queries (one all zero, one tiny) and a block header of random
                          * scales and mins, prepared by the reference into qb + 1
                          * and by k elsewhere: the same bytes */
                         float *xs = malloc(sizeof(float) * D * (size_t)nq), *hf = malloc(sizeof(float) * 2 * D);
@@ -871,6 +868,8 @@ static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
                         fill(xs, D * (size_t)nq, 31 + D);
                         if (nq > 1)
                             memset(xs + D, 0, sizeof(float) * D);
+                        for (size_t e = 0; nq > 2 && e < D; e++) /* so small that 127 / amax overflows */
+                            xs[2 * D + e] *= 1e-38f;
                         fill(hf, 2 * D, 41 + D);
                         for (size_t e = 0; e < 2 * D; e++) {
                             const vq_fp16 h = vq_fp32_to_fp16(hf[e]);

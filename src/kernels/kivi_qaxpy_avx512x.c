@@ -20,6 +20,7 @@
  * end. */
 #include "kernels/kivi_qaxpy.h"
 
+#include <float.h>
 #include <immintrin.h>
 
 #include "core/vexp.h"
@@ -76,7 +77,8 @@ static inline __m512i word_index(size_t ch0, int step, int lg, size_t g0)
  * lane k of SC its d, lane k of SQH h * sum_r q (the codes' centring). */
 static inline __attribute__((always_inline)) void chunk_weights(const int BITS, const int NQ, const int NGC,
                                                                 const __m512 W[KQ_MAXQ][2], const __m512 S[16][2],
-                                                                size_t g0, __m512i QA[KQ_MAXQ], __m512i QB[KQ_MAXQ],
+                                                                const __mmask16 live[2], size_t g0,
+                                                                __m512i QA[KQ_MAXQ], __m512i QB[KQ_MAXQ],
                                                                 __m512 *SC, __m512i *SQH)
 {
     /* byte 32gg + r of the output: row r of pair gg, after VPACKSSDW of the
@@ -107,13 +109,17 @@ static inline __attribute__((always_inline)) void chunk_weights(const int BITS, 
     *SC = _mm512_div_ps(Am, _mm512_set1_ps(127.0f));
     const __m512 inv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(Am, _mm512_setzero_ps(), _CMP_GT_OQ),
                                            _mm512_set1_ps(127.0f), Am);
+    /* the pairs whose 127 / A overflowed (wq_avx512x.h vq_hold_weights) */
+    const __mmask16 held = _mm512_cmp_ps_mask(inv, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ);
     __m512i P[16], Q[16];
     _Pragma("GCC unroll 16") for (int k = 0; k < 4 * NT; k++)
     {
         if (k < NP) {
             const __m512 vi = _mm512_permutexvar_ps(_mm512_set1_epi32(k), inv);
-            const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(A[k][0], vi));
-            const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(A[k][1], vi));
+            __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(A[k][0], vi));
+            __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(A[k][1], vi));
+            if (held >> k & 1)
+                q0 = vq_hold_weights(q0, live[0]), q1 = vq_hold_weights(q1, live[1]);
             P[k] = _mm512_packs_epi32(q0, q1); /* |q| <= 127: the packs never clip */
             Q[k] = _mm512_add_epi32(q0, q1);
         } else {
@@ -224,8 +230,8 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
 static inline __attribute__((always_inline)) void
 block_all(const int BITS, const int NQ, const int NGC, const size_t NC, const uint8_t *blk, size_t rstride,
           size_t coff, size_t m, size_t ng, size_t nc, int lg, __m512i tidx, __m512i cmask, const vq_unpack64_ctl *u3,
-          const __m512 W[KQ_MAXQ][2], const __m512 S[16][2], const __m512 Mn[16][2], __m512 MW[KQ_MAXQ][16],
-          __m512 F[KQ_MAXQ][KQ_MAXC][4])
+          const __m512 W[KQ_MAXQ][2], const __m512 S[16][2], const __m512 Mn[16][2], const __mmask16 live[2],
+          __m512 MW[KQ_MAXQ][16], __m512 F[KQ_MAXQ][KQ_MAXC][4])
 {
     const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1)));
     for (size_t g = 0; g < ng; g++) {
@@ -240,7 +246,7 @@ block_all(const int BITS, const int NQ, const int NGC, const size_t NC, const ui
     for (size_t c = 0; c < (NC ? NC : nc); c++) {
         const size_t g0 = 64 * c >> lg;
         if (g0 != gw) {
-            chunk_weights(BITS, NQ, NGC, W, S, g0, QA, QB, &SC, &SQH);
+            chunk_weights(BITS, NQ, NGC, W, S, live, g0, QA, QB, &SC, &SQH);
             gw = g0;
         }
         chunk_block(BITS, NQ, NGC, blk, rstride, coff, m, c, g0, lg, tidx, cmask, u3, QA, QB, SC, SQH, F);
@@ -282,10 +288,10 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                 W[j][0] = _mm512_maskz_loadu_ps(vm[0], wj), W[j][1] = _mm512_maskz_loadu_ps(vm[1], wj + 16);
             }
             switch (nq) { /* a constant count: the sums stay in registers */
-            case 4: block_all(BITS, 4, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, MW, F); break;
-            case 3: block_all(BITS, 3, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, MW, F); break;
-            case 2: block_all(BITS, 2, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, MW, F); break;
-            default: block_all(BITS, 1, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, MW, F); break;
+            case 4: block_all(BITS, 4, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F); break;
+            case 3: block_all(BITS, 3, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F); break;
+            case 2: block_all(BITS, 2, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F); break;
+            default: block_all(BITS, 1, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F); break;
             }
         }
         /* back in channel order, plus the mins' sums */

@@ -109,7 +109,7 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
                     const size_t k = (size_t)j * nb + g;
                     sc[j][g] = Am[k];
                     sq[j][g] = vq_round_weights(_mm512_mul_ps(W[j][0], Dv[g][0]), _mm512_mul_ps(W[j][1], Dv[g][1]),
-                                                inv[k], qw[j][g]);
+                                                inv[k], vm, qw[j][g]);
                 }
             for (size_t g = 0; g < nb; g++)
                 switch (nq) { /* a constant count: the sums stay in registers */

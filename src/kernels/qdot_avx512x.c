@@ -442,10 +442,11 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
 }
 
 /* vq_codes_qprep's twin: the same bytes (q*s, amax, d and inv as the
- * reference computes them, x*inv rounded to nearest even as lrintf does;
- * |x*inv| <= 127 up to rounding, so the saturating packs never clip; q*m
- * by one FMA per lane, the lanes summed in vq_sum16_lanes' tree). The
- * header's halves are converted once for all queries. Queries go four at
+ * reference computes them, x*inv rounded to nearest even as lrintf does
+ * and held at -127 and above as the reference clamps (only an infinite
+ * inv, from a denormal amax, converts to INT_MIN; the saturating packs
+ * hold 127); q*m by one FMA per lane, the lanes summed in
+ * vq_sum16_lanes' tree). The header's halves are converted once for all queries. Queries go four at
  * a time: their maxima and sums are reduced together (wq_avx512x.h
  * vq_tree4x16) and d, inv divided as one vector (IEEE division: the
  * reference's quotients), so the four reduction chains overlap. Per
@@ -516,7 +517,9 @@ static inline __attribute__((always_inline)) void codes_qprep(const float *qs, s
                 __m512i r[4];
                 _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
                     const size_t k = 4 * c + (size_t)u;
-                    r[u] = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(qv + 16 * k), S[k]), vi));
+                    r[u] = _mm512_max_epi32( /* held at -127 as the reference (an infinite inv gives INT_MIN) */
+                        _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(qv + 16 * k), S[k]), vi)),
+                        _mm512_set1_epi32(-127));
                 }
                 const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
                 _mm512_storeu_si512((void *)(out + VQ_CQ_HEAD + 64 * c), _mm512_permutexvar_epi8(order, b));

@@ -6,6 +6,7 @@
 #ifndef VQ_KERNELS_WQ_AVX512X_H
 #define VQ_KERNELS_WQ_AVX512X_H
 
+#include <float.h>
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -101,13 +102,26 @@ static inline void vq_weight_scales(__m512 *V, size_t np, float *sc, float *inv)
     }
 }
 
+/* q = VCVTPS2DQ(a * inv) held as the reference holds lrintf's result
+ * (kernels/kivi_qaxpy.h): to [-127, 127], so that a product that is not
+ * finite (127 / A overflows for A below 3.7e-37: every product is +-inf or
+ * NaN, and converts to INT_MIN) gives -127 as lrintf's LONG_MIN does;
+ * lanes off in live (rows past the block) 0. Needed only when inv is not
+ * finite: else |a| <= A keeps |q| <= 127. */
+static inline __m512i vq_hold_weights(__m512i q, __mmask16 live)
+{
+    return _mm512_maskz_max_epi32(live, _mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+}
+
 /* a pair's 32 weights a0 (rows 0-15), a1 (16-31) times inv, rounded to
- * nearest even and stored as int8 (|a * inv| <= 127 up to rounding:
- * saturation never clips); returns their sum */
-static inline int32_t vq_round_weights(__m512 a0, __m512 a1, float inv, int8_t dst[32])
+ * nearest even, held by vq_hold_weights when inv is not finite (live[h]:
+ * the block's rows 16h..16h+15) and stored as int8; returns their sum */
+static inline int32_t vq_round_weights(__m512 a0, __m512 a1, float inv, const __mmask16 live[2], int8_t dst[32])
 {
     const __m512 vi = _mm512_set1_ps(inv);
-    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(a0, vi)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(a1, vi));
+    __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(a0, vi)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(a1, vi));
+    if (!(inv <= FLT_MAX))
+        q0 = vq_hold_weights(q0, live[0]), q1 = vq_hold_weights(q1, live[1]);
     _mm_storeu_si128((__m128i *)(void *)dst, _mm512_cvtsepi32_epi8(q0));
     _mm_storeu_si128((__m128i *)(void *)(dst + 16), _mm512_cvtsepi32_epi8(q1));
     return _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
