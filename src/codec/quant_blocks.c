@@ -41,7 +41,8 @@ typedef struct {
     int rot;
     int qbits;  /* 0: float query; 8: int8 query, integer scores */
     int w8;     /* qbits on a value codec: int8 attention weights (vq_qaxpy8) */
-    int dense;  /* float scores and sums by the dense kernels on the blocks (kernels.h dense_q) */
+    int dense;  /* float scores by the dense kernels on the blocks (kernels.h dense_q) */
+    int dense_sums; /* float sums by them too (no fused qaxpy twin in the table) */
     vq_elem elem; /* the blocks as the dense kernels' rows */
     vq_rotation r;
     float *tmp; /* D floats of scratch */
@@ -76,14 +77,18 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
     c->query_bytes = sizeof(float) * (size_t)c->head_dim + (qbits ? vq_qdot_query_bytes((size_t)c->head_dim) : 0);
     c->accum_size = (size_t)c->head_dim;
     /* where the kernel table's dense kernels read the blocks (dense_q: rows
-     * decoded in registers, the tiled path's bits), they score and sum; else
-     * a fused qaxpy twin (kernels/qaxpy.h) replaces the tile for the sums,
-     * and elsewhere the tiled path stays */
-    q->dense = vq_kernels_get()->dense_q;
+     * decoded in registers, the tiled path's bits), they score; the sums
+     * take a fused qaxpy twin (kernels/qaxpy.h) where the table has one
+     * (AVX-512: 5-20% faster per token than dense_axpy on the blocks,
+     * figures/bench/xeon-avx512-session25.txt), else dense_axpy on the
+     * blocks; elsewhere the tiled path stays */
+    const vq_kernels *kt = vq_kernels_get();
+    q->dense = kt->dense_q;
+    q->dense_sums = kt->dense_q && kt->qaxpy == vq_qaxpy_ref;
     q->elem = bits == 8 ? VQ_ELEM_Q8_0 : VQ_ELEM_Q4_0;
     c->score_own = qbits != 0 || q->dense;
-    c->accum_own = q->dense || vq_kernels_get()->qaxpy != vq_qaxpy_ref;
-    c->accum_tiled_min_q = q->dense ? 0 : VQ_CODEC_TILED_MIN_Q;
+    c->accum_own = q->dense_sums || kt->qaxpy != vq_qaxpy_ref;
+    c->accum_tiled_min_q = q->dense_sums ? 0 : VQ_CODEC_TILED_MIN_Q;
     if (q->w8) /* int8 weights: always vq_qaxpy8, on every instruction set */
         c->accum_own = 1, c->accum_tiled_min_q = 0;
     if (qbits)
@@ -238,7 +243,7 @@ static void qb_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
 {
     qblocks *q = c->impl;
     const vq_kernels *k = vq_kernels_get();
-    if (q->dense && !q->w8) {
+    if (q->dense_sums && !q->w8) {
         k->dense_axpy(w, n, n_q, codes, q->elem, n, (size_t)c->head_dim, acc,
                       (size_t)c->head_dim);
         return;

@@ -14,14 +14,13 @@
  * (d*q, d*(q-8)).
  * The *_ref functions are the scalar references; the SIMD twins
  * (dense_avx2.c: E a multiple of 8; dense_avx512.c: E a multiple of 16;
- * anything else goes to the next lower variant) sum in another order and
+ * any other E goes to the next lower variant) sum in another order and
  * agree to float rounding. Each score and each accumulator is computed
  * the same way whatever the tile size, the position in the tile or the
  * number of queries (batch-invariant); the AVX2 and AVX-512 axpy give
- * bit-identical results, and the SIMD twins on halves (on q8_0 / q4_0
- * rows: the AVX2 twin; the AVX-512 one passes them to it) give the bits of
- * fp16_row (q8_0_values, q4_0_values) into a float tile, then the float
- * kernel. Reached through the kernel tables (kernels.h). No allocation;
+ * bit-identical results, and the SIMD twins on halves and on q8_0 / q4_0
+ * rows give the bits of fp16_row (q8_0_values, q4_0_values) into a float
+ * tile, then their float kernel. Reached through the kernel tables (kernels.h). No allocation;
  * all pointers non-NULL. */
 #ifndef VQ_KERNELS_DENSE_H
 #define VQ_KERNELS_DENSE_H

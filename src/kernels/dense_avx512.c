@@ -1,16 +1,18 @@
-/* dense_avx512.c -- AVX-512 twins of dense.h's kernels on float and IEEE
- * half rows (E not a multiple of 16 goes to the AVX2 twin). Compiled with -mavx512f/bw/vl/dq.
+/* dense_avx512.c -- AVX-512 twins of dense.h's kernels on rows of floats,
+ * IEEE halves and q8_0 / q4_0 blocks (E a multiple of 16, 32 for blocks;
+ * any other E goes to the AVX2 twin). Compiled with -mavx512f/bw/vl/dq.
  *
- * dot: four queries x four vectors at a time (16 accumulators), or eight
- * vectors sharing each load of three, two or one queries (the sums in
+ * dot: four queries x four rows at a time (16 accumulators), or eight
+ * rows sharing each load of three, two or one queries (the sums in
  * registers); every sum is reduced by vq_hsum8x512's tree, so a score
  * does not depend on its place in the tile or on the other queries.
- * axpy: up to four queries share each load of a vector; each accumulator
+ * axpy: up to four queries share each load of a row; each accumulator
  * element adds w_i * v_i[e] over i in order with one FMA per token, as the
  * AVX2 twin does (bit-identical to it).
- * Half rows: the same loops reading IEEE halves converted in registers
- * (exact), so they give the bits of fp16_row into a tile and then the
- * float kernel. */
+ * Rows of halves (converted exactly) and of blocks (d * q, d * (q - 8):
+ * exact products, as qblock_values.h) are read by the same loops, so they
+ * give the bits of fp16_row / q8_0_values / q4_0_values into a float tile,
+ * then the float kernel. */
 #include <immintrin.h>
 
 #include "kernels/avx512_sums.h"
@@ -18,21 +20,42 @@
 #include "kernels/prefetch.h"
 #include <stdint.h>
 
-/* 16 values from element idx of v: floats, or IEEE halves (HALF, a
- * constant after inlining) converted exactly */
-static inline __attribute__((always_inline)) __m512 ld16(const void *v, size_t idx, int HALF)
+/* KIND: the element type, a constant after inlining */
+enum { K_F32, K_F16, K_Q8, K_Q4 };
+
+/* bytes per row of E elements */
+static inline size_t row_bytes(int KIND, size_t E)
 {
-    if (HALF)
-        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)v + idx)));
-    return _mm512_loadu_ps((const float *)v + idx);
+    return KIND == K_F32 ? 4 * E : KIND == K_F16 ? 2 * E : E / 32 * (KIND == K_Q8 ? 34 : 18);
 }
 
-/* element offsets of the eight rows of group i (past the end: the last
- * row again) */
-static inline void rows8(size_t i, size_t nt, size_t E, size_t r[8])
+/* values e .. e+15 (e a multiple of 16) of the row at p: floats, halves
+ * converted exactly, or block values d * q (q8_0) and d * (q - 8) as
+ * fma(d, q, -8d) (q4_0: value k < 16 the low nibble of byte k, else the
+ * high nibble of byte k - 16; -8d is exact, so both round the same exact
+ * product once) */
+static inline __attribute__((always_inline)) __m512 ld16(const uint8_t *p, size_t e, int KIND)
+{
+    if (KIND == K_F32)
+        return _mm512_loadu_ps((const float *)(const void *)p + e);
+    if (KIND == K_F16)
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * e)));
+    const uint8_t *b = p + e / 32 * (KIND == K_Q8 ? 34 : 18);
+    const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16((short)(b[0] | b[1] << 8)));
+    if (KIND == K_Q8)
+        return _mm512_mul_ps(
+            d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2 + e % 32)))));
+    __m512i n = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2)));
+    n = e % 32 ? _mm512_srli_epi32(n, 4) : _mm512_and_si512(n, _mm512_set1_epi32(15));
+    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(n), _mm512_mul_ps(d, _mm512_set1_ps(-8.0f)));
+}
+
+/* byte offsets of the eight rows of group i (past the end: the last row
+ * again); rb: bytes per row */
+static inline void rows8(size_t i, size_t nt, size_t rb, size_t r[8])
 {
     for (size_t k = 0; k < 8; k++)
-        r[k] = (i + k < nt ? i + k : nt - 1) * E;
+        r[k] = (i + k < nt ? i + k : nt - 1) * rb;
 }
 
 /* NQ (1..3, a constant) queries at q + jj*qstride against nt rows, eight
@@ -41,14 +64,15 @@ static inline void rows8(size_t i, size_t nt, size_t E, size_t r[8])
  * STREAM: prefetch the rows ahead (the first query pass over streamed
  * rows). */
 static inline __attribute__((always_inline)) void dot_rows8(const float *q, size_t qstride, const int NQ,
-                                                            const void *v, size_t nt, size_t E, float *s,
-                                                            size_t sstride, int HALF, int STREAM)
+                                                            const uint8_t *v, size_t nt, size_t E, float *s,
+                                                            size_t sstride, int KIND, int STREAM)
 {
+    const size_t rb = row_bytes(KIND, E);
     for (size_t i = 0; i < nt; i += 8) {
         size_t r[8];
-        rows8(i, nt, E, r);
+        rows8(i, nt, rb, r);
         if (STREAM)
-            vq_prefetch_span(v, r[0] * (HALF ? 2 : 4) + VQ_PF_AHEAD, 8 * E * (HALF ? 2 : 4));
+            vq_prefetch_span(v, r[0] + VQ_PF_AHEAD, 8 * rb);
         __m512 a[3][8];
         _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) a[jj][k] = _mm512_setzero_ps();
@@ -57,7 +81,7 @@ static inline __attribute__((always_inline)) void dot_rows8(const float *q, size
             _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++) x[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e);
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
             {
-                const __m512 t = ld16(v, r[k] + e, HALF);
+                const __m512 t = ld16(v + r[k], e, KIND);
                 _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++) a[jj][k] = _mm512_fmadd_ps(x[jj], t, a[jj][k]);
             }
         }
@@ -67,26 +91,27 @@ static inline __attribute__((always_inline)) void dot_rows8(const float *q, size
     }
 }
 
-static inline __attribute__((always_inline)) void dot_impl(const float *q, size_t qstride, int n_q, const void *v,
-                                                           size_t nt, size_t E, float *s, size_t sstride, int HALF)
+static inline __attribute__((always_inline)) void dot_impl(const float *q, size_t qstride, int n_q, const uint8_t *v,
+                                                           size_t nt, size_t E, float *s, size_t sstride, int KIND)
 {
-    const int pf = nt * E * (HALF ? 2 : 4) >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
+    const size_t rb = row_bytes(KIND, E);
+    const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
     int j = 0;
     for (; n_q - j >= 4 && n_q - j != 5; j += 4) { /* four queries x four rows share each load */
         const float *q0 = q + (size_t)j * qstride;
         for (size_t i = 0; i < nt; i += 4) {
             size_t r[4];
             for (size_t k = 0; k < 4; k++)
-                r[k] = (i + k < nt ? i + k : nt - 1) * E;
+                r[k] = (i + k < nt ? i + k : nt - 1) * rb;
             if (j == 0 && pf) /* the first query pass streams the rows */
-                vq_prefetch_span(v, r[0] * (HALF ? 2 : 4) + VQ_PF_AHEAD, 4 * E * (HALF ? 2 : 4));
+                vq_prefetch_span(v, r[0] + VQ_PF_AHEAD, 4 * rb);
             __m512 a[4][4];
             for (int jj = 0; jj < 4; jj++)
                 for (int k = 0; k < 4; k++)
                     a[jj][k] = _mm512_setzero_ps();
             for (size_t e = 0; e < E; e += 16) {
                 __m512 t[4];
-                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) t[k] = ld16(v, r[k] + e, HALF);
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) t[k] = ld16(v + r[k], e, KIND);
                 _Pragma("GCC unroll 4") for (int jj = 0; jj < 4; jj++)
                 {
                     __m512 x = _mm512_loadu_ps(q0 + (size_t)jj * qstride + e);
@@ -109,13 +134,13 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
         float *sj = s + (size_t)j * sstride;
         const int first = j == 0 && pf;
         if (rem >= 3 && rem != 4) {
-            dot_rows8(qj, qstride, 3, v, nt, E, sj, sstride, HALF, first);
+            dot_rows8(qj, qstride, 3, v, nt, E, sj, sstride, KIND, first);
             j += 3;
         } else if (rem >= 2) {
-            dot_rows8(qj, qstride, 2, v, nt, E, sj, sstride, HALF, first);
+            dot_rows8(qj, qstride, 2, v, nt, E, sj, sstride, KIND, first);
             j += 2;
         } else {
-            dot_rows8(qj, qstride, 1, v, nt, E, sj, sstride, HALF, first);
+            dot_rows8(qj, qstride, 1, v, nt, E, sj, sstride, KIND, first);
             j += 1;
         }
     }
@@ -131,9 +156,9 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
         for (size_t i = 0; i < nt; i++) {                                                                     \
             __m512 V[4];                                                                                      \
             if (pf && j0 == 0 && e == 0) /* the first pass streams the rows */                                \
-                vq_prefetch_span(v, i * E * (HALF ? 2 : 4) + VQ_PF_AHEAD, E * (HALF ? 2 : 4));               \
+                vq_prefetch_span(v, i * rb + VQ_PF_AHEAD, rb);                                               \
             _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                           \
-                V[ww] = ld16(v, i * E + e + 16 * (size_t)ww, HALF);                                           \
+                V[ww] = ld16(v + i * rb, e + 16 * (size_t)ww, KIND);                                          \
             _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++) {                                        \
                 __m512 x = _mm512_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);                                \
                 _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                       \
@@ -145,11 +170,12 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
                 _mm512_storeu_ps(acc + (size_t)(j0 + jj) * astride + e + 16 * (size_t)ww, A[jj][ww]);          \
     } while (0)
 
-static inline __attribute__((always_inline)) void axpy_impl(const float *w, size_t wstride, int n_q, const void *v,
+static inline __attribute__((always_inline)) void axpy_impl(const float *w, size_t wstride, int n_q, const uint8_t *v,
                                                             size_t nt, size_t E, float *acc, size_t astride,
-                                                            int HALF)
+                                                            int KIND)
 {
-    const int pf = nt * E * (HALF ? 2 : 4) >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
+    const size_t rb = row_bytes(KIND, E);
+    const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
     for (int j0 = 0; j0 < n_q; j0 += 4) {
         int nq = n_q - j0 < 4 ? n_q - j0 : 4;
         for (size_t e = 0; e < E;) {
@@ -187,18 +213,23 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
 }
 
 /* the exported kernel NAME: IMPL's loops, one instance per element type
- * (the type a constant inside the loops), for E a multiple of 16; any
- * other E, and q8_0 / q4_0 rows, go to LOWER, the AVX2 twin */
+ * (the type a constant inside the loops); E not a multiple of 16 (of 32
+ * for blocks) goes to LOWER, the AVX2 twin */
 #define DENSE_ENTRY(NAME, IMPL, LOWER)                                                                          \
     void NAME(const float *x, size_t xstride, int n_q, const void *v, vq_elem elem, size_t nt, size_t E,      \
               float *out, size_t ostride)                                                                     \
     {                                                                                                         \
-        if (E % 16 || elem == VQ_ELEM_Q8_0 || elem == VQ_ELEM_Q4_0)                                           \
+        const uint8_t *p = v;                                                                                 \
+        if (E % (elem == VQ_ELEM_Q8_0 || elem == VQ_ELEM_Q4_0 ? 32 : 16))                                     \
             LOWER(x, xstride, n_q, v, elem, nt, E, out, ostride);                                             \
         else if (elem == VQ_ELEM_F16)                                                                         \
-            IMPL(x, xstride, n_q, v, nt, E, out, ostride, 1);                                                 \
+            IMPL(x, xstride, n_q, p, nt, E, out, ostride, K_F16);                                             \
+        else if (elem == VQ_ELEM_Q8_0)                                                                        \
+            IMPL(x, xstride, n_q, p, nt, E, out, ostride, K_Q8);                                              \
+        else if (elem == VQ_ELEM_Q4_0)                                                                        \
+            IMPL(x, xstride, n_q, p, nt, E, out, ostride, K_Q4);                                              \
         else                                                                                                  \
-            IMPL(x, xstride, n_q, v, nt, E, out, ostride, 0);                                                 \
+            IMPL(x, xstride, n_q, p, nt, E, out, ostride, K_F32);                                             \
     }
 
 DENSE_ENTRY(vq_dense_dot_avx512, dot_impl, vq_dense_dot_avx2)

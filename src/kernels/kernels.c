@@ -82,7 +82,6 @@ static void fill_tables(void)
     k_avx512.isa = "avx512";
     k_avx512.dense_dot = vq_dense_dot_avx512;
     k_avx512.dense_axpy = vq_dense_axpy_avx512;
-    k_avx512.dense_q = 0; /* its tile and 16-lane float kernels (not measured against the AVX2 rows) */
     k_avx512.fp16_row = vq_fp16_row_avx512;
     k_avx512.q8_0_values = vq_q8_0_values_avx512;
     k_avx512.q4_0_values = vq_q4_0_values_avx512;

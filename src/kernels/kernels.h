@@ -16,7 +16,7 @@
  *       dense_f16 says whether the half rows have SIMD loops (else they run
  *       the scalar reference, and a caller converts them to floats first);
  *       dense_q the same of q8_0 / q4_0 rows (0 where the block values
- *       into a tile, then the float kernel, are faster: AVX-512).
+ *       into a tile, then the float kernel, are faster).
  *   fp16_row(src, dst, n): dst[i] = the IEEE half at src + 2i (LE).
  *   q8_0_values, q4_0_values: kernels/qblock_values.h.
  *   lut_row(codes, bits, n, lut, scale, add, out): for the n codes of
