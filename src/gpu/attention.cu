@@ -770,10 +770,16 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
             e = D == 64 ? launch_reduce<64>(p, a->batch, stream) : launch_reduce<128>(p, a->batch, stream);
         return cuda_check(e, "decode_attention launch (vecinfer)");
     }
-    /* up to 8 chunks per pair and no value rotation: the chunks run as one
-     * cluster that writes the output (no reduce launch; VQ_CUDA_NO_CLUSTER=1
-     * turns it off, for comparisons and the test) */
-    p.cluster = mma && !vf->rot && p.splits <= 8 && !no_cluster() ? p.splits : 0;
+    /* up to 8 chunks per pair, KIVI values (no value rotation) at head_dim
+     * 128: the chunks run as one cluster that writes the output (no reduce
+     * launch). Only there: session 25's H200 readings (figures/bench/
+     * gpu25-ab.txt) put it 1-3% ahead for those pairs, but 25-42% behind the
+     * reduce launch at head_dim 64 (every pair, batch >= 8) and 45% behind
+     * for q8_0 at 128. VQ_CUDA_NO_CLUSTER=1 turns it off (comparisons, the
+     * test). */
+    p.cluster = mma && vf->method == VQ_CUDA_KIVI && !vf->rot && D == 128 && p.splits <= 8 && !no_cluster()
+                    ? p.splits
+                    : 0;
     if (mma && vq_mma_launch(p, D, G, a->batch, stream, &e)) {
         if (e == cudaSuccess && !p.cluster)
             e = D == 64 ? launch_reduce<64>(p, a->batch, stream) : launch_reduce<128>(p, a->batch, stream);
