@@ -30,6 +30,12 @@
 
 typedef enum vq_elem { VQ_ELEM_F32 = 0, VQ_ELEM_F16 = 1, VQ_ELEM_Q8_0 = 2, VQ_ELEM_Q4_0 = 3 } vq_elem;
 
+/* bytes of one row of E elements of type elem (blocks: E a multiple of 32) */
+static inline size_t vq_elem_row_bytes(vq_elem elem, size_t E)
+{
+    return elem == VQ_ELEM_F32 ? 4 * E : elem == VQ_ELEM_F16 ? 2 * E : E / 32 * (elem == VQ_ELEM_Q8_0 ? 34 : 18);
+}
+
 /* x: the queries (dot) or the weights (axpy), n_q rows xstride apart;
  * out: the scores (dot) or the accumulators (axpy), ostride apart */
 typedef void vq_dense_fn(const float *x, size_t xstride, int n_q, const void *v, vq_elem elem, size_t nt, size_t E,

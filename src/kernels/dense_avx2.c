@@ -23,37 +23,30 @@
 #include "kernels/prefetch.h"
 #include "kernels/store4.h"
 
-/* KIND: the element type, a constant after inlining */
-enum { K_F32, K_F16, K_Q8, K_Q4 };
-
-/* bytes per row of E elements */
-static inline size_t row_bytes(int KIND, size_t E)
-{
-    return KIND == K_F32 ? 4 * E : KIND == K_F16 ? 2 * E : E / 32 * (KIND == K_Q8 ? 34 : 18);
-}
-
 /* elements per step of the loops: a block of 32 (its scale converted once
  * per row and step), else 8 */
-#define STEP(KIND) ((KIND) >= K_Q8 ? 32 : 8)
+#define STEP(KIND) ((KIND) >= VQ_ELEM_Q8_0 ? 32 : 8)
 
 /* the scale of the block of row p holding element e0 (a multiple of 32),
  * in every lane; 0 for the float kinds (unused) */
 static inline __attribute__((always_inline)) __m256 scale8(const uint8_t *p, size_t e0, int KIND)
 {
-    if (KIND < K_Q8)
+    if (KIND < VQ_ELEM_Q8_0)
         return _mm256_setzero_ps();
-    const uint8_t *b = p + e0 / 32 * (KIND == K_Q8 ? 34 : 18);
+    const uint8_t *b = p + e0 / 32 * (KIND == VQ_ELEM_Q8_0 ? 34 : 18);
     return _mm256_cvtph_ps(_mm_set1_epi16((short)(b[0] | b[1] << 8)));
 }
 
-/* values e0 + w .. e0 + w + 7 of row p (w < STEP; d: scale8's) */
+/* values e0 + w .. e0 + w + 7 of row p (w < STEP; d: scale8's); KIND,
+ * the element type (vq_elem), is a constant after inlining here and in
+ * every loop below */
 static inline __attribute__((always_inline)) __m256 ld8(const uint8_t *p, size_t e0, size_t w, __m256 d, int KIND)
 {
-    if (KIND == K_F32)
+    if (KIND == VQ_ELEM_F32)
         return _mm256_loadu_ps((const float *)(const void *)p + e0 + w);
-    if (KIND == K_F16)
+    if (KIND == VQ_ELEM_F16)
         return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 2 * (e0 + w))));
-    if (KIND == K_Q8) {
+    if (KIND == VQ_ELEM_Q8_0) {
         const uint8_t *b = p + e0 / 32 * 34 + 2 + w;
         return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)b))));
     }
@@ -81,7 +74,7 @@ static inline __attribute__((always_inline)) void dot_rows4(const float *q, size
                                                             const uint8_t *v, size_t nt, size_t E, float *s,
                                                             size_t sstride, int KIND, int STREAM)
 {
-    const size_t rb = row_bytes(KIND, E);
+    const size_t rb = vq_elem_row_bytes(KIND, E);
     for (size_t i = 0; i < nt; i += 4) {
         const uint8_t *p[4];
         p[0] = v + i * rb;
@@ -120,7 +113,7 @@ static inline __attribute__((always_inline)) void dot_rows2(const float *q, size
                                                             const uint8_t *v, size_t nt, size_t E, float *s,
                                                             size_t sstride, int KIND, int STREAM)
 {
-    const size_t rb = row_bytes(KIND, E);
+    const size_t rb = vq_elem_row_bytes(KIND, E);
     for (size_t i = 0; i < nt; i += 2) {
         const uint8_t *p0 = v + i * rb, *p1 = i + 1 < nt ? p0 + rb : p0;
         if (STREAM)
@@ -174,7 +167,7 @@ static inline __attribute__((always_inline)) void dot_span(const float *q, size_
         if (rem >= 4 && rem != 5 && rem != 6 && rem != 9) { /* 5, 6, 9: 3 + 2, 3 + 3, 3 + 3 + 3 */
             DOT_SHAPE(dot_rows2, qj, qstride, 4, v, nt, E, sj, sstride, KIND);
             j += 4;
-        } else if (rem >= 3 && KIND >= K_Q8) { /* decoded blocks: two rows' scales and values in registers */
+        } else if (rem >= 3 && KIND >= VQ_ELEM_Q8_0) { /* decoded blocks: two rows' scales and values in registers */
             DOT_SHAPE(dot_rows2, qj, qstride, 3, v, nt, E, sj, sstride, KIND);
             j += 3;
         } else {
@@ -199,7 +192,7 @@ static inline __attribute__((always_inline)) void axpy_block(const float *w, siz
                                                              size_t e, float *acc, size_t astride, int KIND,
                                                              int STREAM)
 {
-    const size_t rb = row_bytes(KIND, E), e0 = e / STEP(KIND) * STEP(KIND);
+    const size_t rb = vq_elem_row_bytes(KIND, E), e0 = e / STEP(KIND) * STEP(KIND);
     __m256 A[4][4];
     _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++)
         _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++)
@@ -249,11 +242,11 @@ static inline __attribute__((always_inline)) void axpy_span(const float *w, size
                 AXPY_SHAPE(3, 2);
             else if (nq == 3)
                 AXPY_SHAPE(3, 1);
-            else if (nq == 2 && left >= 4 && (KIND < K_Q8 || e % 32 == 0)) /* 8 + 4 + 1 */
+            else if (nq == 2 && left >= 4 && (KIND < VQ_ELEM_Q8_0 || e % 32 == 0)) /* 8 + 4 + 1 */
                 AXPY_SHAPE(2, 4);
             else if (nq == 2)
                 AXPY_SHAPE(2, 1);
-            else if (left >= 4 && (KIND < K_Q8 || e % 32 == 0))
+            else if (left >= 4 && (KIND < VQ_ELEM_Q8_0 || e % 32 == 0))
                 AXPY_SHAPE(1, 4);
             else
                 AXPY_SHAPE(1, 1);
@@ -279,7 +272,7 @@ static inline size_t block_rows(size_t rb)
 static inline __attribute__((always_inline)) void dot_impl(const float *q, size_t qstride, int n_q, const void *v,
                                                            size_t nt, size_t E, float *s, size_t sstride, int KIND)
 {
-    const size_t rb = row_bytes(KIND, E), tb = block_rows(rb);
+    const size_t rb = vq_elem_row_bytes(KIND, E), tb = block_rows(rb);
     const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
     for (size_t i0 = 0; i0 < nt; i0 += tb)
         dot_span(q, qstride, n_q, (const uint8_t *)v + i0 * rb, nt - i0 < tb ? nt - i0 : tb, E, s + i0, sstride,
@@ -290,7 +283,7 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
                                                             size_t nt, size_t E, float *acc, size_t astride,
                                                             int KIND)
 {
-    const size_t rb = row_bytes(KIND, E), tb = block_rows(rb);
+    const size_t rb = vq_elem_row_bytes(KIND, E), tb = block_rows(rb);
     const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
     for (size_t i0 = 0; i0 < nt; i0 += tb)
         axpy_span(w + i0, wstride, n_q, (const uint8_t *)v + i0 * rb, nt - i0 < tb ? nt - i0 : tb, E, acc, astride,
@@ -307,13 +300,13 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
         if (E % 8 || ((elem == VQ_ELEM_Q8_0 || elem == VQ_ELEM_Q4_0) && E % 32))                              \
             REF(x, xstride, n_q, v, elem, nt, E, out, ostride);                                               \
         else if (elem == VQ_ELEM_F16)                                                                         \
-            IMPL(x, xstride, n_q, v, nt, E, out, ostride, K_F16);                                             \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, VQ_ELEM_F16);                                             \
         else if (elem == VQ_ELEM_Q8_0)                                                                        \
-            IMPL(x, xstride, n_q, v, nt, E, out, ostride, K_Q8);                                              \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, VQ_ELEM_Q8_0);                                              \
         else if (elem == VQ_ELEM_Q4_0)                                                                        \
-            IMPL(x, xstride, n_q, v, nt, E, out, ostride, K_Q4);                                              \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, VQ_ELEM_Q4_0);                                              \
         else                                                                                                  \
-            IMPL(x, xstride, n_q, v, nt, E, out, ostride, K_F32);                                             \
+            IMPL(x, xstride, n_q, v, nt, E, out, ostride, VQ_ELEM_F32);                                             \
     }
 
 DENSE_ENTRY(vq_dense_dot_avx2, dot_impl, vq_dense_dot_ref)

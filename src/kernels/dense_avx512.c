@@ -20,29 +20,21 @@
 #include "kernels/prefetch.h"
 #include <stdint.h>
 
-/* KIND: the element type, a constant after inlining */
-enum { K_F32, K_F16, K_Q8, K_Q4 };
-
-/* bytes per row of E elements */
-static inline size_t row_bytes(int KIND, size_t E)
-{
-    return KIND == K_F32 ? 4 * E : KIND == K_F16 ? 2 * E : E / 32 * (KIND == K_Q8 ? 34 : 18);
-}
-
 /* values e .. e+15 (e a multiple of 16) of the row at p: floats, halves
  * converted exactly, or block values d * q (q8_0) and d * (q - 8) as
  * fma(d, q, -8d) (q4_0: value k < 16 the low nibble of byte k, else the
  * high nibble of byte k - 16; -8d is exact, so both round the same exact
- * product once) */
+ * product once); KIND, the element type (vq_elem), is a constant after
+ * inlining here and in every loop below */
 static inline __attribute__((always_inline)) __m512 ld16(const uint8_t *p, size_t e, int KIND)
 {
-    if (KIND == K_F32)
+    if (KIND == VQ_ELEM_F32)
         return _mm512_loadu_ps((const float *)(const void *)p + e);
-    if (KIND == K_F16)
+    if (KIND == VQ_ELEM_F16)
         return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * e)));
-    const uint8_t *b = p + e / 32 * (KIND == K_Q8 ? 34 : 18);
+    const uint8_t *b = p + e / 32 * (KIND == VQ_ELEM_Q8_0 ? 34 : 18);
     const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16((short)(b[0] | b[1] << 8)));
-    if (KIND == K_Q8)
+    if (KIND == VQ_ELEM_Q8_0)
         return _mm512_mul_ps(
             d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2 + e % 32)))));
     __m512i n = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2)));
@@ -67,7 +59,7 @@ static inline __attribute__((always_inline)) void dot_rows8(const float *q, size
                                                             const uint8_t *v, size_t nt, size_t E, float *s,
                                                             size_t sstride, int KIND, int STREAM)
 {
-    const size_t rb = row_bytes(KIND, E);
+    const size_t rb = vq_elem_row_bytes(KIND, E);
     for (size_t i = 0; i < nt; i += 8) {
         size_t r[8];
         rows8(i, nt, rb, r);
@@ -94,7 +86,7 @@ static inline __attribute__((always_inline)) void dot_rows8(const float *q, size
 static inline __attribute__((always_inline)) void dot_impl(const float *q, size_t qstride, int n_q, const uint8_t *v,
                                                            size_t nt, size_t E, float *s, size_t sstride, int KIND)
 {
-    const size_t rb = row_bytes(KIND, E);
+    const size_t rb = vq_elem_row_bytes(KIND, E);
     const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
     int j = 0;
     for (; n_q - j >= 4 && n_q - j != 5; j += 4) { /* four queries x four rows share each load */
@@ -174,7 +166,7 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
                                                             size_t nt, size_t E, float *acc, size_t astride,
                                                             int KIND)
 {
-    const size_t rb = row_bytes(KIND, E);
+    const size_t rb = vq_elem_row_bytes(KIND, E);
     const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
     for (int j0 = 0; j0 < n_q; j0 += 4) {
         int nq = n_q - j0 < 4 ? n_q - j0 : 4;
@@ -223,13 +215,13 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
         if (E % (elem == VQ_ELEM_Q8_0 || elem == VQ_ELEM_Q4_0 ? 32 : 16))                                     \
             LOWER(x, xstride, n_q, v, elem, nt, E, out, ostride);                                             \
         else if (elem == VQ_ELEM_F16)                                                                         \
-            IMPL(x, xstride, n_q, p, nt, E, out, ostride, K_F16);                                             \
+            IMPL(x, xstride, n_q, p, nt, E, out, ostride, VQ_ELEM_F16);                                             \
         else if (elem == VQ_ELEM_Q8_0)                                                                        \
-            IMPL(x, xstride, n_q, p, nt, E, out, ostride, K_Q8);                                              \
+            IMPL(x, xstride, n_q, p, nt, E, out, ostride, VQ_ELEM_Q8_0);                                              \
         else if (elem == VQ_ELEM_Q4_0)                                                                        \
-            IMPL(x, xstride, n_q, p, nt, E, out, ostride, K_Q4);                                              \
+            IMPL(x, xstride, n_q, p, nt, E, out, ostride, VQ_ELEM_Q4_0);                                              \
         else                                                                                                  \
-            IMPL(x, xstride, n_q, p, nt, E, out, ostride, K_F32);                                             \
+            IMPL(x, xstride, n_q, p, nt, E, out, ostride, VQ_ELEM_F32);                                             \
     }
 
 DENSE_ENTRY(vq_dense_dot_avx512, dot_impl, vq_dense_dot_avx2)
