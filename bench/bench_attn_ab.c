@@ -64,7 +64,7 @@ static vq_cache *make(const char *text, size_t n, size_t chunk)
         float f[D / 2];
         for (int i = 0; i < D / 2; i++)
             f[i] = (float)pow(10000.0, -2.0 * i / D);
-        vq_cache_prerope_set(c, l, f, 0);
+        vq_cache_set_rope(c, l, f, 0);
     }
     static float k[NKV * D * STEP], v[NKV * D * STEP];
     uint64_t s = 5;

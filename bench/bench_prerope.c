@@ -37,7 +37,7 @@ static double step_ns(const char *text, int D, int nq, size_t n, int neox, const
         goto done;
     for (int i = 0; i < D / 2; i++)
         inv[i] = (float)pow(10000.0, -2.0 * i / D);
-    if (strstr(text, "prerope=1") && vq_cache_prerope_set(c, 0, inv, neox) != VQ_OK)
+    if (strstr(text, "prerope=1") && vq_cache_set_rope(c, 0, inv, neox) != VQ_OK)
         goto done;
     if (vq_cache_append(c, 0, k, k, n, 0) != VQ_OK)
         goto done;

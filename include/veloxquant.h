@@ -198,6 +198,16 @@ typedef struct vq_cache vq_cache;
  *   keys=SPEC       codec of keys   (default fp16)
  *   values=SPEC     codec of values (default fp16)
  *   residual=N      newest N tokens kept fp16 (default 0, max 1048576)
+ *   sinks=N         the first N tokens of each (layer, KV head) kept fp16
+ *                   for the cache's life (default 0, max 4096; not with
+ *                   evict or cross)
+ *   prerope=0|1|2   1: keys packed before RoPE (RoPE undone on packing,
+ *                   applied again when scoring; KVQuant); 2: as 1, and the
+ *                   pre-RoPE keys centred per (layer, KV head). Needs each
+ *                   layer's RoPE: vq_cache_for_model sets it, else
+ *                   vq_cache_set_rope before the layer's first append
+ *   check=none|warn|strict  read by vq_cache_for_model: a short KL test of
+ *                   the config on the model (warn: message; strict: refuse)
  *   evict=SPEC      none (default) | streaming_llm:sinks=4,window=W |
  *                   h2o:budget=B,sinks=S,recent=R | snapkv:budget=B,window=32 |
  *                   tova:budget=B | pyramidkv:budget=B,window=32,min_ratio=0.5
@@ -288,6 +298,16 @@ const char *vq_cache_codec_spec(const vq_cache *c, int layer, vq_role role);
  * on n sample tokens: k, v are [n][n_kv_heads][head_dim] floats (all heads
  * pooled). Either of k, v may be NULL to skip that role. */
 vq_status vq_cache_calibrate(vq_cache *c, int layer, const float *k, const float *v, size_t n);
+
+/* The RoPE of `layer` for a prerope=1|2 cache built with vq_cache_create
+ * (vq_cache_for_model sets it from the model): inv_freq[head_dim/2], the
+ * angle of pair i at position p being p * inv_freq[i] (finite, >= 0);
+ * neox 1 pairs channels (i, i + head_dim/2), 0 adjacent ones (2i, 2i + 1).
+ * Set it before the layer's first append; setting it again replaces it
+ * (keys already packed keep the RoPE they were packed with: do not).
+ * Errors: VQ_ERR_INVALID_ARG (NULL, layer out of range, a bad frequency),
+ * VQ_ERR_STATE (the config has no prerope), VQ_ERR_NOMEM. */
+vq_status vq_cache_set_rope(vq_cache *c, int layer, const float *inv_freq, int neox);
 
 /* ---- data path ---------------------------------------------------------- */
 

@@ -61,7 +61,7 @@ static void set_rope(vq_cache *c)
         size_t half = (size_t)SHAPE[l].head_dim / 2;
         for (size_t i = 0; i < half; i++)
             f[i] = (float)pow(10000.0, -2.0 * (double)i / (double)SHAPE[l].head_dim);
-        CHECK(vq_cache_prerope_set(c, l, f, l) == VQ_OK); /* layer 0 adjacent pairs, layer 1 NEOX */
+        CHECK(vq_cache_set_rope(c, l, f, l) == VQ_OK); /* layer 0 adjacent pairs, layer 1 NEOX */
     }
 }
 
@@ -186,6 +186,39 @@ static void test_sinks_refused(void)
     CHECK(vq_cache_config_parse("keys=q4_0 sinks=4", &cfg) == VQ_OK);
     CHECK(cfg && strstr(vq_cache_config_str(cfg), " sinks=4") != NULL);
     vq_cache_config_free(cfg);
+}
+
+/* vq_cache_set_rope's refusals: each a status and a message naming the
+ * problem, the cache left as it was (a prerope cache without RoPE still
+ * refuses appends; with it, appends) */
+static void test_set_rope_errors(void)
+{
+    float f[64], k[2 * 64] = { 0 }, v[2 * 64] = { 0 };
+    for (int i = 0; i < 64; i++)
+        f[i] = (float)pow(10000.0, -(double)i / 32.0);
+    vq_cache *plain = make("keys=q4_0 values=q4_0");
+    CHECK(plain != NULL);
+    CHECK(vq_cache_set_rope(plain, 0, f, 0) == VQ_ERR_STATE);
+    CHECK(strstr(vq_cache_error(plain), "prerope") != NULL);
+    vq_cache_free(plain);
+    vq_cache *c = make("keys=q4_0 values=q4_0 prerope=1");
+    CHECK(c != NULL);
+    CHECK(vq_cache_set_rope(NULL, 0, f, 0) == VQ_ERR_INVALID_ARG);
+    CHECK(vq_cache_set_rope(c, 0, NULL, 0) == VQ_ERR_INVALID_ARG);
+    CHECK(vq_cache_set_rope(c, -1, f, 0) == VQ_ERR_INVALID_ARG);
+    CHECK(vq_cache_set_rope(c, NL, f, 0) == VQ_ERR_INVALID_ARG);
+    CHECK(strstr(vq_cache_error(c), "out of range") != NULL);
+    f[5] = NAN;
+    CHECK(vq_cache_set_rope(c, 0, f, 0) == VQ_ERR_INVALID_ARG);
+    CHECK(strstr(vq_cache_error(c), "inv_freq[5]") != NULL);
+    f[5] = -1.0f;
+    CHECK(vq_cache_set_rope(c, 0, f, 0) == VQ_ERR_INVALID_ARG);
+    f[5] = (float)pow(10000.0, -5.0 / 32.0);
+    CHECK(vq_cache_append(c, 0, k, v, 1, 0) != VQ_OK); /* still no RoPE on layer 0 */
+    CHECK(strstr(vq_cache_error(c), "RoPE") != NULL);
+    CHECK(vq_cache_set_rope(c, 0, f, 0) == VQ_OK);
+    CHECK(vq_cache_append(c, 0, k, v, 1, 0) == VQ_OK);
+    vq_cache_free(c);
 }
 
 /* AddressSanitizer's allocated-bytes counter: exact for small blocks
@@ -411,6 +444,7 @@ int main(void)
 {
     RUN(test_sinks_exact);
     RUN(test_sinks_refused);
+    RUN(test_set_rope_errors);
     RUN(test_prerope_reference);
     RUN(test_prerope_bytes);
     RUN(test_prerope_center);

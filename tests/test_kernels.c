@@ -1009,11 +1009,13 @@ static void test_rope_pairs(const vq_kernels *k, const vq_kernels *ref)
 }
 
 /* bits_unpack: the reference's bytes at every width, counts around the
- * 64-code step, unaligned sources, nothing written past n; and the
+ * 32-code (AVX2) and 64-code (VBMI) steps, unaligned sources, nothing
+ * read or written past the codes (ASan: the source is allocated to its
+ * last byte); and the
  * reference against codes packed here one bit at a time */
 static void test_bits_unpack(const vq_kernels *k, const vq_kernels *ref)
 {
-    static const size_t ns[] = { 1, 7, 8, 63, 64, 65, 130, 1000 };
+    static const size_t ns[] = { 1, 7, 8, 31, 32, 33, 63, 64, 65, 96, 130, 1000 };
     for (int bits = 1; bits <= 8; bits++)
         for (size_t in = 0; in < sizeof ns / sizeof *ns; in++) {
             const size_t n = ns[in], nb = (n * (size_t)bits + 7) / 8;

@@ -218,6 +218,20 @@ static vq_cache *att_open(const char *cfg_text, int D, int kv, int qh, int layer
         cli_error("bench", "threads: %s", vq_cache_error(c));
         goto done;
     }
+    /* prerope=1|2 configs: llama's RoPE (base 10000, adjacent pairs) on
+     * every layer; the others refuse it (VQ_ERR_STATE) and need none */
+    for (int l = 0; l < layers; l++) {
+        float inv[128]; /* head_dim <= 256 (the option's range) */
+        for (int i = 0; i < D / 2; i++)
+            inv[i] = (float)pow(10000.0, -2.0 * i / D);
+        vq_status st = vq_cache_set_rope(c, l, inv, 0);
+        if (st == VQ_ERR_STATE)
+            break;
+        if (st != VQ_OK) {
+            cli_error("bench", "config \"%s\": RoPE: %s", cfg_text, vq_cache_error(c));
+            goto done;
+        }
+    }
     /* calibration (methods that need it) on the first tokens of the data;
      * then every layer filled with its own stretch of the data */
     size_t nc = n_data / (size_t)kv < 1024 ? n_data / (size_t)kv : 1024;
@@ -354,7 +368,8 @@ static int cmd_bench_attention(int argc, char **argv)
                     "read from memory, as in long-context decode"),
         CLI_OPT_CALL("config", bench_store_config, &cfl, "\"keys=SPEC values=SPEC ...\"",
                      "a cache config (repeatable);\n"
-                     "fp16 keys and values always run first"),
+                     "fp16 keys and values always run first; prerope=1|2\n"
+                     "configs get llama's RoPE (base 10000, adjacent pairs)"),
         CLI_OPT_INT("threads", &threads, "N", 1, MAX_THREADS, "threads for attention and the bandwidth (default 1)"),
         CLI_OPT_INT("repeats", &repeats, "R", 1, 1000, "timed repetitions, median reported (default 9)"),
         CLI_OPT_FLAG("json", &json, "one JSON object on stdout"),

@@ -40,12 +40,12 @@ vq_status vq_cache_prerope_check(const vq_cache *c, char *err)
     return VQ_OK;
 }
 
-vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int neox)
+vq_status vq_cache_set_rope(vq_cache *c, int l, const float *inv_freq, int neox)
 {
     if (!c || !inv_freq)
-        return vq_fail(NULL, VQ_ERR_INVALID_ARG, "prerope: NULL argument");
+        return vq_fail(c ? c->err : NULL, VQ_ERR_INVALID_ARG, "vq_cache_set_rope: NULL argument");
     if (!c->cfg->prerope)
-        return vq_fail(c->err, VQ_ERR_STATE, "prerope: the cache config has no prerope=1");
+        return vq_fail(c->err, VQ_ERR_STATE, "vq_cache_set_rope: the cache config has no prerope=1 or 2");
     if (l < 0 || l >= c->n_layers)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "prerope: layer %d out of range", l);
     if (!c->prerope) {
@@ -398,7 +398,7 @@ vq_status vq_cache_prerope_section_read(vq_cache *c, const uint8_t *in, size_t l
         for (size_t i = 0; i < half; i++)
             f[i] = vq_get_f32(in + off + 4 + 4 * i);
         off += 8 + 4 * half;
-        vq_status st = vq_cache_prerope_set(c, l, f, (int)neox);
+        vq_status st = vq_cache_set_rope(c, l, f, (int)neox);
         free(f);
         if (st != VQ_OK)
             return vq_fail(err, st == VQ_ERR_NOMEM ? st : VQ_ERR_FORMAT, "cache file: %s", vq_cache_error(c));

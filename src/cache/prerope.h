@@ -34,9 +34,7 @@
 
 #include "cache/cache_internal.h"
 
-/* Layer l's RoPE: inv_freq[head_dim/2], neox 1 = pairs (i, i + D/2), 0 =
- * adjacent pairs. Only for prerope=1 caches (else VQ_ERR_STATE). */
-vq_status vq_cache_prerope_set(vq_cache *c, int l, const float *inv_freq, int neox);
+/* each layer's RoPE: vq_cache_set_rope (veloxquant.h) */
 /* refuse configs prerope cannot serve (cross-layer sharing scores the
  * anchor's codes with the codec's own kernels) */
 vq_status vq_cache_prerope_check(const vq_cache *c, char *err);

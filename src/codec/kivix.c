@@ -524,19 +524,11 @@ static void kx_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
         kx_score_q8(c, st, (const float *)(const void *)qbuf, n_q, codes, n, scores);
         return;
     }
-    for (size_t blk = 0; blk < n / B; blk++) {
+    const vq_kernels *kern = vq_kernels_get();
+    for (size_t blk = 0; blk < n / B; blk++) { /* the decoded block, scored by the table's dense_dot */
         kx_decode_block(c, st, codes + blk * c->block_bytes, st->dec);
-        for (int j = 0; j < n_q; j++) {
-            float q[256];
-            memcpy(q, qbuf + (size_t)j * qb, D * sizeof(float));
-            for (size_t t = 0; t < B; t++) {
-                const float *k = st->dec + t * D;
-                float s = 0.0f;
-                for (size_t d = 0; d < D; d++)
-                    s += q[d] * k[d];
-                scores[(size_t)j * n + blk * B + t] = s;
-            }
-        }
+        kern->dense_dot((const float *)(const void *)qbuf, qb / sizeof(float), n_q, st->dec, VQ_ELEM_F32, B, D,
+                        scores + blk * B, n);
     }
 }
 

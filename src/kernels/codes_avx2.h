@@ -12,7 +12,8 @@
  *   b = 2: the dword, shifted by 2i and 16 + 2i;
  *   b = 3: the dword at 0 (codes 0-7, 3i) and the one at 2 (codes 8-15,
  *          8 + 3i: bit 24 is bit 8 of that dword);
- *   b = 4: the dwords at 0 and 4, shifted by 4i. */
+ *   b = 4: the dwords at 0 and 4, shifted by 4i.
+ * Widths 5..8: vq_codes8_wide, 8 codes (b bytes) at a time. */
 #ifndef VQ_KERNELS_CODES_AVX2_H
 #define VQ_KERNELS_CODES_AVX2_H
 
@@ -65,6 +66,20 @@ static inline __attribute__((always_inline)) void vq_codes16(const uint8_t *p, c
     }
     *lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)x0), sh0);
     *hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)x1), sh1);
+}
+
+/* the 8 codes of width b (5..8) in the b bytes at p (nothing past them is
+ * read), each in the low bits of its lane, the bits above not cleared
+ * (b = 8: none above): two dwords of 4 codes each, shifted by sh =
+ * 0, b, 2b, 3b, 0, b, 2b, 3b */
+static inline __attribute__((always_inline)) __m256i vq_codes8_wide(const uint8_t *p, const int b, __m256i sh)
+{
+    if (b == 8)
+        return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+    uint64_t x = 0;
+    memcpy(&x, p, (size_t)b);
+    const __m128i lo = _mm_set1_epi32((int)(uint32_t)x), hi = _mm_set1_epi32((int)(uint32_t)(x >> (4 * b)));
+    return _mm256_srlv_epi32(_mm256_set_m128i(hi, lo), sh);
 }
 
 /* the 2^b levels at lut (b <= 3) repeated to fill 8 lanes: a permute by an

@@ -74,9 +74,10 @@ static void fill_tables(void)
     k_avx2.lut_axpy = vq_lut_axpy_avx2;
     k_avx2.codes_dot = vq_codes_dot_avx2;
     k_avx2.codes_qprep = vq_codes_qprep_avx2;
-    k_avx2.rope_pairs = vq_rope_pairs_avx2;
+    k_avx2.rope_pairs = vq_rope_pairs_avx2, k_avx2.rope_codes_dot = vq_rope_codes_dot_avx2;
     k_avx2.silu_mul = vq_silu_mul_avx2, k_avx2.gelu_mul = vq_gelu_mul_avx2;
     k_avx2.flip_signs = vq_flip_signs_avx2;
+    k_avx2.bits_unpack = vq_bits_unpack_avx2;
 
     k_avx512 = k_avx2;
     k_avx512.isa = "avx512";

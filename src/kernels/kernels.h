@@ -105,10 +105,11 @@
  *   bits_unpack(src, n, bits, out): out[i] = code i of the n codes of
  *       `bits` bits (1..8) packed at src (core/bitstream.h), one per byte;
  *       reads only the bytes the codes lie in (the reference is
- *       vq_bits_unpack; the VBMI variant where the CPU has it).
+ *       vq_bits_unpack; the VBMI variant where the CPU has it, else the
+ *       AVX2 one).
  *   rope_codes_dot: kernels/rope.h (pre-RoPE integer keys scored against
  *       float queries, each token turned by its table row; the VBMI
- *       variant where the CPU has it, else the reference).
+ *       variant where the CPU has it, else the AVX2 one).
  *   lut8_scan: kernels/lut8_scan.h (byte codes scored from per-query byte
  *       tables: vecinfer with qbits=8; the VBMI variant where the CPU has
  *       it, else the reference).
@@ -214,6 +215,7 @@ void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t gro
                               const uint8_t *gm16, float *out);
 void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
 void vq_bits_unpack_ref(const uint8_t *src, size_t n, int bits, uint8_t *out);
+void vq_bits_unpack_avx2(const uint8_t *src, size_t n, int bits, uint8_t *out);
 void vq_bits_unpack_avx512x(const uint8_t *src, size_t n, int bits, uint8_t *out);
 void vq_kivi_fold_ref(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D, float *qs,
                       float *base);

@@ -53,8 +53,10 @@ typedef struct vq_rope_keys {
 
 void vq_rope_codes_dot_ref(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out,
                            size_t ostride);
-/* VBMI (byte permutes, multishifts); D not a multiple of 64 goes to the
- * reference */
+/* AVX2 + FMA, and VBMI (byte permutes, multishifts); D not a multiple of
+ * 64 goes to the reference */
+void vq_rope_codes_dot_avx2(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out,
+                            size_t ostride);
 void vq_rope_codes_dot_avx512x(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out,
                                size_t ostride);
 

@@ -93,7 +93,7 @@ static vq_status create_for_model(const vq_model *m, const vq_cache_config *cfg,
     if (st != VQ_OK)
         return vq_fail(NULL, st, "vq_cache_for_model: %s", vq_last_error());
     for (int l = 0; vq_cache_prerope_on(c) && l < m->n_layers; l++) /* prerope=1: the layers' RoPE */
-        if ((st = vq_cache_prerope_set(c, l, m->layers[l].inv_freq, m->rope_neox)) != VQ_OK) {
+        if ((st = vq_cache_set_rope(c, l, m->layers[l].inv_freq, m->rope_neox)) != VQ_OK) {
             vq_fail(NULL, st, "vq_cache_for_model: %s", vq_cache_error(c));
             vq_cache_free(c);
             return st;

@@ -163,7 +163,7 @@ static vq_cache *seed_cache(const char *text, int calibrate)
         float f[VQ_SEED_HEAD_DIM / 2];
         for (int i = 0; i < VQ_SEED_HEAD_DIM / 2; i++)
             f[i] = 1.0f / (float)(1 << i);
-        if (vq_cache_prerope_set(c, l, f, l == 1) != VQ_OK) {
+        if (vq_cache_set_rope(c, l, f, l == 1) != VQ_OK) {
             fprintf(stderr, "prerope: %s\n", vq_last_error());
             exit(1);
         }
