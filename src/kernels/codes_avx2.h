@@ -68,6 +68,30 @@ static inline __attribute__((always_inline)) void vq_codes16(const uint8_t *p, c
     *hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)x1), sh1);
 }
 
+/* the n bytes at p (n = 1..8, a constant after inlining) as a
+ * little-endian integer, put together from 4-, 2- and 1-byte loads in
+ * registers: a memcpy of 3, 5, 6 or 7 bytes into a zeroed integer is
+ * compiled into stores to the stack and one wider reload, which waits
+ * for the stores (a store-forwarding stall per call) */
+static inline __attribute__((always_inline)) uint64_t vq_load_le(const uint8_t *p, const int n)
+{
+    uint64_t x = 0;
+    int at = 0;
+    if (n >= 4) {
+        uint32_t d;
+        memcpy(&d, p, 4);
+        x = d, at = 4;
+    }
+    if (n - at >= 2) {
+        uint16_t h;
+        memcpy(&h, p + at, 2);
+        x |= (uint64_t)h << (8 * at), at += 2;
+    }
+    if (n - at >= 1)
+        x |= (uint64_t)p[at] << (8 * at);
+    return x;
+}
+
 /* the 8 codes of width b (5..8) in the b bytes at p (nothing past them is
  * read), each in the low bits of its lane, the bits above not cleared
  * (b = 8: none above): two dwords of 4 codes each, shifted by sh =
@@ -76,8 +100,7 @@ static inline __attribute__((always_inline)) __m256i vq_codes8_wide(const uint8_
 {
     if (b == 8)
         return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
-    uint64_t x = 0;
-    memcpy(&x, p, (size_t)b);
+    const uint64_t x = vq_load_le(p, b);
     const __m128i lo = _mm_set1_epi32((int)(uint32_t)x), hi = _mm_set1_epi32((int)(uint32_t)(x >> (4 * b)));
     return _mm256_srlv_epi32(_mm256_set_m128i(hi, lo), sh);
 }

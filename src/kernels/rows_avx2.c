@@ -18,8 +18,7 @@
 
 static inline __m256i codes8(const uint8_t *p, int b, __m256i shifts, __m256i mask)
 {
-    uint32_t x = 0;
-    memcpy(&x, p, (size_t)b); /* b bytes: nothing past the eight codes is read */
+    const uint32_t x = (uint32_t)vq_load_le(p, b); /* b bytes: nothing past the eight codes is read */
     return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)x), shifts), mask);
 }
 
