@@ -771,13 +771,17 @@ extern "C" vq_status vq_cuda_decode_attention(const vq_cuda_format *kf, const vq
         return cuda_check(e, "decode_attention launch (vecinfer)");
     }
     /* up to 8 chunks per pair, KIVI values (no value rotation) at head_dim
-     * 128: the chunks run as one cluster that writes the output (no reduce
-     * launch). Only there: session 25's H200 readings (figures/bench/
-     * gpu25-ab.txt) put it 1-3% ahead for those pairs, but 25-42% behind the
-     * reduce launch at head_dim 64 (every pair, batch >= 8) and 45% behind
-     * for q8_0 at 128. VQ_CUDA_NO_CLUSTER=1 turns it off (comparisons, the
+     * 128, wide CTAs (12 or 16 warps, one CTA per SM): the chunks run as one
+     * cluster that writes the output (no reduce launch). Only there: session
+     * 25's H200 readings (figures/bench/gpu25-ab.txt) put it 1-3% ahead for
+     * those pairs, but 25-42% behind the reduce launch at head_dim 64 (every
+     * pair, batch >= 8) and 45% behind for q8_0 at 128; session 26's
+     * (gpu26-ab.txt) 17-23% behind at 4k x 32, the one D = 128 shape
+     * measured with 4-warp CTAs (several per SM), 1-4% ahead at 4k x 8 and
+     * 16k x 32 (wide). VQ_CUDA_NO_CLUSTER=1 turns it off (comparisons, the
      * test). */
-    p.cluster = mma && vf->method == VQ_CUDA_KIVI && !vf->rot && D == 128 && p.splits <= 8 && !no_cluster()
+    p.cluster = mma && vf->method == VQ_CUDA_KIVI && !vf->rot && D == 128 && p.warps >= 12 && p.splits <= 8 &&
+                        !no_cluster()
                     ? p.splits
                     : 0;
     if (mma && vq_mma_launch(p, D, G, a->batch, stream, &e)) {
