@@ -192,7 +192,7 @@ static void test_rows(const vq_kernels *k, const vq_kernels *ref)
                 ref->lut_row(codes + 1, bits, n, lut, 0.37f, add, r);
                 k->lut_row(codes + 1, bits, n, lut, 0.37f, add, s);
                 CHECKF(same_bits(r, s, n), "%s lut_row bits=%d n=%zu add=%d differs", k->isa, bits, n, add);
-                if ((bits == 2 || bits == 4) && !add) {
+                if (!add) { /* kivi_row, kivi_group_row: widths 1..4 */
                     float sc[256], mn[256];
                     fill(sc, n, 17 + n);
                     fill(mn, n, 19 + n);

@@ -405,7 +405,7 @@ static void kx_decode_block(const vq_codec *c, const kx_state *st, const uint8_t
     const vq_kernels *kern = vq_kernels_get();
     kern->fp16_row(src, sc, R); /* exact conversions */
     kern->fp16_row(src + 2 * R, mn, R);
-    if (!st->nu && (b == 2 || b == 4) && D % 16 == 0 && st->range_len % 16 == 0) {
+    if (!st->nu && b <= 4 && D % 16 == 0 && st->range_len % 16 == 0) {
         /* kivi's layouts: its SIMD row kernels (the same multiply, then add) */
         if (c->role == VQ_ROLE_KEY)
             for (size_t t = 0; t < c->block_tokens; t++)

@@ -24,7 +24,7 @@
  *       (core/bitstream.h order), out[i] = (add ? out[i] : 0) +
  *       scale * lut[code_i]; n a multiple of 16; lut holds 2^bits floats.
  *   kivi_row(row, bits, n, s, m, out): out[i] = s[i]*code_i + m[i] (one
- *       multiply, then one add, as the reference) for n codes of bits 2 or 4
+ *       multiply, then one add, as the reference) for n codes of bits 1..4
  *       packed LSB first; n a multiple of 16.
  *   kivi_group_row(row, bits, n, group, gs16, gm16, out): the same with one
  *       scale and min per group of `group` channels (a multiple of 16
