@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """readme_perf.py -- the README's performance tables, regenerated from the
 committed benchmark JSON (figures/bench/e2e-smollm2.json and, when present,
-figures/bench/e2e-smollm2-16k.json, e2e-smollm2-avx2.json, e2e-smollm2-16k-avx2.json,
+figures/bench/e2e-smollm2-16k.json, e2e-smollm2-avx2.json, e2e-smollm2-prerope-avx2.json,
+e2e-smollm2-16k-avx2.json,
 llamacpp-smollm2.json and llamacpp-smollm2-avx2.json) through scripts/bench_tables.py, between
 the <!-- BEGIN:perf ... --> and <!-- END:perf --> markers. Nothing typed by hand.
 
@@ -19,7 +20,7 @@ import bench_tables  # noqa: E402
 
 
 def main():
-    files = [os.path.join("figures", "bench", f) for f in ("e2e-smollm2.json", "e2e-smollm2-16k.json", "e2e-smollm2-avx2.json", "e2e-smollm2-16k-avx2.json", "llamacpp-smollm2.json", "llamacpp-smollm2-avx2.json")]
+    files = [os.path.join("figures", "bench", f) for f in ("e2e-smollm2.json", "e2e-smollm2-16k.json", "e2e-smollm2-avx2.json", "e2e-smollm2-prerope-avx2.json", "e2e-smollm2-16k-avx2.json", "llamacpp-smollm2.json", "llamacpp-smollm2-avx2.json")]
     files = [f for f in files if os.path.exists(os.path.join(ROOT, f))]
     buf = io.StringIO()
     with redirect_stdout(buf):

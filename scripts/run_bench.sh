@@ -10,9 +10,10 @@
 # model: read from memory), attentionbig, e2e (default: all of these),
 # e2e16k (prefills 16,384 tokens per config: about 15 minutes), e2e-gemma3
 # (gemma3-270m at 4,096 tokens: its quality plans, pre-RoPE and at speed),
-# e2e-avx2 (the e2e table's main rows and the pre-RoPE quality plans on a
-# host without AVX-512, into e2e-smollm2-avx2.json: the kernel tables' AVX2
-# twins at work), e2e16k-avx2
+# e2e-avx2 (the e2e table's main rows on a host without AVX-512, into
+# e2e-smollm2-avx2.json: the kernel tables' AVX2 twins at work),
+# e2e-prerope-avx2 (the same host at 4,096 tokens: the pre-RoPE quality
+# plans beside their at-speed forms), e2e16k-avx2
 # (the same host at 16,384 tokens: five configs, about 20 minutes).
 #   bash scripts/run_bench.sh [STEP...]
 set -euo pipefail
@@ -144,8 +145,10 @@ for s in "${steps[@]}"; do
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8 vdrop=0.01" \
                       --cache "keys=fp16 values=fp16 vdrop=0.01" \
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
-                      --cache "$plan30f" --cache "$plan40f" \
-                      --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" --cache "$plan30" --cache "$plan40" ;;
+                      --cache "$plan30f" --cache "$plan40f" ;;
+    e2e-prerope-avx2) run e2e-smollm2-prerope-avx2 bench e2e --model smollm2-135m --ctx 4096 --threads 2 --decode 64 \
+                      --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" --cache "$plan30" --cache "$plan40" \
+                      --cache "$plan30f" --cache "$plan40f" ;;
     e2e-gemma3)   run e2e-gemma3 bench e2e --model gemma3-270m --ctx 4096 --threads 2 --decode 64 \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
@@ -173,7 +176,7 @@ done
     echo "JSON result) and \`scripts/bench_tables.py\`. Read ratios within one table (docs/PERF.md)."
     echo
     files=()
-    for f in attention-d128 attention-d64 attention-d128-32l attention-d64-32l attention-d128-131k e2e-smollm2 e2e-smollm2-16k e2e-smollm2-avx2 e2e-smollm2-16k-avx2 e2e-gemma3 llamacpp-smollm2 llamacpp-smollm2-avx2; do
+    for f in attention-d128 attention-d64 attention-d128-32l attention-d64-32l attention-d128-131k e2e-smollm2 e2e-smollm2-16k e2e-smollm2-avx2 e2e-smollm2-prerope-avx2 e2e-smollm2-16k-avx2 e2e-gemma3 llamacpp-smollm2 llamacpp-smollm2-avx2; do
         [ -f "$out/$f.json" ] && files+=("$out/$f.json")
     done
     [ ${#files[@]} -eq 0 ] || python3 scripts/bench_tables.py "${files[@]}"
