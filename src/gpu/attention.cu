@@ -513,7 +513,8 @@ static int chunk_of(const vq_cuda_attn_args *a, int splits)
 
 /* Warps per CTA of the tensor-core kernel, and the CTAs per SM its split
  * count plans for (*ctas): 12 warps, one CTA per SM, where the pair has
- * that instantiation (vq_mma_wide_ctas: D = 128, keys and values staged)
+ * that instantiation (vq_mma_wide_ctas: keys and values staged; D = 128,
+ * and D = 64 since Round gpu26)
  * and each of its warps gets a 64-token tile of the chunk (chunk >= 768
  * tokens), unless the (sequence, KV head) pairs alone fill the SMs and
  * the chunks are short (< 6144 tokens); else 4 warps and

@@ -733,11 +733,14 @@ __host__ __device__ constexpr int stage_smem_bytes()
          : staged_k<KM, VM, D>() ? W * 2 * SUB * stage_bytes<KM, VM, D>() : 0;
 }
 
-/* the 12-warp instantiation (VQ_MMA_WIDE) exists for this pair and D */
+/* the 12-warp instantiation (VQ_MMA_WIDE) exists for this pair and D
+ * (head_dim 64 since Round gpu26: against 4 warps 2-5% faster at 64k and
+ * 128k x 8, 7-14% at 16k x 1, within -4..+1.5% at 64k x 32, 16k x 8 and
+ * 4k x 8; figures/bench/gpu26-ab.txt) */
 template <int KM, int VM, int D>
 __host__ __device__ constexpr bool wide_ok()
 {
-    return VQ_MMA_WIDE && D == 128 && staged_v<KM, VM, D>();
+    return VQ_MMA_WIDE && (D == 128 || D == 64) && staged_v<KM, VM, D>();
 }
 
 /* a third instantiation with 16 warps per CTA (4 per scheduler, one CTA
@@ -752,7 +755,7 @@ __host__ __device__ constexpr bool wide_ok()
 template <int KM, int VM, int D, int G>
 __host__ __device__ constexpr bool w16_ok()
 {
-    return wide_ok<KM, VM, D>() && VM == FMT_KIVI2 && KM != FMT_RVQ2 && G <= 4;
+    return wide_ok<KM, VM, D>() && D == 128 && VM == FMT_KIVI2 && KM != FMT_RVQ2 && G <= 4; /* (not built at 64) */
 }
 
 /* 64-token warp iterations (two sub-tiles of 32 sharing the loop's page,
@@ -2772,6 +2775,7 @@ int vq_mma_wide_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, 
 #ifdef VQ_MMA_QUICK
     VQ_DG(128, 4)
 #else
+    VQ_DG(64, 1) VQ_DG(64, 2) VQ_DG(64, 4) VQ_DG(64, 8)
     VQ_DG(128, 1) VQ_DG(128, 2) VQ_DG(128, 4) VQ_DG(128, 8)
 #endif
 #undef VQ_DG
