@@ -735,7 +735,7 @@ __host__ __device__ constexpr int stage_smem_bytes()
 
 /* the 12-warp instantiation (VQ_MMA_WIDE) exists for this pair and D
  * (head_dim 64 since Round gpu26: against 4 warps 2-5% faster at 64k and
- * 128k x 8, 7-14% at 16k x 1, within -4..+1.5% at 64k x 32, 16k x 8 and
+ * 128k x 8, 7-14% at 16k x 1, within -5..+1.5% at 64k x 32, 16k x 8 and
  * 4k x 8; figures/bench/gpu26-ab.txt) */
 template <int KM, int VM, int D>
 __host__ __device__ constexpr bool wide_ok()
@@ -747,6 +747,8 @@ __host__ __device__ constexpr bool wide_ok()
  * per SM, <= 128 registers) exists: the pairs with kivi2 values and 1-bit
  * or kivi2 keys at G <= 4, whose 32- and 64-token iterations fit 128
  * registers without spills (at G = 8 they would spill 220-652 bytes);
+ * at head_dim 64 too since Round gpu26 (against 12 warps: 1-5% faster at
+ * 64k x 8 and 32, 128k x 8; within +-0.3..-2.5% at 16k x 8);
  * the host takes it for chunks of >= 8192 tokens (plan_warps). Measured
  * on the H200 against 12 warps (Round gpu21 in docs/gpu.md): 1-5% faster
  * at 64k and 128k x 8 and 32, up to 8% slower for short chunks (16k x 1);
@@ -755,7 +757,7 @@ __host__ __device__ constexpr bool wide_ok()
 template <int KM, int VM, int D, int G>
 __host__ __device__ constexpr bool w16_ok()
 {
-    return wide_ok<KM, VM, D>() && D == 128 && VM == FMT_KIVI2 && KM != FMT_RVQ2 && G <= 4; /* (not built at 64) */
+    return wide_ok<KM, VM, D>() && VM == FMT_KIVI2 && KM != FMT_RVQ2 && G <= 4;
 }
 
 /* 64-token warp iterations (two sub-tiles of 32 sharing the loop's page,
@@ -2790,6 +2792,7 @@ int vq_mma_w16_ctas(const vq_cuda_format &kf, const vq_cuda_format &vf, int D, i
 #ifdef VQ_MMA_QUICK
     VQ_DG(128, 4)
 #else
+    VQ_DG(64, 1) VQ_DG(64, 2) VQ_DG(64, 4)
     VQ_DG(128, 1) VQ_DG(128, 2) VQ_DG(128, 4)
 #endif
 #undef VQ_DG
