@@ -78,8 +78,8 @@ static inline __attribute__((always_inline)) void turn_row(const size_t D, const
     }
 }
 
-/* tokens [i0, i0 + m) into the tile X (rows of D floats); D and b constants
- * after inlining where the caller names them */
+/* tokens [i0, i0 + m) into the tile X (rows of D floats); b a constant
+ * after inlining (turn_tile_any names each width) */
 static inline __attribute__((always_inline)) void turn_tile(const size_t D, const int b, const vq_rope_keys *k,
                                                             size_t i0, size_t m, float *X)
 {
