@@ -33,8 +33,9 @@
  * decodes with the anchor's codes bound by xq_bind (vq_cross_ops.bind) (the
  * anchor's slot of the same index: the pair holds the same positions in the
  * same slots because eviction is refused and windows are excluded).
- * Kernels decode a token into scratch then score / accumulate in floats
- * (scalar reference). */
+ * Scoring and sums decode XQ_TILE tokens at a time into a float tile (codes
+ * unpacked by the kernel table's bits_unpack), then the table's dense_dot /
+ * dense_axpy over the tile. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,11 +43,12 @@
 
 #include "cache/cache_internal.h"
 #include "core/bitstream.h"
-#include "codec/vecops.h"
 #include "core/fp16.h"
 #include "core/io.h"
+#include "kernels/kernels.h"
 
 #define XQ_GROUP 32
+#define XQ_TILE 16 /* tokens decoded per dense_dot / dense_axpy call */
 
 typedef struct {
     int bits, rbits, follower;
@@ -54,7 +56,7 @@ typedef struct {
     size_t code_bytes;       /* anchor code bytes per token */
     size_t anchor_bpt;       /* anchor bytes per token (follower) */
     const uint8_t *anchor;   /* follower: bound anchor codes of token 0 */
-    float *x;                /* [D] decode scratch */
+    float *x;                /* [XQ_TILE][D] decode scratch */
     uint8_t *c;              /* [D] unpacked codes */
 } xq_impl;
 
@@ -78,33 +80,43 @@ static void quant_group(const float *x, size_t n, int bits, uint8_t *codes, uint
     vq_put_u16(sz + 2, hz);
 }
 
-static void dequant_add(const uint8_t *codes, const uint8_t *sz, size_t n, float *x, int add)
+/* x[0..D) = s_g * c_i + z_g (one multiply, then one add) for the D codes
+ * c8 (one per byte), group g's fp16 scale and zero interleaved at sz + 4g
+ * (kernels.h fp16_row, lut8_row); D <= 256 */
+static void dequant_row(const vq_kernels *k, const uint8_t *c8, const uint8_t *sz, size_t D, float *x)
 {
-    float s = vq_fp16_to_fp32(vq_get_u16(sz)), z = vq_fp16_to_fp32(vq_get_u16(sz + 2));
-    for (size_t i = 0; i < n; i++)
-        x[i] = (add ? x[i] : 0.0f) + s * (float)codes[i] + z;
+    const size_t ng = D / XQ_GROUP;
+    float h[2 * 256 / XQ_GROUP], s2[256], m2[256];
+    k->fp16_row(sz, h, 2 * ng);
+    for (size_t g = 0; g < ng; g++)
+        for (size_t i = 0; i < XQ_GROUP; i++) /* adjacent stores of one value: vector stores */
+            s2[g * XQ_GROUP + i] = h[2 * g], m2[g * XQ_GROUP + i] = h[2 * g + 1];
+    k->lut8_row(c8, D, NULL, s2, m2, x);
 }
 
-/* decode token t of a run starting at src into m->x */
+/* decode token t of a run starting at src into x (a follower's anchor
+ * codes: token t of the bound run): the anchor's s * c + z, plus for a
+ * follower with rbits its residual's s_r * c_r + z_r (added last) */
 static void decode_one(vq_codec *c, const uint8_t *src, size_t t, float *x)
 {
     xq_impl *m = c->impl;
     const size_t D = (size_t)c->head_dim, bpt = c->block_bytes;
     const uint8_t *p = src + t * bpt;
+    const vq_kernels *k = vq_kernels_get();
     if (!m->follower) {
-        vq_bits_unpack(p, D, m->bits, m->c);
-        for (size_t g = 0; g < m->ng; g++)
-            dequant_add(m->c + g * XQ_GROUP, p + m->code_bytes + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 0);
+        k->bits_unpack(p, D, m->bits, m->c);
+        dequant_row(k, m->c, p + m->code_bytes, D, x);
         return;
     }
-    vq_bits_unpack(m->anchor + t * m->anchor_bpt, D, m->bits, m->c);
-    for (size_t g = 0; g < m->ng; g++)
-        dequant_add(m->c + g * XQ_GROUP, p + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 0);
+    k->bits_unpack(m->anchor + t * m->anchor_bpt, D, m->bits, m->c);
+    dequant_row(k, m->c, p, D, x);
     if (m->rbits) {
         const uint8_t *rc = p + 4 * m->ng, *rsz = rc + D * (size_t)m->rbits / 8;
-        vq_bits_unpack(rc, D, m->rbits, m->c);
-        for (size_t g = 0; g < m->ng; g++)
-            dequant_add(m->c + g * XQ_GROUP, rsz + 4 * g, XQ_GROUP, x + g * XQ_GROUP, 1);
+        float r[256];
+        k->bits_unpack(rc, D, m->rbits, m->c);
+        dequant_row(k, m->c, rsz, D, r);
+        for (size_t d = 0; d < D; d++)
+            x[d] += r[d];
     }
 }
 
@@ -140,9 +152,9 @@ static void xq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
             double s = cc > 0 ? cy / cc : 0.0, z = my - s * mc;
             vq_put_u16(p + 4 * g, vq_fp32_to_fp16((float)s));
             vq_put_u16(p + 4 * g + 2, vq_fp32_to_fp16((float)z));
-            dequant_add(cg, p + 4 * g, XQ_GROUP, m->x + g * XQ_GROUP, 0);
         }
-        if (m->rbits) {
+        if (m->rbits) { /* the residual against decode_one's reconstruction */
+            dequant_row(vq_kernels_get(), m->c, p, D, m->x);
             uint8_t *rc = p + 4 * m->ng, *rsz = rc + D * (size_t)m->rbits / 8;
             for (size_t d = 0; d < D; d++)
                 m->x[d] = y[d] - m->x[d];
@@ -168,11 +180,13 @@ static void xq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
 {
     xq_impl *m = c->impl;
     const size_t D = (size_t)c->head_dim;
-    const float *q = (const float *)qbuf;
-    for (size_t i = 0; i < n; i++) {
-        decode_one(c, codes, i, m->x);
-        for (int j = 0; j < n_q; j++)
-            scores[(size_t)j * n + i] = vq_vec_dot(q + (size_t)j * D, m->x, D);
+    const float *q = (const float *)(const void *)qbuf;
+    const vq_kernels *k = vq_kernels_get();
+    for (size_t i0 = 0; i0 < n; i0 += XQ_TILE) {
+        const size_t nt = n - i0 < XQ_TILE ? n - i0 : XQ_TILE;
+        for (size_t t = 0; t < nt; t++)
+            decode_one(c, codes, i0 + t, m->x + t * D);
+        k->dense_dot(q, D, n_q, m->x, VQ_ELEM_F32, nt, D, scores + i0, n);
     }
 }
 
@@ -180,15 +194,12 @@ static void xq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
 {
     xq_impl *m = c->impl;
     const size_t D = (size_t)c->head_dim;
-    for (size_t i = 0; i < n; i++) {
-        int any = 0;
-        for (int j = 0; j < n_q; j++)
-            any |= w[(size_t)j * n + i] != 0.0f;
-        if (!any)
-            continue;
-        decode_one(c, codes, i, m->x);
-        for (int j = 0; j < n_q; j++)
-            vq_vec_axpy(w[(size_t)j * n + i], m->x, D, acc + (size_t)j * D);
+    const vq_kernels *k = vq_kernels_get();
+    for (size_t i0 = 0; i0 < n; i0 += XQ_TILE) {
+        const size_t nt = n - i0 < XQ_TILE ? n - i0 : XQ_TILE;
+        for (size_t t = 0; t < nt; t++)
+            decode_one(c, codes, i0 + t, m->x + t * D);
+        k->dense_axpy(w + i0, n, n_q, m->x, VQ_ELEM_F32, nt, D, acc, D);
     }
 }
 
@@ -201,10 +212,10 @@ static void xq_destroy(vq_codec *c)
 /* the parameters and the scratch of a head_dim D handle, one block */
 static xq_impl *xq_alloc(size_t D)
 {
-    xq_impl *m = calloc(1, sizeof *m + D * sizeof(float) + D);
+    xq_impl *m = calloc(1, sizeof *m + XQ_TILE * D * sizeof(float) + D);
     if (m) {
         m->x = (float *)(void *)(m + 1);
-        m->c = (uint8_t *)(m->x + D);
+        m->c = (uint8_t *)(m->x + XQ_TILE * D);
     }
     return m;
 }
