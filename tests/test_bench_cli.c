@@ -71,6 +71,34 @@ static void test_attention_json(void)
     cli_json_node_free(root);
 }
 
+/* a prerope=1 config runs (the bench sets llama's RoPE on its caches;
+ * before, every append was refused): its row is there, scored and summed,
+ * with fewer bytes than fp16's */
+static void test_attention_prerope(void)
+{
+    static char out[65536];
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "%s bench attention --ctx 300 --head-dim 64 --kv-heads 1 --q-heads 2 --repeats 3 "
+             "--config 'keys=kivix:bits=4 values=fp16 prerope=1' --json 2>/dev/null",
+             cli);
+    CHECKF(vq_test_run(cmd, out, sizeof out) == 0, "'%s' failed", cmd);
+    cli_json_node *root = NULL;
+    char err[CLI_JSON_ERRLEN];
+    CHECKF(cli_json_parse(out, strlen(out), &root, err) == VQ_OK, "not JSON: %s", err);
+    if (!root)
+        return;
+    const cli_json_node *f = result(root, 0), *r = result(root, 1);
+    CHECK(f != NULL && r != NULL && result(root, 2) == NULL);
+    if (f && r) {
+        CHECKF(strcmp(cli_json_get_str(r, "keys", ""), "kivix:bits=4") == 0, "keys %s", cli_json_get_str(r, "keys", ""));
+        CHECK(cli_json_get_num(r, "ms_per_token", -1.0) > 0.0 && cli_json_get_num(r, "score_ms_per_token", -1.0) > 0.0);
+        CHECK(cli_json_get_num(r, "kv_bytes", -1.0) > 0.0 &&
+              cli_json_get_num(r, "kv_bytes", -1.0) < cli_json_get_num(f, "kv_bytes", 0.0));
+    }
+    cli_json_node_free(root);
+}
+
 /* bad input: exit status 2 (a usage error), the first stderr line naming
  * the bad part, then the usage lines */
 static void expect_bad(const char *args, const char *needle)
@@ -99,6 +127,7 @@ int main(void)
     if (path) {
         snprintf(cli, sizeof cli, "%s", path);
         RUN(test_attention_json);
+        RUN(test_attention_prerope);
         RUN(test_bad_input);
     }
     return vq_test_summary("test_bench_cli");
