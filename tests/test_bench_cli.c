@@ -21,19 +21,24 @@ static const cli_json_node *result(const cli_json_node *root, size_t i)
     return r && r->type == CLI_JSON_ARRAY && i < r->n ? &r->children[i] : NULL;
 }
 
-static void test_attention_json(void)
+/* `bench attention ARGS --json`: its parsed output (NULL, with a failed
+ * check, when the run fails or prints no JSON; free with cli_json_node_free) */
+static cli_json_node *run_json(const char *args)
 {
     static char out[65536];
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "%s bench attention --ctx 300,520 --head-dim 64 --kv-heads 1 --q-heads 2 --repeats 3 "
-             "--config 'keys=q8_0 values=q8_0' --config 'keys=kivi:bits=2,qbits=8 values=kivi:bits=2' --json "
-             "2>/dev/null",
-             cli);
+    char cmd[1024], err[CLI_JSON_ERRLEN];
+    snprintf(cmd, sizeof cmd, "%s bench attention %s --json 2>/dev/null", cli, args);
     CHECKF(vq_test_run(cmd, out, sizeof out) == 0, "'%s' failed", cmd);
     cli_json_node *root = NULL;
-    char err[CLI_JSON_ERRLEN];
     CHECKF(cli_json_parse(out, strlen(out), &root, err) == VQ_OK, "not JSON: %s", err);
+    return root;
+}
+
+static void test_attention_json(void)
+{
+    cli_json_node *root = run_json("--ctx 300,520 --head-dim 64 --kv-heads 1 --q-heads 2 --repeats 3 "
+                                   "--config 'keys=q8_0 values=q8_0' "
+                                   "--config 'keys=kivi:bits=2,qbits=8 values=kivi:bits=2'");
     if (!root)
         return;
     const double bw = cli_json_get_num(root, "bandwidth_gbs", -1.0);
@@ -76,22 +81,15 @@ static void test_attention_json(void)
  * with fewer bytes than fp16's */
 static void test_attention_prerope(void)
 {
-    static char out[65536];
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "%s bench attention --ctx 300 --head-dim 64 --kv-heads 1 --q-heads 2 --repeats 3 "
-             "--config 'keys=kivix:bits=4 values=fp16 prerope=1' --json 2>/dev/null",
-             cli);
-    CHECKF(vq_test_run(cmd, out, sizeof out) == 0, "'%s' failed", cmd);
-    cli_json_node *root = NULL;
-    char err[CLI_JSON_ERRLEN];
-    CHECKF(cli_json_parse(out, strlen(out), &root, err) == VQ_OK, "not JSON: %s", err);
+    cli_json_node *root = run_json("--ctx 300 --head-dim 64 --kv-heads 1 --q-heads 2 --repeats 3 "
+                                   "--config 'keys=kivix:bits=4 values=fp16 prerope=1'");
     if (!root)
         return;
     const cli_json_node *f = result(root, 0), *r = result(root, 1);
     CHECK(f != NULL && r != NULL && result(root, 2) == NULL);
     if (f && r) {
-        CHECKF(strcmp(cli_json_get_str(r, "keys", ""), "kivix:bits=4") == 0, "keys %s", cli_json_get_str(r, "keys", ""));
+        CHECKF(strcmp(cli_json_get_str(r, "keys", ""), "kivix:bits=4") == 0, "keys %s",
+               cli_json_get_str(r, "keys", ""));
         CHECK(cli_json_get_num(r, "ms_per_token", -1.0) > 0.0 && cli_json_get_num(r, "score_ms_per_token", -1.0) > 0.0);
         CHECK(cli_json_get_num(r, "kv_bytes", -1.0) > 0.0 &&
               cli_json_get_num(r, "kv_bytes", -1.0) < cli_json_get_num(f, "kv_bytes", 0.0));

@@ -220,10 +220,10 @@ static vq_cache *att_open(const char *cfg_text, int D, int kv, int qh, int layer
     }
     /* prerope=1|2 configs: llama's RoPE (base 10000, adjacent pairs) on
      * every layer; the others refuse it (VQ_ERR_STATE) and need none */
+    float inv[128]; /* head_dim <= 256 (the option's range) */
+    for (int i = 0; i < D / 2; i++)
+        inv[i] = (float)pow(10000.0, -2.0 * i / D);
     for (int l = 0; l < layers; l++) {
-        float inv[128]; /* head_dim <= 256 (the option's range) */
-        for (int i = 0; i < D / 2; i++)
-            inv[i] = (float)pow(10000.0, -2.0 * i / D);
         vq_status st = vq_cache_set_rope(c, l, inv, 0);
         if (st == VQ_ERR_STATE)
             break;

@@ -1,6 +1,6 @@
-/* codes_avx2.h -- packed codes decoded in AVX2 registers, and the fixed
- * horizontal sums, shared by the AVX2 kernels that read codes (include only
- * from *_avx2.c files).
+/* codes_avx2.h -- packed codes decoded in AVX2 registers, the fixed
+ * horizontal sums, and the per-pair duplication of RoPE's cosines and
+ * sines, shared by the AVX2 kernels (include only from *_avx2.c files).
  *
  * Sixteen codes of b bits (1..4, packed LSB first, core/bitstream.h) fill
  * 2b bytes; nothing past them is read. They come back as two registers of
@@ -103,6 +103,14 @@ static inline __attribute__((always_inline)) __m256i vq_codes8_wide(const uint8_
     const uint64_t x = vq_load_le(p, b);
     const __m128i lo = _mm_set1_epi32((int)(uint32_t)x), hi = _mm_set1_epi32((int)(uint32_t)(x >> (4 * b)));
     return _mm256_srlv_epi32(_mm256_set_m128i(hi, lo), sh);
+}
+
+/* the 4 floats at p, each twice: p0 p0 p1 p1 p2 p2 p3 p3 (a RoPE row's
+ * cosines or sines over 4 adjacent pairs) */
+static inline __m256 vq_dup4(const float *p)
+{
+    const __m128 v = _mm_loadu_ps(p);
+    return _mm256_set_m128(_mm_unpackhi_ps(v, v), _mm_unpacklo_ps(v, v));
 }
 
 /* the 2^b levels at lut (b <= 3) repeated to fill 8 lanes: a permute by an

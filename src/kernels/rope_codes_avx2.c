@@ -15,20 +15,12 @@
  *     FMADDSUB (even lanes a*c - b*s, odd lanes b*c + a*s).
  * D not a multiple of 64 goes to the reference (as the VBMI variant). */
 #include <immintrin.h>
-#include <string.h>
 
 #include "kernels/codes_avx2.h"
 #include "kernels/dense.h"
 #include "kernels/rope.h"
 
 #define RC_TILE 16
-
-/* the 4 floats at p, each twice: p0 p0 p1 p1 p2 p2 p3 p3 */
-static inline __m256 dup4(const float *p)
-{
-    const __m128 v = _mm_loadu_ps(p);
-    return _mm256_set_m128(_mm_unpackhi_ps(v, v), _mm_unpacklo_ps(v, v));
-}
 
 /* token i of k into the row x (D floats) */
 static inline __attribute__((always_inline)) void turn_row(const size_t D, const int b, const vq_rope_keys *k,
@@ -72,8 +64,8 @@ static inline __attribute__((always_inline)) void turn_row(const size_t D, const
     } else {
         for (size_t e = 0; e < half; e += 4) {
             const __m256 v = _mm256_loadu_ps(x + 2 * e);
-            const __m256 bs = _mm256_mul_ps(_mm256_permute_ps(v, 0xB1), dup4(cs + half + e));
-            _mm256_storeu_ps(x + 2 * e, _mm256_fmaddsub_ps(v, dup4(cs + e), bs));
+            const __m256 bs = _mm256_mul_ps(_mm256_permute_ps(v, 0xB1), vq_dup4(cs + half + e));
+            _mm256_storeu_ps(x + 2 * e, _mm256_fmaddsub_ps(v, vq_dup4(cs + e), bs));
         }
     }
 }

@@ -11,14 +11,8 @@
  * an addition is the same bits in either order). */
 #include <immintrin.h>
 
+#include "kernels/codes_avx2.h"
 #include "kernels/rope.h"
-
-/* the 4 floats at p, each twice: p0 p0 p1 p1 p2 p2 p3 p3 */
-static inline __m256 dup4(const float *p)
-{
-    const __m128 v = _mm_loadu_ps(p);
-    return _mm256_set_m128(_mm_unpackhi_ps(v, v), _mm_unpacklo_ps(v, v));
-}
 
 void vq_rope_pairs_avx2(float *x, const float *cs, size_t half, int neox, float sgn)
 {
@@ -36,7 +30,7 @@ void vq_rope_pairs_avx2(float *x, const float *cs, size_t half, int neox, float 
     }
     for (size_t i = 0; i < half; i += 4) {
         const __m256 v = _mm256_loadu_ps(x + 2 * i);
-        const __m256 c = dup4(cs + i), s = _mm256_mul_ps(vs, dup4(cs + half + i));
+        const __m256 c = vq_dup4(cs + i), s = _mm256_mul_ps(vs, vq_dup4(cs + half + i));
         const __m256 swapped = _mm256_permute_ps(v, 0xB1); /* b0 a0 b1 a1 ... */
         _mm256_storeu_ps(x + 2 * i, _mm256_addsub_ps(_mm256_mul_ps(v, c), _mm256_mul_ps(swapped, s)));
     }

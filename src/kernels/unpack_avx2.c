@@ -6,11 +6,10 @@
  * only the bytes its codes lie in. */
 #include <string.h>
 
-#include "core/bitstream.h"
 #include "kernels/codes_avx2.h"
 #include "kernels/kernels.h"
 
-/* codes [i, i + 32 * steps) of width b at src into out (b a constant) */
+/* codes [0, 32 * steps) of width b at src into out (b a constant) */
 static inline __attribute__((always_inline)) void unpack32s(const uint8_t *src, size_t steps, const int b,
                                                             uint8_t *out)
 {
