@@ -6,7 +6,9 @@
  * that needs calibration is first calibrated on them); then the
  * best of 20 passes of vq_codec_score (keys) or vq_codec_accumulate
  * (values, spec prefixed "V:") over the codes, 256 tokens per call, with
- * n_q prepared queries (a GQA group). Prints ns per token (all n_q queries).
+ * n_q prepared queries (a GQA group). Prints ns per token (all n_q queries),
+ * and the encode's ns per token (one pass over the 16,384 tokens: what an
+ * append costs per token and head).
  *
  * Usage: bench_codecs HEAD_DIM N_Q SPEC [SPEC ...]
  *   e.g. taskset -c 1 build/bench/bench_codecs 128 4 fp16 q4_0:rot=1,qbits=8 V:fp16 V:q4_0:rot=1 */
@@ -57,8 +59,10 @@ int main(int argc, char **argv)
         vq_status st = VQ_OK;
         if (vq_codec_needs_calibration(c)) /* (spectral, vecinfer) on the same synthetic vectors */
             st = vq_codec_calibrate(c, x, n);
+        double enc = cpu_seconds();
         if (st == VQ_OK)
             st = vq_codec_encode(c, x, n, codes);
+        enc = cpu_seconds() - enc;
         for (int j = 0; st == VQ_OK && j < nq; j++)
             st = vq_codec_prepare_query(c, x + (size_t)j * D, q + (size_t)j * qb);
         for (size_t i = 0; i < per_call * (size_t)nq; i++)
@@ -75,8 +79,8 @@ int main(int argc, char **argv)
         if (st != VQ_OK)
             printf("%s: %s\n", spec, vq_last_error());
         else
-            printf("%-36s %s D=%d n_q=%d: %.1f ns/token\n", spec, values ? "accumulate" : "score", D, nq,
-                   best * 1e9 / (double)n);
+            printf("%-36s %s D=%d n_q=%d: %.1f ns/token (encode %.1f ns/token)\n", spec,
+                   values ? "accumulate" : "score", D, nq, best * 1e9 / (double)n, enc * 1e9 / (double)n);
         vq_codec_free(c);
         free(x), free(codes), free(q), free(s), free(acc);
     }

@@ -65,9 +65,13 @@
 
 typedef struct {
     int bits, qbits, mse;
+    int fused;      /* float query scored from the codes (rq_score_levels) */
     vq_rotation r;
-    float *y;   /* D floats */
-    float *c;   /* D floats */
+    float *y;       /* D floats */
+    float *c;       /* D floats */
+    float *ones;    /* D ones: the query that sums a code row's squared levels */
+    float lut[16];  /* the levels c = 2u - L of the codes u */
+    float sq[16];   /* their squares */
 } rabitq;
 
 static vq_status rq_init(vq_codec *c, vq_spec *spec)
@@ -89,8 +93,15 @@ static vq_status rq_init(vq_codec *c, vq_spec *spec)
     q->mse = (int)mse;
     q->y = malloc(sizeof(float) * (size_t)D);
     q->c = malloc(sizeof(float) * (size_t)D);
-    if (!q->y || !q->c)
+    q->ones = malloc(sizeof(float) * (size_t)D);
+    if (!q->y || !q->c || !q->ones)
         return vq_fail(c->err, VQ_ERR_NOMEM, "rabitq: out of memory");
+    for (int d = 0; d < D; d++)
+        q->ones[d] = 1.0f;
+    for (int u = 0, L = (1 << q->bits) - 1; u <= L; u++) {
+        q->lut[u] = (float)(2 * u - L);
+        q->sq[u] = q->lut[u] * q->lut[u];
+    }
     if (vq_rot_init(&q->r, D, c->seed) != 0)
         return vq_fail(c->err, VQ_ERR_UNSUPPORTED, "rabitq: head_dim %d cannot be rotated", D);
     c->block_tokens = 1;
@@ -98,7 +109,13 @@ static vq_status rq_init(vq_codec *c, vq_spec *spec)
     c->shared_bytes = vq_rot_shared_bytes(&q->r);
     c->query_bytes = q->qbits ? vq_qplanes_bytes(D, q->qbits) : sizeof(float) * (size_t)D;
     c->accum_size = (size_t)D;
-    c->score_own = q->qbits != 0;
+    /* float queries scored from the codes (kernels.h codes_dot) and values
+     * summed from them in registers (lut_axpy) where the kernel table has
+     * SIMD twins; else through the tile (rq_values) */
+    const vq_kernels *k = vq_kernels_get();
+    q->fused = !q->qbits && D % 16 == 0 && k->codes_dot != vq_codes_dot_ref;
+    c->score_own = q->qbits != 0 || q->fused;
+    c->accum_own = D % 16 == 0 && k->lut_axpy != vq_lut_axpy_ref;
     if (q->mse)
         snprintf(c->canon, sizeof c->canon, "rabitq:bits=%d,qbits=%d,mse=1", q->bits, q->qbits);
     else
@@ -112,22 +129,33 @@ static void rq_destroy(vq_codec *c)
     if (q) {
         free(q->y);
         free(q->c);
+        free(q->ones);
     }
     free(q);
     c->impl = NULL;
 }
 
-/* odd integer nearest to v, clamped to [-L, L] */
-static float nearest_odd(float v, float L)
+/* the odd integer nearest to v, 2 floor(v / 2) + 1, clamped to [-L, L]
+ * (NaN gives -L): v / 2 is held to [-(L+1)/2, (L-1)/2] (integers, L odd)
+ * first, which is the same clamp and keeps the cast in range; in integers,
+ * so that the grid search below vectorizes without library calls */
+static inline int nearest_odd(float v, int L)
 {
-    float o = 2.0f * floorf(0.5f * v) + 1.0f;
-    return fminf(L, fmaxf(-L, o));
+    const float lo = (float)(-(L + 1) / 2), hi = (float)((L - 1) / 2);
+    float h = 0.5f * v;
+    h = h >= lo ? h : lo;
+    h = h <= hi ? h : hi;
+    int i = (int)h;
+    i -= (float)i > h; /* floor */
+    return 2 * i + 1;
 }
+
+#define RQ_LANES 8 /* grid points searched side by side (independent sums) */
 
 /* best code c (odd integers) for unit y; returns <c, y> / ||c|| */
 static double choose_codes(int bits, const float *y, int D, float *c)
 {
-    const float L = (float)((1 << bits) - 1);
+    const int L = (1 << bits) - 1;
     if (bits == 1) {
         double s = 0.0;
         for (int d = 0; d < D; d++) {
@@ -144,24 +172,34 @@ static double choose_codes(int bits, const float *y, int D, float *c)
             c[d] = 1.0f;
         return 0.0;
     }
-    /* t*ymax from ~0 (all codes +-1) to L+1 (largest coordinates clipped) */
-    double best = -1.0, best_t = 0.0;
-    for (int g = 1; g <= RQ_GRID; g++) {
-        float t = (L + 1.0f) / ymax * (float)g / RQ_GRID;
-        double dotp = 0.0, cc = 0.0;
-        for (int d = 0; d < D; d++) {
-            float o = nearest_odd(t * y[d], L);
-            dotp += (double)o * y[d];
-            cc += (double)o * o;
-        }
-        double cosv = dotp / sqrt(cc);
-        if (cosv > best) {
-            best = cosv;
-            best_t = t;
+    /* t*ymax from ~0 (all codes +-1) to L+1 (largest coordinates clipped);
+     * per grid point <o, y> summed in d order (double; the products are
+     * exact) and ||o||^2 exactly in integers */
+    double best = -1.0;
+    float best_t = 0.0f;
+    _Static_assert(RQ_GRID % RQ_LANES == 0, "whole groups of grid points");
+    for (int g0 = 1; g0 <= RQ_GRID; g0 += RQ_LANES) {
+        float t[RQ_LANES];
+        double dotp[RQ_LANES] = { 0 };
+        int cc[RQ_LANES] = { 0 }; /* <= 225 D */
+        for (int k = 0; k < RQ_LANES; k++)
+            t[k] = ((float)L + 1.0f) / ymax * (float)(g0 + k) / RQ_GRID;
+        for (int d = 0; d < D; d++)
+            for (int k = 0; k < RQ_LANES; k++) {
+                const int o = nearest_odd(t[k] * y[d], L);
+                dotp[k] += (double)o * y[d];
+                cc[k] += o * o;
+            }
+        for (int k = 0; k < RQ_LANES; k++) {
+            const double cosv = dotp[k] / sqrt((double)cc[k]);
+            if (cosv > best) {
+                best = cosv;
+                best_t = t[k];
+            }
         }
     }
     for (int d = 0; d < D; d++)
-        c[d] = nearest_odd((float)best_t * y[d], L);
+        c[d] = (float)nearest_odd(best_t * y[d], L);
     return best;
 }
 
@@ -211,16 +249,26 @@ static float block_factor(const uint8_t *blk, float cnorm)
 }
 
 /* block_factor of nt <= RQ_FTOK blocks stride bytes apart (the same
- * floats: halves.h's exact conversions, then the same division), for the
- * score's batches */
+ * floats: halves.h's exact conversions, ||c|| = sqrt(||c||^2) in float --
+ * correctly rounded as the double root rounded to float -- then the same
+ * division); ||c||^2 = D at 1 bit, else the sum of the squared levels
+ * (kernels.h codes_dot against ones: small integers, exact in any order) */
 #define RQ_FTOK VQ_HALVES_BATCH
-static void block_factors(const vq_kernels *k, const uint8_t *blk, size_t stride, size_t nt, float cnorm, float *f)
+static void block_factors(const rabitq *q, const vq_kernels *k, const uint8_t *blk, size_t stride, size_t nt, int D,
+                          float *f)
 {
-    float corr[RQ_FTOK];
+    float corr[RQ_FTOK], cc[RQ_FTOK];
     vq_halves_strided(k, blk, stride, nt, f);
     vq_halves_strided(k, blk + 2, stride, nt, corr);
+    if (q->bits == 1) {
+        const float cnorm = sqrtf((float)D);
+        for (size_t t = 0; t < nt; t++)
+            f[t] = f[t] / (corr[t] * cnorm);
+        return;
+    }
+    k->codes_dot(blk + 4, stride, q->bits, nt, (size_t)D, q->sq, q->ones, 0, 1, cc, RQ_FTOK);
     for (size_t t = 0; t < nt; t++)
-        f[t] = f[t] / (corr[t] * cnorm);
+        f[t] = f[t] / (corr[t] * sqrtf(cc[t]));
 }
 
 static void rq_decode_token(vq_codec *c, const uint8_t *blk, float *k)
@@ -263,7 +311,6 @@ static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
     const float w = 1.0f;
     float f[TOK], qc[3 * QRY];
     _Static_assert(TOK == RQ_FTOK, "block_factors' batch");
-    const float cnorm = sqrtf((float)D); /* ||c|| of D signs */
     for (int j0 = 0; j0 < n_q; j0 += QRY) {
         const int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
         const uint8_t *qb0 = qbuf + (size_t)j0 * c->query_bytes;
@@ -271,10 +318,32 @@ static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
             vq_qplanes_score_consts(qb0 + (size_t)j * c->query_bytes, D, w, qc + 3 * j);
         for (size_t t0 = 0; t0 < n; t0 += TOK) {
             const size_t nt = n - t0 < TOK ? n - t0 : TOK;
-            block_factors(k, codes + t0 * c->block_bytes, c->block_bytes, nt, cnorm, f);
+            block_factors(q, k, codes + t0 * c->block_bytes, c->block_bytes, nt, D, f);
             k->signscore(codes + t0 * c->block_bytes, c->block_bytes, nt, (size_t)D, &off, &w, 1, f, 0, qb0 + 12,
                          c->query_bytes, qc, nj, q->qbits, scores + (size_t)j0 * n + t0, n);
         }
+    }
+}
+
+/* float queries (R q) against the codes: f_i * sum_e q_e c_ie, the level
+ * sums by kernels.h codes_dot, batches of RQ_FTOK tokens */
+static void rq_score_levels(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n,
+                            float *scores)
+{
+    const rabitq *q = c->impl;
+    const int D = c->head_dim;
+    const size_t bb = c->block_bytes;
+    const vq_kernels *k = vq_kernels_get();
+    float f[RQ_FTOK];
+    for (size_t i0 = 0; i0 < n; i0 += RQ_FTOK) {
+        const size_t nt = n - i0 < RQ_FTOK ? n - i0 : RQ_FTOK;
+        const uint8_t *blk = codes + i0 * bb;
+        block_factors(q, k, blk, bb, nt, D, f);
+        k->codes_dot(blk + 4, bb, q->bits, nt, (size_t)D, q->lut, (const float *)(const void *)qbuf, (size_t)D, n_q,
+                     scores + i0, n);
+        for (int j = 0; j < n_q; j++)
+            for (size_t i = 0; i < nt; i++)
+                scores[(size_t)j * n + i0 + i] *= f[i];
     }
 }
 
@@ -287,6 +356,10 @@ static void rq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
         rq_score_bits(c, qbuf, n_q, codes, n, scores);
         return;
     }
+    if (q->fused) {
+        rq_score_levels(c, qbuf, n_q, codes, n, scores);
+        return;
+    }
     for (size_t t = 0; t < n; t++) {
         const uint8_t *blk = codes + t * c->block_bytes;
         float f = block_factor(blk, block_codes(q, blk, D, cv));
@@ -296,11 +369,26 @@ static void rq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
     }
 }
 
+/* the sums: kernels.h lut_axpy over the levels with the tokens' factors
+ * where the table has a SIMD twin (accum_own), else token by token */
 static void rq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
 {
     rabitq *q = c->impl;
     const int D = c->head_dim;
     float *cv = q->c;
+    if (c->accum_own) {
+        const vq_kernels *k = vq_kernels_get();
+        const size_t off = 4;
+        float f[RQ_FTOK];
+        for (size_t i0 = 0; i0 < n; i0 += RQ_FTOK) {
+            const size_t nt = n - i0 < RQ_FTOK ? n - i0 : RQ_FTOK;
+            const uint8_t *blk = codes + i0 * c->block_bytes;
+            block_factors(q, k, blk, c->block_bytes, nt, D, f);
+            k->lut_axpy(blk, c->block_bytes, nt, (size_t)D, &off, q->bits, q->lut, 1, f, 0, w + i0, n, n_q, acc,
+                        (size_t)D);
+        }
+        return;
+    }
     for (size_t t = 0; t < n; t++) {
         const uint8_t *blk = codes + t * c->block_bytes;
         float f = block_factor(blk, block_codes(q, blk, D, cv));
@@ -314,30 +402,15 @@ static void rq_accumulate(vq_codec *c, const float *w, int n_q, const uint8_t *c
 static void rq_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
 {
     rabitq *q = c->impl;
-    const int D = c->head_dim, L = (1 << q->bits) - 1;
+    const int D = c->head_dim;
     const vq_kernels *k = vq_kernels_get();
-    float lut[16];
-    for (int u = 0; u <= L; u++)
-        lut[u] = (float)(2 * u - L);
-    for (size_t t = 0; t < n; t++) {
-        const uint8_t *blk = codes + t * c->block_bytes;
-        float *o = out + t * (size_t)D;
-        if (q->bits == 1) {
-            k->lut_row(blk + 4, 1, (size_t)D, lut, block_factor(blk, sqrtf((float)D)), 0, o);
-            continue;
-        }
-        k->lut_row(blk + 4, q->bits, (size_t)D, lut, 1.0f, 0, o);
-        /* ||c||^2: a sum of squared small odd integers, exact in float in
-         * any order (< 2^24), so eight partial sums (vectorisable) give the
-         * reference's value */
-        float part[8] = { 0 };
-        for (int d = 0; d < D; d += 8)
-            for (int u = 0; u < 8; u++)
-                part[u] += o[d + u] * o[d + u];
-        double cc = (double)(((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7])));
-        float f = block_factor(blk, (float)sqrt(cc));
-        for (int d = 0; d < D; d++)
-            o[d] *= f;
+    float f[RQ_FTOK];
+    for (size_t i0 = 0; i0 < n; i0 += RQ_FTOK) {
+        const size_t nt = n - i0 < RQ_FTOK ? n - i0 : RQ_FTOK;
+        const uint8_t *blk = codes + i0 * c->block_bytes;
+        block_factors(q, k, blk, c->block_bytes, nt, D, f);
+        for (size_t t = 0; t < nt; t++)
+            k->lut_row(blk + t * c->block_bytes + 4, q->bits, (size_t)D, q->lut, f[t], 0, out + (i0 + t) * (size_t)D);
     }
 }
 
