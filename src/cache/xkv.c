@@ -28,7 +28,10 @@
  * per token, asymmetric over the r coordinates at `bits`:
  *   [ceil(r * bits / 8) code bytes][u16 scale fp16][u16 zero fp16]
  * Attention scores in the low-rank domain: the query is projected once,
- * q' = U_r^T q, and <q, k^> = s <q', c> + z sum(q') + <q, mean>.
+ * q' = U_r^T q, and <q, k^> = s <q', c> + z sum(q') + <q, mean>; <q', c>
+ * of XKV_TILE tokens at a time by the kernel table (codes unpacked by
+ * bits_unpack, made floats by lut8_row, rows of r8 = r rounded up to 8
+ * floats, zero past r, scored by dense_dot).
  * Shared state: mean + basis (4 (D + D r) bytes), counted once per group
  * (as the first layer's key codec shared bytes). Eviction policies are
  * refused (not implemented with the pre-fit window). */
@@ -44,6 +47,10 @@
 #include "core/mem.h"
 #include "core/io.h"
 #include "core/rng.h"
+#include "codec/halves.h"
+#include "kernels/kernels.h"
+
+#define XKV_TILE 32 /* tokens per dense_dot call */
 
 typedef struct {
     int first, n, D, fitted, rank;
@@ -62,8 +69,11 @@ typedef struct {
     const xkv_group *grp; /* borrowed from the cache's state */
     int bits;
     size_t code_bytes;
+    size_t r8;            /* rank rounded up to 8: a tile row, the query's q' */
     float *y;             /* [rank] scratch */
     uint8_t *c;           /* [rank] codes */
+    float *ones, *zeros;  /* [rank]: lut8_row's scale and offset for code -> float */
+    float *tile;          /* [XKV_TILE][r8] codes as floats, zero past rank */
 } xkv_impl;
 
 /* ---- the key codec -------------------------------------------------------- */
@@ -128,13 +138,13 @@ static void xkv_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
     }
 }
 
-/* qbuf: [q' (r floats)][<q, mean>][sum q'] */
+/* qbuf: [q' (r floats, zeros up to r8)][<q, mean>][sum q'] */
 static void xkv_prepare(vq_codec *c, const float *q, uint8_t *qbuf)
 {
     xkv_impl *m = c->impl;
     const size_t D = (size_t)c->head_dim, r = (size_t)m->grp->rank;
     float *o = (float *)qbuf, qm = 0.0f, sum = 0.0f;
-    for (size_t j = 0; j < r; j++)
+    for (size_t j = 0; j < m->r8; j++)
         o[j] = 0.0f;
     for (size_t d = 0; d < D; d++) {
         qm += q[d] * m->grp->mean[d];
@@ -143,25 +153,33 @@ static void xkv_prepare(vq_codec *c, const float *q, uint8_t *qbuf)
     }
     for (size_t j = 0; j < r; j++)
         sum += o[j];
-    o[r] = qm;
-    o[r + 1] = sum;
+    o[m->r8] = qm;
+    o[m->r8 + 1] = sum;
 }
 
 static void xkv_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
     xkv_impl *m = c->impl;
-    const size_t r = (size_t)m->grp->rank, qs = r + 2;
-    const float *q = (const float *)qbuf;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *p = codes + i * c->block_bytes;
-        float s = vq_fp16_to_fp32(vq_get_u16(p + m->code_bytes)), z = vq_fp16_to_fp32(vq_get_u16(p + m->code_bytes + 2));
-        vq_bits_unpack(p, r, m->bits, m->c);
+    const size_t r = (size_t)m->grp->rank, r8 = m->r8, qs = r8 + 2, bb = c->block_bytes;
+    const float *q = (const float *)(const void *)qbuf;
+    const vq_kernels *k = vq_kernels_get();
+    float sc[XKV_TILE], zr[XKV_TILE];
+    _Static_assert(XKV_TILE <= VQ_HALVES_BATCH, "the halves' batch");
+    for (size_t i0 = 0; i0 < n; i0 += XKV_TILE) {
+        const size_t nt = n - i0 < XKV_TILE ? n - i0 : XKV_TILE;
+        const uint8_t *blk = codes + i0 * bb;
+        vq_halves_strided(k, blk + m->code_bytes, bb, nt, sc);
+        vq_halves_strided(k, blk + m->code_bytes + 2, bb, nt, zr);
+        for (size_t i = 0; i < nt; i++) {
+            k->bits_unpack(blk + i * bb, r, m->bits, m->c);
+            k->lut8_row(m->c, r, NULL, m->ones, m->zeros, m->tile + i * r8);
+        }
+        float *out = scores + i0;
+        k->dense_dot(q, qs, n_q, m->tile, VQ_ELEM_F32, nt, r8, out, n);
         for (int j = 0; j < n_q; j++) {
             const float *qj = q + (size_t)j * qs;
-            float dot = 0.0f;
-            for (size_t k = 0; k < r; k++)
-                dot += qj[k] * (float)m->c[k];
-            scores[(size_t)j * n + i] = s * dot + z * qj[r + 1] + qj[r];
+            for (size_t i = 0; i < nt; i++)
+                out[(size_t)j * n + i] = sc[i] * out[(size_t)j * n + i] + zr[i] * qj[r8 + 1] + qj[r8];
         }
     }
 }
@@ -197,13 +215,30 @@ static void xkv_finish(vq_codec *c, const float *acc, float *out)
 
 static void xkv_destroy(vq_codec *c)
 {
-    xkv_impl *m = c->impl;
-    if (m) {
-        free(m->y);
-        free(m->c);
-        free(m);
-    }
+    free(c->impl);
     c->impl = NULL;
+}
+
+/* a handle on group g's basis with its own scratch (one block; the tile's
+ * columns past the rank stay zero) */
+static xkv_impl *xkv_alloc(const xkv_group *g, int bits)
+{
+    const size_t r = (size_t)g->rank, r8 = (r + 7) & ~(size_t)7;
+    xkv_impl *m = calloc(1, sizeof *m + sizeof(float) * (3 * r + XKV_TILE * r8) + r);
+    if (!m)
+        return NULL;
+    m->grp = g;
+    m->bits = bits;
+    m->code_bytes = (r * (size_t)bits + 7) / 8;
+    m->r8 = r8;
+    m->y = (float *)(void *)(m + 1);
+    m->ones = m->y + r;
+    m->zeros = m->ones + r;
+    m->tile = m->zeros + r;
+    m->c = (uint8_t *)(m->tile + XKV_TILE * r8);
+    for (size_t j = 0; j < r; j++)
+        m->ones[j] = 1.0f;
+    return m;
 }
 
 /* spec "xkv:bits=B[,shared=1]", ctx = the group (its basis fixed);
@@ -216,21 +251,14 @@ static vq_status xkv_init(vq_codec *c, vq_spec *sp)
     VQ_TRY(vq_spec_int(sp, "shared", 0, 0, 1, &shared, c->err));
     if (!g || !g->fitted || g->D != c->head_dim)
         return vq_fail(c->err, VQ_ERR_STATE, "xkv: internal codec, made by the cache once a basis is fixed");
-    xkv_impl *m = calloc(1, sizeof *m);
-    if (m) {
-        m->y = malloc((size_t)g->rank * sizeof *m->y);
-        m->c = malloc((size_t)g->rank);
-    }
+    xkv_impl *m = xkv_alloc(g, (int)bits);
     c->impl = m;
-    if (!m || !m->y || !m->c)
+    if (!m)
         return vq_fail(c->err, VQ_ERR_NOMEM, "xkv: out of memory");
-    m->grp = g;
-    m->bits = (int)bits;
-    m->code_bytes = ((size_t)g->rank * (size_t)bits + 7) / 8;
     c->block_tokens = 1;
     c->block_bytes = m->code_bytes + 4;
     c->shared_bytes = shared ? 4 * ((size_t)g->D + (size_t)g->D * (size_t)g->rank) : 0;
-    c->query_bytes = ((size_t)g->rank + 2) * sizeof(float);
+    c->query_bytes = (m->r8 + 2) * sizeof(float);
     c->accum_size = (size_t)g->rank + 1;
     snprintf(c->canon, sizeof c->canon, "xkv:rank=%d,bits=%ld", g->rank, bits);
     return VQ_OK;
@@ -240,14 +268,8 @@ static vq_status xkv_init(vq_codec *c, vq_spec *sp)
 static vq_status xkv_clone(const vq_codec *src, vq_codec *dst)
 {
     const xkv_impl *s = src->impl;
-    xkv_impl *m = malloc(sizeof *m);
-    if (m) {
-        *m = *s;
-        m->y = malloc((size_t)s->grp->rank * sizeof *m->y);
-        m->c = malloc((size_t)s->grp->rank);
-    }
-    dst->impl = m;
-    if (!m || !m->y || !m->c)
+    dst->impl = xkv_alloc(s->grp, s->bits);
+    if (!dst->impl)
         return vq_fail(dst->err, VQ_ERR_NOMEM, "xkv: out of memory");
     return VQ_OK;
 }

@@ -2,8 +2,10 @@
  * four registers of 8 codes in 32-bit lanes (codes_avx2.h), masked,
  * narrowed by two unsigned-saturating packs (exact: every code < 256),
  * and the packs' lane order undone by one dword permute. The tail (fewer
- * than 32 codes, starting on a byte) goes to the reference, which reads
- * only the bytes its codes lie in. */
+ * than 32 codes, starting on a byte): the bytes its codes lie in are
+ * copied into a zeroed 32-byte block, which one step unpacks (its loads
+ * stay in the block), and its codes copied out: nothing outside the codes'
+ * bytes is read, nothing past out[n) written. */
 #include <string.h>
 
 #include "kernels/codes_avx2.h"
@@ -35,9 +37,8 @@ static inline __attribute__((always_inline)) void unpack32s(const uint8_t *src, 
     }
 }
 
-void vq_bits_unpack_avx2(const uint8_t *src, size_t n, int bits, uint8_t *out)
+static void unpack_steps(const uint8_t *src, size_t steps, int bits, uint8_t *out)
 {
-    const size_t steps = n / 32, done = steps * 32;
     switch (bits) {
     case 1: unpack32s(src, steps, 1, out); break;
     case 2: unpack32s(src, steps, 2, out); break;
@@ -46,9 +47,22 @@ void vq_bits_unpack_avx2(const uint8_t *src, size_t n, int bits, uint8_t *out)
     case 5: unpack32s(src, steps, 5, out); break;
     case 6: unpack32s(src, steps, 6, out); break;
     case 7: unpack32s(src, steps, 7, out); break;
-    case 8: memcpy(out, src, done); break;
-    default: vq_bits_unpack_ref(src, n, bits, out); return;
+    default: memcpy(out, src, 32 * steps); break;
     }
-    if (done < n)
-        vq_bits_unpack_ref(src + done / 8 * (size_t)bits, n - done, bits, out + done);
+}
+
+void vq_bits_unpack_avx2(const uint8_t *src, size_t n, int bits, uint8_t *out)
+{
+    if (bits < 1 || bits > 8) {
+        vq_bits_unpack_ref(src, n, bits, out);
+        return;
+    }
+    const size_t steps = n / 32, done = steps * 32;
+    unpack_steps(src, steps, bits, out);
+    if (done < n) {
+        uint8_t in[32] = { 0 }, codes[32];
+        memcpy(in, src + done / 8 * (size_t)bits, ((n - done) * (size_t)bits + 7) / 8);
+        unpack_steps(in, 1, bits, codes);
+        memcpy(out + done, codes, n - done);
+    }
 }
