@@ -94,6 +94,26 @@ static void dequant_row(const vq_kernels *k, const uint8_t *c8, const uint8_t *s
     k->lut8_row(c8, D, NULL, s2, m2, x);
 }
 
+/* the same for D codes of `bits` bits packed at codes: at 1..4 bits one
+ * kernels.h kivi_group_row (the same multiply, then add) with the groups'
+ * halves gathered into a scale row and a zero row; else unpacked into c8,
+ * then dequant_row */
+static void dequant_packed(const vq_kernels *k, const uint8_t *codes, int bits, const uint8_t *sz, size_t D,
+                           uint8_t *c8, float *x)
+{
+    if (bits <= 4) {
+        uint8_t gs[2 * 256 / XQ_GROUP], gz[2 * 256 / XQ_GROUP];
+        for (size_t g = 0; g < D / XQ_GROUP; g++) {
+            memcpy(gs + 2 * g, sz + 4 * g, 2);
+            memcpy(gz + 2 * g, sz + 4 * g + 2, 2);
+        }
+        k->kivi_group_row(codes, bits, D, XQ_GROUP, gs, gz, x);
+        return;
+    }
+    k->bits_unpack(codes, D, bits, c8);
+    dequant_row(k, c8, sz, D, x);
+}
+
 /* decode token t of a run starting at src into x (a follower's anchor
  * codes: token t of the bound run): the anchor's s * c + z, plus for a
  * follower with rbits its residual's s_r * c_r + z_r (added last) */
@@ -104,17 +124,14 @@ static void decode_one(vq_codec *c, const uint8_t *src, size_t t, float *x)
     const uint8_t *p = src + t * bpt;
     const vq_kernels *k = vq_kernels_get();
     if (!m->follower) {
-        k->bits_unpack(p, D, m->bits, m->c);
-        dequant_row(k, m->c, p + m->code_bytes, D, x);
+        dequant_packed(k, p, m->bits, p + m->code_bytes, D, m->c, x);
         return;
     }
-    k->bits_unpack(m->anchor + t * m->anchor_bpt, D, m->bits, m->c);
-    dequant_row(k, m->c, p, D, x);
+    dequant_packed(k, m->anchor + t * m->anchor_bpt, m->bits, p, D, m->c, x);
     if (m->rbits) {
         const uint8_t *rc = p + 4 * m->ng, *rsz = rc + D * (size_t)m->rbits / 8;
         float r[256];
-        k->bits_unpack(rc, D, m->rbits, m->c);
-        dequant_row(k, m->c, rsz, D, r);
+        dequant_packed(k, rc, m->rbits, rsz, D, m->c, r);
         for (size_t d = 0; d < D; d++)
             x[d] += r[d];
     }
