@@ -157,6 +157,42 @@ static void test_fp16_rows(const vq_kernels *k, const vq_kernels *ref)
     free(src), free(a), free(b);
 }
 
+/* fp16_from_row: the reference's bytes for every half's value and the
+ * float patterns around it (the rounding ties and their neighbours, and
+ * from the NaN halves quiet and signalling NaNs with payloads), odd
+ * lengths, an unaligned destination */
+static void test_fp16_from_rows(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const int32_t near[] = { 0, 1, -1, 0x1000, -0x1000, 0xfff, 0x1001, 0x400000, 0x7fffff };
+    const size_t nn = sizeof near / sizeof *near, n = 65536 * nn;
+    float *x = malloc(n * sizeof *x);
+    uint8_t *a = malloc(2 * n + 1), *b = malloc(2 * n + 1);
+    for (size_t h = 0; h < 65536; h++)
+        for (size_t j = 0; j < nn; j++) {
+            const float f = vq_fp16_to_fp32((vq_fp16)h);
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            u = (uint32_t)((int64_t)u + near[j]);
+            memcpy(&x[h * nn + j], &u, 4);
+        }
+    size_t lens[] = { 1, 7, 9, 17, 33, n }; /* n last: the check below reads its run */
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        memset(a, 0xA5, 2 * n + 1), memset(b, 0xA5, 2 * n + 1);
+        ref->fp16_from_row(x, a + 1, lens[li]);
+        k->fp16_from_row(x, b + 1, lens[li]);
+        size_t bad = 0;
+        for (size_t i = 0; i < 2 * n + 1; i++)
+            bad += a[i] != b[i];
+        CHECKF(bad == 0, "%s fp16_from_row n=%zu: %zu bytes differ", k->isa, lens[li], bad);
+    }
+    for (size_t i = 0; i < n; i++) /* and the reference is vq_fp32_to_fp16 */
+        if ((a[1 + 2 * i] | a[2 + 2 * i] << 8) != vq_fp32_to_fp16(x[i])) {
+            CHECKF(0, "fp16_from_row_ref differs from vq_fp32_to_fp16 at %zu", i);
+            break;
+        }
+    free(x), free(a), free(b);
+}
+
 static void test_qblocks(const vq_kernels *k, const vq_kernels *ref)
 {
     enum { NB = 37 };
@@ -1282,6 +1318,7 @@ static void test_tables(void)
         }
         test_dense(k, ref);
         test_fp16_rows(k, ref);
+        test_fp16_from_rows(k, ref);
         test_qblocks(k, ref);
         test_rows(k, ref);
         test_lut8_row(k, ref);

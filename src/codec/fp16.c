@@ -3,9 +3,9 @@
  * (kernels/dense.h on VQ_ELEM_F16 rows; where the kernel table has SIMD
  * loops for them, dense_f16, they replace the tiled path). */
 #include <stdio.h>
+#include <string.h>
 
 #include "codec/codec.h"
-#include "core/fp16.h"
 #include "kernels/kernels.h"
 
 static vq_status fp16_init(vq_codec *c, vq_spec *spec)
@@ -23,23 +23,16 @@ static vq_status fp16_init(vq_codec *c, vq_spec *spec)
 
 static void fp16_destroy(vq_codec *c) { (void)c; }
 
+/* the halves of vq_fp32_to_fp16 / vq_fp16_to_fp32 (kernels.h fp16_from_row,
+ * fp16_row) */
 static void fp16_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
 {
-    size_t m = n * (size_t)c->head_dim;
-    for (size_t i = 0; i < m; i++) {
-        vq_fp16 h = vq_fp32_to_fp16(x[i]);
-        dst[2 * i] = (uint8_t)h;
-        dst[2 * i + 1] = (uint8_t)(h >> 8);
-    }
+    vq_kernels_get()->fp16_from_row(x, dst, n * (size_t)c->head_dim);
 }
-
-static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32((vq_fp16)(p[0] | p[1] << 8)); }
 
 static void fp16_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
 {
-    size_t m = n * (size_t)c->head_dim;
-    for (size_t i = 0; i < m; i++)
-        x[i] = ld16(src + 2 * i);
+    vq_kernels_get()->fp16_row(src, x, n * (size_t)c->head_dim);
 }
 
 /* accum-domain vectors = the values themselves (kernels.h fp16_row) */

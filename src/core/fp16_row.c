@@ -9,6 +9,15 @@ void vq_fp16_row_ref(const uint8_t *src, float *dst, size_t n)
         dst[i] = vq_fp16_to_fp32((vq_fp16)(src[2 * i] | src[2 * i + 1] << 8));
 }
 
+void vq_fp16_from_row_ref(const float *src, uint8_t *dst, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const vq_fp16 h = vq_fp32_to_fp16(src[i]);
+        dst[2 * i] = (uint8_t)h;
+        dst[2 * i + 1] = (uint8_t)(h >> 8);
+    }
+}
+
 void vq_fp16_row(const uint8_t *src, float *dst, size_t n)
 {
     if (vq_cpu_features() & VQ_CPU_AVX2) /* AVX2 implies F16C here (cpu.h) */

@@ -18,3 +18,18 @@ void vq_fp16_row_f16c(const uint8_t *src, float *dst, size_t n)
         memcpy(dst + i, f, sizeof(float) * (n - i));
     }
 }
+
+void vq_fp16_from_row_f16c(const float *src, uint8_t *dst, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(src + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) { /* a NaN: the reference's canonical one */
+            vq_fp16_from_row_ref(src + i, dst + 2 * i, 8);
+            continue;
+        }
+        _mm_storeu_si128((__m128i *)(void *)(dst + 2 * i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+    }
+    if (i < n)
+        vq_fp16_from_row_ref(src + i, dst + 2 * i, n - i);
+}

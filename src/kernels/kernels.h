@@ -18,6 +18,8 @@
  *       dense_q the same of q8_0 / q4_0 rows (0 where the block values
  *       into a tile, then the float kernel, are faster).
  *   fp16_row(src, dst, n): dst[i] = the IEEE half at src + 2i (LE).
+ *   fp16_from_row(src, dst, n): the reverse, core/fp16_row.h (the bytes
+ *       of vq_fp32_to_fp16 for every input).
  *   q8_0_values, q4_0_values: kernels/qblock_values.h.
  *   lut_row(codes, bits, n, lut, scale, add, out): for the n codes of
  *       `bits` bits (1..4) packed LSB first from codes[0] bit 0
@@ -150,6 +152,7 @@ typedef struct vq_kernels {
     int dense_f16; /* 1: dense_dot/axpy have SIMD loops for VQ_ELEM_F16 rows */
     int dense_q;   /* 1: ... for VQ_ELEM_Q8_0 / Q4_0 rows, faster than their tiled path */
     void (*fp16_row)(const uint8_t *src, float *dst, size_t n);
+    void (*fp16_from_row)(const float *src, uint8_t *dst, size_t n);
     void (*q8_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*q4_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*lut_row)(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
