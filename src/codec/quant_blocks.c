@@ -112,20 +112,32 @@ static void qb_destroy(vq_codec *c)
 
 /* ---- one block of 32 values: quantize / dequantize ---------------------- */
 
+/* roundf(fminf(hi, fmaxf(lo, v))) for integers lo < 0 < hi of at most
+ * 2^23 (NaN gives lo), without library calls so that the block loops
+ * vectorize: the clamp first (rounding commutes with a clamp to integers),
+ * then half away from zero from the truncation (the fraction is exact) */
+static inline int round_clamped(float v, float lo, float hi)
+{
+    v = v >= lo ? v : lo;
+    v = v <= hi ? v : hi;
+    int i = (int)v;
+    const float f = v - (float)i;
+    return i + (f >= 0.5f) - (f <= -0.5f);
+}
+
 static void q8_block_encode(const float *x, uint8_t *dst)
 {
     float amax = 0.0f;
-    for (int i = 0; i < QB; i++)
-        amax = fmaxf(amax, fabsf(x[i]));
+    for (int i = 0; i < QB; i++) {
+        const float a = fabsf(x[i]);
+        amax = a > amax ? a : amax; /* fmaxf: a NaN is skipped */
+    }
     vq_fp16 dh = vq_fp32_to_fp16(amax / 127.0f);
     float d = vq_fp16_to_fp32(dh); /* quantize with the stored scale */
     float id = d > 0.0f ? 1.0f / d : 0.0f;
     vq_put_u16(dst, dh);
-    for (int i = 0; i < QB; i++) {
-        float v = roundf(x[i] * id);
-        v = fminf(127.0f, fmaxf(-127.0f, v));
-        dst[2 + i] = (uint8_t)(int8_t)v;
-    }
+    for (int i = 0; i < QB; i++)
+        dst[2 + i] = (uint8_t)(int8_t)round_clamped(x[i] * id, -127.0f, 127.0f);
 }
 
 static void q4_block_encode(const float *x, uint8_t *dst)
@@ -140,10 +152,10 @@ static void q4_block_encode(const float *x, uint8_t *dst)
     float d = vq_fp16_to_fp32(dh);
     float id = d != 0.0f ? 1.0f / d : 0.0f;
     vq_put_u16(dst, dh);
-    for (int j = 0; j < QB / 2; j++) {
-        float a = fminf(15.0f, fmaxf(0.0f, roundf(x[j] * id) + 8.0f));
-        float b = fminf(15.0f, fmaxf(0.0f, roundf(x[j + QB / 2] * id) + 8.0f));
-        dst[2 + j] = (uint8_t)((unsigned)a | (unsigned)b << 4);
+    for (int j = 0; j < QB / 2; j++) { /* round(v) + 8 held to [0, 15] */
+        const int a = round_clamped(x[j] * id, -8.0f, 7.0f) + 8;
+        const int b = round_clamped(x[j + QB / 2] * id, -8.0f, 7.0f) + 8;
+        dst[2 + j] = (uint8_t)(a | b << 4);
     }
 }
 
