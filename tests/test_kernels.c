@@ -8,7 +8,8 @@
  *   fp16 rows (all 65536 halves), q8_0/q4_0 block values, lut rows (bits
  *     1..4, with and without add), kivi rows (bits 2, 4): bit-identical,
  *     except that a signalling NaN half comes out quiet;
- *   codes_dot: relative error <= 4e-6 (float sums in another order);
+ *   codes_dot, codes_dot_pair: relative error <= 4e-6 (float sums in
+ *     another order);
  *   bitdot (popcounts; every query width 1..8): equal integers (the AVX2
  *     table holds the nibble-table / POPCNT twin, the AVX-512 table the
  *     VPOPCNTDQ one when the CPU has it);
@@ -430,6 +431,52 @@ static void test_codes_dot(const vq_kernels *k, const vq_kernels *ref)
                         free(codes), free(q), free(s1), free(s2);
                     }
         }
+}
+
+/* codes_dot_pair: two sets of 1-bit codes against the reference (the
+ * second set at an odd offset; within 4e-6 of the terms' magnitude, as
+ * the levels' signs mix), and the reference against codes_dot of the same
+ * levels on codes made into 2-bit pairs here */
+static void test_codes_dot_pair(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Es[] = { 16, 32, 64, 128, 256 };
+    float lut4[4];
+    fill(lut4, 4, 41);
+    for (size_t ie = 0; ie < sizeof Es / sizeof *Es; ie++)
+        for (size_t nt = 1; nt <= 19; nt += 6)
+            for (int nq = 1; nq <= 6; nq++) {
+                const size_t E = Es[ie], off = E / 8 + 1, rs = 2 * (E / 8) + 3, qs = E + 1, ss = nt + 2;
+                uint8_t *codes = malloc(rs * nt + 1), *two = calloc(E / 4 * nt, 1);
+                float *q = malloc(sizeof(float) * qs * (size_t)nq), *s1 = calloc(ss * (size_t)nq, 4);
+                float *s2 = calloc(ss * (size_t)nq, 4), *s3 = calloc(ss * (size_t)nq, 4);
+                fill_bytes(codes, rs * nt + 1, 3 * E + nt);
+                fill(q, qs * (size_t)nq, E * 7 + nt);
+                ref->codes_dot_pair(codes + 1, rs, off, nt, E, lut4, q, qs, nq, s1, ss);
+                k->codes_dot_pair(codes + 1, rs, off, nt, E, lut4, q, qs, nq, s2, ss);
+                /* float rounding of the terms' magnitudes: sum_e |q_e| max |lut4| bounds each score's terms */
+                double scale = 1e-30, err = 0.0;
+                for (int j = 0; j < nq; j++) {
+                    double aq = 0.0;
+                    for (size_t e = 0; e < E; e++)
+                        aq += fabs(q[(size_t)j * qs + e]);
+                    for (int c = 0; c < 4; c++)
+                        scale = fmax(scale, aq * fabs(lut4[c]));
+                    for (size_t i = 0; i < nt; i++)
+                        err = fmax(err, fabs((double)s2[(size_t)j * ss + i] - s1[(size_t)j * ss + i]));
+                }
+                CHECKF(err <= 4e-6 * scale, "%s codes_dot_pair E=%zu nt=%zu nq=%d: %g of the terms' scale", k->isa, E,
+                       nt, nq, err / scale);
+                for (size_t i = 0; i < nt; i++) /* code e of row i: a + 2b as 2 bits */
+                    for (size_t e = 0; e < E; e++) {
+                        const uint8_t *row = codes + 1 + i * rs;
+                        const unsigned a = row[e / 8] >> (e % 8) & 1, b = row[off + e / 8] >> (e % 8) & 1;
+                        two[i * (E / 4) + e / 4] |= (uint8_t)((a + 2 * b) << (2 * (e % 4)));
+                    }
+                ref->codes_dot(two, E / 4, 2, nt, E, lut4, q, qs, nq, s3, ss);
+                CHECKF(rel_diff(s1, s3, ss * (size_t)nq) == 0, "codes_dot_pair_ref E=%zu nt=%zu nq=%d against codes_dot",
+                       E, nt, nq);
+                free(codes), free(two), free(q), free(s1), free(s2), free(s3);
+            }
 }
 
 /* nt random q8_0 / q4_0 rows of D values (valid fp16 scales) at stride rs */
@@ -1326,6 +1373,7 @@ static void test_tables(void)
         test_signscore(k, ref);
         test_lut_axpy(k, ref);
         test_codes_dot(k, ref);
+        test_codes_dot_pair(k, ref);
         test_qdot(k, ref);
         test_codes_qdot(k, ref);
         test_qaxpy(k, ref);

@@ -314,8 +314,10 @@ static void tq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
             int j = vq_lm_index(&t->q1, y[d] / t->s1);
             vq_bits_put(blk + t->off1, (size_t)d, t->b1, (unsigned)j);
             r[d] = y[d] - t->c1[j];
-            yq += (double)y[d] * t->c1[j];
-            qq += (double)t->c1[j] * t->c1[j];
+            if (t->lsq) {
+                yq += (double)y[d] * t->c1[j];
+                qq += (double)t->c1[j] * t->c1[j];
+            }
         }
         tq_put_norm(t, blk, t->lsq && qq > 0.0 ? (float)((double)norm * yq / qq) : norm);
         if (t->v == TQ_RVQ) {
@@ -439,7 +441,8 @@ static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
 
 /* mse / rvq keys against the float (rotated) query: norm_i * (sum_e y_e
  * c1[a_ie] (+ sum_e y_e c2[b_ie])), the level sums by kernels.h codes_dot
- * over the codes, batches of TOK tokens and QRY queries */
+ * over the codes (rvq at 1 bit: norm_i * sum_e y_e (c1[a_ie] + c2[b_ie])
+ * by codes_dot_pair, one pass), batches of TOK tokens and QRY queries */
 static void tq_score_levels(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n,
                             float *scores)
 {
@@ -450,6 +453,9 @@ static void tq_score_levels(vq_codec *c, const uint8_t *qbuf, int n_q, const uin
     const vq_kernels *k = vq_kernels_get();
     float f[TOK], s2[QRY * TOK];
     _Static_assert(TOK <= VQ_HALVES_BATCH, "tq_norms' batch");
+    /* rvq at 1 bit: the levels of the code pairs, c1[a] + c2[b] (index a + 2b) */
+    const int pair1 = t->v == TQ_RVQ && t->bits == 1;
+    const float lut4[4] = { t->c1[0] + t->c2[0], t->c1[1] + t->c2[0], t->c1[0] + t->c2[1], t->c1[1] + t->c2[1] };
     for (size_t i0 = 0; i0 < n; i0 += TOK) {
         const size_t nt = n - i0 < TOK ? n - i0 : TOK;
         const uint8_t *blk = codes + i0 * bb;
@@ -457,6 +463,14 @@ static void tq_score_levels(vq_codec *c, const uint8_t *qbuf, int n_q, const uin
         for (int j0 = 0; j0 < n_q; j0 += QRY) {
             const int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
             float *out = scores + (size_t)j0 * n + i0;
+            if (pair1) { /* both stages in one pass (kernels.h codes_dot_pair) */
+                k->codes_dot_pair(blk + t->off1, bb, t->off2 - t->off1, nt, D, lut4, qs + (size_t)j0 * qstride,
+                                  qstride, nj, out, n);
+                for (int j = 0; j < nj; j++)
+                    for (size_t i = 0; i < nt; i++)
+                        out[(size_t)j * n + i] *= f[i];
+                continue;
+            }
             k->codes_dot(blk + t->off1, bb, t->b1, nt, D, t->c1, qs + (size_t)j0 * qstride, qstride, nj, out, n);
             if (t->v == TQ_RVQ)
                 k->codes_dot(blk + t->off2, bb, t->bits, nt, D, t->c2, qs + (size_t)j0 * qstride, qstride, nj, s2,

@@ -6,6 +6,8 @@
  * codes_dot: four rows and up to three queries, or two rows and four
  * queries, at a time (at most 12 accumulators of eight lanes); each row's
  * 16 codes are decoded once (codes_avx2.h) for all the queries, as integers (lut NULL) or as their levels by a permute.
+ * codes_dot_pair: the same loop with a second set of 1-bit codes decoded
+ * beside the first, the pair's index a + 2b permuting the four levels.
  * Every score is summed in lanes e % 8, then by vq_hsum4x256's tree, so it
  * is the same whatever its place in the tile (another order than the
  * reference's: within kernels.h's tolerance, test_kernels.c).
@@ -22,14 +24,16 @@
 
 /* NJ queries (1..4) and R rows (4 for NJ <= 3, 2 for NJ = 4: at most 12
  * accumulators, constants after inlining) over all rows, R at a time (past
- * the end: the last row again, its scores not stored) */
+ * the end: the last row again, its scores not stored). PAIR (BITS 1): the
+ * second set off bytes into the row, the levels of index a + 2b */
 static inline __attribute__((always_inline)) void codes_dot_rows(const int NJ, const int R, const int BITS,
-                                                                 const uint8_t *codes, size_t rstride, size_t nt,
-                                                                 size_t E, const float *lut, const float *const qj[4],
-                                                                 float *s, size_t sstride)
+                                                                 const int PAIR, const uint8_t *codes, size_t rstride,
+                                                                 size_t off, size_t nt, size_t E, const float *lut,
+                                                                 const float *const qj[4], float *s, size_t sstride)
 {
     const __m256i sh0 = vq_codes_shifts(BITS, 0), sh1 = vq_codes_shifts(BITS, 1), mask = vq_codes_mask(BITS);
-    const __m256 lv0 = lut ? vq_levels8(lut, BITS < 4 ? BITS : 3) : _mm256_setzero_ps();
+    const __m256i one = _mm256_set1_epi32(1);
+    const __m256 lv0 = lut ? vq_levels8(lut, PAIR ? 2 : BITS < 4 ? BITS : 3) : _mm256_setzero_ps();
     const __m256 lv1 = lut && BITS == 4 ? _mm256_loadu_ps(lut + 8) : _mm256_setzero_ps();
     for (size_t i = 0; i < nt; i += (size_t)R) {
         const uint8_t *r[4];
@@ -42,8 +46,17 @@ static inline __attribute__((always_inline)) void codes_dot_rows(const int NJ, c
             _Pragma("GCC unroll 4") for (int k = 0; k < R; k++) {
                 __m256i lo, hi;
                 vq_codes16(r[k] + e / 8 * (size_t)BITS, BITS, sh0, sh1, &lo, &hi);
+                if (PAIR) { /* bit 0: a; bits 1 and up: b and what lies above it (the levels repeat every 4) */
+                    __m256i blo, bhi;
+                    vq_codes16(r[k] + off + e / 8, 1, sh0, sh1, &blo, &bhi);
+                    lo = _mm256_or_si256(_mm256_and_si256(lo, one), _mm256_slli_epi32(blo, 1));
+                    hi = _mm256_or_si256(_mm256_and_si256(hi, one), _mm256_slli_epi32(bhi, 1));
+                }
                 __m256 c0, c1;
-                if (lut) {
+                if (PAIR) {
+                    c0 = _mm256_permutevar8x32_ps(lv0, lo);
+                    c1 = _mm256_permutevar8x32_ps(lv0, hi);
+                } else if (lut) {
                     c0 = vq_level_of(lo, BITS, lv0, lv1);
                     c1 = vq_level_of(hi, BITS, lv0, lv1);
                 } else {
@@ -73,9 +86,10 @@ static inline __attribute__((always_inline)) void codes_dot_rows(const int NJ, c
 }
 
 /* one bit width (a constant after inlining: the decode has no branch) */
-static inline __attribute__((always_inline)) void codes_dot_bits(const int BITS, const uint8_t *codes, size_t rstride,
-                                                                 size_t nt, size_t E, const float *lut, const float *q,
-                                                                 size_t qstride, int n_q, float *s, size_t sstride)
+static inline __attribute__((always_inline)) void codes_dot_bits(const int BITS, const int PAIR, const uint8_t *codes,
+                                                                 size_t rstride, size_t off, size_t nt, size_t E,
+                                                                 const float *lut, const float *q, size_t qstride,
+                                                                 int n_q, float *s, size_t sstride)
 {
     for (int j0 = 0; j0 < n_q; j0 += 4) {
         const int nj = n_q - j0 < 4 ? n_q - j0 : 4;
@@ -84,10 +98,10 @@ static inline __attribute__((always_inline)) void codes_dot_bits(const int BITS,
             qj[j] = q + (size_t)(j0 + (j < nj ? j : nj - 1)) * qstride;
         float *o = s + (size_t)j0 * sstride;
         switch (nj) {
-        case 4: codes_dot_rows(4, 2, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
-        case 3: codes_dot_rows(3, 4, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
-        case 2: codes_dot_rows(2, 4, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
-        default: codes_dot_rows(1, 4, BITS, codes, rstride, nt, E, lut, qj, o, sstride); break;
+        case 4: codes_dot_rows(4, 2, BITS, PAIR, codes, rstride, off, nt, E, lut, qj, o, sstride); break;
+        case 3: codes_dot_rows(3, 4, BITS, PAIR, codes, rstride, off, nt, E, lut, qj, o, sstride); break;
+        case 2: codes_dot_rows(2, 4, BITS, PAIR, codes, rstride, off, nt, E, lut, qj, o, sstride); break;
+        default: codes_dot_rows(1, 4, BITS, PAIR, codes, rstride, off, nt, E, lut, qj, o, sstride); break;
         }
     }
 }
@@ -102,11 +116,23 @@ void vq_codes_dot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t nt
     if (nt == 0)
         return;
     switch (bits) {
-    case 1: codes_dot_bits(1, codes, rstride, nt, E, lut, q, qstride, n_q, s, sstride); break;
-    case 2: codes_dot_bits(2, codes, rstride, nt, E, lut, q, qstride, n_q, s, sstride); break;
-    case 3: codes_dot_bits(3, codes, rstride, nt, E, lut, q, qstride, n_q, s, sstride); break;
-    default: codes_dot_bits(4, codes, rstride, nt, E, lut, q, qstride, n_q, s, sstride); break;
+    case 1: codes_dot_bits(1, 0, codes, rstride, 0, nt, E, lut, q, qstride, n_q, s, sstride); break;
+    case 2: codes_dot_bits(2, 0, codes, rstride, 0, nt, E, lut, q, qstride, n_q, s, sstride); break;
+    case 3: codes_dot_bits(3, 0, codes, rstride, 0, nt, E, lut, q, qstride, n_q, s, sstride); break;
+    default: codes_dot_bits(4, 0, codes, rstride, 0, nt, E, lut, q, qstride, n_q, s, sstride); break;
     }
+}
+
+void vq_codes_dot_pair_avx2(const uint8_t *codes, size_t rstride, size_t off, size_t nt, size_t E, const float *lut4,
+                            const float *q, size_t qstride, int n_q, float *s, size_t sstride)
+{
+    if (E % 16) {
+        vq_codes_dot_pair_ref(codes, rstride, off, nt, E, lut4, q, qstride, n_q, s, sstride);
+        return;
+    }
+    if (nt == 0)
+        return;
+    codes_dot_bits(1, 1, codes, rstride, off, nt, E, lut4, q, qstride, n_q, s, sstride);
 }
 
 void vq_kivi_fold_avx2(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D, float *qs,

@@ -26,6 +26,7 @@ static const vq_kernels k_ref = {
     .lut_axpy = vq_lut_axpy_ref,
     .kivi_qaxpy = vq_kivi_qaxpy_ref,
     .codes_dot = vq_codes_dot_ref,
+    .codes_dot_pair = vq_codes_dot_pair_ref,
     .bitdot = vq_bitdot_ref,
     .signscore = vq_signscore_ref,
     .codes_qprep = vq_codes_qprep,
@@ -73,7 +74,7 @@ static void fill_tables(void)
     k_avx2.kivi_group_row = vq_kivi_group_row_avx2;
     k_avx2.kivi_fold = vq_kivi_fold_avx2;
     k_avx2.lut_axpy = vq_lut_axpy_avx2;
-    k_avx2.codes_dot = vq_codes_dot_avx2;
+    k_avx2.codes_dot = vq_codes_dot_avx2, k_avx2.codes_dot_pair = vq_codes_dot_pair_avx2;
     k_avx2.codes_qprep = vq_codes_qprep_avx2;
     k_avx2.rope_pairs = vq_rope_pairs_avx2, k_avx2.rope_codes_dot = vq_rope_codes_dot_avx2;
     k_avx2.silu_mul = vq_silu_mul_avx2, k_avx2.gelu_mul = vq_gelu_mul_avx2;

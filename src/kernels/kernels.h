@@ -71,6 +71,11 @@
  *       first at codes + i*rstride, v(c) = c (lut NULL: KIVI keys with the
  *       block's scales folded into q) or lut[c] (2^bits floats: TurboQuant's
  *       code levels): dense_dot over values decoded in registers.
+ *   codes_dot_pair(codes, rstride, off, nt, E, lut4, q, qstride, n_q, s,
+ *       sstride): the same over two sets of E 1-bit codes, a_ie at codes +
+ *       i*rstride and b_ie off bytes further, v = lut4[a + 2b] (TurboQuant
+ *       RVQ's two 1-bit stages, their levels added once per code pair): one
+ *       pass instead of two.
  *   bitdot(codes, stride, n, D, planes, qstride, n_q, qbits, pz, pq): for
  *       n tokens whose D bits (D a multiple of 32) start at codes + i*stride,
  *       pz[i] = popcount(z_i) and, for n_q queries whose qbits bit planes of
@@ -169,6 +174,8 @@ typedef struct vq_kernels {
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     void (*codes_dot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                       const float *q, size_t qstride, int n_q, float *s, size_t sstride);
+    void (*codes_dot_pair)(const uint8_t *codes, size_t rstride, size_t off, size_t nt, size_t E, const float *lut4,
+                           const float *q, size_t qstride, int n_q, float *s, size_t sstride);
     vq_bitdot_fn *bitdot;
     vq_signscore_fn *signscore;
     void (*codes_qprep)(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
@@ -239,6 +246,10 @@ void vq_codes_dot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t nt
                        const float *q, size_t qstride, int n_q, float *s, size_t sstride);
 void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                          const float *q, size_t qstride, int n_q, float *s, size_t sstride);
+void vq_codes_dot_pair_ref(const uint8_t *codes, size_t rstride, size_t off, size_t nt, size_t E, const float *lut4,
+                           const float *q, size_t qstride, int n_q, float *s, size_t sstride);
+void vq_codes_dot_pair_avx2(const uint8_t *codes, size_t rstride, size_t off, size_t nt, size_t E, const float *lut4,
+                            const float *q, size_t qstride, int n_q, float *s, size_t sstride);
 void vq_bitdot_ref(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,
                    int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 void vq_bitdot_avx2(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes, size_t qstride,

@@ -79,6 +79,19 @@ void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt,
         }
 }
 
+void vq_codes_dot_pair_ref(const uint8_t *codes, size_t rstride, size_t off, size_t nt, size_t E, const float *lut4,
+                           const float *q, size_t qstride, int n_q, float *s, size_t sstride)
+{
+    for (int j = 0; j < n_q; j++)
+        for (size_t i = 0; i < nt; i++) {
+            const uint8_t *row = codes + i * rstride;
+            float t = 0.0f;
+            for (size_t e = 0; e < E; e++)
+                t += q[(size_t)j * qstride + e] * lut4[code_at(row, e, 1) + 2 * code_at(row + off, e, 1)];
+            s[(size_t)j * sstride + i] = t;
+        }
+}
+
 void vq_kivi_axpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride)
 {
