@@ -42,12 +42,14 @@ int vq_lloyd_max(vq_lm_density density, int bits, vq_lloyd_max_q *q);
  * returns 0, or -1 for bad arguments. */
 int vq_lloyd_max_residual(int bits1, int bits, vq_lloyd_max_q *q);
 
-/* Index of the cell holding x (x already divided by the scale). */
+/* Index of the cell holding x (x already divided by the scale): the
+ * number of thresholds below x (they increase; NaN gives 0), counted
+ * without branches (the cell of random data is unpredictable). */
 static inline int vq_lm_index(const vq_lloyd_max_q *q, float x)
 {
     int i = 0;
-    while (i < q->levels - 1 && x > q->threshold[i])
-        i++;
+    for (int k = 0; k < q->levels - 1; k++)
+        i += x > q->threshold[k];
     return i;
 }
 

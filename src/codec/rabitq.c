@@ -271,20 +271,6 @@ static void block_factors(const rabitq *q, const vq_kernels *k, const uint8_t *b
         f[t] = f[t] / (corr[t] * sqrtf(cc[t]));
 }
 
-static void rq_decode_token(vq_codec *c, const uint8_t *blk, float *k)
-{
-    rabitq *q = c->impl;
-    float f = block_factor(blk, block_codes(q, blk, c->head_dim, k));
-    for (int d = 0; d < c->head_dim; d++)
-        k[d] *= f;
-    vq_rot_inverse(&q->r, k);
-}
-
-static void rq_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
-{
-    vq_codec_decode_each(c, src, n, x, rq_decode_token);
-}
-
 static void rq_prepare_query(vq_codec *c, const float *qv, uint8_t *qbuf)
 {
     rabitq *q = c->impl;
@@ -412,6 +398,15 @@ static void rq_values(vq_codec *c, const uint8_t *codes, size_t n, float *out)
         for (size_t t = 0; t < nt; t++)
             k->lut_row(blk + t * c->block_bytes + 4, q->bits, (size_t)D, q->lut, f[t], 0, out + (i0 + t) * (size_t)D);
     }
+}
+
+/* k_hat = R^T (f c): rq_values' vectors turned back */
+static void rq_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
+{
+    rabitq *q = c->impl;
+    rq_values(c, src, n, x);
+    for (size_t t = 0; t < n; t++)
+        vq_rot_inverse(&q->r, x + t * (size_t)c->head_dim);
 }
 
 static void rq_finish(vq_codec *c, const float *acc, float *out)
