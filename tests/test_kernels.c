@@ -479,6 +479,41 @@ static void test_codes_dot_pair(const vq_kernels *k, const vq_kernels *ref)
             }
 }
 
+/* nearest8: the reference's index for random codebooks of every size
+ * around the 8-centroid steps, duplicated centroids (ties to the lower
+ * index, across lanes and within one), a NaN or an infinity in centroid 0 or
+ * elsewhere, and points on a centroid */
+static void test_nearest8(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t ks[] = { 1, 2, 7, 8, 9, 15, 16, 17, 64, 255, 256, 300 };
+    for (size_t ik = 0; ik < sizeof ks / sizeof *ks; ik++)
+        for (int kind = 0; kind < 7; kind++)
+            for (int trial = 0; trial < 8; trial++) {
+                const size_t K = ks[ik];
+                float *c = malloc(sizeof(float) * 8 * K), p[8];
+                fill(c, 8 * K, 1000 * K + 10 * (size_t)kind + (size_t)trial);
+                fill(p, 8, 7 + K + (size_t)trial);
+                if (kind == 1 && K > 2) /* ties: the nearest appears three times */
+                    for (size_t j = K / 3; j < K; j += K / 3 + 1)
+                        memcpy(c + 8 * j, c + 8 * (K / 3), sizeof(float) * 8), memcpy(p, c + 8 * (K / 3), 32);
+                if (kind == 2)
+                    c[3] = NAN;
+                if (kind == 3)
+                    c[8 * (K - 1) + 5] = NAN, c[8 * (K / 2)] = NAN;
+                if (kind == 4)
+                    c[0] = INFINITY;
+                if (kind == 6 && K > 9) /* ties in one lane: 8 apart */
+                    for (size_t j = 1 + 8; j < K; j += 8)
+                        memcpy(c + 8 * j, c + 8, sizeof(float) * 8), memcpy(p, c + 8, 32);
+                if (kind == 5) /* every centroid equal: 0 */
+                    for (size_t j = 1; j < K; j++)
+                        memcpy(c + 8 * j, c, sizeof(float) * 8);
+                const int a = ref->nearest8(c, K, p), b = k->nearest8(c, K, p);
+                CHECKF(a == b, "%s nearest8 k=%zu kind=%d trial=%d: %d, reference %d", k->isa, K, kind, trial, b, a);
+                free(c);
+            }
+}
+
 /* nt random q8_0 / q4_0 rows of D values (valid fp16 scales) at stride rs */
 static void fill_qrows(int bits, uint8_t *rows, size_t rs, size_t nt, size_t D, uint64_t seed)
 {
@@ -1374,6 +1409,7 @@ static void test_tables(void)
         test_lut_axpy(k, ref);
         test_codes_dot(k, ref);
         test_codes_dot_pair(k, ref);
+        test_nearest8(k, ref);
         test_qdot(k, ref);
         test_codes_qdot(k, ref);
         test_qaxpy(k, ref);

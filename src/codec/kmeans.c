@@ -5,6 +5,7 @@
 
 #include "codec/kmeans.h"
 #include "core/rng.h"
+#include "kernels/kernels.h"
 
 static inline float dist2(const float *a, const float *b, int d)
 {
@@ -18,6 +19,8 @@ static inline float dist2(const float *a, const float *b, int d)
 
 int vq_kmeans_nearest(const float *centroids, int k, int d, const float *p)
 {
+    if (d == 8) /* the same index from the kernel table (kernels/nearest8.h: the same sums) */
+        return vq_kernels_get()->nearest8(centroids, (size_t)k, p);
     int best = 0;
     float bd = dist2(centroids, p, d);
     for (int j = 1; j < k; j++) {

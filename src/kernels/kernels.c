@@ -40,6 +40,7 @@ static const vq_kernels k_ref = {
     .rope_codes_dot = vq_rope_codes_dot_ref,
     .bits_unpack = vq_bits_unpack_ref,
     .lut8_scan = vq_lut8_scan_ref,
+    .nearest8 = vq_nearest8_ref,
     .silu_mul = vq_silu_mul_ref,
     .gelu_mul = vq_gelu_mul_ref,
 };
@@ -80,6 +81,7 @@ static void fill_tables(void)
     k_avx2.silu_mul = vq_silu_mul_avx2, k_avx2.gelu_mul = vq_gelu_mul_avx2;
     k_avx2.flip_signs = vq_flip_signs_avx2;
     k_avx2.bits_unpack = vq_bits_unpack_avx2;
+    k_avx2.nearest8 = vq_nearest8_avx2;
 
     k_avx512 = k_avx2;
     k_avx512.isa = "avx512";

@@ -117,6 +117,9 @@
  *   rope_codes_dot: kernels/rope.h (pre-RoPE integer keys scored against
  *       float queries, each token turned by its table row; the VBMI
  *       variant where the CPU has it, else the AVX2 one).
+ *   nearest8: kernels/nearest8.h (the nearest of k centroids of 8 floats:
+ *       VecInfer's encode, k-means' assignments; the AVX2 variant on both
+ *       SIMD tables).
  *   lut8_scan: kernels/lut8_scan.h (byte codes scored from per-query byte
  *       tables: vecinfer with qbits=8; the VBMI variant where the CPU has
  *       it, else the reference).
@@ -135,6 +138,7 @@
 #include "kernels/codes_qdot.h"
 #include "kernels/kivi_qaxpy.h"
 #include "kernels/lut8_scan.h"
+#include "kernels/nearest8.h"
 #include "kernels/nibble_tables.h"
 #include "kernels/qaxpy.h"
 #include "kernels/qdot.h"
@@ -194,6 +198,7 @@ typedef struct vq_kernels {
     void (*bits_unpack)(const uint8_t *src, size_t n, int bits, uint8_t *out);
     void (*rope_codes_dot)(const vq_rope_keys *k, const float *q, size_t qstride, int n_q, float *out,
                            size_t ostride);
+    int (*nearest8)(const float *cent, size_t k, const float *p);
     void (*lut8_scan)(const uint8_t *codes, size_t stride, size_t n, size_t M, const uint8_t *tab, size_t qstride,
                       int n_q, float *s, size_t sstride);
     void (*silu_mul)(float *g, const float *u, size_t n);
