@@ -262,6 +262,21 @@ static inline void vi_codes(const vecinfer_state *st, const uint8_t *row, unsign
             code[m] = vq_bits_get(row, (size_t)m, st->bits);
 }
 
+/* NJ (1..4, a constant after inlining) queries' sums of one token's
+ * pieces side by side, each in piece order from 0; in registers, as
+ * independent add chains (out[j*n] = query j's score) */
+static inline __attribute__((always_inline)) void vi_score_token(const int NJ, const vecinfer_state *st,
+                                                                 const float *lut, size_t lsz, const unsigned *code,
+                                                                 float *out, size_t n)
+{
+    float s[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+    for (int m = 0; m < st->M; m++) {
+        const float *l = lut + (size_t)m * st->K + code[m];
+        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) s[j] += l[(size_t)j * lsz];
+    }
+    _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) out[(size_t)j * n] = s[j];
+}
+
 static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
                            const uint8_t *codes, size_t n, float *scores)
 {
@@ -272,22 +287,18 @@ static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
         vq_kernels_get()->lut8_scan(codes, bb, n, (size_t)st->M, qbuf, c->query_bytes, n_q, scores, n);
         return;
     }
-    enum { QS = 16 };
     unsigned code[256]; /* M = D/sub_dim <= 64 */
     for (size_t i = 0; i < n; i++) {
         vi_codes(st, codes + i * bb, code); /* unpacked once for all queries */
-        /* up to QS queries' sums side by side (independent add chains; each
-         * query's sum still in piece order) */
-        for (int j0 = 0; j0 < n_q; j0 += QS) {
-            const int nj = n_q - j0 < QS ? n_q - j0 : QS;
-            float s[QS] = { 0 };
-            for (int m = 0; m < st->M; m++) {
-                const float *l = lut + (size_t)j0 * lsz + (size_t)m * st->K + code[m];
-                for (int j = 0; j < nj; j++)
-                    s[j] += l[(size_t)j * lsz];
+        for (int j0 = 0; j0 < n_q; j0 += 4) {
+            const float *l = lut + (size_t)j0 * lsz;
+            float *o = scores + (size_t)j0 * n + i;
+            switch (n_q - j0 < 4 ? n_q - j0 : 4) {
+            case 1: vi_score_token(1, st, l, lsz, code, o, n); break;
+            case 2: vi_score_token(2, st, l, lsz, code, o, n); break;
+            case 3: vi_score_token(3, st, l, lsz, code, o, n); break;
+            default: vi_score_token(4, st, l, lsz, code, o, n); break;
             }
-            for (int j = 0; j < nj; j++)
-                scores[(size_t)(j0 + j) * n + i] = s[j];
         }
     }
 }
