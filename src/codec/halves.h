@@ -14,7 +14,7 @@
 /* out[i] = the half (little-endian) at base + i*stride, i < n <= VQ_HALVES_BATCH */
 static inline void vq_halves_strided(const vq_kernels *k, const uint8_t *base, size_t stride, size_t n, float *out)
 {
-    uint8_t h[2 * VQ_HALVES_BATCH];
+    uint8_t h[2 * VQ_HALVES_BATCH] = { 0 }; /* (zeroed: gcc -O1 cannot see that n >= 1 fills what is read) */
     for (size_t i = 0; i < n; i++)
         h[2 * i] = base[i * stride], h[2 * i + 1] = base[i * stride + 1];
     k->fp16_row(h, out, n);
