@@ -39,6 +39,7 @@
 
 #include "core/vexp.h"
 #include "kernels/wq_avx2.h"
+#include "kernels/transpose_avx2.h"
 
 #define KQ_MAXQ 8   /* weight rows per pass over the rows (state on the stack) */
 #define KQ_PASSQ 4  /* weight rows per pass over a block (sums in registers) */
@@ -53,22 +54,6 @@ typedef struct {
     float d[KQ_MAXQ][KQ_MAXG];               /* their scales A / 127 */
     int32_t hq[KQ_MAXQ][KQ_MAXG];            /* h * sum_i q_i (the codes' centre) */
 } kq_block;
-
-static inline void transpose8(__m256 r[8])
-{
-    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20), r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20), r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20), r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
 
 /* h[k][i] = header half k (nh = 2 D / group of them) of the block's row i
  * < m, 0 for i >= m. Eight halves per load: a row holds at least 16 code
@@ -102,7 +87,7 @@ static void block_headers(const uint8_t *blk, size_t rstride, size_t m, size_t n
                 r[i] = i0 + i < m ? _mm256_cvtph_ps(_mm_loadu_si128(
                                         (const __m128i *)(const void *)(blk + (i0 + i) * rstride + 2 * k0)))
                                   : _mm256_setzero_ps();
-            transpose8(r);
+            vq_transpose8_ps(r);
             for (size_t k = 0; k < 8 && k0 + k < nh; k++)
                 _mm256_storeu_ps(&h[k0 + k][i0], r[k]);
         }
