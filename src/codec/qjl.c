@@ -104,13 +104,7 @@ static void qjl_destroy(vq_codec *c)
 /* y (m) <- S x (D) */
 static void project(const qjl *j, const float *x, int D, float *y)
 {
-    for (int i = 0; i < j->m; i++) {
-        const float *row = j->S + (size_t)i * D;
-        float s = 0.0f;
-        for (int d = 0; d < D; d++)
-            s += row[d] * x[d];
-        y[i] = s;
-    }
+    vq_mat_vec(j->S, (size_t)j->m, (size_t)D, x, y);
 }
 
 static inline float zsign(const uint8_t *z, int i) { return vq_bits_get(z, (size_t)i, 1) ? 1.0f : -1.0f; }

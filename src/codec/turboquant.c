@@ -270,17 +270,6 @@ static void tq_destroy(vq_codec *c)
 }
 
 /* y <- S x  (D x D) */
-static void mat_vec(const float *S, const float *x, float *y, int D)
-{
-    for (int i = 0; i < D; i++) {
-        const float *row = S + (size_t)i * D;
-        float s = 0.0f;
-        for (int j = 0; j < D; j++)
-            s += row[j] * x[j];
-        y[i] = s;
-    }
-}
-
 /* rotated-domain reconstruction without norm (and without the QJL part) */
 static void stage_values(const tq *t, const uint8_t *blk, int D, float *yh)
 {
@@ -330,7 +319,7 @@ static void tq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
             for (int d = 0; d < D; d++)
                 g += (double)r[d] * r[d];
             vq_put_u16(blk + 2, vq_fp32_to_fp16((float)sqrt(g)));
-            mat_vec(t->S, r, y, D); /* y is free now */
+            vq_mat_vec(t->S, (size_t)D, (size_t)D, r, y); /* y is free now */
             for (int d = 0; d < D; d++)
                 if (y[d] >= 0.0f)
                     vq_bits_put(blk + t->off2, (size_t)d, 1, 1);
@@ -413,7 +402,7 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     memcpy(y, q, sizeof(float) * (size_t)D);
     vq_rot_forward(&t->r, y);
     if (t->v == TQ_PROD)
-        mat_vec(t->S, y, y + D, D);
+        vq_mat_vec(t->S, (size_t)D, (size_t)D, y, y + D);
 }
 
 /* rvq, bits=1, quantized query: both stages are sign codes with symmetric
