@@ -184,16 +184,17 @@ static vq_status spectral_init(vq_codec *c, vq_spec *spec)
     return VQ_OK;
 }
 
-/* z = (U^T (x - mu)) / s ; returns r = rms(z) */
+/* z = (U^T (x - mu)) / s ; returns r = rms(z). The rows' sums by
+ * vq_mat_vec (each in index order); D <= 256 (vq_codec_create) */
 static float sp_project(const spectral_state *st, int D, const float *x, float *z)
 {
+    float xc[256];
+    for (int i = 0; i < D; i++)
+        xc[i] = x[i] - st->mean[i];
+    vq_mat_vec(st->basis, (size_t)D, (size_t)D, xc, z);
     double ss = 0;
     for (int j = 0; j < D; j++) {
-        const float *u = st->basis + (size_t)j * D;
-        float s = 0.0f;
-        for (int i = 0; i < D; i++)
-            s += u[i] * (x[i] - st->mean[i]);
-        z[j] = s / st->std[j];
+        z[j] = z[j] / st->std[j];
         ss += (double)z[j] * z[j];
     }
     return (float)sqrt(ss / D);
