@@ -27,7 +27,7 @@ int vq_nearest8_avx2(const float *cent, size_t k, const float *p)
     __m256 best = _mm256_set1_ps(INFINITY);
     __m256i bidx = _mm256_set1_epi32(-1), idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i step = _mm256_set1_epi32(8);
-    float d0 = 0.0f;
+    const float d0 = vq_dist8(cent, p); /* lane 0's first distance: the same sums */
     for (size_t j0 = 0; j0 < k8; j0 += 8) {
         __m256 r[8];
         _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)
@@ -39,8 +39,6 @@ int vq_nearest8_avx2(const float *cent, size_t k, const float *p)
             const __m256 sq = _mm256_mul_ps(t, t);
             s = _mm256_add_ps(s, sq);
         }
-        if (j0 == 0)
-            d0 = _mm256_cvtss_f32(s);
         const __m256 lt = _mm256_cmp_ps(s, best, _CMP_LT_OQ);
         best = _mm256_blendv_ps(best, s, lt);
         bidx = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(bidx), _mm256_castsi256_ps(idx), lt));
