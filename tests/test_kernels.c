@@ -562,10 +562,12 @@ static void test_qdot(const vq_kernels *k, const vq_kernels *ref)
 static void test_half(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Es[] = { 16, 24, 64, 128, 256 };
+    /* 301 rows: streamed rows (prefetched) in several blocks of the axpy */
+    static const size_t nts[] = { 1, 7, 13, 19, 301 };
     for (size_t ie = 0; ie < sizeof Es / sizeof *Es; ie++)
-        for (size_t nt = 1; nt <= 19; nt += 6)
+        for (size_t it = 0; it < sizeof nts / sizeof *nts; it++)
             for (int nq = 1; nq <= 7; nq += 2) {
-                size_t E = Es[ie], qs = E + 1, ss = nt + 2, as = E + 5;
+                size_t E = Es[ie], nt = nts[it], qs = E + 1, ss = nt + 2, as = E + 5;
                 uint8_t *v = malloc(2 * E * nt + 1);
                 float *x = malloc(sizeof(float) * E * nt), *q = malloc(sizeof(float) * qs * (size_t)nq);
                 float *tile = malloc(sizeof(float) * E * nt), *s1 = calloc(ss * (size_t)nq, 4);

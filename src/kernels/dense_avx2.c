@@ -185,12 +185,12 @@ static inline __attribute__((always_inline)) void dot_span(const float *q, size_
 }
 
 /* acc rows j0..j0+NQ-1 (NQ in 1..4), columns [e, e + 8W) (W in 1..4, within
- * one block of 32 for the block kinds), over all nt rows; STREAM: prefetch
- * the rows ahead */
+ * one block of 32 for the block kinds), over all nt rows; each row takes a
+ * step of pf (axpy_impl); FIRST: also fetch VQ_PF_AHEAD past the rows */
 static inline __attribute__((always_inline)) void axpy_block(const float *w, size_t wstride, int j0, const int NQ,
                                                              const int W, const uint8_t *v, size_t nt, size_t E,
                                                              size_t e, float *acc, size_t astride, int KIND,
-                                                             int STREAM)
+                                                             vq_pf_share *pf, int FIRST)
 {
     const size_t rb = vq_elem_row_bytes(KIND, E), e0 = e / STEP(KIND) * STEP(KIND);
     __m256 A[4][4];
@@ -199,8 +199,9 @@ static inline __attribute__((always_inline)) void axpy_block(const float *w, siz
             A[jj][ww] = _mm256_loadu_ps(acc + (size_t)(j0 + jj) * astride + e + 8 * (size_t)ww);
     for (size_t i = 0; i < nt; i++) {
         const uint8_t *p = v + i * rb;
-        if (STREAM)
+        if (FIRST)
             vq_prefetch_span(p, VQ_PF_AHEAD, rb);
+        vq_pf_step(pf);
         const __m256 d = scale8(p, e0, KIND);
         __m256 V[4];
         _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++) V[ww] = ld8(p, e0, e - e0 + 8 * (size_t)ww, d, KIND);
@@ -215,51 +216,82 @@ static inline __attribute__((always_inline)) void axpy_block(const float *w, siz
             _mm256_storeu_ps(acc + (size_t)(j0 + jj) * astride + e + 8 * (size_t)ww, A[jj][ww]);
 }
 
-/* one block shape (NQ, W constants after inlining), streaming or not */
+/* the queries of the pass group at j0 (4 at most; 5 as 3 + 2) */
+static inline int axpy_group(int n_q, int j0)
+{
+    const int rem = n_q - j0;
+    return rem >= 4 && rem != 5 ? 4 : rem >= 3 ? 3 : rem >= 2 ? 2 : 1;
+}
+
+/* the pass width (8W columns) of nq queries at column e */
+static inline int axpy_width(int nq, size_t E, size_t e, int KIND)
+{
+    const size_t left = (E - e) / 8; /* (the block kinds: e a multiple of 16, 32 | E) */
+    const int whole = KIND < VQ_ELEM_Q8_0 || e % 32 == 0;
+    if (nq >= 3) /* 4 x 2 or 3 x 2 sums + 2 rows + 1 weight in registers */
+        return left >= 2 ? 2 : 1;
+    return left >= 4 && whole ? 4 : 1; /* 8 + 4 + 1 */
+}
+
+/* all passes over one block of nt rows (see axpy_impl); first: the first
+ * block of streamed rows */
+static inline __attribute__((always_inline)) void axpy_span(const float *w, size_t wstride, int n_q,
+                                                            const uint8_t *v, size_t nt, size_t E, float *acc,
+                                                            size_t astride, int KIND, vq_pf_share *pf, int first)
+{
 #define AXPY_SHAPE(NQ, W)                                                                                     \
     do {                                                                                                      \
         if (first)                                                                                            \
-            axpy_block(w, wstride, j0, NQ, W, v, nt, E, e, acc, astride, KIND, 1);                            \
+            axpy_block(w, wstride, j0, NQ, W, v, nt, E, e, acc, astride, KIND, pf, 1);                        \
         else                                                                                                  \
-            axpy_block(w, wstride, j0, NQ, W, v, nt, E, e, acc, astride, KIND, 0);                            \
-        e += 8 * (W);                                                                                         \
+            axpy_block(w, wstride, j0, NQ, W, v, nt, E, e, acc, astride, KIND, pf, 0);                        \
     } while (0)
-
-static inline __attribute__((always_inline)) void axpy_span(const float *w, size_t wstride, int n_q,
-                                                            const uint8_t *v, size_t nt, size_t E, float *acc,
-                                                            size_t astride, int KIND, int pf)
-{
     for (int j0 = 0; j0 < n_q;) {
-        const int rem = n_q - j0, nq = rem >= 4 && rem != 5 ? 4 : rem >= 3 ? 3 : rem >= 2 ? 2 : 1;
+        const int nq = axpy_group(n_q, j0);
         for (size_t e = 0; e < E;) {
-            const size_t left = (E - e) / 8; /* (the block kinds: e a multiple of 16, 32 | E) */
-            const int first = pf && j0 == 0 && e == 0; /* the first pass streams the rows */
-            if (nq == 4 && left >= 2) /* 8 sums + 2 rows + 1 weight in registers */
+            const int W = axpy_width(nq, E, e, KIND);
+            if (nq == 4 && W == 2)
                 AXPY_SHAPE(4, 2);
             else if (nq == 4)
                 AXPY_SHAPE(4, 1);
-            else if (nq == 3 && left >= 2) /* 6 + 2 + 1 */
+            else if (nq == 3 && W == 2)
                 AXPY_SHAPE(3, 2);
             else if (nq == 3)
                 AXPY_SHAPE(3, 1);
-            else if (nq == 2 && left >= 4 && (KIND < VQ_ELEM_Q8_0 || e % 32 == 0)) /* 8 + 4 + 1 */
+            else if (nq == 2 && W == 4)
                 AXPY_SHAPE(2, 4);
             else if (nq == 2)
                 AXPY_SHAPE(2, 1);
-            else if (left >= 4 && (KIND < VQ_ELEM_Q8_0 || e % 32 == 0))
+            else if (W == 4)
                 AXPY_SHAPE(1, 4);
             else
                 AXPY_SHAPE(1, 1);
+            e += 8 * (size_t)W;
+            first = 0;
         }
         j0 += nq;
     }
+#undef AXPY_SHAPE
+}
+
+/* the number of passes axpy_span makes */
+static size_t axpy_passes(int n_q, size_t E, int KIND)
+{
+    size_t n = 0;
+    for (int j0 = 0; j0 < n_q; j0 += axpy_group(n_q, j0))
+        for (size_t e = 0; e < E; n++)
+            e += 8 * (size_t)axpy_width(axpy_group(n_q, j0), E, e, KIND);
+    return n;
 }
 
 /* The rows in blocks of about DENSE_BLOCK_BYTES (a multiple of four rows,
  * at least 16), each block through all its passes (query groups, column
  * slices) before the next: the passes after the first find the block in
  * L1 (a 1,024-token page of 128 halves would not stay in L2 beside its
- * keys). Every output keeps its arithmetic (rows are independent; an
+ * keys). The axpy's streamed rows (VQ_PF_MIN_SPAN) are fetched as they go:
+ * the first pass over the first block VQ_PF_AHEAD past its rows, and every
+ * pass over a block a share of the next block, a step per row, so the
+ * memory stream keeps going while a block is reread. Every output keeps its arithmetic (rows are independent; an
  * accumulator adds the rows in order, whatever the blocks). */
 #define DENSE_BLOCK_BYTES (16u << 10)
 
@@ -283,11 +315,14 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
                                                             size_t nt, size_t E, float *acc, size_t astride,
                                                             int KIND)
 {
-    const size_t rb = vq_elem_row_bytes(KIND, E), tb = block_rows(rb);
+    const size_t rb = vq_elem_row_bytes(KIND, E), tb = block_rows(rb), npass = axpy_passes(n_q, E, KIND);
     const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
-    for (size_t i0 = 0; i0 < nt; i0 += tb)
-        axpy_span(w + i0, wstride, n_q, (const uint8_t *)v + i0 * rb, nt - i0 < tb ? nt - i0 : tb, E, acc, astride,
-                  KIND, pf);
+    for (size_t i0 = 0; i0 < nt; i0 += tb) {
+        const size_t nb = nt - i0 < tb ? nt - i0 : tb, nn = nt - i0 - nb < tb ? nt - i0 - nb : tb;
+        const uint8_t *p = (const uint8_t *)v + i0 * rb;
+        vq_pf_share pn = vq_pf_share_init(p + nb * rb, pf ? nn * rb : 0, npass * nb);
+        axpy_span(w + i0, wstride, n_q, p, nb, E, acc, astride, KIND, &pn, pf && i0 == 0);
+    }
 }
 
 /* the exported kernel NAME: IMPL's loops, one instance per element type

@@ -6,7 +6,8 @@
  * rows sharing each load of three, two or one queries (the sums in
  * registers); every sum is reduced by vq_hsum8x512's tree, so a score
  * does not depend on its place in the tile or on the other queries.
- * axpy: up to four queries share each load of a row; each accumulator
+ * axpy: up to four queries share each load of a row, the rows in 16 KB
+ * blocks that every pass fetches ahead for (axpy_impl); each accumulator
  * element adds w_i * v_i[e] over i in order with one FMA per token, as the
  * AVX2 twin does (bit-identical to it).
  * Rows of halves (converted exactly) and of blocks (d * q, d * (q - 8):
@@ -138,69 +139,102 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
     }
 }
 
-/* acc rows j0..j0+NQ-1 (NQ in 1..4), columns [e, e+16*W) with W in 1..4 */
-#define AXPY_BLOCK(NQ, W)                                                                                     \
-    do {                                                                                                      \
-        __m512 A[4][4];                                                                                       \
-        _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++)                                               \
-            _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                           \
-                A[jj][ww] = _mm512_loadu_ps(acc + (size_t)(j0 + jj) * astride + e + 16 * (size_t)ww);          \
-        for (size_t i = 0; i < nt; i++) {                                                                     \
-            __m512 V[4];                                                                                      \
-            if (pf && j0 == 0 && e == 0) /* the first pass streams the rows */                                \
-                vq_prefetch_span(v, i * rb + VQ_PF_AHEAD, rb);                                               \
-            _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                           \
-                V[ww] = ld16(v + i * rb, e + 16 * (size_t)ww, KIND);                                          \
-            _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++) {                                        \
-                __m512 x = _mm512_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);                                \
-                _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                       \
-                    A[jj][ww] = _mm512_fmadd_ps(x, V[ww], A[jj][ww]);                                         \
-            }                                                                                                 \
-        }                                                                                                     \
-        _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++)                                               \
-            _Pragma("GCC unroll 4") for (int ww = 0; ww < (W); ww++)                                           \
-                _mm512_storeu_ps(acc + (size_t)(j0 + jj) * astride + e + 16 * (size_t)ww, A[jj][ww]);          \
-    } while (0)
+/* acc rows j0..j0+NQ-1 (NQ in 1..4, a constant), columns [e, e+16*W) (W
+ * in 1..4, a constant), over the nt rows at v: one pass; each row takes a
+ * step of pf (axpy_impl); FIRST: also fetch VQ_PF_AHEAD past the rows */
+static inline __attribute__((always_inline)) void axpy_pass(const float *w, size_t wstride, int j0, const int NQ,
+                                                            const int W, const uint8_t *v, size_t nt, size_t rb,
+                                                            size_t e, float *acc, size_t astride, int KIND,
+                                                            vq_pf_share *pf, int FIRST)
+{
+    __m512 A[4][4];
+    _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++)
+        _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++)
+            A[jj][ww] = _mm512_loadu_ps(acc + (size_t)(j0 + jj) * astride + e + 16 * (size_t)ww);
+    for (size_t i = 0; i < nt; i++) {
+        if (FIRST)
+            vq_prefetch_span(v, i * rb + VQ_PF_AHEAD, rb);
+        vq_pf_step(pf);
+        __m512 V[4];
+        _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++) V[ww] = ld16(v + i * rb, e + 16 * (size_t)ww, KIND);
+        _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++)
+        {
+            const __m512 x = _mm512_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);
+            _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++) A[jj][ww] = _mm512_fmadd_ps(x, V[ww], A[jj][ww]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++)
+        _Pragma("GCC unroll 4") for (int ww = 0; ww < W; ww++)
+            _mm512_storeu_ps(acc + (size_t)(j0 + jj) * astride + e + 16 * (size_t)ww, A[jj][ww]);
+}
+
+/* the width 16*W of the axpy's pass of nq queries at column e */
+static inline int axpy_width(int nq, size_t E, size_t e)
+{
+    const size_t left = (E - e) / 16;
+    return nq == 4 ? (left >= 4 ? 4 : left >= 2 ? 2 : 1) : left >= 4 ? 4 : 1;
+}
+
+/* The rows in blocks of AXPY_BLOCK_BYTES (a multiple of four rows, at least
+ * 16), each block through all its passes (query groups, column slices)
+ * before the next: the passes after the first find the block in L1. Rows of
+ * a streamed span (VQ_PF_MIN_SPAN) are fetched as they go: the first pass
+ * over the first block VQ_PF_AHEAD past its rows, and every pass over a
+ * block a share of the next block, a step per row, so the memory stream
+ * keeps going while a block is reread. Every accumulator adds the rows in
+ * order whatever the blocks (the same bits). */
+#define AXPY_BLOCK_BYTES (16u << 10)
 
 static inline __attribute__((always_inline)) void axpy_impl(const float *w, size_t wstride, int n_q, const uint8_t *v,
                                                             size_t nt, size_t E, float *acc, size_t astride,
                                                             int KIND)
 {
     const size_t rb = vq_elem_row_bytes(KIND, E);
+    const size_t tb = AXPY_BLOCK_BYTES / rb / 4 * 4 < 16 ? 16 : AXPY_BLOCK_BYTES / rb / 4 * 4;
     const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
-    for (int j0 = 0; j0 < n_q; j0 += 4) {
-        int nq = n_q - j0 < 4 ? n_q - j0 : 4;
-        for (size_t e = 0; e < E;) {
-            size_t left = (E - e) / 16;
-            if (nq == 4 && left >= 4) {
-                AXPY_BLOCK(4, 4);
-                e += 64;
-            } else if (nq == 4 && left >= 2) {
-                AXPY_BLOCK(4, 2);
-                e += 32;
-            } else if (nq == 4) {
-                AXPY_BLOCK(4, 1);
-                e += 16;
-            } else if (nq >= 2 && left >= 4) {
-                if (nq == 3)
-                    AXPY_BLOCK(3, 4);
+    size_t npass = 0;
+    for (int j0 = 0; j0 < n_q; j0 += 4)
+        for (size_t e = 0; e < E; npass++)
+            e += 16 * (size_t)axpy_width(n_q - j0 < 4 ? n_q - j0 : 4, E, e);
+    for (size_t i0 = 0; i0 < nt; i0 += tb) {
+        const size_t nb = nt - i0 < tb ? nt - i0 : tb, nn = nt - i0 - nb < tb ? nt - i0 - nb : tb;
+        const uint8_t *p = v + i0 * rb;
+        vq_pf_share pn = vq_pf_share_init(p + nb * rb, pf ? nn * rb : 0, npass * nb);
+        int first = pf && i0 == 0;
+#define AXPY_PASS(NQ, W)                                                                                      \
+    do {                                                                                                      \
+        if (first)                                                                                            \
+            axpy_pass(w + i0, wstride, j0, NQ, W, p, nb, rb, e, acc, astride, KIND, &pn, 1);                  \
+        else                                                                                                  \
+            axpy_pass(w + i0, wstride, j0, NQ, W, p, nb, rb, e, acc, astride, KIND, &pn, 0);                  \
+    } while (0)
+        for (int j0 = 0; j0 < n_q; j0 += 4) {
+            const int nq = n_q - j0 < 4 ? n_q - j0 : 4;
+            for (size_t e = 0; e < E;) {
+                const int W = axpy_width(nq, E, e);
+                if (nq == 4 && W == 4)
+                    AXPY_PASS(4, 4);
+                else if (nq == 4 && W == 2)
+                    AXPY_PASS(4, 2);
+                else if (nq == 4)
+                    AXPY_PASS(4, 1);
+                else if (nq == 3 && W == 4)
+                    AXPY_PASS(3, 4);
+                else if (nq == 3)
+                    AXPY_PASS(3, 1);
+                else if (nq == 2 && W == 4)
+                    AXPY_PASS(2, 4);
+                else if (nq == 2)
+                    AXPY_PASS(2, 1);
+                else if (W == 4)
+                    AXPY_PASS(1, 4);
                 else
-                    AXPY_BLOCK(2, 4);
-                e += 64;
-            } else if (nq == 3) {
-                AXPY_BLOCK(3, 1);
-                e += 16;
-            } else if (nq == 2) {
-                AXPY_BLOCK(2, 1);
-                e += 16;
-            } else if (left >= 4) {
-                AXPY_BLOCK(1, 4);
-                e += 64;
-            } else {
-                AXPY_BLOCK(1, 1);
-                e += 16;
+                    AXPY_PASS(1, 1);
+                e += 16 * (size_t)W;
+                first = 0;
             }
         }
+#undef AXPY_PASS
     }
 }
 

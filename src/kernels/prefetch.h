@@ -28,4 +28,30 @@ static inline void vq_prefetch_span(const void *p, size_t off, size_t n)
         __builtin_prefetch((const void *)(a + o), 0, 3);
 }
 
+/* A span to fetch a little at a time while other work runs: `bytes` at p
+ * over about `steps` calls of vq_pf_step (the last calls may find nothing
+ * left), one hint per line, each line of the span once. */
+typedef struct {
+    uintptr_t at, end; /* the next line to fetch; the span's end */
+    size_t step;       /* bytes per call */
+    uintptr_t due;     /* fetch up to here */
+} vq_pf_share;
+
+/* p may be NULL with bytes 0 (nothing to fetch); steps > 0 */
+static inline vq_pf_share vq_pf_share_init(const void *p, size_t bytes, size_t steps)
+{
+    vq_pf_share s;
+    s.at = s.due = (uintptr_t)p & ~(uintptr_t)63;
+    s.end = bytes ? (uintptr_t)p + bytes : s.at;
+    s.step = (bytes + steps - 1) / steps;
+    return s;
+}
+
+static inline void vq_pf_step(vq_pf_share *s)
+{
+    s->due += s->step;
+    for (; s->at < s->due && s->at < s->end; s->at += 64)
+        __builtin_prefetch((const void *)s->at, 0, 3);
+}
+
 #endif
