@@ -49,6 +49,7 @@
 /* the scaling probe (probe_scaling) */
 #define PROBE_FIRST_S 0.2 /* after the pool's start: its workers up, jobs running */
 #define PROBE_EVERY_S 2.0
+#define PROBE_RECHECK_S 0.25 /* after a low reading */
 #define PROBE_ITERS 100000 /* loop steps of one unit: about 0.25 ms */
 #define PROBE_UNITS 2
 #define SERIAL_SCALING 0.65
@@ -62,7 +63,8 @@ struct vq_pool {
     /* jobs on the caller alone while the threads share a core (caller
      * only; see probe_scaling); adapt_on 0: always parallel */
     int adapt_on;
-    int serial;          /* the last probe found no parallel gain */
+    int serial;          /* the last two probes found no parallel gain */
+    int low;             /* the last probe did */
     double next_probe_s; /* when to probe again */
     double scaling;      /* the last probe's reading */
     unsigned jobs_since_clock;
@@ -209,7 +211,7 @@ vq_status vq_pool_create(int n_threads, vq_pool **out)
     p->n = n_threads;
     p->n_started = 0;
     p->gen = 0;
-    p->serial = 0;
+    p->serial = p->low = 0;
     p->next_probe_s = now_s() + PROBE_FIRST_S;
     p->scaling = 0.0;
     p->jobs_since_clock = 0;
@@ -317,9 +319,18 @@ static void run_parallel(vq_pool *p, size_t n_items, size_t grain, size_t nc, vq
  * worker not yet running, and 1.5 ms is much of a short prompt):
  * PROBE_UNITS units of an arithmetic loop (no memory) on the caller alone,
  * then as many per thread as one parallel job (the faster of two runs: the
- * first may wake sleeping workers). Scaling = n x alone / parallel; below
- * SERIAL_SCALING x n, jobs run on the caller alone until the next probe.
- * A probe takes about 3 x PROBE_UNITS units (~1.5 ms per PROBE_EVERY_S).
+ * first may wake sleeping workers). Scaling = n x alone / parallel; a
+ * reading below SERIAL_SCALING x n is low. Jobs run on the caller alone
+ * after two low readings in a row, until the next probe; after a low
+ * reading the next probe comes PROBE_RECHECK_S later, after a good one
+ * PROBE_EVERY_S later. So a single low reading (a thread held up once)
+ * changes nothing, and a phase of shared cores is found within about
+ * PROBE_RECHECK_S. (Before, one low reading ran jobs serially for 2 s: one
+ * `bench e2e` at 16k tokens on the Xeon read one cache config at 0.53x its
+ * speed in the next run, 58 against 111 tok/s, while the others held
+ * theirs; such a spell would explain it, not confirmed.) A probe
+ * takes about 3 x PROBE_UNITS units (~1.5 ms per PROBE_EVERY_S; while
+ * readings are low, per PROBE_RECHECK_S).
  * In that phase the pool ran decode at 147-148 tok/s with two threads
  * (one: 149-159; before the probe: 106-110). */
 
@@ -349,8 +360,10 @@ static void probe_scaling(vq_pool *p, double now)
         par = r == 0 || t < par ? t : par;
     }
     p->scaling = par > 0.0 ? (double)p->n * alone / par : (double)p->n;
-    p->serial = p->scaling < SERIAL_SCALING * (double)p->n;
-    p->next_probe_s = now + PROBE_EVERY_S;
+    const int low = p->scaling < SERIAL_SCALING * (double)p->n;
+    p->serial = low && p->low;
+    p->low = low;
+    p->next_probe_s = now + (low ? PROBE_RECHECK_S : PROBE_EVERY_S);
 }
 
 void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void *ctx)

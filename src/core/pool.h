@@ -47,8 +47,9 @@ void vq_pool_run(vq_pool *p, vq_pool_fn fn, void *ctx);
 
 /* The thread scaling the pool last measured (pool.c probe_scaling: n
  * threads of an arithmetic loop against the caller alone; 0 before its
- * first probe, 0.2 s after its start; 1 for a pool of one). While it is below 0.65 x the
- * pool's size, jobs run on the caller alone (VQ_POOL_ADAPT=0: never). */
+ * first probe, 0.2 s after its start; 1 for a pool of one). After two
+ * readings in a row below 0.65 x the pool's size, jobs run on the caller
+ * alone until a reading above it (VQ_POOL_ADAPT=0: never). */
 double vq_pool_scaling(const vq_pool *p);
 
 /* vq_pool_split(total, i, n, &begin, &end) gives part i of n of [0, total)
