@@ -315,8 +315,9 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
                                                             size_t nt, size_t E, float *acc, size_t astride,
                                                             int KIND)
 {
-    const size_t rb = vq_elem_row_bytes(KIND, E), tb = block_rows(rb), npass = axpy_passes(n_q, E, KIND);
+    const size_t rb = vq_elem_row_bytes(KIND, E), tb = block_rows(rb);
     const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
+    const size_t npass = pf ? axpy_passes(n_q, E, KIND) : 1; /* (a tile fetches nothing) */
     for (size_t i0 = 0; i0 < nt; i0 += tb) {
         const size_t nb = nt - i0 < tb ? nt - i0 : tb, nn = nt - i0 - nb < tb ? nt - i0 - nb : tb;
         const uint8_t *p = (const uint8_t *)v + i0 * rb;

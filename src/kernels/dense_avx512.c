@@ -192,10 +192,11 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
     const size_t rb = vq_elem_row_bytes(KIND, E);
     const size_t tb = AXPY_BLOCK_BYTES / rb / 4 * 4 < 16 ? 16 : AXPY_BLOCK_BYTES / rb / 4 * 4;
     const int pf = nt * rb >= VQ_PF_MIN_SPAN; /* streamed rows, not a tile */
-    size_t npass = 0;
-    for (int j0 = 0; j0 < n_q; j0 += 4)
+    size_t npass = 0; /* the passes per block (counted for streamed rows only) */
+    for (int j0 = 0; pf && j0 < n_q; j0 += 4)
         for (size_t e = 0; e < E; npass++)
             e += 16 * (size_t)axpy_width(n_q - j0 < 4 ? n_q - j0 : 4, E, e);
+    npass = npass ? npass : 1; /* (a tile fetches nothing) */
     for (size_t i0 = 0; i0 < nt; i0 += tb) {
         const size_t nb = nt - i0 < tb ? nt - i0 : tb, nn = nt - i0 - nb < tb ? nt - i0 - nb : tb;
         const uint8_t *p = v + i0 * rb;
