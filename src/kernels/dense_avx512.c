@@ -181,7 +181,8 @@ static inline int axpy_width(int nq, size_t E, size_t e)
  * a streamed span (VQ_PF_MIN_SPAN) are fetched as they go: the first pass
  * over the first block VQ_PF_AHEAD past its rows, and every pass over a
  * block a share of the next block, a step per row, so the memory stream
- * keeps going while a block is reread. Every accumulator adds the rows in
+ * keeps going while a block is reread; with one pass per block, every
+ * block VQ_PF_AHEAD past its rows instead. Every accumulator adds the rows in
  * order whatever the blocks (the same bits). */
 #define AXPY_BLOCK_BYTES (16u << 10)
 
@@ -200,8 +201,9 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
     for (size_t i0 = 0; i0 < nt; i0 += tb) {
         const size_t nb = nt - i0 < tb ? nt - i0 : tb, nn = nt - i0 - nb < tb ? nt - i0 - nb : tb;
         const uint8_t *p = v + i0 * rb;
-        vq_pf_share pn = vq_pf_share_init(p + nb * rb, pf ? nn * rb : 0, npass * nb);
-        int first = pf && i0 == 0;
+        /* one pass: fetching VQ_PF_AHEAD past each row reads faster (ab-session28.txt) */
+        vq_pf_share pn = vq_pf_share_init(p + nb * rb, pf && npass > 1 ? nn * rb : 0, npass * nb);
+        int first = pf && (i0 == 0 || npass == 1);
 #define AXPY_PASS(NQ, W)                                                                                      \
     do {                                                                                                      \
         if (first)                                                                                            \
