@@ -328,7 +328,8 @@ static void run_parallel(vq_pool *p, size_t n_items, size_t grain, size_t nc, vq
  * PROBE_RECHECK_S. (Before, one low reading ran jobs serially for 2 s: one
  * `bench e2e` at 16k tokens on the Xeon read one cache config at 0.53x its
  * speed in the next run, 58 against 111 tok/s, while the others held
- * theirs; such a spell would explain it, not confirmed.) A probe
+ * theirs (figures/bench/e2e16k-slow-reading-session28.txt); such a spell
+ * would explain it, not confirmed.) A probe
  * takes about 3 x PROBE_UNITS units (~1.5 ms per PROBE_EVERY_S; while
  * readings are low, per PROBE_RECHECK_S).
  * In that phase the pool ran decode at 147-148 tok/s with two threads
