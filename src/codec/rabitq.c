@@ -60,6 +60,7 @@
 #include "core/fp16.h"
 #include "core/io.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 
 #define RQ_GRID 64
 
@@ -304,6 +305,9 @@ static void rq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
             vq_qplanes_score_consts(qb0 + (size_t)j * c->query_bytes, D, w, qc + 3 * j);
         for (size_t t0 = 0; t0 < n; t0 += TOK) {
             const size_t nt = n - t0 < TOK ? n - t0 : TOK;
+            if (t0 + nt < n) /* the next batch, while this one is scored */
+                vq_prefetch_span(codes, (t0 + nt) * c->block_bytes,
+                                 (n - t0 - nt < TOK ? n - t0 - nt : TOK) * c->block_bytes);
             block_factors(q, k, codes + t0 * c->block_bytes, c->block_bytes, nt, D, f);
             k->signscore(codes + t0 * c->block_bytes, c->block_bytes, nt, (size_t)D, &off, &w, 1, f, 0, qb0 + 12,
                          c->query_bytes, qc, nj, q->qbits, scores + (size_t)j0 * n + t0, n);

@@ -68,24 +68,26 @@ static inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
 
 /* NQ (1..3, a constant) queries at q, qstride apart, against all nt rows,
  * four at a time (past the end the last row again, its scores not
- * stored); the queries are VFMADD's memory operand. STREAM: prefetch the
- * rows ahead (the first query pass over streamed rows). */
+ * stored); the queries are VFMADD's memory operand. STREAM: fetch the
+ * rows VQ_PF_SPREAD ahead, a share per column step (the first query pass
+ * over streamed rows). */
 static inline __attribute__((always_inline)) void dot_rows4(const float *q, size_t qstride, const int NQ,
                                                             const uint8_t *v, size_t nt, size_t E, float *s,
                                                             size_t sstride, int KIND, int STREAM)
 {
     const size_t rb = vq_elem_row_bytes(KIND, E);
+    vq_pf_share pf = vq_pf_share_init(v, VQ_PF_SPREAD, STREAM ? nt * rb : 0, (nt + 3) / 4 * (E / STEP(KIND)));
     for (size_t i = 0; i < nt; i += 4) {
         const uint8_t *p[4];
         p[0] = v + i * rb;
         p[1] = i + 1 < nt ? p[0] + rb : p[0], p[2] = i + 2 < nt ? p[1] + rb : p[1];
         p[3] = i + 3 < nt ? p[2] + rb : p[2];
-        if (STREAM)
-            vq_prefetch_span(p[0], VQ_PF_AHEAD, 4 * rb);
         __m256 a[3][4];
         _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm256_setzero_ps();
         for (size_t e0 = 0; e0 < E; e0 += STEP(KIND)) {
+            if (STREAM)
+                vq_pf_step(&pf);
             __m256 d[4];
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) d[k] = scale8(p[k], e0, KIND);
             _Pragma("GCC unroll 4") for (size_t w = 0; w < 32; w += 8) {
@@ -114,13 +116,14 @@ static inline __attribute__((always_inline)) void dot_rows2(const float *q, size
                                                             size_t sstride, int KIND, int STREAM)
 {
     const size_t rb = vq_elem_row_bytes(KIND, E);
+    vq_pf_share pf = vq_pf_share_init(v, VQ_PF_SPREAD, STREAM ? nt * rb : 0, (nt + 1) / 2 * (E / STEP(KIND)));
     for (size_t i = 0; i < nt; i += 2) {
         const uint8_t *p0 = v + i * rb, *p1 = i + 1 < nt ? p0 + rb : p0;
-        if (STREAM)
-            vq_prefetch_span(p0, VQ_PF_AHEAD, 2 * rb);
         __m256 a[4][2];
         _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++) a[jj][0] = a[jj][1] = _mm256_setzero_ps();
         for (size_t e0 = 0; e0 < E; e0 += STEP(KIND)) {
+            if (STREAM)
+                vq_pf_step(&pf);
             const __m256 d0 = scale8(p0, e0, KIND), d1 = scale8(p1, e0, KIND);
             _Pragma("GCC unroll 4") for (size_t w = 0; w < 32; w += 8) {
                 if (w >= STEP(KIND))
@@ -324,7 +327,7 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
         const size_t nb = nt - i0 < tb ? nt - i0 : tb, nn = nt - i0 - nb < tb ? nt - i0 - nb : tb;
         const uint8_t *p = (const uint8_t *)v + i0 * rb;
         /* one pass: fetching VQ_PF_AHEAD past each row reads faster (ab-session28.txt) */
-        vq_pf_share pn = vq_pf_share_init(p + nb * rb, pf && npass > 1 ? nn * rb : 0, npass * nb);
+        vq_pf_share pn = vq_pf_share_init(p, nb * rb, pf && npass > 1 ? nn * rb : 0, npass * nb);
         axpy_span(w + i0, wstride, n_q, p, nb, E, acc, astride, KIND, &pn, pf && (i0 == 0 || npass == 1));
     }
 }

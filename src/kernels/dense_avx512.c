@@ -5,7 +5,9 @@
  * dot: four queries x four rows at a time (16 accumulators), or eight
  * rows sharing each load of three, two or one queries (the sums in
  * registers); every sum is reduced by vq_hsum8x512's tree, so a score
- * does not depend on its place in the tile or on the other queries.
+ * does not depend on its place in the tile or on the other queries. The
+ * first query pass over streamed rows fetches VQ_PF_SPREAD past them, a
+ * few lines per 16 columns (prefetch.h).
  * axpy: up to four queries share each load of a row, the rows in 16 KB
  * blocks that every pass fetches ahead for (axpy_impl); each accumulator
  * element adds w_i * v_i[e] over i in order with one FMA per token, as the
@@ -54,22 +56,23 @@ static inline void rows8(size_t i, size_t nt, size_t rb, size_t r[8])
 /* NQ (1..3, a constant) queries at q + jj*qstride against nt rows, eight
  * rows sharing each load of the queries; the sums stay in registers
  * (24 accumulators at most) and each row's is reduced by vq_hsum8x512.
- * STREAM: prefetch the rows ahead (the first query pass over streamed
- * rows). */
+ * STREAM: fetch the rows ahead, a share per 16 columns (the first query
+ * pass over streamed rows). */
 static inline __attribute__((always_inline)) void dot_rows8(const float *q, size_t qstride, const int NQ,
                                                             const uint8_t *v, size_t nt, size_t E, float *s,
                                                             size_t sstride, int KIND, int STREAM)
 {
     const size_t rb = vq_elem_row_bytes(KIND, E);
+    vq_pf_share pf = vq_pf_share_init(v, VQ_PF_SPREAD, STREAM ? nt * rb : 0, (nt + 7) / 8 * (E / 16));
     for (size_t i = 0; i < nt; i += 8) {
         size_t r[8];
         rows8(i, nt, rb, r);
-        if (STREAM)
-            vq_prefetch_span(v, r[0] + VQ_PF_AHEAD, 8 * rb);
         __m512 a[3][8];
         _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) a[jj][k] = _mm512_setzero_ps();
         for (size_t e = 0; e < E; e += 16) {
+            if (STREAM)
+                vq_pf_step(&pf);
             __m512 x[3];
             _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++) x[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e);
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
@@ -92,17 +95,18 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
     int j = 0;
     for (; n_q - j >= 4 && n_q - j != 5; j += 4) { /* four queries x four rows share each load */
         const float *q0 = q + (size_t)j * qstride;
+        /* the first query pass streams the rows */
+        vq_pf_share ps = vq_pf_share_init(v, VQ_PF_SPREAD, j == 0 && pf ? nt * rb : 0, (nt + 3) / 4 * (E / 16));
         for (size_t i = 0; i < nt; i += 4) {
             size_t r[4];
             for (size_t k = 0; k < 4; k++)
                 r[k] = (i + k < nt ? i + k : nt - 1) * rb;
-            if (j == 0 && pf) /* the first query pass streams the rows */
-                vq_prefetch_span(v, r[0] + VQ_PF_AHEAD, 4 * rb);
             __m512 a[4][4];
             for (int jj = 0; jj < 4; jj++)
                 for (int k = 0; k < 4; k++)
                     a[jj][k] = _mm512_setzero_ps();
             for (size_t e = 0; e < E; e += 16) {
+                vq_pf_step(&ps);
                 __m512 t[4];
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) t[k] = ld16(v + r[k], e, KIND);
                 _Pragma("GCC unroll 4") for (int jj = 0; jj < 4; jj++)
@@ -202,7 +206,7 @@ static inline __attribute__((always_inline)) void axpy_impl(const float *w, size
         const size_t nb = nt - i0 < tb ? nt - i0 : tb, nn = nt - i0 - nb < tb ? nt - i0 - nb : tb;
         const uint8_t *p = v + i0 * rb;
         /* one pass: fetching VQ_PF_AHEAD past each row reads faster (ab-session28.txt) */
-        vq_pf_share pn = vq_pf_share_init(p + nb * rb, pf && npass > 1 ? nn * rb : 0, npass * nb);
+        vq_pf_share pn = vq_pf_share_init(p, nb * rb, pf && npass > 1 ? nn * rb : 0, npass * nb);
         int first = pf && (i0 == 0 || npass == 1);
 #define AXPY_PASS(NQ, W)                                                                                      \
     do {                                                                                                      \

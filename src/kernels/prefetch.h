@@ -15,6 +15,15 @@
 /* how far ahead of the current row a row kernel fetches (bytes) */
 #define VQ_PF_AHEAD 1024
 
+/* how far ahead a kernel fetches that spreads its hints over its inner
+ * steps (a vq_pf_share over its rows, this far past them, stepped once per
+ * step): a few lines per step rather than a burst per group of rows. On
+ * the 2-core Xeon a core keeps only so many lines in flight, and a burst
+ * stalls the loop behind it until they come in; spread hints let the
+ * arithmetic run meanwhile (the fp16 dot at head_dim 64: 7.3 -> 9.1 GB/s
+ * on one core, figures/bench/ab-session29.txt) */
+#define VQ_PF_SPREAD 2048
+
 /* rows spanning fewer bytes than this are a tile the caller has just
  * written (in L1: codec/tiled.c's tiles are 16 KB): the dense kernels do
  * not prefetch them (it would only cost instructions) */
@@ -37,12 +46,14 @@ typedef struct {
     uintptr_t due;     /* fetch up to here */
 } vq_pf_share;
 
-/* p may be NULL with bytes 0 (nothing to fetch); steps > 0 */
-static inline vq_pf_share vq_pf_share_init(const void *p, size_t bytes, size_t steps)
+/* the span [p + off, p + off + bytes); p may be NULL with bytes 0
+ * (nothing to fetch); steps > 0 */
+static inline vq_pf_share vq_pf_share_init(const void *p, size_t off, size_t bytes, size_t steps)
 {
     vq_pf_share s;
-    s.at = s.due = (uintptr_t)p & ~(uintptr_t)63;
-    s.end = bytes ? (uintptr_t)p + bytes : s.at;
+    const uintptr_t a = (uintptr_t)p + off;
+    s.at = s.due = a & ~(uintptr_t)63;
+    s.end = bytes ? a + bytes : s.at;
     s.step = (bytes + steps - 1) / steps;
     return s;
 }

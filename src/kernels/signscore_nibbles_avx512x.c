@@ -156,7 +156,7 @@ void vq_signscore_nibbles_avx512x(const uint8_t *codes, size_t stride, size_t n,
         const uint8_t *blk = codes + i * stride;
         if (have == NB_TOK) {
             if (i + NB_TOK < n) /* the next block */
-                vq_prefetch_span(blk, NB_TOK * stride, (n - i - NB_TOK < NB_TOK ? n - i - NB_TOK : NB_TOK) * stride);
+                vq_prefetch_span(blk, 4 * NB_TOK * stride, NB_TOK * stride);
             for (int k = 0; k < n_sets; k++)
                 load_units(blk, stride, offs[k], nbytes, &U[k]);
         } else { /* the last tokens' sets copied apart, the rest 0 */
