@@ -253,20 +253,31 @@ static float block_factor(const uint8_t *blk, float cnorm)
  * floats: halves.h's exact conversions, ||c|| = sqrt(||c||^2) in float --
  * correctly rounded as the double root rounded to float -- then the same
  * division); ||c||^2 = D at 1 bit, else the sum of the squared levels
- * (kernels.h codes_dot against ones: small integers, exact in any order) */
+ * (kernels.h codes_dot against ones: small integers, exact in any order),
+ * into f[0..nt); f holds RQ_FTOK floats, those past nt are scratch */
 #define RQ_FTOK VQ_HALVES_BATCH
 static void block_factors(const rabitq *q, const vq_kernels *k, const uint8_t *blk, size_t stride, size_t nt, int D,
                           float *f)
 {
     float corr[RQ_FTOK], cc[RQ_FTOK];
-    vq_halves_strided(k, blk, stride, nt, f);
-    vq_halves_strided(k, blk + 2, stride, nt, corr);
-    if (q->bits == 1) {
+    if (q->bits == 1) { /* both halves of a token in one pass; the divisions vectorize (f holds RQ_FTOK) */
+        uint8_t hn[2 * RQ_FTOK] = { 0 }, hc[2 * RQ_FTOK];
+        for (size_t t = 0; t < RQ_FTOK; t++) { /* past nt: norm 0, correction 1 */
+            const uint8_t *b = blk + t * stride;
+            if (t < nt)
+                hn[2 * t] = b[0], hn[2 * t + 1] = b[1], hc[2 * t] = b[2], hc[2 * t + 1] = b[3];
+            else
+                hc[2 * t] = 0x00, hc[2 * t + 1] = 0x3C;
+        }
+        k->fp16_row(hn, f, RQ_FTOK);
+        k->fp16_row(hc, corr, RQ_FTOK);
         const float cnorm = sqrtf((float)D);
-        for (size_t t = 0; t < nt; t++)
+        for (size_t t = 0; t < RQ_FTOK; t++) /* (a whole batch: past nt 0, never read) */
             f[t] = f[t] / (corr[t] * cnorm);
         return;
     }
+    vq_halves_strided(k, blk, stride, nt, f);
+    vq_halves_strided(k, blk + 2, stride, nt, corr);
     k->codes_dot(blk + 4, stride, q->bits, nt, (size_t)D, q->sq, q->ones, 0, 1, cc, RQ_FTOK);
     for (size_t t = 0; t < nt; t++)
         f[t] = f[t] / (corr[t] * sqrtf(cc[t]));

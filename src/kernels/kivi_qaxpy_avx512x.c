@@ -148,7 +148,7 @@ static inline __attribute__((always_inline)) void
 chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, size_t rstride, size_t coff, size_t m,
             size_t c, size_t g0, int lg, __m512i tidx, __m512i cmask, const vq_unpack64_ctl *u3,
             const __m512i QA[KQ_MAXQ], const __m512i QB[KQ_MAXQ], __m512 SC, __m512i SQH,
-            __m512 F[KQ_MAXQ][KQ_MAXC][4])
+            __m512 F[KQ_MAXQ][KQ_MAXC][4], vq_pf_share *pf)
 {
     __m512i I[KQ_MAXQ][4];
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
@@ -157,6 +157,7 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
      * group of channel 64c + 4b; 4 bits: one per byte half) */
     const __m512i x0 = word_index(64 * c, BITS == 4 ? 2 : 4, lg, g0), x1 = word_index(64 * c + 32, 2, lg, g0);
     for (size_t u = 0; 4 * u < m; u++) {
+        vq_pf_step(pf);
         const uint8_t *p[4];
         vq_quad_rows(blk, rstride, coff, u, m, p);
         const __m512i uu = _mm512_set1_epi32((int)u);
@@ -231,7 +232,7 @@ static inline __attribute__((always_inline)) void
 block_all(const int BITS, const int NQ, const int NGC, const size_t NC, const uint8_t *blk, size_t rstride,
           size_t coff, size_t m, size_t ng, size_t nc, int lg, __m512i tidx, __m512i cmask, const vq_unpack64_ctl *u3,
           const __m512 W[KQ_MAXQ][2], const __m512 S[16][2], const __m512 Mn[16][2], const __mmask16 live[2],
-          __m512 MW[KQ_MAXQ][16], __m512 F[KQ_MAXQ][KQ_MAXC][4])
+          __m512 MW[KQ_MAXQ][16], __m512 F[KQ_MAXQ][KQ_MAXC][4], vq_pf_share *pf)
 {
     const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1)));
     for (size_t g = 0; g < ng; g++) {
@@ -249,7 +250,7 @@ block_all(const int BITS, const int NQ, const int NGC, const size_t NC, const ui
             chunk_weights(BITS, NQ, NGC, W, S, live, g0, QA, QB, &SC, &SQH);
             gw = g0;
         }
-        chunk_block(BITS, NQ, NGC, blk, rstride, coff, m, c, g0, lg, tidx, cmask, u3, QA, QB, SC, SQH, F);
+        chunk_block(BITS, NQ, NGC, blk, rstride, coff, m, c, g0, lg, tidx, cmask, u3, QA, QB, SC, SQH, F, pf);
     }
 }
 
@@ -276,9 +277,10 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
             for (size_t g = 0; g < ng; g++)
                 MW[j][g] = _mm512_setzero_ps();
         }
+        vq_pf_share pf = vq_block_fetch(rows, rstride, nt, nc, j0 == 0); /* the first pass streams the rows */
         for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
             __mmask16 vm[2];
-            const size_t m = vq_block_start(rows, rstride, b, nt, vm);
+            const size_t m = vq_block_start(b, nt, vm);
             const uint8_t *blk = rows + b * rstride;
             __m512 S[16][2], Mn[16][2];
             block_headers(blk, rstride, m, ng, rix, S, Mn);
@@ -288,10 +290,10 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                 W[j][0] = _mm512_maskz_loadu_ps(vm[0], wj), W[j][1] = _mm512_maskz_loadu_ps(vm[1], wj + 16);
             }
             switch (nq) { /* a constant count: the sums stay in registers */
-            case 4: block_all(BITS, 4, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F); break;
-            case 3: block_all(BITS, 3, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F); break;
-            case 2: block_all(BITS, 2, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F); break;
-            default: block_all(BITS, 1, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F); break;
+            case 4: block_all(BITS, 4, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F, &pf); break;
+            case 3: block_all(BITS, 3, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F, &pf); break;
+            case 2: block_all(BITS, 2, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F, &pf); break;
+            default: block_all(BITS, 1, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F, &pf); break;
             }
         }
         /* back in channel order, plus the mins' sums */

@@ -47,13 +47,14 @@ typedef struct {
 } vq_pf_share;
 
 /* the span [p + off, p + off + bytes); p may be NULL with bytes 0
- * (nothing to fetch); steps > 0 */
+ * (nothing to fetch); steps 0 counts as 1 */
 static inline vq_pf_share vq_pf_share_init(const void *p, size_t off, size_t bytes, size_t steps)
 {
     vq_pf_share s;
     const uintptr_t a = (uintptr_t)p + off;
     s.at = s.due = a & ~(uintptr_t)63;
     s.end = bytes ? a + bytes : s.at;
+    steps = steps ? steps : 1;
     s.step = (bytes + steps - 1) / steps;
     return s;
 }

@@ -27,12 +27,13 @@
 static inline __attribute__((always_inline)) void
 block_column(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, size_t m, size_t g, __m512i tidx,
              int8_t qw[Q8_MAXQ][Q8_MAXB][VQ_KQ_BLOCK], const float sc[Q8_MAXQ][Q8_MAXB],
-             const int32_t sq[Q8_MAXQ][Q8_MAXB], __m512 F[Q8_MAXQ][Q8_MAXB][2])
+             const int32_t sq[Q8_MAXQ][Q8_MAXB], __m512 F[Q8_MAXQ][Q8_MAXB][2], vq_pf_share *pf)
 {
     const size_t off = g * (BITS == 8 ? 34 : 18) + 2;
     __m512i I[Q8_MAXQ][2];
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) I[j][0] = I[j][1] = _mm512_setzero_si512();
     for (size_t u = 0; 4 * u < m; u++) {
+        vq_pf_step(pf);
         const uint8_t *p[4];
         vq_quad_rows(blk, rstride, off, u, m, p);
         __m512i P0, P1;
@@ -77,9 +78,10 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
         for (int j = 0; j < nq; j++)
             for (size_t g = 0; g < nb; g++)
                 F[j][g][0] = F[j][g][1] = _mm512_setzero_ps();
+        vq_pf_share pf = vq_block_fetch(codes, rstride, nt, nb, j0 == 0); /* the first pass streams the rows */
         for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
             __mmask16 vm[2];
-            const size_t m = vq_block_start(codes, rstride, b, nt, vm);
+            const size_t m = vq_block_start(b, nt, vm);
             const uint8_t *blk = codes + b * rstride;
             /* the rows' block scales as columns (rows past m: 0): one
              * gather of 16 rows' words per column block and half */
@@ -113,10 +115,10 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
                 }
             for (size_t g = 0; g < nb; g++)
                 switch (nq) { /* a constant count: the sums stay in registers */
-                case 4: block_column(BITS, 4, blk, rstride, m, g, tidx, qw, sc, sq, F); break;
-                case 3: block_column(BITS, 3, blk, rstride, m, g, tidx, qw, sc, sq, F); break;
-                case 2: block_column(BITS, 2, blk, rstride, m, g, tidx, qw, sc, sq, F); break;
-                default: block_column(BITS, 1, blk, rstride, m, g, tidx, qw, sc, sq, F); break;
+                case 4: block_column(BITS, 4, blk, rstride, m, g, tidx, qw, sc, sq, F, &pf); break;
+                case 3: block_column(BITS, 3, blk, rstride, m, g, tidx, qw, sc, sq, F, &pf); break;
+                case 2: block_column(BITS, 2, blk, rstride, m, g, tidx, qw, sc, sq, F, &pf); break;
+                default: block_column(BITS, 1, blk, rstride, m, g, tidx, qw, sc, sq, F, &pf); break;
                 }
         }
         for (int j = 0; j < nq; j++) {

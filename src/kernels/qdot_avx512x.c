@@ -91,6 +91,7 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const size_t qoff = nb * (sizeof(float) + sizeof(int32_t));
     const __m512i ix = vq_rows16_index(rstride);
+    vq_pf_share pf = vq_pf_share_init(codes, 16 * rstride + VQ_PF_SPREAD, nt * rstride, (nt + 15) / 16 * nb);
     for (size_t i = 0; i < nt; i += 16) {
         const uint8_t *row[16];
         row[0] = codes + i * rstride;
@@ -100,11 +101,11 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
         else
             for (int t = 1; t < 16; t++)
                 row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
-        vq_prefetch_span(row[0], VQ_PF_AHEAD, 16 * rstride);
         __m512 acc[4];
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) acc[j] = _mm512_setzero_ps();
         const __mmask16 live = vq_rows16_live(nt - i);
         for (size_t b = 0; b < nb; b++) {
+            vq_pf_step(&pf);
             const size_t o = b * bb;
             /* the 16 rows' block scales (0 past nt: never stored) */
             const __m512 DK = vq_low_halves16(vq_rows16_words(row[0] + o, ix, live));
@@ -187,16 +188,18 @@ void vq_qdot_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, 
     const size_t qoff = nb * (sizeof(float) + sizeof(int32_t));
     for (int j0 = 0; j0 < n_q; j0 += QMAXQ) {
         const int nq = n_q - j0 < QMAXQ ? n_q - j0 : QMAXQ;
+        /* the first query pass streams the rows */
+        vq_pf_share pf = vq_pf_share_init(codes, QROWS * rstride + VQ_PF_SPREAD, j0 == 0 ? nt * rstride : 0,
+                                          (nt + QROWS - 1) / QROWS * (nb / 2));
         for (size_t i = 0; i < nt; i += QROWS) {
             const uint8_t *row[QROWS];
             for (int t = 0; t < QROWS; t++)
                 row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
-            if (j0 == 0) /* the first query pass streams the rows */
-                vq_prefetch_span(row[0], VQ_PF_AHEAD, QROWS * rstride);
             __m512 acc[QMAXQ];
             for (int j = 0; j < nq; j++)
                 acc[j] = _mm512_setzero_ps();
             for (size_t b = 0; b < nb; b += 2) {
+                vq_pf_step(&pf);
                 __m512i U[QROWS];
                 uint16_t dk[16];
                 for (int t = 0; t < QROWS; t++) {
@@ -317,6 +320,7 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
     const __m512i sh3 = _mm512_set1_epi64(0x15120f0c09060300ll);
     /* lane 4r + quad -> row 4quad + r */
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    vq_pf_share pf = vq_pf_share_init(codes, VQ_PF_SPREAD, nt * rstride, (nt + 3) / 4 * nc);
     for (size_t i = 0; i < nt; i += 16) {
         __m512i acc[4][4]; /* [query][quad] */
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
@@ -334,9 +338,9 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
                 for (int t = 1; t < 4; t++)
                     row[t] = codes + (i0 + (size_t)t < nt ? i0 + (size_t)t : nt - 1) * rstride;
             }
-            vq_prefetch_span(row[0], VQ_PF_AHEAD, 4 * rstride);
             /* the runs of each 16-byte column, their shifts as literals */
             for (size_t c = 0; c < nc; c++) {
+                vq_pf_step(&pf);
                 if (bits == 3) {
                     for (size_t h = 0; h < 2; h++) {
                         const __m512i R = quad_bytes12(row, 24 * c + 12 * h);

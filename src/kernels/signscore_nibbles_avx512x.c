@@ -89,7 +89,8 @@ static inline void load_units(const uint8_t *blk, size_t stride, size_t off, siz
 /* the integer dots of NQ queries (query j's tables at tab + j*qstride)
  * with the block's nu units: P[j][t] */
 static inline __attribute__((always_inline)) void lookup_pass(const int NQ, const nb_units *U, size_t nu,
-                                                              const uint8_t *tab, size_t qstride, int32_t P[][NB_TOK])
+                                                              const uint8_t *tab, size_t qstride, int32_t P[][NB_TOK],
+                                                              vq_pf_share *pf)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F), ones = _mm512_set1_epi8(1);
     /* byte k of a lane: nibble place 2k (low) or 2k + 1 (high) of the unit */
@@ -98,6 +99,7 @@ static inline __attribute__((always_inline)) void lookup_pass(const int NQ, cons
     _Pragma("GCC unroll 4") for (int j = 0; j < NB_PASS; j++)
         _Pragma("GCC unroll 2") for (int g = 0; g < NB_G; g++) A[j][g] = _mm512_setzero_si512();
     for (size_t u = 0; u < nu; u++) {
+        vq_pf_step(pf);
         __m512i TL[NB_PASS], TH[NB_PASS];
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
         {
@@ -123,13 +125,14 @@ static inline __attribute__((always_inline)) void lookup_pass(const int NQ, cons
 }
 
 /* lookup_pass with the count nq (1..NB_PASS) a constant */
-static void lookup_any(int nq, const nb_units *U, size_t nu, const uint8_t *tab, size_t qstride, int32_t P[][NB_TOK])
+static void lookup_any(int nq, const nb_units *U, size_t nu, const uint8_t *tab, size_t qstride, int32_t P[][NB_TOK],
+                       vq_pf_share *pf)
 {
     switch (nq) {
-    case 4: lookup_pass(4, U, nu, tab, qstride, P); break;
-    case 3: lookup_pass(3, U, nu, tab, qstride, P); break;
-    case 2: lookup_pass(2, U, nu, tab, qstride, P); break;
-    default: lookup_pass(1, U, nu, tab, qstride, P); break;
+    case 4: lookup_pass(4, U, nu, tab, qstride, P, pf); break;
+    case 3: lookup_pass(3, U, nu, tab, qstride, P, pf); break;
+    case 2: lookup_pass(2, U, nu, tab, qstride, P, pf); break;
+    default: lookup_pass(1, U, nu, tab, qstride, P, pf); break;
     }
 }
 
@@ -151,12 +154,14 @@ void vq_signscore_nibbles_avx512x(const uint8_t *codes, size_t stride, size_t n,
     const __m512i rix = vq_rows16_index(stride);
     const int two = n_sets == 2;
     const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(two ? w[1] : 0.0f);
+    /* the rows VQ_PF_SPREAD ahead, a share per unit of each lookup pass
+     * (of the first 16 queries: the steps past them find nothing left) */
+    const size_t passes = (size_t)n_sets * (size_t)(((n_q < NB_MAXQ ? n_q : NB_MAXQ) + NB_PASS - 1) / NB_PASS);
+    vq_pf_share pf = vq_pf_share_init(codes, NB_TOK * stride + VQ_PF_SPREAD, n * stride, (n + NB_TOK - 1) / NB_TOK * passes * nu);
     for (size_t i = 0; i < n; i += NB_TOK) {
         const size_t have = n - i < NB_TOK ? n - i : NB_TOK;
         const uint8_t *blk = codes + i * stride;
         if (have == NB_TOK) {
-            if (i + NB_TOK < n) /* the next block */
-                vq_prefetch_span(blk, 4 * NB_TOK * stride, NB_TOK * stride);
             for (int k = 0; k < n_sets; k++)
                 load_units(blk, stride, offs[k], nbytes, &U[k]);
         } else { /* the last tokens' sets copied apart, the rest 0 */
@@ -172,7 +177,7 @@ void vq_signscore_nibbles_avx512x(const uint8_t *codes, size_t stride, size_t n,
             for (int k = 0; k < n_sets; k++)
                 for (int jj = 0; jj < nj; jj += NB_PASS)
                     lookup_any(nj - jj < NB_PASS ? nj - jj : NB_PASS, &U[k], nu, tab0 + (size_t)(j0 + jj) * qstride,
-                               qstride, PQ[k] + jj);
+                               qstride, PQ[k] + jj, &pf);
             /* the reference's float steps, 16 tokens at a time */
             for (size_t g = 0; 16 * g < have; g++) {
                 const size_t left = have - 16 * g;

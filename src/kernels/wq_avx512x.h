@@ -127,19 +127,23 @@ static inline int32_t vq_round_weights(__m512 a0, __m512 a1, float inv, const __
     return _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
 }
 
-/* the block of rows starting at row b of nt (at rows + b*rstride): its row
- * count m (<= VQ_KQ_BLOCK), the lane masks of its rows 0-15 and 16-31, and
- * a prefetch of the next block (a page is read cold) */
-static inline size_t vq_block_start(const uint8_t *rows, size_t rstride, size_t b, size_t nt, __mmask16 v[2])
+/* the block of rows starting at row b of nt: its row count m (<=
+ * VQ_KQ_BLOCK) and the lane masks of its rows 0-15 and 16-31 */
+static inline size_t vq_block_start(size_t b, size_t nt, __mmask16 v[2])
 {
     const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
     v[0] = vq_rows16_live(m);
     v[1] = vq_rows16_live(m > 16 ? m - 16 : 0);
-    if (b + VQ_KQ_BLOCK < nt) {
-        const size_t next = nt - b - VQ_KQ_BLOCK < VQ_KQ_BLOCK ? nt - b - VQ_KQ_BLOCK : VQ_KQ_BLOCK;
-        vq_prefetch_span(rows + b * rstride, VQ_KQ_BLOCK * rstride, next * rstride);
-    }
     return m;
+}
+
+/* The fetch of nt rows (a page is read cold; nothing when !on) spread
+ * over the quads of `passes` passes per block: one vq_pf_step per quad of
+ * rows of each pass, a block plus VQ_PF_SPREAD ahead (a pass over a block
+ * touches all its rows at once; kernels/prefetch.h). */
+static inline vq_pf_share vq_block_fetch(const uint8_t *rows, size_t rstride, size_t nt, size_t passes, int on)
+{
+    return vq_pf_share_init(rows, VQ_KQ_BLOCK * rstride + VQ_PF_SPREAD, on ? nt * rstride : 0, (nt + 3) / 4 * passes);
 }
 
 #endif
