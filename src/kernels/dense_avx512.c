@@ -7,7 +7,8 @@
  * registers); every sum is reduced by vq_hsum8x512's tree, so a score
  * does not depend on its place in the tile or on the other queries. The
  * first query pass over streamed rows fetches VQ_PF_SPREAD past them, a
- * few lines per 16 columns (prefetch.h).
+ * few lines per 16 columns (prefetch.h). Block rows (q8_0 / q4_0) go a
+ * block per step: its scale and bytes read once for its 32 values (ld32).
  * axpy: up to four queries share each load of a row, the rows in 16 KB
  * blocks that every pass fetches ahead for (axpy_impl); each accumulator
  * element adds w_i * v_i[e] over i in order with one FMA per token, as the
@@ -45,6 +46,24 @@ static inline __attribute__((always_inline)) __m512 ld16(const uint8_t *p, size_
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(n), _mm512_mul_ps(d, _mm512_set1_ps(-8.0f)));
 }
 
+/* values e .. e+31 of a q8_0 / q4_0 row (e a multiple of 32) as ld16 gives
+ * them at e and e + 16, the block's scale and bytes read once */
+static inline __attribute__((always_inline)) void ld32(const uint8_t *p, size_t e, int KIND, __m512 *lo, __m512 *hi)
+{
+    const uint8_t *b = p + e / 32 * (KIND == VQ_ELEM_Q8_0 ? 34 : 18);
+    const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16((short)(b[0] | b[1] << 8)));
+    if (KIND == VQ_ELEM_Q8_0) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
+        *lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q))));
+        *hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1))));
+        return;
+    }
+    const __m512i n = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2)));
+    const __m512 m8 = _mm512_mul_ps(d, _mm512_set1_ps(-8.0f));
+    *lo = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(n, _mm512_set1_epi32(15))), m8);
+    *hi = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_srli_epi32(n, 4)), m8);
+}
+
 /* byte offsets of the eight rows of group i (past the end: the last row
  * again); rb: bytes per row */
 static inline void rows8(size_t i, size_t nt, size_t rb, size_t r[8])
@@ -70,15 +89,35 @@ static inline __attribute__((always_inline)) void dot_rows8(const float *q, size
         __m512 a[3][8];
         _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) a[jj][k] = _mm512_setzero_ps();
-        for (size_t e = 0; e < E; e += 16) {
-            if (STREAM)
-                vq_pf_step(&pf);
-            __m512 x[3];
-            _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++) x[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e);
-            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-            {
-                const __m512 t = ld16(v + r[k], e, KIND);
-                _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++) a[jj][k] = _mm512_fmadd_ps(x[jj], t, a[jj][k]);
+        if (KIND >= VQ_ELEM_Q8_0) { /* blocks: 32 values per step, as two steps of 16 */
+            for (size_t e = 0; e < E; e += 32) {
+                if (STREAM)
+                    vq_pf_step(&pf), vq_pf_step(&pf);
+                __m512 x[3], y[3];
+                _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+                {
+                    x[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e);
+                    y[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e + 16);
+                }
+                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                {
+                    __m512 t, u;
+                    ld32(v + r[k], e, KIND, &t, &u);
+                    _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+                        a[jj][k] = _mm512_fmadd_ps(y[jj], u, _mm512_fmadd_ps(x[jj], t, a[jj][k]));
+                }
+            }
+        } else {
+            for (size_t e = 0; e < E; e += 16) {
+                if (STREAM)
+                    vq_pf_step(&pf);
+                __m512 x[3];
+                _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++) x[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e);
+                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                {
+                    const __m512 t = ld16(v + r[k], e, KIND);
+                    _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++) a[jj][k] = _mm512_fmadd_ps(x[jj], t, a[jj][k]);
+                }
             }
         }
         _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
@@ -105,14 +144,25 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
             for (int jj = 0; jj < 4; jj++)
                 for (int k = 0; k < 4; k++)
                     a[jj][k] = _mm512_setzero_ps();
-            for (size_t e = 0; e < E; e += 16) {
+            /* blocks: 32 values per step (ld32), as two steps of 16 */
+            const size_t step = KIND >= VQ_ELEM_Q8_0 ? 32 : 16;
+            for (size_t e = 0; e < E; e += step) {
                 vq_pf_step(&ps);
-                __m512 t[4];
-                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) t[k] = ld16(v + r[k], e, KIND);
+                __m512 t[4], u[4];
+                if (KIND >= VQ_ELEM_Q8_0) {
+                    vq_pf_step(&ps);
+                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) ld32(v + r[k], e, KIND, &t[k], &u[k]);
+                } else {
+                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) t[k] = ld16(v + r[k], e, KIND);
+                }
                 _Pragma("GCC unroll 4") for (int jj = 0; jj < 4; jj++)
                 {
                     __m512 x = _mm512_loadu_ps(q0 + (size_t)jj * qstride + e);
                     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm512_fmadd_ps(x, t[k], a[jj][k]);
+                    if (KIND >= VQ_ELEM_Q8_0) {
+                        __m512 y = _mm512_loadu_ps(q0 + (size_t)jj * qstride + e + 16);
+                        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm512_fmadd_ps(y, u[k], a[jj][k]);
+                    }
                 }
             }
             /* two queries' four sums per hsum8x512: each vector reduced by
