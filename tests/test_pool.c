@@ -150,6 +150,28 @@ static void test_scaling_probe(void)
     free(c);
 }
 
+/* the mode rule (pool.h vq_pool_mode_after) over a run of readings of a
+ * pool of 2: serial only after two low readings in a row, back to
+ * parallel at the first good one; the next probe 0.25 s after a low
+ * reading, 2 s after a good one; the line itself (0.65 x n) is not low */
+static void test_mode_rule(void)
+{
+    const double reading[] = { 1.9, 1.0, 1.9, 1.0, 1.2, 1.1, 1.95, 1.3, 1.29 };
+    const int low[] = { 0, 1, 0, 1, 1, 1, 0, 0, 1 };
+    const int serial[] = { 0, 0, 0, 0, 1, 1, 0, 0, 0 };
+    int was_low = 0;
+    for (size_t i = 0; i < sizeof reading / sizeof reading[0]; i++) {
+        const double now = 10.0 * (double)i;
+        const vq_pool_mode m = vq_pool_mode_after(was_low, reading[i], 2, now);
+        CHECKF(m.low == low[i] && m.serial == serial[i], "reading %zu (%g): low %d serial %d", i, reading[i], m.low,
+               m.serial);
+        CHECKF(m.next_s == now + (low[i] ? 0.25 : 2.0), "reading %zu: next probe at %g", i, m.next_s);
+        was_low = m.low;
+    }
+    /* a pool of 4: the line at 2.6 */
+    CHECK(vq_pool_mode_after(1, 2.59, 4, 0.0).serial == 1 && vq_pool_mode_after(1, 2.61, 4, 0.0).serial == 0);
+}
+
 /* RoPE in two steps equals vq_rope bit for bit. */
 static void test_rope_split(void)
 {
@@ -174,5 +196,6 @@ int main(void)
     RUN(test_run_shares);
     RUN(test_rope_split);
     RUN(test_scaling_probe);
+    RUN(test_mode_rule);
     return vq_test_summary("pool");
 }

@@ -48,11 +48,8 @@
 #define MAX_CHUNKS 0x7FFFFFFFu
 /* the scaling probe (probe_scaling) */
 #define PROBE_FIRST_S 0.2 /* after the pool's start: its workers up, jobs running */
-#define PROBE_EVERY_S 2.0
-#define PROBE_RECHECK_S 0.25 /* after a low reading */
 #define PROBE_ITERS 100000 /* loop steps of one unit: about 0.25 ms */
 #define PROBE_UNITS 2
-#define SERIAL_SCALING 0.65
 #define PROBE_CLOCK_JOBS 64 /* jobs between two looks at the clock */
 
 struct vq_pool {
@@ -314,24 +311,24 @@ static void run_parallel(vq_pool *p, size_t n_items, size_t grain, size_t nc, vq
  * alone took 70-150 us in parallel), and a comparison of parallel jobs with
  * the caller's share of them never saw it, the caller's share being slowed
  * the same way. So the pool measures it directly, PROBE_FIRST_S after its
- * start and then every PROBE_EVERY_S (the clock read every
+ * start and then every VQ_POOL_PROBE_EVERY_S (the clock read every
  * PROBE_CLOCK_JOBS jobs; a probe at the first job found the just-created
  * worker not yet running, and 1.5 ms is much of a short prompt):
  * PROBE_UNITS units of an arithmetic loop (no memory) on the caller alone,
  * then as many per thread as one parallel job (the faster of two runs: the
  * first may wake sleeping workers). Scaling = n x alone / parallel; a
- * reading below SERIAL_SCALING x n is low. Jobs run on the caller alone
+ * reading below VQ_POOL_SERIAL_SCALING x n is low. Jobs run on the caller alone
  * after two low readings in a row, until the next probe; after a low
- * reading the next probe comes PROBE_RECHECK_S later, after a good one
- * PROBE_EVERY_S later. So a single low reading (a thread held up once)
+ * reading the next probe comes VQ_POOL_RECHECK_S later, after a good one
+ * VQ_POOL_PROBE_EVERY_S later. So a single low reading (a thread held up once)
  * changes nothing, and a phase of shared cores is found within about
- * PROBE_RECHECK_S. (Before, one low reading ran jobs serially for 2 s: one
+ * VQ_POOL_RECHECK_S. (Before, one low reading ran jobs serially for 2 s: one
  * `bench e2e` at 16k tokens on the Xeon read one cache config at 0.53x its
  * speed in the next run, 58 against 111 tok/s, while the others held
  * theirs (figures/bench/e2e16k-slow-reading-session28.txt); such a spell
  * would explain it, not confirmed.) A probe
- * takes about 3 x PROBE_UNITS units (~1.5 ms per PROBE_EVERY_S; while
- * readings are low, per PROBE_RECHECK_S).
+ * takes about 3 x PROBE_UNITS units (~1.5 ms per VQ_POOL_PROBE_EVERY_S; while
+ * readings are low, per VQ_POOL_RECHECK_S).
  * In that phase the pool ran decode at 147-148 tok/s with two threads
  * (one: 149-159; before the probe: 106-110). */
 
@@ -361,10 +358,10 @@ static void probe_scaling(vq_pool *p, double now)
         par = r == 0 || t < par ? t : par;
     }
     p->scaling = par > 0.0 ? (double)p->n * alone / par : (double)p->n;
-    const int low = p->scaling < SERIAL_SCALING * (double)p->n;
-    p->serial = low && p->low;
-    p->low = low;
-    p->next_probe_s = now + (low ? PROBE_RECHECK_S : PROBE_EVERY_S);
+    const vq_pool_mode m = vq_pool_mode_after(p->low, p->scaling, p->n, now);
+    p->serial = m.serial;
+    p->low = m.low;
+    p->next_probe_s = m.next_s;
 }
 
 void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void *ctx)

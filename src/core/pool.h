@@ -52,6 +52,30 @@ void vq_pool_run(vq_pool *p, vq_pool_fn fn, void *ctx);
  * alone until a reading above it (VQ_POOL_ADAPT=0: never). */
 double vq_pool_scaling(const vq_pool *p);
 
+/* The mode rule behind it (pool.c probe_scaling), apart so that a test
+ * can drive it: a probe of n threads read `scaling` at time now, the
+ * previous probe's reading was low (was_low). A reading is low below
+ * VQ_POOL_SERIAL_SCALING x n; jobs go serial only after two low readings
+ * in a row; the next probe comes VQ_POOL_RECHECK_S after a low reading,
+ * VQ_POOL_PROBE_EVERY_S after a good one. */
+#define VQ_POOL_SERIAL_SCALING 0.65
+#define VQ_POOL_RECHECK_S 0.25
+#define VQ_POOL_PROBE_EVERY_S 2.0
+typedef struct {
+    int low;       /* this reading is low */
+    int serial;    /* jobs on the caller alone until the next probe */
+    double next_s; /* when to probe again */
+} vq_pool_mode;
+
+static inline vq_pool_mode vq_pool_mode_after(int was_low, double scaling, int n, double now)
+{
+    vq_pool_mode m;
+    m.low = scaling < VQ_POOL_SERIAL_SCALING * (double)n;
+    m.serial = m.low && was_low;
+    m.next_s = now + (m.low ? VQ_POOL_RECHECK_S : VQ_POOL_PROBE_EVERY_S);
+    return m;
+}
+
 /* vq_pool_split(total, i, n, &begin, &end) gives part i of n of [0, total)
  * in near-equal contiguous ranges. */
 static inline void vq_pool_split(size_t total, int i, int n, size_t *begin, size_t *end)
