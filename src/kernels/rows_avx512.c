@@ -8,7 +8,10 @@
  * masked load into every 128-bit lane, and one byte shuffle gives lane i
  * the two bytes that hold bits b*i .. b*i + b - 1, shifted by (b*i) mod 8
  * (no trip through a general register). The level of a code is picked from
- * a register by a permute (2^b <= 16 levels). */
+ * a register by a permute (2^b <= 16 levels). codes_dot of 2- and 4-bit
+ * KIVI keys (no table) puts sixteen tokens in the lanes instead
+ * (codes_dot_lanes): a different order of the sums than the reference's,
+ * within kernels.h's float rounding. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -199,9 +202,80 @@ codes_dot_rows(const int NJ, const int SIGN, const uint8_t *codes, size_t rstrid
     }
 }
 
+/* lut NULL, 2 or 4 bits: sixteen tokens in the lanes of a register. Dword
+ * u of the 16 rows is gathered into U[u] (lane t: row t), each channel's
+ * codes are one shift and one mask of it, and each query's sum is four
+ * chains of FMAs (channel e in chain e % 4, the query element broadcast),
+ * added (c0 + c1) + (c2 + c3) at the end: no horizontal sums. Each lane's
+ * sum is the same whatever the rows around it (rows past nt repeat the
+ * last; their lanes are not stored). */
+/* channel K (a literal) of a dword of codes U (lane t: row t) into chain
+ * K % 4 of NJ queries' sums */
+static inline __attribute__((always_inline)) void lanes_channel(const int NJ, const int BITS, const int K, __m512i U,
+                                                                __m512i mask, const float *const qe[4],
+                                                                __m512 a[4][4])
+{
+    const __m512 v = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(U, (unsigned)(K * BITS)), mask));
+    _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) a[j][K % 4] =
+        _mm512_fmadd_ps(_mm512_set1_ps(qe[j][K]), v, a[j][K % 4]);
+}
+
+static inline __attribute__((always_inline)) void codes_dot_lanes(const int NJ, const int BITS, const uint8_t *codes,
+                                                                 size_t rstride, size_t nt, size_t E,
+                                                                 const float *const qj[4], float *s, size_t sstride)
+{
+    const size_t nu = E * BITS / 32;
+    const __m512i mask = _mm512_set1_epi32((1 << BITS) - 1);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (size_t i = 0; i < nt; i += 16) {
+        const size_t live = nt - i < 16 ? nt - i : 16;
+        const __m512i rows = _mm512_min_epi32(lane, _mm512_set1_epi32((int)live - 1));
+        const __m512i off = _mm512_mullo_epi32(rows, _mm512_set1_epi32((int)rstride));
+        const uint8_t *base = codes + i * rstride;
+        __m512 a[4][4];
+        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) a[j][c] = _mm512_setzero_ps();
+        for (size_t u = 0; u < nu; u++) {
+            const __m512i U = _mm512_i32gather_epi32(off, (const void *)(base + 4 * u), 1);
+            const float *qe[4];
+            _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) qe[j] = qj[j] + u * (32 / BITS);
+#define LANES_CH(K) lanes_channel(NJ, BITS, (K), U, mask, qe, a)
+            LANES_CH(0), LANES_CH(1), LANES_CH(2), LANES_CH(3), LANES_CH(4), LANES_CH(5), LANES_CH(6), LANES_CH(7);
+            if (BITS == 2)
+                LANES_CH(8), LANES_CH(9), LANES_CH(10), LANES_CH(11), LANES_CH(12), LANES_CH(13), LANES_CH(14),
+                    LANES_CH(15);
+#undef LANES_CH
+        }
+        const __mmask16 st = (__mmask16)((1u << live) - 1u);
+        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
+            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, st,
+                                  _mm512_add_ps(_mm512_add_ps(a[j][0], a[j][1]), _mm512_add_ps(a[j][2], a[j][3])));
+    }
+}
+
 void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                          const float *q, size_t qstride, int n_q, float *s, size_t sstride)
 {
+    if (!lut && (bits == 2 || bits == 4) && E % 32 == 0 && rstride < (1u << 26)) {
+        for (int j0 = 0; j0 < n_q; j0 += 4) {
+            const int nj = n_q - j0 < 4 ? n_q - j0 : 4;
+            const float *qj[4];
+            for (int j = 0; j < 4; j++)
+                qj[j] = q + (size_t)(j0 + (j < nj ? j : nj - 1)) * qstride;
+            float *o = s + (size_t)j0 * sstride;
+#define CODES_DOT_LANES(NJ)                                                                                          \
+    (bits == 2 ? codes_dot_lanes(NJ, 2, codes, rstride, nt, E, qj, o, sstride)                                      \
+               : codes_dot_lanes(NJ, 4, codes, rstride, nt, E, qj, o, sstride))
+            switch (nj) {
+            case 4: CODES_DOT_LANES(4); break;
+            case 3: CODES_DOT_LANES(3); break;
+            case 2: CODES_DOT_LANES(2); break;
+            default: CODES_DOT_LANES(1); break;
+            }
+#undef CODES_DOT_LANES
+        }
+        return;
+    }
     if (bits < 1 || bits > 4 || E % 16) {
         vq_codes_dot_ref(codes, rstride, bits, nt, E, lut, q, qstride, n_q, s, sstride);
         return;
