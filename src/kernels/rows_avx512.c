@@ -256,26 +256,8 @@ static inline __attribute__((always_inline)) void codes_dot_lanes(const int NJ, 
 void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                          const float *q, size_t qstride, int n_q, float *s, size_t sstride)
 {
-    if (!lut && (bits == 2 || bits == 4) && E % 32 == 0 && rstride < (1u << 26)) {
-        for (int j0 = 0; j0 < n_q; j0 += 4) {
-            const int nj = n_q - j0 < 4 ? n_q - j0 : 4;
-            const float *qj[4];
-            for (int j = 0; j < 4; j++)
-                qj[j] = q + (size_t)(j0 + (j < nj ? j : nj - 1)) * qstride;
-            float *o = s + (size_t)j0 * sstride;
-#define CODES_DOT_LANES(NJ)                                                                                          \
-    (bits == 2 ? codes_dot_lanes(NJ, 2, codes, rstride, nt, E, qj, o, sstride)                                      \
-               : codes_dot_lanes(NJ, 4, codes, rstride, nt, E, qj, o, sstride))
-            switch (nj) {
-            case 4: CODES_DOT_LANES(4); break;
-            case 3: CODES_DOT_LANES(3); break;
-            case 2: CODES_DOT_LANES(2); break;
-            default: CODES_DOT_LANES(1); break;
-            }
-#undef CODES_DOT_LANES
-        }
-        return;
-    }
+    /* KIVI keys (no table, 2 or 4 bits): tokens in lanes (codes_dot_lanes) */
+    const int lanes = !lut && (bits == 2 || bits == 4) && E % 32 == 0 && rstride < (1u << 26);
     if (bits < 1 || bits > 4 || E % 16) {
         vq_codes_dot_ref(codes, rstride, bits, nt, E, lut, q, qstride, n_q, s, sstride);
         return;
@@ -287,16 +269,18 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
         for (int j = 0; j < 4; j++)
             qj[j] = q + (size_t)(j0 + (j < nj ? j : nj - 1)) * qstride;
         float *o = s + (size_t)j0 * sstride;
-#define CODES_DOT_ROWS(NJ)                                                                                           \
-    (sign ? codes_dot_rows(NJ, 1, codes, rstride, bits, nt, E, lut, qj, o, sstride)                                  \
-          : codes_dot_rows(NJ, 0, codes, rstride, bits, nt, E, lut, qj, o, sstride))
+#define CODES_DOT_PASS(NJ)                                                                                           \
+    (lanes  ? (bits == 2 ? codes_dot_lanes(NJ, 2, codes, rstride, nt, E, qj, o, sstride)                             \
+                         : codes_dot_lanes(NJ, 4, codes, rstride, nt, E, qj, o, sstride))                            \
+     : sign ? codes_dot_rows(NJ, 1, codes, rstride, bits, nt, E, lut, qj, o, sstride)                                \
+            : codes_dot_rows(NJ, 0, codes, rstride, bits, nt, E, lut, qj, o, sstride))
         switch (nj) {
-        case 4: CODES_DOT_ROWS(4); break;
-        case 3: CODES_DOT_ROWS(3); break;
-        case 2: CODES_DOT_ROWS(2); break;
-        default: CODES_DOT_ROWS(1); break;
+        case 4: CODES_DOT_PASS(4); break;
+        case 3: CODES_DOT_PASS(3); break;
+        case 2: CODES_DOT_PASS(2); break;
+        default: CODES_DOT_PASS(1); break;
         }
-#undef CODES_DOT_ROWS
+#undef CODES_DOT_PASS
     }
 }
 
