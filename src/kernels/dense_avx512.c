@@ -30,14 +30,22 @@
  * high nibble of byte k - 16; -8d is exact, so both round the same exact
  * product once); KIND, the element type (vq_elem), is a constant after
  * inlining here and in every loop below */
+/* the q8_0 / q4_0 block of value e of the row at p, and its scale d */
+static inline __attribute__((always_inline)) const uint8_t *qblock(const uint8_t *p, size_t e, int KIND, __m512 *d)
+{
+    const uint8_t *b = p + e / 32 * (KIND == VQ_ELEM_Q8_0 ? 34 : 18);
+    *d = _mm512_cvtph_ps(_mm256_set1_epi16((short)(b[0] | b[1] << 8)));
+    return b;
+}
+
 static inline __attribute__((always_inline)) __m512 ld16(const uint8_t *p, size_t e, int KIND)
 {
     if (KIND == VQ_ELEM_F32)
         return _mm512_loadu_ps((const float *)(const void *)p + e);
     if (KIND == VQ_ELEM_F16)
         return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * e)));
-    const uint8_t *b = p + e / 32 * (KIND == VQ_ELEM_Q8_0 ? 34 : 18);
-    const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16((short)(b[0] | b[1] << 8)));
+    __m512 d;
+    const uint8_t *b = qblock(p, e, KIND, &d);
     if (KIND == VQ_ELEM_Q8_0)
         return _mm512_mul_ps(
             d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2 + e % 32)))));
@@ -50,8 +58,8 @@ static inline __attribute__((always_inline)) __m512 ld16(const uint8_t *p, size_
  * them at e and e + 16, the block's scale and bytes read once */
 static inline __attribute__((always_inline)) void ld32(const uint8_t *p, size_t e, int KIND, __m512 *lo, __m512 *hi)
 {
-    const uint8_t *b = p + e / 32 * (KIND == VQ_ELEM_Q8_0 ? 34 : 18);
-    const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16((short)(b[0] | b[1] << 8)));
+    __m512 d;
+    const uint8_t *b = qblock(p, e, KIND, &d);
     if (KIND == VQ_ELEM_Q8_0) {
         const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
         *lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q))));
@@ -82,41 +90,36 @@ static inline __attribute__((always_inline)) void dot_rows8(const float *q, size
                                                             size_t sstride, int KIND, int STREAM)
 {
     const size_t rb = vq_elem_row_bytes(KIND, E);
-    vq_pf_share pf = vq_pf_share_init(v, VQ_PF_SPREAD, STREAM ? nt * rb : 0, (nt + 7) / 8 * (E / 16));
+    const size_t step = KIND >= VQ_ELEM_Q8_0 ? 32 : 16; /* blocks: ld32, as two steps of 16 */
+    vq_pf_share pf = vq_pf_share_init(v, VQ_PF_SPREAD, STREAM ? nt * rb : 0, (nt + 7) / 8 * (E / step));
     for (size_t i = 0; i < nt; i += 8) {
         size_t r[8];
         rows8(i, nt, rb, r);
         __m512 a[3][8];
         _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) a[jj][k] = _mm512_setzero_ps();
-        if (KIND >= VQ_ELEM_Q8_0) { /* blocks: 32 values per step, as two steps of 16 */
-            for (size_t e = 0; e < E; e += 32) {
-                if (STREAM)
-                    vq_pf_step(&pf), vq_pf_step(&pf);
-                __m512 x[3], y[3];
+        for (size_t e = 0; e < E; e += step) {
+            if (STREAM)
+                vq_pf_step(&pf);
+            __m512 x[3], y[3];
+            _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
+            {
+                x[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e);
+                if (step == 32)
+                    y[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e + 16);
+            }
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+            {
+                __m512 t, u;
+                if (step == 32)
+                    ld32(v + r[k], e, KIND, &t, &u);
+                else
+                    t = ld16(v + r[k], e, KIND);
                 _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
                 {
-                    x[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e);
-                    y[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e + 16);
-                }
-                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-                {
-                    __m512 t, u;
-                    ld32(v + r[k], e, KIND, &t, &u);
-                    _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++)
-                        a[jj][k] = _mm512_fmadd_ps(y[jj], u, _mm512_fmadd_ps(x[jj], t, a[jj][k]));
-                }
-            }
-        } else {
-            for (size_t e = 0; e < E; e += 16) {
-                if (STREAM)
-                    vq_pf_step(&pf);
-                __m512 x[3];
-                _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++) x[jj] = _mm512_loadu_ps(q + (size_t)jj * qstride + e);
-                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-                {
-                    const __m512 t = ld16(v + r[k], e, KIND);
-                    _Pragma("GCC unroll 3") for (int jj = 0; jj < NQ; jj++) a[jj][k] = _mm512_fmadd_ps(x[jj], t, a[jj][k]);
+                    a[jj][k] = _mm512_fmadd_ps(x[jj], t, a[jj][k]);
+                    if (step == 32)
+                        a[jj][k] = _mm512_fmadd_ps(y[jj], u, a[jj][k]);
                 }
             }
         }
@@ -134,8 +137,9 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
     int j = 0;
     for (; n_q - j >= 4 && n_q - j != 5; j += 4) { /* four queries x four rows share each load */
         const float *q0 = q + (size_t)j * qstride;
-        /* the first query pass streams the rows */
-        vq_pf_share ps = vq_pf_share_init(v, VQ_PF_SPREAD, j == 0 && pf ? nt * rb : 0, (nt + 3) / 4 * (E / 16));
+        /* the first query pass streams the rows; blocks: 32 values per step (ld32), as two steps of 16 */
+        const size_t step = KIND >= VQ_ELEM_Q8_0 ? 32 : 16;
+        vq_pf_share ps = vq_pf_share_init(v, VQ_PF_SPREAD, j == 0 && pf ? nt * rb : 0, (nt + 3) / 4 * (E / step));
         for (size_t i = 0; i < nt; i += 4) {
             size_t r[4];
             for (size_t k = 0; k < 4; k++)
@@ -144,13 +148,10 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
             for (int jj = 0; jj < 4; jj++)
                 for (int k = 0; k < 4; k++)
                     a[jj][k] = _mm512_setzero_ps();
-            /* blocks: 32 values per step (ld32), as two steps of 16 */
-            const size_t step = KIND >= VQ_ELEM_Q8_0 ? 32 : 16;
             for (size_t e = 0; e < E; e += step) {
                 vq_pf_step(&ps);
                 __m512 t[4], u[4];
-                if (KIND >= VQ_ELEM_Q8_0) {
-                    vq_pf_step(&ps);
+                if (step == 32) {
                     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) ld32(v + r[k], e, KIND, &t[k], &u[k]);
                 } else {
                     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) t[k] = ld16(v + r[k], e, KIND);
@@ -159,7 +160,7 @@ static inline __attribute__((always_inline)) void dot_impl(const float *q, size_
                 {
                     __m512 x = _mm512_loadu_ps(q0 + (size_t)jj * qstride + e);
                     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm512_fmadd_ps(x, t[k], a[jj][k]);
-                    if (KIND >= VQ_ELEM_Q8_0) {
+                    if (step == 32) {
                         __m512 y = _mm512_loadu_ps(q0 + (size_t)jj * qstride + e + 16);
                         _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[jj][k] = _mm512_fmadd_ps(y, u[k], a[jj][k]);
                     }
