@@ -35,7 +35,10 @@ static const int8_t k_pick3[64] = {
     4, 5, -128, -128, 4, 5, -128, -128, 5, -128, -128, -128, 5, -128, -128, -128,
 };
 
-static inline __m512i codes16(const uint8_t *p, int b, __m512i shifts, __m512i mask)
+/* lane i: the dword holding the 16 codes' code i shifted down to bit 0
+ * (higher codes' bits above it: the low 4 bits index a permute table of
+ * 2^4 entries, each entry's level from its low b bits) */
+static inline __m512i codes16_shifted(const uint8_t *p, int b, __m512i shifts)
 {
     __m512i v;
     if (b == 2) { /* 32 bits: every lane gets them */
@@ -51,7 +54,13 @@ static inline __m512i codes16(const uint8_t *p, int b, __m512i shifts, __m512i m
         const __m128i raw = _mm_maskz_loadu_epi8((__mmask16)((1u << (2 * b)) - 1u), p);
         v = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(raw), _mm512_loadu_si512(b == 1 ? k_pick1 : k_pick3));
     }
-    return _mm512_and_si512(_mm512_srlv_epi32(v, shifts), mask);
+    return _mm512_srlv_epi32(v, shifts);
+}
+
+/* the 16 codes of `b` bits at p, one per lane */
+static inline __m512i codes16(const uint8_t *p, int b, __m512i shifts, __m512i mask)
+{
+    return _mm512_and_si512(codes16_shifted(p, b, shifts), mask);
 }
 
 /* lane i shifts by 2*i for b = 2 (all 16 lanes read one dword), by
@@ -286,9 +295,12 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
 
 /* columns [c0, c0 + 16*NV) (NV 1..4) for weight rows j0..j0+NQ-1, in
  * kernels.h's order: per row, t = s * c for the 16 columns of each block
- * (the group's scale broadcast by one permute per group met), one FMA
- * w * t per accumulator, and wm += w * m for the NQ weights at once (one
- * FMA, lanes = groups); the min sums are added after the last row */
+ * (per group met, its scale broadcast by one permute and multiplied by
+ * the levels 0, 1, .. (LV: lane k holds k & mask) into a table, from which
+ * one permute indexed by the shifted codes takes each column's s * c, the
+ * same product), one FMA w * t per accumulator, and wm += w * m for the NQ
+ * weights at once (one FMA, lanes = groups); the min sums are added after
+ * the last row */
 #define KIVI_AXPY_BLOCK(NQ, NV)                                                                               \
     do {                                                                                                      \
         __m512 A[4][4], WM[4];                                                                                \
@@ -314,13 +326,12 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
                 X[jj] = _mm512_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);                                   \
                 WM[jj] = _mm512_fmadd_ps(X[jj], M, WM[jj]);                                                   \
             }                                                                                                 \
-            __m512 sg = S;                                                                                    \
+            __m512 T = S;                                                                                     \
             _Pragma("GCC unroll 4") for (int vv = 0; vv < (NV); vv++) {                                        \
                 size_t e = c0 + 16 * (size_t)vv;                                                              \
                 if (NEWG[vv])                                                                                 \
-                    sg = _mm512_permutexvar_ps(GI[vv], S);                                                    \
-                __m512 c = _mm512_cvtepi32_ps(codes16(r + 4 * ng + e / 8 * (size_t)BITS, BITS, sh, mask));    \
-                __m512 t = _mm512_mul_ps(sg, c);                                                              \
+                    T = _mm512_mul_ps(_mm512_permutexvar_ps(GI[vv], S), LV);                                  \
+                __m512 t = _mm512_permutexvar_ps(codes16_shifted(r + 4 * ng + e / 8 * (size_t)BITS, BITS, sh), T); \
                 _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++)                                      \
                     A[jj][vv] = _mm512_fmadd_ps(X[jj], t, A[jj][vv]);                                         \
             }                                                                                                 \
@@ -336,7 +347,9 @@ static inline __attribute__((always_inline)) void kivi_axpy_bits(const uint8_t *
                                                                  size_t nt, size_t D, size_t group, const float *w,
                                                                  size_t wstride, int n_q, float *acc, size_t astride)
 {
-    const __m512i sh = lane_shifts(BITS), mask = _mm512_set1_epi32((1 << BITS) - 1);
+    const __m512i sh = lane_shifts(BITS);
+    const __m512 LV = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                          _mm512_set1_epi32((1 << BITS) - 1)));
     const size_t ng = D / group;
     const __mmask16 gmask = (__mmask16)((1u << ng) - 1u);
     for (int j0 = 0; j0 < n_q; j0 += 4) {
