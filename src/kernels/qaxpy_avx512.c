@@ -3,9 +3,11 @@
  *
  * Columns two blocks (64 values) at a time, up to four weight rows at a
  * time: the 4 x 4 accumulator registers stay in registers over all rows;
- * each row's two blocks are decoded once (integer codes widened to 32
- * bits, converted exactly, one multiply by the block scale: the values of
- * qblock_values.h) and added with one FMA per accumulator. */
+ * each row's two blocks are decoded once (the values of qblock_values.h:
+ * q8_0 codes widened to 32 bits, converted exactly, one multiply by the
+ * block scale; q4_0 the block scale times the 16 levels -8..7 in one
+ * register, from which one permute per 16 values takes each code's
+ * product) and added with one FMA per accumulator. */
 #include <immintrin.h>
 
 #include "kernels/prefetch.h"
@@ -16,22 +18,21 @@ static inline __m512 scale16(const uint8_t *blk)
     return _mm512_set1_ps(_cvtsh_ss((unsigned short)(blk[0] | blk[1] << 8)));
 }
 
-/* the 32 values of one block into v[0..1] */
-static inline void block_values(int bits, const uint8_t *blk, __m512 *v)
+/* the 32 values of one block into v[0..1] (levels: lane k holds k - 8) */
+static inline void block_values(int bits, const uint8_t *blk, __m512 levels, __m512 *v)
 {
     __m512 d = scale16(blk);
-    __m512i lo, hi;
     if (bits == 8) {
-        lo = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(blk + 2)));
-        hi = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(blk + 18)));
-    } else {
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(blk + 2)), m = _mm_set1_epi8(0x0f);
-        __m512i eight = _mm512_set1_epi32(8);
-        lo = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(b, m)), eight);
-        hi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(b, 4), m)), eight);
+        __m512i lo = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(blk + 2)));
+        __m512i hi = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(blk + 18)));
+        v[0] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(lo));
+        v[1] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(hi));
+    } else { /* a lane's low 4 bits index the table: its byte's low nibble, then (shifted) its high one */
+        const __m512 table = _mm512_mul_ps(d, levels);
+        const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(blk + 2)));
+        v[0] = _mm512_permutexvar_ps(lo, table);
+        v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(lo, 4), table);
     }
-    v[0] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(lo));
-    v[1] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(hi));
 }
 
 /* columns [32*b0, 32*b0 + 32*NB) (NB 1 or 2) for weight rows j0..j0+NQ-1 */
@@ -46,9 +47,9 @@ static inline void block_values(int bits, const uint8_t *blk, __m512 *v)
             const uint8_t *row = codes + i * rstride + b0 * bb;                                               \
             if (j0 == 0 && b0 == 0) /* the first pass streams the rows */                                     \
                 vq_prefetch_span(row, VQ_PF_AHEAD, rstride);                                                  \
-            block_values(bits, row, V);                                                                       \
+            block_values(bits, row, levels, V);                                                               \
             if ((NB) == 2)                                                                                    \
-                block_values(bits, row + bb, V + 2);                                                          \
+                block_values(bits, row + bb, levels, V + 2);                                                  \
             _Pragma("GCC unroll 4") for (int jj = 0; jj < (NQ); jj++) {                                        \
                 __m512 x = _mm512_set1_ps(w[(size_t)(j0 + jj) * wstride + i]);                                \
                 _Pragma("GCC unroll 4") for (int ww = 0; ww < 2 * (NB); ww++)                                  \
@@ -64,6 +65,7 @@ void vq_qaxpy_avx512(int bits, const uint8_t *codes, size_t rstride, size_t nt, 
                      size_t wstride, int n_q, float *acc, size_t astride)
 {
     const size_t bb = bits == 8 ? 34 : 18, nb = D / 32;
+    const __m512 levels = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
     for (int j0 = 0; j0 < n_q; j0 += 4) {
         const int nq = n_q - j0 < 4 ? n_q - j0 : 4;
         for (size_t b0 = 0; b0 < nb;) {
