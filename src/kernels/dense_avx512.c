@@ -25,17 +25,24 @@
 #include <stdint.h>
 
 /* values e .. e+15 (e a multiple of 16) of the row at p: floats, halves
- * converted exactly, or block values d * q (q8_0) and d * (q - 8) as
- * fma(d, q, -8d) (q4_0: value k < 16 the low nibble of byte k, else the
- * high nibble of byte k - 16; -8d is exact, so both round the same exact
- * product once); KIND, the element type (vq_elem), is a constant after
- * inlining here and in every loop below */
+ * converted exactly, or block values d * q (q8_0) and d * (q - 8) (q4_0:
+ * value k < 16 the low nibble of byte k, else the high nibble of byte k -
+ * 16; the block's 16 products d * (k - 8) made once in one register, the
+ * table, from which one permute takes each value: the same products);
+ * KIND, the element type (vq_elem), is a constant after inlining here and
+ * in every loop below */
 /* the q8_0 / q4_0 block of value e of the row at p, and its scale d */
 static inline __attribute__((always_inline)) const uint8_t *qblock(const uint8_t *p, size_t e, int KIND, __m512 *d)
 {
     const uint8_t *b = p + e / 32 * (KIND == VQ_ELEM_Q8_0 ? 34 : 18);
     *d = _mm512_cvtph_ps(_mm256_set1_epi16((short)(b[0] | b[1] << 8)));
     return b;
+}
+
+/* lane k: d * (k - 8), the q4_0 value of code k */
+static inline __m512 q4_table(__m512 d)
+{
+    return _mm512_mul_ps(d, _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 static inline __attribute__((always_inline)) __m512 ld16(const uint8_t *p, size_t e, int KIND)
@@ -49,9 +56,8 @@ static inline __attribute__((always_inline)) __m512 ld16(const uint8_t *p, size_
     if (KIND == VQ_ELEM_Q8_0)
         return _mm512_mul_ps(
             d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2 + e % 32)))));
-    __m512i n = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2)));
-    n = e % 32 ? _mm512_srli_epi32(n, 4) : _mm512_and_si512(n, _mm512_set1_epi32(15));
-    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(n), _mm512_mul_ps(d, _mm512_set1_ps(-8.0f)));
+    const __m512i n = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2)));
+    return _mm512_permutexvar_ps(e % 32 ? _mm512_srli_epi32(n, 4) : n, q4_table(d)); /* (the low 4 bits index) */
 }
 
 /* values e .. e+31 of a q8_0 / q4_0 row (e a multiple of 32) as ld16 gives
@@ -67,9 +73,9 @@ static inline __attribute__((always_inline)) void ld32(const uint8_t *p, size_t 
         return;
     }
     const __m512i n = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2)));
-    const __m512 m8 = _mm512_mul_ps(d, _mm512_set1_ps(-8.0f));
-    *lo = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(n, _mm512_set1_epi32(15))), m8);
-    *hi = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_srli_epi32(n, 4)), m8);
+    const __m512 table = q4_table(d);
+    *lo = _mm512_permutexvar_ps(n, table); /* (the low 4 bits index) */
+    *hi = _mm512_permutexvar_ps(_mm512_srli_epi32(n, 4), table);
 }
 
 /* byte offsets of the eight rows of group i (past the end: the last row
