@@ -220,11 +220,13 @@ codes_dot_rows(const int NJ, const int SIGN, const uint8_t *codes, size_t rstrid
  * last; their lanes are not stored). */
 /* channel K (a literal) of a dword of codes U (lane t: row t) into chain
  * K % 4 of NJ queries' sums */
+/* channel K of the dwords U (16 tokens): its codes as floats by one
+ * permute of LV (lane k: k & mask, as a float) indexed by the dwords
+ * shifted down (the low 4 bits index), then one FMA per query */
 static inline __attribute__((always_inline)) void lanes_channel(const int NJ, const int BITS, const int K, __m512i U,
-                                                                __m512i mask, const float *const qe[4],
-                                                                __m512 a[4][4])
+                                                                __m512 LV, const float *const qe[4], __m512 a[4][4])
 {
-    const __m512 v = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(U, (unsigned)(K * BITS)), mask));
+    const __m512 v = _mm512_permutexvar_ps(K ? _mm512_srli_epi32(U, (unsigned)(K * BITS)) : U, LV);
     _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) a[j][K % 4] =
         _mm512_fmadd_ps(_mm512_set1_ps(qe[j][K]), v, a[j][K % 4]);
 }
@@ -234,8 +236,8 @@ static inline __attribute__((always_inline)) void codes_dot_lanes(const int NJ, 
                                                                  const float *const qj[4], float *s, size_t sstride)
 {
     const size_t nu = E * BITS / 32;
-    const __m512i mask = _mm512_set1_epi32((1 << BITS) - 1);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 LV = _mm512_cvtepi32_ps(_mm512_and_si512(lane, _mm512_set1_epi32((1 << BITS) - 1)));
     for (size_t i = 0; i < nt; i += 16) {
         const size_t live = nt - i < 16 ? nt - i : 16;
         const __m512i rows = _mm512_min_epi32(lane, _mm512_set1_epi32((int)live - 1));
@@ -248,7 +250,7 @@ static inline __attribute__((always_inline)) void codes_dot_lanes(const int NJ, 
             const __m512i U = _mm512_i32gather_epi32(off, (const void *)(base + 4 * u), 1);
             const float *qe[4];
             _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) qe[j] = qj[j] + u * (32 / BITS);
-#define LANES_CH(K) lanes_channel(NJ, BITS, (K), U, mask, qe, a)
+#define LANES_CH(K) lanes_channel(NJ, BITS, (K), U, LV, qe, a)
             LANES_CH(0), LANES_CH(1), LANES_CH(2), LANES_CH(3), LANES_CH(4), LANES_CH(5), LANES_CH(6), LANES_CH(7);
             if (BITS == 2)
                 LANES_CH(8), LANES_CH(9), LANES_CH(10), LANES_CH(11), LANES_CH(12), LANES_CH(13), LANES_CH(14),
