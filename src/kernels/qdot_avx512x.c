@@ -13,6 +13,7 @@
  * rows' and the query's block scales (gathered once per eight rows and
  * block pair), and added over block pairs. Odd block counts (D = 32, 96,
  * ...) go to the reference. */
+#include <float.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -448,8 +449,9 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
 /* vq_codes_qprep's twin: the same bytes (q*s, amax, d and inv as the
  * reference computes them, x*inv rounded to nearest even as lrintf does
  * and held at -127 and above as the reference clamps (only an infinite
- * inv, from a denormal amax, converts to INT_MIN; the saturating packs
- * hold 127); q*m by one FMA per lane, the lanes summed in
+ * inv, from a denormal amax, converts to INT_MIN: the hold runs only then;
+ * the saturating packs hold 127); the maxima of |q*s| by VRANGEPS; at D =
+ * 64 the products q*s stay in registers for the rounding; q*m by one FMA per lane, the lanes summed in
  * vq_sum16_lanes' tree). The header's halves are converted once for all queries. Queries go four at
  * a time: their maxima and sums are reduced together (wq_avx512x.h
  * vq_tree4x16) and d, inv divided as one vector (IEEE division: the
@@ -492,15 +494,17 @@ static inline __attribute__((always_inline)) void codes_qprep(const float *qs, s
     const __m512i order = _mm512_loadu_si512(bits == 4 ? order4 : bits == 3 ? order3 : order2);
     for (int j0 = 0; j0 < n_q; j0 += 4) {
         const int nj = n_q - j0 < 4 ? n_q - j0 : 4;
-        __m512 mx[4], base[4];
+        __m512 mx[4], base[4], X[4][4]; /* X: q * s kept for the rounding pass when D is 64 */
         _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++) {
             mx[t] = base[t] = _mm512_setzero_ps();
             if (t >= nj) /* absent queries reduce zeros */
                 continue;
             const float *qv = qs + (size_t)(j0 + t) * qstride;
             _Pragma("GCC unroll 16") for (size_t k = 0; k < D / 16; k++) {
-                const __m512 x = _mm512_loadu_ps(qv + 16 * k);
-                mx[t] = _mm512_max_ps(mx[t], _mm512_abs_ps(_mm512_mul_ps(x, S[k])));
+                const __m512 x = _mm512_loadu_ps(qv + 16 * k), xs = _mm512_mul_ps(x, S[k]);
+                if (D == 64)
+                    X[t][k] = xs;
+                mx[t] = _mm512_range_ps(mx[t], xs, 0x0B); /* max(|mx|, |xs|), sign cleared */
                 base[t] = _mm512_fmadd_ps(x, M[k], base[t]);
             }
         }
@@ -509,11 +513,16 @@ static inline __attribute__((always_inline)) void codes_qprep(const float *qs, s
         const __m128 d = _mm_div_ps(amax, _mm_set1_ps(127.0f));
         const __m128 inv = _mm_maskz_div_ps(_mm_cmp_ps_mask(amax, _mm_setzero_ps(), _CMP_GT_OQ), _mm_set1_ps(127.0f),
                                             amax);
+        /* an infinite inv (a denormal amax) converts to INT_MIN, held at -127 as
+         * the reference; a finite one keeps |x * inv| <= 127 (no hold needed) */
+        const int hold = _mm_cmp_ps_mask(inv, _mm_set1_ps(FLT_MAX), _CMP_NLE_UQ) != 0;
         float dv[4], sv[4], iv[4];
         _mm_storeu_ps(dv, d);
         _mm_storeu_ps(sv, sum);
         _mm_storeu_ps(iv, inv);
-        for (int t = 0; t < nj; t++) {
+        _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++) {
+            if (t >= nj)
+                break;
             const float *qv = qs + (size_t)(j0 + t) * qstride;
             uint8_t *out = dst + (size_t)(j0 + t) * dstride;
             const __m512 vi = _mm512_set1_ps(iv[t]);
@@ -521,9 +530,10 @@ static inline __attribute__((always_inline)) void codes_qprep(const float *qs, s
                 __m512i r[4];
                 _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
                     const size_t k = 4 * c + (size_t)u;
-                    r[u] = _mm512_max_epi32( /* held at -127 as the reference (an infinite inv gives INT_MIN) */
-                        _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(qv + 16 * k), S[k]), vi)),
-                        _mm512_set1_epi32(-127));
+                    const __m512 xs = D == 64 ? X[t][k] : _mm512_mul_ps(_mm512_loadu_ps(qv + 16 * k), S[k]);
+                    r[u] = _mm512_cvtps_epi32(_mm512_mul_ps(xs, vi));
+                    if (hold)
+                        r[u] = _mm512_max_epi32(r[u], _mm512_set1_epi32(-127));
                 }
                 const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
                 _mm512_storeu_si512((void *)(out + VQ_CQ_HEAD + 64 * c), _mm512_permutexvar_epi8(order, b));
