@@ -2,9 +2,10 @@
  * (lut_row, kivi_row, kivi_group_row, lut8_row) and of kivi_axpy, all with
  * the reference's bits.
  *
- * kivi_axpy: per row t = s * c (the group's scale), one FMA w * t per
- * accumulator element, wm = fma(w, m, wm) per group, and the min sum added
- * after the last row. Columns go 16 at a time (two registers of eight);
+ * kivi_axpy: per row t = s * c (the group's scale; for b <= 3 by one
+ * permute of the table s * (k & mask), k = 0..7, indexed by the shifted
+ * codes: the same products), one FMA w * t per accumulator element, wm =
+ * fma(w, m, wm) per group, and the min sum added after the last row. Columns go 16 at a time (two registers of eight);
  * group % 16 == 0, so the 16 columns share one group's scale and minimum.
  * Eight codes of b bits (b = 1..4) are b bytes, whole bytes from the
  * column pass's start: every lane takes the same dword (those b bytes) and
@@ -16,10 +17,22 @@
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 
-static inline __m256i codes8(const uint8_t *p, int b, __m256i shifts, __m256i mask)
+/* lane k: the dword of the eight codes at p shifted down by b * k (code k
+ * in the low b bits, the later codes above it) */
+static inline __m256i codes8_shifted(const uint8_t *p, int b, __m256i shifts)
 {
     const uint32_t x = (uint32_t)vq_load_le(p, b); /* b bytes: nothing past the eight codes is read */
-    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)x), shifts), mask);
+    return _mm256_srlv_epi32(_mm256_set1_epi32((int)x), shifts);
+}
+
+/* s * c for the eight codes at p: by the table (b <= 3: a permute reads the
+ * index's low 3 bits) or by convert and multiply (b = 4) */
+static inline __m256 scaled8(const uint8_t *p, int b, __m256i shifts, __m256i mask, __m256 s, __m256 table)
+{
+    const __m256i v = codes8_shifted(p, b, shifts);
+    if (b <= 3)
+        return _mm256_permutevar8x32_ps(table, v);
+    return _mm256_mul_ps(s, _mm256_cvtepi32_ps(_mm256_and_si256(v, mask)));
 }
 
 static inline float half_at(const uint8_t *p, size_t k)
@@ -36,6 +49,7 @@ kivi_axpy16(const uint8_t *rows, size_t rstride, const int BITS, size_t nt, size
 {
     const __m256i sh = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(BITS));
     const __m256i mask = _mm256_set1_epi32((1 << BITS) - 1);
+    const __m256 levels = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), mask));
     __m256 A[4][2];
     __m128 WM[4];
     _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++) {
@@ -50,8 +64,9 @@ kivi_axpy16(const uint8_t *rows, size_t rstride, const int BITS, size_t nt, size
         const __m256 s = _mm256_set1_ps(half_at(r, g));
         const __m128 m = _mm_set_ss(half_at(r + 2 * ng, g));
         const uint8_t *codes = r + 4 * ng + c0 * (size_t)BITS / 8;
-        const __m256 t0 = _mm256_mul_ps(s, _mm256_cvtepi32_ps(codes8(codes, BITS, sh, mask)));
-        const __m256 t1 = _mm256_mul_ps(s, _mm256_cvtepi32_ps(codes8(codes + BITS, BITS, sh, mask)));
+        const __m256 table = BITS <= 3 ? _mm256_mul_ps(s, levels) : s;
+        const __m256 t0 = scaled8(codes, BITS, sh, mask, s, table);
+        const __m256 t1 = scaled8(codes + BITS, BITS, sh, mask, s, table);
         _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++) {
             const float wi = w[(size_t)(j0 + jj) * wstride + i];
             const __m256 x = _mm256_set1_ps(wi);
