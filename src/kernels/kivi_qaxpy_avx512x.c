@@ -96,7 +96,7 @@ static inline __attribute__((always_inline)) void chunk_weights(const int BITS, 
         if (k < NP) {
             const int j = k / NGC, gg = k % NGC;
             A[k][0] = _mm512_mul_ps(W[j][0], S[g0 + gg][0]), A[k][1] = _mm512_mul_ps(W[j][1], S[g0 + gg][1]);
-            V[k] = _mm512_max_ps(_mm512_abs_ps(A[k][0]), _mm512_abs_ps(A[k][1]));
+            V[k] = _mm512_range_ps(A[k][0], A[k][1], 0x0B); /* max(|a0|, |a1|), sign cleared */
         } else {
             V[k] = _mm512_setzero_ps();
         }
@@ -104,11 +104,18 @@ static inline __attribute__((always_inline)) void chunk_weights(const int BITS, 
     __m128 m4[4]; /* (the lane inserts below take immediates: no loop) */
     _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)
         m4[t] = t < NT ? vq_max4x16(V[4 * t], V[4 * t + 1], V[4 * t + 2], V[4 * t + 3]) : _mm_setzero_ps();
-    const __m512 Am = _mm512_insertf32x4(
-        _mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(m4[0]), m4[1], 1), m4[2], 2), m4[3], 3);
-    *SC = _mm512_div_ps(Am, _mm512_set1_ps(127.0f));
-    const __m512 inv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(Am, _mm512_setzero_ps(), _CMP_GT_OQ),
-                                           _mm512_set1_ps(127.0f), Am);
+    __m512 inv;
+    if (NT <= 2) { /* at most 8 pairs: the two divisions on 8 lanes (a zmm division costs twice the divider's time) */
+        const __m256 Am = _mm256_insertf128_ps(_mm256_castps128_ps256(m4[0]), m4[1], 1);
+        *SC = _mm512_zextps256_ps512(_mm256_div_ps(Am, _mm256_set1_ps(127.0f)));
+        inv = _mm512_zextps256_ps512(_mm256_maskz_div_ps(_mm256_cmp_ps_mask(Am, _mm256_setzero_ps(), _CMP_GT_OQ),
+                                                         _mm256_set1_ps(127.0f), Am));
+    } else {
+        const __m512 Am = _mm512_insertf32x4(
+            _mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(m4[0]), m4[1], 1), m4[2], 2), m4[3], 3);
+        *SC = _mm512_div_ps(Am, _mm512_set1_ps(127.0f));
+        inv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(Am, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(127.0f), Am);
+    }
     /* the pairs whose 127 / A overflowed (wq_avx512x.h vq_hold_weights) */
     const __mmask16 held = _mm512_cmp_ps_mask(inv, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ);
     __m512i P[16], Q[16];
