@@ -96,8 +96,8 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
                 const float *wj = w + (size_t)(j0 + j) * wstride + b;
                 W[j][0] = _mm512_maskz_loadu_ps(v0, wj), W[j][1] = _mm512_maskz_loadu_ps(v1, wj + 16);
                 for (size_t g = 0; g < nb; g++)
-                    V[(size_t)j * nb + g] = _mm512_max_ps(_mm512_abs_ps(_mm512_mul_ps(W[j][0], Dv[g][0])),
-                                                          _mm512_abs_ps(_mm512_mul_ps(W[j][1], Dv[g][1])));
+                    V[(size_t)j * nb + g] = /* max(|a0|, |a1|), sign cleared */
+                        _mm512_range_ps(_mm512_mul_ps(W[j][0], Dv[g][0]), _mm512_mul_ps(W[j][1], Dv[g][1]), 0x0B);
             }
             /* the scales, then the int8 weights and their sums (kernels/wq_avx512x.h) */
             const size_t np = (size_t)nq * nb;
