@@ -401,7 +401,7 @@ lut_axpy_chunk(const int NQ, const uint8_t *codes, size_t stride, size_t nt, siz
                int bits, __m512 L0, __m512 L1, int two, const float *f, size_t hoff, const float *w, size_t wstride,
                float *acc, size_t astride, int pf)
 {
-    const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
+    const __m512i sh = lane_shifts(bits);
     __m512 A[4][4];
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
         _Pragma("GCC unroll 4") for (size_t u = 0; u < 4; u++)
@@ -418,9 +418,9 @@ lut_axpy_chunk(const int NQ, const uint8_t *codes, size_t stride, size_t nt, siz
             if (u >= nc)
                 break;
             const size_t at = (c0 + 16 * u) / 8 * (size_t)bits;
-            v[u] = _mm512_permutexvar_ps(codes16(r + offs[0] + at, bits, sh, mask), l0);
+            v[u] = _mm512_permutexvar_ps(codes16_shifted(r + offs[0] + at, bits, sh), l0);
             if (two)
-                v[u] = _mm512_add_ps(v[u], _mm512_permutexvar_ps(codes16(r + offs[1] + at, bits, sh, mask), l1));
+                v[u] = _mm512_add_ps(v[u], _mm512_permutexvar_ps(codes16_shifted(r + offs[1] + at, bits, sh), l1));
         }
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
         {
@@ -444,7 +444,11 @@ void vq_lut_axpy_avx512(const uint8_t *codes, size_t stride, size_t nt, size_t D
     }
     const int L = 1 << bits, two = n_sets > 1;
     const __mmask16 lm = (__mmask16)((1u << L) - 1u);
-    const __m512 L0 = _mm512_maskz_loadu_ps(lm, lut), L1 = two ? _mm512_maskz_loadu_ps(lm, lut + L) : _mm512_setzero_ps();
+    /* lane k holds lut[k mod L]: the unmasked shifted codes index it (their low 4 bits) */
+    const __m512i rep = _mm512_and_si512(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32(L - 1));
+    const __m512 L0 = _mm512_permutexvar_ps(rep, _mm512_maskz_loadu_ps(lm, lut));
+    const __m512 L1 = two ? _mm512_permutexvar_ps(rep, _mm512_maskz_loadu_ps(lm, lut + L)) : _mm512_setzero_ps();
     for (size_t c0 = 0; c0 < D; c0 += 64) {
         const size_t nc = D - c0 < 64 ? (D - c0) / 16 : 4;
         for (int j0 = 0; j0 < n_q; j0 += 4) {
