@@ -177,9 +177,12 @@ static inline __attribute__((always_inline)) void
 codes_dot_rows(const int NJ, const int SIGN, const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E,
                const float *lut, const float *const qj[4], float *s, size_t sstride)
 {
-    const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
-    /* the levels in lanes 0 .. 2^bits - 1 (lut), looked up by one permute */
-    const __m512 L = lut ? _mm512_maskz_loadu_ps((__mmask16)((1u << (1 << bits)) - 1u), lut) : _mm512_setzero_ps();
+    const __m512i sh = lane_shifts(bits), lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    /* lane k: the level of code k mod 2^bits (lut's, or the integer), looked up
+     * by one permute indexed by the unmasked shifted codes (their low 4 bits) */
+    const __m512i rep = _mm512_and_si512(lane, _mm512_set1_epi32((1 << bits) - 1));
+    const __m512 L = lut ? _mm512_permutexvar_ps(rep, _mm512_maskz_loadu_ps((__mmask16)((1u << (1 << bits)) - 1u), lut))
+                         : _mm512_cvtepi32_ps(rep);
     const __m512 L0 = _mm512_set1_ps(SIGN ? lut[0] : 0.0f), L1 = _mm512_set1_ps(SIGN ? lut[1] : 0.0f);
     for (size_t i = 0; i < nt; i += 4) {
         const uint8_t *r[4];
@@ -197,8 +200,7 @@ codes_dot_rows(const int NJ, const int SIGN, const uint8_t *codes, size_t rstrid
                     memcpy(&m, p, 2);
                     c[k] = _mm512_mask_blend_ps((__mmask16)m, L0, L1);
                 } else {
-                    c[k] = lut ? _mm512_permutexvar_ps(codes16(p, bits, sh, mask), L)
-                               : _mm512_cvtepi32_ps(codes16(p, bits, sh, mask));
+                    c[k] = _mm512_permutexvar_ps(codes16_shifted(p, bits, sh), L);
                 }
             }
             _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) {
