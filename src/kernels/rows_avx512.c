@@ -7,8 +7,11 @@
  * shifted by 4*(lane mod 8); b = 1 and 3 read their 2 or 6 bytes with a
  * masked load into every 128-bit lane, and one byte shuffle gives lane i
  * the two bytes that hold bits b*i .. b*i + b - 1, shifted by (b*i) mod 8
- * (no trip through a general register). The level of a code is picked from
- * a register by a permute (2^b <= 16 levels). codes_dot of 2- and 4-bit
+ * (no trip through a general register). The codes are left unmasked: a
+ * permute reads an index's low 4 bits, so a code's level -- a table's, the
+ * integer itself, or a scale times either -- is picked by one permute from a
+ * register whose 2^b levels repeat over the 16 lanes (no mask, no convert;
+ * the same values and products as the reference's). codes_dot of 2- and 4-bit
  * KIVI keys (no table) puts sixteen tokens in the lanes instead
  * (codes_dot_lanes): a different order of the sums than the reference's,
  * within kernels.h's float rounding. */
@@ -57,11 +60,17 @@ static inline __m512i codes16_shifted(const uint8_t *p, int b, __m512i shifts)
     return _mm512_srlv_epi32(v, shifts);
 }
 
-/* the 16 codes of `b` bits at p, one per lane */
-static inline __m512i codes16(const uint8_t *p, int b, __m512i shifts, __m512i mask)
+/* lane k: k mod 2^b, the code whose level a table keeps in lane k (a
+ * permute indexed by codes16_shifted reads the low 4 bits, so a table of
+ * 2^b levels is repeated over the 16 lanes) */
+static inline __m512i level_index(int b)
 {
-    return _mm512_and_si512(codes16_shifted(p, b, shifts), mask);
+    return _mm512_and_si512(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32((1 << b) - 1));
 }
+
+/* the integer levels: lane k holds (float)(k mod 2^b) */
+static inline __m512 int_levels(int b) { return _mm512_cvtepi32_ps(level_index(b)); }
 
 /* lane i shifts by 2*i for b = 2 (all 16 lanes read one dword), by
  * 4*(i mod 8) for b = 4 (lanes 8-15 read the second part), by (b*i) mod 8
@@ -77,13 +86,14 @@ static inline __m512i lane_shifts(int b)
 
 void vq_lut_row_avx512(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out)
 {
-    const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
-    /* scale * lut[k] in lane k, one multiply each as the reference (a
-     * vector: a table built by scalar stores would stall its reload) */
-    const __m512 levels =
-        _mm512_mul_ps(_mm512_set1_ps(scale), _mm512_maskz_loadu_ps((__mmask16)((1u << (1 << bits)) - 1u), lut));
+    const __m512i sh = lane_shifts(bits);
+    /* scale * lut[k mod 2^bits] in lane k, one multiply each as the reference
+     * (a vector: a table built by scalar stores would stall its reload) */
+    const __m512 levels = _mm512_mul_ps(
+        _mm512_set1_ps(scale),
+        _mm512_permutexvar_ps(level_index(bits), _mm512_maskz_loadu_ps((__mmask16)((1u << (1 << bits)) - 1u), lut)));
     for (size_t i = 0; i < n; i += 16) {
-        __m512 x = _mm512_permutexvar_ps(codes16(codes + i / 8 * (size_t)bits, bits, sh, mask), levels);
+        __m512 x = _mm512_permutexvar_ps(codes16_shifted(codes + i / 8 * (size_t)bits, bits, sh), levels);
         if (add)
             x = _mm512_add_ps(_mm512_loadu_ps(out + i), x);
         _mm512_storeu_ps(out + i, x);
@@ -92,9 +102,10 @@ void vq_lut_row_avx512(const uint8_t *codes, int bits, size_t n, const float *lu
 
 void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, const float *m, float *out)
 {
-    const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
+    const __m512i sh = lane_shifts(bits);
+    const __m512 ints = int_levels(bits);
     for (size_t i = 0; i < n; i += 16) {
-        __m512 c = _mm512_cvtepi32_ps(codes16(row + i / 8 * (size_t)bits, bits, sh, mask));
+        __m512 c = _mm512_permutexvar_ps(codes16_shifted(row + i / 8 * (size_t)bits, bits, sh), ints);
         __m512 t = _mm512_mul_ps(_mm512_loadu_ps(s + i), c);
         _mm512_storeu_ps(out + i, _mm512_add_ps(t, _mm512_loadu_ps(m + i)));
     }
@@ -146,11 +157,12 @@ static inline float half_at(const uint8_t *p, size_t k)
 void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                               const uint8_t *gm16, float *out)
 {
-    const __m512i sh = lane_shifts(bits), mask = _mm512_set1_epi32((1 << bits) - 1);
+    const __m512i sh = lane_shifts(bits);
+    const __m512 ints = int_levels(bits);
     for (size_t g0 = 0; g0 < n; g0 += group) {
         const __m512 s = _mm512_set1_ps(half_at(gs16, g0 / group)), m = _mm512_set1_ps(half_at(gm16, g0 / group));
         for (size_t i = g0; i < g0 + group; i += 16) {
-            __m512 c = _mm512_cvtepi32_ps(codes16(row + i / 8 * (size_t)bits, bits, sh, mask));
+            __m512 c = _mm512_permutexvar_ps(codes16_shifted(row + i / 8 * (size_t)bits, bits, sh), ints);
             _mm512_storeu_ps(out + i, _mm512_add_ps(_mm512_mul_ps(s, c), m));
         }
     }
@@ -177,12 +189,12 @@ static inline __attribute__((always_inline)) void
 codes_dot_rows(const int NJ, const int SIGN, const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E,
                const float *lut, const float *const qj[4], float *s, size_t sstride)
 {
-    const __m512i sh = lane_shifts(bits), lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i sh = lane_shifts(bits);
     /* lane k: the level of code k mod 2^bits (lut's, or the integer), looked up
-     * by one permute indexed by the unmasked shifted codes (their low 4 bits) */
-    const __m512i rep = _mm512_and_si512(lane, _mm512_set1_epi32((1 << bits) - 1));
-    const __m512 L = lut ? _mm512_permutexvar_ps(rep, _mm512_maskz_loadu_ps((__mmask16)((1u << (1 << bits)) - 1u), lut))
-                         : _mm512_cvtepi32_ps(rep);
+     * by one permute indexed by the shifted codes */
+    const __m512 L = lut ? _mm512_permutexvar_ps(level_index(bits),
+                                                 _mm512_maskz_loadu_ps((__mmask16)((1u << (1 << bits)) - 1u), lut))
+                         : int_levels(bits);
     const __m512 L0 = _mm512_set1_ps(SIGN ? lut[0] : 0.0f), L1 = _mm512_set1_ps(SIGN ? lut[1] : 0.0f);
     for (size_t i = 0; i < nt; i += 4) {
         const uint8_t *r[4];
@@ -239,7 +251,7 @@ static inline __attribute__((always_inline)) void codes_dot_lanes(const int NJ, 
 {
     const size_t nu = E * BITS / 32;
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512 LV = _mm512_cvtepi32_ps(_mm512_and_si512(lane, _mm512_set1_epi32((1 << BITS) - 1)));
+    const __m512 LV = int_levels(BITS);
     for (size_t i = 0; i < nt; i += 16) {
         const size_t live = nt - i < 16 ? nt - i : 16;
         const __m512i rows = _mm512_min_epi32(lane, _mm512_set1_epi32((int)live - 1));
@@ -352,8 +364,7 @@ static inline __attribute__((always_inline)) void kivi_axpy_bits(const uint8_t *
                                                                  size_t wstride, int n_q, float *acc, size_t astride)
 {
     const __m512i sh = lane_shifts(BITS);
-    const __m512 LV = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                                          _mm512_set1_epi32((1 << BITS) - 1)));
+    const __m512 LV = int_levels(BITS);
     const size_t ng = D / group;
     const __mmask16 gmask = (__mmask16)((1u << ng) - 1u);
     for (int j0 = 0; j0 < n_q; j0 += 4) {
@@ -446,9 +457,7 @@ void vq_lut_axpy_avx512(const uint8_t *codes, size_t stride, size_t nt, size_t D
     }
     const int L = 1 << bits, two = n_sets > 1;
     const __mmask16 lm = (__mmask16)((1u << L) - 1u);
-    /* lane k holds lut[k mod L]: the unmasked shifted codes index it (their low 4 bits) */
-    const __m512i rep = _mm512_and_si512(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                         _mm512_set1_epi32(L - 1));
+    const __m512i rep = level_index(bits); /* lane k holds lut[k mod L] */
     const __m512 L0 = _mm512_permutexvar_ps(rep, _mm512_maskz_loadu_ps(lm, lut));
     const __m512 L1 = two ? _mm512_permutexvar_ps(rep, _mm512_maskz_loadu_ps(lm, lut + L)) : _mm512_setzero_ps();
     for (size_t c0 = 0; c0 < D; c0 += 64) {
