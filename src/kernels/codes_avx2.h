@@ -113,6 +113,15 @@ static inline __m256 vq_dup4(const float *p)
     return _mm256_set_m128(_mm_unpackhi_ps(v, v), _mm_unpacklo_ps(v, v));
 }
 
+/* the integer levels for b <= 3 bits, laid out as vq_levels8 lays a table:
+ * lane k holds (float)(k mod 2^b), so an unmasked code of vq_codes16 picks
+ * its own value */
+static inline __m256 vq_int_levels8(int b)
+{
+    return _mm256_cvtepi32_ps(
+        _mm256_and_si256(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((1 << b) - 1)));
+}
+
 /* the 2^b levels at lut (b <= 3) repeated to fill 8 lanes: a permute by an
  * unmasked code of vq_codes16 picks lut[code] */
 static inline __m256 vq_levels8(const float *lut, int b)

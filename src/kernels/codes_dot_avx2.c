@@ -35,9 +35,9 @@ static inline __attribute__((always_inline)) void codes_dot_rows(const int NJ, c
     const __m256i one = _mm256_set1_epi32(1);
     const __m256 lv0 = lut ? vq_levels8(lut, PAIR ? 2 : BITS < 4 ? BITS : 3) : _mm256_setzero_ps();
     const __m256 lv1 = lut && BITS == 4 ? _mm256_loadu_ps(lut + 8) : _mm256_setzero_ps();
-    /* no table, b <= 3: the integer levels k & mask, k = 0..7, taken by a
-     * permute of the codes' low 3 bits (no mask, no convert: the same values) */
-    const __m256 ints = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), mask));
+    /* no table, b <= 3: the integer levels, taken by a permute of the codes'
+     * low 3 bits (no mask, no convert: the same values) */
+    const __m256 ints = vq_int_levels8(BITS < 4 ? BITS : 3);
     for (size_t i = 0; i < nt; i += (size_t)R) {
         const uint8_t *r[4];
         for (int k = 0; k < R; k++)

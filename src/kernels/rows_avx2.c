@@ -49,7 +49,7 @@ kivi_axpy16(const uint8_t *rows, size_t rstride, const int BITS, size_t nt, size
 {
     const __m256i sh = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(BITS));
     const __m256i mask = _mm256_set1_epi32((1 << BITS) - 1);
-    const __m256 levels = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), mask));
+    const __m256 levels = vq_int_levels8(BITS < 4 ? BITS : 3);
     __m256 A[4][2];
     __m128 WM[4];
     _Pragma("GCC unroll 4") for (int jj = 0; jj < NQ; jj++) {
