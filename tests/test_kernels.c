@@ -1157,10 +1157,11 @@ static void test_bits_unpack(const vq_kernels *k, const vq_kernels *ref)
         }
 }
 
-/* kivi_fold: the folded queries and the mins' sums with the reference's
- * bits, head sizes 16..256 and two not a multiple of 16 (tails of 4 and
- * 12 channels: lanes past 8), 1..5 queries at a stride, unaligned rows */
-static void test_kivi_fold(const vq_kernels *k, const vq_kernels *ref)
+/* kivi_fold (the AVX2 piece of kivi_kdot): the folded queries and the
+ * mins' sums with the reference's bits, head sizes 16..256 and two not a
+ * multiple of 16 (tails of 4 and 12 channels: lanes past 8), 1..5 queries
+ * at a stride, unaligned rows */
+static void test_kivi_fold(void)
 {
     static const size_t Ds[] = { 16, 20, 48, 60, 64, 128, 256 };
     for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
@@ -1170,12 +1171,86 @@ static void test_kivi_fold(const vq_kernels *k, const vq_kernels *ref)
             float *a = malloc((size_t)nq * D * sizeof *a), *b = malloc((size_t)nq * D * sizeof *b);
             float ba[5], bb[5];
             fill(q + 1, (size_t)nq * qstride, 300 + D + (size_t)nq), fill(sm + 1, 2 * D, 400 + D);
-            ref->kivi_fold(q + 1, qstride, nq, sm + 1, sm + 1 + D, D, a, ba);
-            k->kivi_fold(q + 1, qstride, nq, sm + 1, sm + 1 + D, D, b, bb);
-            CHECKF(same_bits(a, b, (size_t)nq * D) && same_bits(ba, bb, (size_t)nq), "%s kivi_fold D=%zu nq=%d", k->isa,
-                   D, nq);
+            vq_kivi_fold_ref(q + 1, qstride, nq, sm + 1, sm + 1 + D, D, a, ba);
+            vq_kivi_fold_avx2(q + 1, qstride, nq, sm + 1, sm + 1 + D, D, b, bb);
+            CHECKF(same_bits(a, b, (size_t)nq * D) && same_bits(ba, bb, (size_t)nq), "avx2 kivi_fold D=%zu nq=%d", D,
+                   nq);
             free(q), free(sm), free(a), free(b);
         }
+}
+
+static float half_le(const uint8_t *p) { return vq_fp16_to_fp32((vq_fp16)(p[0] | p[1] << 8)); }
+
+/* kivi_kdot's scores in double from its definition (kernels.h) */
+static void kdot_exact(const uint8_t *blocks, size_t bstride, size_t nblk, int bits, size_t G, size_t D,
+                       const float *q, size_t qstride, int nq, float *s, size_t ss)
+{
+    const size_t row = D * (size_t)bits / 8;
+    for (int j = 0; j < nq; j++)
+        for (size_t kb = 0; kb < nblk; kb++)
+            for (size_t t = 0; t < G; t++) {
+                const uint8_t *blk = blocks + kb * bstride;
+                double x = 0.0;
+                for (size_t e = 0; e < D; e++) {
+                    const double c = vq_bits_get(blk + 4 * D + t * row, e, bits);
+                    x += q[(size_t)j * qstride + e] * (half_le(blk + 2 * e) * c + half_le(blk + 2 * (D + e)));
+                }
+                s[(size_t)j * ss + kb * G + t] = (float)x;
+            }
+}
+
+/* kivi_kdot on nblk blocks of G tokens (headers of random halves, random
+ * codes, blocks at an odd stride, unaligned): each variant has the bits of
+ * its own table's pieces composed (vq_kivi_kdot_via with the reference's
+ * fold, whose bits every fold has) and is within codes_dot's 4e-6 of the
+ * reference, the reference within 1e-5 of the scores in double; nothing
+ * is written past the nq x nblk*G scores */
+static void test_kivi_kdot(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 16, 32, 64, 96, 128, 256 }, Gs[] = { 1, 16, 32, 40 };
+    for (int bits = 1; bits <= 4; bits++)
+        for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+            for (size_t ig = 0; ig < sizeof Gs / sizeof *Gs; ig++)
+                for (int nq = 1; nq <= 6; nq += (bits == 2 ? 1 : 2)) {
+                    const size_t D = Ds[id], G = Gs[ig], nblk = 1 + (D + G) % 3, row = D * (size_t)bits / 8;
+                    const size_t bstride = 4 * D + G * row + 5, qstride = D + 3, ss = nblk * G + 3;
+                    const size_t nout = ss * (size_t)(nq + 1);
+                    uint8_t *blocks = malloc(nblk * bstride + 1);
+                    float *q = malloc(sizeof(float) * (qstride * (size_t)nq + 1));
+                    float *s1 = malloc(sizeof(float) * nout), *s2 = malloc(sizeof(float) * nout);
+                    float *s3 = malloc(sizeof(float) * nout), *ex = malloc(sizeof(float) * nout);
+                    fill_bytes(blocks, nblk * bstride + 1, 7 * D + G + (size_t)bits);
+                    vq_rng r;
+                    vq_rng_seed(&r, D + 11 * G);
+                    for (size_t kb = 0; kb < nblk; kb++)
+                        for (size_t e = 0; e < 2 * D; e++) { /* scales in (0.01, 1.01), mins in (-1, 1) */
+                            const float f = e < D ? 0.01f + vq_rng_uniform(&r) : 2.0f * vq_rng_uniform(&r) - 1.0f;
+                            const vq_fp16 h = vq_fp32_to_fp16(f);
+                            uint8_t *at = blocks + 1 + kb * bstride + 2 * e;
+                            at[0] = (uint8_t)h, at[1] = (uint8_t)(h >> 8);
+                        }
+                    fill(q + 1, qstride * (size_t)nq, 5 * D + G);
+                    for (size_t i = 0; i < nout; i++)
+                        s1[i] = s2[i] = s3[i] = ex[i] = -777.0f;
+                    ref->kivi_kdot(blocks + 1, bstride, nblk, bits, G, D, q + 1, qstride, nq, s1, ss);
+                    k->kivi_kdot(blocks + 1, bstride, nblk, bits, G, D, q + 1, qstride, nq, s2, ss);
+                    vq_kivi_kdot_via(k->fp16_row, vq_kivi_fold_ref, k->codes_dot, blocks + 1, bstride, nblk, bits, G,
+                                     D, q + 1, qstride, nq, s3, ss);
+                    kdot_exact(blocks + 1, bstride, nblk, bits, G, D, q + 1, qstride, nq, ex, ss);
+                    CHECKF(same_bits(s2, s3, nout), "%s kivi_kdot bits=%d D=%zu G=%zu nq=%d: "
+                           "not its pieces' bits", k->isa, bits, D, G, nq);
+                    int outside = 0; /* past each query's scores, and the row of query nq */
+                    for (int j = 0; j <= nq; j++)
+                        for (size_t i = j < nq ? nblk * G : 0; i < ss; i++)
+                            outside |= s1[(size_t)j * ss + i] != -777.0f || s2[(size_t)j * ss + i] != -777.0f;
+                    CHECKF(!outside, "%s kivi_kdot bits=%d D=%zu G=%zu nq=%d: wrote past the scores", k->isa, bits, D,
+                           G, nq);
+                    CHECKF(rel_diff(s2, s1, nout) <= 4e-6, "%s kivi_kdot bits=%d D=%zu G=%zu nq=%d: %g", k->isa, bits,
+                           D, G, nq, rel_diff(s2, s1, nout));
+                    CHECKF(rel_diff(s1, ex, nout) <= 1e-5, "kivi_kdot_ref bits=%d D=%zu G=%zu nq=%d: %g off", bits, D,
+                           G, nq, rel_diff(s1, ex, nout));
+                    free(blocks), free(q), free(s1), free(s2), free(s3), free(ex);
+                }
 }
 
 /* silu_mul and gelu_mul (kernels/glu.h): within 2e-6 of the reference
@@ -1426,7 +1501,9 @@ static void test_tables(void)
         test_lut8_scan(k, ref);
         test_fwht(k, ref);
         test_gated(k, ref);
-        test_kivi_fold(k, ref);
+        test_kivi_kdot(k, ref);
+        if (i == 0)
+            test_kivi_fold();
     }
     test_nibble_tables();
     /* the scalar references against themselves through the table's own

@@ -57,14 +57,14 @@ typedef struct {
     int bits;
     int group;
     size_t D, G, row; /* head_dim, group, bytes of a row of codes */
-    float *scratch; /* KIVI_QS*D floats: folded queries (score) or code sums (accumulate) */
+    float *scratch; /* D floats: the code sums of the keys' accumulate */
     float *sm;      /* 2*D floats: a block's scales and mins as floats (values) */
     int qbits;      /* 8: keys against int8 queries (kernels/codes_qdot.h), values
                      * summed with int8 weights (kernels/kivi_qaxpy.h); 0: float */
     uint8_t *qprep; /* qbits=8: KIVI_QS prepared int8 queries */
 } kivi_state;
 
-#define KIVI_QS 16 /* queries folded at a time by the key score */
+#define KIVI_QS 16 /* queries prepared at a time by the int8 key score */
 
 static vq_status kivi_init(vq_codec *c, vq_spec *spec)
 {
@@ -90,7 +90,7 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     kivi_state *st = calloc(1, sizeof *st);
     if (!st)
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivi: out of memory");
-    st->scratch = calloc(KIVI_QS * D, sizeof(float));
+    st->scratch = calloc(D, sizeof(float));
     st->sm = calloc(2 * D, sizeof(float));
     if (!st->scratch || !st->sm) {
         free(st->scratch);
@@ -143,18 +143,6 @@ static void kivi_destroy(vq_codec *c)
 }
 
 /* ---- small helpers ------------------------------------------------------ */
-
-/* dst[i] = a[i] * b[i]; x[i] += v. Whole runs of 16 first: fixed-count
- * loops that the compiler vectorizes at -O2 */
-static inline void add_scalar(float *restrict x, float v, size_t n)
-{
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (size_t l = 0; l < 16; l++)
-            x[i + l] += v;
-    for (; i < n; i++)
-        x[i] += v;
-}
 
 static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32((vq_fp16)(p[0] | p[1] << 8)); }
 static inline void st16(uint8_t *p, float f)
@@ -302,7 +290,7 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t 
     const int b = st->bits;
     const size_t qstride = c->query_bytes / sizeof(float);
     const float *qall = (const float *)(const void *)qbuf;
-    float *qs = st->scratch;
+    _Static_assert(VQ_CODEC_MAX_HEAD_DIM <= VQ_KDOT_MAX_D, "kivi_kdot's head_dim");
     if (c->role == VQ_ROLE_KEY && st->qbits) {
         /* per block and query: the query folded with the header's scales,
          * rounded to int8, and the sum q*m; then the dots, which add the
@@ -322,26 +310,9 @@ static void kivi_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t 
         return;
     }
     if (c->role == VQ_ROLE_KEY) {
-        /* per block and query: qs = q * s (the block's channel scales), base =
-         * <q, m>; then the codes' dots with qs (kernels.h codes_dot), up to
-         * KIVI_QS queries at a time */
-        const vq_kernels *k = vq_kernels_get();
-        float *sm = st->sm, base[KIVI_QS];
-        for (size_t blk = 0; blk < n / G; blk++) {
-            const uint8_t *in = codes + blk * c->block_bytes;
-            if (blk + 1 < n / G) /* the next block, while this one is scored */
-                vq_prefetch_span(in, c->block_bytes, c->block_bytes);
-            k->fp16_row(in, sm, 2 * D); /* scales, then mins */
-            for (int j0 = 0; j0 < n_q; j0 += KIVI_QS) {
-                int nj = n_q - j0 < KIVI_QS ? n_q - j0 : KIVI_QS;
-                float *out = scores + (size_t)j0 * n + blk * G;
-                /* qs = q * s, base = <q, m> (kernels.h kivi_fold) */
-                k->kivi_fold(qall + (size_t)j0 * qstride, qstride, nj, sm, sm + D, D, qs, base);
-                k->codes_dot(in + 4 * D, row, b, G, D, NULL, qs, D, nj, out, n);
-                for (int j = 0; j < nj; j++)
-                    add_scalar(out + (size_t)j * n, base[j], G);
-            }
-        }
+        /* per block and query: the codes' dots with q * s (the block's
+         * channel scales), plus <q, m> (kernels.h kivi_kdot) */
+        vq_kernels_get()->kivi_kdot(codes, c->block_bytes, n / G, b, G, D, qall, qstride, n_q, scores, n);
     } else {
         const size_t ng = D / G;
         for (size_t i = 0; i < n; i++) {

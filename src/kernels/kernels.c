@@ -21,7 +21,7 @@ static const vq_kernels k_ref = {
     .kivi_row = vq_kivi_row_ref,
     .lut8_row = vq_lut8_row_ref,
     .kivi_group_row = vq_kivi_group_row_ref,
-    .kivi_fold = vq_kivi_fold_ref,
+    .kivi_kdot = vq_kivi_kdot_ref,
     .kivi_axpy = vq_kivi_axpy_ref,
     .lut_axpy = vq_lut_axpy_ref,
     .kivi_qaxpy = vq_kivi_qaxpy_ref,
@@ -73,7 +73,7 @@ static void fill_tables(void)
     k_avx2.kivi_row = vq_kivi_row_avx2;
     k_avx2.lut8_row = vq_lut8_row_avx2;
     k_avx2.kivi_group_row = vq_kivi_group_row_avx2;
-    k_avx2.kivi_fold = vq_kivi_fold_avx2;
+    k_avx2.kivi_kdot = vq_kivi_kdot_avx2;
     k_avx2.lut_axpy = vq_lut_axpy_avx2;
     k_avx2.codes_dot = vq_codes_dot_avx2, k_avx2.codes_dot_pair = vq_codes_dot_pair_avx2;
     k_avx2.codes_qprep = vq_codes_qprep_avx2;
@@ -94,7 +94,7 @@ static void fill_tables(void)
     k_avx512.kivi_row = vq_kivi_row_avx512;
     k_avx512.lut8_row = vq_lut8_row_avx512;
     k_avx512.kivi_group_row = vq_kivi_group_row_avx512;
-    k_avx512.kivi_fold = vq_kivi_fold_avx512;
+    k_avx512.kivi_kdot = vq_kivi_kdot_avx512;
     k_avx512.kivi_axpy = vq_kivi_axpy_avx512;
     k_avx512.lut_axpy = vq_lut_axpy_avx512;
     k_avx512.codes_dot = vq_codes_dot_avx512;

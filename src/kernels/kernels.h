@@ -37,13 +37,25 @@
  *       below 256 (lut holds as many floats as the largest code needs):
  *       kivix at any width (lut NULL: the code itself, or its non-uniform
  *       levels).
- *   kivi_fold(q, qstride, n_q, s, m, D, qs, base): for each query j
- *       (floats at q + j*qstride), qs[j*D + e] = q_e * s[e] (one multiply)
- *       and base[j] = the 16 lane sums, lane l adding q_e * m[e] (a
- *       multiply, then an add) for e = l, l + 16, ... in order from 0 (the
- *       tail below D in its lane the same way), reduced by vq_sum16_lanes
- *       (core/vexp.h): KIVI keys' query folded with a block's channel scales
- *       and the mins' part of its scores. Every variant has these bits.
+ *   kivi_fold(q, qstride, n_q, s, m, D, qs, base) (a piece of kivi_kdot,
+ *       not a table entry): for each query j (floats at q + j*qstride),
+ *       qs[j*D + e] = q_e * s[e] (one multiply) and base[j] = the 16 lane
+ *       sums, lane l adding q_e * m[e] (a multiply, then an add) for e = l,
+ *       l + 16, ... in order from 0 (the tail below D in its lane the same
+ *       way), reduced by vq_sum16_lanes (core/vexp.h). Every variant has
+ *       these bits.
+ *   kivi_kdot(blocks, bstride, nblk, bits, G, D, q, qstride, n_q, s,
+ *       sstride): KIVI keys' scores against float queries. Block k (at
+ *       blocks + k*bstride) holds G tokens: D IEEE halves (LE) of channel
+ *       scales s_e, D of mins m_e, then G rows of D codes of `bits` bits
+ *       (1..4; kivi stores 2 or 4), D*bits/8 bytes each. With qs, base
+ *       kivi_fold's of the block's s, m and query j:
+ *       s[j*sstride + k*G + t] = codes_dot's sum of row t against qs_j, plus
+ *       base_j (one add). D a multiple of 16 up to VQ_KDOT_MAX_D; the next
+ *       block is fetched while one is scored. Every variant has the bits of
+ *       its table's fp16_row, kivi_fold and codes_dot composed so (AVX-512
+ *       at 2 and 4 bits: one fused pass per block, the folded queries never
+ *       leave L1, the base added at the scores' store).
  *   kivi_axpy(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc,
  *       astride): acc[j*astride + e] += sum_i w[j*wstride + i] * v_i[e] for
  *       nt KIVI value rows (row i at rows + i*rstride: D/group fp16 scales
@@ -152,6 +164,15 @@ typedef void vq_signscore_fn(const uint8_t *codes, size_t stride, size_t n, size
 typedef void vq_bitdot_fn(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes,
                           size_t qstride, int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 
+/* kivi_kdot's bound on D (four queries' folded copies on the stack) */
+#define VQ_KDOT_MAX_D 256
+typedef void vq_kivi_kdot_fn(const uint8_t *blocks, size_t bstride, size_t nblk, int bits, size_t G, size_t D,
+                             const float *q, size_t qstride, int n_q, float *s, size_t sstride);
+typedef void vq_kivi_fold_fn(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D,
+                             float *qs, float *base);
+typedef void vq_codes_dot_fn(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
+                             const float *q, size_t qstride, int n_q, float *s, size_t sstride);
+
 typedef void vq_lut_axpy_fn(const uint8_t *codes, size_t stride, size_t nt, size_t D, const size_t *offs, int bits,
                             const float *lut, int n_sets, const float *f, size_t hoff, const float *w, size_t wstride,
                             int n_q, float *acc, size_t astride);
@@ -171,15 +192,13 @@ typedef struct vq_kernels {
     void (*lut8_row)(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out);
     void (*kivi_group_row)(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                            const uint8_t *gm16, float *out);
-    void (*kivi_fold)(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D, float *qs,
-                      float *base);
+    vq_kivi_kdot_fn *kivi_kdot;
     void (*kivi_axpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     vq_lut_axpy_fn *lut_axpy;
     void (*kivi_qaxpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
-    void (*codes_dot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
-                      const float *q, size_t qstride, int n_q, float *s, size_t sstride);
+    vq_codes_dot_fn *codes_dot;
     void (*codes_dot_pair)(const uint8_t *codes, size_t rstride, size_t off, size_t nt, size_t E, const float *lut4,
                            const float *q, size_t qstride, int n_q, float *s, size_t sstride);
     vq_bitdot_fn *bitdot;
@@ -234,12 +253,14 @@ void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
 void vq_bits_unpack_ref(const uint8_t *src, size_t n, int bits, uint8_t *out);
 void vq_bits_unpack_avx2(const uint8_t *src, size_t n, int bits, uint8_t *out);
 void vq_bits_unpack_avx512x(const uint8_t *src, size_t n, int bits, uint8_t *out);
-void vq_kivi_fold_ref(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D, float *qs,
-                      float *base);
-void vq_kivi_fold_avx2(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D, float *qs,
-                       float *base);
-void vq_kivi_fold_avx512(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D,
-                         float *qs, float *base);
+vq_kivi_fold_fn vq_kivi_fold_ref, vq_kivi_fold_avx2;
+/* kivi_kdot from pieces: per block fp16_row of the header, fold, codes_dot
+ * of up to four queries, the base added (the scalar and AVX2 tables, and
+ * the AVX-512 one outside its fused cases) */
+void vq_kivi_kdot_via(void (*fp16_row)(const uint8_t *src, float *dst, size_t n), vq_kivi_fold_fn *fold,
+                      vq_codes_dot_fn *dot, const uint8_t *blocks, size_t bstride, size_t nblk, int bits, size_t G,
+                      size_t D, const float *q, size_t qstride, int n_q, float *s, size_t sstride);
+vq_kivi_kdot_fn vq_kivi_kdot_ref, vq_kivi_kdot_avx2, vq_kivi_kdot_avx512;
 void vq_kivi_axpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 void vq_kivi_axpy_avx2(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,

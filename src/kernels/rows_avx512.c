@@ -111,27 +111,6 @@ void vq_kivi_row_avx512(const uint8_t *row, int bits, size_t n, const float *s, 
     }
 }
 
-void vq_kivi_fold_avx512(const float *q, size_t qstride, int n_q, const float *s, const float *m, size_t D,
-                         float *qs, float *base)
-{
-    if (D % 16) {
-        vq_kivi_fold_ref(q, qstride, n_q, s, m, D, qs, base);
-        return;
-    }
-    for (int j = 0; j < n_q; j++) {
-        const float *qj = q + (size_t)j * qstride;
-        __m512 lane = _mm512_setzero_ps();
-        for (size_t e = 0; e < D; e += 16) {
-            const __m512 x = _mm512_loadu_ps(qj + e);
-            _mm512_storeu_ps(qs + (size_t)j * D + e, _mm512_mul_ps(x, _mm512_loadu_ps(s + e)));
-            lane = _mm512_add_ps(lane, _mm512_mul_ps(x, _mm512_loadu_ps(m + e)));
-        }
-        float l[16];
-        _mm512_storeu_ps(l, lane);
-        base[j] = vq_sum16_lanes(l);
-    }
-}
-
 void vq_lut8_row_avx512(const uint8_t *c8, size_t n, const float *lut, const float *s, const float *m, float *out)
 {
     size_t i = 0;
@@ -247,7 +226,8 @@ static inline __attribute__((always_inline)) void lanes_channel(const int NJ, co
 
 static inline __attribute__((always_inline)) void codes_dot_lanes(const int NJ, const int BITS, const uint8_t *codes,
                                                                  size_t rstride, size_t nt, size_t E,
-                                                                 const float *const qj[4], float *s, size_t sstride)
+                                                                 const float *const qj[4], const float *mins,
+                                                                 float *s, size_t sstride)
 {
     const size_t nu = E * BITS / 32;
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -272,9 +252,12 @@ static inline __attribute__((always_inline)) void codes_dot_lanes(const int NJ, 
 #undef LANES_CH
         }
         const __mmask16 st = (__mmask16)((1u << live) - 1u);
-        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
-            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, st,
-                                  _mm512_add_ps(_mm512_add_ps(a[j][0], a[j][1]), _mm512_add_ps(a[j][2], a[j][3])));
+        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) {
+            __m512 t = _mm512_add_ps(_mm512_add_ps(a[j][0], a[j][1]), _mm512_add_ps(a[j][2], a[j][3]));
+            if (mins) /* kivi_kdot: the mins' part, one add */
+                t = _mm512_add_ps(t, _mm512_set1_ps(mins[j]));
+            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, st, t);
+        }
     }
 }
 
@@ -295,8 +278,8 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
             qj[j] = q + (size_t)(j0 + (j < nj ? j : nj - 1)) * qstride;
         float *o = s + (size_t)j0 * sstride;
 #define CODES_DOT_PASS(NJ)                                                                                           \
-    (lanes  ? (bits == 2 ? codes_dot_lanes(NJ, 2, codes, rstride, nt, E, qj, o, sstride)                             \
-                         : codes_dot_lanes(NJ, 4, codes, rstride, nt, E, qj, o, sstride))                            \
+    (lanes  ? (bits == 2 ? codes_dot_lanes(NJ, 2, codes, rstride, nt, E, qj, NULL, o, sstride)                       \
+                         : codes_dot_lanes(NJ, 4, codes, rstride, nt, E, qj, NULL, o, sstride))                      \
      : sign ? codes_dot_rows(NJ, 1, codes, rstride, bits, nt, E, lut, qj, o, sstride)                                \
             : codes_dot_rows(NJ, 0, codes, rstride, bits, nt, E, lut, qj, o, sstride))
         switch (nj) {
@@ -306,6 +289,64 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
         default: CODES_DOT_PASS(1); break;
         }
 #undef CODES_DOT_PASS
+    }
+}
+
+/* kivi_fold of n_q (1..4) queries against the block's IEEE-half scales and
+ * mins at hdr (D a multiple of 16): the reference's products and lane sums */
+static inline void kivi_fold_halves(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, float *qs,
+                                    float *base)
+{
+    for (int j = 0; j < n_q; j++) {
+        const float *qj = q + (size_t)j * qstride;
+        __m512 lane = _mm512_setzero_ps();
+        for (size_t e = 0; e < D; e += 16) {
+            const __m512 x = _mm512_loadu_ps(qj + e);
+            const __m512 sc = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 2 * e)));
+            const __m512 mn = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 2 * (D + e))));
+            _mm512_storeu_ps(qs + (size_t)j * D + e, _mm512_mul_ps(x, sc));
+            lane = _mm512_add_ps(lane, _mm512_mul_ps(x, mn));
+        }
+        float l[16];
+        _mm512_storeu_ps(l, lane);
+        base[j] = vq_sum16_lanes(l);
+    }
+}
+
+/* 2 and 4 bits: per block and four queries the fold (kivi_fold_halves),
+ * then codes_dot_lanes with the base added at its store */
+void vq_kivi_kdot_avx512(const uint8_t *blocks, size_t bstride, size_t nblk, int bits, size_t G, size_t D,
+                         const float *q, size_t qstride, int n_q, float *s, size_t sstride)
+{
+    const size_t row = D * (size_t)bits / 8;
+    if ((bits != 2 && bits != 4) || D % 32 || D > VQ_KDOT_MAX_D || row >= (1u << 26)) {
+        vq_kivi_kdot_via(vq_fp16_row_avx512, vq_kivi_fold_ref, vq_codes_dot_avx512, blocks, bstride, nblk, bits, G,
+                         D, q, qstride, n_q, s, sstride);
+        return;
+    }
+    float qs[4 * VQ_KDOT_MAX_D], base[4];
+    for (size_t k = 0; k < nblk; k++) {
+        const uint8_t *blk = blocks + k * bstride;
+        if (k + 1 < nblk) /* the next block, while this one is scored */
+            vq_prefetch_span(blk, bstride, bstride);
+        for (int j0 = 0; j0 < n_q; j0 += 4) {
+            const int nj = n_q - j0 < 4 ? n_q - j0 : 4;
+            kivi_fold_halves(q + (size_t)j0 * qstride, qstride, nj, blk, D, qs, base);
+            const float *qj[4];
+            for (int j = 0; j < 4; j++)
+                qj[j] = qs + (size_t)(j < nj ? j : nj - 1) * D;
+            float *o = s + (size_t)j0 * sstride + k * G;
+#define KDOT_PASS(NJ)                                                                                                \
+    (bits == 2 ? codes_dot_lanes(NJ, 2, blk + 4 * D, row, G, D, qj, base, o, sstride)                                \
+               : codes_dot_lanes(NJ, 4, blk + 4 * D, row, G, D, qj, base, o, sstride))
+            switch (nj) {
+            case 4: KDOT_PASS(4); break;
+            case 3: KDOT_PASS(3); break;
+            case 2: KDOT_PASS(2); break;
+            default: KDOT_PASS(1); break;
+            }
+#undef KDOT_PASS
+        }
     }
 }
 
