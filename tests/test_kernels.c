@@ -1157,6 +1157,40 @@ static void test_bits_unpack(const vq_kernels *k, const vq_kernels *ref)
         }
 }
 
+/* half_ratio: the reference's bits on headers of random halves (every
+ * 64th a zero correction: infinities and NaN; subnormals and large values
+ * among the rest), strides 4..23, every count up to 40 (masked tails),
+ * unaligned; nothing written past n; and the reference is the formula */
+static void test_half_ratio(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t strides[] = { 4, 5, 8, 23 };
+    for (size_t is = 0; is < sizeof strides / sizeof *strides; is++)
+        for (size_t n = 0; n <= 40; n++) {
+            const size_t st = strides[is];
+            uint8_t *hdr = malloc(n * st + 1);
+            float *a = malloc(sizeof(float) * (n + 4)), *b = malloc(sizeof(float) * (n + 4));
+            fill_bytes(hdr, n * st + 1, 31 * st + n);
+            for (size_t i = 0; i < n; i++)
+                if ((i * 7 + n) % 64 == 0)
+                    hdr[1 + i * st + 2] = 0, hdr[1 + i * st + 3] = (uint8_t)(i & 0x80); /* +-0 correction */
+            for (size_t i = 0; i < n + 4; i++)
+                a[i] = b[i] = -555.0f;
+            ref->half_ratio(hdr + 1, st, n, 11.3137083f, a);
+            k->half_ratio(hdr + 1, st, n, 11.3137083f, b);
+            int bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                const uint8_t *p = hdr + 1 + i * st;
+                const float want = vq_fp16_to_fp32((vq_fp16)(p[0] | p[1] << 8)) /
+                                   (vq_fp16_to_fp32((vq_fp16)(p[2] | p[3] << 8)) * 11.3137083f);
+                bad |= memcmp(&want, a + i, sizeof want) != 0;
+            }
+            CHECKF(!bad, "half_ratio_ref stride=%zu n=%zu: not the formula", st, n);
+            CHECKF(memcmp(a, b, sizeof(float) * (n + 4)) == 0, "%s half_ratio stride=%zu n=%zu differs (or wrote past n)",
+                   k->isa, st, n);
+            free(hdr), free(a), free(b);
+        }
+}
+
 /* kivi_fold (the AVX2 piece of kivi_kdot): the folded queries and the
  * mins' sums with the reference's bits, head sizes 16..256 and two not a
  * multiple of 16 (tails of 4 and 12 channels: lanes past 8), 1..5 queries
@@ -1502,6 +1536,7 @@ static void test_tables(void)
         test_fwht(k, ref);
         test_gated(k, ref);
         test_kivi_kdot(k, ref);
+        test_half_ratio(k, ref);
         if (i == 0)
             test_kivi_fold();
     }

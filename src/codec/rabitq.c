@@ -260,20 +260,8 @@ static void block_factors(const rabitq *q, const vq_kernels *k, const uint8_t *b
                           float *f)
 {
     float corr[RQ_FTOK], cc[RQ_FTOK];
-    if (q->bits == 1) { /* both halves of a token in one pass; the divisions vectorize (f holds RQ_FTOK) */
-        uint8_t hn[2 * RQ_FTOK] = { 0 }, hc[2 * RQ_FTOK];
-        for (size_t t = 0; t < RQ_FTOK; t++) { /* past nt: norm 0, correction 1 */
-            const uint8_t *b = blk + t * stride;
-            if (t < nt)
-                hn[2 * t] = b[0], hn[2 * t + 1] = b[1], hc[2 * t] = b[2], hc[2 * t + 1] = b[3];
-            else
-                hc[2 * t] = 0x00, hc[2 * t + 1] = 0x3C;
-        }
-        k->fp16_row(hn, f, RQ_FTOK);
-        k->fp16_row(hc, corr, RQ_FTOK);
-        const float cnorm = sqrtf((float)D);
-        for (size_t t = 0; t < RQ_FTOK; t++) /* (a whole batch: past nt 0, never read) */
-            f[t] = f[t] / (corr[t] * cnorm);
+    if (q->bits == 1) { /* ||c|| = sqrt(D): the norm over the correction times it, by one kernel */
+        k->half_ratio(blk, stride, nt, sqrtf((float)D), f);
         return;
     }
     vq_halves_strided(k, blk, stride, nt, f);

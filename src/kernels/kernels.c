@@ -15,6 +15,7 @@ static const vq_kernels k_ref = {
     .dense_axpy = vq_dense_axpy_ref,
     .fp16_row = vq_fp16_row_ref,
     .fp16_from_row = vq_fp16_from_row_ref,
+    .half_ratio = vq_half_ratio_ref,
     .q8_0_values = vq_q8_0_values_ref,
     .q4_0_values = vq_q4_0_values_ref,
     .lut_row = vq_lut_row_ref,
@@ -60,6 +61,7 @@ static void fill_tables(void)
     k_avx2.dense_axpy = vq_dense_axpy_avx2;
     k_avx2.dense_f16 = 1, k_avx2.dense_q = 1;
     k_avx2.fp16_row = vq_fp16_row_f16c, k_avx2.fp16_from_row = vq_fp16_from_row_f16c;
+    k_avx2.half_ratio = vq_half_ratio_avx2;
     k_avx2.q8_0_values = vq_q8_0_values_avx2;
     k_avx2.q4_0_values = vq_q4_0_values_avx2;
     k_avx2.bitdot = vq_bitdot_avx2;
@@ -87,7 +89,7 @@ static void fill_tables(void)
     k_avx512.isa = "avx512";
     k_avx512.dense_dot = vq_dense_dot_avx512;
     k_avx512.dense_axpy = vq_dense_axpy_avx512;
-    k_avx512.fp16_row = vq_fp16_row_avx512;
+    k_avx512.fp16_row = vq_fp16_row_avx512, k_avx512.half_ratio = vq_half_ratio_avx512;
     k_avx512.q8_0_values = vq_q8_0_values_avx512;
     k_avx512.q4_0_values = vq_q4_0_values_avx512;
     k_avx512.lut_row = vq_lut_row_avx512;

@@ -20,6 +20,11 @@
  *   fp16_row(src, dst, n): dst[i] = the IEEE half at src + 2i (LE).
  *   fp16_from_row(src, dst, n): the reverse, core/fp16_row.h (the bytes
  *       of vq_fp32_to_fp16 for every input).
+ *   half_ratio(base, stride, n, c, out): out[i] = h0_i / (h1_i * c) for
+ *       i < n, h0_i and h1_i the IEEE halves (LE) at base + i*stride and
+ *       two bytes further (stride >= 4): one multiply, then one division
+ *       (RaBitQ's one-bit factor, norm / (correction * sqrt(D))); nothing
+ *       past out[n-1] written. Every variant has these bits.
  *   q8_0_values, q4_0_values: kernels/qblock_values.h.
  *   lut_row(codes, bits, n, lut, scale, add, out): for the n codes of
  *       `bits` bits (1..4) packed LSB first from codes[0] bit 0
@@ -164,6 +169,7 @@ typedef void vq_signscore_fn(const uint8_t *codes, size_t stride, size_t n, size
 typedef void vq_bitdot_fn(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes,
                           size_t qstride, int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 
+typedef void vq_half_ratio_fn(const uint8_t *base, size_t stride, size_t n, float c, float *out);
 /* kivi_kdot's bound on D (four queries' folded copies on the stack) */
 #define VQ_KDOT_MAX_D 256
 typedef void vq_kivi_kdot_fn(const uint8_t *blocks, size_t bstride, size_t nblk, int bits, size_t G, size_t D,
@@ -185,6 +191,7 @@ typedef struct vq_kernels {
     int dense_q;   /* 1: ... for VQ_ELEM_Q8_0 / Q4_0 rows, faster than their tiled path */
     void (*fp16_row)(const uint8_t *src, float *dst, size_t n);
     void (*fp16_from_row)(const float *src, uint8_t *dst, size_t n);
+    vq_half_ratio_fn *half_ratio;
     void (*q8_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*q4_0_values)(const uint8_t *blk, size_t nblk, float *out);
     void (*lut_row)(const uint8_t *codes, int bits, size_t n, const float *lut, float scale, int add, float *out);
@@ -250,6 +257,7 @@ void vq_kivi_group_row_avx2(const uint8_t *row, int bits, size_t n, size_t group
 void vq_kivi_group_row_avx512(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                               const uint8_t *gm16, float *out);
 void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n);
+vq_half_ratio_fn vq_half_ratio_ref, vq_half_ratio_avx2, vq_half_ratio_avx512;
 void vq_bits_unpack_ref(const uint8_t *src, size_t n, int bits, uint8_t *out);
 void vq_bits_unpack_avx2(const uint8_t *src, size_t n, int bits, uint8_t *out);
 void vq_bits_unpack_avx512x(const uint8_t *src, size_t n, int bits, uint8_t *out);

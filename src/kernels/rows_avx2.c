@@ -42,6 +42,29 @@ static inline float half_at(const uint8_t *p, size_t k)
     return _cvtsh_ss(h);
 }
 
+/* 8 tokens per step: one gather of each token's 4 header bytes, the low
+ * and the high halves packed into 8 words each and converted (exact), then
+ * the reference's multiply and division; the last n % 8 by the reference */
+void vq_half_ratio_avx2(const uint8_t *base, size_t stride, size_t n, float c, float *out)
+{
+    size_t i = 0;
+    if (stride >= 4 && stride < (1u << 27)) {
+        const __m256i ix = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)stride));
+        /* per 128-bit lane: bytes 0-1 of each dword to the low 8 bytes, 2-3 to the high 8 */
+        const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9,
+                                              12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+        const __m256 vc = _mm256_set1_ps(c);
+        for (; i + 8 <= n; i += 8) {
+            const __m256i w = _mm256_i32gather_epi32((const int *)(const void *)(base + i * stride), ix, 1);
+            /* quadwords: lo halves of tokens 0-3, hi 0-3, lo 4-7, hi 4-7 */
+            const __m256i q = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(w, pick), 0xD8);
+            const __m256 h0 = _mm256_cvtph_ps(_mm256_castsi256_si128(q)), h1 = _mm256_cvtph_ps(_mm256_extracti128_si256(q, 1));
+            _mm256_storeu_ps(out + i, _mm256_div_ps(h0, _mm256_mul_ps(h1, vc)));
+        }
+    }
+    vq_half_ratio_ref(base + i * stride, stride, n - i, c, out + i);
+}
+
 /* columns [c0, c0 + 16) for weight rows j0 .. j0 + NQ - 1 (NQ 1..4) */
 static inline __attribute__((always_inline)) void
 kivi_axpy16(const uint8_t *rows, size_t rstride, const int BITS, size_t nt, size_t ng, size_t g, size_t c0,

@@ -22,6 +22,7 @@
 #include "kernels/avx512_sums.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
+#include "kernels/rows16_avx512.h"
 
 /* b = 1 or 3: the byte shuffle that gives dword i the bytes (b*i)/8 and
  * (b*i)/8 + 1 of the codes (-128: a zero byte; none past the 2b bytes) */
@@ -156,6 +157,25 @@ void vq_fp16_row_avx512(const uint8_t *src, float *dst, size_t n)
         __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
         __m256i h = _mm256_maskz_loadu_epi16(k, src + 2 * i);
         _mm512_mask_storeu_ps(dst + i, k, _mm512_cvtph_ps(h));
+    }
+}
+
+/* 16 tokens per step: one gather of each token's 4 header bytes, the low
+ * and the high half converted (exact), then the reference's multiply and
+ * division */
+void vq_half_ratio_avx512(const uint8_t *base, size_t stride, size_t n, float c, float *out)
+{
+    if (stride < 4 || stride >= (1u << 27)) {
+        vq_half_ratio_ref(base, stride, n, c, out);
+        return;
+    }
+    const __m512i ix = vq_rows16_index(stride);
+    const __m512 vc = _mm512_set1_ps(c);
+    for (size_t i = 0; i < n; i += 16) {
+        const __mmask16 live = vq_rows16_live(n - i);
+        const __m512i w = vq_rows16_words(base + i * stride, ix, live);
+        const __m512 h0 = vq_low_halves16(w), h1 = vq_low_halves16(_mm512_srli_epi32(w, 16));
+        _mm512_mask_storeu_ps(out + i, live, _mm512_div_ps(h0, _mm512_mul_ps(h1, vc)));
     }
 }
 

@@ -55,6 +55,14 @@ void vq_lut8_row_ref(const uint8_t *c8, size_t n, const float *lut, const float 
 
 static float half_at(const uint8_t *p, size_t k) { return vq_fp16_to_fp32((vq_fp16)(p[2 * k] | p[2 * k + 1] << 8)); }
 
+void vq_half_ratio_ref(const uint8_t *base, size_t stride, size_t n, float c, float *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = base + i * stride;
+        out[i] = half_at(p, 0) / (half_at(p, 1) * c);
+    }
+}
+
 void vq_kivi_group_row_ref(const uint8_t *row, int bits, size_t n, size_t group, const uint8_t *gs16,
                            const uint8_t *gm16, float *out)
 {
