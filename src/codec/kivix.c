@@ -479,8 +479,6 @@ static void kx_score_q8(vq_codec *c, kx_state *st, const float *qall, int n_q, c
     uint8_t raw[2048];        /* the outlier values' halves, packed */
     for (size_t blk = 0; blk < n / B; blk++) {
         const uint8_t *in = codes + blk * c->block_bytes, *dense = in + 4 * D, *tab = dense + entries * (size_t)st->bits / 8;
-        if (blk + 1 < n / B) /* the next block, while this one is scored */
-            vq_prefetch_span(in, c->block_bytes, c->block_bytes);
         for (int j0 = 0; j0 < n_q; j0 += KX_QS) {
             const int nj = n_q - j0 < KX_QS ? n_q - j0 : KX_QS;
             k->codes_qprep(qall + (size_t)j0 * qstride, qstride, nj, in, D, st->bits, st->qprep, qb);
