@@ -281,6 +281,23 @@ static inline __attribute__((always_inline)) void codes_dot_lanes(const int NJ, 
     }
 }
 
+/* codes_dot_lanes for nj (1..4) queries and 2 or 4 bits given at run time
+ * (mins: NULL, or kivi_kdot's per-query mins' parts) */
+static void codes_dot_lanes_any(int nj, int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t E,
+                                const float *const qj[4], const float *mins, float *s, size_t sstride)
+{
+#define LANES_PASS(NJ)                                                                                               \
+    (bits == 2 ? codes_dot_lanes(NJ, 2, codes, rstride, nt, E, qj, mins, s, sstride)                                \
+               : codes_dot_lanes(NJ, 4, codes, rstride, nt, E, qj, mins, s, sstride))
+    switch (nj) {
+    case 4: LANES_PASS(4); break;
+    case 3: LANES_PASS(3); break;
+    case 2: LANES_PASS(2); break;
+    default: LANES_PASS(1); break;
+    }
+#undef LANES_PASS
+}
+
 void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                          const float *q, size_t qstride, int n_q, float *s, size_t sstride)
 {
@@ -297,11 +314,13 @@ void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t 
         for (int j = 0; j < 4; j++)
             qj[j] = q + (size_t)(j0 + (j < nj ? j : nj - 1)) * qstride;
         float *o = s + (size_t)j0 * sstride;
+        if (lanes) {
+            codes_dot_lanes_any(nj, bits, codes, rstride, nt, E, qj, NULL, o, sstride);
+            continue;
+        }
 #define CODES_DOT_PASS(NJ)                                                                                           \
-    (lanes  ? (bits == 2 ? codes_dot_lanes(NJ, 2, codes, rstride, nt, E, qj, NULL, o, sstride)                       \
-                         : codes_dot_lanes(NJ, 4, codes, rstride, nt, E, qj, NULL, o, sstride))                      \
-     : sign ? codes_dot_rows(NJ, 1, codes, rstride, bits, nt, E, lut, qj, o, sstride)                                \
-            : codes_dot_rows(NJ, 0, codes, rstride, bits, nt, E, lut, qj, o, sstride))
+    (sign ? codes_dot_rows(NJ, 1, codes, rstride, bits, nt, E, lut, qj, o, sstride)                                  \
+          : codes_dot_rows(NJ, 0, codes, rstride, bits, nt, E, lut, qj, o, sstride))
         switch (nj) {
         case 4: CODES_DOT_PASS(4); break;
         case 3: CODES_DOT_PASS(3); break;
@@ -355,17 +374,8 @@ void vq_kivi_kdot_avx512(const uint8_t *blocks, size_t bstride, size_t nblk, int
             const float *qj[4];
             for (int j = 0; j < 4; j++)
                 qj[j] = qs + (size_t)(j < nj ? j : nj - 1) * D;
-            float *o = s + (size_t)j0 * sstride + k * G;
-#define KDOT_PASS(NJ)                                                                                                \
-    (bits == 2 ? codes_dot_lanes(NJ, 2, blk + 4 * D, row, G, D, qj, base, o, sstride)                                \
-               : codes_dot_lanes(NJ, 4, blk + 4 * D, row, G, D, qj, base, o, sstride))
-            switch (nj) {
-            case 4: KDOT_PASS(4); break;
-            case 3: KDOT_PASS(3); break;
-            case 2: KDOT_PASS(2); break;
-            default: KDOT_PASS(1); break;
-            }
-#undef KDOT_PASS
+            codes_dot_lanes_any(nj, bits, blk + 4 * D, row, G, D, qj, base, s + (size_t)j0 * sstride + k * G,
+                                sstride);
         }
     }
 }
