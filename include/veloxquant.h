@@ -345,6 +345,18 @@ vq_status vq_cache_set_n_threads(vq_cache *c, int n_threads);
  * calibration stay). */
 void vq_cache_reset(vq_cache *c);
 
+/* Make ready, in the cache's page pool, the pages that n_tokens more
+ * tokens appended to every layer will take, their memory written once so
+ * the OS maps it now: appends up to then take pages without faulting
+ * fresh memory in (on transparent huge pages a first touch can cost
+ * milliseconds, 26 ms per 2 MB on some VMs: a decode step that opens new
+ * pages would stall). Estimated from what each KV head holds, the residual
+ * window, the eviction budget and sliding windows; a cross-layer cache
+ * reserves nothing. Idle pages count in vq_cache_usage.pool_free_bytes.
+ * Errors: VQ_ERR_INVALID_ARG (NULL, n_tokens > INT32_MAX), VQ_ERR_NOMEM
+ * (pages made so far stay idle in the pool; the tokens held are intact). */
+vq_status vq_cache_reserve(vq_cache *c, size_t n_tokens);
+
 /* The tokens held by (layer, kv_head), oldest first: positions and, when
  * k/v are not NULL, their vectors decoded to float ([i][head_dim]).
  * cap is the capacity of each non-NULL array in tokens; *n gets the count
@@ -513,6 +525,12 @@ int vq_ctx_max_tokens(const vq_ctx *c);
 /* Bytes of K/V the context holds now (resident), and would hold per token. */
 size_t vq_ctx_kv_bytes(const vq_ctx *c);
 size_t vq_ctx_kv_bytes_per_token(const vq_ctx *c);
+/* Make the K/V memory that n_tokens more tokens (at most up to max_tokens)
+ * will take ready now, so that the forward passes up to then do not grow
+ * it: vq_cache_reserve for a context over a packed cache; the float buffer
+ * is reserved at creation (nothing to do). vq_generate calls it for the
+ * prompt plus max_tokens. Errors: VQ_ERR_INVALID_ARG, VQ_ERR_NOMEM. */
+vq_status vq_ctx_reserve(vq_ctx *c, int n_tokens);
 
 /* Run n tokens at positions n_tokens(c) .. n_tokens(c)+n-1 through the
  * model, appending their K/V. Long inputs are processed in batches

@@ -37,16 +37,7 @@ static const vq_layer_shape shapes[NL] = {
     { NKV, NQ, D, 300, 0.0f }, /* sliding window: evicts a prefix */
 };
 
-static vq_cache *make(const char *text)
-{
-    vq_cache_config *cfg = NULL;
-    vq_cache *c = NULL;
-    vq_cache_shape sh = { NL, shapes, 7 };
-    if (vq_cache_config_parse(text, &cfg) != VQ_OK || vq_cache_create(cfg, &sh, 11, &c) != VQ_OK)
-        c = NULL;
-    vq_cache_config_free(cfg);
-    return c;
-}
+static vq_cache *make(const char *text) { return tc_cache_make(text, NL, shapes); }
 
 static uint64_t total(const vq_cache *c)
 {

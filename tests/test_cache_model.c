@@ -3,7 +3,8 @@
  * of compressed configs (Paris, KL divergence vs the float32 buffer),
  * memory accounting of every method on a real run, prompt cache
  * save/load, calibration on real keys, eviction with RoPE positions that
- * keep counting, and the three-line example.
+ * keep counting, the three-line example, and generation reserving the
+ * cache's pages ahead.
  *
  * Text: evaluation slices come from ../shared/data/wikitext-2-test.txt
  * AFTER its first quarter (the calibration part, as `veloxquant calibrate`
@@ -25,6 +26,7 @@
 #include "model/kv_record.h"
 #include "real_model.h"
 #include "test.h"
+#include "test_cache_util.h"
 #include "veloxquant.h"
 
 static vq_model *g_smol, *g_gemma;
@@ -126,7 +128,7 @@ static void kr_destroy(vq_kv *kv)
     free(r);
     free(kv);
 }
-static const vq_kv_ops kr_ops = { "float32(fp16-rounded)", kr_append, kr_attend, kr_reset, kr_bytes, kr_bpt, kr_destroy };
+static const vq_kv_ops kr_ops = { "float32(fp16-rounded)", kr_append, kr_attend, kr_reset, kr_bytes, kr_bpt, kr_destroy, NULL };
 
 static vq_status make_round(const vq_kv_shape *shape, vq_pool *pool, void *arg, vq_kv **out)
 {
@@ -1055,6 +1057,51 @@ static void test_threads_same_logits(void)
     }
 }
 
+static int stop_at_once(int32_t token, const char *piece, size_t len, void *user)
+{
+    (void)token, (void)piece, (void)len, (void)user;
+    return 1;
+}
+
+/* generation reserves the cache's pages for its prompt and max_tokens
+ * (vq_ctx_reserve), and a reservation made first covers a generation
+ * inside it: its pool does not grow */
+static void test_generate_reserves(void)
+{
+    if (!g_smol)
+        return;
+    CHECK(vq_ctx_reserve(NULL, 1) == VQ_ERR_INVALID_ARG);
+    int32_t toks[64];
+    for (int i = 0; i < 64; i++)
+        toks[i] = 300 + 7 * i;
+    vq_cache *cache = NULL;
+    vq_ctx *ctx = NULL;
+    if (make_cached(g_smol, "keys=q4_0:rot=1 values=q4_0:rot=1", 4096, &cache, &ctx)) {
+        CHECK(vq_ctx_reserve(ctx, -1) == VQ_ERR_INVALID_ARG);
+        vq_gen_params gp = greedy(2000); /* stopped after its first token */
+        CHECK_OK(vq_generate_tokens(ctx, toks, 64, &gp, stop_at_once, NULL, NULL));
+        vq_cache_usage u;
+        CHECK_OK(vq_cache_stats(cache, -1, &u));
+        /* 2,064 tokens: two whole 1024-token pages per stream made ahead */
+        CHECKF(u.pool_free_bytes >= 2048 * vq_ctx_kv_bytes_per_token(ctx), "idle %llu B, %zu B per token",
+               (unsigned long long)u.pool_free_bytes, vq_ctx_kv_bytes_per_token(ctx));
+    }
+    free_cached(cache, ctx);
+    const int n_gen = vq_test_quick() ? 8 : 40;
+    if (make_cached(g_smol, "keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=64 residual=16 sinks=4",
+                    4096, &cache, &ctx)) {
+        CHECK_OK(vq_ctx_reserve(ctx, 64 + n_gen));
+        const uint64_t b = tc_pool_bytes(cache);
+        vq_gen_params gp = greedy(n_gen);
+        tok_list t = { { 0 }, 0 };
+        CHECK_OK(vq_generate_tokens(ctx, toks, 64, &gp, collect, &t, NULL));
+        CHECK(t.n == n_gen);
+        CHECKF(tc_pool_bytes(cache) == b, "the pool grew %llu -> %llu B", (unsigned long long)b,
+               (unsigned long long)tc_pool_bytes(cache));
+    }
+    free_cached(cache, ctx);
+}
+
 /* run a test and print its CPU time (the suite's budget is ~3 min) */
 #define RUNT(fn)                                                                             \
     do {                                                                                     \
@@ -1078,6 +1125,7 @@ int main(void)
     RUNT(test_save_load);
     RUNT(test_eviction);
     RUNT(test_gemma_window);
+    RUNT(test_generate_reserves);
     RUNT(test_example);
     RUNT(test_threads_same_logits);
     vq_model_free(g_smol);

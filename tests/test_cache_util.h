@@ -5,6 +5,7 @@
 #define VQ_TEST_CACHE_UTIL_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,30 @@ static inline void tc_ref_attend(const float *q, size_t D, size_t n, const int32
                                  const float *v, int32_t p, int win, double scale, double *out, double *w)
 {
     tc_ref_attend_cap(q, D, n, pos, k, v, p, win, scale, 0.0, out, w);
+}
+
+/* a cache of config text over n_layers layers of `shapes` (seed 11), or
+ * NULL when the config or the cache is refused */
+static inline vq_cache *tc_cache_make(const char *text, int n_layers, const vq_layer_shape *shapes)
+{
+    vq_cache_config *cfg = NULL;
+    vq_cache *c = NULL;
+    vq_cache_shape sh = { n_layers, shapes, 7 };
+    if (vq_cache_config_parse(text, &cfg) != VQ_OK || vq_cache_create(cfg, &sh, 11, &c) != VQ_OK)
+        c = NULL;
+    vq_cache_config_free(cfg);
+    return c;
+}
+
+/* the bytes of the cache's page pool: pages in use (resident bytes less the
+ * residual windows) plus idle pages */
+static inline uint64_t tc_pool_bytes(const vq_cache *c)
+{
+    vq_cache_usage u;
+    if (vq_cache_stats(c, -1, &u) != VQ_OK)
+        return 0;
+    return u.keys.resident_bytes - u.keys.residual_bytes + u.values.resident_bytes - u.values.residual_bytes +
+           u.pool_free_bytes;
 }
 
 /* ||a - b|| / ||b|| over n entries (b in double) */

@@ -82,6 +82,22 @@ def test_stats_follow_generation(model):
         assert cache.stats()["tokens"] == 0
 
 
+def test_reserve_makes_pages_ahead(model):
+    with vq.KVCacheBuilder.for_model(model, vq.KVCacheConfig(**CFG)) as cache:
+        free0 = cache.stats()["pool_free_bytes"]
+        cache.reserve(300)
+        free1 = cache.stats()["pool_free_bytes"]
+        assert free1 > free0
+        model.generate(PROMPT, cache=cache, max_tokens=4, temperature=0)
+        s = cache.stats()
+        # the generation's pages came from the reservation: nothing new made
+        assert s["resident_bytes"] - s["residual_bytes"] + s["pool_free_bytes"] == free1
+        with pytest.raises(ValueError):
+            cache.reserve(-1)
+        with pytest.raises(ValueError):
+            cache.reserve(2**31)
+
+
 def test_generation_continues_in_the_cache(model):
     cache = vq.KVCacheBuilder.for_model(model, vq.KVCacheConfig(**CFG))
     model.generate(PROMPT, cache=cache, max_tokens=4, temperature=0)

@@ -232,6 +232,20 @@ class KVCache(Owned):
         total["layers"] = layers
         return total
 
+    def reserve(self, n_tokens):
+        """Make ready now the pages that n_tokens more tokens per layer will
+        take (vq_cache_reserve), so appends up to then map no fresh memory;
+        idle until used, they count in stats()["pool_free_bytes"].
+        generate() reserves for its prompt and max_tokens by itself."""
+        n = int(n_tokens)
+        if n < 0:
+            raise ValueError(f"n_tokens must be >= 0, got {n}")
+        self._enter_busy(exclusive=True)
+        try:
+            check(lib.vq_cache_reserve(self._ptr, n), lambda: lib.vq_cache_error(self._ptr))
+        finally:
+            self._leave_busy()
+
     def reset(self):
         """Forget every token (pages go back to the cache's pool)."""
         self._enter_busy(exclusive=True)

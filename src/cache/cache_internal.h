@@ -142,6 +142,12 @@ void *vq_page_get(vq_page_pool *p, size_t bytes);
  * list. Never fails and never allocates (vq_page_get keeps a slot waiting
  * for every page it hands out). */
 void vq_page_put(vq_page_pool *p, void *page, size_t bytes);
+/* At least n idle pages of `bytes` bytes in the pool, their memory written
+ * once per 4 KB so that it is mapped now rather than at a later
+ * vq_page_get's first write (a fresh transparent huge page can take
+ * milliseconds to fault in). 0 when out of memory (pages made so far stay
+ * idle in the pool). */
+int vq_page_pool_reserve(vq_page_pool *p, size_t bytes, size_t n);
 /* bytes the pool holds beyond the pages handed out (idle pages, slabs'
  * uncarved tails, line padding) */
 size_t vq_page_pool_free_bytes(const vq_page_pool *p);
@@ -293,6 +299,9 @@ void vq_cache_strip_calib(char *spec);
 /* store.c */
 vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, size_t keep);
 void vq_cache_compact(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, int force);
+/* tokens a growing last page holds: `need` rounded up to a step of a
+ * quarter page (whole codec groups), at most the page */
+size_t vq_cache_page_step(const vq_cache_layer *L, size_t need);
 /* ensure packed capacity for `n` slots (slot arrays and page table) */
 vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, size_t n);
 /* *buf of *cap units of `unit` floats grown (doubling from `first`) to at

@@ -10,6 +10,7 @@
  * pages each of them would cost TLB misses). A cache has a handful of page
  * sizes (one per distinct codec/head_dim/page_tokens combination), so
  * classes are found by a linear search. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "cache/cache_internal.h"
@@ -69,33 +70,66 @@ static int add_slab(vq_page_pool *p, vq_page_class *c)
 }
 
 /* A page handed out always has a slot waiting in its class's free list
- * (cap_free >= n_out + n_free): the list grows here, when a page is carved,
+ * (cap_free >= n_out + n_free): the list grows before a page is carved,
  * so vq_page_put never allocates and cannot fail (a reset or an eviction
  * allocates nothing). */
+static int free_list_room(vq_page_class *c, size_t need)
+{
+    if (need <= c->cap_free)
+        return 1;
+    size_t nc = c->cap_free ? 2 * c->cap_free : 16;
+    while (nc < need)
+        nc *= 2;
+    void **nf = realloc(c->free, nc * sizeof *nf);
+    if (!nf)
+        return 0;
+    c->free = nf;
+    c->cap_free = nc;
+    return 1;
+}
+
+/* the next page of c's newest slab (a new slab when it is used up), or NULL */
+static uint8_t *carve_page(vq_page_pool *p, vq_page_class *c)
+{
+    if (!free_list_room(c, c->n_out + c->n_free + 1))
+        return NULL;
+    if (c->carve_left < c->stride && !add_slab(p, c))
+        return NULL;
+    uint8_t *page = c->carve;
+    c->carve += c->stride;
+    c->carve_left -= c->stride;
+    return page;
+}
+
 void *vq_page_get(vq_page_pool *p, size_t bytes)
 {
     vq_page_class *c = find_class(p, bytes, 1);
     if (!c)
         return NULL;
-    if (c->n_free) {
-        c->n_out++;
-        return c->free[--c->n_free];
-    }
-    if (c->n_out + 1 > c->cap_free) {
-        size_t nc = c->cap_free ? 2 * c->cap_free : 16;
-        void **nf = realloc(c->free, nc * sizeof *nf);
-        if (!nf)
-            return NULL;
-        c->free = nf;
-        c->cap_free = nc;
-    }
-    if (c->carve_left < c->stride && !add_slab(p, c))
-        return NULL;
-    void *page = c->carve;
-    c->carve += c->stride;
-    c->carve_left -= c->stride;
-    c->n_out++;
+    void *page = c->n_free ? c->free[--c->n_free] : carve_page(p, c);
+    c->n_out += page != NULL;
     return page;
+}
+
+int vq_page_pool_reserve(vq_page_pool *p, size_t bytes, size_t n)
+{
+    if (!n || !bytes)
+        return 1;
+    vq_page_class *c = find_class(p, bytes, 1);
+    if (!c)
+        return 0;
+    while (c->n_free < n) {
+        uint8_t *page = carve_page(p, c);
+        if (!page)
+            return 0;
+        /* one write per 4 KB page faults the memory in now (a transparent
+         * huge page's first write maps all of its 2 MB) */
+        for (size_t o = 0; o < c->bytes; o += 4096)
+            ((volatile uint8_t *)page)[o] = 0;
+        ((volatile uint8_t *)page)[c->bytes - 1] = 0;
+        c->free[c->n_free++] = page;
+    }
+    return 1;
 }
 
 void vq_page_put(vq_page_pool *p, void *page, size_t bytes)

@@ -322,9 +322,7 @@ vq_status vq_cache_calibrate(vq_cache *c, int layer, const float *k, const float
 
 /* ---- packed storage ----------------------------------------------------- */
 
-/* tokens a growing last page holds: `need` rounded up to a step of a
- * quarter page (whole codec groups), at most the page */
-static size_t page_step(const vq_cache_layer *L, size_t need)
+size_t vq_cache_page_step(const vq_cache_layer *L, size_t need)
 {
     const size_t P = L->page_tokens, G = L->group;
     const size_t step = ((P + 3) / 4 + G - 1) / G * G;
@@ -338,7 +336,7 @@ static size_t page_step(const vq_cache_layer *L, size_t need)
 static vq_status page_fit(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size_t p, size_t need)
 {
     const int fresh = p == H->n_pages;
-    const size_t t = page_step(L, need), bk = t * bpt(L->kc), bv = t * bpt(L->vc);
+    const size_t t = vq_cache_page_step(L, need), bk = t * bpt(L->kc), bv = t * bpt(L->vc);
     if (!fresh && bk <= H->klast && bv <= H->vlast)
         return VQ_OK;
     uint8_t *k = vq_page_get(&c->pool, bk);

@@ -4,11 +4,13 @@
  * streaming each token's text. Buffers (logits, history) are allocated once
  * per call, never per token.
  *
- * Timing: prefill_seconds covers the prompt's forward passes;
+ * Timing: prefill_seconds covers the prompt's forward passes and the
+ * reservation of the cache's memory for the whole sequence;
  * decode_seconds covers sampling and the one-token forward passes of
  * generated tokens. The last generated token is not run through the model
  * (nothing would read its logits), so decode tok/s counts the decode steps
  * actually run. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +50,9 @@ vq_status vq_generate_tokens(vq_ctx *c, const int32_t *tokens, size_t n, const v
 
     int pb = p.prefill_batch > 0 && p.prefill_batch < c->batch ? p.prefill_batch : c->batch;
     double t0 = vq_now_seconds();
+    /* the cache's memory for the prompt and every token to come, made now:
+     * no decode step waits for fresh pages (counted in prefill) */
+    st = vq_ctx_reserve(c, p.max_tokens > INT_MAX - (int)n ? INT_MAX : (int)n + p.max_tokens);
     for (size_t done = 0; done < n && st == VQ_OK;) {
         int b = (int)(n - done < (size_t)pb ? n - done : (size_t)pb);
         st = vq_ctx_forward(c, hist + done, b, done + (size_t)b == n ? logits : NULL, VQ_LOGITS_LAST);

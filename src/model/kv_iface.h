@@ -72,6 +72,9 @@ typedef struct vq_kv_ops {
     size_t (*bytes)(const vq_kv *kv);
     size_t (*bytes_per_token)(const vq_kv *kv);
     void (*destroy)(vq_kv *kv);
+    /* optional (NULL: nothing to prepare): make the memory that n more
+     * tokens will take ready now, so appends up to then do not grow it */
+    vq_status (*reserve)(vq_kv *kv, int n);
 } vq_kv_ops;
 
 /* The generic part of every implementation; impl holds the rest. */

@@ -3,7 +3,8 @@
  * context's pool when the cache has no threads of its own; the
  * cache derives query positions from the last append, which vq_attn_layer
  * always makes with the same n and pos0 just before), reset ->
- * vq_cache_reset, bytes -> resident key + value bytes of vq_cache_stats. */
+ * vq_cache_reset, reserve -> vq_cache_reserve, bytes -> resident key +
+ * value bytes of vq_cache_stats. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,15 @@ static vq_status kvp_attend(vq_kv *kv, int layer, const float *q, int n, int pos
     const vq_layer_shape *ls = &kv->shape.layer[layer];
     (void)pos0; /* the cache knows the positions of the last append */
     vq_status st = vq_cache_attend(p->cache, layer, q, (size_t)n, ls->n_q_heads, kv->shape.scale, out);
+    if (st != VQ_OK)
+        return vq_fail(kv->err, st, "kv packed: %s", vq_cache_error(p->cache));
+    return VQ_OK;
+}
+
+static vq_status kvp_reserve(vq_kv *kv, int n)
+{
+    kv_packed *p = kv->impl;
+    vq_status st = vq_cache_reserve(p->cache, n > 0 ? (size_t)n : 0);
     if (st != VQ_OK)
         return vq_fail(kv->err, st, "kv packed: %s", vq_cache_error(p->cache));
     return VQ_OK;
@@ -78,6 +88,7 @@ static const vq_kv_ops kv_packed_ops = {
     .bytes = kvp_bytes,
     .bytes_per_token = kvp_bytes_per_token,
     .destroy = kvp_destroy,
+    .reserve = kvp_reserve,
 };
 
 vq_status vq_kv_packed_create(const vq_kv_shape *shape, vq_cache *cache, vq_pool *pool, vq_kv **out)

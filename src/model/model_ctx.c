@@ -131,6 +131,18 @@ void vq_ctx_reset(vq_ctx *c)
 int vq_ctx_n_tokens(const vq_ctx *c) { return c ? c->n_tokens : 0; }
 int vq_ctx_max_tokens(const vq_ctx *c) { return c ? c->max_tokens : 0; }
 size_t vq_ctx_kv_bytes(const vq_ctx *c) { return c ? c->kv->ops->bytes(c->kv) : 0; }
+vq_status vq_ctx_reserve(vq_ctx *c, int n_tokens)
+{
+    if (!c || n_tokens < 0)
+        return vq_fail(c ? c->err : NULL, VQ_ERR_INVALID_ARG, "reserve: %s", c ? "n_tokens < 0" : "NULL context");
+    int room = c->max_tokens - c->n_tokens;
+    int n = n_tokens < room ? n_tokens : room;
+    if (!c->kv->ops->reserve || n == 0)
+        return VQ_OK;
+    vq_status st = c->kv->ops->reserve(c->kv, n);
+    return st == VQ_OK ? VQ_OK : vq_fail(c->err, st, "%s", c->kv->err);
+}
+
 size_t vq_ctx_kv_bytes_per_token(const vq_ctx *c)
 {
     return c ? c->kv->ops->bytes_per_token(c->kv) : 0;
