@@ -1,9 +1,10 @@
 /* test_core.c -- core utilities: fp16/bf16, CRC-32, spec grammar, FWHT, RNG,
- * atomic file writes, status strings. */
+ * atomic file writes, bit packing, status strings. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/bitstream.h"
 #include "core/crc32.h"
 #include "core/error.h"
 #include "core/file.h"
@@ -155,6 +156,35 @@ static void test_atomic_write(void)
     unlink(path);
 }
 
+/* vq_bits_pack (eight codes at a time, then one by one) writes what
+ * putting each code does, drops the codes' higher bits, writes nothing
+ * past its last byte, and vq_bits_unpack reads the codes back */
+static void test_bits_pack(void)
+{
+    vq_rng g;
+    vq_rng_seed(&g, 21);
+    for (int bits = 1; bits <= 8; bits++)
+        for (size_t n = 0; n <= 41; n++) {
+            uint8_t in[41], back[41], a[48], b[48];
+            for (size_t i = 0; i < n; i++)
+                in[i] = (uint8_t)vq_rng_next(&g); /* higher bits set: dropped */
+            const size_t bytes = (n * (size_t)bits + 7) / 8;
+            memset(a, 0xA5, sizeof a);
+            memset(b, 0xA5, sizeof b);
+            memset(b, 0, bytes);
+            for (size_t i = 0; i < n; i++)
+                vq_bits_put(b, i, bits, in[i]);
+            vq_bits_pack(in, n, bits, a);
+            CHECKF(memcmp(a, b, sizeof a) == 0, "bits=%d n=%zu: packed bytes differ (or written past the end)", bits,
+                   n);
+            vq_bits_unpack(a, n, bits, back);
+            int same = 1;
+            for (size_t i = 0; i < n; i++)
+                same &= back[i] == (in[i] & ((1u << bits) - 1u));
+            CHECKF(same, "bits=%d n=%zu: unpacked codes differ", bits, n);
+        }
+}
+
 static void test_status_strings(void)
 {
     for (int s = VQ_OK; s <= VQ_ERR_STATE; s++)
@@ -170,6 +200,7 @@ int main(void)
     RUN(test_fwht_orthonormal);
     RUN(test_rng_deterministic);
     RUN(test_atomic_write);
+    RUN(test_bits_pack);
     RUN(test_status_strings);
     return vq_test_summary("test_core");
 }

@@ -331,7 +331,7 @@ static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *
     /* greedy outlier removal: each range's two gains (low side, high side)
      * change only when that range loses a value, so they are kept and only
      * the chosen range's are computed again */
-    for (size_t r = 0; r < R; r++)
+    for (size_t r = 0; r < R && st->outliers; r++)
         kx_gains(st, r, n, st->gain + 2 * r);
     for (int k = 0; k < st->outliers; k++) {
         double best = -1;
@@ -356,14 +356,22 @@ static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *
         st->left[br]--;
         kx_gains(st, br, n, st->gain + 2 * br);
     }
-    /* ranges and codes of the remaining values */
+    /* ranges and codes (one per byte in c8, element order; an outlier's 0)
+     * of the remaining values */
+    uint8_t *c8 = st->c8;
+    memset(c8, 0, entries);
     for (size_t r = 0; r < R; r++) {
         const float *v = st->sv + r * n;
         const uint32_t *ix = st->si + r * n;
         const uint8_t *gone = st->gone + r * n;
         float s = 0.0f, m = 0.0f;
-        if (st->left[r] > 0) { /* the lowest and highest left: kx_gains' ends */
-            float lo = v[st->ends[4 * r]], hi = v[st->ends[4 * r + 2]];
+        if (st->left[r] > 0) { /* the lowest and highest left: kx_gains' ends, or all of the range's */
+            float lo = v[0], hi = v[0];
+            if (st->outliers)
+                lo = v[st->ends[4 * r]], hi = v[st->ends[4 * r + 2]];
+            else
+                for (size_t i = 1; i < n; i++)
+                    lo = v[i] < lo ? v[i] : lo, hi = v[i] > hi ? v[i] : hi;
             m = vq_fp16_to_fp32(vq_fp32_to_fp16(lo));
             float scale = (hi - m) / (float)maxc;
             s = scale > 0.0f ? vq_fp16_to_fp32(vq_fp32_to_fp16(clamp16(scale))) : 0.0f;
@@ -380,9 +388,10 @@ static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *
                 float t = (v[i] - m) / s + 0.5f;
                 q = t >= (float)maxc ? maxc : (t > 0.0f ? (unsigned)t : 0u);
             }
-            vq_bits_put(codes, ix[i], b, q);
+            c8[ix[i]] = (uint8_t)q;
         }
     }
+    vq_bits_pack(c8, entries, b, codes);
 }
 
 static void kx_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)

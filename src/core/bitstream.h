@@ -85,12 +85,35 @@ static inline void vq_bits_unpack(const uint8_t *src, size_t n, int bits, uint8_
         out[i] = (uint8_t)vq_bits_get(src, i, bits);
 }
 
+/* in[0..8) (codes of `bits` bits, higher bits dropped) into the `bits`
+ * bytes at p: vq_bits_unpack8's inverse */
+static inline void vq_bits_pack8(const uint8_t *in, int bits, uint8_t *p)
+{
+    uint64_t w = 0;
+    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) w |= (uint64_t)(in[k] & ((1u << bits) - 1u)) << (k * bits);
+    _Pragma("GCC unroll 8") for (int k = 0; k < bits; k++) p[k] = (uint8_t)(w >> (8 * k));
+}
+
 /* in[0..n) (one code per byte, bits <= 8) into ceil(n * bits / 8) bytes
- * at dst, which this zeroes first */
+ * at dst, which this zeroes first; eight codes (`bits` whole bytes) at a
+ * time, then the rest one by one */
 static inline void vq_bits_pack(const uint8_t *in, size_t n, int bits, uint8_t *dst)
 {
     memset(dst, 0, (n * (size_t)bits + 7) / 8);
-    for (size_t i = 0; i < n; i++)
+    size_t i = 0;
+    if (bits > 0 && bits <= 8)
+        for (; i + 8 <= n; i += 8)
+            switch (bits) { /* a constant width per case: the loops unroll */
+            case 1: vq_bits_pack8(in + i, 1, dst + i / 8); break;
+            case 2: vq_bits_pack8(in + i, 2, dst + i / 8 * 2); break;
+            case 3: vq_bits_pack8(in + i, 3, dst + i / 8 * 3); break;
+            case 4: vq_bits_pack8(in + i, 4, dst + i / 8 * 4); break;
+            case 5: vq_bits_pack8(in + i, 5, dst + i / 8 * 5); break;
+            case 6: vq_bits_pack8(in + i, 6, dst + i / 8 * 6); break;
+            case 7: vq_bits_pack8(in + i, 7, dst + i / 8 * 7); break;
+            default: vq_bits_pack8(in + i, 8, dst + i); break;
+            }
+    for (; i < n; i++)
         vq_bits_put(dst, i, bits, in[i]);
 }
 
