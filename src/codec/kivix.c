@@ -69,6 +69,7 @@
 
 #define KX_FP16_MAX 65504.0f
 #define KX_QS 16 /* queries prepared at a time by the int8 key score */
+#define KX_KEEP 8 /* a range's lowest and highest values one scan keeps for the greedy */
 
 typedef struct {
     int bits, group, outliers;
@@ -85,7 +86,9 @@ typedef struct {
     float *sv;                /* values of a block [ranges][range_len] (clamped) */
     uint32_t *si;             /* their element indices */
     size_t *left;             /* per range: values left (not outliers) */
-    uint16_t *ends;           /* per range: kx_ends' four positions */
+    uint16_t *ends;           /* per range: kx_gains' four positions */
+    uint16_t *kept;           /* per range: KX_KEEP lowest values left, in order, then KX_KEEP highest */
+    uint8_t *n_kept;          /* per range: how many of each the lists hold */
     double *gain;             /* per range: the greedy's gains, low side and high side */
     uint8_t *gone;            /* per position: taken out as an outlier */
 } kx_state;
@@ -111,6 +114,8 @@ static void kx_destroy(vq_codec *c)
         free(st->si);
         free(st->left);
         free(st->ends);
+        free(st->kept);
+        free(st->n_kept);
         free(st->gone);
         free(st->gain);
         free(st->qprep);
@@ -218,11 +223,13 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     st->si = malloc(entries * sizeof *st->si);
     st->left = malloc(st->ranges * sizeof *st->left);
     st->ends = malloc(4 * st->ranges * sizeof *st->ends);
+    st->kept = malloc(2 * KX_KEEP * st->ranges * sizeof *st->kept);
+    st->n_kept = malloc(2 * st->ranges);
     st->gone = malloc(entries);
     st->gain = malloc(2 * st->ranges * sizeof *st->gain);
     if (st->qbits && c->role == VQ_ROLE_KEY)
         st->qprep = malloc(KX_QS * vq_codes_query_bytes(D));
-    if (!st->dec || !st->c8 || !st->sv || !st->si || !st->left || !st->ends || !st->gone || !st->gain ||
+    if (!st->dec || !st->c8 || !st->sv || !st->si || !st->left || !st->ends || !st->kept || !st->n_kept || !st->gone || !st->gain ||
         (st->qbits && c->role == VQ_ROLE_KEY && !st->qprep))
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivix: out of memory"); /* destroy frees */
     c->shared_bytes = 0;
@@ -251,34 +258,57 @@ static inline size_t kx_elem(const vq_codec *c, const kx_state *st, size_t r, si
 
 /* The outlier choice needs, per range, only its two lowest and two highest
  * values left, in the order (value, element index) (the same as a sorted
- * range's two ends): one scan of the range finds them, again after each of
- * its values goes. kx_before(v, ix, a, b): position a precedes b. */
+ * range's two ends), and it only ever takes a range's lowest or highest
+ * value: one scan keeps each range's KX_KEEP lowest and KX_KEEP highest
+ * values in order, a value taken leaves both lists, and the range is
+ * scanned again only when a list it still needs runs below two.
+ * kx_before(v, ix, a, b): position a precedes b. */
 static inline int kx_before(const float *v, const uint32_t *ix, size_t a, size_t b)
 {
     return v[a] < v[b] || (v[a] == v[b] && ix[a] < ix[b]);
 }
 
-/* range r's ends among its values left (gone[i] == 0): e[0], e[1] the lowest
- * two, e[2], e[3] the highest two (e[1] / e[3] only with two or more left) */
-static void kx_ends(const kx_state *st, size_t r, size_t n, uint16_t e[4])
+/* range r's lists from its values left (gone[i] == 0) */
+static void kx_scan(kx_state *st, size_t r, size_t n)
 {
     const float *v = st->sv + r * n;
     const uint32_t *ix = st->si + r * n;
     const uint8_t *gone = st->gone + r * n;
-    size_t l1 = n, l2 = n, h1 = n, h2 = n; /* n: none yet */
+    uint16_t *lo = st->kept + 2 * KX_KEEP * r, *hi = lo + KX_KEEP;
+    size_t nl = 0, nh = 0;
     for (size_t i = 0; i < n; i++) {
         if (gone[i])
             continue;
-        if (l1 == n || kx_before(v, ix, i, l1))
-            l2 = l1, l1 = i;
-        else if (l2 == n || kx_before(v, ix, i, l2))
-            l2 = i;
-        if (h1 == n || kx_before(v, ix, h1, i))
-            h2 = h1, h1 = i;
-        else if (h2 == n || kx_before(v, ix, h2, i))
-            h2 = i;
+        if (nl < KX_KEEP || kx_before(v, ix, i, lo[nl - 1])) {
+            size_t p = nl < KX_KEEP ? nl++ : KX_KEEP - 1;
+            for (; p > 0 && kx_before(v, ix, i, lo[p - 1]); p--)
+                lo[p] = lo[p - 1];
+            lo[p] = (uint16_t)i;
+        }
+        if (nh < KX_KEEP || kx_before(v, ix, hi[nh - 1], i)) {
+            size_t p = nh < KX_KEEP ? nh++ : KX_KEEP - 1;
+            for (; p > 0 && kx_before(v, ix, hi[p - 1], i); p--)
+                hi[p] = hi[p - 1];
+            hi[p] = (uint16_t)i;
+        }
     }
-    e[0] = (uint16_t)l1, e[1] = (uint16_t)l2, e[2] = (uint16_t)h1, e[3] = (uint16_t)h2;
+    st->n_kept[2 * r] = (uint8_t)nl, st->n_kept[2 * r + 1] = (uint8_t)nh;
+}
+
+/* position `slot` of range r taken out of its lists */
+static void kx_unkeep(kx_state *st, size_t r, uint16_t slot)
+{
+    for (int side = 0; side < 2; side++) {
+        uint16_t *l = st->kept + 2 * KX_KEEP * r + (size_t)side * KX_KEEP;
+        uint8_t *nk = st->n_kept + 2 * r + side;
+        size_t i = 0;
+        while (i < *nk && l[i] != slot)
+            i++;
+        if (i == *nk)
+            continue;
+        memmove(l + i, l + i + 1, (*nk - i - 1) * sizeof *l);
+        (*nk)--;
+    }
 }
 
 /* the greedy's cost of a range whose lowest and highest values left are
@@ -289,17 +319,24 @@ static inline double kx_cost(float lo, float hi, size_t left)
     return (double)left * r * r;
 }
 
-/* range r's ends (kx_ends, into st->ends) and gains g[0] (its lowest value
- * out) and g[1] (its highest out), the reduction of n_r (M_r - m_r)^2:
- * with one value left, 0 for the low side only (taking it gains nothing:
- * chosen only when nothing else gains); a side that cannot be chosen reads
- * -2 (below any gain and the greedy's starting -1) */
+/* range r's ends (its lists' first two each, into st->ends; n where a
+ * list holds fewer) and gains g[0] (its lowest value out) and g[1] (its
+ * highest out), the reduction of n_r (M_r - m_r)^2: with one value left,
+ * 0 for the low side only (taking it gains nothing: chosen only when
+ * nothing else gains); a side that cannot be chosen reads -2 (below any
+ * gain and the greedy's starting -1) */
 static void kx_gains(kx_state *st, size_t r, size_t n, double g[2])
 {
     const float *v = st->sv + r * n;
     const size_t left = st->left[r];
+    const size_t want = left < 2 ? left : 2;
+    if (st->n_kept[2 * r] < want || st->n_kept[2 * r + 1] < want)
+        kx_scan(st, r, n);
+    const uint16_t *lo = st->kept + 2 * KX_KEEP * r, *hi = lo + KX_KEEP;
     uint16_t *e = st->ends + 4 * r;
-    kx_ends(st, r, n, e);
+    const size_t nl = st->n_kept[2 * r], nh = st->n_kept[2 * r + 1];
+    e[0] = nl > 0 ? lo[0] : (uint16_t)n, e[1] = nl > 1 ? lo[1] : (uint16_t)n;
+    e[2] = nh > 0 ? hi[0] : (uint16_t)n, e[3] = nh > 1 ? hi[1] : (uint16_t)n;
     g[0] = left == 1 ? 0.0 : -2.0, g[1] = -2.0;
     if (left < 2)
         return;
@@ -331,6 +368,7 @@ static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *
     /* greedy outlier removal: each range's two gains (low side, high side)
      * change only when that range loses a value, so they are kept and only
      * the chosen range's are computed again */
+    memset(st->n_kept, 0, 2 * R);
     for (size_t r = 0; r < R && st->outliers; r++)
         kx_gains(st, r, n, st->gain + 2 * r);
     for (int k = 0; k < st->outliers; k++) {
@@ -354,6 +392,7 @@ static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *
         st16(e + 2, v[slot]);
         st->gone[br * n + slot] = 1;
         st->left[br]--;
+        kx_unkeep(st, br, slot);
         kx_gains(st, br, n, st->gain + 2 * br);
     }
     /* ranges and codes (one per byte in c8, element order; an outlier's 0)
