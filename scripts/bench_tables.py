@@ -48,12 +48,16 @@ def e2e_table(r):
                f"memory read bandwidth {fmt(r['bandwidth_gbs'], 1)} GB/s{scaling(r)}; "
                f"decode = {r['decode_tokens']} greedy tokens")
     out.append("")
-    out.append("| cache | ctx | prefill tok/s | decode tok/s | KV MB | floor tok/s | of floor | decode vs fp16 |")
-    out.append("|---|---|---|---|---|---|---|---|")
+    # the slowest decode step: in runs since session 32 only
+    step = all("decode_step_max_ms" in x for x in r["results"])
+    out.append("| cache | ctx | prefill tok/s | decode tok/s | KV MB | floor tok/s | of floor | decode vs fp16 |"
+               + (" slowest step ms |" if step else ""))
+    out.append("|---|---|---|---|---|---|---|---|" + ("---|" if step else ""))
     for x in r["results"]:
         out.append(f"| `{x['cache']}` | {x['ctx']} | {fmt(x['prefill_tok_s'], 1)} | {fmt(x['decode_tok_s'])} | "
                    f"{fmt(x['kv_bytes'] / 1e6)} | {fmt(x['floor_tok_s'], 1)} | "
-                   f"{fmt(100 * x['fraction_of_floor'], 0)}% | {fmt(x['speedup_vs_fp16'])}x |")
+                   f"{fmt(100 * x['fraction_of_floor'], 0)}% | {fmt(x['speedup_vs_fp16'])}x |"
+                   + (f" {fmt(x['decode_step_max_ms'])} |" if step else ""))
     return out
 
 

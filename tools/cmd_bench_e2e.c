@@ -16,7 +16,9 @@
  *   floor_tok_s    = bandwidth / bytes_per_step
  * with the bandwidth a streaming read measured at the start of the run on
  * the same threads. speedup_vs_fp16 compares decode tok/s with the fp16
- * cache's at the same L. */
+ * cache's at the same L; decode_step_max_ms is the slowest timed decode
+ * step (a stall, e.g. fresh memory or a residual flush, shows there beside
+ * the mean 1000 / decode_tok_s). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +43,7 @@ typedef struct {
     const char *cache; /* NULL = float K/V */
     long ctx;
     double prefill_tok_s, decode_tok_s, kv_bytes;
+    double step_max_ms; /* the slowest timed decode step */
     int ok;
 } e2e_result;
 
@@ -78,7 +81,8 @@ typedef struct {
     vq_ctx *ctx;
     vq_cache *cache;
     float *logits;
-    double decode_s; /* summed decode step times */
+    double decode_s;   /* summed decode step times */
+    double step_max_s; /* the slowest of them */
 } e2e_live;
 
 /* opens r's context and runs the prompt (timed as prefill); r->ok = 0 and
@@ -131,8 +135,11 @@ static void decode_step(int n_vocab, e2e_result *r, e2e_live *lv, int timed)
         r->ok = 0;
         return;
     }
-    if (timed)
-        lv->decode_s += bench_now() - t0;
+    if (timed) {
+        const double dt = bench_now() - t0;
+        lv->decode_s += dt;
+        lv->step_max_s = dt > lv->step_max_s ? dt : lv->step_max_s;
+    }
 }
 
 int cmd_bench_e2e(int argc, char **argv)
@@ -213,8 +220,8 @@ int cmd_bench_e2e(int argc, char **argv)
         printf("streaming read bandwidth (this run): %.1f GB/s; thread scaling %.2fx of %d (an arithmetic loop; 1.0:\n"
                "the threads share one core); decode %d greedy tokens after each prompt\n\n",
                bw, scaling, bw_threads, n_decode);
-        printf("%-58s %6s %10s %10s %9s %10s %8s %8s\n", "cache", "ctx", "prefill/s", "decode/s", "KV MB", "floor/s",
-               "of floor", "vs fp16");
+        printf("%-58s %6s %10s %10s %9s %10s %8s %8s %9s\n", "cache", "ctx", "prefill/s", "decode/s", "KV MB",
+               "floor/s", "of floor", "vs fp16", "max ms");
     }
     eval_progress pr;
     eval_progress_start(&pr, "bench e2e", "prompts");
@@ -238,9 +245,10 @@ int cmd_bench_e2e(int argc, char **argv)
                     decode_step(info.n_vocab, &row[k], &live[k], i >= i0);
         for (int k = 0; k < n_cfg; k++) {
             e2e_result *r = &row[k];
-            if (r->ok)
+            if (r->ok) {
                 r->decode_tok_s = n_decode / live[k].decode_s;
-            else
+                r->step_max_ms = 1e3 * live[k].step_max_s;
+            } else
                 rc = 1;
             if (live[k].ctx)
                 eval_ctx_close(live[k].ctx, live[k].cache);
@@ -248,9 +256,10 @@ int cmd_bench_e2e(int argc, char **argv)
             const e2e_result *f = &row[1];
             if (!json && r->ok) {
                 double floor = bw * 1e9 / (wbytes + r->kv_bytes);
-                printf("%-58s %6ld %10.1f %10.2f %9.2f %10.2f %7.1f%% %7.2fx\n", r->cache ? r->cache : "float (no cache)",
-                       r->ctx, r->prefill_tok_s, r->decode_tok_s, r->kv_bytes / 1e6, floor,
-                       100.0 * r->decode_tok_s / floor, f->ok && k >= 1 ? r->decode_tok_s / f->decode_tok_s : 0.0);
+                printf("%-58s %6ld %10.1f %10.2f %9.2f %10.2f %7.1f%% %7.2fx %9.2f\n",
+                       r->cache ? r->cache : "float (no cache)", r->ctx, r->prefill_tok_s, r->decode_tok_s,
+                       r->kv_bytes / 1e6, floor, 100.0 * r->decode_tok_s / floor,
+                       f->ok && k >= 1 ? r->decode_tok_s / f->decode_tok_s : 0.0, r->step_max_ms);
                 fflush(stdout);
             }
         }
@@ -274,9 +283,9 @@ int cmd_bench_e2e(int argc, char **argv)
             cli_json_print_str(stdout, r->cache ? r->cache : "float");
             printf(", \"ctx\": %ld, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"kv_bytes\": %.0f, "
                    "\"bytes_per_step\": %.0f, \"floor_tok_s\": %.3f, \"fraction_of_floor\": %.4f, "
-                   "\"speedup_vs_fp16\": %.4f}",
+                   "\"speedup_vs_fp16\": %.4f, \"decode_step_max_ms\": %.3f}",
                    r->ctx, r->prefill_tok_s, r->decode_tok_s, r->kv_bytes, step, floor, r->decode_tok_s / floor,
-                   f->ok ? r->decode_tok_s / f->decode_tok_s : 0.0);
+                   f->ok ? r->decode_tok_s / f->decode_tok_s : 0.0, r->step_max_ms);
             first = 0;
         }
         printf("\n  ]\n}\n");
