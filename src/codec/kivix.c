@@ -69,7 +69,7 @@
 
 #define KX_FP16_MAX 65504.0f
 #define KX_QS 16 /* queries prepared at a time by the int8 key score */
-#define KX_KEEP 8 /* a range's lowest and highest values one scan keeps for the greedy */
+#define KX_KEEP 3 /* a range's lowest and highest values one scan keeps for the greedy */
 
 typedef struct {
     int bits, group, outliers;
