@@ -354,7 +354,9 @@ void vq_cache_reset(vq_cache *c);
  * window, the eviction budget and sliding windows; a cross-layer cache
  * reserves nothing. Idle pages count in vq_cache_usage.pool_free_bytes.
  * Errors: VQ_ERR_INVALID_ARG (NULL, n_tokens > INT32_MAX), VQ_ERR_NOMEM
- * (pages made so far stay idle in the pool; the tokens held are intact). */
+ * (more pages than the machine's memory: refused before any is made; or an
+ * allocation failed: pages made so far stay idle in the pool; the tokens
+ * held are intact either way). */
 vq_status vq_cache_reserve(vq_cache *c, size_t n_tokens);
 
 /* The tokens held by (layer, kv_head), oldest first: positions and, when

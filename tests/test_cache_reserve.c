@@ -146,6 +146,10 @@ static void test_bad_arguments(void)
     uint64_t b = tc_pool_bytes(c);
     CHECK_OK(vq_cache_reserve(c, 0));
     CHECK(tc_pool_bytes(c) == b);
+    /* 2^31 - 1 tokens of fp16 (terabytes): refused before anything is made */
+    CHECK(vq_cache_reserve(c, INT32_MAX) == VQ_ERR_NOMEM);
+    CHECK(strstr(vq_cache_error(c), "memory") != NULL);
+    CHECK(tc_pool_bytes(c) == b);
     vq_cache_free(c);
 }
 

@@ -18,6 +18,7 @@
  * their own files (minicache.c, xquant.c, xkv.c). */
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cache/cache_internal.h"
 
@@ -112,6 +113,18 @@ vq_status vq_cache_reserve(vq_cache *c, size_t n_tokens)
             const vq_cache_head *H = &L->heads[h];
             head_demand(L, H->n_packed, packed_after(L, H, n_tokens), d, &nd);
         }
+    }
+    /* more than the machine's memory is refused before anything is made:
+     * touching it would bring the OOM killer rather than a failed malloc */
+    double want = 0.0;
+    for (size_t i = 0; i < nd; i++)
+        want += (double)d[i].pages * (double)d[i].bytes;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const double phys = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+    if (phys > 0.0 && want > phys) {
+        free(d);
+        return vq_fail(c->err, VQ_ERR_NOMEM, "vq_cache_reserve: %zu tokens take %.0f MB of pages, more than the %.0f MB "
+                       "of this machine's memory", n_tokens, want / 1e6, phys / 1e6);
     }
     int ok = 1;
     for (size_t i = 0; i < nd && ok; i++)
