@@ -531,7 +531,8 @@ size_t vq_ctx_kv_bytes_per_token(const vq_ctx *c);
  * will take ready now, so that the forward passes up to then do not grow
  * it: vq_cache_reserve for a context over a packed cache; the float buffer
  * is reserved at creation (nothing to do). vq_generate calls it for the
- * prompt plus max_tokens. Errors: VQ_ERR_INVALID_ARG, VQ_ERR_NOMEM. */
+ * prompt plus max_tokens (and goes on without it when it fails).
+ * Errors: VQ_ERR_INVALID_ARG, VQ_ERR_NOMEM. */
 vq_status vq_ctx_reserve(vq_ctx *c, int n_tokens);
 
 /* Run n tokens at positions n_tokens(c) .. n_tokens(c)+n-1 through the

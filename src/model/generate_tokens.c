@@ -51,8 +51,10 @@ vq_status vq_generate_tokens(vq_ctx *c, const int32_t *tokens, size_t n, const v
     int pb = p.prefill_batch > 0 && p.prefill_batch < c->batch ? p.prefill_batch : c->batch;
     double t0 = vq_now_seconds();
     /* the cache's memory for the prompt and every token to come, made now:
-     * no decode step waits for fresh pages (counted in prefill) */
-    st = vq_ctx_reserve(c, p.max_tokens > INT_MAX - (int)n ? INT_MAX : (int)n + p.max_tokens);
+     * no decode step waits for fresh pages (counted in prefill). Best
+     * effort: a max_tokens past what memory holds still generates until
+     * the sequence stops, its pages made as they are needed */
+    (void)vq_ctx_reserve(c, p.max_tokens > INT_MAX - (int)n ? INT_MAX : (int)n + p.max_tokens);
     for (size_t done = 0; done < n && st == VQ_OK;) {
         int b = (int)(n - done < (size_t)pb ? n - done : (size_t)pb);
         st = vq_ctx_forward(c, hist + done, b, done + (size_t)b == n ? logits : NULL, VQ_LOGITS_LAST);
