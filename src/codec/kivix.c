@@ -86,7 +86,6 @@ typedef struct {
     float *sv;                /* values of a block [ranges][range_len] (clamped) */
     uint32_t *si;             /* their element indices */
     size_t *left;             /* per range: values left (not outliers) */
-    uint16_t *ends;           /* per range: kx_gains' four positions */
     uint16_t *kept;           /* per range: KX_KEEP lowest values left, in order, then KX_KEEP highest */
     uint8_t *n_kept;          /* per range: how many of each the lists hold */
     double *gain;             /* per range: the greedy's gains, low side and high side */
@@ -113,7 +112,6 @@ static void kx_destroy(vq_codec *c)
         free(st->sv);
         free(st->si);
         free(st->left);
-        free(st->ends);
         free(st->kept);
         free(st->n_kept);
         free(st->gone);
@@ -222,14 +220,13 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     st->sv = malloc(entries * sizeof *st->sv);
     st->si = malloc(entries * sizeof *st->si);
     st->left = malloc(st->ranges * sizeof *st->left);
-    st->ends = malloc(4 * st->ranges * sizeof *st->ends);
     st->kept = malloc(2 * KX_KEEP * st->ranges * sizeof *st->kept);
     st->n_kept = malloc(2 * st->ranges);
     st->gone = malloc(entries);
     st->gain = malloc(2 * st->ranges * sizeof *st->gain);
     if (st->qbits && c->role == VQ_ROLE_KEY)
         st->qprep = malloc(KX_QS * vq_codes_query_bytes(D));
-    if (!st->dec || !st->c8 || !st->sv || !st->si || !st->left || !st->ends || !st->kept || !st->n_kept || !st->gone || !st->gain ||
+    if (!st->dec || !st->c8 || !st->sv || !st->si || !st->left || !st->kept || !st->n_kept || !st->gone || !st->gain ||
         (st->qbits && c->role == VQ_ROLE_KEY && !st->qprep))
         return vq_fail(c->err, VQ_ERR_NOMEM, "kivix: out of memory"); /* destroy frees */
     c->shared_bytes = 0;
@@ -319,9 +316,17 @@ static inline double kx_cost(float lo, float hi, size_t left)
     return (double)left * r * r;
 }
 
-/* range r's ends (its lists' first two each, into st->ends; n where a
- * list holds fewer) and gains g[0] (its lowest value out) and g[1] (its
- * highest out), the reduction of n_r (M_r - m_r)^2: with one value left,
+/* the position of range r's lowest (side 0) or highest (side 1) value left
+ * (its list's first; valid while the range holds a value and kx_gains ran
+ * after its last change) */
+static inline size_t kx_end(const kx_state *st, size_t r, int side)
+{
+    return st->kept[2 * KX_KEEP * r + (size_t)side * KX_KEEP];
+}
+
+/* range r's lists brought to two of each (as many as it holds) and its
+ * gains g[0] (its lowest value out) and g[1] (its highest out), the
+ * reduction of n_r (M_r - m_r)^2: with one value left,
  * 0 for the low side only (taking it gains nothing: chosen only when
  * nothing else gains); a side that cannot be chosen reads -2 (below any
  * gain and the greedy's starting -1) */
@@ -332,16 +337,12 @@ static void kx_gains(kx_state *st, size_t r, size_t n, double g[2])
     const size_t want = left < 2 ? left : 2;
     if (st->n_kept[2 * r] < want || st->n_kept[2 * r + 1] < want)
         kx_scan(st, r, n);
-    const uint16_t *lo = st->kept + 2 * KX_KEEP * r, *hi = lo + KX_KEEP;
-    uint16_t *e = st->ends + 4 * r;
-    const size_t nl = st->n_kept[2 * r], nh = st->n_kept[2 * r + 1];
-    e[0] = nl > 0 ? lo[0] : (uint16_t)n, e[1] = nl > 1 ? lo[1] : (uint16_t)n;
-    e[2] = nh > 0 ? hi[0] : (uint16_t)n, e[3] = nh > 1 ? hi[1] : (uint16_t)n;
     g[0] = left == 1 ? 0.0 : -2.0, g[1] = -2.0;
     if (left < 2)
         return;
-    const double now = kx_cost(v[e[0]], v[e[2]], left);
-    g[0] = now - kx_cost(v[e[1]], v[e[2]], left - 1), g[1] = now - kx_cost(v[e[0]], v[e[3]], left - 1);
+    const uint16_t *lo = st->kept + 2 * KX_KEEP * r, *hi = lo + KX_KEEP; /* two each now */
+    const double now = kx_cost(v[lo[0]], v[hi[0]], left);
+    g[0] = now - kx_cost(v[lo[1]], v[hi[0]], left - 1), g[1] = now - kx_cost(v[lo[0]], v[hi[1]], left - 1);
 }
 
 /* one block: x holds block_tokens * D floats (t*D + c); writes dst */
@@ -385,7 +386,7 @@ static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *
             break; /* every range empty (cannot happen while outliers <= entries) */
         const float *v = st->sv + br * n;
         const uint32_t *ix = st->si + br * n;
-        const uint16_t slot = st->ends[4 * br + 2 * (size_t)bside];
+        const uint16_t slot = (uint16_t)kx_end(st, br, bside);
         uint8_t *e = tab + 4 * (size_t)k;
         e[0] = (uint8_t)ix[slot];
         e[1] = (uint8_t)(ix[slot] >> 8);
@@ -404,10 +405,10 @@ static void kx_encode_block(vq_codec *c, kx_state *st, const float *x, uint8_t *
         const uint32_t *ix = st->si + r * n;
         const uint8_t *gone = st->gone + r * n;
         float s = 0.0f, m = 0.0f;
-        if (st->left[r] > 0) { /* the lowest and highest left: kx_gains' ends, or all of the range's */
+        if (st->left[r] > 0) { /* the lowest and highest left: the greedy's lists, or all of the range's */
             float lo = v[0], hi = v[0];
             if (st->outliers)
-                lo = v[st->ends[4 * r]], hi = v[st->ends[4 * r + 2]];
+                lo = v[kx_end(st, r, 0)], hi = v[kx_end(st, r, 1)];
             else
                 for (size_t i = 1; i < n; i++)
                     lo = v[i] < lo ? v[i] : lo, hi = v[i] > hi ? v[i] : hi;
