@@ -176,6 +176,9 @@ typedef struct {
     float *pqh;    /* prerope only: the queries turned by a hi row, nq_max * d_max */
     int32_t *prows;/* prerope only: the keys' lo rows, group_max */
     float *wkeep;  /* vdrop only: nq_max * page_max weights of kept blocks */
+    float *enc;    /* workers 1..: a group decoded from the fp16 window for a
+                      parallel flush (flush.c), group_max * d_max; worker 0
+                      uses the cache's tmp */
     vq_status st;  /* first failure of this worker in a job */
     size_t qhead;  /* the KV head whose queries qbuf, qbuf2 and qf hold in
                       this tile job (SIZE_MAX: none yet) */
@@ -296,8 +299,14 @@ void vq_cache_free_workers(vq_cache *c);
 /* drop calib= from a codec spec in place */
 void vq_cache_strip_calib(char *spec);
 
-/* store.c */
+/* flush.c: the oldest groups of a residual window packed into pages, until
+ * at most keep + group - 1 tokens past the head's sinks remain (one head);
+ * every head of L whose window is full (n_res >= res_cap), their key and
+ * value encodes spread over the cache's pool */
 vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, size_t keep);
+vq_status vq_cache_flush_full(vq_cache *c, vq_cache_layer *L, size_t keep);
+
+/* store.c */
 void vq_cache_compact(vq_cache *c, vq_cache_layer *L, vq_cache_head *h, int force);
 /* tokens a growing last page holds: `need` rounded up to a step of a
  * quarter page (whole codec groups), at most the page */
@@ -311,6 +320,16 @@ vq_status vq_cache_grow_floats(vq_cache *c, float **buf, size_t *cap, size_t nee
 vq_status vq_cache_grow_wbuf(vq_cache *c, size_t n);
 /* room for the partials of n work items (threads.c) */
 vq_status vq_cache_grow_parts(vq_cache *c, size_t n);
+
+/* the packed key / value codes of slot i of h (its page must exist) */
+static inline uint8_t *vq_cache_kslot(const vq_cache_layer *L, const vq_cache_head *h, size_t i)
+{
+    return h->kpages[i / L->page_tokens] + (i % L->page_tokens) * vq_codec_bytes_per_token(L->kc);
+}
+static inline uint8_t *vq_cache_vslot(const vq_cache_layer *L, const vq_cache_head *h, size_t i)
+{
+    return h->vpages[i / L->page_tokens] + (i % L->page_tokens) * vq_codec_bytes_per_token(L->vc);
+}
 
 /* Slot access in the combined index space: [0, n_packed) packed,
  * [n_packed, n_packed + n_res) residual. */

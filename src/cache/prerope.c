@@ -165,19 +165,35 @@ static void rope_one(float *x, size_t D, int32_t pos, const float *inv_freq, int
     }
 }
 
+void vq_cache_prerope_unrope_rows(const vq_cache *c, const vq_cache_layer *L, const int32_t *pos, size_t n,
+                                  float *x)
+{
+    const int l = (int)(L - c->layers);
+    if (!c->cfg->prerope || !c->prerope || !c->prerope->inv_freq[l])
+        return;
+    const size_t D = (size_t)L->shape.head_dim;
+    for (size_t t = 0; t < n; t++)
+        rope_one(x + t * D, D, pos[t], c->prerope->inv_freq[l], c->prerope->neox[l], -1.0);
+}
+
+vq_status vq_cache_prerope_tabulate(vq_cache *c, const vq_cache_layer *L, const int32_t *pos, size_t n)
+{
+    if (!c->cfg->prerope)
+        return VQ_OK;
+    VQ_TRY(vq_cache_prerope_ready(c, L));
+    int32_t need = 0;
+    for (size_t t = 0; t < n; t++)
+        need = pos[t] >= need ? pos[t] + 1 : need;
+    return tab_grow(c, (int)(L - c->layers), need);
+}
+
 vq_status vq_cache_prerope_unrope(vq_cache *c, const vq_cache_layer *L, const int32_t *pos, size_t n, float *x)
 {
     if (!c->cfg->prerope)
         return VQ_OK;
     VQ_TRY(vq_cache_prerope_ready(c, L));
-    int l = (int)(L - c->layers);
-    size_t D = (size_t)L->shape.head_dim;
-    int32_t need = 0;
-    for (size_t t = 0; t < n; t++) {
-        rope_one(x + t * D, D, pos[t], c->prerope->inv_freq[l], c->prerope->neox[l], -1.0);
-        need = pos[t] >= need ? pos[t] + 1 : need;
-    }
-    return tab_grow(c, l, need); /* these keys are packed next: scoring reads their angles */
+    vq_cache_prerope_unrope_rows(c, L, pos, n, x);
+    return vq_cache_prerope_tabulate(c, L, pos, n); /* these keys are packed next: scoring reads their angles */
 }
 
 /* x turned by table row t (kernels/rope.h: head_dim is a multiple of 32,

@@ -42,8 +42,15 @@ vq_status vq_cache_prerope_check(const vq_cache *c, char *err);
 int vq_cache_prerope_on(const vq_cache *c);
 /* VQ_OK unless prerope=1 and layer L has no RoPE set */
 vq_status vq_cache_prerope_ready(vq_cache *c, const vq_cache_layer *L);
-/* keys x[n][D] at positions pos[]: undo RoPE in place (no-op without) */
+/* keys x[n][D] at positions pos[]: undo RoPE in place (no-op without),
+ * and tabulate their angles for scoring (the two calls below) */
 vq_status vq_cache_prerope_unrope(vq_cache *c, const vq_cache_layer *L, const int32_t *pos, size_t n, float *x);
+/* the rotation alone: changes nothing but x, so threads may run it at once
+ * for different x (no-op without prerope or before the layer's RoPE is set) */
+void vq_cache_prerope_unrope_rows(const vq_cache *c, const vq_cache_layer *L, const int32_t *pos, size_t n,
+                                  float *x);
+/* the angle tables grown to cover positions pos[0..n) (scoring reads them) */
+vq_status vq_cache_prerope_tabulate(vq_cache *c, const vq_cache_layer *L, const int32_t *pos, size_t n);
 /* prerope=2: keys x[n][D] (pre-RoPE) about to be packed at slots s.. of H
  * (still in H's window): subtract the head's centre, which the flush at
  * s == 0 sets from the window (no-op for other prerope values) */

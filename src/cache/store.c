@@ -400,69 +400,6 @@ vq_status vq_cache_reserve_slots(vq_cache *c, vq_cache_layer *L, vq_cache_head *
     return VQ_OK;
 }
 
-static uint8_t *kslot(const vq_cache_layer *L, const vq_cache_head *H, size_t i)
-{
-    return H->kpages[i / L->page_tokens] + (i % L->page_tokens) * bpt(L->kc);
-}
-
-static uint8_t *vslot(const vq_cache_layer *L, const vq_cache_head *H, size_t i)
-{
-    return H->vpages[i / L->page_tokens] + (i % L->page_tokens) * bpt(L->vc);
-}
-
-/* Move the oldest groups of the residual window into packed pages until at
- * most keep + group - 1 tokens remain. Each group is decoded from fp16 and
- * encoded with the layer's codecs in one call per role. */
-vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, size_t keep)
-{
-    const size_t G = L->group, D = (size_t)L->shape.head_dim, rb = 2 * D;
-    const size_t ns = vq_cache_head_sinks(c, L, H); /* leading sink tokens stay (sinks.h) */
-    while (H->n_res >= ns + keep + G) {
-        size_t s = H->n_packed;
-        uint8_t *rk = H->rk + ns * rb, *rv = H->rv + ns * rb;
-        int32_t *rpos = H->rpos + ns;
-        float *rscore = H->rscore ? H->rscore + ns : NULL;
-        vq_xslot *rx = H->rx ? H->rx + ns : NULL;
-        VQ_TRY(vq_cache_reserve_slots(c, L, H, s + G));
-        VQ_TRY(vq_cross_bind(c, L, (size_t)(H - L->heads), s, L->kc, L->vc));
-        VQ_TRY(vq_codec_decode(L->fk, rk, G, c->tmp));
-        VQ_TRY(vq_cache_prerope_unrope(c, L, rpos, G, c->tmp));
-        VQ_TRY(vq_cache_prerope_center(c, L, H, s, G, c->tmp));
-        vq_status st = vq_codec_encode(L->kc, c->tmp, G, kslot(L, H, s));
-        if (st != VQ_OK)
-            return vq_fail(c->err, st, "cache: keys: %s", vq_codec_error(L->kc));
-        VQ_TRY(vq_codec_decode(L->fv, rv, G, c->tmp));
-        st = vq_codec_encode(L->vc, c->tmp, G, vslot(L, H, s));
-        if (st != VQ_OK)
-            return vq_fail(c->err, st, "cache: values: %s", vq_codec_error(L->vc));
-        if (s == 0 && !H->pos)
-            H->pos_base = rpos[0];
-        if (!H->pos && rpos[G - 1] - H->pos_base != (int32_t)(s + G - 1))
-            VQ_TRY(vq_cache_head_materialize_pos(c, H)); /* a gap in the positions */
-        for (size_t i = 0; i < G; i++) {
-            if (H->pos)
-                H->pos[s + i] = rpos[i];
-            if (H->score)
-                H->score[s + i] = rscore[i];
-            if (H->x)
-                H->x[s + i] = rx[i];
-            if (H->alive)
-                H->alive[s + i] = 1;
-        }
-        H->n_packed += G;
-        size_t rest = H->n_res - ns - G;
-        memmove(rk, rk + G * rb, rest * rb);
-        memmove(rv, rv + G * rb, rest * rb);
-        memmove(rpos, rpos + G, rest * sizeof *rpos);
-        if (rscore)
-            memmove(rscore, rscore + G, rest * sizeof *rscore);
-        if (rx)
-            memmove(rx, rx + G, rest * sizeof *rx);
-        H->n_res = ns + rest;
-    }
-    return VQ_OK;
-}
-
 /* Drop the groups whose slots are all dead, moving later groups down, and
  * return emptied pages to the pool. Unless forced, runs only once the dead
  * slots have grown by max(group, page_tokens/4) since the last run, so the
@@ -502,8 +439,8 @@ void vq_cache_compact(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, int forc
         }
         dead += G - live;
         if (w != s) {
-            memmove(kslot(L, H, w), kslot(L, H, s), kb);
-            memmove(vslot(L, H, w), vslot(L, H, s), vb);
+            memmove(vq_cache_kslot(L, H, w), vq_cache_kslot(L, H, s), kb);
+            memmove(vq_cache_vslot(L, H, w), vq_cache_vslot(L, H, s), vb);
             if (H->pos)
                 memmove(H->pos + w, H->pos + s, G * sizeof *H->pos);
             memmove(H->alive + w, H->alive + s, G);
@@ -639,6 +576,7 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
     const size_t D = (size_t)L->shape.head_dim, nh = (size_t)L->shape.n_kv_heads, rb = 2 * D;
     const size_t keep = (size_t)c->cfg->residual;
     for (size_t t = 0; t < n; t++) {
+        int full = 0;
         for (size_t h = 0; h < nh; h++) {
             vq_cache_head *H = &L->heads[h];
             const float *kt = k + (t * nh + h) * D, *vt = v + (t * nh + h) * D;
@@ -658,9 +596,14 @@ vq_status vq_cache_append(vq_cache *c, int layer, const float *k, const float *v
             if (H->rx)
                 H->rx[H->n_res] = (vq_xslot){ 0, 0, 0 };
             H->n_res++;
-            if (H->n_res == L->res_cap)
+            if (H->n_res == L->res_cap && c->cross) /* it may grow the window (vq_cross_grow) */
                 VQ_TRY(make_room(c, L, H, keep));
+            full |= H->n_res == L->res_cap;
         }
+        /* the layer's heads fill together: their flushes at once, on the
+         * pool (flush.c) */
+        if (full && !c->cross)
+            VQ_TRY(vq_cache_flush_full(c, L, keep));
     }
     L->last_pos = pos0 + (int32_t)(n - 1);
     L->app_pos0 = pos0;
@@ -709,7 +652,7 @@ vq_status vq_cache_gather_own(vq_cache *c, int layer, int kv_head, size_t cap, i
     for (size_t s = 0; s < H->n_packed; s += G) {
         VQ_TRY(vq_cross_bind(c, L, (size_t)kv_head, s, L->kc, L->vc));
         if (k)
-            VQ_TRY(vq_codec_decode(L->kc, kslot(L, H, s), G, c->tmp));
+            VQ_TRY(vq_codec_decode(L->kc, vq_cache_kslot(L, H, s), G, c->tmp));
         if (k)
             vq_cache_prerope_rerope(c, L, H, s, G, c->tmp);
         for (size_t i = 0, oo = o; i < G; i++)
@@ -721,7 +664,7 @@ vq_status vq_cache_gather_own(vq_cache *c, int layer, int kv_head, size_t cap, i
                 oo++;
             }
         if (v)
-            VQ_TRY(vq_codec_decode(L->vc, vslot(L, H, s), G, c->tmp));
+            VQ_TRY(vq_codec_decode(L->vc, vq_cache_vslot(L, H, s), G, c->tmp));
         for (size_t i = 0; i < G; i++)
             if (vq_head_alive(H, s + i)) {
                 if (v)

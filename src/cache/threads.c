@@ -1,9 +1,10 @@
-/* threads.c -- per-worker attention scratch and codec clones.
+/* threads.c -- per-worker attention and flush scratch and codec clones.
  *
- * Attention work items (KV head x context chunk) run on a borrowed
- * thread pool (core/pool.h). Each worker has its own scratch and its own
- * codec handles: codec kernels keep scratch in their handle, so one handle
- * must not be used by two threads. The handles are vq_codec_clone's
+ * Attention work items (KV head x context chunk) and the encodes of a
+ * residual flush (flush.c) run on a borrowed thread pool (core/pool.h).
+ * Each worker has its own scratch and its own codec handles: codec
+ * kernels keep scratch in their handle, so one handle must not be used by
+ * two threads. The handles are vq_codec_clone's
  * (codec.h): they encode and score exactly as the layer's own. */
 #include <stdlib.h>
 
@@ -31,6 +32,7 @@ void vq_cache_free_workers(vq_cache *c)
         free(c->workers[w].pqh);
         free(c->workers[w].prows);
         free(c->workers[w].wkeep);
+        free(c->workers[w].enc);
     }
     free(c->workers);
     free(c->part);
@@ -104,6 +106,8 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
         }
         if (c->cfg->vdrop > 0.0 && !(W->wkeep = malloc(nq * pmax * sizeof(float))))
             return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention scratch");
+        if (w > 0 && !(W->enc = malloc((grp > 2 ? grp : 2) * D * sizeof(float))))
+            return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for flush scratch");
     }
     /* items per tile: n_kv heads x context chunks (attend.c); room for
      * one chunk per head here, vq_cache_grow_parts adds more with context */
@@ -112,7 +116,7 @@ static vq_status setup(vq_cache *c, struct vq_pool *pool)
     c->part = malloc(c->part_items * c->part_stride * sizeof(float));
     if (!c->part)
         return vq_fail(c->err, VQ_ERR_NOMEM, "cache: out of memory for attention partials");
-    c->scratch_bytes = (grp > 2 ? grp : 2) * D * sizeof(float) +
+    c->scratch_bytes = (size_t)T * (grp > 2 ? grp : 2) * D * sizeof(float) + /* tmp, enc */
                        (size_t)T * (2 * (nq * qb + 64) + nq * D * sizeof(float) + c->sc_floats * sizeof(float)) +
                        c->part_items * c->part_stride * sizeof(float);
     if (c->cfg->prerope)
