@@ -152,12 +152,19 @@ static vq_status flush_parallel(vq_cache *c, vq_cache_layer *L, const size_t *he
     return first;
 }
 
+/* groups of fewer tokens flush serially: encoding one costs less than
+ * handing it to the pool (fp16, q4_0, q8_0 flush a 1-token group on every
+ * append: q4_0 at 4k decoded 144 -> 119 tok/s with those on the pool,
+ * figures/bench/ab-session33.txt part 3) */
+#define FLUSH_POOL_MIN_GROUP 32
+
 vq_status vq_cache_flush_full(vq_cache *c, vq_cache_layer *L, size_t keep)
 {
     const size_t nh = (size_t)L->shape.n_kv_heads;
-    /* serial: no pool; prerope=2 (a head's first group sets its centre);
-     * cross-layer sharing (binds codecs to lenders per slot) */
-    const int parallel = c->threads && c->n_workers > 1 && c->cfg->prerope != 2 && !vq_cross_binds(c);
+    /* serial: no pool; small groups; prerope=2 (a head's first group sets
+     * its centre); cross-layer sharing (binds codecs to lenders per slot) */
+    const int parallel = c->threads && c->n_workers > 1 && L->group >= FLUSH_POOL_MIN_GROUP &&
+                         c->cfg->prerope != 2 && !vq_cross_binds(c);
     size_t *heads = parallel ? malloc(nh * sizeof *heads) : NULL;
     vq_status *st = parallel ? malloc(2 * nh * sizeof *st) : NULL;
     vq_codec **codec = parallel ? malloc(2 * nh * sizeof *codec) : NULL;
