@@ -122,8 +122,12 @@ static const char *const k_configs[] = {
     "keys=q8_0 values=q8_0 evict=streaming_llm:sinks=2,window=12 page=16",
     "keys=kivi:bits=2 values=kivi:bits=2 evict=h2o:budget=12,sinks=1,recent=4 page=16",
     "keys=fp16 values=fp16 cross=minicache:start=0.5,threshold=0.9 page=16",
+    "keys=kivi:bits=2 values=kivi:bits=2 page=32",
 };
 #define N_CONFIGS (sizeof k_configs / sizeof k_configs[0])
+/* threads per config (0: serial): the last one's 32-token groups fill at
+ * the last step and flush on the pool (src/cache/flush.c) */
+static const int k_threads[N_CONFIGS] = { 0, 0, 0, 0, 0, 2 };
 
 static float g_k[(PREFILL + STEPS) * NKV * HD], g_v[(PREFILL + STEPS) * NKV * HD];
 static float g_q[(PREFILL + STEPS) * NQ * HD];
@@ -158,6 +162,10 @@ static vq_cache *new_cache(size_t ci)
     if (vq_cache_config_parse(k_configs[ci], &cfg) == VQ_OK)
         vq_cache_create(cfg, &sh, 5, &c);
     vq_cache_config_free(cfg);
+    if (c && k_threads[ci] && vq_cache_set_n_threads(c, k_threads[ci]) != VQ_OK) {
+        vq_cache_free(c);
+        c = NULL;
+    }
     return c;
 }
 
