@@ -33,20 +33,33 @@ static vq_status flush_begin(vq_cache *c, vq_cache_layer *L, vq_cache_head *H)
 
 /* H's oldest group past the sinks out of its window into its next slots:
  * the keys (values == 0) through fp16 codec fc and packed codec pc, or the
- * values; tmp holds group * head_dim floats. Touches nothing shared but
- * reads: a task may run it (prerope=2's centring, which sets the head's
- * centre at its first group, is serial only: vq_cache_flush_full). */
+ * values; tmp holds group * head_dim floats. On failure *failed is the
+ * codec holding the message (NULL: c->err holds it). Touches nothing
+ * shared but reads: a task may run it (prerope=2's centring, which sets
+ * the head's centre at its first group and can fail, is serial only:
+ * vq_cache_flush_full). */
 static vq_status flush_encode(vq_cache *c, vq_cache_layer *L, vq_cache_head *H, int values, vq_codec *fc,
-                              vq_codec *pc, float *tmp)
+                              vq_codec *pc, float *tmp, vq_codec **failed)
 {
     const size_t G = L->group, rb = 2 * (size_t)L->shape.head_dim, s = H->n_packed;
     const size_t ns = vq_cache_head_sinks(c, L, H); /* leading sink tokens stay (sinks.h) */
+    *failed = fc;
     VQ_TRY(vq_codec_decode(fc, (values ? H->rv : H->rk) + ns * rb, G, tmp));
     if (!values) {
         vq_cache_prerope_unrope_rows(c, L, H->rpos + ns, G, tmp);
+        *failed = NULL;
         VQ_TRY(vq_cache_prerope_center(c, L, H, s, G, tmp));
     }
+    *failed = pc;
     return vq_codec_encode(pc, tmp, G, values ? vq_cache_vslot(L, H, s) : vq_cache_kslot(L, H, s));
+}
+
+/* the message of a failed flush_encode: the codec's, named by role */
+static vq_status encode_failed(vq_cache *c, vq_status st, int values, const vq_codec *failed)
+{
+    if (!failed)
+        return st;
+    return vq_fail(c->err, st, "cache: %s: %s", values ? "values" : "keys", vq_codec_error(failed));
 }
 
 /* the packed group counted in and the window moved down (on the caller) */
@@ -95,12 +108,13 @@ vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head 
 {
     while (needs_flush(c, L, H, keep)) {
         VQ_TRY(flush_begin(c, L, H));
-        vq_status st = flush_encode(c, L, H, 0, L->fk, L->kc, c->tmp);
-        if (st != VQ_OK)
-            return vq_fail(c->err, st, "cache: keys: %s", vq_codec_error(L->kc));
-        st = flush_encode(c, L, H, 1, L->fv, L->vc, c->tmp);
-        if (st != VQ_OK)
-            return vq_fail(c->err, st, "cache: values: %s", vq_codec_error(L->vc));
+        for (int values = 0; values < 2; values++) {
+            vq_codec *failed;
+            vq_status st = values ? flush_encode(c, L, H, 1, L->fv, L->vc, c->tmp, &failed)
+                                  : flush_encode(c, L, H, 0, L->fk, L->kc, c->tmp, &failed);
+            if (st != VQ_OK)
+                return encode_failed(c, st, values, failed);
+        }
         VQ_TRY(flush_end(c, L, H));
     }
     return VQ_OK;
@@ -111,7 +125,7 @@ typedef struct {
     vq_cache_layer *L;
     const size_t *heads; /* the heads flushing, n of them */
     vq_status *st;       /* per task: 2 * i + (0 keys, 1 values) of heads[i] */
-    vq_codec **codec;    /* per task: the packed codec it used (for the message) */
+    vq_codec **codec;    /* per task: the codec holding its failure's message */
 } flush_job;
 
 static void flush_task(void *ctx, size_t b, size_t e, int tid)
@@ -122,8 +136,7 @@ static void flush_task(void *ctx, size_t b, size_t e, int tid)
     for (size_t i = b; i < e; i++) {
         const int values = (int)(i & 1);
         vq_codec *fc = values ? L->fvw[tid] : L->fkw[tid], *pc = values ? L->vcw[tid] : L->kcw[tid];
-        J->codec[i] = pc;
-        J->st[i] = flush_encode(J->c, L, &L->heads[J->heads[i / 2]], values, fc, pc, tmp);
+        J->st[i] = flush_encode(J->c, L, &L->heads[J->heads[i / 2]], values, fc, pc, tmp, &J->codec[i]);
     }
 }
 
@@ -141,8 +154,7 @@ static vq_status flush_parallel(vq_cache *c, vq_cache_layer *L, const size_t *he
         if (sk != VQ_OK || sv != VQ_OK) { /* this head's group stays in its window */
             if (first == VQ_OK) {
                 const int v = sk == VQ_OK;
-                first = vq_fail(c->err, v ? sv : sk, "cache: %s: %s", v ? "values" : "keys",
-                                vq_codec_error(codec[2 * i + v]));
+                first = encode_failed(c, v ? sv : sk, v, codec[2 * i + v]);
             }
             continue;
         }

@@ -55,6 +55,12 @@
 struct vq_pool {
     int n;
     pthread_t th[VQ_POOL_MAX];
+    /* each worker's start argument, here rather than allocated per thread
+     * (so that no worker frees memory after vq_pool_create returns) */
+    struct worker_start {
+        vq_pool *p;
+        int i;
+    } start[VQ_POOL_MAX];
     int n_started;
     unsigned gen; /* caller only */
     /* jobs on the caller alone while the threads share a core (caller
@@ -145,17 +151,12 @@ static void worker_help(vq_pool *p, int tid)
     }
 }
 
-struct worker_start {
-    vq_pool *p;
-    int i;
-};
 
 static void *worker_main(void *arg)
 {
-    struct worker_start *ws = arg;
+    const struct worker_start *ws = arg;
     vq_pool *p = ws->p;
     int me = ws->i;
-    free(ws);
     unsigned seen = 0;
     for (;;) {
         unsigned g;
@@ -228,15 +229,10 @@ vq_status vq_pool_create(int n_threads, vq_pool **out)
     atomic_init(&p->quit, 0);
     atomic_init(&p->caller_waiting, 0u);
     for (int i = 1; i < n_threads; i++) {
-        struct worker_start *ws = malloc(sizeof *ws);
-        if (!ws) {
-            p->n = i;
-            break;
-        }
+        struct worker_start *ws = &p->start[i];
         ws->p = p;
         ws->i = i;
         if (pthread_create(&p->th[i], NULL, worker_main, ws) != 0) {
-            free(ws);
             p->n = i; /* run with the threads we have */
             break;
         }
