@@ -336,9 +336,12 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
 
 /* Run vq_cache_attend on n_threads threads owned by the cache (work split
  * over KV heads and context chunks; 1 = serial, the default; <= 0 = all
- * cores or $VQ_THREADS). A context made by vq_ctx_create_cached sets its
- * own threads. The result does not depend on the thread count beyond float
- * rounding of the chunk merge. VQ_ERR_NOMEM leaves the cache serial. */
+ * cores or $VQ_THREADS), and the encodes of vq_cache_append's residual
+ * flushes (a layer's heads at once, for groups of 32 tokens or more). A
+ * context made by vq_ctx_create_cached sets its own threads. The result
+ * does not depend on the thread count beyond float rounding of the chunk
+ * merge (the packed bytes not at all). VQ_ERR_NOMEM leaves the cache
+ * serial. */
 vq_status vq_cache_set_n_threads(vq_cache *c, int n_threads);
 
 /* Forget every token (pages go back to the pool; codecs and their
