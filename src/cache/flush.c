@@ -120,12 +120,17 @@ vq_status vq_cache_flush_residual(vq_cache *c, vq_cache_layer *L, vq_cache_head 
     return VQ_OK;
 }
 
+/* a head flushing on the pool: its two tasks' outcomes (0 keys, 1 values) */
+typedef struct {
+    size_t head;
+    vq_status st[2];
+    vq_codec *failed[2]; /* the codec holding a failure's message */
+} flush_item;
+
 typedef struct {
     vq_cache *c;
     vq_cache_layer *L;
-    const size_t *heads; /* the heads flushing, n of them */
-    vq_status *st;       /* per task: 2 * i + (0 keys, 1 values) of heads[i] */
-    vq_codec **codec;    /* per task: the codec holding its failure's message */
+    flush_item *items; /* task i is role i % 2 of items[i / 2] */
 } flush_job;
 
 static void flush_task(void *ctx, size_t b, size_t e, int tid)
@@ -135,30 +140,29 @@ static void flush_task(void *ctx, size_t b, size_t e, int tid)
     float *tmp = tid ? J->c->workers[tid].enc : J->c->tmp;
     for (size_t i = b; i < e; i++) {
         const int values = (int)(i & 1);
+        flush_item *it = &J->items[i / 2];
         vq_codec *fc = values ? L->fvw[tid] : L->fkw[tid], *pc = values ? L->vcw[tid] : L->kcw[tid];
-        J->st[i] = flush_encode(J->c, L, &L->heads[J->heads[i / 2]], values, fc, pc, tmp, &J->codec[i]);
+        it->st[values] = flush_encode(J->c, L, &L->heads[it->head], values, fc, pc, tmp, &it->failed[values]);
     }
 }
 
 /* one group of each listed head, the encodes on the pool */
-static vq_status flush_parallel(vq_cache *c, vq_cache_layer *L, const size_t *heads, size_t n, vq_status *st,
-                                vq_codec **codec)
+static vq_status flush_parallel(vq_cache *c, vq_cache_layer *L, flush_item *items, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        VQ_TRY(flush_begin(c, L, &L->heads[heads[i]]));
-    flush_job J = { c, L, heads, st, codec };
+        VQ_TRY(flush_begin(c, L, &L->heads[items[i].head]));
+    flush_job J = { c, L, items };
     vq_pool_for(c->threads, 2 * n, 1, flush_task, &J);
     vq_status first = VQ_OK;
     for (size_t i = 0; i < n; i++) {
-        vq_status sk = st[2 * i], sv = st[2 * i + 1];
-        if (sk != VQ_OK || sv != VQ_OK) { /* this head's group stays in its window */
-            if (first == VQ_OK) {
-                const int v = sk == VQ_OK;
-                first = encode_failed(c, v ? sv : sk, v, codec[2 * i + v]);
-            }
+        const flush_item *it = &items[i];
+        if (it->st[0] != VQ_OK || it->st[1] != VQ_OK) { /* this head's group stays in its window */
+            const int v = it->st[0] == VQ_OK;
+            if (first == VQ_OK)
+                first = encode_failed(c, it->st[v], v, it->failed[v]);
             continue;
         }
-        vq_status se = flush_end(c, L, &L->heads[heads[i]]);
+        vq_status se = flush_end(c, L, &L->heads[it->head]);
         first = first == VQ_OK ? se : first;
     }
     return first;
@@ -177,21 +181,19 @@ vq_status vq_cache_flush_full(vq_cache *c, vq_cache_layer *L, size_t keep)
      * its centre); cross-layer sharing (binds codecs to lenders per slot) */
     const int parallel = c->threads && c->n_workers > 1 && L->group >= FLUSH_POOL_MIN_GROUP &&
                          c->cfg->prerope != 2 && !vq_cross_binds(c);
-    size_t *heads = parallel ? malloc(nh * sizeof *heads) : NULL;
-    vq_status *st = parallel ? malloc(2 * nh * sizeof *st) : NULL;
-    vq_codec **codec = parallel ? malloc(2 * nh * sizeof *codec) : NULL;
+    flush_item *items = parallel ? malloc(nh * sizeof *items) : NULL; /* none: serial */
     vq_status ret = VQ_OK;
-    if (heads && st && codec) {
+    if (items) {
         size_t n = 0;
         for (size_t h = 0; h < nh; h++)
             if (L->heads[h].n_res >= L->res_cap && needs_flush(c, L, &L->heads[h], keep))
-                heads[n++] = h;
-        ret = n ? flush_parallel(c, L, heads, n, st, codec) : VQ_OK;
+                items[n++].head = h;
+        ret = n ? flush_parallel(c, L, items, n) : VQ_OK;
     }
     /* the rest (all of it when serial): a head still at its window's end */
     for (size_t h = 0; ret == VQ_OK && h < nh; h++)
         if (L->heads[h].n_res >= L->res_cap)
             ret = vq_cache_flush_residual(c, L, &L->heads[h], keep);
-    free(heads), free(st), free(codec);
+    free(items);
     return ret;
 }
