@@ -31,6 +31,9 @@
  *     <= 2e-6, and the bits of kivi_group_row + dense_axpy;
  *   kivi_qaxpy (the same with int8 weights): the reference's bits, and
  *     the reference within its rounding bound of kivi_axpy;
+ *   lut_qaxpy (lut_axpy's sums with int8 weights and int8 levels): the
+ *     reference's bits, and the reference within its rounding bound of
+ *     lut_axpy with the float levels;
  *   qaxpy (q8_0 / q4_0 rows decoded in registers): relative error <= 2e-6,
  *     and the tiled path's bits (block values, then dense_axpy);
  *   qaxpy8 (the same with int8 weights): the reference's bits, and the
@@ -850,6 +853,119 @@ static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
     }
 }
 
+/* lut_qaxpy against the reference: the same bits (every shape, the twins'
+ * and the reference's own: D 48, 96 and 3 bits fall back); and the
+ * reference against lut_axpy with the float levels L (lev = round(L /
+ * step)) within lut_qaxpy.h's bound: per block A/254 * step * sum_i
+ * |lev_c|, plus sum_i |a_i| * |L_c - step lev_c|, plus 1e-5 of sum |a L|
+ * for float rounding */
+static void test_lut_qaxpy(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 16, 32, 48, 64, 96, 128, 256, 512 }, nts[] = { 1, 7, 32, 45, 100 };
+    static const int nqs[] = { 1, 2, 3, 4, 5, 9 };
+    for (int bits = 1; bits <= 4; bits++)
+        for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+            for (size_t in = 0; in < sizeof nts / sizeof *nts; in++)
+                for (size_t iq = 0; iq < 2 * (sizeof nqs / sizeof *nqs); iq++) {
+                    const size_t D = Ds[id], nt = nts[in], cb = D * (size_t)bits / 8, L = (size_t)1 << bits;
+                    const int nq = nqs[iq % (sizeof nqs / sizeof *nqs)];
+                    const int ext = iq >= sizeof nqs / sizeof *nqs; /* the integer sums' extremes */
+                    const size_t rs = cb + 3, ws = nt + 2, as = D + 5;
+                    uint8_t *rows = malloc(rs * nt + 1);
+                    float *w = malloc(sizeof(float) * ws * (size_t)nq), *f = malloc(sizeof(float) * nt);
+                    float *a1 = malloc(sizeof(float) * as * (size_t)nq), *a2 = malloc(sizeof(float) * as * (size_t)nq);
+                    float *a3 = malloc(sizeof(float) * as * (size_t)nq), lut[16];
+                    int8_t lev[16];
+                    fill_bytes(rows, rs * nt + 1, 5 * D + nt + (size_t)bits);
+                    fill(f, nt, 7 + nt);
+                    fill(lut, 16, 3 + (size_t)bits + D);
+                    fill(w, ws * (size_t)nq, 13 * D + nt + (size_t)nq);
+                    float lmax = 0.0f;
+                    for (size_t c = 0; c < L; c++)
+                        lmax = fmaxf(lmax, fabsf(lut[c]));
+                    const float step = lmax / 127.0f;
+                    for (size_t c = 0; c < L; c++)
+                        lev[c] = (int8_t)lrintf(lut[c] / step);
+                    if (ext) /* every level +-127, every |q| 127: the largest integer sums */
+                        for (size_t i = 0; i < nt; i++) {
+                            memset(rows + 1 + i * rs, (i & 1) ? 0xFF : 0x00, cb);
+                            f[i] = 1.0f;
+                            for (int j = 0; j < nq; j++)
+                                w[1 + (size_t)j * ws + i] = j % 2 ? -0.5f : 0.5f;
+                            lev[0] = -127, lev[L - 1] = 127;
+                        }
+                    fill(a1, as * (size_t)nq, 9);
+                    memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
+                    memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
+                    ref->lut_qaxpy(rows + 1, rs, nt, D, bits, lev, step, f, NULL, 0, w + 1, ws, nq, a1, as);
+                    k->lut_qaxpy(rows + 1, rs, nt, D, bits, lev, step, f, NULL, 0, w + 1, ws, nq, a2, as);
+                    CHECKF(same_bits(a2, a1, as * (size_t)nq), "%s lut_qaxpy bits=%d D=%zu nt=%zu nq=%d ext=%d",
+                           k->isa, bits, D, nt, nq, ext);
+                    { /* the factors by a byte code before each row's codes (the byte 3 before them here) */
+                        float ftab[256], *b1 = malloc(sizeof(float) * as * (size_t)nq);
+                        float *b2 = malloc(sizeof(float) * as * (size_t)nq);
+                        fill(ftab, 256, 31 + nt);
+                        memcpy(b1, a2, sizeof(float) * as * (size_t)nq);
+                        memcpy(b2, a2, sizeof(float) * as * (size_t)nq);
+                        ref->lut_qaxpy(rows + 3, rs, nt, D, bits, lev, step, NULL, ftab, -2, w + 1, ws, nq, b1, as);
+                        k->lut_qaxpy(rows + 3, rs, nt, D, bits, lev, step, NULL, ftab, -2, w + 1, ws, nq, b2, as);
+                        CHECKF(same_bits(b2, b1, as * (size_t)nq), "%s lut_qaxpy bits=%d D=%zu nt=%zu nq=%d byte factors",
+                               k->isa, bits, D, nt, nq);
+                        float *fb = malloc(sizeof(float) * nt); /* the same as the floats themselves */
+                        for (size_t i = 0; i < nt; i++)
+                            fb[i] = ftab[rows[1 + i * rs]];
+                        memcpy(b2, a2, sizeof(float) * as * (size_t)nq);
+                        ref->lut_qaxpy(rows + 3, rs, nt, D, bits, lev, step, fb, NULL, 0, w + 1, ws, nq, b2, as);
+                        CHECKF(same_bits(b2, b1, as * (size_t)nq), "lut_qaxpy reference: byte factors are not the floats");
+                        free(b1), free(b2), free(fb);
+                    }
+                    if (ext || k != vq_kernels_variant("avx2"))
+                        goto next; /* the bound once per case (every x86 SIMD CPU has the AVX2 table) */
+                    const size_t offs[1] = { 0 };
+                    ref->lut_axpy(rows + 1, rs, nt, D, offs, bits, lut, 1, f, 0, w + 1, ws, nq, a3, as);
+                    double worst = 0.0;
+                    for (int j = 0; j < nq; j++)
+                        for (size_t e = 0; e < D; e++) {
+                            double bound = 0.0, mag = 0.0;
+                            for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
+                                double A = 0.0, ls = 0.0;
+                                for (size_t i = b; i < nt && i < b + VQ_KQ_BLOCK; i++) {
+                                    const unsigned c = vq_bits_get(rows + 1 + i * rs, e, bits);
+                                    const double a = (double)(w[1 + (size_t)j * ws + i] * f[i]);
+                                    A = fmax(A, fabs(a));
+                                    ls += abs(lev[c]);
+                                    bound += fabs(a) * fabs((double)lut[c] - (double)step * lev[c]);
+                                    mag += fabs(a * lut[c]);
+                                }
+                                bound += A / 254.0 * step * ls;
+                            }
+                            const size_t o = (size_t)j * as + e;
+                            worst = fmax(worst, fabs((double)a1[o] - a3[o]) / (bound + 1e-5 * (mag + fabs(a3[o]))));
+                        }
+                    CHECKF(worst <= 1.0, "lut_qaxpy reference bits=%d D=%zu nt=%zu: %.3g of the rounding bound", bits,
+                           D, nt, worst);
+                next:
+                    free(rows), free(w), free(f), free(a1), free(a2), free(a3);
+                }
+    /* weights so small that 127 / A overflows (every q -127 in the
+     * reference, as kivi_qaxpy's); acc from 0 so that the tiny sums show */
+    for (int bits = 1; bits <= 4; bits *= 2) {
+        const size_t D = 64, nt = 45, rs = D * (size_t)bits / 8;
+        uint8_t rows[45 * 32];
+        float w[3 * 45], f[45], a1[3 * 64] = { 0 }, a2[3 * 64] = { 0 };
+        const int8_t lev[16] = { -127, 90, -40, 3, 127, -1, 60, -90, 20, -20, 100, -100, 5, 7, -9, 11 };
+        fill_bytes(rows, rs * nt, 23 + (size_t)bits);
+        fill(w, 3 * 45, 5 + (size_t)bits);
+        for (size_t i = 0; i < nt; i++)
+            f[i] = 0.25f;
+        for (size_t i = 0; i < 3 * 45; i++)
+            w[i] *= 1e-38f;
+        ref->lut_qaxpy(rows, rs, nt, D, bits, lev, 0.01f, f, NULL, 0, w, 45, 3, a1, D);
+        k->lut_qaxpy(rows, rs, nt, D, bits, lev, 0.01f, f, NULL, 0, w, 45, 3, a2, D);
+        CHECKF(same_bits(a2, a1, 3 * 64), "%s lut_qaxpy bits=%d: other bits for tiny weights", k->isa, bits);
+    }
+}
+
 /* qaxpy8 against the reference: the same bits; and the reference against
  * qaxpy (float weights) within the weights' rounding bound of qaxpy.h:
  * sum over blocks of A/254 * sum_i |code_ie|, plus 1e-5 of sum |w value| */
@@ -1528,6 +1644,7 @@ static void test_tables(void)
         test_qrows(k, ref);
         test_kivi_axpy(k, ref);
         test_kivi_qaxpy(k, ref);
+        test_lut_qaxpy(k, ref);
         test_qaxpy8(k, ref);
         test_rope_pairs(k, ref);
         test_rope_codes_dot(k, ref);

@@ -26,7 +26,11 @@
  *        byte the 256 sums of its 8/b coordinates' levels against R q,
  *        rounded to bytes with one step (codec/lut_bytes.h), summed by
  *        kernels.h lut8_scan and scaled by the norm; off the float score by
- *        at most norm * (bD/8) * delta / 2. Same layout and bytes.
+ *        at most norm * (bD/8) * delta / 2. Values summed in integers:
+ *        the levels rounded to int8 (step max |c1| / 127) and the
+ *        attention weights times the norms rounded to int8 per block of
+ *        32 tokens (kernels/lut_qaxpy.h: VNNI), off the float sums by at
+ *        most lut_qaxpy.h's bound. Same layout and bytes.
  *  turboquant_rvq  (bits 1..4, default 1), as ../shared/docs/METHODS.md:
  *      stage 1 as turboquant_mse; stage 2 quantizes the residual
  *      y - y_hat1 with the b-bit Lloyd-Max quantizer of a Laplacian of
@@ -92,7 +96,10 @@ typedef struct {
     float *tmp;     /* D floats */
     float *tmp2;    /* D floats */
     int qbits;      /* rvq, bits=1: query bit planes for popcount scores (0 = float query) */
-    int scan;       /* mse, qbits=8: byte tables per code byte (codec/lut_bytes.h) */
+    int scan;       /* mse keys, qbits=8: byte tables per code byte (codec/lut_bytes.h) */
+    int w8;         /* mse values, qbits=8: int8 weights and levels (kernels/lut_qaxpy.h) */
+    int8_t lev8[VQ_LM_MAX_LEVELS]; /* w8: c1 / lstep rounded */
+    float lstep;    /* w8: max |c1| / 127 */
     float *lut;     /* scan: the float tables, 256 per code byte */
     int norm8;      /* mse, norm=8: one-byte log-coded norm field */
     float norm8_of[256]; /* norm=8: the norm of each byte (0 for 0) */
@@ -141,7 +148,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     long lo = v == TQ_PROD ? 2 : 1, def = v == TQ_RVQ ? 1 : v == TQ_MSE ? 2 : 3;
     VQ_TRY(vq_spec_int(spec, "bits", def, lo, 4, &bits, c->err));
     long qbits = 0, nbits = 16, lsq = 0, fit = 0;
-    int scan = 0;
+    int scan = 0, w8 = 0;
     if (v == TQ_MSE) {
         VQ_TRY(vq_spec_int(spec, "norm", 16, 8, 16, &nbits, c->err));
         VQ_TRY(vq_spec_int(spec, "lsq", 0, 0, 1, &lsq, c->err));
@@ -152,7 +159,8 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         if (sq != 0 && (sq != 8 || bits == 3))
             return vq_fail(c->err, VQ_ERR_INVALID_ARG,
                            "turboquant_mse: parameter qbits=%ld unsupported (0, or 8 with bits 1, 2 or 4)", sq);
-        scan = sq == 8;
+        scan = sq == 8 && c->role == VQ_ROLE_KEY;
+        w8 = sq == 8 && c->role == VQ_ROLE_VALUE;
     }
     if (v == TQ_RVQ) {
         VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
@@ -173,6 +181,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         t->norm8_of[e] = e ? exp2f((float)(e - 128) * 0.125f) : 0.0f;
     t->lsq = (int)lsq;
     t->scan = scan;
+    t->w8 = w8;
     t->fit = (int)fit;
     t->b1 = v == TQ_PROD ? t->bits - 1 : t->bits;
     t->tmp = calloc((size_t)D, sizeof(float));
@@ -221,6 +230,15 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     /* values: mse and rvq sum their code levels in registers (kernels.h
      * lut_axpy) where the table has a SIMD twin; else through the tile */
     c->accum_own = v != TQ_PROD && c->role == VQ_ROLE_VALUE && vq_kernels_get()->lut_axpy != vq_lut_axpy_ref;
+    if (t->w8) { /* always the int8 sums, on every instruction set */
+        float lmax = 0.0f;
+        for (int i = 0; i < t->q1.levels; i++)
+            lmax = fmaxf(lmax, fabsf(t->c1[i]));
+        t->lstep = lmax / 127.0f;
+        for (int i = 0; i < t->q1.levels; i++)
+            t->lev8[i] = (int8_t)lrintf(t->c1[i] / t->lstep);
+        c->accum_own = 1;
+    }
     if (t->scan) { /* the codes' bytes scored from byte tables */
         const int M = t->bits * D / 8;
         c->query_bytes = vq_lut_bytes_size(M);
@@ -244,7 +262,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",norm=8");
         if (t->lsq && o > 0 && (size_t)o < sizeof c->canon)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",lsq=1");
-        if (t->scan && o > 0 && (size_t)o < sizeof c->canon)
+        if ((t->scan || t->w8) && o > 0 && (size_t)o < sizeof c->canon)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",qbits=8");
         if (t->fit && o > 0 && (size_t)o < sizeof c->canon)
             snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",fit=1");
@@ -521,6 +539,24 @@ static void tq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
  * as the factor (its fp16 field, or the norm=8 byte decoded per token) */
 static void tq_accumulate_levels(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
 {
+    tq *tw = c->impl;
+    if (tw->w8) { /* int8 weights and levels; norm=8's byte decoded by the kernel, fp16 norms here */
+        enum { TOKQ = 8 * VQ_HALVES_BATCH };
+        float fq[TOKQ];
+        const vq_kernels *k = vq_kernels_get();
+        const size_t bb = c->block_bytes;
+        for (size_t i0 = 0; i0 < n; i0 += TOKQ) {
+            const size_t nt = n - i0 < TOKQ ? n - i0 : TOKQ;
+            if (!tw->norm8)
+                for (size_t h = 0; h < nt; h += VQ_HALVES_BATCH)
+                    tq_norms(tw, k, codes + (i0 + h) * bb, bb, nt - h < VQ_HALVES_BATCH ? nt - h : VQ_HALVES_BATCH,
+                             fq + h);
+            k->lut_qaxpy(codes + i0 * bb + tw->off1, bb, nt, (size_t)c->head_dim, tw->bits, tw->lev8, tw->lstep,
+                         tw->norm8 ? NULL : fq, tw->norm8_of, -(ptrdiff_t)tw->off1, w + i0, n, n_q, acc,
+                         c->accum_size);
+        }
+        return;
+    }
     enum { TOK = 64 };
     tq *t = c->impl;
     const size_t D = (size_t)c->head_dim, L = (size_t)1 << t->bits;

@@ -26,6 +26,7 @@ static const vq_kernels k_ref = {
     .kivi_axpy = vq_kivi_axpy_ref,
     .lut_axpy = vq_lut_axpy_ref,
     .kivi_qaxpy = vq_kivi_qaxpy_ref,
+    .lut_qaxpy = vq_lut_qaxpy_ref,
     .codes_dot = vq_codes_dot_ref,
     .codes_dot_pair = vq_codes_dot_pair_ref,
     .bitdot = vq_bitdot_ref,
@@ -112,7 +113,8 @@ static void fill_tables(void)
         k_avx512.qdot = vq_qdot_avx512x, k_avx512.codes_qdot = vq_codes_qdot_avx512x,
         k_avx512.codes_qprep = vq_codes_qprep_avx512x;
     if ((vq_cpu_features() & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX512_VBMI)) == (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX512_VBMI))
-        k_avx512.kivi_qaxpy = vq_kivi_qaxpy_avx512x, k_avx512.qaxpy8 = vq_qaxpy8_avx512x;
+        k_avx512.kivi_qaxpy = vq_kivi_qaxpy_avx512x, k_avx512.qaxpy8 = vq_qaxpy8_avx512x,
+        k_avx512.lut_qaxpy = vq_lut_qaxpy_avx512x;
     if (vq_cpu_features() & VQ_CPU_AVX512_VBMI)
         k_avx512.lut8_scan = vq_lut8_scan_avx512x, k_avx512.rope_codes_dot = vq_rope_codes_dot_avx512x,
         k_avx512.bits_unpack = vq_bits_unpack_avx512x;

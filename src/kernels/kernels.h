@@ -82,6 +82,10 @@
  *   kivi_qaxpy: kernels/kivi_qaxpy.h (the same sums with the weights
  *       rounded to int8 per block of rows; the VNNI + VBMI variant where
  *       the CPU has both, else the AVX2 one).
+ *   lut_qaxpy: kernels/lut_qaxpy.h (lut_axpy's sums of one set with the
+ *       weights rounded to int8 per block of rows and the levels to int8;
+ *       the VNNI + VBMI variant where the CPU has both, else the
+ *       reference).
  *   codes_dot(codes, rstride, bits, nt, E, lut, q, qstride, n_q, s, sstride):
  *       s[j*sstride + i] = sum_e q[j*qstride + e] * v(code_i[e]) for nt rows
  *       of E codes of `bits` bits (1..4; E a multiple of 16) packed LSB
@@ -157,6 +161,7 @@
 #include "kernels/codes_qdot.h"
 #include "kernels/kivi_qaxpy.h"
 #include "kernels/lut8_scan.h"
+#include "kernels/lut_qaxpy.h"
 #include "kernels/nearest8.h"
 #include "kernels/nibble_tables.h"
 #include "kernels/qaxpy.h"
@@ -205,6 +210,7 @@ typedef struct vq_kernels {
     vq_lut_axpy_fn *lut_axpy;
     void (*kivi_qaxpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
+    vq_lut_qaxpy_fn *lut_qaxpy;
     vq_codes_dot_fn *codes_dot;
     void (*codes_dot_pair)(const uint8_t *codes, size_t rstride, size_t off, size_t nt, size_t E, const float *lut4,
                            const float *q, size_t qstride, int n_q, float *s, size_t sstride);
