@@ -10,7 +10,9 @@
 # model: read from memory), attentionbig, e2e (default: all of these),
 # e2e16k (prefills 16,384 tokens per config: about 15 minutes), e2e-gemma3
 # (gemma3-270m at 4,096 tokens: its quality plans, pre-RoPE and at speed),
-# e2e-avx2 (the e2e table's main rows on a host without AVX-512, into
+# e2e-tqw8, e2e16k-tqw8, e2e-gemma3-tqw8 (the eighth round: the plans with
+# TurboQuant values beside their forms with those values summed from int8
+# weights and levels), e2e-avx2 (the e2e table's main rows on a host without AVX-512, into
 # e2e-smollm2-avx2.json: the kernel tables' AVX2 twins at work),
 # e2e-prerope-avx2 (the same host at 4,096 tokens: the pre-RoPE quality
 # plans beside their at-speed forms), e2e16k-avx2
@@ -56,11 +58,19 @@ plan30f="keys=kivix:bits=4,group=256,outliers=64,qbits=8 values=turboquant_mse:b
 plan40f="keys=kivix:bits=4,group=128,outliers=64,qbits=8 values=kivix:bits=3,group=64,qbits=8 residual=128 sinks=4"
 # the 2.25 b/e plan at speed (seventh round's first row)
 plan22f="keys=kivix:bits=3,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=4 kbits=3,3,2,2,2,2,2,3,3,2,2,3,2,2,3,3,2,3,3,2,3,3,2,3,3,2,3,2,2,2 vbits=2,2,2,2,2,2,2,2,2,2,1,1,2,1,2,2,1,2,2,1,2,1,1,2,2,1,1,1,2,1"
+# the eighth round: those TurboQuant values summed from int8 weights and
+# levels (turboquant_mse qbits=8 on values; the same bytes)
+tqw8() { printf '%s' "$1" | sed 's/\(values=turboquant_mse:[^ ]*\)/\1,qbits=8/'; }
+plan30q=$(tqw8 "$plan30f")
+plan22q=$(tqw8 "$plan22f")
 
 # gemma3's quality plans (docs/quality.md: the fourth round's 3.0 b/e plan with 16 sinks,
 # the 3.78 b/e kivix row) and the same at speed (seventh round)
 g30="keys=kivix:bits=4,group=256,outliers=64 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=16 prerope=1 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2"
 g30f="keys=kivix:bits=4,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1 residual=128 sinks=16 kbits=4,4,3,3,3,4,4,4,4,3,4,4,4,4,4,4,4,4 vbits=2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2"
+g30q=$(tqw8 "$g30f")
+g22f="keys=kivix:bits=2,group=256,outliers=64,qbits=8 values=turboquant_mse:bits=1,norm=8,lsq=1 residual=128 sinks=4 kbits=2,3,2,2,2,3,3,3,2,3,2,3,3,3,2,3,2,3 vbits=1,2,2,2,1,2,1,2,1,2,2,2,2,2,2,2,1,2"
+g22q=$(tqw8 "$g22f")
 g40="keys=kivix:bits=4,group=128,outliers=64 values=kivix:bits=3,group=128 residual=128 sinks=4 prerope=1"
 g40f="keys=kivix:bits=4,group=128,outliers=64,qbits=8 values=kivix:bits=3,group=128,qbits=8 residual=128 sinks=4"
 
@@ -166,6 +176,12 @@ for s in "${steps[@]}"; do
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
                       --cache "$plan30f" --cache "$plan40f" ;;
+    e2e-tqw8)     run e2e-smollm2-tqw8 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 64 \
+                      --cache "$plan30f" --cache "$plan30q" --cache "$plan22f" --cache "$plan22q" ;;
+    e2e16k-tqw8)  run e2e-smollm2-16k-tqw8 bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 64 \
+                      --cache "$plan30f" --cache "$plan30q" ;;
+    e2e-gemma3-tqw8) run e2e-gemma3-tqw8 bench e2e --model gemma3-270m --ctx 4096 --threads 2 --decode 64 \
+                      --cache "$g30f" --cache "$g30q" --cache "$g22f" --cache "$g22q" ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
     esac
 done

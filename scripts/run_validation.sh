@@ -55,6 +55,9 @@
 #   ppl-lowbit7-smollm2 ppl-lowbit7-gemma3 needle-4k-r7-smollm2 needle-4k-r7-gemma3
 #                                 seventh round: the kivix plans for speed (keys after RoPE against int8
 #                                 queries, kivix values with int8 weights): ppl at ctx 2048, passkey at 4k
+#   ppl-lowbit8-smollm2 ppl-lowbit8-gemma3 needle-4k-r8-smollm2 needle-4k-r8-gemma3
+#                                 eighth round: the seventh round's TurboQuant-value plans with their
+#                                 values summed from int8 weights and levels (qbits=8)
 #   plan6-smollm2 ppl-lowbit6-smollm2 needle-4k-r6-smollm2 needle-4k-diag6-smollm2 needle-4k-diag6b-smollm2
 #                                 sixth round: the 1-bit-key family on smollm2 (rabitq 1/2-bit key
 #                                 plan, keys <= 2.5 b/e; ctx 2048 ppl, passkey at 4k) and why
@@ -330,6 +333,14 @@ keys=kivix:bits=4,group=128,outliers=64,qbits=8 values=kivix:bits=3,group=128,qb
 LIST
     ;;
   esac
+}
+
+# The eighth round (docs/quality.md "Eighth round"): the seventh round's
+# plans with turboquant_mse values, those values summed from int8 weights
+# and int8 levels (turboquant_mse qbits=8 on values, kernels/lut_qaxpy.h;
+# the same bytes). 3 chunks.
+lowbit8_methods() {
+  lowbit7_methods "$1" | grep 'values=turboquant_mse' | sed 's/\(values=turboquant_mse:[^ ]*\)/\1,qbits=8/'
 }
 
 # passkey diagnosis of the 1-bit-key family on smollm2-135m (depth 0.5, where
@@ -708,6 +719,11 @@ LIST
     ppl-lowbit6-smollm2) lowbit6_methods | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit6.json ;;
     ppl-lowbit7-smollm2) lowbit7_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit7.json ;;
     ppl-lowbit7-gemma3)  lowbit7_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit7.json ;;
+    ppl-lowbit8-smollm2) lowbit8_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit8.json ;;
+    ppl-lowbit8-gemma3)  lowbit8_methods gemma3-270m | ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-lowbit8.json ;;
+    needle-4k-r8-smollm2|needle-4k-r8-gemma3)  # the eighth round's plans
+      m=smollm2-135m; [ "$1" = needle-4k-r8-gemma3 ] && m=gemma3-270m
+      lowbit8_methods $m | needle_4k $m r8 ;;
     needle-4k-r7-smollm2|needle-4k-r7-gemma3)  # the seventh round's plans
       m=smollm2-135m; [ "$1" = needle-4k-r7-gemma3 ] && m=gemma3-270m
       lowbit7_methods $m | needle_4k $m r7 ;;

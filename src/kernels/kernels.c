@@ -78,6 +78,7 @@ static void fill_tables(void)
     k_avx2.kivi_group_row = vq_kivi_group_row_avx2;
     k_avx2.kivi_kdot = vq_kivi_kdot_avx2;
     k_avx2.lut_axpy = vq_lut_axpy_avx2;
+    k_avx2.lut_qaxpy = vq_lut_qaxpy_avx2;
     k_avx2.codes_dot = vq_codes_dot_avx2, k_avx2.codes_dot_pair = vq_codes_dot_pair_avx2;
     k_avx2.codes_qprep = vq_codes_qprep_avx2;
     k_avx2.rope_pairs = vq_rope_pairs_avx2, k_avx2.rope_codes_dot = vq_rope_codes_dot_avx2;

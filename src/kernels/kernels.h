@@ -84,8 +84,8 @@
  *       the CPU has both, else the AVX2 one).
  *   lut_qaxpy: kernels/lut_qaxpy.h (lut_axpy's sums of one set with the
  *       weights rounded to int8 per block of rows and the levels to int8;
- *       the VNNI + VBMI variant where the CPU has both, else the
- *       reference).
+ *       the VNNI + VBMI variant where the CPU has both, else the AVX2
+ *       one).
  *   codes_dot(codes, rstride, bits, nt, E, lut, q, qstride, n_q, s, sstride):
  *       s[j*sstride + i] = sum_e q[j*qstride + e] * v(code_i[e]) for nt rows
  *       of E codes of `bits` bits (1..4; E a multiple of 16) packed LSB

@@ -34,6 +34,9 @@ typedef void vq_lut_qaxpy_fn(const uint8_t *codes, size_t stride, size_t nt, siz
                              size_t wstride, int n_q, float *acc, size_t astride);
 
 vq_lut_qaxpy_fn vq_lut_qaxpy_ref;
+/* AVX2 + FMA: the integer sums taken exactly in float FMAs (every partial
+ * sum an integer below 2^24); D a multiple of 16 (else the reference) */
+vq_lut_qaxpy_fn vq_lut_qaxpy_avx2;
 /* VNNI + VBMI: per quad of rows the code bytes transposed by one VPERMB
  * (32-bit lane b: byte b of the four rows; rows of 8 code bytes: eight
  * rows, lanes alternating between the two quads), each code position
