@@ -234,9 +234,9 @@ def quality_model(m):
             for c in extra["configs"]:
                 needle.setdefault(c["cache"], c["accuracy"])
     # passkey at 4k tokens (third round, the needle followed by a filler line)
-    # (and the later rounds', r4 to r7: their configs added, the same prompts)
+    # (and the later rounds', r4 to r8: their configs added, the same prompts)
     needle4k = {}
-    for r in ("r3", "r4", "r5", "r5b", "r6", "r7"):
+    for r in ("r3", "r4", "r5", "r5b", "r6", "r7", "r8"):
         n4 = load(f"figures/quality/sweeps/{m}-needle-4k-{r}.json")
         for c in (n4["configs"] if n4 else []):
             needle4k.setdefault(c["cache"], (c["accuracy"], c["trials"]))
@@ -725,6 +725,10 @@ def main():
             "lowbit7-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit7.json", True),
             "needle-4k-smollm2-r7": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r7.json"),
             "needle-4k-gemma3-r7": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r7.json"),
+            "lowbit8-smollm2-135m": sweep_table("figures/quality/smollm2-135m-ppl-lowbit8.json", True),
+            "lowbit8-gemma3-270m": sweep_table("figures/quality/gemma3-270m-ppl-lowbit8.json", True),
+            "needle-4k-smollm2-r8": needle_table("figures/quality/sweeps/smollm2-135m-needle-4k-r8.json"),
+            "needle-4k-gemma3-r8": needle_table("figures/quality/sweeps/gemma3-270m-needle-4k-r8.json"),
         }
         for k, v in sweeps.items():
             text = replace_block(text, k, v)
