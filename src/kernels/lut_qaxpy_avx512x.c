@@ -77,7 +77,8 @@ static inline __attribute__((always_inline)) __m512i position(const int BITS, __
 static inline __attribute__((always_inline)) void add_sums(const int BITS, const int NQ, __m512i T, __m512i tbl,
                                                             const __m512i Wq[LQ_MAXQ], __m512i I[LQ_MAXQ][8])
 {
-    _Pragma("GCC unroll 8") for (int k = 0; k < 8 / BITS; k++)
+    const int K = 8 / BITS;
+    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++)
     {
         const __m512i P = position(BITS, T, tbl, k);
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) I[j][k] = _mm512_dpbusd_epi32(I[j][k], P, Wq[j]);
