@@ -41,6 +41,7 @@ configs=(
   --config "keys=rabitq:bits=1 values=q4_0:rot=1"
   --config "keys=rabitq:bits=1 values=kivi:bits=2"
   --config "keys=turboquant_mse:bits=2 values=turboquant_mse:bits=2"
+  --config "keys=kivi:bits=2,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1,qbits=8"
   --config "keys=qjl:qbits=4 values=kivi:bits=2,qbits=8"
   --config "keys=spectral:bits=4 values=spectral:bits=4"
 )

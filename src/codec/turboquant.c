@@ -539,26 +539,25 @@ static void tq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
  * as the factor (its fp16 field, or the norm=8 byte decoded per token) */
 static void tq_accumulate_levels(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
 {
-    tq *tw = c->impl;
-    if (tw->w8) { /* int8 weights and levels; norm=8's byte decoded by the kernel, fp16 norms here */
+    tq *t = c->impl;
+    if (t->w8) { /* int8 weights and levels; norm=8's byte decoded by the kernel, fp16 norms here */
         enum { TOKQ = 8 * VQ_HALVES_BATCH };
         float fq[TOKQ];
         const vq_kernels *k = vq_kernels_get();
         const size_t bb = c->block_bytes;
         for (size_t i0 = 0; i0 < n; i0 += TOKQ) {
             const size_t nt = n - i0 < TOKQ ? n - i0 : TOKQ;
-            if (!tw->norm8)
+            if (!t->norm8)
                 for (size_t h = 0; h < nt; h += VQ_HALVES_BATCH)
-                    tq_norms(tw, k, codes + (i0 + h) * bb, bb, nt - h < VQ_HALVES_BATCH ? nt - h : VQ_HALVES_BATCH,
+                    tq_norms(t, k, codes + (i0 + h) * bb, bb, nt - h < VQ_HALVES_BATCH ? nt - h : VQ_HALVES_BATCH,
                              fq + h);
-            k->lut_qaxpy(codes + i0 * bb + tw->off1, bb, nt, (size_t)c->head_dim, tw->bits, tw->lev8, tw->lstep,
-                         tw->norm8 ? NULL : fq, tw->norm8_of, -(ptrdiff_t)tw->off1, w + i0, n, n_q, acc,
+            k->lut_qaxpy(codes + i0 * bb + t->off1, bb, nt, (size_t)c->head_dim, t->bits, t->lev8, t->lstep,
+                         t->norm8 ? NULL : fq, t->norm8_of, -(ptrdiff_t)t->off1, w + i0, n, n_q, acc,
                          c->accum_size);
         }
         return;
     }
     enum { TOK = 64 };
-    tq *t = c->impl;
     const size_t D = (size_t)c->head_dim, L = (size_t)1 << t->bits;
     const vq_kernels *k = vq_kernels_get();
     const size_t offs[2] = { t->off1, t->off2 };
