@@ -193,7 +193,7 @@ done
     echo "JSON result) and \`scripts/bench_tables.py\`. Read ratios within one table (docs/PERF.md)."
     echo
     files=()
-    for f in attention-d128 attention-d64 attention-d128-32l attention-d64-32l attention-d128-131k e2e-smollm2 e2e-smollm2-16k e2e-smollm2-avx2 e2e-smollm2-prerope-avx2 e2e-smollm2-16k-avx2 e2e-gemma3 llamacpp-smollm2 llamacpp-smollm2-avx2; do
+    for f in attention-d128 attention-d64 attention-d128-32l attention-d64-32l attention-d128-131k e2e-smollm2 e2e-smollm2-16k e2e-smollm2-avx2 e2e-smollm2-prerope-avx2 e2e-smollm2-16k-avx2 e2e-gemma3 e2e-smollm2-tqw8 e2e-smollm2-16k-tqw8 e2e-gemma3-tqw8 llamacpp-smollm2 llamacpp-smollm2-avx2; do
         [ -f "$out/$f.json" ] && files+=("$out/$f.json")
     done
     [ ${#files[@]} -eq 0 ] || python3 scripts/bench_tables.py "${files[@]}"
