@@ -6,41 +6,35 @@
  * partial sum of at most 32 of them stays below 2^24, so each FMA of a
  * weight q_i (as a float) and a level (as a float, picked by a permute of
  * the codes, codes_avx2.h) is exact and the block's sum is I_e itself.
- * Per block the weights are made as the reference makes them (one
- * multiply, the rounding of VCVTPS2DQ, held to [-127, 127]: a product that
- * is not finite converts to INT_MIN and is held to -127 as lrintf's
- * LONG_MIN), then F = fmaf(s, I, F). Sixteen channels and up to four
- * weight rows at a time; each row's codes are decoded once for the four. */
+ * Per block the weights are made as the other int8-weight twins make
+ * them (kernels/wq_avx2.h: the reference's rounding), then F = fmaf(s, I,
+ * F). Sixteen channels and up to four weight rows at a time; each row's
+ * codes are decoded once for the four. */
 #include <immintrin.h>
-#include <math.h>
 #include <string.h>
 
 #include "kernels/codes_avx2.h"
 #include "kernels/kivi_qaxpy.h"
 #include "kernels/lut_qaxpy.h"
 #include "kernels/prefetch.h"
+#include "kernels/wq_avx2.h"
 
 #define LQ2_MAXQ 4
 
-/* the block's weights of one weight row as floats q[0..m) (0 past m) for
- * the factors fb; returns s = (A / 127) * step */
-static float block_weights(const float *wj, const float *fb, size_t m, float step, float q[VQ_KQ_BLOCK])
+/* the block's weights of weight row j (w at its row b) as floats q[0..32)
+ * (0 past the m rows) for the factors fb (0 past m): kernels/wq_avx2.h's
+ * rounding of a_i = w_i * f_i; returns s = (A / 127) * step */
+static float block_weights(const float *w, size_t wstride, int j, size_t b, size_t m, const float fb[VQ_KQ_BLOCK],
+                           const __m256i live[4], float step, float q[VQ_KQ_BLOCK])
 {
-    float a[VQ_KQ_BLOCK] = { 0 }, A = 0.0f;
-    for (size_t i = 0; i < m; i++) {
-        a[i] = wj[i] * fb[i];
-        A = fmaxf(A, fabsf(a[i]));
-    }
-    const float inv = A > 0.0f ? 127.0f / A : 0.0f;
-    const __m256 vi = _mm256_set1_ps(inv);
-    for (size_t i = 0; i < VQ_KQ_BLOCK; i += 8) {
-        __m256i r = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(a + i), vi));
-        r = _mm256_max_epi32(_mm256_min_epi32(r, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
-        _mm256_storeu_ps(q + i, _mm256_cvtepi32_ps(r));
-    }
-    for (size_t i = m; i < VQ_KQ_BLOCK; i++) /* (0 * inf made -127 there) */
-        q[i] = 0.0f;
-    const float d = A / 127.0f;
+    __m256 W[1][4], a[4];
+    vq_wq_load(w, wstride, j, 1, b, m, W);
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[k] = _mm256_mul_ps(W[0][k], _mm256_loadu_ps(fb + 8 * k));
+    int8_t q8[VQ_KQ_BLOCK];
+    int32_t sum;
+    const float d = vq_wq_round32(a, live, q8, NULL, &sum);
+    for (size_t i = 0; i < VQ_KQ_BLOCK; i += 8)
+        _mm256_storeu_ps(q + i, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(q8 + i)))));
     return d * step;
 }
 
@@ -57,11 +51,13 @@ lut_qaxpy16(const int NQ, const int BITS, const uint8_t *codes, size_t stride, s
     const size_t at = c0 / 8 * (size_t)BITS;
     for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
         const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
-        float fb[VQ_KQ_BLOCK], q[LQ2_MAXQ][VQ_KQ_BLOCK], s[LQ2_MAXQ];
+        float fb[VQ_KQ_BLOCK] = { 0 }, q[LQ2_MAXQ][VQ_KQ_BLOCK], s[LQ2_MAXQ];
         for (size_t i = 0; i < m; i++)
             fb[i] = f ? f[b + i] : ftab[codes[(b + i) * stride + foff]];
+        __m256i live[4];
+        vq_wq_live(m, live);
         for (int j = 0; j < NQ; j++)
-            s[j] = block_weights(w + (size_t)j * wstride + b, fb, m, step, q[j]);
+            s[j] = block_weights(w, wstride, j, b, m, fb, live, step, q[j]);
         __m256 I[LQ2_MAXQ][2];
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) I[j][0] = I[j][1] = _mm256_setzero_ps();
         for (size_t i = 0; i < m; i++) {
