@@ -17,9 +17,9 @@
  * (D 64 at 1 bit) take eight rows per register, by one gather: 32-bit
  * lane 2x + h holds byte x of rows 4h..4h+3, the weights are one broadcast
  * quadword, and the two lanes of a channel are added (exact) before the
- * fold (a gather there: 1 bit at D 64, 3 weight rows, 16k tokens x 3
- * heads x 30 layers, 2 threads: 0.283 ms float, 0.256 by eight loads,
- * 0.209 by the gather). The float sums are put back in channel order by
+ * fold (one gather rather than eight 8-byte loads: within the noise of
+ * each other, the gather 3-4% ahead; figures/bench/ab-session34.txt part
+ * 5). The float sums are put back in channel order by
  * one gather per 16 channels at the end. */
 #include "kernels/lut_qaxpy.h"
 
