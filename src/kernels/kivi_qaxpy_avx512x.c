@@ -3,18 +3,23 @@
  *
  * Per block of 32 rows the headers are gathered into float vectors (rows
  * in lanes). Per 64-channel chunk the int8 weights of its (j, g) pairs are
- * made at once and kept in registers (no trip through memory: stores then
- * wider loads of them stalled on store forwarding). Then per quad of rows,
- * the quad's code bytes are loaded into the four 128-bit lanes of a
- * register and transposed by one VPERMB so that 32-bit lane b holds byte b
- * of rows 0..3; a mask per code position k gives registers whose lane b
- * holds the four rows' codes of one channel (2 bits: 4b + k; 4 bits: 32h +
- * 2b + k for byte half h), left in place (times 4^k, or 16 for high
+ * made at once and kept in registers (stores then wider loads of them
+ * stalled on store forwarding). Then per quad of rows, the quad's code
+ * bytes are loaded into the four 128-bit lanes of a register and
+ * transposed by one VPERMB so that each 32-bit lane holds one byte of rows
+ * 0..3 (2 and 4 bits: lane b of a unit of 16 code bytes -- the chunk at 2
+ * bits, a byte half of it at 4 -- holds byte (b % n) * 16 / n + b / n, the
+ * lanes taking the unit's n groups in turn); a mask per code position k
+ * leaves each channel's four codes in place (times 4^k, or 16 for high
  * nibbles); 3-bit codes straddle bytes, so each row's 64 are unpacked to
  * bytes first and four rows interleaved per lane by unpacks (register k,
- * lane 4L + i: channel 16L + 4k + i). VPDPBUSD against the
- * four rows' weights of that channel's group (one VPERMT2D per quad and
- * query) adds the exact integer sums. Block sums are shifted back (exact:
+ * lane 4L + i: channel 16L + 4k + i). VPDPBUSD against the four rows'
+ * weights of that lane's group adds the exact integer sums: at 2 and 4
+ * bits one broadcast load per quad, unit and query from a table of the
+ * chunk's weights stored quad by quad once per chunk (against one VPERMT2D
+ * each before: at D 128, group 32, 4 queries 8.6 -> 7.5 ns a row at 2 bits,
+ * 9.5 -> 8.5 at 4; figures/bench/ab-session35.txt), at 3 bits one VPERMT2D
+ * from the weight registers. Block sums are shifted back (exact:
  * every product is a multiple of the place value) and fold into float
  * accumulators (one FMA), which are put back in channel order once at the
  * end. */
@@ -22,6 +27,8 @@
 
 #include <float.h>
 #include <immintrin.h>
+#include <stdalign.h>
+#include <string.h>
 
 #include "core/vexp.h"
 #include "kernels/rows16_avx512.h"
@@ -67,6 +74,62 @@ static inline __m512i group_index(size_t ch0, int step, int lg)
 static inline __m512i word_index(size_t ch0, int step, int lg, size_t g0)
 {
     return _mm512_slli_epi32(_mm512_sub_epi32(group_index(ch0, step, lg), _mm512_set1_epi32((int)g0)), 3);
+}
+
+/* 2 and 4 bits: the VPERMB index of a quad's unit of 16 code bytes (row
+ * r's in 128-bit lane r): 32-bit lane b <- byte (b % ngc) * (16 / ngc) + b
+ * / ngc of rows 0..3, so that the lanes take the unit's ngc groups in turn
+ * and a quad's weights are one broadcast of ngc words (bc_words) */
+static inline __m512i bc_quad_index(int ngc)
+{
+    int8_t tix[64];
+    for (int p = 0; p < 64; p++) {
+        const int b = p / 4, r = p % 4;
+        tix[p] = (int8_t)(16 * r + (b % ngc) * (16 / ngc) + b / ngc);
+    }
+    return _mm512_loadu_si512(tix);
+}
+
+/* the 32-bit lane of code byte x of a unit under bc_quad_index(ngc) */
+static inline int bc_lane_of(int x, int ngc) { return x % (16 / ngc) * ngc + x / (16 / ngc); }
+
+/* N (1, 2 or 4) 32-bit words at p, lane b taking word b % N */
+static inline __attribute__((always_inline)) __m512i bc_words(const void *p, const int N)
+{
+    if (N == 1) {
+        int32_t x;
+        memcpy(&x, p, sizeof x);
+        return _mm512_set1_epi32(x);
+    }
+    if (N == 2) {
+        long long x;
+        memcpy(&x, p, sizeof x);
+        return _mm512_set1_epi64(x);
+    }
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* 2 and 4 bits: the chunk's weights (chunk_weights' QA, QB: word 8gg + u
+ * the quad u of group gg) stored quad by quad for bc_words: tab[j][4 (NGC
+ * u + gg) + r] = q of row 4u + r in the chunk's group gg (one VPERMD or two
+ * VPERMT2D and one or two stores per weight row) */
+static inline __attribute__((always_inline)) void bc_table(const int NQ, const int NGC, const __m512i QA[KQ_MAXQ],
+                                                           const __m512i QB[KQ_MAXQ], int8_t tab[KQ_MAXQ][128])
+{
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+    {
+        if (NGC == 1) {
+            _mm512_store_si512((void *)tab[j], QA[j]);
+        } else if (NGC == 2) {
+            const __m512i ix = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+            _mm512_store_si512((void *)tab[j], _mm512_permutexvar_epi32(ix, QA[j]));
+        } else { /* QB's words at index 16 + */
+            const __m512i i0 = _mm512_setr_epi32(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27);
+            const __m512i i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(4));
+            _mm512_store_si512((void *)tab[j], _mm512_permutex2var_epi32(QA[j], i0, QB[j]));
+            _mm512_store_si512((void *)(tab[j] + 64), _mm512_permutex2var_epi32(QA[j], i1, QB[j]));
+        }
+    }
 }
 
 /* The int8 weights of one 64-channel chunk (groups g0 .. g0+NGC-1 of it,
@@ -154,29 +217,32 @@ static inline __attribute__((always_inline)) void chunk_weights(const int BITS, 
 static inline __attribute__((always_inline)) void
 chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, size_t rstride, size_t coff, size_t m,
             size_t c, size_t g0, int lg, __m512i tidx, __m512i cmask, const vq_unpack64_ctl *u3,
-            const __m512i QA[KQ_MAXQ], const __m512i QB[KQ_MAXQ], __m512 SC, __m512i SQH,
-            __m512 F[KQ_MAXQ][KQ_MAXC][4], vq_pf_share *pf)
+            const __m512i QA[KQ_MAXQ], const __m512i QB[KQ_MAXQ], const int8_t tab[KQ_MAXQ][128], __m512 SC,
+            __m512i SQH, __m512 F[KQ_MAXQ][KQ_MAXC][4], vq_pf_share *pf)
 {
     __m512i I[KQ_MAXQ][4];
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) I[j][r] = _mm512_setzero_si512();
-    /* the weight words of each lane's group (2 and 3 bits: one map, the
-     * group of channel 64c + 4b; 4 bits: one per byte half) */
-    const __m512i x0 = word_index(64 * c, BITS == 4 ? 2 : 4, lg, g0), x1 = word_index(64 * c + 32, 2, lg, g0);
+    /* each lane's group less g0, times 8 (3 bits: the group of channel 64c
+     * + 4b; 2 and 4 bits: that of lane b of a unit of 16 code bytes under
+     * bc_quad_index, NGH groups to a unit, at 4 bits one map per byte half) */
+    const int NGH = BITS == 4 && NGC > 1 ? NGC / 2 : NGC, HO1 = BITS == 4 && NGC > 1 ? NGH : 0;
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i bx = _mm512_slli_epi32(_mm512_and_si512(lane, _mm512_set1_epi32(NGH - 1)), 3);
+    const __m512i x0 = BITS == 3 ? word_index(64 * c, 4, lg, g0) : bx,
+                  x1 = _mm512_add_epi32(bx, _mm512_set1_epi32(8 * HO1));
     for (size_t u = 0; 4 * u < m; u++) {
         vq_pf_step(pf);
         const uint8_t *p[4];
         vq_quad_rows(blk, rstride, coff, u, m, p);
-        const __m512i uu = _mm512_set1_epi32((int)u);
         __m512i P[4];
         if (BITS == 2) { /* code k left in place: 4^k times it (undone per block) */
             const __m512i T = vq_quad_bytes(p, 16 * c, tidx);
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) P[k] =
                 _mm512_and_si512(T, _mm512_set1_epi8((char)(3 << (2 * k))));
-            const __m512i ix = _mm512_add_epi32(x0, uu);
             _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             {
-                const __m512i Wq = _mm512_permutex2var_epi32(QA[j], ix, QB[j]);
+                const __m512i Wq = bc_words(tab[j] + 4 * NGC * u, NGC);
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) I[j][k] = _mm512_dpbusd_epi32(I[j][k], P[k], Wq);
             }
         } else if (BITS == 3) { /* codes unpacked to bytes (channel = byte), then four rows per 32-bit lane: register k
@@ -187,7 +253,7 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
             const __m512i a23 = _mm512_unpacklo_epi8(R[2], R[3]), b23 = _mm512_unpackhi_epi8(R[2], R[3]);
             P[0] = _mm512_unpacklo_epi16(a01, a23), P[1] = _mm512_unpackhi_epi16(a01, a23);
             P[2] = _mm512_unpacklo_epi16(b01, b23), P[3] = _mm512_unpackhi_epi16(b01, b23);
-            const __m512i ix = _mm512_add_epi32(x0, uu);
+            const __m512i ix = _mm512_add_epi32(x0, _mm512_set1_epi32((int)u));
             _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             {
                 const __m512i Wq = _mm512_permutex2var_epi32(QA[j], ix, QB[j]);
@@ -199,11 +265,10 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
                 P[2 * h] = _mm512_and_si512(T, cmask);
                 P[2 * h + 1] = _mm512_and_si512(T, _mm512_set1_epi8((char)0xF0));
             }
-            const __m512i ia = _mm512_add_epi32(x0, uu), ib = _mm512_add_epi32(x1, uu);
             _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             {
-                const __m512i Wa = _mm512_permutex2var_epi32(QA[j], ia, QB[j]);
-                const __m512i Wb = _mm512_permutex2var_epi32(QA[j], ib, QB[j]);
+                const __m512i Wa = bc_words(tab[j] + 4 * NGC * u, NGH);
+                const __m512i Wb = bc_words(tab[j] + 4 * (NGC * u + (size_t)HO1), NGH);
                 I[j][0] = _mm512_dpbusd_epi32(I[j][0], P[0], Wa);
                 I[j][1] = _mm512_dpbusd_epi32(I[j][1], P[1], Wa);
                 I[j][2] = _mm512_dpbusd_epi32(I[j][2], P[2], Wb);
@@ -250,14 +315,17 @@ block_all(const int BITS, const int NQ, const int NGC, const size_t NC, const ui
     __m512i QA[KQ_MAXQ], QB[KQ_MAXQ], SQH = _mm512_setzero_si512();
     __m512 SC = _mm512_setzero_ps();
     _Pragma("GCC unroll 4") for (int j = 0; j < KQ_MAXQ; j++) QA[j] = QB[j] = _mm512_setzero_si512();
+    alignas(64) int8_t tab[KQ_MAXQ][128]; /* (2 and 4 bits) */
     size_t gw = (size_t)-1; /* the first group of the weights made */
     for (size_t c = 0; c < (NC ? NC : nc); c++) {
         const size_t g0 = 64 * c >> lg;
         if (g0 != gw) {
             chunk_weights(BITS, NQ, NGC, W, S, live, g0, QA, QB, &SC, &SQH);
+            if (BITS != 3)
+                bc_table(NQ, NGC, QA, QB, tab);
             gw = g0;
         }
-        chunk_block(BITS, NQ, NGC, blk, rstride, coff, m, c, g0, lg, tidx, cmask, u3, QA, QB, SC, SQH, F, pf);
+        chunk_block(BITS, NQ, NGC, blk, rstride, coff, m, c, g0, lg, tidx, cmask, u3, QA, QB, tab, SC, SQH, F, pf);
     }
 }
 
@@ -271,7 +339,7 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
 {
     const size_t ng = NG ? NG : D / group, nc = NC ? NC : D / 64, coff = 4 * ng;
     const int lg = __builtin_ctzll(group);
-    const __m512i tidx = vq_quad_index(), cmask = _mm512_set1_epi8((char)((1 << BITS) - 1));
+    const __m512i tidx = BITS == 3 ? vq_quad_index() : bc_quad_index(BITS == 4 && NGC > 1 ? NGC / 2 : NGC), cmask = _mm512_set1_epi8((char)((1 << BITS) - 1));
     const __m512i rix = vq_rows16_index(rstride);
     const vq_unpack64_ctl u3 = vq_unpack64_init(3); /* (3 bits only) */
     for (int j0 = 0; j0 < n_q; j0 += KQ_MAXQ) {
@@ -308,9 +376,9 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
         for (int mo = 0; mo < 4; mo++) {
             int32_t ix[16];
             for (int l = 0; l < 16; l++)
-                ix[l] = BITS == 2   ? (l % 4 & 1) * 16 + 4 * mo + l / 4
+                ix[l] = BITS == 2   ? (l % 4 & 1) * 16 + bc_lane_of(4 * mo + l / 4, NGC)
                         : BITS == 3 ? (l / 4 & 1) * 16 + 4 * mo + l % 4
-                                    : (l % 2) * 16 + 8 * (mo % 2) + l / 2;
+                                    : (l % 2) * 16 + bc_lane_of(8 * (mo % 2) + l / 2, NGC > 1 ? NGC / 2 : 1);
             OX[mo] = _mm512_loadu_si512(ix);
         }
         for (int j = 0; j < nq; j++) {
