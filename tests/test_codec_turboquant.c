@@ -7,14 +7,14 @@
  * compared with the shrinkage bias of the MSE quantizer; turboquant_rvq's
  * fit=1 stage 2 (the Lloyd-Max quantizer of the real residual) against its
  * specified Laplacian stage 2, and its decode, scores and value sums against
- * an independent reconstruction; the query bit planes (codec/qplanes.h)
+ * an independent reconstruction; the query bit planes (kernels/qplanes.h)
  * byte for byte against their definition. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codec/lloyd_max.h"
-#include "codec/qplanes.h"
+#include "kernels/qplanes.h"
 #include "codec/rotation.h"
 #include "core/fp16.h"
 #include "core/rng.h"

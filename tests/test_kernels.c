@@ -321,6 +321,42 @@ static void planes_tables(const uint8_t *planes, size_t D, int qbits, uint8_t *t
     free(v);
 }
 
+/* qplanes against the reference: the same bytes (levels, planes, nibble
+ * tables, header) for every head size, query width and kind of vector:
+ * normal draws, levels on their half points (the rounding ties), the
+ * extremes repeated, zeros of both signs as the extremes, all equal */
+static void test_qplanes(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const int Ds[] = { 32, 64, 96, 128, 160, 256, 512 };
+    for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+        for (int qbits = 1; qbits <= 8; qbits++)
+            for (int kind = 0; kind < 6; kind++) {
+                const int D = Ds[id];
+                const size_t nb = vq_qplanes_bytes(D, qbits);
+                float y[512];
+                uint8_t a[12 + 8 * 64 + 4 * 512 + 1], b[sizeof a];
+                fill(y, (size_t)D, 31 * (uint64_t)D + 7 * (uint64_t)qbits + (uint64_t)kind);
+                if (kind == 1) /* levels 0, 0.5, 1, ... of a step 1/4: every other on a tie */
+                    for (int d = 0; d < D; d++)
+                        y[d] = (float)((d * 7) % 33) * 0.125f;
+                if (kind == 2) /* the extremes repeated */
+                    for (int d = 0; d < D; d += 5)
+                        y[d] = d % 2 ? 3.0f : -3.0f;
+                if (kind == 3 || kind == 4) { /* zeros of both signs as the minimum (3) or maximum (4) */
+                    for (int d = 0; d < D; d++)
+                        y[d] = kind == 3 ? fabsf(y[d]) + 0.01f : -fabsf(y[d]) - 0.01f;
+                    y[3] = -0.0f, y[D / 2] = 0.0f, y[D - 1] = -0.0f;
+                }
+                if (kind == 5) /* all equal: delta 1 */
+                    for (int d = 0; d < D; d++)
+                        y[d] = 0.75f;
+                memset(a, 0xA5, sizeof a), memset(b, 0xA5, sizeof b);
+                ref->qplanes(y, D, qbits, a);
+                k->qplanes(y, D, qbits, b);
+                CHECKF(memcmp(a, b, nb + 1) == 0, "%s qplanes D=%d qbits=%d kind=%d", k->isa, D, qbits, kind);
+            }
+}
+
 /* the tables against the definition: entry e of table p = sum of the
  * levels v_{4p+k} over the bits k of e */
 static void test_nibble_tables(void)
@@ -1654,6 +1690,7 @@ static void test_tables(void)
         test_gated(k, ref);
         test_kivi_kdot(k, ref);
         test_half_ratio(k, ref);
+        test_qplanes(k, ref);
         if (i == 0)
             test_kivi_fold();
     }

@@ -5,7 +5,7 @@
  * Parameters: dim = m, the sketch size (multiple of 32 in 32..1024,
  * default D); qbits = 0 (default: the query sketch S q kept in floats, as
  * the paper) or 4..8: S q quantized uniformly to that many bits
- * (codec/qplanes.h) and scored against the sign bits by popcounts
+ * (kernels/qplanes.h) and scored against the sign bits by popcounts
  * (kernels.h signscore), as RaBitQ's query.
  * Encode k: S is a seeded m x D matrix of i.i.d. N(0,1) entries; store
  * ||k|| as fp16 and z = sign(S k) as m bits (bit set = +1).
@@ -34,7 +34,7 @@
 
 #include "core/bitstream.h"
 #include "codec/codec.h"
-#include "codec/qplanes.h"
+#include "kernels/qplanes.h"
 #include "codec/vecops.h"
 #include "core/fp16.h"
 #include "core/io.h"

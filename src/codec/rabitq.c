@@ -54,7 +54,7 @@
 #include "core/bitstream.h"
 #include "codec/codec.h"
 #include "codec/halves.h"
-#include "codec/qplanes.h"
+#include "kernels/qplanes.h"
 #include "codec/rotation.h"
 #include "codec/vecops.h"
 #include "core/fp16.h"

@@ -70,7 +70,7 @@
 #include "codec/halves.h"
 #include "codec/lloyd_max.h"
 #include "codec/lut_bytes.h"
-#include "codec/qplanes.h"
+#include "kernels/qplanes.h"
 #include "codec/rotation.h"
 #include "codec/tq_stage2.h"
 #include "codec/vecops.h"

@@ -31,6 +31,7 @@ static const vq_kernels k_ref = {
     .codes_dot_pair = vq_codes_dot_pair_ref,
     .bitdot = vq_bitdot_ref,
     .signscore = vq_signscore_ref,
+    .qplanes = vq_qplanes_encode_ref,
     .codes_qprep = vq_codes_qprep,
     .codes_qdot = vq_codes_qdot_ref,
     .qaxpy = vq_qaxpy_ref,
@@ -107,6 +108,7 @@ static void fill_tables(void)
     k_avx512.fwht = vq_fwht_avx512;
     k_avx512.flip_signs = vq_flip_signs_avx512;
     k_avx512.silu_mul = vq_silu_mul_avx512, k_avx512.gelu_mul = vq_gelu_mul_avx512;
+    k_avx512.qplanes = vq_qplanes_encode_avx512;
     /* entries that need VPOPCNTDQ / VNNI */
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
         k_avx512.bitdot = vq_bitdot_avx512x, k_avx512.signscore = vq_signscore_avx512x;
@@ -157,3 +159,5 @@ const vq_kernels *vq_kernels_get(void)
     pthread_once(&chosen_once, choose);
     return chosen;
 }
+
+void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf) { vq_kernels_get()->qplanes(y, D, qbits, qbuf); }

@@ -115,12 +115,15 @@
  *         Z = w[0] pz_0 (+ w[1] pz_1),  P = w[0] pq_0 (+ w[1] pq_1)
  *         s[j*sstride + i] = f[i] * ((qc[3j] Z + qc[3j+1] P) - qc[3j+2])
  *       every product and sum rounded on its own, in this order (no FMA),
- *       so every variant has the reference's bits (codec/qplanes.h gives
+ *       so every variant has the reference's bits (kernels/qplanes.h gives
  *       the constants: 2 lo, 2 delta, base * sum w). With qbits <=
  *       VQ_NIBBLE_QBITS each query's planes are followed by the nibble
  *       tables of its levels (kernels/nibble_tables.h), which a variant
  *       may read instead of the planes (the VBMI + VNNI one does: 4
  *       nibbles of 16 tokens per lookup).
+ *   qplanes(y, D, qbits, qbuf): a query's levels, bit planes and nibble
+ *       tables, kernels/qplanes.h (vq_qplanes_encode_ref's bytes for
+ *       finite y).
  *   codes_qdot: kernels/codes_qdot.h (KIVI key codes against int8
  *       queries; the VNNI variant when the CPU has AVX-512 VNNI, else the
  *       AVX2 one).
@@ -166,6 +169,7 @@
 #include "kernels/nibble_tables.h"
 #include "kernels/qaxpy.h"
 #include "kernels/qdot.h"
+#include "kernels/qplanes.h"
 #include "kernels/rope.h"
 
 typedef void vq_signscore_fn(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs,
@@ -216,6 +220,7 @@ typedef struct vq_kernels {
                            const float *q, size_t qstride, int n_q, float *s, size_t sstride);
     vq_bitdot_fn *bitdot;
     vq_signscore_fn *signscore;
+    void (*qplanes)(const float *y, int D, int qbits, uint8_t *qbuf);
     void (*codes_qprep)(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
                         size_t dstride);
     void (*codes_qdot)(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,

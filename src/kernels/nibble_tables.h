@@ -1,7 +1,7 @@
 /* nibble_tables.h -- per-query byte tables that score 1-bit codes four
  * coordinates at a time (the "fast scan" lookup of kernels.h signscore).
  *
- * A query quantized to integer levels v_d in [0, 15] (codec/qplanes.h with
+ * A query quantized to integer levels v_d in [0, 15] (kernels/qplanes.h with
  * qbits <= VQ_NIBBLE_QBITS) has D/4 tables of 16 bytes: table p, entry e =
  *   sum of v_{4p+k} over the k < 4 with bit k of e set   (<= 60).
  * For D bits z (LSB first), nibble p of z being bits 4p..4p+3,

@@ -1,5 +1,5 @@
-/* qplanes.c -- see qplanes.h. */
-#include "codec/qplanes.h"
+/* qplanes_ref.c -- the reference of vq_qplanes_encode (kernels/qplanes.h). */
+#include "kernels/qplanes.h"
 
 #include <stdint.h>
 
@@ -21,7 +21,7 @@ static inline uint8_t plane_byte(uint64_t w, int j)
     return (uint8_t)((((w >> j) & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
 }
 
-void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf)
+void vq_qplanes_encode_ref(const float *y, int D, int qbits, uint8_t *qbuf)
 {
     enum { STEP = 64 }; /* levels made per pass (D is a multiple of 32) */
     float lo = y[0], hi = y[0];

@@ -13,9 +13,15 @@
  *   <y', z> = lo |z| + delta sum_j 2^j popcount(z & plane_j)
  *   sum y'  = D lo + delta sum v.
  * (Deterministic rounding: the query error is a fixed perturbation of at
- * most delta/2 per coordinate.) */
-#ifndef VQ_CODEC_QPLANES_H
-#define VQ_CODEC_QPLANES_H
+ * most delta/2 per coordinate.)
+ *
+ * vq_qplanes_encode writes that layout through the kernel table (kernels.h
+ * qplanes); vq_qplanes_encode_ref is the reference (v_d rounded half up
+ * from (y_d - lo) / delta, one division; lo the first minimal y_d in
+ * order, hi the first maximal) and every twin writes its bytes for finite
+ * y. */
+#ifndef VQ_KERNELS_QPLANES_H
+#define VQ_KERNELS_QPLANES_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +35,10 @@ static inline size_t vq_qplanes_bytes(int D, int qbits)
 }
 
 void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf);
+void vq_qplanes_encode_ref(const float *y, int D, int qbits, uint8_t *qbuf);
+/* AVX-512 (F/BW): 16 levels a step, the planes by byte tests, the nibble
+ * tables by VPSHUFB; D a multiple of 32 */
+void vq_qplanes_encode_avx512(const float *y, int D, int qbits, uint8_t *qbuf);
 
 /* The header of qbuf: lo, delta and base = D lo + delta sum v (read once
  * per query, outside token loops). */
