@@ -12,7 +12,7 @@ void vq_nibble_tables(const uint8_t *v, size_t D, uint8_t *tables)
         const uint64_t lo = v[4 * p] * 0x0100010001000100ull + v[4 * p + 1] * 0x0101000001010000ull +
                             v[4 * p + 2] * 0x0101010100000000ull;
         const uint64_t hi = lo + v[4 * p + 3] * 0x0101010101010101ull;
-        uint8_t *t = tables + 16 * p;
+        uint8_t *t = tables + vq_nibble_table_at(p);
         for (int b = 0; b < 8; b++) {
             t[b] = (uint8_t)(lo >> (8 * b));
             t[8 + b] = (uint8_t)(hi >> (8 * b));

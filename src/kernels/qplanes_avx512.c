@@ -9,7 +9,8 @@
  * levels at a time by byte tests (bit d of the mask = level d), and the
  * nibble tables four at a time: each 128-bit lane one table, its 16
  * entries the sum of the level bytes that VPSHUFB picks where entry e has
- * bit k set. */
+ * bit k set, two such registers per unit of 32 levels split into its even
+ * and odd tables by two lane shuffles. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -82,12 +83,18 @@ void vq_qplanes_encode_avx512(const float *y, int D, int qbits, uint8_t *qbuf)
         }
         if (qbits > VQ_NIBBLE_QBITS)
             continue;
-        for (int t = 0; 16 * t < n; t++) {
-            const __m512i src = _mm512_broadcast_i32x4(b[t]);
-            __m512i e = _mm512_setzero_si512();
-            for (int k = 0; k < 4; k++)
-                e = _mm512_add_epi8(e, _mm512_and_si512(_mm512_shuffle_epi8(src, ix[k]), mk[k]));
-            _mm512_storeu_si512((void *)(tables + 4 * (size_t)(d0 + 16 * t)), e);
+        for (int t = 0; 16 * t < n; t += 2) { /* a unit of 32 levels: tables 0..3 in e[0], 4..7 in e[1] */
+            __m512i e[2];
+            for (int h = 0; h < 2; h++) {
+                const __m512i src = _mm512_broadcast_i32x4(b[t + h]);
+                e[h] = _mm512_setzero_si512();
+                for (int k = 0; k < 4; k++)
+                    e[h] = _mm512_add_epi8(e[h], _mm512_and_si512(_mm512_shuffle_epi8(src, ix[k]), mk[k]));
+            }
+            /* the even tables, then the odd (kernels/nibble_tables.h) */
+            uint8_t *dst = tables + 4 * (size_t)(d0 + 16 * t);
+            _mm512_storeu_si512((void *)dst, _mm512_shuffle_i64x2(e[0], e[1], 0x88));
+            _mm512_storeu_si512((void *)(dst + 64), _mm512_shuffle_i64x2(e[0], e[1], 0xDD));
         }
     }
     vq_put_f32(qbuf, lo);

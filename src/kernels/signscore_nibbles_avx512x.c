@@ -5,9 +5,12 @@
  * A block of 32 tokens is cut into 4-byte units: register (u, g) holds unit
  * u (bytes 4u..4u+3 of a bit set: coordinates 32u..32u+31) of 16 tokens,
  * one per 32-bit lane. The unit's 8 nibbles index the query's 8 tables of
- * those coordinates, 128 bytes that VPERMI2B reads from two registers: the
- * index is the nibble plus 16 times its place in the unit, so one VPERMI2B
- * looks up 4 nibbles of each of 16 tokens (low nibbles, then high ones).
+ * those coordinates, 128 bytes: the low nibbles' 4 tables in one register,
+ * the high nibbles' in another (nibble_tables.h), so that one VPERMB looks
+ * up 4 nibbles of each of 16 tokens (the index: the nibble plus 16 times
+ * its byte's place in the unit), low nibbles, then high ones (against one
+ * VPERMI2B over both registers each before, which takes twice the cycles:
+ * figures/bench/ab-session35.txt part 3).
  * The two lookups are added in bytes (<= 2 * 60) and VPDPBUSD against ones
  * sums each lane's four bytes into the token's 32-bit sum: exact integers,
  * bitdot's pq; pz by VPOPCNTD on the units. The float steps are the
@@ -93,8 +96,9 @@ static inline __attribute__((always_inline)) void lookup_pass(const int NQ, cons
                                                               vq_pf_share *pf)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F), ones = _mm512_set1_epi8(1);
-    /* byte k of a lane: nibble place 2k (low) or 2k + 1 (high) of the unit */
-    const __m512i klo = _mm512_set1_epi32(0x60402000), khi = _mm512_set1_epi32(0x70503010);
+    /* byte k of a lane: its nibbles' places 2k (low) and 2k + 1 (high),
+     * table k of each half of the unit's tables (nibble_tables.h) */
+    const __m512i kx = _mm512_set1_epi32(0x30201000);
     __m512i A[NB_PASS][NB_G];
     _Pragma("GCC unroll 4") for (int j = 0; j < NB_PASS; j++)
         _Pragma("GCC unroll 2") for (int g = 0; g < NB_G; g++) A[j][g] = _mm512_setzero_si512();
@@ -109,12 +113,12 @@ static inline __attribute__((always_inline)) void lookup_pass(const int NQ, cons
         _Pragma("GCC unroll 2") for (int g = 0; g < NB_G; g++)
         {
             const __m512i R = _mm512_load_si512((const void *)U->u[u][g]);
-            const __m512i ilo = _mm512_ternarylogic_epi32(R, m4, klo, 0xEA); /* (R & m4) | klo */
-            const __m512i ihi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(R, 4), m4, khi, 0xEA);
+            const __m512i ilo = _mm512_ternarylogic_epi32(R, m4, kx, 0xEA); /* (R & m4) | kx */
+            const __m512i ihi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(R, 4), m4, kx, 0xEA);
             _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             {
-                const __m512i l = _mm512_add_epi8(_mm512_permutex2var_epi8(TL[j], ilo, TH[j]),
-                                                  _mm512_permutex2var_epi8(TL[j], ihi, TH[j]));
+                const __m512i l =
+                    _mm512_add_epi8(_mm512_permutexvar_epi8(ilo, TL[j]), _mm512_permutexvar_epi8(ihi, TH[j]));
                 A[j][g] = _mm512_dpbusd_epi32(A[j][g], l, ones);
             }
         }
