@@ -7,8 +7,9 @@
  * best of 20 passes of vq_codec_score (keys) or vq_codec_accumulate
  * (values, spec prefixed "V:") over the codes, 256 tokens per call, with
  * n_q prepared queries (a GQA group). Prints ns per token (all n_q queries),
- * and the encode's ns per token (one pass over the 16,384 tokens: what an
- * append costs per token and head).
+ * the encode's ns per token (one pass over the 16,384 tokens: what an
+ * append costs per token and head) and, for keys, the ns of one
+ * vq_codec_prepare_query (the mean over 2,000 rounds of the n_q queries).
  *
  * Usage: bench_codecs HEAD_DIM N_Q SPEC [SPEC ...]
  *   e.g. taskset -c 1 build/bench/bench_codecs 128 4 fp16 q4_0:rot=1,qbits=8 V:fp16 V:q4_0:rot=1 */
@@ -63,8 +64,11 @@ int main(int argc, char **argv)
         if (st == VQ_OK)
             st = vq_codec_encode(c, x, n, codes);
         enc = cpu_seconds() - enc;
-        for (int j = 0; st == VQ_OK && j < nq; j++)
-            st = vq_codec_prepare_query(c, x + (size_t)j * D, q + (size_t)j * qb);
+        double prep = cpu_seconds();
+        for (int r = 0; r < (values ? 1 : 2000); r++)
+            for (int j = 0; st == VQ_OK && j < nq; j++)
+                st = vq_codec_prepare_query(c, x + (size_t)(j + r % 7) * D, q + (size_t)j * qb);
+        prep = (cpu_seconds() - prep) / (values ? 1.0 : 2000.0 * nq);
         for (size_t i = 0; i < per_call * (size_t)nq; i++)
             s[i] = 1.0f / (float)n;
         double best = 1e30;
@@ -78,9 +82,13 @@ int main(int argc, char **argv)
         }
         if (st != VQ_OK)
             printf("%s: %s\n", spec, vq_last_error());
-        else
-            printf("%-36s %s D=%d n_q=%d: %.1f ns/token (encode %.1f ns/token)\n", spec,
-                   values ? "accumulate" : "score", D, nq, best * 1e9 / (double)n, enc * 1e9 / (double)n);
+        else {
+            printf("%-36s %s D=%d n_q=%d: %.1f ns/token (encode %.1f ns/token", spec, values ? "accumulate" : "score",
+                   D, nq, best * 1e9 / (double)n, enc * 1e9 / (double)n);
+            if (!values)
+                printf(", prepare %.1f ns/query", prep * 1e9);
+            printf(")\n");
+        }
         vq_codec_free(c);
         free(x), free(codes), free(q), free(s), free(acc);
     }

@@ -87,6 +87,7 @@ static void fill_tables(void)
     k_avx2.flip_signs = vq_flip_signs_avx2;
     k_avx2.bits_unpack = vq_bits_unpack_avx2;
     k_avx2.nearest8 = vq_nearest8_avx2;
+    k_avx2.qplanes = vq_qplanes_encode_avx2;
 
     k_avx512 = k_avx2;
     k_avx512.isa = "avx512";
@@ -108,7 +109,6 @@ static void fill_tables(void)
     k_avx512.fwht = vq_fwht_avx512;
     k_avx512.flip_signs = vq_flip_signs_avx512;
     k_avx512.silu_mul = vq_silu_mul_avx512, k_avx512.gelu_mul = vq_gelu_mul_avx512;
-    k_avx512.qplanes = vq_qplanes_encode_avx512;
     /* entries that need VPOPCNTDQ / VNNI */
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
         k_avx512.bitdot = vq_bitdot_avx512x, k_avx512.signscore = vq_signscore_avx512x;
