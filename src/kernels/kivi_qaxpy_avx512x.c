@@ -17,8 +17,8 @@
  * weights of that lane's group adds the exact integer sums: at 2 and 4
  * bits one broadcast load per quad, unit and query from a table of the
  * chunk's weights stored quad by quad once per chunk (against one VPERMT2D
- * each before: at D 128, group 32, 4 queries 8.6 -> 7.5 ns a row at 2 bits,
- * 9.5 -> 8.5 at 4; figures/bench/ab-session35.txt), at 3 bits one VPERMT2D
+ * each before: at D 128, group 32, 4 queries 8.6 -> 7.6 ns a row at 2 bits,
+ * 9.4 -> 8.5 at 4; figures/bench/ab-session35.txt part 1), at 3 bits one VPERMT2D
  * from the weight registers. Block sums are shifted back (exact:
  * every product is a multiple of the place value) and fold into float
  * accumulators (one FMA), which are put back in channel order once at the

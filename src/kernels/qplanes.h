@@ -38,8 +38,8 @@ void vq_qplanes_encode(const float *y, int D, int qbits, uint8_t *qbuf);
 void vq_qplanes_encode_ref(const float *y, int D, int qbits, uint8_t *qbuf);
 /* AVX2: 8 levels a step, the planes by VPMOVMSKB, the nibble tables by
  * VPSHUFB; D a multiple of 32 (else the reference). The AVX-512 table uses
- * it too: a 16-lane twin measured 143 against its 112 ns a query (D 128,
- * 4 bits, this session's Xeon) and was not kept. */
+ * it too (a 16-lane twin made prepared queries no cheaper:
+ * figures/bench/ab-session35.txt part 5). */
 void vq_qplanes_encode_avx2(const float *y, int D, int qbits, uint8_t *qbuf);
 
 /* The header of qbuf: lo, delta and base = D lo + delta sum v (read once

@@ -9,7 +9,7 @@
  * the high nibbles' in another (nibble_tables.h), so that one VPERMB looks
  * up 4 nibbles of each of 16 tokens (the index: the nibble plus 16 times
  * its byte's place in the unit), low nibbles, then high ones (against one
- * VPERMI2B over both registers each before, which takes twice the cycles:
+ * VPERMI2B over both registers each before: rvq-1 scoring -12%,
  * figures/bench/ab-session35.txt part 3).
  * The two lookups are added in bytes (<= 2 * 60) and VPDPBUSD against ones
  * sums each lane's four bytes into the token's 32-bit sum: exact integers,
