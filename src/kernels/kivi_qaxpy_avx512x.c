@@ -28,7 +28,6 @@
 #include <float.h>
 #include <immintrin.h>
 #include <stdalign.h>
-#include <string.h>
 
 #include "core/vexp.h"
 #include "kernels/rows16_avx512.h"
@@ -79,7 +78,7 @@ static inline __m512i word_index(size_t ch0, int step, int lg, size_t g0)
 /* 2 and 4 bits: the VPERMB index of a quad's unit of 16 code bytes (row
  * r's in 128-bit lane r): 32-bit lane b <- byte (b % ngc) * (16 / ngc) + b
  * / ngc of rows 0..3, so that the lanes take the unit's ngc groups in turn
- * and a quad's weights are one broadcast of ngc words (bc_words) */
+ * and a quad's weights are one broadcast of ngc words (vq_bcast_words) */
 static inline __m512i bc_quad_index(int ngc)
 {
     int8_t tix[64];
@@ -93,24 +92,12 @@ static inline __m512i bc_quad_index(int ngc)
 /* the 32-bit lane of code byte x of a unit under bc_quad_index(ngc) */
 static inline int bc_lane_of(int x, int ngc) { return x % (16 / ngc) * ngc + x / (16 / ngc); }
 
-/* N (1, 2 or 4) 32-bit words at p, lane b taking word b % N */
-static inline __attribute__((always_inline)) __m512i bc_words(const void *p, const int N)
-{
-    if (N == 1) {
-        int32_t x;
-        memcpy(&x, p, sizeof x);
-        return _mm512_set1_epi32(x);
-    }
-    if (N == 2) {
-        long long x;
-        memcpy(&x, p, sizeof x);
-        return _mm512_set1_epi64(x);
-    }
-    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p));
-}
+/* 2 and 4 bits: the groups a unit of 16 code bytes spans (the chunk of 64
+ * channels at 2 bits, a byte half of it at 4), out of the chunk's NGC */
+static inline int bc_unit_groups(int bits, int ngc) { return bits == 4 && ngc > 1 ? ngc / 2 : ngc; }
 
 /* 2 and 4 bits: the chunk's weights (chunk_weights' QA, QB: word 8gg + u
- * the quad u of group gg) stored quad by quad for bc_words: tab[j][4 (NGC
+ * the quad u of group gg) stored quad by quad for vq_bcast_words: tab[j][4 (NGC
  * u + gg) + r] = q of row 4u + r in the chunk's group gg (one VPERMD or two
  * VPERMT2D and one or two stores per weight row) */
 static inline __attribute__((always_inline)) void bc_table(const int NQ, const int NGC, const __m512i QA[KQ_MAXQ],
@@ -226,7 +213,7 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
     /* each lane's group less g0, times 8 (3 bits: the group of channel 64c
      * + 4b; 2 and 4 bits: that of lane b of a unit of 16 code bytes under
      * bc_quad_index, NGH groups to a unit, at 4 bits one map per byte half) */
-    const int NGH = BITS == 4 && NGC > 1 ? NGC / 2 : NGC, HO1 = BITS == 4 && NGC > 1 ? NGH : 0;
+    const int NGH = bc_unit_groups(BITS, NGC), HO1 = BITS == 4 && NGC > 1 ? NGH : 0;
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i bx = _mm512_slli_epi32(_mm512_and_si512(lane, _mm512_set1_epi32(NGH - 1)), 3);
     const __m512i x0 = BITS == 3 ? word_index(64 * c, 4, lg, g0) : bx,
@@ -242,7 +229,7 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
                 _mm512_and_si512(T, _mm512_set1_epi8((char)(3 << (2 * k))));
             _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             {
-                const __m512i Wq = bc_words(tab[j] + 4 * NGC * u, NGC);
+                const __m512i Wq = vq_bcast_words(tab[j] + 4 * NGC * u, NGC);
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) I[j][k] = _mm512_dpbusd_epi32(I[j][k], P[k], Wq);
             }
         } else if (BITS == 3) { /* codes unpacked to bytes (channel = byte), then four rows per 32-bit lane: register k
@@ -267,8 +254,8 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
             }
             _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             {
-                const __m512i Wa = bc_words(tab[j] + 4 * NGC * u, NGH);
-                const __m512i Wb = bc_words(tab[j] + 4 * (NGC * u + (size_t)HO1), NGH);
+                const __m512i Wa = vq_bcast_words(tab[j] + 4 * NGC * u, NGH);
+                const __m512i Wb = vq_bcast_words(tab[j] + 4 * (NGC * u + (size_t)HO1), NGH);
                 I[j][0] = _mm512_dpbusd_epi32(I[j][0], P[0], Wa);
                 I[j][1] = _mm512_dpbusd_epi32(I[j][1], P[1], Wa);
                 I[j][2] = _mm512_dpbusd_epi32(I[j][2], P[2], Wb);
@@ -339,7 +326,8 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
 {
     const size_t ng = NG ? NG : D / group, nc = NC ? NC : D / 64, coff = 4 * ng;
     const int lg = __builtin_ctzll(group);
-    const __m512i tidx = BITS == 3 ? vq_quad_index() : bc_quad_index(BITS == 4 && NGC > 1 ? NGC / 2 : NGC), cmask = _mm512_set1_epi8((char)((1 << BITS) - 1));
+    const __m512i tidx = BITS == 3 ? vq_quad_index() : bc_quad_index(bc_unit_groups(BITS, NGC));
+    const __m512i cmask = _mm512_set1_epi8((char)((1 << BITS) - 1));
     const __m512i rix = vq_rows16_index(rstride);
     const vq_unpack64_ctl u3 = vq_unpack64_init(3); /* (3 bits only) */
     for (int j0 = 0; j0 < n_q; j0 += KQ_MAXQ) {
@@ -378,7 +366,7 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
             for (int l = 0; l < 16; l++)
                 ix[l] = BITS == 2   ? (l % 4 & 1) * 16 + bc_lane_of(4 * mo + l / 4, NGC)
                         : BITS == 3 ? (l / 4 & 1) * 16 + 4 * mo + l % 4
-                                    : (l % 2) * 16 + bc_lane_of(8 * (mo % 2) + l / 2, NGC > 1 ? NGC / 2 : 1);
+                                    : (l % 2) * 16 + bc_lane_of(8 * (mo % 2) + l / 2, bc_unit_groups(4, NGC));
             OX[mo] = _mm512_loadu_si512(ix);
         }
         for (int j = 0; j < nq; j++) {

@@ -104,12 +104,7 @@ block_sums(const int BITS, const int NQ, const int OCT, const uint8_t *blk, size
         if (OCT) {
             for (size_t u = 0; 8 * u < m; u++) {
                 vq_pf_step(pf), vq_pf_step(pf); /* (the fetch counts quads) */
-                _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-                {
-                    long long wd;
-                    memcpy(&wd, &qw[j][8 * u], sizeof wd);
-                    Wq[j] = _mm512_set1_epi64(wd);
-                }
+                _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) Wq[j] = vq_bcast_words(&qw[j][8 * u], 2);
                 add_sums(BITS, NQ, oct_bytes(blk, stride, u, m, ox, tidx), tbl, Wq, I);
             }
         } else {
@@ -117,12 +112,7 @@ block_sums(const int BITS, const int NQ, const int OCT, const uint8_t *blk, size
                 vq_pf_step(pf);
                 const uint8_t *p[4];
                 vq_quad_rows(blk, stride, 16 * c, u, m, p);
-                _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-                {
-                    int32_t wd;
-                    memcpy(&wd, &qw[j][4 * u], sizeof wd);
-                    Wq[j] = _mm512_set1_epi32(wd);
-                }
+                _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) Wq[j] = vq_bcast_words(&qw[j][4 * u], 1);
                 add_sums(BITS, NQ, vq_quad_bytes(p, 0, tidx), tbl, Wq, I);
             }
         }

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/kivi_qaxpy.h"
 #include "kernels/prefetch.h"
@@ -22,6 +23,24 @@ static inline __m512i vq_quad_index(void)
     for (int p = 0; p < 64; p++)
         tix[p] = (int8_t)((p % 4) * 16 + p / 4);
     return _mm512_loadu_si512(tix);
+}
+
+/* N (1, 2 or 4) 32-bit words at p (any alignment), broadcast so that
+ * 32-bit lane b takes word b % N: a quad's int8 weights (four rows a
+ * word) for N column groups */
+static inline __attribute__((always_inline)) __m512i vq_bcast_words(const void *p, const int N)
+{
+    if (N == 1) {
+        int32_t x;
+        memcpy(&x, p, sizeof x);
+        return _mm512_set1_epi32(x);
+    }
+    if (N == 2) {
+        long long x;
+        memcpy(&x, p, sizeof x);
+        return _mm512_set1_epi64(x);
+    }
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p));
 }
 
 /* four rows' 16 bytes at p[t] + off, row t in 128-bit lane t */
