@@ -312,7 +312,8 @@ static void run_parallel(vq_pool *p, size_t n_items, size_t grain, size_t nc, vq
  * worker not yet running, and 1.5 ms is much of a short prompt):
  * PROBE_UNITS units of an arithmetic loop (no memory) on the caller alone,
  * then as many per thread as one parallel job (the faster of two runs: the
- * first may wake sleeping workers). Scaling = n x alone / parallel; a
+ * first may wake sleeping workers). Scaling = n x alone / parallel, at
+ * most n (vq_pool_reading); a
  * reading below VQ_POOL_SERIAL_SCALING x n is low. Jobs run on the caller alone
  * after two low readings in a row, until the next probe; after a low
  * reading the next probe comes VQ_POOL_RECHECK_S later, after a good one
@@ -353,7 +354,7 @@ static void probe_scaling(vq_pool *p, double now)
         const double t = now_s() - t0;
         par = r == 0 || t < par ? t : par;
     }
-    p->scaling = par > 0.0 ? (double)p->n * alone / par : (double)p->n;
+    p->scaling = vq_pool_reading(p->n, alone, par);
     const vq_pool_mode m = vq_pool_mode_after(p->low, p->scaling, p->n, now);
     p->serial = m.serial;
     p->low = m.low;

@@ -46,11 +46,23 @@ void vq_pool_for(vq_pool *p, size_t n_items, size_t grain, vq_pool_task fn, void
 void vq_pool_run(vq_pool *p, vq_pool_fn fn, void *ctx);
 
 /* The thread scaling the pool last measured (pool.c probe_scaling: n
- * threads of an arithmetic loop against the caller alone; 0 before its
+ * threads of an arithmetic loop against the caller alone, at most n
+ * (vq_pool_reading); 0 before its
  * first probe, 0.2 s after its start; 1 for a pool of one). After two
  * readings in a row below 0.65 x the pool's size, jobs run on the caller
  * alone until a reading above it (VQ_POOL_ADAPT=0: never). */
 double vq_pool_scaling(const vq_pool *p);
+
+/* A probe's reading from its two timings (pool.c probe_scaling): n x
+ * alone / parallel, capped at n (n threads cannot do n units in less than
+ * one unit's time; more is the caller's timed run held up, as a CI host
+ * read 6.9 for a pool of 2), and n when the parallel time reads 0 or less.
+ * Always in (0, n] for alone_s > 0. */
+static inline double vq_pool_reading(int n, double alone_s, double parallel_s)
+{
+    const double r = parallel_s > 0.0 ? (double)n * alone_s / parallel_s : (double)n;
+    return r > (double)n ? (double)n : r;
+}
 
 /* The mode rule behind it (pool.c probe_scaling), apart so that a test
  * can drive it: a probe of n threads read `scaling` at time now, the
