@@ -18,9 +18,11 @@
 # plans beside their at-speed forms), e2e16k-avx2
 # (the same host at 16,384 tokens: five configs, about 20 minutes).
 #   bash scripts/run_bench.sh [STEP...]
+# VQ_BENCH_OUT=DIR writes the files and the tables into DIR instead (a
+# re-take kept apart from the tables, as figures/bench/host-slow-*).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=figures/bench
+out=${VQ_BENCH_OUT:-figures/bench}
 mkdir -p "$out"
 bin=./build/veloxquant
 [ -x "$bin" ] && [ -x build/bench/bench_codecs ] || make -j2 all build/bench/bench_codecs >/dev/null
