@@ -44,7 +44,7 @@ static void test_attention_json(void)
     const double bw = cli_json_get_num(root, "bandwidth_gbs", -1.0);
     CHECK(bw > 0.0);
     const double scaling = cli_json_get_num(root, "thread_scaling", -1.0), threads = cli_json_get_num(root, "threads", 0);
-    CHECKF(scaling > 0.0 && scaling <= 2.0 * threads, "thread_scaling %g with %g thread(s)", scaling, threads);
+    CHECKF(scaling > 0.0 && scaling <= threads, "thread_scaling %g with %g thread(s)", scaling, threads);
     CHECK(cli_json_get_num(root, "head_dim", 0) == 64 && cli_json_get_num(root, "kv_heads", 0) == 1);
     static const char *const keys[3] = { "fp16", "q8_0", "kivi:bits=2,qbits=8" };
     for (size_t c = 0; c < 2; c++) {

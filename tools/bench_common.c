@@ -185,7 +185,8 @@ double bench_thread_scaling(int n_threads)
     double r[ROUNDS];
     for (int k = 0; k < ROUNDS; k++) { /* alternated: the host's drift cancels */
         const double t1 = spin_time(1, iters), tn = spin_time(n_threads, iters);
-        r[k] = tn > 0.0 ? n_threads * t1 / tn : 0.0;
+        const double x = tn > 0.0 ? n_threads * t1 / tn : (double)n_threads;
+        r[k] = x < n_threads ? x : n_threads; /* more: the one-thread run was held up (as core/pool.c's probe) */
     }
     return bench_median(r, ROUNDS);
 }

@@ -24,7 +24,9 @@ double bench_read_bandwidth_cached(int n_threads, size_t bytes);
  * 20 ms per thread): n_threads where every thread has a core of its own,
  * about 1 where they share one physical core (SMT siblings, or virtual
  * CPUs that the host runs on one core). Every figure taken with threads
- * is read against it. 1 for n_threads <= 1. */
+ * is read against it. Each round is capped at n_threads (a higher reading
+ * is the one-thread run held up), so the result is in (0, n_threads]. 1
+ * for n_threads <= 1. */
 double bench_thread_scaling(int n_threads);
 
 /* Median of n values (sorts v in place); n >= 1. */
