@@ -497,6 +497,8 @@ static inline __attribute__((always_inline)) void codes_qprep(const float *qs, s
         __m512 mx[4], base[4], X[4][4]; /* X: q * s kept for the rounding pass when D is 64 */
         _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++) {
             mx[t] = base[t] = _mm512_setzero_ps();
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) /* (gcc 13 cannot tell X is read only where written) */
+                X[t][k] = _mm512_setzero_ps();
             if (t >= nj) /* absent queries reduce zeros */
                 continue;
             const float *qv = qs + (size_t)(j0 + t) * qstride;
