@@ -308,17 +308,13 @@ static void test_methods(void)
     /* calibrated methods (D <= 128: the eigen-solve of the calibration);
      * spectral's wide signal slots take the scalar unpack inside values */
     static const char *calibrated[] = { "spectral:bits=4", "spectral:bits=2",
-                                        "spectral:bits=2,signal_bits=4,signal=12" };
+                                        "spectral:bits=2,signal_bits=4,signal=12", "vecinfer:sub_dim=8,bits=8",
+                                        "vecinfer:sub_dim=4,bits=5", "vecinfer:sub_dim=8,bits=9" };
     for (size_t i = 0; i < sizeof calibrated / sizeof *calibrated; i++)
         for (size_t d = 0; d < 3; d++) {
             check_method(calibrated[i], Ds[d], VQ_ROLE_KEY);
             check_method(calibrated[i], Ds[d], VQ_ROLE_VALUE);
         }
-    /* a method without the op keeps its own kernels */
-    vq_codec *c = NULL;
-    CHECK_OK(vq_codec_create("vecinfer", 64, VQ_ROLE_KEY, 1, &c));
-    CHECK(c && c->tile == NULL && !vq_codec_tiled_accum_ok(c));
-    vq_codec_free(c);
 }
 
 /* The attention of a batch of queries must equal that of one query at a

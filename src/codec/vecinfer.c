@@ -32,10 +32,12 @@
  *
  * Query: query_bytes = M*K floats, the table LUT[m][k] = <q~_m, C_m,k>;
  * score = sum_m LUT[m][code_m].
- * Accumulate: for K <= 256 (bits <= 8) a histogram of weights per piece
- * and code (accum_size = M*K; finish forms sum_k hist[m][k]*C_m,k then
- * inverts T): the per-token cost is M adds. For bits > 8 the centroids
- * are added directly in the rotated domain (accum_size = D).
+ * Accumulate: the centroids added in the rotated domain, acc += w * [C_0,
+ * code_0 | ... | C_M-1,code_M-1] (accum_size = D; finish inverts T). The
+ * `values` op writes those rows, so that attention takes the tiled path
+ * (codec/tiled.h: SIMD dense_axpy); vecinfer_accumulate is its scalar
+ * reference. (A histogram of weights per piece and code, M*K floats a
+ * query, took twice the time: docs/codecs-calibrated.md.)
  *
  * Shared state (shared_bytes): codebooks M*K*sub_dim fp32 plus lambda D
  * fp32. State payload: docs/FORMATS.md, "vecinfer". */
@@ -60,7 +62,6 @@
 typedef struct {
     int sub_dim, bits, qbits, M, K;
     int smooth;         /* 1 for keys */
-    int hist;           /* accumulate by histograms (K <= 256) */
     uint64_t rot_seed;  /* seed of the +-1 diagonal */
     float *sign;        /* D */
     float *lambda;      /* D */
@@ -171,7 +172,6 @@ static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
     st->M = D / st->sub_dim;
     st->K = 1 << st->bits;
     st->smooth = c->role == VQ_ROLE_KEY;
-    st->hist = st->K <= 256;
     st->rot_seed = vq_seed_mix(c->seed, 0x7665633031ull); /* "vec01" */
     st->sign = malloc((size_t)D * sizeof(float));
     st->lambda = malloc((size_t)D * sizeof(float));
@@ -188,7 +188,7 @@ static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
     /* qbits=8: the byte tables (kernels/lut8_scan.h); the float table is
      * made in tmp first, so the buffer holds the larger of the two */
     c->query_bytes = sizeof(float) * (size_t)st->M * st->K;
-    c->accum_size = st->hist ? (size_t)st->M * st->K : (size_t)D;
+    c->accum_size = (size_t)D;
     st->lut = st->qbits ? malloc(sizeof(float) * (size_t)st->M * st->K) : NULL;
     if (st->qbits && !st->lut)
         return vq_fail(c->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
@@ -218,19 +218,38 @@ static void vecinfer_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
     }
 }
 
+/* the rotated-domain vectors of n tokens: token i's pieces' centroids at
+ * y + i*D (the accumulators' domain; codec.h values) */
+static inline __attribute__((always_inline)) void vi_values(const vecinfer_state *st, const size_t SD, size_t D,
+                                                            size_t bb, const uint8_t *src, size_t n, float *y)
+{
+    const size_t M = (size_t)st->M, K = (size_t)st->K;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *row = src + i * bb;
+        float *o = y + i * D;
+        for (size_t m = 0; m < M; m++) {
+            const size_t code = st->bits == 8 ? row[m] : vq_bits_get(row, m, st->bits);
+            memcpy(o + m * SD, st->cb + (m * K + code) * SD, SD * sizeof(float)); /* SD constant: moves */
+        }
+    }
+}
+
+static void vecinfer_values(vq_codec *c, const uint8_t *src, size_t n, float *y)
+{
+    const vecinfer_state *st = c->impl;
+    if (st->sub_dim == 8)
+        vi_values(st, 8, (size_t)c->head_dim, c->block_bytes, src, n, y);
+    else
+        vi_values(st, 4, (size_t)c->head_dim, c->block_bytes, src, n, y);
+}
+
 static void vecinfer_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
 {
     vecinfer_state *st = c->impl;
-    const int D = c->head_dim, sd = st->sub_dim;
-    const size_t bb = c->block_bytes;
-    for (size_t i = 0; i < n; i++) {
-        float *y = x + i * (size_t)D;
-        for (int m = 0; m < st->M; m++) {
-            unsigned code = vq_bits_get(src + i * bb, (size_t)m, st->bits);
-            memcpy(y + m * sd, st->cb + ((size_t)m * st->K + code) * sd, (size_t)sd * sizeof(float));
-        }
-        vi_inverse(st, D, y);
-    }
+    const size_t D = (size_t)c->head_dim;
+    vecinfer_values(c, src, n, x);
+    for (size_t i = 0; i < n; i++)
+        vi_inverse(st, (int)D, x + i * D);
 }
 
 /* ---- fused kernels ------------------------------------------------------ */
@@ -303,50 +322,28 @@ static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
     }
 }
 
+/* the scalar reference of the tiled path (vecinfer_values, dense_axpy):
+ * acc_j[e] += w_ji * value_i[e], token after token */
 static void vecinfer_accumulate(vq_codec *c, const float *w, int n_q,
                                 const uint8_t *codes, size_t n, float *acc)
 {
-    vecinfer_state *st = c->impl;
-    const int sd = st->sub_dim;
-    const size_t bb = c->block_bytes;
-    unsigned code[256];
+    const size_t D = (size_t)c->head_dim;
+    float *row = ((vecinfer_state *)c->impl)->tmp;
     for (size_t i = 0; i < n; i++) {
-        vi_codes(st, codes + i * bb, code);
+        vecinfer_values(c, codes + i * c->block_bytes, 1, row);
         for (int j = 0; j < n_q; j++) {
-            float wi = w[(size_t)j * n + i];
+            const float wi = w[(size_t)j * n + i];
             float *a = acc + (size_t)j * c->accum_size;
-            for (int m = 0; m < st->M; m++) {
-                if (st->hist) {
-                    a[(size_t)m * st->K + code[m]] += wi;
-                } else {
-                    const float *cent = st->cb + ((size_t)m * st->K + code[m]) * sd;
-                    for (int d = 0; d < sd; d++)
-                        a[m * sd + d] += wi * cent[d];
-                }
-            }
+            for (size_t e = 0; e < D; e++)
+                a[e] += wi * row[e];
         }
     }
 }
 
 static void vecinfer_finish(vq_codec *c, const float *acc, float *out)
 {
-    vecinfer_state *st = c->impl;
-    const int D = c->head_dim, sd = st->sub_dim;
-    if (st->hist) {
-        memset(out, 0, (size_t)D * sizeof(float));
-        for (int m = 0; m < st->M; m++)
-            for (int k = 0; k < st->K; k++) {
-                float h = acc[(size_t)m * st->K + k];
-                if (h == 0.0f)
-                    continue;
-                const float *cent = st->cb + ((size_t)m * st->K + k) * sd;
-                for (int d = 0; d < sd; d++)
-                    out[m * sd + d] += h * cent[d];
-            }
-    } else {
-        memcpy(out, acc, (size_t)D * sizeof(float));
-    }
-    vi_inverse(st, D, out);
+    memcpy(out, acc, (size_t)c->head_dim * sizeof(float));
+    vi_inverse(c->impl, c->head_dim, out);
 }
 
 /* ---- calibration -------------------------------------------------------- */
@@ -473,6 +470,7 @@ const vq_codec_ops vq_codec_vecinfer_ops = {
     .score = vecinfer_score,
     .accumulate = vecinfer_accumulate,
     .accum_finish = vecinfer_finish,
+    .values = vecinfer_values,
     .calibrate = vecinfer_calibrate,
     .state_write = vecinfer_state_write,
     .state_read = vecinfer_state_read,
