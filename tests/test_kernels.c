@@ -27,6 +27,9 @@
  *     its reference against codes_dot with the dequantized query;
  *   lut_axpy (code levels summed in registers, one or two sets): the
  *     reference's bits, and within 2e-6 of lut_row + dense_axpy;
+ *   pq_axpy (product-quantized rows: per-piece centroids summed in
+ *     registers): the reference's bits, the reference's fmaf sums, and
+ *     within 2e-6 of the centroids in a tile + dense_axpy;
  *   kivi_axpy (KIVI value rows decoded in registers): relative error
  *     <= 2e-6, and the bits of kivi_group_row + dense_axpy;
  *   kivi_qaxpy (the same with int8 weights): the reference's bits, and
@@ -786,6 +789,58 @@ static void test_lut_axpy(const vq_kernels *k, const vq_kernels *ref)
                                    "%s lut_axpy bits=%d D=%zu: far from the tiled sum", k->isa, bits, D);
                             free(rows), free(w), free(f), free(tile), free(a1), free(a2), free(a3);
                         }
+}
+
+/* pq_axpy: the reference's bits; the reference against fmaf sums of the
+ * centroids (token order), and close to the tiled sum (the centroids
+ * copied into a tile, then dense_axpy); odd M, piece sizes 4 and 8, codes
+ * up to K - 1, weight rows past a pass's four */
+static void test_pq_axpy(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ms[] = { 1, 2, 3, 4, 6, 12, 16, 20, 32 };
+    static const size_t Ks[] = { 256, 16 };
+    for (size_t sd = 4; sd <= 8; sd += 4)
+        for (size_t im = 0; im < sizeof Ms / sizeof *Ms; im++)
+            for (size_t ik = 0; ik < 2; ik++)
+                for (size_t nt = 1; nt <= 40; nt += 13)
+                    for (int nq = 1; nq <= 6; nq += 2) {
+                        const size_t M = Ms[im], K = Ks[ik], D = M * sd, rs = M + 3, ws = nt + 2, as = D + 5;
+                        uint8_t *rows = malloc(rs * nt + 1);
+                        float *cb = malloc(sizeof(float) * M * K * sd), *w = malloc(sizeof(float) * ws * (size_t)nq);
+                        float *tile = malloc(sizeof(float) * D * nt);
+                        float *a1 = malloc(sizeof(float) * as * (size_t)nq), *a2 = malloc(sizeof(float) * as * (size_t)nq);
+                        float *a3 = malloc(sizeof(float) * as * (size_t)nq), *a4 = malloc(sizeof(float) * as * (size_t)nq);
+                        fill_bytes(rows, rs * nt + 1, M + nt + sd);
+                        for (size_t i = 0; i < rs * nt + 1; i++)
+                            rows[i] = (uint8_t)(rows[i] % K);
+                        fill(cb, M * K * sd, 11 + M);
+                        fill(w, ws * (size_t)nq, 7 * M + nt);
+                        fill(a1, as * (size_t)nq, 5);
+                        memcpy(a2, a1, sizeof(float) * as * (size_t)nq);
+                        memcpy(a3, a1, sizeof(float) * as * (size_t)nq);
+                        memcpy(a4, a1, sizeof(float) * as * (size_t)nq);
+                        ref->pq_axpy(rows + 1, rs, nt, M, sd, cb, K, w, ws, nq, a1, as);
+                        k->pq_axpy(rows + 1, rs, nt, M, sd, cb, K, w, ws, nq, a2, as);
+                        CHECKF(same_bits(a2, a1, as * (size_t)nq), "%s pq_axpy sd=%zu M=%zu K=%zu nt=%zu nq=%d",
+                               k->isa, sd, M, K, nt, nq);
+                        for (size_t i = 0; i < nt; i++)
+                            for (size_t m = 0; m < M; m++)
+                                memcpy(tile + i * D + m * sd, cb + (m * K + rows[1 + i * rs + m]) * sd,
+                                       sd * sizeof(float));
+                        int fma_ok = 1;
+                        for (int j = 0; j < nq; j++)
+                            for (size_t e = 0; e < D; e++) {
+                                float a = a4[(size_t)j * as + e];
+                                for (size_t i = 0; i < nt; i++)
+                                    a = fmaf(w[(size_t)j * ws + i], tile[i * D + e], a);
+                                fma_ok &= a == a1[(size_t)j * as + e];
+                            }
+                        CHECKF(fma_ok, "pq_axpy_ref sd=%zu M=%zu: not the fmaf sums", sd, M);
+                        k->dense_axpy(w, ws, nq, tile, VQ_ELEM_F32, nt, D, a3, as);
+                        CHECKF(rel_diff(a2, a3, as * (size_t)nq) <= 2e-6, "%s pq_axpy sd=%zu M=%zu: far from the tiled sum",
+                               k->isa, sd, M);
+                        free(rows), free(cb), free(w), free(tile), free(a1), free(a2), free(a3), free(a4);
+                    }
 }
 
 static float half_of(const uint8_t *p, size_t i) { return vq_fp16_to_fp32((vq_fp16)(p[2 * i] | p[2 * i + 1] << 8)); }
@@ -1671,6 +1726,7 @@ static void test_tables(void)
         test_bitdot(k, ref);
         test_signscore(k, ref);
         test_lut_axpy(k, ref);
+        test_pq_axpy(k, ref);
         test_codes_dot(k, ref);
         test_codes_dot_pair(k, ref);
         test_nearest8(k, ref);

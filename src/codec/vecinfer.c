@@ -33,11 +33,12 @@
  * Query: query_bytes = M*K floats, the table LUT[m][k] = <q~_m, C_m,k>;
  * score = sum_m LUT[m][code_m].
  * Accumulate: the centroids added in the rotated domain, acc += w * [C_0,
- * code_0 | ... | C_M-1,code_M-1] (accum_size = D; finish inverts T). The
- * `values` op writes those rows, so that attention takes the tiled path
- * (codec/tiled.h: SIMD dense_axpy); vecinfer_accumulate is its scalar
- * reference. (A histogram of weights per piece and code, M*K floats a
- * query, took twice the time: docs/codecs-calibrated.md.)
+ * code_0 | ... | C_M-1,code_M-1] (accum_size = D; finish inverts T):
+ * kernels.h pq_axpy for one-byte codes where the table has a SIMD twin,
+ * else the tiled path (the `values` op writes those rows; codec/tiled.h)
+ * with vecinfer_accumulate's own loop as the scalar reference. (A
+ * histogram of weights per piece and code, M*K floats a query, took four
+ * times as long: docs/codecs-calibrated.md.)
  *
  * Shared state (shared_bytes): codebooks M*K*sub_dim fp32 plus lambda D
  * fp32. State payload: docs/FORMATS.md, "vecinfer". */
@@ -189,6 +190,8 @@ static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
      * made in tmp first, so the buffer holds the larger of the two */
     c->query_bytes = sizeof(float) * (size_t)st->M * st->K;
     c->accum_size = (size_t)D;
+    /* one-byte codes: the SIMD pq_axpy where the table has it (no tile) */
+    c->accum_own = st->bits == 8 && D % 16 == 0 && vq_kernels_get()->pq_axpy != vq_pq_axpy_ref;
     st->lut = st->qbits ? malloc(sizeof(float) * (size_t)st->M * st->K) : NULL;
     if (st->qbits && !st->lut)
         return vq_fail(c->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
@@ -322,13 +325,20 @@ static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
     }
 }
 
-/* the scalar reference of the tiled path (vecinfer_values, dense_axpy):
- * acc_j[e] += w_ji * value_i[e], token after token */
+/* acc_j[e] += w_ji * value_i[e], token after token: kernels.h pq_axpy
+ * where the table has a SIMD twin (accum_own), else the scalar reference
+ * of it and of the tiled path (vecinfer_values, dense_axpy) */
 static void vecinfer_accumulate(vq_codec *c, const float *w, int n_q,
                                 const uint8_t *codes, size_t n, float *acc)
 {
+    const vecinfer_state *st = c->impl;
+    if (c->accum_own) {
+        vq_kernels_get()->pq_axpy(codes, c->block_bytes, n, (size_t)st->M, (size_t)st->sub_dim, st->cb,
+                                  (size_t)st->K, w, n, n_q, acc, c->accum_size);
+        return;
+    }
     const size_t D = (size_t)c->head_dim;
-    float *row = ((vecinfer_state *)c->impl)->tmp;
+    float *row = st->tmp;
     for (size_t i = 0; i < n; i++) {
         vecinfer_values(c, codes + i * c->block_bytes, 1, row);
         for (int j = 0; j < n_q; j++) {

@@ -79,6 +79,14 @@
  *       lut_row's values) and acc[j*astride + e] = fmaf(w[j*wstride + i],
  *       v_ie, acc) row after row. D a multiple of 16. Every variant has
  *       these bits.
+ *   pq_axpy(codes, stride, nt, M, sd, cb, K, w, wstride, n_q, acc,
+ *       astride): weighted sums of product-quantized rows (vecinfer's
+ *       values in the rotated domain): row i has M one-byte codes c_im
+ *       (< K <= 256) at codes + i*stride, piece m of its value is the
+ *       centroid cb + (m*K + c_im)*sd (sd floats), and acc[j*astride +
+ *       m*sd + d] = fmaf(w[j*wstride + i], centroid[d], acc) row after row.
+ *       Every variant has these bits (AVX-512: sd 4 or 8, M*sd a multiple
+ *       of 16; else the reference).
  *   kivi_qaxpy: kernels/kivi_qaxpy.h (the same sums with the weights
  *       rounded to int8 per block of rows; the VNNI + VBMI variant where
  *       the CPU has both, else the AVX2 one).
@@ -192,6 +200,9 @@ typedef void vq_lut_axpy_fn(const uint8_t *codes, size_t stride, size_t nt, size
                             const float *lut, int n_sets, const float *f, size_t hoff, const float *w, size_t wstride,
                             int n_q, float *acc, size_t astride);
 
+typedef void vq_pq_axpy_fn(const uint8_t *codes, size_t stride, size_t nt, size_t M, size_t sd, const float *cb,
+                           size_t K, const float *w, size_t wstride, int n_q, float *acc, size_t astride);
+
 typedef struct vq_kernels {
     const char *isa; /* "scalar", "avx2", "avx512" */
     int simd;        /* 0 for the scalar references */
@@ -212,6 +223,7 @@ typedef struct vq_kernels {
     void (*kivi_axpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     vq_lut_axpy_fn *lut_axpy;
+    vq_pq_axpy_fn *pq_axpy;
     void (*kivi_qaxpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     vq_lut_qaxpy_fn *lut_qaxpy;
@@ -287,6 +299,7 @@ void vq_kivi_axpy_avx2(const uint8_t *rows, size_t rstride, int bits, size_t nt,
 void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                          const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 vq_lut_axpy_fn vq_lut_axpy_ref, vq_lut_axpy_avx2, vq_lut_axpy_avx512;
+vq_pq_axpy_fn vq_pq_axpy_ref, vq_pq_axpy_avx512;
 void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                       const float *q, size_t qstride, int n_q, float *s, size_t sstride);
 void vq_codes_dot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
