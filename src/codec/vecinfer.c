@@ -221,19 +221,29 @@ static void vecinfer_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
     }
 }
 
+/* the M piece codes of one token (bytes as they are for 8-bit codes) */
+static inline void vi_codes(const vecinfer_state *st, const uint8_t *row, unsigned *code)
+{
+    if (st->bits == 8)
+        for (int m = 0; m < st->M; m++)
+            code[m] = row[m];
+    else
+        for (int m = 0; m < st->M; m++)
+            code[m] = vq_bits_get(row, (size_t)m, st->bits);
+}
+
 /* the rotated-domain vectors of n tokens: token i's pieces' centroids at
  * y + i*D (the accumulators' domain; codec.h values) */
 static inline __attribute__((always_inline)) void vi_values(const vecinfer_state *st, const size_t SD, size_t D,
                                                             size_t bb, const uint8_t *src, size_t n, float *y)
 {
     const size_t M = (size_t)st->M, K = (size_t)st->K;
+    unsigned code[256];
     for (size_t i = 0; i < n; i++) {
-        const uint8_t *row = src + i * bb;
         float *o = y + i * D;
-        for (size_t m = 0; m < M; m++) {
-            const size_t code = st->bits == 8 ? row[m] : vq_bits_get(row, m, st->bits);
-            memcpy(o + m * SD, st->cb + (m * K + code) * SD, SD * sizeof(float)); /* SD constant: moves */
-        }
+        vi_codes(st, src + i * bb, code);
+        for (size_t m = 0; m < M; m++) /* SD constant: the copies are moves */
+            memcpy(o + m * SD, st->cb + (m * K + code[m]) * SD, SD * sizeof(float));
     }
 }
 
@@ -271,17 +281,6 @@ static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
                       (size_t)sd, lut + (size_t)m * st->K, (size_t)st->K);
     if (st->qbits) /* byte tables (codec/lut_bytes.h) */
         vq_lut_bytes(lut, st->M, qbuf);
-}
-
-/* the M piece codes of one token (bytes as they are for 8-bit codes) */
-static inline void vi_codes(const vecinfer_state *st, const uint8_t *row, unsigned *code)
-{
-    if (st->bits == 8)
-        for (int m = 0; m < st->M; m++)
-            code[m] = row[m];
-    else
-        for (int m = 0; m < st->M; m++)
-            code[m] = vq_bits_get(row, (size_t)m, st->bits);
 }
 
 /* NJ (1..4, a constant after inlining) queries' sums of one token's
