@@ -376,13 +376,14 @@ static void test_prod_unbiased(void)
             CHECK_OK(vq_codec_create(specs[s], D, VQ_ROLE_KEY, 1000 + (uint64_t)i, &c));
             if (!c)
                 return;
-            uint8_t code[128], qb[1024];
-            float est;
+            uint8_t code[128], *qb = malloc(vq_codec_query_bytes(c));
+            float est = 0.0f;
             CHECK_OK(vq_codec_encode(c, k, 1, code));
             CHECK_OK(vq_codec_prepare_query(c, q, qb));
             CHECK_OK(vq_codec_score(c, qb, 1, code, 1, &est));
             sum += est;
             sum2 += (double)est * est;
+            free(qb);
             vq_codec_free(c);
         }
         mean[s] = sum / seeds;

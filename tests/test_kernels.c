@@ -16,6 +16,8 @@
  *     signscore (its counts combined in float, one or two bit sets; the
  *     AVX-512 popcount and nibble-table variants both): bit-identical;
  *     the nibble tables against their definition;
+ *   signscore_float (float tables of four signs, one or two sets, m up to
+ *     1024): bit-identical; the reference within 1e-5 of <y, signs>;
  *   dense dot/axpy on IEEE half rows: relative error <= 2e-6, and the
  *     bits of fp16_row into a tile, then the float kernels (tables with
  *     dense_f16, E a multiple of 8; else the reference's bits);
@@ -445,6 +447,80 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
             test_signscore_fn("avx512 nibbles", vq_signscore_nibbles_avx512x, ref);
     }
 #endif
+}
+
+/* signscore_float: the reference's bits (unaligned rows and tables, odd
+ * token counts, 1-9 queries, one or two sets, the factor first or last in
+ * the row); the tables against their formula (and their sign symmetry);
+ * the reference against <y, s(z)>
+ * summed in double, within 1e-5 of h * sum_k |w_k| * sum_d |y_d| */
+static void test_signscore_float(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t ms[] = { 4, 28, 32, 64, 96, 128, 160, 256, 1024 };
+    static const size_t ns[] = { 1, 15, 16, 17, 47, 70 };
+    static const int nqs[] = { 1, 3, 4, 5, 9 };
+    for (size_t im = 0; im < sizeof ms / sizeof *ms; im++)
+        for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
+            for (size_t iq = 0; iq < sizeof nqs / sizeof *nqs; iq++)
+                for (int sets = 1; sets <= 2; sets++)
+                    for (int last = 0; last <= 1; last++) {
+                        /* token: 1 byte | fp16 factor | 2 sets; last: 1 byte | 2 sets | 2 bytes | fp16 factor */
+                        const size_t m = ms[im], n = ns[in], nb = (m + 7) / 8, stride = 2 * nb + 5;
+                        const int nq = nqs[iq];
+                        const size_t tstride = vq_sign_tables_floats(m) + 3, hoff = last ? stride - 2 : 1;
+                        const size_t offs[2] = { last ? 1 : 3, (last ? 1 : 3) + nb };
+                        const float w[2] = { 0.061f, -0.0237f };
+                        uint8_t *codes = malloc(stride * n + 1);
+                        float *y = malloc(sizeof(float) * m * (size_t)nq), *f = malloc(sizeof(float) * n);
+                        float *tabs = malloc(sizeof(float) * (tstride * (size_t)nq + 1));
+                        float *s1 = malloc(sizeof(float) * n * (size_t)nq), *s2 = malloc(sizeof(float) * n * (size_t)nq);
+                        fill_bytes(codes, stride * n + 1, m + n + (size_t)sets);
+                        fill(y, m * (size_t)nq, 3 * m + (size_t)nq);
+                        fill(f, n, 7 + n);
+                        for (size_t i = 0; i < n; i++) { /* finite factors, at byte hoff of each token */
+                            const uint16_t h = vq_fp32_to_fp16(f[i]);
+                            memcpy(codes + 1 + i * stride + hoff, &h, 2);
+                        }
+                        int sym = 1;
+                        for (int j = 0; j < nq; j++) {
+                            float *t = tabs + 1 + (size_t)j * tstride;
+                            vq_sign_tables(y + (size_t)j * m, m, t);
+                            for (size_t e = 0; e < 4 * m; e++) {
+                                const float *x = y + (size_t)j * m + e / 16 * 4;
+                                float want = e % 16 & 1 ? x[0] : -x[0];
+                                for (unsigned b = 1; b < 4; b++)
+                                    want = want + (e % 16 >> b & 1 ? x[b] : -x[b]);
+                                sym &= t[e] == want && t[e] == -t[e - e % 16 + 15 - e % 16];
+                            }
+                        }
+                        CHECKF(sym, "sign tables m=%zu: not sign_tables.h's sums, or entry e not -(entry 15 - e)", m);
+                        for (size_t i = 0; i < n * (size_t)nq; i++) /* poisoned apart: every output is written */
+                            s1[i] = -1.0f, s2[i] = NAN;
+                        ref->signscore_float(codes + 1, stride, n, m, offs, w, sets, hoff, tabs + 1, tstride, nq, s1, n);
+                        k->signscore_float(codes + 1, stride, n, m, offs, w, sets, hoff, tabs + 1, tstride, nq, s2, n);
+                        CHECKF(same_bits(s1, s2, n * (size_t)nq), "%s signscore_float m=%zu n=%zu nq=%d sets=%d last=%d",
+                               k->isa, m, n, nq, sets, last);
+                        double worst = 0.0;
+                        for (int j = 0; j < nq; j++)
+                            for (size_t i = 0; i < n; i++) {
+                                const uint8_t *row = codes + 1 + i * stride;
+                                const double h = vq_fp16_to_fp32((vq_fp16)(row[hoff] | row[hoff + 1] << 8));
+                                double want = 0.0, mag = 0.0;
+                                for (int kk = 0; kk < sets; kk++) {
+                                    double a = 0.0;
+                                    for (size_t d = 0; d < m; d++) {
+                                        const double yd = y[(size_t)j * m + d];
+                                        a += (row[offs[kk] + d / 8] >> d % 8 & 1) ? yd : -yd;
+                                        mag += fabs(w[kk] * yd);
+                                    }
+                                    want += w[kk] * a;
+                                }
+                                worst = fmax(worst, fabs(s1[(size_t)j * n + i] - h * want) / (fabs(h) * mag + 1e-30));
+                            }
+                        CHECKF(worst <= 1e-5, "signscore_float_ref m=%zu n=%zu sets=%d: %g from <y, s(z)>", m, n, sets,
+                               worst);
+                        free(codes), free(y), free(f), free(tabs), free(s1), free(s2);
+                    }
 }
 
 static void test_codes_dot(const vq_kernels *k, const vq_kernels *ref)
@@ -1725,6 +1801,7 @@ static void test_tables(void)
         test_lut8_row(k, ref);
         test_bitdot(k, ref);
         test_signscore(k, ref);
+        test_signscore_float(k, ref);
         test_lut_axpy(k, ref);
         test_pq_axpy(k, ref);
         test_codes_dot(k, ref);

@@ -26,7 +26,11 @@
  * token's sketch-domain vector g z (g = sqrt(pi/2)/m ||k||, z in +-1, by
  * kernels.h lut_row), the prepared query S q is its dot partner, and the
  * SIMD dense kernels score and sum over tiles of them; qjl_score and
- * qjl_accumulate are the scalar references. */
+ * qjl_accumulate are the scalar references. Where the kernel table has a
+ * SIMD signscore_float, S q is followed in the prepared query by its float
+ * sign tables (kernels/sign_tables.h) and keys are scored from the bits
+ * through them (||k|| (sqrt(pi/2)/m A(z)): the same estimator to float
+ * rounding) instead. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +51,7 @@ typedef struct {
     float *S;    /* m x D, row-major */
     float *tmp;  /* m floats */
     float *y;    /* m floats: the query sketch before quantization */
+    int ftab;    /* float query scored from its sign tables (kernels.h signscore_float) */
 } qjl;
 
 static vq_status qjl_init(vq_codec *c, vq_spec *spec)
@@ -82,6 +87,12 @@ static vq_status qjl_init(vq_codec *c, vq_spec *spec)
     c->query_bytes = j->qbits ? vq_qplanes_bytes(j->m, j->qbits) : sizeof(float) * (size_t)m;
     c->accum_size = (size_t)m;
     c->score_own = j->qbits != 0; /* bit planes: not a float dot partner */
+    /* the float query S q followed by its sign tables where the kernel
+     * table has a SIMD signscore_float (else the tiled path) */
+    if (!j->qbits && vq_kernels_get()->signscore_float != vq_signscore_float_ref) {
+        j->ftab = c->score_own = 1;
+        c->query_bytes += sizeof(float) * vq_sign_tables_floats((size_t)m);
+    }
     if (j->qbits)
         snprintf(c->canon, sizeof c->canon, "qjl:dim=%d,qbits=%d", j->m, j->qbits);
     else
@@ -150,14 +161,24 @@ static void qjl_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
     }
 }
 
+/* y (m) <- S q for a query: the kernel table's dense_dot (its SIMD sums;
+ * keys keep project's, so that their bits do not depend on the CPU) */
+static void project_query(const qjl *j, const float *q, int D, float *y)
+{
+    vq_kernels_get()->dense_dot(q, (size_t)D, 1, j->S, VQ_ELEM_F32, (size_t)j->m, (size_t)D, y, (size_t)j->m);
+}
+
 static void qjl_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 {
     qjl *j = c->impl;
     if (j->qbits == 0) {
-        project(j, q, c->head_dim, (float *)(void *)qbuf);
+        float *y = (float *)(void *)qbuf;
+        project_query(j, q, c->head_dim, y);
+        if (j->ftab)
+            vq_sign_tables(y, (size_t)j->m, y + j->m);
         return;
     }
-    project(j, q, c->head_dim, j->y);
+    project_query(j, q, c->head_dim, j->y);
     vq_qplanes_encode(j->y, j->m, j->qbits, qbuf);
 }
 
@@ -193,6 +214,12 @@ static void qjl_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *
         return;
     }
     const float *qs = (const float *)(const void *)qbuf;
+    if (j->ftab) { /* ||k|| (scale A(z)): the fp16 norm at byte 0, the sign bits after it */
+        const size_t off = 2;
+        vq_kernels_get()->signscore_float(codes, c->block_bytes, n, (size_t)j->m, &off, &j->scale, 1, 0, qs + j->m,
+                                          c->query_bytes / sizeof(float), n_q, scores, n);
+        return;
+    }
     for (size_t t = 0; t < n; t++) {
         const uint8_t *blk = codes + t * c->block_bytes;
         float g = j->scale * vq_fp16_to_fp32(vq_get_u16(blk));

@@ -106,7 +106,12 @@ typedef struct {
     int lsq;        /* mse, lsq=1: the field holds the least-squares gain */
     int fit;        /* rvq, fit=1: stage 2 fitted to the real residual (tq_stage2.h) */
     int fused;      /* mse / rvq keys, float query: scored from the codes (tq_score_levels) */
+    int ftab;       /* rvq at 1 bit / prod keys, float query: sign bits from float tables (tq_score_tables) */
 } tq;
+
+/* ftab: where a prepared query's sign tables start (floats): after R q,
+ * and for prod after S R q too */
+static inline size_t tq_tables_at(const tq *t, int D) { return (size_t)(t->v == TQ_PROD ? 2 : 1) * (size_t)D; }
 
 /* the stored gain of a token (fp16, or norm=8's log code; see the header) */
 static inline float tq_norm(const tq *t, const uint8_t *blk)
@@ -246,9 +251,19 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         if (!(t->lut = malloc(sizeof(float) * 256 * (size_t)M)))
             return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
     }
-    /* mse / rvq keys with the float query: scored from the codes where the
-     * kernel table has a SIMD codes_dot (else through the tile) */
-    if (c->role == VQ_ROLE_KEY && v != TQ_PROD && !t->scan && !t->qbits && D % 16 == 0 &&
+    /* rvq keys at 1 bit (both stages' levels symmetric, c[0] = -c[1]) and
+     * prod keys with the float query: their sign bits scored from the
+     * query's float tables (kernels/sign_tables.h), after the query in its
+     * buffer, where the kernel table has a SIMD signscore_float */
+    if (c->role == VQ_ROLE_KEY && !t->scan && !t->qbits && D % 32 == 0 &&
+        vq_kernels_get()->signscore_float != vq_signscore_float_ref &&
+        (v == TQ_PROD || (v == TQ_RVQ && t->bits == 1 && t->c1[0] == -t->c1[1] && t->c2[0] == -t->c2[1]))) {
+        t->ftab = c->score_own = 1;
+        c->query_bytes += sizeof(float) * vq_sign_tables_floats((size_t)D);
+    }
+    /* other mse / rvq keys with the float query: scored from the codes
+     * where the kernel table has a SIMD codes_dot (else through the tile) */
+    if (c->role == VQ_ROLE_KEY && v != TQ_PROD && !t->ftab && !t->scan && !t->qbits && D % 16 == 0 &&
         vq_kernels_get()->codes_dot != vq_codes_dot_ref)
         t->fused = c->score_own = 1;
     if (t->qbits) {
@@ -419,8 +434,10 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     float *y = (float *)(void *)qbuf;
     memcpy(y, q, sizeof(float) * (size_t)D);
     vq_rot_forward(&t->r, y);
-    if (t->v == TQ_PROD)
-        vq_mat_vec(t->S, (size_t)D, (size_t)D, y, y + D);
+    if (t->v == TQ_PROD) /* S y by the kernel table's dense_dot (keys keep vq_mat_vec's CPU-independent bits) */
+        vq_kernels_get()->dense_dot(y, (size_t)D, 1, t->S, VQ_ELEM_F32, (size_t)D, (size_t)D, y + D, (size_t)D);
+    if (t->ftab) /* the tables of the vector the sign bits are scored against */
+        vq_sign_tables(t->v == TQ_PROD ? y + D : y, (size_t)D, y + tq_tables_at(t, D));
 }
 
 /* rvq, bits=1, quantized query: both stages are sign codes with symmetric
@@ -443,6 +460,45 @@ static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
         /* the factor: the fp16 norm at byte 0 (rvq has no norm=8) */
         k->signscore(codes, c->block_bytes, n, (size_t)D, offs, w, 2, NULL, 0, qb0 + 12, c->query_bytes, qc, nj,
                      t->qbits, scores + (size_t)j0 * n, n);
+    }
+}
+
+/* rvq at 1 bit and prod keys against the float query (ftab): the sign
+ * bits from the query's float tables (kernels.h signscore_float). rvq:
+ * norm_i (c1[1] A(a_i) + c2[1] A(b_i)), the stages' levels being +-c[1];
+ * prod: norm_i (sum_e y_e c1[a_ie] + sqrt(pi/2)/D gamma_i A(z_i)), the
+ * levels by codes_dot, TOK tokens and QRY queries at a time */
+static void tq_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n,
+                            float *scores)
+{
+    enum { TOK = 64, QRY = 16 };
+    const tq *t = c->impl;
+    const size_t D = (size_t)c->head_dim, qstride = c->query_bytes / sizeof(float), bb = c->block_bytes;
+    const float *qs = (const float *)(const void *)qbuf, *tabs = qs + tq_tables_at(t, c->head_dim);
+    const vq_kernels *k = vq_kernels_get();
+    if (t->v == TQ_RVQ) { /* the fp16 norm at byte 0 is the kernel's factor */
+        const size_t offs[2] = { t->off1, t->off2 };
+        const float w[2] = { t->c1[1], t->c2[1] };
+        k->signscore_float(codes, bb, n, D, offs, w, 2, 0, tabs, qstride, n_q, scores, n);
+        return;
+    }
+    float f[TOK], p[QRY * TOK];
+    _Static_assert(TOK <= VQ_HALVES_BATCH, "tq_norms' batch");
+    for (size_t i0 = 0; i0 < n; i0 += TOK) {
+        const size_t nt = n - i0 < TOK ? n - i0 : TOK;
+        const uint8_t *blk = codes + i0 * bb;
+        tq_norms(t, k, blk, bb, nt, f);
+        for (int j0 = 0; j0 < n_q; j0 += QRY) {
+            const int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
+            float *out = scores + (size_t)j0 * n + i0;
+            k->codes_dot(blk + t->off1, bb, t->b1, nt, D, t->c1, qs + (size_t)j0 * qstride, qstride, nj, out, n);
+            /* qjl gamma_i A(z_i): gamma the fp16 at byte 2 */
+            k->signscore_float(blk, bb, nt, D, &t->off2, &t->qjl, 1, 2, tabs + (size_t)j0 * qstride, qstride, nj, p,
+                               TOK);
+            for (int j = 0; j < nj; j++)
+                for (size_t i = 0; i < nt; i++)
+                    out[(size_t)j * n + i] = f[i] * (out[(size_t)j * n + i] + p[(size_t)j * TOK + i]);
+        }
     }
 }
 
@@ -493,6 +549,10 @@ static void tq_score_levels(vq_codec *c, const uint8_t *qbuf, int n_q, const uin
 static void tq_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
 {
     tq *t = c->impl;
+    if (t->ftab) {
+        tq_score_tables(c, qbuf, n_q, codes, n, scores);
+        return;
+    }
     if (t->fused) {
         tq_score_levels(c, qbuf, n_q, codes, n, scores);
         return;

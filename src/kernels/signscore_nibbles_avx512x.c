@@ -24,6 +24,7 @@
 #include "kernels/prefetch.h"
 #include "kernels/rows16_avx512.h"
 #include "kernels/signscore_avx512.h"
+#include "kernels/units16_avx512.h"
 
 #define NB_G 2               /* 16-token groups per block */
 #define NB_TOK (16 * NB_G)   /* tokens per block */
@@ -36,22 +37,10 @@ typedef struct {
     alignas(64) int32_t z[NB_G][16];           /* popcounts */
 } nb_units;
 
-/* the 16 bytes at p + t*stride of tokens t0..t0+3, token t0 + k in
- * 128-bit lane k */
-static inline __attribute__((always_inline)) __m512i load4x16(const uint8_t *p, size_t stride, size_t t0)
-{
-    const uint8_t *q = p + t0 * stride;
-    __m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)q));
-    x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(q + stride)), 1);
-    x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * stride)), 2);
-    return _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(q + 3 * stride)), 3);
-}
-
 /* the units of a block of NB_TOK tokens (token t at blk + t*stride, its
  * set at byte off) and their popcounts, lane i of group g holding token
- * 16g + i. nbytes a multiple of 16: per group and 16 bytes, four registers
- * (j: tokens j, j + 4, j + 8, j + 12) transposed within their 128-bit
- * lanes; nbytes 8: two gathers of 8 tokens' quadwords, split into even and
+ * 16g + i. nbytes a multiple of 16: per group and 16 bytes, four units
+ * (units16_avx512.h); nbytes 8: two gathers of 8 tokens' quadwords, split into even and
  * odd dwords */
 static inline void load_units(const uint8_t *blk, size_t stride, size_t off, size_t nbytes, nb_units *U)
 {
@@ -71,14 +60,8 @@ static inline void load_units(const uint8_t *blk, size_t stride, size_t off, siz
             z = _mm512_add_epi32(_mm512_popcnt_epi32(u0), _mm512_popcnt_epi32(u1));
         } else {
             for (size_t c = 0; c < nbytes / 16; c++) {
-                /* x_j lane L: token 4L + j, so that the transpose leaves the tokens in order */
-                const uint8_t *at = grp + 16 * c;
-                const __m512i x0 = load4x16(at, 4 * stride, 0), x1 = load4x16(at + stride, 4 * stride, 0);
-                const __m512i x2 = load4x16(at + 2 * stride, 4 * stride, 0), x3 = load4x16(at + 3 * stride, 4 * stride, 0);
-                const __m512i t0 = _mm512_unpacklo_epi32(x0, x1), t1 = _mm512_unpackhi_epi32(x0, x1);
-                const __m512i t2 = _mm512_unpacklo_epi32(x2, x3), t3 = _mm512_unpackhi_epi32(x2, x3);
-                const __m512i r[4] = { _mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
-                                       _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3) };
+                __m512i r[4];
+                vq_units16_chunk(grp + 16 * c, stride, r);
                 for (size_t m = 0; m < 4; m++) {
                     _mm512_store_si512((void *)U->u[4 * c + m][g], r[m]);
                     z = _mm512_add_epi32(z, _mm512_popcnt_epi32(r[m]));

@@ -1,0 +1,46 @@
+/* signscore_float_ref.c -- the tables of kernels/sign_tables.h and the
+ * scalar reference of kernels.h signscore_float. */
+#include "core/fp16.h"
+#include "kernels/kernels.h"
+#include "kernels/sign_tables.h"
+
+/* the sums of sign_tables.h's order built up: the 4 of the first two
+ * coordinates, 8 with the third, 16 with the fourth */
+void vq_sign_tables(const float *y, size_t m, float *tab)
+{
+    for (size_t p = 0; p < m / 4; p++) {
+        const float *x = y + 4 * p;
+        float s2[4], s3[8];
+        for (unsigned e = 0; e < 4; e++)
+            s2[e] = (e & 1u ? x[0] : -x[0]) + (e & 2u ? x[1] : -x[1]);
+        for (unsigned e = 0; e < 8; e++)
+            s3[e] = s2[e & 3u] + (e & 4u ? x[2] : -x[2]);
+        for (unsigned e = 0; e < 16; e++)
+            tab[16 * p + e] = s3[e & 7u] + (e & 8u ? x[3] : -x[3]);
+    }
+}
+
+void vq_signscore_float_ref(const uint8_t *codes, size_t stride, size_t n, size_t m, const size_t *offs,
+                            const float *w, int n_sets, size_t hoff, const float *tabs, size_t tstride, int n_q,
+                            float *s, size_t sstride)
+{
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *row = codes + i * stride;
+        const float h = vq_fp16_to_fp32((vq_fp16)(row[hoff] | row[hoff + 1] << 8));
+        for (int j = 0; j < n_q; j++) {
+            const float *tab = tabs + (size_t)j * tstride;
+            float a[2] = { 0.0f, 0.0f };
+            for (int k = 0; k < n_sets; k++) {
+                const uint8_t *z = row + offs[k];
+                float acc = 0.0f;
+                for (size_t p = 0; p < m / 4; p++)
+                    acc = acc + tab[16 * p + (z[p / 2] >> 4 * (p % 2) & 15u)];
+                a[k] = acc;
+            }
+            float x = w[0] * a[0];
+            if (n_sets == 2)
+                x = x + w[1] * a[1];
+            s[(size_t)j * sstride + i] = h * x;
+        }
+    }
+}
