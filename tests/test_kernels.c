@@ -16,8 +16,9 @@
  *     signscore (its counts combined in float, one or two bit sets; the
  *     AVX-512 popcount and nibble-table variants both): bit-identical;
  *     the nibble tables against their definition;
- *   signscore_float (float tables of four signs, one or two sets, m up to
- *     1024): bit-identical; the reference within 1e-5 of <y, signs>;
+ *   ftab_score (float tables of four signs, one or two sets, m up to
+ *     1024): bit-identical; the reference within 1e-5 of <y, signs>; over
+ *     level tables of 1-, 2-, 4-bit codes within 1e-5 of sum y lut[c];
  *   dense dot/axpy on IEEE half rows: relative error <= 2e-6, and the
  *     bits of fp16_row into a tile, then the float kernels (tables with
  *     dense_f16, E a multiple of 8; else the reference's bits);
@@ -449,12 +450,12 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
 #endif
 }
 
-/* signscore_float: the reference's bits (unaligned rows and tables, odd
+/* ftab_score: the reference's bits (unaligned rows and tables, odd
  * token counts, 1-9 queries, one or two sets, the factor first or last in
  * the row); the tables against their formula (and their sign symmetry);
  * the reference against <y, s(z)>
  * summed in double, within 1e-5 of h * sum_k |w_k| * sum_d |y_d| */
-static void test_signscore_float(const vq_kernels *k, const vq_kernels *ref)
+static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t ms[] = { 4, 28, 32, 64, 96, 128, 160, 256, 1024 };
     static const size_t ns[] = { 1, 15, 16, 17, 47, 70 };
@@ -467,7 +468,7 @@ static void test_signscore_float(const vq_kernels *k, const vq_kernels *ref)
                         /* token: 1 byte | fp16 factor | 2 sets; last: 1 byte | 2 sets | 2 bytes | fp16 factor */
                         const size_t m = ms[im], n = ns[in], nb = (m + 7) / 8, stride = 2 * nb + 5;
                         const int nq = nqs[iq];
-                        const size_t tstride = vq_sign_tables_floats(m) + 3, hoff = last ? stride - 2 : 1;
+                        const size_t tstride = vq_float_tables_floats(m) + 3, hoff = last ? stride - 2 : 1;
                         const size_t offs[2] = { last ? 1 : 3, (last ? 1 : 3) + nb };
                         const float w[2] = { 0.061f, -0.0237f };
                         uint8_t *codes = malloc(stride * n + 1);
@@ -493,12 +494,12 @@ static void test_signscore_float(const vq_kernels *k, const vq_kernels *ref)
                                 sym &= t[e] == want && t[e] == -t[e - e % 16 + 15 - e % 16];
                             }
                         }
-                        CHECKF(sym, "sign tables m=%zu: not sign_tables.h's sums, or entry e not -(entry 15 - e)", m);
+                        CHECKF(sym, "sign tables m=%zu: not float_tables.h's sums, or entry e not -(entry 15 - e)", m);
                         for (size_t i = 0; i < n * (size_t)nq; i++) /* poisoned apart: every output is written */
                             s1[i] = -1.0f, s2[i] = NAN;
-                        ref->signscore_float(codes + 1, stride, n, m, offs, w, sets, hoff, tabs + 1, tstride, nq, s1, n);
-                        k->signscore_float(codes + 1, stride, n, m, offs, w, sets, hoff, tabs + 1, tstride, nq, s2, n);
-                        CHECKF(same_bits(s1, s2, n * (size_t)nq), "%s signscore_float m=%zu n=%zu nq=%d sets=%d last=%d",
+                        ref->ftab_score(codes + 1, stride, n, m, offs, w, sets, hoff, tabs + 1, tstride, nq, s1, n);
+                        k->ftab_score(codes + 1, stride, n, m, offs, w, sets, hoff, tabs + 1, tstride, nq, s2, n);
+                        CHECKF(same_bits(s1, s2, n * (size_t)nq), "%s ftab_score m=%zu n=%zu nq=%d sets=%d last=%d",
                                k->isa, m, n, nq, sets, last);
                         double worst = 0.0;
                         for (int j = 0; j < nq; j++)
@@ -517,10 +518,61 @@ static void test_signscore_float(const vq_kernels *k, const vq_kernels *ref)
                                 }
                                 worst = fmax(worst, fabs(s1[(size_t)j * n + i] - h * want) / (fabs(h) * mag + 1e-30));
                             }
-                        CHECKF(worst <= 1e-5, "signscore_float_ref m=%zu n=%zu sets=%d: %g from <y, s(z)>", m, n, sets,
+                        CHECKF(worst <= 1e-5, "ftab_score_ref m=%zu n=%zu sets=%d: %g from <y, s(z)>", m, n, sets,
                                worst);
                         free(codes), free(y), free(f), free(tabs), free(s1), free(s2);
                     }
+}
+
+/* level tables (float_tables.h) for 1-, 2- and 4-bit codes: entries
+ * against their formula; ftab_score over them (the table k's, one set)
+ * within 1e-5 of sum_d y_d lut[c_d] summed in double, relative to sum_d
+ * |y_d lut[c_d]| */
+static void test_level_tables(const vq_kernels *k)
+{
+    static const size_t Ds[] = { 32, 64, 96, 128, 256 };
+    for (int b = 1; b <= 4; b *= 2)
+        for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++) {
+            const size_t D = Ds[id], n = 37, nb = D * (size_t)b / 8, stride = nb + 3, per = 4 / (size_t)b;
+            const size_t mask = ((size_t)1 << b) - 1, tf = vq_float_tables_floats(D * (size_t)b);
+            float y[256], lut[16], *tab = malloc(sizeof(float) * tf), s[37];
+            uint8_t *codes = malloc(stride * n);
+            fill(y, D, 17 + D + (size_t)b);
+            fill(lut, (size_t)1 << b, 5 + (size_t)b);
+            fill_bytes(codes, stride * n, D * 3 + (size_t)b);
+            for (size_t i = 0; i < n; i++) { /* the gain at byte 0, the codes from byte 2 */
+                const uint16_t h = vq_fp32_to_fp16(0.5f + (float)i / 16.0f);
+                memcpy(codes + i * stride, &h, 2);
+            }
+            vq_level_tables(y, D, b, lut, tab);
+            int exact = 1;
+            for (size_t p = 0; p < D / per; p++)
+                for (size_t e = 0; e < 16; e++) {
+                    float want = y[p * per] * lut[e & mask];
+                    for (size_t d = 1; d < per; d++)
+                        want = want + y[p * per + d] * lut[e >> (size_t)b * d & mask];
+                    exact &= tab[16 * p + e] == want;
+                }
+            CHECKF(exact, "level tables D=%zu b=%d: not float_tables.h's sums", D, b);
+            const size_t off = 2;
+            const float one = 1.0f;
+            k->ftab_score(codes, stride, n, D * (size_t)b, &off, &one, 1, 0, tab, tf, 1, s, n);
+            double worst = 0.0;
+            for (size_t i = 0; i < n; i++) {
+                const uint8_t *row = codes + i * stride;
+                double want = 0.0, mag = 0.0;
+                for (size_t d = 0; d < D; d++) {
+                    const size_t bit = d * (size_t)b, c = (size_t)(row[2 + bit / 8] >> bit % 8) & mask;
+                    want += (double)y[d] * lut[c];
+                    mag += fabs((double)y[d] * lut[c]);
+                }
+                const double h = 0.5 + (double)i / 16.0;
+                worst = fmax(worst, fabs(s[i] - h * want) / (h * mag + 1e-30));
+            }
+            CHECKF(worst <= 1e-5, "%s ftab_score over level tables D=%zu b=%d: %g from sum y lut[c]", k->isa, D, b,
+                   worst);
+            free(tab), free(codes);
+        }
 }
 
 static void test_codes_dot(const vq_kernels *k, const vq_kernels *ref)
@@ -1801,7 +1853,8 @@ static void test_tables(void)
         test_lut8_row(k, ref);
         test_bitdot(k, ref);
         test_signscore(k, ref);
-        test_signscore_float(k, ref);
+        test_ftab_score(k, ref);
+        test_level_tables(k);
         test_lut_axpy(k, ref);
         test_pq_axpy(k, ref);
         test_codes_dot(k, ref);

@@ -27,8 +27,8 @@
  * kernels.h lut_row), the prepared query S q is its dot partner, and the
  * SIMD dense kernels score and sum over tiles of them; qjl_score and
  * qjl_accumulate are the scalar references. Where the kernel table has a
- * SIMD signscore_float, S q is followed in the prepared query by its float
- * sign tables (kernels/sign_tables.h) and keys are scored from the bits
+ * SIMD ftab_score, S q is followed in the prepared query by its float
+ * sign tables (kernels/float_tables.h) and keys are scored from the bits
  * through them (||k|| (sqrt(pi/2)/m A(z)): the same estimator to float
  * rounding) instead. */
 #include <math.h>
@@ -51,7 +51,7 @@ typedef struct {
     float *S;    /* m x D, row-major */
     float *tmp;  /* m floats */
     float *y;    /* m floats: the query sketch before quantization */
-    int ftab;    /* float query scored from its sign tables (kernels.h signscore_float) */
+    int ftab;    /* float query scored from its sign tables (kernels.h ftab_score) */
 } qjl;
 
 static vq_status qjl_init(vq_codec *c, vq_spec *spec)
@@ -88,10 +88,10 @@ static vq_status qjl_init(vq_codec *c, vq_spec *spec)
     c->accum_size = (size_t)m;
     c->score_own = j->qbits != 0; /* bit planes: not a float dot partner */
     /* the float query S q followed by its sign tables where the kernel
-     * table has a SIMD signscore_float (else the tiled path) */
-    if (!j->qbits && vq_kernels_get()->signscore_float != vq_signscore_float_ref) {
+     * table has a SIMD ftab_score (else the tiled path) */
+    if (!j->qbits && vq_kernels_get()->ftab_score != vq_ftab_score_ref) {
         j->ftab = c->score_own = 1;
-        c->query_bytes += sizeof(float) * vq_sign_tables_floats((size_t)m);
+        c->query_bytes += sizeof(float) * vq_float_tables_floats((size_t)m);
     }
     if (j->qbits)
         snprintf(c->canon, sizeof c->canon, "qjl:dim=%d,qbits=%d", j->m, j->qbits);
@@ -216,7 +216,7 @@ static void qjl_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *
     const float *qs = (const float *)(const void *)qbuf;
     if (j->ftab) { /* ||k|| (scale A(z)): the fp16 norm at byte 0, the sign bits after it */
         const size_t off = 2;
-        vq_kernels_get()->signscore_float(codes, c->block_bytes, n, (size_t)j->m, &off, &j->scale, 1, 0, qs + j->m,
+        vq_kernels_get()->ftab_score(codes, c->block_bytes, n, (size_t)j->m, &off, &j->scale, 1, 0, qs + j->m,
                                           c->query_bytes / sizeof(float), n_q, scores, n);
         return;
     }

@@ -106,10 +106,10 @@ typedef struct {
     int lsq;        /* mse, lsq=1: the field holds the least-squares gain */
     int fit;        /* rvq, fit=1: stage 2 fitted to the real residual (tq_stage2.h) */
     int fused;      /* mse / rvq keys, float query: scored from the codes (tq_score_levels) */
-    int ftab;       /* rvq at 1 bit / prod keys, float query: sign bits from float tables (tq_score_tables) */
+    int ftab;       /* mse at 1-2 bits / rvq at 1 bit / prod keys, float query: scored from float tables (tq_score_tables) */
 } tq;
 
-/* ftab: where a prepared query's sign tables start (floats): after R q,
+/* ftab: where a prepared query's tables start (floats): after R q,
  * and for prod after S R q too */
 static inline size_t tq_tables_at(const tq *t, int D) { return (size_t)(t->v == TQ_PROD ? 2 : 1) * (size_t)D; }
 
@@ -251,15 +251,17 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         if (!(t->lut = malloc(sizeof(float) * 256 * (size_t)M)))
             return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
     }
-    /* rvq keys at 1 bit (both stages' levels symmetric, c[0] = -c[1]) and
-     * prod keys with the float query: their sign bits scored from the
-     * query's float tables (kernels/sign_tables.h), after the query in its
-     * buffer, where the kernel table has a SIMD signscore_float */
+    /* keys against the float query, their codes scored from the query's
+     * float tables (kernels/float_tables.h), after the query in its buffer,
+     * where the kernel table has a SIMD ftab_score: rvq at 1 bit (both
+     * stages' levels symmetric, c[0] = -c[1]) and prod's sign bits by sign
+     * tables, mse at 1 and 2 bits with the fp16 gain by level tables */
     if (c->role == VQ_ROLE_KEY && !t->scan && !t->qbits && D % 32 == 0 &&
-        vq_kernels_get()->signscore_float != vq_signscore_float_ref &&
-        (v == TQ_PROD || (v == TQ_RVQ && t->bits == 1 && t->c1[0] == -t->c1[1] && t->c2[0] == -t->c2[1]))) {
+        vq_kernels_get()->ftab_score != vq_ftab_score_ref &&
+        (v == TQ_PROD || (v == TQ_RVQ && t->bits == 1 && t->c1[0] == -t->c1[1] && t->c2[0] == -t->c2[1]) ||
+         (v == TQ_MSE && !t->norm8 && t->bits <= 2))) {
         t->ftab = c->score_own = 1;
-        c->query_bytes += sizeof(float) * vq_sign_tables_floats((size_t)D);
+        c->query_bytes += sizeof(float) * vq_float_tables_floats((size_t)D * (size_t)(v == TQ_MSE ? t->bits : 1));
     }
     /* other mse / rvq keys with the float query: scored from the codes
      * where the kernel table has a SIMD codes_dot (else through the tile) */
@@ -436,7 +438,9 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     vq_rot_forward(&t->r, y);
     if (t->v == TQ_PROD) /* S y by the kernel table's dense_dot (keys keep vq_mat_vec's CPU-independent bits) */
         vq_kernels_get()->dense_dot(y, (size_t)D, 1, t->S, VQ_ELEM_F32, (size_t)D, (size_t)D, y + D, (size_t)D);
-    if (t->ftab) /* the tables of the vector the sign bits are scored against */
+    if (t->ftab && t->v == TQ_MSE) /* the tables of the vector the codes are scored against */
+        vq_level_tables(y, (size_t)D, t->bits, t->c1, y + tq_tables_at(t, D));
+    else if (t->ftab)
         vq_sign_tables(t->v == TQ_PROD ? y + D : y, (size_t)D, y + tq_tables_at(t, D));
 }
 
@@ -463,11 +467,11 @@ static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
     }
 }
 
-/* rvq at 1 bit and prod keys against the float query (ftab): the sign
- * bits from the query's float tables (kernels.h signscore_float). rvq:
- * norm_i (c1[1] A(a_i) + c2[1] A(b_i)), the stages' levels being +-c[1];
- * prod: norm_i (sum_e y_e c1[a_ie] + sqrt(pi/2)/D gamma_i A(z_i)), the
- * levels by codes_dot, TOK tokens and QRY queries at a time */
+/* keys against the float query from its float tables (ftab; kernels.h
+ * ftab_score): mse norm_i A(c_i) (level tables); rvq norm_i (c1[1] A(a_i)
+ * + c2[1] A(b_i)) (sign tables, the stages' levels being +-c[1]); prod
+ * norm_i (sum_e y_e c1[a_ie] + sqrt(pi/2)/D gamma_i A(z_i)) (sign tables
+ * of S y, the levels by codes_dot, TOK tokens and QRY queries at a time) */
 static void tq_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n,
                             float *scores)
 {
@@ -476,10 +480,15 @@ static void tq_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uin
     const size_t D = (size_t)c->head_dim, qstride = c->query_bytes / sizeof(float), bb = c->block_bytes;
     const float *qs = (const float *)(const void *)qbuf, *tabs = qs + tq_tables_at(t, c->head_dim);
     const vq_kernels *k = vq_kernels_get();
+    if (t->v == TQ_MSE) { /* the fp16 gain at byte 0 is the kernel's factor */
+        const float one = 1.0f;
+        k->ftab_score(codes, bb, n, D * (size_t)t->bits, &t->off1, &one, 1, 0, tabs, qstride, n_q, scores, n);
+        return;
+    }
     if (t->v == TQ_RVQ) { /* the fp16 norm at byte 0 is the kernel's factor */
         const size_t offs[2] = { t->off1, t->off2 };
         const float w[2] = { t->c1[1], t->c2[1] };
-        k->signscore_float(codes, bb, n, D, offs, w, 2, 0, tabs, qstride, n_q, scores, n);
+        k->ftab_score(codes, bb, n, D, offs, w, 2, 0, tabs, qstride, n_q, scores, n);
         return;
     }
     float f[TOK], p[QRY * TOK];
@@ -493,7 +502,7 @@ static void tq_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uin
             float *out = scores + (size_t)j0 * n + i0;
             k->codes_dot(blk + t->off1, bb, t->b1, nt, D, t->c1, qs + (size_t)j0 * qstride, qstride, nj, out, n);
             /* qjl gamma_i A(z_i): gamma the fp16 at byte 2 */
-            k->signscore_float(blk, bb, nt, D, &t->off2, &t->qjl, 1, 2, tabs + (size_t)j0 * qstride, qstride, nj, p,
+            k->ftab_score(blk, bb, nt, D, &t->off2, &t->qjl, 1, 2, tabs + (size_t)j0 * qstride, qstride, nj, p,
                                TOK);
             for (int j = 0; j < nj; j++)
                 for (size_t i = 0; i < nt; i++)

@@ -32,7 +32,7 @@ static const vq_kernels k_ref = {
     .codes_dot_pair = vq_codes_dot_pair_ref,
     .bitdot = vq_bitdot_ref,
     .signscore = vq_signscore_ref,
-    .signscore_float = vq_signscore_float_ref,
+    .ftab_score = vq_ftab_score_ref,
     .qplanes = vq_qplanes_encode_ref,
     .codes_qprep = vq_codes_qprep,
     .codes_qdot = vq_codes_qdot_ref,
@@ -106,7 +106,7 @@ static void fill_tables(void)
     k_avx512.kivi_axpy = vq_kivi_axpy_avx512;
     k_avx512.lut_axpy = vq_lut_axpy_avx512;
     k_avx512.pq_axpy = vq_pq_axpy_avx512;
-    k_avx512.signscore_float = vq_signscore_float_avx512;
+    k_avx512.ftab_score = vq_ftab_score_avx512;
     k_avx512.codes_dot = vq_codes_dot_avx512;
     k_avx512.qaxpy = vq_qaxpy_avx512;
     k_avx512.rope_pairs = vq_rope_pairs_avx512;

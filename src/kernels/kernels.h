@@ -129,13 +129,14 @@
  *       tables of its levels (kernels/nibble_tables.h), which a variant
  *       may read instead of the planes (the VBMI + VNNI one does: 4
  *       nibbles of 16 tokens per lookup).
- *   signscore_float(codes, stride, n, m, offs, w, n_sets, hoff, tabs,
- *       tstride, n_q, s, sstride): sign bits scored against float queries
- *       through their float tables (kernels/sign_tables.h). Token i has
- *       n_sets (1 or 2) sets of m bits (m a multiple of 4) at codes +
- *       i*stride + offs[k] and the factor h_i, the IEEE half (LE) at codes
- *       + i*stride + hoff (stride >= 4); query j has its tables at tabs +
- *       j*tstride (floats). With A_k the table sum of set k,
+ *   ftab_score(codes, stride, n, m, offs, w, n_sets, hoff, tabs, tstride,
+ *       n_q, s, sstride): packed codes scored against float queries
+ *       through their float tables (kernels/float_tables.h: sign or level
+ *       tables, one per nibble). Token i has n_sets (1 or 2) sets of m bits
+ *       (m a multiple of 4) at codes + i*stride + offs[k] and the factor
+ *       h_i, the IEEE half (LE) at codes + i*stride + hoff (stride >= 4);
+ *       query j has the m/4 tables of a set at tabs + j*tstride (floats).
+ *       With A_k the table sum of set k,
  *         s[j*sstride + i] = h_i * (w[0] A_0 (+ w[1] A_1))
  *       every product and sum rounded on its own, in this order, so every
  *       variant has the reference's bits (AVX-512: m a multiple of 32 up
@@ -190,7 +191,7 @@
 #include "kernels/qdot.h"
 #include "kernels/qplanes.h"
 #include "kernels/rope.h"
-#include "kernels/sign_tables.h"
+#include "kernels/float_tables.h"
 
 typedef void vq_signscore_fn(const uint8_t *codes, size_t stride, size_t n, size_t D, const size_t *offs,
                              const float *w, int n_sets, const float *f, size_t hoff, const uint8_t *planes,
@@ -198,7 +199,7 @@ typedef void vq_signscore_fn(const uint8_t *codes, size_t stride, size_t n, size
 typedef void vq_bitdot_fn(const uint8_t *codes, size_t stride, size_t n, size_t D, const uint8_t *planes,
                           size_t qstride, int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 
-typedef void vq_signscore_float_fn(const uint8_t *codes, size_t stride, size_t n, size_t m, const size_t *offs,
+typedef void vq_ftab_score_fn(const uint8_t *codes, size_t stride, size_t n, size_t m, const size_t *offs,
                                    const float *w, int n_sets, size_t hoff, const float *tabs, size_t tstride,
                                    int n_q, float *s, size_t sstride);
 
@@ -248,7 +249,7 @@ typedef struct vq_kernels {
                            const float *q, size_t qstride, int n_q, float *s, size_t sstride);
     vq_bitdot_fn *bitdot;
     vq_signscore_fn *signscore;
-    vq_signscore_float_fn *signscore_float;
+    vq_ftab_score_fn *ftab_score;
     void (*qplanes)(const float *y, int D, int qbits, uint8_t *qbuf);
     void (*codes_qprep)(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
                         size_t dstride);
@@ -317,7 +318,7 @@ void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t n
                          const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 vq_lut_axpy_fn vq_lut_axpy_ref, vq_lut_axpy_avx2, vq_lut_axpy_avx512;
 vq_pq_axpy_fn vq_pq_axpy_ref, vq_pq_axpy_avx512;
-vq_signscore_float_fn vq_signscore_float_ref, vq_signscore_float_avx512;
+vq_ftab_score_fn vq_ftab_score_ref, vq_ftab_score_avx512;
 void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                       const float *q, size_t qstride, int n_q, float *s, size_t sstride);
 void vq_codes_dot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,

@@ -497,14 +497,34 @@ lut_axpy_chunk(const int NQ, const uint8_t *codes, size_t stride, size_t nt, siz
         const __m512 fi = _mm512_set1_ps(f ? f[i] : half_at(r + hoff, 0));
         const __m512 l0 = _mm512_mul_ps(fi, L0), l1 = _mm512_mul_ps(fi, L1);
         __m512 v[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
-        _Pragma("GCC unroll 4") for (size_t u = 0; u < 4; u++)
-        {
-            if (u >= nc)
-                break;
-            const size_t at = (c0 + 16 * u) / 8 * (size_t)bits;
-            v[u] = _mm512_permutexvar_ps(codes16_shifted(r + offs[0] + at, bits, sh), l0);
-            if (two)
-                v[u] = _mm512_add_ps(v[u], _mm512_permutexvar_ps(codes16_shifted(r + offs[1] + at, bits, sh), l1));
+        if (bits == 1) { /* each set's 16 bits a lane mask choosing between its two levels (lanes 0, 1 of l) */
+            const __m512 a0 = _mm512_permutexvar_ps(_mm512_setzero_si512(), l0);
+            const __m512 b0 = _mm512_permutexvar_ps(_mm512_set1_epi32(1), l0);
+            const __m512 a1 = _mm512_permutexvar_ps(_mm512_setzero_si512(), l1);
+            const __m512 b1 = _mm512_permutexvar_ps(_mm512_set1_epi32(1), l1);
+            _Pragma("GCC unroll 4") for (size_t u = 0; u < 4; u++)
+            {
+                if (u >= nc)
+                    break;
+                const size_t at = (c0 + 16 * u) / 8;
+                uint16_t m0, m1;
+                memcpy(&m0, r + offs[0] + at, 2);
+                v[u] = _mm512_mask_blend_ps((__mmask16)m0, a0, b0);
+                if (two) {
+                    memcpy(&m1, r + offs[1] + at, 2);
+                    v[u] = _mm512_add_ps(v[u], _mm512_mask_blend_ps((__mmask16)m1, a1, b1));
+                }
+            }
+        } else {
+            _Pragma("GCC unroll 4") for (size_t u = 0; u < 4; u++)
+            {
+                if (u >= nc)
+                    break;
+                const size_t at = (c0 + 16 * u) / 8 * (size_t)bits;
+                v[u] = _mm512_permutexvar_ps(codes16_shifted(r + offs[0] + at, bits, sh), l0);
+                if (two)
+                    v[u] = _mm512_add_ps(v[u], _mm512_permutexvar_ps(codes16_shifted(r + offs[1] + at, bits, sh), l1));
+            }
         }
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
         {

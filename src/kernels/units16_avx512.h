@@ -1,6 +1,6 @@
 /* units16_avx512.h -- 16 tokens' bit sets turned into 32-bit lanes, the
  * layout of the table-lookup scorers (signscore_nibbles_avx512x.c,
- * signscore_float_avx512.c): unit u of a set (its bytes 4u..4u+3) of
+ * ftab_score_avx512.c): unit u of a set (its bytes 4u..4u+3) of
  * token t in lane t of one register. Only for files compiled with
  * -mavx512f. */
 #ifndef VQ_KERNELS_UNITS16_AVX512_H

@@ -1,5 +1,5 @@
-/* signscore_float_avx512.c -- kernels.h signscore_float with AVX-512F:
- * the float tables of kernels/sign_tables.h looked up 16 tokens at a time.
+/* ftab_score_avx512.c -- kernels.h ftab_score with AVX-512F:
+ * the float tables of kernels/float_tables.h looked up 16 tokens at a time.
  *
  * A group of 16 tokens is cut into 4-byte units (units16_avx512.h: unit u
  * of token t in lane t), so that the low 4 bits of a lane, shifted by 4q,
@@ -90,12 +90,12 @@ static void lookup_any(int nq, int two, __m512i U[2][SF_MAXU], size_t nu, const 
 #undef SF_CASE
 }
 
-void vq_signscore_float_avx512(const uint8_t *codes, size_t stride, size_t n, size_t m, const size_t *offs,
+void vq_ftab_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t m, const size_t *offs,
                                const float *w, int n_sets, size_t hoff, const float *tabs, size_t tstride, int n_q,
                                float *s, size_t sstride)
 {
     if (m % 32 || m > 32 * SF_MAXU || n_sets < 1 || n_sets > 2) {
-        vq_signscore_float_ref(codes, stride, n, m, offs, w, n_sets, hoff, tabs, tstride, n_q, s, sstride);
+        vq_ftab_score_ref(codes, stride, n, m, offs, w, n_sets, hoff, tabs, tstride, n_q, s, sstride);
         return;
     }
     const size_t nu = m / 32, nbytes = m / 8;

@@ -1,10 +1,10 @@
-/* signscore_float_ref.c -- the tables of kernels/sign_tables.h and the
- * scalar reference of kernels.h signscore_float. */
+/* ftab_score_ref.c -- the tables of kernels/float_tables.h and the
+ * scalar reference of kernels.h ftab_score. */
 #include "core/fp16.h"
 #include "kernels/kernels.h"
-#include "kernels/sign_tables.h"
+#include "kernels/float_tables.h"
 
-/* the sums of sign_tables.h's order built up: the 4 of the first two
+/* the sums of float_tables.h's order built up: the 4 of the first two
  * coordinates, 8 with the third, 16 with the fourth */
 void vq_sign_tables(const float *y, size_t m, float *tab)
 {
@@ -20,7 +20,20 @@ void vq_sign_tables(const float *y, size_t m, float *tab)
     }
 }
 
-void vq_signscore_float_ref(const uint8_t *codes, size_t stride, size_t n, size_t m, const size_t *offs,
+void vq_level_tables(const float *y, size_t D, int b, const float *lut, float *tab)
+{
+    const size_t k = 4 / (size_t)b, mask = ((size_t)1 << b) - 1;
+    for (size_t p = 0; p < D / k; p++)
+        for (size_t e = 0; e < 16; e++) {
+            const float *x = y + p * k;
+            float t = x[0] * lut[e & mask];
+            for (size_t d = 1; d < k; d++)
+                t = t + x[d] * lut[e >> (size_t)b * d & mask];
+            tab[16 * p + e] = t;
+        }
+}
+
+void vq_ftab_score_ref(const uint8_t *codes, size_t stride, size_t n, size_t m, const size_t *offs,
                             const float *w, int n_sets, size_t hoff, const float *tabs, size_t tstride, int n_q,
                             float *s, size_t sstride)
 {

@@ -1,0 +1,37 @@
+/* float_tables.h -- per-query float tables that score packed codes a
+ * nibble at a time (kernels.h ftab_score: the float form of the nibble
+ * tables' "fast scan"), for the codecs whose query stays in floats
+ * (turboquant at 1 and 2 bits, qjl).
+ *
+ * A set of codes is read as nibbles, nibble p being bits 4p..4p+3 (LSB
+ * first); a query has one table of 16 floats per nibble, table p at floats
+ * 16p..16p+15, and scores a set by
+ *   A = sum_p table_p[nibble p]   (from 0.0f, p = 0, 1, ... in order).
+ * Two kinds of tables, each written by one function (every kernel variant
+ * only reads them):
+ *   sign tables (1-bit codes, bit set = +1, clear = -1) of y[0..m), m a
+ *     multiple of 4: table p, entry e = ((s0 y[4p] + s1 y[4p+1]) + s2
+ *     y[4p+2]) + s3 y[4p+3], s_k = +1 where bit k of e is set, else -1;
+ *     A = <y, s(z)> up to rounding.
+ *   level tables (b-bit codes c_d, b = 1, 2 or 4, with levels lut[c]) of
+ *     y[0..D), D*b a multiple of 4: table p covers the k = 4/b coordinates
+ *     d = pk .. pk+k-1, entry e = the products y[d] * lut[code of d in e]
+ *     added in order of d (each product and sum rounded on its own);
+ *     A = sum_d y[d] lut[c_d] up to rounding.
+ * Every sum is rounded on its own in the order given. */
+#ifndef VQ_KERNELS_FLOAT_TABLES_H
+#define VQ_KERNELS_FLOAT_TABLES_H
+
+#include <stddef.h>
+
+/* floats of the tables of a set of `bits` bits (bits/4 tables of 16) */
+static inline size_t vq_float_tables_floats(size_t bits) { return 4 * bits; }
+
+/* the sign tables of y[0..m) into tab[0 .. 4m) (m a multiple of 4) */
+void vq_sign_tables(const float *y, size_t m, float *tab);
+
+/* the level tables of y[0..D) for b-bit codes (b = 1, 2 or 4; 2^b levels
+ * at lut) into tab[0 .. 4Db) (D*b a multiple of 4) */
+void vq_level_tables(const float *y, size_t D, int b, const float *lut, float *tab);
+
+#endif
