@@ -452,7 +452,8 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
 
 /* ftab_score: the reference's bits (unaligned rows and tables, odd
  * token counts, 1-9 queries, one or two sets, the factor first or last in
- * the row); the tables against their formula (and their sign symmetry);
+ * the row, or given as floats); the tables against their formula (and
+ * their sign symmetry);
  * the reference against <y, s(z)>
  * summed in double, within 1e-5 of h * sum_k |w_k| * sum_d |y_d| */
 static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
@@ -464,12 +465,13 @@ static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
         for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
             for (size_t iq = 0; iq < sizeof nqs / sizeof *nqs; iq++)
                 for (int sets = 1; sets <= 2; sets++)
-                    for (int last = 0; last <= 1; last++) {
-                        /* token: 1 byte | fp16 factor | 2 sets; last: 1 byte | 2 sets | 2 bytes | fp16 factor */
+                    for (int last = 0; last <= 2; last++) {
+                        /* token: 1 byte | fp16 factor | 2 sets; last == 1: 1 byte | 2 sets | 2 bytes | fp16
+                         * factor; last == 2: the first layout, the factors given as floats */
                         const size_t m = ms[im], n = ns[in], nb = (m + 7) / 8, stride = 2 * nb + 5;
                         const int nq = nqs[iq];
-                        const size_t tstride = vq_float_tables_floats(m) + 3, hoff = last ? stride - 2 : 1;
-                        const size_t offs[2] = { last ? 1 : 3, (last ? 1 : 3) + nb };
+                        const size_t tstride = vq_float_tables_floats(m) + 3, hoff = last == 1 ? stride - 2 : 1;
+                        const size_t offs[2] = { last == 1 ? 1 : 3, (last == 1 ? 1 : 3) + nb };
                         const float w[2] = { 0.061f, -0.0237f };
                         uint8_t *codes = malloc(stride * n + 1);
                         float *y = malloc(sizeof(float) * m * (size_t)nq), *f = malloc(sizeof(float) * n);
@@ -497,15 +499,17 @@ static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
                         CHECKF(sym, "sign tables m=%zu: not float_tables.h's sums, or entry e not -(entry 15 - e)", m);
                         for (size_t i = 0; i < n * (size_t)nq; i++) /* poisoned apart: every output is written */
                             s1[i] = -1.0f, s2[i] = NAN;
-                        ref->ftab_score(codes + 1, stride, n, m, offs, w, sets, hoff, tabs + 1, tstride, nq, s1, n);
-                        k->ftab_score(codes + 1, stride, n, m, offs, w, sets, hoff, tabs + 1, tstride, nq, s2, n);
+                        const float *fs = last == 2 ? f : NULL;
+                        ref->ftab_score(codes + 1, stride, n, m, offs, w, sets, fs, hoff, tabs + 1, tstride, nq, s1, n);
+                        k->ftab_score(codes + 1, stride, n, m, offs, w, sets, fs, hoff, tabs + 1, tstride, nq, s2, n);
                         CHECKF(same_bits(s1, s2, n * (size_t)nq), "%s ftab_score m=%zu n=%zu nq=%d sets=%d last=%d",
                                k->isa, m, n, nq, sets, last);
                         double worst = 0.0;
                         for (int j = 0; j < nq; j++)
                             for (size_t i = 0; i < n; i++) {
                                 const uint8_t *row = codes + 1 + i * stride;
-                                const double h = vq_fp16_to_fp32((vq_fp16)(row[hoff] | row[hoff + 1] << 8));
+                                const double h =
+                                    fs ? fs[i] : vq_fp16_to_fp32((vq_fp16)(row[hoff] | row[hoff + 1] << 8));
                                 double want = 0.0, mag = 0.0;
                                 for (int kk = 0; kk < sets; kk++) {
                                     double a = 0.0;
@@ -524,7 +528,8 @@ static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
                     }
 }
 
-/* level tables (float_tables.h) for 1-, 2- and 4-bit codes: entries
+/* level tables (float_tables.h) for 1-, 2- and 4-bit codes, two codebooks
+ * split at a coordinate that need not start a table: entries
  * against their formula; ftab_score over them (the table k's, one set)
  * within 1e-5 of sum_d y_d lut[c_d] summed in double, relative to sum_d
  * |y_d lut[c_d]| */
@@ -535,36 +540,39 @@ static void test_level_tables(const vq_kernels *k)
         for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++) {
             const size_t D = Ds[id], n = 37, nb = D * (size_t)b / 8, stride = nb + 3, per = 4 / (size_t)b;
             const size_t mask = ((size_t)1 << b) - 1, tf = vq_float_tables_floats(D * (size_t)b);
-            float y[256], lut[16], *tab = malloc(sizeof(float) * tf), s[37];
+            float y[256], lut[16], lut_lo[16], *tab = malloc(sizeof(float) * tf), s[37];
+            const size_t n_lo = D / 3; /* the coordinates below read lut_lo (a table may straddle) */
             uint8_t *codes = malloc(stride * n);
             fill(y, D, 17 + D + (size_t)b);
             fill(lut, (size_t)1 << b, 5 + (size_t)b);
+            fill(lut_lo, (size_t)1 << b, 9 + (size_t)b);
             fill_bytes(codes, stride * n, D * 3 + (size_t)b);
             for (size_t i = 0; i < n; i++) { /* the gain at byte 0, the codes from byte 2 */
                 const uint16_t h = vq_fp32_to_fp16(0.5f + (float)i / 16.0f);
                 memcpy(codes + i * stride, &h, 2);
             }
-            vq_level_tables(y, D, b, lut, tab);
+            vq_level_tables(y, D, b, lut, lut_lo, n_lo, tab);
             int exact = 1;
             for (size_t p = 0; p < D / per; p++)
                 for (size_t e = 0; e < 16; e++) {
-                    float want = y[p * per] * lut[e & mask];
+                    float want = y[p * per] * (p * per < n_lo ? lut_lo : lut)[e & mask];
                     for (size_t d = 1; d < per; d++)
-                        want = want + y[p * per + d] * lut[e >> (size_t)b * d & mask];
+                        want = want + y[p * per + d] * (p * per + d < n_lo ? lut_lo : lut)[e >> (size_t)b * d & mask];
                     exact &= tab[16 * p + e] == want;
                 }
             CHECKF(exact, "level tables D=%zu b=%d: not float_tables.h's sums", D, b);
             const size_t off = 2;
             const float one = 1.0f;
-            k->ftab_score(codes, stride, n, D * (size_t)b, &off, &one, 1, 0, tab, tf, 1, s, n);
+            k->ftab_score(codes, stride, n, D * (size_t)b, &off, &one, 1, NULL, 0, tab, tf, 1, s, n);
             double worst = 0.0;
             for (size_t i = 0; i < n; i++) {
                 const uint8_t *row = codes + i * stride;
                 double want = 0.0, mag = 0.0;
                 for (size_t d = 0; d < D; d++) {
                     const size_t bit = d * (size_t)b, c = (size_t)(row[2 + bit / 8] >> bit % 8) & mask;
-                    want += (double)y[d] * lut[c];
-                    mag += fabs((double)y[d] * lut[c]);
+                    const double l = (d < n_lo ? lut_lo : lut)[c];
+                    want += (double)y[d] * l;
+                    mag += fabs((double)y[d] * l);
                 }
                 const double h = 0.5 + (double)i / 16.0;
                 worst = fmax(worst, fabs(s[i] - h * want) / (h * mag + 1e-30));

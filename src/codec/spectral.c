@@ -56,6 +56,11 @@
  * with the signal levels); accumulation is two lut_axpy passes of the
  * same extents, and finish takes coordinate i from the half of its own
  * codebook. Other parameters keep rows of D + SP_PAD floats as above.
+ * Keys of the split layout at 1 or 2 bits, where the kernel table has a
+ * SIMD ftab_score, are scored from level tables instead (kernels/
+ * float_tables.h: coordinate i with the signal levels below d_sig, the
+ * noise levels from it), which the prepared query holds after its row:
+ * score = <q, mu> + r * A, one pass over the codes.
  * Shared state: U (D*D), mu, s (D each) and both codebooks, fp32. State
  * payload: docs/FORMATS.md, "spectral". */
 #include <math.h>
@@ -82,6 +87,7 @@ typedef struct {
     int bits, sbits, slots; /* slots = S_slots (0 when sbits == bits) */
     int signal_param;
     int split; /* the split layout (rows of 2D + SP_PAD floats; see the file comment) */
+    int ftab;  /* split, 1 or 2 bits: keys scored from the query's level tables (sp_score_tables) */
     int d_sig;
     float d_eff;
     float *basis; /* D*D, row j = eigenvector j */
@@ -174,6 +180,12 @@ static vq_status spectral_init(vq_codec *c, vq_spec *spec)
     st->split = st->slots == 0 && bits <= 4 && D % 16 == 0 && k->codes_dot != vq_codes_dot_ref &&
                 k->lut_axpy != vq_lut_axpy_ref;
     c->query_bytes = sizeof(float) * sp_row(st, D);
+    /* split keys at 1 or 2 bits: the query's level tables (kernels/float_tables.h) after its row, where
+     * the kernel table has a SIMD ftab_score */
+    st->ftab = st->split && c->role == VQ_ROLE_KEY && bits <= 2 && D % 32 == 0 &&
+               k->ftab_score != vq_ftab_score_ref;
+    if (st->ftab)
+        c->query_bytes += sizeof(float) * vq_float_tables_floats((size_t)D * (size_t)bits);
     c->accum_size = sp_row(st, D);
     c->score_own = c->accum_own = st->split; /* the code-level kernels, not the tile */
     if (st->slots)
@@ -244,17 +256,16 @@ static void sp_unpack(const spectral_state *st, int D, const uint8_t *in, float 
     }
 }
 
-/* out = U (s * y) + w * mu */
+/* out = U (s * y) + w * mu: the rows of U weighted by the kernel table's
+ * dense_axpy (its SIMD sums) */
 static void sp_unproject(const spectral_state *st, int D, const float *y, float w, float *out)
 {
-    for (int i = 0; i < D; i++)
+    float a[256];
+    for (int i = 0; i < D; i++) {
         out[i] = w * st->mean[i];
-    for (int j = 0; j < D; j++) {
-        float a = y[j] * st->std[j];
-        const float *u = st->basis + (size_t)j * D;
-        for (int i = 0; i < D; i++)
-            out[i] += a * u[i];
+        a[i] = y[i] * st->std[i];
     }
+    vq_kernels_get()->dense_axpy(a, (size_t)D, 1, st->basis, VQ_ELEM_F32, (size_t)D, (size_t)D, out, (size_t)D);
 }
 
 static void spectral_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
@@ -276,14 +287,37 @@ static void spectral_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     for (int i = 0; i < D; i++)
         qm += q[i] * st->mean[i];
     memset(f, 0, sizeof(float) * sp_row(st, D));
+    float y[256]; /* U q, by the kernel table's dense_dot (row j = eigenvector j) */
+    vq_kernels_get()->dense_dot(q, (size_t)D, 1, st->basis, VQ_ELEM_F32, (size_t)D, (size_t)D, y, (size_t)D);
     for (int j = 0; j < D; j++) {
-        const float *u = st->basis + (size_t)j * D;
-        float s = 0.0f;
-        for (int i = 0; i < D; i++)
-            s += u[i] * q[i];
-        f[sp_at(st, D, j)] = s * st->std[j];
+        y[j] = y[j] * st->std[j];
+        f[sp_at(st, D, j)] = y[j];
     }
     f[D] = qm;
+    if (st->ftab) /* coordinate j read with the signal levels below d_sig */
+        vq_level_tables(y, (size_t)D, st->bits, st->lv_noise, st->lv_sig, (size_t)st->d_sig, f + sp_row(st, D));
+}
+
+/* ftab: <q, mu> + r_i A_i, A the level tables' sum over the codes
+ * (kernels.h ftab_score with the tokens' fp32 r as factors) */
+static void sp_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
+{
+    const spectral_state *st = c->impl;
+    const size_t D = (size_t)c->head_dim, bb = c->block_bytes, qs = c->query_bytes / sizeof(float), off = 4;
+    const float *q = (const float *)(const void *)qbuf, one = 1.0f;
+    const vq_kernels *k = vq_kernels_get();
+    float r[SP_SCORE_TOK];
+    for (size_t i0 = 0; i0 < n; i0 += SP_SCORE_TOK) {
+        const size_t nt = n - i0 < SP_SCORE_TOK ? n - i0 : SP_SCORE_TOK;
+        const uint8_t *blk = codes + i0 * bb;
+        for (size_t i = 0; i < nt; i++)
+            r[i] = vq_get_f32(blk + i * bb);
+        k->ftab_score(blk, bb, nt, D * (size_t)st->bits, &off, &one, 1, r, 0, q + sp_row(st, c->head_dim), qs, n_q,
+                      scores + i0, n);
+        for (int j = 0; j < n_q; j++)
+            for (size_t i = 0; i < nt; i++)
+                scores[(size_t)j * n + i0 + i] = q[(size_t)j * qs + D] + scores[(size_t)j * n + i0 + i];
+    }
 }
 
 /* the split layout's scores: <q, mu> + r_i * (the noise levels' sum over
@@ -344,6 +378,10 @@ static void spectral_score(vq_codec *c, const uint8_t *qbuf, int n_q,
 {
     spectral_state *st = c->impl;
     const int D = c->head_dim;
+    if (st->ftab) {
+        sp_score_tables(c, qbuf, n_q, codes, n, scores);
+        return;
+    }
     if (st->split) {
         sp_score_codes(c, qbuf, n_q, codes, n, scores);
         return;

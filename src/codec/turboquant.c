@@ -439,7 +439,7 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     if (t->v == TQ_PROD) /* S y by the kernel table's dense_dot (keys keep vq_mat_vec's CPU-independent bits) */
         vq_kernels_get()->dense_dot(y, (size_t)D, 1, t->S, VQ_ELEM_F32, (size_t)D, (size_t)D, y + D, (size_t)D);
     if (t->ftab && t->v == TQ_MSE) /* the tables of the vector the codes are scored against */
-        vq_level_tables(y, (size_t)D, t->bits, t->c1, y + tq_tables_at(t, D));
+        vq_level_tables(y, (size_t)D, t->bits, t->c1, t->c1, 0, y + tq_tables_at(t, D));
     else if (t->ftab)
         vq_sign_tables(t->v == TQ_PROD ? y + D : y, (size_t)D, y + tq_tables_at(t, D));
 }
@@ -482,13 +482,13 @@ static void tq_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uin
     const vq_kernels *k = vq_kernels_get();
     if (t->v == TQ_MSE) { /* the fp16 gain at byte 0 is the kernel's factor */
         const float one = 1.0f;
-        k->ftab_score(codes, bb, n, D * (size_t)t->bits, &t->off1, &one, 1, 0, tabs, qstride, n_q, scores, n);
+        k->ftab_score(codes, bb, n, D * (size_t)t->bits, &t->off1, &one, 1, NULL, 0, tabs, qstride, n_q, scores, n);
         return;
     }
     if (t->v == TQ_RVQ) { /* the fp16 norm at byte 0 is the kernel's factor */
         const size_t offs[2] = { t->off1, t->off2 };
         const float w[2] = { t->c1[1], t->c2[1] };
-        k->ftab_score(codes, bb, n, D, offs, w, 2, 0, tabs, qstride, n_q, scores, n);
+        k->ftab_score(codes, bb, n, D, offs, w, 2, NULL, 0, tabs, qstride, n_q, scores, n);
         return;
     }
     float f[TOK], p[QRY * TOK];
@@ -502,7 +502,7 @@ static void tq_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uin
             float *out = scores + (size_t)j0 * n + i0;
             k->codes_dot(blk + t->off1, bb, t->b1, nt, D, t->c1, qs + (size_t)j0 * qstride, qstride, nj, out, n);
             /* qjl gamma_i A(z_i): gamma the fp16 at byte 2 */
-            k->ftab_score(blk, bb, nt, D, &t->off2, &t->qjl, 1, 2, tabs + (size_t)j0 * qstride, qstride, nj, p,
+            k->ftab_score(blk, bb, nt, D, &t->off2, &t->qjl, 1, NULL, 2, tabs + (size_t)j0 * qstride, qstride, nj, p,
                                TOK);
             for (int j = 0; j < nj; j++)
                 for (size_t i = 0; i < nt; i++)

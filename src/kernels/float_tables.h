@@ -13,11 +13,12 @@
  *     multiple of 4: table p, entry e = ((s0 y[4p] + s1 y[4p+1]) + s2
  *     y[4p+2]) + s3 y[4p+3], s_k = +1 where bit k of e is set, else -1;
  *     A = <y, s(z)> up to rounding.
- *   level tables (b-bit codes c_d, b = 1, 2 or 4, with levels lut[c]) of
- *     y[0..D), D*b a multiple of 4: table p covers the k = 4/b coordinates
- *     d = pk .. pk+k-1, entry e = the products y[d] * lut[code of d in e]
- *     added in order of d (each product and sum rounded on its own);
- *     A = sum_d y[d] lut[c_d] up to rounding.
+ *   level tables (b-bit codes c_d, b = 1, 2 or 4, with levels L_d[c]: the
+ *     codebook lut_lo for d < n_lo, lut for the others) of y[0..D), D*b a
+ *     multiple of 4: table p covers the k = 4/b coordinates d = pk ..
+ *     pk+k-1, entry e = the products y[d] * L_d[code of d in e] added in
+ *     order of d (each product and sum rounded on its own);
+ *     A = sum_d y[d] L_d[c_d] up to rounding.
  * Every sum is rounded on its own in the order given. */
 #ifndef VQ_KERNELS_FLOAT_TABLES_H
 #define VQ_KERNELS_FLOAT_TABLES_H
@@ -31,7 +32,9 @@ static inline size_t vq_float_tables_floats(size_t bits) { return 4 * bits; }
 void vq_sign_tables(const float *y, size_t m, float *tab);
 
 /* the level tables of y[0..D) for b-bit codes (b = 1, 2 or 4; 2^b levels
- * at lut) into tab[0 .. 4Db) (D*b a multiple of 4) */
-void vq_level_tables(const float *y, size_t D, int b, const float *lut, float *tab);
+ * at lut, and at lut_lo for the coordinates below n_lo) into
+ * tab[0 .. 4Db) (D*b a multiple of 4) */
+void vq_level_tables(const float *y, size_t D, int b, const float *lut, const float *lut_lo, size_t n_lo,
+                     float *tab);
 
 #endif

@@ -91,11 +91,11 @@ static void lookup_any(int nq, int two, __m512i U[2][SF_MAXU], size_t nu, const 
 }
 
 void vq_ftab_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t m, const size_t *offs,
-                               const float *w, int n_sets, size_t hoff, const float *tabs, size_t tstride, int n_q,
-                               float *s, size_t sstride)
+                          const float *w, int n_sets, const float *f, size_t hoff, const float *tabs, size_t tstride,
+                          int n_q, float *s, size_t sstride)
 {
     if (m % 32 || m > 32 * SF_MAXU || n_sets < 1 || n_sets > 2) {
-        vq_ftab_score_ref(codes, stride, n, m, offs, w, n_sets, hoff, tabs, tstride, n_q, s, sstride);
+        vq_ftab_score_ref(codes, stride, n, m, offs, w, n_sets, f, hoff, tabs, tstride, n_q, s, sstride);
         return;
     }
     const size_t nu = m / 32, nbytes = m / 8;
@@ -119,8 +119,8 @@ void vq_ftab_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t 
             for (int k = 0; k < n_sets; k++)
                 load_units(tail, 2 * nbytes, (size_t)k * nbytes, nu, tix, U[k]);
         }
-        const __m512 H = vq_rows16_halves(blk, hoff, stride, rix, have);
         const __mmask16 live = vq_rows16_live(have);
+        const __m512 H = f ? _mm512_maskz_loadu_ps(live, f + i) : vq_rows16_halves(blk, hoff, stride, rix, have);
         for (int j0 = 0; j0 < n_q; j0 += SF_PASS)
             lookup_any(n_q - j0 < SF_PASS ? n_q - j0 : SF_PASS, two, U, nu, tabs + (size_t)j0 * tstride, tstride,
                        w0, w1, H, s + (size_t)j0 * sstride + i, sstride, live);

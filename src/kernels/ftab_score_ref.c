@@ -20,26 +20,33 @@ void vq_sign_tables(const float *y, size_t m, float *tab)
     }
 }
 
-void vq_level_tables(const float *y, size_t D, int b, const float *lut, float *tab)
+/* each table built up coordinate by coordinate: the entries of the first
+ * j codes, then each of them plus the next coordinate's 2^b products (the
+ * same products and sums, in the same order, as float_tables.h's) */
+void vq_level_tables(const float *y, size_t D, int b, const float *lut, const float *lut_lo, size_t n_lo, float *tab)
 {
-    const size_t k = 4 / (size_t)b, mask = ((size_t)1 << b) - 1;
-    for (size_t p = 0; p < D / k; p++)
-        for (size_t e = 0; e < 16; e++) {
-            const float *x = y + p * k;
-            float t = x[0] * lut[e & mask];
-            for (size_t d = 1; d < k; d++)
-                t = t + x[d] * lut[e >> (size_t)b * d & mask];
-            tab[16 * p + e] = t;
+    const size_t k = 4 / (size_t)b, L = (size_t)1 << b;
+    for (size_t p = 0; p < D / k; p++) {
+        float *t = tab + 16 * p;
+        size_t have = 1; /* entries so far: codes of the first j coordinates */
+        for (size_t j = 0; j < k; j++) {
+            const size_t d = p * k + j;
+            const float *lv = d < n_lo ? lut_lo : lut;
+            for (size_t c = L; c-- > 0;) /* c = 0 last: it overwrites the entries the others read */
+                for (size_t lo = 0; lo < have; lo++)
+                    t[lo + c * have] = j ? t[lo] + y[d] * lv[c] : y[d] * lv[c];
+            have *= L;
         }
+    }
 }
 
-void vq_ftab_score_ref(const uint8_t *codes, size_t stride, size_t n, size_t m, const size_t *offs,
-                            const float *w, int n_sets, size_t hoff, const float *tabs, size_t tstride, int n_q,
-                            float *s, size_t sstride)
+void vq_ftab_score_ref(const uint8_t *codes, size_t stride, size_t n, size_t m, const size_t *offs, const float *w,
+                       int n_sets, const float *f, size_t hoff, const float *tabs, size_t tstride, int n_q, float *s,
+                       size_t sstride)
 {
     for (size_t i = 0; i < n; i++) {
         const uint8_t *row = codes + i * stride;
-        const float h = vq_fp16_to_fp32((vq_fp16)(row[hoff] | row[hoff + 1] << 8));
+        const float h = f ? f[i] : vq_fp16_to_fp32((vq_fp16)(row[hoff] | row[hoff + 1] << 8));
         for (int j = 0; j < n_q; j++) {
             const float *tab = tabs + (size_t)j * tstride;
             float a[2] = { 0.0f, 0.0f };

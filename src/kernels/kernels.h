@@ -129,12 +129,13 @@
  *       tables of its levels (kernels/nibble_tables.h), which a variant
  *       may read instead of the planes (the VBMI + VNNI one does: 4
  *       nibbles of 16 tokens per lookup).
- *   ftab_score(codes, stride, n, m, offs, w, n_sets, hoff, tabs, tstride,
- *       n_q, s, sstride): packed codes scored against float queries
- *       through their float tables (kernels/float_tables.h: sign or level
- *       tables, one per nibble). Token i has n_sets (1 or 2) sets of m bits
- *       (m a multiple of 4) at codes + i*stride + offs[k] and the factor
- *       h_i, the IEEE half (LE) at codes + i*stride + hoff (stride >= 4);
+ *   ftab_score(codes, stride, n, m, offs, w, n_sets, f, hoff, tabs,
+ *       tstride, n_q, s, sstride): packed codes scored against float
+ *       queries through their float tables (kernels/float_tables.h: sign
+ *       or level tables, one per nibble). Token i has n_sets (1 or 2) sets
+ *       of m bits (m a multiple of 4) at codes + i*stride + offs[k] and the
+ *       factor h_i: f[i], or (f NULL) the IEEE half (LE) at codes +
+ *       i*stride + hoff (stride >= 4);
  *       query j has the m/4 tables of a set at tabs + j*tstride (floats).
  *       With A_k the table sum of set k,
  *         s[j*sstride + i] = h_i * (w[0] A_0 (+ w[1] A_1))
@@ -200,8 +201,8 @@ typedef void vq_bitdot_fn(const uint8_t *codes, size_t stride, size_t n, size_t 
                           size_t qstride, int n_q, int qbits, uint32_t *pz, uint32_t *pq);
 
 typedef void vq_ftab_score_fn(const uint8_t *codes, size_t stride, size_t n, size_t m, const size_t *offs,
-                                   const float *w, int n_sets, size_t hoff, const float *tabs, size_t tstride,
-                                   int n_q, float *s, size_t sstride);
+                              const float *w, int n_sets, const float *f, size_t hoff, const float *tabs,
+                              size_t tstride, int n_q, float *s, size_t sstride);
 
 typedef void vq_half_ratio_fn(const uint8_t *base, size_t stride, size_t n, float c, float *out);
 /* kivi_kdot's bound on D (four queries' folded copies on the stack) */
