@@ -525,6 +525,50 @@ static void test_bad_params(void)
     CHECK(vq_codec_create("kivix:bits=3,qbits=8", 96, VQ_ROLE_KEY, 1, &c) != VQ_OK && strstr(vq_last_error(), "qbits"));
 }
 
+/* float-query key scores (kivi_kdot, then the outlier table, or the
+ * tile) against <q, decode(k)> in double, within 1e-5 of
+ * sum |q| |k_hat|: spikes among the keys, so that outliers are taken;
+ * two blocks and 1..5 queries per call */
+static void test_float_key_scores(void)
+{
+    static const char *specs[] = { "kivix:bits=3,group=32,outliers=8", "kivix:bits=2,group=64,outliers=12",
+                                   "kivix:bits=4,group=16", "kivix:bits=1,group=32,outliers=5",
+                                   "kivix:bits=3,group=16,outliers=200", "kivix:bits=3,group=64,outliers=10" };
+    for (size_t si = 0; si < sizeof specs / sizeof *specs; si++)
+        for (int D = 64; D <= 128; D += 64)
+            for (int nq = 1; nq <= 5; nq += 2) {
+                vq_codec *c = make(specs[si], D, VQ_ROLE_KEY);
+                if (!c)
+                    continue;
+                const size_t B = vq_codec_block_tokens(c), n = 2 * B, qb = vq_codec_query_bytes(c);
+                float *x = malloc(sizeof(float) * n * (size_t)D), *xd = malloc(sizeof(float) * n * (size_t)D);
+                float *q = malloc(sizeof(float) * (size_t)D * (size_t)nq), *s = malloc(sizeof(float) * n * (size_t)nq);
+                uint8_t *codes = malloc(vq_codec_block_bytes(c) * 2), *qbuf = malloc(qb * (size_t)nq);
+                fill(x, n * (size_t)D, 40 + si + (size_t)D);
+                for (size_t i = 0; i < n * (size_t)D; i += 29) /* spikes */
+                    x[i] *= 30.0f;
+                fill(q, (size_t)D * (size_t)nq, 7 + (size_t)nq);
+                CHECK_OK(vq_codec_encode(c, x, n, codes));
+                CHECK_OK(vq_codec_decode(c, codes, n, xd));
+                for (int j = 0; j < nq; j++)
+                    CHECK_OK(vq_codec_prepare_query(c, q + (size_t)j * D, qbuf + (size_t)j * qb));
+                CHECK_OK(vq_codec_score(c, qbuf, nq, codes, n, s));
+                double worst = 0.0;
+                for (int j = 0; j < nq; j++)
+                    for (size_t t = 0; t < n; t++) {
+                        double want = 0.0, mag = 0.0;
+                        for (int d = 0; d < D; d++) {
+                            want += (double)q[(size_t)j * D + d] * xd[t * (size_t)D + d];
+                            mag += fabs((double)q[(size_t)j * D + d] * xd[t * (size_t)D + d]);
+                        }
+                        worst = fmax(worst, fabs(s[(size_t)j * n + t] - want) / (mag + 1e-30));
+                    }
+                CHECKF(worst <= 1e-5, "%s D=%d nq=%d: float key scores %g from <q, decode>", specs[si], D, nq, worst);
+                free(x), free(xd), free(q), free(s), free(codes), free(qbuf);
+                vq_codec_free(c);
+            }
+}
+
 int main(void)
 {
     RUN(test_bytes);
@@ -533,6 +577,7 @@ int main(void)
     RUN(test_quality);
     RUN(test_nonuniform_levels);
     RUN(test_greedy_reference);
+    RUN(test_float_key_scores);
     RUN(test_qbits8_values);
     RUN(test_qbits8_keys);
     RUN(test_bad_params);

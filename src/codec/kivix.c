@@ -49,7 +49,11 @@
  * Kernels (scalar references): score and accumulate decode a block to
  * floats (scratch) and use plain dot products / sums; `values` is decode
  * (channel domain, accum_size = D, finish is a copy), which gives the
- * tiled SIMD path. Values in kivi's row format (uniform 1-4-bit codes, no
+ * tiled SIMD path. Keys with uniform 2-4-bit codes are kivi's key blocks
+ * plus the outlier table, so they score float queries through kernels.h
+ * kivi_kdot where that is faster (kx_kdot_keys; no decoded block), each
+ * outlier then adding q_c * (x - decoded dense value), as the qbits=8
+ * keys. Values in kivi's row format (uniform 1-4-bit codes, no
  * outliers, group a multiple of 16) accumulate through kernels.h
  * kivi_axpy at every query count, as kivi's values do. Keys with uniform
  * levels packed before RoPE (cache/prerope.h) are scored from their codes by
@@ -91,6 +95,17 @@ typedef struct {
     double *gain;             /* per range: the greedy's gains, low side and high side */
     uint8_t *gone;            /* per position: taken out as an outlier */
 } kx_state;
+
+/* float-query keys scored through kivi_kdot (kx_score_kdot): uniform
+ * levels at 2 or 4 bits (its fused widths), or 3 bits in blocks of 64
+ * tokens or more (its per-block fold amortized: one core, D 128, 4
+ * queries, 21.6 against 32.3 ns a token decoded at group 128, but 31 against
+ * 29 at group 32; figures/bench/ab-session38.txt part 7); else the tile */
+static inline int kx_kdot_keys(const vq_codec *c, const kx_state *st)
+{
+    return c->role == VQ_ROLE_KEY && !st->qbits && !st->nu && c->head_dim % 16 == 0 &&
+           (st->bits == 2 || st->bits == 4 || (st->bits == 3 && c->block_tokens >= 64));
+}
 
 static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32(vq_get_u16(p)); }
 /* the element index of outlier entry k of the table at tab (u16, LE) */
@@ -236,7 +251,7 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
      * table): summed from the codes by kivi_axpy, never the tile */
     c->accum_own = c->role == VQ_ROLE_VALUE && !st->nu && !st->outliers && st->bits <= 4 &&
                    D % 16 == 0 && G % 16 == 0;
-    c->score_own = c->role == VQ_ROLE_KEY && st->qbits; /* int8 queries, never the tile */
+    c->score_own = c->role == VQ_ROLE_KEY && (st->qbits || kx_kdot_keys(c, st)); /* never the tile */
     size_t o = (size_t)snprintf(c->canon, sizeof c->canon, "kivix:bits=%d,group=%d,outliers=%d", st->bits, st->group,
                                 st->outliers);
     if (st->nu && o < sizeof c->canon)
@@ -510,57 +525,80 @@ static void kx_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     memcpy(qbuf, q, (size_t)c->head_dim * sizeof(float));
 }
 
-/* keys with qbits=8: per block, the dense codes against up to KX_QS
- * queries prepared with its scales and mins (codes_qdot.h; kivi's key
- * layout), then each outlier entry k of the table (element t*D + c, value
- * x) adds q_c * (x - (s_c * code + m_c)) to token t's scores, in table
- * order: decode's value at that element for blocks that encode wrote
- * (distinct elements). Scales, mins and outlier values are converted by
- * the kernel table's fp16_row, a block at a time. */
-static void kx_score_q8(vq_codec *c, kx_state *st, const float *qall, int n_q, const uint8_t *codes, size_t n,
-                        float *scores)
+/* the outlier entries of a key block (at `in`, its scores at sc, n
+ * floats apart per query, from token 0 of the block): entry k of the table
+ * (element t*D + c, value x) adds q_c * (x - (s_c * code + m_c)) to token
+ * t's scores, in table order: decode's value at that element for blocks
+ * that encode wrote (distinct elements). Scales, mins and outlier values
+ * are converted by the kernel table's fp16_row. */
+static void kx_add_outliers(const vq_codec *c, const kx_state *st, const uint8_t *in, const float *qall, size_t qstride,
+                            int n_q, float *sc, size_t n)
 {
-    const size_t D = (size_t)c->head_dim, B = c->block_tokens, entries = B * D, row = D * (size_t)st->bits / 8;
-    const size_t qb = vq_codes_query_bytes(D), qstride = c->query_bytes / sizeof(float);
+    const size_t D = (size_t)c->head_dim, entries = c->block_tokens * D;
+    const uint8_t *dense = in + 4 * D, *tab = dense + entries * (size_t)st->bits / 8;
     const int lg = __builtin_ctzll(D), pow2 = (D & (D - 1)) == 0; /* token = el >> lg */
     const vq_kernels *k = vq_kernels_get();
     float sm[1024], xv[1024]; /* D scales then D mins (D <= 512); outlier values */
     uint8_t raw[2048];        /* the outlier values' halves, packed */
+    k->fp16_row(in, sm, 2 * D);
+    for (int o = 0; o < st->outliers; o++)
+        memcpy(raw + 2 * (size_t)o, tab + 4 * (size_t)o + 2, 2);
+    k->fp16_row(raw, xv, (size_t)st->outliers);
+    /* each outlier's correction: its (token, channel, dx) first, then per
+     * query over the entries, so that a query's writes stay in its row
+     * (the rows are n floats apart: 4 KB for 1024-token pages, and a
+     * prompt tile's 24 rows then share one L1 set); every score gets its
+     * corrections in table order either way */
+    uint32_t ot[1024], oc[1024]; /* outliers <= 1024 (kx_create) */
+    size_t no = 0;
+    for (int o = 0; o < st->outliers; o++) {
+        const size_t el = outlier_at(tab, o);
+        if (el >= entries)
+            continue;
+        const size_t t = pow2 ? el >> lg : el / D, ch = el - t * D;
+        xv[no] = xv[o] - (sm[ch] * (float)vq_bits_get(dense, el, st->bits) + sm[D + ch]);
+        ot[no] = (uint32_t)t, oc[no++] = (uint32_t)ch;
+    }
+    for (int j = 0; j < n_q; j++) {
+        float *sj = sc + (size_t)j * n;
+        const float *qj = qall + (size_t)j * qstride;
+        for (size_t o = 0; o < no; o++)
+            sj[ot[o]] += qj[oc[o]] * xv[o];
+    }
+}
+
+/* keys with qbits=8: per block, the dense codes against up to KX_QS
+ * queries prepared with its scales and mins (codes_qdot.h; kivi's key
+ * layout), then the outlier entries (kx_add_outliers) */
+static void kx_score_q8(vq_codec *c, kx_state *st, const float *qall, int n_q, const uint8_t *codes, size_t n,
+                        float *scores)
+{
+    const size_t D = (size_t)c->head_dim, B = c->block_tokens, row = D * (size_t)st->bits / 8;
+    const size_t qb = vq_codes_query_bytes(D), qstride = c->query_bytes / sizeof(float);
+    const vq_kernels *k = vq_kernels_get();
     for (size_t blk = 0; blk < n / B; blk++) {
-        const uint8_t *in = codes + blk * c->block_bytes, *dense = in + 4 * D, *tab = dense + entries * (size_t)st->bits / 8;
+        const uint8_t *in = codes + blk * c->block_bytes, *dense = in + 4 * D;
         for (int j0 = 0; j0 < n_q; j0 += KX_QS) {
             const int nj = n_q - j0 < KX_QS ? n_q - j0 : KX_QS;
             k->codes_qprep(qall + (size_t)j0 * qstride, qstride, nj, in, D, st->bits, st->qprep, qb);
             k->codes_qdot(dense, row, st->bits, B, D, st->qprep, qb, nj, scores + (size_t)j0 * n + blk * B, n);
         }
-        if (!st->outliers)
-            continue;
-        k->fp16_row(in, sm, 2 * D);
-        for (int o = 0; o < st->outliers; o++)
-            memcpy(raw + 2 * (size_t)o, tab + 4 * (size_t)o + 2, 2);
-        k->fp16_row(raw, xv, (size_t)st->outliers);
-        /* each outlier's correction: its (token, channel, dx) first, then
-         * per query over the entries, so that a query's writes stay in its
-         * row (the rows are n floats apart: 4 KB for 1024-token pages, and
-         * a prompt tile's 24 rows then share one L1 set); every score gets
-         * its corrections in table order either way */
-        uint32_t ot[1024], oc[1024]; /* outliers <= 1024 (kx_create) */
-        size_t no = 0;
-        for (int o = 0; o < st->outliers; o++) {
-            const size_t el = outlier_at(tab, o);
-            if (el >= entries)
-                continue;
-            const size_t t = pow2 ? el >> lg : el / D, ch = el - t * D;
-            xv[no] = xv[o] - (sm[ch] * (float)vq_bits_get(dense, el, st->bits) + sm[D + ch]);
-            ot[no] = (uint32_t)t, oc[no++] = (uint32_t)ch;
-        }
-        for (int j = 0; j < n_q; j++) {
-            float *sc = scores + (size_t)j * n + blk * B;
-            const float *qj = qall + (size_t)j * qstride;
-            for (size_t o = 0; o < no; o++)
-                sc[ot[o]] += qj[oc[o]] * xv[o];
-        }
+        if (st->outliers)
+            kx_add_outliers(c, st, in, qall, qstride, n_q, scores + blk * B, n);
     }
+}
+
+/* keys with uniform 1-4-bit codes against float queries: kivi's key
+ * blocks (kernels.h kivi_kdot: the query folded with each block's scales,
+ * codes_dot over the codes, <q, m> added), then the outlier entries */
+static void kx_score_kdot(vq_codec *c, kx_state *st, const float *qall, int n_q, const uint8_t *codes, size_t n,
+                          float *scores)
+{
+    const size_t D = (size_t)c->head_dim, B = c->block_tokens, qstride = c->query_bytes / sizeof(float);
+    vq_kernels_get()->kivi_kdot(codes, c->block_bytes, n / B, st->bits, B, D, qall, qstride, n_q, scores, n);
+    if (st->outliers)
+        for (size_t blk = 0; blk < n / B; blk++)
+            kx_add_outliers(c, st, codes + blk * c->block_bytes, qall, qstride, n_q, scores + blk * B, n);
 }
 
 static void kx_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
@@ -569,6 +607,10 @@ static void kx_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *c
     const size_t D = (size_t)c->head_dim, B = c->block_tokens, qb = c->query_bytes;
     if (st->qbits && c->role == VQ_ROLE_KEY) {
         kx_score_q8(c, st, (const float *)(const void *)qbuf, n_q, codes, n, scores);
+        return;
+    }
+    if (kx_kdot_keys(c, st)) {
+        kx_score_kdot(c, st, (const float *)(const void *)qbuf, n_q, codes, n, scores);
         return;
     }
     const vq_kernels *kern = vq_kernels_get();
