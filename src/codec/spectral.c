@@ -298,6 +298,13 @@ static void spectral_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
         vq_level_tables(y, (size_t)D, st->bits, st->lv_noise, st->lv_sig, (size_t)st->d_sig, f + sp_row(st, D));
 }
 
+/* the fp32 r of nt tokens (at blk + i*bb) into r */
+static void sp_radii(const uint8_t *blk, size_t bb, size_t nt, float *r)
+{
+    for (size_t i = 0; i < nt; i++)
+        r[i] = vq_get_f32(blk + i * bb);
+}
+
 /* ftab: <q, mu> + r_i A_i, A the level tables' sum over the codes
  * (kernels.h ftab_score with the tokens' fp32 r as factors) */
 static void sp_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
@@ -310,8 +317,7 @@ static void sp_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uin
     for (size_t i0 = 0; i0 < n; i0 += SP_SCORE_TOK) {
         const size_t nt = n - i0 < SP_SCORE_TOK ? n - i0 : SP_SCORE_TOK;
         const uint8_t *blk = codes + i0 * bb;
-        for (size_t i = 0; i < nt; i++)
-            r[i] = vq_get_f32(blk + i * bb);
+        sp_radii(blk, bb, nt, r);
         k->ftab_score(blk, bb, nt, D * (size_t)st->bits, &off, &one, 1, r, 0, q + sp_row(st, c->head_dim), qs, n_q,
                       scores + i0, n);
         for (int j = 0; j < n_q; j++)
@@ -334,8 +340,7 @@ static void sp_score_codes(vq_codec *c, const uint8_t *qbuf, int n_q, const uint
     for (size_t i0 = 0; i0 < n; i0 += SP_SCORE_TOK) {
         const size_t nt = n - i0 < SP_SCORE_TOK ? n - i0 : SP_SCORE_TOK;
         const uint8_t *blk = codes + i0 * bb;
-        for (size_t i = 0; i < nt; i++)
-            r[i] = vq_get_f32(blk + i * bb);
+        sp_radii(blk, bb, nt, r);
         for (int j0 = 0; j0 < n_q; j0 += SP_SCORE_QRY) {
             const int nj = n_q - j0 < SP_SCORE_QRY ? n_q - j0 : SP_SCORE_QRY;
             const float *qj = q + (size_t)j0 * qs;
@@ -362,8 +367,7 @@ static void sp_accumulate_codes(vq_codec *c, const float *w, int n_q, const uint
     for (size_t i0 = 0; i0 < n; i0 += SP_ACC_TOK) {
         const size_t nt = n - i0 < SP_ACC_TOK ? n - i0 : SP_ACC_TOK;
         const uint8_t *blk = codes + i0 * bb;
-        for (size_t i = 0; i < nt; i++)
-            r[i] = vq_get_f32(blk + i * bb);
+        sp_radii(blk, bb, nt, r);
         k->lut_axpy(blk, bb, nt, D, offs, st->bits, st->lv_noise, 1, r, 0, w + i0, n, n_q, acc, E);
         k->lut_axpy(blk, bb, nt, sp_nsig(st), offs, st->bits, st->lv_sig, 1, r, 0, w + i0, n, n_q, acc + D + SP_PAD,
                     E);

@@ -109,9 +109,11 @@ typedef struct {
     int ftab;       /* mse at 1-2 bits / rvq at 1 bit / prod keys, float query: scored from float tables (tq_score_tables) */
 } tq;
 
-/* ftab: where a prepared query's tables start (floats): after R q,
- * and for prod after S R q too */
+/* ftab: where a prepared query's tables start (floats): after R q, and
+ * for prod after S R q too (its level tables first, then the sign tables
+ * at tq_tables_at + tq_prod_signs_at) */
 static inline size_t tq_tables_at(const tq *t, int D) { return (size_t)(t->v == TQ_PROD ? 2 : 1) * (size_t)D; }
+static inline size_t tq_prod_signs_at(const tq *t, int D) { return vq_float_tables_floats((size_t)D * (size_t)t->b1); }
 
 /* the stored gain of a token (fp16, or norm=8's log code; see the header) */
 static inline float tq_norm(const tq *t, const uint8_t *blk)
@@ -258,10 +260,12 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
      * tables, mse at 1 and 2 bits with the fp16 gain by level tables */
     if (c->role == VQ_ROLE_KEY && !t->scan && !t->qbits && D % 32 == 0 &&
         vq_kernels_get()->ftab_score != vq_ftab_score_ref &&
-        (v == TQ_PROD || (v == TQ_RVQ && t->bits == 1 && t->c1[0] == -t->c1[1] && t->c2[0] == -t->c2[1]) ||
+        ((v == TQ_PROD && t->b1 <= 2) || (v == TQ_RVQ && t->bits == 1 && t->c1[0] == -t->c1[1] && t->c2[0] == -t->c2[1]) ||
          (v == TQ_MSE && !t->norm8 && t->bits <= 2))) {
         t->ftab = c->score_own = 1;
-        c->query_bytes += sizeof(float) * vq_float_tables_floats((size_t)D * (size_t)(v == TQ_MSE ? t->bits : 1));
+        /* mse: level tables; rvq: sign tables; prod: both */
+        const size_t level_bits = v == TQ_RVQ ? 0 : (size_t)D * (size_t)t->b1, sign_bits = v == TQ_MSE ? 0 : (size_t)D;
+        c->query_bytes += sizeof(float) * (vq_float_tables_floats(level_bits) + vq_float_tables_floats(sign_bits));
     }
     /* other mse / rvq keys with the float query: scored from the codes
      * where the kernel table has a SIMD codes_dot (else through the tile) */
@@ -438,10 +442,15 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     vq_rot_forward(&t->r, y);
     if (t->v == TQ_PROD) /* S y by the kernel table's dense_dot (keys keep vq_mat_vec's CPU-independent bits) */
         vq_kernels_get()->dense_dot(y, (size_t)D, 1, t->S, VQ_ELEM_F32, (size_t)D, (size_t)D, y + D, (size_t)D);
-    if (t->ftab && t->v == TQ_MSE) /* the tables of the vector the codes are scored against */
-        vq_level_tables(y, (size_t)D, t->bits, t->c1, t->c1, 0, y + tq_tables_at(t, D));
-    else if (t->ftab)
-        vq_sign_tables(t->v == TQ_PROD ? y + D : y, (size_t)D, y + tq_tables_at(t, D));
+    if (!t->ftab)
+        return;
+    float *tab = y + tq_tables_at(t, D);
+    if (t->v != TQ_RVQ) /* mse, prod's first stage: level tables of R q */
+        vq_level_tables(y, (size_t)D, t->b1, t->c1, t->c1, 0, tab);
+    if (t->v == TQ_RVQ) /* both stages' sign bits against R q */
+        vq_sign_tables(y, (size_t)D, tab);
+    else if (t->v == TQ_PROD) /* the sketch's sign bits against S R q */
+        vq_sign_tables(y + D, (size_t)D, tab + tq_prod_signs_at(t, D));
 }
 
 /* rvq, bits=1, quantized query: both stages are sign codes with symmetric
@@ -470,43 +479,42 @@ static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
 /* keys against the float query from its float tables (ftab; kernels.h
  * ftab_score): mse norm_i A(c_i) (level tables); rvq norm_i (c1[1] A(a_i)
  * + c2[1] A(b_i)) (sign tables, the stages' levels being +-c[1]); prod
- * norm_i (sum_e y_e c1[a_ie] + sqrt(pi/2)/D gamma_i A(z_i)) (sign tables
- * of S y, the levels by codes_dot, TOK tokens and QRY queries at a time) */
+ * norm_i A(a_i) + (norm_i gamma_i) (sqrt(pi/2)/D A'(z_i)) (level tables of
+ * R q, sign tables of S R q; the second pass with the products norm *
+ * gamma as factors, TOK tokens at a time) */
 static void tq_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n,
                             float *scores)
 {
-    enum { TOK = 64, QRY = 16 };
+    enum { TOK = VQ_HALVES_BATCH, QRY = 16 };
     const tq *t = c->impl;
     const size_t D = (size_t)c->head_dim, qstride = c->query_bytes / sizeof(float), bb = c->block_bytes;
-    const float *qs = (const float *)(const void *)qbuf, *tabs = qs + tq_tables_at(t, c->head_dim);
+    const float *tabs = (const float *)(const void *)qbuf + tq_tables_at(t, c->head_dim);
     const vq_kernels *k = vq_kernels_get();
-    if (t->v == TQ_MSE) { /* the fp16 gain at byte 0 is the kernel's factor */
-        const float one = 1.0f;
-        k->ftab_score(codes, bb, n, D * (size_t)t->bits, &t->off1, &one, 1, NULL, 0, tabs, qstride, n_q, scores, n);
-        return;
-    }
     if (t->v == TQ_RVQ) { /* the fp16 norm at byte 0 is the kernel's factor */
         const size_t offs[2] = { t->off1, t->off2 };
         const float w[2] = { t->c1[1], t->c2[1] };
         k->ftab_score(codes, bb, n, D, offs, w, 2, NULL, 0, tabs, qstride, n_q, scores, n);
         return;
     }
-    float f[TOK], p[QRY * TOK];
-    _Static_assert(TOK <= VQ_HALVES_BATCH, "tq_norms' batch");
+    const float one = 1.0f; /* mse, prod's first stage: the fp16 gain at byte 0 is the factor */
+    k->ftab_score(codes, bb, n, D * (size_t)t->b1, &t->off1, &one, 1, NULL, 0, tabs, qstride, n_q, scores, n);
+    if (t->v != TQ_PROD)
+        return;
+    float f[TOK], g[TOK], p[QRY * TOK];
     for (size_t i0 = 0; i0 < n; i0 += TOK) {
         const size_t nt = n - i0 < TOK ? n - i0 : TOK;
         const uint8_t *blk = codes + i0 * bb;
         tq_norms(t, k, blk, bb, nt, f);
+        vq_halves_strided(k, blk + 2, bb, nt, g); /* gamma: the fp16 at byte 2 */
+        for (size_t i = 0; i < nt; i++)
+            f[i] = f[i] * g[i];
         for (int j0 = 0; j0 < n_q; j0 += QRY) {
             const int nj = n_q - j0 < QRY ? n_q - j0 : QRY;
-            float *out = scores + (size_t)j0 * n + i0;
-            k->codes_dot(blk + t->off1, bb, t->b1, nt, D, t->c1, qs + (size_t)j0 * qstride, qstride, nj, out, n);
-            /* qjl gamma_i A(z_i): gamma the fp16 at byte 2 */
-            k->ftab_score(blk, bb, nt, D, &t->off2, &t->qjl, 1, NULL, 2, tabs + (size_t)j0 * qstride, qstride, nj, p,
-                               TOK);
+            k->ftab_score(blk, bb, nt, D, &t->off2, &t->qjl, 1, f, 0,
+                          tabs + tq_prod_signs_at(t, c->head_dim) + (size_t)j0 * qstride, qstride, nj, p, TOK);
             for (int j = 0; j < nj; j++)
                 for (size_t i = 0; i < nt; i++)
-                    out[(size_t)j * n + i] = f[i] * (out[(size_t)j * n + i] + p[(size_t)j * TOK + i]);
+                    scores[(size_t)(j0 + j) * n + i0 + i] += p[(size_t)j * TOK + i];
         }
     }
 }
