@@ -186,7 +186,14 @@ static void test_quality(void)
                m1.rel_mse, m4.rel_mse);
         CHECKF(m4.fused_score < 1e-5 && m4.fused_acc < 1e-5, "fused differs: %g %g", m4.fused_score,
                m4.fused_acc);
+        /* 4-bit codes: keys scored as nibbles from 16-float tables (kernels.h ftab_score) */
+        CHECKF(m1.fused_score < 1e-5 && m1.fused_acc < 1e-5, "4 bits: fused differs: %g %g", m1.fused_score,
+               m1.fused_acc);
     }
+    vq_codec_metrics m6; /* 6-bit codes: unpacked to bytes, then kernels.h pq_score */
+    if (calibrated_metrics("vecinfer:sub_dim=4,bits=6", VQ_ROLE_KEY, &ds, ds.cal, &m6) == 0)
+        CHECKF(m6.fused_score < 1e-5 && m6.fused_acc < 1e-5, "6 bits: fused differs: %g %g", m6.fused_score,
+               m6.fused_acc);
     /* values: no smoothing; value-like data (no outlier channels) */
     dataset dv = make_data(D, 0, n_cal, n_eval);
     if (calibrated_metrics("vecinfer:sub_dim=8,bits=8", VQ_ROLE_VALUE, &dv, dv.cal, &mv) == 0) {

@@ -30,6 +30,8 @@
  *     its reference against codes_dot with the dequantized query;
  *   lut_axpy (code levels summed in registers, one or two sets): the
  *     reference's bits, and within 2e-6 of lut_row + dense_axpy;
+ *   pq_score (product-quantized keys against float tables, M 1..64, K 16
+ *     and 256): bit-identical; the reference the entries' sums in order;
  *   pq_axpy (product-quantized rows: per-piece centroids summed in
  *     registers): the reference's bits, the reference's fmaf sums, and
  *     within 2e-6 of the centroids in a tile + dense_axpy;
@@ -979,6 +981,45 @@ static void test_pq_axpy(const vq_kernels *k, const vq_kernels *ref)
                     }
 }
 
+/* pq_score: the reference's bits (odd token counts, M 1..64, K 16 and
+ * 256, codes up to K - 1, 1-9 queries, unaligned rows and tables); the
+ * reference against the sums of the entries in piece order */
+static void test_pq_score(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ms[] = { 1, 4, 8, 12, 16, 20, 32, 64 };
+    static const size_t ns[] = { 1, 15, 16, 17, 70 };
+    static const size_t Ks[] = { 256, 16 };
+    for (size_t im = 0; im < sizeof Ms / sizeof *Ms; im++)
+        for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
+            for (size_t ik = 0; ik < 2; ik++)
+                for (int nq = 1; nq <= 9; nq += 4) {
+                    const size_t M = Ms[im], n = ns[in], K = Ks[ik], rs = M + 3, ts = M * K + 5;
+                    uint8_t *rows = malloc(rs * n + 1);
+                    float *tabs = malloc(sizeof(float) * (ts * (size_t)nq + 1));
+                    float *s1 = malloc(sizeof(float) * n * (size_t)nq), *s2 = malloc(sizeof(float) * n * (size_t)nq);
+                    fill_bytes(rows, rs * n + 1, M + n + K);
+                    for (size_t i = 0; i < rs * n + 1; i++)
+                        rows[i] = (uint8_t)(rows[i] % K);
+                    fill(tabs, ts * (size_t)nq + 1, 3 * M + (size_t)nq);
+                    for (size_t i = 0; i < n * (size_t)nq; i++)
+                        s1[i] = -1.0f, s2[i] = NAN;
+                    ref->pq_score(rows + 1, rs, n, M, tabs + 1, K, ts, nq, s1, n);
+                    k->pq_score(rows + 1, rs, n, M, tabs + 1, K, ts, nq, s2, n);
+                    CHECKF(same_bits(s1, s2, n * (size_t)nq), "%s pq_score M=%zu n=%zu K=%zu nq=%d", k->isa, M, n, K,
+                           nq);
+                    int ok = 1;
+                    for (int j = 0; j < nq; j++)
+                        for (size_t i = 0; i < n; i++) {
+                            float a = 0.0f;
+                            for (size_t m = 0; m < M; m++)
+                                a = a + tabs[1 + (size_t)j * ts + m * K + rows[1 + i * rs + m]];
+                            ok &= a == s1[(size_t)j * n + i];
+                        }
+                    CHECKF(ok, "pq_score_ref M=%zu K=%zu: not the entries' sums in piece order", M, K);
+                    free(rows), free(tabs), free(s1), free(s2);
+                }
+}
+
 static float half_of(const uint8_t *p, size_t i) { return vq_fp16_to_fp32((vq_fp16)(p[2 * i] | p[2 * i + 1] << 8)); }
 
 /* kivi_qaxpy against the reference: the same bits; and the reference
@@ -1865,6 +1906,7 @@ static void test_tables(void)
         test_level_tables(k);
         test_lut_axpy(k, ref);
         test_pq_axpy(k, ref);
+        test_pq_score(k, ref);
         test_codes_dot(k, ref);
         test_codes_dot_pair(k, ref);
         test_nearest8(k, ref);

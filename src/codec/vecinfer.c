@@ -283,44 +283,58 @@ static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
         vq_lut_bytes(lut, st->M, qbuf);
 }
 
-/* NJ (1..4, a constant after inlining) queries' sums of one token's
- * pieces side by side, each in piece order from 0; in registers, as
- * independent add chains (out[j*n] = query j's score) */
-static inline __attribute__((always_inline)) void vi_score_token(const int NJ, const vecinfer_state *st,
-                                                                 const float *lut, size_t lsz, const unsigned *code,
-                                                                 float *out, size_t n)
-{
-    float s[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
-    for (int m = 0; m < st->M; m++) {
-        const float *l = lut + (size_t)m * st->K + code[m];
-        _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) s[j] += l[(size_t)j * lsz];
-    }
-    _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) out[(size_t)j * n] = s[j];
-}
-
+/* scores from the float tables: each query's sum of its pieces' entries,
+ * in piece order from 0 (kernels.h pq_score; 4-bit codes are nibbles and
+ * their tables 16 floats, as kernels.h ftab_score reads them; other codes
+ * of fewer than 8 bits unpacked to bytes first by kernels.h bits_unpack,
+ * TOK tokens at a time; past
+ * 8 bits, K > 256, the same sums here) */
 static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
                            const uint8_t *codes, size_t n, float *scores)
 {
+    enum { TOK = 64 };
     vecinfer_state *st = c->impl;
-    const size_t bb = c->block_bytes, lsz = (size_t)st->M * st->K;
-    const float *lut = (const float *)(const void *)qbuf;
+    const size_t bb = c->block_bytes, M = (size_t)st->M, K = (size_t)st->K, lsz = M * K;
+    const vq_kernels *k = vq_kernels_get();
     if (st->qbits) { /* byte tables: kernels/lut8_scan.h */
-        vq_kernels_get()->lut8_scan(codes, bb, n, (size_t)st->M, qbuf, c->query_bytes, n_q, scores, n);
+        k->lut8_scan(codes, bb, n, M, qbuf, c->query_bytes, n_q, scores, n);
+        return;
+    }
+    const float *lut = (const float *)(const void *)qbuf;
+    if (st->bits == 8) {
+        k->pq_score(codes, bb, n, M, lut, K, lsz, n_q, scores, n);
+        return;
+    }
+    if (st->bits == 4) { /* the codes are nibbles and the tables 16 floats: kernels.h ftab_score, factor 1 */
+        float ones[TOK];
+        const float one = 1.0f;
+        const size_t off = 0;
+        for (size_t i = 0; i < TOK; i++)
+            ones[i] = 1.0f;
+        for (size_t i0 = 0; i0 < n; i0 += TOK)
+            k->ftab_score(codes + i0 * bb, bb, n - i0 < TOK ? n - i0 : TOK, 4 * M, &off, &one, 1, ones, 0, lut, lsz,
+                          n_q, scores + i0, n);
         return;
     }
     unsigned code[256]; /* M = D/sub_dim <= 64 */
-    for (size_t i = 0; i < n; i++) {
-        vi_codes(st, codes + i * bb, code); /* unpacked once for all queries */
-        for (int j0 = 0; j0 < n_q; j0 += 4) {
-            const float *l = lut + (size_t)j0 * lsz;
-            float *o = scores + (size_t)j0 * n + i;
-            switch (n_q - j0 < 4 ? n_q - j0 : 4) {
-            case 1: vi_score_token(1, st, l, lsz, code, o, n); break;
-            case 2: vi_score_token(2, st, l, lsz, code, o, n); break;
-            case 3: vi_score_token(3, st, l, lsz, code, o, n); break;
-            default: vi_score_token(4, st, l, lsz, code, o, n); break;
+    if (st->bits > 8) {
+        for (size_t i = 0; i < n; i++) {
+            vi_codes(st, codes + i * bb, code);
+            for (int j = 0; j < n_q; j++) {
+                float a = 0.0f;
+                for (size_t m = 0; m < M; m++)
+                    a = a + lut[(size_t)j * lsz + m * K + code[m]];
+                scores[(size_t)j * n + i] = a;
             }
         }
+        return;
+    }
+    uint8_t rows[TOK * 64];
+    for (size_t i0 = 0; i0 < n; i0 += TOK) {
+        const size_t nt = n - i0 < TOK ? n - i0 : TOK;
+        for (size_t i = 0; i < nt; i++)
+            k->bits_unpack(codes + (i0 + i) * bb, M, st->bits, rows + i * M);
+        k->pq_score(rows, M, nt, M, lut, K, lsz, n_q, scores + i0, n);
     }
 }
 

@@ -26,6 +26,7 @@ static const vq_kernels k_ref = {
     .kivi_axpy = vq_kivi_axpy_ref,
     .lut_axpy = vq_lut_axpy_ref,
     .pq_axpy = vq_pq_axpy_ref,
+    .pq_score = vq_pq_score_ref,
     .kivi_qaxpy = vq_kivi_qaxpy_ref,
     .lut_qaxpy = vq_lut_qaxpy_ref,
     .codes_dot = vq_codes_dot_ref,
@@ -105,7 +106,7 @@ static void fill_tables(void)
     k_avx512.kivi_kdot = vq_kivi_kdot_avx512;
     k_avx512.kivi_axpy = vq_kivi_axpy_avx512;
     k_avx512.lut_axpy = vq_lut_axpy_avx512;
-    k_avx512.pq_axpy = vq_pq_axpy_avx512;
+    k_avx512.pq_axpy = vq_pq_axpy_avx512, k_avx512.pq_score = vq_pq_score_avx512;
     k_avx512.ftab_score = vq_ftab_score_avx512;
     k_avx512.codes_dot = vq_codes_dot_avx512;
     k_avx512.qaxpy = vq_qaxpy_avx512;

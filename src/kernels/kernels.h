@@ -87,6 +87,13 @@
  *       m*sd + d] = fmaf(w[j*wstride + i], centroid[d], acc) row after row.
  *       Every variant has these bits (AVX-512: sd 4 or 8, M*sd a multiple
  *       of 16; else the reference).
+ *   pq_score(codes, stride, n, M, tabs, K, tstride, n_q, s, sstride):
+ *       product-quantized keys against float per-query tables (vecinfer's
+ *       keys): row i has M one-byte codes c_im (< K <= 256) at codes +
+ *       i*stride, query j's table of piece m is the K floats at tabs +
+ *       j*tstride + m*K, and s[j*sstride + i] = sum_m table_m[c_im], added
+ *       from 0.0f in piece order. Every variant has these bits (AVX-512: M
+ *       a multiple of 4 up to 64; else the reference).
  *   kivi_qaxpy: kernels/kivi_qaxpy.h (the same sums with the weights
  *       rounded to int8 per block of rows; the VNNI + VBMI variant where
  *       the CPU has both, else the AVX2 one).
@@ -221,6 +228,9 @@ typedef void vq_lut_axpy_fn(const uint8_t *codes, size_t stride, size_t nt, size
 typedef void vq_pq_axpy_fn(const uint8_t *codes, size_t stride, size_t nt, size_t M, size_t sd, const float *cb,
                            size_t K, const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 
+typedef void vq_pq_score_fn(const uint8_t *codes, size_t stride, size_t n, size_t M, const float *tabs, size_t K,
+                            size_t tstride, int n_q, float *s, size_t sstride);
+
 typedef struct vq_kernels {
     const char *isa; /* "scalar", "avx2", "avx512" */
     int simd;        /* 0 for the scalar references */
@@ -242,6 +252,7 @@ typedef struct vq_kernels {
                       const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     vq_lut_axpy_fn *lut_axpy;
     vq_pq_axpy_fn *pq_axpy;
+    vq_pq_score_fn *pq_score;
     void (*kivi_qaxpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     vq_lut_qaxpy_fn *lut_qaxpy;
@@ -319,6 +330,7 @@ void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t n
                          const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 vq_lut_axpy_fn vq_lut_axpy_ref, vq_lut_axpy_avx2, vq_lut_axpy_avx512;
 vq_pq_axpy_fn vq_pq_axpy_ref, vq_pq_axpy_avx512;
+vq_pq_score_fn vq_pq_score_ref, vq_pq_score_avx512;
 vq_ftab_score_fn vq_ftab_score_ref, vq_ftab_score_avx512;
 void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                       const float *q, size_t qstride, int n_q, float *s, size_t sstride);

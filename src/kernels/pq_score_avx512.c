@@ -1,0 +1,82 @@
+/* pq_score_avx512.c -- kernels.h pq_score with AVX-512F: 16 tokens in the
+ * lanes of a register, each piece's entries fetched by one gather per
+ * query from that piece's table (K floats), one add per piece in the
+ * reference's order, so the scores have its bits. The tokens' code bytes
+ * are turned into lanes four pieces at a time (units16_avx512.h: whole
+ * 16-byte chunks transposed, a remaining 4-byte unit gathered); piece 4u
+ * + b is byte b of unit u. */
+#include <immintrin.h>
+#include <stdalign.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/prefetch.h"
+#include "kernels/rows16_avx512.h"
+#include "kernels/units16_avx512.h"
+
+#define PS_MAXU 16 /* 4-byte units of a row: M <= 64 */
+#define PS_PASS 4  /* queries per pass */
+#define PS_AHEAD 4 /* groups fetched ahead */
+
+static inline __attribute__((always_inline)) void ps_pass(const int NQ, const __m512i *U, size_t nu, const float *tabs,
+                                                          size_t K, size_t tstride, float *s, size_t sstride,
+                                                          __mmask16 live)
+{
+    __m512 A[PS_PASS];
+    _Pragma("GCC unroll 4") for (int j = 0; j < PS_PASS; j++) A[j] = _mm512_setzero_ps();
+    const __m512i low = _mm512_set1_epi32(0xFF);
+    for (size_t u = 0; u < nu; u++) {
+        __m512i x = U[u];
+        _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++)
+        {
+            const __m512i idx = _mm512_and_si512(x, low);
+            const float *t = tabs + (4 * u + (size_t)b) * K;
+            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) A[j] =
+                _mm512_add_ps(A[j], _mm512_i32gather_ps(idx, (const void *)(t + (size_t)j * tstride), 4));
+            x = _mm512_srli_epi32(x, 8);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) _mm512_mask_storeu_ps(s + (size_t)j * sstride, live, A[j]);
+}
+
+void vq_pq_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t M, const float *tabs, size_t K,
+                        size_t tstride, int n_q, float *s, size_t sstride)
+{
+    if (M % 4 || M > 4 * PS_MAXU || K > 256) {
+        vq_pq_score_ref(codes, stride, n, M, tabs, K, tstride, n_q, s, sstride);
+        return;
+    }
+    const size_t nu = M / 4;
+    alignas(64) __m512i U[PS_MAXU];
+    alignas(64) uint8_t tail[16 * 4 * PS_MAXU]; /* the last tokens' rows side by side, the rest 0 */
+    const __m512i rix = vq_rows16_index(stride), tix = vq_rows16_index(M);
+    for (size_t i = 0; i < n; i += 16) {
+        const size_t have = n - i < 16 ? n - i : 16;
+        const uint8_t *blk = codes + i * stride, *rows = blk;
+        size_t rs = stride;
+        __m512i ix = rix;
+        vq_prefetch_span(blk, PS_AHEAD * 16 * stride, 16 * stride);
+        if (have < 16) {
+            memset(tail, 0, 16 * M);
+            for (size_t t = 0; t < have; t++)
+                memcpy(tail + t * M, blk + t * stride, M);
+            rows = tail, rs = M, ix = tix;
+        }
+        size_t u = 0;
+        for (; u + 4 <= nu; u += 4)
+            vq_units16_chunk(rows + 4 * u, rs, U + u);
+        for (; u < nu; u++)
+            U[u] = _mm512_i32gather_epi32(ix, (const void *)(rows + 4 * u), 1);
+        const __mmask16 live = vq_rows16_live(have);
+        for (int j0 = 0; j0 < n_q; j0 += PS_PASS) {
+            const float *tj = tabs + (size_t)j0 * tstride;
+            float *sj = s + (size_t)j0 * sstride + i;
+            switch (n_q - j0 < PS_PASS ? n_q - j0 : PS_PASS) {
+            case 4: ps_pass(4, U, nu, tj, K, tstride, sj, sstride, live); break;
+            case 3: ps_pass(3, U, nu, tj, K, tstride, sj, sstride, live); break;
+            case 2: ps_pass(2, U, nu, tj, K, tstride, sj, sstride, live); break;
+            default: ps_pass(1, U, nu, tj, K, tstride, sj, sstride, live); break;
+            }
+        }
+    }
+}
