@@ -588,7 +588,7 @@ static void kx_score_q8(vq_codec *c, kx_state *st, const float *qall, int n_q, c
     }
 }
 
-/* keys with uniform 1-4-bit codes against float queries: kivi's key
+/* keys with uniform 2-4-bit codes against float queries (kx_kdot_keys): kivi's key
  * blocks (kernels.h kivi_kdot: the query folded with each block's scales,
  * codes_dot over the codes, <q, m> added), then the outlier entries */
 static void kx_score_kdot(vq_codec *c, kx_state *st, const float *qall, int n_q, const uint8_t *codes, size_t n,

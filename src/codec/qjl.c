@@ -216,9 +216,8 @@ static void qjl_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *
     const float *qs = (const float *)(const void *)qbuf;
     if (j->ftab) { /* ||k|| (scale A(z)): the fp16 norm at byte 0, the sign bits after it */
         const size_t off = 2;
-        vq_kernels_get()->ftab_score(codes, c->block_bytes, n, (size_t)j->m, &off, &j->scale, 1, NULL, 0,
-                                          qs + j->m,
-                                          c->query_bytes / sizeof(float), n_q, scores, n);
+        vq_kernels_get()->ftab_score(codes, c->block_bytes, n, (size_t)j->m, &off, &j->scale, 1, NULL, 0, qs + j->m,
+                                     c->query_bytes / sizeof(float), n_q, scores, n);
         return;
     }
     for (size_t t = 0; t < n; t++) {

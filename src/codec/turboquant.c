@@ -8,7 +8,12 @@
  *   (rotation.h: seeded +-1 diagonal, normalised Walsh-Hadamard). Each y_d
  *   is close to N(0, 1/D) for large D.
  *   Reconstruction k_hat = n * R^T y_hat; scores <q, k_hat> = n <R q, y_hat>
- *   with R q computed once in prepare_query.
+ *   with R q computed once in prepare_query. Keys against the float query
+ *   (mse at 1-2 bits, rvq at 1 bit, prod with b-1 <= 2) are scored from
+ *   float tables of R q (and S R q) made in prepare_query and stored after
+ *   it (kernels/float_tables.h, kernels.h ftab_score) where the kernel
+ *   table has a SIMD ftab_score; other float-query keys from their codes by
+ *   codes_dot (tq_score_levels), or through the tile.
  *
  * Methods (bits b, codes packed LSB first, bitstream.h):
  *  turboquant_mse  (bits 1..4, default 2): y_hat = s1 * c1[i], c1 the b-bit

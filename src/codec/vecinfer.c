@@ -287,8 +287,7 @@ static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
  * in piece order from 0 (kernels.h pq_score; 4-bit codes are nibbles and
  * their tables 16 floats, as kernels.h ftab_score reads them; other codes
  * of fewer than 8 bits unpacked to bytes first by kernels.h bits_unpack,
- * TOK tokens at a time; past
- * 8 bits, K > 256, the same sums here) */
+ * TOK tokens at a time; past 8 bits, K > 256, the same sums here) */
 static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
                            const uint8_t *codes, size_t n, float *scores)
 {
