@@ -30,8 +30,8 @@
  *     its reference against codes_dot with the dequantized query;
  *   lut_axpy (code levels summed in registers, one or two sets): the
  *     reference's bits, and within 2e-6 of lut_row + dense_axpy;
- *   pq_score (product-quantized keys against float tables, M 1..64, K 16
- *     and 256): bit-identical; the reference the entries' sums in order;
+ *   pq_score (product-quantized keys against float tables, M 1..64, K 4,
+ *     16 and 256): bit-identical; the reference the entries' sums in order;
  *   pq_axpy (product-quantized rows: per-piece centroids summed in
  *     registers): the reference's bits, the reference's fmaf sums, and
  *     within 2e-6 of the centroids in a tile + dense_axpy;
@@ -981,17 +981,17 @@ static void test_pq_axpy(const vq_kernels *k, const vq_kernels *ref)
                     }
 }
 
-/* pq_score: the reference's bits (odd token counts, M 1..64, K 16 and
+/* pq_score: the reference's bits (odd token counts, M 1..64, K 4, 16 and
  * 256, codes up to K - 1, 1-9 queries, unaligned rows and tables); the
  * reference against the sums of the entries in piece order */
 static void test_pq_score(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Ms[] = { 1, 4, 8, 12, 16, 20, 32, 64 };
     static const size_t ns[] = { 1, 15, 16, 17, 70 };
-    static const size_t Ks[] = { 256, 16 };
+    static const size_t Ks[] = { 256, 16, 4 };
     for (size_t im = 0; im < sizeof Ms / sizeof *Ms; im++)
         for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
-            for (size_t ik = 0; ik < 2; ik++)
+            for (size_t ik = 0; ik < sizeof Ks / sizeof *Ks; ik++)
                 for (int nq = 1; nq <= 9; nq += 4) {
                     const size_t M = Ms[im], n = ns[in], K = Ks[ik], rs = M + 3, ts = M * K + 5;
                     uint8_t *rows = malloc(rs * n + 1);

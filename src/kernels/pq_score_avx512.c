@@ -1,7 +1,8 @@
 /* pq_score_avx512.c -- kernels.h pq_score with AVX-512F: 16 tokens in the
  * lanes of a register, each piece's entries fetched by one gather per
- * query from that piece's table (K floats), one add per piece in the
- * reference's order, so the scores have its bits. The tokens' code bytes
+ * query from that piece's table (K floats; K <= 16: the table in a
+ * register and one VPERMPS), one add per piece in the reference's order,
+ * so the scores have its bits. The tokens' code bytes
  * are turned into lanes four pieces at a time (units16_avx512.h: whole
  * 16-byte chunks transposed, a remaining 4-byte unit gathered); piece 4u
  * + b is byte b of unit u. */
@@ -18,10 +19,14 @@
 #define PS_PASS 4  /* queries per pass */
 #define PS_AHEAD 4 /* groups fetched ahead */
 
-static inline __attribute__((always_inline)) void ps_pass(const int NQ, const __m512i *U, size_t nu, const float *tabs,
-                                                          size_t K, size_t tstride, float *s, size_t sstride,
-                                                          __mmask16 live)
+/* NQ queries' scores of a group; SMALL (K <= 16): each piece's table in
+ * a register (a masked load of its K floats) and one VPERMPS instead of
+ * the gather */
+static inline __attribute__((always_inline)) void ps_pass(const int NQ, const int SMALL, const __m512i *U, size_t nu,
+                                                          const float *tabs, size_t K, size_t tstride, float *s,
+                                                          size_t sstride, __mmask16 live)
 {
+    const __mmask16 kmask = (__mmask16)((1u << (K < 16 ? K : 16)) - 1u);
     __m512 A[PS_PASS];
     _Pragma("GCC unroll 4") for (int j = 0; j < PS_PASS; j++) A[j] = _mm512_setzero_ps();
     const __m512i low = _mm512_set1_epi32(0xFF);
@@ -31,8 +36,9 @@ static inline __attribute__((always_inline)) void ps_pass(const int NQ, const __
         {
             const __m512i idx = _mm512_and_si512(x, low);
             const float *t = tabs + (4 * u + (size_t)b) * K;
-            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) A[j] =
-                _mm512_add_ps(A[j], _mm512_i32gather_ps(idx, (const void *)(t + (size_t)j * tstride), 4));
+            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) A[j] = _mm512_add_ps(
+                A[j], SMALL ? _mm512_permutexvar_ps(idx, _mm512_maskz_loadu_ps(kmask, t + (size_t)j * tstride))
+                            : _mm512_i32gather_ps(idx, (const void *)(t + (size_t)j * tstride), 4));
             x = _mm512_srli_epi32(x, 8);
         }
     }
@@ -71,12 +77,21 @@ void vq_pq_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t M,
         for (int j0 = 0; j0 < n_q; j0 += PS_PASS) {
             const float *tj = tabs + (size_t)j0 * tstride;
             float *sj = s + (size_t)j0 * sstride + i;
+#define PS_CASE(N)                                                                                           \
+    case N:                                                                                                  \
+        if (K <= 16)                                                                                         \
+            ps_pass(N, 1, U, nu, tj, K, tstride, sj, sstride, live);                                         \
+        else                                                                                                 \
+            ps_pass(N, 0, U, nu, tj, K, tstride, sj, sstride, live);                                         \
+        break;
             switch (n_q - j0 < PS_PASS ? n_q - j0 : PS_PASS) {
-            case 4: ps_pass(4, U, nu, tj, K, tstride, sj, sstride, live); break;
-            case 3: ps_pass(3, U, nu, tj, K, tstride, sj, sstride, live); break;
-            case 2: ps_pass(2, U, nu, tj, K, tstride, sj, sstride, live); break;
-            default: ps_pass(1, U, nu, tj, K, tstride, sj, sstride, live); break;
+                PS_CASE(4)
+                PS_CASE(3)
+                PS_CASE(2)
+            default:
+                PS_CASE(1)
             }
+#undef PS_CASE
         }
     }
 }
