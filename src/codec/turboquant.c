@@ -485,8 +485,8 @@ static void tq_score_bits(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8
  * ftab_score): mse norm_i A(c_i) (level tables); rvq norm_i (c1[1] A(a_i)
  * + c2[1] A(b_i)) (sign tables, the stages' levels being +-c[1]); prod
  * norm_i A(a_i) + (norm_i gamma_i) (sqrt(pi/2)/D A'(z_i)) (level tables of
- * R q, sign tables of S R q; the second pass with the products norm *
- * gamma as factors, TOK tokens at a time) */
+ * R q, sign tables of S R q, the second pass with the products norm *
+ * gamma as factors; both passes TOK tokens at a time) */
 static void tq_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n,
                             float *scores)
 {
@@ -502,13 +502,15 @@ static void tq_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uin
         return;
     }
     const float one = 1.0f; /* mse, prod's first stage: the fp16 gain at byte 0 is the factor */
-    k->ftab_score(codes, bb, n, D * (size_t)t->b1, &t->off1, &one, 1, NULL, 0, tabs, qstride, n_q, scores, n);
-    if (t->v != TQ_PROD)
+    if (t->v == TQ_MSE) {
+        k->ftab_score(codes, bb, n, D * (size_t)t->b1, &t->off1, &one, 1, NULL, 0, tabs, qstride, n_q, scores, n);
         return;
+    }
     float f[TOK], g[TOK], p[QRY * TOK];
-    for (size_t i0 = 0; i0 < n; i0 += TOK) {
+    for (size_t i0 = 0; i0 < n; i0 += TOK) { /* prod: both passes over a batch while its rows are near */
         const size_t nt = n - i0 < TOK ? n - i0 : TOK;
         const uint8_t *blk = codes + i0 * bb;
+        k->ftab_score(blk, bb, nt, D * (size_t)t->b1, &t->off1, &one, 1, NULL, 0, tabs, qstride, n_q, scores + i0, n);
         tq_norms(t, k, blk, bb, nt, f);
         vq_halves_strided(k, blk + 2, bb, nt, g); /* gamma: the fp16 at byte 2 */
         for (size_t i = 0; i < nt; i++)

@@ -22,18 +22,6 @@
 #define SF_PASS 4  /* queries per lookup pass */
 #define SF_AHEAD 4 /* groups fetched ahead */
 
-/* the nu units of a set at byte off of 16 tokens (token t at grp +
- * t*stride; ix: vq_rows16_index(stride)): whole 16-byte chunks
- * transposed, a remainder unit by a gather */
-static inline void load_units(const uint8_t *grp, size_t stride, size_t off, size_t nu, __m512i ix, __m512i *U)
-{
-    size_t u = 0;
-    for (; u + 4 <= nu; u += 4)
-        vq_units16_chunk(grp + off + 4 * u, stride, U + u);
-    for (; u < nu; u++)
-        U[u] = _mm512_i32gather_epi32(ix, (const void *)(grp + off + 4 * u), 1);
-}
-
 /* NQ queries (tables at tab + j*tstride), one or TWO sets: the scores of
  * the group's live lanes into s + j*sstride */
 static inline __attribute__((always_inline)) void lookup_pass(const int NQ, const int TWO, __m512i U[2][SF_MAXU],
@@ -110,14 +98,14 @@ void vq_ftab_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t 
         vq_prefetch_span(blk, SF_AHEAD * 16 * stride, 16 * stride);
         if (have == 16) {
             for (int k = 0; k < n_sets; k++)
-                load_units(blk, stride, offs[k], nu, rix, U[k]);
+                vq_units16_load(blk + offs[k], stride, nu, rix, U[k]);
         } else {
             memset(tail, 0, 32 * nbytes);
             for (size_t t = 0; t < have; t++)
                 for (int k = 0; k < n_sets; k++)
                     memcpy(tail + (2 * t + (size_t)k) * nbytes, blk + t * stride + offs[k], nbytes);
             for (int k = 0; k < n_sets; k++)
-                load_units(tail, 2 * nbytes, (size_t)k * nbytes, nu, tix, U[k]);
+                vq_units16_load(tail + (size_t)k * nbytes, 2 * nbytes, nu, tix, U[k]);
         }
         const __mmask16 live = vq_rows16_live(have);
         const __m512 H = f ? _mm512_maskz_loadu_ps(live, f + i) : vq_rows16_halves(blk, hoff, stride, rix, have);

@@ -3,9 +3,8 @@
  * query from that piece's table (K floats; K <= 16: the table in a
  * register and one VPERMPS), one add per piece in the reference's order,
  * so the scores have its bits. The tokens' code bytes
- * are turned into lanes four pieces at a time (units16_avx512.h: whole
- * 16-byte chunks transposed, a remaining 4-byte unit gathered); piece 4u
- * + b is byte b of unit u. */
+ * are turned into lanes four pieces at a time (units16_avx512.h
+ * vq_units16_load); piece 4u + b is byte b of unit u. */
 #include <immintrin.h>
 #include <stdalign.h>
 #include <string.h>
@@ -68,11 +67,7 @@ void vq_pq_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t M,
                 memcpy(tail + t * M, blk + t * stride, M);
             rows = tail, rs = M, ix = tix;
         }
-        size_t u = 0;
-        for (; u + 4 <= nu; u += 4)
-            vq_units16_chunk(rows + 4 * u, rs, U + u);
-        for (; u < nu; u++)
-            U[u] = _mm512_i32gather_epi32(ix, (const void *)(rows + 4 * u), 1);
+        vq_units16_load(rows, rs, nu, ix, U);
         const __mmask16 live = vq_rows16_live(have);
         for (int j0 = 0; j0 < n_q; j0 += PS_PASS) {
             const float *tj = tabs + (size_t)j0 * tstride;

@@ -1,8 +1,8 @@
 /* units16_avx512.h -- 16 tokens' bit sets turned into 32-bit lanes, the
  * layout of the table-lookup scorers (signscore_nibbles_avx512x.c,
- * ftab_score_avx512.c): unit u of a set (its bytes 4u..4u+3) of
- * token t in lane t of one register. Only for files compiled with
- * -mavx512f. */
+ * ftab_score_avx512.c, pq_score_avx512.c): unit u of a set (its bytes
+ * 4u..4u+3) of token t in lane t of one register. Only for files compiled
+ * with -mavx512f. */
 #ifndef VQ_KERNELS_UNITS16_AVX512_H
 #define VQ_KERNELS_UNITS16_AVX512_H
 
@@ -31,6 +31,18 @@ static inline __attribute__((always_inline)) void vq_units16_chunk(const uint8_t
     const __m512i t2 = _mm512_unpacklo_epi32(x2, x3), t3 = _mm512_unpackhi_epi32(x2, x3);
     r[0] = _mm512_unpacklo_epi64(t0, t2), r[1] = _mm512_unpackhi_epi64(t0, t2);
     r[2] = _mm512_unpacklo_epi64(t1, t3), r[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* the nu units of 16 tokens' rows (token t's bytes at p + t*stride; ix:
+ * vq_rows16_index(stride) of rows16_avx512.h): whole 16-byte chunks by
+ * vq_units16_chunk, a remaining unit by one gather */
+static inline void vq_units16_load(const uint8_t *p, size_t stride, size_t nu, __m512i ix, __m512i *U)
+{
+    size_t u = 0;
+    for (; u + 4 <= nu; u += 4)
+        vq_units16_chunk(p + 4 * u, stride, U + u);
+    for (; u < nu; u++)
+        U[u] = _mm512_i32gather_epi32(ix, (const void *)(p + 4 * u), 1);
 }
 
 #endif
