@@ -592,8 +592,6 @@ static void test_codes_dot(const vq_kernels *k, const vq_kernels *ref)
     fill(lv, 16, 99);
     for (int bits = 1; bits <= 4; bits++)
         for (int use_lut = 0; use_lut <= 1; use_lut++) {
-            if (!use_lut && bits % 2) /* integer codes: KIVI's 2 and 4 bits */
-                continue;
             const float *lut = use_lut ? lv : NULL;
             for (size_t ie = 0; ie < sizeof Es / sizeof *Es; ie++)
                 for (size_t nt = 1; nt <= 19; nt += 6)

@@ -97,14 +97,10 @@ typedef struct {
 } kx_state;
 
 /* float-query keys scored through kivi_kdot (kx_score_kdot): uniform
- * levels at 2 or 4 bits (its fused widths), or 3 bits in blocks of 64
- * tokens or more (its per-block fold amortized: one core, D 128, 4
- * queries, 21.6 against 32.3 ns a token decoded at group 128, but 31 against
- * 29 at group 32; figures/bench/ab-session38.txt part 7); else the tile */
+ * levels at 2-4 bits (its fused widths); else the tile */
 static inline int kx_kdot_keys(const vq_codec *c, const kx_state *st)
 {
-    return c->role == VQ_ROLE_KEY && !st->qbits && !st->nu && c->head_dim % 16 == 0 &&
-           (st->bits == 2 || st->bits == 4 || (st->bits == 3 && c->block_tokens >= 64));
+    return c->role == VQ_ROLE_KEY && !st->qbits && !st->nu && c->head_dim % 16 == 0 && st->bits >= 2 && st->bits <= 4;
 }
 
 static inline float ld16(const uint8_t *p) { return vq_fp16_to_fp32(vq_get_u16(p)); }

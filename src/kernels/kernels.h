@@ -107,7 +107,7 @@
  *       first at codes + i*rstride, v(c) = c (lut NULL: KIVI keys with the
  *       block's scales folded into q) or lut[c] (2^bits floats: TurboQuant's
  *       code levels): dense_dot over values decoded in registers (AVX-512,
- *       2 or 4 bits without lut: sixteen tokens per register, no
+ *       2-4 bits without lut: sixteen tokens per register, no
  *       horizontal sums; the sums agree to float rounding).
  *   codes_dot_pair(codes, rstride, off, nt, E, lut4, q, qstride, n_q, s,
  *       sstride): the same over two sets of E 1-bit codes, a_ie at codes +

@@ -11,7 +11,7 @@
  * permute reads an index's low 4 bits, so a code's level -- a table's, the
  * integer itself, or a scale times either -- is picked by one permute from a
  * register whose 2^b levels repeat over the 16 lanes (no mask, no convert;
- * the same values and products as the reference's). codes_dot of 2- and 4-bit
+ * the same values and products as the reference's). codes_dot of 2- to 4-bit
  * KIVI keys (no table) puts sixteen tokens in the lanes instead
  * (codes_dot_lanes): a different order of the sums than the reference's,
  * within kernels.h's float rounding. */
@@ -224,24 +224,49 @@ codes_dot_rows(const int NJ, const int SIGN, const uint8_t *codes, size_t rstrid
     }
 }
 
-/* lut NULL, 2 or 4 bits: sixteen tokens in the lanes of a register. Dword
+/* lut NULL, 2, 3 or 4 bits: sixteen tokens in the lanes of a register. Dword
  * u of the 16 rows is gathered into U[u] (lane t: row t), each channel's
  * codes are one shift and one mask of it, and each query's sum is four
  * chains of FMAs (channel e in chain e % 4, the query element broadcast),
  * added (c0 + c1) + (c2 + c3) at the end: no horizontal sums. Each lane's
  * sum is the same whatever the rows around it (rows past nt repeat the
- * last; their lanes are not stored). */
-/* channel K (a literal) of a dword of codes U (lane t: row t) into chain
- * K % 4 of NJ queries' sums */
-/* channel K of the dwords U (16 tokens): its codes as floats by one
- * permute of LV (lane k: k & mask, as a float) indexed by the dwords
- * shifted down (the low 4 bits index), then one FMA per query */
-static inline __attribute__((always_inline)) void lanes_channel(const int NJ, const int BITS, const int K, __m512i U,
-                                                                __m512 LV, const float *const qe[4], __m512 a[4][4])
+ * last; their lanes are not stored). 3-bit codes are read three dwords
+ * (32 channels) at a time (lanes_unit3). */
+/* channel K of 16 tokens whose code sits in the low bits of X's lanes
+ * (bits above it ignored): the codes as floats by one permute of LV (lane
+ * k: k & mask, as a float; a permute reads the low 4 bits), then one FMA
+ * per query */
+static inline __attribute__((always_inline)) void lanes_code(const int NJ, const int K, __m512i X, __m512 LV,
+                                                             const float *const qe[4], __m512 a[4][4])
 {
-    const __m512 v = _mm512_permutexvar_ps(K ? _mm512_srli_epi32(U, (unsigned)(K * BITS)) : U, LV);
+    const __m512 v = _mm512_permutexvar_ps(X, LV);
     _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) a[j][K % 4] =
         _mm512_fmadd_ps(_mm512_set1_ps(qe[j][K]), v, a[j][K % 4]);
+}
+
+/* channel K at bit SH of the dwords U */
+static inline __attribute__((always_inline)) void lanes_channel(const int NJ, const int K, const int SH, __m512i U,
+                                                                __m512 LV, const float *const qe[4], __m512 a[4][4])
+{
+    lanes_code(NJ, K, SH ? _mm512_srli_epi32(U, (unsigned)SH) : U, LV, qe, a);
+}
+
+/* 3 bits: 32 channels fill three dwords U0, U1, U2 (channel K at bit 3K
+ * of the 96); channels 10 and 21 straddle two dwords and are joined by a
+ * shift of each */
+static inline __attribute__((always_inline)) void lanes_unit3(const int NJ, __m512i U0, __m512i U1, __m512i U2,
+                                                              __m512 LV, const float *const qe[4], __m512 a[4][4])
+{
+#define LANES3(K, U, SH) lanes_channel(NJ, (K), (SH), (U), LV, qe, a)
+    LANES3(0, U0, 0), LANES3(1, U0, 3), LANES3(2, U0, 6), LANES3(3, U0, 9), LANES3(4, U0, 12), LANES3(5, U0, 15);
+    LANES3(6, U0, 18), LANES3(7, U0, 21), LANES3(8, U0, 24), LANES3(9, U0, 27);
+    lanes_code(NJ, 10, _mm512_or_si512(_mm512_srli_epi32(U0, 30), _mm512_slli_epi32(U1, 2)), LV, qe, a);
+    LANES3(11, U1, 1), LANES3(12, U1, 4), LANES3(13, U1, 7), LANES3(14, U1, 10), LANES3(15, U1, 13);
+    LANES3(16, U1, 16), LANES3(17, U1, 19), LANES3(18, U1, 22), LANES3(19, U1, 25), LANES3(20, U1, 28);
+    lanes_code(NJ, 21, _mm512_or_si512(_mm512_srli_epi32(U1, 31), _mm512_slli_epi32(U2, 1)), LV, qe, a);
+    LANES3(22, U2, 2), LANES3(23, U2, 5), LANES3(24, U2, 8), LANES3(25, U2, 11), LANES3(26, U2, 14);
+    LANES3(27, U2, 17), LANES3(28, U2, 20), LANES3(29, U2, 23), LANES3(30, U2, 26), LANES3(31, U2, 29);
+#undef LANES3
 }
 
 static inline __attribute__((always_inline)) void codes_dot_lanes(const int NJ, const int BITS, const uint8_t *codes,
@@ -260,17 +285,27 @@ static inline __attribute__((always_inline)) void codes_dot_lanes(const int NJ, 
         __m512 a[4][4];
         _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++)
             _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) a[j][c] = _mm512_setzero_ps();
-        for (size_t u = 0; u < nu; u++) {
-            const __m512i U = _mm512_i32gather_epi32(off, (const void *)(base + 4 * u), 1);
-            const float *qe[4];
-            _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) qe[j] = qj[j] + u * (32 / BITS);
-#define LANES_CH(K) lanes_channel(NJ, BITS, (K), U, LV, qe, a)
-            LANES_CH(0), LANES_CH(1), LANES_CH(2), LANES_CH(3), LANES_CH(4), LANES_CH(5), LANES_CH(6), LANES_CH(7);
-            if (BITS == 2)
-                LANES_CH(8), LANES_CH(9), LANES_CH(10), LANES_CH(11), LANES_CH(12), LANES_CH(13), LANES_CH(14),
-                    LANES_CH(15);
+        if (BITS == 3)
+            for (size_t u = 0; u < nu; u += 3) { /* 32 channels a step */
+                const __m512i U0 = _mm512_i32gather_epi32(off, (const void *)(base + 4 * u), 1);
+                const __m512i U1 = _mm512_i32gather_epi32(off, (const void *)(base + 4 * u + 4), 1);
+                const __m512i U2 = _mm512_i32gather_epi32(off, (const void *)(base + 4 * u + 8), 1);
+                const float *qe[4];
+                _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) qe[j] = qj[j] + u / 3 * 32;
+                lanes_unit3(NJ, U0, U1, U2, LV, qe, a);
+            }
+        else
+            for (size_t u = 0; u < nu; u++) {
+                const __m512i U = _mm512_i32gather_epi32(off, (const void *)(base + 4 * u), 1);
+                const float *qe[4];
+                _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) qe[j] = qj[j] + u * (32 / BITS);
+#define LANES_CH(K) lanes_channel(NJ, (K), (K) * BITS, U, LV, qe, a)
+                LANES_CH(0), LANES_CH(1), LANES_CH(2), LANES_CH(3), LANES_CH(4), LANES_CH(5), LANES_CH(6), LANES_CH(7);
+                if (BITS == 2)
+                    LANES_CH(8), LANES_CH(9), LANES_CH(10), LANES_CH(11), LANES_CH(12), LANES_CH(13), LANES_CH(14),
+                        LANES_CH(15);
 #undef LANES_CH
-        }
+            }
         const __mmask16 st = (__mmask16)((1u << live) - 1u);
         _Pragma("GCC unroll 4") for (int j = 0; j < NJ; j++) {
             __m512 t = _mm512_add_ps(_mm512_add_ps(a[j][0], a[j][1]), _mm512_add_ps(a[j][2], a[j][3]));
@@ -281,14 +316,15 @@ static inline __attribute__((always_inline)) void codes_dot_lanes(const int NJ, 
     }
 }
 
-/* codes_dot_lanes for nj (1..4) queries and 2 or 4 bits given at run time
+/* codes_dot_lanes for nj (1..4) queries and 2, 3 or 4 bits given at run time
  * (mins: NULL, or kivi_kdot's per-query mins' parts) */
 static void codes_dot_lanes_any(int nj, int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t E,
                                 const float *const qj[4], const float *mins, float *s, size_t sstride)
 {
 #define LANES_PASS(NJ)                                                                                               \
-    (bits == 2 ? codes_dot_lanes(NJ, 2, codes, rstride, nt, E, qj, mins, s, sstride)                                \
-               : codes_dot_lanes(NJ, 4, codes, rstride, nt, E, qj, mins, s, sstride))
+    (bits == 2   ? codes_dot_lanes(NJ, 2, codes, rstride, nt, E, qj, mins, s, sstride)                              \
+     : bits == 3 ? codes_dot_lanes(NJ, 3, codes, rstride, nt, E, qj, mins, s, sstride)                              \
+                 : codes_dot_lanes(NJ, 4, codes, rstride, nt, E, qj, mins, s, sstride))
     switch (nj) {
     case 4: LANES_PASS(4); break;
     case 3: LANES_PASS(3); break;
@@ -301,8 +337,8 @@ static void codes_dot_lanes_any(int nj, int bits, const uint8_t *codes, size_t r
 void vq_codes_dot_avx512(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                          const float *q, size_t qstride, int n_q, float *s, size_t sstride)
 {
-    /* KIVI keys (no table, 2 or 4 bits): tokens in lanes (codes_dot_lanes) */
-    const int lanes = !lut && (bits == 2 || bits == 4) && E % 32 == 0 && rstride < (1u << 26);
+    /* KIVI keys (no table, 2-4 bits): tokens in lanes (codes_dot_lanes) */
+    const int lanes = !lut && bits >= 2 && E % 32 == 0 && rstride < (1u << 26);
     if (bits < 1 || bits > 4 || E % 16) {
         vq_codes_dot_ref(codes, rstride, bits, nt, E, lut, q, qstride, n_q, s, sstride);
         return;
@@ -352,13 +388,13 @@ static inline void kivi_fold_halves(const float *q, size_t qstride, int n_q, con
     }
 }
 
-/* 2 and 4 bits: per block and four queries the fold (kivi_fold_halves),
+/* 2-4 bits: per block and four queries the fold (kivi_fold_halves),
  * then codes_dot_lanes with the base added at its store */
 void vq_kivi_kdot_avx512(const uint8_t *blocks, size_t bstride, size_t nblk, int bits, size_t G, size_t D,
                          const float *q, size_t qstride, int n_q, float *s, size_t sstride)
 {
     const size_t row = D * (size_t)bits / 8;
-    if ((bits != 2 && bits != 4) || D % 32 || D > VQ_KDOT_MAX_D || row >= (1u << 26)) {
+    if (bits < 2 || bits > 4 || D % 32 || D > VQ_KDOT_MAX_D || row >= (1u << 26)) {
         vq_kivi_kdot_via(vq_fp16_row_avx512, vq_kivi_fold_ref, vq_codes_dot_avx512, blocks, bstride, nblk, bits, G,
                          D, q, qstride, n_q, s, sstride);
         return;
