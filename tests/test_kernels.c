@@ -18,7 +18,8 @@
  *     the nibble tables against their definition;
  *   ftab_score (float tables of four signs, one or two sets, m up to
  *     1024): bit-identical; the reference within 1e-5 of <y, signs>; over
- *     level tables of 1-, 2-, 4-bit codes within 1e-5 of sum y lut[c];
+ *     level tables of 1-, 2-, 4-bit codes bit-identical and within 1e-5
+ *     of sum y lut[c];
  *   dense dot/axpy on IEEE half rows: relative error <= 2e-6, and the
  *     bits of fp16_row into a tile, then the float kernels (tables with
  *     dense_f16, E a multiple of 8; else the reference's bits);
@@ -31,7 +32,8 @@
  *   lut_axpy (code levels summed in registers, one or two sets): the
  *     reference's bits, and within 2e-6 of lut_row + dense_axpy;
  *   pq_score (product-quantized keys against float tables, M 1..64, K 4,
- *     16 and 256): bit-identical; the reference the entries' sums in order;
+ *     8, 12, 16, 32 and 256): bit-identical; the reference the entries'
+ *     sums in order;
  *   pq_axpy (product-quantized rows: per-piece centroids summed in
  *     registers): the reference's bits, the reference's fmaf sums, and
  *     within 2e-6 of the centroids in a tile + dense_axpy;
@@ -453,9 +455,9 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
 }
 
 /* ftab_score: the reference's bits (unaligned rows and tables, odd
- * token counts, 1-9 queries, one or two sets, the factor first or last in
- * the row, or given as floats); the tables against their formula (and
- * their sign symmetry);
+ * token counts, 1-9 queries, one or two sets, the factor first, last or
+ * one byte before the end of the row, or given as floats); the tables
+ * against their formula (and their sign symmetry);
  * the reference against <y, s(z)>
  * summed in double, within 1e-5 of h * sum_k |w_k| * sum_d |y_d| */
 static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
@@ -467,13 +469,16 @@ static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
         for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
             for (size_t iq = 0; iq < sizeof nqs / sizeof *nqs; iq++)
                 for (int sets = 1; sets <= 2; sets++)
-                    for (int last = 0; last <= 2; last++) {
+                    for (int last = 0; last <= 3; last++) {
                         /* token: 1 byte | fp16 factor | 2 sets; last == 1: 1 byte | 2 sets | 2 bytes | fp16
-                         * factor; last == 2: the first layout, the factors given as floats */
+                         * factor; last == 2: the first layout, the factors given as floats; last == 3: 1 byte |
+                         * 2 sets | 1 byte | fp16 factor | 1 byte */
                         const size_t m = ms[im], n = ns[in], nb = (m + 7) / 8, stride = 2 * nb + 5;
                         const int nq = nqs[iq];
-                        const size_t tstride = vq_float_tables_floats(m) + 3, hoff = last == 1 ? stride - 2 : 1;
-                        const size_t offs[2] = { last == 1 ? 1 : 3, (last == 1 ? 1 : 3) + nb };
+                        const size_t tstride = vq_float_tables_floats(m) + 3;
+                        const size_t hoff = last == 1 ? stride - 2 : last == 3 ? stride - 3 : 1;
+                        const size_t o0 = last % 2 ? 1 : 3; /* the first set's offset */
+                        const size_t offs[2] = { o0, o0 + nb };
                         const float w[2] = { 0.061f, -0.0237f };
                         uint8_t *codes = malloc(stride * n + 1);
                         float *y = malloc(sizeof(float) * m * (size_t)nq), *f = malloc(sizeof(float) * n);
@@ -533,16 +538,16 @@ static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
 /* level tables (float_tables.h) for 1-, 2- and 4-bit codes, two codebooks
  * split at a coordinate that need not start a table: entries
  * against their formula; ftab_score over them (the table k's, one set)
- * within 1e-5 of sum_d y_d lut[c_d] summed in double, relative to sum_d
- * |y_d lut[c_d]| */
-static void test_level_tables(const vq_kernels *k)
+ * with the reference's bits and within 1e-5 of sum_d y_d lut[c_d] summed
+ * in double, relative to sum_d |y_d lut[c_d]| */
+static void test_level_tables(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Ds[] = { 32, 64, 96, 128, 256 };
     for (int b = 1; b <= 4; b *= 2)
         for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++) {
             const size_t D = Ds[id], n = 37, nb = D * (size_t)b / 8, stride = nb + 3, per = 4 / (size_t)b;
             const size_t mask = ((size_t)1 << b) - 1, tf = vq_float_tables_floats(D * (size_t)b);
-            float y[256], lut[16], lut_lo[16], *tab = malloc(sizeof(float) * tf), s[37];
+            float y[256], lut[16], lut_lo[16], *tab = malloc(sizeof(float) * tf), s[37], r[37];
             const size_t n_lo = D / 3; /* the coordinates below read lut_lo (a table may straddle) */
             uint8_t *codes = malloc(stride * n);
             fill(y, D, 17 + D + (size_t)b);
@@ -566,6 +571,9 @@ static void test_level_tables(const vq_kernels *k)
             const size_t off = 2;
             const float one = 1.0f;
             k->ftab_score(codes, stride, n, D * (size_t)b, &off, &one, 1, NULL, 0, tab, tf, 1, s, n);
+            ref->ftab_score(codes, stride, n, D * (size_t)b, &off, &one, 1, NULL, 0, tab, tf, 1, r, n);
+            CHECKF(same_bits(s, r, n), "%s ftab_score over level tables D=%zu b=%d: not the reference's bits", k->isa,
+                   D, b);
             double worst = 0.0;
             for (size_t i = 0; i < n; i++) {
                 const uint8_t *row = codes + i * stride;
@@ -979,14 +987,14 @@ static void test_pq_axpy(const vq_kernels *k, const vq_kernels *ref)
                     }
 }
 
-/* pq_score: the reference's bits (odd token counts, M 1..64, K 4, 16 and
- * 256, codes up to K - 1, 1-9 queries, unaligned rows and tables); the
- * reference against the sums of the entries in piece order */
+/* pq_score: the reference's bits (odd token counts, M 1..64, K 4, 8, 12,
+ * 16, 32 and 256, codes up to K - 1, 1-9 queries, unaligned rows and
+ * tables); the reference against the sums of the entries in piece order */
 static void test_pq_score(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Ms[] = { 1, 4, 8, 12, 16, 20, 32, 64 };
     static const size_t ns[] = { 1, 15, 16, 17, 70 };
-    static const size_t Ks[] = { 256, 16, 4 };
+    static const size_t Ks[] = { 256, 32, 16, 12, 8, 4 };
     for (size_t im = 0; im < sizeof Ms / sizeof *Ms; im++)
         for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
             for (size_t ik = 0; ik < sizeof Ks / sizeof *Ks; ik++)
@@ -1901,7 +1909,7 @@ static void test_tables(void)
         test_bitdot(k, ref);
         test_signscore(k, ref);
         test_ftab_score(k, ref);
-        test_level_tables(k);
+        test_level_tables(k, ref);
         test_lut_axpy(k, ref);
         test_pq_axpy(k, ref);
         test_pq_score(k, ref);

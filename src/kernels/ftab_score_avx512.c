@@ -11,11 +11,11 @@
  * (up to 4, both sets: 8 independent sums). */
 #include <immintrin.h>
 #include <stdalign.h>
-#include <string.h>
 
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/rows16_avx512.h"
+#include "kernels/tail_rows.h"
 #include "kernels/units16_avx512.h"
 
 #define SF_MAXU 32 /* 4-byte units of a set: m <= 1024 */
@@ -100,10 +100,7 @@ void vq_ftab_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t 
             for (int k = 0; k < n_sets; k++)
                 vq_units16_load(blk + offs[k], stride, nu, rix, U[k]);
         } else {
-            memset(tail, 0, 32 * nbytes);
-            for (size_t t = 0; t < have; t++)
-                for (int k = 0; k < n_sets; k++)
-                    memcpy(tail + (2 * t + (size_t)k) * nbytes, blk + t * stride + offs[k], nbytes);
+            vq_tail_rows(tail, 16, 2, blk, stride, have, offs, n_sets, nbytes);
             for (int k = 0; k < n_sets; k++)
                 vq_units16_load(tail + (size_t)k * nbytes, 2 * nbytes, nu, tix, U[k]);
         }

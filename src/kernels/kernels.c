@@ -91,6 +91,8 @@ static void fill_tables(void)
     k_avx2.bits_unpack = vq_bits_unpack_avx2;
     k_avx2.nearest8 = vq_nearest8_avx2;
     k_avx2.qplanes = vq_qplanes_encode_avx2;
+    k_avx2.ftab_score = vq_ftab_score_avx2;
+    k_avx2.pq_score = vq_pq_score_avx2;
 
     k_avx512 = k_avx2;
     k_avx512.isa = "avx512";

@@ -92,8 +92,8 @@
  *       keys): row i has M one-byte codes c_im (< K <= 256) at codes +
  *       i*stride, query j's table of piece m is the K floats at tabs +
  *       j*tstride + m*K, and s[j*sstride + i] = sum_m table_m[c_im], added
- *       from 0.0f in piece order. Every variant has these bits (AVX-512: M
- *       a multiple of 4 up to 64; else the reference).
+ *       from 0.0f in piece order. Every variant has these bits (AVX2 and
+ *       AVX-512: M a multiple of 4 up to 64; else the reference).
  *   kivi_qaxpy: kernels/kivi_qaxpy.h (the same sums with the weights
  *       rounded to int8 per block of rows; the VNNI + VBMI variant where
  *       the CPU has both, else the AVX2 one).
@@ -147,8 +147,8 @@
  *       With A_k the table sum of set k,
  *         s[j*sstride + i] = h_i * (w[0] A_0 (+ w[1] A_1))
  *       every product and sum rounded on its own, in this order, so every
- *       variant has the reference's bits (AVX-512: m a multiple of 32 up
- *       to 1024; else the reference).
+ *       variant has the reference's bits (AVX2 and AVX-512: m a multiple
+ *       of 32 up to 1024; else the reference).
  *   qplanes(y, D, qbits, qbuf): a query's levels, bit planes and nibble
  *       tables, kernels/qplanes.h (vq_qplanes_encode_ref's bytes for
  *       finite y).
@@ -330,8 +330,8 @@ void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t n
                          const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 vq_lut_axpy_fn vq_lut_axpy_ref, vq_lut_axpy_avx2, vq_lut_axpy_avx512;
 vq_pq_axpy_fn vq_pq_axpy_ref, vq_pq_axpy_avx512;
-vq_pq_score_fn vq_pq_score_ref, vq_pq_score_avx512;
-vq_ftab_score_fn vq_ftab_score_ref, vq_ftab_score_avx512;
+vq_pq_score_fn vq_pq_score_ref, vq_pq_score_avx2, vq_pq_score_avx512;
+vq_ftab_score_fn vq_ftab_score_ref, vq_ftab_score_avx2, vq_ftab_score_avx512;
 void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                       const float *q, size_t qstride, int n_q, float *s, size_t sstride);
 void vq_codes_dot_avx2(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,

@@ -7,11 +7,11 @@
  * vq_units16_load); piece 4u + b is byte b of unit u. */
 #include <immintrin.h>
 #include <stdalign.h>
-#include <string.h>
 
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/rows16_avx512.h"
+#include "kernels/tail_rows.h"
 #include "kernels/units16_avx512.h"
 
 #define PS_MAXU 16 /* 4-byte units of a row: M <= 64 */
@@ -51,7 +51,7 @@ void vq_pq_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t M,
         vq_pq_score_ref(codes, stride, n, M, tabs, K, tstride, n_q, s, sstride);
         return;
     }
-    const size_t nu = M / 4;
+    const size_t nu = M / 4, zero = 0;
     alignas(64) __m512i U[PS_MAXU];
     alignas(64) uint8_t tail[16 * 4 * PS_MAXU]; /* the last tokens' rows side by side, the rest 0 */
     const __m512i rix = vq_rows16_index(stride), tix = vq_rows16_index(M);
@@ -62,9 +62,7 @@ void vq_pq_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t M,
         __m512i ix = rix;
         vq_prefetch_span(blk, PS_AHEAD * 16 * stride, 16 * stride);
         if (have < 16) {
-            memset(tail, 0, 16 * M);
-            for (size_t t = 0; t < have; t++)
-                memcpy(tail + t * M, blk + t * stride, M);
+            vq_tail_rows(tail, 16, 1, blk, stride, have, &zero, 1, M);
             rows = tail, rs = M, ix = tix;
         }
         vq_units16_load(rows, rs, nu, ix, U);
