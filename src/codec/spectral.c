@@ -56,8 +56,9 @@
  * with the signal levels); accumulation is two lut_axpy passes of the
  * same extents, and finish takes coordinate i from the half of its own
  * codebook. Other parameters keep rows of D + SP_PAD floats as above.
- * Keys of the split layout at 1 or 2 bits, where the kernel table has a
- * SIMD ftab_score, are scored from level tables instead (kernels/
+ * Keys of the split layout at 1 or 2 bits, where the kernel table's
+ * ftab_score over level tables beats codes_dot (kernels.h ftab_levels),
+ * are scored from level tables instead (kernels/
  * float_tables.h: coordinate i with the signal levels below d_sig, the
  * noise levels from it), which the prepared query holds after its row:
  * score = <q, mu> + r * A, one pass over the codes.
@@ -181,9 +182,8 @@ static vq_status spectral_init(vq_codec *c, vq_spec *spec)
                 k->lut_axpy != vq_lut_axpy_ref;
     c->query_bytes = sizeof(float) * sp_row(st, D);
     /* split keys at 1 or 2 bits: the query's level tables (kernels/float_tables.h) after its row, where
-     * the kernel table has a SIMD ftab_score */
-    st->ftab = st->split && c->role == VQ_ROLE_KEY && bits <= 2 && D % 32 == 0 &&
-               k->ftab_score != vq_ftab_score_ref;
+     * the kernel table's ftab_score over them beats codes_dot (kernels.h ftab_levels) */
+    st->ftab = st->split && c->role == VQ_ROLE_KEY && bits <= 2 && D % 32 == 0 && k->ftab_levels;
     if (st->ftab)
         c->query_bytes += sizeof(float) * vq_float_tables_floats((size_t)D * (size_t)bits);
     c->accum_size = sp_row(st, D);

@@ -12,8 +12,9 @@
  *   (mse at 1-2 bits, rvq at 1 bit, prod with b-1 <= 2) are scored from
  *   float tables of R q (and S R q) made in prepare_query and stored after
  *   it (kernels/float_tables.h, kernels.h ftab_score) where the kernel
- *   table has a SIMD ftab_score; other float-query keys from their codes by
- *   codes_dot (tq_score_levels), or through the tile.
+ *   table has a SIMD ftab_score (mse: where its level tables beat
+ *   codes_dot, kernels.h ftab_levels); other float-query keys from their
+ *   codes by codes_dot (tq_score_levels), or through the tile.
  *
  * Methods (bits b, codes packed LSB first, bitstream.h):
  *  turboquant_mse  (bits 1..4, default 2): y_hat = s1 * c1[i], c1 the b-bit
@@ -262,11 +263,12 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
      * float tables (kernels/float_tables.h), after the query in its buffer,
      * where the kernel table has a SIMD ftab_score: rvq at 1 bit (both
      * stages' levels symmetric, c[0] = -c[1]) and prod's sign bits by sign
-     * tables, mse at 1 and 2 bits with the fp16 gain by level tables */
-    if (c->role == VQ_ROLE_KEY && !t->scan && !t->qbits && D % 32 == 0 &&
-        vq_kernels_get()->ftab_score != vq_ftab_score_ref &&
+     * tables, mse at 1 and 2 bits with the fp16 gain by level tables (where
+     * those beat codes_dot: kernels.h ftab_levels) */
+    const vq_kernels *kt = vq_kernels_get();
+    if (c->role == VQ_ROLE_KEY && !t->scan && !t->qbits && D % 32 == 0 && kt->ftab_score != vq_ftab_score_ref &&
         ((v == TQ_PROD && t->b1 <= 2) || (v == TQ_RVQ && t->bits == 1 && t->c1[0] == -t->c1[1] && t->c2[0] == -t->c2[1]) ||
-         (v == TQ_MSE && !t->norm8 && t->bits <= 2))) {
+         (v == TQ_MSE && !t->norm8 && t->bits <= 2 && kt->ftab_levels))) {
         t->ftab = c->score_own = 1;
         /* mse: level tables; rvq: sign tables; prod: both */
         const size_t level_bits = v == TQ_RVQ ? 0 : (size_t)D * (size_t)t->b1, sign_bits = v == TQ_MSE ? 0 : (size_t)D;

@@ -109,7 +109,7 @@ static void fill_tables(void)
     k_avx512.kivi_axpy = vq_kivi_axpy_avx512;
     k_avx512.lut_axpy = vq_lut_axpy_avx512;
     k_avx512.pq_axpy = vq_pq_axpy_avx512, k_avx512.pq_score = vq_pq_score_avx512;
-    k_avx512.ftab_score = vq_ftab_score_avx512;
+    k_avx512.ftab_score = vq_ftab_score_avx512, k_avx512.ftab_levels = 1;
     k_avx512.codes_dot = vq_codes_dot_avx512;
     k_avx512.qaxpy = vq_qaxpy_avx512;
     k_avx512.rope_pairs = vq_rope_pairs_avx512;

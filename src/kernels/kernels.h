@@ -148,7 +148,13 @@
  *         s[j*sstride + i] = h_i * (w[0] A_0 (+ w[1] A_1))
  *       every product and sum rounded on its own, in this order, so every
  *       variant has the reference's bits (AVX2 and AVX-512: m a multiple
- *       of 32 up to 1024; else the reference).
+ *       of 32 up to 1024; else the reference). ftab_levels says whether
+ *       its level tables beat codes_dot over the same codes (AVX-512: a
+ *       nibble of 16 tokens per VPERMPS; AVX2 builds its tables and looks
+ *       them up slower than its codes_dot decodes: one core, D 128, 4
+ *       queries, turboquant_mse 18.9 ns a token by codes_dot against 21.1
+ *       by level tables, figures/bench/ab-session39.txt part 1); sign
+ *       tables win on both.
  *   qplanes(y, D, qbits, qbuf): a query's levels, bit planes and nibble
  *       tables, kernels/qplanes.h (vq_qplanes_encode_ref's bytes for
  *       finite y).
@@ -237,6 +243,7 @@ typedef struct vq_kernels {
     vq_dense_fn *dense_dot, *dense_axpy;
     int dense_f16; /* 1: dense_dot/axpy have SIMD loops for VQ_ELEM_F16 rows */
     int dense_q;   /* 1: ... for VQ_ELEM_Q8_0 / Q4_0 rows, faster than their tiled path */
+    int ftab_levels; /* 1: ftab_score over level tables is faster than codes_dot (see ftab_score) */
     void (*fp16_row)(const uint8_t *src, float *dst, size_t n);
     void (*fp16_from_row)(const float *src, uint8_t *dst, size_t n);
     vq_half_ratio_fn *half_ratio;
