@@ -152,7 +152,7 @@
  *       its level tables beat codes_dot over the same codes (AVX-512: a
  *       nibble of 16 tokens per VPERMPS; AVX2 builds its tables and looks
  *       them up slower than its codes_dot decodes: one core, D 128, 4
- *       queries, turboquant_mse 18.9 ns a token by codes_dot against 21.1
+ *       queries, turboquant_mse 18.9 ns a token by codes_dot against 20.7-21.4
  *       by level tables, figures/bench/ab-session39.txt part 1); sign
  *       tables win on both.
  *   qplanes(y, D, qbits, qbuf): a query's levels, bit planes and nibble
