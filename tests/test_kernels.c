@@ -456,8 +456,9 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
 
 /* ftab_score: the reference's bits (unaligned rows and tables, odd
  * token counts, 1-9 queries, one or two sets, the factor first, last or
- * one byte before the end of the row, or given as floats); the tables
- * against their formula (and their sign symmetry);
+ * one byte before the end of the row, or given as floats); the variant's
+ * sign tables (kernels.h sign_tables) against their formula, bit for bit
+ * (and their sign symmetry);
  * the reference against <y, s(z)>
  * summed in double, within 1e-5 of h * sum_k |w_k| * sum_d |y_d| */
 static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
@@ -494,7 +495,7 @@ static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
                         int sym = 1;
                         for (int j = 0; j < nq; j++) {
                             float *t = tabs + 1 + (size_t)j * tstride;
-                            vq_sign_tables(y + (size_t)j * m, m, t);
+                            k->sign_tables(y + (size_t)j * m, m, t); /* the variant's builder */
                             for (size_t e = 0; e < 4 * m; e++) {
                                 const float *x = y + (size_t)j * m + e / 16 * 4;
                                 float want = e % 16 & 1 ? x[0] : -x[0];
@@ -503,7 +504,8 @@ static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
                                 sym &= t[e] == want && t[e] == -t[e - e % 16 + 15 - e % 16];
                             }
                         }
-                        CHECKF(sym, "sign tables m=%zu: not float_tables.h's sums, or entry e not -(entry 15 - e)", m);
+                        CHECKF(sym, "%s sign tables m=%zu: not float_tables.h's sums, or entry e not -(entry 15 - e)",
+                               k->isa, m);
                         for (size_t i = 0; i < n * (size_t)nq; i++) /* poisoned apart: every output is written */
                             s1[i] = -1.0f, s2[i] = NAN;
                         const float *fs = last == 2 ? f : NULL;
@@ -535,9 +537,9 @@ static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
                     }
 }
 
-/* level tables (float_tables.h) for 1-, 2- and 4-bit codes, two codebooks
- * split at a coordinate that need not start a table: entries
- * against their formula; ftab_score over them (the table k's, one set)
+/* level tables (float_tables.h; the variant's kernels.h level_tables) for
+ * 1-, 2- and 4-bit codes, two codebooks split at a coordinate that need not
+ * start a table: entries against their formula, bit for bit; ftab_score over them (the table k's, one set)
  * with the reference's bits and within 1e-5 of sum_d y_d lut[c_d] summed
  * in double, relative to sum_d |y_d lut[c_d]| */
 static void test_level_tables(const vq_kernels *k, const vq_kernels *ref)
@@ -558,7 +560,7 @@ static void test_level_tables(const vq_kernels *k, const vq_kernels *ref)
                 const uint16_t h = vq_fp32_to_fp16(0.5f + (float)i / 16.0f);
                 memcpy(codes + i * stride, &h, 2);
             }
-            vq_level_tables(y, D, b, lut, lut_lo, n_lo, tab);
+            k->level_tables(y, D, b, lut, lut_lo, n_lo, tab); /* the variant's builder */
             int exact = 1;
             for (size_t p = 0; p < D / per; p++)
                 for (size_t e = 0; e < 16; e++) {
@@ -567,7 +569,7 @@ static void test_level_tables(const vq_kernels *k, const vq_kernels *ref)
                         want = want + y[p * per + d] * (p * per + d < n_lo ? lut_lo : lut)[e >> (size_t)b * d & mask];
                     exact &= tab[16 * p + e] == want;
                 }
-            CHECKF(exact, "level tables D=%zu b=%d: not float_tables.h's sums", D, b);
+            CHECKF(exact, "%s level tables D=%zu b=%d: not float_tables.h's sums", k->isa, D, b);
             const size_t off = 2;
             const float one = 1.0f;
             k->ftab_score(codes, stride, n, D * (size_t)b, &off, &one, 1, NULL, 0, tab, tf, 1, s, n);

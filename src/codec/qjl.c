@@ -175,7 +175,7 @@ static void qjl_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
         float *y = (float *)(void *)qbuf;
         project_query(j, q, c->head_dim, y);
         if (j->ftab)
-            vq_sign_tables(y, (size_t)j->m, y + j->m);
+            vq_kernels_get()->sign_tables(y, (size_t)j->m, y + j->m);
         return;
     }
     project_query(j, q, c->head_dim, j->y);

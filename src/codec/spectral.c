@@ -295,7 +295,7 @@ static void spectral_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     }
     f[D] = qm;
     if (st->ftab) /* coordinate j read with the signal levels below d_sig */
-        vq_level_tables(y, (size_t)D, st->bits, st->lv_noise, st->lv_sig, (size_t)st->d_sig, f + sp_row(st, D));
+        vq_kernels_get()->level_tables(y, (size_t)D, st->bits, st->lv_noise, st->lv_sig, (size_t)st->d_sig, f + sp_row(st, D));
 }
 
 /* the fp32 r of nt tokens (at blk + i*bb) into r */

@@ -453,11 +453,11 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
         return;
     float *tab = y + tq_tables_at(t, D);
     if (t->v != TQ_RVQ) /* mse, prod's first stage: level tables of R q */
-        vq_level_tables(y, (size_t)D, t->b1, t->c1, t->c1, 0, tab);
+        vq_kernels_get()->level_tables(y, (size_t)D, t->b1, t->c1, t->c1, 0, tab);
     if (t->v == TQ_RVQ) /* both stages' sign bits against R q */
-        vq_sign_tables(y, (size_t)D, tab);
+        vq_kernels_get()->sign_tables(y, (size_t)D, tab);
     else if (t->v == TQ_PROD) /* the sketch's sign bits against S R q */
-        vq_sign_tables(y + D, (size_t)D, tab + tq_prod_signs_at(t, D));
+        vq_kernels_get()->sign_tables(y + D, (size_t)D, tab + tq_prod_signs_at(t, D));
 }
 
 /* rvq, bits=1, quantized query: both stages are sign codes with symmetric

@@ -19,7 +19,10 @@
  *     pk+k-1, entry e = the products y[d] * L_d[code of d in e] added in
  *     order of d (each product and sum rounded on its own);
  *     A = sum_d y[d] L_d[c_d] up to rounding.
- * Every sum is rounded on its own in the order given. */
+ * Every sum is rounded on its own in the order given, so every variant
+ * (kernels.h sign_tables, level_tables: the _ref functions here, AVX2 and
+ * AVX-512 twins with 16 entries of a table across their lanes) writes the
+ * same bits. */
 #ifndef VQ_KERNELS_FLOAT_TABLES_H
 #define VQ_KERNELS_FLOAT_TABLES_H
 
@@ -29,12 +32,27 @@
 static inline size_t vq_float_tables_floats(size_t bits) { return 4 * bits; }
 
 /* the sign tables of y[0..m) into tab[0 .. 4m) (m a multiple of 4) */
-void vq_sign_tables(const float *y, size_t m, float *tab);
+typedef void vq_sign_tables_fn(const float *y, size_t m, float *tab);
 
 /* the level tables of y[0..D) for b-bit codes (b = 1, 2 or 4; 2^b levels
  * at lut, and at lut_lo for the coordinates below n_lo) into
  * tab[0 .. 4Db) (D*b a multiple of 4) */
-void vq_level_tables(const float *y, size_t D, int b, const float *lut, const float *lut_lo, size_t n_lo,
-                     float *tab);
+typedef void vq_level_tables_fn(const float *y, size_t D, int b, const float *lut, const float *lut_lo, size_t n_lo,
+                                float *tab);
+
+vq_sign_tables_fn vq_sign_tables_ref, vq_sign_tables_avx2, vq_sign_tables_avx512;
+vq_level_tables_fn vq_level_tables_ref, vq_level_tables_avx2, vq_level_tables_avx512;
+
+/* the lane patterns of the SIMD twins: for slot j (0 <= j < 4/b) of a
+ * level table, entry e's level of codebook w (0: lut, 1: lut_lo) at
+ * v[(2j + w)*16 + e] = (w ? lut_lo : lut)[(e >> jb) & (2^b - 1)] */
+static inline void vq_level_lanes(int b, const float *lut, const float *lut_lo, float *v)
+{
+    const unsigned L = 1u << b;
+    for (unsigned j = 0; j < 4u / (unsigned)b; j++)
+        for (unsigned w = 0; w < 2; w++)
+            for (unsigned e = 0; e < 16; e++)
+                v[(2 * j + w) * 16 + e] = (w ? lut_lo : lut)[(e >> (j * (unsigned)b)) & (L - 1)];
+}
 
 #endif

@@ -6,7 +6,7 @@
 
 /* the sums of float_tables.h's order built up: the 4 of the first two
  * coordinates, 8 with the third, 16 with the fourth */
-void vq_sign_tables(const float *y, size_t m, float *tab)
+void vq_sign_tables_ref(const float *y, size_t m, float *tab)
 {
     for (size_t p = 0; p < m / 4; p++) {
         const float *x = y + 4 * p;
@@ -23,7 +23,8 @@ void vq_sign_tables(const float *y, size_t m, float *tab)
 /* each table built up coordinate by coordinate: the entries of the first
  * j codes, then each of them plus the next coordinate's 2^b products (the
  * same products and sums, in the same order, as float_tables.h's) */
-void vq_level_tables(const float *y, size_t D, int b, const float *lut, const float *lut_lo, size_t n_lo, float *tab)
+void vq_level_tables_ref(const float *y, size_t D, int b, const float *lut, const float *lut_lo, size_t n_lo,
+                         float *tab)
 {
     const size_t k = 4 / (size_t)b, L = (size_t)1 << b;
     for (size_t p = 0; p < D / k; p++) {

@@ -34,6 +34,8 @@ static const vq_kernels k_ref = {
     .bitdot = vq_bitdot_ref,
     .signscore = vq_signscore_ref,
     .ftab_score = vq_ftab_score_ref,
+    .sign_tables = vq_sign_tables_ref,
+    .level_tables = vq_level_tables_ref,
     .qplanes = vq_qplanes_encode_ref,
     .codes_qprep = vq_codes_qprep,
     .codes_qdot = vq_codes_qdot_ref,
@@ -92,6 +94,7 @@ static void fill_tables(void)
     k_avx2.nearest8 = vq_nearest8_avx2;
     k_avx2.qplanes = vq_qplanes_encode_avx2;
     k_avx2.ftab_score = vq_ftab_score_avx2;
+    k_avx2.sign_tables = vq_sign_tables_avx2, k_avx2.level_tables = vq_level_tables_avx2;
     k_avx2.pq_score = vq_pq_score_avx2;
 
     k_avx512 = k_avx2;
@@ -110,6 +113,7 @@ static void fill_tables(void)
     k_avx512.lut_axpy = vq_lut_axpy_avx512;
     k_avx512.pq_axpy = vq_pq_axpy_avx512, k_avx512.pq_score = vq_pq_score_avx512;
     k_avx512.ftab_score = vq_ftab_score_avx512, k_avx512.ftab_levels = 1;
+    k_avx512.sign_tables = vq_sign_tables_avx512, k_avx512.level_tables = vq_level_tables_avx512;
     k_avx512.codes_dot = vq_codes_dot_avx512;
     k_avx512.qaxpy = vq_qaxpy_avx512;
     k_avx512.rope_pairs = vq_rope_pairs_avx512;

@@ -155,6 +155,8 @@
  *       queries, turboquant_mse 18.9 ns a token by codes_dot against 20.7-21.4
  *       by level tables, figures/bench/ab-session39.txt part 1); sign
  *       tables win on both.
+ *   sign_tables, level_tables: kernels/float_tables.h (ftab_score's
+ *       tables; every variant the reference's bits).
  *   qplanes(y, D, qbits, qbuf): a query's levels, bit planes and nibble
  *       tables, kernels/qplanes.h (vq_qplanes_encode_ref's bytes for
  *       finite y).
@@ -269,6 +271,8 @@ typedef struct vq_kernels {
     vq_bitdot_fn *bitdot;
     vq_signscore_fn *signscore;
     vq_ftab_score_fn *ftab_score;
+    vq_sign_tables_fn *sign_tables;
+    vq_level_tables_fn *level_tables;
     void (*qplanes)(const float *y, int D, int qbits, uint8_t *qbuf);
     void (*codes_qprep)(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
                         size_t dstride);
