@@ -46,6 +46,10 @@ configs=(
   --config "keys=kivi:bits=2,qbits=8 values=turboquant_mse:bits=2,norm=8,lsq=1,qbits=8"
   --config "keys=qjl:qbits=4 values=kivi:bits=2,qbits=8"
   --config "keys=spectral:bits=4 values=spectral:bits=4"
+  --config "keys=turboquant_rvq values=turboquant_rvq"
+  --config "keys=qjl values=kivi:bits=2"
+  --config "keys=kivix values=kivix"
+  --config "keys=vecinfer values=vecinfer"
 )
 
 # smollm2's <= 3.0 b/e quality plan (docs/quality.md, fourth round): how fast
