@@ -7,8 +7,8 @@
  * first); a query has one table of 16 floats per nibble, table p at floats
  * 16p..16p+15, and scores a set by
  *   A = sum_p table_p[nibble p]   (from 0.0f, p = 0, 1, ... in order).
- * Two kinds of tables, each written by one function (every kernel variant
- * only reads them):
+ * Two kinds of tables, each written by one builder (kernels.h sign_tables,
+ * level_tables) and read by ftab_score:
  *   sign tables (1-bit codes, bit set = +1, clear = -1) of y[0..m), m a
  *     multiple of 4: table p, entry e = ((s0 y[4p] + s1 y[4p+1]) + s2
  *     y[4p+2]) + s3 y[4p+3], s_k = +1 where bit k of e is set, else -1;
@@ -20,7 +20,7 @@
  *     order of d (each product and sum rounded on its own);
  *     A = sum_d y[d] L_d[c_d] up to rounding.
  * Every sum is rounded on its own in the order given, so every variant
- * (kernels.h sign_tables, level_tables: the _ref functions here, AVX2 and
+ * (kernels.h sign_tables, level_tables: the _ref functions of ftab_score_ref.c, AVX2 and
  * AVX-512 twins with 16 entries of a table across their lanes) writes the
  * same bits. */
 #ifndef VQ_KERNELS_FLOAT_TABLES_H
