@@ -74,27 +74,38 @@ static void run_threads(void *(*fn)(void *), void *jobs, size_t size, int n)
     }
 }
 
+void *bench_alloc_huge(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (bytes > (size_t)-1 - huge)
+        return NULL;
+    const size_t alloc = (bytes + huge - 1) / huge * huge;
+    void *p = aligned_alloc(huge, alloc ? alloc : huge);
+#ifdef MADV_HUGEPAGE
+    if (p)
+        (void)madvise(p, alloc ? alloc : huge, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 /* GB/s of reading `bytes` (a multiple of 64) once, median of `passes`
  * passes after one warm-up pass. The buffer is on huge pages where the OS
- * offers them (madvise, as the model's weights are: core/huge.h); with
- * 4 KB pages a stream pays a TLB miss per 4 KB (2-core AMD EPYC, 512 MB,
- * best of 7, load 0.26: 1 thread 26.1 -> 29.6 GB/s, 2 threads 32.0 -> 34.3). */
+ * offers them (bench_alloc_huge); with 4 KB pages a stream pays a TLB miss
+ * per 4 KB (2-core AMD EPYC, 512 MB, best of 7, load 0.26: 1 thread 26.1 ->
+ * 29.6 GB/s, 2 threads 32.0 -> 34.3). */
 static double read_rate(int n_threads, size_t bytes, int passes)
 {
     enum { MAXP = 64, MAXT = 64 };
-    const size_t huge = (size_t)2 << 20, alloc = (bytes + huge - 1) / huge * huge, n = bytes / sizeof(line64);
+    const size_t n = bytes / sizeof(line64);
     if (n_threads < 1)
         n_threads = 1;
     if (n_threads > MAXT)
         n_threads = MAXT;
     if (passes > MAXP)
         passes = MAXP;
-    line64 *buf = aligned_alloc(huge, alloc);
+    line64 *buf = bench_alloc_huge(bytes);
     if (!buf)
         return 0.0;
-#ifdef MADV_HUGEPAGE
-    (void)madvise(buf, alloc, MADV_HUGEPAGE);
-#endif
     uint64_t *w = (uint64_t *)(void *)buf;
     for (size_t i = 0; i < bytes / sizeof(uint64_t); i++)
         w[i] = i * 0x9E3779B97F4A7C15ull;

@@ -10,6 +10,12 @@
 /* Seconds from a monotonic clock. */
 double bench_now(void);
 
+/* `bytes` on 2 MB-aligned memory advised onto huge pages (madvise
+ * MADV_HUGEPAGE, as the cache's pages and the model's weights are:
+ * core/huge.h), so that a benchmark streams it as the library streams its
+ * own; free() releases it. NULL when out of memory. */
+void *bench_alloc_huge(size_t bytes);
+
 /* GB/s of reading a buffer of max(512 MiB, 2 x the L3 cache) (at most
  * 2 GiB) once, split over n_threads threads (median of 5 passes after a
  * warm-up; the buffer is written first so its pages exist): the memory

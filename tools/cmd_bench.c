@@ -125,7 +125,7 @@ static scorer *scorer_open(const char *spec, int D, int heads, int g, size_t ctx
             goto fail;
     size_t bt = vq_codec_block_tokens(S->cs[0]), bb = vq_codec_block_bytes(S->cs[0]);
     size_t n = ctx / bt * bt, head_bytes = n / bt * bb;
-    S->codes = malloc((size_t)heads * head_bytes + 64);
+    S->codes = bench_alloc_huge((size_t)heads * head_bytes + 64); /* (the cache's pages are huge ones too) */
     if (!S->codes || !S->q || n == 0) {
         cli_error("bench", "out of memory for %zu scoring tokens", ctx);
         goto fail;
