@@ -2,9 +2,12 @@
  * nibble tables (kernels/nibble_tables.h: qbits <= 4), with AVX-512 VBMI
  * and VNNI: a table lookup per nibble, 64 at a time.
  *
- * A block of 32 tokens is cut into 4-byte units: register (u, g) holds unit
- * u (bytes 4u..4u+3 of a bit set: coordinates 32u..32u+31) of 16 tokens,
- * one per 32-bit lane. The unit's 8 nibbles index the query's 8 tables of
+ * A block of 64 tokens (four groups of 16: the tables are loaded and the
+ * loops run once per 64 tokens; against two groups before, one core, D 128,
+ * four queries: rvq-1 scoring -20%, rabitq-1 -19%,
+ * figures/bench/ab-session40.txt part 3) is cut into 4-byte units:
+ * register (u, g) holds unit u (bytes 4u..4u+3 of a bit set: coordinates
+ * 32u..32u+31) of 16 tokens, one per 32-bit lane. The unit's 8 nibbles index the query's 8 tables of
  * those coordinates, 128 bytes: the low nibbles' 4 tables in one register,
  * the high nibbles' in another (nibble_tables.h), so that one VPERMB looks
  * up 4 nibbles of each of 16 tokens (the index: the nibble plus 16 times
@@ -26,7 +29,7 @@
 #include "kernels/signscore_avx512.h"
 #include "kernels/units16_avx512.h"
 
-#define NB_G 2               /* 16-token groups per block */
+#define NB_G 4               /* 16-token groups per block */
 #define NB_TOK (16 * NB_G)   /* tokens per block */
 #define NB_PASS 4            /* queries per lookup pass */
 #define NB_MAXQ 16           /* queries whose sums a block keeps */
@@ -84,7 +87,7 @@ static inline __attribute__((always_inline)) void lookup_pass(const int NQ, cons
     const __m512i kx = _mm512_set1_epi32(0x30201000);
     __m512i A[NB_PASS][NB_G];
     _Pragma("GCC unroll 4") for (int j = 0; j < NB_PASS; j++)
-        _Pragma("GCC unroll 2") for (int g = 0; g < NB_G; g++) A[j][g] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 4") for (int g = 0; g < NB_G; g++) A[j][g] = _mm512_setzero_si512();
     for (size_t u = 0; u < nu; u++) {
         vq_pf_step(pf);
         __m512i TL[NB_PASS], TH[NB_PASS];
@@ -93,7 +96,7 @@ static inline __attribute__((always_inline)) void lookup_pass(const int NQ, cons
             const uint8_t *t = tab + (size_t)j * qstride + 128 * u;
             TL[j] = _mm512_loadu_si512((const void *)t), TH[j] = _mm512_loadu_si512((const void *)(t + 64));
         }
-        _Pragma("GCC unroll 2") for (int g = 0; g < NB_G; g++)
+        _Pragma("GCC unroll 4") for (int g = 0; g < NB_G; g++)
         {
             const __m512i R = _mm512_load_si512((const void *)U->u[u][g]);
             const __m512i ilo = _mm512_ternarylogic_epi32(R, m4, kx, 0xEA); /* (R & m4) | kx */
@@ -107,7 +110,7 @@ static inline __attribute__((always_inline)) void lookup_pass(const int NQ, cons
         }
     }
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-        _Pragma("GCC unroll 2") for (int g = 0; g < NB_G; g++)
+        _Pragma("GCC unroll 4") for (int g = 0; g < NB_G; g++)
             _mm512_store_si512((void *)(P[j] + 16 * g), A[j][g]);
 }
 
