@@ -65,7 +65,7 @@ static inline void load_units(const uint8_t *blk, size_t stride, size_t off, siz
             for (size_t c = 0; c < nbytes / 16; c++) {
                 __m512i r[4];
                 vq_units16_chunk(grp + 16 * c, stride, r);
-                for (size_t m = 0; m < 4; m++) {
+                _Pragma("GCC unroll 4") for (size_t m = 0; m < 4; m++) { /* (r stays in registers) */
                     _mm512_store_si512((void *)U->u[4 * c + m][g], r[m]);
                     z = _mm512_add_epi32(z, _mm512_popcnt_epi32(r[m]));
                 }
