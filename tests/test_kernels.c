@@ -464,7 +464,7 @@ static void test_signscore(const vq_kernels *k, const vq_kernels *ref)
 static void test_ftab_score(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t ms[] = { 4, 28, 32, 64, 96, 128, 160, 256, 1024 };
-    static const size_t ns[] = { 1, 15, 16, 17, 47, 70 };
+    static const size_t ns[] = { 1, 15, 16, 17, 47, 70, 100, 131 }; /* (100, 131: blocks of groups, then single ones) */
     static const int nqs[] = { 1, 3, 4, 5, 9 };
     for (size_t im = 0; im < sizeof ms / sizeof *ms; im++)
         for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
