@@ -9,8 +9,9 @@
  * 0, 1, ...). The per-token float steps are the reference's, so the scores
  * have its bits. The nibbles' shifts are shared by the queries of a pass
  * (up to 4), and each table register by SF_G groups of 16 tokens (half
- * as many with two sets): 16 independent sums, where one group's 4 (8)
- * left the adds' latency exposed (ab-session40.txt part 5). */
+ * as many with two sets): 16 independent sums in flight against 4 (8)
+ * with one group (rvq-1 keys, one core, D 128: 9.2-9.8 -> 7.8-8.2 ns a
+ * token; figures/bench/ab-session40.txt part 5). */
 #include <immintrin.h>
 #include <stdalign.h>
 
