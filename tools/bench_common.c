@@ -79,11 +79,11 @@ void *bench_alloc_huge(size_t bytes)
     const size_t huge = (size_t)2 << 20;
     if (bytes > (size_t)-1 - huge)
         return NULL;
-    const size_t alloc = (bytes + huge - 1) / huge * huge;
-    void *p = aligned_alloc(huge, alloc ? alloc : huge);
+    const size_t alloc = bytes ? (bytes + huge - 1) / huge * huge : huge;
+    void *p = aligned_alloc(huge, alloc);
 #ifdef MADV_HUGEPAGE
     if (p)
-        (void)madvise(p, alloc ? alloc : huge, MADV_HUGEPAGE);
+        (void)madvise(p, alloc, MADV_HUGEPAGE);
 #endif
     return p;
 }
