@@ -633,32 +633,35 @@ static void test_act_quantize32_twin(void)
     CHECKF(diff2 == 0, "AVX2: %d of 200 rounds differ from the reference's bytes", diff2);
 }
 
-/* The 16-row interleaved Q4_0 / Q4_1 layout (model/quants_x16.h): the
- * repacked bytes sit where the header's formula says; the reference equals
+/* The 16-row interleaved Q4_0 / Q4_1 / Q8_0 layout (model/quants_x16.h):
+ * the repacked bytes sit where the header's formula says, and every row
+ * reads back (vq_x16_dequantize_row) as vq_dequantize's floats of the
+ * file's row; the reference equals
  * vq_dot up to float rounding (the same integer sums, another order:
  * ACC_REL_TOL of 2 sum|w x'|); the dispatched kernels (AVX-512 VNNI or
  * AVX2 where the CPU has it) equal the reference to the bit for every (row,
  * vector), through vq_x16_rows and vq_x16_tile with 1..6 vectors, on random
  * rows and on the extreme ones (every code 15 against every activation
- * +-127: the AVX2 kernel's int16 sums at their largest); bad shapes and
- * types are refused. */
+ * +-127: the AVX2 kernel's int16 sums at their largest; Q8_0: every code
+ * -128, whose magnitude only fits unsigned); bad shapes and types are
+ * refused. */
 static void test_x16(void)
 {
     vq_rng r;
     vq_rng_seed(&r, 29);
     static const size_t ns[] = { 576, 1056 };
-    static const vq_wtype ts[] = { VQ_W_Q4_0, VQ_W_Q4_1 };
+    static const vq_wtype ts[] = { VQ_W_Q4_0, VQ_W_Q4_1, VQ_W_Q8_0 };
     enum { NR = 48, NV = 6 };
     const unsigned f = vq_cpu_features();
     printf("  (x16 kernels: %s)\n", !vq_x16_available(VQ_W_Q4_1)  ? "reference only"
                                     : (f & VQ_CPU_AVX512_VNNI) ? "AVX-512 VNNI"
                                                                : "AVX2");
     for (size_t in = 0; in < 2; in++)
-        for (size_t k = 0; k < 2; k++) {
+        for (size_t k = 0; k < 3; k++) {
             const vq_wtype t = ts[k];
             const size_t n = ns[in], rb = vq_wtype_row_bytes(t, n), ab = vq_act_bytes(t, n), bb = rb / (n / 32);
             uint8_t *rows = malloc(rb * NR), *x16 = malloc(rb * NR), *act = malloc(ab * NV);
-            float *x = malloc(n * sizeof *x), *w = malloc(n * sizeof *w);
+            float *x = malloc(n * sizeof *x), *w = malloc(n * sizeof *w), *w2 = malloc(n * sizeof *w2);
             float out[NR], ref[NV][NR], tile[NV * NR];
             for (size_t i = 0; i < NR; i++)
                 random_row(t, &r, rows + i * rb, n);
@@ -668,20 +671,30 @@ static void test_x16(void)
             }
             CHECK(vq_x16_repack(t, rows, NR, rb, x16) == 1);
             CHECK(vq_x16_repack(t, rows, NR - 8, rb, x16 + rb) == 0); /* not whole groups */
-            CHECK(vq_x16_repack(VQ_W_Q8_0, rows, NR, rb, x16 + rb) == 0);
+            CHECK(vq_x16_repack(VQ_W_Q5_0, rows, NR, rb, x16 + rb) == 0);
             /* the layout */
             int moved = 0;
             for (size_t i = 0; i < NR; i++)
                 for (size_t b = 0; b < n / 32; b++) {
                     const uint8_t *src = rows + i * rb + b * bb, *o = x16 + (i / 16) * 16 * rb + b * 16 * bb;
-                    const size_t rr = i % 16, co = t == VQ_W_Q4_1 ? 64 : 32;
+                    const size_t rr = i % 16, co = t == VQ_W_Q4_1 ? 64 : 32, nq = t == VQ_W_Q8_0 ? 32 : 16;
                     moved += memcmp(o + 2 * rr, src, 2) != 0;
                     if (t == VQ_W_Q4_1)
                         moved += memcmp(o + 32 + 2 * rr, src + 2, 2) != 0;
-                    for (size_t jb = 0; jb < 16; jb++)
-                        moved += o[co + (jb / 4) * 64 + 4 * rr + jb % 4] != src[bb - 16 + jb];
+                    for (size_t jb = 0; jb < nq; jb++)
+                        moved += o[co + (jb / 4) * 64 + 4 * rr + jb % 4] != src[bb - nq + jb];
                 }
             CHECKF(moved == 0, "%s n=%zu: %d bytes not where the layout says", vq_wtype_name(t), n, moved);
+            /* every row read back */
+            int rowbad = 0;
+            for (size_t i = 0; i < NR; i++) {
+                vq_dequantize(t, rows + i * rb, w, n);
+                memset(w2, 0xAA, n * sizeof *w2);
+                rowbad += vq_x16_dequantize_row(t, x16, rb, i, n, w2) != 1 || memcmp(w, w2, n * sizeof *w) != 0;
+            }
+            CHECKF(rowbad == 0, "%s n=%zu: %d rows read back unlike vq_dequantize", vq_wtype_name(t), n, rowbad);
+            CHECK(vq_x16_dequantize_row(t, x16, rb + 1, 0, n, w2) == 0);
+            CHECK(vq_x16_dequantize_row(VQ_W_Q5_1, x16, rb, 0, n, w2) == 0);
             /* the reference against vq_dot */
             for (size_t j = 0; j < NV; j++) {
                 for (size_t g = 0; g < NR / 16; g++)
@@ -710,10 +723,14 @@ static void test_x16(void)
                     bad += memcmp(tile + j * NR, ref[j], sizeof ref[j]) != 0;
             }
             CHECKF(bad == 0, "%s n=%zu: %d kernel outputs differ from the reference's bits", vq_wtype_name(t), n, bad);
-            /* extremes: the first group's codes all 15, vectors all +1 / -1 (codes +-127) */
+            /* extremes: the first group's codes all 15 (Q8_0: -128), vectors all +1 / -1 (codes +-127) */
             for (size_t i = 0; i < 16; i++)
-                for (size_t b = 0; b < n / 32; b++)
-                    memset(rows + i * rb + b * bb + bb - 16, 0xff, 16);
+                for (size_t b = 0; b < n / 32; b++) {
+                    if (t == VQ_W_Q8_0)
+                        memset(rows + i * rb + b * bb + 2, 0x80, 32);
+                    else
+                        memset(rows + i * rb + b * bb + bb - 16, 0xff, 16);
+                }
             CHECK(vq_x16_repack(t, rows, NR, rb, x16) == 1);
             for (size_t j = 0; j < 2; j++) {
                 for (size_t e = 0; e < n; e++)
@@ -727,7 +744,7 @@ static void test_x16(void)
                 CHECKF(memcmp(tile + 16 * j, ref[j], 16 * sizeof(float)) == 0,
                        "%s n=%zu extreme vector %zu: %.9g vs the reference's %.9g", vq_wtype_name(t), n, j,
                        tile[16 * j], ref[j][0]);
-            free(rows), free(x16), free(act), free(x), free(w);
+            free(rows), free(x16), free(act), free(x), free(w), free(w2);
         }
 }
 

@@ -243,12 +243,12 @@ static vq_status load_hparams(vq_model *m)
 
 /* Decode streams every layer matrix and the output head once per token:
  * they are copied into one buffer on huge pages (core/huge.h; a stream on
- * 4 KB pages pays a TLB miss per 4 KB), layer matrices interleaved by 16
- * rows where those kernels serve the type on this CPU (quants_x16.h), the
- * rest (and the output head always: its products keep their bits) as in
- * the file; the file's pages of them may then leave memory
+ * 4 KB pages pays a TLB miss per 4 KB), interleaved by 16 rows where those
+ * kernels serve the type on this CPU (quants_x16.h), the rest as in the
+ * file; the file's pages of them may then leave memory
  * (vq_gguf_drop_pages). The token embedding, read a row per token, stays
- * in the file unless it is the output head too. */
+ * in the file unless it is the output head too (then its rows are read
+ * back from the head's layout: vq_x16_dequantize_row). */
 static int interleavable(const vq_wmat *w) { return vq_x16_available((vq_wtype)w->type) && w->rows % VQ_X16_ROWS == 0; }
 
 static size_t wmat_bytes(const vq_wmat *w) { return (size_t)w->rows * w->row_bytes; }
@@ -283,15 +283,17 @@ static vq_status place_weights(vq_model *m)
         vq_wmat *w = placed_mat(m, k);
         uint8_t *buf = m->w_arena + off;
         off += arena_slice(w);
-        if (k < n - 1 && interleavable(w) && vq_x16_repack((vq_wtype)w->type, w->data, (size_t)w->rows, w->row_bytes, buf))
+        if (interleavable(w) && vq_x16_repack((vq_wtype)w->type, w->data, (size_t)w->rows, w->row_bytes, buf))
             w->x16 = 1;
         else
             memcpy(buf, w->data, wmat_bytes(w));
         vq_gguf_drop_pages(m->g, w->file_data, wmat_bytes(w));
         w->data = buf;
     }
-    if (tied) /* (the head keeps the file's layout) */
+    if (tied) { /* the embedding lookup reads the head's rows (forward.c embed_row) */
         m->tok_embd.data = m->output.data;
+        m->tok_embd.x16 = m->output.x16;
+    }
     return VQ_OK;
 }
 

@@ -1,6 +1,6 @@
-/* quants_x16.c -- the 16-row interleaved Q4_0 / Q4_1 layout: repacking,
- * the scalar reference, and dispatch to the AVX-512 VNNI or AVX2 kernels
- * (quants_x16.h). */
+/* quants_x16.c -- the 16-row interleaved Q4_0 / Q4_1 / Q8_0 layout:
+ * repacking, a row's values, the scalar reference, and dispatch to the
+ * AVX-512 VNNI or AVX2 kernels (quants_x16.h). */
 #include "model/quants_x16.h"
 
 #include <math.h>
@@ -10,32 +10,71 @@
 #include "core/fp16.h"
 #include "model/quants_impl.h"
 
-/* block bytes, and the codes' offset in a 16-row block group */
-static size_t x16_bb(vq_wtype t) { return t == VQ_W_Q4_1 ? 20 : 18; }
+/* block bytes, the codes' offset in a 16-row block group, a block's code
+ * bytes, and the bytes before them in the file's block (d, and m) */
+static size_t x16_bb(vq_wtype t) { return t == VQ_W_Q4_1 ? 20 : t == VQ_W_Q8_0 ? 34 : 18; }
 static size_t x16_codes(vq_wtype t) { return t == VQ_W_Q4_1 ? 64 : 32; }
-static int x16_type(vq_wtype t) { return t == VQ_W_Q4_0 || t == VQ_W_Q4_1; }
+static size_t x16_nq(vq_wtype t) { return t == VQ_W_Q8_0 ? 32 : 16; }
+static size_t x16_head(vq_wtype t) { return t == VQ_W_Q4_1 ? 4 : 2; }
+static int x16_type(vq_wtype t) { return t == VQ_W_Q4_0 || t == VQ_W_Q4_1 || t == VQ_W_Q8_0; }
 
-int vq_x16_available(vq_wtype t) { return x16_type(t) && (vq_cpu_features() & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX2)); }
+int vq_x16_available(vq_wtype t)
+{
+    const unsigned f = vq_cpu_features();
+    if (t == VQ_W_Q8_0)
+        return (f & VQ_CPU_AVX512_VNNI) != 0;
+    return x16_type(t) && (f & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX2));
+}
+
+/* where the bytes of the file's block b of row r (< 16) sit in its
+ * 16-row group: b * 16 * x16_bb(t) + pos[r][i] for byte i < x16_bb(t)
+ * (the layout of quants_x16.h) */
+static void x16_map(vq_wtype t, size_t pos[VQ_X16_ROWS][34])
+{
+    const size_t co = x16_codes(t), hq = x16_head(t);
+    for (size_t r = 0; r < VQ_X16_ROWS; r++) {
+        pos[r][0] = 2 * r, pos[r][1] = 2 * r + 1; /* d */
+        if (t == VQ_W_Q4_1)
+            pos[r][2] = 32 + 2 * r, pos[r][3] = 33 + 2 * r; /* m */
+        for (size_t j = 0; j < x16_nq(t); j++)
+            pos[r][hq + j] = co + (j / 4) * 64 + 4 * r + j % 4;
+    }
+}
 
 int vq_x16_repack(vq_wtype t, const void *src, size_t rows, size_t row_bytes, void *dst)
 {
-    const size_t bb = x16_bb(t), nb = row_bytes / bb, co = x16_codes(t), hq = t == VQ_W_Q4_1 ? 4 : 2;
+    const size_t bb = x16_bb(t), nb = row_bytes / bb;
     if (!x16_type(t) || rows % VQ_X16_ROWS || row_bytes % bb)
         return 0;
     const uint8_t *s = src;
     uint8_t *d = dst;
+    size_t pos[VQ_X16_ROWS][34];
+    x16_map(t, pos);
     for (size_t g = 0; g < rows / VQ_X16_ROWS; g++)
-        for (size_t b = 0; b < nb; b++) {
-            uint8_t *o = d + g * VQ_X16_ROWS * row_bytes + b * VQ_X16_ROWS * bb;
-            for (size_t r = 0; r < VQ_X16_ROWS; r++) {
+        for (size_t r = 0; r < VQ_X16_ROWS; r++)
+            for (size_t b = 0; b < nb; b++) {
                 const uint8_t *blk = s + (g * VQ_X16_ROWS + r) * row_bytes + b * bb;
-                memcpy(o + 2 * r, blk, 2); /* d */
-                if (t == VQ_W_Q4_1)
-                    memcpy(o + 32 + 2 * r, blk + 2, 2); /* m */
-                for (size_t j = 0; j < 16; j++)
-                    o[co + (j / 4) * 64 + 4 * r + j % 4] = blk[hq + j];
+                uint8_t *o = d + g * VQ_X16_ROWS * row_bytes + b * VQ_X16_ROWS * bb;
+                for (size_t i = 0; i < bb; i++)
+                    o[pos[r][i]] = blk[i];
             }
-        }
+    return 1;
+}
+
+int vq_x16_dequantize_row(vq_wtype t, const void *w, size_t row_bytes, size_t r, size_t n, float *dst)
+{
+    const size_t bb = x16_bb(t);
+    if (!x16_type(t) || n % 32 || row_bytes != n / 32 * bb)
+        return 0;
+    const uint8_t *grp = (const uint8_t *)w + r / VQ_X16_ROWS * VQ_X16_ROWS * row_bytes;
+    size_t pos[VQ_X16_ROWS][34];
+    uint8_t blk[34];
+    x16_map(t, pos);
+    for (size_t b = 0; b < n / 32; b++) { /* the file's block again, then its values */
+        for (size_t i = 0; i < bb; i++)
+            blk[i] = grp[b * VQ_X16_ROWS * bb + pos[r % VQ_X16_ROWS][i]];
+        vq_dequantize(t, blk, dst + 32 * b, 32);
+    }
     return 1;
 }
 
@@ -52,15 +91,19 @@ void vq_x16_rows16_ref(vq_wtype t, const void *w, const void *act, size_t n, flo
             if (t == VQ_W_Q4_1)
                 memcpy(&mh, o + 32 + 2 * r, 2);
             int32_t I = 0;
-            for (size_t j = 0; j < 16; j++) {
+            for (size_t j = 0; j < x16_nq(t); j++) {
                 const uint8_t q = o[co + (j / 4) * 64 + 4 * r + j % 4];
-                I += (q & 15) * a[b].qs[j] + (q >> 4) * a[b].qs[16 + j];
+                if (t == VQ_W_Q8_0)
+                    I += (int8_t)q * a[b].qs[j];
+                else
+                    I += (q & 15) * a[b].qs[j] + (q >> 4) * a[b].qs[16 + j];
             }
             const float d = vq_fp16_to_fp32(dh);
-            if (t == VQ_W_Q4_1) {
+            if (t != VQ_W_Q4_0) { /* Q8_0: accm stays 0 */
                 const float f = (float)I * a[b].d;
                 acc = fmaf(d, f, acc);
-                accm = fmaf(vq_fp16_to_fp32(mh), a[b].s, accm);
+                if (t == VQ_W_Q4_1)
+                    accm = fmaf(vq_fp16_to_fp32(mh), a[b].s, accm);
             } else {
                 acc = fmaf(d, fmaf((float)I, a[b].d, -8.0f * a[b].s), acc);
             }
@@ -75,7 +118,10 @@ void vq_x16_tile(vq_wtype t, const void *w, size_t row_bytes, size_t nrows, cons
     const uint8_t *p = w, *av = act;
     const unsigned f = x16_type(t) ? vq_cpu_features() : 0;
     void (*fast)(int, const void *, const void *, size_t, int, size_t, float *, size_t) =
-        (f & VQ_CPU_AVX512_VNNI) ? vq_x16_tile16_avx512x : (f & VQ_CPU_AVX2) ? vq_x16_tile16_avx2 : NULL;
+        t == VQ_W_Q8_0             ? ((f & VQ_CPU_AVX512_VNNI) ? vq_x16_tile16_q8_avx512x : NULL)
+        : (f & VQ_CPU_AVX512_VNNI) ? vq_x16_tile16_avx512x
+        : (f & VQ_CPU_AVX2)        ? vq_x16_tile16_avx2
+                                   : NULL;
     for (size_t g = 0; g < nrows / VQ_X16_ROWS; g++) {
         const uint8_t *grp = p + g * VQ_X16_ROWS * row_bytes;
         float *o = out + g * VQ_X16_ROWS;
