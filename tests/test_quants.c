@@ -723,6 +723,22 @@ static void test_x16(void)
                     bad += memcmp(tile + j * NR, ref[j], sizeof ref[j]) != 0;
             }
             CHECKF(bad == 0, "%s n=%zu: %d kernel outputs differ from the reference's bits", vq_wtype_name(t), n, bad);
+            /* each variant this CPU runs, called directly (the dispatch takes only the best) */
+            typedef void tile16_fn(int, const void *, const void *, size_t, int, size_t, float *, size_t);
+            tile16_fn *const variants[2] = {
+                (f & VQ_CPU_AVX2) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2) : NULL,
+                (f & VQ_CPU_AVX512_VNNI) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx512x : vq_x16_tile16_avx512x) : NULL,
+            };
+            int vbad = 0;
+            for (int v = 0; v < 2; v++)
+                for (int m = 1; variants[v] && m <= 4; m++)
+                    for (size_t g = 0; g < NR / 16; g++) {
+                        variants[v](t == VQ_W_Q4_1, x16 + g * 16 * rb, act, ab, m, n, tile, NR);
+                        for (int j = 0; j < m; j++)
+                            vbad += memcmp(tile + (size_t)j * NR, ref[j] + 16 * g, 16 * sizeof(float)) != 0;
+                    }
+            CHECKF(vbad == 0, "%s n=%zu: %d direct variant outputs differ from the reference's bits", vq_wtype_name(t),
+                   n, vbad);
             /* extremes: the first group's codes all 15 (Q8_0: -128), vectors all +1 / -1 (codes +-127) */
             for (size_t i = 0; i < 16; i++)
                 for (size_t b = 0; b < n / 32; b++) {

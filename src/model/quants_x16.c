@@ -18,13 +18,7 @@ static size_t x16_nq(vq_wtype t) { return t == VQ_W_Q8_0 ? 32 : 16; }
 static size_t x16_head(vq_wtype t) { return t == VQ_W_Q4_1 ? 4 : 2; }
 static int x16_type(vq_wtype t) { return t == VQ_W_Q4_0 || t == VQ_W_Q4_1 || t == VQ_W_Q8_0; }
 
-int vq_x16_available(vq_wtype t)
-{
-    const unsigned f = vq_cpu_features();
-    if (t == VQ_W_Q8_0)
-        return (f & VQ_CPU_AVX512_VNNI) != 0;
-    return x16_type(t) && (f & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX2));
-}
+int vq_x16_available(vq_wtype t) { return x16_type(t) && (vq_cpu_features() & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX2)); }
 
 /* where the bytes of the file's block b of row r (< 16) sit in its
  * 16-row group: b * 16 * x16_bb(t) + pos[r][i] for byte i < x16_bb(t)
@@ -118,10 +112,9 @@ void vq_x16_tile(vq_wtype t, const void *w, size_t row_bytes, size_t nrows, cons
     const uint8_t *p = w, *av = act;
     const unsigned f = x16_type(t) ? vq_cpu_features() : 0;
     void (*fast)(int, const void *, const void *, size_t, int, size_t, float *, size_t) =
-        t == VQ_W_Q8_0             ? ((f & VQ_CPU_AVX512_VNNI) ? vq_x16_tile16_q8_avx512x : NULL)
-        : (f & VQ_CPU_AVX512_VNNI) ? vq_x16_tile16_avx512x
-        : (f & VQ_CPU_AVX2)        ? vq_x16_tile16_avx2
-                                   : NULL;
+        (f & VQ_CPU_AVX512_VNNI) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx512x : vq_x16_tile16_avx512x)
+        : (f & VQ_CPU_AVX2)      ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2)
+                                 : NULL;
     for (size_t g = 0; g < nrows / VQ_X16_ROWS; g++) {
         const uint8_t *grp = p + g * VQ_X16_ROWS * row_bytes;
         float *o = out + g * VQ_X16_ROWS;

@@ -1,6 +1,6 @@
 /* quants_x16.h -- Q4_0 / Q4_1 / Q8_0 weight matrices interleaved by 16
  * rows, and their matrix-vector kernels: what decode's matrix products read
- * when the CPU has AVX-512 VNNI (all three) or AVX2 (Q4_0, Q4_1).
+ * when the CPU has AVX-512 VNNI or AVX2.
  *
  * Why: in the file's row layout every weight block carries its own fp16
  * scale(s), so a vector kernel spends more instructions spreading scales
@@ -45,9 +45,9 @@
 
 #define VQ_X16_ROWS 16
 
-/* 1 when the interleaved kernels serve type t on this CPU (Q4_0, Q4_1
- * with AVX-512 VNNI or AVX2, Q8_0 with AVX-512 VNNI; VQ_FORCE_ISA
- * respected), else 0: then matrices keep the file's layout. */
+/* 1 when the interleaved kernels serve type t on this CPU (Q4_0, Q4_1,
+ * Q8_0 with AVX-512 VNNI or AVX2; VQ_FORCE_ISA respected), else 0: then
+ * matrices keep the file's layout. */
 int vq_x16_available(vq_wtype t);
 
 /* dst (rows * row_bytes bytes, not overlapping src) = the interleaved
@@ -83,6 +83,9 @@ void vq_x16_tile16_avx512x(int q4_1, const void *w, const void *act, size_t astr
 /* the same for Q8_0 (the first argument unused: the tile16 signature) */
 void vq_x16_tile16_q8_avx512x(int unused, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                               size_t ostride);
+/* AVX2 + FMA + F16C: the Q8_0 kernel (quants_x16_avx2.c) */
+void vq_x16_tile16_q8_avx2(int unused, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
+                           size_t ostride);
 /* AVX2 (quants_x16_avx2.c; call only where the CPU has AVX2, FMA and F16C):
  * the same contract */
 void vq_x16_tile16_avx2(int q4_1, const void *w, const void *act, size_t astride, int m, size_t n, float *out,

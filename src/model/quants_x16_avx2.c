@@ -1,5 +1,5 @@
 /* quants_x16_avx2.c -- AVX2 kernels of the 16-row interleaved Q4_0 / Q4_1
- * layout (quants_x16.h): lane r of a register is row 8h + r, h = 0, 1 the
+ * / Q8_0 layout (quants_x16.h): lane r of a register is row 8h + r, h = 0, 1 the
  * group's two halves, swept one after the other (the second sweep reads
  * the group from the first level caches).
  *
@@ -78,6 +78,65 @@ static inline __attribute__((always_inline)) void half8(const int Q41, const int
     }
     for (int j = 0; j < M; j++)
         _mm256_storeu_ps(out + (size_t)j * ostride + 8 * h, Q41 ? _mm256_add_ps(acc[j], accm[j]) : acc[j]);
+}
+
+/* Q8_0: rows 8h..8h+7 of the group at w against M (1..2) vectors. Per
+ * code register (bytes 4k..4k+3 of the 8 rows, signed): VPMADDUBSW of |q|
+ * against the activation word with q's sign moved onto it (VPSIGNB: 0
+ * where q is 0; q = -128 gives |q| = 128 as an unsigned byte), two
+ * products a pair at most 2 * 128 * 127 = 32512 (exact in int16), widened
+ * by VPMADDWD at once (a second pair would not fit) */
+static inline __attribute__((always_inline)) void half8_q8(const int M, const int h, const uint8_t *w,
+                                                           const uint8_t *act, size_t astride, size_t n, float *out,
+                                                           size_t ostride)
+{
+    const size_t gb = 16 * 34;
+    const __m256i ones = _mm256_set1_epi16(1);
+    const vq_act32 *a[2];
+    __m256 acc[2];
+    for (int j = 0; j < M; j++) {
+        a[j] = (const vq_act32 *)(const void *)(act + (size_t)j * astride);
+        acc[j] = _mm256_setzero_ps();
+    }
+    for (size_t b = 0; b < n / 32; b++) {
+        const uint8_t *p = w + b * gb;
+        if (h == 0)
+            for (size_t o = 0; o < gb; o += 64)
+                _mm_prefetch((const char *)p + X16_PF + o, _MM_HINT_T0);
+        __m256i I[2];
+        for (int j = 0; j < M; j++)
+            I[j] = _mm256_setzero_si256();
+        for (int k = 0; k < 8; k++) {
+            const __m256i c = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 + 64 * k + 32 * h));
+            const __m256i u = _mm256_abs_epi8(c);
+            for (int j = 0; j < M; j++) {
+                const __m256i sa = _mm256_sign_epi8(act_word(&a[j][b], k), c);
+                I[j] = _mm256_add_epi32(I[j], _mm256_madd_epi16(_mm256_maddubs_epi16(u, sa), ones));
+            }
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * h)));
+        for (int j = 0; j < M; j++) {
+            const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(I[j]), _mm256_set1_ps(a[j][b].d));
+            acc[j] = _mm256_fmadd_ps(d, f, acc[j]);
+        }
+    }
+    for (int j = 0; j < M; j++)
+        _mm256_storeu_ps(out + (size_t)j * ostride + 8 * h, acc[j]);
+}
+
+void vq_x16_tile16_q8_avx2(int unused, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
+                           size_t ostride)
+{
+    (void)unused;
+    const uint8_t *av = act;
+    float *o = out;
+    for (int j = 0; j < m; j += 2)
+        for (int h = 0; h < 2; h++) {
+            if (m - j >= 2)
+                half8_q8(2, h, w, av + (size_t)j * astride, astride, n, o + (size_t)j * ostride, ostride);
+            else
+                half8_q8(1, h, w, av + (size_t)j * astride, astride, n, o + (size_t)j * ostride, ostride);
+        }
 }
 
 /* M vectors are taken two at a time: four would hold 12 accumulators and
