@@ -295,9 +295,10 @@ vq_status vq_forward_batch(vq_ctx *c, const int32_t *tokens, int n, float *logit
     for (int t = 0; t < n; t++) {
         float *x = c->x + (size_t)t * E;
         const vq_wmat *te = &m->tok_embd;
-        if (te->x16) /* a tied head interleaved (quants_x16.h): the same floats */
-            vq_x16_dequantize_row((vq_wtype)te->type, te->data, te->row_bytes, (size_t)tokens[t], E, x);
-        else
+        if (te->x16) { /* a tied head interleaved (quants_x16.h): the same floats */
+            if (!vq_x16_dequantize_row((vq_wtype)te->type, te->data, te->row_bytes, (size_t)tokens[t], E, x))
+                return vq_fail(c->err, VQ_ERR_STATE, "forward: the embedding table's layout does not match its shape");
+        } else
             vq_dequantize((vq_wtype)te->type, te->data + (size_t)tokens[t] * te->row_bytes, x, E);
         if (m->embd_scale != 1.0f)
             for (size_t i = 0; i < E; i++)
