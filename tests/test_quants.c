@@ -650,14 +650,14 @@ static void test_x16(void)
     vq_rng r;
     vq_rng_seed(&r, 29);
     static const size_t ns[] = { 576, 1056 };
-    static const vq_wtype ts[] = { VQ_W_Q4_0, VQ_W_Q4_1, VQ_W_Q8_0 };
+    static const vq_wtype ts[] = { VQ_W_Q4_0, VQ_W_Q4_1, VQ_W_Q8_0, VQ_W_Q5_0 };
     enum { NR = 48, NV = 6 };
     const unsigned f = vq_cpu_features();
     printf("  (x16 kernels: %s)\n", !vq_x16_available(VQ_W_Q4_1)  ? "reference only"
                                     : (f & VQ_CPU_AVX512_VNNI) ? "AVX-512 VNNI"
                                                                : "AVX2");
     for (size_t in = 0; in < 2; in++)
-        for (size_t k = 0; k < 3; k++) {
+        for (size_t k = 0; k < 4; k++) {
             const vq_wtype t = ts[k];
             const size_t n = ns[in], rb = vq_wtype_row_bytes(t, n), ab = vq_act_bytes(t, n), bb = rb / (n / 32);
             uint8_t *rows = malloc(rb * NR), *x16 = malloc(rb * NR), *act = malloc(ab * NV);
@@ -671,16 +671,21 @@ static void test_x16(void)
             }
             CHECK(vq_x16_repack(t, rows, NR, rb, x16) == 1);
             CHECK(vq_x16_repack(t, rows, NR - 8, rb, x16 + rb) == 0); /* not whole groups */
-            CHECK(vq_x16_repack(VQ_W_Q5_0, rows, NR, rb, x16 + rb) == 0);
+            CHECK(vq_x16_repack(VQ_W_Q5_1, rows, NR, rb, x16 + rb) == 0);
             /* the layout */
             int moved = 0;
             for (size_t i = 0; i < NR; i++)
                 for (size_t b = 0; b < n / 32; b++) {
                     const uint8_t *src = rows + i * rb + b * bb, *o = x16 + (i / 16) * 16 * rb + b * 16 * bb;
-                    const size_t rr = i % 16, co = t == VQ_W_Q4_1 ? 64 : 32, nq = t == VQ_W_Q8_0 ? 32 : 16;
+                    const size_t rr = i % 16, nq = t == VQ_W_Q8_0 ? 32 : 16;
+                    const size_t co = t == VQ_W_Q4_1 ? 64 : t == VQ_W_Q5_0 ? 96 : 32;
                     moved += memcmp(o + 2 * rr, src, 2) != 0;
                     if (t == VQ_W_Q4_1)
                         moved += memcmp(o + 32 + 2 * rr, src + 2, 2) != 0;
+                    for (size_t e = 0; t == VQ_W_Q5_0 && e < 32; e++) { /* element e's fifth bit */
+                        const size_t j = e % 16, wb = 8 * (j % 4) + 2 * (j / 4) + e / 16;
+                        moved += (src[2 + e / 8] >> (e % 8) & 1) != (o[32 + 4 * rr + wb / 8] >> (wb % 8) & 1);
+                    }
                     for (size_t jb = 0; jb < nq; jb++)
                         moved += o[co + (jb / 4) * 64 + 4 * rr + jb % 4] != src[bb - nq + jb];
                 }
@@ -726,26 +731,28 @@ static void test_x16(void)
             /* each variant this CPU runs, called directly (the dispatch takes only the best) */
             typedef void tile16_fn(int, const void *, const void *, size_t, int, size_t, float *, size_t);
             tile16_fn *const variants[2] = {
-                (f & VQ_CPU_AVX2) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2) : NULL,
+                (f & VQ_CPU_AVX2) && t != VQ_W_Q5_0 ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2)
+                                                    : NULL,
                 (f & VQ_CPU_AVX512_VNNI) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx512x : vq_x16_tile16_avx512x) : NULL,
             };
             int vbad = 0;
             for (int v = 0; v < 2; v++)
                 for (int m = 1; variants[v] && m <= 4; m++)
                     for (size_t g = 0; g < NR / 16; g++) {
-                        variants[v](t == VQ_W_Q4_1, x16 + g * 16 * rb, act, ab, m, n, tile, NR);
+                        variants[v](t == VQ_W_Q4_1 ? 1 : t == VQ_W_Q5_0 ? 2 : 0, x16 + g * 16 * rb, act, ab, m, n, tile,
+                                    NR);
                         for (int j = 0; j < m; j++)
                             vbad += memcmp(tile + (size_t)j * NR, ref[j] + 16 * g, 16 * sizeof(float)) != 0;
                     }
             CHECKF(vbad == 0, "%s n=%zu: %d direct variant outputs differ from the reference's bits", vq_wtype_name(t),
                    n, vbad);
-            /* extremes: the first group's codes all 15 (Q8_0: -128), vectors all +1 / -1 (codes +-127) */
+            /* extremes: the first group's codes all 15 (Q5_0: 31; Q8_0: -128), vectors all +1 / -1 (codes +-127) */
             for (size_t i = 0; i < 16; i++)
                 for (size_t b = 0; b < n / 32; b++) {
                     if (t == VQ_W_Q8_0)
                         memset(rows + i * rb + b * bb + 2, 0x80, 32);
                     else
-                        memset(rows + i * rb + b * bb + bb - 16, 0xff, 16);
+                        memset(rows + i * rb + b * bb + (t == VQ_W_Q5_0 ? 2 : bb - 16), 0xff, t == VQ_W_Q5_0 ? 20 : 16);
                 }
             CHECK(vq_x16_repack(t, rows, NR, rb, x16) == 1);
             for (size_t j = 0; j < 2; j++) {

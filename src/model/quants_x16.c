@@ -11,14 +11,48 @@
 #include "model/quants_impl.h"
 
 /* block bytes, the codes' offset in a 16-row block group, a block's code
- * bytes, and the bytes before them in the file's block (d, and m) */
-static size_t x16_bb(vq_wtype t) { return t == VQ_W_Q4_1 ? 20 : t == VQ_W_Q8_0 ? 34 : 18; }
-static size_t x16_codes(vq_wtype t) { return t == VQ_W_Q4_1 ? 64 : 32; }
+ * bytes, and the bytes before them in the file's block (d, and m or qh) */
+static size_t x16_bb(vq_wtype t)
+{
+    return t == VQ_W_Q4_1 ? 20 : t == VQ_W_Q8_0 ? 34 : t == VQ_W_Q5_0 ? 22 : 18;
+}
+static size_t x16_codes(vq_wtype t) { return t == VQ_W_Q4_1 ? 64 : t == VQ_W_Q5_0 ? 96 : 32; }
 static size_t x16_nq(vq_wtype t) { return t == VQ_W_Q8_0 ? 32 : 16; }
-static size_t x16_head(vq_wtype t) { return t == VQ_W_Q4_1 ? 4 : 2; }
-static int x16_type(vq_wtype t) { return t == VQ_W_Q4_0 || t == VQ_W_Q4_1 || t == VQ_W_Q8_0; }
+static size_t x16_head(vq_wtype t) { return t == VQ_W_Q4_1 ? 4 : t == VQ_W_Q5_0 ? 6 : 2; }
+static int x16_type(vq_wtype t) { return t == VQ_W_Q4_0 || t == VQ_W_Q4_1 || t == VQ_W_Q8_0 || t == VQ_W_Q5_0; }
 
-int vq_x16_available(vq_wtype t) { return x16_type(t) && (vq_cpu_features() & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX2)); }
+int vq_x16_available(vq_wtype t)
+{
+    const unsigned f = vq_cpu_features();
+    if (t == VQ_W_Q5_0)
+        return (f & VQ_CPU_AVX512_VNNI) != 0;
+    return x16_type(t) && (f & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX2));
+}
+
+/* Q5_0's high bits: the file's qh (bit j: element j's fifth bit) <-> the
+ * interleaved word (byte i, bit 2k: element 4k + i's; bit 2k + 1: element
+ * 16 + 4k + i's); spread 1 goes from the file to the word */
+static uint32_t x16_qh(uint32_t v, int spread)
+{
+    uint32_t o = 0;
+    for (int j = 0; j < 16; j++)
+        for (int h = 0; h < 2; h++) {
+            const int fb = 16 * h + j, wb = 8 * (j % 4) + 2 * (j / 4) + h;
+            o |= (v >> (spread ? fb : wb) & 1u) << (spread ? wb : fb);
+        }
+    return o;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
 
 /* where the bytes of the file's block b of row r (< 16) sit in its
  * 16-row group: b * 16 * x16_bb(t) + pos[r][i] for byte i < x16_bb(t)
@@ -30,6 +64,8 @@ static void x16_map(vq_wtype t, size_t pos[VQ_X16_ROWS][34])
         pos[r][0] = 2 * r, pos[r][1] = 2 * r + 1; /* d */
         if (t == VQ_W_Q4_1)
             pos[r][2] = 32 + 2 * r, pos[r][3] = 33 + 2 * r; /* m */
+        for (size_t i = 0; t == VQ_W_Q5_0 && i < 4; i++)
+            pos[r][2 + i] = 32 + 4 * r + i; /* qh, its bits then spread (x16_qh) */
         for (size_t j = 0; j < x16_nq(t); j++)
             pos[r][hq + j] = co + (j / 4) * 64 + 4 * r + j % 4;
     }
@@ -51,6 +87,8 @@ int vq_x16_repack(vq_wtype t, const void *src, size_t rows, size_t row_bytes, vo
                 uint8_t *o = d + g * VQ_X16_ROWS * row_bytes + b * VQ_X16_ROWS * bb;
                 for (size_t i = 0; i < bb; i++)
                     o[pos[r][i]] = blk[i];
+                if (t == VQ_W_Q5_0)
+                    put_u32(o + 32 + 4 * r, x16_qh(get_u32(blk + 2), 1));
             }
     return 1;
 }
@@ -67,6 +105,8 @@ int vq_x16_dequantize_row(vq_wtype t, const void *w, size_t row_bytes, size_t r,
     for (size_t b = 0; b < n / 32; b++) { /* the file's block again, then its values */
         for (size_t i = 0; i < bb; i++)
             blk[i] = grp[b * VQ_X16_ROWS * bb + pos[r % VQ_X16_ROWS][i]];
+        if (t == VQ_W_Q5_0)
+            put_u32(blk + 2, x16_qh(get_u32(blk + 2), 0));
         vq_dequantize(t, blk, dst + 32 * b, 32);
     }
     return 1;
@@ -84,22 +124,25 @@ void vq_x16_rows16_ref(vq_wtype t, const void *w, const void *act, size_t n, flo
             memcpy(&dh, o + 2 * r, 2);
             if (t == VQ_W_Q4_1)
                 memcpy(&mh, o + 32 + 2 * r, 2);
+            const uint32_t hw = t == VQ_W_Q5_0 ? get_u32(o + 32 + 4 * r) : 0; /* x16_qh's word */
             int32_t I = 0;
             for (size_t j = 0; j < x16_nq(t); j++) {
                 const uint8_t q = o[co + (j / 4) * 64 + 4 * r + j % 4];
+                const unsigned hb = 8 * (unsigned)(j % 4) + 2 * (unsigned)(j / 4);
                 if (t == VQ_W_Q8_0)
                     I += (int8_t)q * a[b].qs[j];
                 else
-                    I += (q & 15) * a[b].qs[j] + (q >> 4) * a[b].qs[16 + j];
+                    I += (int)((q & 15) | (hw >> hb & 1) << 4) * a[b].qs[j] +
+                         (int)((q >> 4) | (hw >> (hb + 1) & 1) << 4) * a[b].qs[16 + j];
             }
             const float d = vq_fp16_to_fp32(dh);
-            if (t != VQ_W_Q4_0) { /* Q8_0: accm stays 0 */
+            if (t == VQ_W_Q4_1 || t == VQ_W_Q8_0) { /* Q8_0: accm stays 0 */
                 const float f = (float)I * a[b].d;
                 acc = fmaf(d, f, acc);
                 if (t == VQ_W_Q4_1)
                     accm = fmaf(vq_fp16_to_fp32(mh), a[b].s, accm);
-            } else {
-                acc = fmaf(d, fmaf((float)I, a[b].d, -8.0f * a[b].s), acc);
+            } else { /* the codes' offset: 8 (Q4_0), 16 (Q5_0) */
+                acc = fmaf(d, fmaf((float)I, a[b].d, (t == VQ_W_Q5_0 ? -16.0f : -8.0f) * a[b].s), acc);
             }
         }
         out[r] = t == VQ_W_Q4_1 ? acc + accm : acc;
@@ -113,15 +156,16 @@ void vq_x16_tile(vq_wtype t, const void *w, size_t row_bytes, size_t nrows, cons
     const unsigned f = x16_type(t) ? vq_cpu_features() : 0;
     void (*fast)(int, const void *, const void *, size_t, int, size_t, float *, size_t) =
         (f & VQ_CPU_AVX512_VNNI) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx512x : vq_x16_tile16_avx512x)
-        : (f & VQ_CPU_AVX2)      ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2)
-                                 : NULL;
+        : (f & VQ_CPU_AVX2) && t != VQ_W_Q5_0 ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2)
+                                              : NULL;
+    const int kind = t == VQ_W_Q4_1 ? 1 : t == VQ_W_Q5_0 ? 2 : 0; /* (the Q8_0 kernels ignore it) */
     for (size_t g = 0; g < nrows / VQ_X16_ROWS; g++) {
         const uint8_t *grp = p + g * VQ_X16_ROWS * row_bytes;
         float *o = out + g * VQ_X16_ROWS;
         size_t j = 0;
         if (fast)
             for (; j < m; j += 4)
-                fast(t == VQ_W_Q4_1, grp, av + j * astride, astride, m - j < 4 ? (int)(m - j) : 4, n,
+                fast(kind, grp, av + j * astride, astride, m - j < 4 ? (int)(m - j) : 4, n,
                      o + j * ostride, ostride);
         for (; j < m; j++)
             vq_x16_rows16_ref(t, grp, av + j * astride, n, o + j * ostride);

@@ -1,6 +1,6 @@
-/* quants_x16.h -- Q4_0 / Q4_1 / Q8_0 weight matrices interleaved by 16
- * rows, and their matrix-vector kernels: what decode's matrix products read
- * when the CPU has AVX-512 VNNI or AVX2.
+/* quants_x16.h -- Q4_0 / Q4_1 / Q5_0 / Q8_0 weight matrices interleaved by
+ * 16 rows, and their matrix-vector kernels: what decode's matrix products
+ * read when the CPU has AVX-512 VNNI or AVX2 (Q5_0: AVX-512 VNNI only).
  *
  * Why: in the file's row layout every weight block carries its own fp16
  * scale(s), so a vector kernel spends more instructions spreading scales
@@ -16,22 +16,27 @@
  * multiple of 32, nb = n / 32 blocks) keeps its size, R * row_bytes: rows
  * 16g..16g+15 occupy the same 16 * row_bytes bytes as in the file, at
  * g * 16 * row_bytes, holding block b of the 16 rows at offset b * 16 * bb
- * (bb = 18 for Q4_0, 20 for Q4_1, 34 for Q8_0):
+ * (bb = 18 for Q4_0, 20 for Q4_1, 22 for Q5_0, 34 for Q8_0):
  *     fp16 d[16]                (row r's scale at 2r)
  *     fp16 m[16]                (Q4_1 only: row r's min)
+ *     uint32 h[16]              (Q5_0 only: row r's fifth bits, the file's qh
+ *                                with its bits moved: byte i's bit 2k holds
+ *                                element 4k + i's, bit 2k + 1 element
+ *                                16 + 4k + i's, k, i < 4)
  *     uint8 codes[NQ/4][16][4]  (codes[k][r][i] = the row's code byte 4k + i;
- *                                NQ = 16 for Q4_0 / Q4_1, 32 for Q8_0)
+ *                                NQ = 16 for Q4_0 / Q4_1 / Q5_0, 32 for Q8_0)
  * so a code byte j of row r (Q4: low nibble element j, high 16 + j; Q8_0:
  * element j, signed; the file's order) sits at codes + (j / 4) * 64 + 4r +
  * j % 4. vq_x16_dequantize_row reads a row back (the tied embedding table).
  *
  * Arithmetic (every kernel here, the reference included, so they agree to
  * the bit): per row, blocks b = 0.. in order, with the activation block's
- * d_a and s_a (quants_impl.h vq_act32) and I = sum_j q_j a_j (exact; Q4:
- * q the unsigned codes; Q8_0: the signed ones):
+ * d_a and s_a (quants_impl.h vq_act32) and I = sum_j q_j a_j (exact; Q4,
+ * Q5_0: q the unsigned codes (Q5_0: 0..31); Q8_0: the signed ones):
  *     Q4_1: f = (float)I * d_a;             acc = fmaf(d, f, acc);
  *           accm = fmaf(m, s_a, accm);      result acc + accm
  *     Q4_0: f = fmaf((float)I, d_a, -8 s_a); acc = fmaf(d, f, acc); result acc
+ *     Q5_0: f = fmaf((float)I, d_a, -16 s_a); acc = fmaf(d, f, acc); result acc
  *     Q8_0: f = (float)I * d_a;             acc = fmaf(d, f, acc); result acc
  * (from 0). It differs from the row-layout kernels' rounding (the file's
  * arithmetic is the same in exact terms: d q a d_a + m a d_a summed). */
@@ -46,13 +51,13 @@
 #define VQ_X16_ROWS 16
 
 /* 1 when the interleaved kernels serve type t on this CPU (Q4_0, Q4_1,
- * Q8_0 with AVX-512 VNNI or AVX2; VQ_FORCE_ISA respected), else 0: then
- * matrices keep the file's layout. */
+ * Q8_0 with AVX-512 VNNI or AVX2, Q5_0 with AVX-512 VNNI; VQ_FORCE_ISA
+ * respected), else 0: then matrices keep the file's layout. */
 int vq_x16_available(vq_wtype t);
 
 /* dst (rows * row_bytes bytes, not overlapping src) = the interleaved
  * layout of the rows * row_bytes bytes at src. rows must be a multiple of
- * 16, t Q4_0, Q4_1 or Q8_0 and row_bytes whole blocks (else nothing is
+ * 16, t Q4_0, Q4_1, Q5_0 or Q8_0 and row_bytes whole blocks (else nothing is
  * written and 0 returned; 1 on success). */
 int vq_x16_repack(vq_wtype t, const void *src, size_t rows, size_t row_bytes, void *dst);
 
@@ -77,8 +82,8 @@ void vq_x16_rows16_ref(vq_wtype t, const void *w, const void *act, size_t n, flo
 
 /* AVX-512 VNNI (quants_x16_avx512x.c; call only where vq_x16_available):
  * the 16 rows of one group against m (1..4) vectors at act + j*astride,
- * out[j*ostride + r]; q4_1: 1 for Q4_1, 0 for Q4_0 */
-void vq_x16_tile16_avx512x(int q4_1, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
+ * out[j*ostride + r]; kind: 0 for Q4_0, 1 for Q4_1, 2 for Q5_0 */
+void vq_x16_tile16_avx512x(int kind, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                            size_t ostride);
 /* the same for Q8_0 (the first argument unused: the tile16 signature) */
 void vq_x16_tile16_q8_avx512x(int unused, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
@@ -87,7 +92,7 @@ void vq_x16_tile16_q8_avx512x(int unused, const void *w, const void *act, size_t
 void vq_x16_tile16_q8_avx2(int unused, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                            size_t ostride);
 /* AVX2 (quants_x16_avx2.c; call only where the CPU has AVX2, FMA and F16C):
- * the same contract */
+ * the same contract for Q4_0 / Q4_1 (kind 0 or 1) */
 void vq_x16_tile16_avx2(int q4_1, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                         size_t ostride);
 

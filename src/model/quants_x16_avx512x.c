@@ -1,5 +1,6 @@
 /* quants_x16_avx512x.c -- AVX-512 VNNI kernels of the 16-row interleaved
- * Q4_0 / Q4_1 / Q8_0 layout (quants_x16.h): lane r of every register is row r.
+ * Q4_0 / Q4_1 / Q5_0 / Q8_0 layout (quants_x16.h): lane r of every register
+ * is row r.
  * Per block: the 16 rows' scales (and mins) by one 256-bit load and one
  * conversion each; four code registers (bytes 4k..4k+3 of every row's
  * codes), each split into low and high nibbles; VPDPBUSD of each against
@@ -27,12 +28,18 @@ static inline __attribute__((always_inline)) int32_t act_word(const vq_act32 *a,
     return v;
 }
 
-static inline __attribute__((always_inline)) void tile16(const int Q41, const int M, const uint8_t *w,
+/* KIND 0: Q4_0, 1: Q4_1, 2: Q5_0 (a constant after inlining). Q5_0: the
+ * codes as Q4_0's, each nibble given its fifth bit (bit 4 of the byte)
+ * from the rows' high-bit words (quants_x16.h: code register k's bits at
+ * byte bits 2k and 2k + 1, shifted onto bit 4). */
+static inline __attribute__((always_inline)) void tile16(const int KIND, const int M, const uint8_t *w,
                                                          const uint8_t *act, size_t astride, size_t n, float *out,
                                                          size_t ostride)
 {
-    const size_t bb = Q41 ? 20 : 18, gb = 16 * bb, co = Q41 ? 64 : 32;
-    const __m512i low = _mm512_set1_epi8(0x0f);
+    const int Q41 = KIND == 1, Q5 = KIND == 2;
+    const size_t bb = Q41 ? 20 : Q5 ? 22 : 18, gb = 16 * bb, co = Q41 ? 64 : Q5 ? 96 : 32;
+    const float off = Q5 ? -16.0f : -8.0f; /* the codes' offset (Q4_0, Q5_0) */
+    const __m512i low = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
     __m512 acc[4], accm[4];
     for (int j = 0; j < M; j++)
         acc[j] = _mm512_setzero_ps(), accm[j] = _mm512_setzero_ps();
@@ -43,11 +50,21 @@ static inline __attribute__((always_inline)) void tile16(const int Q41, const in
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
         const __m512 mn = Q41 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32)))
                               : _mm512_setzero_ps();
+        const __m512i hw = Q5 ? _mm512_loadu_si512(p + 32) : _mm512_setzero_si512();
         __m512i lo[4], hi[4];
         for (int k = 0; k < 4; k++) {
             const __m512i c = _mm512_loadu_si512(p + co + 64 * k);
-            lo[k] = _mm512_and_si512(c, low);
-            hi[k] = _mm512_and_si512(_mm512_srli_epi16(c, 4), low);
+            if (Q5) { /* (c & 0x0f) | (h & 0x10), the mask 0x0f as the third operand */
+                const int sl = 4 - 2 * k; /* the low nibbles' bit 2k onto bit 4; the high ones' 2k + 1 one less */
+                const __m512i hl = sl > 0 ? _mm512_slli_epi32(hw, (unsigned)sl) : _mm512_srli_epi32(hw, (unsigned)-sl);
+                const __m512i hh = sl > 1 ? _mm512_slli_epi32(hw, (unsigned)(sl - 1))
+                                          : _mm512_srli_epi32(hw, (unsigned)(1 - sl));
+                lo[k] = _mm512_ternarylogic_epi32(c, _mm512_and_si512(hl, b4), low, 0xEC);
+                hi[k] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(c, 4), _mm512_and_si512(hh, b4), low, 0xEC);
+            } else {
+                lo[k] = _mm512_and_si512(c, low);
+                hi[k] = _mm512_and_si512(_mm512_srli_epi16(c, 4), low);
+            }
         }
         for (int j = 0; j < M; j++) {
             const vq_act32 *a = (const vq_act32 *)(const void *)(act + (size_t)j * astride) + b;
@@ -61,7 +78,7 @@ static inline __attribute__((always_inline)) void tile16(const int Q41, const in
                 acc[j] = _mm512_fmadd_ps(d, _mm512_mul_ps(I, _mm512_set1_ps(a->d)), acc[j]);
                 accm[j] = _mm512_fmadd_ps(mn, _mm512_set1_ps(a->s), accm[j]);
             } else {
-                const __m512 f = _mm512_fmadd_ps(I, _mm512_set1_ps(a->d), _mm512_set1_ps(-8.0f * a->s));
+                const __m512 f = _mm512_fmadd_ps(I, _mm512_set1_ps(a->d), _mm512_set1_ps(off * a->s));
                 acc[j] = _mm512_fmadd_ps(d, f, acc[j]);
             }
         }
@@ -120,8 +137,19 @@ void vq_x16_tile16_q8_avx512x(int unused, const void *w, const void *act, size_t
     }
 }
 
-void vq_x16_tile16_avx512x(int q4_1, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
+void vq_x16_tile16_avx512x(int kind, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                            size_t ostride)
 {
+    if (kind == 2) {
+        switch (m) {
+        case 1: tile16(2, 1, w, act, astride, n, out, ostride); break;
+        case 2: tile16(2, 2, w, act, astride, n, out, ostride); break;
+        case 3: tile16(2, 3, w, act, astride, n, out, ostride); break;
+        case 4: tile16(2, 4, w, act, astride, n, out, ostride); break;
+        default: break;
+        }
+        return;
+    }
+    const int q4_1 = kind == 1;
     VQ_X16_TILE16_BODY(tile16);
 }
