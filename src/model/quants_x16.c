@@ -1,4 +1,4 @@
-/* quants_x16.c -- the 16-row interleaved Q4_0 / Q4_1 / Q8_0 layout:
+/* quants_x16.c -- the 16-row interleaved Q4_0 / Q4_1 / Q5_0 / Q8_0 layout:
  * repacking, a row's values, the scalar reference, and dispatch to the
  * AVX-512 VNNI or AVX2 kernels (quants_x16.h). */
 #include "model/quants_x16.h"
@@ -8,6 +8,7 @@
 
 #include "core/cpu.h"
 #include "core/fp16.h"
+#include "core/io.h"
 #include "model/quants_impl.h"
 
 /* block bytes, the codes' offset in a 16-row block group, a block's code
@@ -41,17 +42,6 @@ static uint32_t x16_qh(uint32_t v, int spread)
             o |= (v >> (spread ? fb : wb) & 1u) << (spread ? wb : fb);
         }
     return o;
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* where the bytes of the file's block b of row r (< 16) sit in its
@@ -88,7 +78,7 @@ int vq_x16_repack(vq_wtype t, const void *src, size_t rows, size_t row_bytes, vo
                 for (size_t i = 0; i < bb; i++)
                     o[pos[r][i]] = blk[i];
                 if (t == VQ_W_Q5_0)
-                    put_u32(o + 32 + 4 * r, x16_qh(get_u32(blk + 2), 1));
+                    vq_put_u32(o + 32 + 4 * r, x16_qh(vq_get_u32(blk + 2), 1));
             }
     return 1;
 }
@@ -106,7 +96,7 @@ int vq_x16_dequantize_row(vq_wtype t, const void *w, size_t row_bytes, size_t r,
         for (size_t i = 0; i < bb; i++)
             blk[i] = grp[b * VQ_X16_ROWS * bb + pos[r % VQ_X16_ROWS][i]];
         if (t == VQ_W_Q5_0)
-            put_u32(blk + 2, x16_qh(get_u32(blk + 2), 0));
+            vq_put_u32(blk + 2, x16_qh(vq_get_u32(blk + 2), 0));
         vq_dequantize(t, blk, dst + 32 * b, 32);
     }
     return 1;
@@ -124,7 +114,7 @@ void vq_x16_rows16_ref(vq_wtype t, const void *w, const void *act, size_t n, flo
             memcpy(&dh, o + 2 * r, 2);
             if (t == VQ_W_Q4_1)
                 memcpy(&mh, o + 32 + 2 * r, 2);
-            const uint32_t hw = t == VQ_W_Q5_0 ? get_u32(o + 32 + 4 * r) : 0; /* x16_qh's word */
+            const uint32_t hw = t == VQ_W_Q5_0 ? vq_get_u32(o + 32 + 4 * r) : 0; /* x16_qh's word */
             int32_t I = 0;
             for (size_t j = 0; j < x16_nq(t); j++) {
                 const uint8_t q = o[co + (j / 4) * 64 + 4 * r + j % 4];
