@@ -731,8 +731,7 @@ static void test_x16(void)
             /* each variant this CPU runs, called directly (the dispatch takes only the best) */
             typedef void tile16_fn(int, const void *, const void *, size_t, int, size_t, float *, size_t);
             tile16_fn *const variants[2] = {
-                (f & VQ_CPU_AVX2) && t != VQ_W_Q5_0 ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2)
-                                                    : NULL,
+                (f & VQ_CPU_AVX2) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2) : NULL,
                 (f & VQ_CPU_AVX512_VNNI) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx512x : vq_x16_tile16_avx512x) : NULL,
             };
             int vbad = 0;

@@ -22,13 +22,7 @@ static size_t x16_nq(vq_wtype t) { return t == VQ_W_Q8_0 ? 32 : 16; }
 static size_t x16_head(vq_wtype t) { return t == VQ_W_Q4_1 ? 4 : t == VQ_W_Q5_0 ? 6 : 2; }
 static int x16_type(vq_wtype t) { return t == VQ_W_Q4_0 || t == VQ_W_Q4_1 || t == VQ_W_Q8_0 || t == VQ_W_Q5_0; }
 
-int vq_x16_available(vq_wtype t)
-{
-    const unsigned f = vq_cpu_features();
-    if (t == VQ_W_Q5_0)
-        return (f & VQ_CPU_AVX512_VNNI) != 0;
-    return x16_type(t) && (f & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX2));
-}
+int vq_x16_available(vq_wtype t) { return x16_type(t) && (vq_cpu_features() & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX2)); }
 
 /* Q5_0's high bits: the file's qh (bit j: element j's fifth bit) <-> the
  * interleaved word (byte i, bit 2k: element 4k + i's; bit 2k + 1: element
@@ -146,8 +140,8 @@ void vq_x16_tile(vq_wtype t, const void *w, size_t row_bytes, size_t nrows, cons
     const unsigned f = x16_type(t) ? vq_cpu_features() : 0;
     void (*fast)(int, const void *, const void *, size_t, int, size_t, float *, size_t) =
         (f & VQ_CPU_AVX512_VNNI) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx512x : vq_x16_tile16_avx512x)
-        : (f & VQ_CPU_AVX2) && t != VQ_W_Q5_0 ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2)
-                                              : NULL;
+        : (f & VQ_CPU_AVX2)      ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2)
+                                 : NULL;
     const int kind = t == VQ_W_Q4_1 ? 1 : t == VQ_W_Q5_0 ? 2 : 0; /* (the Q8_0 kernels ignore it) */
     for (size_t g = 0; g < nrows / VQ_X16_ROWS; g++) {
         const uint8_t *grp = p + g * VQ_X16_ROWS * row_bytes;

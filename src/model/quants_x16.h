@@ -1,6 +1,6 @@
 /* quants_x16.h -- Q4_0 / Q4_1 / Q5_0 / Q8_0 weight matrices interleaved by
  * 16 rows, and their matrix-vector kernels: what decode's matrix products
- * read when the CPU has AVX-512 VNNI or AVX2 (Q5_0: AVX-512 VNNI only).
+ * read when the CPU has AVX-512 VNNI or AVX2.
  *
  * Why: in the file's row layout every weight block carries its own fp16
  * scale(s), so a vector kernel spends more instructions spreading scales
@@ -51,8 +51,8 @@
 #define VQ_X16_ROWS 16
 
 /* 1 when the interleaved kernels serve type t on this CPU (Q4_0, Q4_1,
- * Q8_0 with AVX-512 VNNI or AVX2, Q5_0 with AVX-512 VNNI; VQ_FORCE_ISA
- * respected), else 0: then matrices keep the file's layout. */
+ * Q5_0, Q8_0 with AVX-512 VNNI or AVX2; VQ_FORCE_ISA respected), else 0:
+ * then matrices keep the file's layout. */
 int vq_x16_available(vq_wtype t);
 
 /* dst (rows * row_bytes bytes, not overlapping src) = the interleaved
@@ -92,26 +92,24 @@ void vq_x16_tile16_q8_avx512x(int unused, const void *w, const void *act, size_t
 void vq_x16_tile16_q8_avx2(int unused, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                            size_t ostride);
 /* AVX2 (quants_x16_avx2.c; call only where the CPU has AVX2, FMA and F16C):
- * the same contract for Q4_0 / Q4_1 (kind 0 or 1) */
-void vq_x16_tile16_avx2(int q4_1, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
+ * the same contract */
+void vq_x16_tile16_avx2(int kind, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                         size_t ostride);
 
-/* The body of a vq_x16_tile16_* function (its arguments in scope): TILE(Q41,
- * M, w, act, astride, n, out, ostride) with Q41 and M constants, so that
- * each instantiation's loops unroll */
-#define VQ_X16_TILE16_BODY(TILE)                                                                           \
-    do {                                                                                                   \
-        switch (m * 2 + (q4_1 != 0)) {                                                                     \
-        case 2: TILE(0, 1, w, act, astride, n, out, ostride); break;                                       \
-        case 3: TILE(1, 1, w, act, astride, n, out, ostride); break;                                       \
-        case 4: TILE(0, 2, w, act, astride, n, out, ostride); break;                                       \
-        case 5: TILE(1, 2, w, act, astride, n, out, ostride); break;                                       \
-        case 6: TILE(0, 3, w, act, astride, n, out, ostride); break;                                       \
-        case 7: TILE(1, 3, w, act, astride, n, out, ostride); break;                                       \
-        case 8: TILE(0, 4, w, act, astride, n, out, ostride); break;                                       \
-        case 9: TILE(1, 4, w, act, astride, n, out, ostride); break;                                       \
-        default: break;                                                                                    \
-        }                                                                                                  \
+/* The body of a vq_x16_tile16_* function (its arguments in scope): TILE(KIND,
+ * M, w, act, astride, n, out, ostride) with KIND (kind) and M constants, so
+ * that each instantiation's loops unroll */
+#define VQ_X16_TILE16_CASE(TILE, K, M) \
+    case 3 * (M) + (K): TILE(K, M, w, act, astride, n, out, ostride); break
+#define VQ_X16_TILE16_BODY(TILE)                                                                            \
+    do {                                                                                                    \
+        switch (m * 3 + kind) {                                                                             \
+            VQ_X16_TILE16_CASE(TILE, 0, 1); VQ_X16_TILE16_CASE(TILE, 1, 1); VQ_X16_TILE16_CASE(TILE, 2, 1); \
+            VQ_X16_TILE16_CASE(TILE, 0, 2); VQ_X16_TILE16_CASE(TILE, 1, 2); VQ_X16_TILE16_CASE(TILE, 2, 2); \
+            VQ_X16_TILE16_CASE(TILE, 0, 3); VQ_X16_TILE16_CASE(TILE, 1, 3); VQ_X16_TILE16_CASE(TILE, 2, 3); \
+            VQ_X16_TILE16_CASE(TILE, 0, 4); VQ_X16_TILE16_CASE(TILE, 1, 4); VQ_X16_TILE16_CASE(TILE, 2, 4); \
+        default: break;                                                                                     \
+        }                                                                                                   \
     } while (0)
 
 #endif

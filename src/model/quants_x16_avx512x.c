@@ -140,16 +140,5 @@ void vq_x16_tile16_q8_avx512x(int unused, const void *w, const void *act, size_t
 void vq_x16_tile16_avx512x(int kind, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                            size_t ostride)
 {
-    if (kind == 2) {
-        switch (m) {
-        case 1: tile16(2, 1, w, act, astride, n, out, ostride); break;
-        case 2: tile16(2, 2, w, act, astride, n, out, ostride); break;
-        case 3: tile16(2, 3, w, act, astride, n, out, ostride); break;
-        case 4: tile16(2, 4, w, act, astride, n, out, ostride); break;
-        default: break;
-        }
-        return;
-    }
-    const int q4_1 = kind == 1;
     VQ_X16_TILE16_BODY(tile16);
 }
