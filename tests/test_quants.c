@@ -731,15 +731,14 @@ static void test_x16(void)
             /* each variant this CPU runs, called directly (the dispatch takes only the best) */
             typedef void tile16_fn(int, const void *, const void *, size_t, int, size_t, float *, size_t);
             tile16_fn *const variants[2] = {
-                (f & VQ_CPU_AVX2) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2) : NULL,
-                (f & VQ_CPU_AVX512_VNNI) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx512x : vq_x16_tile16_avx512x) : NULL,
+                (f & VQ_CPU_AVX2) ? vq_x16_tile16_avx2 : NULL,
+                (f & VQ_CPU_AVX512_VNNI) ? vq_x16_tile16_avx512x : NULL,
             };
             int vbad = 0;
             for (int v = 0; v < 2; v++)
                 for (int m = 1; variants[v] && m <= 4; m++)
                     for (size_t g = 0; g < NR / 16; g++) {
-                        variants[v](t == VQ_W_Q4_1 ? 1 : t == VQ_W_Q5_0 ? 2 : 0, x16 + g * 16 * rb, act, ab, m, n, tile,
-                                    NR);
+                        variants[v](vq_x16_kind(t), x16 + g * 16 * rb, act, ab, m, n, tile, NR);
                         for (int j = 0; j < m; j++)
                             vbad += memcmp(tile + (size_t)j * NR, ref[j] + 16 * g, 16 * sizeof(float)) != 0;
                     }

@@ -20,7 +20,18 @@ static size_t x16_bb(vq_wtype t)
 static size_t x16_codes(vq_wtype t) { return t == VQ_W_Q4_1 ? 64 : t == VQ_W_Q5_0 ? 96 : 32; }
 static size_t x16_nq(vq_wtype t) { return t == VQ_W_Q8_0 ? 32 : 16; }
 static size_t x16_head(vq_wtype t) { return t == VQ_W_Q4_1 ? 4 : t == VQ_W_Q5_0 ? 6 : 2; }
-static int x16_type(vq_wtype t) { return t == VQ_W_Q4_0 || t == VQ_W_Q4_1 || t == VQ_W_Q8_0 || t == VQ_W_Q5_0; }
+int vq_x16_kind(vq_wtype t)
+{
+    switch (t) {
+    case VQ_W_Q4_0: return VQ_X16_Q4_0;
+    case VQ_W_Q4_1: return VQ_X16_Q4_1;
+    case VQ_W_Q5_0: return VQ_X16_Q5_0;
+    case VQ_W_Q8_0: return VQ_X16_Q8_0;
+    default: return -1;
+    }
+}
+
+static int x16_type(vq_wtype t) { return vq_x16_kind(t) >= 0; }
 
 int vq_x16_available(vq_wtype t) { return x16_type(t) && (vq_cpu_features() & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX2)); }
 
@@ -39,20 +50,18 @@ static uint32_t x16_qh(uint32_t v, int spread)
 }
 
 /* where the bytes of the file's block b of row r (< 16) sit in its
- * 16-row group: b * 16 * x16_bb(t) + pos[r][i] for byte i < x16_bb(t)
- * (the layout of quants_x16.h) */
-static void x16_map(vq_wtype t, size_t pos[VQ_X16_ROWS][34])
+ * 16-row group: b * 16 * x16_bb(t) + pos[i] for byte i < x16_bb(t) (the
+ * layout of quants_x16.h) */
+static void x16_map(vq_wtype t, size_t r, size_t pos[34])
 {
     const size_t co = x16_codes(t), hq = x16_head(t);
-    for (size_t r = 0; r < VQ_X16_ROWS; r++) {
-        pos[r][0] = 2 * r, pos[r][1] = 2 * r + 1; /* d */
-        if (t == VQ_W_Q4_1)
-            pos[r][2] = 32 + 2 * r, pos[r][3] = 33 + 2 * r; /* m */
-        for (size_t i = 0; t == VQ_W_Q5_0 && i < 4; i++)
-            pos[r][2 + i] = 32 + 4 * r + i; /* qh, its bits then spread (x16_qh) */
-        for (size_t j = 0; j < x16_nq(t); j++)
-            pos[r][hq + j] = co + (j / 4) * 64 + 4 * r + j % 4;
-    }
+    pos[0] = 2 * r, pos[1] = 2 * r + 1; /* d */
+    if (t == VQ_W_Q4_1)
+        pos[2] = 32 + 2 * r, pos[3] = 33 + 2 * r; /* m */
+    for (size_t i = 0; t == VQ_W_Q5_0 && i < 4; i++)
+        pos[2 + i] = 32 + 4 * r + i; /* qh, its bits then spread (x16_qh) */
+    for (size_t j = 0; j < x16_nq(t); j++)
+        pos[hq + j] = co + (j / 4) * 64 + 4 * r + j % 4;
 }
 
 int vq_x16_repack(vq_wtype t, const void *src, size_t rows, size_t row_bytes, void *dst)
@@ -63,7 +72,8 @@ int vq_x16_repack(vq_wtype t, const void *src, size_t rows, size_t row_bytes, vo
     const uint8_t *s = src;
     uint8_t *d = dst;
     size_t pos[VQ_X16_ROWS][34];
-    x16_map(t, pos);
+    for (size_t r = 0; r < VQ_X16_ROWS; r++)
+        x16_map(t, r, pos[r]);
     for (size_t g = 0; g < rows / VQ_X16_ROWS; g++)
         for (size_t r = 0; r < VQ_X16_ROWS; r++)
             for (size_t b = 0; b < nb; b++) {
@@ -83,12 +93,12 @@ int vq_x16_dequantize_row(vq_wtype t, const void *w, size_t row_bytes, size_t r,
     if (!x16_type(t) || n % 32 || row_bytes != n / 32 * bb)
         return 0;
     const uint8_t *grp = (const uint8_t *)w + r / VQ_X16_ROWS * VQ_X16_ROWS * row_bytes;
-    size_t pos[VQ_X16_ROWS][34];
+    size_t pos[34];
     uint8_t blk[34];
-    x16_map(t, pos);
+    x16_map(t, r % VQ_X16_ROWS, pos);
     for (size_t b = 0; b < n / 32; b++) { /* the file's block again, then its values */
         for (size_t i = 0; i < bb; i++)
-            blk[i] = grp[b * VQ_X16_ROWS * bb + pos[r % VQ_X16_ROWS][i]];
+            blk[i] = grp[b * VQ_X16_ROWS * bb + pos[i]];
         if (t == VQ_W_Q5_0)
             vq_put_u32(blk + 2, x16_qh(vq_get_u32(blk + 2), 0));
         vq_dequantize(t, blk, dst + 32 * b, 32);
@@ -139,10 +149,8 @@ void vq_x16_tile(vq_wtype t, const void *w, size_t row_bytes, size_t nrows, cons
     const uint8_t *p = w, *av = act;
     const unsigned f = x16_type(t) ? vq_cpu_features() : 0;
     void (*fast)(int, const void *, const void *, size_t, int, size_t, float *, size_t) =
-        (f & VQ_CPU_AVX512_VNNI) ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx512x : vq_x16_tile16_avx512x)
-        : (f & VQ_CPU_AVX2)      ? (t == VQ_W_Q8_0 ? vq_x16_tile16_q8_avx2 : vq_x16_tile16_avx2)
-                                 : NULL;
-    const int kind = t == VQ_W_Q4_1 ? 1 : t == VQ_W_Q5_0 ? 2 : 0; /* (the Q8_0 kernels ignore it) */
+        (f & VQ_CPU_AVX512_VNNI) ? vq_x16_tile16_avx512x : (f & VQ_CPU_AVX2) ? vq_x16_tile16_avx2 : NULL;
+    const int kind = vq_x16_kind(t);
     for (size_t g = 0; g < nrows / VQ_X16_ROWS; g++) {
         const uint8_t *grp = p + g * VQ_X16_ROWS * row_bytes;
         float *o = out + g * VQ_X16_ROWS;

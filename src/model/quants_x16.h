@@ -80,25 +80,26 @@ void vq_x16_tile(vq_wtype t, const void *w, size_t row_bytes, size_t nrows, cons
 /* the reference: the 16 rows of one group (at w) against one vector */
 void vq_x16_rows16_ref(vq_wtype t, const void *w, const void *act, size_t n, float out[16]);
 
+/* the kernels' name for an interleaved type (vq_x16_kind) */
+enum { VQ_X16_Q4_0, VQ_X16_Q4_1, VQ_X16_Q5_0, VQ_X16_Q8_0 };
+
+/* t's VQ_X16_* kind, or -1 when t has no interleaved layout */
+int vq_x16_kind(vq_wtype t);
+
 /* AVX-512 VNNI (quants_x16_avx512x.c; call only where vq_x16_available):
  * the 16 rows of one group against m (1..4) vectors at act + j*astride,
- * out[j*ostride + r]; kind: 0 for Q4_0, 1 for Q4_1, 2 for Q5_0 */
+ * out[j*ostride + r]; kind: vq_x16_kind of the matrix's type */
 void vq_x16_tile16_avx512x(int kind, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
-                           size_t ostride);
-/* the same for Q8_0 (the first argument unused: the tile16 signature) */
-void vq_x16_tile16_q8_avx512x(int unused, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
-                              size_t ostride);
-/* AVX2 + FMA + F16C: the Q8_0 kernel (quants_x16_avx2.c) */
-void vq_x16_tile16_q8_avx2(int unused, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                            size_t ostride);
 /* AVX2 (quants_x16_avx2.c; call only where the CPU has AVX2, FMA and F16C):
  * the same contract */
 void vq_x16_tile16_avx2(int kind, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                         size_t ostride);
 
-/* The body of a vq_x16_tile16_* function (its arguments in scope): TILE(KIND,
- * M, w, act, astride, n, out, ostride) with KIND (kind) and M constants, so
- * that each instantiation's loops unroll */
+/* The body of a vq_x16_tile16_* function for the Q4 / Q5_0 kinds (its
+ * arguments in scope): TILE(KIND, M, w, act, astride, n, out, ostride)
+ * with KIND (kind: 0..2) and M constants, so that each instantiation's
+ * loops unroll */
 #define VQ_X16_TILE16_CASE(TILE, K, M) \
     case 3 * (M) + (K): TILE(K, M, w, act, astride, n, out, ostride); break
 #define VQ_X16_TILE16_BODY(TILE)                                                                            \

@@ -143,21 +143,6 @@ static inline __attribute__((always_inline)) void half8_q8(const int M, const in
         _mm256_storeu_ps(out + (size_t)j * ostride + 8 * h, acc[j]);
 }
 
-void vq_x16_tile16_q8_avx2(int unused, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
-                           size_t ostride)
-{
-    (void)unused;
-    const uint8_t *av = act;
-    float *o = out;
-    for (int j = 0; j < m; j += 2)
-        for (int h = 0; h < 2; h++) {
-            if (m - j >= 2)
-                half8_q8(2, h, w, av + (size_t)j * astride, astride, n, o + (size_t)j * ostride, ostride);
-            else
-                half8_q8(1, h, w, av + (size_t)j * astride, astride, n, o + (size_t)j * ostride, ostride);
-        }
-}
-
 /* M vectors are taken two at a time: four would hold 12 accumulators and
  * the unpacked codes, more than the 16 registers */
 static inline __attribute__((always_inline)) void tile16(const int KIND, const int M, const uint8_t *w,
@@ -179,5 +164,16 @@ static inline __attribute__((always_inline)) void tile16(const int KIND, const i
 void vq_x16_tile16_avx2(int kind, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                         size_t ostride)
 {
+    if (kind == VQ_X16_Q8_0) { /* two vectors at a time, as tile16 */
+        const uint8_t *av = act;
+        for (int j = 0; j < m; j += 2)
+            for (int h = 0; h < 2; h++) {
+                if (m - j >= 2)
+                    half8_q8(2, h, w, av + (size_t)j * astride, astride, n, out + (size_t)j * ostride, ostride);
+                else
+                    half8_q8(1, h, w, av + (size_t)j * astride, astride, n, out + (size_t)j * ostride, ostride);
+            }
+        return;
+    }
     VQ_X16_TILE16_BODY(tile16);
 }

@@ -124,21 +124,18 @@ static inline __attribute__((always_inline)) void tile16_q8(const int M, const u
         _mm512_storeu_ps(out + (size_t)j * ostride, acc[j]);
 }
 
-void vq_x16_tile16_q8_avx512x(int unused, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
-                              size_t ostride)
-{
-    (void)unused;
-    switch (m) {
-    case 1: tile16_q8(1, w, act, astride, n, out, ostride); break;
-    case 2: tile16_q8(2, w, act, astride, n, out, ostride); break;
-    case 3: tile16_q8(3, w, act, astride, n, out, ostride); break;
-    case 4: tile16_q8(4, w, act, astride, n, out, ostride); break;
-    default: break;
-    }
-}
-
 void vq_x16_tile16_avx512x(int kind, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                            size_t ostride)
 {
+    if (kind == VQ_X16_Q8_0) {
+        switch (m) {
+        case 1: tile16_q8(1, w, act, astride, n, out, ostride); break;
+        case 2: tile16_q8(2, w, act, astride, n, out, ostride); break;
+        case 3: tile16_q8(3, w, act, astride, n, out, ostride); break;
+        case 4: tile16_q8(4, w, act, astride, n, out, ostride); break;
+        default: break;
+        }
+        return;
+    }
     VQ_X16_TILE16_BODY(tile16);
 }
