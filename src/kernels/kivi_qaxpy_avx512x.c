@@ -282,37 +282,87 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
     }
 }
 
-/* one block of m rows for a constant weight-row count NQ and groups per
- * chunk NGC: the mins' float sums MW of every group (v = s (c - h) + (m +
- * h s)), then chunk by chunk its int8 weights (made again only where the
- * chunk's first group changes: groups of 128 and more span chunks) and
- * its sums */
+/* What a block of m rows needs besides its codes, for a constant weight-row
+ * count NQ and groups per chunk NGC: the mins' float sums MW of every group
+ * (v = s (c - h) + (m + h s)) added, then chunk by chunk its int8 weights
+ * (made again only where the chunk's first group changes: groups of 128
+ * and more span chunks; slot[c] names the chunk whose weights chunk c
+ * reads). Made ahead of the block's integer sums where that pays
+ * (blocks_all), so that the weights' long chain of dependent steps
+ * overlaps the previous block's sums instead of stalling them (the same
+ * operations per block in the same order: the same bits). */
+typedef struct {
+    alignas(64) int8_t tab[KQ_MAXC][KQ_MAXQ][128]; /* 2 and 4 bits */
+    __m512i QA[KQ_MAXC][KQ_MAXQ], QB[KQ_MAXC][KQ_MAXQ]; /* 3 bits */
+    __m512 SC[KQ_MAXC];
+    __m512i SQH[KQ_MAXC];
+    unsigned char slot[KQ_MAXC];
+    const uint8_t *blk;
+    size_t m;
+} kq_block;
+
 static inline __attribute__((always_inline)) void
-block_all(const int BITS, const int NQ, const int NGC, const size_t NC, const uint8_t *blk, size_t rstride,
-          size_t coff, size_t m, size_t ng, size_t nc, int lg, __m512i tidx, __m512i cmask, const vq_unpack64_ctl *u3,
-          const __m512 W[KQ_MAXQ][2], const __m512 S[16][2], const __m512 Mn[16][2], const __mmask16 live[2],
-          __m512 MW[KQ_MAXQ][16], __m512 F[KQ_MAXQ][KQ_MAXC][4], vq_pf_share *pf)
+block_prep(const int BITS, const int NQ, const int NGC, const size_t NC, const uint8_t *rows, size_t rstride,
+           size_t b, size_t nt, size_t ng, size_t nc, int lg, __m512i rix, const float *w, size_t wstride,
+           __m512 MW[KQ_MAXQ][16], kq_block *B)
 {
+    __mmask16 live[2];
+    const size_t m = vq_block_start(b, nt, live);
+    B->blk = rows + b * rstride, B->m = m;
+    __m512 S[16][2], Mn[16][2];
+    block_headers(B->blk, rstride, m, ng, rix, S, Mn);
+    __m512 W[KQ_MAXQ][2];
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+    {
+        const float *wj = w + (size_t)j * wstride + b;
+        W[j][0] = _mm512_maskz_loadu_ps(live[0], wj), W[j][1] = _mm512_maskz_loadu_ps(live[1], wj + 16);
+    }
     const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1)));
     for (size_t g = 0; g < ng; g++) {
         const __m512 m0 = _mm512_fmadd_ps(hv, S[g][0], Mn[g][0]), m1 = _mm512_fmadd_ps(hv, S[g][1], Mn[g][1]);
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             MW[j][g] = _mm512_fmadd_ps(W[j][1], m1, _mm512_fmadd_ps(W[j][0], m0, MW[j][g]));
     }
-    __m512i QA[KQ_MAXQ], QB[KQ_MAXQ], SQH = _mm512_setzero_si512();
-    __m512 SC = _mm512_setzero_ps();
-    _Pragma("GCC unroll 4") for (int j = 0; j < KQ_MAXQ; j++) QA[j] = QB[j] = _mm512_setzero_si512();
-    alignas(64) int8_t tab[KQ_MAXQ][128]; /* (2 and 4 bits) */
-    size_t gw = (size_t)-1; /* the first group of the weights made */
+    size_t gw = (size_t)-1, slot = 0; /* the first group of the weights made, and their chunk */
     for (size_t c = 0; c < (NC ? NC : nc); c++) {
         const size_t g0 = 64 * c >> lg;
         if (g0 != gw) {
-            chunk_weights(BITS, NQ, NGC, W, S, live, g0, QA, QB, &SC, &SQH);
+            __m512i QA[KQ_MAXQ], QB[KQ_MAXQ];
+            chunk_weights(BITS, NQ, NGC, W, S, live, g0, QA, QB, &B->SC[c], &B->SQH[c]);
             if (BITS != 3)
-                bc_table(NQ, NGC, QA, QB, tab);
-            gw = g0;
+                bc_table(NQ, NGC, QA, QB, B->tab[c]);
+            else
+                _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) B->QA[c][j] = QA[j], B->QB[c][j] = QB[j];
+            gw = g0, slot = c;
         }
-        chunk_block(BITS, NQ, NGC, blk, rstride, coff, m, c, g0, lg, tidx, cmask, u3, QA, QB, tab, SC, SQH, F, pf);
+        B->slot[c] = (unsigned char)slot;
+    }
+}
+
+/* the integer sums of every block of nt rows for NQ weight rows. Where a
+ * block's sums are long enough to hide the next block's weights (NQ
+ * times the chunk count at least 4: measured faster at D 128 with 2-4
+ * weight rows and at D 64 with 4, slower with fewer), the weights are made
+ * one block ahead; else just before their block. */
+static inline __attribute__((always_inline)) void
+blocks_all(const int BITS, const int NQ, const int NGC, const size_t NC, const uint8_t *rows, size_t rstride,
+           size_t coff, size_t nt, size_t ng, size_t nc, int lg, __m512i rix, __m512i tidx, __m512i cmask,
+           const vq_unpack64_ctl *u3, const float *w, size_t wstride, __m512 MW[KQ_MAXQ][16],
+           __m512 F[KQ_MAXQ][KQ_MAXC][4], vq_pf_share *pf)
+{
+    const size_t ahead = (size_t)NQ * (NC ? NC : nc) >= 4 ? VQ_KQ_BLOCK : 0;
+    kq_block B[2];
+    size_t next = 0; /* the next block to prepare */
+    for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
+        for (; next < nt && next <= b + ahead; next += VQ_KQ_BLOCK)
+            block_prep(BITS, NQ, NGC, NC, rows, rstride, next, nt, ng, nc, lg, rix, w, wstride, MW,
+                       &B[next / VQ_KQ_BLOCK & 1]);
+        const kq_block *cur = &B[b / VQ_KQ_BLOCK & 1];
+        for (size_t c = 0; c < (NC ? NC : nc); c++) {
+            const size_t s = cur->slot[c];
+            chunk_block(BITS, NQ, NGC, cur->blk, rstride, coff, cur->m, c, 64 * c >> lg, lg, tidx, cmask, u3,
+                        cur->QA[s], cur->QB[s], cur->tab[s], cur->SC[s], cur->SQH[s], F, pf);
+        }
     }
 }
 
@@ -341,23 +391,12 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                 MW[j][g] = _mm512_setzero_ps();
         }
         vq_pf_share pf = vq_block_fetch(rows, rstride, nt, nc, j0 == 0); /* the first pass streams the rows */
-        for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
-            __mmask16 vm[2];
-            const size_t m = vq_block_start(b, nt, vm);
-            const uint8_t *blk = rows + b * rstride;
-            __m512 S[16][2], Mn[16][2];
-            block_headers(blk, rstride, m, ng, rix, S, Mn);
-            __m512 W[KQ_MAXQ][2];
-            for (int j = 0; j < nq; j++) {
-                const float *wj = w + (size_t)(j0 + j) * wstride + b;
-                W[j][0] = _mm512_maskz_loadu_ps(vm[0], wj), W[j][1] = _mm512_maskz_loadu_ps(vm[1], wj + 16);
-            }
-            switch (nq) { /* a constant count: the sums stay in registers */
-            case 4: block_all(BITS, 4, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F, &pf); break;
-            case 3: block_all(BITS, 3, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F, &pf); break;
-            case 2: block_all(BITS, 2, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F, &pf); break;
-            default: block_all(BITS, 1, NGC, NC, blk, rstride, coff, m, ng, nc, lg, tidx, cmask, &u3, W, S, Mn, vm, MW, F, &pf); break;
-            }
+        const float *wq = w + (size_t)j0 * wstride;
+        switch (nq) { /* a constant count: the sums stay in registers */
+        case 4: blocks_all(BITS, 4, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf); break;
+        case 3: blocks_all(BITS, 3, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf); break;
+        case 2: blocks_all(BITS, 2, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf); break;
+        default: blocks_all(BITS, 1, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf); break;
         }
         /* back in channel order, plus the mins' sums */
         __m512i OX[4];
