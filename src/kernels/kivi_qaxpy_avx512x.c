@@ -283,17 +283,19 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
 }
 
 /* What a block of m rows needs besides its codes, for a constant weight-row
- * count NQ and groups per chunk NGC: the mins' float sums MW of every group
- * (v = s (c - h) + (m + h s)) added, then chunk by chunk its int8 weights
- * (made again only where the chunk's first group changes: groups of 128
- * and more span chunks; slot[c] names the chunk whose weights chunk c
- * reads). Made ahead of the block's integer sums where that pays
+ * count NQ and groups per chunk NGC: chunk by chunk its int8 weights (made
+ * again only where the chunk's first group changes: groups of 128 and more
+ * span chunks; slot[c] names the chunk whose weights chunk c reads), and
+ * the mins' float sums MW of every group (v = s (c - h) + (m + h s))
+ * added. Made ahead of the block's integer sums where that pays
  * (blocks_all), so that the weights' long chain of dependent steps
  * overlaps the previous block's sums instead of stalling them (the same
  * operations per block in the same order: the same bits). */
 typedef struct {
-    alignas(64) int8_t tab[KQ_MAXC][KQ_MAXQ][128]; /* 2 and 4 bits */
-    __m512i QA[KQ_MAXC][KQ_MAXQ], QB[KQ_MAXC][KQ_MAXQ]; /* 3 bits */
+    union {
+        int8_t tab[KQ_MAXC][KQ_MAXQ][128]; /* 2 and 4 bits: bc_table's */
+        __m512i qab[KQ_MAXC][2][KQ_MAXQ];  /* 3 bits: chunk_weights' QA, QB */
+    } wt;
     __m512 SC[KQ_MAXC];
     __m512i SQH[KQ_MAXC];
     unsigned char slot[KQ_MAXC];
@@ -301,27 +303,28 @@ typedef struct {
     size_t m;
 } kq_block;
 
+/* a call's blocks in turn, and block_prep's header floats (one of each for
+ * every shape and weight-row count: inlined into each, their own arrays
+ * had tripled the call's stack frame) */
+typedef struct {
+    kq_block B[2];
+    __m512 S[16][2], Mn[16][2];
+} kq_work;
+
 static inline __attribute__((always_inline)) void
 block_prep(const int BITS, const int NQ, const int NGC, const size_t NC, const uint8_t *rows, size_t rstride,
            size_t b, size_t nt, size_t ng, size_t nc, int lg, __m512i rix, const float *w, size_t wstride,
-           __m512 MW[KQ_MAXQ][16], kq_block *B)
+           __m512 MW[KQ_MAXQ][16], kq_block *B, __m512 S[16][2], __m512 Mn[16][2])
 {
     __mmask16 live[2];
     const size_t m = vq_block_start(b, nt, live);
     B->blk = rows + b * rstride, B->m = m;
-    __m512 S[16][2], Mn[16][2];
     block_headers(B->blk, rstride, m, ng, rix, S, Mn);
     __m512 W[KQ_MAXQ][2];
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
     {
         const float *wj = w + (size_t)j * wstride + b;
         W[j][0] = _mm512_maskz_loadu_ps(live[0], wj), W[j][1] = _mm512_maskz_loadu_ps(live[1], wj + 16);
-    }
-    const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1)));
-    for (size_t g = 0; g < ng; g++) {
-        const __m512 m0 = _mm512_fmadd_ps(hv, S[g][0], Mn[g][0]), m1 = _mm512_fmadd_ps(hv, S[g][1], Mn[g][1]);
-        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-            MW[j][g] = _mm512_fmadd_ps(W[j][1], m1, _mm512_fmadd_ps(W[j][0], m0, MW[j][g]));
     }
     size_t gw = (size_t)-1, slot = 0; /* the first group of the weights made, and their chunk */
     for (size_t c = 0; c < (NC ? NC : nc); c++) {
@@ -330,12 +333,20 @@ block_prep(const int BITS, const int NQ, const int NGC, const size_t NC, const u
             __m512i QA[KQ_MAXQ], QB[KQ_MAXQ];
             chunk_weights(BITS, NQ, NGC, W, S, live, g0, QA, QB, &B->SC[c], &B->SQH[c]);
             if (BITS != 3)
-                bc_table(NQ, NGC, QA, QB, B->tab[c]);
+                bc_table(NQ, NGC, QA, QB, B->wt.tab[c]);
             else
-                _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) B->QA[c][j] = QA[j], B->QB[c][j] = QB[j];
+                _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) B->wt.qab[c][0][j] = QA[j], B->wt.qab[c][1][j] = QB[j];
             gw = g0, slot = c;
         }
         B->slot[c] = (unsigned char)slot;
+    }
+    /* after the weights: the sums MW stored between the reads of S made
+     * every block slower by a few percent at D 64 */
+    const __m512 hv = _mm512_set1_ps((float)(1 << (BITS - 1)));
+    for (size_t g = 0; g < ng; g++) {
+        const __m512 m0 = _mm512_fmadd_ps(hv, S[g][0], Mn[g][0]), m1 = _mm512_fmadd_ps(hv, S[g][1], Mn[g][1]);
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+            MW[j][g] = _mm512_fmadd_ps(W[j][1], m1, _mm512_fmadd_ps(W[j][0], m0, MW[j][g]));
     }
 }
 
@@ -348,20 +359,20 @@ static inline __attribute__((always_inline)) void
 blocks_all(const int BITS, const int NQ, const int NGC, const size_t NC, const uint8_t *rows, size_t rstride,
            size_t coff, size_t nt, size_t ng, size_t nc, int lg, __m512i rix, __m512i tidx, __m512i cmask,
            const vq_unpack64_ctl *u3, const float *w, size_t wstride, __m512 MW[KQ_MAXQ][16],
-           __m512 F[KQ_MAXQ][KQ_MAXC][4], vq_pf_share *pf)
+           __m512 F[KQ_MAXQ][KQ_MAXC][4], vq_pf_share *pf, kq_work *K)
 {
+    kq_block *B = K->B;
     const size_t ahead = (size_t)NQ * (NC ? NC : nc) >= 4 ? VQ_KQ_BLOCK : 0;
-    kq_block B[2];
     size_t next = 0; /* the next block to prepare */
     for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
         for (; next < nt && next <= b + ahead; next += VQ_KQ_BLOCK)
             block_prep(BITS, NQ, NGC, NC, rows, rstride, next, nt, ng, nc, lg, rix, w, wstride, MW,
-                       &B[next / VQ_KQ_BLOCK & 1]);
+                       &B[next / VQ_KQ_BLOCK & 1], K->S, K->Mn);
         const kq_block *cur = &B[b / VQ_KQ_BLOCK & 1];
         for (size_t c = 0; c < (NC ? NC : nc); c++) {
             const size_t s = cur->slot[c];
             chunk_block(BITS, NQ, NGC, cur->blk, rstride, coff, cur->m, c, 64 * c >> lg, lg, tidx, cmask, u3,
-                        cur->QA[s], cur->QB[s], cur->tab[s], cur->SC[s], cur->SQH[s], F, pf);
+                        cur->wt.qab[s][0], cur->wt.qab[s][1], cur->wt.tab[s], cur->SC[s], cur->SQH[s], F, pf);
         }
     }
 }
@@ -372,7 +383,8 @@ blocks_all(const int BITS, const int NQ, const int NGC, const size_t NC, const u
 static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows, size_t rstride, const int BITS,
                                                              const size_t NG, const int NGC, const size_t NC,
                                                              size_t nt, size_t D, size_t group, const float *w,
-                                                             size_t wstride, int n_q, float *acc, size_t astride)
+                                                             size_t wstride, int n_q, float *acc, size_t astride,
+                                                             kq_work *K)
 {
     const size_t ng = NG ? NG : D / group, nc = NC ? NC : D / 64, coff = 4 * ng;
     const int lg = __builtin_ctzll(group);
@@ -393,10 +405,10 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
         vq_pf_share pf = vq_block_fetch(rows, rstride, nt, nc, j0 == 0); /* the first pass streams the rows */
         const float *wq = w + (size_t)j0 * wstride;
         switch (nq) { /* a constant count: the sums stay in registers */
-        case 4: blocks_all(BITS, 4, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf); break;
-        case 3: blocks_all(BITS, 3, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf); break;
-        case 2: blocks_all(BITS, 2, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf); break;
-        default: blocks_all(BITS, 1, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf); break;
+        case 4: blocks_all(BITS, 4, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf, K); break;
+        case 3: blocks_all(BITS, 3, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf, K); break;
+        case 2: blocks_all(BITS, 2, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf, K); break;
+        default: blocks_all(BITS, 1, NGC, NC, rows, rstride, coff, nt, ng, nc, lg, rix, tidx, cmask, &u3, wq, wstride, MW, F, &pf, K); break;
         }
         /* back in channel order, plus the mins' sums */
         __m512i OX[4];
@@ -440,14 +452,14 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
 static inline __attribute__((always_inline)) void qaxpy_shape(const uint8_t *rows, size_t rstride, int bits,
                                                               const int NGC, size_t nt, size_t D, size_t group,
                                                               const float *w, size_t wstride, int n_q, float *acc,
-                                                              size_t astride)
+                                                              size_t astride, kq_work *K)
 {
     if (bits == 2)
-        qaxpy_bits(rows, rstride, 2, 0, NGC, 0, nt, D, group, w, wstride, n_q, acc, astride);
+        qaxpy_bits(rows, rstride, 2, 0, NGC, 0, nt, D, group, w, wstride, n_q, acc, astride, K);
     else if (bits == 3)
-        qaxpy_bits(rows, rstride, 3, 0, NGC, 0, nt, D, group, w, wstride, n_q, acc, astride);
+        qaxpy_bits(rows, rstride, 3, 0, NGC, 0, nt, D, group, w, wstride, n_q, acc, astride, K);
     else
-        qaxpy_bits(rows, rstride, 4, 0, NGC, 0, nt, D, group, w, wstride, n_q, acc, astride);
+        qaxpy_bits(rows, rstride, 4, 0, NGC, 0, nt, D, group, w, wstride, n_q, acc, astride, K);
 }
 
 void vq_kivi_qaxpy_avx512x(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
@@ -458,14 +470,15 @@ void vq_kivi_qaxpy_avx512x(const uint8_t *rows, size_t rstride, int bits, size_t
         vq_kivi_qaxpy_ref(rows, rstride, bits, nt, D, group, w, wstride, n_q, acc, astride);
         return;
     }
+    kq_work K;
     if (bits == 2 && D == 64 && group == 32) /* the common shapes: constant loops */
-        qaxpy_bits(rows, rstride, 2, 2, 2, 1, nt, D, group, w, wstride, n_q, acc, astride);
+        qaxpy_bits(rows, rstride, 2, 2, 2, 1, nt, D, group, w, wstride, n_q, acc, astride, &K);
     else if (bits == 2 && D == 128 && group == 32)
-        qaxpy_bits(rows, rstride, 2, 4, 2, 2, nt, D, group, w, wstride, n_q, acc, astride);
+        qaxpy_bits(rows, rstride, 2, 4, 2, 2, nt, D, group, w, wstride, n_q, acc, astride, &K);
     else if (group == 16)
-        qaxpy_shape(rows, rstride, bits, 4, nt, D, group, w, wstride, n_q, acc, astride);
+        qaxpy_shape(rows, rstride, bits, 4, nt, D, group, w, wstride, n_q, acc, astride, &K);
     else if (group == 32)
-        qaxpy_shape(rows, rstride, bits, 2, nt, D, group, w, wstride, n_q, acc, astride);
+        qaxpy_shape(rows, rstride, bits, 2, nt, D, group, w, wstride, n_q, acc, astride, &K);
     else
-        qaxpy_shape(rows, rstride, bits, 1, nt, D, group, w, wstride, n_q, acc, astride);
+        qaxpy_shape(rows, rstride, bits, 1, nt, D, group, w, wstride, n_q, acc, astride, &K);
 }
