@@ -8,6 +8,7 @@
 #include "cache_flags.h"
 #include "cli.h"
 #include "cli_opts.h"
+#include "util/clock.h"
 #include "veloxquant.h"
 
 static int on_token(int32_t token, const char *piece, size_t len, void *user)
@@ -58,9 +59,14 @@ static int run_generate(const vq_model *m, const vq_cache_config *cfg, const cha
         cli_error("generate", "%s", vq_last_error());
         goto done;
     }
-    if (save_cache && n > 1 && vq_ctx_forward(c, toks, (int)(n - 1), NULL, VQ_LOGITS_LAST) != VQ_OK) {
-        cli_error("generate", "%s", vq_ctx_error(c));
-        goto done;
+    double t_pre = 0.0; /* --save-cache: the passes of all but the last prompt token (not the save) */
+    if (save_cache && n > 1) {
+        const double t0 = cli_now_seconds();
+        if (vq_ctx_forward(c, toks, (int)(n - 1), NULL, VQ_LOGITS_LAST) != VQ_OK) {
+            cli_error("generate", "%s", vq_ctx_error(c));
+            goto done;
+        }
+        t_pre = cli_now_seconds() - t0;
     }
     if (save_cache) {
         if (vq_prompt_cache_save(m, cache, toks, n - 1, save_cache) != VQ_OK) {
@@ -81,13 +87,18 @@ static int run_generate(const vq_model *m, const vq_cache_config *cfg, const cha
         cli_error("generate", "%s", vq_ctx_error(c));
         goto done;
     }
-    if (toks)
+    if (toks) { /* the rate over the prompt tokens run here: all of them, or after --load-cache the last */
+        const double secs = t_pre + st.prefill_seconds;
         st.n_prompt = (int)n;
+        st.prefill_tok_s = secs > 0.0 ? (double)(load_cache ? 1 : n) / secs : 0.0;
+    }
     fprintf(stderr,
             "prompt tokens: %d, generated tokens: %d, prefill: %.1f tok/s, decode: %.1f tok/s, "
             "KV bytes: %zu, peak RSS: %.1f MiB\n",
             st.n_prompt, st.n_generated, st.prefill_tok_s, st.decode_tok_s, st.kv_bytes,
             (double)st.peak_rss / (1024.0 * 1024.0));
+    if (load_cache)
+        fprintf(stderr, "(prefill: the last prompt token; the %zu before it came from %s)\n", n - 1, load_cache);
     if (cache) {
         cli_cache_stats_line(stderr, cache);
         fprintf(stderr, "\n");
