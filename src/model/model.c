@@ -290,7 +290,7 @@ static vq_status place_weights(vq_model *m)
         vq_gguf_drop_pages(m->g, w->file_data, wmat_bytes(w));
         w->data = buf;
     }
-    if (tied) { /* the embedding lookup reads the head's rows (forward.c embed_row) */
+    if (tied) { /* the embedding lookup reads the head's rows (forward.c vq_forward_batch) */
         m->tok_embd.data = m->output.data;
         m->tok_embd.x16 = m->output.x16;
     }

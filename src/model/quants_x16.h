@@ -96,21 +96,22 @@ void vq_x16_tile16_avx512x(int kind, const void *w, const void *act, size_t astr
 void vq_x16_tile16_avx2(int kind, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                         size_t ostride);
 
-/* The body of a vq_x16_tile16_* function for the Q4 / Q5_0 kinds (its
- * arguments in scope): TILE(KIND, M, w, act, astride, n, out, ostride)
- * with KIND (kind: 0..2) and M constants, so that each instantiation's
+/* The body of a vq_x16_tile16_* function (its arguments in scope):
+ * TILE(KIND, M, w, act, astride, n, out, ostride) with KIND (kind: a
+ * VQ_X16_* value) and M (m: 1..4) constants, so that each instantiation's
  * loops unroll */
 #define VQ_X16_TILE16_CASE(TILE, K, M) \
-    case 3 * (M) + (K): TILE(K, M, w, act, astride, n, out, ostride); break
-#define VQ_X16_TILE16_BODY(TILE)                                                                            \
-    do {                                                                                                    \
-        switch (m * 3 + kind) {                                                                             \
-            VQ_X16_TILE16_CASE(TILE, 0, 1); VQ_X16_TILE16_CASE(TILE, 1, 1); VQ_X16_TILE16_CASE(TILE, 2, 1); \
-            VQ_X16_TILE16_CASE(TILE, 0, 2); VQ_X16_TILE16_CASE(TILE, 1, 2); VQ_X16_TILE16_CASE(TILE, 2, 2); \
-            VQ_X16_TILE16_CASE(TILE, 0, 3); VQ_X16_TILE16_CASE(TILE, 1, 3); VQ_X16_TILE16_CASE(TILE, 2, 3); \
-            VQ_X16_TILE16_CASE(TILE, 0, 4); VQ_X16_TILE16_CASE(TILE, 1, 4); VQ_X16_TILE16_CASE(TILE, 2, 4); \
-        default: break;                                                                                     \
-        }                                                                                                   \
+    case 4 * (M) + (K): TILE(K, M, w, act, astride, n, out, ostride); break
+#define VQ_X16_TILE16_CASES(TILE, M)                                                                  \
+    VQ_X16_TILE16_CASE(TILE, 0, M); VQ_X16_TILE16_CASE(TILE, 1, M); VQ_X16_TILE16_CASE(TILE, 2, M); \
+    VQ_X16_TILE16_CASE(TILE, 3, M)
+#define VQ_X16_TILE16_BODY(TILE)                                                                    \
+    do {                                                                                            \
+        switch (m * 4 + kind) {                                                                     \
+            VQ_X16_TILE16_CASES(TILE, 1); VQ_X16_TILE16_CASES(TILE, 2);                             \
+            VQ_X16_TILE16_CASES(TILE, 3); VQ_X16_TILE16_CASES(TILE, 4);                             \
+        default: break;                                                                             \
+        }                                                                                           \
     } while (0)
 
 #endif

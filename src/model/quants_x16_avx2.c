@@ -143,6 +143,17 @@ static inline __attribute__((always_inline)) void half8_q8(const int M, const in
         _mm256_storeu_ps(out + (size_t)j * ostride + 8 * h, acc[j]);
 }
 
+/* rows 8h..8h+7 against M2 (1..2) vectors, by the kernel of the kind */
+static inline __attribute__((always_inline)) void half8_kind(const int KIND, const int M2, const int h,
+                                                             const uint8_t *w, const uint8_t *act, size_t astride,
+                                                             size_t n, float *out, size_t ostride)
+{
+    if (KIND == VQ_X16_Q8_0)
+        half8_q8(M2, h, w, act, astride, n, out, ostride);
+    else
+        half8(KIND, M2, h, w, act, astride, n, out, ostride);
+}
+
 /* M vectors are taken two at a time: four would hold 12 accumulators and
  * the unpacked codes, more than the 16 registers */
 static inline __attribute__((always_inline)) void tile16(const int KIND, const int M, const uint8_t *w,
@@ -154,9 +165,9 @@ static inline __attribute__((always_inline)) void tile16(const int KIND, const i
         float *oj = out + (size_t)j * ostride;
         for (int h = 0; h < 2; h++) {
             if (M - j >= 2)
-                half8(KIND, 2, h, w, aj, astride, n, oj, ostride);
+                half8_kind(KIND, 2, h, w, aj, astride, n, oj, ostride);
             else
-                half8(KIND, 1, h, w, aj, astride, n, oj, ostride);
+                half8_kind(KIND, 1, h, w, aj, astride, n, oj, ostride);
         }
     }
 }
@@ -164,16 +175,5 @@ static inline __attribute__((always_inline)) void tile16(const int KIND, const i
 void vq_x16_tile16_avx2(int kind, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                         size_t ostride)
 {
-    if (kind == VQ_X16_Q8_0) { /* two vectors at a time, as tile16 */
-        const uint8_t *av = act;
-        for (int j = 0; j < m; j += 2)
-            for (int h = 0; h < 2; h++) {
-                if (m - j >= 2)
-                    half8_q8(2, h, w, av + (size_t)j * astride, astride, n, out + (size_t)j * ostride, ostride);
-                else
-                    half8_q8(1, h, w, av + (size_t)j * astride, astride, n, out + (size_t)j * ostride, ostride);
-            }
-        return;
-    }
     VQ_X16_TILE16_BODY(tile16);
 }

@@ -28,7 +28,44 @@ static inline __attribute__((always_inline)) int32_t act_word(const vq_act32 *a,
     return v;
 }
 
-/* KIND 0: Q4_0, 1: Q4_1, 2: Q5_0 (a constant after inlining). Q5_0: the
+/* Q8_0: the 16 rows of a group against M (1..4) vectors */
+static inline __attribute__((always_inline)) void tile16_q8(const int M, const uint8_t *w, const uint8_t *act,
+                                                            size_t astride, size_t n, float *out, size_t ostride)
+{
+    const size_t gb = 16 * 34;
+    __m512 acc[4];
+    for (int j = 0; j < M; j++)
+        acc[j] = _mm512_setzero_ps();
+    for (size_t b = 0; b < n / 32; b++) {
+        const uint8_t *p = w + b * gb;
+        for (size_t o = 0; o < gb; o += 64)
+            _mm_prefetch((const char *)p + X16_PF + o, _MM_HINT_T0);
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
+        __m512i u[8];
+        __mmask64 neg[8];
+        for (int k = 0; k < 8; k++) {
+            const __m512i c = _mm512_loadu_si512(p + 32 + 64 * k);
+            u[k] = _mm512_abs_epi8(c);
+            neg[k] = _mm512_movepi8_mask(c);
+        }
+        for (int j = 0; j < M; j++) {
+            const vq_act32 *a = (const vq_act32 *)(const void *)(act + (size_t)j * astride) + b;
+            __m512i I0 = _mm512_setzero_si512(), I1 = _mm512_setzero_si512();
+            for (int k = 0; k < 4; k++) {
+                const __m512i a0 = _mm512_set1_epi32(act_word(a, k)), a1 = _mm512_set1_epi32(act_word(a, 4 + k));
+                I0 = _mm512_dpbusd_epi32(I0, u[k], _mm512_mask_sub_epi8(a0, neg[k], _mm512_setzero_si512(), a0));
+                I1 = _mm512_dpbusd_epi32(I1, u[4 + k],
+                                         _mm512_mask_sub_epi8(a1, neg[4 + k], _mm512_setzero_si512(), a1));
+            }
+            const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(I0, I1)), _mm512_set1_ps(a->d));
+            acc[j] = _mm512_fmadd_ps(d, f, acc[j]);
+        }
+    }
+    for (int j = 0; j < M; j++)
+        _mm512_storeu_ps(out + (size_t)j * ostride, acc[j]);
+}
+
+/* KIND: VQ_X16_Q4_0, Q4_1, Q5_0, or Q8_0 (tile16_q8) (a constant after inlining). Q5_0: the
  * codes as Q4_0's, each nibble given its fifth bit (bit 4 of the byte)
  * from the rows' high-bit words (quants_x16.h: code register k's bits at
  * byte bits 2k and 2k + 1, shifted onto bit 4). */
@@ -36,7 +73,11 @@ static inline __attribute__((always_inline)) void tile16(const int KIND, const i
                                                          const uint8_t *act, size_t astride, size_t n, float *out,
                                                          size_t ostride)
 {
-    const int Q41 = KIND == 1, Q5 = KIND == 2;
+    if (KIND == VQ_X16_Q8_0) {
+        tile16_q8(M, w, act, astride, n, out, ostride);
+        return;
+    }
+    const int Q41 = KIND == VQ_X16_Q4_1, Q5 = KIND == VQ_X16_Q5_0;
     const size_t bb = Q41 ? 20 : Q5 ? 22 : 18, gb = 16 * bb, co = Q41 ? 64 : Q5 ? 96 : 32;
     const float off = Q5 ? -16.0f : -8.0f; /* the codes' offset (Q4_0, Q5_0) */
     const __m512i low = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
@@ -87,55 +128,8 @@ static inline __attribute__((always_inline)) void tile16(const int KIND, const i
         _mm512_storeu_ps(out + (size_t)j * ostride, Q41 ? _mm512_add_ps(acc[j], accm[j]) : acc[j]);
 }
 
-/* Q8_0: the 16 rows of a group against M (1..4) vectors */
-static inline __attribute__((always_inline)) void tile16_q8(const int M, const uint8_t *w, const uint8_t *act,
-                                                            size_t astride, size_t n, float *out, size_t ostride)
-{
-    const size_t gb = 16 * 34;
-    __m512 acc[4];
-    for (int j = 0; j < M; j++)
-        acc[j] = _mm512_setzero_ps();
-    for (size_t b = 0; b < n / 32; b++) {
-        const uint8_t *p = w + b * gb;
-        for (size_t o = 0; o < gb; o += 64)
-            _mm_prefetch((const char *)p + X16_PF + o, _MM_HINT_T0);
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
-        __m512i u[8];
-        __mmask64 neg[8];
-        for (int k = 0; k < 8; k++) {
-            const __m512i c = _mm512_loadu_si512(p + 32 + 64 * k);
-            u[k] = _mm512_abs_epi8(c);
-            neg[k] = _mm512_movepi8_mask(c);
-        }
-        for (int j = 0; j < M; j++) {
-            const vq_act32 *a = (const vq_act32 *)(const void *)(act + (size_t)j * astride) + b;
-            __m512i I0 = _mm512_setzero_si512(), I1 = _mm512_setzero_si512();
-            for (int k = 0; k < 4; k++) {
-                const __m512i a0 = _mm512_set1_epi32(act_word(a, k)), a1 = _mm512_set1_epi32(act_word(a, 4 + k));
-                I0 = _mm512_dpbusd_epi32(I0, u[k], _mm512_mask_sub_epi8(a0, neg[k], _mm512_setzero_si512(), a0));
-                I1 = _mm512_dpbusd_epi32(I1, u[4 + k],
-                                         _mm512_mask_sub_epi8(a1, neg[4 + k], _mm512_setzero_si512(), a1));
-            }
-            const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(I0, I1)), _mm512_set1_ps(a->d));
-            acc[j] = _mm512_fmadd_ps(d, f, acc[j]);
-        }
-    }
-    for (int j = 0; j < M; j++)
-        _mm512_storeu_ps(out + (size_t)j * ostride, acc[j]);
-}
-
 void vq_x16_tile16_avx512x(int kind, const void *w, const void *act, size_t astride, int m, size_t n, float *out,
                            size_t ostride)
 {
-    if (kind == VQ_X16_Q8_0) {
-        switch (m) {
-        case 1: tile16_q8(1, w, act, astride, n, out, ostride); break;
-        case 2: tile16_q8(2, w, act, astride, n, out, ostride); break;
-        case 3: tile16_q8(3, w, act, astride, n, out, ostride); break;
-        case 4: tile16_q8(4, w, act, astride, n, out, ostride); break;
-        default: break;
-        }
-        return;
-    }
     VQ_X16_TILE16_BODY(tile16);
 }
