@@ -104,8 +104,7 @@ def main():
     doc = {
         "device": torch.cuda.get_device_name(0),
         "torch": torch.__version__,
-        "command": "make cuda && python3 bench/gpu/run_bench.py --out figures/bench/h200.json"
-                   + (" --quick" if args.quick else ""),
+        "command": "make cuda && python3 bench/gpu/run_bench.py " + " ".join(sys.argv[1:]),
         "shape": "32 query heads, 8 KV heads, one query token per sequence, pages of 256 tokens",
         "copy_bandwidth_gbs": copy,
         "results": results,
