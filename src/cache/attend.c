@@ -22,7 +22,9 @@
  * accumulated the same way with fp16 codecs into a separate plain-float
  * accumulator sharing m and l. The chunks' partials (m, l, acc, acc_res)
  * are merged by rescaling to the largest m, then
- *   out = (accum_finish(acc) + acc_res) / l.
+ *   out = (accum_finish(acc) + acc_res) / l,
+ * head by head inside the job, by the thread that finishes the head's last
+ * chunk (any thread: the merge's order is chunk 0, 1, ... whoever runs it).
  * This relies on accumulators being linear in the weights and accum_finish
  * being linear (true of every codec: it undoes a rotation or applies
  * scales), so rescaling acc before finish is exact.
@@ -32,6 +34,7 @@
  * region per KV head) and turned into final weights exp(s - m)/l after the
  * merge. */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cache/cache_internal.h"
@@ -46,6 +49,9 @@
  * as kivix's outlier table, read before its codes) */
 #define PF_HEAD 1024
 #define PF_BLOCK 8192
+
+/* store.c's bound on a layer's KV heads */
+#define ATTN_MAX_KV_HEADS 1024
 
 /* pages scored before one online softmax update (run_item) */
 #define RUN_PAGES 64
@@ -238,6 +244,8 @@ typedef struct {
     int32_t qpos[VQ_CACHE_QUERY_TILE];
     float scale;
     size_t *woff; /* per head offset into c->wbuf, NULL = no weights */
+    float *out;   /* the layer's output rows (merge_head) */
+    atomic_uint *left; /* [head] chunks not yet finished */
 } tile_job;
 
 /* partial results of item it: m[nq], l[nq], acc[nq*asz], accr[nq*D] */
@@ -485,25 +493,34 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     return VQ_OK;
 }
 
-/* items [b, e) on worker w (vq_pool_for's tid: its scratch is free) */
-static void items_fn(void *ctx, size_t b, size_t e, int w)
+/* a[i] = a[i] * f1 + b[i] * f2 for i < n, four lanes at a time (the same
+ * operations per element as the plain loop: the same floats) */
+static void rescale_add(float *restrict a, const float *restrict b, size_t n, float f1, float f2)
 {
-    tile_job *J = ctx;
-    for (size_t it = b; it < e; it++) {
-        vq_status st = run_item(J, it, w);
-        if (st != VQ_OK && J->c->workers[w].st == VQ_OK)
-            J->c->workers[w].st = st;
+    typedef float v4 __attribute__((vector_size(16)));
+    const v4 F1 = { f1, f1, f1, f1 }, F2 = { f2, f2, f2, f2 };
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        v4 x, y;
+        memcpy(&x, a + i, sizeof x);
+        memcpy(&y, b + i, sizeof y);
+        x = x * F1 + y * F2;
+        memcpy(a + i, &x, sizeof x);
     }
+    for (; i < n; i++)
+        a[i] = a[i] * f1 + b[i] * f2;
 }
 
-/* merge the chunks of head h into chunk 0's partial, finish, write out */
-static vq_status merge_head(tile_job *J, size_t h, float *out)
+/* merge the chunks of head h into chunk 0's partial, finish, write out
+ * (worker w's codecs and scratch) */
+static vq_status merge_head(tile_job *J, size_t h, int w)
 {
     vq_cache *c = J->c;
     vq_cache_layer *L = J->L;
     const size_t D = (size_t)L->shape.head_dim, nq = J->nq, asz = vq_codec_accum_size(L->vc);
     size_t it0 = h * J->chunks;
     vq_cache_layer *A = vq_cross_lender(c, L);
+    float *tmp = w ? c->workers[w].enc : c->tmp, *out = J->out; /* >= 2 * D floats each (threads.c) */
     float *m = part_m(c, it0), *l = m + nq, *acc = l + nq, *accr = acc + nq * asz, *acca = accr + nq * D;
     for (size_t s = 1; s < J->chunks; s++) {
         float *m2 = part_m(c, it0 + s), *l2 = m2 + nq, *acc2 = l2 + nq, *accr2 = acc2 + nq * asz,
@@ -513,12 +530,10 @@ static vq_status merge_head(tile_job *J, size_t h, float *out)
                 continue;
             float M = m[j] > m2[j] ? m[j] : m2[j];
             float f1 = m[j] == -INFINITY ? 0.0f : expf(m[j] - M), f2 = expf(m2[j] - M);
-            for (size_t d = 0; d < asz; d++)
-                acc[j * asz + d] = acc[j * asz + d] * f1 + acc2[j * asz + d] * f2;
-            for (size_t d = 0; d < D; d++)
-                accr[j * D + d] = accr[j * D + d] * f1 + accr2[j * D + d] * f2;
-            for (size_t d = 0; A && d < asz; d++)
-                acca[j * asz + d] = acca[j * asz + d] * f1 + acca2[j * asz + d] * f2;
+            rescale_add(acc + j * asz, acc2 + j * asz, asz, f1, f2);
+            rescale_add(accr + j * D, accr2 + j * D, D, f1, f2);
+            if (A)
+                rescale_add(acca + j * asz, acca2 + j * asz, asz, f1, f2);
             l[j] = l[j] * f1 + l2[j] * f2;
             m[j] = M;
         }
@@ -527,17 +542,32 @@ static vq_status merge_head(tile_job *J, size_t h, float *out)
         for (size_t gi = 0; gi < J->g; gi++) {
             size_t j = tt * J->g + gi;
             float *o = out + ((J->t0 + tt) * (size_t)J->nqh + h * J->g + gi) * D;
-            VQ_TRY(vq_codec_accum_finish(L->vc, acc + j * asz, c->tmp));
+            VQ_TRY(vq_codec_accum_finish(L->vcw[w], acc + j * asz, tmp));
             if (A) {
-                VQ_TRY(vq_codec_accum_finish(A->vc, acca + j * asz, c->tmp + D));
+                VQ_TRY(vq_codec_accum_finish(A->vcw[w], acca + j * asz, tmp + D));
                 for (size_t d = 0; d < D; d++)
-                    c->tmp[d] += c->tmp[D + d];
+                    tmp[d] += tmp[D + d];
             }
             float inv = l[j] > 0.0f ? 1.0f / l[j] : 0.0f;
             for (size_t d = 0; d < D; d++)
-                o[d] = (c->tmp[d] + accr[j * D + d]) * inv;
+                o[d] = (tmp[d] + accr[j * D + d]) * inv;
         }
     return VQ_OK;
+}
+
+/* items [b, e) on worker w (vq_pool_for's tid: its scratch is free); the
+ * thread that finishes a head's last chunk merges the head */
+static void items_fn(void *ctx, size_t b, size_t e, int w)
+{
+    tile_job *J = ctx;
+    for (size_t it = b; it < e; it++) {
+        vq_status st = run_item(J, it, w);
+        const size_t h = it / J->chunks;
+        if (st == VQ_OK && atomic_fetch_sub_explicit(&J->left[h], 1u, memory_order_acq_rel) == 1u)
+            st = merge_head(J, h, w);
+        if (st != VQ_OK && J->c->workers[w].st == VQ_OK)
+            J->c->workers[w].st = st;
+    }
 }
 
 vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
@@ -565,7 +595,8 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
     const size_t nkv = (size_t)L->shape.n_kv_heads, g = (size_t)(n_q_heads / L->shape.n_kv_heads);
     const int32_t qpos0 = L->app_pos0 + (int32_t)(L->app_n - n);
     const int want_w = needs_weights(c);
-    size_t woff[1024];
+    size_t woff[ATTN_MAX_KV_HEADS];
+    atomic_uint left[ATTN_MAX_KV_HEADS];
 
     if (want_w && (c->ev.kind == VQ_EVICT_TOVA || (n > 1 && c->ev.kind != VQ_EVICT_H2O)))
         for (size_t h = 0; h < nkv; h++) /* scores of this call only */
@@ -593,7 +624,9 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
     const size_t chunks = (maxp + cp - 1) / cp, items = nkv * chunks;
     VQ_TRY(vq_cache_grow_parts(c, items));
     for (size_t t0 = 0; t0 < n; t0 += VQ_CACHE_QUERY_TILE) {
-        tile_job J = { c, L, q, n_q_heads, t0, 0, g, 0, chunks, cp, { 0 }, scale, NULL };
+        tile_job J = { c, L, q, n_q_heads, t0, 0, g, 0, chunks, cp, { 0 }, scale, NULL, out, left };
+        for (size_t h = 0; h < nkv; h++)
+            atomic_init(&left[h], (unsigned)chunks);
         J.nt = n - t0 < VQ_CACHE_QUERY_TILE ? n - t0 : VQ_CACHE_QUERY_TILE;
         J.nq = J.nt * g;
         for (size_t tt = 0; tt < J.nt; tt++)
@@ -618,12 +651,9 @@ vq_status vq_cache_attend(vq_cache *c, int layer, const float *q, size_t n,
         for (int w = 0; w < c->n_workers; w++)
             if (c->workers[w].st != VQ_OK)
                 return c->workers[w].st;
-        for (size_t h = 0; h < nkv; h++) {
-            VQ_TRY(merge_head(&J, h, out));
-            if (want_w) {
-                float *m = part_m(c, h * chunks);
-                add_weights(c, &L->heads[h], c->wbuf + woff[h], m, m + J.nq, g, J.nt, t0, n);
-            }
+        for (size_t h = 0; want_w && h < nkv; h++) { /* chunk 0's partial holds the merged m, l */
+            float *m = part_m(c, h * chunks);
+            add_weights(c, &L->heads[h], c->wbuf + woff[h], m, m + J.nq, g, J.nt, t0, n);
         }
     }
     return vq_cache_enforce(c, layer, L->last_pos, n > 1 ? 2 : 1);

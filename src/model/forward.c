@@ -203,21 +203,42 @@ static void add_bias(float *y, const float *b, int n, size_t width)
             y[(size_t)t * width + i] += b[i];
 }
 
-/* QK-norm (if w) and RoPE for n tokens x heads of one layer, in place. */
-static void qk_prepare(vq_ctx *c, const vq_layer *L, float *x, int n, int heads,
-                       const float *norm_w, int pos0)
+/* QK-norm (if w) and RoPE for n tokens x heads of x (q or k), in place,
+ * with token t's angles in cs[t] */
+static void qk_heads(const vq_model *m, const vq_layer *L, float *x, int t, int heads, const float *norm_w,
+                     const float *cs)
 {
-    const vq_model *m = c->m;
     size_t hd = (size_t)L->head_dim;
-    float *cs = c->rope_cs;
+    for (int h = 0; h < heads; h++) {
+        float *v = x + ((size_t)t * (size_t)heads + (size_t)h) * hd;
+        if (norm_w)
+            vq_rmsnorm(v, v, norm_w, hd, m->rms_eps);
+        vq_rope_apply(v, hd, cs, m->rope_neox);
+    }
+}
+
+/* c->rope_cs for position pos and the layer's frequencies: kept from the
+ * last call when it was for the same position and frequencies (decode: one
+ * computation per step for all layers that share them) */
+static const float *rope_angles(vq_ctx *c, const vq_layer *L, int pos)
+{
+    const size_t half = (size_t)L->head_dim / 2;
+    if (c->rope_half != half || c->rope_pos != pos || memcmp(c->rope_freq, L->inv_freq, half * sizeof(float))) {
+        vq_rope_angles(c->rope_cs, 2 * half, pos, L->inv_freq);
+        memcpy(c->rope_freq, L->inv_freq, half * sizeof(float));
+        c->rope_half = half;
+        c->rope_pos = pos;
+    }
+    return c->rope_cs;
+}
+
+/* QK-norm and RoPE of the layer's queries and keys for n tokens, in place */
+static void qk_prepare(vq_ctx *c, const vq_layer *L, int n, int pos0)
+{
     for (int t = 0; t < n; t++) {
-        vq_rope_angles(cs, hd, pos0 + t, L->inv_freq); /* once per token, all heads */
-        for (int h = 0; h < heads; h++) {
-            float *v = x + ((size_t)t * (size_t)heads + (size_t)h) * hd;
-            if (norm_w)
-                vq_rmsnorm(v, v, norm_w, hd, m->rms_eps);
-            vq_rope_apply(v, hd, cs, m->rope_neox);
-        }
+        const float *cs = rope_angles(c, L, pos0 + t);
+        qk_heads(c->m, L, c->q, t, L->n_q_heads, L->q_norm, cs);
+        qk_heads(c->m, L, c->k, t, L->n_kv_heads, L->k_norm, cs);
     }
 }
 
@@ -248,8 +269,7 @@ static vq_status layer_forward(vq_ctx *c, int il, int n, int pos0)
     add_bias(c->q, L->bq, n, QD);
     add_bias(c->k, L->bk, n, KD);
     add_bias(c->v, L->bv, n, KD);
-    qk_prepare(c, L, c->q, n, L->n_q_heads, L->q_norm, pos0);
-    qk_prepare(c, L, c->k, n, L->n_kv_heads, L->k_norm, pos0);
+    qk_prepare(c, L, n, pos0);
     vq_status st = vq_attn_layer(c->kv, il, c->q, c->k, c->v, n, pos0, c->att);
     if (st != VQ_OK)
         return vq_fail(c->err, st, "forward: layer %d attention: %s", il, c->kv->err);

@@ -7,8 +7,19 @@
 
 void vq_rmsnorm(float *y, const float *x, const float *w, size_t n, float eps)
 {
-    double ss = 0;
-    for (size_t i = 0; i < n; i++)
+    /* four running sums (each square is exact in double): one sum's chain
+     * of dependent adds cost ~4 cycles an element, 2k+ cycles for a 576-wide
+     * row, twice per layer, on the decode step's serial path */
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    size_t i4 = 0;
+    for (; i4 + 4 <= n; i4 += 4) {
+        s0 += (double)x[i4] * x[i4];
+        s1 += (double)x[i4 + 1] * x[i4 + 1];
+        s2 += (double)x[i4 + 2] * x[i4 + 2];
+        s3 += (double)x[i4 + 3] * x[i4 + 3];
+    }
+    double ss = (s0 + s1) + (s2 + s3);
+    for (size_t i = i4; i < n; i++)
         ss += (double)x[i] * x[i];
     float r = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
     if (w)
