@@ -203,8 +203,8 @@ static void add_bias(float *y, const float *b, int n, size_t width)
             y[(size_t)t * width + i] += b[i];
 }
 
-/* QK-norm (if w) and RoPE for n tokens x heads of x (q or k), in place,
- * with token t's angles in cs[t] */
+/* QK-norm (if norm_w) and RoPE of token t's heads of x (q or k), in place,
+ * with that token's angles cs */
 static void qk_heads(const vq_model *m, const vq_layer *L, float *x, int t, int heads, const float *norm_w,
                      const float *cs)
 {
