@@ -186,22 +186,28 @@ static void test_mode_rule(void)
     CHECK(vq_pool_mode_after(1, 2.59, 4, 0.0).serial == 1 && vq_pool_mode_after(1, 2.61, 4, 0.0).serial == 0);
 }
 
-/* RoPE in two steps equals vq_rope bit for bit. */
+/* RoPE in two steps equals vq_rope bit for bit: head sizes whose half is a
+ * multiple of 16 go through the kernel table's rope_pairs (whatever ISA
+ * VQ_FORCE_ISA picks), the others through the scalar loop. */
 static void test_rope_split(void)
 {
-    size_t d = 64;
-    float inv[32], x[64], y[64], cs[64];
-    for (size_t i = 0; i < 32; i++)
-        inv[i] = 1.0f / powf(10000.0f, (float)(2 * i) / 64.0f);
-    for (int neox = 0; neox <= 1; neox++)
-        for (int pos = 0; pos < 300; pos += 37) {
-            for (size_t i = 0; i < d; i++)
-                x[i] = y[i] = (float)i * 0.01f - 0.3f;
-            vq_rope(x, d, pos, inv, neox);
-            vq_rope_angles(cs, d, pos, inv);
-            vq_rope_apply(y, d, cs, neox);
-            CHECKF(memcmp(x, y, sizeof x) == 0, "rope split differs (pos %d, neox %d)", pos, neox);
-        }
+    static const size_t dims[] = { 64, 128, 256, 40, 80, 96 };
+    float inv[128], x[256], y[256], cs[256];
+    for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++) {
+        const size_t d = dims[k];
+        for (size_t i = 0; i < d / 2; i++)
+            inv[i] = 1.0f / powf(10000.0f, (float)(2 * i) / (float)d);
+        for (int neox = 0; neox <= 1; neox++)
+            for (int pos = 0; pos < 3000; pos += 371) {
+                for (size_t i = 0; i < d; i++)
+                    x[i] = y[i] = (float)i * 0.01f - 0.3f + (float)pos * 1e-4f;
+                vq_rope(x, d, pos, inv, neox);
+                vq_rope_angles(cs, d, pos, inv);
+                vq_rope_apply(y, d, cs, neox);
+                CHECKF(memcmp(x, y, d * sizeof x[0]) == 0, "rope split differs (d %zu, pos %d, neox %d)", d, pos,
+                       neox);
+            }
+    }
 }
 
 int main(void)

@@ -621,13 +621,16 @@ static void test_act_quantize32_twin(void)
             if (blk % 17 == 8)
                 x[32 * blk + (uint32_t)vq_rng_next(&r) % 32] = ((uint32_t)vq_rng_next(&r) & 1) ? INFINITY : -INFINITY;
         }
-        vq_act_quantize32(x, N, a);
+        /* every block, or a count that leaves the AVX-512 twin's groups of
+         * 16 blocks a remainder (13 blocks past its last group) */
+        const size_t n = round % 2 ? N : N - 32 * 19, nbytes = n / 32 * sizeof a[0];
+        vq_act_quantize32(x, n, a);
         if (f & VQ_CPU_AVX512_VNNI) {
-            vq_act_quantize32_avx512x(x, N, b);
-            diff += memcmp(a, b, sizeof a) != 0;
+            vq_act_quantize32_avx512x(x, n, b);
+            diff += memcmp(a, b, nbytes) != 0;
         }
-        vq_act_quantize32_avx2(x, N, b);
-        diff2 += memcmp(a, b, sizeof a) != 0;
+        vq_act_quantize32_avx2(x, n, b);
+        diff2 += memcmp(a, b, nbytes) != 0;
     }
     CHECKF(diff == 0, "AVX-512: %d of 200 rounds differ from the reference's bytes", diff);
     CHECKF(diff2 == 0, "AVX2: %d of 200 rounds differ from the reference's bytes", diff2);

@@ -36,7 +36,7 @@ struct vq_ctx {
     const float *act_src; /* what `act` holds now (NULL: nothing) */
     uint32_t act_type;    /* its format (vq_act_kind, quants_impl.h) */
     int act_n;
-    float rope_cs[VQ_FWD_MAX_HEAD_DIM]; /* one position's RoPE cos/sin pairs */
+    float rope_cs[VQ_FWD_MAX_HEAD_DIM]; /* one position's RoPE cosines, then sines (ops.h) */
     /* what rope_cs holds: the angles of position rope_pos for rope_freq[0..
      * rope_half) (rope_half 0: nothing), so that layers with the same
      * frequencies reuse them within a decode step */

@@ -2,6 +2,7 @@
 #include "model/ops.h"
 
 #include "core/vexp.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 
@@ -32,18 +33,23 @@ void vq_rmsnorm(float *y, const float *x, const float *w, size_t n, float eps)
 
 void vq_rope_angles(float *cs, size_t d, int pos, const float *inv_freq)
 {
-    for (size_t i = 0; i < d / 2; i++) {
+    const size_t half = d / 2;
+    for (size_t i = 0; i < half; i++) {
         double th = (double)pos * (double)inv_freq[i];
-        cs[2 * i] = (float)cos(th);
-        cs[2 * i + 1] = (float)sin(th);
+        cs[i] = (float)cos(th);
+        cs[half + i] = (float)sin(th);
     }
 }
 
 void vq_rope_apply(float *x, size_t d, const float *cs, int neox)
 {
     size_t half = d / 2;
+    if (half % 16 == 0) { /* rope.h: two products, then one add or subtract */
+        vq_kernels_get()->rope_pairs(x, cs, half, neox, 1.0f);
+        return;
+    }
     for (size_t i = 0; i < half; i++) {
-        float c = cs[2 * i], s = cs[2 * i + 1];
+        float c = cs[i], s = cs[half + i];
         size_t i0 = neox ? i : 2 * i;
         size_t i1 = neox ? i + half : 2 * i + 1;
         float a = x[i0], b = x[i1];

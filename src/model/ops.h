@@ -18,10 +18,13 @@ void vq_rmsnorm(float *y, const float *x, const float *w, size_t n, float eps);
  * the llama GGUF layout); neox = 1: pairs (x[i], x[i + d/2]). */
 void vq_rope(float *x, size_t d, int pos, const float *inv_freq, int neox);
 /* The same in two steps, so one position's angles serve every head:
- * vq_rope_angles fills cs[2i] = cos, cs[2i+1] = sin of pos * inv_freq[i]
- * (i < d/2, computed exactly as vq_rope does); vq_rope_apply rotates x with
- * them. vq_rope_apply(x, d, cs, neox) after vq_rope_angles(cs, d, pos,
- * inv_freq) gives bit-identical results to vq_rope(x, d, pos, inv_freq, neox). */
+ * vq_rope_angles fills cs[i] = cos, cs[d/2 + i] = sin of pos * inv_freq[i]
+ * (i < d/2, computed exactly as vq_rope does; the layout of a row of
+ * kernels/rope.h's tables); vq_rope_apply rotates x with them, through the
+ * kernel table's rope_pairs when d/2 is a multiple of 16 (its variants have
+ * the scalar reference's bits). vq_rope_apply(x, d, cs, neox) after
+ * vq_rope_angles(cs, d, pos, inv_freq) gives bit-identical results to
+ * vq_rope(x, d, pos, inv_freq, neox). */
 void vq_rope_angles(float *cs, size_t d, int pos, const float *inv_freq);
 void vq_rope_apply(float *x, size_t d, const float *cs, int neox);
 
