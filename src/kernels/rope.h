@@ -1,5 +1,5 @@
 /* rope.h -- the RoPE turn of one vector by a table row (prerope scoring,
- * cache/prerope.c).
+ * cache/prerope.c; the forward pass's queries and keys, model/ops.c).
  *
  * rope_pairs(x, cs, half, neox, sgn): x holds 2*half floats; pair i is
  * (x[i], x[i + half]) when neox, else (x[2i], x[2i + 1]); cs holds the
