@@ -126,14 +126,11 @@ static void glu_elems(void *arg, size_t b, size_t e, int tid)
 
 static int act_kind(const vq_wmat *w) { return (int)vq_act_kind_of((vq_wtype)w->type); }
 
-/* y_i[t][r] = dot(W_i row r, x[t]) for t < n (n <= VQ_FWD_BATCH) and the
- * n_mats matrices in w (same cols, same activation format). Activations are
- * reused when the last product had the same input buffer and format (the
- * caller clears c->act_src whenever it rewrites an input buffer). */
-static void matmul_multi(vq_ctx *c, int n_mats, const vq_wmat *const *w, const float *x, int n,
-                         float *const *y, const size_t *y_stride)
+/* c->act: x's n tokens prepared for w0's format, unless it holds them
+ * already (the caller clears c->act_src whenever it rewrites an input
+ * buffer) */
+static void prepare_act(vq_ctx *c, const vq_wmat *w0, const float *x, int n)
 {
-    const vq_wmat *w0 = w[0];
     if (c->act_src != x || (int)c->act_type != act_kind(w0) || c->act_n != n) {
         act_job aj = { w0, x, c->act, c->act_stride };
         if (n >= 8)
@@ -144,6 +141,31 @@ static void matmul_multi(vq_ctx *c, int n_mats, const vq_wmat *const *w, const f
         c->act_type = (uint32_t)act_kind(w0);
         c->act_n = n;
     }
+}
+
+/* items per chunk for a job of `total` items over `bytes` of weights:
+ * about MM_CHUNK_BYTES (decode: MM_DECODE_CHUNK_BYTES) of weights, and at
+ * least MM_CHUNK_PER_THREAD (MM_DECODE_CHUNK_PER_THREAD) chunks per thread
+ * so a late thread costs little; never below 1 item */
+static size_t mm_grain(const vq_ctx *c, size_t total, size_t bytes, int n)
+{
+    size_t avg_item = bytes / total ? bytes / total : 1;
+    size_t grain = (n == 1 ? MM_DECODE_CHUNK_BYTES : MM_CHUNK_BYTES) / avg_item;
+    size_t nt = (size_t)vq_pool_size(c->pool), per = n == 1 ? MM_DECODE_CHUNK_PER_THREAD : MM_CHUNK_PER_THREAD;
+    size_t cap = (total + per * nt - 1) / (per * nt);
+    if (grain > cap)
+        grain = cap;
+    return grain < 1 ? 1 : grain;
+}
+
+/* y_i[t][r] = dot(W_i row r, x[t]) for t < n (n <= VQ_FWD_BATCH) and the
+ * n_mats matrices in w (same cols, same activation format); activations
+ * through prepare_act. */
+static void matmul_multi(vq_ctx *c, int n_mats, const vq_wmat *const *w, const float *x, int n,
+                         float *const *y, const size_t *y_stride)
+{
+    const vq_wmat *w0 = w[0];
+    prepare_act(c, w0, x, n);
     matmul_job j;
     j.n_mats = n_mats;
     j.act = c->act;
@@ -160,18 +182,7 @@ static void matmul_multi(vq_ctx *c, int n_mats, const vq_wmat *const *w, const f
         bytes += (size_t)w[i]->rows * w[i]->row_bytes;
     }
     j.row0[n_mats] = total;
-    /* chunks of about MM_CHUNK_BYTES (decode: MM_DECODE_CHUNK_BYTES) of
-     * weights, and at least MM_CHUNK_PER_THREAD (MM_DECODE_CHUNK_PER_THREAD)
-     * per thread so a late thread costs little; never below 1 item */
-    size_t avg_row = bytes / total ? bytes / total : 1;
-    size_t grain = (n == 1 ? MM_DECODE_CHUNK_BYTES : MM_CHUNK_BYTES) / avg_row;
-    size_t nt = (size_t)vq_pool_size(c->pool), per = n == 1 ? MM_DECODE_CHUNK_PER_THREAD : MM_CHUNK_PER_THREAD;
-    size_t cap = (total + per * nt - 1) / (per * nt);
-    if (grain > cap)
-        grain = cap;
-    if (grain < 1)
-        grain = 1;
-    vq_pool_for(c->pool, total, grain, matmul_chunk, &j);
+    vq_pool_for(c->pool, total, mm_grain(c, total, bytes, n), matmul_chunk, &j);
 }
 
 static void matmul(vq_ctx *c, const vq_wmat *w, const float *x, int n, float *y, size_t y_stride)
@@ -192,6 +203,43 @@ static void matmul_group(vq_ctx *c, int n_mats, const vq_wmat *const *w, const f
         matmul_multi(c, k - i, w + i, x, n, y + i, y_stride + i);
         i = k;
     }
+}
+
+/* gate and up of the feed-forward block for row groups of 16 together,
+ * then gate = act(gate) * up on those rows, in one job (interleaved
+ * matrices of one format: a row's products do not depend on the rows
+ * around it, glu_elems' elements on nothing else; so the same floats as
+ * the two products and the gated product apart) */
+typedef struct {
+    const vq_wmat *g, *u;
+    float *gate, *up; /* [n][F] */
+    size_t F;
+    const uint8_t *act;
+    size_t act_stride;
+    int n, gelu;
+} gated_job;
+
+static void gated_chunk(void *arg, size_t b, size_t e, int tid)
+{
+    (void)tid;
+    const gated_job *j = arg;
+    const size_t r0 = b * VQ_X16_ROWS, nr = (e - b) * VQ_X16_ROWS, cols = (size_t)j->g->cols;
+    vq_x16_tile((vq_wtype)j->g->type, j->g->data + r0 * j->g->row_bytes, j->g->row_bytes, nr, j->act,
+                j->act_stride, (size_t)j->n, cols, j->gate + r0, j->F);
+    vq_x16_tile((vq_wtype)j->u->type, j->u->data + r0 * j->u->row_bytes, j->u->row_bytes, nr, j->act,
+                j->act_stride, (size_t)j->n, cols, j->up + r0, j->F);
+    const vq_kernels *k = vq_kernels_get();
+    for (int t = 0; t < j->n; t++)
+        (j->gelu ? k->gelu_mul : k->silu_mul)(j->gate + (size_t)t * j->F + r0, j->up + (size_t)t * j->F + r0, nr);
+}
+
+/* Whether gated_job serves the layer: both matrices interleaved, of one
+ * format, whole row groups */
+static int gated_fusable(const vq_layer *L, size_t F)
+{
+    const vq_wmat *g = &L->w_gate, *u = &L->w_up;
+    return g->x16 && u->x16 && g->type == u->type && g->cols == u->cols && g->row_bytes == u->row_bytes &&
+           (size_t)g->rows == F && (size_t)u->rows == F && F % VQ_X16_ROWS == 0;
 }
 
 static void add_bias(float *y, const float *b, int n, size_t width)
@@ -283,13 +331,16 @@ static vq_status layer_forward(vq_ctx *c, int il, int n, int pos0)
     /* feed-forward block: down(act(gate(x)) * up(x)) */
     norm_rows(m, c->xn, c->x, L->ffn_norm, n);
     c->act_src = NULL;
-    {
+    if (gated_fusable(L, F)) {
+        prepare_act(c, &L->w_gate, c->xn, n);
+        gated_job gj = { &L->w_gate, &L->w_up, c->gate, c->up, F, c->act, c->act_stride, n, m->gelu_ffn };
+        const size_t items = F / VQ_X16_ROWS, bytes = 2 * F * L->w_gate.row_bytes;
+        vq_pool_for(c->pool, items, mm_grain(c, items, bytes, n), gated_chunk, &gj);
+    } else {
         const vq_wmat *ws[2] = { &L->w_gate, &L->w_up };
         float *ys[2] = { c->gate, c->up };
         size_t ss[2] = { F, F };
         matmul_group(c, 2, ws, c->xn, n, ys, ss);
-    }
-    {
         /* up to a few tokens the SIMD product is quicker than a job's
          * hand-off; else 512 elements per chunk on every thread */
         glu_job gj = { c->gate, c->up, m->gelu_ffn };
