@@ -8,7 +8,8 @@
  * a descheduled thread holds up at most its one chunk); per
  * row the tokens go through vq_dot_multi (4 activation vectors per weight
  * decode) or, for one token, vq_dot. Matrices that read the same input
- * (Q/K/V, gate/up) share one pool job. Per-row and per-token computations
+ * (Q/K/V, gate/up) share one pool job; interleaved gate/up of one format
+ * take the gated product into theirs (gated_job). Per-row and per-token computations
  * never depend on the thread split, so logits are identical for any thread
  * count. Attention goes through the single seam vq_attn_layer (kv_iface.h). */
 #include <math.h>
