@@ -7,7 +7,8 @@
  *   (a*c - b*s, a*s + b*c)  with c = cs[i], s = sgn * cs[half + i],
  * sgn = 1 (forward) or -1 (backward), in that order of operations (two
  * products, then one subtraction or addition; no fused multiply-add), so
- * every variant has the reference's bits. half is a multiple of 16. */
+ * every variant has the reference's bits. half is a multiple of 16 (the
+ * reference alone takes any half). */
 #ifndef VQ_KERNELS_ROPE_H
 #define VQ_KERNELS_ROPE_H
 

@@ -43,19 +43,13 @@ void vq_rope_angles(float *cs, size_t d, int pos, const float *inv_freq)
 
 void vq_rope_apply(float *x, size_t d, const float *cs, int neox)
 {
-    size_t half = d / 2;
-    if (half % 16 == 0) { /* rope.h: two products, then one add or subtract */
+    /* rope.h: two products, then one add or subtract; the SIMD variants
+     * take half a multiple of 16, the scalar reference any half */
+    const size_t half = d / 2;
+    if (half % 16 == 0)
         vq_kernels_get()->rope_pairs(x, cs, half, neox, 1.0f);
-        return;
-    }
-    for (size_t i = 0; i < half; i++) {
-        float c = cs[i], s = cs[half + i];
-        size_t i0 = neox ? i : 2 * i;
-        size_t i1 = neox ? i + half : 2 * i + 1;
-        float a = x[i0], b = x[i1];
-        x[i0] = a * c - b * s;
-        x[i1] = a * s + b * c;
-    }
+    else
+        vq_rope_pairs_ref(x, cs, half, neox, 1.0f);
 }
 
 void vq_rope(float *x, size_t d, int pos, const float *inv_freq, int neox)

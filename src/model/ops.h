@@ -21,8 +21,8 @@ void vq_rope(float *x, size_t d, int pos, const float *inv_freq, int neox);
  * vq_rope_angles fills cs[i] = cos, cs[d/2 + i] = sin of pos * inv_freq[i]
  * (i < d/2, computed exactly as vq_rope does; the layout of a row of
  * kernels/rope.h's tables); vq_rope_apply rotates x with them, through the
- * kernel table's rope_pairs when d/2 is a multiple of 16 (its variants have
- * the scalar reference's bits). vq_rope_apply(x, d, cs, neox) after
+ * kernel table's rope_pairs when d/2 is a multiple of 16, else its scalar
+ * reference (every variant has the reference's bits). vq_rope_apply(x, d, cs, neox) after
  * vq_rope_angles(cs, d, pos, inv_freq) gives bit-identical results to
  * vq_rope(x, d, pos, inv_freq, neox). */
 void vq_rope_angles(float *cs, size_t d, int pos, const float *inv_freq);
