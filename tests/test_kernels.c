@@ -1032,8 +1032,8 @@ static float half_of(const uint8_t *p, size_t i) { return vq_fp16_to_fp32((vq_fp
 
 /* kivi_qaxpy against the reference: the same bits; and the reference
  * against kivi_axpy (float weights) within the weights' rounding bound of
- * kivi_qaxpy.h, sum over blocks of A/254 * sum_i |c_ie - h|, plus 1e-5 of
- * the sum of |w v| for float rounding */
+ * kivi_qaxpy.h, sum over blocks of A/254 * sum_i |c_ie - h| (A over the
+ * block's rows and every group), plus 1e-5 of the sum of |w v| for float rounding */
 static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
 {
     /* D and groups past the twins' shapes too (96, 640; groups of 48: they
@@ -1096,7 +1096,8 @@ static void test_kivi_qaxpy(const vq_kernels *k, const vq_kernels *ref)
                                         const uint8_t *r = rows + 1 + i * rs;
                                         const double c = (double)vq_bits_get(r + 4 * ng, e, bits);
                                         const double wi = w[1 + (size_t)j * ws + i];
-                                        A = fmax(A, fabs((float)(wi * half_of(r, g))));
+                                        for (size_t g2 = 0; g2 < ng; g2++) /* one scale for every group */
+                                            A = fmax(A, fabs((float)(wi * half_of(r, g2))));
                                         cs += fabs(c - (double)(1u << (bits - 1))); /* centred codes */
                                         mag += fabs(wi) * (fabs(half_of(r, g)) * c + fabs(half_of(r, ng + g)));
                                     }

@@ -10,19 +10,25 @@
  * channel e of group g = e / group, F_je + M_jg to acc[j*astride + e]
  * (one add of their float sum), where:
  *   the rows form blocks of VQ_KQ_BLOCK from the first (the last may be
- *   short); per block, j and g: a_i = w_ji * s_ig (one multiply),
- *   A = max |a_i|, d = A / 127, q_i = a_i * (127 / A) rounded to nearest
- *   even and held to [-127, 127] (all 0 when A is 0), I_e = sum q_i
- *   (c_ie - h) with h = 2^(bits-1) (exact; the codes centred, so that
- *   the rounding does not meet the values' offset), and F_je = fmaf(d,
- *   (float)I_e, F_je) block after block from 0;
+ *   short); per block and j: A_j = max over the block's rows i and every
+ *   group g of |w_ji * s_ig| (one rounded multiply each), d_j = A_j / 127,
+ *   inv_j = 127 / A_j (0 when A_j is 0), q_jgi = (w_ji * s_ig) * inv_j
+ *   (two rounded multiplies, in that order) rounded to nearest even and
+ *   held to [-127, 127], I_e = sum_i q_jgi (c_ie - h) with h =
+ *   2^(bits-1) (exact; the codes centred, so that the rounding does not
+ *   meet the values' offset), and F_je = fmaf(d_j, (float)I_e, F_je)
+ *   block after block from 0;
  *   M_jg: 16 lanes, lane l = fmaf(w_ji, fmaf(h, s_ig, m_ig), lane) for the
  *   rows i = l mod 16 in order, reduced by vq_sum16_lanes
  *   (v = s (c - h) + (m + h s)).
- * Every variant returns the reference's bits (for finite inputs). The
- * rounding of the weights adds an error of at most A / 254 per row and
- * code unit from the centre, against a KIVI step of (max - min) /
- * (2^bits - 1).
+ * One scale per weight row and block for all groups (until session 44 one
+ * per (j, g)): per block the weights take one maximum and one pair of
+ * divisions per row j (figures/bench/ab-session44.txt). Every variant returns the reference's
+ * bits (for finite inputs); a variant may form A_j as max_i |w_ji| max_g
+ * |s_ig| (the same floats: rounding is monotonic). The rounding of the
+ * weights adds an error of at most A_j / 254 per row and code unit from
+ * the centre, against a KIVI step of (max - min) / (2^bits - 1) = s_ig, and A_j <=
+ * max_i |w_ji| max_g s_ig.
  * bits is 2, 3 or 4, group a multiple of 16 dividing D, D / group <= 16. */
 #ifndef VQ_KERNELS_KIVI_QAXPY_H
 #define VQ_KERNELS_KIVI_QAXPY_H
@@ -30,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VQ_KQ_BLOCK 32 /* rows sharing one weight scale per (j, g) */
+#define VQ_KQ_BLOCK 32 /* rows sharing one weight scale */
 
 void vq_kivi_qaxpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group, const float *w,
                        size_t wstride, int n_q, float *acc, size_t astride);

@@ -3,8 +3,8 @@
  *
  * Per block of 32 rows: the rows' scales and mins as columns (F16C, 4x4
  * or 8x8 transposes), the mins' 16 lane sums (FMAs in the reference's row
- * order), and the int8 weights q of every (weight row j, group g)
- * (kernels/wq_avx2.h). The integer sums are VPMADDUBSW of the codes of two
+ * order), the scale of every weight row j from the rows' largest |s|, and
+ * the int8 weights q of every (j, group g) (kernels/wq_avx2.h). The integer sums are VPMADDUBSW of the codes of two
  * rows interleaved byte by byte (unsigned, below 2^bits) against the two
  * rows' weights as one word (signed, |q| <= 127): a 16-bit lane gets
  * q_a c_a + q_b c_b, of size at most 2 * 15 * 127 = 3810, so the
@@ -51,7 +51,7 @@
 typedef struct {
     float h[2 * KQ_MAXG][VQ_KQ_BLOCK];       /* header half k of row i (scales, then mins); 0 past the block */
     int8_t q[KQ_MAXQ][KQ_MAXG][VQ_KQ_BLOCK]; /* weights of (j, g), rows in order; 0 past the block */
-    float d[KQ_MAXQ][KQ_MAXG];               /* their scales A / 127 */
+    float d[KQ_MAXQ][KQ_MAXG];               /* their scales A_j / 127 (the same for every g) */
     int32_t hq[KQ_MAXQ][KQ_MAXG];            /* h * sum_i q_i (the codes' centre) */
 } kq_block;
 
@@ -326,12 +326,12 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
         for (size_t L = 0; L < 2; L++)
             for (size_t x = 0; x < 2; x++)
                 gq[c][L][x] = grp[CH * c + CH / 2 * L + (BITS == 2 ? 16 * x : 0)];
-    const __m256 hv = _mm256_set1_ps((float)(1 << (BITS - 1)));
     kq_block st;
     kq_consts k3;
     consts_init(BITS, QW, &k3);
     float F[KQ_MAXQ][KQ_MAXD];
     __m256 MW[KQ_MAXQ][KQ_MAXG][2]; /* the mins' lanes: row i in lane i % 16 */
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     for (int j0 = 0; j0 < n_q; j0 += KQ_MAXQ) {
         const int nq = n_q - j0 < KQ_MAXQ ? n_q - j0 : KQ_MAXQ;
         for (int j = 0; j < nq; j++) {
@@ -345,24 +345,45 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
             block_headers(blk, rstride, m, 2 * ng, st.h);
             __m256i live[4];
             vq_wq_live(m, live);
-            __m256 W[KQ_MAXQ][4];
+            __m256 W[KQ_MAXQ][4], Smax[4];
             vq_wq_load(w, wstride, j0, nq, b, m, W);
-            for (size_t g = 0; g < ng; g++) {
-                __m256 S[4], X[4];
-                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
-                    S[k] = _mm256_loadu_ps(&st.h[g][8 * k]);
-                    X[k] = _mm256_fmadd_ps(hv, S[k], _mm256_loadu_ps(&st.h[ng + g][8 * k])); /* m + h s */
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) { /* max_g |s_ig| (0 past the block) */
+                Smax[k] = _mm256_and_ps(_mm256_loadu_ps(&st.h[0][8 * k]), abs);
+                for (size_t g = 1; g < ng; g++)
+                    Smax[k] = _mm256_max_ps(Smax[k], _mm256_and_ps(_mm256_loadu_ps(&st.h[g][8 * k]), abs));
+            }
+            for (int j = 0; j < nq; j++) {
+                /* A_j = max_i |w_ji| max_g |s_ig| (= max |w_ji s_ig|: rounding is monotonic), d_j = A_j / 127,
+                 * q = (w_ji * s_ig) * inv_j rounded (kivi_qaxpy.h) */
+                __m256 m8 = _mm256_setzero_ps();
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                    m8 = _mm256_max_ps(m8, _mm256_mul_ps(_mm256_and_ps(W[j][k], abs), Smax[k]));
+                __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+                m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+                m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+                const float A = _mm_cvtss_f32(m4), iv = A > 0.0f ? 127.0f / A : 0.0f;
+                const __m256 inv = _mm256_set1_ps(iv);
+                for (size_t g = 0; g < ng; g++) {
+                    __m256i q[4];
+                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                        q[k] = _mm256_cvtps_epi32(
+                            _mm256_mul_ps(_mm256_mul_ps(W[j][k], _mm256_loadu_ps(&st.h[g][8 * k])), inv));
+                    if (!(iv <= FLT_MAX)) /* else |w s| <= A_j keeps |q| <= 127 and rows past the block at 0 */
+                        vq_wq_hold32(q, live);
+                    vq_wq_store32(q, st.q[j][g], NULL);
+                    st.d[j][g] = A / 127.0f;
+                    st.hq[j][g] = vq_wq_sum32(q) * (1 << (BITS - 1));
                 }
+            }
+            const __m256 hv = _mm256_set1_ps((float)(1 << (BITS - 1)));
+            for (size_t g = 0; g < ng; g++) {
+                __m256 X[4];
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) /* m + h s */
+                    X[k] = _mm256_fmadd_ps(hv, _mm256_loadu_ps(&st.h[g][8 * k]), _mm256_loadu_ps(&st.h[ng + g][8 * k]));
                 for (int j = 0; j < nq; j++) {
                     /* lane l: rows l, then l + 16 (rows past the block add w = 0 times 0) */
                     MW[j][g][0] = _mm256_fmadd_ps(W[j][2], X[2], _mm256_fmadd_ps(W[j][0], X[0], MW[j][g][0]));
                     MW[j][g][1] = _mm256_fmadd_ps(W[j][3], X[3], _mm256_fmadd_ps(W[j][1], X[1], MW[j][g][1]));
-                    __m256 a[4];
-                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-                        a[k] = _mm256_mul_ps(W[j][k], S[k]);
-                    int32_t sum;
-                    st.d[j][g] = vq_wq_round32(a, live, st.q[j][g], NULL, &sum);
-                    st.hq[j][g] = sum * (1 << (BITS - 1));
                 }
             }
             /* pair p: rows 2p and 2p + 1 (row 2p again, with weight 0, past the block) */

@@ -2,7 +2,8 @@
  * (kernels/kivi_qaxpy.h): the reference's bits.
  *
  * Per block of 32 rows the headers are gathered into float vectors (rows
- * in lanes). Per 64-channel chunk the int8 weights of its (j, g) pairs are
+ * in lanes) and the weight rows' scales taken from the rows' largest |s|
+ * (four rows' maxima in one tree, one division for all). Per 64-channel chunk the int8 weights of its (j, g) pairs are
  * made at once and kept in registers (stores then wider loads of them
  * stalled on store forwarding). Then per quad of rows, the quad's code
  * bytes are loaded into the four 128-bit lanes of a register and
@@ -121,15 +122,17 @@ static inline __attribute__((always_inline)) void bc_table(const int NQ, const i
 
 /* The int8 weights of one 64-channel chunk (groups g0 .. g0+NGC-1 of it,
  * NGC = 64 / group, or 1 for groups of 64 and more) for NQ weight rows,
- * kept in registers (kivi_qaxpy.h: per (j, g) A = max |w_ji s_ig|, d =
- * A / 127, q_i = a_i * (127 / A) rounded): pair (j, gg) is k = NGC*j + gg;
- * QA[j] bytes 32gg + r (gg = 0, 1) and QB[j] (gg = 2, 3) its q of row r,
- * lane k of SC its d, lane k of SQH h * sum_r q (the codes' centring). */
-static inline __attribute__((always_inline)) void chunk_weights(const int BITS, const int NQ, const int NGC,
-                                                                const __m512 W[KQ_MAXQ][2], const __m512 S[16][2],
-                                                                const __mmask16 live[2], size_t g0,
+ * kept in registers (kivi_qaxpy.h: q = (w_ji s_ig) inv_j rounded; W[j][h]
+ * the block's w_j of rows 16h..16h+15, VI[j] inv_j in every lane): pair
+ * (j, gg) is k = NGC*j + gg; QA[j] bytes 32gg + r (gg = 0, 1) and QB[j]
+ * (gg = 2, 3) its q of row r; lane k of SQH h * sum_r q (the codes'
+ * centring). held: some inv_j is not finite (vq_hold_weights) */
+static inline __attribute__((always_inline)) void chunk_weights(const int NQ, const int NGC, const __m512 W[KQ_MAXQ][2],
+                                                                const __m512 VI[KQ_MAXQ],
+                                                                const __m512 S[16][2], const __mmask16 live[2],
+                                                                int held, size_t g0, const int BITS,
                                                                 __m512i QA[KQ_MAXQ], __m512i QB[KQ_MAXQ],
-                                                                __m512 *SC, __m512i *SQH)
+                                                                __m512i *SQH)
 {
     /* byte 32gg + r of the output: row r of pair gg, after VPACKSSDW of the
      * pair's rows 0-15 and 16-31 and VPACKSSWB of two pairs (128-bit lane L
@@ -140,48 +143,17 @@ static inline __attribute__((always_inline)) void chunk_weights(const int BITS, 
         56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
     };
     const int NP = NQ * NGC, NT = (NP + 3) / 4;
-    __m512 A[16][2], V[16];
-    _Pragma("GCC unroll 16") for (int k = 0; k < 4 * NT; k++)
-    {
-        if (k < NP) {
-            const int j = k / NGC, gg = k % NGC;
-            A[k][0] = _mm512_mul_ps(W[j][0], S[g0 + gg][0]), A[k][1] = _mm512_mul_ps(W[j][1], S[g0 + gg][1]);
-            V[k] = _mm512_range_ps(A[k][0], A[k][1], 0x0B); /* max(|a0|, |a1|), sign cleared */
-        } else {
-            V[k] = _mm512_setzero_ps();
-        }
-    }
-    __m128 m4[4]; /* (the lane inserts below take immediates: no loop) */
-    _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)
-        m4[t] = t < NT ? vq_max4x16(V[4 * t], V[4 * t + 1], V[4 * t + 2], V[4 * t + 3]) : _mm_setzero_ps();
-    __m512 inv;
-    if (NT <= 2) { /* at most 8 pairs: the two divisions on 8 lanes (a zmm division costs twice the divider's time) */
-        const __m256 Am = _mm256_insertf128_ps(_mm256_castps128_ps256(m4[0]), m4[1], 1);
-        *SC = _mm512_zextps256_ps512(_mm256_div_ps(Am, _mm256_set1_ps(127.0f)));
-        inv = _mm512_zextps256_ps512(_mm256_maskz_div_ps(_mm256_cmp_ps_mask(Am, _mm256_setzero_ps(), _CMP_GT_OQ),
-                                                         _mm256_set1_ps(127.0f), Am));
-    } else {
-        const __m512 Am = _mm512_insertf32x4(
-            _mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(m4[0]), m4[1], 1), m4[2], 2), m4[3], 3);
-        *SC = _mm512_div_ps(Am, _mm512_set1_ps(127.0f));
-        inv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(Am, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(127.0f), Am);
-    }
-    /* the pairs whose 127 / A overflowed (wq_avx512x.h vq_hold_weights) */
-    const __mmask16 held = _mm512_cmp_ps_mask(inv, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ);
     __m512i P[16], Q[16];
-    _Pragma("GCC unroll 16") for (int k = 0; k < 4 * NT; k++)
+    _Pragma("GCC unroll 16") for (int k = NP; k < 4 * NT; k++) Q[k] = _mm512_setzero_si512();
+    _Pragma("GCC unroll 16") for (int k = 0; k < NP; k++)
     {
-        if (k < NP) {
-            const __m512 vi = _mm512_permutexvar_ps(_mm512_set1_epi32(k), inv);
-            __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(A[k][0], vi));
-            __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(A[k][1], vi));
-            if (held >> k & 1)
-                q0 = vq_hold_weights(q0, live[0]), q1 = vq_hold_weights(q1, live[1]);
-            P[k] = _mm512_packs_epi32(q0, q1); /* |q| <= 127: the packs never clip */
-            Q[k] = _mm512_add_epi32(q0, q1);
-        } else {
-            P[k] = Q[k] = _mm512_setzero_si512();
-        }
+        const int j = k / NGC, gg = k % NGC;
+        __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][0], S[g0 + gg][0]), VI[j]));
+        __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][1], S[g0 + gg][1]), VI[j]));
+        if (held)
+            q0 = vq_hold_weights(q0, live[0]), q1 = vq_hold_weights(q1, live[1]);
+        P[k] = _mm512_packs_epi32(q0, q1); /* |q| <= 127: the packs never clip */
+        Q[k] = _mm512_add_epi32(q0, q1);
     }
     __m128i s4[4];
     _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)
@@ -267,25 +239,25 @@ chunk_block(const int BITS, const int NQ, const int NGC, const uint8_t *blk, siz
     const __m512i gx0 = _mm512_srli_epi32(x0, 3), gx1 = _mm512_srli_epi32(x1, 3);
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
     {
+        const __m512 d = _mm512_permutexvar_ps(_mm512_set1_epi32(j), SC); /* d_j, every group's */
         const __m512i k0 = _mm512_add_epi32(gx0, _mm512_set1_epi32(NGC * j));
         const __m512i k1 = _mm512_add_epi32(gx1, _mm512_set1_epi32(NGC * j));
-        const __m512 d0 = _mm512_permutexvar_ps(k0, SC), d1 = _mm512_permutexvar_ps(k1, SC);
         const __m512i h0 = _mm512_permutexvar_epi32(k0, SQH), h1 = _mm512_permutexvar_epi32(k1, SQH);
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
         {
             const int hi = BITS == 4 && r >= 2;
             /* the codes' place values off: every product was a multiple (exact) */
             const __m512i Ir = _mm512_srai_epi32(I[j][r], (unsigned)(BITS == 2 ? 2 * r : BITS == 4 ? 4 * (r & 1) : 0));
-            const __m512 If = _mm512_cvtepi32_ps(_mm512_sub_epi32(Ir, hi ? h1 : h0));
-            F[j][c][r] = _mm512_fmadd_ps(hi ? d1 : d0, If, F[j][c][r]);
+            F[j][c][r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(Ir, hi ? h1 : h0)), F[j][c][r]);
         }
     }
 }
 
 /* What a block of m rows needs besides its codes, for a constant weight-row
- * count NQ and groups per chunk NGC: chunk by chunk its int8 weights (made
- * again only where the chunk's first group changes: groups of 128 and more
- * span chunks; slot[c] names the chunk whose weights chunk c reads), and
+ * count NQ and groups per chunk NGC: the weight rows' scales d_j (SC lane
+ * j), chunk by chunk the int8 weights (made again only where the chunk's
+ * first group changes: groups of 128 and more span chunks; slot[c] names
+ * the chunk whose weights chunk c reads) with their centring sums, and
  * the mins' float sums MW of every group (v = s (c - h) + (m + h s))
  * added. Made ahead of the block's integer sums where that pays
  * (blocks_all), so that the weights' long chain of dependent steps
@@ -296,8 +268,8 @@ typedef struct {
         int8_t tab[KQ_MAXC][KQ_MAXQ][128]; /* 2 and 4 bits: bc_table's */
         __m512i qab[KQ_MAXC][2][KQ_MAXQ];  /* 3 bits: chunk_weights' QA, QB */
     } wt;
-    __m512 SC[KQ_MAXC];
-    __m512i SQH[KQ_MAXC];
+    __m512 SC;            /* lane j: d_j */
+    __m512i SQH[KQ_MAXC]; /* chunk_weights' */
     unsigned char slot[KQ_MAXC];
     const uint8_t *blk;
     size_t m;
@@ -326,12 +298,33 @@ block_prep(const int BITS, const int NQ, const int NGC, const size_t NC, const u
         const float *wj = w + (size_t)j * wstride + b;
         W[j][0] = _mm512_maskz_loadu_ps(live[0], wj), W[j][1] = _mm512_maskz_loadu_ps(live[1], wj + 16);
     }
+    /* A_j = max_i |w_ji| max_g |s_ig| (= max |w_ji s_ig|: rounding is
+     * monotonic), d_j = A_j / 127, inv_j = 127 / A_j */
+    __m512 Smax[2];
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+    {
+        Smax[h] = _mm512_range_ps(S[0][h], S[0][h], 0x0B); /* |s|: sign cleared */
+        for (size_t g = 1; g < ng; g++)
+            Smax[h] = _mm512_range_ps(Smax[h], S[g][h], 0x0B);
+    }
+    __m512 V[KQ_MAXQ];
+    _Pragma("GCC unroll 4") for (int j = 0; j < KQ_MAXQ; j++)
+        V[j] = j < NQ ? _mm512_range_ps(_mm512_mul_ps(W[j][0], Smax[0]), _mm512_mul_ps(W[j][1], Smax[1]), 0x0B)
+                      : _mm512_setzero_ps();
+    const __m128 A4 = vq_max4x16(V[0], V[1], V[2], V[3]);
+    B->SC = _mm512_zextps128_ps512(_mm_div_ps(A4, _mm_set1_ps(127.0f)));
+    const __m128 inv = _mm_maskz_div_ps(_mm_cmp_ps_mask(A4, _mm_setzero_ps(), _CMP_GT_OQ), _mm_set1_ps(127.0f), A4);
+    /* an inv that overflowed (A_j below 3.7e-37: wq_avx512x.h vq_hold_weights) */
+    const int held = _mm_cmp_ps_mask(inv, _mm_set1_ps(FLT_MAX), _CMP_NLE_UQ) != 0;
+    __m512 VI[KQ_MAXQ];
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        VI[j] = _mm512_permutexvar_ps(_mm512_set1_epi32(j), _mm512_zextps128_ps512(inv));
     size_t gw = (size_t)-1, slot = 0; /* the first group of the weights made, and their chunk */
     for (size_t c = 0; c < (NC ? NC : nc); c++) {
         const size_t g0 = 64 * c >> lg;
         if (g0 != gw) {
             __m512i QA[KQ_MAXQ], QB[KQ_MAXQ];
-            chunk_weights(BITS, NQ, NGC, W, S, live, g0, QA, QB, &B->SC[c], &B->SQH[c]);
+            chunk_weights(NQ, NGC, W, VI, S, live, held, g0, BITS, QA, QB, &B->SQH[c]);
             if (BITS != 3)
                 bc_table(NQ, NGC, QA, QB, B->wt.tab[c]);
             else
@@ -372,7 +365,7 @@ blocks_all(const int BITS, const int NQ, const int NGC, const size_t NC, const u
         for (size_t c = 0; c < (NC ? NC : nc); c++) {
             const size_t s = cur->slot[c];
             chunk_block(BITS, NQ, NGC, cur->blk, rstride, coff, cur->m, c, 64 * c >> lg, lg, tidx, cmask, u3,
-                        cur->wt.qab[s][0], cur->wt.qab[s][1], cur->wt.tab[s], cur->SC[s], cur->SQH[s], F, pf);
+                        cur->wt.qab[s][0], cur->wt.qab[s][1], cur->wt.tab[s], cur->SC, cur->SQH[s], F, pf);
         }
     }
 }

@@ -37,6 +37,43 @@ static inline void vq_wq_live(size_t m, __m256i live[4])
         live[k] = _mm256_cmpgt_epi32(mv, _mm256_add_epi32(lane, _mm256_set1_epi32(8 * k)));
 }
 
+/* q[k] held to [-127, 127], then 0 past the block (lanes off in live):
+ * for products that were not finite, which VCVTPS2DQ converts to INT_MIN
+ * and the reference's lrintf to LONG_MIN, both held to -127 */
+static inline void vq_wq_hold32(__m256i q[4], const __m256i live[4])
+{
+    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+        q[k] = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(q[k], lo), hi), live[k]);
+}
+
+/* sum q_i of the block's 32 rounded weights q[k] */
+static inline int32_t vq_wq_sum32(const __m256i q[4])
+{
+    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+    return _mm_cvtsi128_si32(s4);
+}
+
+/* the block's 32 rounded weights q[k] (rows 8k .. 8k+7, |q| <= 127) in row
+ * order to q8 and, where q16 is not NULL, as int16 to q16 */
+static inline void vq_wq_store32(const __m256i q[4], int8_t q8[VQ_KQ_BLOCK], int16_t *q16)
+{
+    /* |q| <= 127: the packs never clip. packs_epi32 leaves the rows as
+     * qwords [0-3][8-11][4-7][12-15] (and 16.. likewise), packs_epi16 as
+     * dwords [0-3][8-11][16-19][24-27][4-7][12-15][20-23][28-31] */
+    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]), p23 = _mm256_packs_epi32(q[2], q[3]);
+    if (q16) {
+        _mm256_storeu_si256((__m256i *)(void *)q16, _mm256_permute4x64_epi64(p01, 0xD8));
+        _mm256_storeu_si256((__m256i *)(void *)(q16 + 16), _mm256_permute4x64_epi64(p23, 0xD8));
+    }
+    const __m256i b = _mm256_packs_epi16(p01, p23);
+    _mm256_storeu_si256((__m256i *)(void *)q8,
+                        _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
 /* The block's w_i * s_i in a[k] (rows 8k .. 8k+7; 0 past the block):
  * A = max |a_i|, q_i = a_i * (127 / A) (times 0 when A is 0) rounded by
  * VCVTPS2DQ (nearest even, the MXCSR default, as the reference's lrintf),
@@ -60,28 +97,11 @@ static inline float vq_wq_round32(const __m256 a[4], const __m256i live[4], int8
     __m256i q[4];
     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
         q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(a[k], inv));
-    if (!(iv <= FLT_MAX)) { /* else |a_i| <= A gives |a_i * inv| < 127.5: nothing to hold, and rows past the
-                             * block (a = 0) give q = 0 */
-        const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
-        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-            q[k] = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(q[k], lo), hi), live[k]);
-    }
-    __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-    *sum = _mm_cvtsi128_si32(s4);
-    /* |q| <= 127: the packs never clip. packs_epi32 leaves the rows as
-     * qwords [0-3][8-11][4-7][12-15] (and 16.. likewise), packs_epi16 as
-     * dwords [0-3][8-11][16-19][24-27][4-7][12-15][20-23][28-31] */
-    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]), p23 = _mm256_packs_epi32(q[2], q[3]);
-    if (q16) {
-        _mm256_storeu_si256((__m256i *)(void *)q16, _mm256_permute4x64_epi64(p01, 0xD8));
-        _mm256_storeu_si256((__m256i *)(void *)(q16 + 16), _mm256_permute4x64_epi64(p23, 0xD8));
-    }
-    const __m256i b = _mm256_packs_epi16(p01, p23);
-    _mm256_storeu_si256((__m256i *)(void *)q8,
-                        _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    if (!(iv <= FLT_MAX)) /* else |a_i| <= A gives |a_i * inv| < 127.5: nothing to hold, and rows past the
+                           * block (a = 0) give q = 0 */
+        vq_wq_hold32(q, live);
+    *sum = vq_wq_sum32(q);
+    vq_wq_store32(q, q8, q16);
     return A / 127.0f;
 }
 
