@@ -24,6 +24,17 @@
  * core: 15.5 -> 10.9 ns per token; figures/bench/ab-session29.txt) */
 #define VQ_PF_SPREAD 2048
 
+/* the same lead for the int8-weight block kernels (wq_avx512x.h
+ * vq_block_fetch: kivi_qaxpy, qaxpy8, lut_qaxpy), past the block being
+ * summed. Their per-block weight work makes each block's reads come in a
+ * burst after a long stretch of arithmetic; 2 KB did not cover the wait.
+ * At 4 KB (session 44, figures/bench/ab-session44.txt part 2): 16k
+ * tokens, 32 layers, D 128, two threads: rvq-1 keys + KIVI-2 qbits=8
+ * values -9%, KIVI-2 qbits=8 both -3% (D 64 -4%), q4_0 qbits=8 within the
+ * spread; the same 4 KB for every kernel instead made fp16 attention 12%
+ * slower, so the dense kernels keep VQ_PF_SPREAD. */
+#define VQ_PF_SPREAD_BLOCKS 4096
+
 /* rows spanning fewer bytes than this are a tile the caller has just
  * written (in L1: codec/tiled.c's tiles are 16 KB): the dense kernels do
  * not prefetch them (it would only cost instructions) */
