@@ -438,6 +438,10 @@ static vq_status run_item(tile_job *J, size_t it, int w)
     kpf = kpf > PF_HEAD ? kpf : PF_HEAD;
     kpf = kpf < L->kpage_bytes ? kpf : L->kpage_bytes;
     const size_t run_max = vq_cross_binds(c) ? 1 : RUN_PAGES;
+    /* a value page's head: the part its value sums do not fetch themselves
+     * (codec.h value_head; fp16's dense sums fetch their own rows past 2 KB,
+     * and a longer head fetch made them 7% slower: ab-session44.txt part 3) */
+    const size_t vhead = vc->value_head > PF_HEAD ? vc->value_head : PF_HEAD;
     /* vdrop: value blocks of du tokens left out below drop_f * l (accumulate_kept) */
     const size_t du = drop_unit(L);
     const float drop_f = (float)(c->cfg->vdrop / (double)((J->chunk_pages * P + du - 1) / du));
@@ -462,7 +466,7 @@ static vq_status run_item(tile_job *J, size_t it, int w)
             VQ_TRY(vq_cross_bind(c, L, h, s0, kc, vc));
             /* this page's values are read after the run's scores, the next
              * page's keys next: fetch both now */
-            vq_prefetch_span(H->vpages[pg], 0, PF_HEAD < n * L->vpage_bytes / P ? PF_HEAD : n * L->vpage_bytes / P);
+            vq_prefetch_span(H->vpages[pg], 0, vhead < n * L->vpage_bytes / P ? vhead : n * L->vpage_bytes / P);
             if (pg + 1 < pe)
                 vq_prefetch_span(H->kpages[pg + 1], 0, kpf);
             float *sp = W->sc + used;

@@ -110,6 +110,9 @@ struct vq_codec {
                              when the method has a tiled path (a fused kernel) */
     int accum_tiled_min_q; /* with accum_own: from this many queries on, the
                               tiled path after all (same bits); 0 = never */
+    size_t value_head;    /* set by init (values): bytes at the start of a page that the
+                             codec's value sums do not fetch ahead themselves, for the
+                             attention loop to fetch (0: it fetches its default) */
     float *tile;          /* tiled path: tile_tokens x accum_size floats, or NULL */
     size_t tile_tokens;   /* a multiple of block_tokens */
 };

@@ -122,6 +122,7 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
      * values sum in another order), so a query's result does not depend on
      * how many queries share the call or on the instruction set */
     c->accum_own = c->role == VQ_ROLE_VALUE;
+    c->value_head = c->role == VQ_ROLE_VALUE && st->qbits ? vq_block_lead(c->block_bytes) : 0;
     c->accum_size = D;
     if (st->qbits)
         snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d,qbits=%d", st->bits, st->group, st->qbits);

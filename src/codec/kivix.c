@@ -247,6 +247,7 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
      * table): summed from the codes by kivi_axpy, never the tile */
     c->accum_own = c->role == VQ_ROLE_VALUE && !st->nu && !st->outliers && st->bits <= 4 &&
                    D % 16 == 0 && G % 16 == 0;
+    c->value_head = c->accum_own && st->qbits ? vq_block_lead(c->block_bytes) : 0;
     c->score_own = c->role == VQ_ROLE_KEY && (st->qbits || kx_kdot_keys(c, st)); /* never the tile */
     size_t o = (size_t)snprintf(c->canon, sizeof c->canon, "kivix:bits=%d,group=%d,outliers=%d", st->bits, st->group,
                                 st->outliers);

@@ -90,7 +90,7 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
     c->accum_own = q->dense_sums || kt->qaxpy != vq_qaxpy_ref;
     c->accum_tiled_min_q = q->dense_sums ? 0 : VQ_CODEC_TILED_MIN_Q;
     if (q->w8) /* int8 weights: always vq_qaxpy8, on every instruction set */
-        c->accum_own = 1, c->accum_tiled_min_q = 0;
+        c->accum_own = 1, c->accum_tiled_min_q = 0, c->value_head = vq_block_lead(c->block_bytes);
     if (qbits)
         snprintf(c->canon, sizeof c->canon, "%s:rot=%d,qbits=%d", c->ops->name, q->rot, q->qbits);
     else

@@ -251,6 +251,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         for (int i = 0; i < t->q1.levels; i++)
             t->lev8[i] = (int8_t)lrintf(t->c1[i] / t->lstep);
         c->accum_own = 1;
+        c->value_head = vq_block_lead(c->block_bytes);
     }
     if (t->scan) { /* the codes' bytes scored from byte tables */
         const int M = t->bits * D / 8;

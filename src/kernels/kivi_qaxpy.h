@@ -36,7 +36,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/prefetch.h"
+
 #define VQ_KQ_BLOCK 32 /* rows sharing one weight scale */
+
+/* the bytes at the start of a call's rows (rstride apart) that the
+ * int8-weight block kernels (kivi_qaxpy, qaxpy8, lut_qaxpy: their AVX-512
+ * twins' vq_block_fetch) do not fetch ahead themselves: a block plus
+ * VQ_PF_SPREAD_BLOCKS */
+static inline size_t vq_block_lead(size_t rstride) { return VQ_KQ_BLOCK * rstride + VQ_PF_SPREAD_BLOCKS; }
 
 void vq_kivi_qaxpy_ref(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group, const float *w,
                        size_t wstride, int n_q, float *acc, size_t astride);

@@ -29,10 +29,11 @@
  * summed. Their per-block weight work makes each block's reads come in a
  * burst after a long stretch of arithmetic; 2 KB did not cover the wait.
  * At 4 KB (session 44, figures/bench/ab-session44.txt part 2): 16k
- * tokens, 32 layers, D 128, two threads: rvq-1 keys + KIVI-2 qbits=8
- * values -9%, KIVI-2 qbits=8 both -3% (D 64 -4%), q4_0 qbits=8 within the
- * spread; the same 4 KB for every kernel instead made fp16 attention 12%
- * slower, so the dense kernels keep VQ_PF_SPREAD. */
+ * tokens, 32 layers, D 128, two threads, rvq-1 keys + KIVI-2 qbits=8
+ * values: -6% against 2 KB in the same binary (-9% between builds), KIVI-2
+ * qbits=8 both within the spread. The dense kernels keep VQ_PF_SPREAD (a
+ * build with 4 KB for every kernel read fp16 attention 12% slower, a
+ * between-builds reading). */
 #define VQ_PF_SPREAD_BLOCKS 4096
 
 /* rows spanning fewer bytes than this are a tile the caller has just

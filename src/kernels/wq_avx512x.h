@@ -158,11 +158,11 @@ static inline size_t vq_block_start(size_t b, size_t nt, __mmask16 v[2])
 
 /* The fetch of nt rows (a page is read cold; nothing when !on) spread
  * over the quads of `passes` passes per block: one vq_pf_step per quad of
- * rows of each pass, a block plus VQ_PF_SPREAD_BLOCKS ahead (a pass over a block
+ * rows of each pass, vq_block_lead ahead (a pass over a block
  * touches all its rows at once; kernels/prefetch.h). */
 static inline vq_pf_share vq_block_fetch(const uint8_t *rows, size_t rstride, size_t nt, size_t passes, int on)
 {
-    return vq_pf_share_init(rows, VQ_KQ_BLOCK * rstride + VQ_PF_SPREAD_BLOCKS, on ? nt * rstride : 0, (nt + 3) / 4 * passes);
+    return vq_pf_share_init(rows, vq_block_lead(rstride), on ? nt * rstride : 0, (nt + 3) / 4 * passes);
 }
 
 #endif
