@@ -23,12 +23,12 @@
  *   (v = s (c - h) + (m + h s)).
  * One scale per weight row and block for all groups (until session 44 one
  * per (j, g)): per block the weights take one maximum and one pair of
- * divisions per row j (figures/bench/ab-session44.txt). Every variant returns the reference's
- * bits (for finite inputs); a variant may form A_j as max_i |w_ji| max_g
- * |s_ig| (the same floats: rounding is monotonic). The rounding of the
- * weights adds an error of at most A_j / 254 per row and code unit from
- * the centre, against a KIVI step of (max - min) / (2^bits - 1) = s_ig, and A_j <=
- * max_i |w_ji| max_g s_ig.
+ * divisions per row j (figures/bench/ab-session44.txt). Every variant
+ * returns the reference's bits (for finite inputs); a variant may form A_j
+ * as max_i |w_ji| max_g |s_ig| (the same float: rounding is monotonic).
+ * The rounding of the weights adds an error of at most A_j / 254 per row
+ * and code unit from the centre, against a KIVI step of (max - min) /
+ * (2^bits - 1) = s_ig.
  * bits is 2, 3 or 4, group a multiple of 16 dividing D, D / group <= 16. */
 #ifndef VQ_KERNELS_KIVI_QAXPY_H
 #define VQ_KERNELS_KIVI_QAXPY_H

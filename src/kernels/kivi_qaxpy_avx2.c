@@ -4,7 +4,8 @@
  * Per block of 32 rows: the rows' scales and mins as columns (F16C, 4x4
  * or 8x8 transposes), the mins' 16 lane sums (FMAs in the reference's row
  * order), the scale of every weight row j from the rows' largest |s|, and
- * the int8 weights q of every (j, group g) (kernels/wq_avx2.h). The integer sums are VPMADDUBSW of the codes of two
+ * the int8 weights q of every (j, group g) (kernels/wq_avx2.h). The
+ * integer sums are VPMADDUBSW of the codes of two
  * rows interleaved byte by byte (unsigned, below 2^bits) against the two
  * rows' weights as one word (signed, |q| <= 127): a 16-bit lane gets
  * q_a c_a + q_b c_b, of size at most 2 * 15 * 127 = 3810, so the
@@ -51,7 +52,7 @@
 typedef struct {
     float h[2 * KQ_MAXG][VQ_KQ_BLOCK];       /* header half k of row i (scales, then mins); 0 past the block */
     int8_t q[KQ_MAXQ][KQ_MAXG][VQ_KQ_BLOCK]; /* weights of (j, g), rows in order; 0 past the block */
-    float d[KQ_MAXQ][KQ_MAXG];               /* their scales A_j / 127 (the same for every g) */
+    float d[KQ_MAXQ];                        /* weight row j's scale A_j / 127, every group's */
     int32_t hq[KQ_MAXQ][KQ_MAXG];            /* h * sum_i q_i (the codes' centre) */
 } kq_block;
 
@@ -239,7 +240,7 @@ block_pass(const int BITS, const int QW, const int NQ, const uint8_t *const pa[K
         _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++)
             for (int L = 0; L < 2; L++) {
                 const int g0 = gq[c][L][0], g1 = gq[c][L][1];
-                const __m256 dv = _mm256_set_m128(_mm_set1_ps(st->d[j0 + j][g1]), _mm_set1_ps(st->d[j0 + j][g0]));
+                const __m256 dv = _mm256_set1_ps(st->d[j0 + j]);
                 const __m256i hv =
                     _mm256_set_m128i(_mm_set1_epi32(st->hq[j0 + j][g1]), _mm_set1_epi32(st->hq[j0 + j][g0]));
                 _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {
@@ -358,11 +359,9 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                 __m256 m8 = _mm256_setzero_ps();
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
                     m8 = _mm256_max_ps(m8, _mm256_mul_ps(_mm256_and_ps(W[j][k], abs), Smax[k]));
-                __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
-                m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-                m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-                const float A = _mm_cvtss_f32(m4), iv = A > 0.0f ? 127.0f / A : 0.0f;
+                const float A = vq_wq_max8(m8), iv = A > 0.0f ? 127.0f / A : 0.0f;
                 const __m256 inv = _mm256_set1_ps(iv);
+                st.d[j] = A / 127.0f;
                 for (size_t g = 0; g < ng; g++) {
                     __m256i q[4];
                     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
@@ -371,7 +370,6 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                     if (!(iv <= FLT_MAX)) /* else |w s| <= A_j keeps |q| <= 127 and rows past the block at 0 */
                         vq_wq_hold32(q, live);
                     vq_wq_store32(q, st.q[j][g], NULL);
-                    st.d[j][g] = A / 127.0f;
                     st.hq[j][g] = vq_wq_sum32(q) * (1 << (BITS - 1));
                 }
             }

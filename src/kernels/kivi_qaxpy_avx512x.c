@@ -3,8 +3,8 @@
  *
  * Per block of 32 rows the headers are gathered into float vectors (rows
  * in lanes) and the weight rows' scales taken from the rows' largest |s|
- * (four rows' maxima in one tree, one division for all). Per 64-channel chunk the int8 weights of its (j, g) pairs are
- * made at once and kept in registers (stores then wider loads of them
+ * (four rows' maxima in one tree, one division for all). Per 64-channel
+ * chunk the int8 weights of its (j, g) pairs are made at once and kept in registers (stores then wider loads of them
  * stalled on store forwarding). Then per quad of rows, the quad's code
  * bytes are loaded into the four 128-bit lanes of a register and
  * transposed by one VPERMB so that each 32-bit lane holds one byte of rows

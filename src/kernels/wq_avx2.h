@@ -37,6 +37,15 @@ static inline void vq_wq_live(size_t m, __m256i live[4])
         live[k] = _mm256_cmpgt_epi32(mv, _mm256_add_epi32(lane, _mm256_set1_epi32(8 * k)));
 }
 
+/* the largest of m8's 8 lanes (exact in any order) */
+static inline float vq_wq_max8(__m256 m8)
+{
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    return _mm_cvtss_f32(m4);
+}
+
 /* q[k] held to [-127, 127], then 0 past the block (lanes off in live):
  * for products that were not finite, which VCVTPS2DQ converts to INT_MIN
  * and the reference's lrintf to LONG_MIN, both held to -127 */
@@ -88,10 +97,7 @@ static inline float vq_wq_round32(const __m256 a[4], const __m256i live[4], int8
     const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256 m8 = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(a[0], abs), _mm256_and_ps(a[1], abs)),
                                     _mm256_max_ps(_mm256_and_ps(a[2], abs), _mm256_and_ps(a[3], abs)));
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float A = _mm_cvtss_f32(m4); /* (the maximum is exact in any order) */
+    const float A = vq_wq_max8(m8);
     const float iv = A > 0.0f ? 127.0f / A : 0.0f;
     const __m256 inv = _mm256_set1_ps(iv);
     __m256i q[4];
