@@ -1247,7 +1247,7 @@ static void test_lut_qaxpy(const vq_kernels *k, const vq_kernels *ref)
 }
 
 /* qaxpy8 against the reference: the same bits; and the reference against
- * qaxpy (float weights) within the weights' rounding bound of qaxpy.h:
+ * qaxpy (float weights) within the weights' rounding bound of qaxpy.h (A over the block's rows and column blocks):
  * sum over blocks of A/254 * sum_i |code_ie|, plus 1e-5 of sum |w value| */
 static void test_qaxpy8(const vq_kernels *k, const vq_kernels *ref)
 {
@@ -1301,7 +1301,11 @@ static void test_qaxpy8(const vq_kernels *k, const vq_kernels *ref)
                                         const float d = vq_fp16_to_fp32((vq_fp16)(blk[0] | blk[1] << 8));
                                         (bits == 8 ? vq_q8_0_values_ref : vq_q4_0_values_ref)(blk, 1, vals);
                                         const double wi = w[(size_t)j * ws + i], v = vals[e % 32];
-                                        A = fmax(A, fabs((float)(wi * d)));
+                                        for (size_t c = 0; c < nb; c++) { /* one scale for every column block */
+                                            const uint8_t *bc = rows + 1 + i * rs + c * bb;
+                                            const float dc = vq_fp16_to_fp32((vq_fp16)(bc[0] | bc[1] << 8));
+                                            A = fmax(A, fabs((float)(wi * dc)));
+                                        }
                                         vs += d != 0.0f ? fabs(v / d) : 0.0;
                                         mag += fabs(wi * v);
                                     }

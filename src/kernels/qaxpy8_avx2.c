@@ -1,8 +1,10 @@
 /* qaxpy8_avx2.c -- AVX2 + FMA + F16C twin of vq_qaxpy8 (kernels/qaxpy.h):
  * the reference's bits, without VNNI.
  *
- * Per block of 32 rows: the rows' block scales as columns (F16C) and the
- * int8 weights of every (weight row j, column block g) (kernels/wq_avx2.h).
+ * Per block of 32 rows: the rows' block scales as columns (F16C), one
+ * weight scale per weight row j from the rows' largest |d| over the
+ * column blocks, and the int8 weights of every (weight row j, column
+ * block g) (kernels/wq_avx2.h).
  * Then per column block and pair of rows (a, b), with value e of the block
  * in 32-bit lane e % 8 of accumulator e / 8 (the reference's order: no
  * shuffle at the end):
@@ -24,6 +26,7 @@
  * reference. */
 #include "kernels/qaxpy.h"
 
+#include <float.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -40,7 +43,7 @@
 typedef struct {
     int8_t q[Q8_MAXQ][Q8_MAXB][VQ_KQ_BLOCK];  /* weights of (j, g), rows in order; 0 past the block */
     int16_t q16[Q8_MAXQ][Q8_MAXB][VQ_KQ_BLOCK]; /* the same as 16-bit words (q8_0) */
-    float s[Q8_MAXQ][Q8_MAXB];                /* their scales A / 127 */
+    float s[Q8_MAXQ];                         /* the weight rows' scales A_j / 127 */
     int32_t off[Q8_MAXQ][Q8_MAXB];            /* 8 * sum_i q_i (q4_0's nibble offset; 0 for q8_0) */
 } q8_block;
 
@@ -118,7 +121,7 @@ static inline __attribute__((always_inline)) void block_pass(const int BITS, con
             }
         }
         _Pragma("GCC unroll 8") for (int j = 0; j < NQ; j++) {
-            const __m256 s = _mm256_set1_ps(st->s[j0 + j][g]);
+            const __m256 s = _mm256_set1_ps(st->s[j0 + j]);
             const __m256i o = _mm256_set1_epi32(st->off[j0 + j][g]);
             _Pragma("GCC unroll 8") for (int r = 0; r < 4; r++) {
                 float *f = F + (size_t)j * fstride + 32 * g + 8 * (size_t)r;
@@ -155,6 +158,7 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
                                                               int n_q, float *acc, size_t astride)
 {
     const size_t nb = D / 32, bb = BITS == 8 ? 34 : 18;
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     q8_block st;
     float F[Q8_MAXQ][32 * Q8_MAXB];
     for (int j0 = 0; j0 < n_q; j0 += Q8_MAXQ) {
@@ -168,17 +172,32 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
             vq_wq_live(m, live);
             __m256 W[Q8_MAXQ][4];
             vq_wq_load(w, wstride, j0, nq, b, m, W);
-            for (size_t g = 0; g < nb; g++) {
-                __m256 S[4];
+            __m256 S[Q8_MAXB][4], Smax[4];
+            for (size_t g = 0; g < nb; g++)
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-                    S[k] = scales8(blk + g * bb, rstride, 8 * (size_t)k, m);
-                for (int j = 0; j < nq; j++) {
-                    __m256 a[4];
+                    S[g][k] = scales8(blk + g * bb, rstride, 8 * (size_t)k, m);
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) { /* max_g |d_ig| (0 past the block) */
+                Smax[k] = _mm256_setzero_ps();
+                for (size_t g = 0; g < nb; g++)
+                    Smax[k] = _mm256_max_ps(Smax[k], _mm256_and_ps(S[g][k], abs));
+            }
+            for (int j = 0; j < nq; j++) {
+                /* A_j = max_i |w_ji| max_g |d_ig| (= max |w_ji d_ig|: rounding is monotonic), s_j = A_j / 127,
+                 * q = (w_ji * d_ig) * inv_j rounded (qaxpy.h) */
+                __m256 m8 = _mm256_setzero_ps();
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                    m8 = _mm256_max_ps(m8, _mm256_mul_ps(_mm256_and_ps(W[j][k], abs), Smax[k]));
+                const float A = vq_wq_max8(m8), iv = A > 0.0f ? 127.0f / A : 0.0f;
+                const __m256 inv = _mm256_set1_ps(iv);
+                st.s[j] = A / 127.0f;
+                for (size_t g = 0; g < nb; g++) {
+                    __m256i q[4];
                     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-                        a[k] = _mm256_mul_ps(W[j][k], S[k]);
-                    int32_t sum;
-                    st.s[j][g] = vq_wq_round32(a, live, st.q[j][g], BITS == 8 ? st.q16[j][g] : NULL, &sum);
-                    st.off[j][g] = BITS == 4 ? 8 * sum : 0;
+                        q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_mul_ps(W[j][k], S[g][k]), inv));
+                    if (!(iv <= FLT_MAX)) /* else |w d| <= A_j keeps |q| <= 127 and rows past the block at 0 */
+                        vq_wq_hold32(q, live);
+                    vq_wq_store32(q, st.q[j][g], BITS == 8 ? st.q16[j][g] : NULL);
+                    st.off[j][g] = BITS == 4 ? 8 * vq_wq_sum32(q) : 0;
                 }
             }
             /* pair p: rows 2p and 2p + 1 (row 2p again, with weight 0, past the block) */

@@ -1,19 +1,27 @@
 /* qaxpy8_avx512x.c -- AVX-512 VNNI + VBMI twin of vq_qaxpy8
  * (kernels/qaxpy.h): the reference's bits.
  *
- * Per block of 32 rows the rows' block scales are gathered into columns,
- * and the int8 weights of every (weight row, column block) made at once.
+ * Per block of 32 rows, made one block ahead of its sums: the rows' block
+ * scales gathered into columns (rows in lanes), the weight rows' scales
+ * from the rows' largest |d| over the column blocks (four rows' maxima in
+ * one tree, one division for all), and the int8 weights of every (weight
+ * row, column block) made in registers, packed into a table of 32 bytes
+ * per pair (rows in order), with their sums (one tree per four pairs).
  * Then per column block and quad of rows, the quad's 16 code bytes (q4_0;
- * q8_0: two runs of 16) are transposed by one VPERMB so that 32-bit lane b
- * holds byte b of rows 0..3: q4_0's low and high nibbles are then values b
- * and 16 + b, q8_0's bytes (flipped to unsigned, +128) values b and
- * 16 + b; VPDPBUSD against the quad's four weights (one broadcast word)
- * adds the exact sums, and the offset (8 or 128 times the weights' sum)
- * comes off once per block before the float fold. */
+ * q8_0: two runs of 16) are transposed by one VPERMB so that 32-bit lane
+ * b holds byte b of rows 0..3: q4_0's whole bytes (low nibble + 16 times
+ * the high one) and high nibbles masked in place give values b (their
+ * difference) and 16 + b, q8_0's bytes (flipped to unsigned, +128) values
+ * b and 16 + b; VPDPBUSD against the quad's four weights (one broadcast
+ * word) adds the exact sums, and the offset (8 or 128 times the weights'
+ * sum) comes off once per block before the float fold. (The weights in
+ * registers instead of pair by pair through memory: D 128, 4 queries,
+ * q4_0 7.0 -> 5.8 ns a row from L2; figures/bench/ab-session45.txt.) */
 #include "kernels/qaxpy.h"
 
+#include <float.h>
 #include <immintrin.h>
-#include <string.h>
+#include <stdalign.h>
 
 #include "kernels/kivi_qaxpy.h"
 #include "kernels/rows16_avx512.h"
@@ -22,12 +30,21 @@
 #define Q8_MAXQ 4  /* weight rows per pass */
 #define Q8_MAXB 16 /* column blocks: D <= 512 */
 
+/* one block's int8 weights for up to Q8_MAXQ weight rows */
+typedef struct {
+    alignas(64) int8_t q[Q8_MAXQ][Q8_MAXB][VQ_KQ_BLOCK]; /* pair (j, g): its 32 rows in order */
+    int32_t off[Q8_MAXQ][Q8_MAXB];                      /* the codes' offset times sum_i q of the pair */
+    float s[Q8_MAXQ];                                   /* s_j = A_j / 127 */
+    const uint8_t *blk;                                 /* the block's first row */
+    size_t m;                                           /* its row count */
+} q8_block;
+
 /* column block g of a block of m rows: the NQ weight rows' integer sums,
  * folded into F[j][g] */
-static inline __attribute__((always_inline)) void
-block_column(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, size_t m, size_t g, __m512i tidx,
-             int8_t qw[Q8_MAXQ][Q8_MAXB][VQ_KQ_BLOCK], const float sc[Q8_MAXQ][Q8_MAXB],
-             const int32_t sq[Q8_MAXQ][Q8_MAXB], __m512 F[Q8_MAXQ][Q8_MAXB][2], vq_pf_share *pf)
+static inline __attribute__((always_inline)) void block_column(const int BITS, const int NQ, const uint8_t *blk,
+                                                               size_t rstride, size_t m, size_t g, __m512i tidx,
+                                                               const q8_block *st, __m512 F[Q8_MAXQ][Q8_MAXB][2],
+                                                               vq_pf_share *pf)
 {
     const size_t off = g * (BITS == 8 ? 34 : 18) + 2;
     __m512i I[Q8_MAXQ][2];
@@ -37,10 +54,10 @@ block_column(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, s
         const uint8_t *p[4];
         vq_quad_rows(blk, rstride, off, u, m, p);
         __m512i P0, P1;
-        if (BITS == 4) {
-            const __m512i T = vq_quad_bytes(p, 0, tidx), lo = _mm512_set1_epi8(0x0f);
-            P0 = _mm512_and_si512(T, lo);
-            P1 = _mm512_and_si512(_mm512_srli_epi16(T, 4), lo);
+        if (BITS == 4) { /* the whole bytes (n_lo + 16 n_hi), and the high nibbles in place (16 n_hi): the low
+                          * nibbles' sums are the difference */
+            P0 = vq_quad_bytes(p, 0, tidx);
+            P1 = _mm512_and_si512(P0, _mm512_set1_epi8((char)0xf0));
         } else {
             const __m512i flip = _mm512_set1_epi8((char)0x80);
             P0 = _mm512_xor_si512(vq_quad_bytes(p, 0, tidx), flip);
@@ -48,30 +65,136 @@ block_column(const int BITS, const int NQ, const uint8_t *blk, size_t rstride, s
         }
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
         {
-            int32_t wd;
-            memcpy(&wd, &qw[j][g][4 * u], sizeof wd);
-            const __m512i Wq = _mm512_set1_epi32(wd);
+            const __m512i Wq = vq_bcast_words(&st->q[j][g][4 * u], 1);
             I[j][0] = _mm512_dpbusd_epi32(I[j][0], P0, Wq);
             I[j][1] = _mm512_dpbusd_epi32(I[j][1], P1, Wq);
         }
     }
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
     {
-        const __m512i corr = _mm512_set1_epi32((BITS == 8 ? 128 : 8) * sq[j][g]);
-        const __m512 s = _mm512_set1_ps(sc[j][g]);
-        for (int h = 0; h < 2; h++)
-            F[j][g][h] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(_mm512_sub_epi32(I[j][h], corr)), F[j][g][h]);
+        const __m512i corr = _mm512_set1_epi32(st->off[j][g]);
+        const __m512 s = _mm512_set1_ps(st->s[j]);
+        /* q4_0: the low nibbles' sums I0 - I1, the high ones' I1 / 16 (exact: multiples of 16) */
+        const __m512i I0 = BITS == 4 ? _mm512_sub_epi32(I[j][0], I[j][1]) : I[j][0];
+        const __m512i I1 = BITS == 4 ? _mm512_srai_epi32(I[j][1], 4) : I[j][1];
+        F[j][g][0] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(_mm512_sub_epi32(I0, corr)), F[j][g][0]);
+        F[j][g][1] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(_mm512_sub_epi32(I1, corr)), F[j][g][1]);
+    }
+}
+
+/* The int8 weights of a block of rows for NQ weight rows (qaxpy.h: A_j =
+ * max_i |w_ji| max_g |d_ig|, q = (w_ji d_ig) inv_j rounded): W[j][h] the
+ * block's w_j of rows 16h..16h+15 (0 past it), Dv[g][h] the rows' scales
+ * of column block g, nb column blocks; into st */
+static inline __attribute__((always_inline)) void block_weights(const int BITS, const int NQ, const __m512 W[Q8_MAXQ][2],
+                                                                const __m512 Dv[Q8_MAXB][2], size_t nb,
+                                                                const __mmask16 live[2], q8_block *st)
+{
+    /* byte 32t + r of the output: row r of pair t, after VPACKSSDW of the
+     * pair's rows 0-15 and 16-31 and VPACKSSWB of two pairs */
+    static const int8_t order[64] = {
+        0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4,  5,  6,  7,  20, 21,
+        22, 23, 36, 37, 38, 39, 52, 53, 54, 55, 8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43,
+        56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
+    };
+    __m512 Dmax[2];
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+    {
+        Dmax[h] = _mm512_range_ps(Dv[0][h], Dv[0][h], 0x0B); /* |d|: sign cleared */
+        for (size_t g = 1; g < nb; g++)
+            Dmax[h] = _mm512_range_ps(Dmax[h], Dv[g][h], 0x0B);
+    }
+    __m512 V[Q8_MAXQ];
+    _Pragma("GCC unroll 4") for (int j = 0; j < Q8_MAXQ; j++)
+        V[j] = j < NQ ? _mm512_range_ps(_mm512_mul_ps(W[j][0], Dmax[0]), _mm512_mul_ps(W[j][1], Dmax[1]), 0x0B)
+                      : _mm512_setzero_ps();
+    const __m128 A4 = vq_max4x16(V[0], V[1], V[2], V[3]);
+    _mm_storeu_ps(st->s, _mm_div_ps(A4, _mm_set1_ps(127.0f)));
+    const __m128 inv = _mm_maskz_div_ps(_mm_cmp_ps_mask(A4, _mm_setzero_ps(), _CMP_GT_OQ), _mm_set1_ps(127.0f), A4);
+    /* an inv that overflowed (A_j below 3.7e-37: wq_avx512x.h vq_hold_weights) */
+    const int held = _mm_cmp_ps_mask(inv, _mm_set1_ps(FLT_MAX), _CMP_NLE_UQ) != 0;
+    const __m512i ox = _mm512_loadu_si512(order);
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+    {
+        const __m512 VI = _mm512_permutexvar_ps(_mm512_set1_epi32(j), _mm512_zextps128_ps512(inv));
+        for (size_t g = 0; g < nb; g += 4) {
+            __m512i P[4], Q[4];
+            _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)
+            {
+                if (g + (size_t)t < nb) {
+                    __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][0], Dv[g + t][0]), VI));
+                    __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][1], Dv[g + t][1]), VI));
+                    if (held)
+                        q0 = vq_hold_weights(q0, live[0]), q1 = vq_hold_weights(q1, live[1]);
+                    P[t] = _mm512_packs_epi32(q0, q1); /* |q| <= 127: the packs never clip */
+                    Q[t] = _mm512_add_epi32(q0, q1);
+                } else {
+                    P[t] = Q[t] = _mm512_setzero_si512();
+                }
+            }
+            const __m512i QA = _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[0], P[1]));
+            const __m512i QB = _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[2], P[3]));
+            /* (pairs past nb: zeros, inside the table: Q8_MAXB is a multiple of 4) */
+            _mm512_store_si512((void *)st->q[j][g], QA);
+            _mm512_store_si512((void *)st->q[j][g + 2], QB);
+            const __m128i s4 = vq_sum4x16_epi32(Q[0], Q[1], Q[2], Q[3]);
+            _mm_storeu_si128((__m128i *)(void *)&st->off[j][g], _mm_slli_epi32(s4, BITS == 8 ? 7 : 3));
+        }
+    }
+}
+
+/* What the block of rows at row b needs besides its codes, for NQ weight
+ * rows: the rows' block scales as columns (one gather of 16 rows' words
+ * per column block and half; rows past the block 0), then the int8
+ * weights (block_weights) */
+static inline __attribute__((always_inline)) void block_prep(const int BITS, const int NQ, const uint8_t *codes,
+                                                             size_t rstride, size_t b, size_t nt, size_t nb,
+                                                             __m512i rix, const float *w, size_t wstride, q8_block *st)
+{
+    const size_t bb = BITS == 8 ? 34 : 18;
+    __mmask16 live[2];
+    st->m = vq_block_start(b, nt, live);
+    st->blk = codes + b * rstride;
+    __m512 W[Q8_MAXQ][2], Dv[Q8_MAXB][2];
+    for (size_t g = 0; g < nb; g++)
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+            Dv[g][h] = vq_low_halves16(vq_rows16_words(st->blk + 16 * (size_t)h * rstride + g * bb, rix, live[h]));
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+    {
+        const float *wj = w + (size_t)j * wstride + b;
+        W[j][0] = _mm512_maskz_loadu_ps(live[0], wj), W[j][1] = _mm512_maskz_loadu_ps(live[1], wj + 16);
+    }
+    block_weights(BITS, NQ, W, Dv, nb, live, st);
+}
+
+/* the integer sums of every block of nt rows for NQ weight rows, each
+ * block's weights made one block ahead (st[0], st[1] in turn), so that
+ * their chain of dependent steps overlaps the previous block's sums */
+static inline __attribute__((always_inline)) void blocks_all(const int BITS, const int NQ, const uint8_t *codes,
+                                                             size_t rstride, size_t nt, size_t nb, __m512i rix,
+                                                             __m512i tidx, const float *w, size_t wstride,
+                                                             __m512 F[Q8_MAXQ][Q8_MAXB][2], vq_pf_share *pf,
+                                                             q8_block st[2])
+{
+    if (nt)
+        block_prep(BITS, NQ, codes, rstride, 0, nt, nb, rix, w, wstride, &st[0]);
+    for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
+        if (b + VQ_KQ_BLOCK < nt)
+            block_prep(BITS, NQ, codes, rstride, b + VQ_KQ_BLOCK, nt, nb, rix, w, wstride,
+                       &st[(b / VQ_KQ_BLOCK + 1) & 1]);
+        const q8_block *cur = &st[(b / VQ_KQ_BLOCK) & 1];
+        for (size_t g = 0; g < nb; g++)
+            block_column(BITS, NQ, cur->blk, rstride, cur->m, g, tidx, cur, F, pf);
     }
 }
 
 static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, const uint8_t *codes, size_t rstride,
                                                               size_t nt, size_t D, const float *w, size_t wstride,
-                                                              int n_q, float *acc, size_t astride)
+                                                              int n_q, float *acc, size_t astride, q8_block st[2])
 {
-    const size_t nb = D / 32, bb = BITS == 8 ? 34 : 18;
+    const size_t nb = D / 32;
     const __m512i tidx = vq_quad_index();
-    /* row r's offset in a half block (gathers) */
-    const __m512i rix = vq_rows16_index(rstride);
+    const __m512i rix = vq_rows16_index(rstride); /* row r's offset in a half block (gathers) */
     for (int j0 = 0; j0 < n_q; j0 += Q8_MAXQ) {
         const int nq = n_q - j0 < Q8_MAXQ ? n_q - j0 : Q8_MAXQ;
         __m512 F[Q8_MAXQ][Q8_MAXB][2];
@@ -79,47 +202,11 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
             for (size_t g = 0; g < nb; g++)
                 F[j][g][0] = F[j][g][1] = _mm512_setzero_ps();
         vq_pf_share pf = vq_block_fetch(codes, rstride, nt, nb, j0 == 0); /* the first pass streams the rows */
-        for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
-            __mmask16 vm[2];
-            const size_t m = vq_block_start(b, nt, vm);
-            const uint8_t *blk = codes + b * rstride;
-            /* the rows' block scales as columns (rows past m: 0): one
-             * gather of 16 rows' words per column block and half */
-            const __mmask16 v0 = vm[0], v1 = vm[1];
-            __m512 W[Q8_MAXQ][2], V[Q8_MAXQ * Q8_MAXB + 3], Dv[Q8_MAXB][2];
-            for (size_t g = 0; g < nb; g++)
-                for (int h = 0; h < 2; h++) {
-                    const uint8_t *at = blk + 16 * (size_t)h * rstride + g * bb;
-                    Dv[g][h] = vq_low_halves16(vq_rows16_words(at, rix, vm[h]));
-                }
-            for (int j = 0; j < nq; j++) {
-                const float *wj = w + (size_t)(j0 + j) * wstride + b;
-                W[j][0] = _mm512_maskz_loadu_ps(v0, wj), W[j][1] = _mm512_maskz_loadu_ps(v1, wj + 16);
-                for (size_t g = 0; g < nb; g++)
-                    V[(size_t)j * nb + g] = /* max(|a0|, |a1|), sign cleared */
-                        _mm512_range_ps(_mm512_mul_ps(W[j][0], Dv[g][0]), _mm512_mul_ps(W[j][1], Dv[g][1]), 0x0B);
-            }
-            /* the scales, then the int8 weights and their sums (kernels/wq_avx512x.h) */
-            const size_t np = (size_t)nq * nb;
-            float Am[Q8_MAXQ * Q8_MAXB + 3], inv[Q8_MAXQ * Q8_MAXB + 3];
-            vq_weight_scales(V, np, Am, inv);
-            int8_t qw[Q8_MAXQ][Q8_MAXB][VQ_KQ_BLOCK];
-            float sc[Q8_MAXQ][Q8_MAXB];
-            int32_t sq[Q8_MAXQ][Q8_MAXB];
-            for (int j = 0; j < nq; j++)
-                for (size_t g = 0; g < nb; g++) {
-                    const size_t k = (size_t)j * nb + g;
-                    sc[j][g] = Am[k];
-                    sq[j][g] = vq_round_weights(_mm512_mul_ps(W[j][0], Dv[g][0]), _mm512_mul_ps(W[j][1], Dv[g][1]),
-                                                inv[k], vm, qw[j][g]);
-                }
-            for (size_t g = 0; g < nb; g++)
-                switch (nq) { /* a constant count: the sums stay in registers */
-                case 4: block_column(BITS, 4, blk, rstride, m, g, tidx, qw, sc, sq, F, &pf); break;
-                case 3: block_column(BITS, 3, blk, rstride, m, g, tidx, qw, sc, sq, F, &pf); break;
-                case 2: block_column(BITS, 2, blk, rstride, m, g, tidx, qw, sc, sq, F, &pf); break;
-                default: block_column(BITS, 1, blk, rstride, m, g, tidx, qw, sc, sq, F, &pf); break;
-                }
+        switch (nq) { /* a constant count: the sums stay in registers */
+        case 4: blocks_all(BITS, 4, codes, rstride, nt, nb, rix, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
+        case 3: blocks_all(BITS, 3, codes, rstride, nt, nb, rix, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
+        case 2: blocks_all(BITS, 2, codes, rstride, nt, nb, rix, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
+        default: blocks_all(BITS, 1, codes, rstride, nt, nb, rix, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
         }
         for (int j = 0; j < nq; j++) {
             float *a = acc + (size_t)(j0 + j) * astride;
@@ -139,8 +226,9 @@ void vq_qaxpy8_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt
         vq_qaxpy8_ref(bits, codes, rstride, nt, D, w, wstride, n_q, acc, astride);
         return;
     }
+    q8_block st[2];
     if (bits == 4)
-        qaxpy8_bits(4, codes, rstride, nt, D, w, wstride, n_q, acc, astride);
+        qaxpy8_bits(4, codes, rstride, nt, D, w, wstride, n_q, acc, astride, st);
     else
-        qaxpy8_bits(8, codes, rstride, nt, D, w, wstride, n_q, acc, astride);
+        qaxpy8_bits(8, codes, rstride, nt, D, w, wstride, n_q, acc, astride, st);
 }

@@ -22,21 +22,23 @@ static int code_of(int bits, const uint8_t *blk, int e)
 void vq_qaxpy8_ref(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const float *w, size_t wstride,
                    int n_q, float *acc, size_t astride)
 {
-    const size_t bb = bits == 8 ? 34 : 18;
-    for (int j = 0; j < n_q; j++)
-        for (size_t g = 0; g < D / 32; g++) {
+    const size_t bb = bits == 8 ? 34 : 18, nb = D / 32;
+    for (int j = 0; j < n_q; j++) {
+        const float *wj = w + (size_t)j * wstride;
+        float *aj = acc + (size_t)j * astride;
+        for (size_t g = 0; g < nb; g++) {
             float F[32] = {0};
             for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
                 const size_t m = nt - b < VQ_KQ_BLOCK ? nt - b : VQ_KQ_BLOCK;
-                float a[VQ_KQ_BLOCK], A = 0.0f;
-                for (size_t i = 0; i < m; i++) {
-                    a[i] = w[(size_t)j * wstride + b + i] * scale_at(codes + (b + i) * rstride + g * bb);
-                    A = fmaxf(A, fabsf(a[i]));
-                }
+                /* the weight row's scale over the block's rows and every column block */
+                float A = 0.0f;
+                for (size_t i = 0; i < m; i++)
+                    for (size_t c = 0; c < nb; c++)
+                        A = fmaxf(A, fabsf(wj[b + i] * scale_at(codes + (b + i) * rstride + c * bb)));
                 const float inv = A > 0.0f ? 127.0f / A : 0.0f, s = A / 127.0f;
                 int q[VQ_KQ_BLOCK];
                 for (size_t i = 0; i < m; i++) {
-                    long r = lrintf(a[i] * inv);
+                    long r = lrintf(wj[b + i] * scale_at(codes + (b + i) * rstride + g * bb) * inv);
                     q[i] = (int)(r > 127 ? 127 : r < -127 ? -127 : r);
                 }
                 for (int e = 0; e < 32; e++) {
@@ -47,6 +49,7 @@ void vq_qaxpy8_ref(int bits, const uint8_t *codes, size_t rstride, size_t nt, si
                 }
             }
             for (int e = 0; e < 32; e++)
-                acc[(size_t)j * astride + g * 32 + (size_t)e] += F[e];
+                aj[g * 32 + (size_t)e] += F[e];
         }
+    }
 }

@@ -106,7 +106,7 @@ static inline __m128i vq_sum4x16_epi32(__m512i a, __m512i b, __m512i c, __m512i 
         _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), x));
 }
 
-/* qaxpy8's weights, pair by pair: the weight scales of np (weight row, group) pairs from their |a| maxima
+/* lut_qaxpy's weights, row by row: the weight scales of np weight rows from their |a| maxima
  * V[k]: sc[k] = A/127 and inv[k] = 127/A (0 when A is 0), four at a time
  * (V padded with zeros to a multiple of 4; sc, inv hold as many) */
 static inline void vq_weight_scales(__m512 *V, size_t np, float *sc, float *inv)
