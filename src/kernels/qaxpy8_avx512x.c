@@ -7,16 +7,18 @@
  * one tree, one division for all), and the int8 weights of every (weight
  * row, column block) made in registers, packed into a table of 32 bytes
  * per pair (rows in order), with their sums (one tree per four pairs).
- * Then per column block and quad of rows, the quad's 16 code bytes (q4_0;
- * q8_0: two runs of 16) are transposed by one VPERMB so that 32-bit lane
- * b holds byte b of rows 0..3: q4_0's whole bytes (low nibble + 16 times
- * the high one) and high nibbles masked in place give values b (their
- * difference) and 16 + b, q8_0's bytes (flipped to unsigned, +128) values
- * b and 16 + b; VPDPBUSD against the quad's four weights (one broadcast
- * word) adds the exact sums, and the offset (8 or 128 times the weights'
- * sum) comes off once per block before the float fold. (The weights in
- * registers instead of pair by pair through memory: D 128, 4 queries,
- * q4_0 7.0 -> 5.8 ns a row from L2; figures/bench/ab-session45.txt.) */
+ * Then per column block and quad of rows, the quad's code bytes are
+ * transposed so that 32-bit lane b holds byte b of rows 0..3: q4_0's 16
+ * bytes a row by one VPERMB (rows in 128-bit lanes), its whole bytes (low
+ * nibble + 16 times the high one) and high nibbles masked in place giving
+ * values b (their difference) and 16 + b; q8_0's 32 bytes a row (rows 0,
+ * 1 in one register, 2, 3 in another) by two VPERMT2B, values b and 16 +
+ * b, flipped to unsigned (+128). VPDPBUSD against the quad's four
+ * weights (one broadcast word) adds the exact sums, and the offset (8 or
+ * 128 times the weights' sum) comes off once per block before the float
+ * fold. (Session 45, against the weights made pair by pair through memory
+ * and both formats' bytes by VPERMB: D 128, 4 queries, one core, from L2,
+ * q4_0 7.0 -> 5.4 ns a row, q8_0 7.6 -> 6.1; figures/bench/ab-session45.txt.) */
 #include "kernels/qaxpy.h"
 
 #include <float.h>
@@ -39,6 +41,17 @@ typedef struct {
     size_t m;                                           /* its row count */
 } q8_block;
 
+/* q8_0: the VPERMT2B index of a quad's values 0..15 from rows 0, 1 in one
+ * register and rows 2, 3 in another (32 bytes each): byte 4b + r <- byte
+ * b of row r (values 16..31: the index plus 16) */
+static inline __m512i q8_pair_index(void)
+{
+    int8_t tix[64];
+    for (int p = 0; p < 64; p++)
+        tix[p] = (int8_t)((p % 4) * 32 + p / 4);
+    return _mm512_loadu_si512(tix);
+}
+
 /* column block g of a block of m rows: the NQ weight rows' integer sums,
  * folded into F[j][g] */
 static inline __attribute__((always_inline)) void block_column(const int BITS, const int NQ, const uint8_t *blk,
@@ -59,9 +72,17 @@ static inline __attribute__((always_inline)) void block_column(const int BITS, c
             P0 = vq_quad_bytes(p, 0, tidx);
             P1 = _mm512_and_si512(P0, _mm512_set1_epi8((char)0xf0));
         } else {
+            /* rows 0, 1 (32 bytes each) in A, rows 2, 3 in B; one VPERMT2B per
+             * run of 16 values (tidx: q8_pair_index) */
             const __m512i flip = _mm512_set1_epi8((char)0x80);
-            P0 = _mm512_xor_si512(vq_quad_bytes(p, 0, tidx), flip);
-            P1 = _mm512_xor_si512(vq_quad_bytes(p, 16, tidx), flip);
+            const __m512i A = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)p[0])),
+                _mm256_loadu_si256((const __m256i *)(const void *)p[1]), 1);
+            const __m512i B = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)p[2])),
+                _mm256_loadu_si256((const __m256i *)(const void *)p[3]), 1);
+            P0 = _mm512_xor_si512(_mm512_permutex2var_epi8(A, tidx, B), flip);
+            P1 = _mm512_xor_si512(_mm512_permutex2var_epi8(A, _mm512_add_epi8(tidx, _mm512_set1_epi8(16)), B), flip);
         }
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
         {
@@ -193,7 +214,7 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
                                                               int n_q, float *acc, size_t astride, q8_block st[2])
 {
     const size_t nb = D / 32;
-    const __m512i tidx = vq_quad_index();
+    const __m512i tidx = BITS == 8 ? q8_pair_index() : vq_quad_index();
     const __m512i rix = vq_rows16_index(rstride); /* row r's offset in a half block (gathers) */
     for (int j0 = 0; j0 < n_q; j0 += Q8_MAXQ) {
         const int nq = n_q - j0 < Q8_MAXQ ? n_q - j0 : Q8_MAXQ;

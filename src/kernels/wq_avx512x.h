@@ -43,13 +43,15 @@ static inline __attribute__((always_inline)) __m512i vq_bcast_words(const void *
     return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p));
 }
 
-/* four rows' 16 bytes at p[t] + off, row t in 128-bit lane t */
+/* four rows' 16 bytes at p[t] + off, row t in 128-bit lane t: broadcast
+ * loads merged under masks (a load and a blend each, where VINSERTI32X4
+ * takes the shuffle port) */
 static inline __m512i vq_quad_bytes16(const uint8_t *const p[4], size_t off)
 {
-    __m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(p[0] + off)));
-    x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(p[1] + off)), 1);
-    x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(p[2] + off)), 2);
-    return _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(p[3] + off)), 3);
+    __m512i x = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(p[0] + off)));
+    x = _mm512_mask_broadcast_i32x4(x, 0x00F0, _mm_loadu_si128((const __m128i *)(const void *)(p[1] + off)));
+    x = _mm512_mask_broadcast_i32x4(x, 0x0F00, _mm_loadu_si128((const __m128i *)(const void *)(p[2] + off)));
+    return _mm512_mask_broadcast_i32x4(x, 0xF000, _mm_loadu_si128((const __m128i *)(const void *)(p[3] + off)));
 }
 
 /* the same, transposed: 32-bit lane b = byte b of rows 0..3 */
