@@ -298,24 +298,10 @@ block_prep(const int BITS, const int NQ, const int NGC, const size_t NC, const u
         const float *wj = w + (size_t)j * wstride + b;
         W[j][0] = _mm512_maskz_loadu_ps(live[0], wj), W[j][1] = _mm512_maskz_loadu_ps(live[1], wj + 16);
     }
-    /* A_j = max_i |w_ji| max_g |s_ig| (= max |w_ji s_ig|: rounding is
-     * monotonic), d_j = A_j / 127, inv_j = 127 / A_j */
-    __m512 Smax[2];
-    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
-    {
-        Smax[h] = _mm512_range_ps(S[0][h], S[0][h], 0x0B); /* |s|: sign cleared */
-        for (size_t g = 1; g < ng; g++)
-            Smax[h] = _mm512_range_ps(Smax[h], S[g][h], 0x0B);
-    }
-    __m512 V[KQ_MAXQ];
-    _Pragma("GCC unroll 4") for (int j = 0; j < KQ_MAXQ; j++)
-        V[j] = j < NQ ? _mm512_range_ps(_mm512_mul_ps(W[j][0], Smax[0]), _mm512_mul_ps(W[j][1], Smax[1]), 0x0B)
-                      : _mm512_setzero_ps();
-    const __m128 A4 = vq_max4x16(V[0], V[1], V[2], V[3]);
-    B->SC = _mm512_zextps128_ps512(_mm_div_ps(A4, _mm_set1_ps(127.0f)));
-    const __m128 inv = _mm_maskz_div_ps(_mm_cmp_ps_mask(A4, _mm_setzero_ps(), _CMP_GT_OQ), _mm_set1_ps(127.0f), A4);
-    /* an inv that overflowed (A_j below 3.7e-37: wq_avx512x.h vq_hold_weights) */
-    const int held = _mm_cmp_ps_mask(inv, _mm_set1_ps(FLT_MAX), _CMP_NLE_UQ) != 0;
+    /* A_j = max_i |w_ji| max_g |s_ig|, d_j = A_j / 127, inv_j = 127 / A_j */
+    __m128 sc, inv;
+    const int held = vq_wq_row_scales(W, NQ, S, ng, &sc, &inv);
+    B->SC = _mm512_zextps128_ps512(sc);
     __m512 VI[KQ_MAXQ];
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
         VI[j] = _mm512_permutexvar_ps(_mm512_set1_epi32(j), _mm512_zextps128_ps512(inv));

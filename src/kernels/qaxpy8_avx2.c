@@ -184,10 +184,8 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
             for (int j = 0; j < nq; j++) {
                 /* A_j = max_i |w_ji| max_g |d_ig| (= max |w_ji d_ig|: rounding is monotonic), s_j = A_j / 127,
                  * q = (w_ji * d_ig) * inv_j rounded (qaxpy.h) */
-                __m256 m8 = _mm256_setzero_ps();
-                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-                    m8 = _mm256_max_ps(m8, _mm256_mul_ps(_mm256_and_ps(W[j][k], abs), Smax[k]));
-                const float A = vq_wq_max8(m8), iv = A > 0.0f ? 127.0f / A : 0.0f;
+                float iv;
+                const float A = vq_wq_row_scale(W[j], Smax, &iv);
                 const __m256 inv = _mm256_set1_ps(iv);
                 st.s[j] = A / 127.0f;
                 for (size_t g = 0; g < nb; g++) {

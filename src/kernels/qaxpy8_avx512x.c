@@ -118,22 +118,9 @@ static inline __attribute__((always_inline)) void block_weights(const int BITS, 
         22, 23, 36, 37, 38, 39, 52, 53, 54, 55, 8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43,
         56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
     };
-    __m512 Dmax[2];
-    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
-    {
-        Dmax[h] = _mm512_range_ps(Dv[0][h], Dv[0][h], 0x0B); /* |d|: sign cleared */
-        for (size_t g = 1; g < nb; g++)
-            Dmax[h] = _mm512_range_ps(Dmax[h], Dv[g][h], 0x0B);
-    }
-    __m512 V[Q8_MAXQ];
-    _Pragma("GCC unroll 4") for (int j = 0; j < Q8_MAXQ; j++)
-        V[j] = j < NQ ? _mm512_range_ps(_mm512_mul_ps(W[j][0], Dmax[0]), _mm512_mul_ps(W[j][1], Dmax[1]), 0x0B)
-                      : _mm512_setzero_ps();
-    const __m128 A4 = vq_max4x16(V[0], V[1], V[2], V[3]);
-    _mm_storeu_ps(st->s, _mm_div_ps(A4, _mm_set1_ps(127.0f)));
-    const __m128 inv = _mm_maskz_div_ps(_mm_cmp_ps_mask(A4, _mm_setzero_ps(), _CMP_GT_OQ), _mm_set1_ps(127.0f), A4);
-    /* an inv that overflowed (A_j below 3.7e-37: wq_avx512x.h vq_hold_weights) */
-    const int held = _mm_cmp_ps_mask(inv, _mm_set1_ps(FLT_MAX), _CMP_NLE_UQ) != 0;
+    __m128 sc, inv;
+    const int held = vq_wq_row_scales(W, NQ, Dv, nb, &sc, &inv);
+    _mm_storeu_ps(st->s, sc);
     const __m512i ox = _mm512_loadu_si512(order);
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
     {

@@ -46,6 +46,22 @@ static inline float vq_wq_max8(__m256 m8)
     return _mm_cvtss_f32(m4);
 }
 
+/* The int8-weight scale of one weight row for all column groups of a
+ * block (kernels/kivi_qaxpy.h, kernels/qaxpy.h): W[k] its weights of rows
+ * 8k .. 8k+7, Smax[k] those rows' max_g |s_ig| (0 past the block): returns
+ * A = max_i |w_i| Smax_i (= max |w_i s_ig|: rounding is monotonic); *iv =
+ * 127 / A (0 when A is 0) */
+static inline float vq_wq_row_scale(const __m256 W[4], const __m256 Smax[4], float *iv)
+{
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m8 = _mm256_setzero_ps();
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+        m8 = _mm256_max_ps(m8, _mm256_mul_ps(_mm256_and_ps(W[k], abs), Smax[k]));
+    const float A = vq_wq_max8(m8);
+    *iv = A > 0.0f ? 127.0f / A : 0.0f;
+    return A;
+}
+
 /* q[k] held to [-127, 127], then 0 past the block (lanes off in live):
  * for products that were not finite, which VCVTPS2DQ converts to INT_MIN
  * and the reference's lrintf to LONG_MIN, both held to -127 */

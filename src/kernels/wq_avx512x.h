@@ -96,6 +96,33 @@ static inline void vq_quad_rows(const uint8_t *blk, size_t rstride, size_t off, 
     }
 }
 
+/* The int8-weight scales of a block for up to four weight rows, one per
+ * row for all column groups (kernels/kivi_qaxpy.h, kernels/qaxpy.h): S[g][h]
+ * the block's rows' scales of group g (rows 16h..16h+15, 0 past the
+ * block), g < ng; W[j][h] weight row j's weights, j < nq. A_j = max_i
+ * |w_ji| max_g |s_ig| (= max |w_ji s_ig|: rounding is monotonic); lane j of
+ * *sc A_j / 127, of *inv 127 / A_j (0 when A_j is 0; lanes j >= nq 0).
+ * Returns whether some inv overflowed (A_j below 3.7e-37: vq_hold_weights). */
+static inline __attribute__((always_inline)) int vq_wq_row_scales(const __m512 W[4][2], int nq, const __m512 (*S)[2],
+                                                                  size_t ng, __m128 *sc, __m128 *inv)
+{
+    __m512 Smax[2];
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+    {
+        Smax[h] = _mm512_setzero_ps();
+        for (size_t g = 0; g < ng; g++)
+            Smax[h] = _mm512_range_ps(Smax[h], S[g][h], 0x0B); /* max(|x|, |y|): signs cleared */
+    }
+    __m512 V[4];
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+        V[j] = j < nq ? _mm512_range_ps(_mm512_mul_ps(W[j][0], Smax[0]), _mm512_mul_ps(W[j][1], Smax[1]), 0x0B)
+                      : _mm512_setzero_ps();
+    const __m128 A4 = vq_max4x16(V[0], V[1], V[2], V[3]);
+    *sc = _mm_div_ps(A4, _mm_set1_ps(127.0f));
+    *inv = _mm_maskz_div_ps(_mm_cmp_ps_mask(A4, _mm_setzero_ps(), _CMP_GT_OQ), _mm_set1_ps(127.0f), A4);
+    return _mm_cmp_ps_mask(*inv, _mm_set1_ps(FLT_MAX), _CMP_NLE_UQ) != 0;
+}
+
 /* the sums of the lanes of a, b, c, d: [sum a, sum b, sum c, sum d] */
 static inline __m128i vq_sum4x16_epi32(__m512i a, __m512i b, __m512i c, __m512i d)
 {
