@@ -165,6 +165,21 @@ static void test_exp(void)
             free(c);
             free(d);
         }
+        /* rows long enough for the four running maxima (64 a step), the
+         * maximum in each of them, in the 16-wide loop and in the tail */
+        for (size_t n = 41; n <= 300; n += 7) {
+            float *c = malloc(sizeof(float) * n);
+            for (size_t i = 0; i < n; i++)
+                c[i] = (float)((i * 37) % 101) - 50.0f;
+            c[(n * 13) % n ? (n * 13) % n : 1] = NAN;
+            for (size_t at = 0; at < n; at += 1 + n / 9) {
+                const float keep = c[at];
+                c[at] = 1000.0f;
+                CHECKF(vq_row_max_avx512(c, n) == vq_row_max_ref(c, n), "row max n=%zu, maximum at %zu", n, at);
+                c[at] = keep;
+            }
+            free(c);
+        }
         memcpy(b, x, sizeof(float) * N);
         float sd = vq_exp_shift_avx512(b, N, 1.0f, 3.0f);
         memcpy(a, x, sizeof(float) * N);

@@ -30,8 +30,17 @@ float vq_exp_shift_avx512(float *x, size_t n, float sc, float m)
 
 float vq_row_max_avx512(const float *x, size_t n)
 {
-    __m512 acc = _mm512_set1_ps(-INFINITY);
+    /* four running maxima (one chain of VMAXPS had bound the loop by its
+     * latency; the maximum is exact in any order) */
+    __m512 a0 = _mm512_set1_ps(-INFINITY), a1 = a0, a2 = a0, a3 = a0;
     size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_max_ps(_mm512_loadu_ps(x + i), a0);
+        a1 = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), a1);
+        a2 = _mm512_max_ps(_mm512_loadu_ps(x + i + 32), a2);
+        a3 = _mm512_max_ps(_mm512_loadu_ps(x + i + 48), a3);
+    }
+    __m512 acc = _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3));
     for (; i + 16 <= n; i += 16)
         acc = _mm512_max_ps(_mm512_loadu_ps(x + i), acc);
     if (i < n) {
