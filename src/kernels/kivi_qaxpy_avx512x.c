@@ -134,14 +134,6 @@ static inline __attribute__((always_inline)) void chunk_weights(const int NQ, co
                                                                 __m512i QA[KQ_MAXQ], __m512i QB[KQ_MAXQ],
                                                                 __m512i *SQH)
 {
-    /* byte 32gg + r of the output: row r of pair gg, after VPACKSSDW of the
-     * pair's rows 0-15 and 16-31 and VPACKSSWB of two pairs (128-bit lane L
-     * then holds rows 4L..4L+3 and 16+4L.. of pair 0, then of pair 1) */
-    static const int8_t order[64] = {
-        0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4,  5,  6,  7,  20, 21,
-        22, 23, 36, 37, 38, 39, 52, 53, 54, 55, 8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43,
-        56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
-    };
     const int NP = NQ * NGC, NT = (NP + 3) / 4;
     __m512i P[16], Q[16];
     _Pragma("GCC unroll 16") for (int k = NP; k < 4 * NT; k++) Q[k] = _mm512_setzero_si512();
@@ -161,7 +153,7 @@ static inline __attribute__((always_inline)) void chunk_weights(const int NQ, co
     const __m512i sq = _mm512_inserti32x4(
         _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(s4[0]), s4[1], 1), s4[2], 2), s4[3], 3);
     *SQH = _mm512_slli_epi32(sq, BITS - 1);
-    const __m512i ox = _mm512_loadu_si512(order);
+    const __m512i ox = vq_pair_order(); /* byte 32gg + r: row r of pair gg */
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
     {
         const int k = NGC * j;

@@ -111,17 +111,10 @@ static inline __attribute__((always_inline)) void block_weights(const int BITS, 
                                                                 const __m512 Dv[Q8_MAXB][2], size_t nb,
                                                                 const __mmask16 live[2], q8_block *st)
 {
-    /* byte 32t + r of the output: row r of pair t, after VPACKSSDW of the
-     * pair's rows 0-15 and 16-31 and VPACKSSWB of two pairs */
-    static const int8_t order[64] = {
-        0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4,  5,  6,  7,  20, 21,
-        22, 23, 36, 37, 38, 39, 52, 53, 54, 55, 8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43,
-        56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
-    };
     __m128 sc, inv;
     const int held = vq_wq_row_scales(W, NQ, Dv, nb, &sc, &inv);
     _mm_storeu_ps(st->s, sc);
-    const __m512i ox = _mm512_loadu_si512(order);
+    const __m512i ox = vq_pair_order();
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
     {
         const __m512 VI = _mm512_permutexvar_ps(_mm512_set1_epi32(j), _mm512_zextps128_ps512(inv));

@@ -96,6 +96,20 @@ static inline void vq_quad_rows(const uint8_t *blk, size_t rstride, size_t off, 
     }
 }
 
+/* The VPERMB index that puts two pairs' int8 weights in row order: after
+ * VPACKSSDW of each pair's rows 0-15 and 16-31 and VPACKSSWB of the two
+ * pairs (128-bit lane L then holds rows 4L..4L+3 and 16+4L.. of pair 0,
+ * then of pair 1), byte 32t + r <- row r of pair t */
+static inline __m512i vq_pair_order(void)
+{
+    static const int8_t order[64] = {
+        0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4,  5,  6,  7,  20, 21,
+        22, 23, 36, 37, 38, 39, 52, 53, 54, 55, 8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43,
+        56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
+    };
+    return _mm512_loadu_si512(order);
+}
+
 /* The int8-weight scales of a block for up to four weight rows, one per
  * row for all column groups (kernels/kivi_qaxpy.h, kernels/qaxpy.h): S[g][h]
  * the block's rows' scales of group g (rows 16h..16h+15, 0 past the
