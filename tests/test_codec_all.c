@@ -89,11 +89,14 @@ static const expect EXPECT[] = {
     /* qbits=8: integer scores against the query rounded to int8 per block
      * (error <= amax/254 per value), so the fused score differs from
      * <q, decode(k)> by that rounding only; on a value codec the weights
-     * are rounded to int8 per 32 rows (kernels/qaxpy.h; test_kernels checks
-     * its exact bound). On these keys (outlier channels: block scales far
-     * apart from row to row, so rows with small scales keep few weight
-     * levels) that measured 3.1e-2 of the output rms at 256 rows, 1.0e-1 at 64 */
-    { "q8_0:qbits=8", 3e-4, 4e-2, 0.01, 0, 0.2 },
+     * are rounded to int8 per 32 rows with one scale for all 32-value
+     * blocks (kernels/qaxpy.h; test_kernels checks its exact bound). On
+     * these keys (outlier channels: block scales far apart from row to row
+     * and, unrotated, from block to block, so rows and blocks with small
+     * scales keep few weight levels) that measured, at D 128, 4.0e-2 of
+     * the output rms at 256 rows and 2.3e-1 at 64 (with a scale per block,
+     * until session 45: 3.1e-2 and 1.0e-1) */
+    { "q8_0:qbits=8", 3e-4, 4e-2, 0.01, 0, 0.3 },
     { "q4_0:rot=1,qbits=8", 7e-3, 0.2, 0.01, 1, 0.2 },
     /* TurboQuant on this data: one dominant outlier channel, so after the
      * rotation coordinates are close to +-a/sqrt(D) and 1 bit does better
