@@ -358,17 +358,12 @@ static inline __attribute__((always_inline)) void qaxpy_bits(const uint8_t *rows
                  * q = (w_ji * s_ig) * inv_j rounded (kivi_qaxpy.h) */
                 float iv;
                 const float A = vq_wq_row_scale(W[j], Smax, &iv);
-                const __m256 inv = _mm256_set1_ps(iv);
                 st.d[j] = A / 127.0f;
                 for (size_t g = 0; g < ng; g++) {
-                    __m256i q[4];
+                    __m256 a[4];
                     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-                        q[k] = _mm256_cvtps_epi32(
-                            _mm256_mul_ps(_mm256_mul_ps(W[j][k], _mm256_loadu_ps(&st.h[g][8 * k])), inv));
-                    if (!(iv <= FLT_MAX)) /* else |w s| <= A_j keeps |q| <= 127 and rows past the block at 0 */
-                        vq_wq_hold32(q, live);
-                    vq_wq_store32(q, st.q[j][g], NULL);
-                    st.hq[j][g] = vq_wq_sum32(q) * (1 << (BITS - 1));
+                        a[k] = _mm256_mul_ps(W[j][k], _mm256_loadu_ps(&st.h[g][8 * k]));
+                    st.hq[j][g] = vq_wq_quantize32(a, iv, live, st.q[j][g], NULL) * (1 << (BITS - 1));
                 }
             }
             const __m256 hv = _mm256_set1_ps((float)(1 << (BITS - 1)));

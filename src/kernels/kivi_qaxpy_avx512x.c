@@ -140,12 +140,7 @@ static inline __attribute__((always_inline)) void chunk_weights(const int NQ, co
     _Pragma("GCC unroll 16") for (int k = 0; k < NP; k++)
     {
         const int j = k / NGC, gg = k % NGC;
-        __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][0], S[g0 + gg][0]), VI[j]));
-        __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][1], S[g0 + gg][1]), VI[j]));
-        if (held)
-            q0 = vq_hold_weights(q0, live[0]), q1 = vq_hold_weights(q1, live[1]);
-        P[k] = _mm512_packs_epi32(q0, q1); /* |q| <= 127: the packs never clip */
-        Q[k] = _mm512_add_epi32(q0, q1);
+        vq_wq_pair(W[j], S[g0 + gg], VI[j], held, live, &P[k], &Q[k]);
     }
     __m128i s4[4];
     _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)

@@ -186,16 +186,13 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
                  * q = (w_ji * d_ig) * inv_j rounded (qaxpy.h) */
                 float iv;
                 const float A = vq_wq_row_scale(W[j], Smax, &iv);
-                const __m256 inv = _mm256_set1_ps(iv);
                 st.s[j] = A / 127.0f;
                 for (size_t g = 0; g < nb; g++) {
-                    __m256i q[4];
+                    __m256 a[4];
                     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-                        q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_mul_ps(W[j][k], S[g][k]), inv));
-                    if (!(iv <= FLT_MAX)) /* else |w d| <= A_j keeps |q| <= 127 and rows past the block at 0 */
-                        vq_wq_hold32(q, live);
-                    vq_wq_store32(q, st.q[j][g], BITS == 8 ? st.q16[j][g] : NULL);
-                    st.off[j][g] = BITS == 4 ? 8 * vq_wq_sum32(q) : 0;
+                        a[k] = _mm256_mul_ps(W[j][k], S[g][k]);
+                    const int32_t sum = vq_wq_quantize32(a, iv, live, st.q[j][g], BITS == 8 ? st.q16[j][g] : NULL);
+                    st.off[j][g] = BITS == 4 ? 8 * sum : 0;
                 }
             }
             /* pair p: rows 2p and 2p + 1 (row 2p again, with weight 0, past the block) */

@@ -18,7 +18,8 @@
  * 128 times the weights' sum) comes off once per block before the float
  * fold. (Session 45, against the weights made pair by pair through memory
  * and both formats' bytes by VPERMB: D 128, 4 queries, one core, from L2,
- * q4_0 7.0 -> 5.4 ns a row, q8_0 7.6 -> 6.1; figures/bench/ab-session45.txt.) */
+ * q4_0 7.0-7.4 -> 5.4-5.9 ns a row, q8_0 7.2-7.9 -> 6.6-7.1, alternated;
+ * figures/bench/ab-session45.txt part 1 (d).) */
 #include "kernels/qaxpy.h"
 
 #include <float.h>
@@ -122,16 +123,10 @@ static inline __attribute__((always_inline)) void block_weights(const int BITS, 
             __m512i P[4], Q[4];
             _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)
             {
-                if (g + (size_t)t < nb) {
-                    __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][0], Dv[g + t][0]), VI));
-                    __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[j][1], Dv[g + t][1]), VI));
-                    if (held)
-                        q0 = vq_hold_weights(q0, live[0]), q1 = vq_hold_weights(q1, live[1]);
-                    P[t] = _mm512_packs_epi32(q0, q1); /* |q| <= 127: the packs never clip */
-                    Q[t] = _mm512_add_epi32(q0, q1);
-                } else {
+                if (g + (size_t)t < nb)
+                    vq_wq_pair(W[j], Dv[g + t], VI, held, live, &P[t], &Q[t]);
+                else
                     P[t] = Q[t] = _mm512_setzero_si512();
-                }
             }
             const __m512i QA = _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[0], P[1]));
             const __m512i QB = _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[2], P[3]));

@@ -99,14 +99,31 @@ static inline void vq_wq_store32(const __m256i q[4], int8_t q8[VQ_KQ_BLOCK], int
                         _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
+/* The block's products a[k] (rows 8k .. 8k+7; 0 past the block) times iv
+ * (127 / A, or 0 when A is 0) rounded by VCVTPS2DQ (nearest even, the
+ * MXCSR default, as the references' lrintf), held to [-127, 127], then 0
+ * past the block (lanes off in live), where iv is not finite: 127 / A
+ * overflows for A below 3.7e-37, and a product that is not finite converts
+ * to INT_MIN, held to -127 as lrintf's LONG_MIN is in the references (else
+ * |a_i| <= A keeps |q| <= 127 and rows past the block at 0). Writes q in
+ * row order to q8 and, where q16 is not NULL, as int16 to q16; returns sum
+ * q_i. */
+static inline int32_t vq_wq_quantize32(const __m256 a[4], float iv, const __m256i live[4], int8_t q8[VQ_KQ_BLOCK],
+                                       int16_t *q16)
+{
+    const __m256 inv = _mm256_set1_ps(iv);
+    __m256i q[4];
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+        q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(a[k], inv));
+    if (!(iv <= FLT_MAX))
+        vq_wq_hold32(q, live);
+    vq_wq_store32(q, q8, q16);
+    return vq_wq_sum32(q);
+}
+
 /* The block's w_i * s_i in a[k] (rows 8k .. 8k+7; 0 past the block):
- * A = max |a_i|, q_i = a_i * (127 / A) (times 0 when A is 0) rounded by
- * VCVTPS2DQ (nearest even, the MXCSR default, as the reference's lrintf),
- * held to [-127, 127], then 0 past the block (lanes off in live). A
- * product that is not finite (127 / A overflows for A below 3.7e-37)
- * converts to INT_MIN and is held to -127, as lrintf's LONG_MIN is in the
- * reference. Writes q in row order to q8 and, where q16 is not NULL, as
- * int16 to q16; *sum = sum q_i; returns A / 127. */
+ * A = max |a_i|, then vq_wq_quantize32 with iv = 127 / A (0 when A is 0);
+ * *sum = sum q_i; returns A / 127. */
 static inline float vq_wq_round32(const __m256 a[4], const __m256i live[4], int8_t q8[VQ_KQ_BLOCK], int16_t *q16,
                                   int32_t *sum)
 {
@@ -114,16 +131,7 @@ static inline float vq_wq_round32(const __m256 a[4], const __m256i live[4], int8
     const __m256 m8 = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(a[0], abs), _mm256_and_ps(a[1], abs)),
                                     _mm256_max_ps(_mm256_and_ps(a[2], abs), _mm256_and_ps(a[3], abs)));
     const float A = vq_wq_max8(m8);
-    const float iv = A > 0.0f ? 127.0f / A : 0.0f;
-    const __m256 inv = _mm256_set1_ps(iv);
-    __m256i q[4];
-    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-        q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(a[k], inv));
-    if (!(iv <= FLT_MAX)) /* else |a_i| <= A gives |a_i * inv| < 127.5: nothing to hold, and rows past the
-                           * block (a = 0) give q = 0 */
-        vq_wq_hold32(q, live);
-    *sum = vq_wq_sum32(q);
-    vq_wq_store32(q, q8, q16);
+    *sum = vq_wq_quantize32(a, A > 0.0f ? 127.0f / A : 0.0f, live, q8, q16);
     return A / 127.0f;
 }
 

@@ -175,6 +175,24 @@ static inline __m512i vq_hold_weights(__m512i q, __mmask16 live)
     return _mm512_maskz_max_epi32(live, _mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
 }
 
+/* One (weight row, group) pair's int8 weights for the block kernels
+ * (kernels/kivi_qaxpy.h, kernels/qaxpy.h): q = (w s) inv rounded (W[h] the
+ * weights, S[h] the rows' scales of the group, rows 16h..16h+15; VI inv in
+ * every lane), held by vq_hold_weights when some inv is not finite (held;
+ * live[h]: the block's rows). *P: the rows' q packed to 16 bits (VPACKSSDW:
+ * |q| <= 127 never clips), *Q: the two halves' q added (their sum's
+ * lanes) */
+static inline __attribute__((always_inline)) void vq_wq_pair(const __m512 W[2], const __m512 S[2], __m512 VI, int held,
+                                                             const __mmask16 live[2], __m512i *P, __m512i *Q)
+{
+    __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[0], S[0]), VI));
+    __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(W[1], S[1]), VI));
+    if (held)
+        q0 = vq_hold_weights(q0, live[0]), q1 = vq_hold_weights(q1, live[1]);
+    *P = _mm512_packs_epi32(q0, q1);
+    *Q = _mm512_add_epi32(q0, q1);
+}
+
 /* a pair's 32 weights a0 (rows 0-15), a1 (16-31) times inv, rounded to
  * nearest even, held by vq_hold_weights when inv is not finite (live[h]:
  * the block's rows 16h..16h+15) and stored as int8; returns their sum */
