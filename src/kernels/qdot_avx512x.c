@@ -68,19 +68,52 @@ static inline __m512i pair4i(int32_t a, int32_t b)
     return _mm512_mask_blend_epi32(0xF0F0, _mm512_set1_epi32(a), _mm512_set1_epi32(b));
 }
 
-/* Sixteen rows at a time, four per register: 128-bit lane t of a quad's
- * register holds 16 code bytes of one block of row t -- q4_0: the 16
- * nibble bytes, whose low nibbles are the block's codes 0-15 and high
- * nibbles codes 16-31; q8_0: bytes 0-15 in one register, 16-31 in a
- * second (made unsigned by flipping the top bit) -- each meeting its half
- * of the query block broadcast to every lane (VPDPBUSD): lane 4t + x then
- * holds partial x of row t. Per block, the four quads' partials become
- * sixteen row sums by two rounds of unpack-and-add and one permute, and
- * the float part follows the reference's order exactly (t = dk * dq,
- * t = t * isum, acc = acc + t, block after block): the reference's bits.
- * NQ queries (1..4) at a time; nb <= QROWS16_MAXB blocks. */
 #define QROWS16_MAXB 8
 
+/* Y[k] lane 4t + q = X[q] lane 4t + k (32-bit lanes; t the 128-bit lane) */
+static inline void quad_columns(const __m512i X[4], __m512i Y[4])
+{
+    const __m512i a = _mm512_unpacklo_epi32(X[0], X[1]), b = _mm512_unpackhi_epi32(X[0], X[1]);
+    const __m512i c = _mm512_unpacklo_epi32(X[2], X[3]), d = _mm512_unpackhi_epi32(X[2], X[3]);
+    Y[0] = _mm512_unpacklo_epi64(a, c), Y[1] = _mm512_unpackhi_epi64(a, c);
+    Y[2] = _mm512_unpacklo_epi64(b, d), Y[3] = _mm512_unpackhi_epi64(b, d);
+}
+
+/* four rows' 16 bytes at p + off + t*rstride, row t in 128-bit lane t */
+static inline __m512i quad_rows16(const uint8_t *p, size_t rstride, size_t off)
+{
+    p += off;
+    __m512i x = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)p));
+    x = _mm512_mask_broadcast_i32x4(x, 0x00F0, _mm_loadu_si128((const __m128i *)(const void *)(p + rstride)));
+    x = _mm512_mask_broadcast_i32x4(x, 0x0F00, _mm_loadu_si128((const __m128i *)(const void *)(p + 2 * rstride)));
+    return _mm512_mask_broadcast_i32x4(x, 0xF000, _mm_loadu_si128((const __m128i *)(const void *)(p + 3 * rstride)));
+}
+
+/* the 32-bit word at p broadcast to all lanes (one VPBROADCASTD from memory) */
+static inline __m512i word_bcast(const uint8_t *p)
+{
+    return _mm512_broadcastd_epi32(_mm_loadu_si32(p));
+}
+
+/* Sixteen rows at a time, the block's codes turned so that one register
+ * holds one 4-code column of all sixteen rows: 128-bit lane t of a quad's
+ * register first holds 16 code bytes of one block of row 4quad + t (q4_0:
+ * the 16 nibble bytes, whose low nibbles are the block's codes 0-15 and
+ * high nibbles codes 16-31; q8_0: bytes 0-15 in one register, 16-31 in a
+ * second); a 4x4 transpose of 32-bit words across the four quads
+ * (quad_columns) gives eight registers T[k] whose lane 4t + quad holds
+ * codes 4k .. 4k+3 of row 4quad + t, made unsigned (q8_0: top bit
+ * flipped; q4_0: T[k] the low nibbles of columns k < 4, T[4+k] their high
+ * nibbles). Each query then needs no reduction: eight VPDPBUSD of T[k]
+ * against its block's word k broadcast leave each lane one row's sum,
+ * started at -off*sum (two chains, added). The turn is paid once per block
+ * for all queries. The rows' order in the lanes is undone once per
+ * sixteen rows at the store; the block scales are gathered in the lanes'
+ * order. The float part follows the reference's order exactly (t = dk *
+ * dq, t = t * isum, acc = acc + t, block after block): the reference's
+ * bits. A last group of fewer than 16 rows is copied to the stack first,
+ * its missing rows repeating its last. NQ queries (1..4) at a time; nb <=
+ * QROWS16_MAXB blocks. */
 static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, const uint8_t *codes, size_t rstride,
                                                               size_t nt, size_t nb, const uint8_t *qbuf,
                                                               size_t qstride, const int NQ, float *s, size_t sstride)
@@ -88,69 +121,67 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
     const __m512i mask = _mm512_set1_epi8(BITS == 8 ? (char)0x80 : 0x0f);
     const size_t bb = BITS == 8 ? 34 : 18;
     const int32_t off = BITS == 8 ? 128 : 8;
-    /* lane 4r + quad -> row 4quad + r */
+    /* lane 4t + q holds row 4q + t, and row r = 4q + t goes back from lane 4t + q (the same index) */
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const size_t qoff = nb * (sizeof(float) + sizeof(int32_t));
-    const __m512i ix = vq_rows16_index(rstride);
+    /* the block scales' gather offsets in the lanes' row order */
+    const __m512i ix = _mm512_permutexvar_epi32(order, vq_rows16_index(rstride));
+    /* a last group of fewer than 16 rows, its missing rows repeating its last */
+    uint8_t tail[16 * QROWS16_MAXB * 34];
     vq_pf_share pf = vq_pf_share_init(codes, 16 * rstride + VQ_PF_SPREAD, nt * rstride, (nt + 15) / 16 * nb);
     for (size_t i = 0; i < nt; i += 16) {
-        const uint8_t *row[16];
-        row[0] = codes + i * rstride;
-        if (i + 16 <= nt) /* sixteen whole rows: no clamping */
-            for (int t = 1; t < 16; t++)
-                row[t] = row[t - 1] + rstride;
-        else
-            for (int t = 1; t < 16; t++)
-                row[t] = codes + (i + (size_t)t < nt ? i + (size_t)t : nt - 1) * rstride;
+        const uint8_t *g = codes + i * rstride; /* row t of the group at g + t*rs */
+        size_t rs = rstride;
+        if (i + 16 > nt) {
+            for (size_t t = 0; t < 16; t++)
+                memcpy(tail + t * nb * bb, codes + (i + t < nt ? i + t : nt - 1) * rstride, nb * bb);
+            g = tail, rs = nb * bb;
+        }
         __m512 acc[4];
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) acc[j] = _mm512_setzero_ps();
         const __mmask16 live = vq_rows16_live(nt - i);
+        const __m512i gix = rs == rstride ? ix : _mm512_permutexvar_epi32(order, vq_rows16_index(rs));
         for (size_t b = 0; b < nb; b++) {
             vq_pf_step(&pf);
             const size_t o = b * bb;
-            /* the 16 rows' block scales (0 past nt: never stored) */
-            const __m512 DK = vq_low_halves16(vq_rows16_words(row[0] + o, ix, live));
-            __m512i QL[4], QH[4], I[4][4];
-            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-            {
-                const uint8_t *qj = qbuf + (size_t)j * qstride + qoff + b * 32;
-                QL[j] = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)qj));
-                QH[j] = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(qj + 16)));
-            }
-            _Pragma("GCC unroll 4") for (int qd = 0; qd < 4; qd++)
-            {
-                const uint8_t *const *r = row + 4 * qd;
-                __m512i L, H; /* the block's codes 0-15 and 16-31 of the quad's rows, unsigned */
-                if (BITS == 8) {
-                    L = _mm512_xor_si512(vq_quad_bytes16(r, o + 2), mask);
-                    H = _mm512_xor_si512(vq_quad_bytes16(r, o + 18), mask);
-                } else {
-                    const __m512i R = vq_quad_bytes16(r, o + 2);
-                    L = _mm512_and_si512(R, mask), H = _mm512_and_si512(_mm512_srli_epi16(R, 4), mask);
+            const __m512 DK = vq_low_halves16(vq_rows16_words(g + o, gix, 0xFFFF)); /* the 16 rows' block scales */
+            __m512i X[4], T[8];
+            if (BITS == 8) {
+                _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) X[q] = quad_rows16(g + 4 * q * rs, rs, o + 2);
+                quad_columns(X, T);
+                _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) X[q] = quad_rows16(g + 4 * q * rs, rs, o + 18);
+                quad_columns(X, T + 4);
+                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) T[k] = _mm512_xor_si512(T[k], mask);
+            } else {
+                _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) X[q] = quad_rows16(g + 4 * q * rs, rs, o + 2);
+                quad_columns(X, T);
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                {
+                    T[4 + k] = _mm512_and_si512(_mm512_srli_epi16(T[k], 4), mask);
+                    T[k] = _mm512_and_si512(T[k], mask);
                 }
-                _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) I[j][qd] =
-                    _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), L, QL[j]), H, QH[j]);
             }
             _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
             {
                 const uint8_t *qj = qbuf + (size_t)j * qstride;
+                const uint8_t *qb = qj + qoff + b * 32;
                 float dq;
                 int32_t sq;
                 memcpy(&dq, qj + b * sizeof(float), sizeof dq);
                 memcpy(&sq, qj + nb * sizeof(float) + b * sizeof(int32_t), sizeof sq);
-                /* lane 4r + x of I[j][q]: partial x of row 4q + r */
-                const __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(I[j][0], I[j][1]),
-                                                     _mm512_unpackhi_epi32(I[j][0], I[j][1]));
-                const __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(I[j][2], I[j][3]),
-                                                     _mm512_unpackhi_epi32(I[j][2], I[j][3]));
-                const __m512i rs = _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
-                const __m512i isum = _mm512_sub_epi32(_mm512_permutexvar_epi32(order, rs), _mm512_set1_epi32(off * sq));
-                const __m512 t = _mm512_mul_ps(_mm512_mul_ps(DK, _mm512_set1_ps(dq)), _mm512_cvtepi32_ps(isum));
+                __m512i lo = _mm512_set1_epi32(-off * sq), hi = _mm512_setzero_si512();
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                {
+                    lo = _mm512_dpbusd_epi32(lo, T[k], word_bcast(qb + 4 * k));
+                    hi = _mm512_dpbusd_epi32(hi, T[4 + k], word_bcast(qb + 16 + 4 * k));
+                }
+                const __m512 t = _mm512_mul_ps(_mm512_mul_ps(DK, _mm512_set1_ps(dq)),
+                                               _mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)));
                 acc[j] = _mm512_add_ps(acc[j], t);
             }
         }
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, live, acc[j]);
+            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, live, _mm512_permutexvar_ps(order, acc[j]));
     }
 }
 
@@ -294,26 +325,22 @@ static inline __attribute__((always_inline)) void codes_run(__m512i acc[4][4], i
             acc[j][qd], P, _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(q + (size_t)j * qstride))));
 }
 
-/* Four rows per register (head_dim <= 128): 128-bit lane r holds 16 bytes
- * of row r, and a shift and mask of it gives 16 codes of one run of
- * positions in codes_qdot.h's order -- 2 bits: bytes 16c.. of a chunk,
- * shift 2p = positions 16p..16p+15; 4 bits: bytes 32c+16h.., shift 0 =
- * positions 16h.., shift 4 = positions 32+16h.. -- so VPDPBUSD against
- * that run of the query broadcast to every lane adds into lane r row r's
- * partial sums. 3 bits: 12 bytes of row r (32 codes) per lane, their codes
- * 0-15 and 16-31 (positions 32h.. and 32h+16.., h the half of the chunk)
- * each moved into a run by one in-lane byte shuffle (three bytes to each
- * 64-bit word) and one multishift, then masked.
- * Sixteen rows (four such registers) per pass: their 64
- * partial sums become 16 row sums by two rounds of unpack-and-add and one
- * permute. Integer sums: the reference's bits. NQ queries (1..4) at a
- * time, the sums in registers. */
-static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_t *codes, size_t rstride, int bits,
+/* 3-bit codes, four rows per register (head_dim <= 128): 128-bit lane r
+ * holds 12 bytes of row r (32 codes), their codes 0-15 and 16-31
+ * (positions 32h.. and 32h+16.., h the half of the chunk) each moved into
+ * a run of 16 positions of codes_qdot.h's order by one in-lane byte
+ * shuffle (three bytes to each 64-bit word) and one multishift, then
+ * masked, so VPDPBUSD against that run of the query broadcast to every
+ * lane adds into lane r row r's partial sums. Sixteen rows (four such
+ * registers) per pass: their 64 partial sums become 16 row sums by two
+ * rounds of unpack-and-add and one permute. Integer sums: the reference's
+ * bits. NQ queries (1..4) at a time, the sums in registers. */
+static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_t *codes, size_t rstride,
                                                                     size_t nt, size_t nc, const uint8_t *qbuf,
                                                                     size_t qstride, const int NQ, float *s,
                                                                     size_t sstride)
 {
-    const __m512i mask = _mm512_set1_epi8(bits == 2 ? 0x03 : bits == 3 ? 0x07 : 0x0f);
+    const __m512i mask = _mm512_set1_epi8(0x07);
     /* 3 bits: words 0, 1 of a lane <- bytes 0-2, 3-5 (codes 0-15) or 6-8,
      * 9-11 (codes 16-31); code k of a word at bit 3k */
     const __m512i lo3 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, -1, -1, -1, -1, -1, 3, 4, 5, -1, -1, -1, -1, -1));
@@ -342,29 +369,13 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
             /* the runs of each 16-byte column, their shifts as literals */
             for (size_t c = 0; c < nc; c++) {
                 vq_pf_step(&pf);
-                if (bits == 3) {
-                    for (size_t h = 0; h < 2; h++) {
-                        const __m512i R = quad_bytes12(row, 24 * c + 12 * h);
-                        const uint8_t *q = qbuf + VQ_CQ_HEAD + 64 * c + 32 * h;
-                        codes_run(acc, qd, _mm512_and_si512(_mm512_multishift_epi64_epi8(sh3, _mm512_shuffle_epi8(R, lo3)), mask),
-                                  q, qstride, NQ);
-                        codes_run(acc, qd, _mm512_and_si512(_mm512_multishift_epi64_epi8(sh3, _mm512_shuffle_epi8(R, hi3)), mask),
-                                  q + 16, qstride, NQ);
-                    }
-                } else if (bits == 2) {
-                    const __m512i R = vq_quad_bytes16(row, 16 * c);
-                    const uint8_t *q = qbuf + VQ_CQ_HEAD + 64 * c;
-                    codes_run(acc, qd, _mm512_and_si512(R, mask), q, qstride, NQ);
-                    codes_run(acc, qd, _mm512_and_si512(_mm512_srli_epi16(R, 2), mask), q + 16, qstride, NQ);
-                    codes_run(acc, qd, _mm512_and_si512(_mm512_srli_epi16(R, 4), mask), q + 32, qstride, NQ);
-                    codes_run(acc, qd, _mm512_and_si512(_mm512_srli_epi16(R, 6), mask), q + 48, qstride, NQ);
-                } else {
-                    for (size_t h = 0; h < 2; h++) {
-                        const __m512i R = vq_quad_bytes16(row, 32 * c + 16 * h);
-                        const uint8_t *q = qbuf + VQ_CQ_HEAD + 64 * c + 16 * h;
-                        codes_run(acc, qd, _mm512_and_si512(R, mask), q, qstride, NQ);
-                        codes_run(acc, qd, _mm512_and_si512(_mm512_srli_epi16(R, 4), mask), q + 32, qstride, NQ);
-                    }
+                for (size_t h = 0; h < 2; h++) {
+                    const __m512i R = quad_bytes12(row, 24 * c + 12 * h);
+                    const uint8_t *q = qbuf + VQ_CQ_HEAD + 64 * c + 32 * h;
+                    codes_run(acc, qd, _mm512_and_si512(_mm512_multishift_epi64_epi8(sh3, _mm512_shuffle_epi8(R, lo3)), mask),
+                              q, qstride, NQ);
+                    codes_run(acc, qd, _mm512_and_si512(_mm512_multishift_epi64_epi8(sh3, _mm512_shuffle_epi8(R, hi3)), mask),
+                              q + 16, qstride, NQ);
                 }
             }
         }
@@ -387,6 +398,80 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
     }
 }
 
+/* Sixteen rows at a time for 2- and 4-bit codes (head_dim <= 128), turned
+ * as qdot_rows16 turns its blocks: a chunk's 16-byte columns of four rows
+ * per register (lane t: row 4quad + t), a 4x4 word transpose across the
+ * quads (quad_columns: lane 4t + quad, row 4quad + t, holds bytes
+ * 4k..4k+3 of the column), then a shift and mask per code position: 2
+ * bits, shift 2i: channels 16k + 4m + i (m the byte), query positions
+ * 16i + 4k + m of codes_qdot.h's order; 4 bits, column h, low nibbles:
+ * positions 16h + 4k + m, high nibbles: 32 + 16h + 4k + m. So each
+ * register meets one 32-bit word of the query broadcast (VPDPBUSD) and
+ * every lane accumulates its own row: no reduction, two chains per query.
+ * Integer sums: the reference's bits. NQ queries (1..4) at a time. */
+static inline __attribute__((always_inline)) void codes_qdot_cols16(const uint8_t *codes, size_t rstride, int bits,
+                                                                    size_t nt, size_t nc, const uint8_t *qbuf,
+                                                                    size_t qstride, const int NQ, float *s,
+                                                                    size_t sstride)
+{
+    const __m512i mask = _mm512_set1_epi8(bits == 2 ? 0x03 : 0x0f);
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const size_t used = nc * (size_t)(bits == 2 ? 16 : 32); /* code bytes of a row */
+    uint8_t tail[16 * 64];
+    vq_pf_share pf = vq_pf_share_init(codes, VQ_PF_SPREAD, nt * rstride, (nt + 15) / 16 * nc);
+    for (size_t i = 0; i < nt; i += 16) {
+        const uint8_t *g = codes + i * rstride;
+        size_t rs = rstride;
+        if (i + 16 > nt) { /* the last rows, the missing ones repeating the last */
+            for (size_t t = 0; t < 16; t++)
+                memcpy(tail + t * used, codes + (i + t < nt ? i + t : nt - 1) * rstride, used);
+            g = tail, rs = used;
+        }
+        __m512i acc[4][2];
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) acc[j][0] = acc[j][1] = _mm512_setzero_si512();
+        for (size_t c = 0; c < nc; c++) {
+            vq_pf_step(&pf);
+            const size_t nh = bits == 2 ? 1 : 2; /* 16-byte columns of the chunk */
+            for (size_t h = 0; h < nh; h++) {
+                __m512i X[4], Y[4];
+                _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) X[q] =
+                    quad_rows16(g + 4 * (size_t)q * rs, rs, (bits == 2 ? 16 : 32) * c + 16 * h);
+                quad_columns(X, Y);
+                const uint8_t *qc = qbuf + VQ_CQ_HEAD + 64 * c;
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                {
+                    if (bits == 2) {
+                        _Pragma("GCC unroll 4") for (int e = 0; e < 4; e++)
+                        {
+                            const __m512i T = _mm512_and_si512(e ? _mm512_srli_epi16(Y[k], 2 * e) : Y[k], mask);
+                            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) acc[j][e & 1] =
+                                _mm512_dpbusd_epi32(acc[j][e & 1], T, word_bcast(qc + (size_t)j * qstride + 16 * e + 4 * k));
+                        }
+                    } else {
+                        const __m512i L = _mm512_and_si512(Y[k], mask), H = _mm512_and_si512(_mm512_srli_epi16(Y[k], 4), mask);
+                        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+                        {
+                            const uint8_t *qj = qc + (size_t)j * qstride + 16 * h + 4 * k;
+                            acc[j][0] = _mm512_dpbusd_epi32(acc[j][0], L, word_bcast(qj));
+                            acc[j][1] = _mm512_dpbusd_epi32(acc[j][1], H, word_bcast(qj + 32));
+                        }
+                    }
+                }
+            }
+        }
+        const size_t left = nt - i < 16 ? nt - i : 16;
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        {
+            float d, base;
+            memcpy(&d, qbuf + (size_t)j * qstride, sizeof d);
+            memcpy(&base, qbuf + (size_t)j * qstride + sizeof d, sizeof base);
+            const __m512i r = _mm512_permutexvar_epi32(order, _mm512_add_epi32(acc[j][0], acc[j][1]));
+            const __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(r)), _mm512_set1_ps(base));
+            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, (__mmask16)((1u << left) - 1u), f);
+        }
+    }
+}
+
 static inline __attribute__((always_inline)) void codes_qdot_rows16_bits(const uint8_t *codes, size_t rstride,
                                                                          int bits, size_t nt, size_t nc,
                                                                          const uint8_t *qbuf, size_t qstride,
@@ -395,12 +480,21 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16_bits(const u
     for (int j0 = 0; j0 < n_q; j0 += 4) {
         const uint8_t *q = qbuf + (size_t)j0 * qstride;
         float *o = s + (size_t)j0 * sstride;
-        switch (n_q - j0 < 4 ? n_q - j0 : 4) {
-        case 4: codes_qdot_rows16(codes, rstride, bits, nt, nc, q, qstride, 4, o, sstride); break;
-        case 3: codes_qdot_rows16(codes, rstride, bits, nt, nc, q, qstride, 3, o, sstride); break;
-        case 2: codes_qdot_rows16(codes, rstride, bits, nt, nc, q, qstride, 2, o, sstride); break;
-        default: codes_qdot_rows16(codes, rstride, bits, nt, nc, q, qstride, 1, o, sstride); break;
-        }
+        const int nq = n_q - j0 < 4 ? n_q - j0 : 4;
+        if (bits == 3)
+            switch (nq) {
+            case 4: codes_qdot_rows16(codes, rstride, nt, nc, q, qstride, 4, o, sstride); break;
+            case 3: codes_qdot_rows16(codes, rstride, nt, nc, q, qstride, 3, o, sstride); break;
+            case 2: codes_qdot_rows16(codes, rstride, nt, nc, q, qstride, 2, o, sstride); break;
+            default: codes_qdot_rows16(codes, rstride, nt, nc, q, qstride, 1, o, sstride); break;
+            }
+        else
+            switch (nq) {
+            case 4: codes_qdot_cols16(codes, rstride, bits, nt, nc, q, qstride, 4, o, sstride); break;
+            case 3: codes_qdot_cols16(codes, rstride, bits, nt, nc, q, qstride, 3, o, sstride); break;
+            case 2: codes_qdot_cols16(codes, rstride, bits, nt, nc, q, qstride, 2, o, sstride); break;
+            default: codes_qdot_cols16(codes, rstride, bits, nt, nc, q, qstride, 1, o, sstride); break;
+            }
     }
 }
 
