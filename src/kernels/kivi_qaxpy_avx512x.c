@@ -39,24 +39,34 @@
 #define KQ_MAXC 8 /* 64-channel chunks: D <= 512 */
 
 /* scales S[g][h] and mins Mn[g][h] of the block's rows 16h..16h+15 (rows
- * at or past m read as 0): header word k of 16 rows by one gather (rix:
- * the rows' offsets), then each word column split into its two halves */
+ * at or past m read as 0): header word k of 16 rows (lane i: row i), each
+ * word column split into its two halves. Whole halves of 16 rows take
+ * their words 16 bytes at a time (vq_rows16_cols4; the rows hold at least
+ * 16 bytes: a header and 64 or more codes), a short half one gather per
+ * word (rix: the rows' offsets; nothing read past m) */
 static inline __attribute__((always_inline)) void block_headers(const uint8_t *rows, size_t rstride, size_t m,
                                                                 size_t ng, __m512i rix, __m512 S[16][2],
                                                                 __m512 Mn[16][2])
 {
     for (size_t h = 0; h < 2; h++) {
+        const uint8_t *r0 = rows + 16 * h * rstride;
+        const int whole = m >= 16 * (h + 1);
         const __mmask16 live = vq_rows16_live(m > 16 * h ? m - 16 * h : 0);
-        for (size_t k = 0; k < ng; k++) {
-            const __m512i wv = vq_rows16_words(rows + 16 * h * rstride + 4 * k, rix, live);
-            const __m512 lo = vq_low_halves16(wv), hi = vq_low_halves16(_mm512_srli_epi32(wv, 16));
-            for (size_t t = 0; t < 2; t++) {
-                const size_t half = 2 * k + t;
-                const __m512 v = t ? hi : lo;
-                if (half < ng)
-                    S[half][h] = v;
-                else
-                    Mn[half - ng][h] = v;
+        for (size_t k0 = 0; k0 < ng; k0 += 4) {
+            __m512i W[4];
+            if (whole)
+                vq_rows16_cols4(r0 + 4 * k0, rstride, W);
+            for (size_t k = k0; k < ng && k < k0 + 4; k++) {
+                const __m512i wv = whole ? W[k - k0] : vq_rows16_words(r0 + 4 * k, rix, live);
+                const __m512 lo = vq_low_halves16(wv), hi = vq_low_halves16(_mm512_srli_epi32(wv, 16));
+                for (size_t t = 0; t < 2; t++) {
+                    const size_t half = 2 * k + t;
+                    const __m512 v = t ? hi : lo;
+                    if (half < ng)
+                        S[half][h] = v;
+                    else
+                        Mn[half - ng][h] = v;
+                }
             }
         }
     }
