@@ -23,6 +23,7 @@
 #include "kernels/prefetch.h"
 #include "kernels/rows16_avx512.h"
 #include "kernels/qdot.h"
+#include "kernels/units16_avx512.h"
 #include "kernels/unpack_avx512x.h"
 #include "kernels/wq_avx512x.h"
 
@@ -70,25 +71,6 @@ static inline __m512i pair4i(int32_t a, int32_t b)
 
 #define QROWS16_MAXB 8
 
-/* Y[k] lane 4t + q = X[q] lane 4t + k (32-bit lanes; t the 128-bit lane) */
-static inline void quad_columns(const __m512i X[4], __m512i Y[4])
-{
-    const __m512i a = _mm512_unpacklo_epi32(X[0], X[1]), b = _mm512_unpackhi_epi32(X[0], X[1]);
-    const __m512i c = _mm512_unpacklo_epi32(X[2], X[3]), d = _mm512_unpackhi_epi32(X[2], X[3]);
-    Y[0] = _mm512_unpacklo_epi64(a, c), Y[1] = _mm512_unpackhi_epi64(a, c);
-    Y[2] = _mm512_unpacklo_epi64(b, d), Y[3] = _mm512_unpackhi_epi64(b, d);
-}
-
-/* four rows' 16 bytes at p + off + t*rstride, row t in 128-bit lane t */
-static inline __m512i quad_rows16(const uint8_t *p, size_t rstride, size_t off)
-{
-    p += off;
-    __m512i x = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)p));
-    x = _mm512_mask_broadcast_i32x4(x, 0x00F0, _mm_loadu_si128((const __m128i *)(const void *)(p + rstride)));
-    x = _mm512_mask_broadcast_i32x4(x, 0x0F00, _mm_loadu_si128((const __m128i *)(const void *)(p + 2 * rstride)));
-    return _mm512_mask_broadcast_i32x4(x, 0xF000, _mm_loadu_si128((const __m128i *)(const void *)(p + 3 * rstride)));
-}
-
 /* the 32-bit word at p broadcast to all lanes (one VPBROADCASTD from memory) */
 static inline __m512i word_bcast(const uint8_t *p)
 {
@@ -96,23 +78,19 @@ static inline __m512i word_bcast(const uint8_t *p)
 }
 
 /* Sixteen rows at a time, the block's codes turned so that one register
- * holds one 4-code column of all sixteen rows: 128-bit lane t of a quad's
- * register first holds 16 code bytes of one block of row 4quad + t (q4_0:
- * the 16 nibble bytes, whose low nibbles are the block's codes 0-15 and
- * high nibbles codes 16-31; q8_0: bytes 0-15 in one register, 16-31 in a
- * second); a 4x4 transpose of 32-bit words across the four quads
- * (quad_columns) gives eight registers T[k] whose lane 4t + quad holds
- * codes 4k .. 4k+3 of row 4quad + t, made unsigned (q8_0: top bit
- * flipped; q4_0: T[k] the low nibbles of columns k < 4, T[4+k] their high
- * nibbles). Each query then needs no reduction: eight VPDPBUSD of T[k]
- * against its block's word k broadcast leave each lane one row's sum,
- * started at -off*sum (two chains, added). The turn is paid once per block
- * for all queries. The rows' order in the lanes is undone once per
- * sixteen rows at the store; the block scales are gathered in the lanes'
- * order. The float part follows the reference's order exactly (t = dk *
- * dq, t = t * isum, acc = acc + t, block after block): the reference's
- * bits. A last group of fewer than 16 rows is copied to the stack first,
- * its missing rows repeating its last. NQ queries (1..4) at a time; nb <=
+ * holds one 4-code column of all sixteen rows (units16_avx512.h
+ * vq_units16_chunk: 16-byte loads of the rows and a 4x4 transpose of
+ * 32-bit words; lane t holds row t): T[k] lane t = codes 4k .. 4k+3 of row
+ * t, made unsigned (q8_0: bytes 0-15 and 16-31 turned apart, top bit
+ * flipped; q4_0: the 16 nibble bytes turned, T[k] their low nibbles, the
+ * block's codes 4k.., T[4+k] the high nibbles, codes 16+4k..). Each query
+ * then needs no reduction: eight VPDPBUSD of T[k] against its block's
+ * word k broadcast leave each lane one row's sum, started at -off*sum (two
+ * chains, added). The turn is paid once per block for all queries. The
+ * float part follows the reference's order exactly (t = dk * dq, t = t *
+ * isum, acc = acc + t, block after block): the reference's bits. A last
+ * group of fewer than 16 rows is copied to the stack first, its missing
+ * rows repeating its last. NQ queries (1..4) at a time; nb <=
  * QROWS16_MAXB blocks. */
 static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, const uint8_t *codes, size_t rstride,
                                                               size_t nt, size_t nb, const uint8_t *qbuf,
@@ -121,11 +99,8 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
     const __m512i mask = _mm512_set1_epi8(BITS == 8 ? (char)0x80 : 0x0f);
     const size_t bb = BITS == 8 ? 34 : 18;
     const int32_t off = BITS == 8 ? 128 : 8;
-    /* lane 4t + q holds row 4q + t, and row r = 4q + t goes back from lane 4t + q (the same index) */
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const size_t qoff = nb * (sizeof(float) + sizeof(int32_t));
-    /* the block scales' gather offsets in the lanes' row order */
-    const __m512i ix = _mm512_permutexvar_epi32(order, vq_rows16_index(rstride));
+    const __m512i ix = vq_rows16_index(rstride); /* the block scales' gather offsets */
     /* a last group of fewer than 16 rows, its missing rows repeating its last */
     uint8_t tail[16 * QROWS16_MAXB * 34];
     vq_pf_share pf = vq_pf_share_init(codes, 16 * rstride + VQ_PF_SPREAD, nt * rstride, (nt + 15) / 16 * nb);
@@ -140,21 +115,18 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
         __m512 acc[4];
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) acc[j] = _mm512_setzero_ps();
         const __mmask16 live = vq_rows16_live(nt - i);
-        const __m512i gix = rs == rstride ? ix : _mm512_permutexvar_epi32(order, vq_rows16_index(rs));
+        const __m512i gix = rs == rstride ? ix : vq_rows16_index(rs);
         for (size_t b = 0; b < nb; b++) {
             vq_pf_step(&pf);
             const size_t o = b * bb;
             const __m512 DK = vq_low_halves16(vq_rows16_words(g + o, gix, 0xFFFF)); /* the 16 rows' block scales */
-            __m512i X[4], T[8];
+            __m512i T[8];
             if (BITS == 8) {
-                _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) X[q] = quad_rows16(g + 4 * q * rs, rs, o + 2);
-                quad_columns(X, T);
-                _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) X[q] = quad_rows16(g + 4 * q * rs, rs, o + 18);
-                quad_columns(X, T + 4);
+                vq_units16_chunk(g + o + 2, rs, T);
+                vq_units16_chunk(g + o + 18, rs, T + 4);
                 _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) T[k] = _mm512_xor_si512(T[k], mask);
             } else {
-                _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) X[q] = quad_rows16(g + 4 * q * rs, rs, o + 2);
-                quad_columns(X, T);
+                vq_units16_chunk(g + o + 2, rs, T);
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
                 {
                     T[4 + k] = _mm512_and_si512(_mm512_srli_epi16(T[k], 4), mask);
@@ -181,7 +153,7 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
             }
         }
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, live, _mm512_permutexvar_ps(order, acc[j]));
+            _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, live, acc[j]);
     }
 }
 
@@ -399,15 +371,15 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
 }
 
 /* Sixteen rows at a time for 2- and 4-bit codes (head_dim <= 128), turned
- * as qdot_rows16 turns its blocks: a chunk's 16-byte columns of four rows
- * per register (lane t: row 4quad + t), a 4x4 word transpose across the
- * quads (quad_columns: lane 4t + quad, row 4quad + t, holds bytes
- * 4k..4k+3 of the column), then a shift and mask per code position: 2
- * bits, shift 2i: channels 16k + 4m + i (m the byte), query positions
- * 16i + 4k + m of codes_qdot.h's order; 4 bits, column h, low nibbles:
- * positions 16h + 4k + m, high nibbles: 32 + 16h + 4k + m. So each
- * register meets one 32-bit word of the query broadcast (VPDPBUSD) and
- * every lane accumulates its own row: no reduction, two chains per query.
+ * as qdot_rows16 turns its blocks: a chunk's 16-byte columns of the
+ * sixteen rows transposed by 32-bit words (vq_units16_chunk: Y[k] lane t =
+ * bytes 4k..4k+3 of the column of row t), then a shift and mask per code
+ * position: 2 bits, shift 2i: channels 16k + 4m + i (m the byte), query
+ * positions 16i + 4k + m of codes_qdot.h's order; 4 bits, column h, low
+ * nibbles: positions 16h + 4k + m, high nibbles: 32 + 16h + 4k + m. So
+ * each register meets one 32-bit word of the query broadcast (VPDPBUSD)
+ * and every lane accumulates its own row: no reduction, two chains per
+ * query. A last group of fewer than 16 rows is copied to the stack first.
  * Integer sums: the reference's bits. NQ queries (1..4) at a time. */
 static inline __attribute__((always_inline)) void codes_qdot_cols16(const uint8_t *codes, size_t rstride, int bits,
                                                                     size_t nt, size_t nc, const uint8_t *qbuf,
@@ -415,7 +387,6 @@ static inline __attribute__((always_inline)) void codes_qdot_cols16(const uint8_
                                                                     size_t sstride)
 {
     const __m512i mask = _mm512_set1_epi8(bits == 2 ? 0x03 : 0x0f);
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const size_t used = nc * (size_t)(bits == 2 ? 16 : 32); /* code bytes of a row */
     uint8_t tail[16 * 64];
     vq_pf_share pf = vq_pf_share_init(codes, VQ_PF_SPREAD, nt * rstride, (nt + 15) / 16 * nc);
@@ -433,10 +404,8 @@ static inline __attribute__((always_inline)) void codes_qdot_cols16(const uint8_
             vq_pf_step(&pf);
             const size_t nh = bits == 2 ? 1 : 2; /* 16-byte columns of the chunk */
             for (size_t h = 0; h < nh; h++) {
-                __m512i X[4], Y[4];
-                _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) X[q] =
-                    quad_rows16(g + 4 * (size_t)q * rs, rs, (bits == 2 ? 16 : 32) * c + 16 * h);
-                quad_columns(X, Y);
+                __m512i Y[4];
+                vq_units16_chunk(g + (bits == 2 ? 16 : 32) * c + 16 * h, rs, Y);
                 const uint8_t *qc = qbuf + VQ_CQ_HEAD + 64 * c;
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
                 {
@@ -465,7 +434,7 @@ static inline __attribute__((always_inline)) void codes_qdot_cols16(const uint8_
             float d, base;
             memcpy(&d, qbuf + (size_t)j * qstride, sizeof d);
             memcpy(&base, qbuf + (size_t)j * qstride + sizeof d, sizeof base);
-            const __m512i r = _mm512_permutexvar_epi32(order, _mm512_add_epi32(acc[j][0], acc[j][1]));
+            const __m512i r = _mm512_add_epi32(acc[j][0], acc[j][1]);
             const __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(r)), _mm512_set1_ps(base));
             _mm512_mask_storeu_ps(s + (size_t)j * sstride + i, (__mmask16)((1u << left) - 1u), f);
         }

@@ -29,28 +29,6 @@ static inline __m512i vq_rows16_words(const uint8_t *at, __m512i ix, __mmask16 l
     return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, ix, at, 1);
 }
 
-/* The 16 bytes at base + k*stride of 16 rows (all readable) as four
- * registers, W[c] lane k = their 32-bit word c: without a gather (a gather
- * of 16 words costs ~20 cycles on AMD Zen 4, against the 16 loads and 8
- * unpacks here for four words). Quad q loads rows q, q+4, q+8, q+12 (row
- * q+4t in 128-bit lane t), so that the 4x4 word transpose across the
- * quads leaves row k in lane k. */
-static inline void vq_rows16_cols4(const uint8_t *base, size_t stride, __m512i W[4])
-{
-    __m512i X[4];
-    for (int q = 0; q < 4; q++) {
-        const uint8_t *p = base + (size_t)q * stride;
-        __m512i x = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)p));
-        x = _mm512_mask_broadcast_i32x4(x, 0x00F0, _mm_loadu_si128((const __m128i *)(const void *)(p + 4 * stride)));
-        x = _mm512_mask_broadcast_i32x4(x, 0x0F00, _mm_loadu_si128((const __m128i *)(const void *)(p + 8 * stride)));
-        X[q] = _mm512_mask_broadcast_i32x4(x, 0xF000, _mm_loadu_si128((const __m128i *)(const void *)(p + 12 * stride)));
-    }
-    const __m512i a = _mm512_unpacklo_epi32(X[0], X[1]), b = _mm512_unpackhi_epi32(X[0], X[1]);
-    const __m512i c = _mm512_unpacklo_epi32(X[2], X[3]), d = _mm512_unpackhi_epi32(X[2], X[3]);
-    W[0] = _mm512_unpacklo_epi64(a, c), W[1] = _mm512_unpackhi_epi64(a, c);
-    W[2] = _mm512_unpacklo_epi64(b, d), W[3] = _mm512_unpackhi_epi64(b, d);
-}
-
 /* the low IEEE halves of 16 words as floats (exact) */
 static inline __m512 vq_low_halves16(__m512i words) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words)); }
 
