@@ -77,6 +77,20 @@ static inline __m512i word_bcast(const uint8_t *p)
     return _mm512_broadcastd_epi32(_mm_loadu_si32(p));
 }
 
+/* the group of 16 rows from row i on (row t at *g + t * *rs): in place
+ * when all 16 exist, else the rows' first `used` bytes copied to tail
+ * (16 * used bytes), the missing rows repeating row nt - 1 */
+static inline void rows16_group(const uint8_t *codes, size_t rstride, size_t i, size_t nt, size_t used, uint8_t *tail,
+                                const uint8_t **g, size_t *rs)
+{
+    *g = codes + i * rstride, *rs = rstride;
+    if (i + 16 > nt) {
+        for (size_t t = 0; t < 16; t++)
+            memcpy(tail + t * used, codes + (i + t < nt ? i + t : nt - 1) * rstride, used);
+        *g = tail, *rs = used;
+    }
+}
+
 /* Sixteen rows at a time, the block's codes turned so that one register
  * holds one 4-code column of all sixteen rows (units16_avx512.h
  * vq_units16_chunk: 16-byte loads of the rows and a 4x4 transpose of
@@ -105,13 +119,9 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
     uint8_t tail[16 * QROWS16_MAXB * 34];
     vq_pf_share pf = vq_pf_share_init(codes, 16 * rstride + VQ_PF_SPREAD, nt * rstride, (nt + 15) / 16 * nb);
     for (size_t i = 0; i < nt; i += 16) {
-        const uint8_t *g = codes + i * rstride; /* row t of the group at g + t*rs */
-        size_t rs = rstride;
-        if (i + 16 > nt) {
-            for (size_t t = 0; t < 16; t++)
-                memcpy(tail + t * nb * bb, codes + (i + t < nt ? i + t : nt - 1) * rstride, nb * bb);
-            g = tail, rs = nb * bb;
-        }
+        const uint8_t *g;
+        size_t rs;
+        rows16_group(codes, rstride, i, nt, nb * bb, tail, &g, &rs);
         __m512 acc[4];
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) acc[j] = _mm512_setzero_ps();
         const __mmask16 live = vq_rows16_live(nt - i);
@@ -391,13 +401,9 @@ static inline __attribute__((always_inline)) void codes_qdot_cols16(const uint8_
     uint8_t tail[16 * 64];
     vq_pf_share pf = vq_pf_share_init(codes, VQ_PF_SPREAD, nt * rstride, (nt + 15) / 16 * nc);
     for (size_t i = 0; i < nt; i += 16) {
-        const uint8_t *g = codes + i * rstride;
-        size_t rs = rstride;
-        if (i + 16 > nt) { /* the last rows, the missing ones repeating the last */
-            for (size_t t = 0; t < 16; t++)
-                memcpy(tail + t * used, codes + (i + t < nt ? i + t : nt - 1) * rstride, used);
-            g = tail, rs = used;
-        }
+        const uint8_t *g;
+        size_t rs;
+        rows16_group(codes, rstride, i, nt, used, tail, &g, &rs);
         __m512i acc[4][2];
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) acc[j][0] = acc[j][1] = _mm512_setzero_si512();
         for (size_t c = 0; c < nc; c++) {
