@@ -725,7 +725,8 @@ static void test_qdot(const vq_kernels *k, const vq_kernels *ref)
         for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
             for (size_t nt = 1; nt <= 21; nt += 4)
                 for (int nq = 1; nq <= 10; nq += 3) {
-                    size_t D = Ds[id], bb = bits == 8 ? 34 : 18, rs = D / 32 * bb + 5;
+                    /* rows packed (the scales' span loads, rows16_avx512.h) or 5 bytes apart (gathers) */
+                    size_t D = Ds[id], bb = bits == 8 ? 34 : 18, rs = D / 32 * bb + (nq % 2 ? 0 : 5);
                     size_t qs = vq_qdot_query_bytes(D) + 3, ss = nt + 2;
                     uint8_t *rows = malloc(rs * nt + 1), *qb = malloc(qs * (size_t)nq + 1);
                     float *x = malloc(sizeof(float) * D), *s1 = calloc(ss * (size_t)nq, 4);
@@ -1258,7 +1259,8 @@ static void test_qaxpy8(const vq_kernels *k, const vq_kernels *ref)
                 for (int iq = 0; iq < 6; iq++) {
                     const int nq = 1 + 4 * (iq % 3), ext = iq >= 3; /* ext: the integer sums' extremes */
                     const size_t D = Ds[id], nt = nts[in], bb = bits == 8 ? 34 : 18, nb = D / 32;
-                    size_t rs = nb * bb + 1, ws = nt + 1, as = D + 3;
+                    /* rows packed or 2 bytes apart (the scales' span loads, rows16_avx512.h), or 1 (gathers) */
+                    size_t rs = nb * bb + (size_t)(iq % 3 == 0 ? 1 : iq % 3 == 1 ? 0 : 2), ws = nt + 1, as = D + 3;
                     uint8_t *rows = malloc(rs * nt + 1);
                     float *w = malloc(sizeof(float) * ws * (size_t)nq), *vals = malloc(sizeof(float) * 32);
                     float *a1 = malloc(sizeof(float) * as * (size_t)nq), *a2 = malloc(sizeof(float) * as * (size_t)nq);

@@ -53,8 +53,44 @@ static inline __m512i q8_pair_index(void)
     return _mm512_loadu_si512(tix);
 }
 
+/* one quad of rows (p: their column block's codes) into the NQ weight
+ * rows' integer sums I, against the quad's weights wq (4 bytes a weight
+ * row, VQ_KQ_BLOCK * Q8_MAXB bytes apart) */
+static inline __attribute__((always_inline)) void quad_sums(const int BITS, const int NQ, const uint8_t *const p[4],
+                                                            __m512i tidx, const int8_t *wq, __m512i I[Q8_MAXQ][2])
+{
+    __m512i P0, P1;
+    if (BITS == 4) { /* the whole bytes (n_lo + 16 n_hi), and the high nibbles in place (16 n_hi): the low
+                      * nibbles' sums are the difference */
+        P0 = vq_quad_bytes(p, 0, tidx);
+        P1 = _mm512_and_si512(P0, _mm512_set1_epi8((char)0xf0));
+    } else {
+        /* rows 0, 1 (32 bytes each) in A, rows 2, 3 in B; one VPERMT2B per
+         * run of 16 values (tidx: q8_pair_index) */
+        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        const __m512i A =
+            _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)p[0])),
+                               _mm256_loadu_si256((const __m256i *)(const void *)p[1]), 1);
+        const __m512i B =
+            _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)p[2])),
+                               _mm256_loadu_si256((const __m256i *)(const void *)p[3]), 1);
+        P0 = _mm512_xor_si512(_mm512_permutex2var_epi8(A, tidx, B), flip);
+        P1 = _mm512_xor_si512(_mm512_permutex2var_epi8(A, _mm512_add_epi8(tidx, _mm512_set1_epi8(16)), B), flip);
+    }
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+    {
+        const __m512i Wq = vq_bcast_words(wq + (size_t)j * Q8_MAXB * VQ_KQ_BLOCK, 1);
+        I[j][0] = _mm512_dpbusd_epi32(I[j][0], P0, Wq);
+        I[j][1] = _mm512_dpbusd_epi32(I[j][1], P1, Wq);
+    }
+}
+
 /* column block g of a block of m rows: the NQ weight rows' integer sums,
- * folded into F[j][g] */
+ * folded into F[j][g]. The whole quads run in a loop of their own (four
+ * row pointers a base and stride apart) and a last short quad (rows
+ * repeating the block's last) after it, rather than one loop choosing its
+ * rows each quad: q8_0 at D 128, 4 queries, one core 8.4 -> 7.6 ns a row
+ * (figures/bench/ab-session47.txt part 1). */
 static inline __attribute__((always_inline)) void block_column(const int BITS, const int NQ, const uint8_t *blk,
                                                                size_t rstride, size_t m, size_t g, __m512i tidx,
                                                                const q8_block *st, __m512 F[Q8_MAXQ][Q8_MAXB][2],
@@ -63,34 +99,18 @@ static inline __attribute__((always_inline)) void block_column(const int BITS, c
     const size_t off = g * (BITS == 8 ? 34 : 18) + 2;
     __m512i I[Q8_MAXQ][2];
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) I[j][0] = I[j][1] = _mm512_setzero_si512();
-    for (size_t u = 0; 4 * u < m; u++) {
+    const uint8_t *row = blk + off;
+    size_t u = 0;
+    for (; 4 * u + 4 <= m; u++, row += 4 * rstride) {
+        vq_pf_step(pf);
+        const uint8_t *const p[4] = {row, row + rstride, row + 2 * rstride, row + 3 * rstride};
+        quad_sums(BITS, NQ, p, tidx, &st->q[0][g][4 * u], I);
+    }
+    if (4 * u < m) {
         vq_pf_step(pf);
         const uint8_t *p[4];
         vq_quad_rows(blk, rstride, off, u, m, p);
-        __m512i P0, P1;
-        if (BITS == 4) { /* the whole bytes (n_lo + 16 n_hi), and the high nibbles in place (16 n_hi): the low
-                          * nibbles' sums are the difference */
-            P0 = vq_quad_bytes(p, 0, tidx);
-            P1 = _mm512_and_si512(P0, _mm512_set1_epi8((char)0xf0));
-        } else {
-            /* rows 0, 1 (32 bytes each) in A, rows 2, 3 in B; one VPERMT2B per
-             * run of 16 values (tidx: q8_pair_index) */
-            const __m512i flip = _mm512_set1_epi8((char)0x80);
-            const __m512i A = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)p[0])),
-                _mm256_loadu_si256((const __m256i *)(const void *)p[1]), 1);
-            const __m512i B = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)p[2])),
-                _mm256_loadu_si256((const __m256i *)(const void *)p[3]), 1);
-            P0 = _mm512_xor_si512(_mm512_permutex2var_epi8(A, tidx, B), flip);
-            P1 = _mm512_xor_si512(_mm512_permutex2var_epi8(A, _mm512_add_epi8(tidx, _mm512_set1_epi8(16)), B), flip);
-        }
-        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-        {
-            const __m512i Wq = vq_bcast_words(&st->q[j][g][4 * u], 1);
-            I[j][0] = _mm512_dpbusd_epi32(I[j][0], P0, Wq);
-            I[j][1] = _mm512_dpbusd_epi32(I[j][1], P1, Wq);
-        }
+        quad_sums(BITS, NQ, p, tidx, &st->q[0][g][4 * u], I);
     }
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
     {
@@ -140,21 +160,33 @@ static inline __attribute__((always_inline)) void block_weights(const int BITS, 
 }
 
 /* What the block of rows at row b needs besides its codes, for NQ weight
- * rows: the rows' block scales as columns (one gather of 16 rows' words
- * per column block and half; rows past the block 0), then the int8
- * weights (block_weights) */
+ * rows: the rows' block scales as columns (rows past the block 0): with
+ * one or two column blocks and rows close together from each half's span
+ * (rows16_avx512.h vq_rows16_span_halves), else one gather of 16 rows'
+ * words per column block and half; then the int8 weights (block_weights) */
 static inline __attribute__((always_inline)) void block_prep(const int BITS, const int NQ, const uint8_t *codes,
                                                              size_t rstride, size_t b, size_t nt, size_t nb,
-                                                             __m512i rix, const float *w, size_t wstride, q8_block *st)
+                                                             __m512i rix, const vq_rows16_span *sp, const float *w,
+                                                             size_t wstride, q8_block *st)
 {
     const size_t bb = BITS == 8 ? 34 : 18;
     __mmask16 live[2];
     st->m = vq_block_start(b, nt, live);
     st->blk = codes + b * rstride;
     __m512 W[Q8_MAXQ][2], Dv[Q8_MAXB][2];
-    for (size_t g = 0; g < nb; g++)
+    if (sp->nreg) /* nb <= 2 */
         _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
-            Dv[g][h] = vq_low_halves16(vq_rows16_words(st->blk + 16 * (size_t)h * rstride + g * bb, rix, live[h]));
+        {
+            const size_t have = st->m <= 16 * (size_t)h ? 0 : st->m - 16 * (size_t)h;
+            const __m512i hw = vq_rows16_span_halves(sp, st->blk + 16 * (size_t)h * rstride, have < 16 ? have : 16);
+            Dv[0][h] = vq_span_floats(hw, 0);
+            if (nb == 2)
+                Dv[1][h] = vq_span_floats(hw, 1);
+        }
+    else
+        for (size_t g = 0; g < nb; g++)
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+                Dv[g][h] = vq_low_halves16(vq_rows16_words(st->blk + 16 * (size_t)h * rstride + g * bb, rix, live[h]));
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
     {
         const float *wj = w + (size_t)j * wstride + b;
@@ -168,15 +200,16 @@ static inline __attribute__((always_inline)) void block_prep(const int BITS, con
  * their chain of dependent steps overlaps the previous block's sums */
 static inline __attribute__((always_inline)) void blocks_all(const int BITS, const int NQ, const uint8_t *codes,
                                                              size_t rstride, size_t nt, size_t nb, __m512i rix,
-                                                             __m512i tidx, const float *w, size_t wstride,
+                                                             const vq_rows16_span *sp, __m512i tidx, const float *w,
+                                                             size_t wstride,
                                                              __m512 F[Q8_MAXQ][Q8_MAXB][2], vq_pf_share *pf,
                                                              q8_block st[2])
 {
     if (nt)
-        block_prep(BITS, NQ, codes, rstride, 0, nt, nb, rix, w, wstride, &st[0]);
+        block_prep(BITS, NQ, codes, rstride, 0, nt, nb, rix, sp, w, wstride, &st[0]);
     for (size_t b = 0; b < nt; b += VQ_KQ_BLOCK) {
         if (b + VQ_KQ_BLOCK < nt)
-            block_prep(BITS, NQ, codes, rstride, b + VQ_KQ_BLOCK, nt, nb, rix, w, wstride,
+            block_prep(BITS, NQ, codes, rstride, b + VQ_KQ_BLOCK, nt, nb, rix, sp, w, wstride,
                        &st[(b / VQ_KQ_BLOCK + 1) & 1]);
         const q8_block *cur = &st[(b / VQ_KQ_BLOCK) & 1];
         for (size_t g = 0; g < nb; g++)
@@ -191,6 +224,10 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
     const size_t nb = D / 32;
     const __m512i tidx = BITS == 8 ? q8_pair_index() : vq_quad_index();
     const __m512i rix = vq_rows16_index(rstride); /* row r's offset in a half block (gathers) */
+    vq_rows16_span sp; /* or the halves' span loads (block_prep) */
+    vq_rows16_span_init(&sp, rstride, 0, nb == 2 ? (BITS == 8 ? 34 : 18) : 0);
+    if (nb > 2)
+        sp.nreg = 0;
     for (int j0 = 0; j0 < n_q; j0 += Q8_MAXQ) {
         const int nq = n_q - j0 < Q8_MAXQ ? n_q - j0 : Q8_MAXQ;
         __m512 F[Q8_MAXQ][Q8_MAXB][2];
@@ -199,10 +236,10 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
                 F[j][g][0] = F[j][g][1] = _mm512_setzero_ps();
         vq_pf_share pf = vq_block_fetch(codes, rstride, nt, nb, j0 == 0); /* the first pass streams the rows */
         switch (nq) { /* a constant count: the sums stay in registers */
-        case 4: blocks_all(BITS, 4, codes, rstride, nt, nb, rix, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
-        case 3: blocks_all(BITS, 3, codes, rstride, nt, nb, rix, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
-        case 2: blocks_all(BITS, 2, codes, rstride, nt, nb, rix, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
-        default: blocks_all(BITS, 1, codes, rstride, nt, nb, rix, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
+        case 4: blocks_all(BITS, 4, codes, rstride, nt, nb, rix, &sp, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
+        case 3: blocks_all(BITS, 3, codes, rstride, nt, nb, rix, &sp, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
+        case 2: blocks_all(BITS, 2, codes, rstride, nt, nb, rix, &sp, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
+        default: blocks_all(BITS, 1, codes, rstride, nt, nb, rix, &sp, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
         }
         for (int j = 0; j < nq; j++) {
             float *a = acc + (size_t)(j0 + j) * astride;

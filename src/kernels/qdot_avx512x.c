@@ -115,6 +115,10 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
     const int32_t off = BITS == 8 ? 128 : 8;
     const size_t qoff = nb * (sizeof(float) + sizeof(int32_t));
     const __m512i ix = vq_rows16_index(rstride); /* the block scales' gather offsets */
+    vq_rows16_span sp; /* or, one or two blocks, their spans (rows16_avx512.h; a tail group gathers) */
+    vq_rows16_span_init(&sp, rstride, 0, nb == 2 ? bb : 0);
+    if (nb > 2)
+        sp.nreg = 0;
     /* a last group of fewer than 16 rows, its missing rows repeating its last */
     uint8_t tail[16 * QROWS16_MAXB * 34];
     vq_pf_share pf = vq_pf_share_init(codes, 16 * rstride + VQ_PF_SPREAD, nt * rstride, (nt + 15) / 16 * nb);
@@ -126,10 +130,13 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) acc[j] = _mm512_setzero_ps();
         const __mmask16 live = vq_rows16_live(nt - i);
         const __m512i gix = rs == rstride ? ix : vq_rows16_index(rs);
+        const int spans = sp.nreg && rs == rstride;
+        const __m512i sw = spans ? vq_rows16_span_halves(&sp, g, 16) : _mm512_setzero_si512();
         for (size_t b = 0; b < nb; b++) {
             vq_pf_step(&pf);
             const size_t o = b * bb;
-            const __m512 DK = vq_low_halves16(vq_rows16_words(g + o, gix, 0xFFFF)); /* the 16 rows' block scales */
+            const __m512 DK = spans ? vq_span_floats(sw, (int)b) /* the 16 rows' block scales */
+                                    : vq_low_halves16(vq_rows16_words(g + o, gix, 0xFFFF));
             __m512i T[8];
             if (BITS == 8) {
                 vq_units16_chunk(g + o + 2, rs, T);

@@ -42,4 +42,70 @@ static inline __m512 vq_rows16_halves(const uint8_t *base, size_t hoff, size_t s
     return vq_low_halves16(high ? _mm512_srli_epi32(x, 16) : x);
 }
 
+/* Halves from a span of rows that lie close together. Where 16 rows at
+ * stride bytes span at most VQ_SPAN_REGS 64-byte registers, the IEEE
+ * halves at one or two byte offsets of every row come from those plain
+ * loads and one masked VPERMW each, instead of one gather per offset: on
+ * Zen 4 a 16-word gather takes ~20 cycles, the span of q4_0 rows at
+ * head_dim 64 (16 x 36 bytes: 9 loads and 9 VPERMW) ~17 cycles for both
+ * offsets (figures/bench/ab-session47.txt part 1). */
+#define VQ_SPAN_REGS 10
+
+typedef struct {
+    __m512i idx;                  /* result word k: its word within its register */
+    __mmask32 take[VQ_SPAN_REGS]; /* the result words that register r supplies */
+    size_t stride;                /* the rows' stride (bytes) */
+    size_t hend;                  /* bytes of a row read: the larger offset + 2 */
+    int nreg;                     /* registers 16 rows span; 0: the span path does not apply */
+} vq_rows16_span;
+
+/* sp for the halves at byte offsets h0 and h1 (h1 == h0 for one) of rows
+ * at stride. It applies (sp->nreg > 0) where stride, h0 and h1 are even,
+ * both halves lie inside the row's stride, and 16 * stride <= 64 *
+ * VQ_SPAN_REGS; else the caller gathers. */
+static inline void vq_rows16_span_init(vq_rows16_span *sp, size_t stride, size_t h0, size_t h1)
+{
+    uint16_t ix[32];
+    const size_t hmax = h0 > h1 ? h0 : h1;
+    sp->nreg = 0, sp->stride = stride, sp->hend = hmax + 2;
+    if (stride % 2 || h0 % 2 || h1 % 2 || hmax + 2 > stride || 16 * stride > 64 * VQ_SPAN_REGS) {
+        sp->idx = _mm512_setzero_si512();
+        return;
+    }
+    for (int r = 0; r < VQ_SPAN_REGS; r++)
+        sp->take[r] = 0;
+    for (unsigned k = 0; k < 32; k++) {
+        const size_t at = (k % 16) * stride + (k < 16 ? h0 : h1); /* row k % 16's half */
+        ix[k] = (uint16_t)(at % 64 / 2);
+        sp->take[at / 64] |= (__mmask32)1 << k;
+    }
+    sp->idx = _mm512_loadu_si512(ix);
+    sp->nreg = (int)((15 * stride + sp->hend + 63) / 64);
+}
+
+/* the halves of rows 0 .. have-1 (have <= 16) at base + k*stride (sp:
+ * vq_rows16_span_init, applying) as words: 0..15 the first offset's,
+ * 16..31 the second's; 0 for rows at or past have. Reads only bytes
+ * [0, (have - 1) * stride + the larger offset + 2) of base. */
+static inline __m512i vq_rows16_span_halves(const vq_rows16_span *sp, const uint8_t *base, size_t have)
+{
+    __m512i out = _mm512_setzero_si512();
+    if (!have)
+        return out;
+    const size_t need = (have - 1) * sp->stride + sp->hend; /* even */
+    for (int r = 0; r < sp->nreg && 64 * (size_t)r < need; r++) {
+        const size_t left = need - 64 * (size_t)r;
+        const __m512i x = left >= 64 ? _mm512_loadu_si512(base + 64 * r)
+                                     : _mm512_maskz_loadu_epi16((__mmask32)((1u << (left / 2)) - 1u), base + 64 * r);
+        out = _mm512_mask_permutexvar_epi16(out, sp->take[r], sp->idx, x);
+    }
+    return out;
+}
+
+/* the 16 halves of words 0..15 (hi 0) or 16..31 (hi 1) of w as floats (exact) */
+static inline __m512 vq_span_floats(__m512i w, int hi)
+{
+    return _mm512_cvtph_ps(hi ? _mm512_extracti64x4_epi64(w, 1) : _mm512_castsi512_si256(w));
+}
+
 #endif
