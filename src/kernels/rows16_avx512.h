@@ -57,6 +57,8 @@ typedef struct {
     size_t stride;                /* the rows' stride (bytes) */
     size_t hend;                  /* bytes of a row read: the larger offset + 2 */
     int nreg;                     /* registers 16 rows span; 0: the span path does not apply */
+    int nfull;                    /* of them read whole for 16 rows */
+    __mmask32 last;               /* the words read of the next for 16 rows (0: none) */
 } vq_rows16_span;
 
 /* sp for the halves at byte offsets h0 and h1 (h1 == h0 for one) of rows
@@ -67,7 +69,7 @@ static inline void vq_rows16_span_init(vq_rows16_span *sp, size_t stride, size_t
 {
     uint16_t ix[32];
     const size_t hmax = h0 > h1 ? h0 : h1;
-    sp->nreg = 0, sp->stride = stride, sp->hend = hmax + 2;
+    sp->nreg = sp->nfull = 0, sp->last = 0, sp->stride = stride, sp->hend = hmax + 2;
     if (stride % 2 || h0 % 2 || h1 % 2 || hmax + 2 > stride || 16 * stride > 64 * VQ_SPAN_REGS) {
         sp->idx = _mm512_setzero_si512();
         return;
@@ -80,7 +82,9 @@ static inline void vq_rows16_span_init(vq_rows16_span *sp, size_t stride, size_t
         sp->take[at / 64] |= (__mmask32)1 << k;
     }
     sp->idx = _mm512_loadu_si512(ix);
-    sp->nreg = (int)((15 * stride + sp->hend + 63) / 64);
+    const size_t need = 15 * stride + sp->hend; /* bytes 16 rows read (even) */
+    sp->nreg = (int)((need + 63) / 64), sp->nfull = (int)(need / 64);
+    sp->last = (__mmask32)((1u << (need % 64 / 2)) - 1u);
 }
 
 /* the halves of rows 0 .. have-1 (have <= 16) at base + k*stride (sp:
@@ -90,6 +94,15 @@ static inline void vq_rows16_span_init(vq_rows16_span *sp, size_t stride, size_t
 static inline __m512i vq_rows16_span_halves(const vq_rows16_span *sp, const uint8_t *base, size_t have)
 {
     __m512i out = _mm512_setzero_si512();
+    if (have == 16) { /* the common case in straight loads */
+        int r = 0;
+        for (; r < sp->nfull; r++)
+            out = _mm512_mask_permutexvar_epi16(out, sp->take[r], sp->idx, _mm512_loadu_si512(base + 64 * r));
+        if (sp->last)
+            out = _mm512_mask_permutexvar_epi16(out, sp->take[r], sp->idx,
+                                                _mm512_maskz_loadu_epi16(sp->last, base + 64 * r));
+        return out;
+    }
     if (!have)
         return out;
     const size_t need = (have - 1) * sp->stride + sp->hend; /* even */
