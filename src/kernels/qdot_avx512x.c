@@ -15,6 +15,7 @@
  * ...) go to the reference. */
 #include <float.h>
 #include <immintrin.h>
+#include <stdalign.h>
 #include <string.h>
 
 #include "core/vexp.h"
@@ -121,6 +122,14 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
         sp.nreg = 0;
     /* a last group of fewer than 16 rows, its missing rows repeating its last */
     uint8_t tail[16 * QROWS16_MAXB * 34];
+    /* per query and block: the sums' start -off * sum q (a register to load) */
+    alignas(64) int32_t start[4][QROWS16_MAXB][16];
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        for (size_t b = 0; b < nb; b++) {
+            int32_t sq;
+            memcpy(&sq, qbuf + (size_t)j * qstride + nb * sizeof(float) + b * sizeof(int32_t), sizeof sq);
+            _mm512_store_si512((void *)start[j][b], _mm512_set1_epi32(-off * sq));
+        }
     vq_pf_share pf = vq_pf_share_init(codes, 16 * rstride + VQ_PF_SPREAD, nt * rstride, (nt + 15) / 16 * nb);
     for (size_t i = 0; i < nt; i += 16) {
         const uint8_t *g;
@@ -155,10 +164,8 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
                 const uint8_t *qj = qbuf + (size_t)j * qstride;
                 const uint8_t *qb = qj + qoff + b * 32;
                 float dq;
-                int32_t sq;
                 memcpy(&dq, qj + b * sizeof(float), sizeof dq);
-                memcpy(&sq, qj + nb * sizeof(float) + b * sizeof(int32_t), sizeof sq);
-                __m512i lo = _mm512_set1_epi32(-off * sq), hi = _mm512_setzero_si512();
+                __m512i lo = _mm512_load_si512((const void *)start[j][b]), hi = _mm512_setzero_si512();
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
                 {
                     lo = _mm512_dpbusd_epi32(lo, T[k], word_bcast(qb + 4 * k));
