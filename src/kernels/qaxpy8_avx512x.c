@@ -90,7 +90,7 @@ static inline __attribute__((always_inline)) void quad_sums(const int BITS, cons
  * row pointers a base and stride apart) and a last short quad (rows
  * repeating the block's last) after it, rather than one loop choosing its
  * rows each quad: q8_0 at D 128, 4 queries, one core 8.4 -> 7.6 ns a row
- * (figures/bench/ab-session47.txt part 1). */
+ * (figures/bench/ab-session47.txt part 2). */
 static inline __attribute__((always_inline)) void block_column(const int BITS, const int NQ, const uint8_t *blk,
                                                                size_t rstride, size_t m, size_t g, __m512i tidx,
                                                                const q8_block *st, __m512 F[Q8_MAXQ][Q8_MAXB][2],

@@ -116,7 +116,8 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
     const int32_t off = BITS == 8 ? 128 : 8;
     const size_t qoff = nb * (sizeof(float) + sizeof(int32_t));
     const __m512i ix = vq_rows16_index(rstride); /* the block scales' gather offsets */
-    vq_rows16_span sp; /* or, one or two blocks, their spans (rows16_avx512.h; a tail group gathers) */
+    vq_rows16_span sp; /* or, one or two blocks, the span (rows16_avx512.h; a last group copied at
+                        * another stride gathers) */
     vq_rows16_span_init(&sp, rstride, 0, nb == 2 ? bb : 0);
     if (nb > 2)
         sp.nreg = 0;

@@ -1,7 +1,9 @@
 /* rows16_avx512.h -- one 32-bit word from each of 16 rows of a strided
- * array by one gather (row k at base + k*stride), for the kernels that take
- * per-row scales or factors as columns (include only from files compiled
- * with -mavx512f). Rows at or past `have` are not read and give 0. */
+ * array by one gather (row k at base + k*stride), or, for rows close
+ * together, the IEEE halves at one or two offsets of each from the rows'
+ * span (vq_rows16_span_*), for the kernels that take per-row scales or
+ * factors as columns (include only from files compiled with -mavx512f and
+ * -mavx512bw). Rows at or past `have` are not read and give 0. */
 #ifndef VQ_KERNELS_ROWS16_AVX512_H
 #define VQ_KERNELS_ROWS16_AVX512_H
 
@@ -58,7 +60,7 @@ typedef struct {
     size_t hend;                  /* bytes of a row read: the larger offset + 2 */
     int nreg;                     /* registers 16 rows span; 0: the span path does not apply */
     int nfull;                    /* of them read whole for 16 rows */
-    __mmask32 last;               /* the words read of the next for 16 rows (0: none) */
+    __mmask32 last;               /* for 16 rows: the words read of register nfull (0: none) */
 } vq_rows16_span;
 
 /* sp for the halves at byte offsets h0 and h1 (h1 == h0 for one) of rows
