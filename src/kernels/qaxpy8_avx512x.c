@@ -225,9 +225,7 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
     const __m512i tidx = BITS == 8 ? q8_pair_index() : vq_quad_index();
     const __m512i rix = vq_rows16_index(rstride); /* row r's offset in a half block (gathers) */
     vq_rows16_span sp; /* or the halves' span loads (block_prep) */
-    vq_rows16_span_init(&sp, rstride, 0, nb == 2 ? (BITS == 8 ? 34 : 18) : 0);
-    if (nb > 2)
-        sp.nreg = 0;
+    vq_rows16_span_init(&sp, rstride, 0, BITS == 8 ? 34 : 18, nb);
     for (int j0 = 0; j0 < n_q; j0 += Q8_MAXQ) {
         const int nq = n_q - j0 < Q8_MAXQ ? n_q - j0 : Q8_MAXQ;
         __m512 F[Q8_MAXQ][Q8_MAXB][2];

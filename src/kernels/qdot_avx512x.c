@@ -118,9 +118,7 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
     const __m512i ix = vq_rows16_index(rstride); /* the block scales' gather offsets */
     vq_rows16_span sp; /* or, one or two blocks, the span (rows16_avx512.h; a last group copied at
                         * another stride gathers) */
-    vq_rows16_span_init(&sp, rstride, 0, nb == 2 ? bb : 0);
-    if (nb > 2)
-        sp.nreg = 0;
+    vq_rows16_span_init(&sp, rstride, 0, bb, nb);
     /* a last group of fewer than 16 rows, its missing rows repeating its last */
     uint8_t tail[16 * QROWS16_MAXB * 34];
     /* per query and block: the sums' start -off * sum q (a register to load) */

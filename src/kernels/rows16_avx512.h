@@ -63,16 +63,17 @@ typedef struct {
     __mmask32 last;               /* for 16 rows: the words read of register nfull (0: none) */
 } vq_rows16_span;
 
-/* sp for the halves at byte offsets h0 and h1 (h1 == h0 for one) of rows
- * at stride. It applies (sp->nreg > 0) where stride, h0 and h1 are even,
- * both halves lie inside the row's stride, and 16 * stride <= 64 *
- * VQ_SPAN_REGS; else the caller gathers. */
-static inline void vq_rows16_span_init(vq_rows16_span *sp, size_t stride, size_t h0, size_t h1)
+/* sp for the halves at the n byte offsets h0, h0 + step, .. of rows at
+ * stride (as the n blocks of a q8_0 / q4_0 row: one offset fills words
+ * 16..31 with the first's again). It applies (sp->nreg > 0) where n is 1
+ * or 2, stride and the offsets are even, both halves lie inside the row's
+ * stride, and 16 * stride <= 64 * VQ_SPAN_REGS; else the caller gathers. */
+static inline void vq_rows16_span_init(vq_rows16_span *sp, size_t stride, size_t h0, size_t step, size_t n)
 {
     uint16_t ix[32];
-    const size_t hmax = h0 > h1 ? h0 : h1;
-    sp->nreg = sp->nfull = 0, sp->last = 0, sp->stride = stride, sp->hend = hmax + 2;
-    if (stride % 2 || h0 % 2 || h1 % 2 || hmax + 2 > stride || 16 * stride > 64 * VQ_SPAN_REGS) {
+    const size_t h1 = n == 2 ? h0 + step : h0; /* the larger */
+    sp->nreg = sp->nfull = 0, sp->last = 0, sp->stride = stride, sp->hend = h1 + 2;
+    if ((n != 1 && n != 2) || stride % 2 || h0 % 2 || h1 % 2 || h1 + 2 > stride || 16 * stride > 64 * VQ_SPAN_REGS) {
         sp->idx = _mm512_setzero_si512();
         return;
     }
