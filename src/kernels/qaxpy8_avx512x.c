@@ -53,17 +53,33 @@ static inline __m512i q8_pair_index(void)
     return _mm512_loadu_si512(tix);
 }
 
+/* a quad's code registers against the quad's weights wq (4 bytes a
+ * weight row, VQ_KQ_BLOCK * Q8_MAXB bytes apart): the NQ weight rows'
+ * integer sums I[j][0] += P0 . wq_j, I[j][1] += P1 . wq_j */
+static inline __attribute__((always_inline)) void quad_dots(const int NQ, __m512i P0, __m512i P1, const int8_t *wq,
+                                                            __m512i I[Q8_MAXQ][2])
+{
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+    {
+        const __m512i Wq = vq_bcast_words(wq + (size_t)j * Q8_MAXB * VQ_KQ_BLOCK, 1);
+        I[j][0] = _mm512_dpbusd_epi32(I[j][0], P0, Wq);
+        I[j][1] = _mm512_dpbusd_epi32(I[j][1], P1, Wq);
+    }
+}
+
+/* q4_0: from the transposed whole bytes P0 (n_lo + 16 n_hi) the high
+ * nibbles in place (16 n_hi): the low nibbles' sums are the difference */
+static inline __m512i q4_high_nibbles(__m512i P0) { return _mm512_and_si512(P0, _mm512_set1_epi8((char)0xf0)); }
+
 /* one quad of rows (p: their column block's codes) into the NQ weight
- * rows' integer sums I, against the quad's weights wq (4 bytes a weight
- * row, VQ_KQ_BLOCK * Q8_MAXB bytes apart) */
+ * rows' integer sums I (quad_dots) */
 static inline __attribute__((always_inline)) void quad_sums(const int BITS, const int NQ, const uint8_t *const p[4],
                                                             __m512i tidx, const int8_t *wq, __m512i I[Q8_MAXQ][2])
 {
     __m512i P0, P1;
-    if (BITS == 4) { /* the whole bytes (n_lo + 16 n_hi), and the high nibbles in place (16 n_hi): the low
-                      * nibbles' sums are the difference */
+    if (BITS == 4) {
         P0 = vq_quad_bytes(p, 0, tidx);
-        P1 = _mm512_and_si512(P0, _mm512_set1_epi8((char)0xf0));
+        P1 = q4_high_nibbles(P0);
     } else {
         /* rows 0, 1 (32 bytes each) in A, rows 2, 3 in B; one VPERMT2B per
          * run of 16 values (tidx: q8_pair_index) */
@@ -77,12 +93,21 @@ static inline __attribute__((always_inline)) void quad_sums(const int BITS, cons
         P0 = _mm512_xor_si512(_mm512_permutex2var_epi8(A, tidx, B), flip);
         P1 = _mm512_xor_si512(_mm512_permutex2var_epi8(A, _mm512_add_epi8(tidx, _mm512_set1_epi8(16)), B), flip);
     }
-    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-    {
-        const __m512i Wq = vq_bcast_words(wq + (size_t)j * Q8_MAXB * VQ_KQ_BLOCK, 1);
-        I[j][0] = _mm512_dpbusd_epi32(I[j][0], P0, Wq);
-        I[j][1] = _mm512_dpbusd_epi32(I[j][1], P1, Wq);
-    }
+    quad_dots(NQ, P0, P1, wq, I);
+}
+
+/* q4_0 rows at head_dim 64 packed tight (36 bytes each: a quad is 144
+ * contiguous bytes): the VPERMT2B index that takes column block g's code
+ * bytes of the quad, transposed as vq_quad_bytes gives them (byte 4b + r
+ * <- byte b of row r's codes), from the two registers loaded at the quad's
+ * byte 16 g and 16 g + 64 (both inside the quad) */
+#define Q4_TIGHT_ROW 36
+static inline __m512i q4_tight_index(size_t g)
+{
+    int8_t tix[64];
+    for (int p = 0; p < 64; p++)
+        tix[p] = (int8_t)(Q4_TIGHT_ROW * (p % 4) + 2 + 2 * (int)g + p / 4);
+    return _mm512_loadu_si512(tix);
 }
 
 /* column block g of a block of m rows: the NQ weight rows' integer sums,
@@ -101,6 +126,17 @@ static inline __attribute__((always_inline)) void block_column(const int BITS, c
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) I[j][0] = I[j][1] = _mm512_setzero_si512();
     const uint8_t *row = blk + off;
     size_t u = 0;
+    if (BITS == 4 && rstride == Q4_TIGHT_ROW) { /* two loads and a VPERMT2B a quad instead of four loads
+                                                 * merged and a VPERMB (one core, D 64, 3 queries -4%) */
+        const __m512i tix = q4_tight_index(g);
+        const uint8_t *quad = blk + 16 * g;
+        for (; 4 * u + 4 <= m; u++, quad += 4 * Q4_TIGHT_ROW) {
+            vq_pf_step(pf);
+            const __m512i P0 = _mm512_permutex2var_epi8(_mm512_loadu_si512(quad), tix, _mm512_loadu_si512(quad + 64));
+            quad_dots(NQ, P0, q4_high_nibbles(P0), &st->q[0][g][4 * u], I);
+        }
+        row += 4 * u * rstride;
+    }
     for (; 4 * u + 4 <= m; u++, row += 4 * rstride) {
         vq_pf_step(pf);
         const uint8_t *const p[4] = {row, row + rstride, row + 2 * rstride, row + 3 * rstride};
@@ -149,10 +185,11 @@ static inline __attribute__((always_inline)) void block_weights(const int BITS, 
                     P[t] = Q[t] = _mm512_setzero_si512();
             }
             const __m512i QA = _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[0], P[1]));
-            const __m512i QB = _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[2], P[3]));
-            /* (pairs past nb: zeros, inside the table: Q8_MAXB is a multiple of 4) */
+            /* (pairs past nb: zeros, inside the table: Q8_MAXB is a multiple of 4; none past nb <= 2) */
             _mm512_store_si512((void *)st->q[j][g], QA);
-            _mm512_store_si512((void *)st->q[j][g + 2], QB);
+            if (g + 2 < nb)
+                _mm512_store_si512((void *)st->q[j][g + 2],
+                                   _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[2], P[3])));
             const __m128i s4 = vq_sum4x16_epi32(Q[0], Q[1], Q[2], Q[3]);
             _mm_storeu_si128((__m128i *)(void *)&st->off[j][g], _mm_slli_epi32(s4, BITS == 8 ? 7 : 3));
         }
@@ -217,6 +254,23 @@ static inline __attribute__((always_inline)) void blocks_all(const int BITS, con
     }
 }
 
+/* blocks_all with the weight-row count nq as a constant (the sums stay in
+ * registers), and nb as the caller's constant where it is one */
+static inline __attribute__((always_inline)) void blocks_nq(const int BITS, int nq, const size_t nb,
+                                                            const uint8_t *codes, size_t rstride, size_t nt,
+                                                            __m512i rix, const vq_rows16_span *sp, __m512i tidx,
+                                                            const float *w, size_t wstride,
+                                                            __m512 F[Q8_MAXQ][Q8_MAXB][2], vq_pf_share *pf,
+                                                            q8_block st[2])
+{
+    switch (nq) {
+    case 4: blocks_all(BITS, 4, codes, rstride, nt, nb, rix, sp, tidx, w, wstride, F, pf, st); break;
+    case 3: blocks_all(BITS, 3, codes, rstride, nt, nb, rix, sp, tidx, w, wstride, F, pf, st); break;
+    case 2: blocks_all(BITS, 2, codes, rstride, nt, nb, rix, sp, tidx, w, wstride, F, pf, st); break;
+    default: blocks_all(BITS, 1, codes, rstride, nt, nb, rix, sp, tidx, w, wstride, F, pf, st); break;
+    }
+}
+
 static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, const uint8_t *codes, size_t rstride,
                                                               size_t nt, size_t D, const float *w, size_t wstride,
                                                               int n_q, float *acc, size_t astride, q8_block st[2])
@@ -233,12 +287,11 @@ static inline __attribute__((always_inline)) void qaxpy8_bits(const int BITS, co
             for (size_t g = 0; g < nb; g++)
                 F[j][g][0] = F[j][g][1] = _mm512_setzero_ps();
         vq_pf_share pf = vq_block_fetch(codes, rstride, nt, nb, j0 == 0); /* the first pass streams the rows */
-        switch (nq) { /* a constant count: the sums stay in registers */
-        case 4: blocks_all(BITS, 4, codes, rstride, nt, nb, rix, &sp, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
-        case 3: blocks_all(BITS, 3, codes, rstride, nt, nb, rix, &sp, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
-        case 2: blocks_all(BITS, 2, codes, rstride, nt, nb, rix, &sp, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
-        default: blocks_all(BITS, 1, codes, rstride, nt, nb, rix, &sp, tidx, w + (size_t)j0 * wstride, wstride, F, &pf, st); break;
-        }
+        const float *wj = w + (size_t)j0 * wstride;
+        if (nb == 2) /* head_dim 64 with nb a constant: F stays in registers (one core, 3 queries -7..12%) */
+            blocks_nq(BITS, nq, 2, codes, rstride, nt, rix, &sp, tidx, wj, wstride, F, &pf, st);
+        else
+            blocks_nq(BITS, nq, nb, codes, rstride, nt, rix, &sp, tidx, wj, wstride, F, &pf, st);
         for (int j = 0; j < nq; j++) {
             float *a = acc + (size_t)(j0 + j) * astride;
             for (size_t g = 0; g < nb; g++)
