@@ -172,6 +172,34 @@ static inline __attribute__((always_inline)) void block_weights(const int BITS, 
     const int held = vq_wq_row_scales(W, NQ, Dv, nb, &sc, &inv);
     _mm_storeu_ps(st->s, sc);
     const __m512i ox = vq_pair_order();
+    const int shift = BITS == 8 ? 7 : 3;
+    if (nb <= 2) { /* two weight rows' pairs in one sum tree */
+        __m512i Q2[2 * Q8_MAXQ];
+        _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        {
+            const __m512 VI = _mm512_permutexvar_ps(_mm512_set1_epi32(j), _mm512_zextps128_ps512(inv));
+            __m512i P[2];
+            _Pragma("GCC unroll 2") for (int t = 0; t < 2; t++)
+            {
+                if ((size_t)t < nb)
+                    vq_wq_pair(W[j], Dv[t], VI, held, live, &P[t], &Q2[2 * j + t]);
+                else
+                    P[t] = Q2[2 * j + t] = _mm512_setzero_si512();
+            }
+            _mm512_store_si512((void *)st->q[j][0], _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[0], P[1])));
+        }
+        _Pragma("GCC unroll 2") for (int j = 0; j < NQ; j += 2)
+        {
+            const __m512i z = _mm512_setzero_si512();
+            const __m128i s4 = _mm_slli_epi32(
+                vq_sum4x16_epi32(Q2[2 * j], Q2[2 * j + 1], j + 1 < NQ ? Q2[2 * j + 2] : z, j + 1 < NQ ? Q2[2 * j + 3] : z),
+                shift);
+            _mm_storel_epi64((__m128i *)(void *)&st->off[j][0], s4);
+            if (j + 1 < NQ)
+                _mm_storel_epi64((__m128i *)(void *)&st->off[j + 1][0], _mm_unpackhi_epi64(s4, s4));
+        }
+        return;
+    }
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
     {
         const __m512 VI = _mm512_permutexvar_ps(_mm512_set1_epi32(j), _mm512_zextps128_ps512(inv));
@@ -184,14 +212,11 @@ static inline __attribute__((always_inline)) void block_weights(const int BITS, 
                 else
                     P[t] = Q[t] = _mm512_setzero_si512();
             }
-            const __m512i QA = _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[0], P[1]));
-            /* (pairs past nb: zeros, inside the table: Q8_MAXB is a multiple of 4; none past nb <= 2) */
-            _mm512_store_si512((void *)st->q[j][g], QA);
-            if (g + 2 < nb)
-                _mm512_store_si512((void *)st->q[j][g + 2],
-                                   _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[2], P[3])));
+            /* (pairs past nb: zeros, inside the table: Q8_MAXB is a multiple of 4) */
+            _mm512_store_si512((void *)st->q[j][g], _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[0], P[1])));
+            _mm512_store_si512((void *)st->q[j][g + 2], _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[2], P[3])));
             const __m128i s4 = vq_sum4x16_epi32(Q[0], Q[1], Q[2], Q[3]);
-            _mm_storeu_si128((__m128i *)(void *)&st->off[j][g], _mm_slli_epi32(s4, BITS == 8 ? 7 : 3));
+            _mm_storeu_si128((__m128i *)(void *)&st->off[j][g], _mm_slli_epi32(s4, shift));
         }
     }
 }
