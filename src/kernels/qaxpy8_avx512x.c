@@ -9,11 +9,12 @@
  * per pair (rows in order), with their sums (one tree per four pairs).
  * Then per column block and quad of rows, the quad's code bytes are
  * transposed so that 32-bit lane b holds byte b of rows 0..3: q4_0's 16
- * bytes a row by one VPERMB (rows in 128-bit lanes), its whole bytes (low
- * nibble + 16 times the high one) and high nibbles masked in place giving
- * values b (their difference) and 16 + b; q8_0's 32 bytes a row (rows 0,
- * 1 in one register, 2, 3 in another) by two VPERMT2B, values b and 16 +
- * b, flipped to unsigned (+128). VPDPBUSD against the quad's four
+ * bytes a row by one VPERMB (rows in 128-bit lanes; rows packed tight at
+ * head_dim 64, 36 bytes, by two loads and one VPERMT2B), its whole bytes
+ * (low nibble + 16 times the high one) and high nibbles masked in place
+ * giving values b (their difference) and 16 + b; q8_0's 32 bytes a row
+ * (rows 0, 1 in one register, 2, 3 in another) by two VPERMT2B, values b
+ * and 16 + b, flipped to unsigned (+128). VPDPBUSD against the quad's four
  * weights (one broadcast word) adds the exact sums, and the offset (8 or
  * 128 times the weights' sum) comes off once per block before the float
  * fold. (Session 45, against the weights made pair by pair through memory
@@ -191,9 +192,8 @@ static inline __attribute__((always_inline)) void block_weights(const int BITS, 
         _Pragma("GCC unroll 2") for (int j = 0; j < NQ; j += 2)
         {
             const __m512i z = _mm512_setzero_si512();
-            const __m128i s4 = _mm_slli_epi32(
-                vq_sum4x16_epi32(Q2[2 * j], Q2[2 * j + 1], j + 1 < NQ ? Q2[2 * j + 2] : z, j + 1 < NQ ? Q2[2 * j + 3] : z),
-                shift);
+            const __m512i c = j + 1 < NQ ? Q2[2 * j + 2] : z, d = j + 1 < NQ ? Q2[2 * j + 3] : z;
+            const __m128i s4 = _mm_slli_epi32(vq_sum4x16_epi32(Q2[2 * j], Q2[2 * j + 1], c, d), shift);
             _mm_storel_epi64((__m128i *)(void *)&st->off[j][0], s4);
             if (j + 1 < NQ)
                 _mm_storel_epi64((__m128i *)(void *)&st->off[j + 1][0], _mm_unpackhi_epi64(s4, s4));
