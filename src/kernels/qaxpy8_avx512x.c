@@ -161,10 +161,35 @@ static inline __attribute__((always_inline)) void block_column(const int BITS, c
     }
 }
 
+/* N (2 or 4) pairs (j, g0 + t) of weight row j (W its weights, VI its
+ * inv in every lane; pairs at or past nb zeros): their int8 weights
+ * stored by twos into st->q[j][g0 + 2u] (rows in order), their q's
+ * summed by halves into Q[t] (vq_wq_pair) */
+static inline __attribute__((always_inline)) void row_pairs(const int N, const __m512 W[2], __m512 VI,
+                                                            const __m512 Dv[Q8_MAXB][2], size_t g0, size_t nb,
+                                                            int held, const __mmask16 live[2], __m512i ox,
+                                                            int8_t (*dst)[VQ_KQ_BLOCK], __m512i Q[])
+{
+    __m512i P[4];
+    _Pragma("GCC unroll 4") for (int t = 0; t < N; t++)
+    {
+        if (g0 + (size_t)t < nb)
+            vq_wq_pair(W, Dv[g0 + t], VI, held, live, &P[t], &Q[t]);
+        else
+            P[t] = Q[t] = _mm512_setzero_si512();
+    }
+    _Pragma("GCC unroll 2") for (int u = 0; u < N / 2; u++)
+        _mm512_store_si512((void *)dst[g0 + 2 * (size_t)u],
+                           _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[2 * u], P[2 * u + 1])));
+}
+
 /* The int8 weights of a block of rows for NQ weight rows (qaxpy.h: A_j =
  * max_i |w_ji| max_g |d_ig|, q = (w_ji d_ig) inv_j rounded): W[j][h] the
  * block's w_j of rows 16h..16h+15 (0 past it), Dv[g][h] the rows' scales
- * of column block g, nb column blocks; into st */
+ * of column block g, nb column blocks; into st. Each sum tree takes four
+ * pairs: with one or two column blocks those of two weight rows, else
+ * four column blocks of one (pairs past nb: zeros, inside the table:
+ * Q8_MAXB is a multiple of 4). */
 static inline __attribute__((always_inline)) void block_weights(const int BITS, const int NQ, const __m512 W[Q8_MAXQ][2],
                                                                 const __m512 Dv[Q8_MAXB][2], size_t nb,
                                                                 const __mmask16 live[2], q8_block *st)
@@ -174,26 +199,17 @@ static inline __attribute__((always_inline)) void block_weights(const int BITS, 
     _mm_storeu_ps(st->s, sc);
     const __m512i ox = vq_pair_order();
     const int shift = BITS == 8 ? 7 : 3;
-    if (nb <= 2) { /* two weight rows' pairs in one sum tree */
-        __m512i Q2[2 * Q8_MAXQ];
+    __m512 VI[Q8_MAXQ];
+    _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
+        VI[j] = _mm512_permutexvar_ps(_mm512_set1_epi32(j), _mm512_zextps128_ps512(inv));
+    if (nb <= 2) {
+        __m512i Q[2 * Q8_MAXQ + 2];
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-        {
-            const __m512 VI = _mm512_permutexvar_ps(_mm512_set1_epi32(j), _mm512_zextps128_ps512(inv));
-            __m512i P[2];
-            _Pragma("GCC unroll 2") for (int t = 0; t < 2; t++)
-            {
-                if ((size_t)t < nb)
-                    vq_wq_pair(W[j], Dv[t], VI, held, live, &P[t], &Q2[2 * j + t]);
-                else
-                    P[t] = Q2[2 * j + t] = _mm512_setzero_si512();
-            }
-            _mm512_store_si512((void *)st->q[j][0], _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[0], P[1])));
-        }
+            row_pairs(2, W[j], VI[j], Dv, 0, nb, held, live, ox, st->q[j], &Q[2 * j]);
+        Q[2 * NQ] = Q[2 * NQ + 1] = _mm512_setzero_si512(); /* a last odd row's partner */
         _Pragma("GCC unroll 2") for (int j = 0; j < NQ; j += 2)
         {
-            const __m512i z = _mm512_setzero_si512();
-            const __m512i c = j + 1 < NQ ? Q2[2 * j + 2] : z, d = j + 1 < NQ ? Q2[2 * j + 3] : z;
-            const __m128i s4 = _mm_slli_epi32(vq_sum4x16_epi32(Q2[2 * j], Q2[2 * j + 1], c, d), shift);
+            const __m128i s4 = _mm_slli_epi32(vq_sum4x16_epi32(Q[2 * j], Q[2 * j + 1], Q[2 * j + 2], Q[2 * j + 3]), shift);
             _mm_storel_epi64((__m128i *)(void *)&st->off[j][0], s4);
             if (j + 1 < NQ)
                 _mm_storel_epi64((__m128i *)(void *)&st->off[j + 1][0], _mm_unpackhi_epi64(s4, s4));
@@ -201,24 +217,12 @@ static inline __attribute__((always_inline)) void block_weights(const int BITS, 
         return;
     }
     _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++)
-    {
-        const __m512 VI = _mm512_permutexvar_ps(_mm512_set1_epi32(j), _mm512_zextps128_ps512(inv));
         for (size_t g = 0; g < nb; g += 4) {
-            __m512i P[4], Q[4];
-            _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)
-            {
-                if (g + (size_t)t < nb)
-                    vq_wq_pair(W[j], Dv[g + t], VI, held, live, &P[t], &Q[t]);
-                else
-                    P[t] = Q[t] = _mm512_setzero_si512();
-            }
-            /* (pairs past nb: zeros, inside the table: Q8_MAXB is a multiple of 4) */
-            _mm512_store_si512((void *)st->q[j][g], _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[0], P[1])));
-            _mm512_store_si512((void *)st->q[j][g + 2], _mm512_permutexvar_epi8(ox, _mm512_packs_epi16(P[2], P[3])));
+            __m512i Q[4];
+            row_pairs(4, W[j], VI[j], Dv, g, nb, held, live, ox, st->q[j], Q);
             const __m128i s4 = vq_sum4x16_epi32(Q[0], Q[1], Q[2], Q[3]);
             _mm_storeu_si128((__m128i *)(void *)&st->off[j][g], _mm_slli_epi32(s4, shift));
         }
-    }
 }
 
 /* What the block of rows at row b needs besides its codes, for NQ weight
