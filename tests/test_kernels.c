@@ -34,6 +34,9 @@
  *   pq_score (product-quantized keys against float tables, M 1..64, K 4,
  *     8, 12, 16, 32 and 256): bit-identical; the reference the entries'
  *     sums in order;
+ *   outlier_adds (kivix's outlier corrections: head_dim 8..256, 1-8-bit
+ *     codes, entries past the block, repeated tokens): the reference's
+ *     bits; the reference within 1e-5 of double-precision sums;
  *   pq_axpy (product-quantized rows: per-piece centroids summed in
  *     registers): the reference's bits, the reference's fmaf sums, and
  *     within 2e-6 of the centroids in a tile + dense_axpy;
@@ -990,6 +993,71 @@ static void test_pq_axpy(const vq_kernels *k, const vq_kernels *ref)
                     }
 }
 
+/* outlier_adds: the reference's bits (head_dim 8..256, powers of two and
+ * not, 1-8-bit codes, 1..100 entries with tails, indices past the block
+ * and repeated tokens, 1-20 queries, unaligned table); the reference
+ * against a double-precision sum of the corrections, its codes read by
+ * hand from the bytes */
+static void test_outlier_adds(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t Ds[] = { 8, 16, 32, 48, 64, 128, 256 };
+    static const int bitss[] = { 1, 2, 3, 4, 5, 8 }, nos[] = { 1, 7, 16, 17, 64, 100 }, nqs[] = { 1, 3, 5, 20 };
+    for (size_t id = 0; id < sizeof Ds / sizeof *Ds; id++)
+        for (size_t ib = 0; ib < sizeof bitss / sizeof *bitss; ib++)
+            for (size_t io = 0; io < sizeof nos / sizeof *nos; io++)
+                for (size_t iq = 0; iq < sizeof nqs / sizeof *nqs; iq++) {
+                    const size_t D = Ds[id], G = io & 1 ? 16 : 128, entries = G * D, qs = D + 3, ss = G + 5;
+                    const int bits = bitss[ib], no = nos[io], nq = nqs[iq];
+                    const size_t dbytes = entries * (size_t)bits / 8, seed = D * 131 + (size_t)bits * 17 + io + iq;
+                    uint8_t *blk = malloc(1 + dbytes + 4 * (size_t)no);
+                    float *sm = malloc(sizeof(float) * 2 * D), *q = malloc(sizeof(float) * qs * (size_t)nq);
+                    float *s0 = malloc(sizeof(float) * ss * (size_t)nq), *s1 = malloc(sizeof(float) * ss * (size_t)nq);
+                    float *s2 = malloc(sizeof(float) * ss * (size_t)nq);
+                    double *want = malloc(sizeof(double) * ss * (size_t)nq);
+                    fill_bytes(blk, 1 + dbytes + 4 * (size_t)no, seed);
+                    uint8_t *dense = blk + 1, *tab = dense + dbytes;
+                    vq_rng r;
+                    vq_rng_seed(&r, seed);
+                    for (int e = 0; e < no; e++) { /* an eighth past the block; every fifth on the last token */
+                        size_t el = (size_t)(vq_rng_next(&r) % (entries + entries / 8));
+                        if (e % 5 == 4)
+                            el = (G - 1) * D + el % D;
+                        const float x = (float)((double)(vq_rng_next(&r) >> 40) / (double)(1 << 24) * 8.0 - 4.0);
+                        const vq_fp16 h = vq_fp32_to_fp16(x);
+                        tab[4 * e] = (uint8_t)el, tab[4 * e + 1] = (uint8_t)(el >> 8);
+                        tab[4 * e + 2] = (uint8_t)h, tab[4 * e + 3] = (uint8_t)(h >> 8);
+                    }
+                    fill(sm, 2 * D, seed + 1);
+                    fill(q, qs * (size_t)nq, seed + 2);
+                    fill(s0, ss * (size_t)nq, seed + 3);
+                    memcpy(s1, s0, sizeof(float) * ss * (size_t)nq);
+                    memcpy(s2, s0, sizeof(float) * ss * (size_t)nq);
+                    ref->outlier_adds(tab, no, dense, bits, sm, D, entries, q, qs, nq, s1, ss);
+                    k->outlier_adds(tab, no, dense, bits, sm, D, entries, q, qs, nq, s2, ss);
+                    CHECKF(same_bits(s2, s1, ss * (size_t)nq), "%s outlier_adds D=%zu bits=%d n_o=%d nq=%d", k->isa, D,
+                           bits, no, nq);
+                    for (size_t i = 0; i < ss * (size_t)nq; i++)
+                        want[i] = s0[i];
+                    for (int e = 0; e < no; e++) {
+                        const size_t el = (size_t)tab[4 * e] | (size_t)tab[4 * e + 1] << 8;
+                        if (el >= entries)
+                            continue;
+                        const size_t bit = el * (size_t)bits, t = el / D, c = el % D;
+                        const unsigned word = (unsigned)dense[bit / 8] | (unsigned)dense[bit / 8 + 1] << 8;
+                        const unsigned code = (word >> (bit % 8)) & ((1u << bits) - 1);
+                        const double x = vq_fp16_to_fp32((vq_fp16)(tab[4 * e + 2] | tab[4 * e + 3] << 8));
+                        const double dx = x - ((double)sm[c] * code + sm[D + c]);
+                        for (int j = 0; j < nq; j++)
+                            want[(size_t)j * ss + t] += (double)q[(size_t)j * qs + c] * dx;
+                    }
+                    double err = 0.0;
+                    for (size_t i = 0; i < ss * (size_t)nq; i++)
+                        err = fmax(err, fabs(want[i] - s1[i]) / (1.0 + fabs(want[i])));
+                    CHECKF(err <= 1e-5, "outlier_adds_ref D=%zu bits=%d n_o=%d: %g from the double sums", D, bits, no, err);
+                    free(blk), free(sm), free(q), free(s0), free(s1), free(s2), free(want);
+                }
+}
+
 /* pq_score: the reference's bits (odd token counts, M 1..64, K 4, 8, 12,
  * 16, 32 and 256, codes up to K - 1, 1-9 queries, unaligned rows and
  * tables); the reference against the sums of the entries in piece order */
@@ -1924,6 +1992,7 @@ static void test_tables(void)
         test_lut_axpy(k, ref);
         test_pq_axpy(k, ref);
         test_pq_score(k, ref);
+        test_outlier_adds(k, ref);
         test_codes_dot(k, ref);
         test_codes_dot_pair(k, ref);
         test_nearest8(k, ref);

@@ -179,7 +179,7 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
 {
     long bits, group, outl, nu, qbits;
     const vq_spec_int_field params[] = {
-        { "bits", 3, 1, 8, &bits }, { "group", 32, 16, 256, &group }, { "outliers", 0, 0, 1024, &outl },
+        { "bits", 3, 1, 8, &bits }, { "group", 32, 16, 256, &group }, { "outliers", 0, 0, VQ_OUTLIERS_MAX, &outl },
         { "nu", 0, 0, 200, &nu }, { "qbits", 0, 0, 8, &qbits },
     };
     VQ_TRY(vq_spec_ints(spec, params, sizeof params / sizeof *params, c->err));
@@ -523,45 +523,19 @@ static void kx_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
 }
 
 /* the outlier entries of a key block (at `in`, its scores at sc, n
- * floats apart per query, from token 0 of the block): entry k of the table
- * (element t*D + c, value x) adds q_c * (x - (s_c * code + m_c)) to token
- * t's scores, in table order: decode's value at that element for blocks
- * that encode wrote (distinct elements). Scales, mins and outlier values
- * are converted by the kernel table's fp16_row. */
+ * floats apart per query, from token 0 of the block): kernels.h
+ * outlier_adds over the table, with the block's scales and mins converted
+ * by the kernel table's fp16_row. For blocks that encode wrote (distinct
+ * elements) each entry's correction turns the decoded value into the exact one. */
 static void kx_add_outliers(const vq_codec *c, const kx_state *st, const uint8_t *in, const float *qall, size_t qstride,
                             int n_q, float *sc, size_t n)
 {
     const size_t D = (size_t)c->head_dim, entries = c->block_tokens * D;
     const uint8_t *dense = in + 4 * D, *tab = dense + entries * (size_t)st->bits / 8;
-    const int lg = __builtin_ctzll(D), pow2 = (D & (D - 1)) == 0; /* token = el >> lg */
     const vq_kernels *k = vq_kernels_get();
-    float sm[1024], xv[1024]; /* D scales then D mins (D <= 512); outlier values */
-    uint8_t raw[2048];        /* the outlier values' halves, packed */
+    float sm[1024]; /* D scales then D mins (D <= 512) */
     k->fp16_row(in, sm, 2 * D);
-    for (int o = 0; o < st->outliers; o++)
-        memcpy(raw + 2 * (size_t)o, tab + 4 * (size_t)o + 2, 2);
-    k->fp16_row(raw, xv, (size_t)st->outliers);
-    /* each outlier's correction: its (token, channel, dx) first, then per
-     * query over the entries, so that a query's writes stay in its row
-     * (the rows are n floats apart: 4 KB for 1024-token pages, and a
-     * prompt tile's 24 rows then share one L1 set); every score gets its
-     * corrections in table order either way */
-    uint32_t ot[1024], oc[1024]; /* outliers <= 1024 (kx_create) */
-    size_t no = 0;
-    for (int o = 0; o < st->outliers; o++) {
-        const size_t el = outlier_at(tab, o);
-        if (el >= entries)
-            continue;
-        const size_t t = pow2 ? el >> lg : el / D, ch = el - t * D;
-        xv[no] = xv[o] - (sm[ch] * (float)vq_bits_get(dense, el, st->bits) + sm[D + ch]);
-        ot[no] = (uint32_t)t, oc[no++] = (uint32_t)ch;
-    }
-    for (int j = 0; j < n_q; j++) {
-        float *sj = sc + (size_t)j * n;
-        const float *qj = qall + (size_t)j * qstride;
-        for (size_t o = 0; o < no; o++)
-            sj[ot[o]] += qj[oc[o]] * xv[o];
-    }
+    k->outlier_adds(tab, st->outliers, dense, st->bits, sm, D, entries, qall, qstride, n_q, sc, n);
 }
 
 /* keys with qbits=8: per block, the dense codes against up to KX_QS

@@ -27,6 +27,7 @@ static const vq_kernels k_ref = {
     .lut_axpy = vq_lut_axpy_ref,
     .pq_axpy = vq_pq_axpy_ref,
     .pq_score = vq_pq_score_ref,
+    .outlier_adds = vq_outlier_adds_ref,
     .kivi_qaxpy = vq_kivi_qaxpy_ref,
     .lut_qaxpy = vq_lut_qaxpy_ref,
     .codes_dot = vq_codes_dot_ref,
@@ -112,6 +113,7 @@ static void fill_tables(void)
     k_avx512.kivi_axpy = vq_kivi_axpy_avx512;
     k_avx512.lut_axpy = vq_lut_axpy_avx512;
     k_avx512.pq_axpy = vq_pq_axpy_avx512, k_avx512.pq_score = vq_pq_score_avx512;
+    k_avx512.outlier_adds = vq_outlier_adds_avx512;
     k_avx512.ftab_score = vq_ftab_score_avx512, k_avx512.ftab_levels = 1;
     k_avx512.sign_tables = vq_sign_tables_avx512, k_avx512.level_tables = vq_level_tables_avx512;
     k_avx512.codes_dot = vq_codes_dot_avx512;

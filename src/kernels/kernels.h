@@ -94,6 +94,19 @@
  *       j*tstride + m*K, and s[j*sstride + i] = sum_m table_m[c_im], added
  *       from 0.0f in piece order. Every variant has these bits (AVX2 and
  *       AVX-512: M a multiple of 4 up to 64; else the reference).
+ *   outlier_adds(tab, n_o, dense, bits, sm, D, entries, q, qstride, n_q,
+ *       s, sstride): a key block's outlier corrections (kivix: exact values
+ *       kept beside the dense codes). Entry k < n_o (n_o <= VQ_OUTLIERS_MAX)
+ *       is 4 bytes at tab + 4k: a u16 element index el, then an IEEE half x
+ *       (LE). Entries with el >= entries are skipped; the others name token
+ *       t = el / D and channel c = el % D, whose dense code (`bits` bits,
+ *       1..8, at bit el*bits of dense, LSB first) decodes to sm[c]*code +
+ *       sm[D + c] (one multiply, then one add), and add q[j*qstride + c] *
+ *       (x - that) (a subtraction, a multiply, then an add) to s[j*sstride
+ *       + t] for each query j < n_q, entries in table order. Three bytes
+ *       past the last dense code's byte must be readable (kivix: its table
+ *       follows). Every variant has these bits (AVX-512: D a power of two
+ *       >= 16; else the reference).
  *   kivi_qaxpy: kernels/kivi_qaxpy.h (the same sums with the weights
  *       rounded to int8 per block of rows; the VNNI + VBMI variant where
  *       the CPU has both, else the AVX2 one).
@@ -239,6 +252,10 @@ typedef void vq_pq_axpy_fn(const uint8_t *codes, size_t stride, size_t nt, size_
 typedef void vq_pq_score_fn(const uint8_t *codes, size_t stride, size_t n, size_t M, const float *tabs, size_t K,
                             size_t tstride, int n_q, float *s, size_t sstride);
 
+#define VQ_OUTLIERS_MAX 1024 /* outlier_adds: entries per call */
+typedef void vq_outlier_adds_fn(const uint8_t *tab, int n_o, const uint8_t *dense, int bits, const float *sm, size_t D,
+                                size_t entries, const float *q, size_t qstride, int n_q, float *s, size_t sstride);
+
 typedef struct vq_kernels {
     const char *isa; /* "scalar", "avx2", "avx512" */
     int simd;        /* 0 for the scalar references */
@@ -262,6 +279,7 @@ typedef struct vq_kernels {
     vq_lut_axpy_fn *lut_axpy;
     vq_pq_axpy_fn *pq_axpy;
     vq_pq_score_fn *pq_score;
+    vq_outlier_adds_fn *outlier_adds;
     void (*kivi_qaxpy)(const uint8_t *rows, size_t rstride, int bits, size_t nt, size_t D, size_t group,
                        const float *w, size_t wstride, int n_q, float *acc, size_t astride);
     vq_lut_qaxpy_fn *lut_qaxpy;
@@ -342,6 +360,7 @@ void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t n
 vq_lut_axpy_fn vq_lut_axpy_ref, vq_lut_axpy_avx2, vq_lut_axpy_avx512;
 vq_pq_axpy_fn vq_pq_axpy_ref, vq_pq_axpy_avx512;
 vq_pq_score_fn vq_pq_score_ref, vq_pq_score_avx2, vq_pq_score_avx512;
+vq_outlier_adds_fn vq_outlier_adds_ref, vq_outlier_adds_avx512;
 vq_ftab_score_fn vq_ftab_score_ref, vq_ftab_score_avx2, vq_ftab_score_avx512;
 void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                       const float *q, size_t qstride, int n_q, float *s, size_t sstride);
