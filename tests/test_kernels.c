@@ -994,8 +994,9 @@ static void test_pq_axpy(const vq_kernels *k, const vq_kernels *ref)
 }
 
 /* outlier_adds: the reference's bits (head_dim 8..256, powers of two and
- * not, 1-8-bit codes, 1..100 entries with tails, indices past the block
- * and repeated tokens, 1-20 queries, unaligned table); the reference
+ * not, 1-8-bit codes, 1..100 entries with tails, tables with and without
+ * indices past the block, repeated tokens, 1-20 queries, unaligned
+ * table); the reference
  * against a double-precision sum of the corrections, its codes read by
  * hand from the bytes */
 static void test_outlier_adds(const vq_kernels *k, const vq_kernels *ref)
@@ -1018,8 +1019,9 @@ static void test_outlier_adds(const vq_kernels *k, const vq_kernels *ref)
                     uint8_t *dense = blk + 1, *tab = dense + dbytes;
                     vq_rng r;
                     vq_rng_seed(&r, seed);
-                    for (int e = 0; e < no; e++) { /* an eighth past the block; every fifth on the last token */
-                        size_t el = (size_t)(vq_rng_next(&r) % (entries + entries / 8));
+                    const size_t span = entries + (iq % 2 ? entries / 8 : 0); /* half the tables reach past the block */
+                    for (int e = 0; e < no; e++) { /* every fifth entry on the last token */
+                        size_t el = (size_t)(vq_rng_next(&r) % span);
                         if (e % 5 == 4)
                             el = (G - 1) * D + el % D;
                         const float x = (float)((double)(vq_rng_next(&r) >> 40) / (double)(1 << 24) * 8.0 - 4.0);

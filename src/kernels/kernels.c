@@ -97,6 +97,7 @@ static void fill_tables(void)
     k_avx2.ftab_score = vq_ftab_score_avx2;
     k_avx2.sign_tables = vq_sign_tables_avx2, k_avx2.level_tables = vq_level_tables_avx2;
     k_avx2.pq_score = vq_pq_score_avx2;
+    k_avx2.outlier_adds = vq_outlier_adds_avx2;
 
     k_avx512 = k_avx2;
     k_avx512.isa = "avx512";

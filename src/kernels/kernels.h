@@ -106,7 +106,8 @@
  *       + t] for each query j < n_q, entries in table order. Three bytes
  *       past the last dense code's byte must be readable (kivix: its table
  *       follows). Every variant has these bits (AVX-512: D a power of two
- *       >= 16; else the reference).
+ *       16..128; AVX2: D a power of two and no entry past the block; else
+ *       the reference).
  *   kivi_qaxpy: kernels/kivi_qaxpy.h (the same sums with the weights
  *       rounded to int8 per block of rows; the VNNI + VBMI variant where
  *       the CPU has both, else the AVX2 one).
@@ -360,7 +361,7 @@ void vq_kivi_axpy_avx512(const uint8_t *rows, size_t rstride, int bits, size_t n
 vq_lut_axpy_fn vq_lut_axpy_ref, vq_lut_axpy_avx2, vq_lut_axpy_avx512;
 vq_pq_axpy_fn vq_pq_axpy_ref, vq_pq_axpy_avx512;
 vq_pq_score_fn vq_pq_score_ref, vq_pq_score_avx2, vq_pq_score_avx512;
-vq_outlier_adds_fn vq_outlier_adds_ref, vq_outlier_adds_avx512;
+vq_outlier_adds_fn vq_outlier_adds_ref, vq_outlier_adds_avx2, vq_outlier_adds_avx512;
 vq_ftab_score_fn vq_ftab_score_ref, vq_ftab_score_avx2, vq_ftab_score_avx512;
 void vq_codes_dot_ref(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t E, const float *lut,
                       const float *q, size_t qstride, int n_q, float *s, size_t sstride);

@@ -2,23 +2,19 @@
  * reference's bits. Compiled with -mavx512f; reached through the kernel
  * table.
  *
- * The table is taken in pieces of OA_PIECE entries. Sixteen entries at a
- * time: element indices and values by one load, token and channel by a
- * shift and a mask (D a power of two, 16..128), the dense codes by one
- * gather, the channels' scales and mins by in-register permutes of the
- * D-float rows, the corrections (a subtraction after the reference's
- * multiply and add); entries past the block are packed out. Then per group
- * of up to OA_QS queries their products (permutes of the query rows, one
- * multiply), and the adds in one scalar pass over the piece's tokens (a
- * scatter would lose the table order where two entries share a token; the
- * adds of different tokens are independent, so only each token's order
- * matters). */
+ * The table is taken in pieces of VQ_OA_PIECE entries (outlier_pieces.h).
+ * Sixteen entries at a time: element indices and values by one load, token
+ * and channel by a shift and a mask (D a power of two, 16..128), the dense
+ * codes by one gather, the channels' scales and mins by in-register
+ * permutes of the D-float rows, the corrections (a subtraction after the
+ * reference's multiply and add); entries past the block are packed out.
+ * Then per group of up to VQ_OA_QS queries their products (permutes of the
+ * query rows, one multiply), and the adds in one scalar pass over the
+ * piece's tokens (vq_oa_adds). */
 #include <immintrin.h>
 
 #include "kernels/kernels.h"
-
-#define OA_PIECE 64 /* entries prepared before their adds */
-#define OA_QS 4     /* queries whose adds share one pass over a piece */
+#include "kernels/outlier_pieces.h"
 
 /* row[c] for the 16 channels c < D (D 16, 32, 64 or 128) */
 static inline __attribute__((always_inline)) __m512 row_at(const float *row, size_t D, __m512i c, __mmask16 b5,
@@ -39,23 +35,6 @@ static inline __attribute__((always_inline)) __m512 row_at(const float *row, siz
     return _mm512_mask_blend_ps(b6, v64, hi);
 }
 
-/* the piece's adds for NJ queries: s_j[tok[i]] += prod[j][i] in entry order */
-static inline __attribute__((always_inline)) void piece_adds(const int NJ, const uint32_t *tok, int cnt,
-                                                             const float (*prod)[OA_PIECE], float *s, size_t sstride)
-{
-    float *s0 = s, *s1 = s + sstride, *s2 = s + 2 * sstride, *s3 = s + 3 * sstride;
-    for (int i = 0; i < cnt; i++) {
-        const uint32_t t = tok[i];
-        s0[t] += prod[0][i];
-        if (NJ > 1)
-            s1[t] += prod[1][i];
-        if (NJ > 2)
-            s2[t] += prod[2][i];
-        if (NJ > 3)
-            s3[t] += prod[3][i];
-    }
-}
-
 void vq_outlier_adds_avx512(const uint8_t *tab, int n_o, const uint8_t *dense, int bits, const float *sm, size_t D,
                             size_t entries, const float *q, size_t qstride, int n_q, float *s, size_t sstride)
 {
@@ -68,10 +47,10 @@ void vq_outlier_adds_avx512(const uint8_t *tab, int n_o, const uint8_t *dense, i
     const __m512i cmask = _mm512_set1_epi32((1 << bits) - 1), vbits = _mm512_set1_epi32(bits);
     const __m512i b5bit = _mm512_set1_epi32(32), b6bit = _mm512_set1_epi32(64);
     const unsigned lg = (unsigned)__builtin_ctzll(D);
-    uint32_t tok[OA_PIECE], ch[OA_PIECE];
-    float dx[OA_PIECE], prod[OA_QS][OA_PIECE];
-    for (int p0 = 0; p0 < n_o; p0 += OA_PIECE) {
-        const int pend = n_o - p0 < OA_PIECE ? n_o : p0 + OA_PIECE;
+    uint32_t tok[VQ_OA_PIECE], ch[VQ_OA_PIECE];
+    float dx[VQ_OA_PIECE], prod[VQ_OA_QS][VQ_OA_PIECE];
+    for (int p0 = 0; p0 < n_o; p0 += VQ_OA_PIECE) {
+        const int pend = n_o - p0 < VQ_OA_PIECE ? n_o : p0 + VQ_OA_PIECE;
         int cnt = 0; /* the piece's entries inside the block */
         for (int k0 = p0; k0 < pend; k0 += 16) {
             const int nk = pend - k0 < 16 ? pend - k0 : 16;
@@ -101,8 +80,8 @@ void vq_outlier_adds_avx512(const uint8_t *tab, int n_o, const uint8_t *dense, i
             _mm512_mask_storeu_ps(dx + cnt, put, d);
             cnt += __builtin_popcount(ok);
         }
-        for (int j0 = 0; j0 < n_q; j0 += OA_QS) {
-            const int nj = n_q - j0 < OA_QS ? n_q - j0 : OA_QS;
+        for (int j0 = 0; j0 < n_q; j0 += VQ_OA_QS) {
+            const int nj = n_q - j0 < VQ_OA_QS ? n_q - j0 : VQ_OA_QS;
             for (int k = 0; k < cnt; k += 16) {
                 const __mmask16 m = (__mmask16)(0xffffu >> (16 - (cnt - k < 16 ? cnt - k : 16)));
                 const __m512i c = _mm512_maskz_loadu_epi32(m, ch + k);
@@ -112,13 +91,7 @@ void vq_outlier_adds_avx512(const uint8_t *tab, int n_o, const uint8_t *dense, i
                     _mm512_mask_storeu_ps(prod[j] + k, m,
                                           _mm512_mul_ps(row_at(q + (size_t)(j0 + j) * qstride, D, c, b5, b6), d));
             }
-            float *sj = s + (size_t)j0 * sstride;
-            switch (nj) {
-            case 4: piece_adds(4, tok, cnt, (const float (*)[OA_PIECE])prod, sj, sstride); break;
-            case 3: piece_adds(3, tok, cnt, (const float (*)[OA_PIECE])prod, sj, sstride); break;
-            case 2: piece_adds(2, tok, cnt, (const float (*)[OA_PIECE])prod, sj, sstride); break;
-            default: piece_adds(1, tok, cnt, (const float (*)[OA_PIECE])prod, sj, sstride); break;
-            }
+            vq_oa_adds_n(nj, tok, cnt, (const float (*)[VQ_OA_PIECE])prod, s + (size_t)j0 * sstride, sstride);
         }
     }
 }
