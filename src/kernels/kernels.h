@@ -106,8 +106,8 @@
  *       + t] for each query j < n_q, entries in table order. Three bytes
  *       past the last dense code's byte must be readable (kivix: its table
  *       follows). Every variant has these bits (AVX-512: D a power of two
- *       16..128; AVX2: D a power of two and no entry past the block; else
- *       the reference).
+ *       16..128, else the AVX2 twin; AVX2: D a power of two and no entry
+ *       past the block, else the reference).
  *   kivi_qaxpy: kernels/kivi_qaxpy.h (the same sums with the weights
  *       rounded to int8 per block of rows; the VNNI + VBMI variant where
  *       the CPU has both, else the AVX2 one).

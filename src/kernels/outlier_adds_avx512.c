@@ -4,13 +4,13 @@
  *
  * The table is taken in pieces of VQ_OA_PIECE entries (outlier_pieces.h).
  * Sixteen entries at a time: element indices and values by one load, token
- * and channel by a shift and a mask (D a power of two, 16..128), the dense
- * codes by one gather, the channels' scales and mins by in-register
- * permutes of the D-float rows, the corrections (a subtraction after the
- * reference's multiply and add); entries past the block are packed out.
- * Then per group of up to VQ_OA_QS queries their products (permutes of the
- * query rows, one multiply), and the adds in one scalar pass over the
- * piece's tokens (vq_oa_adds). */
+ * and channel by a shift and a mask (D a power of two, 16..128; other head
+ * sizes go to the AVX2 twin), the dense codes by one gather, the channels'
+ * scales and mins by in-register permutes of the D-float rows, the
+ * corrections (a subtraction after the reference's multiply and add);
+ * entries past the block are packed out. Then per group of up to VQ_OA_QS
+ * queries their products (permutes of the query rows, one multiply), and
+ * the adds in one scalar pass over the piece's tokens (vq_oa_adds). */
 #include <immintrin.h>
 
 #include "kernels/kernels.h"
@@ -29,17 +29,17 @@ static inline __attribute__((always_inline)) __m512 row_at(const float *row, siz
         b5, v, _mm512_permutex2var_ps(_mm512_loadu_ps(row + 32), c, _mm512_loadu_ps(row + 48)));
     if (D == 64)
         return v64;
-    const __m512 hi = _mm512_mask_blend_ps(b5,
-                                           _mm512_permutex2var_ps(_mm512_loadu_ps(row + 64), c, _mm512_loadu_ps(row + 80)),
-                                           _mm512_permutex2var_ps(_mm512_loadu_ps(row + 96), c, _mm512_loadu_ps(row + 112)));
+    const __m512 lo2 = _mm512_permutex2var_ps(_mm512_loadu_ps(row + 64), c, _mm512_loadu_ps(row + 80));
+    const __m512 hi = _mm512_mask_blend_ps(
+        b5, lo2, _mm512_permutex2var_ps(_mm512_loadu_ps(row + 96), c, _mm512_loadu_ps(row + 112)));
     return _mm512_mask_blend_ps(b6, v64, hi);
 }
 
 void vq_outlier_adds_avx512(const uint8_t *tab, int n_o, const uint8_t *dense, int bits, const float *sm, size_t D,
                             size_t entries, const float *q, size_t qstride, int n_q, float *s, size_t sstride)
 {
-    if (D < 16 || D > 128 || (D & (D - 1)) || n_o > VQ_OUTLIERS_MAX) {
-        vq_outlier_adds_ref(tab, n_o, dense, bits, sm, D, entries, q, qstride, n_q, s, sstride);
+    if (D < 16 || D > 128 || (D & (D - 1)) || n_o > VQ_OUTLIERS_MAX) { /* the AVX2 twin's gathers, or its reference */
+        vq_outlier_adds_avx2(tab, n_o, dense, bits, sm, D, entries, q, qstride, n_q, s, sstride);
         return;
     }
     const __m512i low16 = _mm512_set1_epi32(0xffff), chan = _mm512_set1_epi32((int)D - 1);

@@ -320,7 +320,7 @@ static inline __attribute__((always_inline)) void codes_run(__m512i acc[4][4], i
             acc[j][qd], P, _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(q + (size_t)j * qstride))));
 }
 
-/* 3-bit codes, four rows per register (head_dim <= 128): 128-bit lane r
+/* 3-bit codes, four rows per register (head_dim 64, 128, 256): 128-bit lane r
  * holds 12 bytes of row r (32 codes), their codes 0-15 and 16-31
  * (positions 32h.. and 32h+16.., h the half of the chunk) each moved into
  * a run of 16 positions of codes_qdot.h's order by one in-lane byte
@@ -393,7 +393,7 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16(const uint8_
     }
 }
 
-/* Sixteen rows at a time for 2- and 4-bit codes (head_dim <= 128), turned
+/* Sixteen rows at a time for 2- and 4-bit codes (head_dim 64, 128, 256), turned
  * as qdot_rows16 turns its blocks: a chunk's 16-byte columns of the
  * sixteen rows transposed by 32-bit words (vq_units16_chunk: Y[k] lane t =
  * bytes 4k..4k+3 of the column of row t), then a shift and mask per code
@@ -411,7 +411,7 @@ static inline __attribute__((always_inline)) void codes_qdot_cols16(const uint8_
 {
     const __m512i mask = _mm512_set1_epi8(bits == 2 ? 0x03 : 0x0f);
     const size_t used = nc * (size_t)(bits == 2 ? 16 : 32); /* code bytes of a row */
-    uint8_t tail[16 * 64];
+    uint8_t tail[16 * 128]; /* 16 rows of up to 128 code bytes (4 bits, head_dim 256) */
     vq_pf_share pf = vq_pf_share_init(codes, VQ_PF_SPREAD, nt * rstride, (nt + 15) / 16 * nc);
     for (size_t i = 0; i < nt; i += 16) {
         const uint8_t *g;
@@ -486,6 +486,21 @@ static inline __attribute__((always_inline)) void codes_qdot_rows16_bits(const u
     }
 }
 
+/* head_dim 256 (gemma3): the same passes with four chunks, kept out of
+ * line so that the head sizes 64 and 128 compile as before (an inlined
+ * copy moved their code: +4% at D 128) */
+static __attribute__((noinline)) void codes_qdot_d256(const uint8_t *codes, size_t rstride, int bits, size_t nt,
+                                                      const uint8_t *qbuf, size_t qstride, int n_q, float *s,
+                                                      size_t sstride)
+{
+    if (bits == 2)
+        codes_qdot_rows16_bits(codes, rstride, 2, nt, 4, qbuf, qstride, n_q, s, sstride);
+    else if (bits == 3)
+        codes_qdot_rows16_bits(codes, rstride, 3, nt, 4, qbuf, qstride, n_q, s, sstride);
+    else
+        codes_qdot_rows16_bits(codes, rstride, 4, nt, 4, qbuf, qstride, n_q, s, sstride);
+}
+
 void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_t nt, size_t D, const uint8_t *qbuf,
                            size_t qstride, int n_q, float *s, size_t sstride)
 {
@@ -503,6 +518,10 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
             codes_qdot_rows16_bits(codes, rstride, 4, nt, 1, qbuf, qstride, n_q, s, sstride);
         else
             codes_qdot_rows16_bits(codes, rstride, 4, nt, 2, qbuf, qstride, n_q, s, sstride);
+        return;
+    }
+    if (nc == 4) {
+        codes_qdot_d256(codes, rstride, bits, nt, qbuf, qstride, n_q, s, sstride);
         return;
     }
     const vq_unpack64_ctl u3 = vq_unpack64_init(3);
