@@ -132,7 +132,10 @@ sanitize:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  VQ_TEST_LEVEL=quick VQ_BUILD=build/asan bash tests/run.sh build/asan
 
+# clang-format without a .clang-format applies LLVM's style (2-space indent,
+# 80 columns), not this code's: refuse rather than rewrite every file.
 format:
+	@test -f .clang-format || { echo "format: no .clang-format in the repository: not run (clang-format's default style is not the code's)" >&2; exit 1; }
 	clang-format -i $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) include/*.h src/*/*.h
 
 clean:
