@@ -31,9 +31,9 @@
  *     its reference against codes_dot with the dequantized query;
  *   lut_axpy (code levels summed in registers, one or two sets): the
  *     reference's bits, and within 2e-6 of lut_row + dense_axpy;
- *   pq_score (product-quantized keys against float tables, M 1..64, K 4,
- *     8, 12, 16, 32 and 256): bit-identical; the reference the entries'
- *     sums in order;
+ *   pq_score (product-quantized keys against float tables, M 1..64, K 4
+ *     to 256, with and without work): bit-identical; the reference the
+ *     entries' sums in order;
  *   outlier_adds (kivix's outlier corrections: head_dim 8..256, 1-8-bit
  *     codes, entries past the block, repeated tokens): the reference's
  *     bits; the reference within 1e-5 of double-precision sums;
@@ -1060,32 +1060,42 @@ static void test_outlier_adds(const vq_kernels *k, const vq_kernels *ref)
                 }
 }
 
-/* pq_score: the reference's bits (odd token counts, M 1..64, K 4, 8, 12,
- * 16, 32 and 256, codes up to K - 1, 1-9 queries, unaligned rows and
- * tables); the reference against the sums of the entries in piece order */
+/* pq_score: the reference's bits (odd token counts, M 1..64, K 4 to 256,
+ * codes up to K - 1, 1-9 queries, unaligned rows, tables and work, work
+ * poisoned or absent); the reference against the sums of the entries in
+ * piece order */
 static void test_pq_score(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t Ms[] = { 1, 4, 8, 12, 16, 20, 32, 64 };
-    static const size_t ns[] = { 1, 15, 16, 17, 70 };
-    static const size_t Ks[] = { 256, 32, 16, 12, 8, 4 };
+    static const size_t ns[] = { 1, 3, 15, 16, 17, 70 };
+    static const size_t Ks[] = { 256, 128, 32, 17, 16, 12, 8, 4 };
     for (size_t im = 0; im < sizeof Ms / sizeof *Ms; im++)
         for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
             for (size_t ik = 0; ik < sizeof Ks / sizeof *Ks; ik++)
-                for (int nq = 1; nq <= 9; nq += 4) {
+                for (int nq = 1; nq <= 9; nq += (in & 1) ? 4 : 1) {
                     const size_t M = Ms[im], n = ns[in], K = Ks[ik], rs = M + 3, ts = M * K + 5;
+                    const size_t nw = VQ_PQ_SCORE_WORK(M, K) + 1;
                     uint8_t *rows = malloc(rs * n + 1);
                     float *tabs = malloc(sizeof(float) * (ts * (size_t)nq + 1));
                     float *s1 = malloc(sizeof(float) * n * (size_t)nq), *s2 = malloc(sizeof(float) * n * (size_t)nq);
+                    float *work = malloc(sizeof(float) * nw);
                     fill_bytes(rows, rs * n + 1, M + n + K);
                     for (size_t i = 0; i < rs * n + 1; i++)
                         rows[i] = (uint8_t)(rows[i] % K);
                     fill(tabs, ts * (size_t)nq + 1, 3 * M + (size_t)nq);
+                    for (size_t i = 0; i < nw; i++)
+                        work[i] = NAN;
                     for (size_t i = 0; i < n * (size_t)nq; i++)
                         s1[i] = -1.0f, s2[i] = NAN;
-                    ref->pq_score(rows + 1, rs, n, M, tabs + 1, K, ts, nq, s1, n);
-                    k->pq_score(rows + 1, rs, n, M, tabs + 1, K, ts, nq, s2, n);
+                    ref->pq_score(rows + 1, rs, n, M, tabs + 1, K, ts, nq, s1, n, NULL);
+                    k->pq_score(rows + 1, rs, n, M, tabs + 1, K, ts, nq, s2, n, work + 1);
                     CHECKF(same_bits(s1, s2, n * (size_t)nq), "%s pq_score M=%zu n=%zu K=%zu nq=%d", k->isa, M, n, K,
                            nq);
+                    for (size_t i = 0; i < n * (size_t)nq; i++)
+                        s2[i] = NAN;
+                    k->pq_score(rows + 1, rs, n, M, tabs + 1, K, ts, nq, s2, n, NULL);
+                    CHECKF(same_bits(s1, s2, n * (size_t)nq), "%s pq_score M=%zu n=%zu K=%zu nq=%d, no work", k->isa,
+                           M, n, K, nq);
                     int ok = 1;
                     for (int j = 0; j < nq; j++)
                         for (size_t i = 0; i < n; i++) {
@@ -1095,7 +1105,7 @@ static void test_pq_score(const vq_kernels *k, const vq_kernels *ref)
                             ok &= a == s1[(size_t)j * n + i];
                         }
                     CHECKF(ok, "pq_score_ref M=%zu K=%zu: not the entries' sums in piece order", M, K);
-                    free(rows), free(tabs), free(s1), free(s2);
+                    free(rows), free(tabs), free(s1), free(s2), free(work);
                 }
 }
 

@@ -69,6 +69,7 @@ typedef struct {
     float *cb;          /* M*K*sub_dim */
     float *tmp;         /* D scratch */
     float *lut;         /* qbits=8: M*K, the float table before rounding */
+    float *work;        /* keys' float tables, K > 16: kernels.h pq_score's work, else NULL */
 } vecinfer_state;
 
 /* ---- transform ---------------------------------------------------------- */
@@ -125,6 +126,7 @@ static void vecinfer_destroy(vq_codec *c)
         free(st->cb);
         free(st->tmp);
         free(st->lut);
+        free(st->work);
     }
     free(st);
     c->impl = NULL;
@@ -145,7 +147,8 @@ static vq_status vecinfer_clone(const vq_codec *src, vq_codec *dst)
     st->cb = vq_vec_dup(s->cb, (size_t)s->K * D);
     st->tmp = vq_vec_dup(s->tmp, D);
     st->lut = s->lut ? vq_vec_dup(s->lut, (size_t)s->M * s->K) : NULL;
-    if (!st->sign || !st->lambda || !st->cb || !st->tmp || (s->lut && !st->lut))
+    st->work = s->work ? malloc(sizeof(float) * VQ_PQ_SCORE_WORK(s->M, s->K)) : NULL;
+    if (!st->sign || !st->lambda || !st->cb || !st->tmp || (s->lut && !st->lut) || (s->work && !st->work))
         return vq_fail(dst->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
     return VQ_OK;
 }
@@ -193,7 +196,10 @@ static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
     /* one-byte codes: the SIMD pq_axpy where the table has it (no tile) */
     c->accum_own = st->bits == 8 && D % 16 == 0 && vq_kernels_get()->pq_axpy != vq_pq_axpy_ref;
     st->lut = st->qbits ? malloc(sizeof(float) * (size_t)st->M * st->K) : NULL;
-    if (st->qbits && !st->lut)
+    /* the keys' pq_score scratch (values are summed, not scored) */
+    const int pq_scored = st->smooth && !st->qbits && st->K > 16 && st->bits <= 8;
+    st->work = pq_scored ? malloc(sizeof(float) * VQ_PQ_SCORE_WORK(st->M, st->K)) : NULL;
+    if ((st->qbits && !st->lut) || (pq_scored && !st->work))
         return vq_fail(c->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
     if (st->qbits) {
         c->query_bytes = vq_lut_bytes_size(st->M);
@@ -301,7 +307,7 @@ static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
     }
     const float *lut = (const float *)(const void *)qbuf;
     if (st->bits == 8) {
-        k->pq_score(codes, bb, n, M, lut, K, lsz, n_q, scores, n);
+        k->pq_score(codes, bb, n, M, lut, K, lsz, n_q, scores, n, st->work);
         return;
     }
     if (st->bits == 4) { /* the codes are nibbles and the tables 16 floats: kernels.h ftab_score, factor 1 */
@@ -328,12 +334,15 @@ static void vecinfer_score(vq_codec *c, const uint8_t *qbuf, int n_q,
         }
         return;
     }
-    uint8_t rows[TOK * 64];
-    for (size_t i0 = 0; i0 < n; i0 += TOK) {
-        const size_t nt = n - i0 < TOK ? n - i0 : TOK;
+    /* UNPACK tokens a call: pq_score's K > 16 path lays out the tables
+     * once per call (M*K*4 floats), so the calls are kept long */
+    enum { UNPACK = 256 };
+    uint8_t rows[UNPACK * 64];
+    for (size_t i0 = 0; i0 < n; i0 += UNPACK) {
+        const size_t nt = n - i0 < UNPACK ? n - i0 : UNPACK;
         for (size_t i = 0; i < nt; i++)
             k->bits_unpack(codes + (i0 + i) * bb, M, st->bits, rows + i * M);
-        k->pq_score(rows, M, nt, M, lut, K, lsz, n_q, scores + i0, n);
+        k->pq_score(rows, M, nt, M, lut, K, lsz, n_q, scores + i0, n, st->work);
     }
 }
 

@@ -87,13 +87,17 @@
  *       m*sd + d] = fmaf(w[j*wstride + i], centroid[d], acc) row after row.
  *       Every variant has these bits (AVX-512: sd 4 or 8, M*sd a multiple
  *       of 16; else the reference).
- *   pq_score(codes, stride, n, M, tabs, K, tstride, n_q, s, sstride):
- *       product-quantized keys against float per-query tables (vecinfer's
- *       keys): row i has M one-byte codes c_im (< K <= 256) at codes +
- *       i*stride, query j's table of piece m is the K floats at tabs +
- *       j*tstride + m*K, and s[j*sstride + i] = sum_m table_m[c_im], added
- *       from 0.0f in piece order. Every variant has these bits (AVX2 and
- *       AVX-512: M a multiple of 4 up to 64; else the reference).
+ *   pq_score(codes, stride, n, M, tabs, K, tstride, n_q, s, sstride,
+ *       work): product-quantized keys against float per-query tables
+ *       (vecinfer's keys): row i has M one-byte codes c_im (< K <= 256) at
+ *       codes + i*stride, query j's table of piece m is the K floats at
+ *       tabs + j*tstride + m*K, and s[j*sstride + i] = sum_m
+ *       table_m[c_im], added from 0.0f in piece order. work: NULL, or
+ *       VQ_PQ_SCORE_WORK(M, K) floats the variant may overwrite (the SIMD
+ *       variants' K > 16 path lays four queries' tables side by side
+ *       there; without it they take the reference). Every variant has
+ *       these bits (AVX2 and AVX-512: K <= 16 with M a multiple of 4 up to
+ *       64, K > 16 with work; else the reference).
  *   outlier_adds(tab, n_o, dense, bits, sm, D, entries, q, qstride, n_q,
  *       s, sstride): a key block's outlier corrections (kivix: exact values
  *       kept beside the dense codes). Entry k < n_o (n_o <= VQ_OUTLIERS_MAX)
@@ -250,8 +254,9 @@ typedef void vq_lut_axpy_fn(const uint8_t *codes, size_t stride, size_t nt, size
 typedef void vq_pq_axpy_fn(const uint8_t *codes, size_t stride, size_t nt, size_t M, size_t sd, const float *cb,
                            size_t K, const float *w, size_t wstride, int n_q, float *acc, size_t astride);
 
+#define VQ_PQ_SCORE_WORK(M, K) ((size_t)(M) * (size_t)(K) * 4u) /* pq_score: floats of work */
 typedef void vq_pq_score_fn(const uint8_t *codes, size_t stride, size_t n, size_t M, const float *tabs, size_t K,
-                            size_t tstride, int n_q, float *s, size_t sstride);
+                            size_t tstride, int n_q, float *s, size_t sstride, float *work);
 
 #define VQ_OUTLIERS_MAX 1024 /* outlier_adds: entries per call */
 typedef void vq_outlier_adds_fn(const uint8_t *tab, int n_o, const uint8_t *dense, int bits, const float *sm, size_t D,

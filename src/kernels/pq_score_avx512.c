@@ -1,10 +1,12 @@
-/* pq_score_avx512.c -- kernels.h pq_score with AVX-512F: 16 tokens in the
- * lanes of a register, each piece's entries fetched by one gather per
- * query from that piece's table (K floats; K <= 16: the table in a
- * register and one VPERMPS), one add per piece in the reference's order,
- * so the scores have its bits. The tokens' code bytes
- * are turned into lanes four pieces at a time (units16_avx512.h
- * vq_units16_load); piece 4u + b is byte b of unit u. */
+/* pq_score_avx512.c -- kernels.h pq_score with AVX-512F for K <= 16: 16
+ * tokens in the lanes of a register, each piece's table (K floats) in a
+ * register by a masked load and its entries fetched by one VPERMPS per
+ * query, one add per piece in the reference's order, so the scores have
+ * its bits. The tokens' code bytes are turned into lanes four pieces at a
+ * time (units16_avx512.h vq_units16_load); piece 4u + b is byte b of unit
+ * u. K > 16 goes to the AVX2 twin (its queries-in-lanes tables: a gather
+ * per piece and query here read ~2 cycles a lane on AMD Zen 4,
+ * figures/bench/ab-session50.txt). */
 #include <immintrin.h>
 #include <stdalign.h>
 
@@ -18,26 +20,22 @@
 #define PS_PASS 4  /* queries per pass */
 #define PS_AHEAD 4 /* groups fetched ahead */
 
-/* NQ queries' scores of a group; SMALL (K <= 16): each piece's table in
- * a register (a masked load of its K floats) and one VPERMPS instead of
- * the gather */
-static inline __attribute__((always_inline)) void ps_pass(const int NQ, const int SMALL, const __m512i *U, size_t nu,
+/* NQ queries' scores of a group: each piece's table in a register (a
+ * masked load of its K floats) and one VPERMPS */
+static inline __attribute__((always_inline)) void ps_pass(const int NQ, const __m512i *U, size_t nu,
                                                           const float *tabs, size_t K, size_t tstride, float *s,
                                                           size_t sstride, __mmask16 live)
 {
     const __mmask16 kmask = (__mmask16)((1u << (K < 16 ? K : 16)) - 1u);
     __m512 A[PS_PASS];
     _Pragma("GCC unroll 4") for (int j = 0; j < PS_PASS; j++) A[j] = _mm512_setzero_ps();
-    const __m512i low = _mm512_set1_epi32(0xFF);
     for (size_t u = 0; u < nu; u++) {
-        __m512i x = U[u];
+        __m512i x = U[u]; /* piece 4u + b in bits 0-7 after b shifts (VPERMPS reads bits 0-3) */
         _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++)
         {
-            const __m512i idx = _mm512_and_si512(x, low);
             const float *t = tabs + (4 * u + (size_t)b) * K;
-            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) A[j] = _mm512_add_ps(
-                A[j], SMALL ? _mm512_permutexvar_ps(idx, _mm512_maskz_loadu_ps(kmask, t + (size_t)j * tstride))
-                            : _mm512_i32gather_ps(idx, (const void *)(t + (size_t)j * tstride), 4));
+            _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) A[j] =
+                _mm512_add_ps(A[j], _mm512_permutexvar_ps(x, _mm512_maskz_loadu_ps(kmask, t + (size_t)j * tstride)));
             x = _mm512_srli_epi32(x, 8);
         }
     }
@@ -45,10 +43,14 @@ static inline __attribute__((always_inline)) void ps_pass(const int NQ, const in
 }
 
 void vq_pq_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t M, const float *tabs, size_t K,
-                        size_t tstride, int n_q, float *s, size_t sstride)
+                        size_t tstride, int n_q, float *s, size_t sstride, float *work)
 {
-    if (M % 4 || M > 4 * PS_MAXU || K > 256) {
-        vq_pq_score_ref(codes, stride, n, M, tabs, K, tstride, n_q, s, sstride);
+    if (K > 16) {
+        vq_pq_score_avx2(codes, stride, n, M, tabs, K, tstride, n_q, s, sstride, work);
+        return;
+    }
+    if (M % 4 || M > 4 * PS_MAXU) {
+        vq_pq_score_ref(codes, stride, n, M, tabs, K, tstride, n_q, s, sstride, work);
         return;
     }
     const size_t nu = M / 4, zero = 0;
@@ -72,10 +74,7 @@ void vq_pq_score_avx512(const uint8_t *codes, size_t stride, size_t n, size_t M,
             float *sj = s + (size_t)j0 * sstride + i;
 #define PS_CASE(N)                                                                                           \
     case N:                                                                                                  \
-        if (K <= 16)                                                                                         \
-            ps_pass(N, 1, U, nu, tj, K, tstride, sj, sstride, live);                                         \
-        else                                                                                                 \
-            ps_pass(N, 0, U, nu, tj, K, tstride, sj, sstride, live);                                         \
+        ps_pass(N, U, nu, tj, K, tstride, sj, sstride, live);                                                \
         break;
             switch (n_q - j0 < PS_PASS ? n_q - j0 : PS_PASS) {
                 PS_CASE(4)

@@ -2,8 +2,9 @@
 #include "kernels/kernels.h"
 
 void vq_pq_score_ref(const uint8_t *codes, size_t stride, size_t n, size_t M, const float *tabs, size_t K,
-                     size_t tstride, int n_q, float *s, size_t sstride)
+                     size_t tstride, int n_q, float *s, size_t sstride, float *work)
 {
+    (void)work;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *row = codes + i * stride;
         for (int j = 0; j < n_q; j++) {
