@@ -63,7 +63,15 @@ static int same_encoding(vq_codec *a, vq_codec *b, int D)
     float *da = malloc(n * D * sizeof(float)), *db = malloc(n * D * sizeof(float));
     same = same && vq_codec_decode(a, ca, n, da) == VQ_OK && vq_codec_decode(b, cb, n, db) == VQ_OK &&
            memcmp(da, db, n * D * sizeof(float)) == 0;
-    free(x); free(ca); free(cb); free(da); free(db);
+    /* and so must a prepared query (state derived from the payload, such
+     * as vecinfer's transposed codebooks, included) and its scores */
+    const size_t qb = vq_codec_query_bytes(a);
+    uint8_t *qa = calloc(1, qb), *qbb = calloc(1, qb);
+    float sa[64], sb[64];
+    same = same && vq_codec_prepare_query(a, x, qa) == VQ_OK && vq_codec_prepare_query(b, x, qbb) == VQ_OK &&
+           memcmp(qa, qbb, qb) == 0 && vq_codec_score(a, qa, 1, ca, n, sa) == VQ_OK &&
+           vq_codec_score(b, qbb, 1, cb, n, sb) == VQ_OK && memcmp(sa, sb, sizeof sa) == 0;
+    free(x); free(ca); free(cb); free(da); free(db); free(qa); free(qbb);
     return same;
 }
 
@@ -73,7 +81,7 @@ static void fix_crc(uint8_t *p, size_t len) { vq_put_u32(p + len - 4, vq_crc32(0
 static size_t payload_off(const uint8_t *p) { return 32 + vq_get_u32(p + 20); } /* VQCS version 2 */
 
 static const char *const specs[] = {
-    "vecinfer:sub_dim=4,bits=3", "vecinfer:sub_dim=8,bits=5", "spectral:bits=2,signal_bits=2",
+    "vecinfer:sub_dim=4,bits=3", "vecinfer:sub_dim=8,bits=5", "vecinfer:sub_dim=8,bits=8", "spectral:bits=2,signal_bits=2",
     "spectral:bits=1,signal_bits=3,signal=4",
 };
 
@@ -93,7 +101,7 @@ static void test_roundtrip(void)
             CHECK(!vq_codec_is_ready(b));
             CHECK_OK(vq_codec_state_read(b, st, len));
             CHECK(vq_codec_is_ready(b));
-            CHECKF(same_encoding(a, b, D), "%s role %d: state-loaded codec encodes differently", specs[s], role);
+            CHECKF(same_encoding(a, b, D), "%s role %d: state-loaded codec encodes or scores differently", specs[s], role);
             /* writing the loaded state gives the same bytes */
             size_t len2 = 0;
             uint8_t *st2 = malloc(len);

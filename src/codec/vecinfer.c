@@ -67,6 +67,7 @@ typedef struct {
     float *sign;        /* D */
     float *lambda;      /* D */
     float *cb;          /* M*K*sub_dim */
+    float *cbt;         /* cb piece by piece transposed: cbt[(m*sub_dim + d)*K + k] = cb[(m*K + k)*sub_dim + d] */
     float *tmp;         /* D scratch */
     float *lut;         /* qbits=8: M*K, the float table before rounding */
     float *work;        /* keys' float tables, K > 16: kernels.h pq_score's work, else NULL */
@@ -91,6 +92,16 @@ static void vi_make_signs(vecinfer_state *st, int D)
     vq_rng_seed(&r, st->rot_seed);
     for (int i = 0; i < D; i++)
         st->sign[i] = vq_rng_sign(&r);
+}
+
+/* cbt from cb (after every change of cb) */
+static void vi_transpose(vecinfer_state *st)
+{
+    const size_t K = (size_t)st->K, sd = (size_t)st->sub_dim;
+    for (size_t m = 0; m < (size_t)st->M; m++)
+        for (size_t k = 0; k < K; k++)
+            for (size_t d = 0; d < sd; d++)
+                st->cbt[(m * sd + d) * K + k] = st->cb[(m * K + k) * sd + d];
 }
 
 /* y = H(sigma * x * f), f = 1/lambda (keys) or lambda (queries) or 1 */
@@ -124,6 +135,7 @@ static void vecinfer_destroy(vq_codec *c)
         free(st->sign);
         free(st->lambda);
         free(st->cb);
+        free(st->cbt);
         free(st->tmp);
         free(st->lut);
         free(st->work);
@@ -145,10 +157,11 @@ static vq_status vecinfer_clone(const vq_codec *src, vq_codec *dst)
     st->sign = vq_vec_dup(s->sign, D);
     st->lambda = vq_vec_dup(s->lambda, D);
     st->cb = vq_vec_dup(s->cb, (size_t)s->K * D);
+    st->cbt = vq_vec_dup(s->cbt, (size_t)s->K * D);
     st->tmp = vq_vec_dup(s->tmp, D);
     st->lut = s->lut ? vq_vec_dup(s->lut, (size_t)s->M * s->K) : NULL;
     st->work = s->work ? malloc(sizeof(float) * VQ_PQ_SCORE_WORK(s->M, s->K)) : NULL;
-    if (!st->sign || !st->lambda || !st->cb || !st->tmp || (s->lut && !st->lut) || (s->work && !st->work))
+    if (!st->sign || !st->lambda || !st->cb || !st->cbt || !st->tmp || (s->lut && !st->lut) || (s->work && !st->work))
         return vq_fail(dst->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
     return VQ_OK;
 }
@@ -180,8 +193,9 @@ static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
     st->sign = malloc((size_t)D * sizeof(float));
     st->lambda = malloc((size_t)D * sizeof(float));
     st->cb = calloc((size_t)st->K * D, sizeof(float));
+    st->cbt = calloc((size_t)st->K * D, sizeof(float));
     st->tmp = malloc((size_t)D * sizeof(float));
-    if (!st->sign || !st->lambda || !st->cb || !st->tmp)
+    if (!st->sign || !st->lambda || !st->cb || !st->cbt || !st->tmp)
         return vq_fail(c->err, VQ_ERR_NOMEM, "vecinfer: out of memory (codebooks of %d x %d)", st->K, D);
     vi_make_signs(st, D);
     for (int i = 0; i < D; i++)
@@ -279,12 +293,15 @@ static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     const int D = c->head_dim, sd = st->sub_dim;
     float *lut = st->qbits ? st->lut : (float *)(void *)qbuf;
     vi_forward(st, D, q, st->smooth ? 1 : 0, st->tmp);
-    /* LUT[m][k] = <q~_m, C_m,k>: the K centroids of piece m as rows of sd
-     * floats against one query (kernels.h dense_dot) */
+    /* LUT[m][k] = <q~_m, C_m,k>: piece m's K centroids, transposed into
+     * sd rows of K floats, weighted by q~_m (kernels.h dense_axpy: K lanes
+     * a step, the sum over d in order, the same bits in every variant) */
     const vq_kernels *kt = vq_kernels_get();
+    const size_t K = (size_t)st->K;
+    memset(lut, 0, sizeof(float) * (size_t)st->M * K);
     for (int m = 0; m < st->M; m++)
-        kt->dense_dot(st->tmp + m * sd, (size_t)sd, 1, st->cb + (size_t)m * st->K * sd, VQ_ELEM_F32, (size_t)st->K,
-                      (size_t)sd, lut + (size_t)m * st->K, (size_t)st->K);
+        kt->dense_axpy(st->tmp + m * sd, (size_t)sd, 1, st->cbt + (size_t)m * sd * K, VQ_ELEM_F32, (size_t)sd, K,
+                       lut + (size_t)m * K, K);
     if (st->qbits) /* byte tables (codec/lut_bytes.h) */
         vq_lut_bytes(lut, st->M, qbuf);
 }
@@ -416,6 +433,7 @@ static vq_status vecinfer_calibrate(vq_codec *c, const float *x, size_t n)
     if (s == VQ_OK) {
         memcpy(st->lambda, lambda, (size_t)D * sizeof(float));
         memcpy(st->cb, cb, (size_t)st->K * D * sizeof(float));
+        vi_transpose(st);
     }
     free(y); free(lambda); free(cb);
     return s;
@@ -485,6 +503,7 @@ static vq_status vecinfer_state_read(vq_codec *c, const uint8_t *src, size_t len
         st->lambda[i] = vq_get_f32(p);
     for (size_t i = 0; i < (size_t)st->K * D; i++, p += 4)
         st->cb[i] = vq_get_f32(p);
+    vi_transpose(st);
     return VQ_OK;
 }
 
