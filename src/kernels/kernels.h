@@ -95,7 +95,8 @@
  *       table_m[c_im], added from 0.0f in piece order. work: NULL, or
  *       VQ_PQ_SCORE_WORK(M, K) floats the variant may overwrite (the SIMD
  *       variants' K > 16 path lays four queries' tables side by side
- *       there; without it they take the reference). Every variant has
+ *       there for calls of at least K/4 tokens; without it they take the
+ *       reference). Every variant has
  *       these bits (AVX2 and AVX-512: K <= 16 with M a multiple of 4 up to
  *       64, K > 16 with work; else the reference).
  *   outlier_adds(tab, n_o, dense, bits, sm, D, entries, q, qstride, n_q,
