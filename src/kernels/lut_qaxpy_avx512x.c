@@ -24,6 +24,7 @@
 #include "kernels/lut_qaxpy.h"
 
 #include <immintrin.h>
+#include <stdalign.h>
 #include <string.h>
 
 #include "kernels/kivi_qaxpy.h"
@@ -151,7 +152,6 @@ static inline __attribute__((always_inline)) void lut_qaxpy_bits(const int BITS,
     for (int x = 0; x < 64; x++)
         t8[x] = (int8_t)(uint8_t)(lev[x & ((1 << BITS) - 1)] + 128);
     const __m512i tbl = _mm512_loadu_si512(t8);
-    const __m512i rix = vq_rows16_index(stride); /* (factors by byte code) */
     /* where channel e's sum sits in a weight row's registers (float index) */
     __m512i gix[LQ_MAXR];
     for (size_t g = 0; g < D / 16; g++) {
@@ -178,15 +178,13 @@ static inline __attribute__((always_inline)) void lut_qaxpy_bits(const int BITS,
             __m512 f0, f1;
             if (f) {
                 f0 = _mm512_maskz_loadu_ps(vm[0], f + b), f1 = _mm512_maskz_loadu_ps(vm[1], f + b + 16);
-            } else { /* the byte at foff of 16 rows by one gather, its float by another */
-                const __m512i lo = _mm512_set1_epi32(0xFF);
-                const __m512i x0 = vq_rows16_words(codes + b * stride + foff, rix, vm[0]);
-                f0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), vm[0], _mm512_and_si512(x0, lo), ftab, 4);
-                f1 = _mm512_setzero_ps();
-                if (m > 16) {
-                    const __m512i x1 = vq_rows16_words(codes + (b + 16) * stride + foff, rix, vm[1]);
-                    f1 = _mm512_mask_i32gather_ps(f1, vm[1], _mm512_and_si512(x1, lo), ftab, 4);
-                }
+            } else { /* the byte at foff of each row and its float by scalar loads: two gathers per 16 rows
+                      * (the rows' words, then the table's floats) had held up the block's weights on AMD
+                      * Zen 4, ~20 cycles each (figures/bench/ab-session50.txt part 4) */
+                alignas(64) float fb[VQ_KQ_BLOCK];
+                for (size_t i = 0; i < m; i++)
+                    fb[i] = ftab[codes[(b + i) * stride + foff]];
+                f0 = _mm512_maskz_load_ps(vm[0], fb), f1 = _mm512_maskz_load_ps(vm[1], fb + 16);
             }
             __m512 A[LQ_MAXQ][2], V[LQ_MAXQ + 3];
             for (int j = 0; j < nq; j++) {
