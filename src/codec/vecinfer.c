@@ -295,7 +295,8 @@ static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     vi_forward(st, D, q, st->smooth ? 1 : 0, st->tmp);
     /* LUT[m][k] = <q~_m, C_m,k>: piece m's K centroids, transposed into
      * sd rows of K floats, weighted by q~_m (kernels.h dense_axpy: K lanes
-     * a step, the sum over d in order, the same bits in every variant) */
+     * a step, the sum over d in order; its AVX2 and AVX-512 twins give the
+     * same bits, the scalar reference agrees to rounding: kernels/dense.h) */
     const vq_kernels *kt = vq_kernels_get();
     const size_t K = (size_t)st->K;
     memset(lut, 0, sizeof(float) * (size_t)st->M * K);
