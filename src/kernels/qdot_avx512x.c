@@ -115,9 +115,8 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
     const size_t bb = BITS == 8 ? 34 : 18;
     const int32_t off = BITS == 8 ? 128 : 8;
     const size_t qoff = nb * (sizeof(float) + sizeof(int32_t));
-    const __m512i ix = vq_rows16_index(rstride); /* the block scales' gather offsets */
-    vq_rows16_span sp; /* or, one or two blocks, the span (rows16_avx512.h; a last group copied at
-                        * another stride gathers) */
+    vq_rows16_span sp; /* or, one or two blocks, the span (rows16_avx512.h; else, and for a last group
+                        * copied at another stride, 16 two-byte loads a block: vq_rows16_halves_loaded) */
     vq_rows16_span_init(&sp, rstride, 0, bb, nb);
     /* a last group of fewer than 16 rows, its missing rows repeating its last */
     uint8_t tail[16 * QROWS16_MAXB * 34];
@@ -137,14 +136,13 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
         __m512 acc[4];
         _Pragma("GCC unroll 4") for (int j = 0; j < NQ; j++) acc[j] = _mm512_setzero_ps();
         const __mmask16 live = vq_rows16_live(nt - i);
-        const __m512i gix = rs == rstride ? ix : vq_rows16_index(rs);
         const int spans = sp.nreg && rs == rstride;
         const __m512i sw = spans ? vq_rows16_span_halves(&sp, g, 16) : _mm512_setzero_si512();
         for (size_t b = 0; b < nb; b++) {
             vq_pf_step(&pf);
             const size_t o = b * bb;
             const __m512 DK = spans ? vq_span_floats(sw, (int)b) /* the 16 rows' block scales */
-                                    : vq_low_halves16(vq_rows16_words(g + o, gix, 0xFFFF));
+                                    : _mm512_cvtph_ps(vq_rows16_halves_loaded(g + o, rs, 16));
             __m512i T[8];
             if (BITS == 8) {
                 vq_units16_chunk(g + o + 2, rs, T);

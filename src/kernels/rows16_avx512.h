@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* the gather offsets k*stride, k = 0..15 (stride * 15 < 2^31) */
 static inline __m512i vq_rows16_index(size_t stride)
@@ -42,6 +43,28 @@ static inline __m512 vq_rows16_halves(const uint8_t *base, size_t hoff, size_t s
     const int high = hoff + 4 > stride; /* the half is the word's upper one */
     const __m512i x = vq_rows16_words(base + hoff - (high ? 2 : 0), ix, vq_rows16_live(have));
     return vq_low_halves16(high ? _mm512_srli_epi32(x, 16) : x);
+}
+
+/* the IEEE halves at p + t*stride for t < have (<= 16) as 16 words (0
+ * past have) by 16 two-byte loads joined by an unpack tree: where a block
+ * of 16 rows spans too many bytes for the span loads below, cheaper than
+ * the gather (q8_0 keys at head_dim 128, one core: 7.3 -> 6.6 ns a row,
+ * figures/bench/ab-session50.txt part 7), and with no store to read back
+ * (16 two-byte stores read by one vector load had been slower still) */
+static inline __m256i vq_rows16_halves_loaded(const uint8_t *p, size_t stride, size_t have)
+{
+    __m128i v[16];
+    _Pragma("GCC unroll 16") for (size_t t = 0; t < 16; t++)
+    {
+        uint16_t h = 0;
+        if (t < have)
+            memcpy(&h, p + t * stride, sizeof h);
+        v[t] = _mm_cvtsi32_si128(h);
+    }
+    _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) v[t] = _mm_unpacklo_epi16(v[2 * t], v[2 * t + 1]);
+    _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++) v[t] = _mm_unpacklo_epi32(v[2 * t], v[2 * t + 1]);
+    _Pragma("GCC unroll 2") for (int t = 0; t < 2; t++) v[t] = _mm_unpacklo_epi64(v[2 * t], v[2 * t + 1]);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(v[0]), v[1], 1);
 }
 
 /* Halves from a span of rows that lie close together. Where 16 rows at
