@@ -142,7 +142,7 @@ static inline __attribute__((always_inline)) void qdot_rows16(const int BITS, co
             vq_pf_step(&pf);
             const size_t o = b * bb;
             const __m512 DK = spans ? vq_span_floats(sw, (int)b) /* the 16 rows' block scales */
-                                    : _mm512_cvtph_ps(vq_rows16_halves_loaded(g + o, rs, 16));
+                                    : _mm512_cvtph_ps(vq_rows16_halves_loaded(g + o, rs));
             __m512i T[8];
             if (BITS == 8) {
                 vq_units16_chunk(g + o + 2, rs, T);
@@ -182,7 +182,7 @@ void vq_qdot_avx512x(int bits, const uint8_t *codes, size_t rstride, size_t nt, 
                      size_t qstride, int n_q, float *s, size_t sstride)
 {
     const size_t nb = D / 32;
-    if (nb <= QROWS16_MAXB && rstride <= (1u << 26)) { /* (the scales' gather offsets fit 31 bits) */
+    if (nb <= QROWS16_MAXB && rstride <= (1u << 26)) { /* (the bound of the scales' former gather offsets) */
         for (int j0 = 0; j0 < n_q; j0 += 4) {
             const uint8_t *q = qbuf + (size_t)j0 * qstride;
             float *o = s + (size_t)j0 * sstride;

@@ -2,7 +2,8 @@
  * array by one gather (row k at base + k*stride), or, for rows close
  * together, the IEEE halves at one or two offsets of each from the rows'
  * span (vq_rows16_span_*), for the kernels that take per-row scales or
- * factors as columns (include only from files compiled with -mavx512f and
+ * factors as columns (or the halves by plain loads: vq_rows16_halves_loaded;
+ * include only from files compiled with -mavx512f and
  * -mavx512bw). Rows at or past `have` are not read and give 0. */
 #ifndef VQ_KERNELS_ROWS16_AVX512_H
 #define VQ_KERNELS_ROWS16_AVX512_H
@@ -45,20 +46,19 @@ static inline __m512 vq_rows16_halves(const uint8_t *base, size_t hoff, size_t s
     return vq_low_halves16(high ? _mm512_srli_epi32(x, 16) : x);
 }
 
-/* the IEEE halves at p + t*stride for t < have (<= 16) as 16 words (0
- * past have) by 16 two-byte loads joined by an unpack tree: where a block
+/* the IEEE halves at p + t*stride, t < 16, as 16 words, by 16 two-byte
+ * loads joined by an unpack tree (all 16 rows are read): where a block
  * of 16 rows spans too many bytes for the span loads below, cheaper than
  * the gather (q8_0 keys at head_dim 128, one core: 7.3 -> 6.6 ns a row,
  * figures/bench/ab-session50.txt part 7), and with no store to read back
  * (16 two-byte stores read by one vector load had been slower still) */
-static inline __m256i vq_rows16_halves_loaded(const uint8_t *p, size_t stride, size_t have)
+static inline __m256i vq_rows16_halves_loaded(const uint8_t *p, size_t stride)
 {
     __m128i v[16];
     _Pragma("GCC unroll 16") for (size_t t = 0; t < 16; t++)
     {
-        uint16_t h = 0;
-        if (t < have)
-            memcpy(&h, p + t * stride, sizeof h);
+        uint16_t h;
+        memcpy(&h, p + t * stride, sizeof h);
         v[t] = _mm_cvtsi32_si128(h);
     }
     _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) v[t] = _mm_unpacklo_epi16(v[2 * t], v[2 * t + 1]);
