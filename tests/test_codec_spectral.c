@@ -72,6 +72,43 @@ static void test_eigen(void)
 /* Lloyd-Max on N(0,1) samples reproduces the known optimal quantizers
  * (Max 1960): 1 bit +-0.7979, 2 bits +-0.4528 +-1.510, MSE 0.3634 and
  * 0.1175. 200k samples: sampling error ~0.01 on the levels. */
+/* vq_scalar_codebook_nearest: the count of midpoints below v (its
+ * contract) for sorted random levels with repeats, every size 1..33 and
+ * 256 (the power-of-two path and the branching one), v on the midpoints,
+ * between them, outside, +-inf and NaN */
+static void test_codebook_nearest(void)
+{
+    vq_rng r;
+    vq_rng_seed(&r, 71);
+    float lv[256], mids[255];
+    for (int k = 1; k <= 256; k = k == 33 ? 256 : k + 1)
+        for (int trial = 0; trial < 20; trial++) {
+            for (int i = 0; i < k; i++)
+                lv[i] = trial % 3 == 0 && i % 3 == 1 ? lv[i - 1] : (float)vq_rng_normal(&r);
+            for (int i = 1; i < k; i++) /* insertion sort */
+                for (int j = i; j > 0 && lv[j] < lv[j - 1]; j--) {
+                    float t = lv[j];
+                    lv[j] = lv[j - 1], lv[j - 1] = t;
+                }
+            for (int m = 0; m + 1 < k; m++)
+                mids[m] = 0.5f * (lv[m] + lv[m + 1]);
+            for (int probe = 0; probe < 3 * k + 6; probe++) {
+                float v = probe < k - 1         ? mids[probe]
+                          : probe < 2 * k       ? (float)vq_rng_normal(&r) * 2.0f
+                          : probe < 3 * k       ? lv[probe - 2 * k]
+                          : probe == 3 * k      ? INFINITY
+                          : probe == 3 * k + 1  ? -INFINITY
+                          : probe == 3 * k + 2  ? NAN
+                                                : (float)vq_rng_normal(&r) * 100.0f;
+                int want = 0;
+                for (int m = 0; m + 1 < k; m++)
+                    want += v > mids[m];
+                const int got = vq_scalar_codebook_nearest(lv, k, v);
+                CHECKF(got == want, "nearest k=%d trial=%d v=%g: %d, want %d", k, trial, (double)v, got, want);
+            }
+        }
+}
+
 static void test_scalar_codebook(void)
 {
     const size_t n = vq_test_quick() ? 50000 : 200000;
@@ -261,6 +298,7 @@ int main(void)
 {
     RUN(test_eigen);
     RUN(test_scalar_codebook);
+    RUN(test_codebook_nearest);
     RUN(test_byte_formula);
     RUN(test_quality);
     RUN(test_determinism_and_bad);

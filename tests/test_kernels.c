@@ -68,6 +68,7 @@
 #include "core/cpu.h"
 #include "core/fp16.h"
 #include "core/rng.h"
+#include "codec/vecops.h"
 #include "kernels/kernels.h"
 #include "test.h"
 
@@ -704,6 +705,76 @@ static void test_nearest8(const vq_kernels *k, const vq_kernels *ref)
                 CHECKF(a == b, "%s nearest8 k=%zu kind=%d trial=%d: %d, reference %d", k->isa, K, kind, trial, b, a);
                 free(c);
             }
+}
+
+/* ordered_matvec: the reference's bits (and the reference vecops.h
+ * vq_mat_vec's over the transposed matrix) for row counts around every
+ * register and pass width, unaligned columns and vector, a few columns or
+ * many; y poisoned before, and the floats after its end left alone */
+static void test_ordered_matvec(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const size_t rs[] = { 1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 127, 128, 129, 200, 256, 300, 1024 };
+    static const size_t ns[] = { 1, 3, 64, 128, 131 };
+    for (size_t ir = 0; ir < sizeof rs / sizeof *rs; ir++)
+        for (size_t in = 0; in < sizeof ns / sizeof *ns; in++) {
+            const size_t R = rs[ir], N = ns[in];
+            float *buf = malloc(sizeof(float) * (R * N + 1)), *m = malloc(sizeof(float) * R * N);
+            float *xb = malloc(sizeof(float) * (N + 1)), *y1 = malloc(sizeof(float) * (R + 4));
+            float *y2 = malloc(sizeof(float) * (R + 4)), *y3 = malloc(sizeof(float) * (R + 4));
+            float *mt = buf + 1, *x = xb + 1; /* unaligned */
+            fill(mt, R * N, 31 * R + N);
+            fill(x, N, 7 * N + R);
+            if (R > 5 && N > 2) /* a zero column, an exact cancel */
+                x[1] = 0.0f, mt[2 * R + 3] = -mt[3];
+            for (size_t i = 0; i < R + 4; i++)
+                y1[i] = y2[i] = y3[i] = NAN;
+            ref->ordered_matvec(mt, R, N, x, y1);
+            k->ordered_matvec(mt, R, N, x, y2);
+            for (size_t i = 0; i < R; i++)
+                for (size_t j = 0; j < N; j++)
+                    m[i * N + j] = mt[j * R + i];
+            vq_mat_vec(m, R, N, x, y3);
+            CHECKF(memcmp(y1, y2, sizeof(float) * R) == 0 && memcmp(y1, y3, sizeof(float) * R) == 0,
+                   "%s ordered_matvec rows=%zu n=%zu: not the reference's bits", k->isa, R, N);
+            for (size_t i = R; i < R + 4; i++)
+                CHECKF(isnan(y2[i]), "%s ordered_matvec rows=%zu n=%zu: wrote y[%zu]", k->isa, R, N, i);
+            free(buf), free(m), free(xb), free(y1), free(y2), free(y3);
+        }
+}
+
+/* qdot_prepare: the reference's bytes for random queries whose blocks are
+ * ordinary, all zero, denormal (an infinite inv), huge, or hold a NaN or an
+ * infinity, at every block count up to 8 */
+static void test_qdot_prepare(const vq_kernels *k, const vq_kernels *ref)
+{
+    for (size_t nb = 1; nb <= 8; nb++)
+        for (int trial = 0; trial < 24; trial++) {
+            const size_t D = 32 * nb, qb = vq_qdot_query_bytes(D);
+            float *x = malloc(sizeof(float) * (D + 1)), *xs = x + 1; /* unaligned */
+            uint8_t *a = malloc(qb), *b = malloc(qb);
+            fill(xs, D, 100 * nb + (size_t)trial);
+            for (size_t blk = 0; blk < nb; blk++) {
+                float *xb = xs + 32 * blk;
+                const int kind = (trial + (int)blk) % 8;
+                for (int e = 0; e < 32; e++)
+                    xb[e] = kind == 1 ? 0.0f : kind == 2 ? xb[e] * 1e-40f : kind == 3 ? xb[e] * 1e30f : xb[e];
+                if (kind == 4)
+                    xb[trial % 32] = NAN;
+                if (kind == 5)
+                    xb[(trial * 7) % 32] = -INFINITY;
+                if (kind == 6) { /* x * inv on exact halves: rounded to even */
+                    for (int e = 0; e < 32; e++)
+                        xb[e] = (float)(e - 16) + 0.5f;
+                    xb[31] = 127.0f;
+                }
+            }
+            memset(a, 0xA5, qb), memset(b, 0x5A, qb);
+            ref->qdot_prepare(xs, D, a);
+            k->qdot_prepare(xs, D, b);
+            CHECKF(memcmp(a, b, qb) == 0, "%s qdot_prepare D=%zu trial=%d: not the reference's bytes", k->isa, D,
+                   trial);
+            free(x), free(a), free(b);
+        }
 }
 
 /* nt random q8_0 / q4_0 rows of D values (valid fp16 scales) at stride rs */
@@ -2008,7 +2079,9 @@ static void test_tables(void)
         test_codes_dot(k, ref);
         test_codes_dot_pair(k, ref);
         test_nearest8(k, ref);
+        test_ordered_matvec(k, ref);
         test_qdot(k, ref);
+        test_qdot_prepare(k, ref);
         test_codes_qdot(k, ref);
         test_qaxpy(k, ref);
         test_half(k, ref);

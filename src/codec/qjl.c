@@ -21,7 +21,9 @@
  * <q, decode(k)> to rounding; accumulate sums w * sqrt(pi/2)/m * ||k|| * z
  * in the m-dimensional sketch domain and accum_finish applies S^T.
  * This is the plain estimator: the paper's outlier-channel handling is not
- * implemented. Shared state: S as fp32, 4*m*D bytes.
+ * implemented. Shared state: S as fp32, 4*m*D bytes (and S column by
+ * column, St, a working copy for the encoder's ordered_matvec: the same
+ * signs on every CPU).
  * Attention takes the tiled path (codec/tiled.h): `values` gives each
  * token's sketch-domain vector g z (g = sqrt(pi/2)/m ||k||, z in +-1, by
  * kernels.h lut_row), the prepared query S q is its dot partner, and the
@@ -49,6 +51,7 @@ typedef struct {
     int m, qbits;
     float scale; /* sqrt(pi/2)/m */
     float *S;    /* m x D, row-major */
+    float *St;   /* S column by column (kernels/matvec.h; a working copy, not state) */
     float *tmp;  /* m floats */
     float *y;    /* m floats: the query sketch before quantization */
     int ftab;    /* float query scored from its sign tables (kernels.h ftab_score) */
@@ -73,14 +76,16 @@ static vq_status qjl_init(vq_codec *c, vq_spec *spec)
     j->qbits = (int)qbits;
     j->scale = sqrtf((float)M_PI / 2.0f) / (float)m;
     j->S = malloc(sizeof(float) * (size_t)m * D);
+    j->St = malloc(sizeof(float) * (size_t)m * D);
     j->tmp = malloc(sizeof(float) * (size_t)m);
     j->y = malloc(sizeof(float) * (size_t)m);
-    if (!j->S || !j->tmp || !j->y)
+    if (!j->S || !j->St || !j->tmp || !j->y)
         return vq_fail(c->err, VQ_ERR_NOMEM, "qjl: out of memory");
     vq_rng g;
     vq_rng_seed(&g, vq_seed_mix(c->seed, 0x716a6c70u /* "qjlp" */));
     for (size_t i = 0; i < (size_t)m * D; i++)
         j->S[i] = vq_rng_normal(&g);
+    vq_transpose(j->S, (size_t)m, (size_t)D, j->St);
     c->block_tokens = 1;
     c->block_bytes = 2 + (size_t)m / 8;
     c->shared_bytes = sizeof(float) * (size_t)m * D;
@@ -105,6 +110,7 @@ static void qjl_destroy(vq_codec *c)
     qjl *j = c->impl;
     if (j) {
         free(j->S);
+        free(j->St);
         free(j->tmp);
         free(j->y);
     }
@@ -112,10 +118,11 @@ static void qjl_destroy(vq_codec *c)
     c->impl = NULL;
 }
 
-/* y (m) <- S x (D) */
+/* y (m) <- S x (D): each sum in index order (kernels/matvec.h), so the
+ * signs do not depend on the CPU */
 static void project(const qjl *j, const float *x, int D, float *y)
 {
-    vq_mat_vec(j->S, (size_t)j->m, (size_t)D, x, y);
+    vq_kernels_get()->ordered_matvec(j->St, (size_t)j->m, (size_t)D, x, y);
 }
 
 static inline float zsign(const uint8_t *z, int i) { return vq_bits_get(z, (size_t)i, 1) ? 1.0f : -1.0f; }

@@ -220,7 +220,7 @@ static void qb_prepare_query(vq_codec *c, const float *qv, uint8_t *qbuf)
     if (q->rot)
         vq_rot_forward(&q->r, y);
     if (q->qbits)
-        vq_qdot_prepare(y, (size_t)c->head_dim, qbuf + sizeof(float) * (size_t)c->head_dim);
+        vq_kernels_get()->qdot_prepare(y, (size_t)c->head_dim, qbuf + sizeof(float) * (size_t)c->head_dim);
 }
 
 static void qb_score(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)

@@ -20,10 +20,21 @@
 
 vq_status vq_scalar_codebook_fit(const float *x, size_t n, int k, int iters, float *levels, char *err);
 
-/* Index of the level nearest to v (levels non-decreasing, k >= 1): binary
- * search over the midpoints. NaN gives 0. */
+/* Index of the level nearest to v (levels non-decreasing, k >= 1): the
+ * number of midpoints 0.5f * (levels[m] + levels[m + 1]) that v is above
+ * (they are non-decreasing, so those form a prefix), found by binary
+ * search; k a power of two (every codec's codebook) without branches on v
+ * (a step of `half` taken by a select), others with. NaN gives 0. */
 static inline int vq_scalar_codebook_nearest(const float *levels, int k, float v)
 {
+    if ((k & (k - 1)) == 0) {
+        int lo = 0;
+        for (int half = k >> 1; half >= 1; half >>= 1) {
+            const int m = lo + half - 1; /* is the answer above m? */
+            lo += v > 0.5f * (levels[m] + levels[m + 1]) ? half : 0;
+        }
+        return lo;
+    }
     int lo = 0, hi = k - 1; /* answer in [lo, hi] */
     while (lo < hi) {
         int mid = (lo + hi) / 2;

@@ -63,7 +63,11 @@
  * noise levels from it), which the prepared query holds after its row:
  * score = <q, mu> + r * A, one pass over the codes.
  * Shared state: U (D*D), mu, s (D each) and both codebooks, fp32. State
- * payload: docs/FORMATS.md, "spectral". */
+ * payload: docs/FORMATS.md, "spectral". The encoder projects through a
+ * column-by-column copy of U (basis_t, made wherever U changes; a working
+ * copy like vecinfer's cbt, not state) by the kernel table's
+ * ordered_matvec: each sum in index order, so the codes do not depend on
+ * the CPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +96,7 @@ typedef struct {
     int d_sig;
     float d_eff;
     float *basis; /* D*D, row j = eigenvector j */
+    float *basis_t; /* the basis column by column (kernels/matvec.h; a working copy, not state) */
     float *mean, *std; /* D each */
     float *lv_sig, *lv_noise; /* 2^sbits, 2^bits */
     float *tmp;   /* D scratch */
@@ -119,6 +124,7 @@ static void spectral_destroy(vq_codec *c)
     spectral_state *st = c->impl;
     if (st) {
         free(st->basis);
+        free(st->basis_t);
         free(st->mean);
         free(st->std);
         free(st->lv_sig);
@@ -140,12 +146,13 @@ static vq_status spectral_clone(const vq_codec *src, vq_codec *dst)
         return vq_fail(dst->err, VQ_ERR_NOMEM, "spectral: out of memory");
     *st = *s;
     st->basis = vq_vec_dup(s->basis, D * D);
+    st->basis_t = vq_vec_dup(s->basis_t, D * D);
     st->mean = vq_vec_dup(s->mean, D);
     st->std = vq_vec_dup(s->std, D);
     st->lv_sig = vq_vec_dup(s->lv_sig, (size_t)1 << s->sbits);
     st->lv_noise = vq_vec_dup(s->lv_noise, (size_t)1 << s->bits);
     st->tmp = vq_vec_dup(s->tmp, D);
-    if (!st->basis || !st->mean || !st->std || !st->lv_sig || !st->lv_noise || !st->tmp)
+    if (!st->basis || !st->basis_t || !st->mean || !st->std || !st->lv_sig || !st->lv_noise || !st->tmp)
         return vq_fail(dst->err, VQ_ERR_NOMEM, "spectral: out of memory");
     return VQ_OK;
 }
@@ -166,12 +173,13 @@ static vq_status spectral_init(vq_codec *c, vq_spec *spec)
     st->signal_param = (int)sig;
     st->slots = sbits > bits ? (int)sig : 0;
     st->basis = calloc((size_t)D * D, sizeof(float));
+    st->basis_t = calloc((size_t)D * D, sizeof(float));
     st->mean = calloc((size_t)D, sizeof(float));
     st->std = calloc((size_t)D, sizeof(float));
     st->lv_sig = calloc((size_t)1 << sbits, sizeof(float));
     st->lv_noise = calloc((size_t)1 << bits, sizeof(float));
     st->tmp = calloc((size_t)D, sizeof(float));
-    if (!st->basis || !st->mean || !st->std || !st->lv_sig || !st->lv_noise || !st->tmp)
+    if (!st->basis || !st->basis_t || !st->mean || !st->std || !st->lv_sig || !st->lv_noise || !st->tmp)
         return vq_fail(c->err, VQ_ERR_NOMEM, "spectral: out of memory");
     size_t code_bits = (size_t)st->slots * st->sbits + (size_t)(D - st->slots) * st->bits;
     c->block_tokens = 1;
@@ -196,14 +204,15 @@ static vq_status spectral_init(vq_codec *c, vq_spec *spec)
     return VQ_OK;
 }
 
-/* z = (U^T (x - mu)) / s ; returns r = rms(z). The rows' sums by
- * vq_mat_vec (each in index order); D <= 256 (vq_codec_create) */
+/* z = (U^T (x - mu)) / s ; returns r = rms(z). The rows' sums by the
+ * kernel table's ordered_matvec over basis_t (each in index order: the
+ * same codes on every CPU); D <= 256 (vq_codec_create) */
 static float sp_project(const spectral_state *st, int D, const float *x, float *z)
 {
     float xc[256];
     for (int i = 0; i < D; i++)
         xc[i] = x[i] - st->mean[i];
-    vq_mat_vec(st->basis, (size_t)D, (size_t)D, xc, z);
+    vq_kernels_get()->ordered_matvec(st->basis_t, (size_t)D, (size_t)D, xc, z);
     double ss = 0;
     for (int j = 0; j < D; j++) {
         z[j] = z[j] / st->std[j];
@@ -505,12 +514,13 @@ static vq_status spectral_calibrate(vq_codec *c, const float *x, size_t n)
     float *vals = malloc((size_t)VQ_SPECTRAL_MAX_VALUES * sizeof(float));
     spectral_state nw = *st; /* new state, committed on success */
     nw.basis = malloc((size_t)D * D * sizeof(float));
+    nw.basis_t = malloc((size_t)D * D * sizeof(float));
     nw.mean = malloc((size_t)D * sizeof(float));
     nw.std = malloc((size_t)D * sizeof(float));
     nw.lv_sig = malloc(((size_t)1 << st->sbits) * sizeof(float));
     nw.lv_noise = malloc(((size_t)1 << st->bits) * sizeof(float));
     vq_status s = VQ_OK;
-    if (!mu || !cov || !w || !v || !dx || !z || !vals || !nw.basis || !nw.mean || !nw.std || !nw.lv_sig ||
+    if (!mu || !cov || !w || !v || !dx || !z || !vals || !nw.basis || !nw.basis_t || !nw.mean || !nw.std || !nw.lv_sig ||
         !nw.lv_noise) {
         s = vq_fail(c->err, VQ_ERR_NOMEM, "spectral: out of memory for %zu calibration samples", n);
         goto done;
@@ -556,6 +566,7 @@ static vq_status spectral_calibrate(vq_codec *c, const float *x, size_t n)
         for (int j = 0; j < D; j++)
             nw.basis[(size_t)i * D + j] = (float)v[(size_t)j * D + i]; /* row i = eigenvector i */
     }
+    vq_transpose(nw.basis, (size_t)D, (size_t)D, nw.basis_t);
     for (size_t t = 0; t < n; t++) {
         float *zt = z + t * (size_t)D;
         float r = sp_project(&nw, D, x + t * (size_t)D, zt);
@@ -577,7 +588,7 @@ static vq_status spectral_calibrate(vq_codec *c, const float *x, size_t n)
         nw = old;
     }
 done:
-    free(nw.basis); free(nw.mean); free(nw.std); free(nw.lv_sig); free(nw.lv_noise);
+    free(nw.basis); free(nw.basis_t); free(nw.mean); free(nw.std); free(nw.lv_sig); free(nw.lv_noise);
     free(mu); free(cov); free(w); free(v); free(dx); free(z); free(vals);
     return s;
 }
@@ -669,6 +680,7 @@ static vq_status spectral_state_read(vq_codec *c, const uint8_t *src, size_t len
         st->std[i] = vq_get_f32(p);
     for (size_t i = 0; i < (size_t)D * D; i++, p += 4)
         st->basis[i] = vq_get_f32(p);
+    vq_transpose(st->basis, (size_t)D, (size_t)D, st->basis_t);
     for (size_t i = 0; i < ((size_t)1 << st->sbits); i++, p += 4)
         st->lv_sig[i] = vq_get_f32(p);
     for (size_t i = 0; i < ((size_t)1 << st->bits); i++, p += 4)

@@ -99,6 +99,7 @@ typedef struct {
     float c1[VQ_LM_MAX_LEVELS], c2[VQ_LM_MAX_LEVELS]; /* scaled centroids */
     float qjl;      /* sqrt(pi/2)/D */
     float *S;       /* prod: D x D, row-major */
+    float *St;      /* prod: S column by column (kernels/matvec.h; a working copy, not state) */
     float *tmp;     /* D floats */
     float *tmp2;    /* D floats */
     int qbits;      /* rvq, bits=1: query bit planes for popcount scores (0 = float query) */
@@ -230,12 +231,14 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         c->block_bytes = 4 + codes1 + (size_t)D / 8;
         t->qjl = sqrtf((float)M_PI / 2.0f) / (float)D;
         t->S = malloc(sizeof(float) * (size_t)D * D);
-        if (!t->S)
+        t->St = malloc(sizeof(float) * (size_t)D * D);
+        if (!t->S || !t->St)
             return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
         vq_rng g;
         vq_rng_seed(&g, vq_seed_mix(c->seed, 0x716a6c73u /* "qjls" */));
         for (size_t i = 0; i < (size_t)D * D; i++)
             t->S[i] = vq_rng_normal(&g);
+        vq_transpose(t->S, (size_t)D, (size_t)D, t->St);
         c->shared_bytes += sizeof(float) * (size_t)D * D;
         c->query_bytes = 2 * sizeof(float) * (size_t)D; /* R q, then S R q */
         c->accum_size = 2 * (size_t)D;                  /* rotated, sketch */
@@ -310,6 +313,7 @@ static void tq_destroy(vq_codec *c)
         free(t->tmp);
         free(t->tmp2);
         free(t->S);
+        free(t->St);
         free(t->lut);
     }
     free(t);
@@ -366,7 +370,8 @@ static void tq_encode(vq_codec *c, const float *x, size_t n, uint8_t *dst)
             for (int d = 0; d < D; d++)
                 g += (double)r[d] * r[d];
             vq_put_u16(blk + 2, vq_fp32_to_fp16((float)sqrt(g)));
-            vq_mat_vec(t->S, (size_t)D, (size_t)D, r, y); /* y is free now */
+            /* y is free now; each sum in index order: the same signs on every CPU */
+            vq_kernels_get()->ordered_matvec(t->St, (size_t)D, (size_t)D, r, y);
             for (int d = 0; d < D; d++)
                 if (y[d] >= 0.0f)
                     vq_bits_put(blk + t->off2, (size_t)d, 1, 1);
@@ -448,7 +453,7 @@ static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     float *y = (float *)(void *)qbuf;
     memcpy(y, q, sizeof(float) * (size_t)D);
     vq_rot_forward(&t->r, y);
-    if (t->v == TQ_PROD) /* S y by the kernel table's dense_dot (keys keep vq_mat_vec's CPU-independent bits) */
+    if (t->v == TQ_PROD) /* S y by the kernel table's dense_dot (keys keep ordered_matvec's CPU-independent bits) */
         vq_kernels_get()->dense_dot(y, (size_t)D, 1, t->S, VQ_ELEM_F32, (size_t)D, (size_t)D, y + D, (size_t)D);
     if (!t->ftab)
         return;

@@ -94,14 +94,13 @@ static void vi_make_signs(vecinfer_state *st, int D)
         st->sign[i] = vq_rng_sign(&r);
 }
 
-/* cbt from cb (after every change of cb) */
+/* cbt from cb (after every change of cb): each piece's K x sub_dim
+ * codebook transposed */
 static void vi_transpose(vecinfer_state *st)
 {
     const size_t K = (size_t)st->K, sd = (size_t)st->sub_dim;
     for (size_t m = 0; m < (size_t)st->M; m++)
-        for (size_t k = 0; k < K; k++)
-            for (size_t d = 0; d < sd; d++)
-                st->cbt[(m * sd + d) * K + k] = st->cb[(m * K + k) * sd + d];
+        vq_transpose(st->cb + m * K * sd, K, sd, st->cbt + m * sd * K);
 }
 
 /* y = H(sigma * x * f), f = 1/lambda (keys) or lambda (queries) or 1 */

@@ -43,6 +43,7 @@ static const vq_kernels k_ref = {
     .qaxpy = vq_qaxpy_ref,
     .qaxpy8 = vq_qaxpy8_ref,
     .qdot = vq_qdot_ref,
+    .qdot_prepare = vq_qdot_prepare,
     .rope_pairs = vq_rope_pairs_ref,
     .fwht = vq_fwht,
     .flip_signs = vq_flip_signs_ref,
@@ -52,6 +53,7 @@ static const vq_kernels k_ref = {
     .nearest8 = vq_nearest8_ref,
     .silu_mul = vq_silu_mul_ref,
     .gelu_mul = vq_gelu_mul_ref,
+    .ordered_matvec = vq_ordered_matvec_ref,
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -75,7 +77,7 @@ static void fill_tables(void)
     k_avx2.bitdot = vq_bitdot_avx2;
     k_avx2.signscore = vq_signscore_avx2;
     k_avx2.codes_qdot = vq_codes_qdot_avx2;
-    k_avx2.qdot = vq_qdot_avx2;
+    k_avx2.qdot = vq_qdot_avx2, k_avx2.qdot_prepare = vq_qdot_prepare_avx2;
     k_avx2.kivi_axpy = vq_kivi_axpy_avx2;
     k_avx2.kivi_qaxpy = vq_kivi_qaxpy_avx2, k_avx2.qaxpy8 = vq_qaxpy8_avx2;
     k_avx2.fwht = vq_fwht_avx2;
@@ -98,6 +100,7 @@ static void fill_tables(void)
     k_avx2.sign_tables = vq_sign_tables_avx2, k_avx2.level_tables = vq_level_tables_avx2;
     k_avx2.pq_score = vq_pq_score_avx2;
     k_avx2.outlier_adds = vq_outlier_adds_avx2;
+    k_avx2.ordered_matvec = vq_ordered_matvec_avx2;
 
     k_avx512 = k_avx2;
     k_avx512.isa = "avx512";
@@ -123,11 +126,13 @@ static void fill_tables(void)
     k_avx512.fwht = vq_fwht_avx512;
     k_avx512.flip_signs = vq_flip_signs_avx512;
     k_avx512.silu_mul = vq_silu_mul_avx512, k_avx512.gelu_mul = vq_gelu_mul_avx512;
+    k_avx512.ordered_matvec = vq_ordered_matvec_avx512;
     /* entries that need VPOPCNTDQ / VNNI */
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
         k_avx512.bitdot = vq_bitdot_avx512x, k_avx512.signscore = vq_signscore_avx512x;
     if (vq_cpu_features() & VQ_CPU_AVX512_VNNI)
-        k_avx512.qdot = vq_qdot_avx512x, k_avx512.codes_qdot = vq_codes_qdot_avx512x,
+        k_avx512.qdot = vq_qdot_avx512x, k_avx512.qdot_prepare = vq_qdot_prepare_avx512x,
+        k_avx512.codes_qdot = vq_codes_qdot_avx512x,
         k_avx512.codes_qprep = vq_codes_qprep_avx512x;
     if ((vq_cpu_features() & (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX512_VBMI)) == (VQ_CPU_AVX512_VNNI | VQ_CPU_AVX512_VBMI))
         k_avx512.kivi_qaxpy = vq_kivi_qaxpy_avx512x, k_avx512.qaxpy8 = vq_qaxpy8_avx512x,

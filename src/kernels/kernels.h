@@ -205,7 +205,10 @@
  *       tables: vecinfer with qbits=8; the VBMI variant where the CPU has
  *       it, else the reference).
  *   silu_mul, gelu_mul: kernels/glu.h (the gated products of a feed-forward
- *       block). */
+ *       block).
+ *   ordered_matvec: kernels/matvec.h (a matrix, column by column, times a
+ *       vector, each sum in index order: the encoders' projections, the
+ *       same bits in every variant). */
 #ifndef VQ_KERNELS_KERNELS_H
 #define VQ_KERNELS_KERNELS_H
 
@@ -220,6 +223,7 @@
 #include "kernels/kivi_qaxpy.h"
 #include "kernels/lut8_scan.h"
 #include "kernels/lut_qaxpy.h"
+#include "kernels/matvec.h"
 #include "kernels/nearest8.h"
 #include "kernels/nibble_tables.h"
 #include "kernels/qaxpy.h"
@@ -309,6 +313,7 @@ typedef struct vq_kernels {
                    size_t wstride, int n_q, float *acc, size_t astride);
     void (*qdot)(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                  size_t qstride, int n_q, float *s, size_t sstride);
+    void (*qdot_prepare)(const float *x, size_t D, uint8_t *dst);
     void (*rope_pairs)(float *x, const float *cs, size_t half, int neox, float sgn);
     void (*fwht)(float *x, size_t n);
     void (*flip_signs)(float *x, const uint8_t *bits, size_t n);
@@ -320,6 +325,7 @@ typedef struct vq_kernels {
                       int n_q, float *s, size_t sstride);
     void (*silu_mul)(float *g, const float *u, size_t n);
     void (*gelu_mul)(float *g, const float *u, size_t n);
+    vq_ordered_matvec_fn *ordered_matvec;
 } vq_kernels;
 
 /* The table in use (see above). */

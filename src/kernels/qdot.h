@@ -61,7 +61,13 @@ static inline void vq_qdot_blocks(vq_qdot_block_fn block, int bits, const uint8_
 }
 
 size_t vq_qdot_query_bytes(size_t D);
+/* the prepared query of x (D floats) at dst; vq_qdot_prepare is the
+ * reference (lrintf per value), the twins write its bytes for every input
+ * (AVX2; AVX-512, with VNNI: the kernel table's qdot_prepare beside its
+ * qdot) */
 void vq_qdot_prepare(const float *x, size_t D, uint8_t *dst);
+void vq_qdot_prepare_avx2(const float *x, size_t D, uint8_t *dst);
+void vq_qdot_prepare_avx512x(const float *x, size_t D, uint8_t *dst);
 
 void vq_qdot_ref(int bits, const uint8_t *codes, size_t rstride, size_t nt, size_t D, const uint8_t *qbuf,
                  size_t qstride, int n_q, float *s, size_t sstride);

@@ -222,3 +222,43 @@ void vq_codes_qprep_avx2(const float *qs, size_t qstride, int n_q, const uint8_t
         }
     }
 }
+
+/* vq_qdot_prepare's twin: the same bytes. Per block of 32 the maximum of
+ * |x| by vector maxima (|x| first: a NaN is passed over, as fmaxf does),
+ * d and inv divided in scalar as the reference, round(x * inv) to nearest
+ * even as lrintf does, held to [-127, 127] (an infinite inv, from a
+ * denormal maximum, gives the converter's 0x80000000: -127, as the
+ * reference's clamp of lrintf's), the values' sum in integers and the
+ * bytes by pack32. */
+void vq_qdot_prepare_avx2(const float *x, size_t D, uint8_t *dst)
+{
+    const size_t nb = D / 32;
+    uint8_t *dp = dst, *sp = dst + nb * sizeof(float);
+    int8_t *q = (int8_t *)(void *)(dst + nb * (sizeof(float) + sizeof(int32_t)));
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    for (size_t b = 0; b < nb; b++) {
+        __m256 v[4], mx = _mm256_setzero_ps();
+        for (int u = 0; u < 4; u++) {
+            v[u] = _mm256_loadu_ps(x + 32 * b + 8 * (size_t)u);
+            mx = _mm256_max_ps(_mm256_andnot_ps(sign, v[u]), mx);
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+        const float amax = _mm_cvtss_f32(m4), d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        const __m256 vi = _mm256_set1_ps(inv);
+        __m256i r[4], sum = _mm256_setzero_si256();
+        for (int u = 0; u < 4; u++) {
+            r[u] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(v[u], vi)), lo), hi);
+            sum = _mm256_add_epi32(sum, r[u]);
+        }
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+        const int32_t isum = _mm_cvtsi128_si32(s4);
+        _mm256_storeu_si256((__m256i *)(void *)(q + 32 * b), pack32(r[0], r[1], r[2], r[3]));
+        memcpy(dp + b * sizeof(float), &d, sizeof d);
+        memcpy(sp + b * sizeof(int32_t), &isum, sizeof isum);
+    }
+}

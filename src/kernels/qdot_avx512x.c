@@ -656,3 +656,27 @@ void vq_codes_qprep_avx512x(const float *qs, size_t qstride, int n_q, const uint
     default: vq_codes_qprep(qs, qstride, n_q, hdr, D, bits, dst, dstride); break;
     }
 }
+
+/* vq_qdot_prepare's twin: the same bytes (vq_qdot_prepare_avx2's steps on
+ * 16 lanes; the bytes by two saturating narrowings, VPMOVSDB, which keep
+ * the order) */
+void vq_qdot_prepare_avx512x(const float *x, size_t D, uint8_t *dst)
+{
+    const size_t nb = D / 32;
+    uint8_t *dp = dst, *sp = dst + nb * sizeof(float);
+    int8_t *q = (int8_t *)(void *)(dst + nb * (sizeof(float) + sizeof(int32_t)));
+    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+    for (size_t b = 0; b < nb; b++) {
+        const __m512 v0 = _mm512_loadu_ps(x + 32 * b), v1 = _mm512_loadu_ps(x + 32 * b + 16);
+        const __m512 mx = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps()));
+        const float amax = _mm512_reduce_max_ps(mx), d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        const __m512 vi = _mm512_set1_ps(inv);
+        const __m512i r0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vi)), lo), hi);
+        const __m512i r1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vi)), lo), hi);
+        const int32_t isum = _mm512_reduce_add_epi32(_mm512_add_epi32(r0, r1));
+        _mm_storeu_si128((__m128i *)(void *)(q + 32 * b), _mm512_cvtsepi32_epi8(r0));
+        _mm_storeu_si128((__m128i *)(void *)(q + 32 * b + 16), _mm512_cvtsepi32_epi8(r1));
+        memcpy(dp + b * sizeof(float), &d, sizeof d);
+        memcpy(sp + b * sizeof(int32_t), &isum, sizeof isum);
+    }
+}
