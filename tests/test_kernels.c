@@ -777,6 +777,46 @@ static void test_qdot_prepare(const vq_kernels *k, const vq_kernels *ref)
         }
 }
 
+/* lut8_tables: the reference's bytes for M tables of random floats, a
+ * constant table, one with a NaN first entry or NaNs inside, ties of +0 and
+ * -0 at the minimum, an infinity, and all-constant input (range 0) */
+static void test_lut8_tables(const vq_kernels *k, const vq_kernels *ref)
+{
+    static const int Ms[] = { 1, 2, 3, 15, 16, 32, 64, 256 };
+    for (size_t im = 0; im < sizeof Ms / sizeof *Ms; im++)
+        for (int kind = 0; kind < 7; kind++) {
+            const int M = Ms[im];
+            const size_t n = 256 * (size_t)M, qb = vq_lut8_tables_size(M);
+            float *buf = malloc(sizeof(float) * (n + 1)), *lut = buf + 1; /* unaligned */
+            uint8_t *a = malloc(qb), *b = malloc(qb);
+            fill(lut, n, 17 * (size_t)M + (size_t)kind);
+            if (kind == 1) /* table 0 constant */
+                for (int c = 1; c < 256; c++)
+                    lut[c] = lut[0];
+            if (kind == 2)
+                lut[256 * (M - 1)] = NAN, lut[5] = NAN;
+            if (kind == 3) /* the minimum a tie of -0 and +0 */
+                for (int m = 0; m < M; m++) {
+                    for (int c = 0; c < 256; c++)
+                        lut[256 * m + c] = fabsf(lut[256 * m + c]) + 1.0f;
+                    lut[256 * m + 7] = 0.0f, lut[256 * m + 200] = -0.0f, lut[256 * m + 33] = -0.0f;
+                }
+            if (kind == 4)
+                lut[256 * (M / 2) + 9] = INFINITY;
+            if (kind == 5)
+                for (size_t i = 0; i < n; i++)
+                    lut[i] = 0.25f;
+            if (kind == 6) /* tiny ranges: entries on the rounding's halves */
+                for (size_t i = 0; i < n; i++)
+                    lut[i] = (float)(i % 256) * 0.5f;
+            memset(a, 0xA5, qb), memset(b, 0x5A, qb);
+            ref->lut8_tables(lut, M, a);
+            k->lut8_tables(lut, M, b);
+            CHECKF(memcmp(a, b, qb) == 0, "%s lut8_tables M=%d kind=%d: not the reference's bytes", k->isa, M, kind);
+            free(buf), free(a), free(b);
+        }
+}
+
 /* nt random q8_0 / q4_0 rows of D values (valid fp16 scales) at stride rs */
 static void fill_qrows(int bits, uint8_t *rows, size_t rs, size_t nt, size_t D, uint64_t seed)
 {
@@ -2094,6 +2134,7 @@ static void test_tables(void)
         test_rope_codes_dot(k, ref);
         test_bits_unpack(k, ref);
         test_lut8_scan(k, ref);
+        test_lut8_tables(k, ref);
         test_fwht(k, ref);
         test_gated(k, ref);
         test_kivi_kdot(k, ref);

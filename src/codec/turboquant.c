@@ -30,7 +30,7 @@
  *        bytes); the norm's own error is not what decode needs.
  *      qbits=8 (bits 1, 2 or 4): keys scored from byte tables: per code
  *        byte the 256 sums of its 8/b coordinates' levels against R q,
- *        rounded to bytes with one step (codec/lut_bytes.h), summed by
+ *        rounded to bytes with one step (kernels/lut8_tables.h), summed by
  *        kernels.h lut8_scan and scaled by the norm; off the float score by
  *        at most norm * (bD/8) * delta / 2. Values summed in integers:
  *        the levels rounded to int8 (step max |c1| / 127) and the
@@ -75,7 +75,6 @@
 #include "codec/codec.h"
 #include "codec/halves.h"
 #include "codec/lloyd_max.h"
-#include "codec/lut_bytes.h"
 #include "kernels/qplanes.h"
 #include "codec/rotation.h"
 #include "codec/tq_stage2.h"
@@ -103,7 +102,7 @@ typedef struct {
     float *tmp;     /* D floats */
     float *tmp2;    /* D floats */
     int qbits;      /* rvq, bits=1: query bit planes for popcount scores (0 = float query) */
-    int scan;       /* mse keys, qbits=8: byte tables per code byte (codec/lut_bytes.h) */
+    int scan;       /* mse keys, qbits=8: byte tables per code byte (kernels/lut8_tables.h) */
     int w8;         /* mse values, qbits=8: int8 weights and levels (kernels/lut_qaxpy.h) */
     int8_t lev8[VQ_LM_MAX_LEVELS]; /* w8: c1 / lstep rounded */
     float lstep;    /* w8: max |c1| / 127 */
@@ -259,7 +258,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     }
     if (t->scan) { /* the codes' bytes scored from byte tables */
         const int M = t->bits * D / 8;
-        c->query_bytes = vq_lut_bytes_size(M);
+        c->query_bytes = vq_lut8_tables_size(M);
         c->score_own = 1;
         if (!(t->lut = malloc(sizeof(float) * 256 * (size_t)M)))
             return vq_fail(c->err, VQ_ERR_NOMEM, "%s: out of memory", c->ops->name);
@@ -412,7 +411,7 @@ static void tq_decode(vq_codec *c, const uint8_t *src, size_t n, float *x)
  * the float table lut[m][x] = sum_i y_(m*8/b + i) c1[code i of x], as the
  * sum of two 16-entry tables of its low and high nibble (each half's
  * products summed in coordinate order), then rounded to bytes
- * (codec/lut_bytes.h) */
+ * (kernels/lut8_tables.h) */
 static void tq_scan_tables(tq *t, const float *y, int D, uint8_t *qbuf)
 {
     const int b = t->bits, cpb = 8 / b, M = b * D / 8, half = cpb / 2;
@@ -429,10 +428,11 @@ static void tq_scan_tables(tq *t, const float *y, int D, uint8_t *qbuf)
             A[x] = a, B[x] = bb;
         }
         float *l = t->lut + (size_t)m * 256;
-        for (unsigned x = 0; x < 256; x++)
-            l[x] = A[x & 15] + B[x >> 4];
+        for (unsigned hi = 0; hi < 16; hi++) /* constant trip counts: vector adds */
+            for (unsigned lo = 0; lo < 16; lo++)
+                l[16 * hi + lo] = A[lo] + B[hi];
     }
-    vq_lut_bytes(t->lut, M, qbuf);
+    vq_kernels_get()->lut8_tables(t->lut, M, qbuf);
 }
 
 static void tq_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)

@@ -51,7 +51,6 @@
 #include "codec/codec.h"
 #include "codec/vecops.h"
 #include "codec/kmeans.h"
-#include "codec/lut_bytes.h"
 #include "kernels/kernels.h"
 #include "core/hadamard.h"
 #include "core/io.h"
@@ -215,7 +214,7 @@ static vq_status vecinfer_init(vq_codec *c, vq_spec *spec)
     if ((st->qbits && !st->lut) || (pq_scored && !st->work))
         return vq_fail(c->err, VQ_ERR_NOMEM, "vecinfer: out of memory");
     if (st->qbits) {
-        c->query_bytes = vq_lut_bytes_size(st->M);
+        c->query_bytes = vq_lut8_tables_size(st->M);
         snprintf(c->canon, sizeof c->canon, "vecinfer:sub_dim=%d,bits=%d,qbits=8", st->sub_dim, st->bits);
     } else {
         snprintf(c->canon, sizeof c->canon, "vecinfer:sub_dim=%d,bits=%d", st->sub_dim, st->bits);
@@ -302,8 +301,8 @@ static void vecinfer_prepare_query(vq_codec *c, const float *q, uint8_t *qbuf)
     for (int m = 0; m < st->M; m++)
         kt->dense_axpy(st->tmp + m * sd, (size_t)sd, 1, st->cbt + (size_t)m * sd * K, VQ_ELEM_F32, (size_t)sd, K,
                        lut + (size_t)m * K, K);
-    if (st->qbits) /* byte tables (codec/lut_bytes.h) */
-        vq_lut_bytes(lut, st->M, qbuf);
+    if (st->qbits) /* byte tables (kernels/lut8_tables.h) */
+        vq_kernels_get()->lut8_tables(lut, st->M, qbuf);
 }
 
 /* scores from the float tables: each query's sum of its pieces' entries,

@@ -54,6 +54,7 @@ static const vq_kernels k_ref = {
     .silu_mul = vq_silu_mul_ref,
     .gelu_mul = vq_gelu_mul_ref,
     .ordered_matvec = vq_ordered_matvec_ref,
+    .lut8_tables = vq_lut8_tables_ref,
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -101,6 +102,7 @@ static void fill_tables(void)
     k_avx2.pq_score = vq_pq_score_avx2;
     k_avx2.outlier_adds = vq_outlier_adds_avx2;
     k_avx2.ordered_matvec = vq_ordered_matvec_avx2;
+    k_avx2.lut8_tables = vq_lut8_tables_avx2;
 
     k_avx512 = k_avx2;
     k_avx512.isa = "avx512";
@@ -127,6 +129,7 @@ static void fill_tables(void)
     k_avx512.flip_signs = vq_flip_signs_avx512;
     k_avx512.silu_mul = vq_silu_mul_avx512, k_avx512.gelu_mul = vq_gelu_mul_avx512;
     k_avx512.ordered_matvec = vq_ordered_matvec_avx512;
+    k_avx512.lut8_tables = vq_lut8_tables_avx512;
     /* entries that need VPOPCNTDQ / VNNI */
     if (vq_cpu_features() & VQ_CPU_AVX512_VPOPCNT)
         k_avx512.bitdot = vq_bitdot_avx512x, k_avx512.signscore = vq_signscore_avx512x;

@@ -208,7 +208,9 @@
  *       block).
  *   ordered_matvec: kernels/matvec.h (a matrix, column by column, times a
  *       vector, each sum in index order: the encoders' projections, the
- *       same bits in every variant). */
+ *       same bits in every variant).
+ *   lut8_tables: kernels/lut8_tables.h (a query's float tables rounded to
+ *       lut8_scan's byte tables; the same bytes in every variant). */
 #ifndef VQ_KERNELS_KERNELS_H
 #define VQ_KERNELS_KERNELS_H
 
@@ -222,6 +224,7 @@
 #include "kernels/codes_qdot.h"
 #include "kernels/kivi_qaxpy.h"
 #include "kernels/lut8_scan.h"
+#include "kernels/lut8_tables.h"
 #include "kernels/lut_qaxpy.h"
 #include "kernels/matvec.h"
 #include "kernels/nearest8.h"
@@ -326,6 +329,7 @@ typedef struct vq_kernels {
     void (*silu_mul)(float *g, const float *u, size_t n);
     void (*gelu_mul)(float *g, const float *u, size_t n);
     vq_ordered_matvec_fn *ordered_matvec;
+    vq_lut8_tables_fn *lut8_tables;
 } vq_kernels;
 
 /* The table in use (see above). */

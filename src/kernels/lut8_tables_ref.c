@@ -1,9 +1,13 @@
-/* lut_bytes.c -- float tables rounded to byte tables (codec/lut_bytes.h). */
-#include "codec/lut_bytes.h"
+/* lut8_tables_ref.c -- the scalar reference of vq_lut8_tables
+ * (kernels/lut8_tables.h). A zero's sign never reaches a byte: min_m
+ * enters only as l - min_m (equal for either zero, but for l = -0, whose
+ * byte is 0 either way) and the bias (a sum from +0.0f, which -0 cannot
+ * change), a range of -0 replaces nothing. */
+#include "kernels/lut8_tables.h"
 
 #include <string.h>
 
-void vq_lut_bytes(const float *lut, int M, uint8_t *qbuf)
+void vq_lut8_tables_ref(const float *lut, int M, uint8_t *qbuf)
 {
     float bias = 0.0f, range = 0.0f, lo[256];
     for (int m = 0; m < M; m++) {
