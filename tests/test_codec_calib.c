@@ -210,6 +210,49 @@ static void test_mismatch(void)
     free(st);
 }
 
+/* qbits= chooses the queries' arithmetic, not the state: a state written
+ * by vecinfer:bits=8 loads into vecinfer:bits=8,qbits=8 and back (the same
+ * codes), and so does a file written before session 51, whose identity
+ * kept qbits=8 (the header's spec rewritten, the CRC fixed); another bits=
+ * is still refused */
+static void test_identity_qbits(void)
+{
+    uint8_t *st, *st8;
+    size_t len, len8;
+    vq_codec *a = calibrated("vecinfer:sub_dim=8,bits=8", 64, VQ_ROLE_KEY, &st, &len);
+    vq_codec *b = calibrated("vecinfer:sub_dim=8,bits=8,qbits=8", 64, VQ_ROLE_KEY, &st8, &len8);
+    CHECK(len == len8 && memcmp(st, st8, len) == 0); /* the same samples, the same state bytes */
+    vq_codec *c = make("vecinfer:sub_dim=8,bits=8,qbits=8", 64, VQ_ROLE_KEY);
+    CHECK(c && vq_codec_state_read(c, st, len) == VQ_OK);
+    if (a && c) { /* the same codes (their queries differ in kind) */
+        float *x = samples(64, 32, 5);
+        const size_t bytes = 32 * vq_codec_block_bytes(a);
+        uint8_t *ca = malloc(bytes), *cc = malloc(bytes);
+        CHECK(vq_codec_encode(a, x, 32, ca) == VQ_OK && vq_codec_encode(c, x, 32, cc) == VQ_OK &&
+              memcmp(ca, cc, bytes) == 0);
+        free(x), free(ca), free(cc);
+    }
+    vq_codec_free(c);
+    /* a file whose identity says qbits=8 (as written before session 51) */
+    const char *old = "vecinfer:sub_dim=8,bits=8,qbits=8";
+    const size_t L = vq_get_u32(st + 20), Lo = strlen(old), lo = len - L + Lo;
+    uint8_t *f = malloc(lo);
+    memcpy(f, st, 24);
+    vq_put_u32(f + 20, (uint32_t)Lo);
+    memcpy(f + 24, old, Lo);
+    memcpy(f + 24 + Lo, st + 24 + L, len - 24 - L);
+    fix_crc(f, lo);
+    c = make("vecinfer:sub_dim=8,bits=8", 64, VQ_ROLE_KEY);
+    CHECKF(c && vq_codec_state_read(c, f, lo) == VQ_OK, "old identity: %s", c ? vq_codec_error(c) : "");
+    CHECK(c && same_encoding(a, c, 64));
+    vq_codec_free(c);
+    c = make("vecinfer:sub_dim=8,bits=7", 64, VQ_ROLE_KEY);
+    CHECK(c && vq_codec_state_read(c, f, lo) == VQ_ERR_FORMAT);
+    vq_codec_free(c);
+    free(f), free(st), free(st8);
+    vq_codec_free(a), vq_codec_free(b);
+}
+
 /* Valid header and CRC, hostile payload: the method's parser must check
  * every field. Targeted fields, then random mutations (any status is fine,
  * but no crash, and an accepted state must encode/decode/score safely). */
@@ -334,6 +377,7 @@ int main(void)
     RUN(test_roundtrip);
     RUN(test_corruption);
     RUN(test_mismatch);
+    RUN(test_identity_qbits);
     RUN(test_hostile_payload);
     RUN(test_calib_file);
     return vq_test_summary("codec_calib");

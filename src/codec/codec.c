@@ -344,20 +344,39 @@ vq_status vq_codec_calibrate(vq_codec *c, const float *x, size_t n)
 #define STATE_VERSION 2u /* version 1 (read only): no writer field */
 #define STATE_HDR(ver) ((ver) == 1 ? 8u : 12u) /* offset of head_dim */
 
-/* canonical spec without a calib= parameter (the file is not part of the
- * identity of the state) */
+/* the n characters of spec s without its calib= and qbits= parameters
+ * (neither is part of the identity of the state: the file's name, the
+ * queries' arithmetic), as "name" or "name:k=v,k=v", into buf (cap >= 1);
+ * returns the length written */
+static size_t identity_of(const char *s, size_t n, char *buf, size_t cap)
+{
+    size_t o = 0, i = 0;
+    while (i < n && s[i] != ':')
+        i++;
+    for (size_t k = 0; k < i && o + 1 < cap; k++)
+        buf[o++] = s[k];
+    int first = 1;
+    while (i < n) {
+        size_t b = ++i; /* past ':' or ',' */
+        while (i < n && s[i] != ',')
+            i++;
+        const size_t len = i - b;
+        if (len == 0 || (len >= 6 && memcmp(s + b, "calib=", 6) == 0) || (len >= 6 && memcmp(s + b, "qbits=", 6) == 0))
+            continue;
+        if (o + 1 < cap)
+            buf[o++] = first ? ':' : ',';
+        for (size_t k = 0; k < len && o + 1 < cap; k++)
+            buf[o++] = s[b + k];
+        first = 0;
+    }
+    buf[o] = '\0';
+    return o;
+}
+
+/* the codec's canonical spec as the identity of its state (identity_of) */
 static size_t spec_identity(const vq_codec *c, char *buf, size_t cap)
 {
-    const char *s = c->canon;
-    const char *k = strstr(s, "calib=");
-    size_t n = k ? (size_t)(k - s) : strlen(s);
-    while (n > 0 && (s[n - 1] == ',' || s[n - 1] == ':'))
-        n--;
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
-    return n;
+    return identity_of(c->canon, strlen(c->canon), buf, cap);
 }
 
 vq_status vq_codec_state_write(const vq_codec *c, void *dst, size_t cap, size_t *len)
@@ -434,9 +453,11 @@ vq_status vq_codec_state_read(vq_codec *c, const void *src, size_t len)
     if ((int)vq_get_u32(p + H) != c->head_dim || vq_get_u32(p + H + 4) != (uint32_t)c->role)
         return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state is for head_dim %u role %u, codec has head_dim %d role %d",
                        vq_get_u32(p + H), vq_get_u32(p + H + 4), c->head_dim, (int)c->role);
-    char id[VQ_SPEC_MAX_LEN];
-    spec_identity(c, id, sizeof id);
-    if (strlen(id) != L || memcmp(id, p + H + 12, L) != 0)
+    char id[VQ_SPEC_MAX_LEN], fid[VQ_SPEC_MAX_LEN];
+    const size_t il = spec_identity(c, id, sizeof id);
+    /* the file's identity as this build forms it (files before session 51 kept qbits= in it) */
+    const size_t fl = identity_of((const char *)(p + H + 12), L, fid, sizeof fid);
+    if (il != fl || memcmp(id, fid, il) != 0)
         return vq_fail(c->err, VQ_ERR_FORMAT, "calibration state is for '%.*s', codec is '%s'", (int)L,
                        (const char *)(p + H + 12), id);
     VQ_TRY(c->ops->state_read(c, p + H + 20 + L, (size_t)P));
