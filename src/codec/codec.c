@@ -344,10 +344,11 @@ vq_status vq_codec_calibrate(vq_codec *c, const float *x, size_t n)
 #define STATE_VERSION 2u /* version 1 (read only): no writer field */
 #define STATE_HDR(ver) ((ver) == 1 ? 8u : 12u) /* offset of head_dim */
 
-/* the n characters of spec s without its calib= and qbits= parameters
- * (neither is part of the identity of the state: the file's name, the
- * queries' arithmetic), as "name" or "name:k=v,k=v", into buf (cap >= 1);
- * returns the length written */
+/* the n characters of spec s without its qbits= parameter and without a
+ * calib= parameter and all after it (neither is part of the identity of
+ * the state: the queries' arithmetic, the file's name, whose path may hold
+ * ',' or ':'), as "name" or "name:k=v,k=v", into buf (cap >= 1); returns
+ * the length written */
 static size_t identity_of(const char *s, size_t n, char *buf, size_t cap)
 {
     size_t o = 0, i = 0;
@@ -361,7 +362,9 @@ static size_t identity_of(const char *s, size_t n, char *buf, size_t cap)
         while (i < n && s[i] != ',')
             i++;
         const size_t len = i - b;
-        if (len == 0 || (len >= 6 && memcmp(s + b, "calib=", 6) == 0) || (len >= 6 && memcmp(s + b, "qbits=", 6) == 0))
+        if (len >= 6 && memcmp(s + b, "calib=", 6) == 0)
+            break;
+        if (len == 0 || (len >= 6 && memcmp(s + b, "qbits=", 6) == 0))
             continue;
         if (o + 1 < cap)
             buf[o++] = first ? ':' : ',';
