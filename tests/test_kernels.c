@@ -68,7 +68,6 @@
 #include "core/cpu.h"
 #include "core/fp16.h"
 #include "core/rng.h"
-#include "codec/vecops.h"
 #include "kernels/kernels.h"
 #include "test.h"
 
@@ -707,10 +706,25 @@ static void test_nearest8(const vq_kernels *k, const vq_kernels *ref)
             }
 }
 
-/* ordered_matvec: the reference's bits (and the reference vecops.h
- * vq_mat_vec's over the transposed matrix) for row counts around every
- * register and pass width, unaligned columns and vector, a few columns or
- * many; y poisoned before, and the floats after its end left alone */
+/* y[i] = sum_j S[i*n + j] * x[j] for the row-major S (rows x n): each
+ * row's sum in index order from 0.0f, each product rounded before its add
+ * (ordered_matvec's contract, written the plain way) */
+static void plain_mat_vec(const float *S, size_t rows, size_t n, const float *x, float *y)
+{
+    for (size_t i = 0; i < rows; i++) {
+        float s = 0.0f;
+        for (size_t j = 0; j < n; j++) {
+            const float p = S[i * n + j] * x[j]; /* two statements: never contracted into an FMA */
+            s += p;
+        }
+        y[i] = s;
+    }
+}
+
+/* ordered_matvec: the reference's bits (and plain_mat_vec's over the
+ * transposed matrix) for row counts around every register and pass width,
+ * unaligned columns and vector, a few columns or many; y poisoned before,
+ * and the floats after its end left alone */
 static void test_ordered_matvec(const vq_kernels *k, const vq_kernels *ref)
 {
     static const size_t rs[] = { 1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 127, 128, 129, 200, 256, 300, 1024 };
@@ -730,10 +744,8 @@ static void test_ordered_matvec(const vq_kernels *k, const vq_kernels *ref)
                 y1[i] = y2[i] = y3[i] = NAN;
             ref->ordered_matvec(mt, R, N, x, y1);
             k->ordered_matvec(mt, R, N, x, y2);
-            for (size_t i = 0; i < R; i++)
-                for (size_t j = 0; j < N; j++)
-                    m[i * N + j] = mt[j * R + i];
-            vq_mat_vec(m, R, N, x, y3);
+            vq_transpose(mt, N, R, m); /* m[i*N + j] = mt[j*R + i]: the row-major matrix */
+            plain_mat_vec(m, R, N, x, y3);
             CHECKF(memcmp(y1, y2, sizeof(float) * R) == 0 && memcmp(y1, y3, sizeof(float) * R) == 0,
                    "%s ordered_matvec rows=%zu n=%zu: not the reference's bits", k->isa, R, N);
             for (size_t i = R; i < R + 4; i++)

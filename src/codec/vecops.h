@@ -20,26 +20,6 @@ static inline float vq_vec_dot(const float *a, const float *b, size_t n)
     return s;
 }
 
-/* y[i] = vq_vec_dot(S + i*n, x, n) for the `rows` rows of n floats of S:
- * eight rows' sums side by side (independent add chains, each in index
- * order: vq_vec_dot's bits), so the product is not bound by one chain's
- * latency */
-static inline void vq_mat_vec(const float *S, size_t rows, size_t n, const float *x, float *y)
-{
-    enum { R = 8 };
-    size_t i = 0;
-    for (; i + R <= rows; i += R) {
-        float s[R] = { 0.0f };
-        for (size_t j = 0; j < n; j++)
-            for (size_t r = 0; r < R; r++)
-                s[r] += S[(i + r) * n + j] * x[j];
-        for (size_t r = 0; r < R; r++)
-            y[i + r] = s[r];
-    }
-    for (; i < rows; i++)
-        y[i] = vq_vec_dot(S + i * n, x, n);
-}
-
 /* y[i] += a * x[i] */
 static inline void vq_vec_axpy(float a, const float *x, size_t n, float *y)
 {

@@ -7,8 +7,9 @@
  *     y[i] = sum_{j < n} mt[j*rows + i] * x[j],
  * mt holding the matrix column by column (column j at mt + j*rows), each
  * product rounded, then added from 0.0f in j order (no fused multiply-add):
- * codec/vecops.h vq_mat_vec's bits over the row-major matrix whose
- * transpose is mt. Every variant returns these bits (the SIMD ones hold
+ * the bits of the plain loop over each row of the row-major matrix whose
+ * transpose is mt (the encoders' loop before session 51, when they kept
+ * only that matrix). Every variant returns these bits (the SIMD ones hold
  * rows side by side in the lanes, each lane its own sum in j order).
  * rows >= 1, n >= 1; y does not overlap mt or x. */
 #ifndef VQ_KERNELS_MATVEC_H
