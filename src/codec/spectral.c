@@ -52,10 +52,12 @@
  * to the end. The query holds q'_i at i in the half of i's own codebook
  * (i >= d_sig: the first, i < d_sig: the second) and 0 at the other
  * place, so a score is the dot of the two halves: <q, mu> + r * (codes_dot
- * over all D codes with the noise levels + codes_dot over the first nsig
- * with the signal levels); accumulation is two lut_axpy passes of the
- * same extents, and finish takes coordinate i from the half of its own
- * codebook. Other parameters keep rows of D + SP_PAD floats as above.
+ * over the codes from s0 = d_sig rounded down to 16 to D with the noise
+ * levels + codes_dot over the first nsig with the signal levels: the noise
+ * half's entries below s0 are a query's zeros and accumulator entries
+ * nobody reads, so their codes are skipped); accumulation is two lut_axpy
+ * passes of the same extents (the noise half's entries below s0 stay 0),
+ * and finish takes coordinate i from the half of its own codebook. Other parameters keep rows of D + SP_PAD floats as above.
  * Keys of the split layout at 1 or 2 bits, where the kernel table's
  * ftab_score over level tables beats codes_dot (kernels.h ftab_levels),
  * are scored from level tables instead (kernels/
@@ -111,7 +113,13 @@ static inline size_t sp_at(const spectral_state *st, int D, int i)
     return st->split && i < st->d_sig ? (size_t)D + SP_PAD + (size_t)i : (size_t)i;
 }
 /* the signal half's extent: d_sig rounded up to 16 (<= D) */
-static inline size_t sp_nsig(const spectral_state *st) { return ((size_t)st->d_sig + 15) / 16 * 16; }
+static inline size_t sp_nsig(const spectral_state *st) { return (size_t)st->d_sig / 16 * 16; }
+/* where the noise half's passes start: d_sig rounded down to 16 (< D, as
+ * d_sig < D). Below it every coordinate is a signal one, whose noise-half
+ * query entry is 0 and whose noise-half accumulator entry finish never
+ * reads, so the passes skip those codes (whole groups of 16: the byte
+ * offset s0 * bits / 8 is whole for bits <= 4) */
+static inline size_t sp_noise0(const spectral_state *st) { return (size_t)st->d_sig / 16 * 16; }
 static inline size_t sp_pos(const spectral_state *st, int i)
 {
     return i < st->slots ? (size_t)i * st->sbits
@@ -336,7 +344,7 @@ static void sp_score_tables(vq_codec *c, const uint8_t *qbuf, int n_q, const uin
 }
 
 /* the split layout's scores: <q, mu> + r_i * (the noise levels' sum over
- * all D codes + the signal levels' sum over the first sp_nsig), the level
+ * the codes from sp_noise0 + the signal levels' sum over the first sp_nsig), the level
  * sums by kernels.h codes_dot (each query half is 0 where the other
  * codebook applies) */
 static void sp_score_codes(vq_codec *c, const uint8_t *qbuf, int n_q, const uint8_t *codes, size_t n, float *scores)
@@ -345,6 +353,7 @@ static void sp_score_codes(vq_codec *c, const uint8_t *qbuf, int n_q, const uint
     const size_t D = (size_t)c->head_dim, bb = c->block_bytes, qs = c->query_bytes / sizeof(float);
     const float *q = (const float *)(const void *)qbuf;
     const vq_kernels *k = vq_kernels_get();
+    const size_t s0 = sp_noise0(st);
     float r[SP_SCORE_TOK], s2[SP_SCORE_QRY * SP_SCORE_TOK];
     for (size_t i0 = 0; i0 < n; i0 += SP_SCORE_TOK) {
         const size_t nt = n - i0 < SP_SCORE_TOK ? n - i0 : SP_SCORE_TOK;
@@ -354,7 +363,8 @@ static void sp_score_codes(vq_codec *c, const uint8_t *qbuf, int n_q, const uint
             const int nj = n_q - j0 < SP_SCORE_QRY ? n_q - j0 : SP_SCORE_QRY;
             const float *qj = q + (size_t)j0 * qs;
             float *out = scores + (size_t)j0 * n + i0;
-            k->codes_dot(blk + 4, bb, st->bits, nt, D, st->lv_noise, qj, qs, nj, out, n);
+            k->codes_dot(blk + 4 + s0 * (size_t)st->bits / 8, bb, st->bits, nt, D - s0, st->lv_noise, qj + s0, qs, nj,
+                         out, n);
             k->codes_dot(blk + 4, bb, st->bits, nt, sp_nsig(st), st->lv_sig, qj + D + SP_PAD, qs, nj, s2,
                          SP_SCORE_TOK);
             for (int j = 0; j < nj; j++)
@@ -365,19 +375,21 @@ static void sp_score_codes(vq_codec *c, const uint8_t *qbuf, int n_q, const uint
     }
 }
 
-/* the split layout's accumulation: two kernels.h lut_axpy passes, then
- * the weights' sums at [D] */
+/* the split layout's accumulation: two kernels.h lut_axpy passes (the
+ * noise levels from sp_noise0, the signal levels below sp_nsig), then the
+ * weights' sums at [D] */
 static void sp_accumulate_codes(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
 {
     const spectral_state *st = c->impl;
-    const size_t D = (size_t)c->head_dim, bb = c->block_bytes, E = c->accum_size, offs[1] = { 4 };
+    const size_t D = (size_t)c->head_dim, bb = c->block_bytes, E = c->accum_size, s0 = sp_noise0(st);
+    const size_t offs[1] = { 4 }, noffs[1] = { 4 + s0 * (size_t)st->bits / 8 };
     const vq_kernels *k = vq_kernels_get();
     float r[SP_ACC_TOK];
     for (size_t i0 = 0; i0 < n; i0 += SP_ACC_TOK) {
         const size_t nt = n - i0 < SP_ACC_TOK ? n - i0 : SP_ACC_TOK;
         const uint8_t *blk = codes + i0 * bb;
         sp_radii(blk, bb, nt, r);
-        k->lut_axpy(blk, bb, nt, D, offs, st->bits, st->lv_noise, 1, r, 0, w + i0, n, n_q, acc, E);
+        k->lut_axpy(blk, bb, nt, D - s0, noffs, st->bits, st->lv_noise, 1, r, 0, w + i0, n, n_q, acc + s0, E);
         k->lut_axpy(blk, bb, nt, sp_nsig(st), offs, st->bits, st->lv_sig, 1, r, 0, w + i0, n, n_q, acc + D + SP_PAD,
                     E);
     }
