@@ -2,6 +2,8 @@
  * empirical Lloyd-Max codebooks it rests on, byte formula, calibrated
  * quality on fresh key-like data and its fall with bits, fused == unfused,
  * determinism, refusal before calibration, bad parameters. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -294,6 +296,79 @@ static void test_determinism_and_bad(void)
     }
 }
 
+/* qbits=8 values (int8 attention weights and levels, kernels/lut_qaxpy.h)
+ * against the float sums of the same codec without it: the same bytes and
+ * codes, outputs (after accum_finish) that differ (the int8 path ran) by
+ * less than 1e-2 of their norm (measured 3.2e-3..5.2e-3; lut_qaxpy.h: the
+ * weights rounded per 32 rows to 1/254 of their block's largest, here 0.4
+ * beside weights of 0 to 0.022, and the levels to 1/254 of the largest
+ * level); 1, 2 and 4 bits at head_dim 64 and 128, rows past one
+ * block and a partial one. qbits=8 on keys, at 3 bits or with wider signal
+ * slots is refused. */
+static void test_int8_values(void)
+{
+    static const int dims[] = { 64, 128 }, bits[] = { 1, 2, 4 };
+    for (size_t di = 0; di < 2; di++) {
+        const int D = dims[di];
+        dataset ds = make_data(D, 0, 1024, 300);
+        for (size_t bi = 0; bi < 3; bi++) {
+            char sp[64], sq[64];
+            snprintf(sp, sizeof sp, "spectral:bits=%d", bits[bi]);
+            snprintf(sq, sizeof sq, "spectral:bits=%d,qbits=8", bits[bi]);
+            vq_codec *a = make(sp, D, VQ_ROLE_VALUE, 3), *b = make(sq, D, VQ_ROLE_VALUE, 3);
+            if (!a || !b) {
+                vq_codec_free(a), vq_codec_free(b);
+                continue;
+            }
+            CHECKF(strstr(vq_codec_spec(b), "qbits=8") != NULL, "%s: canonical %s", sq, vq_codec_spec(b));
+            CHECK_OK(vq_codec_calibrate(a, ds.cal, ds.n_cal));
+            CHECK_OK(vq_codec_calibrate(b, ds.cal, ds.n_cal));
+            const size_t n = ds.n_eval, bytes = n * vq_codec_bytes_per_token(a), E = vq_codec_accum_size(a);
+            const int nq = 3;
+            CHECK(vq_codec_bytes_per_token(b) == vq_codec_bytes_per_token(a) && vq_codec_accum_size(b) == E);
+            uint8_t *ca = malloc(bytes), *cb = malloc(bytes);
+            float *w = malloc(sizeof(float) * n * nq), *aa = calloc(E * nq, sizeof(float)),
+                  *ab = calloc(E * nq, sizeof(float)), *oa = malloc(sizeof(float) * (size_t)D * nq),
+                  *ob = malloc(sizeof(float) * (size_t)D * nq);
+            for (size_t i = 0; i < n * nq; i++) /* softmax-like: small weights, a few large */
+                w[i] = (float)((i * 29) % 89) / 4000.0f + (i % n == 17 || i % n == 211 ? 0.4f : 0.0f);
+            CHECK_OK(vq_codec_encode(a, ds.eval, n, ca));
+            CHECK_OK(vq_codec_encode(b, ds.eval, n, cb));
+            CHECKF(memcmp(ca, cb, bytes) == 0, "%s D=%d: codes differ", sq, D);
+            CHECK_OK(vq_codec_accumulate(a, w, nq, ca, n, aa));
+            CHECK_OK(vq_codec_accumulate(b, w, nq, cb, n, ab));
+            double num = 0.0, den = 0.0;
+            for (int j = 0; j < nq; j++) {
+                CHECK_OK(vq_codec_accum_finish(a, aa + (size_t)j * E, oa + (size_t)j * D));
+                CHECK_OK(vq_codec_accum_finish(b, ab + (size_t)j * E, ob + (size_t)j * D));
+            }
+            for (size_t e = 0; e < (size_t)D * nq; e++) {
+                num += ((double)ob[e] - oa[e]) * ((double)ob[e] - oa[e]);
+                den += (double)oa[e] * oa[e];
+            }
+            const double rel = sqrt(num / den);
+            printf("  %-28s D=%3d values: int8 sums off the float ones by %.2g of the output norm\n", sq, D, rel);
+            CHECKF(rel > 0.0 && rel < 1e-2, "%s D=%d: relative difference %g", sq, D, rel);
+            free(ca), free(cb), free(w), free(aa), free(ab), free(oa), free(ob);
+            vq_codec_free(a);
+            vq_codec_free(b);
+        }
+        free(ds.cal); free(ds.eval); free(ds.q);
+    }
+    static const char *bad[] = { "spectral:bits=3,qbits=8", "spectral:bits=2,signal_bits=4,signal=8,qbits=8",
+                                 "spectral:qbits=4" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        vq_codec *c = (vq_codec *)1;
+        vq_status st = vq_codec_create(bad[i], 64, VQ_ROLE_VALUE, 1, &c);
+        CHECKF(st == VQ_ERR_INVALID_ARG && c == NULL && strstr(vq_last_error(), "qbits"), "'%s' -> %s: %s", bad[i],
+               vq_status_str(st), vq_last_error());
+    }
+    vq_codec *c = (vq_codec *)1;
+    vq_status st = vq_codec_create("spectral:qbits=8", 64, VQ_ROLE_KEY, 1, &c);
+    CHECKF(st == VQ_ERR_INVALID_ARG && c == NULL && strstr(vq_last_error(), "values"), "keys with qbits=8 -> %s: %s",
+           vq_status_str(st), vq_last_error());
+}
+
 int main(void)
 {
     RUN(test_eigen);
@@ -302,5 +377,6 @@ int main(void)
     RUN(test_byte_formula);
     RUN(test_quality);
     RUN(test_determinism_and_bad);
+    RUN(test_int8_values);
     return vq_test_summary("codec_spectral");
 }

@@ -102,6 +102,9 @@ typedef struct {
     float *mean, *std; /* D each */
     float *lv_sig, *lv_noise; /* 2^sbits, 2^bits */
     float *tmp;   /* D scratch */
+    int w8;       /* values, qbits=8: int8 weights and levels (kernels/lut_qaxpy.h) */
+    int8_t lev8_sig[16], lev8_noise[16]; /* w8: the levels / their step, rounded (sp_levels8) */
+    float step_sig, step_noise;          /* w8: max |level| / 127 per codebook */
 } spectral_state;
 
 static inline int sp_width(const spectral_state *st, int i) { return i < st->slots ? st->sbits : st->bits; }
@@ -113,13 +116,34 @@ static inline size_t sp_at(const spectral_state *st, int D, int i)
     return st->split && i < st->d_sig ? (size_t)D + SP_PAD + (size_t)i : (size_t)i;
 }
 /* the signal half's extent: d_sig rounded up to 16 (<= D) */
-static inline size_t sp_nsig(const spectral_state *st) { return (size_t)st->d_sig / 16 * 16; }
+static inline size_t sp_nsig(const spectral_state *st) { return ((size_t)st->d_sig + 15) / 16 * 16; }
 /* where the noise half's passes start: d_sig rounded down to 16 (< D, as
  * d_sig < D). Below it every coordinate is a signal one, whose noise-half
  * query entry is 0 and whose noise-half accumulator entry finish never
  * reads, so the passes skip those codes (whole groups of 16: the byte
  * offset s0 * bits / 8 is whole for bits <= 4) */
 static inline size_t sp_noise0(const spectral_state *st) { return (size_t)st->d_sig / 16 * 16; }
+
+/* w8: a codebook's int8 levels, lev8[c] = round(L[c] / step), step = max
+ * |L| / 127 (1 when every level is 0, so that lev8 is 0 and finite) */
+static void sp_round_levels(const float *lv, int n, int8_t *lev8, float *step)
+{
+    float lmax = 0.0f;
+    for (int i = 0; i < n; i++)
+        lmax = fmaxf(lmax, fabsf(lv[i]));
+    *step = lmax > 0.0f ? lmax / 127.0f : 1.0f;
+    for (int i = 0; i < n; i++)
+        lev8[i] = (int8_t)lrintf(lv[i] / *step);
+}
+
+/* w8: both codebooks' int8 levels, wherever their float levels change */
+static void sp_levels8(spectral_state *st)
+{
+    if (!st->w8)
+        return;
+    sp_round_levels(st->lv_sig, 1 << st->sbits, st->lev8_sig, &st->step_sig);
+    sp_round_levels(st->lv_noise, 1 << st->bits, st->lev8_noise, &st->step_noise);
+}
 static inline size_t sp_pos(const spectral_state *st, int i)
 {
     return i < st->slots ? (size_t)i * st->sbits
@@ -168,10 +192,19 @@ static vq_status spectral_clone(const vq_codec *src, vq_codec *dst)
 static vq_status spectral_init(vq_codec *c, vq_spec *spec)
 {
     const int D = c->head_dim;
-    long bits, sbits, sig;
+    long bits, sbits, sig, qbits;
     VQ_TRY(vq_spec_int(spec, "bits", 2, 1, 8, &bits, c->err));
     VQ_TRY(vq_spec_int(spec, "signal_bits", bits, bits, 8, &sbits, c->err));
     VQ_TRY(vq_spec_int(spec, "signal", D / 8, 1, D - 1, &sig, c->err));
+    VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
+    if (qbits != 0 && qbits != 8)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG, "spectral: qbits must be 0 (float sums) or 8, got %ld", qbits);
+    if (qbits && c->role == VQ_ROLE_KEY)
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG,
+                       "spectral: qbits=8 (int8 attention weights and levels) is for values; keys take float queries");
+    if (qbits && (sbits != bits || (bits != 1 && bits != 2 && bits != 4) || D % 16 != 0))
+        return vq_fail(c->err, VQ_ERR_INVALID_ARG,
+                       "spectral: qbits=8 needs bits 1, 2 or 4, signal_bits equal to bits and head_dim a multiple of 16");
     spectral_state *st = calloc(1, sizeof *st);
     if (!st)
         return vq_fail(c->err, VQ_ERR_NOMEM, "spectral: out of memory");
@@ -179,6 +212,7 @@ static vq_status spectral_init(vq_codec *c, vq_spec *spec)
     st->bits = (int)bits;
     st->sbits = (int)sbits;
     st->signal_param = (int)sig;
+    st->w8 = qbits == 8;
     st->slots = sbits > bits ? (int)sig : 0;
     st->basis = calloc((size_t)D * D, sizeof(float));
     st->basis_t = calloc((size_t)D * D, sizeof(float));
@@ -194,8 +228,10 @@ static vq_status spectral_init(vq_codec *c, vq_spec *spec)
     c->block_bytes = 4 + (code_bits + 7) / 8;
     c->shared_bytes = sizeof(float) * ((size_t)D * D + 2 * (size_t)D + ((size_t)1 << sbits) + ((size_t)1 << bits));
     const vq_kernels *k = vq_kernels_get();
-    st->split = st->slots == 0 && bits <= 4 && D % 16 == 0 && k->codes_dot != vq_codes_dot_ref &&
-                k->lut_axpy != vq_lut_axpy_ref;
+    /* (w8 values: always the split layout and its int8 sums, on every
+     * instruction set) */
+    st->split = st->slots == 0 && bits <= 4 && D % 16 == 0 &&
+                (st->w8 || (k->codes_dot != vq_codes_dot_ref && k->lut_axpy != vq_lut_axpy_ref));
     c->query_bytes = sizeof(float) * sp_row(st, D);
     /* split keys at 1 or 2 bits: the query's level tables (kernels/float_tables.h) after its row, where
      * the kernel table's ftab_score over them beats codes_dot (kernels.h ftab_levels) */
@@ -204,11 +240,14 @@ static vq_status spectral_init(vq_codec *c, vq_spec *spec)
         c->query_bytes += sizeof(float) * vq_float_tables_floats((size_t)D * (size_t)bits);
     c->accum_size = sp_row(st, D);
     c->score_own = c->accum_own = st->split; /* the code-level kernels, not the tile */
+    if (st->w8)
+        c->value_head = vq_block_lead(c->block_bytes);
     if (st->slots)
         snprintf(c->canon, sizeof c->canon, "spectral:bits=%d,signal_bits=%d,signal=%d", st->bits, st->sbits,
                  st->slots);
     else
-        snprintf(c->canon, sizeof c->canon, "spectral:bits=%d,signal_bits=%d", st->bits, st->sbits);
+        snprintf(c->canon, sizeof c->canon, "spectral:bits=%d,signal_bits=%d%s", st->bits, st->sbits,
+                 st->w8 ? ",qbits=8" : "");
     return VQ_OK;
 }
 
@@ -385,10 +424,22 @@ static void sp_accumulate_codes(vq_codec *c, const float *w, int n_q, const uint
     const size_t offs[1] = { 4 }, noffs[1] = { 4 + s0 * (size_t)st->bits / 8 };
     const vq_kernels *k = vq_kernels_get();
     float r[SP_ACC_TOK];
+    /* w8: the passes' extents in units of 64 / bits codes, so that a row's
+     * code bytes in a pass are a multiple of 8 (lut_qaxpy.h's VNNI
+     * variant; otherwise its reference, the same sums) */
+    const size_t u = st->w8 ? 64 / (size_t)st->bits : 16, q0 = (size_t)st->d_sig / u * u;
+    const size_t qsig = ((size_t)st->d_sig + u - 1) / u * u < D ? ((size_t)st->d_sig + u - 1) / u * u : D;
     for (size_t i0 = 0; i0 < n; i0 += SP_ACC_TOK) {
         const size_t nt = n - i0 < SP_ACC_TOK ? n - i0 : SP_ACC_TOK;
         const uint8_t *blk = codes + i0 * bb;
         sp_radii(blk, bb, nt, r);
+        if (st->w8) {
+            k->lut_qaxpy(blk + 4 + q0 * (size_t)st->bits / 8, bb, nt, D - q0, st->bits, st->lev8_noise,
+                         st->step_noise, r, NULL, 0, w + i0, n, n_q, acc + q0, E);
+            k->lut_qaxpy(blk + 4, bb, nt, qsig, st->bits, st->lev8_sig, st->step_sig, r, NULL, 0, w + i0, n, n_q,
+                         acc + D + SP_PAD, E);
+            continue;
+        }
         k->lut_axpy(blk, bb, nt, D - s0, noffs, st->bits, st->lv_noise, 1, r, 0, w + i0, n, n_q, acc + s0, E);
         k->lut_axpy(blk, bb, nt, sp_nsig(st), offs, st->bits, st->lv_sig, 1, r, 0, w + i0, n, n_q, acc + D + SP_PAD,
                     E);
@@ -598,6 +649,7 @@ static vq_status spectral_calibrate(vq_codec *c, const float *x, size_t n)
         *st = nw;
         st->tmp = old.tmp;
         nw = old;
+        sp_levels8(st);
     }
 done:
     free(nw.basis); free(nw.basis_t); free(nw.mean); free(nw.std); free(nw.lv_sig); free(nw.lv_noise);
@@ -697,6 +749,7 @@ static vq_status spectral_state_read(vq_codec *c, const uint8_t *src, size_t len
         st->lv_sig[i] = vq_get_f32(p);
     for (size_t i = 0; i < ((size_t)1 << st->bits); i++, p += 4)
         st->lv_noise[i] = vq_get_f32(p);
+    sp_levels8(st);
     return VQ_OK;
 }
 
