@@ -136,6 +136,20 @@ static void sp_round_levels(const float *lv, int n, int8_t *lev8, float *step)
         lev8[i] = (int8_t)lrintf(lv[i] / *step);
 }
 
+/* w8: the shortest extent >= need, a multiple of 16 up to D, whose code
+ * bytes per row lut_qaxpy.h's VNNI variant takes (8 or a multiple of 16;
+ * other extents take its reference: the same sums, slower); D when none
+ * is. The passes' codes then start on a byte (bits <= 4). */
+static size_t sp_w8_extent(size_t need, int bits, size_t D)
+{
+    for (size_t e = 16; e <= D; e += 16) {
+        const size_t cb = e * (size_t)bits / 8;
+        if (e >= need && (cb == 8 || cb % 16 == 0))
+            return e;
+    }
+    return D;
+}
+
 /* w8: both codebooks' int8 levels, wherever their float levels change */
 static void sp_levels8(spectral_state *st)
 {
@@ -424,19 +438,18 @@ static void sp_accumulate_codes(vq_codec *c, const float *w, int n_q, const uint
     const size_t offs[1] = { 4 }, noffs[1] = { 4 + s0 * (size_t)st->bits / 8 };
     const vq_kernels *k = vq_kernels_get();
     float r[SP_ACC_TOK];
-    /* w8: the passes' extents in units of 64 / bits codes, so that a row's
-     * code bytes in a pass are a multiple of 8 (lut_qaxpy.h's VNNI
-     * variant; otherwise its reference, the same sums) */
-    const size_t u = st->w8 ? 64 / (size_t)st->bits : 16, q0 = (size_t)st->d_sig / u * u;
-    const size_t qsig = ((size_t)st->d_sig + u - 1) / u * u < D ? ((size_t)st->d_sig + u - 1) / u * u : D;
+    /* w8: the noise pass over the last qn codes, the signal pass over the
+     * first qs (sp_w8_extent) */
+    const size_t qn = sp_w8_extent(D - (size_t)st->d_sig, st->bits, D), q0 = D - qn;
+    const size_t qs = sp_w8_extent((size_t)st->d_sig, st->bits, D);
     for (size_t i0 = 0; i0 < n; i0 += SP_ACC_TOK) {
         const size_t nt = n - i0 < SP_ACC_TOK ? n - i0 : SP_ACC_TOK;
         const uint8_t *blk = codes + i0 * bb;
         sp_radii(blk, bb, nt, r);
         if (st->w8) {
-            k->lut_qaxpy(blk + 4 + q0 * (size_t)st->bits / 8, bb, nt, D - q0, st->bits, st->lev8_noise,
-                         st->step_noise, r, NULL, 0, w + i0, n, n_q, acc + q0, E);
-            k->lut_qaxpy(blk + 4, bb, nt, qsig, st->bits, st->lev8_sig, st->step_sig, r, NULL, 0, w + i0, n, n_q,
+            k->lut_qaxpy(blk + 4 + q0 * (size_t)st->bits / 8, bb, nt, qn, st->bits, st->lev8_noise, st->step_noise, r,
+                         NULL, 0, w + i0, n, n_q, acc + q0, E);
+            k->lut_qaxpy(blk + 4, bb, nt, qs, st->bits, st->lev8_sig, st->step_sig, r, NULL, 0, w + i0, n, n_q,
                          acc + D + SP_PAD, E);
             continue;
         }
