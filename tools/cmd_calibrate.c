@@ -15,35 +15,30 @@
 
 #include "cli.h"
 #include "cli_opts.h"
+#include "eval_common.h"
 #include "veloxquant.h"
 
 #define DEFAULT_TOKENS 4096
 
-static char *read_text(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    long sz = -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)sz + 1)) != NULL && fread(buf, 1, (size_t)sz, f) == (size_t)sz) {
-        buf[sz] = 0;
-        *len = (size_t)sz;
-    } else {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    return buf;
-}
+/* progress lines on stderr, one stage ("forward": tokens, "calibrate":
+ * layers) after the other (eval_common.h: about once a second, each on
+ * its own line) */
+typedef struct {
+    eval_progress p;
+    const char *stage;
+    char label[40];
+} calib_progress;
 
 static void progress(const char *stage, size_t done, size_t total, void *user)
 {
-    (void)user;
-    fprintf(stderr, "\rcalibrate: %-9s %zu/%zu", stage, done, total);
-    if (done == total)
-        fprintf(stderr, "\n");
+    calib_progress *cp = user;
+    if (!cp->stage || strcmp(cp->stage, stage) != 0) {
+        cp->stage = stage;
+        snprintf(cp->label, sizeof cp->label, "calibrate%s%s", strcmp(stage, "calibrate") ? " " : "",
+                 strcmp(stage, "calibrate") ? stage : "");
+        eval_progress_start(&cp->p, cp->label, strcmp(stage, "forward") == 0 ? "tokens" : "layers");
+    }
+    eval_progress_update(&cp->p, (double)done, (double)total);
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -94,7 +89,7 @@ int cmd_calibrate(int argc, char **argv)
         file = path;
     }
     size_t len = 0;
-    char *text = read_text(file, &len);
+    char *text = eval_read_text(file, &len);
     if (!text) {
         cli_error("calibrate", "cannot read %s", file);
         return 1;
@@ -126,7 +121,8 @@ int cmd_calibrate(int argc, char **argv)
         goto done;
     }
     fprintf(stderr, "calibrate: %s on %zu tokens of %s%s\n", spec, n, file, quarter ? " (first quarter)" : "");
-    if (vq_cache_calibrate_model(cache, m, toks, n, (int)threads, progress, NULL) != VQ_OK ||
+    calib_progress prog = { 0 };
+    if (vq_cache_calibrate_model(cache, m, toks, n, (int)threads, progress, &prog) != VQ_OK ||
         vq_cache_save_calibration(cache, out) != VQ_OK) {
         cli_error("calibrate", "%s", vq_last_error());
         goto done;
