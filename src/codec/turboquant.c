@@ -62,6 +62,11 @@
  *      = D sqrt(2/pi) <q, r>/||r||).
  *      layout: fp16 n | fp16 gamma | D codes of b-1 bits | D sign bits
  *      (bit set = +1)                                  bytes = 4 + b*D/8
+ *      qbits=8 (bits 2 or 3; values only): both domains summed in
+ *        integers as turboquant_mse's qbits=8 values (kernels/lut_qaxpy.h):
+ *        the stage-1 levels and the signs (+-127, step 1/127) against the
+ *        weights times n, resp. n * sqrt(pi/2)/D * gamma, rounded to int8
+ *        per block of 32 tokens. Same layout and bytes.
  *
  * Shared state: the sign diagonal (D/8 bytes), and for turboquant_prod the
  * D x D fp32 matrix S (4*D*D bytes, regenerable from the seed but held in
@@ -103,7 +108,7 @@ typedef struct {
     float *tmp2;    /* D floats */
     int qbits;      /* rvq, bits=1: query bit planes for popcount scores (0 = float query) */
     int scan;       /* mse keys, qbits=8: byte tables per code byte (kernels/lut8_tables.h) */
-    int w8;         /* mse values, qbits=8: int8 weights and levels (kernels/lut_qaxpy.h) */
+    int w8;         /* mse and prod values, qbits=8: int8 weights and levels (kernels/lut_qaxpy.h) */
     int8_t lev8[VQ_LM_MAX_LEVELS]; /* w8: c1 / lstep rounded */
     float lstep;    /* w8: max |c1| / 127 */
     float *lut;     /* scan: the float tables, 256 per code byte */
@@ -174,6 +179,17 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
                            "turboquant_mse: parameter qbits=%ld unsupported (0, or 8 with bits 1, 2 or 4)", sq);
         scan = sq == 8 && c->role == VQ_ROLE_KEY;
         w8 = sq == 8 && c->role == VQ_ROLE_VALUE;
+    }
+    if (v == TQ_PROD) {
+        long sq;
+        VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &sq, c->err));
+        if (sq != 0 && (sq != 8 || bits == 4))
+            return vq_fail(c->err, VQ_ERR_INVALID_ARG,
+                           "turboquant_prod: parameter qbits=%ld unsupported (0, or 8 with bits 2 or 3)", sq);
+        if (sq && c->role == VQ_ROLE_KEY)
+            return vq_fail(c->err, VQ_ERR_INVALID_ARG,
+                           "turboquant_prod: qbits=8 (int8 attention weights and levels) is for values; keys take float queries");
+        w8 = sq == 8;
     }
     if (v == TQ_RVQ) {
         VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
@@ -678,18 +694,28 @@ static void tq_accumulate_levels(vq_codec *c, const float *w, int n_q, const uin
  * 39.5 ns a token at D 64 with 3 queries on one core, fp16's 4.6.) */
 static void tq_accumulate_prod(vq_codec *c, const float *w, int n_q, const uint8_t *codes, size_t n, float *acc)
 {
-    enum { TOK = VQ_HALVES_BATCH };
+    enum { TOK = 8 * VQ_HALVES_BATCH };
     tq *t = c->impl;
     const size_t D = (size_t)c->head_dim, bb = c->block_bytes, E = c->accum_size;
     const vq_kernels *k = vq_kernels_get();
     const float pm[2] = { -1.0f, 1.0f };
+    static const int8_t pm8[2] = { -127, 127 };
     float f[TOK], g[TOK];
-    for (size_t i0 = 0; i0 < n; i0 += TOK) {
-        const size_t nt = n - i0 < TOK ? n - i0 : TOK;
+    /* w8: blocks of 32 rows share a weight scale, so longer calls; the
+     * float sums take a row stretch that stays in L1 over its passes */
+    const size_t tok = t->w8 ? TOK : VQ_HALVES_BATCH;
+    for (size_t i0 = 0; i0 < n; i0 += tok) {
+        const size_t nt = n - i0 < tok ? n - i0 : tok;
         const uint8_t *blk = codes + i0 * bb;
-        tq_norms(t, k, blk, bb, nt, f);
+        for (size_t h = 0; h < nt; h += VQ_HALVES_BATCH)
+            tq_norms(t, k, blk + h * bb, bb, nt - h < VQ_HALVES_BATCH ? nt - h : VQ_HALVES_BATCH, f + h);
         for (size_t i = 0; i < nt; i++)
             g[i] = f[i] * t->qjl * vq_fp16_to_fp32(vq_get_u16(blk + i * bb + 2));
+        if (t->w8) { /* int8 weights and levels (the signs +-127 at step 1/127), on every instruction set */
+            k->lut_qaxpy(blk + t->off1, bb, nt, D, t->b1, t->lev8, t->lstep, f, NULL, 0, w + i0, n, n_q, acc, E);
+            k->lut_qaxpy(blk + t->off2, bb, nt, D, 1, pm8, 1.0f / 127.0f, g, NULL, 0, w + i0, n, n_q, acc + D, E);
+            continue;
+        }
         k->lut_axpy(blk, bb, nt, D, &t->off1, t->b1, t->c1, 1, f, 0, w + i0, n, n_q, acc, E);
         k->lut_axpy(blk, bb, nt, D, &t->off2, 1, pm, 1, g, 0, w + i0, n, n_q, acc + D, E);
     }
