@@ -5,8 +5,11 @@
  * signal_bits in [bits, 8] (default bits) for the signal coordinates;
  * signal in [1, D-1] (default D/8): when signal_bits > bits, the number of
  * leading eigen-coordinates that get signal_bits-wide slots (the layout must
- * be fixed before calibration). Canonical spec "spectral:bits=B,
- * signal_bits=S" (plus ",signal=N" when S > B).
+ * be fixed before calibration); qbits 0 or 8 (default 0; values only, bits
+ * 1, 2 or 4 with S = B): the split layout's sums with int8 levels and int8
+ * attention weights per 32 tokens (kernels/lut_qaxpy.h; sp_accumulate_codes),
+ * the same bytes and state. Canonical spec "spectral:bits=B,
+ * signal_bits=S" (plus ",signal=N" when S > B, ",qbits=8" when set).
  *
  * Calibration (n sample vectors): mean mu, covariance C = (1/n) sum (x-mu)
  * (x-mu)^T in double, eigen-decomposition C = U diag(l) U^T (cyclic Jacobi,
@@ -57,7 +60,8 @@
  * half's entries below s0 are a query's zeros and accumulator entries
  * nobody reads, so their codes are skipped); accumulation is two lut_axpy
  * passes of the same extents (the noise half's entries below s0 stay 0),
- * and finish takes coordinate i from the half of its own codebook. Other parameters keep rows of D + SP_PAD floats as above.
+ * and finish takes coordinate i from the half of its own codebook. Other
+ * parameters keep rows of D + SP_PAD floats as above.
  * Keys of the split layout at 1 or 2 bits, where the kernel table's
  * ftab_score over level tables beats codes_dot (kernels.h ftab_levels),
  * are scored from level tables instead (kernels/
