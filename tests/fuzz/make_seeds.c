@@ -133,6 +133,15 @@ static void specs(void)
         snprintf(name, sizeof name, i >= 6 ? "bad-extra-%zu" : "extra-%zu", i);
         put("spec", name, &pre, 1, extra[i], strlen(extra[i]));
     }
+    /* int8 value sums (value codecs at head_dim 64), and the same on keys (refused) */
+    static const char *const w8[] = { "spectral:bits=4,qbits=8", "turboquant_prod:bits=2,qbits=8",
+                                      "turboquant_prod:qbits=8" };
+    for (size_t i = 0; i < sizeof w8 / sizeof w8[0]; i++) {
+        char name[32];
+        uint8_t pre = i < 2 ? 1 | 8 : 1;
+        snprintf(name, sizeof name, i < 2 ? "w8-%zu" : "bad-w8-%zu", i);
+        put("spec", name, &pre, 1, w8[i], strlen(w8[i]));
+    }
 }
 
 static void fill(float *x, size_t n, uint64_t *s)
