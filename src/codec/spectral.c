@@ -128,18 +128,6 @@ static inline size_t sp_nsig(const spectral_state *st) { return ((size_t)st->d_s
  * offset s0 * bits / 8 is whole for bits <= 4) */
 static inline size_t sp_noise0(const spectral_state *st) { return (size_t)st->d_sig / 16 * 16; }
 
-/* w8: a codebook's int8 levels, lev8[c] = round(L[c] / step), step = max
- * |L| / 127 (1 when every level is 0, so that lev8 is 0 and finite) */
-static void sp_round_levels(const float *lv, int n, int8_t *lev8, float *step)
-{
-    float lmax = 0.0f;
-    for (int i = 0; i < n; i++)
-        lmax = fmaxf(lmax, fabsf(lv[i]));
-    *step = lmax > 0.0f ? lmax / 127.0f : 1.0f;
-    for (int i = 0; i < n; i++)
-        lev8[i] = (int8_t)lrintf(lv[i] / *step);
-}
-
 /* w8: the shortest extent >= need, a multiple of 16 up to D, whose code
  * bytes per row lut_qaxpy.h's VNNI variant takes (8 or a multiple of 16;
  * other extents take its reference: the same sums, slower); D when none
@@ -159,8 +147,8 @@ static void sp_levels8(spectral_state *st)
 {
     if (!st->w8)
         return;
-    sp_round_levels(st->lv_sig, 1 << st->sbits, st->lev8_sig, &st->step_sig);
-    sp_round_levels(st->lv_noise, 1 << st->bits, st->lev8_noise, &st->step_noise);
+    vq_lut_qaxpy_levels(st->lv_sig, 1 << st->sbits, st->lev8_sig, &st->step_sig);
+    vq_lut_qaxpy_levels(st->lv_noise, 1 << st->bits, st->lev8_noise, &st->step_noise);
 }
 static inline size_t sp_pos(const spectral_state *st, int i)
 {

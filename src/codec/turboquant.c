@@ -263,12 +263,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
      * (tq_accumulate_prod); else through the tile */
     c->accum_own = c->role == VQ_ROLE_VALUE && vq_kernels_get()->lut_axpy != vq_lut_axpy_ref;
     if (t->w8) { /* always the int8 sums, on every instruction set */
-        float lmax = 0.0f;
-        for (int i = 0; i < t->q1.levels; i++)
-            lmax = fmaxf(lmax, fabsf(t->c1[i]));
-        t->lstep = lmax / 127.0f;
-        for (int i = 0; i < t->q1.levels; i++)
-            t->lev8[i] = (int8_t)lrintf(t->c1[i] / t->lstep);
+        vq_lut_qaxpy_levels(t->c1, t->q1.levels, t->lev8, &t->lstep);
         c->accum_own = 1;
         c->value_head = vq_block_lead(c->block_bytes);
     }

@@ -26,12 +26,26 @@
 #ifndef VQ_KERNELS_LUT_QAXPY_H
 #define VQ_KERNELS_LUT_QAXPY_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
 typedef void vq_lut_qaxpy_fn(const uint8_t *codes, size_t stride, size_t nt, size_t D, int bits, const int8_t *lev,
                              float step, const float *f, const float *ftab, ptrdiff_t foff, const float *w,
                              size_t wstride, int n_q, float *acc, size_t astride);
+
+/* a codec's n float levels L as lev and step above: step = max |L| / 127
+ * (1 when every level is 0, so that lev is 0 and finite), lev[c] =
+ * round(L[c] / step) (lrintf) */
+static inline void vq_lut_qaxpy_levels(const float *L, int n, int8_t *lev, float *step)
+{
+    float lmax = 0.0f;
+    for (int i = 0; i < n; i++)
+        lmax = fmaxf(lmax, fabsf(L[i]));
+    *step = lmax > 0.0f ? lmax / 127.0f : 1.0f;
+    for (int i = 0; i < n; i++)
+        lev[i] = (int8_t)lrintf(L[i] / *step);
+}
 
 vq_lut_qaxpy_fn vq_lut_qaxpy_ref;
 /* AVX2 + FMA: the integer sums taken exactly in float FMAs (every partial
