@@ -438,7 +438,7 @@ static void test_softcap(void)
     vq_cache_shape sh = { 1, &ls, 0 };
     vq_cache_config *cfg = NULL;
     vq_cache *c = NULL;
-    CHECK_OK(vq_cache_config_parse("keys=q8_0 values=fp16 residual=4", &cfg));
+    CHECK_OK(vq_cache_config_parse("keys=q8_0:qbits=0 values=fp16 residual=4", &cfg));
     if (!cfg || vq_cache_create(cfg, &sh, 1, &c) != VQ_OK) {
         CHECKF(0, "create: %s", vq_last_error());
         vq_cache_config_free(cfg);

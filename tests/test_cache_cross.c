@@ -178,7 +178,7 @@ static void test_minicache(void)
             expect_merged += cosd(x.k[2][t][h], x.k[3][t][h]) >= THR && cosd(x.v[2][t][h], x.v[3][t][h]) >= THR;
     CHECK(expect_merged > NT / 3 && expect_merged < 2 * NT * NKV - NT / 3); /* both kinds present */
     const char *cfgs[] = { "cross=minicache:start=0.5,threshold=0.9",
-                           "keys=q8_0 values=q8_0 residual=6 page=16 cross=minicache:start=0.5,threshold=0.9" };
+                           "keys=q8_0:qbits=0 values=q8_0 residual=6 page=16 cross=minicache:start=0.5,threshold=0.9" };
     for (int ci = 0; ci < 2; ci++) {
         vq_cache *c = make(cfgs[ci]);
         if (!c)

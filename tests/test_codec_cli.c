@@ -80,7 +80,7 @@ static void test_one_spec_and_table(void)
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s codecs --head-dim 64 --spec q4_0:rot=1 --json", cli);
     CHECK(vq_test_run(cmd, out, sizeof out) == 0);
-    CHECK(strstr(out, "\"spec\": \"q4_0:rot=1\"") && strstr(out, "\"bytes_per_token\": 36"));
+    CHECK(strstr(out, "\"spec\": \"q4_0:rot=1,qbits=8\"") && strstr(out, "\"bytes_per_token\": 36"));
     CHECK(strstr(out, "\"name\": \"fp16\"") == NULL); /* only the given spec */
     snprintf(cmd, sizeof cmd, "%s codecs --head-dim 256", cli);
     CHECK(vq_test_run(cmd, out, sizeof out) == 0);

@@ -77,7 +77,7 @@ def test_stats_follow_generation(model):
         assert s["keys"]["accounted_bytes"] + s["values"]["accounted_bytes"] == s["accounted_bytes"]
         assert 0 < s["accounted_bytes"] < s["fp16_bytes"]
         assert s["resident_bytes"] > 0
-        assert cache.codec_spec(0, "keys") == "q4_0:rot=1"
+        assert cache.codec_spec(0, "keys") == "q4_0:rot=1,qbits=8"  # keys' default, named
         cache.reset()
         assert cache.stats()["tokens"] == 0
 

@@ -2,7 +2,7 @@
  * (ggml-common.h: block_q8_0, block_q4_0), optionally after a randomized
  * Hadamard rotation (`rot=1`, rotation.h).
  *
- * Parameters: rot in {0,1} (default 0).
+ * Parameters: rot in {0,1} (default 0); qbits (below).
  * Each token's D values (D a multiple of 32) are split into D/32 blocks of
  * 32 consecutive values, stored back to back:
  *   q8_0 (34 B per block): fp16 d = amax/127, then 32 int8 q = round(x/d);
@@ -17,12 +17,16 @@
  * accumulate sums w*code in the rotated domain and accum_finish applies
  * R^T. Shared state: the sign diagonal, D/8 bytes (0 without rotation).
  *
- * qbits=8 (default 0): keys are scored in the integer domain against the
- * query quantized to int8 per block of 32 (kernels/qdot.h: VNNI on
- * AVX-512), as llama.cpp's q8_0 activations; values are summed with the
- * attention weights rounded to int8 per block of 32 rows (kernels/qaxpy.h
- * vq_qaxpy8). The stored bytes are the same; the results differ from the
- * float ones by that rounding (<= d/2 per value, d = block amax/127). */
+ * qbits in {0, 8} (default 8 for keys, 0 for values, llama.cpp's split):
+ * qbits=8 keys are scored in the integer domain against the query
+ * quantized to int8 per block of 32 (kernels/qdot.h: VNNI on AVX-512), as
+ * llama.cpp's CPU attention scores a q8_0 / q4_0 K cache; qbits=8 values
+ * are summed with the attention weights rounded to int8 per block of 32
+ * rows (kernels/qaxpy.h vq_qaxpy8); qbits=0 is float arithmetic on the
+ * decoded blocks. The stored bytes are the same; the results differ from
+ * the float ones by that rounding (<= d/2 per value, d = block amax/127).
+ * A key codec's canonical spec always names qbits (before session 53 the
+ * default was 0 for keys too). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +58,10 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
 {
     long rot, qbits;
     VQ_TRY(vq_spec_int(spec, "rot", 0, 0, 1, &rot, c->err));
-    VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
+    /* keys default to llama.cpp's arithmetic for a quantized K cache (the
+     * query as int8 blocks, integer dots); values to float weights */
+    const long qbits_default = c->role == VQ_ROLE_KEY ? 8 : 0;
+    VQ_TRY(vq_spec_int(spec, "qbits", qbits_default, 0, 8, &qbits, c->err));
     if (qbits != 0 && qbits != 8)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "%s: qbits must be 0 (float query) or 8, got %ld", c->ops->name,
                        qbits);
@@ -91,7 +98,9 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
     c->accum_tiled_min_q = q->dense_sums ? 0 : VQ_CODEC_TILED_MIN_Q;
     if (q->w8) /* int8 weights: always vq_qaxpy8, on every instruction set */
         c->accum_own = 1, c->accum_tiled_min_q = 0, c->value_head = vq_block_lead(c->block_bytes);
-    if (qbits)
+    /* a key codec always names qbits (its default changed in session 53:
+     * "q8_0:rot=0" in an older file meant float queries, qbits=0) */
+    if (qbits || c->role == VQ_ROLE_KEY)
         snprintf(c->canon, sizeof c->canon, "%s:rot=%d,qbits=%d", c->ops->name, q->rot, q->qbits);
     else
         snprintf(c->canon, sizeof c->canon, "%s:rot=%d", c->ops->name, q->rot);

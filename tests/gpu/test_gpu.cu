@@ -64,13 +64,16 @@ struct Case {
     int vmode;
 };
 
+/* q8_0 / q4_0 keys as qbits=0 (float queries): the GPU scores every key
+ * format with the float query, the CPU's qbits=0 arithmetic (the CPU's
+ * default for these keys is qbits=8 since session 53, test_qbits8_specs) */
 static const Case cases[] = {
     {"fp16", "fp16", 0},
-    {"q8_0", "q8_0", 0},
-    {"q8_0:rot=1", "q4_0", 0},
-    {"q8_0:rot=1", "q8_0:rot=1", 0},
-    {"q4_0:rot=1", "q4_0:rot=1", 0},
-    {"q4_0", "q4_0", 0},
+    {"q8_0:qbits=0", "q8_0", 0},
+    {"q8_0:rot=1,qbits=0", "q4_0", 0},
+    {"q8_0:rot=1,qbits=0", "q8_0:rot=1", 0},
+    {"q4_0:rot=1,qbits=0", "q4_0:rot=1", 0},
+    {"q4_0:qbits=0", "q4_0", 0},
     {"kivi:bits=2", "kivi:bits=2", 0},
     {"kivi:bits=4", "kivi:bits=4", 0},
     {"kivi:bits=4,group=64", "kivi:bits=4,group=16", 0},
@@ -87,12 +90,12 @@ static const Case cases[] = {
     {"turboquant_rvq:bits=2", "kivi:bits=2", 0}, /* tensor cores at G <= 4 */
     {"turboquant_rvq:bits=2", "kivi:bits=2", 1},
     {"fp16", "rabitq:bits=1,qbits=0", 0},
-    {"q8_0", "q8_0", 1}, /* block scales d spread over 2^20 */
-    {"q8_0", "q8_0", 2}, /* small d: P * d below the fp16 normal range unless scaled */
-    {"q4_0:rot=1", "q4_0:rot=1", 2},
-    {"q4_0", "q4_0", 1},
-    {"q8_0:rot=1", "q4_0", 3},
-    {"q8_0", "q8_0", 3},
+    {"q8_0:qbits=0", "q8_0", 1}, /* block scales d spread over 2^20 */
+    {"q8_0:qbits=0", "q8_0", 2}, /* small d: P * d below the fp16 normal range unless scaled */
+    {"q4_0:rot=1,qbits=0", "q4_0:rot=1", 2},
+    {"q4_0:qbits=0", "q4_0", 1},
+    {"q8_0:rot=1,qbits=0", "q4_0", 3},
+    {"q8_0:qbits=0", "q8_0", 3},
     {"vecinfer:sub_dim=8,bits=8", "vecinfer:sub_dim=8,bits=8", 0}, /* calibrated here; tables uploaded */
     {"vecinfer:sub_dim=4,bits=4", "vecinfer:sub_dim=8,bits=2", 0},
 };
@@ -421,10 +424,10 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
 static void test_qbits8_specs(void)
 {
     static const char *const pairs[][2] = {
-        {"q8_0:qbits=8", "q8_0"},
-        {"q8_0:rot=1,qbits=8", "q8_0:rot=1"},
-        {"q4_0:qbits=8", "q4_0"},
-        {"q4_0:rot=1,qbits=8", "q4_0:rot=1"},
+        {"q8_0:qbits=8", "q8_0:qbits=0"},
+        {"q8_0:rot=1,qbits=8", "q8_0:rot=1,qbits=0"},
+        {"q4_0:qbits=8", "q4_0:qbits=0"},
+        {"q4_0:rot=1,qbits=8", "q4_0:rot=1,qbits=0"},
         {"kivi:bits=2,qbits=8", "kivi:bits=2"},
         {"kivi:bits=4,group=64,qbits=8", "kivi:bits=4,group=64"},
     };
