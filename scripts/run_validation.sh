@@ -7,6 +7,8 @@
 # before it runs, and the same command is written beside its numbers in the
 # report):
 #   ppl-smollm2 ppl-gemma3        quality: PPL/dPPL/KL/top-1 per method
+#   ppl-qbits8keys-MODEL          the q8_0 / q4_0-key configs of ppl-MODEL again with their
+#                                 session-53 default (qbits=8 keys): MODEL-ppl-qbits8keys.json
 #   ppl-vecinfer-MODEL            VecInfer alone (when ppl-MODEL ran before its
 #                                 calibration file existed; same chunks)
 #   ppl-lowbit-smollm2 ppl-lowbit-gemma3
@@ -129,6 +131,19 @@ ppl_vecinfer() {  # model ctx chunks: VecInfer alone, once validate made its cal
     --cache "keys=vecinfer:sub_dim=8,bits=8,calib=figures/validation/$m/calib-vecinfer.vqc values=fp16" --json \
     > "figures/quality/$m-ppl-vecinfer.json.tmp"
   mv "figures/quality/$m-ppl-vecinfer.json.tmp" "figures/quality/$m-ppl-vecinfer.json"
+}
+
+# The quality table's configs with q8_0 / q4_0 keys again, after their
+# default became qbits=8 (int8 queries, session 53): report.py's load_ppl
+# lets these rows replace the main run's (same text, context and chunks).
+ppl_keys_qbits8() {  # model ctx chunks
+  local m=$1 ctx=$2 chunks=$3; local -a a=()
+  while IFS='|' read -r name cfg; do
+    case "$cfg" in keys=q8_0\ *|keys=q4_0*) a+=(--cache "$cfg") ;; esac
+  done < <(methods "$m")
+  run "$BIN" ppl --model "$m" --file "$WIKI" --skip 0.25 --ctx "$ctx" --chunks "$chunks" "${a[@]}" --json \
+    > "figures/quality/$m-ppl-qbits8keys.json.tmp"
+  mv "figures/quality/$m-ppl-qbits8keys.json.tmp" "figures/quality/$m-ppl-qbits8keys.json"
 }
 
 # The low-bit configs of the quality table (docs/quality.md says how they
@@ -499,6 +514,8 @@ step() {
                      --calib figures/validation/gemma3-270m/calib-vecinfer.vqc ;;
     ppl-smollm2)   ppl smollm2-135m 2048 3 ;;
     ppl-gemma3)    ppl gemma3-270m 2048 2 ;;
+    ppl-qbits8keys-smollm2) ppl_keys_qbits8 smollm2-135m 2048 3 ;;
+    ppl-qbits8keys-gemma3)  ppl_keys_qbits8 gemma3-270m 2048 2 ;;
     ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 3 ;;
     ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 2048 2 ;;
     ppl-lowbit-smollm2) lowbit_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit.json ;;
