@@ -11,7 +11,10 @@
  *   tokenizer/ texts for every tokenizer type and vocabulary GGUFs
  *              (byte 0: mode, fuzz_tokenizer.c)
  * Build and run: `make fuzz-seeds` (writes into tests/fuzz/corpus/). The
- * gguf/ corpus comes from tests/test_gguf.c (VQ_GGUF_WRITE_CORPUS). */
+ * gguf/ corpus comes from tests/test_gguf.c (VQ_GGUF_WRITE_CORPUS).
+ * cache/seed-v1-* and calib/seed-v1-* are the seeds an earlier build wrote
+ * (cache format 1, calibration state version 1: the readers still take
+ * them, and the replay requires it); this program does not rewrite them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
