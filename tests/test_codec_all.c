@@ -548,6 +548,53 @@ static void test_bad_input(void)
     }
 }
 
+/* q8_0 / q4_0: keys default to qbits=8 (session 53), values to 0. The
+ * default key codec scores as the named qbits=8 one (the same bits) and
+ * not as qbits=0; the default value codec sums as qbits=0. */
+static void keys_scores(const char *spec, vq_role role, const float *x, const float *q, size_t n, float *out)
+{
+    const int D = 64;
+    vq_codec *c = NULL;
+    if (vq_codec_create(spec, D, role, 7, &c) != VQ_OK) {
+        CHECKF(0, "create %s: %s", spec, vq_last_error());
+        return;
+    }
+    uint8_t *codes = malloc(n * vq_codec_bytes_per_token(c)), *qb = malloc(vq_codec_query_bytes(c));
+    float *acc = calloc(vq_codec_accum_size(c), sizeof(float));
+    CHECK_OK(vq_codec_encode(c, x, n, codes));
+    if (role == VQ_ROLE_KEY) {
+        CHECK_OK(vq_codec_prepare_query(c, q, qb));
+        CHECK_OK(vq_codec_score(c, qb, 1, codes, n, out));
+    } else {
+        CHECK_OK(vq_codec_accumulate(c, q, 1, codes, n, acc)); /* q as n weights */
+        CHECK_OK(vq_codec_accum_finish(c, acc, out));
+    }
+    free(codes), free(qb), free(acc);
+    vq_codec_free(c);
+}
+
+static void test_qbits_defaults(void)
+{
+    enum { N = 64, D = 64 };
+    float x[N * D], q[N > D ? N : D], a[N], b[N], z[N];
+    gen_keys(x, N, D, 11);
+    gen_normal(q, sizeof q / sizeof *q, 12);
+    static const char *const base[] = { "q8_0", "q4_0:rot=1" };
+    for (int i = 0; i < 2; i++) {
+        char s8[64], s0[64];
+        snprintf(s8, sizeof s8, "%s%sqbits=8", base[i], strchr(base[i], ':') ? "," : ":");
+        snprintf(s0, sizeof s0, "%s%sqbits=0", base[i], strchr(base[i], ':') ? "," : ":");
+        keys_scores(base[i], VQ_ROLE_KEY, x, q, N, a);
+        keys_scores(s8, VQ_ROLE_KEY, x, q, N, b);
+        keys_scores(s0, VQ_ROLE_KEY, x, q, N, z);
+        CHECKF(memcmp(a, b, sizeof a) == 0, "%s keys: default scores differ from %s", base[i], s8);
+        CHECKF(memcmp(a, z, sizeof a) != 0, "%s keys: default scores equal %s's", base[i], s0);
+        keys_scores(base[i], VQ_ROLE_VALUE, x, q, N, a);
+        keys_scores(s0, VQ_ROLE_VALUE, x, q, N, b);
+        CHECKF(memcmp(a, b, D * sizeof(float)) == 0, "%s values: default sums differ from %s", base[i], s0);
+    }
+}
+
 int main(void)
 {
     verbose = getenv("VQ_TEST_VERBOSE") != NULL;
@@ -556,5 +603,6 @@ int main(void)
     RUN(test_extra_specs);
     RUN(test_seeds_change_rotation);
     RUN(test_bad_input);
+    RUN(test_qbits_defaults);
     return vq_test_summary("test_codec_all");
 }
