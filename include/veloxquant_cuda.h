@@ -14,7 +14,9 @@
  *   fp16, q8_0[:rot=0|1], q4_0[:rot=0|1], kivi:bits=2|4 (any group),
  *   turboquant_rvq:bits=1|2|4, rabitq:bits=1 (scored with the float query,
  *   the codec's qbits=0 estimator; the stored bytes do not depend on qbits);
- *   the qbits=8 specs of q8_0, q4_0 and kivi (same bytes, read the same);
+ *   the qbits=8 specs of q8_0, q4_0 and kivi (same bytes, read the same:
+ *   their keys scored with the float query, the CPU's qbits=0 arithmetic,
+ *   although q8_0 / q4_0 keys default to qbits=8 on the CPU);
  *   vecinfer:bits=1|2|4|8 (keys and values both vecinfer; attention only,
  *   no GPU quantize; its calibrated tables go to the device first:
  *   vq_cuda_tables_upload).
