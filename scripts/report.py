@@ -320,8 +320,9 @@ def quality_model(m):
         })
         if c["cache"] in needle4k:
             methods[-1]["needle_4k"], methods[-1]["needle_4k_trials"] = needle4k[c["cache"]]
-        if keys_qbits_named(c["cache"], 8) in speed:
-            methods[-1]["decode_vs_fp16"], methods[-1]["decode_ctx"] = speed[keys_qbits_named(c["cache"], 8)]
+        named = keys_qbits_named(c["cache"], 8)
+        if named in speed:
+            methods[-1]["decode_vs_fp16"], methods[-1]["decode_ctx"] = speed[named]
     src = f'ppl --ctx {p["ctx"]} --chunks {p["chunks"]} ({p["tokens_scored"]} tokens) on WikiText-2 after --skip {p.get("skip", 0):g}'
     return {
         "model": m, "arch": p["arch"], "n_layers": p.get("n_layers"), "n_kv_heads": p.get("n_kv_heads"),

@@ -117,33 +117,34 @@ cache_args() {
 
 run() { echo "+ $*" >&2; "$@"; }
 
+# ppl_json OUT model ctx chunks CACHE-ARGS...: one ppl run into
+# figures/quality/OUT (through a temporary, so a failed run leaves no file)
+ppl_json() {
+  local out=figures/quality/$1 m=$2 ctx=$3 chunks=$4; shift 4
+  run "$BIN" ppl --model "$m" --file "$WIKI" --skip 0.25 --ctx "$ctx" --chunks "$chunks" "$@" --json > "$out.tmp"
+  mv "$out.tmp" "$out"
+}
+
 ppl() {  # model ctx chunks
-  local m=$1 ctx=$2 chunks=$3; local -a a=()
-  while IFS= read -r -d '' x; do a+=("$x"); done < <(cache_args "$m")
-  run "$BIN" ppl --model "$m" --file "$WIKI" --skip 0.25 --ctx "$ctx" --chunks "$chunks" "${a[@]}" --json \
-    > "figures/quality/$m-ppl.json.tmp"
-  mv "figures/quality/$m-ppl.json.tmp" "figures/quality/$m-ppl.json"
+  local -a a=()
+  while IFS= read -r -d '' x; do a+=("$x"); done < <(cache_args "$1")
+  ppl_json "$1-ppl.json" "$@" "${a[@]}"
 }
 
 ppl_vecinfer() {  # model ctx chunks: VecInfer alone, once validate made its calibration file
-  local m=$1 ctx=$2 chunks=$3
-  run "$BIN" ppl --model "$m" --file "$WIKI" --skip 0.25 --ctx "$ctx" --chunks "$chunks" \
-    --cache "keys=vecinfer:sub_dim=8,bits=8,calib=figures/validation/$m/calib-vecinfer.vqc values=fp16" --json \
-    > "figures/quality/$m-ppl-vecinfer.json.tmp"
-  mv "figures/quality/$m-ppl-vecinfer.json.tmp" "figures/quality/$m-ppl-vecinfer.json"
+  ppl_json "$1-ppl-vecinfer.json" "$@" \
+    --cache "keys=vecinfer:sub_dim=8,bits=8,calib=figures/validation/$1/calib-vecinfer.vqc values=fp16"
 }
 
 # The quality table's configs with q8_0 / q4_0 keys again, after their
 # default became qbits=8 (int8 queries, session 53): report.py's load_ppl
 # lets these rows replace the main run's (same text, context and chunks).
 ppl_keys_qbits8() {  # model ctx chunks
-  local m=$1 ctx=$2 chunks=$3; local -a a=()
+  local -a a=()
   while IFS='|' read -r name cfg; do
     case "$cfg" in keys=q8_0\ *|keys=q4_0*) a+=(--cache "$cfg") ;; esac
-  done < <(methods "$m")
-  run "$BIN" ppl --model "$m" --file "$WIKI" --skip 0.25 --ctx "$ctx" --chunks "$chunks" "${a[@]}" --json \
-    > "figures/quality/$m-ppl-qbits8keys.json.tmp"
-  mv "figures/quality/$m-ppl-qbits8keys.json.tmp" "figures/quality/$m-ppl-qbits8keys.json"
+  done < <(methods "$1")
+  ppl_json "$1-ppl-qbits8keys.json" "$@" "${a[@]}"
 }
 
 # The low-bit configs of the quality table (docs/quality.md says how they

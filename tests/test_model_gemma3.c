@@ -22,6 +22,7 @@
 
 #include "real_model.h"
 #include "test.h"
+#include "util/clock.h"
 
 #define PPL_LO 8.0
 #define PPL_HI 45.0
@@ -83,21 +84,6 @@ static void test_perplexity(void)
 #endif
 #endif
 
-#ifndef VQ_ASAN
-/* The process's peak resident set (VmHWM) in bytes; 0 where unknown. */
-static size_t peak_rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    size_t kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "VmHWM:", 6) == 0)
-            kb = (size_t)strtoull(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kb * 1024;
-}
-#endif
 
 /* Loading copies the weights into the model's arena, slice by slice, the
  * file's pages of each slice dropped before the next (model.c
@@ -111,9 +97,9 @@ static void test_load_peak_rss(void)
 #ifndef VQ_ASAN
     vq_model_info in;
     vq_model_info_get(m, &in);
-    const size_t peak = peak_rss_bytes(), slack = (size_t)100 << 20;
+    const size_t peak = cli_peak_rss_bytes(), slack = (size_t)100 << 20;
     if (peak == 0) {
-        printf("  peak RSS unknown (no /proc/self/status): not checked\n");
+        printf("  peak RSS unknown (getrusage failed): not checked\n");
         return;
     }
     printf("  peak RSS after the load %.1f MiB, weights %.1f MiB\n", peak / 1048576.0, in.weight_bytes / 1048576.0);
