@@ -175,18 +175,19 @@ def needle_command(n):
     return " ".join(shlex.quote(a) for a in args + ["--json"])
 
 
-def keys_qbits_named(cache, unnamed):
-    """cache with a q8_0 / q4_0 keys spec that does not name qbits given
-    qbits=UNNAMED. Their default changed in session 53 (0 -> 8: int8
-    queries): a bench e2e file from before names the float-query form
-    without qbits (run_bench.sh names it since), a quality row of the
-    current tables the int8 one; speeds are matched on the named form."""
+def qbits_named(cache, unnamed):
+    """cache with every q8_0 / q4_0 keys spec and q4_0 values spec that
+    does not name qbits given qbits=UNNAMED. Their defaults changed (0 ->
+    8: int8 queries for keys in session 53, int8 weights for q4_0 values in
+    session 54): a bench e2e file from before names the float forms
+    without qbits (run_bench.sh names them since), a quality row of the
+    current tables the int8 ones; speeds are matched on the named form."""
     def fix(mo):
-        spec = mo.group(1)
-        if "qbits=" in spec:
+        head, rest = mo.group(1), mo.group(2)
+        if "qbits=" in rest:
             return mo.group(0)
-        return "keys=" + spec + ("," if ":" in spec else ":") + f"qbits={unnamed}"
-    return re.sub(r"keys=(q[48]_0\S*)", fix, cache)
+        return head + rest + ("," if rest.startswith(":") else ":") + f"qbits={unnamed}"
+    return re.sub(r"\b(keys=q[48]_0|values=q4_0)(\S*)", fix, cache)
 
 
 def load_ppl(m):
@@ -265,7 +266,7 @@ def quality_model(m):
                 continue
             for r in e.get("results", []):
                 if r["ctx"] == SPEED_CTX and r.get("speedup_vs_fp16"):
-                    speed[keys_qbits_named(r["cache"], 0)] = (round(r["speedup_vs_fp16"], 3), r["ctx"])
+                    speed[qbits_named(r["cache"], 0)] = (round(r["speedup_vs_fp16"], 3), r["ctx"])
     base_mb = None
     if v:
         f = next((a for a in v["arms"] if a["name"] == "fp16" and "error" not in a), None)
@@ -320,7 +321,7 @@ def quality_model(m):
         })
         if c["cache"] in needle4k:
             methods[-1]["needle_4k"], methods[-1]["needle_4k_trials"] = needle4k[c["cache"]]
-        named = keys_qbits_named(c["cache"], 8)
+        named = qbits_named(c["cache"], 8)
         if named in speed:
             methods[-1]["decode_vs_fp16"], methods[-1]["decode_ctx"] = speed[named]
     src = f'ppl --ctx {p["ctx"]} --chunks {p["chunks"]} ({p["tokens_scored"]} tokens) on WikiText-2 after --skip {p.get("skip", 0):g}'

@@ -30,8 +30,8 @@ bin=./build/veloxquant
 configs=(
   --config "keys=q8_0:qbits=0 values=q8_0"
   --config "keys=q8_0:qbits=8 values=q8_0"
-  --config "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1"
-  --config "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1"
+  --config "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1,qbits=0"
+  --config "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=0"
   --config "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8"
   --config "keys=kivi:bits=4 values=kivi:bits=4"
   --config "keys=kivi:bits=2 values=kivi:bits=2"
@@ -125,8 +125,8 @@ for s in "${steps[@]}"; do
     attention64mem) run attention-d64-32l bench attention --ctx 16384 --head-dim 64 --kv-heads 4 --q-heads 16 \
                       --layers 32 --threads 2 "${configs[@]}" ;;
     attentionbig) run attention-d128-131k bench attention --ctx 131072 --head-dim 128 --kv-heads 8 --q-heads 32 \
-                      --threads 2 --repeats 5 --config "keys=q8_0:qbits=0 values=q8_0" --config "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1" \
-                      --config "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
+                      --threads 2 --repeats 5 --config "keys=q8_0:qbits=0 values=q8_0" --config "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1,qbits=0" \
+                      --config "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=0" \
                       --config "keys=kivi:bits=4 values=kivi:bits=4" --config "keys=kivi:bits=2 values=kivi:bits=2" \
                       --config "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
                       --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
@@ -139,13 +139,13 @@ for s in "${steps[@]}"; do
                           taskset -c 1 ./build/bench/bench_codecs $spec fp16 q8_0:qbits=0 q8_0:qbits=8 q4_0:rot=1,qbits=0 q4_0:rot=1,qbits=8 \
                               kivi:bits=2 kivi:bits=2,qbits=8 kivi:bits=2,group=128,qbits=8 rabitq:bits=1 \
                               turboquant_rvq:bits=1,qbits=4 turboquant_mse:bits=2 qjl qjl:qbits=4 \
-                              kivix:bits=4,group=128,outliers=64 kivix:bits=4,group=128,outliers=64,qbits=8 V:fp16 V:q8_0 V:q4_0:rot=1 V:q4_0:rot=1,qbits=8 \
+                              kivix:bits=4,group=128,outliers=64 kivix:bits=4,group=128,outliers=64,qbits=8 V:fp16 V:q8_0 V:q4_0:rot=1,qbits=0 V:q4_0:rot=1,qbits=8 \
                               V:kivi:bits=2 V:kivi:bits=2,qbits=8 V:kivi:bits=4 V:turboquant_mse:bits=2 \
                               V:turboquant_mse:bits=2,norm=8,lsq=1 V:turboquant_rvq:bits=1
                       done; } > "$out/codecs-cpu.txt" ;;
     e2e)          run e2e-smollm2 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 64 \
-                      --cache "keys=q8_0:qbits=0 values=q8_0" --cache "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1" \
-                      --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
+                      --cache "keys=q8_0:qbits=0 values=q8_0" --cache "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1,qbits=0" \
+                      --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=0" \
                       --cache "keys=q8_0:qbits=8 values=q8_0:qbits=8" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
                       --cache "keys=kivi:bits=2 values=kivi:bits=2" --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
@@ -155,7 +155,7 @@ for s in "${steps[@]}"; do
                       --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" \
                       --cache "$plan30" --cache "$plan40" --cache "$plan30f" --cache "$plan40f" --cache "$plan22f" ;;
     e2e-avx2)     run e2e-smollm2-avx2 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 64 \
-                      --cache "keys=q8_0:qbits=0 values=q8_0" --cache "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1" \
+                      --cache "keys=q8_0:qbits=0 values=q8_0" --cache "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1,qbits=0" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
                       --cache "keys=kivi:bits=2 values=kivi:bits=2" --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
@@ -171,13 +171,13 @@ for s in "${steps[@]}"; do
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
                       --cache "$g30" --cache "$g30f" --cache "$g40" --cache "$g40f" ;;
     e2e16k-avx2)  run e2e-smollm2-16k-avx2 bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 64 \
-                      --cache "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1" \
+                      --cache "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1,qbits=0" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
                       --cache "$plan30f" ;;
     e2e16k)       run e2e-smollm2-16k bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 64 \
-                      --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1" \
+                      --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=0" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \

@@ -9,6 +9,8 @@
 #   ppl-smollm2 ppl-gemma3        quality: PPL/dPPL/KL/top-1 per method
 #   ppl-qbits8keys-MODEL          the q8_0 / q4_0-key configs of ppl-MODEL again with their
 #                                 session-53 default (qbits=8 keys): MODEL-ppl-qbits8keys.json
+#   ppl-qbits8vals-MODEL          the q4_0-value configs of ppl-MODEL again with their
+#                                 session-54 default (qbits=8 values): MODEL-ppl-qbits8vals.json
 #   ppl-vecinfer-MODEL            VecInfer alone (when ppl-MODEL ran before its
 #                                 calibration file existed; same chunks)
 #   ppl-lowbit-smollm2 ppl-lowbit-gemma3
@@ -136,15 +138,17 @@ ppl_vecinfer() {  # model ctx chunks: VecInfer alone, once validate made its cal
     --cache "keys=vecinfer:sub_dim=8,bits=8,calib=figures/validation/$1/calib-vecinfer.vqc values=fp16"
 }
 
-# The quality table's configs with q8_0 / q4_0 keys again, after their
-# default became qbits=8 (int8 queries, session 53): report.py's load_ppl
-# lets these rows replace the main run's (same text, context and chunks).
-ppl_keys_qbits8() {  # model ctx chunks
+# The quality table's configs whose default arithmetic changed, measured
+# again: q8_0 / q4_0 keys (qbits=8, int8 queries, session 53), q4_0 values
+# (qbits=8, int8 weights, session 54). report.py's load_ppl lets these rows
+# replace the main run's (same text, context and chunks).
+ppl_matching() {  # model ctx chunks out regex: the configs of `methods` matching regex
+  local m=$1 ctx=$2 chunks=$3 out=$4 re=$5
   local -a a=()
   while IFS='|' read -r name cfg; do
-    case "$cfg" in keys=q8_0\ *|keys=q4_0*) a+=(--cache "$cfg") ;; esac
-  done < <(methods "$1")
-  ppl_json "$1-ppl-qbits8keys.json" "$@" "${a[@]}"
+    [[ $cfg =~ $re ]] && a+=(--cache "$cfg")
+  done < <(methods "$m")
+  ppl_json "$out" "$m" "$ctx" "$chunks" "${a[@]}"
 }
 
 # The low-bit configs of the quality table (docs/quality.md says how they
@@ -515,8 +519,10 @@ step() {
                      --calib figures/validation/gemma3-270m/calib-vecinfer.vqc ;;
     ppl-smollm2)   ppl smollm2-135m 2048 3 ;;
     ppl-gemma3)    ppl gemma3-270m 2048 2 ;;
-    ppl-qbits8keys-smollm2) ppl_keys_qbits8 smollm2-135m 2048 3 ;;
-    ppl-qbits8keys-gemma3)  ppl_keys_qbits8 gemma3-270m 2048 2 ;;
+    ppl-qbits8keys-smollm2) ppl_matching smollm2-135m 2048 3 smollm2-135m-ppl-qbits8keys.json '^keys=(q8_0 |q4_0)' ;;
+    ppl-qbits8keys-gemma3)  ppl_matching gemma3-270m 2048 2 gemma3-270m-ppl-qbits8keys.json '^keys=(q8_0 |q4_0)' ;;
+    ppl-qbits8vals-smollm2) ppl_matching smollm2-135m 2048 3 smollm2-135m-ppl-qbits8vals.json '(^| )values=q4_0' ;;
+    ppl-qbits8vals-gemma3)  ppl_matching gemma3-270m 2048 2 gemma3-270m-ppl-qbits8vals.json '(^| )values=q4_0' ;;
     ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 3 ;;
     ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 2048 2 ;;
     ppl-lowbit-smollm2) lowbit_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit.json ;;

@@ -3,6 +3,7 @@
  * and another model's file are refused with VQ_ERR_FORMAT and a message;
  * a failed save leaves no file and keeps an existing one intact; a writer
  * killed (SIGKILL) mid-save leaves the previous file loadable. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -85,13 +86,27 @@ static void roundtrip(const char *cfgtext)
     CHECK(ua.keys.tokens == ub.keys.tokens && ua.values.accounted_bytes == ub.values.accounted_bytes);
     size_t nf = out_floats(1);
     float *ya = malloc(nf * 4), *yb = malloc(nf * 4);
+    /* values summed with int8 weights (q4_0's default) round the weights
+     * per block of 32 rows as a call lays them out, and a loaded cache
+     * holds an evicted layout compacted: its outputs may differ by that
+     * rounding (test_cache_attend's 3e-2 bound); every other config
+     * continues with the same bits */
+    const int w8 = strstr(vq_cache_codec_spec(a, 0, VQ_ROLE_VALUE), "qbits=8") != NULL;
     int same = 1;
+    double worst = 0.0;
     for (size_t t = 90; t < 120; t++) {
         drive(a, t, 1, 2, ya);
         drive(b, t, 1, 2, yb);
         same &= memcmp(ya, yb, nf * 4) == 0;
+        double d2 = 0.0, n2 = 0.0;
+        for (size_t i = 0; i < nf; i++)
+            d2 += ((double)ya[i] - yb[i]) * ((double)ya[i] - yb[i]), n2 += (double)ya[i] * ya[i];
+        worst = fmax(worst, sqrt(d2 / (n2 + 1e-30)));
     }
-    CHECKF(same, "%s: loaded cache gives different attention outputs", cfgtext);
+    if (w8)
+        CHECKF(worst <= 3e-2, "%s: loaded cache's attention outputs %.3g off", cfgtext, worst);
+    else
+        CHECKF(same, "%s: loaded cache gives different attention outputs", cfgtext);
     /* the held tokens are the same after continued decoding (eviction
      * state, e.g. h2o scores, was saved too) */
     for (int h = 0; h < SH[0].n_kv_heads; h++) {

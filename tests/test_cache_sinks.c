@@ -99,7 +99,7 @@ static double run(vq_cache *c, size_t n, size_t step, uint64_t seed)
 static void test_sinks_exact(void)
 {
     const char *cfgs[] = { "keys=kivix:bits=2,group=32 values=kivix:bits=2,group=32 residual=16 sinks=4",
-                           "keys=q4_0:qbits=0 values=q4_0 residual=0 sinks=1",
+                           "keys=q4_0:qbits=0 values=q4_0:qbits=0 residual=0 sinks=1",
                            "keys=kivi:bits=2,group=32 values=kivi:bits=2 residual=8 sinks=37 page=64" };
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) {
         vq_cache *c = make(cfgs[i]);

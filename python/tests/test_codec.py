@@ -11,7 +11,8 @@ X = RNG.standard_normal((64, D)).astype(np.float32)
 Q = RNG.standard_normal((3, D)).astype(np.float32)
 
 
-@pytest.mark.parametrize("spec", ["fp16", "q8_0", "q8_0:qbits=0", "q4_0:rot=1", "turboquant_rvq:bits=4",
+@pytest.mark.parametrize("spec", ["fp16", "q8_0", "q8_0:qbits=0", "q4_0:rot=1", "q4_0:rot=1,qbits=0",
+                                  "turboquant_rvq:bits=4",
                                   "kivi:bits=4", "rabitq:bits=1", "qjl"])
 @pytest.mark.parametrize("role", ["key", "value"])
 def test_encode_decode_score_accumulate_agree(spec, role):
@@ -36,7 +37,14 @@ def test_encode_decode_score_accumulate_agree(spec, role):
         w = np.abs(RNG.standard_normal((2, len(X)))).astype(np.float32)
         acc = c.accumulate(w, codes)
         ref = w @ y
-        np.testing.assert_allclose(acc, ref, rtol=1e-3, atol=1e-3 * np.abs(ref).max())
+        if spec == "q4_0:rot=1":
+            # q4_0 values sum by default with the weights rounded to int8 per
+            # 32 rows (qbits=8, since session 54): off w @ decode by that
+            # rounding only, measured 0.57% of the largest sum here
+            np.testing.assert_allclose(acc, ref, rtol=0, atol=2e-2 * np.abs(ref).max())
+            assert np.abs(acc - ref).max() > 1e-5 * np.abs(ref).max()  # the int8 path was taken
+        else:
+            np.testing.assert_allclose(acc, ref, rtol=1e-3, atol=1e-3 * np.abs(ref).max())
 
 
 def test_precise_codecs_reconstruct():

@@ -17,16 +17,22 @@
  * accumulate sums w*code in the rotated domain and accum_finish applies
  * R^T. Shared state: the sign diagonal, D/8 bytes (0 without rotation).
  *
- * qbits in {0, 8} (default 8 for keys, 0 for values, llama.cpp's split):
- * qbits=8 keys are scored in the integer domain against the query
- * quantized to int8 per block of 32 (kernels/qdot.h: VNNI on AVX-512), as
- * llama.cpp's CPU attention scores a q8_0 / q4_0 K cache; qbits=8 values
- * are summed with the attention weights rounded to int8 per block of 32
- * rows (kernels/qaxpy.h vq_qaxpy8); qbits=0 is float arithmetic on the
- * decoded blocks. The stored bytes are the same; the results differ from
- * the float ones by that rounding (<= d/2 per value, d = block amax/127).
- * A key codec's canonical spec always names qbits (before session 53 the
- * default was 0 for keys too). */
+ * qbits in {0, 8}: qbits=8 keys are scored in the integer domain against
+ * the query quantized to int8 per block of 32 (kernels/qdot.h: VNNI on
+ * AVX-512), as llama.cpp's CPU attention scores a q8_0 / q4_0 K cache;
+ * qbits=8 values are summed with the attention weights rounded to int8
+ * per block of 32 rows (kernels/qaxpy.h vq_qaxpy8); qbits=0 is float
+ * arithmetic on the decoded blocks. The stored bytes are the same; the
+ * results differ from the float ones by that rounding (keys: <= d/2 per
+ * query value, d = block amax/127; values: <= A/254 per row and code
+ * unit, A the block's largest weight times scale).
+ * Default 8, except q8_0 values (0): keys since session 53; q4_0 values
+ * since session 54, where the int8 weights made decode attention 17-22%
+ * faster for a KL change of +6.1% on smollm2 and +0.3% on gemma3 (float
+ * rounding alone moved it by up to 1.3%; llama.cpp sums values in float),
+ * while q8_0 values read from memory were 4-20% slower with them
+ * (figures/bench/values-qbits-default-s54.txt). The canonical spec always
+ * names qbits ("q4_0:rot=0" in an older file meant qbits=0). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,8 +65,9 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
     long rot, qbits;
     VQ_TRY(vq_spec_int(spec, "rot", 0, 0, 1, &rot, c->err));
     /* keys default to llama.cpp's arithmetic for a quantized K cache (the
-     * query as int8 blocks, integer dots); values to float weights */
-    const long qbits_default = c->role == VQ_ROLE_KEY ? 8 : 0;
+     * query as int8 blocks, integer dots); q4_0 values to int8 weights,
+     * q8_0 values to float ones (above) */
+    const long qbits_default = c->role == VQ_ROLE_KEY || bits == 4 ? 8 : 0;
     VQ_TRY(vq_spec_int(spec, "qbits", qbits_default, 0, 8, &qbits, c->err));
     if (qbits != 0 && qbits != 8)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "%s: qbits must be 0 (float query) or 8, got %ld", c->ops->name,
@@ -98,12 +105,9 @@ static vq_status qb_init_bits(vq_codec *c, vq_spec *spec, int bits)
     c->accum_tiled_min_q = q->dense_sums ? 0 : VQ_CODEC_TILED_MIN_Q;
     if (q->w8) /* int8 weights: always vq_qaxpy8, on every instruction set */
         c->accum_own = 1, c->accum_tiled_min_q = 0, c->value_head = vq_block_lead(c->block_bytes);
-    /* a key codec always names qbits (its default changed in session 53:
-     * "q8_0:rot=0" in an older file meant float queries, qbits=0) */
-    if (qbits || c->role == VQ_ROLE_KEY)
-        snprintf(c->canon, sizeof c->canon, "%s:rot=%d,qbits=%d", c->ops->name, q->rot, q->qbits);
-    else
-        snprintf(c->canon, sizeof c->canon, "%s:rot=%d", c->ops->name, q->rot);
+    /* the canonical spec always names qbits (the defaults changed in
+     * sessions 53 and 54: "q4_0:rot=0" in an older file meant qbits=0) */
+    snprintf(c->canon, sizeof c->canon, "%s:rot=%d,qbits=%d", c->ops->name, q->rot, q->qbits);
     return VQ_OK;
 }
 
