@@ -14,9 +14,13 @@
  *   fp16, q8_0[:rot=0|1], q4_0[:rot=0|1], kivi:bits=2|4 (any group),
  *   turboquant_rvq:bits=1|2|4, rabitq:bits=1 (scored with the float query,
  *   the codec's qbits=0 estimator; the stored bytes do not depend on qbits);
- *   the qbits=8 specs of q8_0, q4_0 and kivi (same bytes, read the same:
- *   their keys scored with the float query, the CPU's qbits=0 arithmetic,
- *   although q8_0 / q4_0 keys default to qbits=8 on the CPU);
+ *   q8_0 / q4_0 keys with either qbits (the CPU's default for keys is 8:
+ *   vq_cuda_format.qbits, below, rounds the query to int8 per block of 32
+ *   as the CPU codec does; qbits=0 scores with the float query); kivi keys
+ *   and q8_0 / q4_0 values with qbits=8 (same bytes, read as with qbits=0:
+ *   kivi keys scored with the float query, values summed with the float
+ *   weights, the CPU's qbits=0 arithmetic, although q4_0 values default to
+ *   qbits=8, int8 weights, on the CPU since session 54);
  *   vecinfer:bits=1|2|4|8 (keys and values both vecinfer; attention only,
  *   no GPU quantize; its calibrated tables go to the device first:
  *   vq_cuda_tables_upload).
@@ -64,11 +68,23 @@ typedef struct {
     float s1, s2;        /* turboquant_rvq: stage scales */
     int levels1, levels2;/* turboquant_rvq: 2^bits */
     int sub_dim;         /* vecinfer: channels per piece (4 or 8) */
+    int qbits;           /* q8_0 / q4_0 keys: 8 scores with the query (after
+                            the rotation when rot) rounded to int8 per block
+                            of 32 channels, d = amax/127, q = round-half-even
+                            (x * (127/amax)) clamped to [-127, 127], as the
+                            CPU's qbits=8 key codec (kernels/qdot.h), then
+                            d * q in float; 0 the float query. 0 for every
+                            other format (kivi keys with qbits=8 too: float
+                            query) and for values (float weights). (Fills
+                            the padding before `tables`: the struct's size
+                            and the other offsets are those of before.) */
     const float *tables; /* vecinfer: device tables (vq_cuda_tables_upload),
                             NULL until uploaded */
 } vq_cuda_format;
 
-/* Fill *out from a CPU codec (any handle from vq_codec_create). Errors:
+/* Fill *out from a CPU codec (any handle from vq_codec_create); qbits is
+ * the codec's own (a q8_0 / q4_0 key codec's spec without qbits means 8).
+ * Errors:
  * VQ_ERR_INVALID_ARG (NULL), VQ_ERR_UNSUPPORTED (method, parameter or
  * head_dim that has no GPU kernel; the message says which),
  * VQ_ERR_NEEDS_CALIBRATION (vecinfer not calibrated). Host only; needs no
@@ -103,7 +119,13 @@ size_t vq_cuda_page_bytes(const vq_cuda_format *f, int page_tokens);
  * as on the CPU. seq_lens[b] must be <= max_seq_len and a multiple of the
  * key and value block_tokens (kivi keys keep unfinished groups elsewhere,
  * as the CPU cache's fp16 residual window does); a sequence of 0 tokens gets
- * zeros. */
+ * zeros. The scores are those of the CPU key codec that the key format
+ * came from (vq_codec_prepare_query / vq_codec_score), within float
+ * rounding: with q8_0 / q4_0 keys of qbits=8 against the query rounded to
+ * int8 per block (vq_cuda_format.qbits). A key or value format whose
+ * qbits is neither 0 nor 8, or 8 on a method other than q8_0 / q4_0, is
+ * refused (VQ_ERR_INVALID_ARG); qbits 8 on a q8_0 / q4_0 value format
+ * changes nothing (float weights). */
 typedef struct {
     int batch, n_q_heads, n_kv_heads, head_dim;
     int page_tokens, max_pages, max_seq_len;

@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
     constexpr int LPT = D / 8;     /* lanes per token */
     constexpr int TPW = 32 / LPT;  /* tokens per warp step */
     constexpr int WT = STEPS * TPW;
-    __shared__ float qs[G][D];
+    __shared__ __align__(16) float qs[G][D];
     __shared__ float ktabs[2][16], vtabs[2][16];
     __shared__ float red[NW][G][D];
     __shared__ float wml[NW][G][2];
@@ -92,6 +92,12 @@ __global__ void __launch_bounds__(NW * 32) attn_split(const __grid_constant__ At
     if (p.kf.rot)
         rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, NW * 32);
     __syncthreads();
+    /* q8_0 / q4_0 keys of qbits=8 (uniform): the CPU codec's int8 query */
+    if ((KM == FMT_ANY || KM == FMT_Q8 || KM == FMT_Q4) && query_int8(p.kf)) {
+        for (int r = warp; r < G; r += NW)
+            round_query_row<D>(&qs[r][0], lane, 1.0f);
+        __syncthreads();
+    }
     float qr[G][8];
 #pragma unroll
     for (int g = 0; g < G; g++)
@@ -581,6 +587,8 @@ static vq_status check_format(const vq_cuda_format *f, int D, const char *which)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format: unknown method %d", which, f->method);
     if (f->method == VQ_CUDA_KIVI && f->role == VQ_ROLE_VALUE && D % f->group)
         return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format: kivi group %d does not divide %d", which, f->group, D);
+    if ((f->qbits != 0 && f->qbits != 8) || (f->qbits && f->method != VQ_CUDA_Q8_0 && f->method != VQ_CUDA_Q4_0))
+        return vq_cuda_fail(VQ_ERR_INVALID_ARG, "cuda: %s format: qbits %d (0, or 8 for q8_0 / q4_0)", which, f->qbits);
     return VQ_OK;
 }
 

@@ -19,7 +19,9 @@
  *    (i8_h2, u4_h2); their per-block scales stay outside the product.
  *    q4_0 keys (QSUBK): the unsigned nibble u = c + 8 as a subnormal key
  *    operand, its offset -8 * sum q per block as the accumulators' start.
- *  - the query (times the key codec's per-channel factors) and the softmax
+ *  - the query (times the key codec's per-channel factors; for q8_0 / q4_0
+ *    keys of qbits=8 first rounded to int8 per block of 32 as the CPU codec
+ *    does, round_query_row: d * q) and the softmax
  *    weights (times the value codec's per-token group scale) are float32
  *    numbers split into hi + lo fp16 halves: hi in rows 0..7 of the 16-row
  *    operand, lo in rows 8..15 (query head g in row g and g + 8), summed
@@ -1015,7 +1017,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     constexpr bool SWP = SUB == 2 && VQ_MMA_SWP; /* see the main loop */
     constexpr float QOFF = 8.0f;
 
-    __shared__ float qs[G][D];
+    __shared__ __align__(16) float qs[G][D]; /* (float4 rows: round_query_row) */
     __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (kivi keys, HFOLD: hi/lo of q * 2^(24-e-EXPO)) */
     __shared__ __align__(16) float4 qlane[KS][32];   /* kivi keys: q * 2^(24-e-EXPO) per lane */
     __shared__ __align__(16) float4 qraw[KS][32];    /* kivi keys: q per lane */
@@ -1206,10 +1208,22 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     }
     __syncthreads();
     TL(1);
+    /* q8_0 / q4_0 keys of qbits=8 (uniform): the query (rotated first
+     * where the keys are) rounded to int8 per block of 32 as the CPU's
+     * codec does, then scaled (round_query_row, attn_common.cuh) */
+    const bool qi8 = (KM == FMT_Q8 || KM == FMT_Q4) && query_int8(p.kf);
 #if VQ_MMA_WROT
     if (p.kf.rot) { /* (uniform) one warp per query row, no block barriers */
+        for (int r = warp; r < G; r += W) {
+            rot_forward_warp<D>(&qs[r][0], p.kf.sign, lane, qi8 ? 1.0f : p.qscale);
+            if (qi8) {
+                __syncwarp();
+                round_query_row<D>(&qs[r][0], lane, p.qscale);
+            }
+        }
+    } else if (qi8) {
         for (int r = warp; r < G; r += W)
-            rot_forward_warp<D>(&qs[r][0], p.kf.sign, lane, p.qscale);
+            round_query_row<D>(&qs[r][0], lane, p.qscale);
     } else {
         for (int i = tid; i < G * D; i += W * 32)
             qs[i / D][i % D] *= p.qscale;
@@ -1217,8 +1231,13 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
 #else
     if (p.kf.rot)
         rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, W * 32);
-    for (int i = tid; i < G * D; i += W * 32)
-        qs[i / D][i % D] *= p.qscale;
+    if (qi8) {
+        for (int r = warp; r < G; r += W)
+            round_query_row<D>(&qs[r][0], lane, p.qscale);
+    } else {
+        for (int i = tid; i < G * D; i += W * 32)
+            qs[i / D][i % D] *= p.qscale;
+    }
 #endif
     __syncthreads();
     TL(2);

@@ -79,6 +79,42 @@ __device__ __forceinline__ void load_query(const AttnParams &p, const CtaWork &w
         qs[i / D][i % D] = p.q[w.qrow0 * D + i];
 }
 
+/* whether the key format scores with the query rounded to int8 per block
+ * (q8_0 / q4_0 keys of qbits=8, vq_cuda_format.qbits; uniform per launch) */
+__host__ __device__ __forceinline__ bool query_int8(const vq_cuda_format &kf)
+{
+    return kf.qbits == 8 && (kf.method == VQ_CUDA_Q8_0 || kf.method == VQ_CUDA_Q4_0);
+}
+
+/* One row of D floats (16-byte aligned) by one warp: each block of 32
+ * channels rounded to int8 as the CPU's vq_qdot_prepare does
+ * (kernels/qdot_ref.c: amax = max |x|, d = amax/127, q = lrintf(x *
+ * (127/amax)) clamped to [-127, 127], 0 for an all-zero block; round half
+ * to even, IEEE divisions and products), then x <- q * (d * post). Lane l
+ * holds channels 4l .. 4l + 3 (8 lanes per block: three shuffles for the
+ * block maxima; one pass at D = 128, lanes 16..31 idle at D = 64). All 32
+ * lanes call it; it reads channels other lanes may have just written, so
+ * the caller makes the row visible to the warp first (__syncwarp, or the
+ * block barrier), and synchronises before other warps read the result.
+ * Scoring with q * d * post in float equals the CPU's sum over blocks of
+ * d_k * d * (integer dot) times the scale within float rounding. */
+template <int D>
+__device__ __forceinline__ void round_query_row(float *x, int lane, float post)
+{
+    static_assert(D % 32 == 0 && D <= 128, "D: a multiple of 32, at most 128");
+    const bool on = lane < D / 4;
+    const float4 v = on ? reinterpret_cast<const float4 *>(x)[lane] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
+    const float inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+    const float dp = __fmul_rn(__fdiv_rn(amax, 127.0f), post);
+    auto r8 = [&](float a) { return (float)max(-127, min(127, __float2int_rn(__fmul_rn(a, inv)))) * dp; };
+    if (on)
+        reinterpret_cast<float4 *>(x)[lane] = make_float4(r8(v.x), r8(v.y), r8(v.z), r8(v.w));
+}
+
 /* output (g, c) of the W warps' partials merged: M the largest m, s and
  * l the sums rescaled to it (terms in warp order; combine_warps and
  * attention_mma.cu combine_cluster) */

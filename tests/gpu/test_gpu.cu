@@ -12,7 +12,11 @@
  *     finite and the relative L2 error per (sequence, head) against the CPU
  *     reference (vq_codec_prepare_query / score / softmax in double /
  *     accumulate / accum_finish) must stay under TOL (vecinfer values:
- *     under TOL + VI_FP16_U * kappa, below).
+ *     under TOL + VI_FP16_U * kappa, below). q8_0 / q4_0 keys both as
+ *     qbits=0 (float query) and as the CPU's default (qbits=8: query
+ *     rounded to int8 per block); for the latter, a control run with the
+ *     format's qbits set to 0 (the GPU scoring with the float query) must
+ *     miss TOL, so that these cases can tell the two arithmetics apart;
  *  3. argument errors come back as vq_status with a message. */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -64,16 +68,23 @@ struct Case {
     int vmode;
 };
 
-/* q8_0 / q4_0 keys as qbits=0 (float queries): the GPU scores every key
- * format with the float query, the CPU's qbits=0 arithmetic (the CPU's
- * default for these keys is qbits=8 since session 53, test_qbits8_specs) */
+/* q8_0 / q4_0 keys as qbits=0 (float queries) and as the CPU's default
+ * spec (no qbits: qbits=8 since session 53, the query rounded to int8 per
+ * block of 32; vq_cuda_format.qbits carries it to the kernels). The
+ * default-spec cases cover the tensor-core pairs (q8_0, q4_0 with and
+ * without rotation) and, through q8_0:rot=1 keys with q4_0 values, the
+ * CUDA-core generic kernel; the runs with VQ_CUDA_NO_MMA=1 take the
+ * CUDA-core kernels of the tensor-core pairs. q4_0 values name qbits=0:
+ * the GPU sums every value format with float weights, the CPU's qbits=0,
+ * while q4_0 values default to int8 weights (qbits=8) on the CPU since
+ * session 54. */
 static const Case cases[] = {
     {"fp16", "fp16", 0},
     {"q8_0:qbits=0", "q8_0", 0},
-    {"q8_0:rot=1,qbits=0", "q4_0", 0},
+    {"q8_0:rot=1,qbits=0", "q4_0:qbits=0", 0},
     {"q8_0:rot=1,qbits=0", "q8_0:rot=1", 0},
-    {"q4_0:rot=1,qbits=0", "q4_0:rot=1", 0},
-    {"q4_0:qbits=0", "q4_0", 0},
+    {"q4_0:rot=1,qbits=0", "q4_0:rot=1,qbits=0", 0},
+    {"q4_0:qbits=0", "q4_0:qbits=0", 0},
     {"kivi:bits=2", "kivi:bits=2", 0},
     {"kivi:bits=4", "kivi:bits=4", 0},
     {"kivi:bits=4,group=64", "kivi:bits=4,group=16", 0},
@@ -92,12 +103,19 @@ static const Case cases[] = {
     {"fp16", "rabitq:bits=1,qbits=0", 0},
     {"q8_0:qbits=0", "q8_0", 1}, /* block scales d spread over 2^20 */
     {"q8_0:qbits=0", "q8_0", 2}, /* small d: P * d below the fp16 normal range unless scaled */
-    {"q4_0:rot=1,qbits=0", "q4_0:rot=1", 2},
-    {"q4_0:qbits=0", "q4_0", 1},
-    {"q8_0:rot=1,qbits=0", "q4_0", 3},
+    {"q4_0:rot=1,qbits=0", "q4_0:rot=1,qbits=0", 2},
+    {"q4_0:qbits=0", "q4_0:qbits=0", 1},
+    {"q8_0:rot=1,qbits=0", "q4_0:qbits=0", 3},
     {"q8_0:qbits=0", "q8_0", 3},
     {"vecinfer:sub_dim=8,bits=8", "vecinfer:sub_dim=8,bits=8", 0}, /* calibrated here; tables uploaded */
     {"vecinfer:sub_dim=4,bits=4", "vecinfer:sub_dim=8,bits=2", 0},
+    /* the CPU's default q8_0 / q4_0 key spec (qbits=8); last, so that the
+     * cases above keep their shapes (main) */
+    {"q8_0", "q8_0", 0},
+    {"q4_0:rot=1", "q4_0:rot=1,qbits=0", 0},
+    {"q4_0", "q4_0:qbits=0", 0},
+    {"q8_0:rot=1", "q4_0:qbits=0", 0},
+    {"q8_0", "q8_0", 1},
 };
 
 /* calibrate a codec that needs it on fresh K/V-like samples */
@@ -398,6 +416,38 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
         setenv("VQ_CUDA_NO_SUB2", "0", 1);
         setenv("VQ_CUDA_MMA_WIDE", "-1", 1);
         setenv("VQ_CUDA_VI_ONECOPY", "0", 1);
+        if (kf.qbits == 8) {
+            /* control: the same call with the float query (qbits 0) against
+             * the CPU's int8-query reference must miss TOL (what the GPU
+             * did before session 54), so the runs above can fail */
+            vq_cuda_format kf0 = kf;
+            kf0.qbits = 0;
+            a.splits = 0;
+            const size_t wsb = vq_cuda_attention_workspace(&a);
+            void *ws;
+            CK(cudaMalloc(&ws, wsb));
+            CK(cudaMemset(dout, 0xFF, out.size() * 4));
+            CHECKF(vq_cuda_decode_attention(&kf0, &vf, &a, ws, wsb, 0) == VQ_OK, "attention: %s",
+                   vq_cuda_last_error());
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
+            CK(cudaFree(ws));
+            double worst = 0.0;
+            for (int r = 0; r < B * nq; r++) {
+                double e2 = 0.0, r2 = 0.0;
+                for (int d = 0; d < D; d++) {
+                    double o = out[(size_t)r * D + d], x = ref[(size_t)r * D + d];
+                    e2 += (o - x) * (o - x);
+                    r2 += x * x;
+                }
+                double rel = sqrt(e2 / (r2 > 0 ? r2 : 1e-30));
+                worst = rel > worst || rel != rel ? rel : worst;
+            }
+            CHECKF(!(worst <= TOL), "%s/%s D=%d G=%d B=%d: the float query's error %.3g is within TOL: the "
+                   "case cannot tell it from the int8 query", cs.kspec, cs.vspec, D, nq / nkv, B, worst);
+            printf("  %-24s %-22s  D=%3d G=%d B=%d  control, float query (qbits 0): rel.err %.2e (%.0f x TOL)\n",
+                   cs.kspec, cs.vspec, D, nq / nkv, B, worst, worst / TOL);
+        }
         cudaFree(dk);
         cudaFree(dv);
         cudaFree(dk2);
@@ -419,36 +469,49 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
 
 /* The qbits=8 specs of q8_0, q4_0 and kivi keys (integer scoring on the
  * CPU) store the same bytes as their qbits=0 twins: the GPU must accept
- * them and see the same format, and the GPU quantizer must write the bytes
- * the qbits=8 CPU codec writes. */
+ * them and see the same format except for qbits (8 for q8_0 / q4_0 keys,
+ * the default spec's too; 0 for kivi keys, scored with the float query, and
+ * for values, summed with the float weights), and the GPU quantizer must
+ * write the bytes the qbits=8 CPU codec writes. A format with another qbits
+ * is refused by the attention call. */
 static void test_qbits8_specs(void)
 {
-    static const char *const pairs[][2] = {
-        {"q8_0:qbits=8", "q8_0:qbits=0"},
-        {"q8_0:rot=1,qbits=8", "q8_0:rot=1,qbits=0"},
-        {"q4_0:qbits=8", "q4_0:qbits=0"},
-        {"q4_0:rot=1,qbits=8", "q4_0:rot=1,qbits=0"},
-        {"kivi:bits=2,qbits=8", "kivi:bits=2"},
-        {"kivi:bits=4,group=64,qbits=8", "kivi:bits=4,group=64"},
+    static const struct {
+        const char *s8, *s0;
+        int role, qbits; /* the qbits vq_cuda_format_from_codec gives s8 */
+    } pairs[] = {
+        {"q8_0:qbits=8", "q8_0:qbits=0", VQ_ROLE_KEY, 8},
+        {"q8_0", "q8_0:qbits=0", VQ_ROLE_KEY, 8}, /* the keys' default */
+        {"q8_0:rot=1,qbits=8", "q8_0:rot=1,qbits=0", VQ_ROLE_KEY, 8},
+        {"q4_0:qbits=8", "q4_0:qbits=0", VQ_ROLE_KEY, 8},
+        {"q4_0:rot=1", "q4_0:rot=1,qbits=0", VQ_ROLE_KEY, 8},
+        {"q4_0:rot=1,qbits=8", "q4_0:rot=1,qbits=0", VQ_ROLE_KEY, 8},
+        {"kivi:bits=2,qbits=8", "kivi:bits=2", VQ_ROLE_KEY, 0},
+        {"kivi:bits=4,group=64,qbits=8", "kivi:bits=4,group=64", VQ_ROLE_KEY, 0},
+        {"q8_0:qbits=8", "q8_0", VQ_ROLE_VALUE, 0},
+        {"q4_0:rot=1,qbits=8", "q4_0:rot=1,qbits=0", VQ_ROLE_VALUE, 0},
+        {"q4_0:rot=1", "q4_0:rot=1,qbits=0", VQ_ROLE_VALUE, 0}, /* the q4_0 values' default (session 54) */
     };
     const int dims[] = {64, 128};
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
         for (int di = 0; di < 2; di++) {
             const int D = dims[di];
             const uint64_t seed = rnd();
+            const char *s8 = pairs[i].s8, *s0 = pairs[i].s0;
             vq_codec *c8 = NULL, *c0 = NULL;
-            if (vq_codec_create(pairs[i][0], D, VQ_ROLE_KEY, seed, &c8) != VQ_OK ||
-                vq_codec_create(pairs[i][1], D, VQ_ROLE_KEY, seed, &c0) != VQ_OK) {
-                CHECKF(0, "codec create %s / %s: %s", pairs[i][0], pairs[i][1], vq_last_error());
+            if (vq_codec_create(s8, D, (vq_role)pairs[i].role, seed, &c8) != VQ_OK ||
+                vq_codec_create(s0, D, (vq_role)pairs[i].role, seed, &c0) != VQ_OK) {
+                CHECKF(0, "codec create %s / %s: %s", s8, s0, vq_last_error());
                 vq_codec_free(c8);
                 continue;
             }
             vq_cuda_format f8, f0;
-            CHECKF(vq_cuda_format_from_codec(c8, &f8) == VQ_OK, "%s D=%d: %s", pairs[i][0], D,
-                   vq_cuda_last_error());
+            CHECKF(vq_cuda_format_from_codec(c8, &f8) == VQ_OK, "%s D=%d: %s", s8, D, vq_cuda_last_error());
             CHECK(vq_cuda_format_from_codec(c0, &f0) == VQ_OK);
-            CHECKF(memcmp(&f8, &f0, sizeof f8) == 0, "%s D=%d: format differs from %s", pairs[i][0], D,
-                   pairs[i][1]);
+            CHECKF(f8.qbits == pairs[i].qbits && f0.qbits == 0, "%s D=%d role %d: qbits %d / %d (%s), expected %d / 0",
+                   s8, D, pairs[i].role, f8.qbits, f0.qbits, s0, pairs[i].qbits);
+            f0.qbits = f8.qbits;
+            CHECKF(memcmp(&f8, &f0, sizeof f8) == 0, "%s D=%d: format differs from %s beyond qbits", s8, D, s0);
             /* one block of random rows: CPU (qbits=8) and GPU bytes */
             const int bt = f8.block_tokens, bb = f8.block_bytes;
             std::vector<float> x((size_t)bt * D);
@@ -467,7 +530,7 @@ static void test_qbits8_specs(void)
             CK(cudaMemset(dpool, 0xA5, (size_t)bb));
             CHECK(vq_cuda_quantize(&f8, dx, 1, doff, dpool, 0) == VQ_OK);
             CK(cudaMemcpy(gpu.data(), dpool, (size_t)bb, cudaMemcpyDeviceToHost));
-            CHECKF(memcmp(cpu.data(), gpu.data(), (size_t)bb) == 0, "%s D=%d: GPU bytes differ", pairs[i][0], D);
+            CHECKF(memcmp(cpu.data(), gpu.data(), (size_t)bb) == 0, "%s D=%d: GPU bytes differ", s8, D);
             cudaFree(dx);
             cudaFree(doff);
             cudaFree(dpool);
@@ -498,6 +561,26 @@ static void test_errors(void)
     vq_cuda_attn_args a;
     memset(&a, 0, sizeof a);
     CHECK(vq_cuda_decode_attention(&f, &f, &a, NULL, 0, 0) == VQ_ERR_INVALID_ARG);
+    {
+        /* qbits other than 0, or 8 on a method other than q8_0 / q4_0:
+         * refused before anything is read (the pointers are never used) */
+        vq_cuda_format q8;
+        CHECK(vq_codec_create("q8_0", 128, VQ_ROLE_KEY, 1, &c) == VQ_OK);
+        CHECK(vq_cuda_format_from_codec(c, &q8) == VQ_OK);
+        vq_codec_free(c);
+        CHECK(q8.qbits == 8);
+        int32_t dummy[4];
+        vq_cuda_attn_args b = attn_args({1, 1, 1, 128, 256, 1, 256}, dummy, dummy, dummy, 4096, dummy, 4096,
+                                        (const float *)dummy, (float *)dummy);
+        vq_cuda_format bad = q8;
+        bad.qbits = 4;
+        CHECK(vq_cuda_decode_attention(&bad, &f, &b, dummy, sizeof dummy, 0) == VQ_ERR_INVALID_ARG);
+        CHECK(strstr(vq_cuda_last_error(), "qbits") != NULL);
+        bad = f; /* fp16 */
+        bad.qbits = 8;
+        CHECK(vq_cuda_decode_attention(&bad, &f, &b, dummy, sizeof dummy, 0) == VQ_ERR_INVALID_ARG);
+        CHECK(strstr(vq_cuda_last_error(), "qbits") != NULL);
+    }
     CHECK(vq_cuda_quantize(&f, NULL, 1, NULL, NULL, 0) == VQ_ERR_INVALID_ARG);
     /* a real CUDA failure (bad device pointer) comes back as a status */
     float *bogus = (float *)(uintptr_t)0x10;
