@@ -19,6 +19,7 @@
 #include "core/timer.h"
 #include "test.h"
 #include "test_files.h"
+#include "synth_kv.h"
 #include "test_cache_util.h"
 
 static const vq_layer_shape SH[2] = { { 2, 4, 64, 0, 0 }, { 1, 2, 32, 24, 0 } };
@@ -98,10 +99,7 @@ static void roundtrip(const char *cfgtext)
         drive(a, t, 1, 2, ya);
         drive(b, t, 1, 2, yb);
         same &= memcmp(ya, yb, nf * 4) == 0;
-        double d2 = 0.0, n2 = 0.0;
-        for (size_t i = 0; i < nf; i++)
-            d2 += ((double)ya[i] - yb[i]) * ((double)ya[i] - yb[i]), n2 += (double)ya[i] * ya[i];
-        worst = fmax(worst, sqrt(d2 / (n2 + 1e-30)));
+        worst = fmax(worst, sqrt(vq_rel_err2(yb, ya, nf)));
     }
     if (w8)
         CHECKF(worst <= 3e-2, "%s: loaded cache's attention outputs %.3g off", cfgtext, worst);

@@ -187,6 +187,39 @@ static void ref_attend(vq_codec *kc, vq_codec *vc, const float *q, const uint8_t
     }
 }
 
+/* one decode-attention call into out: its workspace and dout poisoned
+ * (0xFF bytes: NaN) first; the call must succeed */
+static void attend_into(const vq_cuda_format &kf, const vq_cuda_format &vf, const vq_cuda_attn_args &a, float *dout,
+                        std::vector<float> &out)
+{
+    const size_t wsb = vq_cuda_attention_workspace(&a);
+    void *ws;
+    CK(cudaMalloc(&ws, wsb));
+    CK(cudaMemset(ws, 0xFF, wsb));
+    CK(cudaMemset(dout, 0xFF, out.size() * 4)); /* NaN poison */
+    vq_status st = vq_cuda_decode_attention(&kf, &vf, &a, ws, wsb, 0);
+    CHECKF(st == VQ_OK, "attention: %s", vq_cuda_last_error());
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaFree(ws));
+}
+
+/* ||out_r - ref_r|| / ||ref_r|| of row r (D floats); *nonfinite counts
+ * the row's outputs that are not finite */
+static double row_rel_err(const std::vector<float> &out, const std::vector<float> &ref, int r, int D,
+                          size_t *nonfinite)
+{
+    double e2 = 0.0, r2 = 0.0;
+    for (int d = 0; d < D; d++) {
+        double o = out[(size_t)r * D + d], x = ref[(size_t)r * D + d];
+        if (!isfinite(o))
+            ++*nonfinite;
+        e2 += (o - x) * (o - x);
+        r2 += x * x;
+    }
+    return sqrt(e2 / (r2 > 0 ? r2 : 1e-30));
+}
+
 static void run_case(const Case &cs, int D, int nq, int nkv)
 {
     vq_codec *kc = NULL, *vc = NULL;
@@ -373,28 +406,11 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
                                 : is_vi && run >= 3 ? "vecinfer-1copy"
                                 : vq_cuda_attention_kernel(&kf, &vf, &a);
             a.splits = extra ? 37 : split_modes[sm];
-            size_t wsb = vq_cuda_attention_workspace(&a);
-            void *ws;
-            CK(cudaMalloc(&ws, wsb));
-            CK(cudaMemset(ws, 0xFF, wsb));
-            CK(cudaMemset(dout, 0xFF, out.size() * 4)); /* NaN poison */
-            vq_status st = vq_cuda_decode_attention(&kf, &vf, &a, ws, wsb, 0);
-            CHECKF(st == VQ_OK, "attention: %s", vq_cuda_last_error());
-            CK(cudaDeviceSynchronize());
-            CK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
-            CK(cudaFree(ws));
+            attend_into(kf, vf, a, dout, out);
             size_t bad = 0;
             double worst = 0.0, worst_tol = 0.0; /* largest error; largest error over its row's tolerance */
             for (int r = 0; r < B * nq; r++) {
-                double e2 = 0.0, r2 = 0.0;
-                for (int d = 0; d < D; d++) {
-                    double o = out[(size_t)r * D + d], x = ref[(size_t)r * D + d];
-                    if (!isfinite(o))
-                        bad++;
-                    e2 += (o - x) * (o - x);
-                    r2 += x * x;
-                }
-                double rel = sqrt(e2 / (r2 > 0 ? r2 : 1e-30));
+                double rel = row_rel_err(out, ref, r, D, &bad);
                 const double tol = TOL + (vi_val ? VI_FP16_U * kap[r] : 0.0);
                 worst = rel > worst || rel != rel ? rel : worst;
                 worst_tol = rel / tol > worst_tol || rel != rel ? rel / tol : worst_tol;
@@ -423,24 +439,11 @@ static void run_case(const Case &cs, int D, int nq, int nkv)
             vq_cuda_format kf0 = kf;
             kf0.qbits = 0;
             a.splits = 0;
-            const size_t wsb = vq_cuda_attention_workspace(&a);
-            void *ws;
-            CK(cudaMalloc(&ws, wsb));
-            CK(cudaMemset(dout, 0xFF, out.size() * 4));
-            CHECKF(vq_cuda_decode_attention(&kf0, &vf, &a, ws, wsb, 0) == VQ_OK, "attention: %s",
-                   vq_cuda_last_error());
-            CK(cudaDeviceSynchronize());
-            CK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
-            CK(cudaFree(ws));
+            attend_into(kf0, vf, a, dout, out);
             double worst = 0.0;
+            size_t nonfinite = 0; /* (a NaN row makes worst NaN, which fails the check below too) */
             for (int r = 0; r < B * nq; r++) {
-                double e2 = 0.0, r2 = 0.0;
-                for (int d = 0; d < D; d++) {
-                    double o = out[(size_t)r * D + d], x = ref[(size_t)r * D + d];
-                    e2 += (o - x) * (o - x);
-                    r2 += x * x;
-                }
-                double rel = sqrt(e2 / (r2 > 0 ? r2 : 1e-30));
+                double rel = row_rel_err(out, ref, r, D, &nonfinite);
                 worst = rel > worst || rel != rel ? rel : worst;
             }
             CHECKF(!(worst <= TOL), "%s/%s D=%d G=%d B=%d: the float query's error %.3g is within TOL: the "
