@@ -282,9 +282,12 @@ static void test_bad_params(void)
 
 /* qbits=8: the same bytes; scores from the int8 query differ from the
  * float query's by its rounding only. The folded query q*s is rounded to
- * steps of amax/127 per 64 channels, so each of the D terms errs by at
- * most amax/254 * code <= (max|q| * s_max)/254 * 3 with s_max =
- * range/3 <= 2 max|k|/3: |d score| <= D max|q| max|k| / 127. */
+ * steps of amax/127, and the rounding errors meet the centred codes
+ * (codes_qdot.h), so each of the D terms errs by at most amax/254 *
+ * |code - 2| <= (max|q| * s_max)/254 * 2 with s_max = range/3 <= 2
+ * max|k|/3: |d score| <= D max|q| max|k| / 190; checked against the
+ * uncentred form's looser D max|q| max|k| / 127 (the centring's own
+ * test: test_kernels' codes_qdot reference). */
 static void test_qbits8(void)
 {
     const int D = 128, G = 32, n = 64, nq = 3;

@@ -1616,46 +1616,75 @@ static void test_codes_qdot(const vq_kernels *k, const vq_kernels *ref)
 }
 
 /* codes_qdot's reference against codes_dot with the dequantized query
- * plus the mins' sum: the chunk order and the unpack order agree, and the
- * prepared base is sum x*m */
+ * plus the prepared base: the chunk order and the unpack order agree; the
+ * base is sum x*m plus the rounding's offset h * sum (x - d q), so that a
+ * score misses the exact sum x*c + x*m by at most sum |x - d q| |c - h|
+ * (the query's rounding meets the centred codes). Two queries: random
+ * ones, and one whose every rounding error is +0.4 d, scored against rows
+ * of the largest code, where the uncentred form misses by (2h - 1) / (h - 1)
+ * or more times that bound (3x at 2 bits) */
 static void test_codes_qdot_reference(void)
 {
     const size_t D = 128, nt = 5, rs = D / 2;
-    for (int bits = 2; bits <= 4; bits++) {
-        uint8_t rows[5 * 64], qb[VQ_CQ_HEAD + 128];
-        float x[128], deq[128], s1[5], s2[5], mins[128];
-        fill_bytes(rows, sizeof rows, 3 + (uint64_t)bits);
-        fill(x, D, 17);
-        fill(mins, D, 19);
-        /* header: scales 1.0, mins as fp16 (want: sum x * fp16(m)) */
-        uint8_t hdr[4 * 128];
-        double want = 0.0;
-        for (size_t e = 0; e < D; e++) {
-            const vq_fp16 one = vq_fp32_to_fp16(1.0f), m = vq_fp32_to_fp16(mins[e]);
-            hdr[2 * e] = (uint8_t)one, hdr[2 * e + 1] = (uint8_t)(one >> 8);
-            hdr[2 * D + 2 * e] = (uint8_t)m, hdr[2 * D + 2 * e + 1] = (uint8_t)(m >> 8);
-            want += (double)x[e] * vq_fp16_to_fp32(m);
-        }
-        CHECK(vq_codes_query_bytes(D) == sizeof qb);
-        vq_codes_qprep(x, D, 1, hdr, D, bits, qb, sizeof qb);
-        const int8_t *q = (const int8_t *)(qb + VQ_CQ_HEAD);
-        float d, base;
-        memcpy(&d, qb, 4);
-        memcpy(&base, qb + 4, 4);
-        CHECKF(fabs(base - want) <= 1e-5 * (1.0 + fabs(want)), "codes_qprep base %g, sum x*m %g", base, want);
-        for (size_t c = 0; c < 2; c++) {
-            for (size_t p = 0; p < 64; p++) {
-                size_t ch = bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : bits == 3 ? p : 4 * (p % 16) + p / 16;
-                deq[64 * c + ch] = d * q[64 * c + p];
-                CHECKF(fabsf(deq[64 * c + ch] - x[64 * c + ch]) <= 0.5001f * d, "codes_qprep rounding");
+    for (int bits = 2; bits <= 4; bits++)
+        for (int crafted = 0; crafted <= 1; crafted++) {
+            const float h = (float)(1 << (bits - 1));
+            uint8_t rows[5 * 64], qb[VQ_CQ_HEAD + 128];
+            float x[128], deq[128], s1[5], s2[5], mins[128];
+            fill_bytes(rows, sizeof rows, 3 + (uint64_t)bits);
+            fill(x, D, 17);
+            fill(mins, D, 19);
+            if (crafted) {
+                memset(rows, 0xff, sizeof rows); /* every code 2^bits - 1 */
+                x[0] = 127.0f;                   /* amax 127: d = 1 */
+                for (size_t e = 1; e < D; e++)
+                    x[e] = (float)((int)(e % 50) - 25) + 0.4f;
+            }
+            /* header: scales 1.0, mins as fp16 */
+            uint8_t hdr[4 * 128];
+            double summ = 0.0, sumx = 0.0;
+            for (size_t e = 0; e < D; e++) {
+                const vq_fp16 one = vq_fp32_to_fp16(1.0f), m = vq_fp32_to_fp16(mins[e]);
+                hdr[2 * e] = (uint8_t)one, hdr[2 * e + 1] = (uint8_t)(one >> 8);
+                hdr[2 * D + 2 * e] = (uint8_t)m, hdr[2 * D + 2 * e + 1] = (uint8_t)(m >> 8);
+                summ += (double)x[e] * vq_fp16_to_fp32(m);
+                sumx += x[e];
+            }
+            CHECK(vq_codes_query_bytes(D) == sizeof qb);
+            vq_codes_qprep(x, D, 1, hdr, D, bits, qb, sizeof qb);
+            const int8_t *q = (const int8_t *)(qb + VQ_CQ_HEAD);
+            float d, base;
+            memcpy(&d, qb, 4);
+            memcpy(&base, qb + 4, 4);
+            double qsum = 0.0;
+            for (size_t c = 0; c < 2; c++) {
+                for (size_t p = 0; p < 64; p++) {
+                    size_t ch = bits == 4 ? (p < 32 ? 2 * p : 2 * (p - 32) + 1) : bits == 3 ? p : 4 * (p % 16) + p / 16;
+                    deq[64 * c + ch] = d * q[64 * c + p];
+                    qsum += q[64 * c + p];
+                    CHECKF(fabsf(deq[64 * c + ch] - x[64 * c + ch]) <= 0.5001f * d, "codes_qprep rounding");
+                }
+            }
+            const double want = summ + h * (sumx - (double)d * qsum);
+            CHECKF(fabs(base - want) <= 1e-5 * (1.0 + fabs(summ) + h * fabs(sumx)),
+                   "codes_qprep bits=%d base %g, sum x*m + h sum (x - d q) %g", bits, base, want);
+            vq_codes_qdot_ref(rows, rs * (size_t)bits / 4, bits, nt, D, qb, sizeof qb, 1, s1, nt);
+            vq_codes_dot_ref(rows, rs * (size_t)bits / 4, bits, nt, D, NULL, deq, D, 1, s2, nt);
+            for (size_t i = 0; i < nt; i++)
+                s2[i] += base;
+            CHECKF(rel_diff(s1, s2, nt) <= 1e-5, "codes_qdot_ref bits=%d vs codes_dot: %g", bits, rel_diff(s1, s2, nt));
+            for (size_t i = 0; i < nt; i++) { /* against the exact score */
+                double exact = summ, bound = 0.0;
+                for (size_t e = 0; e < D; e++) {
+                    const unsigned code = vq_bits_get(rows + i * (rs * (size_t)bits / 4), e, bits);
+                    exact += (double)x[e] * code;
+                    bound += fabs((double)x[e] - deq[e]) * fabs((double)code - h);
+                }
+                CHECKF(fabs(s1[i] - exact) <= bound + 1e-5 * (1.0 + fabs(exact) + h * fabs(sumx)),
+                       "codes_qdot bits=%d%s row %zu: %g from the exact score %g, bound %g", bits,
+                       crafted ? " (crafted query)" : "", i, s1[i], exact, bound);
             }
         }
-        vq_codes_qdot_ref(rows, rs * (size_t)bits / 4, bits, nt, D, qb, sizeof qb, 1, s1, nt);
-        vq_codes_dot_ref(rows, rs * (size_t)bits / 4, bits, nt, D, NULL, deq, D, 1, s2, nt);
-        for (size_t i = 0; i < nt; i++)
-            s2[i] += base;
-        CHECKF(rel_diff(s1, s2, nt) <= 1e-5, "codes_qdot_ref bits=%d vs codes_dot: %g", bits, rel_diff(s1, s2, nt));
-    }
 }
 
 /* the reference's formula: a double dot of the decoded rows with the

@@ -11,7 +11,8 @@
  *   2 bits: position 16j + k is channel 4k + j.
  * A prepared query (vq_codes_qprep) is vq_codes_query_bytes(D) bytes:
  *   float  d       scale, amax/127 over all D values (0 if all are zero)
- *   float  base    added to every score (KIVI: the mins' part)
+ *   float  base    added to every score (KIVI: the mins' part, and the
+ *                  rounding's offset, below)
  *   int8_t q[D]    round(x/d), chunk by chunk in the order above
  *
  * vq_codes_qdot(codes, rstride, bits, nt, D, qbuf, qstride, n_q, s, sstride):
@@ -34,9 +35,15 @@ size_t vq_codes_query_bytes(size_t D);
  * block whose header hdr holds D fp16 channel scales s[e], then D fp16
  * mins m[e] (little-endian): query j's prepared bytes at dst + j*dstride,
  * from x[e] = q[e] * s[e] (the query folded with the block's scales), with
- * base = sum_e q[e] * m[e] (the mins' part of the score; fmaf in 16 lanes,
- * lane e % 16, reduced by vq_sum16_lanes' tree). Every variant writes the
- * reference's bytes (for finite inputs). */
+ *   base = sum_e q[e] * (m[e] + h s[e]) - d * (h * sum_e qi[e])
+ * for h = 2^(bits-1), the centre of the codes (the sum: fmaf(q[e],
+ * fmaf(h, s[e], m[e]), lane) in 16 lanes, lane e % 16, reduced by
+ * vq_sum16_lanes' tree; h * sum qi exact, then one rounded multiply and one
+ * rounded subtract). So the score is sum_e x[e] c[e] + sum_e q[e] m[e]
+ * up to sum_e (x[e] - d qi[e]) (c[e] - h): the query's rounding errors meet
+ * the centred codes (|c - h| <= h) instead of the codes themselves (up to
+ * 2h - 1), about half the error at 2 bits and a quarter of its mean square
+ * at 4. Every variant writes the reference's bytes (for finite inputs). */
 void vq_codes_qprep(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,
                     size_t dstride);
 void vq_codes_qprep_avx2(const float *q, size_t qstride, int n_q, const uint8_t *hdr, size_t D, int bits, uint8_t *dst,

@@ -30,19 +30,23 @@ void vq_codes_qprep(const float *qs, size_t qstride, int n_q, const uint8_t *hdr
         const float *qv = qs + (size_t)j * qstride;
         uint8_t *out = dst + (size_t)j * dstride;
         int8_t *q = (int8_t *)(void *)(out + VQ_CQ_HEAD);
+        const float h = (float)(1 << (bits - 1));
         float amax = 0.0f, lanes[16] = { 0 };
         for (size_t e = 0; e < D; e++) {
-            amax = fmaxf(amax, fabsf(qv[e] * half_at(hdr, e)));
-            lanes[e % 16] = fmaf(qv[e], half_at(hdr, D + e), lanes[e % 16]);
+            const float s = half_at(hdr, e);
+            amax = fmaxf(amax, fabsf(qv[e] * s));
+            lanes[e % 16] = fmaf(qv[e], fmaf(h, s, half_at(hdr, D + e)), lanes[e % 16]);
         }
         float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        int32_t qsum = 0;
         for (size_t c = 0; c < D / 64; c++)
             for (size_t p = 0; p < 64; p++) {
                 size_t e = 64 * c + chan_of(bits, p);
                 long v = lrintf(qv[e] * half_at(hdr, e) * inv);
                 q[64 * c + p] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+                qsum += q[64 * c + p];
             }
-        const float base = vq_sum16_lanes(lanes);
+        const float base = vq_sum16_lanes(lanes) - d * (float)(qsum * (1 << (bits - 1)));
         memcpy(out, &d, sizeof d);
         memcpy(out + sizeof d, &base, sizeof base);
     }

@@ -175,7 +175,9 @@ void vq_codes_qprep_avx2(const float *qs, size_t qstride, int n_q, const uint8_t
     float S[256], M[256];
     for (size_t e = 0; e < D; e += 8) {
         _mm256_storeu_ps(S + e, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(hdr + 2 * e))));
-        _mm256_storeu_ps(M + e, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(hdr + 2 * D + 2 * e))));
+        _mm256_storeu_ps(M + e, _mm256_fmadd_ps(_mm256_set1_ps((float)(1 << (bits - 1))), /* m + h s */
+                                                _mm256_loadu_ps(S + e),
+                                                _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(hdr + 2 * D + 2 * e)))));
     }
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i lowest = _mm256_set1_epi32(-127);
@@ -207,6 +209,7 @@ void vq_codes_qprep_avx2(const float *qs, size_t qstride, int n_q, const uint8_t
             const float *qv = qs + (size_t)(j0 + j) * qstride;
             uint8_t *out = dst + (size_t)(j0 + j) * dstride;
             const __m256 vi = _mm256_set1_ps(inv[j]);
+            __m256i qsum = _mm256_setzero_si256(); /* the bytes + 128, by sums of absolute differences */
             for (size_t c = 0; c < D / 64; c++) {
                 __m256i r[8];
                 _Pragma("GCC unroll 8") for (int u = 0; u < 8; u++) {
@@ -214,11 +217,17 @@ void vq_codes_qprep_avx2(const float *qs, size_t qstride, int n_q, const uint8_t
                     const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(qv + e), _mm256_loadu_ps(S + e));
                     r[u] = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(x, vi)), lowest);
                 }
-                qprep_store_chunk(bits, pack32(r[0], r[1], r[2], r[3]), pack32(r[4], r[5], r[6], r[7]),
-                                  out + VQ_CQ_HEAD + 64 * c);
+                const __m256i c0 = pack32(r[0], r[1], r[2], r[3]), c1 = pack32(r[4], r[5], r[6], r[7]);
+                qprep_store_chunk(bits, c0, c1, out + VQ_CQ_HEAD + 64 * c);
+                const __m256i flip = _mm256_set1_epi8(-128);
+                qsum = _mm256_add_epi64(qsum, _mm256_sad_epu8(_mm256_xor_si256(c0, flip), _mm256_setzero_si256()));
+                qsum = _mm256_add_epi64(qsum, _mm256_sad_epu8(_mm256_xor_si256(c1, flip), _mm256_setzero_si256()));
             }
+            const __m128i q2 = _mm_add_epi64(_mm256_castsi256_si128(qsum), _mm256_extracti128_si256(qsum, 1));
+            const int32_t q_total = (int32_t)(_mm_cvtsi128_si64(q2) + _mm_extract_epi64(q2, 1)) - 128 * (int32_t)D;
+            const float b = base[j] - d[j] * (float)(q_total * (1 << (bits - 1)));
             memcpy(out, &d[j], sizeof d[j]);
-            memcpy(out + sizeof d[j], &base[j], sizeof base[j]);
+            memcpy(out + sizeof d[j], &b, sizeof b);
         }
     }
 }

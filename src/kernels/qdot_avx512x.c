@@ -588,7 +588,8 @@ static inline __attribute__((always_inline)) void codes_qprep(const float *qs, s
     __m512 S[16], M[16];
     _Pragma("GCC unroll 16") for (size_t k = 0; k < D / 16; k++) {
         S[k] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 32 * k)));
-        M[k] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 2 * D + 32 * k)));
+        M[k] = _mm512_fmadd_ps(_mm512_set1_ps((float)(1 << (bits - 1))), S[k], /* m + h s */
+                               _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(hdr + 2 * D + 32 * k))));
     }
     const __m512i order = _mm512_loadu_si512(bits == 4 ? order4 : bits == 3 ? order3 : order2);
     for (int j0 = 0; j0 < n_q; j0 += 4) {
@@ -627,6 +628,7 @@ static inline __attribute__((always_inline)) void codes_qprep(const float *qs, s
             const float *qv = qs + (size_t)(j0 + t) * qstride;
             uint8_t *out = dst + (size_t)(j0 + t) * dstride;
             const __m512 vi = _mm512_set1_ps(iv[t]);
+            __m512i qsum = _mm512_setzero_si512(); /* the bytes + 128, by sums of absolute differences */
             _Pragma("GCC unroll 4") for (size_t c = 0; c < D / 64; c++) {
                 __m512i r[4];
                 _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
@@ -638,9 +640,13 @@ static inline __attribute__((always_inline)) void codes_qprep(const float *qs, s
                 }
                 const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
                 _mm512_storeu_si512((void *)(out + VQ_CQ_HEAD + 64 * c), _mm512_permutexvar_epi8(order, b));
+                qsum = _mm512_add_epi64(qsum, _mm512_sad_epu8(_mm512_xor_si512(b, _mm512_set1_epi8(-128)),
+                                                              _mm512_setzero_si512()));
             }
+            const int32_t q_total = (int32_t)_mm512_reduce_add_epi64(qsum) - 128 * (int32_t)D;
+            const float b0 = sv[t] - dv[t] * (float)(q_total * (1 << (bits - 1)));
             memcpy(out, dv + t, sizeof(float));
-            memcpy(out + sizeof(float), sv + t, sizeof(float));
+            memcpy(out + sizeof(float), &b0, sizeof(float));
         }
     }
 }
