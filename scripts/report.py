@@ -176,18 +176,20 @@ def needle_command(n):
 
 
 def qbits_named(cache, unnamed):
-    """cache with every q8_0 / q4_0 keys spec and q4_0 values spec that
-    does not name qbits given qbits=UNNAMED. Their defaults changed (0 ->
-    8: int8 queries for keys in session 53, int8 weights for q4_0 values in
-    session 54): a bench e2e file from before names the float forms
-    without qbits (run_bench.sh names them since), a quality row of the
-    current tables the int8 ones; speeds are matched on the named form."""
+    """cache with every q8_0 / q4_0 keys spec, q4_0 values spec and kivi
+    spec that does not name qbits given qbits=UNNAMED. Their defaults
+    changed (0 -> 8: int8 queries for keys in session 53, int8 weights for
+    q4_0 values in session 54, both for kivi in session 55 at the default
+    models' head_dims, 64 and 256): a bench e2e file from before names the
+    float forms without qbits (run_bench.sh names them since), a quality
+    row of the current tables the int8 ones; speeds are matched on the
+    named form."""
     def fix(mo):
         head, rest = mo.group(1), mo.group(2)
         if "qbits=" in rest:
             return mo.group(0)
         return head + rest + ("," if rest.startswith(":") else ":") + f"qbits={unnamed}"
-    return re.sub(r"\b(keys=q[48]_0|values=q4_0)(\S*)", fix, cache)
+    return re.sub(r"\b(keys=q[48]_0|values=q4_0|(?:keys|values)=kivi(?![a-z]))(\S*)", fix, cache)
 
 
 def load_ppl(m):

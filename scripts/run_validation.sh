@@ -11,6 +11,10 @@
 #                                 session-53 default (qbits=8 keys): MODEL-ppl-qbits8keys.json
 #   ppl-qbits8vals-MODEL          the q4_0-value configs of ppl-MODEL again with their
 #                                 session-54 default (qbits=8 values): MODEL-ppl-qbits8vals.json
+#   ppl-qbits8kivi-MODEL          the kivi configs of ppl-MODEL again with their session-55
+#                                 default (qbits=8 keys and values): MODEL-ppl-qbits8kivi.json
+#   ppl-qbits8kivi-lowbit-MODEL   the same for the kivi configs of ppl-lowbit-MODEL:
+#                                 MODEL-ppl-qbits8kivi-lowbit.json
 #   ppl-vecinfer-MODEL            VecInfer alone (when ppl-MODEL ran before its
 #                                 calibration file existed; same chunks)
 #   ppl-lowbit-smollm2 ppl-lowbit-gemma3
@@ -140,7 +144,8 @@ ppl_vecinfer() {  # model ctx chunks: VecInfer alone, once validate made its cal
 
 # The quality table's configs whose default arithmetic changed, measured
 # again: q8_0 / q4_0 keys (qbits=8, int8 queries, session 53), q4_0 values
-# (qbits=8, int8 weights, session 54). report.py's load_ppl lets these rows
+# (qbits=8, int8 weights, session 54), kivi keys and values (qbits=8,
+# session 55). report.py's load_ppl lets these rows
 # replace the main run's (same text, context and chunks).
 ppl_matching() {  # model ctx chunks out regex: the configs of `methods` matching regex
   local m=$1 ctx=$2 chunks=$3 out=$4 re=$5
@@ -523,6 +528,11 @@ step() {
     ppl-qbits8keys-gemma3)  ppl_matching gemma3-270m 2048 2 gemma3-270m-ppl-qbits8keys.json '^keys=(q8_0 |q4_0)' ;;
     ppl-qbits8vals-smollm2) ppl_matching smollm2-135m 2048 3 smollm2-135m-ppl-qbits8vals.json '(^| )values=q4_0' ;;
     ppl-qbits8vals-gemma3)  ppl_matching gemma3-270m 2048 2 gemma3-270m-ppl-qbits8vals.json '(^| )values=q4_0' ;;
+    ppl-qbits8kivi-smollm2) ppl_matching smollm2-135m 2048 3 smollm2-135m-ppl-qbits8kivi.json '(keys|values)=kivi:' ;;
+    ppl-qbits8kivi-gemma3)  ppl_matching gemma3-270m 2048 2 gemma3-270m-ppl-qbits8kivi.json '(keys|values)=kivi:' ;;
+    ppl-qbits8kivi-lowbit-smollm2|ppl-qbits8kivi-lowbit-gemma3)
+      m=${1#ppl-qbits8kivi-lowbit-}; m=$([ "$m" = smollm2 ] && echo smollm2-135m || echo gemma3-270m)
+      lowbit_methods "$m" | grep -E '(keys|values)=kivi:' | ppl_list "$m" 3 "figures/quality/$m-ppl-qbits8kivi-lowbit.json" ;;
     ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 3 ;;
     ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 2048 2 ;;
     ppl-lowbit-smollm2) lowbit_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit.json ;;

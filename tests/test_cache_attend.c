@@ -189,6 +189,8 @@ static double codec_score_dev(const char *spec)
     vq_rng_seed(&g, 5);
     tc_fill(&g, x, n * 64, 1.0f);
     tc_fill(&g, q, 64, 1.0f);
+    for (size_t i = 0; i < n * 64; i += 64) /* gen_inputs' outlier channel */
+        x[i + 3] *= 6.0f;
     double dev = 0, mag = 0;
     if (vq_codec_is_ready(cd) && vq_codec_encode(cd, x, n, codes) == VQ_OK && vq_codec_decode(cd, codes, n, xd) == VQ_OK &&
         vq_codec_prepare_query(cd, q, qb) == VQ_OK && vq_codec_score(cd, qb, 1, codes, n, sc) == VQ_OK)
@@ -287,6 +289,24 @@ static int int8_weights_default(const char *spec)
     return yes;
 }
 
+/* whether a method's default key codec scores KIVI's way against an int8
+ * query (kivi since session 55): one scale for the whole folded query q*s,
+ * which gen_inputs' outlier channel (x6, hence a 6x larger channel scale)
+ * makes coarse for the other channels, so its attention departs from the
+ * decoded reference by 5.6-5.7% at worst here against a score error of
+ * 0.8% (q8_0 / q4_0 keys, rounded per 32 values: 0.8-1.5%); held to
+ * test_int8_weights' bound on top of the estimator rule, as that test's
+ * explicit kivi qbits=8 keys are; the qbits=0 form runs strictly below */
+static int kivi_int8_keys_default(const char *spec)
+{
+    vq_codec *c = NULL;
+    if (vq_codec_create(spec, 64, VQ_ROLE_KEY, 1, &c) != VQ_OK)
+        return 0;
+    const int yes = strncmp(vq_codec_spec(c), "kivi:", 5) == 0 && strstr(vq_codec_spec(c), "qbits=8") != NULL;
+    vq_codec_free(c);
+    return yes;
+}
+
 static void test_every_codec(void)
 {
     size_t prefill = vq_test_quick() ? 40 : 100, decode = vq_test_quick() ? 10 : 40;
@@ -297,7 +317,8 @@ static void test_every_codec(void)
         long res[2] = { 0, 16 };
         for (int ri = 0; ri < 2; ri++) {
             snprintf(buf, sizeof buf, "keys=%s values=fp16 residual=%ld page=64", spec, res[ri]);
-            run_config(buf, res[ri], 64, prefill, decode);
+            (void)run_config_tol(buf, res[ri], 64, prefill, decode,
+                                 kivi_int8_keys_default(spec) ? 3e-2 : FUSED_VS_DECODED_TOL);
             snprintf(buf, sizeof buf, "keys=fp16 values=%s residual=%ld page=64", spec, res[ri]);
             if (int8_weights_default(spec)) /* test_int8_weights' bound; the float form strictly below */
                 (void)run_config_tol(buf, res[ri], 64, prefill, decode, 3e-2);
@@ -310,7 +331,8 @@ static void test_every_codec(void)
             run_config(buf, 16, 64, prefill, decode);
         }
         snprintf(buf, sizeof buf, "keys=%s values=%s residual=8 page=32", spec, spec);
-        run_config(buf, 8, 32, prefill, decode);
+        (void)run_config_tol(buf, 8, 32, prefill, decode,
+                             kivi_int8_keys_default(spec) ? 3e-2 : FUSED_VS_DECODED_TOL);
         /* exact-query variant of estimator codecs */
         char ex[512];
         snprintf(ex, sizeof ex, "%s%cqbits=0", spec, strchr(spec, ':') ? ',' : ':');

@@ -78,6 +78,15 @@ static const expect EXPECT[] = {
      * measured up to 2.4e-5 at D=96); the other bounds as for a method
      * without an entry */
     { "kivix:bits=3,group=32,outliers=0", 1.0, 1.0, 2e-5, 0, 5e-5 },
+    /* kivi's default since session 55 (qbits=8 where head_dim is a
+     * multiple of 64): keys scored against the folded query rounded to
+     * int8 (measured 9.1e-3..1.7e-2 of |q| rms|k|), values summed with the
+     * weights rounded to int8 per 32 rows (measured 7.8e-3..3.5e-2 of the
+     * output rms on these outlier keys, up to 7.2e-2 over the quick level's
+     * fewer rows); at the other head_dims and with qbits=0, float (exact
+     * up to rounding) */
+    { "kivi:bits=2,group=32", 1.0, 1.0, 0.04, 0, 0.15 },
+    { "kivi:bits=2,group=32,qbits=0", 1.0, 1.0, 2e-5, 0, 0 },
     /* 8-bit symmetric per 32: step amax/127; the outlier channel inflates
      * amax of its block, so error is dominated by those blocks. The
      * defaults score keys with the query rounded to int8 per block (qbits=8
@@ -550,8 +559,10 @@ static void test_bad_input(void)
 }
 
 /* q8_0 / q4_0 keys default to qbits=8 (session 53), q4_0 values too
- * (session 54), q8_0 values to 0: the default codec scores / sums as the
- * named form of its default (the same bits) and not as the other. */
+ * (session 54), q8_0 values to 0, kivi keys and values to 8 where head_dim
+ * is a multiple of 64 (session 55; else 0): the default codec scores /
+ * sums as the named form of its default (the same bits) and not as the
+ * other. */
 static void keys_scores(const char *spec, vq_role role, const float *x, const float *q, size_t n, float *out)
 {
     const int D = 64;
@@ -580,8 +591,8 @@ static void test_qbits_defaults(void)
     float x[N * D], q[N > D ? N : D], a[N], b[N], z[N];
     gen_keys(x, N, D, 11);
     gen_normal(q, sizeof q / sizeof *q, 12);
-    static const char *const base[] = { "q8_0", "q4_0:rot=1" };
-    for (int i = 0; i < 2; i++) {
+    static const char *const base[] = { "q8_0", "q4_0:rot=1", "kivi:bits=2", "kivi:bits=4" };
+    for (int i = 0; i < 4; i++) {
         char s8[64], s0[64];
         snprintf(s8, sizeof s8, "%s%sqbits=8", base[i], strchr(base[i], ':') ? "," : ":");
         snprintf(s0, sizeof s0, "%s%sqbits=0", base[i], strchr(base[i], ':') ? "," : ":");
@@ -590,13 +601,27 @@ static void test_qbits_defaults(void)
         keys_scores(s0, VQ_ROLE_KEY, x, q, N, z);
         CHECKF(memcmp(a, b, sizeof a) == 0, "%s keys: default scores differ from %s", base[i], s8);
         CHECKF(memcmp(a, z, sizeof a) != 0, "%s keys: default scores equal %s's", base[i], s0);
-        const int v8 = strncmp(base[i], "q4_0", 4) == 0; /* the values' default: qbits=8 for q4_0 */
+        const int v8 = strncmp(base[i], "q8_0", 4) != 0; /* the values' default: qbits=8 but for q8_0 */
         keys_scores(base[i], VQ_ROLE_VALUE, x, q, N, a);
         keys_scores(v8 ? s8 : s0, VQ_ROLE_VALUE, x, q, N, b);
         keys_scores(v8 ? s0 : s8, VQ_ROLE_VALUE, x, q, N, z);
         CHECKF(memcmp(a, b, D * sizeof(float)) == 0, "%s values: default sums differ from %s", base[i],
                v8 ? s8 : s0);
         CHECKF(memcmp(a, z, D * sizeof(float)) != 0, "%s values: default sums equal %s's", base[i], v8 ? s0 : s8);
+    }
+    /* kivi at a head_dim that is no multiple of 64: float by default, and
+     * the canonical spec says so (qbits=8 is refused there) */
+    for (int role = 0; role < 2; role++) {
+        vq_codec *c = NULL;
+        CHECK_OK(vq_codec_create("kivi:bits=2", 96, role ? VQ_ROLE_VALUE : VQ_ROLE_KEY, 7, &c));
+        if (c)
+            CHECKF(strcmp(vq_codec_spec(c), "kivi:bits=2,group=32,qbits=0") == 0, "kivi D=96: %s", vq_codec_spec(c));
+        vq_codec_free(c);
+        c = NULL;
+        CHECK_OK(vq_codec_create("kivi:bits=2", 64, role ? VQ_ROLE_VALUE : VQ_ROLE_KEY, 7, &c));
+        if (c)
+            CHECKF(strcmp(vq_codec_spec(c), "kivi:bits=2,group=32,qbits=8") == 0, "kivi D=64: %s", vq_codec_spec(c));
+        vq_codec_free(c);
     }
 }
 

@@ -40,7 +40,7 @@ static void test_byte_formula(void)
                 CHECK(vq_codec_block_tokens(c) == (role == VQ_ROLE_KEY ? 32u : 1u));
                 CHECK(vq_codec_shared_bytes(c) == 0);
                 char canon[64];
-                snprintf(canon, sizeof canon, "kivi:bits=%d,group=32", b);
+                snprintf(canon, sizeof canon, "kivi:bits=%d,group=32,qbits=8", b); /* qbits=8: D % 64 == 0 */
                 CHECK(strcmp(vq_codec_spec(c), canon) == 0);
                 vq_codec_free(c);
             }
@@ -148,7 +148,9 @@ static void test_quality(void)
         double mse[2] = { 0, 0 };
         for (int k = 0; k < 2; k++) {
             char spec[32];
-            snprintf(spec, sizeof spec, "kivi:bits=%d", 2 + 2 * k);
+            /* float queries and weights: fused == decoded (the default's int8
+             * rounding: test_qbits8, test_qbits8_values) */
+            snprintf(spec, sizeof spec, "kivi:bits=%d,qbits=0", 2 + 2 * k);
             vq_codec *c = make(spec, D, (vq_role)role);
             vq_codec_metrics m;
             if (!c || vq_codec_eval(c, xs[role], n, q, n_q, 3, &m) != 0) {
@@ -280,7 +282,7 @@ static void test_bad_params(void)
     vq_codec_free(c);
 }
 
-/* qbits=8: the same bytes; scores from the int8 query differ from the
+/* qbits=8 (the default at D = 128): the same bytes as qbits=0; scores from the int8 query differ from the
  * float query's by its rounding only. The folded query q*s is rounded to
  * steps of amax/127, and the rounding errors meet the centred codes
  * (codes_qdot.h), so each of the D terms errs by at most amax/254 *
@@ -291,7 +293,7 @@ static void test_bad_params(void)
 static void test_qbits8(void)
 {
     const int D = 128, G = 32, n = 64, nq = 3;
-    vq_codec *a = make("kivi:bits=2", D, VQ_ROLE_KEY), *b = make("kivi:bits=2,qbits=8", D, VQ_ROLE_KEY);
+    vq_codec *a = make("kivi:bits=2,qbits=0", D, VQ_ROLE_KEY), *b = make("kivi:bits=2", D, VQ_ROLE_KEY);
     if (!a || !b)
         return;
     CHECK(strcmp(vq_codec_spec(b), "kivi:bits=2,group=32,qbits=8") == 0);
@@ -331,12 +333,12 @@ static void test_qbits8(void)
     vq_codec_free(b);
 }
 
-/* qbits=8 values: the same bytes, sums within the int8 weights' rounding
+/* qbits=8 values (the default at D = 128): the same bytes as qbits=0, sums within the int8 weights' rounding
  * bound (tests/util/int8_weights.h) */
 static void test_qbits8_values(void)
 {
     const int D = 128;
-    vq_codec *a = make("kivi:bits=2", D, VQ_ROLE_VALUE), *b = make("kivi:bits=2,qbits=8", D, VQ_ROLE_VALUE);
+    vq_codec *a = make("kivi:bits=2,qbits=0", D, VQ_ROLE_VALUE), *b = make("kivi:bits=2", D, VQ_ROLE_VALUE);
     if (a && b) {
         CHECK(strcmp(vq_codec_spec(b), "kivi:bits=2,group=32,qbits=8") == 0);
         vq_test_int8_weight_sums(a, b, D, 2);

@@ -317,10 +317,11 @@ static void check_method(const char *spec, int D, vq_role role)
 static void test_methods(void)
 {
     static const char *specs[] = {
-        /* q4_0 with qbits=0: its default sums values with int8 weights (test_codec_all and
-         * test_cache_attend check those against the float form) */
+        /* q4_0 and kivi with qbits=0: their defaults sum values with int8 weights (kivi's
+         * also scores keys against int8 queries; test_codec_all and test_cache_attend
+         * check those against the float form) */
         "fp16", "q8_0", "q8_0:rot=1", "q4_0:qbits=0", "q4_0:rot=1,qbits=0", "turboquant_mse:bits=3", "turboquant_rvq:bits=1",
-        "turboquant_rvq:bits=2", "turboquant_rvq:bits=2,fit=1", "turboquant_prod:bits=3", "kivi:bits=2,group=32", "kivi:bits=4,group=128",
+        "turboquant_rvq:bits=2", "turboquant_rvq:bits=2,fit=1", "turboquant_prod:bits=3", "kivi:bits=2,group=32,qbits=0", "kivi:bits=4,group=128,qbits=0",
         "rabitq:bits=1", "rabitq:bits=3", "kivix:bits=3,group=32,outliers=8", "kivix:bits=5,group=128,outliers=40",
         "qjl", "qjl:dim=96",
     };

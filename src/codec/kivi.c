@@ -3,11 +3,12 @@
  * Quantization for KV Cache", 2024).
  *
  * Parameters: bits in {2, 4} (default 2), group in {16, 32, 64, 128}
- * (default 32), qbits in {0, 8} (default 0; 8 needs head_dim a multiple
- * of 64): keys scored against the query rounded to int8, values summed
- * with the attention weights rounded to int8 per block of 32 rows
- * (kernels/codes_qdot.h, kernels/kivi_qaxpy.h). Canonical spec
- * "kivi:bits=B,group=G" (",qbits=8" when set).
+ * (default 32), qbits in {0, 8} (8 needs head_dim a multiple of 64, and
+ * is the default there since session 55; else 0): keys scored against the
+ * query rounded to int8, values summed with the attention weights rounded
+ * to int8 per block of 32 rows (kernels/codes_qdot.h,
+ * kernels/kivi_qaxpy.h); 0: float queries and weights. Canonical spec
+ * "kivi:bits=B,group=G,qbits=Q" (qbits always named since session 55).
  *
  * For a set of values x with min m and max M: scale s = (M - m)/(2^b - 1),
  * code = round((x - m)/s) in [0, 2^b - 1], x^ = s*code + m. s and m are
@@ -74,7 +75,7 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivi: parameter bits=3 unsupported (bits is 2 or 4)");
     long qbits;
     VQ_TRY(vq_spec_int(spec, "group", 32, 16, 128, &group, c->err));
-    VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
+    VQ_TRY(vq_spec_int(spec, "qbits", c->head_dim % 64 == 0 ? 8 : 0, 0, 8, &qbits, c->err));
     if (qbits != 0 && qbits != 8)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivi: qbits must be 0 (float query) or 8, got %ld", qbits);
     if (qbits && c->head_dim % 64 != 0)
@@ -124,10 +125,7 @@ static vq_status kivi_init(vq_codec *c, vq_spec *spec)
     c->accum_own = c->role == VQ_ROLE_VALUE;
     c->value_head = c->role == VQ_ROLE_VALUE && st->qbits ? vq_block_lead(c->block_bytes) : 0;
     c->accum_size = D;
-    if (st->qbits)
-        snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d,qbits=%d", st->bits, st->group, st->qbits);
-    else
-        snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d", st->bits, st->group);
+    snprintf(c->canon, sizeof c->canon, "kivi:bits=%d,group=%d,qbits=%d", st->bits, st->group, st->qbits);
     return VQ_OK;
 }
 
