@@ -20,7 +20,8 @@
  *   and q8_0 / q4_0 values with qbits=8 (same bytes, read as with qbits=0:
  *   kivi keys scored with the float query, values summed with the float
  *   weights, the CPU's qbits=0 arithmetic, although q4_0 values default to
- *   qbits=8, int8 weights, on the CPU since session 54);
+ *   qbits=8, int8 weights, on the CPU since session 54, and kivi keys and
+ *   values to qbits=8 since session 55 where head_dim is a multiple of 64);
  *   vecinfer:bits=1|2|4|8 (keys and values both vecinfer; attention only,
  *   no GPU quantize; its calibrated tables go to the device first:
  *   vq_cuda_tables_upload).

@@ -77,7 +77,9 @@ struct Case {
  * CUDA-core kernels of the tensor-core pairs. q4_0 values name qbits=0:
  * the GPU sums every value format with float weights, the CPU's qbits=0,
  * while q4_0 values default to int8 weights (qbits=8) on the CPU since
- * session 54. */
+ * session 54. kivi names qbits=0 for both roles: its CPU default is
+ * qbits=8 (int8 queries and weights) since session 55, the GPU's kivi
+ * arithmetic is float. */
 static const Case cases[] = {
     {"fp16", "fp16", 0},
     {"q8_0:qbits=0", "q8_0", 0},
@@ -85,21 +87,21 @@ static const Case cases[] = {
     {"q8_0:rot=1,qbits=0", "q8_0:rot=1", 0},
     {"q4_0:rot=1,qbits=0", "q4_0:rot=1,qbits=0", 0},
     {"q4_0:qbits=0", "q4_0:qbits=0", 0},
-    {"kivi:bits=2", "kivi:bits=2", 0},
-    {"kivi:bits=4", "kivi:bits=4", 0},
-    {"kivi:bits=4,group=64", "kivi:bits=4,group=16", 0},
-    {"kivi:bits=2,group=16", "kivi:bits=2,group=64", 0}, /* D=64: keys unfolded (group < warp-tile) */
-    {"kivi:bits=2,group=64", "kivi:bits=2", 0},         /* tensor cores: key blocks of 2 iterations */
-    {"turboquant_rvq:bits=1", "kivi:bits=2", 0},
+    {"kivi:bits=2,qbits=0", "kivi:bits=2,qbits=0", 0},
+    {"kivi:bits=4,qbits=0", "kivi:bits=4,qbits=0", 0},
+    {"kivi:bits=4,group=64,qbits=0", "kivi:bits=4,group=16,qbits=0", 0},
+    {"kivi:bits=2,group=16,qbits=0", "kivi:bits=2,group=64,qbits=0", 0}, /* D=64: keys unfolded (group < warp-tile) */
+    {"kivi:bits=2,group=64,qbits=0", "kivi:bits=2,qbits=0", 0},         /* tensor cores: key blocks of 2 iterations */
+    {"turboquant_rvq:bits=1", "kivi:bits=2,qbits=0", 0},
     {"turboquant_rvq:bits=2", "turboquant_rvq:bits=1", 0},
     {"turboquant_rvq:bits=4", "fp16", 0},
     {"turboquant_rvq:bits=2,fit=1", "turboquant_rvq:bits=4,fit=1", 0}, /* tables from tq_stage2.h */
-    {"turboquant_rvq:bits=1,fit=1", "kivi:bits=2", 0},
-    {"rabitq:bits=1,qbits=0", "kivi:bits=2", 0},
-    {"kivi:bits=2", "kivi:bits=2", 1},
-    {"turboquant_rvq:bits=1", "kivi:bits=2", 2},
-    {"turboquant_rvq:bits=2", "kivi:bits=2", 0}, /* tensor cores at G <= 4 */
-    {"turboquant_rvq:bits=2", "kivi:bits=2", 1},
+    {"turboquant_rvq:bits=1,fit=1", "kivi:bits=2,qbits=0", 0},
+    {"rabitq:bits=1,qbits=0", "kivi:bits=2,qbits=0", 0},
+    {"kivi:bits=2,qbits=0", "kivi:bits=2,qbits=0", 1},
+    {"turboquant_rvq:bits=1", "kivi:bits=2,qbits=0", 2},
+    {"turboquant_rvq:bits=2", "kivi:bits=2,qbits=0", 0}, /* tensor cores at G <= 4 */
+    {"turboquant_rvq:bits=2", "kivi:bits=2,qbits=0", 1},
     {"fp16", "rabitq:bits=1,qbits=0", 0},
     {"q8_0:qbits=0", "q8_0", 1}, /* block scales d spread over 2^20 */
     {"q8_0:qbits=0", "q8_0", 2}, /* small d: P * d below the fp16 normal range unless scaled */
@@ -489,8 +491,10 @@ static void test_qbits8_specs(void)
         {"q4_0:qbits=8", "q4_0:qbits=0", VQ_ROLE_KEY, 8},
         {"q4_0:rot=1", "q4_0:rot=1,qbits=0", VQ_ROLE_KEY, 8},
         {"q4_0:rot=1,qbits=8", "q4_0:rot=1,qbits=0", VQ_ROLE_KEY, 8},
-        {"kivi:bits=2,qbits=8", "kivi:bits=2", VQ_ROLE_KEY, 0},
-        {"kivi:bits=4,group=64,qbits=8", "kivi:bits=4,group=64", VQ_ROLE_KEY, 0},
+        {"kivi:bits=2,qbits=8", "kivi:bits=2,qbits=0", VQ_ROLE_KEY, 0},
+        {"kivi:bits=2", "kivi:bits=2,qbits=0", VQ_ROLE_KEY, 0}, /* kivi's default (session 55) */
+        {"kivi:bits=4,group=64,qbits=8", "kivi:bits=4,group=64,qbits=0", VQ_ROLE_KEY, 0},
+        {"kivi:bits=2", "kivi:bits=2,qbits=0", VQ_ROLE_VALUE, 0},
         {"q8_0:qbits=8", "q8_0", VQ_ROLE_VALUE, 0},
         {"q4_0:rot=1,qbits=8", "q4_0:rot=1,qbits=0", VQ_ROLE_VALUE, 0},
         {"q4_0:rot=1", "q4_0:rot=1,qbits=0", VQ_ROLE_VALUE, 0}, /* the q4_0 values' default (session 54) */
