@@ -113,8 +113,9 @@ void vq_qdot_avx2(int bits, const uint8_t *codes, size_t rstride, size_t nt, siz
 #undef QMAX
 
 /* vq_codes_qprep's twin: the same bytes. x = q*s (one multiply), amax by
- * vector maxima (order-free), base by one FMA per channel in the lanes
- * e % 16 (two registers) reduced by vq_sum16_lanes' tree, d and inv divided
+ * vector maxima (order-free), base by one FMA of q and m + h s per channel
+ * in the lanes e % 16 (two registers) reduced by vq_sum16_lanes' tree, less
+ * d * h * sum(qi) (sum(qi) by VPSADBW over the packed bytes), d and inv divided
  * in scalar as the reference, and round((q*s)*inv) to nearest even as
  * lrintf does; the rounded values are held at -127 and above as the
  * reference clamps them (only an infinite inv, from a denormal amax,

@@ -550,8 +550,8 @@ void vq_codes_qdot_avx512x(const uint8_t *codes, size_t rstride, int bits, size_
  * and held at -127 and above as the reference clamps (only an infinite
  * inv, from a denormal amax, converts to INT_MIN: the hold runs only then;
  * the saturating packs hold 127); the maxima of |q*s| by VRANGEPS; at D =
- * 64 the products q*s stay in registers for the rounding; q*m by one FMA per lane, the lanes summed in
- * vq_sum16_lanes' tree). The header's halves are converted once for all queries. Queries go four at
+ * 64 the products q*s stay in registers for the rounding; q*(m + h s) by one FMA per lane, the lanes summed in
+ * vq_sum16_lanes' tree, less d * h * sum(qi), sum(qi) by VPSADBW over the packed bytes). The header's halves are converted once for all queries. Queries go four at
  * a time: their maxima and sums are reduced together (wq_avx512x.h
  * vq_tree4x16) and d, inv divided as one vector (IEEE division: the
  * reference's quotients), so the four reduction chains overlap. Per
