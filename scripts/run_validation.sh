@@ -530,9 +530,10 @@ step() {
     ppl-qbits8vals-gemma3)  ppl_matching gemma3-270m 2048 2 gemma3-270m-ppl-qbits8vals.json '(^| )values=q4_0' ;;
     ppl-qbits8kivi-smollm2) ppl_matching smollm2-135m 2048 3 smollm2-135m-ppl-qbits8kivi.json '(keys|values)=kivi:' ;;
     ppl-qbits8kivi-gemma3)  ppl_matching gemma3-270m 2048 2 gemma3-270m-ppl-qbits8kivi.json '(keys|values)=kivi:' ;;
-    ppl-qbits8kivi-lowbit-smollm2|ppl-qbits8kivi-lowbit-gemma3)
-      m=${1#ppl-qbits8kivi-lowbit-}; m=$([ "$m" = smollm2 ] && echo smollm2-135m || echo gemma3-270m)
-      lowbit_methods "$m" | grep -E '(keys|values)=kivi:' | ppl_list "$m" 3 "figures/quality/$m-ppl-qbits8kivi-lowbit.json" ;;
+    ppl-qbits8kivi-lowbit-smollm2) lowbit_methods smollm2-135m | grep -E '(keys|values)=kivi:' |
+                                     ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-qbits8kivi-lowbit.json ;;
+    ppl-qbits8kivi-lowbit-gemma3)  lowbit_methods gemma3-270m | grep -E '(keys|values)=kivi:' |
+                                     ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-qbits8kivi-lowbit.json ;;
     ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 3 ;;
     ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 2048 2 ;;
     ppl-lowbit-smollm2) lowbit_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit.json ;;

@@ -611,18 +611,16 @@ static void test_qbits_defaults(void)
     }
     /* kivi at a head_dim that is no multiple of 64: float by default, and
      * the canonical spec says so (qbits=8 is refused there) */
-    for (int role = 0; role < 2; role++) {
-        vq_codec *c = NULL;
-        CHECK_OK(vq_codec_create("kivi:bits=2", 96, role ? VQ_ROLE_VALUE : VQ_ROLE_KEY, 7, &c));
-        if (c)
-            CHECKF(strcmp(vq_codec_spec(c), "kivi:bits=2,group=32,qbits=0") == 0, "kivi D=96: %s", vq_codec_spec(c));
-        vq_codec_free(c);
-        c = NULL;
-        CHECK_OK(vq_codec_create("kivi:bits=2", 64, role ? VQ_ROLE_VALUE : VQ_ROLE_KEY, 7, &c));
-        if (c)
-            CHECKF(strcmp(vq_codec_spec(c), "kivi:bits=2,group=32,qbits=8") == 0, "kivi D=64: %s", vq_codec_spec(c));
-        vq_codec_free(c);
-    }
+    static const struct { int D; const char *canon; } kd[] = { { 96, "kivi:bits=2,group=32,qbits=0" },
+                                                              { 64, "kivi:bits=2,group=32,qbits=8" } };
+    for (int role = 0; role < 2; role++)
+        for (int k = 0; k < 2; k++) {
+            vq_codec *c = NULL;
+            CHECK_OK(vq_codec_create("kivi:bits=2", kd[k].D, role ? VQ_ROLE_VALUE : VQ_ROLE_KEY, 7, &c));
+            if (c)
+                CHECKF(strcmp(vq_codec_spec(c), kd[k].canon) == 0, "kivi D=%d: %s", kd[k].D, vq_codec_spec(c));
+            vq_codec_free(c);
+        }
 }
 
 int main(void)

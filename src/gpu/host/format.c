@@ -165,11 +165,13 @@ vq_status vq_cuda_format_from_codec(const vq_codec *c, vq_cuda_format *out)
         f.method = m[1] == '8' ? VQ_CUDA_Q8_0 : VQ_CUDA_Q4_0;
         vq_spec_int(&sp, "rot", 0, 0, 1, &rot, err);
         /* keys: the query rounded to int8 per block where the codec says
-         * qbits=8 (the canonical spec names it; the defaults as in
-         * quant_blocks.c); values: float weights on the GPU whatever their
-         * qbits */
-        vq_spec_int(&sp, "qbits", c->role == VQ_ROLE_KEY || m[1] == '4' ? 8 : 0, 0, 8, &qbits, err);
-        f.qbits = c->role == VQ_ROLE_KEY && qbits == 8 ? 8 : 0;
+         * qbits=8 (the canonical spec names it; 8, the keys' default in
+         * quant_blocks.c, where it does not); values: float weights on the
+         * GPU whatever their qbits, so theirs is not read */
+        if (c->role == VQ_ROLE_KEY) {
+            vq_spec_int(&sp, "qbits", 8, 0, 8, &qbits, err);
+            f.qbits = qbits == 8 ? 8 : 0;
+        }
         if (rot)
             VQ_TRY(set_rotation(c, &f));
     } else if (!strcmp(m, "kivi")) {
