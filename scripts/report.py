@@ -175,21 +175,28 @@ def needle_command(n):
     return " ".join(shlex.quote(a) for a in args + ["--json"])
 
 
-def qbits_named(cache, unnamed):
-    """cache with every q8_0 / q4_0 keys spec, q4_0 values spec and kivi
-    spec that does not name qbits given qbits=UNNAMED. Their defaults
-    changed (0 -> 8: int8 queries for keys in session 53, int8 weights for
-    q4_0 values in session 54, both for kivi in session 55 at the default
-    models' head_dims, 64 and 256): a bench e2e file from before names the
-    float forms without qbits (run_bench.sh names them since), a quality
-    row of the current tables the int8 ones; speeds are matched on the
-    named form."""
-    def fix(mo):
+def qbits_named(cache, current):
+    """cache with every spec whose qbits default changed named with it:
+    q8_0 / q4_0 keys, q4_0 values and kivi (0 -> 8: int8 queries for keys
+    in session 53, int8 weights for q4_0 values in session 54, both for
+    kivi in session 55 at the default models' head_dims, 64 and 256), and
+    1-bit turboquant_rvq keys and qjl keys (0 -> 4: the query's bit planes,
+    session 56). current=False names the old defaults (a bench e2e file
+    from before names the float forms without qbits; run_bench.sh names
+    them since), current=True today's (a quality row of the current
+    tables); speeds are matched on the named form."""
+    def fix(mo, q):
         head, rest = mo.group(1), mo.group(2)
         if "qbits=" in rest:
             return mo.group(0)
-        return head + rest + ("," if rest.startswith(":") else ":") + f"qbits={unnamed}"
-    return re.sub(r"\b(keys=q[48]_0|values=q4_0|(?:keys|values)=kivi(?![a-z]))(\S*)", fix, cache)
+        return head + rest + ("," if rest.startswith(":") else ":") + f"qbits={q}"
+    cache = re.sub(r"\b(keys=q[48]_0|values=q4_0|(?:keys|values)=kivi(?![a-z]))(\S*)",
+                   lambda mo: fix(mo, 8 if current else 0), cache)
+    def planes(mo):  # 1-bit turboquant_rvq (bits=1 is its default) and qjl keys
+        if re.search(r"[:,]bits=(?!1\b)", mo.group(2)):
+            return mo.group(0)
+        return fix(mo, 4 if current else 0)
+    return re.sub(r"\b(keys=(?:turboquant_rvq|qjl)(?![a-z_]))(\S*)", planes, cache)
 
 
 def load_ppl(m):
@@ -268,7 +275,7 @@ def quality_model(m):
                 continue
             for r in e.get("results", []):
                 if r["ctx"] == SPEED_CTX and r.get("speedup_vs_fp16"):
-                    speed[qbits_named(r["cache"], 0)] = (round(r["speedup_vs_fp16"], 3), r["ctx"])
+                    speed[qbits_named(r["cache"], False)] = (round(r["speedup_vs_fp16"], 3), r["ctx"])
     base_mb = None
     if v:
         f = next((a for a in v["arms"] if a["name"] == "fp16" and "error" not in a), None)
@@ -323,7 +330,7 @@ def quality_model(m):
         })
         if c["cache"] in needle4k:
             methods[-1]["needle_4k"], methods[-1]["needle_4k_trials"] = needle4k[c["cache"]]
-        named = qbits_named(c["cache"], 8)
+        named = qbits_named(c["cache"], True)
         if named in speed:
             methods[-1]["decode_vs_fp16"], methods[-1]["decode_ctx"] = speed[named]
     src = f'ppl --ctx {p["ctx"]} --chunks {p["chunks"]} ({p["tokens_scored"]} tokens) on WikiText-2 after --skip {p.get("skip", 0):g}'

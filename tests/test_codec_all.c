@@ -120,13 +120,19 @@ static const expect EXPECT[] = {
      * rotation coordinates are close to +-a/sqrt(D) and 1 bit does better
      * than on isotropic data (test_codec_turboquant checks the isotropic
      * theory: relative MSE = Lloyd-Max MSE, 0.36 / 0.12 / 0.035 / 0.0095) */
-    { "turboquant_rvq:bits=1", 0.12, 0.5, 2e-5, 1, 0 },   /* measured 0.066, 0.28 */
+    /* 1-bit keys score against the query's 4-bit planes by default (since
+     * session 56, as rabitq's): the fused score differs from <q, decode(k)>
+     * by that rounding (measured 3.9e-2..4.3e-2, 5.6e-2..6.9e-2 at the
+     * other head_dims); qbits=0, the float query, to rounding */
+    { "turboquant_rvq:bits=1", 0.12, 0.5, 0.12, 1, 0 },   /* measured 0.066, 0.28 */
+    { "turboquant_rvq:bits=1,qbits=0", 0.12, 0.5, 2e-5, 1, 0 },
     { "turboquant_rvq:bits=2", 0.06, 0.35, 2e-5, 1, 0 },  /* measured 0.034, 0.20 */
     /* fit=1: stage 2 fitted to the Gaussian residual (2.5x lower MSE at b=2
      * on isotropic data; test_codec_turboquant). Here at b=1 it does worse
      * than fit=0: the outlier channel makes the rotated coordinates nearly
      * +-a/sqrt(D), so the 1-bit residual is narrower than the Gaussian one */
-    { "turboquant_rvq:bits=1,fit=1", 0.15, 0.55, 2e-5, 1, 0 },   /* measured 0.072-0.077, 0.24-0.31 */
+    { "turboquant_rvq:bits=1,fit=1", 0.15, 0.55, 0.12, 1, 0 },   /* measured 0.072-0.077, 0.24-0.31; fused 4.0e-2..4.7e-2 */
+    { "turboquant_rvq:bits=1,qbits=0,fit=1", 0.15, 0.55, 2e-5, 1, 0 },
     { "turboquant_rvq:bits=2,fit=1", 0.014, 0.15, 2e-5, 1, 0 },  /* measured 0.0068, 0.065-0.091 */
     { "turboquant_rvq:bits=4,fit=1", 2e-4, 0.02, 2e-5, 1, 0 },   /* measured 9.2e-5, 0.0077-0.011 */
     { "turboquant_mse:bits=2", 0.2, 0.6, 2e-5, 1, 0 },    /* measured 0.107, 0.36 */
@@ -151,12 +157,14 @@ static const expect EXPECT[] = {
     { "turboquant_prod:bits=4", 0.09, 0.4, 2e-5, 1, 0 },  /* measured 0.046, 0.25 */
     /* QJL is unbiased but high-variance: E||k_hat - k||^2 / ||k||^2 =
      * pi*D/(2m) - 1/m (1.56 at m = D), so its decode is worse than zero in
-     * MSE; the score error is of the same order. It needs m >> D. */
-    { "qjl", 2.0, 2.2, 2e-5, 1, 0 },                      /* measured 1.3-1.56, 0.9-1.6 */
-    { "qjl:dim=512", 1.0, 1.2, 2e-5, 1, 0 },              /* pi*D/(2m): 0.2, 0.39, 0.79 */
-    /* qbits: the sketch S q quantized to bit planes and scored by popcounts
-     * (as rabitq's query); the fused score differs from <q, decode(k)> by
-     * that rounding only */
+     * MSE; the score error is of the same order. It needs m >> D.
+     * qbits: the sketch S q quantized to bit planes and scored by popcounts
+     * (as rabitq's query; keys' default qbits=4 since session 56); the
+     * fused score differs from <q, decode(k)> by that rounding only
+     * (measured 2.7e-2..5.5e-2 at 4 bits); qbits=0 to rounding */
+    { "qjl", 2.0, 2.2, 0.12, 1, 0 },                      /* measured 1.3-1.56, 0.9-1.6 */
+    { "qjl:qbits=0", 2.0, 2.2, 2e-5, 1, 0 },
+    { "qjl:dim=512", 1.0, 1.2, 0.12, 1, 0 },              /* pi*D/(2m): 0.2, 0.39, 0.79 */
     { "qjl:qbits=4", 2.0, 2.2, 0.12, 1, 0 },
     { "qjl:qbits=8", 2.0, 2.2, 0.01, 1, 0 },
     /* RaBitQ 1 bit: MSE 1/corr^2 - 1 with corr = <x_bar, y> (0.57 on
@@ -453,7 +461,7 @@ static void test_byte_formulas(void)
         vq_codec *c = NULL;
         CHECK_OK(vq_codec_create("turboquant_rvq", 128, VQ_ROLE_KEY, 1, &c));
         if (c) {
-            CHECK(strcmp(vq_codec_spec(c), "turboquant_rvq:bits=1") == 0);
+            CHECK(strcmp(vq_codec_spec(c), "turboquant_rvq:bits=1,qbits=4") == 0);
             CHECK_NEAR(256.0 / vq_codec_bytes_per_token(c), 7.53, 0.005);
         }
         vq_codec_free(c);
@@ -621,6 +629,37 @@ static void test_qbits_defaults(void)
                 CHECKF(strcmp(vq_codec_spec(c), kd[k].canon) == 0, "kivi D=%d: %s", kd[k].D, vq_codec_spec(c));
             vq_codec_free(c);
         }
+    /* 1-bit turboquant_rvq and qjl keys: the query's 4-bit planes by
+     * default (session 56), the float query with qbits=0; values keep no
+     * qbits (it plays no part there) */
+    static const char *const planes[] = { "turboquant_rvq:bits=1", "qjl" };
+    for (int i = 0; i < 2; i++) {
+        char s4[64], s0[64];
+        snprintf(s4, sizeof s4, "%s%sqbits=4", planes[i], strchr(planes[i], ':') ? "," : ":");
+        snprintf(s0, sizeof s0, "%s%sqbits=0", planes[i], strchr(planes[i], ':') ? "," : ":");
+        keys_scores(planes[i], VQ_ROLE_KEY, x, q, N, a);
+        keys_scores(s4, VQ_ROLE_KEY, x, q, N, b);
+        keys_scores(s0, VQ_ROLE_KEY, x, q, N, z);
+        CHECKF(memcmp(a, b, sizeof a) == 0, "%s keys: default scores differ from %s", planes[i], s4);
+        CHECKF(memcmp(a, z, sizeof a) != 0, "%s keys: default scores equal %s's", planes[i], s0);
+    }
+    static const struct { const char *spec; vq_role role; const char *canon; } pc[] = {
+        { "turboquant_rvq", VQ_ROLE_KEY, "turboquant_rvq:bits=1,qbits=4" },
+        { "turboquant_rvq:qbits=0", VQ_ROLE_KEY, "turboquant_rvq:bits=1,qbits=0" },
+        { "turboquant_rvq", VQ_ROLE_VALUE, "turboquant_rvq:bits=1" },
+        { "turboquant_rvq:bits=2", VQ_ROLE_KEY, "turboquant_rvq:bits=2" },
+        { "qjl", VQ_ROLE_KEY, "qjl:dim=64,qbits=4" },
+        { "qjl:qbits=0", VQ_ROLE_KEY, "qjl:dim=64,qbits=0" },
+        { "qjl", VQ_ROLE_VALUE, "qjl:dim=64" },
+    };
+    for (size_t k = 0; k < sizeof pc / sizeof *pc; k++) {
+        vq_codec *c = NULL;
+        CHECK_OK(vq_codec_create(pc[k].spec, D, pc[k].role, 7, &c));
+        if (c)
+            CHECKF(strcmp(vq_codec_spec(c), pc[k].canon) == 0, "%s (%s): %s", pc[k].spec,
+                   pc[k].role == VQ_ROLE_KEY ? "keys" : "values", vq_codec_spec(c));
+        vq_codec_free(c);
+    }
 }
 
 int main(void)

@@ -69,7 +69,7 @@ static void test_json_lists_every_method(void)
     CHECK(find_object(out, "turboquant_rvq", obj, sizeof obj) != NULL);
     CHECK(field_long(obj, "bytes_per_token") == 34);
     CHECK(strstr(obj, "\"compression\": 7.529") != NULL);
-    CHECK(strstr(obj, "\"spec\": \"turboquant_rvq:bits=1\"") != NULL);
+    CHECK(strstr(obj, "\"spec\": \"turboquant_rvq:bits=1,qbits=4\"") != NULL);
     CHECK(find_object(out, "q8_0", obj, sizeof obj) && field_long(obj, "bytes_per_token") == 4 * 34);
     CHECK(find_object(out, "q4_0", obj, sizeof obj) && field_long(obj, "bytes_per_token") == 4 * 18);
 }

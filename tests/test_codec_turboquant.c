@@ -254,7 +254,8 @@ static void test_rvq_fit_reference(void)
         for (int b = 1; b <= 4; b++) {
             const int D = Ds[id];
             char spec[64];
-            snprintf(spec, sizeof spec, "turboquant_rvq:bits=%d,fit=1", b);
+            /* 1 bit: the float query (its keys' default is 4-bit planes) */
+            snprintf(spec, sizeof spec, "turboquant_rvq:bits=%d%s,fit=1", b, b == 1 ? ",qbits=0" : "");
             vq_codec *k = NULL, *v = NULL;
             CHECK_OK(vq_codec_create(spec, D, VQ_ROLE_KEY, 3, &k));
             CHECK_OK(vq_codec_create(spec, D, VQ_ROLE_VALUE, 3, &v));

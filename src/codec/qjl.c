@@ -3,10 +3,12 @@
  * Quantization with Zero Overhead", 2024).
  *
  * Parameters: dim = m, the sketch size (multiple of 32 in 32..1024,
- * default D); qbits = 0 (default: the query sketch S q kept in floats, as
- * the paper) or 4..8: S q quantized uniformly to that many bits
+ * default D); qbits = 0 (the query sketch S q kept in floats, as the
+ * paper) or 4..8: S q quantized uniformly to that many bits
  * (kernels/qplanes.h) and scored against the sign bits by popcounts
- * (kernels.h signscore), as RaBitQ's query.
+ * (kernels.h signscore), as RaBitQ's query. Keys default to qbits=4 since
+ * session 56 (as rabitq's; values to 0, where qbits plays no part); the
+ * canonical spec of keys names qbits either way.
  * Encode k: S is a seeded m x D matrix of i.i.d. N(0,1) entries; store
  * ||k|| as fp16 and z = sign(S k) as m bits (bit set = +1).
  *   layout: fp16 ||k|| | m/8 bytes of sign bits, LSB first
@@ -63,7 +65,7 @@ static vq_status qjl_init(vq_codec *c, vq_spec *spec)
     long m;
     long qbits;
     VQ_TRY(vq_spec_int(spec, "dim", D, 32, 1024, &m, c->err));
-    VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
+    VQ_TRY(vq_spec_int(spec, "qbits", c->role == VQ_ROLE_KEY ? 4 : 0, 0, 8, &qbits, c->err));
     if (m % 32 != 0)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "qjl: parameter dim=%ld is not a multiple of 32", m);
     if (qbits != 0 && qbits < 4)
@@ -100,8 +102,8 @@ static vq_status qjl_init(vq_codec *c, vq_spec *spec)
     }
     if (j->qbits)
         snprintf(c->canon, sizeof c->canon, "qjl:dim=%d,qbits=%d", j->m, j->qbits);
-    else
-        snprintf(c->canon, sizeof c->canon, "qjl:dim=%d", j->m);
+    else /* keys name the float query (their default is 4) */
+        snprintf(c->canon, sizeof c->canon, "qjl:dim=%d%s", j->m, c->role == VQ_ROLE_KEY ? ",qbits=0" : "");
     return VQ_OK;
 }
 

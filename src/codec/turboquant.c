@@ -53,6 +53,13 @@
  *      Lloyd-Max quantizer of the residual's actual density (N(0,1/D) minus
  *      its stage-1 centroid; lloyd_max.h vq_lloyd_max_residual) at scale
  *      1/sqrt(D), tq_stage2.h.
+ *      Option qbits (keys with bits=1; 0 or 4..8, default 4 since session
+ *      56, as rabitq's; 0 = the float query): R q quantized uniformly to
+ *      qbits-bit planes (kernels/qplanes.h), each stage's sign bits scored
+ *      by popcounts against them (kernels.h signscore): a fixed query error
+ *      of at most delta/2 per coordinate (delta = (max - min of R q) /
+ *      (2^qbits - 1)). Same layout and bytes; the canonical spec names
+ *      qbits for 1-bit keys either way.
  *  turboquant_prod (bits 2..4, default 3): TurboQuant_prod (Algorithm 2):
  *      b-1 bits of turboquant_mse, then the residual r = y - y_hat1 is
  *      sketched by QJL: z = sign(S r) with S a seeded D x D matrix of
@@ -192,7 +199,8 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
         w8 = sq == 8;
     }
     if (v == TQ_RVQ) {
-        VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &qbits, c->err));
+        /* 1-bit keys: the query's bit planes by default (popcount scores) */
+        VQ_TRY(vq_spec_int(spec, "qbits", bits == 1 && c->role == VQ_ROLE_KEY ? 4 : 0, 0, 8, &qbits, c->err));
         VQ_TRY(vq_spec_int(spec, "fit", 0, 0, 1, &fit, c->err));
         if (qbits != 0 && (qbits < 4 || bits != 1))
             return vq_fail(c->err, VQ_ERR_INVALID_ARG,
@@ -307,6 +315,8 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",lsq=1");
         if ((t->scan || t->w8) && o > 0 && (size_t)o < sizeof c->canon)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",qbits=8");
+        if (v == TQ_RVQ && t->bits == 1 && c->role == VQ_ROLE_KEY && o > 0 && (size_t)o < sizeof c->canon)
+            o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",qbits=0"); /* (its default is 4) */
         if (t->fit && o > 0 && (size_t)o < sizeof c->canon)
             snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",fit=1");
     }

@@ -79,7 +79,10 @@ struct Case {
  * while q4_0 values default to int8 weights (qbits=8) on the CPU since
  * session 54. kivi names qbits=0 for both roles: its CPU default is
  * qbits=8 (int8 queries and weights) since session 55, the GPU's kivi
- * arithmetic is float. */
+ * arithmetic is float. 1-bit turboquant_rvq keys name qbits=0: the CPU
+ * scores them against the query's 4-bit planes by default since session
+ * 56, the GPU against its own rounding of the float query (as rabitq,
+ * named qbits=0 likewise). */
 static const Case cases[] = {
     {"fp16", "fp16", 0},
     {"q8_0:qbits=0", "q8_0", 0},
@@ -92,14 +95,14 @@ static const Case cases[] = {
     {"kivi:bits=4,group=64,qbits=0", "kivi:bits=4,group=16,qbits=0", 0},
     {"kivi:bits=2,group=16,qbits=0", "kivi:bits=2,group=64,qbits=0", 0}, /* D=64: keys unfolded (group < warp-tile) */
     {"kivi:bits=2,group=64,qbits=0", "kivi:bits=2,qbits=0", 0},         /* tensor cores: key blocks of 2 iterations */
-    {"turboquant_rvq:bits=1", "kivi:bits=2,qbits=0", 0},
+    {"turboquant_rvq:bits=1,qbits=0", "kivi:bits=2,qbits=0", 0},
     {"turboquant_rvq:bits=2", "turboquant_rvq:bits=1", 0},
     {"turboquant_rvq:bits=4", "fp16", 0},
     {"turboquant_rvq:bits=2,fit=1", "turboquant_rvq:bits=4,fit=1", 0}, /* tables from tq_stage2.h */
-    {"turboquant_rvq:bits=1,fit=1", "kivi:bits=2,qbits=0", 0},
+    {"turboquant_rvq:bits=1,qbits=0,fit=1", "kivi:bits=2,qbits=0", 0},
     {"rabitq:bits=1,qbits=0", "kivi:bits=2,qbits=0", 0},
     {"kivi:bits=2,qbits=0", "kivi:bits=2,qbits=0", 1},
-    {"turboquant_rvq:bits=1", "kivi:bits=2,qbits=0", 2},
+    {"turboquant_rvq:bits=1,qbits=0", "kivi:bits=2,qbits=0", 2},
     {"turboquant_rvq:bits=2", "kivi:bits=2,qbits=0", 0}, /* tensor cores at G <= 4 */
     {"turboquant_rvq:bits=2", "kivi:bits=2,qbits=0", 1},
     {"fp16", "rabitq:bits=1,qbits=0", 0},
