@@ -181,6 +181,7 @@ def qbits_named(cache, current):
     in session 53, int8 weights for q4_0 values in session 54, both for
     kivi in session 55 at the default models' head_dims, 64 and 256), and
     1-bit turboquant_rvq keys and qjl keys (0 -> 4: the query's bit planes,
+    session 56), kivix keys and values where qbits=8 is accepted (0 -> 8,
     session 56). current=False names the old defaults (a bench e2e file
     from before names the float forms without qbits; run_bench.sh names
     them since), current=True today's (a quality row of the current
@@ -196,7 +197,15 @@ def qbits_named(cache, current):
         if re.search(r"[:,]bits=(?!1\b)", mo.group(2)):
             return mo.group(0)
         return fix(mo, 4 if current else 0)
-    return re.sub(r"\b(keys=(?:turboquant_rvq|qjl)(?![a-z_]))(\S*)", planes, cache)
+    cache = re.sub(r"\b(keys=(?:turboquant_rvq|qjl)(?![a-z_]))(\S*)", planes, cache)
+
+    def kivix(mo):  # 0 -> 8 in session 56 where accepted (the default models' head_dims are multiples of 64)
+        rest = mo.group(2)
+        num = lambda k, d: int((re.search(rf"[:,]{k}=(\d+)", rest) or [None, d])[1])
+        ok = 2 <= num("bits", 3) <= 4 and num("nu", 0) == 0 and (
+            mo.group(1).startswith("keys") or (num("outliers", 0) == 0 and num("group", 32) % 16 == 0))
+        return fix(mo, 8 if current else 0) if ok else mo.group(0)
+    return re.sub(r"\b((?:keys|values)=kivix)(\S*)", kivix, cache)
 
 
 def load_ppl(m):

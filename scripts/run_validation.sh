@@ -15,6 +15,9 @@
 #                                 default (qbits=8 keys and values): MODEL-ppl-qbits8kivi.json
 #   ppl-qbits8kivi-lowbit-MODEL   the same for the kivi configs of ppl-lowbit-MODEL:
 #                                 MODEL-ppl-qbits8kivi-lowbit.json
+#   ppl-qbits8kivix-lowbit-MODEL  the kivix configs of ppl-lowbit-MODEL again with their
+#                                 session-56 default (qbits=8 keys and values where accepted):
+#                                 MODEL-ppl-qbits8kivix-lowbit.json
 #   ppl-qbits4rvq-MODEL           the 1-bit turboquant_rvq-key configs of ppl-MODEL again with
 #                                 their session-56 default (qbits=4 query planes):
 #                                 MODEL-ppl-qbits4rvq.json
@@ -537,6 +540,10 @@ step() {
                                      ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-qbits8kivi-lowbit.json ;;
     ppl-qbits8kivi-lowbit-gemma3)  lowbit_methods gemma3-270m | grep -E '(keys|values)=kivi:' |
                                      ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-qbits8kivi-lowbit.json ;;
+    ppl-qbits8kivix-lowbit-smollm2) lowbit_methods smollm2-135m | grep -E '(keys|values)=kivix:' |
+                                      ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-qbits8kivix-lowbit.json ;;
+    ppl-qbits8kivix-lowbit-gemma3)  lowbit_methods gemma3-270m | grep -E '(keys|values)=kivix:' |
+                                      ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-qbits8kivix-lowbit.json ;;
     ppl-qbits4rvq-smollm2) ppl_matching smollm2-135m 2048 3 smollm2-135m-ppl-qbits4rvq.json '^keys=turboquant_rvq:bits=1 ' ;;
     ppl-qbits4rvq-gemma3)  ppl_matching gemma3-270m 2048 2 gemma3-270m-ppl-qbits4rvq.json '^keys=turboquant_rvq:bits=1 ' ;;
     ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 3 ;;

@@ -98,7 +98,7 @@ static double run(vq_cache *c, size_t n, size_t step, uint64_t seed)
 
 static void test_sinks_exact(void)
 {
-    const char *cfgs[] = { "keys=kivix:bits=2,group=32 values=kivix:bits=2,group=32 residual=16 sinks=4",
+    const char *cfgs[] = { "keys=kivix:bits=2,group=32,qbits=0 values=kivix:bits=2,group=32,qbits=0 residual=16 sinks=4",
                            "keys=q4_0:qbits=0 values=q4_0:qbits=0 residual=0 sinks=1",
                            "keys=kivi:bits=2,group=32,qbits=0 values=kivi:bits=2,qbits=0 residual=8 sinks=37 page=64" };
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) {
@@ -310,11 +310,11 @@ static void prerope_round_trip(vq_cache *c, const char *path, const char *cfg, u
 
 static void test_prerope_reference(void)
 {
-    const char *cfgs[] = { "keys=kivix:bits=3,group=32,outliers=8 values=kivix:bits=3,group=32 residual=16 prerope=1",
+    const char *cfgs[] = { "keys=kivix:bits=3,group=32,outliers=8 values=kivix:bits=3,group=32,qbits=0 residual=16 prerope=1",
                            "keys=fp16 values=fp16 residual=0 prerope=1",
                            "keys=kivix:bits=4,group=64,outliers=64 values=fp16 residual=16 sinks=4 prerope=1",
                            "keys=kivi:bits=2,group=32,qbits=0 values=kivi:bits=2,qbits=0 residual=8 sinks=4 prerope=1",
-                           "keys=turboquant_rvq:bits=1 values=kivix:bits=3,group=32 residual=16 sinks=4 prerope=2",
+                           "keys=turboquant_rvq:bits=1 values=kivix:bits=3,group=32,qbits=0 residual=16 sinks=4 prerope=2",
                            "keys=fp16 values=fp16 residual=0 prerope=2" };
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) {
         vq_cache *c = make(cfgs[i]);

@@ -73,11 +73,14 @@ typedef struct {
 static const expect EXPECT[] = {
     /* exact up to fp16 rounding of the data (2^-11 relative) */
     { "fp16", 1e-6, 1e-3, 2e-5, 0, 0 },
-    /* kivix's default (3-bit values summed by kivi_axpy in its split form,
-     * sum w*s*c + sum w*m: another rounding than the decoded values' sum,
-     * measured up to 2.4e-5 at D=96); the other bounds as for a method
-     * without an entry */
-    { "kivix:bits=3,group=32,outliers=0", 1.0, 1.0, 2e-5, 0, 5e-5 },
+    /* kivix's default: qbits=8 since session 56 where head_dim is a
+     * multiple of 64 (as kivi's below: measured 9.8e-3..1.6e-2 for scores,
+     * 6.0e-3..2.9e-2 for sums); float at D=96 and with qbits=0 (3-bit values
+     * summed by kivi_axpy in its split form, sum w*s*c + sum w*m: another
+     * rounding than the decoded values' sum, measured up to 2.4e-5 at
+     * D=96); the other bounds as for a method without an entry */
+    { "kivix:bits=3,group=32,outliers=0", 1.0, 1.0, 0.04, 0, 0.15 },
+    { "kivix:bits=3,group=32,outliers=0,qbits=0", 1.0, 1.0, 2e-5, 0, 5e-5 },
     /* kivi's default since session 55 (qbits=8 where head_dim is a
      * multiple of 64): keys scored against the folded query rounded to
      * int8 (measured 9.1e-3..1.7e-2 of |q| rms|k|), values summed with the

@@ -422,9 +422,10 @@ static void test_qbits8_values(void)
                                       { "kivix:bits=2,group=32", "kivix:bits=2,group=32,outliers=0,qbits=8" } };
     for (int D = 64; D <= 128; D += 64)
         for (size_t sp = 0; sp < 2; sp++) {
-            char qspec[96];
+            char qspec[96], fspec[96];
             snprintf(qspec, sizeof qspec, "%s,qbits=8", specs[sp][0]);
-            vq_codec *a = make(specs[sp][0], D, VQ_ROLE_VALUE), *b = make(qspec, D, VQ_ROLE_VALUE);
+            snprintf(fspec, sizeof fspec, "%s,qbits=0", specs[sp][0]);
+            vq_codec *a = make(fspec, D, VQ_ROLE_VALUE), *b = make(qspec, D, VQ_ROLE_VALUE);
             if (a && b) {
                 CHECKF(strcmp(vq_codec_spec(b), specs[sp][1]) == 0, "canonical %s", vq_codec_spec(b));
                 vq_test_int8_weight_sums(a, b, D, sp == 0 ? 3 : 2);
@@ -448,9 +449,10 @@ static void test_qbits8_keys(void)
     const int nq = 3;
     for (int D = 64; D <= 128; D += 64)
         for (size_t sp = 0; sp < sizeof specs / sizeof *specs; sp++) {
-            char qspec[96];
+            char qspec[96], fspec[96];
             snprintf(qspec, sizeof qspec, "%s,qbits=8", specs[sp]);
-            vq_codec *a = make(specs[sp], D, VQ_ROLE_KEY), *b = make(qspec, D, VQ_ROLE_KEY);
+            snprintf(fspec, sizeof fspec, "%s,qbits=0", specs[sp]);
+            vq_codec *a = make(fspec, D, VQ_ROLE_KEY), *b = make(qspec, D, VQ_ROLE_KEY);
             if (!a || !b) {
                 vq_codec_free(a), vq_codec_free(b);
                 continue;
@@ -525,15 +527,40 @@ static void test_bad_params(void)
     CHECK(vq_codec_create("kivix:bits=3,qbits=8", 96, VQ_ROLE_KEY, 1, &c) != VQ_OK && strstr(vq_last_error(), "qbits"));
 }
 
+/* qbits=8 is the default where it is accepted (session 56): the canonical
+ * spec names qbits there, 0 or 8, and nowhere else (bits 1 or 5-8, nu,
+ * head_dim 96, values with outliers: float) */
+static void test_qbits_default(void)
+{
+    static const struct { const char *spec; int D; vq_role role; const char *canon; } t[] = {
+        { "kivix", 64, VQ_ROLE_KEY, "kivix:bits=3,group=32,outliers=0,qbits=8" },
+        { "kivix", 128, VQ_ROLE_VALUE, "kivix:bits=3,group=32,outliers=0,qbits=8" },
+        { "kivix:qbits=0", 64, VQ_ROLE_KEY, "kivix:bits=3,group=32,outliers=0,qbits=0" },
+        { "kivix:outliers=8", 64, VQ_ROLE_KEY, "kivix:bits=3,group=32,outliers=8,qbits=8" },
+        { "kivix:outliers=8", 64, VQ_ROLE_VALUE, "kivix:bits=3,group=32,outliers=8" },
+        { "kivix", 96, VQ_ROLE_KEY, "kivix:bits=3,group=32,outliers=0" },
+        { "kivix:bits=1", 64, VQ_ROLE_KEY, "kivix:bits=1,group=32,outliers=0" },
+        { "kivix:bits=5", 64, VQ_ROLE_VALUE, "kivix:bits=5,group=32,outliers=0" },
+        { "kivix:bits=2,nu=50", 64, VQ_ROLE_KEY, "kivix:bits=2,group=32,outliers=0,nu=50" },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        vq_codec *c = make(t[i].spec, t[i].D, t[i].role);
+        if (c)
+            CHECKF(strcmp(vq_codec_spec(c), t[i].canon) == 0, "%s D=%d %s: %s", t[i].spec, t[i].D,
+                   t[i].role == VQ_ROLE_KEY ? "keys" : "values", vq_codec_spec(c));
+        vq_codec_free(c);
+    }
+}
+
 /* float-query key scores (kivi_kdot, then the outlier table, or the
  * tile) against <q, decode(k)> in double, within 1e-5 of
  * sum |q| |k_hat|: spikes among the keys, so that outliers are taken;
  * two blocks and 1..5 queries per call */
 static void test_float_key_scores(void)
 {
-    static const char *specs[] = { "kivix:bits=3,group=32,outliers=8", "kivix:bits=2,group=64,outliers=12",
-                                   "kivix:bits=4,group=16", "kivix:bits=1,group=32,outliers=5",
-                                   "kivix:bits=3,group=16,outliers=200", "kivix:bits=3,group=64,outliers=10" };
+    static const char *specs[] = { "kivix:bits=3,group=32,outliers=8,qbits=0", "kivix:bits=2,group=64,outliers=12,qbits=0",
+                                   "kivix:bits=4,group=16,qbits=0", "kivix:bits=1,group=32,outliers=5",
+                                   "kivix:bits=3,group=16,outliers=200,qbits=0", "kivix:bits=3,group=64,outliers=10,qbits=0" };
     for (size_t si = 0; si < sizeof specs / sizeof *specs; si++)
         for (int D = 64; D <= 128; D += 64)
             for (int nq = 1; nq <= 5; nq += 2) {
@@ -578,6 +605,7 @@ int main(void)
     RUN(test_nonuniform_levels);
     RUN(test_greedy_reference);
     RUN(test_float_key_scores);
+    RUN(test_qbits_default);
     RUN(test_qbits8_values);
     RUN(test_qbits8_keys);
     RUN(test_bad_params);

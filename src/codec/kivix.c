@@ -12,10 +12,12 @@
  * multiple of 64; keys: scored after RoPE against the query folded with
  * the block's scales and rounded to int8, kernels/codes_qdot.h, as kivi's
  * qbits=8 keys, each outlier then adding q_c * (x - decoded dense value);
- * values (no outliers): the attention weights rounded to int8 per block of
- * 32 rows, summed against the codes by kernels/kivi_qaxpy.h, as kivi's).
- * Canonical "kivix:bits=B,group=G,outliers=N" (",nu=S", ",qbits=8" when
- * set).
+ * values (no outliers, group a multiple of 16): the attention weights
+ * rounded to int8 per block of 32 rows, summed against the codes by
+ * kernels/kivi_qaxpy.h, as kivi's); 8 by default where those conditions
+ * hold (since session 56; before: 0), else 0.
+ * Canonical "kivix:bits=B,group=G,outliers=N" (",nu=S" when set, ",qbits=Q"
+ * where 8 is the default, whatever Q is).
  *
  * Range rule: for values x of a range with min m and max M (outliers left
  * out): s = (M - m)/(2^b - 1) and m rounded to fp16, code = round((x - m)/s)
@@ -180,9 +182,13 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
     long bits, group, outl, nu, qbits;
     const vq_spec_int_field params[] = {
         { "bits", 3, 1, 8, &bits }, { "group", 32, 16, 256, &group }, { "outliers", 0, 0, VQ_OUTLIERS_MAX, &outl },
-        { "nu", 0, 0, 200, &nu }, { "qbits", 0, 0, 8, &qbits },
+        { "nu", 0, 0, 200, &nu },
     };
     VQ_TRY(vq_spec_ints(spec, params, sizeof params / sizeof *params, c->err));
+    /* qbits=8 by default (since session 56) wherever it is accepted below */
+    const int int8_ok = bits >= 2 && bits <= 4 && !nu && c->head_dim % 64 == 0 &&
+                        (c->role == VQ_ROLE_KEY || (!outl && group % 16 == 0));
+    VQ_TRY(vq_spec_int(spec, "qbits", int8_ok ? 8 : 0, 0, 8, &qbits, c->err));
     if (qbits != 0 && qbits != 8)
         return vq_fail(c->err, VQ_ERR_INVALID_ARG, "kivix: qbits must be 0 (float attention weights) or 8, got %ld", qbits);
     if (qbits && (bits < 2 || bits > 4 || nu || c->head_dim % 64 || (c->role == VQ_ROLE_VALUE && outl)))
@@ -253,7 +259,7 @@ static vq_status kx_init(vq_codec *c, vq_spec *spec)
                                 st->outliers);
     if (st->nu && o < sizeof c->canon)
         o += (size_t)snprintf(c->canon + o, sizeof c->canon - o, ",nu=%d", st->nu);
-    if (st->qbits && o < sizeof c->canon)
+    if ((int8_ok || st->qbits) && o < sizeof c->canon) /* named either way where its default is 8 */
         snprintf(c->canon + o, sizeof c->canon - o, ",qbits=%d", st->qbits);
     return VQ_OK;
 }
