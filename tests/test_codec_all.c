@@ -596,29 +596,41 @@ static void keys_scores(const char *spec, vq_role role, const float *x, const fl
     vq_codec_free(c);
 }
 
+/* spec with qbits=Q appended */
+static void with_qbits(char *out, size_t n, const char *spec, int qbits)
+{
+    snprintf(out, n, "%s%sqbits=%d", spec, strchr(spec, ':') ? "," : ":", qbits);
+}
+
+/* spec's default for role computes what qbits=def does (the first floats
+ * of its key scores or value sums) and not what qbits=other does */
+static void check_default_qbits(const char *spec, vq_role role, int def, int other, const float *x, const float *q,
+                                int n)
+{
+    enum { MAXN = 64 };
+    float a[MAXN], b[MAXN], z[MAXN];
+    char sd[64], so[64];
+    with_qbits(sd, sizeof sd, spec, def);
+    with_qbits(so, sizeof so, spec, other);
+    keys_scores(spec, role, x, q, (size_t)n, a);
+    keys_scores(sd, role, x, q, (size_t)n, b);
+    keys_scores(so, role, x, q, (size_t)n, z);
+    const char *what = role == VQ_ROLE_KEY ? "keys: default scores" : "values: default sums";
+    CHECKF(memcmp(a, b, sizeof a) == 0, "%s %s differ from %s", spec, what, sd);
+    CHECKF(memcmp(a, z, sizeof a) != 0, "%s %s equal %s's", spec, what, so);
+}
+
 static void test_qbits_defaults(void)
 {
     enum { N = 64, D = 64 };
-    float x[N * D], q[N > D ? N : D], a[N], b[N], z[N];
+    float x[N * D], q[N > D ? N : D];
     gen_keys(x, N, D, 11);
     gen_normal(q, sizeof q / sizeof *q, 12);
     static const char *const base[] = { "q8_0", "q4_0:rot=1", "kivi:bits=2", "kivi:bits=4" };
     for (int i = 0; i < 4; i++) {
-        char s8[64], s0[64];
-        snprintf(s8, sizeof s8, "%s%sqbits=8", base[i], strchr(base[i], ':') ? "," : ":");
-        snprintf(s0, sizeof s0, "%s%sqbits=0", base[i], strchr(base[i], ':') ? "," : ":");
-        keys_scores(base[i], VQ_ROLE_KEY, x, q, N, a);
-        keys_scores(s8, VQ_ROLE_KEY, x, q, N, b);
-        keys_scores(s0, VQ_ROLE_KEY, x, q, N, z);
-        CHECKF(memcmp(a, b, sizeof a) == 0, "%s keys: default scores differ from %s", base[i], s8);
-        CHECKF(memcmp(a, z, sizeof a) != 0, "%s keys: default scores equal %s's", base[i], s0);
+        check_default_qbits(base[i], VQ_ROLE_KEY, 8, 0, x, q, N);
         const int v8 = strncmp(base[i], "q8_0", 4) != 0; /* the values' default: qbits=8 but for q8_0 */
-        keys_scores(base[i], VQ_ROLE_VALUE, x, q, N, a);
-        keys_scores(v8 ? s8 : s0, VQ_ROLE_VALUE, x, q, N, b);
-        keys_scores(v8 ? s0 : s8, VQ_ROLE_VALUE, x, q, N, z);
-        CHECKF(memcmp(a, b, D * sizeof(float)) == 0, "%s values: default sums differ from %s", base[i],
-               v8 ? s8 : s0);
-        CHECKF(memcmp(a, z, D * sizeof(float)) != 0, "%s values: default sums equal %s's", base[i], v8 ? s0 : s8);
+        check_default_qbits(base[i], VQ_ROLE_VALUE, v8 ? 8 : 0, v8 ? 0 : 8, x, q, N);
     }
     /* kivi at a head_dim that is no multiple of 64: float by default, and
      * the canonical spec says so (qbits=8 is refused there) */
@@ -635,17 +647,8 @@ static void test_qbits_defaults(void)
     /* 1-bit turboquant_rvq and qjl keys: the query's 4-bit planes by
      * default (session 56), the float query with qbits=0; values keep no
      * qbits (it plays no part there) */
-    static const char *const planes[] = { "turboquant_rvq:bits=1", "qjl" };
-    for (int i = 0; i < 2; i++) {
-        char s4[64], s0[64];
-        snprintf(s4, sizeof s4, "%s%sqbits=4", planes[i], strchr(planes[i], ':') ? "," : ":");
-        snprintf(s0, sizeof s0, "%s%sqbits=0", planes[i], strchr(planes[i], ':') ? "," : ":");
-        keys_scores(planes[i], VQ_ROLE_KEY, x, q, N, a);
-        keys_scores(s4, VQ_ROLE_KEY, x, q, N, b);
-        keys_scores(s0, VQ_ROLE_KEY, x, q, N, z);
-        CHECKF(memcmp(a, b, sizeof a) == 0, "%s keys: default scores differ from %s", planes[i], s4);
-        CHECKF(memcmp(a, z, sizeof a) != 0, "%s keys: default scores equal %s's", planes[i], s0);
-    }
+    check_default_qbits("turboquant_rvq:bits=1", VQ_ROLE_KEY, 4, 0, x, q, N);
+    check_default_qbits("qjl", VQ_ROLE_KEY, 4, 0, x, q, N);
     static const struct { const char *spec; vq_role role; const char *canon; } pc[] = {
         { "turboquant_rvq", VQ_ROLE_KEY, "turboquant_rvq:bits=1,qbits=4" },
         { "turboquant_rvq:qbits=0", VQ_ROLE_KEY, "turboquant_rvq:bits=1,qbits=0" },
