@@ -201,7 +201,10 @@ def qbits_named(cache, current):
 
     def kivix(mo):  # 0 -> 8 in session 56 where accepted (the default models' head_dims are multiples of 64)
         rest = mo.group(2)
-        num = lambda k, d: int((re.search(rf"[:,]{k}=(\d+)", rest) or [None, d])[1])
+
+        def num(key, default):  # an integer parameter of the spec
+            m = re.search(rf"[:,]{key}=(\d+)", rest)
+            return int(m.group(1)) if m else default
         ok = 2 <= num("bits", 3) <= 4 and num("nu", 0) == 0 and (
             mo.group(1).startswith("keys") or (num("outliers", 0) == 0 and num("group", 32) % 16 == 0))
         return fix(mo, 8 if current else 0) if ok else mo.group(0)

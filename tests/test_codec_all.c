@@ -632,37 +632,32 @@ static void test_qbits_defaults(void)
         const int v8 = strncmp(base[i], "q8_0", 4) != 0; /* the values' default: qbits=8 but for q8_0 */
         check_default_qbits(base[i], VQ_ROLE_VALUE, v8 ? 8 : 0, v8 ? 0 : 8, x, q, N);
     }
-    /* kivi at a head_dim that is no multiple of 64: float by default, and
-     * the canonical spec says so (qbits=8 is refused there) */
-    static const struct { int D; const char *canon; } kd[] = { { 96, "kivi:bits=2,group=32,qbits=0" },
-                                                              { 64, "kivi:bits=2,group=32,qbits=8" } };
-    for (int role = 0; role < 2; role++)
-        for (int k = 0; k < 2; k++) {
-            vq_codec *c = NULL;
-            CHECK_OK(vq_codec_create("kivi:bits=2", kd[k].D, role ? VQ_ROLE_VALUE : VQ_ROLE_KEY, 7, &c));
-            if (c)
-                CHECKF(strcmp(vq_codec_spec(c), kd[k].canon) == 0, "kivi D=%d: %s", kd[k].D, vq_codec_spec(c));
-            vq_codec_free(c);
-        }
     /* 1-bit turboquant_rvq and qjl keys: the query's 4-bit planes by
-     * default (session 56), the float query with qbits=0; values keep no
-     * qbits (it plays no part there) */
+     * default (session 56), the float query with qbits=0 */
     check_default_qbits("turboquant_rvq:bits=1", VQ_ROLE_KEY, 4, 0, x, q, N);
     check_default_qbits("qjl", VQ_ROLE_KEY, 4, 0, x, q, N);
-    static const struct { const char *spec; vq_role role; const char *canon; } pc[] = {
-        { "turboquant_rvq", VQ_ROLE_KEY, "turboquant_rvq:bits=1,qbits=4" },
-        { "turboquant_rvq:qbits=0", VQ_ROLE_KEY, "turboquant_rvq:bits=1,qbits=0" },
-        { "turboquant_rvq", VQ_ROLE_VALUE, "turboquant_rvq:bits=1" },
-        { "turboquant_rvq:bits=2", VQ_ROLE_KEY, "turboquant_rvq:bits=2" },
-        { "qjl", VQ_ROLE_KEY, "qjl:dim=64,qbits=4" },
-        { "qjl:qbits=0", VQ_ROLE_KEY, "qjl:dim=64,qbits=0" },
-        { "qjl", VQ_ROLE_VALUE, "qjl:dim=64" },
+    /* canonical specs name qbits where its default is not 0: kivi at a
+     * head_dim that is no multiple of 64 is float by default (qbits=8 is
+     * refused there); rvq / qjl values keep no qbits (it plays no part
+     * there) */
+    static const struct { const char *spec; int D; vq_role role; const char *canon; } pc[] = {
+        { "kivi:bits=2", 96, VQ_ROLE_KEY, "kivi:bits=2,group=32,qbits=0" },
+        { "kivi:bits=2", 96, VQ_ROLE_VALUE, "kivi:bits=2,group=32,qbits=0" },
+        { "kivi:bits=2", 64, VQ_ROLE_KEY, "kivi:bits=2,group=32,qbits=8" },
+        { "kivi:bits=2", 64, VQ_ROLE_VALUE, "kivi:bits=2,group=32,qbits=8" },
+        { "turboquant_rvq", D, VQ_ROLE_KEY, "turboquant_rvq:bits=1,qbits=4" },
+        { "turboquant_rvq:qbits=0", D, VQ_ROLE_KEY, "turboquant_rvq:bits=1,qbits=0" },
+        { "turboquant_rvq", D, VQ_ROLE_VALUE, "turboquant_rvq:bits=1" },
+        { "turboquant_rvq:bits=2", D, VQ_ROLE_KEY, "turboquant_rvq:bits=2" },
+        { "qjl", D, VQ_ROLE_KEY, "qjl:dim=64,qbits=4" },
+        { "qjl:qbits=0", D, VQ_ROLE_KEY, "qjl:dim=64,qbits=0" },
+        { "qjl", D, VQ_ROLE_VALUE, "qjl:dim=64" },
     };
     for (size_t k = 0; k < sizeof pc / sizeof *pc; k++) {
         vq_codec *c = NULL;
-        CHECK_OK(vq_codec_create(pc[k].spec, D, pc[k].role, 7, &c));
+        CHECK_OK(vq_codec_create(pc[k].spec, pc[k].D, pc[k].role, 7, &c));
         if (c)
-            CHECKF(strcmp(vq_codec_spec(c), pc[k].canon) == 0, "%s (%s): %s", pc[k].spec,
+            CHECKF(strcmp(vq_codec_spec(c), pc[k].canon) == 0, "%s D=%d (%s): %s", pc[k].spec, pc[k].D,
                    pc[k].role == VQ_ROLE_KEY ? "keys" : "values", vq_codec_spec(c));
         vq_codec_free(c);
     }
