@@ -182,7 +182,9 @@ def qbits_named(cache, current):
     kivi in session 55 at the default models' head_dims, 64 and 256), and
     1-bit turboquant_rvq keys and qjl keys (0 -> 4: the query's bit planes,
     session 56), kivix keys and values where qbits=8 is accepted (0 -> 8,
-    session 56). current=False names the old defaults (a bench e2e file
+    session 56), turboquant_mse values at 1, 2 and 4 bits (0 -> 8, session
+    57; by the spec's own bits: a plan's vbits are not read, its layers
+    share the rule). current=False names the old defaults (a bench e2e file
     from before names the float forms without qbits; run_bench.sh names
     them since), current=True today's (a quality row of the current
     tables); speeds are matched on the named form."""
@@ -208,7 +210,12 @@ def qbits_named(cache, current):
         ok = 2 <= num("bits", 3) <= 4 and num("nu", 0) == 0 and (
             mo.group(1).startswith("keys") or (num("outliers", 0) == 0 and num("group", 32) % 16 == 0))
         return fix(mo, 8 if current else 0) if ok else mo.group(0)
-    return re.sub(r"\b((?:keys|values)=kivix)(\S*)", kivix, cache)
+    cache = re.sub(r"\b((?:keys|values)=kivix)(\S*)", kivix, cache)
+
+    def tq_values(mo):  # 0 -> 8 in session 57 but at 3 bits (the default models' head_dims take every width)
+        m = re.search(r"[:,]bits=(\d+)", mo.group(2))
+        return mo.group(0) if m and int(m.group(1)) == 3 else fix(mo, 8 if current else 0)
+    return re.sub(r"\b(values=turboquant_mse)(\S*)", tq_values, cache)
 
 
 def load_ppl(m):

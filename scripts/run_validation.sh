@@ -21,6 +21,9 @@
 #   ppl-qbits4rvq-MODEL           the 1-bit turboquant_rvq-key configs of ppl-MODEL again with
 #                                 their session-56 default (qbits=4 query planes):
 #                                 MODEL-ppl-qbits4rvq.json
+#   ppl-qbits8tqv-MODEL           the configs of the quality tables whose turboquant_mse values
+#                                 changed default in session 57 (qbits=8 at 1, 2 and 4 bits;
+#                                 scripts/tq_values_rows.py picks them): MODEL-ppl-qbits8tqv.json
 #   ppl-vecinfer-MODEL            VecInfer alone (when ppl-MODEL ran before its
 #                                 calibration file existed; same chunks)
 #   ppl-lowbit-smollm2 ppl-lowbit-gemma3
@@ -546,6 +549,10 @@ step() {
                                       ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-qbits8kivix-lowbit.json ;;
     ppl-qbits4rvq-smollm2) ppl_matching smollm2-135m 2048 3 smollm2-135m-ppl-qbits4rvq.json '^keys=turboquant_rvq:bits=1 ' ;;
     ppl-qbits4rvq-gemma3)  ppl_matching gemma3-270m 2048 2 gemma3-270m-ppl-qbits4rvq.json '^keys=turboquant_rvq:bits=1 ' ;;
+    ppl-qbits8tqv-smollm2) python3 scripts/tq_values_rows.py smollm2-135m |
+                             ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-qbits8tqv.json ;;
+    ppl-qbits8tqv-gemma3)  python3 scripts/tq_values_rows.py gemma3-270m |
+                             ppl_list gemma3-270m 3 figures/quality/gemma3-270m-ppl-qbits8tqv.json ;;
     ppl-vecinfer-smollm2) ppl_vecinfer smollm2-135m 2048 3 ;;
     ppl-vecinfer-gemma3)  ppl_vecinfer gemma3-270m 2048 2 ;;
     ppl-lowbit-smollm2) lowbit_methods smollm2-135m | ppl_list smollm2-135m 3 figures/quality/smollm2-135m-ppl-lowbit.json ;;

@@ -323,8 +323,10 @@ static void test_every_codec(void)
                      strchr(spec, ':') ? ',' : ':');
             run_config(buf, 16, 64, prefill, decode);
         }
+        /* both roles: the looser of the two bounds (turboquant_mse's keys
+         * are exact against the float query, its values int8 by default) */
         snprintf(buf, sizeof buf, "keys=%s values=%s residual=8 page=32", spec, spec);
-        (void)run_config_tol(buf, 8, 32, prefill, decode, ktol);
+        (void)run_config_tol(buf, 8, 32, prefill, decode, w8 && ktol < 3e-2 ? 3e-2 : ktol);
         /* exact-query variant of estimator codecs */
         char ex[512];
         snprintf(ex, sizeof ex, "%s%cqbits=0", spec, strchr(spec, ':') ? ',' : ':');

@@ -138,12 +138,19 @@ static const expect EXPECT[] = {
     { "turboquant_rvq:bits=1,qbits=0,fit=1", 0.15, 0.55, 2e-5, 1, 0 },
     { "turboquant_rvq:bits=2,fit=1", 0.014, 0.15, 2e-5, 1, 0 },  /* measured 0.0068, 0.065-0.091 */
     { "turboquant_rvq:bits=4,fit=1", 2e-4, 0.02, 2e-5, 1, 0 },   /* measured 9.2e-5, 0.0077-0.011 */
-    { "turboquant_mse:bits=2", 0.2, 0.6, 2e-5, 1, 0 },    /* measured 0.107, 0.36 */
-    { "turboquant_mse:bits=4", 0.016, 0.2, 2e-5, 1, 0 }, /* measured 0.0079, 0.105 */
+    /* values at 1, 2 and 4 bits sum with int8 weights and levels by
+     * default (since session 57: the qbits=8 rows' bound below; measured
+     * 8.7e-3..3.8e-2), the qbits=0 forms in float */
+    { "turboquant_mse:bits=2", 0.2, 0.6, 2e-5, 1, 0.2 },  /* measured 0.107, 0.36 */
+    { "turboquant_mse:bits=2,qbits=0", 0.2, 0.6, 2e-5, 1, 0 },
+    { "turboquant_mse:bits=4", 0.016, 0.2, 2e-5, 1, 0.2 }, /* measured 0.0079, 0.105 */
+    { "turboquant_mse:bits=4,qbits=0", 0.016, 0.2, 2e-5, 1, 0 },
     /* norm=8 (one-byte log-coded norm, <= 4.4% off) and lsq=1 (least-squares
      * gain; lower MSE than the norm on the same codes) */
-    { "turboquant_mse:bits=2,norm=8,lsq=1", 0.15, 0.5, 2e-5, 1, 0 }, /* measured 0.082-0.089, 0.25-0.32 */
-    { "turboquant_mse:bits=1,norm=8", 0.35, 0.75, 2e-5, 1, 0 },      /* measured 0.17, 0.37 */
+    { "turboquant_mse:bits=2,norm=8,lsq=1", 0.15, 0.5, 2e-5, 1, 0.2 }, /* measured 0.082-0.089, 0.25-0.32 */
+    { "turboquant_mse:bits=2,norm=8,lsq=1,qbits=0", 0.15, 0.5, 2e-5, 1, 0 },
+    { "turboquant_mse:bits=1,norm=8", 0.35, 0.75, 2e-5, 1, 0.2 },    /* measured 0.17, 0.37 */
+    { "turboquant_mse:bits=1,norm=8,qbits=0", 0.35, 0.75, 2e-5, 1, 0 },
     /* qbits=8: scores from byte tables (one rounding step for all tables:
      * each entry within delta/2), so the fused score differs by that only;
      * on a value codec the weights times the norms are rounded to int8 per
@@ -571,7 +578,8 @@ static void test_bad_input(void)
 
 /* q8_0 / q4_0 keys default to qbits=8 (session 53), q4_0 values too
  * (session 54), q8_0 values to 0, kivi keys and values to 8 where head_dim
- * is a multiple of 64 (session 55; else 0): the default codec scores /
+ * is a multiple of 64 (session 55; else 0), turboquant_mse values at 1,
+ * 2 and 4 bits (session 57; below): the default codec scores /
  * sums as the named form of its default (the same bits) and not as the
  * other. */
 static void keys_scores(const char *spec, vq_role role, const float *x, const float *q, size_t n, float *out)
@@ -636,6 +644,14 @@ static void test_qbits_defaults(void)
      * default (session 56), the float query with qbits=0 */
     check_default_qbits("turboquant_rvq:bits=1", VQ_ROLE_KEY, 4, 0, x, q, N);
     check_default_qbits("qjl", VQ_ROLE_KEY, 4, 0, x, q, N);
+    /* turboquant_mse values at 1, 2 and 4 bits sum with int8 weights by
+     * default (session 57); mse keys, 3-bit mse values and turboquant_prod
+     * values stay float */
+    check_default_qbits("turboquant_mse:bits=2", VQ_ROLE_VALUE, 8, 0, x, q, N);
+    check_default_qbits("turboquant_mse:bits=4,norm=8,lsq=1", VQ_ROLE_VALUE, 8, 0, x, q, N);
+    check_default_qbits("turboquant_mse:bits=1", VQ_ROLE_VALUE, 8, 0, x, q, N);
+    check_default_qbits("turboquant_mse:bits=2", VQ_ROLE_KEY, 0, 8, x, q, N);
+    check_default_qbits("turboquant_prod", VQ_ROLE_VALUE, 0, 8, x, q, N);
     /* canonical specs name qbits where its default is not 0: kivi at a
      * head_dim that is no multiple of 64 is float by default (qbits=8 is
      * refused there); rvq / qjl values keep no qbits (it plays no part
@@ -652,6 +668,14 @@ static void test_qbits_defaults(void)
         { "qjl", D, VQ_ROLE_KEY, "qjl:dim=64,qbits=4" },
         { "qjl:qbits=0", D, VQ_ROLE_KEY, "qjl:dim=64,qbits=0" },
         { "qjl", D, VQ_ROLE_VALUE, "qjl:dim=64" },
+        { "turboquant_mse", D, VQ_ROLE_VALUE, "turboquant_mse:bits=2,qbits=8" },
+        { "turboquant_mse:qbits=0", D, VQ_ROLE_VALUE, "turboquant_mse:bits=2,qbits=0" },
+        { "turboquant_mse:bits=2,norm=8,lsq=1", D, VQ_ROLE_VALUE, "turboquant_mse:bits=2,norm=8,lsq=1,qbits=8" },
+        { "turboquant_mse:bits=1", D, VQ_ROLE_VALUE, "turboquant_mse:bits=1,qbits=8" },
+        { "turboquant_mse:bits=3", D, VQ_ROLE_VALUE, "turboquant_mse:bits=3" },
+        { "turboquant_mse", D, VQ_ROLE_KEY, "turboquant_mse:bits=2" },
+        { "turboquant_prod", D, VQ_ROLE_VALUE, "turboquant_prod:bits=3" },
+        { "turboquant_mse:bits=2", 96, VQ_ROLE_VALUE, "turboquant_mse:bits=2" },
     };
     for (size_t k = 0; k < sizeof pc / sizeof *pc; k++) {
         vq_codec *c = NULL;

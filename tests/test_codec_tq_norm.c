@@ -66,8 +66,12 @@ static void check_dim_bits(int D, int b)
            vq_codec_bytes_per_token(c8));
     CHECK(vq_codec_bytes_per_token(cl) == vq_codec_bytes_per_token(c16));
     CHECK_NEAR(vq_codec_bits_per_element(c8), 8.0 * (1 + b * D / 8.0) / D, 1e-9);
-    CHECK(strcmp(vq_codec_spec(c8), s8) == 0 && strcmp(vq_codec_spec(cl8), sl8) == 0);
-    CHECK(strcmp(vq_codec_spec(c16), s16) == 0);
+    /* (values at 1, 2 and 4 bits name their default qbits=8: test_codec_all) */
+    const char *w8 = b != 3 ? ",qbits=8" : "";
+    char cn8[80], cnl8[80], cn16[80];
+    snprintf(cn8, sizeof cn8, "%s%s", s8, w8), snprintf(cnl8, sizeof cnl8, "%s%s", sl8, w8), snprintf(cn16, sizeof cn16, "%s%s", s16, w8);
+    CHECKF(strcmp(vq_codec_spec(c8), cn8) == 0 && strcmp(vq_codec_spec(cl8), cnl8) == 0, "%s %s", vq_codec_spec(c8), vq_codec_spec(cl8));
+    CHECKF(strcmp(vq_codec_spec(c16), cn16) == 0, "%s", vq_codec_spec(c16));
 
     const size_t B16 = vq_codec_bytes_per_token(c16), B8 = vq_codec_bytes_per_token(c8);
     float *x = malloc(sizeof(float) * N * D), *y16 = malloc(sizeof(float) * N * D);

@@ -3,7 +3,9 @@
  * with float sums, for 1, 2 and 4 bits, head sizes 64, 128 and 256, the
  * fp16 and the one-byte norm:
  *   - the same bytes per token and the same codes (qbits changes only how
- *     sums are taken), the canonical spec keeps qbits=8;
+ *     sums are taken), the canonical spec keeps qbits=8 (the float form
+ *     names qbits=0: values default to qbits=8 at 1, 2 and 4 bits since
+ *     session 57; test_codec_all checks the defaults);
  *   - the sums differ (the int8 path ran), by at most lut_qaxpy.h's bound
  *     with |lev| <= 127: per block of 32 rows 32 * A/254 * 127 step (the
  *     weights' rounding), plus |a_i| step / 2 per row (the levels'), with
@@ -82,7 +84,7 @@ static int pair_run(const char *sp, const char *sq, int D, pair_sums *P)
 static void check(int D, int bits, int norm8)
 {
     char sp[96], sq[96];
-    snprintf(sp, sizeof sp, "turboquant_mse:bits=%d%s,lsq=1", bits, norm8 ? ",norm=8" : "");
+    snprintf(sp, sizeof sp, "turboquant_mse:bits=%d%s,lsq=1,qbits=0", bits, norm8 ? ",norm=8" : "");
     snprintf(sq, sizeof sq, "turboquant_mse:bits=%d%s,lsq=1,qbits=8", bits, norm8 ? ",norm=8" : "");
     pair_sums P;
     if (pair_run(sp, sq, D, &P)) {

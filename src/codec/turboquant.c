@@ -36,7 +36,10 @@
  *        the levels rounded to int8 (step max |c1| / 127) and the
  *        attention weights times the norms rounded to int8 per block of
  *        32 tokens (kernels/lut_qaxpy.h: VNNI), off the float sums by at
- *        most lut_qaxpy.h's bound. Same layout and bytes.
+ *        most lut_qaxpy.h's bound. Same layout and bytes. Values default
+ *        to qbits=8 at 1, 2 and 4 bits since session 57 (tq_w8_default),
+ *        keys to 0; the canonical spec of values names qbits wherever 8
+ *        is its default.
  *  turboquant_rvq  (bits 1..4, default 1), as ../shared/docs/METHODS.md:
  *      stage 1 as turboquant_mse; stage 2 quantizes the residual
  *      y - y_hat1 with the b-bit Lloyd-Max quantizer of a Laplacian of
@@ -166,6 +169,20 @@ static void tq_put_norm(const tq *t, uint8_t *blk, float n)
     blk[0] = (uint8_t)(e < 1.0f ? 1.0f : (e > 255.0f ? 255.0f : e));
 }
 
+/* values whose default is the int8 sums (qbits=8; kernels/lut_qaxpy.h):
+ * turboquant_mse wherever qbits=8 is accepted (bits 1, 2 and 4) and both
+ * SIMD twins take the rows. On the AMD Zen 4 host the int8 sums ran
+ * 1.3-1.7x as fast as the float sums at 2 and 4 bits (bench_codecs, D 64
+ * and 128); at 1 bit 1.1-1.2x faster at D 128 and 0.8-0.9x at D 64 in the
+ * same runs, taken too so that a bit plan's layers (vbits) share one
+ * arithmetic and one name. turboquant_prod's int8 sums were as fast or
+ * slower: its values stay float (figures/bench/tq-values-qbits8-s57.txt) */
+static int tq_w8_default(const vq_codec *c, tq_variant v, long bits)
+{
+    return c->role == VQ_ROLE_VALUE && v == TQ_MSE && bits != 3 &&
+           vq_lut_qaxpy_simd_shape((size_t)c->head_dim, (int)bits);
+}
+
 static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
 {
     const int D = c->head_dim;
@@ -173,14 +190,17 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
     long lo = v == TQ_PROD ? 2 : 1, def = v == TQ_RVQ ? 1 : v == TQ_MSE ? 2 : 3;
     VQ_TRY(vq_spec_int(spec, "bits", def, lo, 4, &bits, c->err));
     long qbits = 0, nbits = 16, lsq = 0, fit = 0;
-    int scan = 0, w8 = 0;
+    int scan = 0, w8 = 0, w8_default = 0;
     if (v == TQ_MSE) {
         VQ_TRY(vq_spec_int(spec, "norm", 16, 8, 16, &nbits, c->err));
         VQ_TRY(vq_spec_int(spec, "lsq", 0, 0, 1, &lsq, c->err));
         if (nbits != 8 && nbits != 16)
             return vq_fail(c->err, VQ_ERR_INVALID_ARG, "turboquant_mse: parameter norm=%ld unsupported (8 or 16)", nbits);
+        /* values: int8 sums by default (session 57) where the SIMD twins
+         * take the rows (tq_w8_default) */
+        w8_default = tq_w8_default(c, TQ_MSE, bits);
         long sq;
-        VQ_TRY(vq_spec_int(spec, "qbits", 0, 0, 8, &sq, c->err));
+        VQ_TRY(vq_spec_int(spec, "qbits", w8_default ? 8 : 0, 0, 8, &sq, c->err));
         if (sq != 0 && (sq != 8 || bits == 3))
             return vq_fail(c->err, VQ_ERR_INVALID_ARG,
                            "turboquant_mse: parameter qbits=%ld unsupported (0, or 8 with bits 1, 2 or 4)", sq);
@@ -313,8 +333,8 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",norm=8");
         if (t->lsq && o > 0 && (size_t)o < sizeof c->canon)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",lsq=1");
-        if ((t->scan || t->w8) && o > 0 && (size_t)o < sizeof c->canon)
-            o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",qbits=8");
+        if ((t->scan || t->w8 || w8_default) && o > 0 && (size_t)o < sizeof c->canon) /* named either way where 8 is the default */
+            o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",qbits=%d", t->scan || t->w8 ? 8 : 0);
         if (v == TQ_RVQ && t->bits == 1 && c->role == VQ_ROLE_KEY && o > 0 && (size_t)o < sizeof c->canon)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",qbits=0"); /* (its default is 4) */
         if (t->fit && o > 0 && (size_t)o < sizeof c->canon)

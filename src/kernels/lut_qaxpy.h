@@ -47,6 +47,17 @@ static inline void vq_lut_qaxpy_levels(const float *L, int n, int8_t *lev, float
         lev[i] = (int8_t)lrintf(L[i] / *step);
 }
 
+/* 1: rows of D codes of `bits` bits that both SIMD twins below take (the
+ * AVX-512 one's rule, the narrower: bits 1, 2 or 4, D a multiple of 16 up
+ * to 512, D * bits / 8 code bytes a multiple of 16 or exactly 8); 0: the
+ * reference only. Codecs choose their int8 defaults by it (never by the
+ * machine's instruction set, so a spec means the same sums everywhere). */
+static inline int vq_lut_qaxpy_simd_shape(size_t D, int bits)
+{
+    const size_t cb = D * (size_t)(bits > 0 ? bits : 0) / 8;
+    return (bits == 1 || bits == 2 || bits == 4) && D % 16 == 0 && D <= 512 && (cb % 16 == 0 || cb == 8);
+}
+
 vq_lut_qaxpy_fn vq_lut_qaxpy_ref;
 /* AVX2 + FMA: the integer sums taken exactly in float FMAs (every partial
  * sum an integer below 2^24); D a multiple of 16 (else the reference) */

@@ -223,12 +223,12 @@ void vq_lut_qaxpy_avx512x(const uint8_t *codes, size_t stride, size_t nt, size_t
                           float step, const float *f, const float *ftab, ptrdiff_t foff, const float *w,
                           size_t wstride, int n_q, float *acc, size_t astride)
 {
-    const size_t cb = D * (size_t)(bits > 0 ? bits : 0) / 8; /* code bytes per row */
-    if ((bits != 1 && bits != 2 && bits != 4) || D % 16 || D > 16 * LQ_MAXR || (cb % 16 && cb != 8) ||
-        stride > (1u << 26)) {
+    _Static_assert(16 * LQ_MAXR == 512, "vq_lut_qaxpy_simd_shape's D <= 512");
+    if (!vq_lut_qaxpy_simd_shape(D, bits) || stride > (1u << 26)) {
         vq_lut_qaxpy_ref(codes, stride, nt, D, bits, lev, step, f, ftab, foff, w, wstride, n_q, acc, astride);
         return;
     }
+    const size_t cb = D * (size_t)bits / 8; /* code bytes per row */
     if (cb == 8) { /* D 64 at 1 bit (32 at 2, 16 at 4) */
         if (bits == 1)
             lut_qaxpy_bits(1, 1, codes, stride, nt, D, lev, step, f, ftab, foff, w, wstride, n_q, acc, astride);
