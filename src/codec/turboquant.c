@@ -333,7 +333,8 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",norm=8");
         if (t->lsq && o > 0 && (size_t)o < sizeof c->canon)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",lsq=1");
-        if ((t->scan || t->w8 || w8_default) && o > 0 && (size_t)o < sizeof c->canon) /* named either way where 8 is the default */
+        /* qbits=8 named; qbits=0 too where 8 is the default (mse values) */
+        if ((t->scan || t->w8 || w8_default) && o > 0 && (size_t)o < sizeof c->canon)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",qbits=%d", t->scan || t->w8 ? 8 : 0);
         if (v == TQ_RVQ && t->bits == 1 && c->role == VQ_ROLE_KEY && o > 0 && (size_t)o < sizeof c->canon)
             o += snprintf(c->canon + o, sizeof c->canon - (size_t)o, ",qbits=0"); /* (its default is 4) */
