@@ -169,18 +169,17 @@ static void tq_put_norm(const tq *t, uint8_t *blk, float n)
     blk[0] = (uint8_t)(e < 1.0f ? 1.0f : (e > 255.0f ? 255.0f : e));
 }
 
-/* values whose default is the int8 sums (qbits=8; kernels/lut_qaxpy.h):
- * turboquant_mse wherever qbits=8 is accepted (bits 1, 2 and 4) and both
+/* turboquant_mse values whose default is the int8 sums (qbits=8;
+ * kernels/lut_qaxpy.h): wherever qbits=8 is accepted (bits 1, 2 and 4) and both
  * SIMD twins take the rows. On the AMD Zen 4 host the int8 sums ran
  * 1.3-1.7x as fast as the float sums at 2 and 4 bits (bench_codecs, D 64
  * and 128); at 1 bit 1.1-1.2x faster at D 128 and 0.8-0.9x at D 64 in the
  * same runs, taken too so that a bit plan's layers (vbits) share one
  * arithmetic and one name. turboquant_prod's int8 sums were as fast or
  * slower: its values stay float (figures/bench/tq-values-qbits8-s57.txt) */
-static int tq_w8_default(const vq_codec *c, tq_variant v, long bits)
+static int tq_w8_default(const vq_codec *c, long bits)
 {
-    return c->role == VQ_ROLE_VALUE && v == TQ_MSE && bits != 3 &&
-           vq_lut_qaxpy_simd_shape((size_t)c->head_dim, (int)bits);
+    return c->role == VQ_ROLE_VALUE && vq_lut_qaxpy_simd_shape((size_t)c->head_dim, (int)bits); /* (refuses 3 bits) */
 }
 
 static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
@@ -198,7 +197,7 @@ static vq_status tq_init(vq_codec *c, vq_spec *spec, tq_variant v)
             return vq_fail(c->err, VQ_ERR_INVALID_ARG, "turboquant_mse: parameter norm=%ld unsupported (8 or 16)", nbits);
         /* values: int8 sums by default (session 57) where the SIMD twins
          * take the rows (tq_w8_default) */
-        w8_default = tq_w8_default(c, TQ_MSE, bits);
+        w8_default = tq_w8_default(c, bits);
         long sq;
         VQ_TRY(vq_spec_int(spec, "qbits", w8_default ? 8 : 0, 0, 8, &sq, c->err));
         if (sq != 0 && (sq != 8 || bits == 3))
