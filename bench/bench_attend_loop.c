@@ -1,11 +1,13 @@
 /* bench_attend_loop.c -- one cache config's decode attention in a loop, for
- * profilers (perf record, uprobes): 32 layers of 4 KV heads and 16 query
- * heads at head_dim D hold 16,385 tokens each (a fixed pseudo-random fill),
- * then every layer attends one query token, R rounds. Prints the best and
- * the mean milliseconds per layer (wall time; use `bench attention` for
- * figures, which pairs every config with fp16).
+ * profilers (perf record, uprobes): L layers (default 32), each of KV key /
+ * value heads (default 4) and QH query heads (default 16) at head_dim D, hold 16,385
+ * tokens each (a fixed pseudo-random fill), then every layer attends one
+ * query token, R rounds. Prints the best and the mean milliseconds per
+ * layer (wall time; use `bench attention` for figures, which pairs every
+ * config with fp16).
  *
- * Usage: bench_attend_loop CONFIG ROUNDS [THREADS [D]]   (default 2 threads, D 128)
+ * Usage: bench_attend_loop CONFIG ROUNDS [THREADS [D [KV QH [L]]]]
+ *   (default 2 threads, D 128; smollm2-135m's shape: D 64, KV 3, QH 9, L 30)
  *   e.g. perf record -F 4000 build/bench/bench_attend_loop \
  *          "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" 400 */
 #include <math.h>
@@ -25,18 +27,19 @@ static double now(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_attend_loop CONFIG ROUNDS [THREADS [D]]\n");
+        fprintf(stderr, "usage: bench_attend_loop CONFIG ROUNDS [THREADS [D [KV QH [L]]]]\n");
         return 2;
     }
     const char *cfgt = argv[1];
     const int R = atoi(argv[2]), T = argc > 3 ? atoi(argv[3]) : 2, D = argc > 4 ? atoi(argv[4]) : 128;
-    enum { L = 32, KV = 4, QH = 16 };
+    const int KV = argc > 6 ? atoi(argv[5]) : 4, QH = argc > 6 ? atoi(argv[6]) : 16, L = argc > 7 ? atoi(argv[7]) : 32;
     const size_t ctx = 16384, n = 1024;
-    if (R < 1 || T < 1 || D < 32 || D > 256 || D % 32) {
-        fprintf(stderr, "bench_attend_loop: bad ROUNDS, THREADS or D\n");
+    if (R < 1 || T < 1 || D < 32 || D > 256 || D % 32 || KV < 1 || KV > 64 || QH < KV || QH % KV || L < 1 ||
+        L > 64) {
+        fprintf(stderr, "bench_attend_loop: bad ROUNDS, THREADS, D, KV, QH or L\n");
         return 2;
     }
-    vq_layer_shape ls[L];
+    vq_layer_shape ls[64];
     for (int l = 0; l < L; l++)
         ls[l] = (vq_layer_shape){ KV, QH, D, 0, 0.0f };
     vq_cache_shape sh = { L, ls, 0 };
