@@ -8,17 +8,20 @@
 # With the argument avx2 (hosts without AVX-512): AVX2/FMA/F16C only, built in
 # build/llamacpp-avx2, into figures/bench/llamacpp-smollm2-avx2.json.
 # Waits for a load average under 0.5 first, as scripts/run_bench.sh does.
+# VQ_BENCH_OUT=DIR writes the file into DIR instead (a host's re-take, as
+# scripts/run_bench.sh's).
 #   bash scripts/bench_llamacpp.sh [avx2]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ver=0.3.16
-work=build/llamacpp out=figures/bench/llamacpp-smollm2.json
+odir=${VQ_BENCH_OUT:-figures/bench}
+work=build/llamacpp out=$odir/llamacpp-smollm2.json
 avx512=(-DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_BF16=ON)
 if [ "${1:-}" = avx2 ]; then
-    work=build/llamacpp-avx2 out=figures/bench/llamacpp-smollm2-avx2.json
+    work=build/llamacpp-avx2 out=$odir/llamacpp-smollm2-avx2.json
     avx512=(-DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_BF16=OFF)
 fi
-mkdir -p "$work"
+mkdir -p "$work" "$odir"
 if [ ! -x "$work/src/build/bin/llama-bench" ]; then
     python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$ver" -d "$work" >&2
     rm -rf "$work/src" && mkdir -p "$work/src"

@@ -20,6 +20,11 @@
 #   bash scripts/run_bench.sh [STEP...]
 # VQ_BENCH_OUT=DIR writes the files and the tables into DIR instead (a
 # re-take kept apart from the tables, as figures/bench/host-slow-*).
+# Where a spec's default arithmetic changed (the int8 forms: q8_0 / q4_0 keys
+# since session 53, q4_0 values 54, kivi 55, rvq-1 / qjl keys and kivix 56,
+# turboquant_mse values 57), the lists name qbits, so that a row means the
+# same in every take (files taken before session 58 ran the lists as they
+# were then: their commands say what ran).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${VQ_BENCH_OUT:-figures/bench}
@@ -34,11 +39,11 @@ configs=(
   --config "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=0"
   --config "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8"
   --config "keys=kivi:bits=4 values=kivi:bits=4"
-  --config "keys=kivi:bits=2 values=kivi:bits=2"
-  --config "keys=kivi:bits=2,qbits=8 values=kivi:bits=2"
+  --config "keys=kivi:bits=2,qbits=0 values=kivi:bits=2,qbits=0"
+  --config "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=0"
   --config "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8"
-  --config "keys=turboquant_rvq:bits=1 values=kivi:bits=2"
-  --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2"
+  --config "keys=turboquant_rvq:bits=1,qbits=0 values=kivi:bits=2,qbits=0"
+  --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=0"
   --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8"
   --config "keys=rabitq:bits=1 values=q4_0:rot=1"
   --config "keys=rabitq:bits=1 values=kivi:bits=2"
@@ -47,7 +52,7 @@ configs=(
   --config "keys=qjl:qbits=4 values=kivi:bits=2,qbits=8"
   --config "keys=spectral:bits=4 values=spectral:bits=4"
   --config "keys=turboquant_rvq values=turboquant_rvq"
-  --config "keys=qjl values=kivi:bits=2"
+  --config "keys=qjl:qbits=0 values=kivi:bits=2,qbits=0"
   --config "keys=kivix values=kivix"
   --config "keys=vecinfer values=vecinfer"
 )
@@ -127,9 +132,9 @@ for s in "${steps[@]}"; do
     attentionbig) run attention-d128-131k bench attention --ctx 131072 --head-dim 128 --kv-heads 8 --q-heads 32 \
                       --threads 2 --repeats 5 --config "keys=q8_0:qbits=0 values=q8_0" --config "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1,qbits=0" \
                       --config "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=0" \
-                      --config "keys=kivi:bits=4 values=kivi:bits=4" --config "keys=kivi:bits=2 values=kivi:bits=2" \
-                      --config "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
-                      --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
+                      --config "keys=kivi:bits=4 values=kivi:bits=4" --config "keys=kivi:bits=2,qbits=0 values=kivi:bits=2,qbits=0" \
+                      --config "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=0" \
+                      --config "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=0" \
                       --config "keys=rabitq:bits=1 values=q4_0:rot=1" ;;
     codecs)       quiet; {
                       echo "# bash scripts/run_bench.sh codecs (load $(cut -d' ' -f1-3 /proc/loadavg)); one pinned core, CPU time"
@@ -137,10 +142,10 @@ for s in "${steps[@]}"; do
                       for spec in "128 4" "64 3"; do
                           # shellcheck disable=SC2086
                           taskset -c 1 ./build/bench/bench_codecs $spec fp16 q8_0:qbits=0 q8_0:qbits=8 q4_0:rot=1,qbits=0 q4_0:rot=1,qbits=8 \
-                              kivi:bits=2 kivi:bits=2,qbits=8 kivi:bits=2,group=128,qbits=8 rabitq:bits=1 \
-                              turboquant_rvq:bits=1,qbits=4 turboquant_mse:bits=2 qjl qjl:qbits=4 \
+                              kivi:bits=2,qbits=0 kivi:bits=2,qbits=8 kivi:bits=2,group=128,qbits=8 rabitq:bits=1 \
+                              turboquant_rvq:bits=1,qbits=4 turboquant_mse:bits=2 qjl:qbits=0 qjl:qbits=4 \
                               kivix:bits=4,group=128,outliers=64 kivix:bits=4,group=128,outliers=64,qbits=8 V:fp16 V:q8_0 V:q4_0:rot=1,qbits=0 V:q4_0:rot=1,qbits=8 \
-                              V:kivi:bits=2 V:kivi:bits=2,qbits=8 V:kivi:bits=4 V:turboquant_mse:bits=2 \
+                              V:kivi:bits=2,qbits=0 V:kivi:bits=2,qbits=8 V:kivi:bits=4 V:turboquant_mse:bits=2,qbits=0 V:turboquant_mse:bits=2,qbits=8 \
                               V:turboquant_mse:bits=2,norm=8,lsq=1 V:turboquant_rvq:bits=1
                       done; } > "$out/codecs-cpu.txt" ;;
     e2e)          run e2e-smollm2 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 64 \
@@ -148,16 +153,16 @@ for s in "${steps[@]}"; do
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=0" \
                       --cache "keys=q8_0:qbits=8 values=q8_0:qbits=8" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
-                      --cache "keys=kivi:bits=2 values=kivi:bits=2" --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
+                      --cache "keys=kivi:bits=2,qbits=0 values=kivi:bits=2,qbits=0" --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=0" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
-                      --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2" \
+                      --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=0" \
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
                       --cache "keys=kivix:bits=4 values=kivix:bits=4 sinks=4 prerope=1" \
                       --cache "$plan30" --cache "$plan40" --cache "$plan30f" --cache "$plan40f" --cache "$plan22f" ;;
     e2e-avx2)     run e2e-smollm2-avx2 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 64 \
                       --cache "keys=q8_0:qbits=0 values=q8_0" --cache "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1,qbits=0" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
-                      --cache "keys=kivi:bits=2 values=kivi:bits=2" --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
+                      --cache "keys=kivi:bits=2,qbits=0 values=kivi:bits=2,qbits=0" --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=0" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8 vdrop=0.01" \
                       --cache "keys=fp16 values=fp16 vdrop=0.01" \
@@ -179,7 +184,7 @@ for s in "${steps[@]}"; do
     e2e16k)       run e2e-smollm2-16k bench e2e --model smollm2-135m --ctx 16384 --threads 2 --decode 64 \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=0" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
-                      --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2" \
+                      --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=0" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
                       --cache "keys=turboquant_rvq:bits=1,qbits=4 values=kivi:bits=2,qbits=8" \
                       --cache "$plan30f" --cache "$plan40f" ;;
