@@ -938,10 +938,15 @@ __device__ __forceinline__ void combine_cluster(const AttnParams &p, float (&red
 
 /* ---- the kernel ------------------------------------------------------------ */
 
-template <int D, int G, int KM, int VM, int SUB, int W>
+/* QI8: q8_0 / q4_0 keys with qbits=8 (query_int8): the query rounded to
+ * int8 per block of 32 (round_query_row) in an instantiation of its own,
+ * so that the float-query kernels compile as they did before that path
+ * (session 54's run-time branch had cost q8_0 keys 3.2-3.6% at D 128) */
+template <int D, int G, int KM, int VM, int SUB, int W, bool QI8 = false>
 __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __grid_constant__ AttnParams p)
 {
     static_assert(SUB == 1 || sub2_ok<KM, VM, D, W>(), "64-token iterations need staged keys and values");
+    static_assert(!QI8 || KM == FMT_Q8 || KM == FMT_Q4, "the int8 query is for q8_0 / q4_0 keys");
     constexpr int TT = SUB * WTOK; /* tokens per warp iteration */
     constexpr int KS = D / 16; /* k-steps of Q K^T */
     constexpr int NT = D / 8;  /* n-tiles of P V */
@@ -1017,7 +1022,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     constexpr bool SWP = SUB == 2 && VQ_MMA_SWP; /* see the main loop */
     constexpr float QOFF = 8.0f;
 
-    __shared__ __align__(16) float qs[G][D]; /* (float4 rows: round_query_row) */
+    __shared__ alignas(QI8 ? 16 : 4) float qs[G][D]; /* (QI8: float4 rows, round_query_row) */
     __shared__ __align__(16) uint4 afr[PL][KS][32];  /* Q' fragments per lane (kivi keys, HFOLD: hi/lo of q * 2^(24-e-EXPO)) */
     __shared__ __align__(16) float4 qlane[KS][32];   /* kivi keys: q * 2^(24-e-EXPO) per lane */
     __shared__ __align__(16) float4 qraw[KS][32];    /* kivi keys: q per lane */
@@ -1211,17 +1216,16 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
     /* q8_0 / q4_0 keys of qbits=8 (uniform): the query (rotated first
      * where the keys are) rounded to int8 per block of 32 as the CPU's
      * codec does, then scaled (round_query_row, attn_common.cuh) */
-    const bool qi8 = (KM == FMT_Q8 || KM == FMT_Q4) && query_int8(p.kf);
 #if VQ_MMA_WROT
     if (p.kf.rot) { /* (uniform) one warp per query row, no block barriers */
         for (int r = warp; r < G; r += W) {
-            rot_forward_warp<D>(&qs[r][0], p.kf.sign, lane, qi8 ? 1.0f : p.qscale);
-            if (qi8) {
+            rot_forward_warp<D>(&qs[r][0], p.kf.sign, lane, QI8 ? 1.0f : p.qscale);
+            if constexpr (QI8) {
                 __syncwarp();
                 round_query_row<D>(&qs[r][0], lane, p.qscale);
             }
         }
-    } else if (qi8) {
+    } else if constexpr (QI8) {
         for (int r = warp; r < G; r += W)
             round_query_row<D>(&qs[r][0], lane, p.qscale);
     } else {
@@ -1231,7 +1235,7 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
 #else
     if (p.kf.rot)
         rot_forward_smem<D, G>(&qs[0][0], p.kf.sign, tid, W * 32);
-    if (qi8) {
+    if constexpr (QI8) {
         for (int r = warp; r < G; r += W)
             round_query_row<D>(&qs[r][0], lane, p.qscale);
     } else {
@@ -2586,13 +2590,13 @@ __global__ void __launch_bounds__(W * 32, mma_minb<W, KM>()) attn_mma(const __gr
 
 /* the dynamic shared memory limit of this instantiation raised to what it
  * uses (once; idempotent: a race only repeats it) */
-template <int D, int G, int KM, int VM, int SUB, int W>
+template <int D, int G, int KM, int VM, int SUB, int W, bool QI8 = false>
 cudaError_t set_smem_attr()
 {
     constexpr int smem = stage_smem_bytes<KM, VM, D, SUB, W>();
     static bool attr_set = false;
     if (smem > 0 && !attr_set) {
-        cudaError_t e = cudaFuncSetAttribute(attn_mma<D, G, KM, VM, SUB, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        cudaError_t e = cudaFuncSetAttribute(attn_mma<D, G, KM, VM, SUB, W, QI8>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         attr_set = true;
@@ -2628,11 +2632,11 @@ int ctas_per_sm()
     return a;
 }
 
-template <int D, int G, int KM, int VM, int SUB, int W>
-cudaError_t launch_mma_sub(AttnParams &p, int batch, cudaStream_t s)
+template <int D, int G, int KM, int VM, int SUB, int W, bool QI8>
+cudaError_t launch_mma_qi8(AttnParams &p, int batch, cudaStream_t s)
 {
     constexpr int smem = stage_smem_bytes<KM, VM, D, SUB, W>();
-    const cudaError_t e = set_smem_attr<D, G, KM, VM, SUB, W>();
+    const cudaError_t e = set_smem_attr<D, G, KM, VM, SUB, W, QI8>();
     if (e != cudaSuccess)
         return e;
     dim3 grid(p.splits, p.n_kv, batch);
@@ -2652,13 +2656,23 @@ cudaError_t launch_mma_sub(AttnParams &p, int batch, cudaStream_t s)
         at[0].val.clusterDim.z = 1;
         cfg.attrs = at;
         cfg.numAttrs = 1;
-        if (cudaLaunchKernelEx(&cfg, attn_mma<D, G, KM, VM, SUB, W>, p) == cudaSuccess)
+        if (cudaLaunchKernelEx(&cfg, attn_mma<D, G, KM, VM, SUB, W, QI8>, p) == cudaSuccess)
             return cudaSuccess;
         (void)cudaGetLastError(); /* the refusal, cleared */
         p.cluster = 0;
     }
-    attn_mma<D, G, KM, VM, SUB, W><<<grid, W * 32, smem, s>>>(p);
+    attn_mma<D, G, KM, VM, SUB, W, QI8><<<grid, W * 32, smem, s>>>(p);
     return cudaGetLastError();
+}
+
+/* q8_0 / q4_0 keys: the int8-query instantiation where the keys ask for it */
+template <int D, int G, int KM, int VM, int SUB, int W>
+cudaError_t launch_mma_sub(AttnParams &p, int batch, cudaStream_t s)
+{
+    if constexpr (KM == FMT_Q8 || KM == FMT_Q4)
+        if (query_int8(p.kf))
+            return launch_mma_qi8<D, G, KM, VM, SUB, W, true>(p, batch, s);
+    return launch_mma_qi8<D, G, KM, VM, SUB, W, false>(p, batch, s);
 }
 
 template <int D, int G, int KM, int VM, int W>
