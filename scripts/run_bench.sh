@@ -151,7 +151,7 @@ for s in "${steps[@]}"; do
     e2e)          run e2e-smollm2 bench e2e --model smollm2-135m --ctx 256,4096 --threads 2 --decode 64 \
                       --cache "keys=q8_0:qbits=0 values=q8_0" --cache "keys=q4_0:rot=1,qbits=0 values=q4_0:rot=1,qbits=0" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=0" \
-                      --cache "keys=q8_0:qbits=8 values=q8_0:qbits=8" \
+                      --cache "keys=q8_0:qbits=8 values=q8_0" --cache "keys=q8_0:qbits=8 values=q8_0:qbits=8" \
                       --cache "keys=q4_0:rot=1,qbits=8 values=q4_0:rot=1,qbits=8" \
                       --cache "keys=kivi:bits=2,qbits=0 values=kivi:bits=2,qbits=0" --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=0" \
                       --cache "keys=kivi:bits=2,qbits=8 values=kivi:bits=2,qbits=8" \
