@@ -1,8 +1,8 @@
 /* bench_attend_loop.c -- one cache config's decode attention in a loop, for
- * profilers (perf record, uprobes): L layers (default 32), each of KV key /
- * value heads (default 4) and QH query heads (default 16) at head_dim D, hold 16,385
- * tokens each (a fixed pseudo-random fill), then every layer attends one
- * query token, R rounds. Prints the best and the mean milliseconds per
+ * profilers (perf record, uprobes): L layers (default 32), each of KV
+ * key / value heads (default 4) and QH query heads (default 16) at
+ * head_dim D, hold 16,385 tokens each (a fixed pseudo-random fill), then
+ * every layer attends one query token, R rounds. Prints the best and the mean milliseconds per
  * layer (wall time; use `bench attention` for figures, which pairs every
  * config with fp16).
  *
